@@ -1,0 +1,43 @@
+# Entry points. Each target installs what it needs, configures and builds before it runs.
+#   make demo       end-to-end proof (an MLP trained with SGD until training lands)
+#   make test       all unit tests (Release build)
+#   make test-asan  all unit tests under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make bench      Google Benchmark suite (kernels against direct CBLAS calls)
+#   make golden     regenerate tests/golden/*.safetensors from PyTorch (needs PyPI)
+JOBS ?= $(shell nproc)
+NATIVE ?= ON
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+CMAKE_FLAGS ?=
+
+.PHONY: all deps build demo test test-asan bench golden clean
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+build: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DNF_NATIVE=$(NATIVE) $(CMAKE_FLAGS) > /dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+demo: build
+	@./$(BUILD)/nanoformer demo
+
+test: build
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+test-asan: deps
+	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNF_SANITIZE=ON -DNF_NATIVE=$(NATIVE) -DNF_BUILD_BENCH=OFF $(CMAKE_FLAGS) > /dev/null
+	@cmake --build $(ASAN_BUILD) -j $(JOBS)
+	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
+
+bench: build
+	@bash scripts/run-bench.sh $(BUILD)
+
+golden:
+	@bash scripts/install-python.sh
+	@.venv/bin/python tools/golden/generate_all.py tests/golden
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

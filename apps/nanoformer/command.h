@@ -1,0 +1,13 @@
+#pragma once
+// A subcommand of the `nanoformer` CLI. Each subcommand lives in its own file and registers itself
+// through a function listed in main.cpp, which keeps the CLI's entry point one screen long.
+#include <CLI/CLI.hpp>
+
+namespace nf::cli {
+
+// Each subcommand file defines one of these: it adds its CLI11 subcommand (with options and help
+// text) and sets the callback that runs it.
+void add_demo_command(CLI::App& app);
+void add_tokenizer_command(CLI::App& app);
+
+}  // namespace nf::cli

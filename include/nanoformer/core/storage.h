@@ -1,0 +1,40 @@
+#pragma once
+// A block of bytes on a device. CPU blocks are 64-byte aligned and counted, so current and peak
+// memory can be reported. A Storage may also wrap external memory (a memory-mapped file) that it
+// keeps alive through an owner handle and does not count.
+#include <cstddef>
+#include <memory>
+
+#include "nanoformer/core/device.h"
+
+namespace nf {
+
+inline constexpr size_t kAlignment = 64;
+
+class Storage {
+ public:
+  Storage(size_t nbytes, Device device);                                     // allocates
+  Storage(void* external, size_t nbytes, std::shared_ptr<void> owner, Device device = {});
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  void* data() const { return data_; }
+  size_t nbytes() const { return nbytes_; }
+  Device device() const { return device_; }
+  bool owns_memory() const { return owner_ == nullptr; }
+
+ private:
+  void* data_ = nullptr;
+  size_t nbytes_ = 0;
+  Device device_;
+  std::shared_ptr<void> owner_;  // set for external memory
+};
+
+namespace memory {
+size_t current_bytes();   // bytes held by live CPU storages
+size_t peak_bytes();      // high-water mark since start or the last reset_peak()
+void reset_peak();
+}  // namespace memory
+
+}  // namespace nf

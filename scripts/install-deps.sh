@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian packages nanoformer's build, tests and benchmarks need.
+# Idempotent: packages already present are skipped, and apt is not touched when nothing is missing.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config
+  libopenblas-dev        # CBLAS (sgemm/dgemm) for matmul
+  libgtest-dev           # unit tests
+  libbenchmark-dev       # make bench
+  nlohmann-json3-dev     # JSON configs and safetensors headers
+  libcli11-dev           # command-line parsing for apps/nanoformer
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,9 @@
+#include "nanoformer/autograd/grad_mode.h"
+
+namespace nf::autograd {
+namespace {
+thread_local bool g_grad_enabled = true;
+}
+bool grad_enabled() { return g_grad_enabled; }
+void set_grad_enabled(bool enabled) { g_grad_enabled = enabled; }
+}  // namespace nf::autograd

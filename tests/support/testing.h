@@ -1,0 +1,31 @@
+#pragma once
+// Helpers shared by the tests: tensor comparison with stated tolerances, error-message checks,
+// and golden fixtures (safetensors files written by tools/golden/*.py).
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "nanoformer/nanoformer.h"
+
+namespace nf::testing {
+
+// |actual - expected| <= atol + rtol |expected| elementwise (NaNs must match), same shape.
+::testing::AssertionResult tensors_close(const Tensor& actual, const Tensor& expected, double atol = 1e-6,
+                                         double rtol = 1e-5);
+#define EXPECT_TENSOR_CLOSE(actual, expected, ...) EXPECT_TRUE(::nf::testing::tensors_close(actual, expected, ##__VA_ARGS__))
+
+// fn must throw nf::Error whose message contains every one of `parts`.
+::testing::AssertionResult throws_with(const std::function<void()>& fn, const std::vector<std::string>& parts);
+#define EXPECT_THROW_WITH(stmt, ...) EXPECT_TRUE(::nf::testing::throws_with([&] { (void)(stmt); }, {__VA_ARGS__}))
+
+// A leaf f64 tensor with values drawn uniformly from [low, high), requiring grad (for gradcheck).
+Tensor random_leaf(const Shape& shape, uint64_t seed, double low = -1.0, double high = 1.0);
+
+// Runs autograd::gradcheck and reports its message on failure.
+::testing::AssertionResult grad_ok(const autograd::TensorFn& f, const std::vector<Tensor>& inputs,
+                                   const autograd::GradcheckOptions& options = {});
+#define EXPECT_GRAD_OK(...) EXPECT_TRUE(::nf::testing::grad_ok(__VA_ARGS__))
+
+}  // namespace nf::testing
