@@ -5,7 +5,8 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config
-  libopenblas-dev        # CBLAS (sgemm/dgemm) for matmul
+  libopenblas-dev        # cblas.h
+  libopenblas0-openmp    # the CBLAS loaded at run time: OpenBLAS built on OpenMP, sharing our threads
   libgtest-dev           # unit tests
   libbenchmark-dev       # make bench
   nlohmann-json3-dev     # JSON configs and safetensors headers

@@ -118,6 +118,7 @@ const std::string& Tensor::name() const { NF_REQUIRE_DEFINED("name"); return imp
 Tensor& Tensor::set_name(std::string name) { NF_REQUIRE_DEFINED("set_name"); impl_->name = std::move(name); return *this; }
 
 bool Tensor::is_contiguous() const {
+  if (numel() == 0) return true;  // no element to be out of place (as PyTorch)
   int64_t expected = 1;
   for (size_t i = shape().size(); i-- > 0;) {
     if (impl_->shape[i] == 1) continue;

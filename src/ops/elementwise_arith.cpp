@@ -1,5 +1,6 @@
-// add, sub, mul, div: forward kernels on broadcast operands, backward reduced back to each
-// operand's shape with sum_to (the adjoint of broadcasting).
+// Broadcasting binary arithmetic: add, sub, mul, div, pow, maximum, minimum (tensor and scalar
+// operands), their backward reduced back to each operand's shape with sum_to (the adjoint of
+// broadcasting), and the in-place updates used by optimizers and initialisers.
 #include "nanoformer/autograd/grad_mode.h"
 #include "nanoformer/autograd/node.h"
 #include "nanoformer/core/dispatch.h"
@@ -14,24 +15,42 @@ namespace nf {
 namespace {
 
 using BinaryKernel = void (*)(cpu::BinaryOp, const Tensor&, const Tensor&, const Tensor&);
+using BinaryBackwardKernel = void (*)(cpu::BinaryBackwardOp, const Tensor&, const Tensor&, const Tensor&, const Tensor&);
+using PowScalarKernel = void (*)(const Tensor& out, const Tensor& x, double exponent);
+using PowScalarBackwardKernel = void (*)(const Tensor& dx, const Tensor& dy, const Tensor& x, double exponent);
 const DeviceKernels<BinaryKernel> kBinary{.cpu = cpu::binary};
+const DeviceKernels<BinaryBackwardKernel> kBinaryBackward{.cpu = cpu::binary_backward};
+const DeviceKernels<PowScalarKernel> kPowScalar{.cpu = cpu::pow_scalar};
+const DeviceKernels<PowScalarBackwardKernel> kPowScalarBackward{.cpu = cpu::pow_scalar_backward};
 
-void check_operands(const char* op, const Tensor& a, const Tensor& b) {
+}  // namespace
+
+void check_binary_operands(const char* op, const Tensor& a, const Tensor& b) {
   NF_CHECK(a.defined() && b.defined(), op, ": operand is undefined");
   NF_CHECK(a.dtype() == b.dtype(), op, ": dtypes differ: a ", dtype_name(a.dtype()), " ", shape_str(a.shape()),
            " and b ", dtype_name(b.dtype()), " ", shape_str(b.shape()));
   NF_CHECK(a.device() == b.device(), op, ": devices differ: a on ", a.device().str(), ", b on ", b.device().str());
 }
 
-}  // namespace
+void check_floating(const char* op, const Tensor& x) {
+  NF_CHECK(x.defined(), op, ": tensor is undefined");
+  NF_CHECK(x.dtype() == DType::f32 || x.dtype() == DType::f64, op, ": dtype ", dtype_name(x.dtype()), " of shape ",
+           shape_str(x.shape()), " is not supported (expects f32 or f64)");
+}
 
 // Shared by every broadcasting binary op: checks, allocates the broadcast result, runs the kernel.
 Tensor binary_forward(const char* name, cpu::BinaryOp op, const Tensor& a, const Tensor& b) {
-  check_operands(name, a, b);
+  check_binary_operands(name, a, b);
   const Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
   Tensor out = Tensor::empty(shape, a.dtype(), a.device());
   kBinary.get(a.device(), name)(op, out, a, b);
   return out;
+}
+
+Tensor binary_backward(const char* name, cpu::BinaryBackwardOp op, const Tensor& g, const Tensor& a, const Tensor& b) {
+  Tensor d = Tensor::empty(g.shape(), g.dtype(), g.device());
+  kBinaryBackward.get(g.device(), name)(op, d, g, a, b);
+  return d;
 }
 
 Tensor add(const Tensor& a, const Tensor& b) {
@@ -79,6 +98,59 @@ Tensor div(const Tensor& a, const Tensor& b) {
   return out;
 }
 
+// d(a^b) = b a^(b-1) da + a^b ln(a) db; as PyTorch, the da term is 0 where b == 0 and the db
+// term is 0 where a == 0 and b >= 0 (instead of 0 * inf)
+Tensor pow(const Tensor& a, const Tensor& b) {
+  check_floating("pow", a);
+  Tensor out = binary_forward("pow", cpu::BinaryOp::pow, a, b);
+  autograd::record("pow", out, {a, b}, [a = a.detach(), b = b.detach()](const Tensor& g, const autograd::Node& n) {
+    return std::vector<Tensor>{
+        n.needs_input_grad(0) ? sum_to(binary_backward("pow", cpu::BinaryBackwardOp::pow_base, g, a, b), a.shape()) : Tensor(),
+        n.needs_input_grad(1) ? sum_to(binary_backward("pow", cpu::BinaryBackwardOp::pow_exponent, g, a, b), b.shape())
+                              : Tensor()};
+  });
+  return out;
+}
+
+// d max(a, b) = da where a > b, db where b > a, (da + db) / 2 on ties (PyTorch's split)
+Tensor maximum(const Tensor& a, const Tensor& b) {
+  Tensor out = binary_forward("maximum", cpu::BinaryOp::maximum, a, b);
+  autograd::record("maximum", out, {a, b}, [a = a.detach(), b = b.detach()](const Tensor& g, const autograd::Node& n) {
+    return std::vector<Tensor>{
+        n.needs_input_grad(0) ? sum_to(binary_backward("maximum", cpu::BinaryBackwardOp::maximum_a, g, a, b), a.shape())
+                              : Tensor(),
+        n.needs_input_grad(1) ? sum_to(binary_backward("maximum", cpu::BinaryBackwardOp::maximum_b, g, a, b), b.shape())
+                              : Tensor()};
+  });
+  return out;
+}
+
+// d min(a, b) = da where a < b, db where b < a, (da + db) / 2 on ties
+Tensor minimum(const Tensor& a, const Tensor& b) {
+  Tensor out = binary_forward("minimum", cpu::BinaryOp::minimum, a, b);
+  autograd::record("minimum", out, {a, b}, [a = a.detach(), b = b.detach()](const Tensor& g, const autograd::Node& n) {
+    return std::vector<Tensor>{
+        n.needs_input_grad(0) ? sum_to(binary_backward("minimum", cpu::BinaryBackwardOp::minimum_a, g, a, b), a.shape())
+                              : Tensor(),
+        n.needs_input_grad(1) ? sum_to(binary_backward("minimum", cpu::BinaryBackwardOp::minimum_b, g, a, b), b.shape())
+                              : Tensor()};
+  });
+  return out;
+}
+
+// d(x^p) = p x^(p-1) dx (0 when p == 0)
+Tensor pow(const Tensor& a, double exponent) {
+  check_floating("pow", a);
+  Tensor out = Tensor::empty(a.shape(), a.dtype(), a.device());
+  kPowScalar.get(a.device(), "pow")(out, a, exponent);
+  autograd::record("pow", out, {a}, [a = a.detach(), exponent](const Tensor& g, const autograd::Node&) {
+    Tensor dx = Tensor::empty(a.shape(), a.dtype(), a.device());
+    kPowScalarBackward.get(a.device(), "pow")(dx, g, a, exponent);
+    return std::vector<Tensor>{dx};
+  });
+  return out;
+}
+
 // Scalar operands become 0-dim tensors of the other operand's dtype (they broadcast for free).
 Tensor add(const Tensor& a, double b) { return add(a, Tensor::scalar(b, a.dtype())); }
 Tensor sub(const Tensor& a, double b) { return sub(a, Tensor::scalar(b, a.dtype())); }
@@ -100,7 +172,7 @@ void check_in_place(const char* op, const Tensor& x) {
 
 void add_(const Tensor& x, const Tensor& y, double alpha) {
   check_in_place("add_", x);
-  check_operands("add_", x, y);
+  check_binary_operands("add_", x, y);
   NF_CHECK(broadcast_shapes(x.shape(), y.shape(), "add_") == x.shape(), "add_: shape ", shape_str(y.shape()),
            " does not broadcast to the updated tensor's shape ", shape_str(x.shape()));
   const Tensor scaled = alpha == 1.0 ? y : binary_forward("add_", cpu::BinaryOp::mul, y, Tensor::scalar(alpha, y.dtype()));

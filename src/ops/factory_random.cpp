@@ -27,7 +27,11 @@ void require_floating(const char* op, DType dtype) {
 }  // namespace
 
 Tensor arange(double start, double end, double step, DType dtype) {
+  NF_CHECK(std::isfinite(start) && std::isfinite(end) && std::isfinite(step), "arange: unsupported range ", start,
+           " -> ", end, " with step ", step);
   NF_CHECK(step != 0.0, "arange: step must be non-zero");
+  NF_CHECK(step > 0 ? end >= start : end <= start, "arange: end ", end, " lies on the wrong side of start ", start,
+           " for step ", step, " (as torch.arange: the bounds must agree with the step's sign)");
   const double count = std::ceil((end - start) / step);
   const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
   Tensor t = Tensor::empty({n}, dtype);

@@ -20,6 +20,19 @@ namespace nf::testing {
 ::testing::AssertionResult throws_with(const std::function<void()>& fn, const std::vector<std::string>& parts);
 #define EXPECT_THROW_WITH(stmt, ...) EXPECT_TRUE(::nf::testing::throws_with([&] { (void)(stmt); }, {__VA_ARGS__}))
 
+// Calls fn(multi-index) for every position of `shape` in row-major order.
+template <class F>
+void for_each_index(const Shape& shape, F fn) {
+  std::vector<int64_t> idx(shape.size(), 0);
+  for (int64_t i = 0; i < shape_numel(shape); ++i) {
+    fn(idx);
+    for (size_t d = shape.size(); d-- > 0;) {
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
 // A leaf f64 tensor with values drawn uniformly from [low, high), requiring grad (for gradcheck).
 Tensor random_leaf(const Shape& shape, uint64_t seed, double low = -1.0, double high = 1.0);
 

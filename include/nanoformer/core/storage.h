@@ -1,6 +1,7 @@
 #pragma once
 // A block of bytes on a device. CPU blocks are 64-byte aligned and counted, so current and peak
-// memory can be reported. A Storage may also wrap external memory (a memory-mapped file) that it
+// memory can be reported. Freed blocks of 1 MiB and more are cached and reused for requests of the
+// same (page-rounded) size, up to NANOFORMER_ALLOCATOR_CACHE_MB (default 2048) in all. A Storage may also wrap external memory (a memory-mapped file) that it
 // keeps alive through an owner handle and does not count.
 #include <cstddef>
 #include <memory>
@@ -32,9 +33,11 @@ class Storage {
 };
 
 namespace memory {
-size_t current_bytes();   // bytes held by live CPU storages
-size_t peak_bytes();      // high-water mark since start or the last reset_peak()
+size_t current_bytes();   // bytes held by live CPU storages (the cache not included)
+size_t peak_bytes();      // high-water mark of current_bytes() since start or the last reset_peak()
 void reset_peak();
+size_t cached_bytes();    // bytes of freed blocks kept for reuse
+void empty_cache();       // returns the cached blocks to the system
 }  // namespace memory
 
 }  // namespace nf

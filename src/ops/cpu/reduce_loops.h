@@ -47,13 +47,14 @@ inline void offsets_of(const Shape& shape, const Shape& strides, int64_t begin, 
   }
 }
 
+// Writes the n_out results to po[0, n_out) in the kept dims' row-major order. Out may be any
+// type (a value-index pair for the arg-reducers), so the results need not live in a Tensor.
 template <class T, class Out, class Reducer>
-void reduce_loop(const Tensor& x, const std::vector<bool>& reduced, const Tensor& out, const Reducer& red) {
+void reduce_loop(const Tensor& x, const std::vector<bool>& reduced, Out* po, const Reducer& red) {
   const ReduceLayout l = reduce_layout(x, reduced);
   const int64_t n_out = shape_numel(l.kept_shape);
   const int64_t n_red = shape_numel(l.reduced_shape);
   const T* px = static_cast<const T*>(x.raw_data());
-  Out* po = static_cast<Out*>(out.raw_data());
   const bool inner_reduced = x.dim() > 0 && reduced[x.dim() - 1];
   if (n_out == 0) return;
 
@@ -93,6 +94,12 @@ void reduce_loop(const Tensor& x, const std::vector<bool>& reduced, const Tensor
     }
     for (int64_t o = b; o < e; ++o) po[o] = red.result(acc[static_cast<size_t>(o - b)], n_red);
   });
+}
+
+// The same, into `out`: a contiguous tensor of Out with the kept dims' shape.
+template <class T, class Out, class Reducer>
+void reduce_loop(const Tensor& x, const std::vector<bool>& reduced, const Tensor& out, const Reducer& red) {
+  reduce_loop<T, Out>(x, reduced, static_cast<Out*>(out.raw_data()), red);
 }
 
 }  // namespace nf::cpu

@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""Writes every golden fixture (see README.md) into the directory given as the only argument:
+
+    .venv/bin/python tools/golden/generate_all.py tests/golden      (what `make golden` runs)
+
+Each fixture is a small safetensors file written by safetensors.torch.save_file from fixed seeds,
+holding PyTorch's inputs, outputs and gradients for one op family.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import fixtures_elementwise  # noqa: E402
+import fixtures_loss  # noqa: E402
+import fixtures_matmul  # noqa: E402
+import fixtures_reduce  # noqa: E402
+import fixtures_softmax  # noqa: E402
+import torch  # noqa: E402
+
+FAMILIES = [fixtures_softmax, fixtures_loss, fixtures_elementwise, fixtures_matmul, fixtures_reduce]
+SIZE_BUDGET = 1 << 20  # all fixtures together stay well under 1 MB: they are committed
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("out_dir", type=Path, help="where to write <fixture>.safetensors")
+    args = parser.parse_args()
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    torch.use_deterministic_algorithms(True)
+    torch.set_num_threads(1)  # the same summation order on every machine
+    total = 0
+    names = set()
+    for family in FAMILIES:
+        for fixture in family.fixtures():
+            if fixture.name in names:
+                raise SystemExit(f"fixture {fixture.name!r} generated twice")
+            names.add(fixture.name)
+            path = fixture.write(args.out_dir)
+            size = path.stat().st_size
+            total += size
+            print(f"{path}: {len(fixture.cases)} cases, {len(fixture.tensors)} tensors, {size} bytes")
+    print(f"{len(names)} fixtures, {total} bytes, torch {torch.__version__}")
+    if total > SIZE_BUDGET:
+        raise SystemExit(f"fixtures take {total} bytes, over the {SIZE_BUDGET}-byte budget: shrink them")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
