@@ -1,4 +1,4 @@
-// Activations: tanh, sigmoid, relu, silu, gelu. Forward and backward are single fused kernels; on
+// Activations: tanh, sigmoid, relu, silu, softplus, gelu. Forward and backward are single fused kernels; on
 // f32 they use the vectorised approximations of ops/cpu/vector_math.h.
 #include "nanoformer/ops/elementwise.h"
 #include "ops/cpu/elementwise.h"
@@ -31,6 +31,13 @@ Tensor relu(const Tensor& x) {
 Tensor silu(const Tensor& x) {
   Tensor out = unary_forward("silu", cpu::UnaryOp::silu, x);
   record_unary("silu", out, x, cpu::UnaryBackwardOp::silu, x);
+  return out;
+}
+
+// y = log(1 + e^x) (x above 20);  dx = sigmoid(x) dy (dy above 20)
+Tensor softplus(const Tensor& x) {
+  Tensor out = unary_forward("softplus", cpu::UnaryOp::softplus, x);
+  record_unary("softplus", out, x, cpu::UnaryBackwardOp::softplus, x);
   return out;
 }
 

@@ -9,7 +9,7 @@ namespace {
 
 struct Alphabet {
   std::array<char32_t, 256> to_char{};
-  std::array<std::string, 256> utf8;  // to_char[b] encoded as UTF-8
+  std::array<std::string, 256> utf8;   // to_char[b] encoded as UTF-8
   std::array<int16_t, 324> to_byte{};  // code points 0..323 cover the whole alphabet
 
   Alphabet() {

@@ -17,8 +17,7 @@ using unicode::kLetter;
 using unicode::kNumber;
 using unicode::kSpace;
 
-constexpr std::string_view kGpt2Regex =
-    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+constexpr std::string_view kGpt2Regex = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 constexpr std::string_view kLlama3Regex =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 constexpr std::string_view kCl100kRegex =
@@ -165,9 +164,12 @@ size_t next_gpt4(const Text& t, size_t i) {
 
 std::string_view pattern_name(SplitPattern pattern) {
   switch (pattern) {
-    case SplitPattern::kGpt2: return "gpt2";
-    case SplitPattern::kGpt4: return "gpt4";
-    case SplitPattern::kNone: return "none";
+    case SplitPattern::kGpt2:
+      return "gpt2";
+    case SplitPattern::kGpt4:
+      return "gpt4";
+    case SplitPattern::kNone:
+      return "none";
   }
   return "?";
 }
@@ -181,9 +183,12 @@ std::optional<SplitPattern> pattern_from_name(std::string_view name) {
 
 std::string_view pattern_regex(SplitPattern pattern) {
   switch (pattern) {
-    case SplitPattern::kGpt2: return kGpt2Regex;
-    case SplitPattern::kGpt4: return kLlama3Regex;
-    case SplitPattern::kNone: return {};
+    case SplitPattern::kGpt2:
+      return kGpt2Regex;
+    case SplitPattern::kGpt4:
+      return kLlama3Regex;
+    case SplitPattern::kNone:
+      return {};
   }
   return {};
 }
@@ -197,9 +202,12 @@ std::optional<SplitPattern> pattern_from_regex(std::string_view regex) {
 size_t next_split(std::string_view text, size_t pos, SplitPattern pattern) {
   const Text t(text);
   switch (pattern) {
-    case SplitPattern::kGpt2: return next_gpt2(t, pos);
-    case SplitPattern::kGpt4: return next_gpt4(t, pos);
-    case SplitPattern::kNone: return text.size();
+    case SplitPattern::kGpt2:
+      return next_gpt2(t, pos);
+    case SplitPattern::kGpt4:
+      return next_gpt4(t, pos);
+    case SplitPattern::kNone:
+      return text.size();
   }
   return text.size();
 }

@@ -23,8 +23,7 @@ struct ClassTable {
   ClassTable() : block_of(kBlockCount) {
     std::vector<uint8_t> flat(0x110000, 0);
     for (unsigned r = 0; r < kUnicodeRangeCount; ++r)
-      for (uint32_t cp = kUnicodeRanges[r].first; cp <= kUnicodeRanges[r].last; ++cp)
-        flat[cp] = kUnicodeRanges[r].bits;
+      for (uint32_t cp = kUnicodeRanges[r].first; cp <= kUnicodeRanges[r].last; ++cp) flat[cp] = kUnicodeRanges[r].bits;
     std::map<std::array<uint8_t, kBlockSize>, uint16_t> seen;
     for (uint32_t b = 0; b < kBlockCount; ++b) {
       std::array<uint8_t, kBlockSize> block;

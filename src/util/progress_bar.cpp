@@ -39,24 +39,31 @@ ProgressBar::~ProgressBar() {
   if (!finished_ && done_ > 0) finish();
 }
 
+namespace {
+constexpr double kQuietSeconds = 0.5;  // jobs shorter than this show no bar
+}
+
 void ProgressBar::update(int64_t done, const std::string& status) {
   done_ = done;
   status_ = status;
   const auto now = std::chrono::steady_clock::now();
+  if (!drawn_ && std::chrono::duration<double>(now - start_).count() < kQuietSeconds) return;
   const double since = std::chrono::duration<double>(now - last_draw_).count();
-  if (since >= (tty_ ? 0.1 : 5.0) || done_ >= total_) {
+  if (!drawn_ || since >= (tty_ ? 0.1 : 5.0) || done_ >= total_) {
     last_draw_ = now;
     draw(false);
   }
 }
 
 void ProgressBar::finish(const std::string& status) {
+  if (finished_) return;
   if (!status.empty()) status_ = status;
   finished_ = true;
-  draw(true);
+  if (drawn_) draw(true);
 }
 
 void ProgressBar::draw(bool final) {
+  drawn_ = true;
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   const double rate = elapsed > 0 ? static_cast<double>(done_) / elapsed : 0.0;
   const double frac = total_ > 0 ? std::min(1.0, static_cast<double>(done_) / static_cast<double>(total_)) : 0.0;

@@ -36,9 +36,23 @@ std::vector<double> nice_ticks(double lo, double hi, int target) {
   return ticks;
 }
 
+// For a log axis (values are log10 of the data): 1, 2 and 5 times each power of ten in range,
+// or only the powers of ten when the range spans many decades.
+std::vector<double> log_ticks(double lo, double hi) {
+  std::vector<double> ticks;
+  const bool dense = hi - lo <= 3.0;
+  for (double decade = std::floor(lo); decade <= std::ceil(hi); decade += 1.0) {
+    for (double m : dense ? std::vector<double>{1, 2, 5} : std::vector<double>{1}) {
+      const double t = decade + std::log10(m);
+      if (t >= lo && t <= hi) ticks.push_back(t);
+    }
+  }
+  return ticks;
+}
+
 std::string fmt(double v) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
+  std::snprintf(buf, sizeof buf, "%.3g", v);
   return buf;
 }
 
@@ -64,7 +78,7 @@ void write_line_plot_svg(const std::string& path, const std::vector<PlotSeries>&
   y0 -= pad;
   y1 += pad;
 
-  const double left = 70, right = 20, top = 40, bottom = 50;
+  const double left = 80, right = 20, top = 40, bottom = 50;
   const double W = o.width - left - right, H = o.height - top - bottom;
   auto px = [&](double x) { return left + (x - x0) / (x1 - x0) * W; };
   auto py = [&](double y) { return top + (1.0 - (y - y0) / (y1 - y0)) * H; };
@@ -78,7 +92,7 @@ void write_line_plot_svg(const std::string& path, const std::vector<PlotSeries>&
         << "\" stroke=\"#eee\"/><text x=\"" << px(t) << "\" y=\"" << top + H + 16 << "\" text-anchor=\"middle\">"
         << fmt(t) << "</text>\n";
   }
-  for (double t : nice_ticks(y0, y1, 6)) {
+  for (double t : o.log_y ? log_ticks(y0, y1) : nice_ticks(y0, y1, 6)) {
     svg << "<line x1=\"" << left << "\" y1=\"" << py(t) << "\" x2=\"" << left + W << "\" y2=\"" << py(t)
         << "\" stroke=\"#eee\"/><text x=\"" << left - 6 << "\" y=\"" << py(t) + 4 << "\" text-anchor=\"end\">"
         << (o.log_y ? fmt(std::pow(10.0, t)) : fmt(t)) << "</text>\n";

@@ -55,6 +55,8 @@ const std::vector<UnaryCase> kUnary = {
     {"relu", [](const Tensor& x) { return relu(x); }, [](LD x) { return x > 0 ? x : 0; }, 0.1, 2},
     {"relu<0", [](const Tensor& x) { return relu(x); }, [](LD x) { return x > 0 ? x : 0; }, -2, -0.1},
     {"silu", [](const Tensor& x) { return silu(x); }, ref_silu, -4, 4},
+    // softplus: PyTorch's threshold form; the range crosses x = 20 on both sides
+    {"softplus", [](const Tensor& x) { return softplus(x); }, [](LD x) { return x > 20 ? x : std::log1p(std::exp(x)); }, -25, 25},
     {"gelu", [](const Tensor& x) { return gelu(x); }, ref_gelu, -4, 4},
     {"gelu_tanh", [](const Tensor& x) { return gelu(x, GeluApprox::tanh); }, ref_gelu_tanh, -4, 4},
     // bounds at +-0.5 while inputs come from [-2, 2]: random draws land within eps of them with
@@ -270,6 +272,7 @@ TEST(Unary, IntegerNegAndAbs) {
 TEST(Unary, ErrorsNameOpShapeAndDtype) {
   EXPECT_THROW_WITH(gelu(zeros({2, 3}, DType::i32)), "gelu", "i32", "(2, 3)");
   EXPECT_THROW_WITH(exp(zeros({2, 3}, DType::i64)), "exp", "i64", "(2, 3)");
+  EXPECT_THROW_WITH(softplus(zeros({2, 3}, DType::i64)), "softplus", "i64", "(2, 3)");
   EXPECT_THROW_WITH(sigmoid(zeros({4}, DType::bf16)), "sigmoid", "bf16", "(4)");
   EXPECT_THROW_WITH(clamp_min(zeros({2, 3}, DType::i64), 0), "clamp_min", "i64", "(2, 3)");
   EXPECT_THROW_WITH(abs(zeros({2}, DType::boolean)), "abs", "bool");

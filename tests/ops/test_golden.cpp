@@ -166,6 +166,11 @@ TEST(Golden, Sigmoid) {
                 op_is("sigmoid"));
 }
 
+TEST(Golden, Softplus) {
+  check_fixture("activations", {"x"}, [](const std::vector<Tensor>& in, const json&) { return softplus(in[0]); },
+                op_is("softplus"));
+}
+
 TEST(Golden, Tanh) {
   check_fixture("activations", {"x"}, [](const std::vector<Tensor>& in, const json&) { return tanh(in[0]); }, op_is("tanh"));
 }

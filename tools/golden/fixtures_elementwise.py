@@ -1,4 +1,4 @@
-"""Activations (gelu exact and tanh, silu, sigmoid, tanh) and broadcasting binary ops."""
+"""Activations (gelu exact and tanh, silu, sigmoid, tanh, softplus) and broadcasting binary ops."""
 from __future__ import annotations
 
 import torch
@@ -21,6 +21,10 @@ def activations() -> Fixture:
     for dtype, tag in ((torch.float32, "f32"), (torch.float64, "f64")):
         for op_name, op in ops.items():
             fx.case(f"{op_name}_{tag}", op, {"x": randn(4, 7, dtype=dtype, scale=3.0)}, op=op_name, dtype=str(dtype))
+    # softplus over [-25, 25], across its threshold at x = 20 where it becomes the identity
+    for dtype, tag in ((torch.float32, "f32"), (torch.float64, "f64")):
+        fx.case(f"softplus_{tag}", F.softplus, {"x": uniform(4, 7, low=-25.0, high=25.0, dtype=dtype)},
+                op="softplus", dtype=str(dtype))
     return fx
 
 

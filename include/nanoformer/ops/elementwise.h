@@ -45,6 +45,8 @@ Tensor tanh(const Tensor& x);
 Tensor sigmoid(const Tensor& x);   // 1 / (1 + e^-x)
 Tensor relu(const Tensor& x);      // max(x, 0); gradient 0 at x = 0 (as PyTorch)
 Tensor silu(const Tensor& x);      // x * sigmoid(x)
+// softplus(x) = log(1 + e^x), and x itself above 20 (PyTorch's F.softplus with beta 1, threshold 20)
+Tensor softplus(const Tensor& x);
 enum class GeluApprox { none, tanh };
 // none: x/2 (1 + erf(x/sqrt2)); tanh: x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
 Tensor gelu(const Tensor& x, GeluApprox approximate = GeluApprox::none);

@@ -39,8 +39,7 @@ inline CodePoint decode_utf8(const unsigned char* s, size_t n) {
     const bool second_ok = n > 1 && (c == 0xE0   ? (s[1] >= 0xA0 && s[1] <= 0xBF)
                                      : c == 0xED ? (s[1] >= 0x80 && s[1] <= 0x9F)
                                                  : cont(1));
-    if (second_ok && cont(2))
-      return {((c & 0x0Fu) << 12) | ((s[1] & 0x3Fu) << 6) | (s[2] & 0x3Fu), 3};
+    if (second_ok && cont(2)) return {((c & 0x0Fu) << 12) | ((s[1] & 0x3Fu) << 6) | (s[2] & 0x3Fu), 3};
   } else if (c >= 0xF0 && c <= 0xF4) {
     // F0 needs 90..BF next (no overlong forms), F4 needs 80..8F (nothing above U+10FFFF).
     const bool second_ok = n > 1 && (c == 0xF0   ? (s[1] >= 0x90 && s[1] <= 0xBF)
@@ -72,9 +71,7 @@ inline constexpr auto kAsciiClasses = [] {
 }();
 }  // namespace detail
 
-inline uint8_t classify(uint32_t cp) {
-  return cp < 128 ? detail::kAsciiClasses.bits[cp] : classify_non_ascii(cp);
-}
+inline uint8_t classify(uint32_t cp) { return cp < 128 ? detail::kAsciiClasses.bits[cp] : classify_non_ascii(cp); }
 
 // Appends the UTF-8 encoding of a valid code point to a buffer of at least 4 bytes; returns the
 // number of bytes written.

@@ -1,7 +1,8 @@
 #pragma once
 // A terminal progress bar for long work: fraction done, rate, elapsed time and ETA, redrawn in
 // place on stderr at most ~10 times a second; a plain line per update when stderr is not a
-// terminal (logs, CI), throttled to one every few seconds.
+// terminal (logs, CI), throttled to one every few seconds. Quick jobs stay quiet: nothing is drawn
+// in the first half second, and a job that ends within it prints nothing at all.
 //
 //   ProgressBar bar(total_steps, "train", "steps");
 //   for (...) { ...; bar.update(step + 1, "loss 2.31"); }
@@ -28,6 +29,7 @@ class ProgressBar {
   std::string label_, unit_, status_;
   bool tty_;
   bool finished_ = false;
+  bool drawn_ = false;
   std::chrono::steady_clock::time_point start_, last_draw_;
 };
 

@@ -18,13 +18,13 @@ enum class CompareOp { eq, ne, lt, le, gt, ge };
 // out (bool) = a (op) b
 void compare(CompareOp op, const Tensor& out, const Tensor& a, const Tensor& b);
 
-enum class UnaryOp { neg, abs, exp, log, sqrt, rsqrt, square, tanh, sigmoid, relu, silu, gelu, gelu_tanh };
+enum class UnaryOp { neg, abs, exp, log, sqrt, rsqrt, square, tanh, sigmoid, relu, silu, softplus, gelu, gelu_tanh };
 // out = op(x)
 void unary(UnaryOp op, const Tensor& out, const Tensor& x);
 
-// dx = dy * op'(x), computed from `saved`: the input x for abs, log, square, silu, gelu, gelu_tanh;
+// dx = dy * op'(x), computed from `saved`: the input x for abs, log, square, silu, softplus, gelu, gelu_tanh;
 // the output y for exp, sqrt, rsqrt, tanh, sigmoid, relu.
-enum class UnaryBackwardOp { abs, exp, log, sqrt, rsqrt, square, tanh, sigmoid, relu, silu, gelu, gelu_tanh };
+enum class UnaryBackwardOp { abs, exp, log, sqrt, rsqrt, square, tanh, sigmoid, relu, silu, softplus, gelu, gelu_tanh };
 void unary_backward(UnaryBackwardOp op, const Tensor& dx, const Tensor& dy, const Tensor& saved);
 
 // out = x^exponent; dx = dy * exponent * x^(exponent - 1) (0 when exponent is 0)

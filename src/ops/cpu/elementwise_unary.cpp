@@ -22,6 +22,7 @@ const char* unary_name(UnaryOp op) {
     case UnaryOp::sigmoid: return "sigmoid";
     case UnaryOp::relu: return "relu";
     case UnaryOp::silu: return "silu";
+    case UnaryOp::softplus: return "softplus";
     case UnaryOp::gelu: return "gelu";
     case UnaryOp::gelu_tanh: return "gelu";
   }
@@ -59,6 +60,8 @@ void unary(UnaryOp op, const Tensor& out, const Tensor& x) {
       case UnaryOp::sigmoid: run([](T v) NF_INLINE_LAMBDA { return vmath::sigmoid(v); }); break;
       case UnaryOp::relu: run([](T v) { return v < T(0) ? T(0) : v; }); break;  // NaN stays NaN
       case UnaryOp::silu: run([](T v) NF_INLINE_LAMBDA { return vmath::silu(v); }); break;
+      // softplus(x) = log1p(e^x), or x where x > 20 (e^-20 is below f32 resolution there; as PyTorch)
+      case UnaryOp::softplus: run([](T v) { return v > T(20) ? v : std::log1p(std::exp(v)); }); break;
       case UnaryOp::gelu: run([](T v) NF_INLINE_LAMBDA { return vmath::gelu_erf(v); }); break;
       case UnaryOp::gelu_tanh: run([](T v) NF_INLINE_LAMBDA { return vmath::gelu_tanh(v); }); break;
       case UnaryOp::neg:
@@ -92,6 +95,10 @@ void unary_backward(UnaryBackwardOp op, const Tensor& dx, const Tensor& dy, cons
       // relu' = 1 where y > 0, else 0 (0 at x = 0, as PyTorch)
       case UnaryBackwardOp::relu: run([](T g, T y) { return y <= T(0) ? T(0) : g; }); break;
       case UnaryBackwardOp::silu: run([](T g, T x) NF_INLINE_LAMBDA { return g * vmath::silu_grad(x); }); break;
+      // d softplus / dx = e^x / (1 + e^x) = sigmoid(x), and 1 where x > 20
+      case UnaryBackwardOp::softplus:
+        run([](T g, T x) { return x > T(20) ? g : g / (T(1) + std::exp(-x)); });
+        break;
       case UnaryBackwardOp::gelu: run([](T g, T x) NF_INLINE_LAMBDA { return g * vmath::gelu_erf_grad(x); }); break;
       case UnaryBackwardOp::gelu_tanh: run([](T g, T x) NF_INLINE_LAMBDA { return g * vmath::gelu_tanh_grad(x); }); break;
     }
