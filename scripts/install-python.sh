@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Creates .venv with the Python packages the golden-file and comparison scripts need
-# (PyTorch, safetensors, numpy, Hugging Face tokenizers). Only needed to regenerate fixtures:
+# (PyTorch, safetensors, numpy, Hugging Face tokenizers, and unicodedata2 for the Unicode 16
+# tables of tools/tokenizer/gen_unicode_tables.py). Only needed to regenerate fixtures:
 # `make test` reads the committed fixtures and needs no Python.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
-want=(torch numpy safetensors tokenizers)
-if ! .venv/bin/python -c "import torch, numpy, safetensors, tokenizers" 2>/dev/null; then
+want=(torch numpy safetensors tokenizers "unicodedata2==16.0.0")
+if ! .venv/bin/python -c "import torch, numpy, safetensors, tokenizers, unicodedata2" 2>/dev/null; then
   .venv/bin/pip install -q "${want[@]}"
 fi
