@@ -53,6 +53,18 @@ Tensor binary_backward(const char* name, cpu::BinaryBackwardOp op, const Tensor&
   return d;
 }
 
+// Records a backward whose two gradients are fused kernels of (g, a, b), each summed back over
+// broadcasting to its operand's shape: da = sum_to(f_a(g, a, b)), db = sum_to(f_b(g, a, b)).
+namespace {
+void record_binary_backward(const char* name, Tensor& out, const Tensor& a, const Tensor& b, cpu::BinaryBackwardOp da,
+                            cpu::BinaryBackwardOp db) {
+  autograd::record(name, out, {a, b}, [=, a = a.detach(), b = b.detach()](const Tensor& g, const autograd::Node& n) {
+    return std::vector<Tensor>{n.needs_input_grad(0) ? sum_to(binary_backward(name, da, g, a, b), a.shape()) : Tensor(),
+                               n.needs_input_grad(1) ? sum_to(binary_backward(name, db, g, a, b), b.shape()) : Tensor()};
+  });
+}
+}  // namespace
+
 Tensor add(const Tensor& a, const Tensor& b) {
   Tensor out = binary_forward("add", cpu::BinaryOp::add, a, b);
   // d(a + b) = da + db
@@ -103,38 +115,21 @@ Tensor div(const Tensor& a, const Tensor& b) {
 Tensor pow(const Tensor& a, const Tensor& b) {
   check_floating("pow", a);
   Tensor out = binary_forward("pow", cpu::BinaryOp::pow, a, b);
-  autograd::record("pow", out, {a, b}, [a = a.detach(), b = b.detach()](const Tensor& g, const autograd::Node& n) {
-    return std::vector<Tensor>{
-        n.needs_input_grad(0) ? sum_to(binary_backward("pow", cpu::BinaryBackwardOp::pow_base, g, a, b), a.shape()) : Tensor(),
-        n.needs_input_grad(1) ? sum_to(binary_backward("pow", cpu::BinaryBackwardOp::pow_exponent, g, a, b), b.shape())
-                              : Tensor()};
-  });
+  record_binary_backward("pow", out, a, b, cpu::BinaryBackwardOp::pow_base, cpu::BinaryBackwardOp::pow_exponent);
   return out;
 }
 
 // d max(a, b) = da where a > b, db where b > a, (da + db) / 2 on ties (PyTorch's split)
 Tensor maximum(const Tensor& a, const Tensor& b) {
   Tensor out = binary_forward("maximum", cpu::BinaryOp::maximum, a, b);
-  autograd::record("maximum", out, {a, b}, [a = a.detach(), b = b.detach()](const Tensor& g, const autograd::Node& n) {
-    return std::vector<Tensor>{
-        n.needs_input_grad(0) ? sum_to(binary_backward("maximum", cpu::BinaryBackwardOp::maximum_a, g, a, b), a.shape())
-                              : Tensor(),
-        n.needs_input_grad(1) ? sum_to(binary_backward("maximum", cpu::BinaryBackwardOp::maximum_b, g, a, b), b.shape())
-                              : Tensor()};
-  });
+  record_binary_backward("maximum", out, a, b, cpu::BinaryBackwardOp::maximum_a, cpu::BinaryBackwardOp::maximum_b);
   return out;
 }
 
 // d min(a, b) = da where a < b, db where b < a, (da + db) / 2 on ties
 Tensor minimum(const Tensor& a, const Tensor& b) {
   Tensor out = binary_forward("minimum", cpu::BinaryOp::minimum, a, b);
-  autograd::record("minimum", out, {a, b}, [a = a.detach(), b = b.detach()](const Tensor& g, const autograd::Node& n) {
-    return std::vector<Tensor>{
-        n.needs_input_grad(0) ? sum_to(binary_backward("minimum", cpu::BinaryBackwardOp::minimum_a, g, a, b), a.shape())
-                              : Tensor(),
-        n.needs_input_grad(1) ? sum_to(binary_backward("minimum", cpu::BinaryBackwardOp::minimum_b, g, a, b), b.shape())
-                              : Tensor()};
-  });
+  record_binary_backward("minimum", out, a, b, cpu::BinaryBackwardOp::minimum_a, cpu::BinaryBackwardOp::minimum_b);
   return out;
 }
 

@@ -71,7 +71,7 @@ void index_select(const Tensor& out, const Tensor& x, const Tensor& index, int64
   if (rows == 0 || a.inner == 0) return;
   visit_element_bits(x.itemsize(), [&](auto etag) {
     using E = decltype(etag);
-    visit_index(index.dtype(), "indexing", [&](auto itag) {
+    visit_index(index.dtype(), "index_select", [&](auto itag) {
       using I = decltype(itag);
       const E* src = static_cast<const E*>(x.raw_data());
       E* dst = static_cast<E*>(out.raw_data());
@@ -94,7 +94,7 @@ void index_add(const Tensor& dst, const Tensor& src, const Tensor& index, int64_
   if (columns == 0 || K == 0) return;
   visit_arithmetic(dst.dtype(), "index_add", [&](auto tag) {
     using T = decltype(tag);
-    visit_index(index.dtype(), "indexing", [&](auto itag) {
+    visit_index(index.dtype(), "index_add", [&](auto itag) {
       using I = decltype(itag);
       T* pd = static_cast<T*>(dst.raw_data());
       const T* ps = static_cast<const T*>(src.raw_data());
@@ -124,7 +124,7 @@ void gather(const Tensor& out, const Tensor& x, const Tensor& index, int64_t dim
   x_strides[dim] = 0;
   visit_element_bits(x.itemsize(), [&](auto etag) {
     using E = decltype(etag);
-    visit_index(index.dtype(), "indexing", [&](auto itag) {
+    visit_index(index.dtype(), "gather", [&](auto itag) {
       using I = decltype(itag);
       E* po = static_cast<E*>(out.raw_data());
       const I* pi = static_cast<const I*>(index.raw_data());
@@ -160,7 +160,7 @@ void scatter_add(const Tensor& dst, const Tensor& src, const Tensor& index, int6
   constexpr int64_t kBlock = 1024;
   visit_arithmetic(dst.dtype(), "scatter_add", [&](auto tag) {
     using T = decltype(tag);
-    visit_index(index.dtype(), "indexing", [&](auto itag) {
+    visit_index(index.dtype(), "scatter_add", [&](auto itag) {
       using I = decltype(itag);
       T* pd = static_cast<T*>(dst.raw_data());
       const T* ps = static_cast<const T*>(src.raw_data());
@@ -191,7 +191,7 @@ void embedding(const Tensor& out, const Tensor& weight, const Tensor& ids) {
   const size_t row_bytes = static_cast<size_t>(D) * weight.itemsize();
   const char* w = static_cast<const char*>(weight.raw_data());
   char* o = static_cast<char*>(out.raw_data());
-  visit_index(ids.dtype(), "indexing", [&](auto itag) {
+  visit_index(ids.dtype(), "embedding", [&](auto itag) {
     using I = decltype(itag);
     const I* id = static_cast<const I*>(ids.raw_data());
     parallel_for(N, std::max<int64_t>(1, kParallelGrain / D), [&](int64_t begin, int64_t end) {
@@ -210,7 +210,7 @@ void embedding_backward(const Tensor& grad_weight, const Tensor& grad_out, const
   if (V == 0 || D == 0) return;
   // ids[order[p]] = v for p in [start[v], start[v + 1]), order increasing within each v
   std::vector<int64_t> start(static_cast<size_t>(V) + 1, 0), order(static_cast<size_t>(N));
-  visit_index(ids.dtype(), "indexing", [&](auto itag) {
+  visit_index(ids.dtype(), "embedding_backward", [&](auto itag) {
     using I = decltype(itag);
     const I* id = static_cast<const I*>(ids.raw_data());
     for (int64_t n = 0; n < N; ++n) ++start[static_cast<size_t>(id[n]) + 1];
