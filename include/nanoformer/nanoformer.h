@@ -23,3 +23,5 @@
 #include "nanoformer/ops/triangular.h"
 #include "nanoformer/ops/view.h"
 #include "nanoformer/io/safetensors.h"
+#include "nanoformer/nn/module.h"
+#include "nanoformer/nn/linear.h"

@@ -1,0 +1,49 @@
+#pragma once
+// Linear, Embedding and Dropout: the modules every model starts from, named as torch.nn's.
+#include <cstdint>
+
+#include "nanoformer/core/generator.h"
+#include "nanoformer/nn/module.h"
+
+namespace nf::nn {
+
+// y = x W^T + b:  x (..., in) -> (..., out);  weight (out, in), bias (out) when `bias`.
+// Initialised as torch.nn.Linear: W and b uniform in [-1/sqrt(in), 1/sqrt(in)].
+class Linear : public UnaryModule {
+ public:
+  Linear(int64_t in_features, int64_t out_features, bool bias = true, Generator& gen = default_generator());
+  Tensor forward(const Tensor& x) override;
+
+  int64_t in_features() const { return in_; }
+  int64_t out_features() const { return out_; }
+  Tensor weight;
+  Tensor bias;  // undefined without bias
+
+ private:
+  int64_t in_, out_;
+};
+
+// y = weight[ids]:  ids (...) integer -> (..., dim);  weight (num_embeddings, dim) ~ normal(0, 1).
+class Embedding : public Module {
+ public:
+  Embedding(int64_t num_embeddings, int64_t dim, Generator& gen = default_generator());
+  Tensor forward(const Tensor& ids);
+  Tensor operator()(const Tensor& ids) { return forward(ids); }
+  Tensor weight;
+};
+
+// In training: zero each element with probability p, scale the rest by 1 / (1 - p); in eval, the
+// identity. Draws its masks from its own generator (seeded), so runs are reproducible.
+class Dropout : public UnaryModule {
+ public:
+  explicit Dropout(double p = 0.5, uint64_t seed = 0);
+  Tensor forward(const Tensor& x) override;
+  double p() const { return p_; }
+  Generator& generator() { return gen_; }
+
+ private:
+  double p_;
+  Generator gen_;
+};
+
+}  // namespace nf::nn

@@ -1,0 +1,43 @@
+// Linear, Embedding, Dropout modules over the ops of the same names.
+#include "nanoformer/nn/linear.h"
+
+#include <cmath>
+
+#include "nanoformer/core/error.h"
+#include "nanoformer/ops/dropout.h"
+#include "nanoformer/ops/factory.h"
+#include "nanoformer/ops/indexing.h"
+#include "nanoformer/ops/matmul.h"
+
+namespace nf::nn {
+
+Linear::Linear(int64_t in_features, int64_t out_features, bool bias, Generator& gen)
+    : UnaryModule("Linear"), in_(in_features), out_(out_features) {
+  NF_CHECK(in_features > 0 && out_features > 0, "Linear: in_features and out_features must be positive, got ",
+           in_features, " and ", out_features);
+  const double bound = 1.0 / std::sqrt(static_cast<double>(in_features));
+  weight = register_parameter("weight", uniform({out_features, in_features}, -bound, bound, gen));
+  if (bias) this->bias = register_parameter("bias", uniform({out_features}, -bound, bound, gen));
+}
+
+Tensor Linear::forward(const Tensor& x) {
+  NF_CHECK(x.dim() >= 1 && x.size(-1) == in_, "Linear: input ", shape_str(x.shape()), " does not end in in_features ",
+           in_);
+  return linear(x, weight, bias);
+}
+
+Embedding::Embedding(int64_t num_embeddings, int64_t dim, Generator& gen) : Module("Embedding") {
+  NF_CHECK(num_embeddings > 0 && dim > 0, "Embedding: num_embeddings and dim must be positive, got ", num_embeddings,
+           " and ", dim);
+  weight = register_parameter("weight", randn({num_embeddings, dim}, gen));
+}
+
+Tensor Embedding::forward(const Tensor& ids) { return embedding(weight, ids); }
+
+Dropout::Dropout(double p, uint64_t seed) : UnaryModule("Dropout"), p_(p), gen_(seed) {
+  NF_CHECK(p >= 0.0 && p < 1.0, "Dropout: p must be in [0, 1), got ", p);
+}
+
+Tensor Dropout::forward(const Tensor& x) { return dropout(x, p_, is_training(), gen_); }
+
+}  // namespace nf::nn

@@ -1,0 +1,191 @@
+// Module registry: names, traversal, state dicts, modes. See nn/module.h.
+#include "nanoformer/nn/module.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "nanoformer/core/error.h"
+#include "nanoformer/io/safetensors.h"
+#include "nanoformer/ops/view.h"
+
+namespace nf::nn {
+
+void Module::check_new_name(const std::string& name) const {
+  NF_CHECK(!name.empty() && name.find('.') == std::string::npos, type_name_, ": invalid member name '", name,
+           "' (non-empty, no dots)");
+  const bool taken = std::any_of(tensors_.begin(), tensors_.end(), [&](const Entry& e) { return e.name == name; }) ||
+                     std::any_of(children_.begin(), children_.end(), [&](const auto& c) { return c.first == name; });
+  NF_CHECK(!taken, type_name_, ": member '", name, "' registered twice");
+}
+
+Tensor Module::register_parameter(const std::string& name, Tensor value, bool requires_grad) {
+  check_new_name(name);
+  NF_CHECK(value.defined(), type_name_, ": parameter '", name, "' is undefined");
+  Tensor p = value.is_leaf() ? value : value.detach();
+  p.set_requires_grad(requires_grad);
+  p.set_name(name);
+  tensors_.push_back({name, p, true, true});
+  return p;
+}
+
+Tensor Module::register_buffer(const std::string& name, Tensor value, bool persistent) {
+  check_new_name(name);
+  NF_CHECK(value.defined(), type_name_, ": buffer '", name, "' is undefined");
+  Tensor b = value.detach();
+  b.set_name(name);
+  tensors_.push_back({name, b, false, persistent});
+  return b;
+}
+
+void Module::replace_tensor(const std::string& name, Tensor value) {
+  for (Entry& e : tensors_) {
+    if (e.name != name) continue;
+    if (e.is_parameter) value.set_requires_grad(e.tensor.requires_grad());
+    value.set_name(name);
+    e.tensor = value;
+    return;
+  }
+  NF_FAIL(type_name_, ": no parameter or buffer named '", name, "' to replace");
+}
+
+void Module::add_child(const std::string& name, std::shared_ptr<Module> child) {
+  check_new_name(name);
+  NF_CHECK(child != nullptr, type_name_, ": child module '", name, "' is null");
+  child->train(training_);
+  children_.emplace_back(name, std::move(child));
+}
+
+void Module::collect(const std::string& prefix, bool parameters, bool buffers, bool persistent_only,
+                     std::vector<NamedTensor>& out) const {
+  for (const Entry& e : tensors_) {
+    if (e.is_parameter ? !parameters : (!buffers || (persistent_only && !e.persistent))) continue;
+    out.emplace_back(prefix + e.name, e.tensor);
+  }
+  for (const auto& [name, child] : children_) child->collect(prefix + name + ".", parameters, buffers, persistent_only, out);
+}
+
+std::vector<NamedTensor> Module::named_parameters() const {
+  std::vector<NamedTensor> out;
+  collect("", true, false, false, out);
+  return out;
+}
+
+std::vector<Tensor> Module::parameters() const {
+  std::vector<Tensor> out;
+  for (auto& [name, t] : named_parameters()) out.push_back(t);
+  return out;
+}
+
+std::vector<NamedTensor> Module::named_buffers() const {
+  std::vector<NamedTensor> out;
+  collect("", false, true, false, out);
+  return out;
+}
+
+std::vector<std::pair<std::string, std::shared_ptr<Module>>> Module::named_children() const { return children_; }
+
+std::vector<std::pair<std::string, const Module*>> Module::named_modules() const {
+  std::vector<std::pair<std::string, const Module*>> out{{"", this}};
+  for (const auto& [name, child] : children_)
+    for (auto& [sub, m] : child->named_modules()) out.emplace_back(sub.empty() ? name : name + "." + sub, m);
+  return out;
+}
+
+StateDict Module::state_dict() const {
+  std::vector<NamedTensor> all;
+  collect("", true, true, true, all);
+  return StateDict(all.begin(), all.end());
+}
+
+void Module::load_state_dict(const StateDict& state, bool strict) {
+  std::vector<NamedTensor> own;
+  collect("", true, true, true, own);
+  std::vector<std::string> missing, unexpected, misshaped;
+  for (const auto& [name, t] : own) {
+    auto it = state.find(name);
+    if (it == state.end()) missing.push_back(name);
+    else if (it->second.shape() != t.shape())
+      misshaped.push_back(name + " (expected " + shape_str(t.shape()) + ", got " + shape_str(it->second.shape()) + ")");
+  }
+  for (const auto& [name, t] : state)
+    if (std::none_of(own.begin(), own.end(), [&](const NamedTensor& o) { return o.first == name; }))
+      unexpected.push_back(name);
+  if (!misshaped.empty() || (strict && (!missing.empty() || !unexpected.empty()))) {
+    std::ostringstream os;
+    os << "load_state_dict: " << type_name_ << " does not match the state dict";
+    auto list = [&](const char* what, const std::vector<std::string>& names) {
+      if (names.empty()) return;
+      os << "; " << what << " (" << names.size() << "):";
+      for (const auto& n : names) os << " " << n;
+    };
+    list("mis-shaped", misshaped);
+    if (strict) list("missing", missing);
+    if (strict) list("unexpected", unexpected);
+    throw Error(os.str());
+  }
+  for (const auto& [name, t] : own) {
+    auto it = state.find(name);
+    if (it != state.end()) copy_into(t, it->second);
+  }
+}
+
+void Module::train(bool on) {
+  training_ = on;
+  on_train(on);
+  for (auto& [name, child] : children_) child->train(on);
+}
+
+void Module::requires_grad_(bool on) {
+  for (auto& [name, p] : named_parameters()) p.set_requires_grad(on);
+}
+
+void Module::zero_grad() const {
+  for (auto& [name, p] : named_parameters()) p.zero_grad();
+}
+
+int64_t Module::num_parameters(bool trainable_only) const {
+  int64_t n = 0;
+  for (auto& [name, p] : named_parameters())
+    if (!trainable_only || p.requires_grad()) n += p.numel();
+  return n;
+}
+
+namespace {
+void describe_into(const Module& m, const std::string& name, int depth, std::ostringstream& os) {
+  os << std::string(2 * depth, ' ') << (name.empty() ? "" : "(" + name + "): ") << m.type_name();
+  bool first = true;
+  for (const auto& [pname, p] : m.named_parameters()) {
+    if (pname.find('.') != std::string::npos) continue;  // only this module's own
+    os << (first ? " [" : ", ") << pname << " " << shape_str(p.shape()) << (p.requires_grad() ? "" : " frozen");
+    first = false;
+  }
+  os << (first ? "" : "]") << "\n";
+  for (const auto& [cname, child] : m.named_children()) describe_into(*child, cname, depth + 1, os);
+}
+}  // namespace
+
+std::string describe(const Module& m) {
+  std::ostringstream os;
+  describe_into(m, "", 0, os);
+  return os.str();
+}
+
+void save_module(const Module& m, const std::string& path) {
+  // registration order (parameters, then persistent buffers), not the map's alphabetical one
+  std::vector<NamedTensor> ordered = m.named_parameters();
+  const StateDict state = m.state_dict();
+  for (auto& buffer : m.named_buffers())
+    if (state.count(buffer.first)) ordered.push_back(buffer);
+  io::save_safetensors(path, ordered);
+}
+
+void load_module(Module& m, const std::string& path, bool strict) {
+  std::map<std::string, Tensor> tensors = io::load_safetensors(path);
+  try {
+    m.load_state_dict(StateDict(tensors.begin(), tensors.end()), strict);
+  } catch (const Error& e) {
+    throw Error(path + ": " + e.what());
+  }
+}
+
+}  // namespace nf::nn
