@@ -25,3 +25,7 @@
 #include "nanoformer/io/safetensors.h"
 #include "nanoformer/nn/module.h"
 #include "nanoformer/nn/linear.h"
+#include "nanoformer/ops/norm.h"
+#include "nanoformer/ops/mlp_activation.h"
+#include "nanoformer/nn/norm.h"
+#include "nanoformer/nn/mlp.h"
