@@ -25,3 +25,4 @@
 #include "nanoformer/io/safetensors.h"
 #include "nanoformer/nn/module.h"
 #include "nanoformer/nn/linear.h"
+#include "nanoformer/ops/attention.h"
