@@ -25,4 +25,5 @@
 #include "nanoformer/io/safetensors.h"
 #include "nanoformer/nn/module.h"
 #include "nanoformer/nn/linear.h"
+#include "nanoformer/nn/attention.h"
 #include "nanoformer/ops/attention.h"
