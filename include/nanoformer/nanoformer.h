@@ -29,3 +29,5 @@
 #include "nanoformer/ops/mlp_activation.h"
 #include "nanoformer/nn/norm.h"
 #include "nanoformer/nn/mlp.h"
+#include "nanoformer/nn/attention.h"
+#include "nanoformer/ops/attention.h"

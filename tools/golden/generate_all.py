@@ -14,6 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import fixtures_attention  # noqa: E402
 import fixtures_elementwise  # noqa: E402
 import fixtures_loss  # noqa: E402
 import fixtures_matmul  # noqa: E402
@@ -22,7 +23,11 @@ import fixtures_reduce  # noqa: E402
 import fixtures_softmax  # noqa: E402
 import torch  # noqa: E402
 
-FAMILIES = [fixtures_softmax, fixtures_loss, fixtures_elementwise, fixtures_matmul, fixtures_reduce, fixtures_norms]
+FAMILIES = [
+    fixtures_softmax, fixtures_loss, fixtures_elementwise, fixtures_matmul, fixtures_reduce,
+    fixtures_norms,
+    fixtures_attention,
+]
 SIZE_BUDGET = 4 << 20  # all fixtures together stay under 4 MB: they are committed
 
 

@@ -1,0 +1,69 @@
+#pragma once
+// Multi-head attention layer: self- or cross-attention with grouped-query / multi-query heads,
+// an optional positional scheme (RoPE rotates q and k, ALiBi / T5 / Transformer-XL add a score
+// bias), optional QK-norm, dropout on the weights:
+//   q = x Wq^T, k = c Wk^T, v = c Wv^T      (c = context for cross-attention, else x)
+//   q, k = rotate(q), rotate(k);  q, k = rms(q), rms(k) with qk_norm
+//   y = softmax(scale q k^T + score_bias + mask) v,  out = y Wo^T
+// Parameters named as PyTorch models commonly do: q_proj, k_proj, v_proj, o_proj.
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "nanoformer/core/generator.h"
+#include "nanoformer/nn/attention_position.h"
+#include "nanoformer/nn/linear.h"
+#include "nanoformer/nn/module.h"
+#include "nanoformer/ops/attention.h"
+
+namespace nf::nn {
+
+struct AttentionConfig {
+  int64_t dim = 0;          // model width: x (B, T, dim), out (B, T, dim)
+  int64_t n_heads = 1;
+  int64_t n_kv_heads = 0;   // key/value heads, dividing n_heads; 0 = n_heads
+  int64_t head_dim = 0;     // 0 = dim / n_heads
+  int64_t context_dim = 0;  // width of the cross-attention context; 0 = dim
+  bool bias = false;        // biases in the four projections
+  bool qk_norm = false;     // parameter-free RMS norm of q and k over head_dim, after rotation (nanochat)
+  double qk_norm_eps = 1e-6;
+  double dropout = 0.0;     // on the attention weights, in training
+  bool causal = false;      // bottom-right aligned (see ops/attention.h)
+  std::optional<double> scale{};  // multiplies q k^T; default 1 / sqrt(head_dim)
+  bool fused = true;        // the fused kernel; false = the plain composition
+  uint64_t seed = 0;        // of the dropout generator
+};
+
+// Masks given per call, in the conventions of ops/attention.h: mask bool (true = attend) or
+// additive, broadcastable to (B, H, Tq, Tk); key_padding bool (B, Tk), true = real token.
+struct AttentionMasks {
+  Tensor mask{};
+  Tensor key_padding{};
+};
+
+class MultiHeadAttention : public Module {
+ public:
+  // The position scheme is not registered as a child: models share one among layers and own it.
+  explicit MultiHeadAttention(const AttentionConfig& config, std::shared_ptr<AttentionPosition> position = nullptr,
+                              Generator& gen = default_generator());
+
+  // x (B, Tq, dim); context (B, Tk, context_dim) for cross-attention, undefined for self-attention.
+  // Query i sits at position q_offset + i; keys at q_offset + j (self) or j (cross).
+  Tensor forward(const Tensor& x, const Tensor& context = {}, const AttentionMasks& masks = {}, int64_t q_offset = 0);
+  // The same through the plain kernel, also returning the weights (B, H, Tq, Tk).
+  AttentionWithWeights forward_with_weights(const Tensor& x, const Tensor& context = {},
+                                            const AttentionMasks& masks = {}, int64_t q_offset = 0);
+
+  const AttentionConfig& config() const { return config_; }
+  std::shared_ptr<Linear> q_proj, k_proj, v_proj, o_proj;
+
+ private:
+  AttentionWithWeights attend(const Tensor& x, const Tensor& context, const AttentionMasks& masks, int64_t q_offset,
+                              bool with_weights);
+
+  AttentionConfig config_;  // n_kv_heads, head_dim and context_dim resolved
+  std::shared_ptr<AttentionPosition> position_;
+  Generator dropout_gen_;
+};
+
+}  // namespace nf::nn

@@ -1,0 +1,56 @@
+#pragma once
+// Scaled dot-product attention:
+//   out = dropout(softmax(scale q k^T + bias, masked)) v
+// q (B, H, Tq, D), k and v (B, Hkv, Tk, D) with H % Hkv == 0: query head h reads key/value head
+// h / (H / Hkv) (grouped-query and multi-query attention, torch's enable_gqa=True); K and V are
+// never repeated in the fused kernel. Result (B, H, Tq, D).
+//
+// Two implementations with the same semantics:
+//  - fused (the default): FlashAttention-2 style, online softmax over blocks of keys, never
+//    materialising the (Tq, Tk) scores; saves the per-row logsumexp and recomputes scores blockwise
+//    in backward;
+//  - plain: the composition matmul -> mask -> softmax -> dropout -> matmul of existing ops (for
+//    tests, and to return the weights).
+//
+// Rows whose keys are all masked give zeros and pass no gradient (as torch's math backend).
+#include <cstdint>
+#include <optional>
+
+#include "nanoformer/core/generator.h"
+#include "nanoformer/core/tensor.h"
+
+namespace nf {
+
+enum class AttentionKernel { fused, plain };
+
+struct AttentionOptions {
+  // Query i sees key j only when j <= i + (Tk - Tq): aligned bottom-right, torch's is_causal when
+  // Tq == Tk, and what a decoder with a KV cache of Tk - Tq earlier tokens needs.
+  bool causal = false;
+  // bool (true = attend) or additive (q's dtype; may require grad, e.g. a learned position bias),
+  // broadcastable to (B, H, Tq, Tk).
+  Tensor mask{};
+  // bool (B, Tk), true = a real token: padded keys are masked for every query.
+  Tensor key_padding{};
+  // Probability of zeroing each attention weight (survivors scaled by 1 / (1 - p)); in [0, 1).
+  double dropout_p = 0.0;
+  // Multiplies q k^T; default 1 / sqrt(D).
+  std::optional<double> scale{};
+  AttentionKernel kernel = AttentionKernel::fused;
+};
+
+// Dropout draws its keep-mask from `gen` by element index of the (B, H, Tq, Tk) weights, so both
+// kernels drop the same weights for the same generator state.
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                    const AttentionOptions& options = {}, Generator& gen = default_generator());
+
+struct AttentionWithWeights {
+  Tensor out;      // (B, H, Tq, D)
+  Tensor weights;  // (B, H, Tq, Tk): the weights applied to v (after dropout, as torch's MultiheadAttention)
+};
+// The plain kernel, also returning the weights (options.kernel is ignored). Both are differentiable.
+AttentionWithWeights scaled_dot_product_attention_with_weights(const Tensor& q, const Tensor& k, const Tensor& v,
+                                                               const AttentionOptions& options = {},
+                                                               Generator& gen = default_generator());
+
+}  // namespace nf

@@ -1,0 +1,112 @@
+// MultiHeadAttention: projections, positional hook, QK-norm, scaled_dot_product_attention, output.
+#include "nanoformer/nn/attention.h"
+
+#include <cmath>
+#include <limits>
+
+#include "nanoformer/core/error.h"
+#include "nanoformer/ops/elementwise.h"
+#include "nanoformer/ops/reduce.h"
+#include "nanoformer/ops/view.h"
+
+namespace nf::nn {
+namespace {
+
+AttentionConfig resolved(AttentionConfig c) {
+  NF_CHECK(c.dim > 0, "MultiHeadAttention: dim must be positive, got ", c.dim);
+  NF_CHECK(c.n_heads > 0, "MultiHeadAttention: n_heads must be positive, got ", c.n_heads);
+  if (c.n_kv_heads == 0) c.n_kv_heads = c.n_heads;
+  NF_CHECK(c.n_kv_heads > 0 && c.n_heads % c.n_kv_heads == 0, "MultiHeadAttention: n_heads ", c.n_heads,
+           " is not divisible by n_kv_heads ", c.n_kv_heads);
+  if (c.head_dim == 0) {
+    NF_CHECK(c.dim % c.n_heads == 0, "MultiHeadAttention: dim ", c.dim, " is not divisible by n_heads ", c.n_heads,
+             " (set head_dim)");
+    c.head_dim = c.dim / c.n_heads;
+  }
+  NF_CHECK(c.head_dim > 0, "MultiHeadAttention: head_dim must be positive, got ", c.head_dim);
+  if (c.context_dim == 0) c.context_dim = c.dim;
+  NF_CHECK(c.context_dim > 0, "MultiHeadAttention: context_dim must be positive, got ", c.context_dim);
+  NF_CHECK(c.dropout >= 0.0 && c.dropout < 1.0, "MultiHeadAttention: dropout ", c.dropout, " outside [0, 1)");
+  NF_CHECK(c.qk_norm_eps > 0.0, "MultiHeadAttention: qk_norm_eps must be positive, got ", c.qk_norm_eps);
+  NF_CHECK(!c.scale || std::isfinite(*c.scale), "MultiHeadAttention: scale ", c.scale.value_or(0.0), " is not finite");
+  return c;
+}
+
+// (B, T, heads * head_dim) -> (B, heads, T, head_dim), a view
+Tensor split_heads(const Tensor& x, int64_t heads, int64_t head_dim) {
+  return x.view({x.size(0), x.size(1), heads, head_dim}).transpose(1, 2);
+}
+
+// rms(x) = x / sqrt(mean(x^2) + eps) over the last dim, no parameters
+Tensor parameter_free_rms_norm(const Tensor& x, double eps) {
+  return x * rsqrt(add(mean(square(x), {-1}, true), eps));
+}
+
+// The additive score bias of the position scheme joined with the caller's mask.
+Tensor with_score_bias(const Tensor& mask, const Tensor& bias) {
+  if (!bias.defined()) return mask;
+  if (!mask.defined()) return bias;
+  if (mask.dtype() != DType::boolean) return add(mask, bias);
+  return where(mask, bias, Tensor::scalar(-std::numeric_limits<double>::infinity(), bias.dtype()));
+}
+
+}  // namespace
+
+MultiHeadAttention::MultiHeadAttention(const AttentionConfig& config, std::shared_ptr<AttentionPosition> position,
+                                       Generator& gen)
+    : Module("MultiHeadAttention"), config_(resolved(config)), position_(std::move(position)), dropout_gen_(config.seed) {
+  const AttentionConfig& c = config_;
+  q_proj = register_module("q_proj", std::make_shared<Linear>(c.dim, c.n_heads * c.head_dim, c.bias, gen));
+  k_proj = register_module("k_proj", std::make_shared<Linear>(c.context_dim, c.n_kv_heads * c.head_dim, c.bias, gen));
+  v_proj = register_module("v_proj", std::make_shared<Linear>(c.context_dim, c.n_kv_heads * c.head_dim, c.bias, gen));
+  o_proj = register_module("o_proj", std::make_shared<Linear>(c.n_heads * c.head_dim, c.dim, c.bias, gen));
+}
+
+AttentionWithWeights MultiHeadAttention::attend(const Tensor& x, const Tensor& context, const AttentionMasks& masks,
+                                                int64_t q_offset, bool with_weights) {
+  const AttentionConfig& c = config_;
+  NF_CHECK(x.dim() == 3 && x.size(2) == c.dim, "MultiHeadAttention: x must be (B, T, dim = ", c.dim, "), got ",
+           shape_str(x.shape()));
+  const bool cross = context.defined();
+  const Tensor& source = cross ? context : x;
+  NF_CHECK(source.dim() == 3 && source.size(0) == x.size(0) && source.size(2) == c.context_dim,
+           "MultiHeadAttention: context must be (B = ", x.size(0), ", Tk, context_dim = ", c.context_dim, "), got ",
+           shape_str(source.shape()));
+  const int64_t B = x.size(0), Tq = x.size(1);
+  // q (B, H, Tq, Dh), k and v (B, Hkv, Tk, Dh): views of the projections, never copied
+  Tensor q = split_heads(q_proj->forward(x), c.n_heads, c.head_dim);
+  Tensor k = split_heads(k_proj->forward(source), c.n_kv_heads, c.head_dim);
+  const Tensor v = split_heads(v_proj->forward(source), c.n_kv_heads, c.head_dim);
+  const int64_t k_offset = cross ? 0 : q_offset;
+  if (position_) {
+    q = position_->rotate_queries(q, q_offset);
+    k = position_->rotate_keys(k, k_offset);
+  }
+  if (c.qk_norm) {
+    q = parameter_free_rms_norm(q, c.qk_norm_eps);
+    k = parameter_free_rms_norm(k, c.qk_norm_eps);
+  }
+  const Tensor score_bias = position_ ? position_->score_bias(q, k, q_offset, k_offset) : Tensor();
+  AttentionOptions options{.causal = c.causal,
+                           .mask = with_score_bias(masks.mask, score_bias),
+                           .key_padding = masks.key_padding,
+                           .dropout_p = is_training() ? c.dropout : 0.0,
+                           .scale = c.scale,
+                           .kernel = c.fused ? AttentionKernel::fused : AttentionKernel::plain};
+  AttentionWithWeights r = with_weights ? scaled_dot_product_attention_with_weights(q, k, v, options, dropout_gen_)
+                                        : AttentionWithWeights{scaled_dot_product_attention(q, k, v, options, dropout_gen_), {}};
+  // (B, H, Tq, Dh) -> (B, Tq, H * Dh) -> o_proj
+  r.out = o_proj->forward(r.out.transpose(1, 2).reshape({B, Tq, c.n_heads * c.head_dim}));
+  return r;
+}
+
+Tensor MultiHeadAttention::forward(const Tensor& x, const Tensor& context, const AttentionMasks& masks, int64_t q_offset) {
+  return attend(x, context, masks, q_offset, false).out;
+}
+
+AttentionWithWeights MultiHeadAttention::forward_with_weights(const Tensor& x, const Tensor& context,
+                                                              const AttentionMasks& masks, int64_t q_offset) {
+  return attend(x, context, masks, q_offset, true);
+}
+
+}  // namespace nf::nn

@@ -1,0 +1,263 @@
+// scaled_dot_product_attention: the fused kernel equals the plain composition forward and backward
+// (MHA, GQA, MQA, causal and not, masks of every kind, T = 1, Tq != Tk, T across tile borders,
+// strided inputs, dropout), f64 finite-difference gradients of the fused kernel, fully masked rows,
+// errors, and the fused kernel's memory at long T.
+#include <cmath>
+#include <limits>
+
+#include "ops/cpu/attention.h"  // the tile sizes, to choose lengths across tile borders
+#include "support/testing.h"
+
+namespace nf {
+namespace {
+
+using testing::random_leaf;
+
+constexpr int64_t kTile = cpu::kQueryBlock;
+
+Tensor randn_leaf(const Shape& shape, uint64_t seed, DType dtype = DType::f32) {
+  Generator gen(seed);
+  return randn(shape, gen, dtype).set_requires_grad();
+}
+
+// Random bool (true with probability `p_true`) of `shape`.
+Tensor random_mask(const Shape& shape, uint64_t seed, double p_true) {
+  Generator gen(seed);
+  return lt(rand(shape, gen, DType::f64), p_true);
+}
+
+struct Result {
+  Tensor out, dq, dk, dv, dmask;
+};
+
+// Forward with `kernel`, then backward of sum(out * grad_out).
+Result run(AttentionKernel kernel, const Tensor& q, const Tensor& k, const Tensor& v, AttentionOptions options,
+        uint64_t dropout_seed = 0) {
+  for (const Tensor* t : {&q, &k, &v, const_cast<const Tensor*>(&options.mask)}) {
+    if (t->defined() && t->requires_grad()) t->zero_grad();
+  }
+  options.kernel = kernel;
+  Generator gen(dropout_seed);
+  const Tensor out = scaled_dot_product_attention(q, k, v, options, gen);
+  Generator g_gen(99);
+  const Tensor grad_out = randn(out.shape(), g_gen, out.dtype());
+  out.backward(grad_out);
+  const bool mask_grad = options.mask.defined() && options.mask.requires_grad();
+  return {out.detach(), q.grad(), k.grad(), v.grad(), mask_grad ? options.mask.grad() : Tensor()};
+}
+
+void expect_fused_equals_plain(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& options,
+                               uint64_t dropout_seed = 0) {
+  const bool wide = q.dtype() == DType::f64;
+  const double atol = wide ? 1e-12 : 1e-5, rtol = wide ? 1e-10 : 1e-5;
+  const Result plain = run(AttentionKernel::plain, q, k, v, options, dropout_seed);
+  const Result fused = run(AttentionKernel::fused, q, k, v, options, dropout_seed);
+  EXPECT_TENSOR_CLOSE(fused.out, plain.out, atol, rtol);
+  EXPECT_TENSOR_CLOSE(fused.dq, plain.dq, atol, rtol);
+  EXPECT_TENSOR_CLOSE(fused.dk, plain.dk, atol, rtol);
+  EXPECT_TENSOR_CLOSE(fused.dv, plain.dv, atol, rtol);
+  if (plain.dmask.defined()) {
+    EXPECT_TENSOR_CLOSE(fused.dmask, plain.dmask, atol, rtol);
+  }
+}
+
+struct Geometry {
+  const char* name;
+  int64_t B, H, Hkv, Tq, Tk, D;
+};
+
+// MHA, GQA, MQA; T = 1; Tq != Tk both ways; lengths on, below and above the tile size.
+const Geometry kGeometries[] = {
+    {"mha", 2, 3, 3, kTile + 6, kTile + 6, 16},
+    {"gqa", 1, 6, 2, 2 * kTile + 3, 2 * kTile + 3, 8},
+    {"mqa", 2, 4, 1, 33, 150, 8},
+    {"one_token", 2, 2, 2, 1, 1, 4},
+    {"one_query_many_keys", 1, 4, 2, 1, kTile + 1, 8},
+    {"cache_decode", 1, 2, 1, 5, kTile + 9, 8},
+    {"more_queries_than_keys", 1, 2, 2, kTile + 10, 7, 8},
+    {"exact_tiles", 1, 2, 2, 2 * kTile, 2 * kTile, 8},
+};
+
+class FusedVsPlain : public ::testing::TestWithParam<Geometry> {
+ protected:
+  Tensor q_, k_, v_;
+  void SetUp() override {
+    const Geometry& g = GetParam();
+    q_ = randn_leaf({g.B, g.H, g.Tq, g.D}, 1);
+    k_ = randn_leaf({g.B, g.Hkv, g.Tk, g.D}, 2);
+    v_ = randn_leaf({g.B, g.Hkv, g.Tk, g.D}, 3);
+  }
+};
+
+TEST_P(FusedVsPlain, Unmasked) { expect_fused_equals_plain(q_, k_, v_, {}); }
+
+TEST_P(FusedVsPlain, Causal) { expect_fused_equals_plain(q_, k_, v_, {.causal = true}); }
+
+TEST_P(FusedVsPlain, KeyPaddingAndBoolMaskWithCausal) {
+  const Geometry& g = GetParam();
+  AttentionOptions options{.causal = true,
+                           .mask = random_mask({g.H, g.Tq, g.Tk}, 4, 0.8),
+                           .key_padding = random_mask({g.B, g.Tk}, 5, 0.7)};
+  expect_fused_equals_plain(q_, k_, v_, options);
+}
+
+TEST_P(FusedVsPlain, AdditiveMaskWithGradient) {
+  const Geometry& g = GetParam();
+  AttentionOptions options{.mask = randn_leaf({g.B, 1, g.Tq, g.Tk}, 6), .scale = 0.3};
+  expect_fused_equals_plain(q_, k_, v_, options);
+}
+
+TEST_P(FusedVsPlain, DropoutDrawsTheSameMask) {
+  expect_fused_equals_plain(q_, k_, v_, {.causal = true, .dropout_p = 0.3}, 17);
+}
+
+TEST_P(FusedVsPlain, F64) {
+  const Geometry& g = GetParam();
+  const Tensor q = random_leaf({g.B, g.H, g.Tq, g.D}, 7), k = random_leaf({g.B, g.Hkv, g.Tk, g.D}, 8),
+               v = random_leaf({g.B, g.Hkv, g.Tk, g.D}, 9);
+  expect_fused_equals_plain(q, k, v, {.causal = true, .key_padding = random_mask({g.B, g.Tk}, 10, 0.8)});
+}
+
+INSTANTIATE_TEST_SUITE_P(Attention, FusedVsPlain, ::testing::ValuesIn(kGeometries),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+TEST(Attention, StridedInputsAsAModuleProducesThem) {
+  // q, k, v as (B, T, H, D) projections viewed (B, H, T, D): rows strided, not contiguous
+  const Tensor q = randn_leaf({2, kTile + 3, 4, 8}, 11), k = randn_leaf({2, kTile + 3, 2, 8}, 12),
+               v = randn_leaf({2, kTile + 3, 2, 8}, 13);
+  std::vector<Tensor> outs, grads;
+  for (AttentionKernel kernel : {AttentionKernel::plain, AttentionKernel::fused}) {
+    for (const Tensor& t : {q, k, v}) t.zero_grad();
+    const Tensor out = scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                                                    {.causal = true, .kernel = kernel});
+    out.backward(ones(out.shape()));
+    outs.push_back(out.detach());
+    for (const Tensor& t : {q, k, v}) grads.push_back(t.grad());
+  }
+  EXPECT_TENSOR_CLOSE(outs[1], outs[0], 1e-5, 1e-5);
+  for (size_t i = 0; i < 3; ++i) EXPECT_TENSOR_CLOSE(grads[3 + i], grads[i], 1e-5, 1e-5);
+}
+
+TEST(Attention, MatchesNaiveSoftmaxFormula) {
+  // out_i = sum_j softmax_j(q_i . k_j / sqrt(D)) v_j, written out in f64 loops
+  const Tensor q = random_leaf({1, 1, 3, 4}, 14), k = random_leaf({1, 1, 5, 4}, 15), v = random_leaf({1, 1, 5, 4}, 16);
+  const Tensor out = scaled_dot_product_attention(q, k, v);
+  for (int64_t i = 0; i < 3; ++i) {
+    std::vector<double> w(5);
+    double total = 0;
+    for (int64_t j = 0; j < 5; ++j) {
+      double s = 0;
+      for (int64_t d = 0; d < 4; ++d) s += q.at({0, 0, i, d}) * k.at({0, 0, j, d});
+      total += w[j] = std::exp(s / 2.0);
+    }
+    for (int64_t d = 0; d < 4; ++d) {
+      double o = 0;
+      for (int64_t j = 0; j < 5; ++j) o += w[j] / total * v.at({0, 0, j, d});
+      EXPECT_NEAR(out.at({0, 0, i, d}), o, 1e-12);
+    }
+  }
+}
+
+// ---- f64 gradient checks of the fused kernel ----
+
+TEST(AttentionGradcheck, CausalGqaAcrossTiles) {
+  const Tensor q = random_leaf({1, 2, kTile + 5, 3}, 20), k = random_leaf({1, 1, kTile + 5, 3}, 21),
+               v = random_leaf({1, 1, kTile + 5, 3}, 22);
+  EXPECT_GRAD_OK([](const std::vector<Tensor>& x) { return scaled_dot_product_attention(x[0], x[1], x[2], {.causal = true}); },
+                 {q, k, v});
+}
+
+TEST(AttentionGradcheck, MasksAndCrossAttention) {
+  const Tensor q = random_leaf({2, 2, 4, 3}, 23), k = random_leaf({2, 2, 9, 3}, 24), v = random_leaf({2, 2, 9, 3}, 25);
+  const Tensor bias = random_leaf({2, 1, 4, 9}, 26);
+  const Tensor keep = random_mask({1, 2, 4, 9}, 27, 0.7), padding = random_mask({2, 9}, 28, 0.8);
+  EXPECT_GRAD_OK(
+      [&](const std::vector<Tensor>& x) {
+        return scaled_dot_product_attention(x[0], x[1], x[2], {.key_padding = padding, .scale = 0.7}) +
+               scaled_dot_product_attention(x[0], x[1], x[2], {.mask = keep}) +
+               scaled_dot_product_attention(x[0], x[1], x[2], {.causal = true, .mask = x[3]});
+      },
+      {q, k, v, bias});
+}
+
+TEST(AttentionGradcheck, Dropout) {
+  const Tensor q = random_leaf({1, 2, 6, 3}, 29), k = random_leaf({1, 2, 7, 3}, 30), v = random_leaf({1, 2, 7, 3}, 31);
+  EXPECT_GRAD_OK(
+      [](const std::vector<Tensor>& x) {
+        Generator gen(5);  // the same mask at every evaluation
+        return scaled_dot_product_attention(x[0], x[1], x[2], {.dropout_p = 0.4}, gen);
+      },
+      {q, k, v});
+}
+
+// ---- fully masked rows: zeros forward, zero gradient ----
+
+TEST(Attention, FullyMaskedRowsGiveZerosAndNoGradient) {
+  for (AttentionKernel kernel : {AttentionKernel::fused, AttentionKernel::plain}) {
+    const Tensor q = randn_leaf({1, 2, 4, 8}, 32), k = randn_leaf({1, 2, 6, 8}, 33), v = randn_leaf({1, 2, 6, 8}, 34);
+    Tensor keep = ones({4, 6}, DType::boolean);
+    for (int64_t j = 0; j < 6; ++j) keep.set({2, j}, 0.0);  // query 2 sees nothing
+    const Result r = run(kernel, q, k, v, {.mask = keep, .kernel = kernel});
+    for (int64_t h = 0; h < 2; ++h) {
+      for (int64_t d = 0; d < 8; ++d) {
+        EXPECT_EQ(r.out.at({0, h, 2, d}), 0.0);
+        EXPECT_EQ(r.dq.at({0, h, 2, d}), 0.0);
+      }
+    }
+    EXPECT_TRUE(std::isfinite(sum(r.dk).item()) && std::isfinite(sum(r.dv).item()));
+  }
+}
+
+// ---- the weights ----
+
+TEST(Attention, WithWeightsReturnsTheSoftmaxRows) {
+  const Tensor q = randn_leaf({1, 2, 5, 4}, 35), k = randn_leaf({1, 1, 5, 4}, 36), v = randn_leaf({1, 1, 5, 4}, 37);
+  const AttentionWithWeights r = scaled_dot_product_attention_with_weights(q, k, v, {.causal = true});
+  EXPECT_EQ(r.weights.shape(), Shape({1, 2, 5, 5}));
+  EXPECT_TENSOR_CLOSE(sum(r.weights, {-1}), ones({1, 2, 5}), 1e-6, 1e-6);
+  EXPECT_EQ(r.weights.at({0, 1, 1, 2}), 0.0);  // causal: query 1 does not see key 2
+  EXPECT_TENSOR_CLOSE(r.out, scaled_dot_product_attention(q, k, v, {.causal = true}), 1e-6, 1e-5);
+}
+
+// ---- errors ----
+
+TEST(Attention, ErrorsNameShapesAndValues) {
+  const Tensor q = zeros({2, 4, 5, 8}), k = zeros({2, 3, 6, 8}), v = zeros({2, 3, 6, 8});
+  EXPECT_THROW_WITH(scaled_dot_product_attention(q, k, v), "scaled_dot_product_attention", "4 heads", "3 heads",
+                    "(2, 4, 5, 8)", "(2, 3, 6, 8)");
+  const Tensor k2 = zeros({2, 2, 6, 8});
+  EXPECT_THROW_WITH(scaled_dot_product_attention(q, k2, zeros({2, 2, 7, 8})), "same shape", "(2, 2, 7, 8)");
+  EXPECT_THROW_WITH(scaled_dot_product_attention(q, zeros({2, 2, 6, 4}), zeros({2, 2, 6, 4})), "head size",
+                    "(2, 2, 6, 4)");
+  EXPECT_THROW_WITH(scaled_dot_product_attention(zeros({4, 5, 8}), k2, k2), "4-D", "(4, 5, 8)");
+  EXPECT_THROW_WITH(scaled_dot_product_attention(q, k2, k2, {.mask = zeros({3, 5, 6})}), "mask", "(3, 5, 6)",
+                    "(2, 4, 5, 6)");
+  EXPECT_THROW_WITH(scaled_dot_product_attention(q, k2, k2, {.mask = zeros({5, 6}, DType::i64)}), "mask", "i64");
+  EXPECT_THROW_WITH(scaled_dot_product_attention(q, k2, k2, {.key_padding = ones({2, 5}, DType::boolean)}),
+                    "key_padding", "(2, 6)", "(2, 5)");
+  EXPECT_THROW_WITH(scaled_dot_product_attention(q, k2, k2, {.dropout_p = 1.0}), "dropout_p = 1");
+  EXPECT_THROW_WITH(scaled_dot_product_attention(q, k2.to(DType::f64), k2), "f32", "f64");
+}
+
+// ---- memory ----
+
+size_t peak_of_forward_backward(AttentionKernel kernel) {
+  const Shape shape{1, 8, 4096, 64};
+  Tensor q = randn_leaf(shape, 40), k = randn_leaf(shape, 41), v = randn_leaf(shape, 42);
+  const Tensor grad_out = ones(shape);
+  memory::reset_peak();
+  const size_t before = memory::current_bytes();
+  scaled_dot_product_attention(q, k, v, {.causal = true, .kernel = kernel}).backward(grad_out);
+  return memory::peak_bytes() - before;
+}
+
+TEST(Attention, FusedUsesFarLessMemoryAtLongT) {
+  const size_t fused = peak_of_forward_backward(AttentionKernel::fused);
+  const size_t plain = peak_of_forward_backward(AttentionKernel::plain);
+  std::printf("peak bytes above inputs, (1, 8, 4096, 64) causal forward+backward: fused %zu, plain %zu\n", fused, plain);
+  EXPECT_LT(fused * 4, plain);
+  EXPECT_LT(fused, size_t{64} << 20);  // O(T D), no (T, T) matrix: 8 MiB per (1, 8, 4096, 64) f32 tensor
+}
+
+}  // namespace
+}  // namespace nf
