@@ -26,3 +26,4 @@
 #include "nanoformer/io/safetensors.h"
 #include "nanoformer/nn/module.h"
 #include "nanoformer/nn/linear.h"
+#include "nanoformer/nn/positional.h"
