@@ -19,6 +19,7 @@
 #include "nanoformer/ops/loss.h"
 #include "nanoformer/ops/matmul.h"
 #include "nanoformer/ops/reduce.h"
+#include "nanoformer/ops/rope.h"
 #include "nanoformer/ops/softmax.h"
 #include "nanoformer/ops/triangular.h"
 #include "nanoformer/ops/view.h"
@@ -31,3 +32,4 @@
 #include "nanoformer/nn/mlp.h"
 #include "nanoformer/nn/attention.h"
 #include "nanoformer/ops/attention.h"
+#include "nanoformer/nn/positional.h"

@@ -1,0 +1,46 @@
+// RoPE inside attention: tables made once, queries and keys rotated by the fused op.
+#include "nanoformer/nn/rotary_position.h"
+
+#include <cmath>
+
+#include "nanoformer/core/error.h"
+
+namespace nf::nn {
+
+RotaryPosition::RotaryPosition(const RopeOptions& o) : AttentionPosition("RotaryPosition"), options_(o) {
+  NF_CHECK(o.head_dim > 0 && o.head_dim % 2 == 0, "RotaryPosition: head_dim ", o.head_dim,
+           " must be positive and even (RoPE rotates channel pairs)");
+  NF_CHECK(o.max_len > 0, "RotaryPosition: max_len ", o.max_len, " must be positive");
+  NF_CHECK(o.theta > 0, "RotaryPosition: theta ", o.theta, " must be positive");
+  NF_CHECK(o.scale_factor > 0, "RotaryPosition: scale_factor ", o.scale_factor, " must be positive");
+  NF_CHECK(o.scaling != RopeScaling::ntk || o.head_dim > 2, "RotaryPosition: ntk scaling needs head_dim > 2, got ",
+           o.head_dim);
+  // ntk: theta' = theta s^(D / (D - 2));  linear: positions t / s
+  const double D = static_cast<double>(o.head_dim);
+  theta_ = o.scaling == RopeScaling::ntk ? o.theta * std::pow(o.scale_factor, D / (D - 2.0)) : o.theta;
+  divisor_ = o.scaling == RopeScaling::linear ? o.scale_factor : 1.0;
+  const RopeTables t = rope_tables(o.max_len, o.head_dim, theta_, divisor_, DType::f32);
+  cos = register_buffer("cos", t.cos, /*persistent=*/false);
+  sin = register_buffer("sin", t.sin, /*persistent=*/false);
+}
+
+const RopeTables& RotaryPosition::tables_for(DType dtype) {
+  auto it = other_dtypes_.find(dtype);
+  if (it == other_dtypes_.end()) {
+    it = other_dtypes_.emplace(dtype, rope_tables(options_.max_len, options_.head_dim, theta_, divisor_, dtype)).first;
+  }
+  return it->second;
+}
+
+Tensor RotaryPosition::rotate(const Tensor& x, int64_t offset) {
+  NF_CHECK(x.dim() >= 2 && x.size(-1) == options_.head_dim, "RotaryPosition: input ", shape_str(x.shape()),
+           " does not end in head_dim ", options_.head_dim);
+  if (x.dtype() == cos.dtype()) return rope(x, cos, sin, offset, options_.layout);
+  const RopeTables& t = tables_for(x.dtype());
+  return rope(x, t.cos, t.sin, offset, options_.layout);
+}
+
+Tensor RotaryPosition::rotate_queries(const Tensor& q, int64_t q_offset) { return rotate(q, q_offset); }
+Tensor RotaryPosition::rotate_keys(const Tensor& k, int64_t k_offset) { return rotate(k, k_offset); }
+
+}  // namespace nf::nn

@@ -1,0 +1,104 @@
+// Rotary position embedding: the cos/sin tables, the fused rotation (forward and its inverse as
+// the backward) and the same rotation composed of ordinary ops.
+#include "nanoformer/ops/rope.h"
+
+#include <cmath>
+
+#include "nanoformer/autograd/node.h"
+#include "nanoformer/core/dispatch.h"
+#include "nanoformer/core/error.h"
+#include "nanoformer/ops/elementwise.h"
+#include "nanoformer/ops/join.h"
+#include "nanoformer/ops/view.h"
+#include "ops/cpu/rope.h"
+#include "ops/reduce_internal.h"
+
+namespace nf {
+namespace {
+
+using RotateKernel = void (*)(const Tensor&, const Tensor&, const Tensor&, const Tensor&, int64_t, RopeLayout, bool);
+const DeviceKernels<RotateKernel> kRotate{.cpu = cpu::rope_rotate};
+
+// x (..., T, D) with D even, tables (L, D/2) of x's dtype with L >= offset + T.
+void check_rope_inputs(const char* op, const Tensor& x, const Tensor& cos, const Tensor& sin, int64_t offset) {
+  require_floating_input(x, op);
+  NF_CHECK(x.dim() >= 2, op, ": x must be (..., T, D), got ", shape_str(x.shape()));
+  const int64_t T = x.size(-2), D = x.size(-1);
+  NF_CHECK(D % 2 == 0, op, ": head size D ", D, " is odd (x ", shape_str(x.shape()), "); RoPE rotates channel pairs");
+  NF_CHECK(cos.defined() && sin.defined() && cos.shape() == sin.shape(), op, ": cos and sin must be defined tables of one shape");
+  NF_CHECK(cos.dim() == 2 && cos.size(1) == D / 2, op, ": tables ", shape_str(cos.shape()), " are not (L, D/2) for D ", D);
+  NF_CHECK(cos.dtype() == x.dtype() && sin.dtype() == x.dtype(), op, ": tables are ", dtype_name(cos.dtype()),
+           " but x is ", dtype_name(x.dtype()));
+  NF_CHECK(offset >= 0 && offset + T <= cos.size(0), op, ": positions ", offset, " .. ", offset + T - 1,
+           " are outside the table's ", cos.size(0), " rows");
+}
+
+Tensor rotate(const char* op, const Tensor& x, const Tensor& cos, const Tensor& sin, int64_t offset, RopeLayout layout,
+              bool inverse) {
+  const Tensor rows = x.stride(-1) == 1 ? x : contiguous(x);
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+  kRotate.get(x.device(), op)(out, rows, contiguous(cos), contiguous(sin), offset, layout, inverse);
+  return out;
+}
+
+}  // namespace
+
+const char* rope_layout_name(RopeLayout layout) {
+  switch (layout) {
+    case RopeLayout::interleaved: return "interleaved";
+    case RopeLayout::half: return "half";
+    case RopeLayout::half_negative: return "half_negative";
+  }
+  return "?";
+}
+
+// inv_freq_i = theta^(-2i/D);  angle(t, i) = (t / position_divisor) inv_freq_i
+RopeTables rope_tables(int64_t max_len, int64_t head_dim, double theta, double position_divisor, DType dtype) {
+  NF_CHECK(max_len > 0, "rope_tables: max_len ", max_len, " must be positive");
+  NF_CHECK(head_dim > 0 && head_dim % 2 == 0, "rope_tables: head size ", head_dim, " must be positive and even");
+  NF_CHECK(theta > 0, "rope_tables: theta ", theta, " must be positive");
+  NF_CHECK(position_divisor > 0, "rope_tables: position_divisor ", position_divisor, " must be positive");
+  const int64_t half = head_dim / 2;
+  Tensor cos = Tensor::empty({max_len, half}, DType::f64), sin = Tensor::empty({max_len, half}, DType::f64);
+  double* pc = cos.data<double>();
+  double* ps = sin.data<double>();
+  for (int64_t i = 0; i < half; ++i) {
+    const double inv_freq = std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
+    for (int64_t t = 0; t < max_len; ++t) {
+      const double angle = static_cast<double>(t) / position_divisor * inv_freq;
+      pc[t * half + i] = std::cos(angle);
+      ps[t * half + i] = std::sin(angle);
+    }
+  }
+  return {cos.to(dtype), sin.to(dtype)};
+}
+
+// forward: y = R(angle) x;  backward: dx = R(angle)^T dy = R(-angle) dy (a rotation's inverse)
+Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin, int64_t offset, RopeLayout layout) {
+  check_rope_inputs("rope", x, cos, sin, offset);
+  Tensor out = rotate("rope", x, cos, sin, offset, layout, false);
+  autograd::record("rope", out, {x}, [cos = cos.detach(), sin = sin.detach(), offset, layout](const Tensor& g, const autograd::Node&) {
+    return std::vector<Tensor>{rotate("rope backward", g, cos, sin, offset, layout, true)};
+  });
+  return out;
+}
+
+Tensor rope_unfused(const Tensor& x, const Tensor& cos, const Tensor& sin, int64_t offset, RopeLayout layout) {
+  check_rope_inputs("rope_unfused", x, cos, sin, offset);
+  const int64_t T = x.size(-2), D = x.size(-1), half = D / 2;
+  const Tensor c = narrow(cos, 0, offset, T), s = narrow(sin, 0, offset, T);  // (T, D/2)
+  if (layout == RopeLayout::interleaved) {
+    Shape pairs = x.shape();
+    pairs.back() = half;
+    pairs.push_back(2);
+    const Tensor xp = reshape(x, pairs);  // (..., T, D/2, 2)
+    const Tensor a = select(xp, -1, 0), b = select(xp, -1, 1);
+    // y[2i] = a c - b s,  y[2i+1] = a s + b c
+    return reshape(stack({a * c - b * s, a * s + b * c}, -1), x.shape());
+  }
+  const Tensor x1 = narrow(x, -1, 0, half), x2 = narrow(x, -1, half, half);
+  if (layout == RopeLayout::half) return cat({x1 * c - x2 * s, x2 * c + x1 * s}, -1);  // y1 = x1 c - x2 s, y2 = x2 c + x1 s
+  return cat({x1 * c + x2 * s, x2 * c - x1 * s}, -1);                                  // y1 = x1 c + x2 s, y2 = x2 c - x1 s
+}
+
+}  // namespace nf

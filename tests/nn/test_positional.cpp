@@ -1,0 +1,227 @@
+// Positional modules beyond PyTorch parity (test_positional_golden.cpp): a decoder step at an
+// offset equals the matching rows of the full sequence for every scheme; RoPE scores depend only
+// on relative positions; scaling identities; names in state_dict; the factories; and the errors
+// bad configurations raise at construction.
+#include <cmath>
+
+#include "support/testing.h"
+
+namespace nf::nn {
+namespace {
+
+Tensor randn_f32(const Shape& shape, uint64_t seed) {
+  Generator gen(seed);
+  return randn(shape, gen);
+}
+
+PositionalConfig config(PositionKind kind) {
+  PositionalConfig cfg;
+  cfg.kind = kind;
+  cfg.max_len = 32;
+  cfg.dim = 12;
+  cfg.n_heads = 3;
+  cfg.head_dim = 4;
+  cfg.num_buckets = 8;
+  cfg.max_distance = 16;
+  return cfg;
+}
+
+// ---- decoding token by token ------------------------------------------------------------------
+
+TEST(Positional, AbsoluteDecoderStepEqualsFullSequenceRow) {
+  const Tensor x = randn_f32({2, 9, 12}, 1);
+  for (PositionKind kind : {PositionKind::learned, PositionKind::sinusoidal}) {
+    PositionalConfig cfg = config(kind);
+    cfg.scale_input = true;
+    auto pos = make_absolute_position(cfg);
+    ASSERT_NE(pos, nullptr);
+    const Tensor full = (*pos)(x);
+    for (int64_t t : {0, 5, 8}) {
+      EXPECT_TENSOR_CLOSE((*pos)(x.narrow(1, t, 1), t), full.narrow(1, t, 1), 0.0, 0.0);
+    }
+  }
+}
+
+TEST(Positional, AttentionSchemesDecoderStepEqualsFullSequenceRow) {
+  const Tensor q = randn_f32({2, 3, 7, 4}, 2), k = randn_f32({2, 3, 7, 4}, 3);
+  for (PositionKind kind : {PositionKind::rope, PositionKind::alibi, PositionKind::t5_bias, PositionKind::xl_relative}) {
+    SCOPED_TRACE(position_kind_name(kind));
+    PositionalConfig cfg = config(kind);
+    cfg.bidirectional = false;
+    auto pos = make_attention_position(cfg);
+    const Tensor full_q = pos->rotate_queries(q, 0), full_k = pos->rotate_keys(k, 0);
+    const Tensor full_bias = pos->score_bias(full_q, full_k, 0, 0);
+    for (int64_t t : {0, 4, 6}) {
+      // the step's query is position t; the cache holds keys 0 .. t
+      const Tensor step_q = pos->rotate_queries(q.narrow(2, t, 1), t);
+      EXPECT_TENSOR_CLOSE(step_q, full_q.narrow(2, t, 1), 0.0, 0.0);
+      EXPECT_TENSOR_CLOSE(pos->rotate_keys(k.narrow(2, t, 1), t), full_k.narrow(2, t, 1), 0.0, 0.0);
+      const Tensor cache = full_k.narrow(2, 0, t + 1);
+      const Tensor bias = pos->score_bias(step_q, cache, t, 0);
+      if (kind == PositionKind::rope) {
+        EXPECT_FALSE(bias.defined());
+        continue;
+      }
+      const Tensor want = full_bias.narrow(2, t, 1).narrow(3, 0, t + 1);
+      EXPECT_TENSOR_CLOSE(bias.expand(want.shape()), want, 1e-6, 1e-5);
+    }
+  }
+}
+
+// ---- RoPE properties --------------------------------------------------------------------------
+
+TEST(Positional, RopeScoresDependOnlyOnRelativePosition) {
+  const Tensor q = randn_f32({1, 1, 1, 8}, 4), k = randn_f32({1, 1, 1, 8}, 5);
+  for (RopeLayout layout : {RopeLayout::interleaved, RopeLayout::half, RopeLayout::half_negative}) {
+    RotaryPosition rope({.head_dim = 8, .max_len = 64, .theta = 100.0, .layout = layout});
+    const auto score = [&](int64_t i, int64_t j) { return sum(rope.rotate_queries(q, i) * rope.rotate_keys(k, j)).item(); };
+    EXPECT_NEAR(score(9, 4), score(40, 35), 1e-5);
+    EXPECT_NEAR(score(3, 10), score(50, 57), 1e-5);
+    EXPECT_GT(std::fabs(score(9, 4) - score(9, 5)), 1e-3);  // and does depend on it
+  }
+}
+
+TEST(Positional, RopeScalingIdentities) {
+  const Tensor x = randn_f32({1, 2, 3, 8}, 6);
+  RotaryPosition plain({.head_dim = 8, .max_len = 64, .theta = 1e4});
+  // position interpolation: position 2t with factor 2 is position t unscaled
+  RotaryPosition linear({.head_dim = 8, .max_len = 64, .theta = 1e4, .scaling = RopeScaling::linear, .scale_factor = 2.0});
+  EXPECT_TENSOR_CLOSE(linear.rotate_queries(x.narrow(2, 0, 1), 10), plain.rotate_queries(x.narrow(2, 0, 1), 5), 1e-6, 1e-6);
+  EXPECT_DOUBLE_EQ(linear.position_divisor(), 2.0);
+  // NTK: theta' = theta s^(D / (D - 2))
+  RotaryPosition ntk({.head_dim = 8, .max_len = 64, .theta = 1e4, .scaling = RopeScaling::ntk, .scale_factor = 4.0});
+  EXPECT_DOUBLE_EQ(ntk.effective_theta(), 1e4 * std::pow(4.0, 8.0 / 6.0));
+  RotaryPosition same({.head_dim = 8, .max_len = 64, .theta = 1e4 * std::pow(4.0, 8.0 / 6.0)});
+  EXPECT_TENSOR_CLOSE(ntk.rotate_queries(x, 3), same.rotate_queries(x, 3), 0.0, 0.0);
+}
+
+TEST(Positional, RopeF64InputsUseF64Tables) {
+  RotaryPosition rotary({.head_dim = 6, .max_len = 16, .theta = 1e4, .layout = RopeLayout::interleaved});
+  const Tensor x = testing::random_leaf({2, 2, 3, 6}, 7);
+  const RopeTables exact = rope_tables(16, 6, 1e4, 1.0, DType::f64);
+  EXPECT_TENSOR_CLOSE(rotary.rotate_keys(x, 4), rope(x, exact.cos, exact.sin, 4, RopeLayout::interleaved), 0.0, 0.0);
+  EXPECT_GRAD_OK([&](const std::vector<Tensor>& in) { return rotary.rotate_queries(in[0], 2); }, {x});
+}
+
+// ---- names, factories ------------------------------------------------------------------------
+
+TEST(Positional, StateDictNames) {
+  const auto names = [](const Module& m) {
+    std::vector<std::string> out;
+    for (const auto& [name, t] : m.state_dict()) out.push_back(name);
+    return out;
+  };
+  using Names = std::vector<std::string>;
+  auto rope = make_attention_position(config(PositionKind::rope));
+  EXPECT_EQ(names(*rope), Names{});  // the tables are non-persistent buffers
+  EXPECT_EQ(rope->named_buffers().size(), 2u);
+  EXPECT_EQ(names(*make_attention_position(config(PositionKind::alibi))), Names{});
+  EXPECT_EQ(names(*make_attention_position(config(PositionKind::t5_bias))), Names{"relative_attention_bias.weight"});
+  EXPECT_EQ(names(*make_attention_position(config(PositionKind::xl_relative))), (Names{"pos_proj.weight", "u", "v"}));
+  EXPECT_EQ(names(*make_absolute_position(config(PositionKind::sinusoidal))), Names{"pe"});
+  EXPECT_EQ(names(*make_absolute_position(config(PositionKind::learned))), Names{"weight"});
+  EXPECT_EQ(make_absolute_position(config(PositionKind::learned))->parameters()[0].shape(), (Shape{32, 12}));
+  auto t5 = std::dynamic_pointer_cast<T5RelativeBias>(make_attention_position(config(PositionKind::t5_bias)));
+  ASSERT_NE(t5, nullptr);
+  EXPECT_EQ(t5->relative_attention_bias->weight.shape(), (Shape{8, 3}));
+}
+
+TEST(Positional, FactoriesChooseTheScheme) {
+  EXPECT_EQ(make_attention_position(config(PositionKind::rope))->type_name(), "RotaryPosition");
+  EXPECT_EQ(make_attention_position(config(PositionKind::alibi))->type_name(), "AlibiBias");
+  EXPECT_EQ(make_attention_position(config(PositionKind::xl_relative))->type_name(), "XLRelativePosition");
+  for (PositionKind kind : {PositionKind::none, PositionKind::learned, PositionKind::sinusoidal}) {
+    auto identity = make_attention_position(config(kind));
+    const Tensor q = randn_f32({1, 3, 2, 4}, 8);
+    EXPECT_TRUE(identity->rotate_queries(q, 3).shares_storage_with(q));
+    EXPECT_FALSE(identity->score_bias(q, q, 0, 0).defined());
+  }
+  for (PositionKind kind : {PositionKind::none, PositionKind::rope, PositionKind::alibi, PositionKind::t5_bias,
+                            PositionKind::xl_relative}) {
+    EXPECT_EQ(make_absolute_position(config(kind)), nullptr);
+  }
+  EXPECT_EQ(parse_position_kind("t5_bias"), PositionKind::t5_bias);
+  EXPECT_EQ(parse_rope_layout("half_negative"), RopeLayout::half_negative);
+  EXPECT_EQ(parse_rope_scaling("ntk"), RopeScaling::ntk);
+  EXPECT_STREQ(position_kind_name(PositionKind::xl_relative), "xl_relative");
+}
+
+TEST(Positional, SinusoidalInputScaleIsSqrtDim) {
+  SinusoidalPosition plain(16, 8), scaled(16, 8, true);
+  const Tensor x = randn_f32({2, 3, 16}, 9);
+  EXPECT_TENSOR_CLOSE(scaled(x, 2), plain(x * 4.0, 2), 0.0, 0.0);
+  EXPECT_TENSOR_CLOSE(plain(zeros({1, 1, 16}), 0).narrow(2, 0, 2).reshape({2}), Tensor::of({0, 1}, {2}), 0.0, 0.0);
+}
+
+TEST(Positional, AlibiSlopesFollowBloomsRule) {
+  // 8 heads: 2^-1 .. 2^-8; 6 heads: 2^-2, 2^-4, 2^-6, 2^-8 then 2^-1, 2^-3 (odd powers of 2^-1)
+  const std::vector<double> eight = alibi_slopes(8), six = alibi_slopes(6);
+  for (int h = 0; h < 8; ++h) EXPECT_DOUBLE_EQ(eight[h], std::exp2(-(h + 1)));
+  EXPECT_EQ(six, (std::vector<double>{0.25, 0.0625, 0.015625, 0.00390625, 0.5, 0.125}));
+  EXPECT_EQ(alibi_slopes(1), std::vector<double>{std::exp2(-8)});
+}
+
+TEST(Positional, XLBiasDependsOnQueriesAndKeysAndSupportsGroupedKeys) {
+  XLRelativePosition xl(12, 4, 4);
+  xl.load_state_dict({{"u", randn_f32({4, 4}, 10)}, {"v", randn_f32({4, 4}, 11)}}, /*strict=*/false);
+  const Tensor q = randn_f32({2, 4, 3, 4}, 12), k = randn_f32({2, 2, 5, 4}, 13);
+  const Tensor grouped = xl.score_bias(q, k, 2, 0);
+  EXPECT_EQ(grouped.shape(), (Shape{2, 4, 3, 5}));
+  const Tensor repeated = k.unsqueeze(2).expand({2, 2, 2, 5, 4}).reshape({2, 4, 5, 4});
+  EXPECT_TENSOR_CLOSE(grouped, xl.score_bias(q, repeated, 2, 0), 0.0, 0.0);
+  EXPECT_GT(max(abs(xl.score_bias(q * 2.0, k, 2, 0) - grouped)).item(), 1e-3);
+}
+
+// ---- errors at construction ------------------------------------------------------------------
+
+TEST(Positional, BadConfigurationsFailAtConstructionNamingTheValue) {
+  PositionalConfig cfg = config(PositionKind::rope);
+  cfg.head_dim = 7;
+  EXPECT_THROW_WITH(make_attention_position(cfg), "RotaryPosition", "head_dim 7");
+  cfg = config(PositionKind::rope);
+  cfg.theta = 0.0;
+  EXPECT_THROW_WITH(make_attention_position(cfg), "theta 0");
+  cfg.theta = -5.0;
+  EXPECT_THROW_WITH(make_attention_position(cfg), "theta -5");
+  cfg = config(PositionKind::rope);
+  cfg.scaling = RopeScaling::linear;
+  cfg.scale_factor = 0.0;
+  EXPECT_THROW_WITH(make_attention_position(cfg), "scale_factor 0");
+  cfg.scale_factor = -2.0;
+  EXPECT_THROW_WITH(make_attention_position(cfg), "scale_factor -2");
+  cfg = config(PositionKind::t5_bias);
+  cfg.num_buckets = 1;
+  EXPECT_THROW_WITH(make_attention_position(cfg), "T5RelativeBias", "num_buckets 1");
+  cfg.num_buckets = 8;
+  cfg.max_distance = 2;
+  EXPECT_THROW_WITH(make_attention_position(cfg), "max_distance 2");
+  cfg = config(PositionKind::alibi);
+  cfg.n_heads = 0;
+  EXPECT_THROW_WITH(make_attention_position(cfg), "alibi", "n_heads > 0, got 0");
+  cfg = config(PositionKind::xl_relative);
+  cfg.head_dim = 0;
+  EXPECT_THROW_WITH(make_attention_position(cfg), "xl_relative", "head_dim > 0, got 0");
+  cfg = config(PositionKind::sinusoidal);
+  cfg.dim = 7;
+  EXPECT_THROW_WITH(make_absolute_position(cfg), "SinusoidalPosition", "dim 7");
+  cfg = config(PositionKind::learned);
+  cfg.max_len = 0;
+  EXPECT_THROW_WITH(make_absolute_position(cfg), "learned", "max_len > 0, got 0");
+  EXPECT_THROW_WITH(parse_position_kind("relative"), "unknown kind 'relative'", "xl_relative");
+  EXPECT_THROW_WITH(parse_rope_layout("halves"), "rope_layout 'halves'", "half_negative");
+  EXPECT_THROW_WITH(parse_rope_scaling("yarn"), "scaling 'yarn'", "ntk");
+}
+
+TEST(Positional, UseErrorsNameShapesAndPositions) {
+  LearnedPosition learned(8, 4);
+  EXPECT_THROW_WITH(learned(zeros({1, 3, 4}), 6), "LearnedPosition", "positions 6 .. 8", "max_len 8");
+  EXPECT_THROW_WITH(learned(zeros({1, 3, 5}), 0), "LearnedPosition", "(1, 3, 5)");
+  RotaryPosition rope({.head_dim = 4, .max_len = 8});
+  EXPECT_THROW_WITH(rope.rotate_queries(zeros({1, 1, 2, 4}), 7), "rope", "positions 7 .. 8", "8 rows");
+  EXPECT_THROW_WITH(rope.rotate_keys(zeros({1, 1, 2, 6}), 0), "RotaryPosition", "head_dim 4");
+  AlibiBias alibi(4);
+  EXPECT_THROW_WITH(alibi.score_bias(zeros({1, 3, 2, 4}), zeros({1, 3, 2, 4}), 0, 0), "AlibiBias", "(1, 3, 2, 4)");
+}
+
+}  // namespace
+}  // namespace nf::nn
