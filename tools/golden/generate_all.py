@@ -15,13 +15,17 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import fixtures_elementwise  # noqa: E402
+import fixtures_lora  # noqa: E402
 import fixtures_loss  # noqa: E402
 import fixtures_matmul  # noqa: E402
+import fixtures_moe  # noqa: E402
 import fixtures_reduce  # noqa: E402
 import fixtures_softmax  # noqa: E402
+import fixtures_vision  # noqa: E402
 import torch  # noqa: E402
 
-FAMILIES = [fixtures_softmax, fixtures_loss, fixtures_elementwise, fixtures_matmul, fixtures_reduce]
+FAMILIES = [fixtures_softmax, fixtures_loss, fixtures_elementwise, fixtures_matmul, fixtures_reduce,
+            fixtures_vision, fixtures_lora, fixtures_moe]
 SIZE_BUDGET = 4 << 20  # all fixtures together stay under 4 MB: they are committed
 
 
