@@ -1,4 +1,4 @@
-// index_select, gather and scatter_add. Indices are validated before any kernel runs, so an
+// index_select, index_add, gather and scatter_add. Indices are validated before any kernel runs, so an
 // out-of-range index throws instead of reading or writing out of bounds. Each backward is the
 // adjoint scatter or gather of the forward.
 #include "nanoformer/ops/indexing.h"
@@ -133,6 +133,39 @@ Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tens
                      }
                      return grads;
                    });
+  return out;
+}
+
+Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  check_defined("index_add", x, index);
+  NF_CHECK(src.defined(), "index_add: src tensor is undefined");
+  const int64_t d = normalize_dim(dim, x.dim(), "index_add");
+  NF_CHECK(index.dim() <= 1, "index_add: index must be 1-D, got shape ", shape_str(index.shape()));
+  NF_CHECK(src.dtype() == x.dtype(), "index_add: src dtype ", dtype_name(src.dtype()), " ", shape_str(src.shape()),
+           " differs from input dtype ", dtype_name(x.dtype()), " ", shape_str(x.shape()));
+  NF_CHECK(src.device() == x.device(), "index_add: src is on ", src.device().str(), " but the input is on ",
+           x.device().str());
+  Shape expected = x.shape();
+  expected[d] = index.numel();
+  NF_CHECK(src.shape() == expected, "index_add: src shape ", shape_str(src.shape()), " must be ",
+           shape_str(expected), " (input ", shape_str(x.shape()), " with dim ", d, " of index's length ",
+           index.numel(), ")");
+  const Tensor idx = checked_index("index_add", index, x.shape(), d);
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+  copy_into(out, x);
+  kIndexAdd.get(x.device(), "index_add")(out, contiguous(src.detach()), idx, d);
+  // out = x + A(src), A adding src[.., k, ..] at row index[k]:  dx = dout;  dsrc = dout.index_select(dim, index)
+  autograd::record("index_add", out, {x, src}, [idx, d](const Tensor& g, const autograd::Node& n) {
+    std::vector<Tensor> grads(2);
+    if (n.needs_input_grad(0)) grads[0] = g;
+    if (n.needs_input_grad(1)) {
+      Shape shape = g.shape();
+      shape[d] = idx.numel();
+      grads[1] = Tensor::empty(shape, g.dtype(), g.device());
+      kIndexSelect.get(g.device(), "index_add backward")(grads[1], contiguous(g), idx, d);
+    }
+    return grads;
+  });
   return out;
 }
 

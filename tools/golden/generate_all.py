@@ -16,19 +16,25 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import fixtures_attention  # noqa: E402
 import fixtures_elementwise  # noqa: E402
+import fixtures_lora  # noqa: E402
 import fixtures_loss  # noqa: E402
 import fixtures_matmul  # noqa: E402
 import fixtures_norms  # noqa: E402
 import fixtures_positional  # noqa: E402
+import fixtures_moe  # noqa: E402
 import fixtures_reduce  # noqa: E402
 import fixtures_softmax  # noqa: E402
+import fixtures_vision  # noqa: E402
 import torch  # noqa: E402
 
 FAMILIES = [
     fixtures_softmax, fixtures_loss, fixtures_elementwise, fixtures_matmul, fixtures_reduce,
     fixtures_attention,
+    fixtures_lora,
     fixtures_norms,
     fixtures_positional,
+    fixtures_moe,
+    fixtures_vision,
 ]
 SIZE_BUDGET = 4 << 20  # all fixtures together stay under 4 MB: they are committed
 
