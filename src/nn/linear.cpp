@@ -40,4 +40,10 @@ Dropout::Dropout(double p, uint64_t seed) : UnaryModule("Dropout"), p_(p), gen_(
 
 Tensor Dropout::forward(const Tensor& x) { return dropout(x, p_, is_training(), gen_); }
 
+std::shared_ptr<Dropout> make_dropout(double p, Generator& gen) {
+  if (p == 0.0) return nullptr;
+  const auto words = philox4x32(gen.reserve(1), 0, gen.seed());
+  return std::make_shared<Dropout>(p, (static_cast<uint64_t>(words[0]) << 32) | words[1]);
+}
+
 }  // namespace nf::nn

@@ -25,13 +25,6 @@ void check_input(const std::string& module, const Tensor& x, int64_t dim) {
   NF_CHECK(x.dim() >= 1 && x.size(-1) == dim, module, ": input ", shape_str(x.shape()), " does not end in dim ", dim);
 }
 
-// A Dropout of probability p seeded from `gen` (one counter of it), or null when p is 0.
-std::shared_ptr<Dropout> make_dropout(double p, Generator& gen) {
-  if (p == 0.0) return nullptr;
-  const auto words = philox4x32(gen.reserve(1), 0, gen.seed());
-  return std::make_shared<Dropout>(p, (static_cast<uint64_t>(words[0]) << 32) | words[1]);
-}
-
 Tensor activate(MLPActivation activation, const Tensor& h) {
   switch (activation) {
     case MLPActivation::relu: return relu(h);

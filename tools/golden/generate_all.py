@@ -15,6 +15,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import fixtures_attention  # noqa: E402
+import fixtures_blocks  # noqa: E402
 import fixtures_elementwise  # noqa: E402
 import fixtures_lora  # noqa: E402
 import fixtures_loss  # noqa: E402
@@ -30,6 +31,7 @@ import torch  # noqa: E402
 FAMILIES = [
     fixtures_softmax, fixtures_loss, fixtures_elementwise, fixtures_matmul, fixtures_reduce,
     fixtures_attention,
+    fixtures_blocks,
     fixtures_lora,
     fixtures_norms,
     fixtures_positional,

@@ -1,6 +1,7 @@
 #pragma once
 // Linear, Embedding and Dropout: the modules every model starts from, named as torch.nn's.
 #include <cstdint>
+#include <memory>
 
 #include "nanoformer/core/generator.h"
 #include "nanoformer/nn/module.h"
@@ -45,5 +46,8 @@ class Dropout : public UnaryModule {
   double p_;
   Generator gen_;
 };
+
+// A Dropout of probability p seeded from one draw of `gen`, or null when p is 0 (no module needed).
+std::shared_ptr<Dropout> make_dropout(double p, Generator& gen);
 
 }  // namespace nf::nn

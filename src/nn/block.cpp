@@ -1,0 +1,187 @@
+// TransformerBlock: residual sublayers with their norm placement; the reference blocks as configs;
+// DeepNet's constants and initialisation.
+#include "nanoformer/nn/block.h"
+
+#include <array>
+#include <cmath>
+#include <limits>
+
+#include "nanoformer/autograd/grad_mode.h"
+#include "nanoformer/core/error.h"
+#include "nanoformer/ops/elementwise.h"
+#include "nanoformer/ops/factory.h"
+#include "nanoformer/ops/view.h"
+
+namespace nf::nn {
+namespace {
+
+constexpr std::array<std::pair<NormPlacement, const char*>, 4> kPlacementNames{{
+    {NormPlacement::pre, "pre"},
+    {NormPlacement::post, "post"},
+    {NormPlacement::sandwich, "sandwich"},
+    {NormPlacement::deepnorm, "deepnorm"},
+}};
+
+std::shared_ptr<UnaryModule> make_feed_forward(const BlockConfig& c, Generator& gen) {
+  if (!c.moe) return make_mlp(c.mlp, gen);
+  MoEConfig moe = *c.moe;
+  if (moe.dim == 0) moe.dim = c.mlp.dim;
+  NF_CHECK(moe.dim == c.mlp.dim, "TransformerBlock: moe.dim ", moe.dim, " differs from mlp.dim ", c.mlp.dim);
+  const MLPConfig expert = c.mlp;
+  return std::make_shared<MoE>(moe, [expert](Generator& g) { return make_mlp(expert, g); }, gen);
+}
+
+}  // namespace
+
+std::string norm_placement_name(NormPlacement placement) {
+  for (const auto& [p, name] : kPlacementNames)
+    if (p == placement) return name;
+  NF_FAIL("norm_placement_name: unknown placement ", static_cast<int>(placement));
+}
+
+NormPlacement norm_placement_from_name(const std::string& name) {
+  for (const auto& [p, n] : kPlacementNames)
+    if (name == n) return p;
+  NF_FAIL("norm placement '", name, "' is unknown (known: pre, post, sandwich, deepnorm)");
+}
+
+TransformerBlock::TransformerBlock(const BlockConfig& config, std::shared_ptr<AttentionPosition> position,
+                                   Generator& gen)
+    : Module("TransformerBlock"), config_(config) {
+  const BlockConfig& c = config_;
+  NF_CHECK(c.attention.dim == c.norm.dim && c.mlp.dim == c.norm.dim, "TransformerBlock: attention.dim ",
+           c.attention.dim, ", mlp.dim ", c.mlp.dim, " and norm.dim ", c.norm.dim, " must be equal");
+  NF_CHECK(c.residual_dropout >= 0.0 && c.residual_dropout < 1.0, "TransformerBlock: residual_dropout ",
+           c.residual_dropout, " outside [0, 1)");
+  NF_CHECK(c.deepnorm_alpha > 0.0 && std::isfinite(c.deepnorm_alpha), "TransformerBlock: deepnorm_alpha ",
+           c.deepnorm_alpha, " must be positive");
+  NF_CHECK(c.placement == NormPlacement::deepnorm || c.deepnorm_alpha == 1.0, "TransformerBlock: deepnorm_alpha ",
+           c.deepnorm_alpha, " is set but norm placement is ", norm_placement_name(c.placement));
+  const bool sandwich = c.placement == NormPlacement::sandwich;
+  attn_norm = register_module("attn_norm", make_norm(c.norm));
+  attn = register_module("attn", std::make_shared<MultiHeadAttention>(c.attention, position, gen));
+  if (sandwich) attn_out_norm = register_module("attn_out_norm", make_norm(c.norm));
+  if (c.cross) {
+    NF_CHECK(c.cross->dim == c.norm.dim, "TransformerBlock: cross.dim ", c.cross->dim, " differs from norm.dim ",
+             c.norm.dim);
+    cross_attn_norm = register_module("cross_attn_norm", make_norm(c.norm));
+    cross_attn = register_module("cross_attn", std::make_shared<MultiHeadAttention>(*c.cross, nullptr, gen));
+    if (sandwich) cross_attn_out_norm = register_module("cross_attn_out_norm", make_norm(c.norm));
+  }
+  mlp_norm = register_module("mlp_norm", make_norm(c.norm));
+  mlp = register_module("mlp", make_feed_forward(c, gen));
+  moe = std::dynamic_pointer_cast<MoE>(mlp);
+  if (sandwich) mlp_out_norm = register_module("mlp_out_norm", make_norm(c.norm));
+  if (auto d = make_dropout(c.residual_dropout, gen)) dropout_ = register_module("dropout", d);
+}
+
+Tensor TransformerBlock::residual(const Tensor& x, UnaryModule& norm, UnaryModule* out_norm,
+                                  const std::function<Tensor(const Tensor&)>& f) {
+  auto sublayer = [&](const Tensor& h) { return dropout_ ? dropout_->forward(f(h)) : f(h); };
+  switch (config_.placement) {
+    case NormPlacement::pre: return x + sublayer(norm(x));                       // x + f(norm(x))
+    case NormPlacement::post: return norm(x + sublayer(x));                      // norm(x + f(x))
+    case NormPlacement::sandwich: return x + (*out_norm)(sublayer(norm(x)));     // x + norm_out(f(norm(x)))
+    case NormPlacement::deepnorm: return norm(mul(x, config_.deepnorm_alpha) + sublayer(x));  // norm(alpha x + f(x))
+  }
+  NF_FAIL("TransformerBlock: unknown norm placement");
+}
+
+Tensor TransformerBlock::forward(const Tensor& x, const BlockInputs& in) {
+  Tensor h = residual(x, *attn_norm, attn_out_norm.get(),
+                      [&](const Tensor& t) { return attn->forward(t, {}, in.masks, in.q_offset); });
+  if (cross_attn) {
+    NF_CHECK(in.context.defined(), "TransformerBlock: a block with cross-attention needs the encoder output (context)");
+    h = residual(h, *cross_attn_norm, cross_attn_out_norm.get(),
+                 [&](const Tensor& t) { return cross_attn->forward(t, in.context, in.context_masks, in.q_offset); });
+  }
+  return residual(h, *mlp_norm, mlp_out_norm.get(), [&](const Tensor& t) { return mlp->forward(t); });
+}
+
+Tensor TransformerBlock::aux_loss() const { return moe ? moe->aux_loss() : Tensor(); }
+
+BlockConfig gpt2_block(int64_t dim, int64_t n_heads, bool gelu_tanh, double dropout) {
+  BlockConfig c;
+  c.attention = {.dim = dim, .n_heads = n_heads, .bias = true, .dropout = dropout, .causal = true};
+  c.mlp = {.kind = gelu_tanh ? MLPKind::gelu_tanh : MLPKind::gelu, .dim = dim, .bias = true, .dropout = dropout};
+  c.norm = {.kind = NormKind::layernorm, .dim = dim, .eps = 1e-5};
+  return c;
+}
+
+BlockConfig minimind_block(int64_t dim, int64_t n_heads, int64_t n_kv_heads, int64_t multiple_of) {
+  BlockConfig c;
+  c.attention = {.dim = dim, .n_heads = n_heads, .n_kv_heads = n_kv_heads, .bias = false, .causal = true};
+  c.mlp = {.kind = MLPKind::swiglu, .dim = dim, .multiple_of = multiple_of, .bias = false};
+  c.norm = {.kind = NormKind::rmsnorm, .dim = dim, .eps = 1e-5};
+  return c;
+}
+
+BlockConfig nanochat_block(int64_t dim, int64_t n_heads, int64_t n_kv_heads) {
+  // F.rms_norm(x, (dim,)) with eps=None uses the dtype's machine epsilon
+  const double eps = std::numeric_limits<float>::epsilon();
+  BlockConfig c;
+  c.attention = {.dim = dim, .n_heads = n_heads, .n_kv_heads = n_kv_heads, .bias = false, .qk_norm = true,
+                 .qk_norm_eps = eps, .causal = true};
+  c.mlp = {.kind = MLPKind::relu2, .dim = dim, .bias = false};
+  c.norm = {.kind = NormKind::rmsnorm_no_weight, .dim = dim, .eps = eps};
+  return c;
+}
+
+BlockConfig encoder_layer(int64_t dim, int64_t n_heads, int64_t ffn_hidden, double dropout) {
+  BlockConfig c;
+  c.attention = {.dim = dim, .n_heads = n_heads, .bias = true, .dropout = dropout, .causal = false};
+  c.mlp = {.kind = MLPKind::relu, .dim = dim, .hidden = ffn_hidden, .bias = true, .dropout = dropout};
+  c.norm = {.kind = NormKind::layernorm, .dim = dim, .eps = 1e-5};
+  c.placement = NormPlacement::post;
+  c.residual_dropout = dropout;
+  return c;
+}
+
+BlockConfig decoder_layer(int64_t dim, int64_t n_heads, int64_t ffn_hidden, double dropout) {
+  BlockConfig c = encoder_layer(dim, n_heads, ffn_hidden, dropout);
+  c.attention.causal = true;
+  c.cross = AttentionConfig{.dim = dim, .n_heads = n_heads, .bias = true, .dropout = dropout, .causal = false};
+  return c;
+}
+
+DeepNormConstants deepnorm_constants(int64_t encoder_layers, int64_t decoder_layers) {
+  const double N = static_cast<double>(encoder_layers), M = static_cast<double>(decoder_layers);
+  NF_CHECK(N >= 0 && M >= 0 && N + M > 0, "deepnorm_constants: layer counts must be non-negative and not both 0, got ",
+           encoder_layers, " and ", decoder_layers);
+  DeepNormConstants k;
+  if (N > 0 && M > 0) {
+    k.encoder_alpha = 0.81 * std::pow(std::pow(N, 4) * M, 1.0 / 16);
+    k.encoder_beta = 0.87 * std::pow(std::pow(N, 4) * M, -1.0 / 16);
+    k.decoder_alpha = std::pow(3 * M, 0.25);
+    k.decoder_beta = std::pow(12 * M, -0.25);
+  } else if (N > 0) {
+    k.encoder_alpha = std::pow(2 * N, 0.25);
+    k.encoder_beta = std::pow(8 * N, -0.25);
+  } else {
+    k.decoder_alpha = std::pow(2 * M, 0.25);
+    k.decoder_beta = std::pow(8 * M, -0.25);
+  }
+  return k;
+}
+
+void deepnorm_init(TransformerBlock& block, double beta, Generator& gen) {
+  NF_CHECK(beta > 0.0 && std::isfinite(beta), "deepnorm_init: beta must be positive, got ", beta);
+  autograd::NoGradGuard no_grad;
+  // xavier_normal: w ~ normal(0, gain sqrt(2 / (fan_in + fan_out)))
+  auto xavier = [&](const Linear& fc, double gain) {
+    const double std = gain * std::sqrt(2.0 / static_cast<double>(fc.in_features() + fc.out_features()));
+    copy_into(fc.weight, normal(fc.weight.shape(), 0.0, std, gen));
+    if (fc.bias.defined()) fill_(fc.bias, 0.0);
+  };
+  for (const auto& attention : {block.attn, block.cross_attn}) {
+    if (!attention) continue;
+    xavier(*attention->q_proj, 1.0);
+    xavier(*attention->k_proj, 1.0);
+    xavier(*attention->v_proj, beta);
+    xavier(*attention->o_proj, beta);
+  }
+  for (const auto& [name, m] : block.mlp->named_modules())
+    if (auto* fc = dynamic_cast<const Linear*>(m); fc && !(block.moe && m == block.moe->gate.get())) xavier(*fc, beta);
+}
+
+}  // namespace nf::nn
