@@ -7,24 +7,14 @@ Run right after the C++ benchmark on the same machine, with the same thread coun
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import torch
 import torch.nn.functional as F
 
+from torch_baseline import median_ms
+
 # (B, H, Hkv, T, D), as bench_attention.cpp
 SHAPES = [(1, 8, 8, 512, 64), (4, 8, 8, 256, 64), (1, 8, 2, 512, 64)]
-
-
-def median_ms(fn, reps: int) -> float:
-    fn()  # warm-up
-    times = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return 1e3 * statistics.median(times)
 
 
 def main() -> None:
