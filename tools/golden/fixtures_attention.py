@@ -52,7 +52,7 @@ def sdpa_fixture() -> Fixture:
     add("mqa_cross", (2, 4, 3, 8), (2, 1, 12, 8))
     add("causal_bottom_right", (1, 2, 4, 8), (1, 2, 9, 8), causal_mask=True)
     add("scale_causal", (1, 2, 8, 8), (1, 2, 8, 8), causal=True, scale=0.5)
-    add("long_causal_across_tiles", (1, 2, 66, 8), (1, 1, 66, 8), causal=True)
+    add("long_gqa_causal_across_tiles", (1, 2, 130, 8), (1, 1, 130, 8), causal=True)
     add("f64_gqa_causal", (2, 4, 7, 6), (2, 2, 7, 6), dtype=torch.float64, causal=True)
     return fx
 
