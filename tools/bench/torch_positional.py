@@ -9,29 +9,18 @@ Run right after the C++ benchmark with the same thread count and compare medians
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import torch
+from torch_baseline import median_ms  # the same timing rule as the other PyTorch baselines
 from transformers.models.llama.modeling_llama import rotate_half
 
 B, H, T, D = 4, 8, 512, 64
 
 
-def median_ms(fn, reps: int) -> float:
-    fn()  # warm-up
-    times = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return 1e3 * statistics.median(times)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--reps", type=int, default=51)
+    ap.add_argument("--threads", type=int, default=2, help="torch threads (match NANOFORMER_THREADS)")
+    ap.add_argument("--reps", type=int, default=51, help="timed runs per case; the median is printed")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
