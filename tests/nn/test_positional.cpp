@@ -129,7 +129,12 @@ TEST(Positional, StateDictNames) {
 TEST(Positional, FactoriesChooseTheScheme) {
   EXPECT_EQ(make_attention_position(config(PositionKind::rope))->type_name(), "RotaryPosition");
   EXPECT_EQ(make_attention_position(config(PositionKind::alibi))->type_name(), "AlibiBias");
-  EXPECT_EQ(make_attention_position(config(PositionKind::xl_relative))->type_name(), "XLRelativePosition");
+  PositionalConfig xl_cfg = config(PositionKind::xl_relative);
+  auto xl = std::dynamic_pointer_cast<XLRelativePosition>(make_attention_position(xl_cfg));
+  ASSERT_NE(xl, nullptr);
+  EXPECT_DOUBLE_EQ(xl->score_scale(), 0.5);  // 1 / sqrt(head_dim 4)
+  xl_cfg.xl_score_scale = 1.0;
+  EXPECT_DOUBLE_EQ(std::dynamic_pointer_cast<XLRelativePosition>(make_attention_position(xl_cfg))->score_scale(), 1.0);
   for (PositionKind kind : {PositionKind::none, PositionKind::learned, PositionKind::sinusoidal}) {
     auto identity = make_attention_position(config(kind));
     const Tensor q = randn_f32({1, 3, 2, 4}, 8);
@@ -192,6 +197,7 @@ TEST(Positional, BadConfigurationsFailAtConstructionNamingTheValue) {
       {PositionKind::t5_bias, [](PositionalConfig& c) { c.max_distance = 2; }, {"max_distance 2"}},
       {PositionKind::alibi, [](PositionalConfig& c) { c.n_heads = 0; }, {"alibi", "n_heads > 0, got 0"}},
       {PositionKind::xl_relative, [](PositionalConfig& c) { c.head_dim = 0; }, {"xl_relative", "head_dim > 0, got 0"}},
+      {PositionKind::xl_relative, [](PositionalConfig& c) { c.xl_score_scale = -1.0; }, {"score_scale -1"}},
       {PositionKind::sinusoidal, [](PositionalConfig& c) { c.dim = 7; }, {"SinusoidalPosition", "dim 7"}},
       {PositionKind::learned, [](PositionalConfig& c) { c.max_len = 0; }, {"learned", "max_len > 0, got 0"}},
   };
