@@ -69,7 +69,7 @@ std::shared_ptr<AttentionPosition> make_attention_position(const PositionalConfi
       require_positive(kind, "dim", cfg.dim);
       require_positive(kind, "n_heads", cfg.n_heads);
       require_positive(kind, "head_dim", cfg.head_dim);
-      return std::make_shared<XLRelativePosition>(cfg.dim, cfg.n_heads, cfg.head_dim, 0.0, gen);
+      return std::make_shared<XLRelativePosition>(cfg.dim, cfg.n_heads, cfg.head_dim, cfg.xl_score_scale, gen);
     case PositionKind::none:
     case PositionKind::learned:
     case PositionKind::sinusoidal: return std::make_shared<AttentionPosition>("NoAttentionPosition");

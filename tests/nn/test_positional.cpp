@@ -129,7 +129,12 @@ TEST(Positional, StateDictNames) {
 TEST(Positional, FactoriesChooseTheScheme) {
   EXPECT_EQ(make_attention_position(config(PositionKind::rope))->type_name(), "RotaryPosition");
   EXPECT_EQ(make_attention_position(config(PositionKind::alibi))->type_name(), "AlibiBias");
-  EXPECT_EQ(make_attention_position(config(PositionKind::xl_relative))->type_name(), "XLRelativePosition");
+  PositionalConfig xl_cfg = config(PositionKind::xl_relative);
+  auto xl = std::dynamic_pointer_cast<XLRelativePosition>(make_attention_position(xl_cfg));
+  ASSERT_NE(xl, nullptr);
+  EXPECT_DOUBLE_EQ(xl->score_scale(), 0.5);  // 1 / sqrt(head_dim 4)
+  xl_cfg.xl_score_scale = 1.0;
+  EXPECT_DOUBLE_EQ(std::dynamic_pointer_cast<XLRelativePosition>(make_attention_position(xl_cfg))->score_scale(), 1.0);
   for (PositionKind kind : {PositionKind::none, PositionKind::learned, PositionKind::sinusoidal}) {
     auto identity = make_attention_position(config(kind));
     const Tensor q = randn_f32({1, 3, 2, 4}, 8);
@@ -174,39 +179,35 @@ TEST(Positional, XLBiasDependsOnQueriesAndKeysAndSupportsGroupedKeys) {
 
 // ---- errors at construction ------------------------------------------------------------------
 
+// One option set wrong in an otherwise valid config of `kind`, and what the error must name.
+struct BadConfig {
+  PositionKind kind;
+  void (*spoil)(PositionalConfig&);
+  std::vector<std::string> message;
+};
+
 TEST(Positional, BadConfigurationsFailAtConstructionNamingTheValue) {
-  PositionalConfig cfg = config(PositionKind::rope);
-  cfg.head_dim = 7;
-  EXPECT_THROW_WITH(make_attention_position(cfg), "RotaryPosition", "head_dim 7");
-  cfg = config(PositionKind::rope);
-  cfg.theta = 0.0;
-  EXPECT_THROW_WITH(make_attention_position(cfg), "theta 0");
-  cfg.theta = -5.0;
-  EXPECT_THROW_WITH(make_attention_position(cfg), "theta -5");
-  cfg = config(PositionKind::rope);
-  cfg.scaling = RopeScaling::linear;
-  cfg.scale_factor = 0.0;
-  EXPECT_THROW_WITH(make_attention_position(cfg), "scale_factor 0");
-  cfg.scale_factor = -2.0;
-  EXPECT_THROW_WITH(make_attention_position(cfg), "scale_factor -2");
-  cfg = config(PositionKind::t5_bias);
-  cfg.num_buckets = 1;
-  EXPECT_THROW_WITH(make_attention_position(cfg), "T5RelativeBias", "num_buckets 1");
-  cfg.num_buckets = 8;
-  cfg.max_distance = 2;
-  EXPECT_THROW_WITH(make_attention_position(cfg), "max_distance 2");
-  cfg = config(PositionKind::alibi);
-  cfg.n_heads = 0;
-  EXPECT_THROW_WITH(make_attention_position(cfg), "alibi", "n_heads > 0, got 0");
-  cfg = config(PositionKind::xl_relative);
-  cfg.head_dim = 0;
-  EXPECT_THROW_WITH(make_attention_position(cfg), "xl_relative", "head_dim > 0, got 0");
-  cfg = config(PositionKind::sinusoidal);
-  cfg.dim = 7;
-  EXPECT_THROW_WITH(make_absolute_position(cfg), "SinusoidalPosition", "dim 7");
-  cfg = config(PositionKind::learned);
-  cfg.max_len = 0;
-  EXPECT_THROW_WITH(make_absolute_position(cfg), "learned", "max_len > 0, got 0");
+  const std::vector<BadConfig> cases{
+      {PositionKind::rope, [](PositionalConfig& c) { c.head_dim = 7; }, {"RotaryPosition", "head_dim 7"}},
+      {PositionKind::rope, [](PositionalConfig& c) { c.theta = 0.0; }, {"theta 0"}},
+      {PositionKind::rope, [](PositionalConfig& c) { c.theta = -5.0; }, {"theta -5"}},
+      {PositionKind::rope, [](PositionalConfig& c) { c.scaling = RopeScaling::linear, c.scale_factor = 0.0; }, {"scale_factor 0"}},
+      {PositionKind::rope, [](PositionalConfig& c) { c.scaling = RopeScaling::ntk, c.scale_factor = -2.0; }, {"scale_factor -2"}},
+      {PositionKind::t5_bias, [](PositionalConfig& c) { c.num_buckets = 1; }, {"T5RelativeBias", "num_buckets 1"}},
+      {PositionKind::t5_bias, [](PositionalConfig& c) { c.max_distance = 2; }, {"max_distance 2"}},
+      {PositionKind::alibi, [](PositionalConfig& c) { c.n_heads = 0; }, {"alibi", "n_heads > 0, got 0"}},
+      {PositionKind::xl_relative, [](PositionalConfig& c) { c.head_dim = 0; }, {"xl_relative", "head_dim > 0, got 0"}},
+      {PositionKind::xl_relative, [](PositionalConfig& c) { c.xl_score_scale = -1.0; }, {"score_scale -1"}},
+      {PositionKind::sinusoidal, [](PositionalConfig& c) { c.dim = 7; }, {"SinusoidalPosition", "dim 7"}},
+      {PositionKind::learned, [](PositionalConfig& c) { c.max_len = 0; }, {"learned", "max_len > 0, got 0"}},
+  };
+  for (const BadConfig& bad : cases) {
+    PositionalConfig cfg = config(bad.kind);
+    bad.spoil(cfg);
+    const bool absolute = bad.kind == PositionKind::learned || bad.kind == PositionKind::sinusoidal;
+    EXPECT_TRUE(testing::throws_with(
+        [&] { absolute ? (void)make_absolute_position(cfg) : (void)make_attention_position(cfg); }, bad.message));
+  }
   EXPECT_THROW_WITH(parse_position_kind("relative"), "unknown kind 'relative'", "xl_relative");
   EXPECT_THROW_WITH(parse_rope_layout("halves"), "rope_layout 'halves'", "half_negative");
   EXPECT_THROW_WITH(parse_rope_scaling("yarn"), "scaling 'yarn'", "ntk");

@@ -36,6 +36,8 @@ struct PositionalConfig {
   int64_t num_buckets = 32;
   int64_t max_distance = 128;
   bool bidirectional = true;
+  // xl_relative: the factor attention applies to q k^T, applied to the bias too; 0 = 1/sqrt(head_dim)
+  double xl_score_scale = 0.0;
 };
 
 // Names as written in config files ("rope", "half_negative", "ntk"); parsing an unknown name
