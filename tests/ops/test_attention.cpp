@@ -2,6 +2,7 @@
 // (MHA, GQA, MQA, causal and not, masks of every kind, T = 1, Tq != Tk, T across tile borders,
 // strided inputs, dropout), f64 finite-difference gradients of the fused kernel, fully masked rows,
 // errors, and the fused kernel's memory at long T.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -13,7 +14,8 @@ namespace {
 
 using testing::random_leaf;
 
-constexpr int64_t kTile = cpu::kQueryBlock;
+// A length past one tile of queries and of keys.
+constexpr int64_t kTile = std::max(cpu::kQueryBlock, cpu::kKeyBlock);
 
 Tensor randn_leaf(const Shape& shape, uint64_t seed, DType dtype = DType::f32) {
   Generator gen(seed);

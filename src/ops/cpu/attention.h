@@ -12,7 +12,7 @@
 namespace nf::cpu {
 
 inline constexpr int64_t kQueryBlock = 64;
-inline constexpr int64_t kKeyBlock = 64;
+inline constexpr int64_t kKeyBlock = 128;
 
 struct AttentionProblem {
   int64_t B = 0, H = 0, Hkv = 0, Tq = 0, Tk = 0, D = 0;
