@@ -6,6 +6,7 @@
 
 #include "nanoformer/core/error.h"
 #include "nanoformer/ops/elementwise.h"
+#include "nanoformer/ops/norm.h"
 #include "nanoformer/ops/reduce.h"
 #include "nanoformer/ops/view.h"
 
@@ -35,11 +36,6 @@ AttentionConfig resolved(AttentionConfig c) {
 // (B, T, heads * head_dim) -> (B, heads, T, head_dim), a view
 Tensor split_heads(const Tensor& x, int64_t heads, int64_t head_dim) {
   return x.view({x.size(0), x.size(1), heads, head_dim}).transpose(1, 2);
-}
-
-// rms(x) = x / sqrt(mean(x^2) + eps) over the last dim, no parameters
-Tensor parameter_free_rms_norm(const Tensor& x, double eps) {
-  return x * rsqrt(add(mean(square(x), {-1}, true), eps));
 }
 
 // The additive score bias of the position scheme joined with the caller's mask.
@@ -83,8 +79,8 @@ AttentionWithWeights MultiHeadAttention::attend(const Tensor& x, const Tensor& c
     k = position_->rotate_keys(k, k_offset);
   }
   if (c.qk_norm) {
-    q = parameter_free_rms_norm(q, c.qk_norm_eps);
-    k = parameter_free_rms_norm(k, c.qk_norm_eps);
+    q = rms_norm(q, {}, c.qk_norm_eps);  // x / sqrt(mean(x^2) + eps), fused, no weight
+    k = rms_norm(k, {}, c.qk_norm_eps);
   }
   const Tensor score_bias = position_ ? position_->score_bias(q, k, q_offset, k_offset) : Tensor();
   AttentionOptions options{.causal = c.causal,
