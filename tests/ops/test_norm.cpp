@@ -142,6 +142,16 @@ TEST(LayerNorm, LargeMeanKeepsPrecision) {
   EXPECT_TENSOR_CLOSE(layer_norm(x), composed_layer_norm(x.to(DType::f64), {}, {}, 1e-5).to(DType::f32), 1e-4, 0.0);
 }
 
+// An outlier first element (LLM activations have a few huge features): statistics taken around x[0]
+// alone would cancel by a factor ~n; the kernel notices and takes a second pass around the mean.
+TEST(LayerNorm, OutlierFirstElementKeepsPrecision) {
+  Tensor x = random_leaf({3, 4096}, 13).detach();
+  for (int64_t r = 0; r < 3; ++r) x.set({r, 0}, 3000.0 * (r + 1));
+  const Tensor x32 = x.to(DType::f32);
+  EXPECT_TENSOR_CLOSE(layer_norm(x32), composed_layer_norm(x32.to(DType::f64), {}, {}, 1e-5).to(DType::f32), 1e-5,
+                      1e-5);
+}
+
 TEST(LayerNorm, OnlyParametersNeedGrad) {
   const Params p{true, true};
   std::vector<Tensor> in = leaves({3, 6}, p, 11);

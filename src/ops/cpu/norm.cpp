@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -63,6 +64,27 @@ std::pair<T, T> lane_sum2(int64_t n, F f, H h) {
   return {sf, sh};
 }
 
+// Mean and (biased) variance of a row from sums around a shift k, d = x - k:
+//   mean = k + sum d / n,  var = (sum d^2 - (sum d)^2 / n) / n
+// One pass around k = x[0]. The subtraction cancels by the factor sum d^2 / (sum d^2 - (sum d)^2 / n)
+// = 1 + (mean - k)^2 / var; when that exceeds 4 (x[0] far from the mean, as an outlier feature
+// would be), a second pass around the mean found so far keeps full precision.
+template <class T>
+std::pair<T, T> row_mean_var(const T* x, int64_t n) {
+  const auto sums_around = [&](T k) {
+    return lane_sum2<T>(
+        n, [&](int64_t i) NF_INLINE_LAMBDA { return x[i] - k; },
+        [&](int64_t i) NF_INLINE_LAMBDA { return (x[i] - k) * (x[i] - k); });
+  };
+  T k = x[0];
+  auto [s1, s2] = sums_around(k);
+  if (s1 * s1 > T(0.75) * T(n) * s2) {
+    k += s1 / T(n);
+    std::tie(s1, s2) = sums_around(k);
+  }
+  return {k + s1 / T(n), std::max(T(0), (s2 - s1 * s1 / T(n)) / T(n))};
+}
+
 // fn(std::true_type) or fn(std::false_type): turns a runtime flag into a compile-time one, so the
 // row loops are compiled once per combination with no branch inside.
 template <class Fn>
@@ -102,14 +124,7 @@ void layer_norm_forward(const Tensor& y, const Tensor& mean, const Tensor& rstd,
           for (int64_t r = begin; r < end; ++r) {
             const T* xr = px + r * n;
             T* yr = py + r * n;
-            // corrected two-pass: m1 = sum x / n, d = x - m1;  mean = m1 + sum d / n,
-            // var = (sum d^2 - (sum d)^2 / n) / n  (the correction removes m1's rounding error)
-            const T m1 = lane_sum<T>(n, [&](int64_t i) { return xr[i]; }) / T(n);
-            const auto [sum_d, sum_d2] = lane_sum2<T>(
-                n, [&](int64_t i) NF_INLINE_LAMBDA { return xr[i] - m1; },
-                [&](int64_t i) NF_INLINE_LAMBDA { return (xr[i] - m1) * (xr[i] - m1); });
-            const T m = m1 + sum_d / T(n);
-            const T var = std::max(T(0), (sum_d2 - sum_d * sum_d / T(n)) / T(n));
+            const auto [m, var] = row_mean_var(xr, n);
             const T rs = T(1) / std::sqrt(var + T(eps));
             pm[r] = m;
             prs[r] = rs;
