@@ -127,6 +127,11 @@ TEST(Sum, ZeroDimAndEmpty) {
   EXPECT_EQ(sum(s, {0}).item(), 3.5);
   EXPECT_EQ(sum(s, {-1}, true).shape(), Shape{});
   EXPECT_EQ(sum(zeros({0, 3}), {0}).to_vector<double>(), (std::vector<double>{0, 0, 0}));
+  // reducing the non-empty dim of an empty tensor visits nothing (UBSan once caught a division by
+  // the zero-size dim while the kernel located its first element)
+  EXPECT_EQ(sum(zeros({0, 8}), {1}).shape(), Shape{0});
+  EXPECT_EQ(sum(zeros({4, 0, 8}), {0, 2}).shape(), Shape{0});
+  EXPECT_EQ(sum(zeros({0, 8})).item(), 0.0);
 }
 
 TEST(Sum, Gradients) {

@@ -30,6 +30,7 @@ inline ReduceLayout reduce_layout(const Tensor& x, const std::vector<bool>& redu
 // Element offsets (in x) of a row-major index range [begin, end) over (shape, strides).
 inline void offsets_of(const Shape& shape, const Shape& strides, int64_t begin, int64_t end, std::vector<int64_t>& out) {
   out.resize(static_cast<size_t>(end - begin));
+  if (begin >= end) return;  // nothing to visit (a zero-size dim: no index to divide by)
   Shape idx(shape.size());
   int64_t rest = begin;
   for (size_t d = shape.size(); d-- > 0;) {
