@@ -2,6 +2,8 @@
 // composition of our own ops (narrow, mul, add/sub, cat or stack) in the same run, for each
 // layout (0 interleaved, 1 half, 2 half_negative): forward alone, and forward + backward.
 // Bytes counted once per tensor touched: forward reads x and writes y; backward reads dy, writes dx.
+// The CPU column is the whole process's CPU time (all threads): on a loaded machine it is steadier
+// than wall time, and comparable with tools/bench/torch_positional.py's CPU column.
 #include <benchmark/benchmark.h>
 
 #include "bench_support.h"
@@ -54,10 +56,10 @@ void BM_unfused_rope_fwd_bwd(benchmark::State& state) { forward_backward(state, 
 
 }  // namespace
 
-BENCHMARK(BM_nf_rope)->DenseRange(0, 2)->ArgName("layout")->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK(BM_unfused_rope)->DenseRange(0, 2)->ArgName("layout")->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK(BM_nf_rope_fwd_bwd)->DenseRange(0, 2)->ArgName("layout")->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK(BM_unfused_rope_fwd_bwd)->DenseRange(0, 2)->ArgName("layout")->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_nf_rope)->DenseRange(0, 2)->ArgName("layout")->Unit(benchmark::kMicrosecond)->MeasureProcessCPUTime()->UseRealTime();
+BENCHMARK(BM_unfused_rope)->DenseRange(0, 2)->ArgName("layout")->Unit(benchmark::kMicrosecond)->MeasureProcessCPUTime()->UseRealTime();
+BENCHMARK(BM_nf_rope_fwd_bwd)->DenseRange(0, 2)->ArgName("layout")->Unit(benchmark::kMicrosecond)->MeasureProcessCPUTime()->UseRealTime();
+BENCHMARK(BM_unfused_rope_fwd_bwd)->DenseRange(0, 2)->ArgName("layout")->Unit(benchmark::kMicrosecond)->MeasureProcessCPUTime()->UseRealTime();
 
 int main(int argc, char** argv) {
   return nf::bench::run_benchmarks(argc, argv,

@@ -76,6 +76,18 @@ TEST(Rope, FusedEqualsUnfusedComposition) {
   }
 }
 
+TEST(Rope, ThreadPiecesSplittingAMatrixMatchUnfused) {
+  // 5 matrices of 1001 rows: above the parallel grain, so pieces start and end inside a matrix
+  const RopeTables t = rope_tables(1100, 16, 1e4);
+  const Tensor x = randn_f32({5, 1001, 16}, 8);
+  const Tensor strided = randn_f32({1001, 5, 16}, 9).transpose(0, 1);
+  for (RopeLayout layout : kLayouts) {
+    SCOPED_TRACE(rope_layout_name(layout));
+    EXPECT_TENSOR_CLOSE(rope(x, t.cos, t.sin, 50, layout), rope_unfused(x, t.cos, t.sin, 50, layout), 1e-6, 1e-6);
+    EXPECT_TENSOR_CLOSE(rope(strided, t.cos, t.sin, 3, layout), rope_unfused(strided, t.cos, t.sin, 3, layout), 1e-6, 1e-6);
+  }
+}
+
 TEST(Rope, StridedBTHDViewNeedsNoCopyAndMatches) {
   // q projected as (B, T, H, D) and seen as (B, H, T, D) through a transpose view
   const RopeTables t = rope_tables(16, 8, 1e4, 1.0, DType::f64);

@@ -3,12 +3,15 @@
 half = Hugging Face LLaMA's q * cos + rotate_half(q) * sin (its own rotate_half), interleaved =
 002's complex-pair product, half_negative = 003's nanochat rotary.
 
-Run right after the C++ benchmark with the same thread count and compare medians:
+Prints the median wall time and the mean process CPU time (all threads) per call; on a loaded
+machine the CPU time is the steadier of the two. Run right after the C++ benchmark with the same
+thread count and compare:
     NANOFORMER_THREADS=2 ./build-bench/bench_positional;  .venv/bin/python tools/bench/torch_positional.py --threads 2
 """
 from __future__ import annotations
 
 import argparse
+import time
 
 import torch
 from torch_baseline import median_ms  # the same timing rule as the other PyTorch baselines
@@ -43,18 +46,23 @@ def main() -> None:
         q1, q2 = q[..., :D // 2], q[..., D // 2:]
         return torch.cat([q1 * cos_half + q2 * sin_half, q1 * (-sin_half) + q2 * cos_half], -1)
 
+    def wall_and_cpu_ms(fn) -> str:
+        cpu = time.process_time()
+        wall = median_ms(fn, args.reps)
+        cpu = 1e3 * (time.process_time() - cpu) / (args.reps + 1)  # median_ms also runs one warm-up
+        return f"{wall:8.3f} ms wall {cpu:8.3f} ms cpu"
+
     q = torch.randn(B, H, T, D)
     g = torch.randn(B, H, T, D)
     for name, fn in [("interleaved", interleaved), ("half", half), ("half_negative", half_negative)]:
-        fwd = median_ms(lambda: fn(q), args.reps)
         leaf = q.clone().requires_grad_()
 
         def fwd_bwd():
             fn(leaf).backward(g)
             leaf.grad = None
 
-        both = median_ms(fwd_bwd, args.reps)
-        print(f"rope[{name}] (4, 8, 512, 64): forward {fwd:7.3f} ms   forward+backward {both:7.3f} ms")
+        print(f"rope[{name}] (4, 8, 512, 64): forward {wall_and_cpu_ms(lambda: fn(q))}   "
+              f"forward+backward {wall_and_cpu_ms(fwd_bwd)}")
 
 
 if __name__ == "__main__":
