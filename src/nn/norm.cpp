@@ -20,9 +20,10 @@ void check_input(const char* module, const Tensor& x, int64_t dim) {
   NF_CHECK(x.dim() >= 1 && x.size(-1) == dim, module, ": input ", shape_str(x.shape()), " does not end in dim ", dim);
 }
 
-constexpr std::array<std::pair<NormKind, const char*>, 5> kKindNames{{
+constexpr std::array<std::pair<NormKind, const char*>, 6> kKindNames{{
     {NormKind::layernorm, "layernorm"},
     {NormKind::layernorm_no_affine, "layernorm_no_affine"},
+    {NormKind::layernorm_std_plus_eps, "layernorm_std_plus_eps"},
     {NormKind::rmsnorm, "rmsnorm"},
     {NormKind::rmsnorm_no_weight, "rmsnorm_no_weight"},
     {NormKind::rmsnorm_rms_plus_eps, "rmsnorm_rms_plus_eps"},
@@ -30,7 +31,8 @@ constexpr std::array<std::pair<NormKind, const char*>, 5> kKindNames{{
 
 }  // namespace
 
-LayerNorm::LayerNorm(int64_t dim, double eps, bool affine, bool bias) : UnaryModule("LayerNorm"), dim_(dim), eps_(eps) {
+LayerNorm::LayerNorm(int64_t dim, double eps, bool affine, bool bias, LayerNormForm form)
+    : UnaryModule("LayerNorm"), dim_(dim), eps_(eps), form_(form) {
   check_dim_and_eps("LayerNorm", dim, eps);
   if (!affine) return;
   weight = register_parameter("weight", ones({dim}));
@@ -39,7 +41,7 @@ LayerNorm::LayerNorm(int64_t dim, double eps, bool affine, bool bias) : UnaryMod
 
 Tensor LayerNorm::forward(const Tensor& x) {
   check_input("LayerNorm", x, dim_);
-  return layer_norm(x, weight, bias, eps_);
+  return layer_norm(x, weight, bias, eps_, form_);
 }
 
 RMSNorm::RMSNorm(int64_t dim, double eps, bool weight, RmsNormForm form)
@@ -73,6 +75,8 @@ std::shared_ptr<UnaryModule> make_norm(const NormConfig& c) {
   switch (c.kind) {
     case NormKind::layernorm: return std::make_shared<LayerNorm>(c.dim, c.eps, true, c.bias);
     case NormKind::layernorm_no_affine: return std::make_shared<LayerNorm>(c.dim, c.eps, false);
+    case NormKind::layernorm_std_plus_eps:
+      return std::make_shared<LayerNorm>(c.dim, c.eps, true, c.bias, LayerNormForm::std_plus_eps);
     case NormKind::rmsnorm: return std::make_shared<RMSNorm>(c.dim, c.eps, true);
     case NormKind::rmsnorm_no_weight: return std::make_shared<RMSNorm>(c.dim, c.eps, false);
     case NormKind::rmsnorm_rms_plus_eps:

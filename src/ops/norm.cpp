@@ -7,6 +7,8 @@
 #include "nanoformer/autograd/node.h"
 #include "nanoformer/core/dispatch.h"
 #include "nanoformer/core/error.h"
+#include "nanoformer/ops/elementwise.h"
+#include "nanoformer/ops/reduce.h"
 #include "nanoformer/ops/view.h"
 #include "ops/cpu/norm.h"
 #include "ops/reduce_internal.h"
@@ -57,10 +59,17 @@ Tensor grad_buffer(const autograd::Node& node, size_t input, const Tensor& like)
 // y = (x - mean) rstd w + b, rstd = 1 / sqrt(var + eps);
 // dx = rstd (h - mean(h) - xhat mean(h xhat)) with h = dy w, xhat = (x - mean) rstd;
 // dw = sum_rows dy xhat;  db = sum_rows dy
-Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, LayerNormForm form) {
   check_norm_inputs("layer_norm", x, eps);
   check_parameter("layer_norm", "weight", weight, x);
   check_parameter("layer_norm", "bias", bias, x);
+  if (form == LayerNormForm::std_plus_eps) {
+    // y = (x - mean) / (sqrt(mean((x - mean)^2)) + eps) * weight + bias
+    const Tensor centered = sub(x, mean(x, {-1}, true));
+    Tensor y = div(centered, add(sqrt(mean(square(centered), {-1}, true)), eps));
+    if (weight.defined()) y = mul(y, weight);
+    return bias.defined() ? add(y, bias) : y;
+  }
   const Tensor input = contiguous(x.detach()), w = detached_contiguous(weight), b = detached_contiguous(bias);
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
   Tensor mean = Tensor::empty({rows_of(x)}, x.dtype(), x.device());

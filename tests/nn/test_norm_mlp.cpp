@@ -61,6 +61,7 @@ TEST(MakeNorm, EveryKind) {
   const std::vector<Expected> kinds{
       {nn::NormKind::layernorm, "LayerNorm", {"weight", "bias"}},
       {nn::NormKind::layernorm_no_affine, "LayerNorm", {}},
+      {nn::NormKind::layernorm_std_plus_eps, "LayerNorm", {"weight", "bias"}},
       {nn::NormKind::rmsnorm, "RMSNorm", {"weight"}},
       {nn::NormKind::rmsnorm_no_weight, "RMSNorm", {}},
       {nn::NormKind::rmsnorm_rms_plus_eps, "RMSNorm", {"weight"}},
@@ -79,6 +80,9 @@ TEST(MakeNorm, EveryKind) {
   EXPECT_EQ(names_of(*no_bias), (std::vector<std::string>{"weight"}));
   const auto rms = nn::make_norm({.kind = nn::NormKind::rmsnorm_rms_plus_eps, .dim = 8, .eps = 0.25});
   EXPECT_TENSOR_CLOSE(rms->forward(x), rms_norm(x, {}, 0.25, RmsNormForm::rms_plus_eps), 0.0, 0.0);
+  const auto std_plus_eps = nn::make_norm({.kind = nn::NormKind::layernorm_std_plus_eps, .dim = 8, .eps = 0.25});
+  EXPECT_TENSOR_CLOSE(std_plus_eps->forward(x), layer_norm(x, {}, {}, 0.25, LayerNormForm::std_plus_eps), 0.0, 0.0);
+  EXPECT_FALSE(testing::tensors_close(std_plus_eps->forward(x), layer_norm(x, {}, {}, 0.25), 1e-3, 0));
   const auto plain = nn::make_norm({.kind = nn::NormKind::rmsnorm_no_weight, .dim = 8, .eps = 0.25});
   EXPECT_TENSOR_CLOSE(plain->forward(x), rms_norm(x, {}, 0.25, RmsNormForm::rsqrt), 0.0, 0.0);
 }

@@ -72,7 +72,8 @@ Tensor maybe(const Inputs& in, const std::string& role) {
 
 TEST(NormsGolden, LayerNorm) {
   check_op_cases("norms", "layer_norm", {"x", "weight", "bias"}, [](const Inputs& in, const json& p) {
-    return layer_norm(in.at("x"), maybe(in, "weight"), maybe(in, "bias"), p.at("eps").get<double>());
+    const LayerNormForm form = p.value("form", "rsqrt") == "std_plus_eps" ? LayerNormForm::std_plus_eps : LayerNormForm::rsqrt;
+    return layer_norm(in.at("x"), maybe(in, "weight"), maybe(in, "bias"), p.at("eps").get<double>(), form);
   });
 }
 

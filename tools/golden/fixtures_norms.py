@@ -36,6 +36,13 @@ def rms_norm_rms_plus_eps(x, weight, eps):
     return x / (rms + eps) * weight
 
 
+def layer_norm_std_plus_eps(x, weight, bias, eps):
+    """Document 001's LayerNorm: gamma * (x - mu) / (sigma + eps) + beta, sigma the biased std."""
+    mu = x.mean(-1, keepdim=True)
+    sigma = (x - mu).pow(2).mean(-1, keepdim=True).sqrt()
+    return weight * (x - mu) / (sigma + eps) + bias
+
+
 def norms() -> Fixture:
     fx = Fixture("norms", seed=20,
                  description="nn.LayerNorm (affine or not, bias or not), nn.RMSNorm / F.rms_norm (rsqrt form, "
@@ -89,6 +96,13 @@ def norms() -> Fixture:
             fx.case(f"{name}_{tag}", lambda x, weight, eps=eps: rms_norm_rms_plus_eps(x, weight, eps),
                     {"x": randn(2, 3, 16, dtype=dtype, scale=scale), "weight": weight(16)},
                     op="rms_norm", form="rms_plus_eps", eps=eps, dtype=str(dtype))
+    # document 001's LayerNorm, eps outside the square root (after the loop: earlier draws unchanged)
+    for dtype, tag in DTYPES:
+        for name, eps, scale in (("layernorm_std_plus_eps", 1e-5, 1.0), ("layernorm_std_plus_eps_large_eps", 1e-1, 0.3)):
+            fx.case(f"{name}_{tag}", lambda x, weight, bias, eps=eps: layer_norm_std_plus_eps(x, weight, bias, eps),
+                    {"x": randn(2, 3, 16, dtype=dtype, scale=scale), "weight": randn(16, dtype=dtype, scale=0.5) + 1.0,
+                     "bias": randn(16, dtype=dtype, scale=0.5)},
+                    op="layer_norm", form="std_plus_eps", eps=eps, dtype=str(dtype))
     return fx
 
 

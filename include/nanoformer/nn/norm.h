@@ -15,17 +15,20 @@ namespace nf::nn {
 // exists; with affine but without `bias` only weight does.
 class LayerNorm : public UnaryModule {
  public:
-  explicit LayerNorm(int64_t dim, double eps = 1e-5, bool affine = true, bool bias = true);
+  explicit LayerNorm(int64_t dim, double eps = 1e-5, bool affine = true, bool bias = true,
+                     LayerNormForm form = LayerNormForm::rsqrt);
   Tensor forward(const Tensor& x) override;
 
   int64_t dim() const { return dim_; }
   double eps() const { return eps_; }
+  LayerNormForm form() const { return form_; }
   Tensor weight;  // (dim), undefined without affine
   Tensor bias;    // (dim), undefined without affine or bias
 
  private:
   int64_t dim_;
   double eps_;
+  LayerNormForm form_;
 };
 
 // rsqrt form:        y = x * rsqrt(mean(x^2) + eps) * weight  (torch.nn.RMSNorm, F.rms_norm, MiniMind)
@@ -50,10 +53,18 @@ class RMSNorm : public UnaryModule {
 // The norms a model config can name:
 //   layernorm               LayerNorm with weight, and bias when NormConfig::bias (GPT-2, 004)
 //   layernorm_no_affine     LayerNorm without parameters
+//   layernorm_std_plus_eps  LayerNorm, (x - mean) / (std + eps) form, weight and bias (reference document 001)
 //   rmsnorm                 RMSNorm, rsqrt form, with weight (LLaMA, MiniMind)
 //   rmsnorm_no_weight       RMSNorm, rsqrt form, no parameter (nanochat)
 //   rmsnorm_rms_plus_eps    RMSNorm, x / (rms + eps) form, with weight (reference document 001)
-enum class NormKind { layernorm, layernorm_no_affine, rmsnorm, rmsnorm_no_weight, rmsnorm_rms_plus_eps };
+enum class NormKind {
+  layernorm,
+  layernorm_no_affine,
+  layernorm_std_plus_eps,
+  rmsnorm,
+  rmsnorm_no_weight,
+  rmsnorm_rms_plus_eps,
+};
 
 struct NormConfig {
   NormKind kind = NormKind::layernorm;

@@ -6,9 +6,15 @@
 
 namespace nf {
 
-// y = (x - mean) / sqrt(var + eps) * weight + bias, mean and var (biased) over the last dim
-// (torch.nn.functional.layer_norm over (n,)).
-Tensor layer_norm(const Tensor& x, const Tensor& weight = {}, const Tensor& bias = {}, double eps = 1e-5);
+// Where LayerNorm adds eps (mean and var, biased, over the last dim):
+//   rsqrt:         y = (x - mean) / sqrt(var + eps) * weight + bias  (F.layer_norm, nn.LayerNorm)
+//   std_plus_eps:  y = (x - mean) / (sqrt(var) + eps) * weight + bias (the form of reference document 001)
+// The rsqrt form is the fused kernel; the std_plus_eps form, which no reference architecture trains
+// with, is a composition of our ops (so its backward is autograd's).
+enum class LayerNormForm { rsqrt, std_plus_eps };
+
+Tensor layer_norm(const Tensor& x, const Tensor& weight = {}, const Tensor& bias = {}, double eps = 1e-5,
+                  LayerNormForm form = LayerNormForm::rsqrt);
 
 // Where RMSNorm adds eps:
 //   rsqrt:        y = x * rsqrt(mean(x^2) + eps) * weight   (F.rms_norm, LLaMA, MiniMind, nanochat)
