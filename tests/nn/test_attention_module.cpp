@@ -6,6 +6,7 @@
 
 #include "nanoformer/nn/attention.h"
 #include "support/golden.h"
+#include "support/module_golden.h"
 #include "support/testing.h"
 
 namespace nf::nn {
@@ -29,9 +30,7 @@ AttentionConfig config_of(const nlohmann::json& p, bool fused) {
 void check_module_case(const Golden& golden, const std::string& name, bool fused) {
   SCOPED_TRACE(name + (fused ? " (fused)" : " (plain)"));
   MultiHeadAttention attn(config_of(golden.cases()[name], fused));
-  StateDict state;
-  for (const auto& [param, tensor] : attn.named_parameters()) state[param] = golden.get(name, param);
-  attn.load_state_dict(state);
+  testing::load_case_parameters(attn, golden, name);
   const Tensor x = golden.input(name, "x");
   const Tensor context = golden.has(name, "context") ? golden.input(name, "context") : Tensor();
   AttentionMasks masks;
@@ -49,10 +48,7 @@ void check_module_case(const Golden& golden, const std::string& name, bool fused
   if (context.defined()) {
     EXPECT_TENSOR_CLOSE(context.grad(), golden.get(name, "grad_context"), tol, tol);
   }
-  for (const auto& [param, tensor] : attn.named_parameters()) {
-    SCOPED_TRACE("gradient of " + param);
-    EXPECT_TENSOR_CLOSE(tensor.grad(), golden.get(name, "grad_" + param), tol, tol);
-  }
+  testing::expect_parameter_grads(attn, golden, name, tol, tol);
 }
 
 TEST(MultiHeadAttentionGolden, TorchMultiheadAttentionAndNanochatLayer) {

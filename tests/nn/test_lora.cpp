@@ -1,6 +1,7 @@
 // LoRALinear: PEFT-style names, frozen base, B = 0 start, golden against reference 000's formula
 // (gradients of x, A and B; none for the base), merge / unmerge, dropout, errors.
-#include "golden_module.h"
+#include "support/module_golden.h"
+#include "support/testing.h"
 #include "nanoformer/nn/lora.h"
 
 namespace nf::nn {

@@ -1,7 +1,8 @@
 // MoE: MiniMind's parameter names, golden against a PyTorch MoE written from references 000 / 001 /
 // 002 for every routing rule (output, auxiliary loss, gradients of x, router and every expert),
 // grouped dispatch equal to a per-token loop, token counts, eval mode, errors.
-#include "golden_module.h"
+#include "support/module_golden.h"
+#include "support/testing.h"
 #include "nanoformer/nn/moe.h"
 #include "nanoformer/ops/topk.h"
 

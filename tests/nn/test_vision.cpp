@@ -1,6 +1,7 @@
 // nn::Conv2d (names, init, errors) and the ViT PatchEmbedding of reference 000: golden against a
 // PyTorch version written from 000, equality with a Conv2d of kernel = stride = patch, errors.
-#include "golden_module.h"
+#include "support/module_golden.h"
+#include "support/testing.h"
 #include "nanoformer/nn/conv.h"
 #include "nanoformer/nn/patch_embed.h"
 

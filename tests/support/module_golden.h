@@ -1,7 +1,7 @@
 #pragma once
-// Golden checks for whole modules: load a module's parameters from a fixture case whose roles carry
-// our dotted parameter names ("attn.q_proj.weight"), run the module, and compare the output and the
-// gradients of every parameter and every differentiable input with PyTorch's.
+// Golden checks for whole modules. A fixture case stores every parameter under its state-dict name
+// ("<case>.attn.q_proj.weight") and, where PyTorch computed one, its gradient as
+// "<case>.grad_<name>"; the helpers load the parameters into our module by name and compare.
 #include <functional>
 #include <string>
 #include <vector>
@@ -11,16 +11,23 @@
 
 namespace nf::testing {
 
+// f32 module goldens: |ours - torch| <= 1e-5 + 1e-5 |torch| (the bound for unit-scale inputs).
+inline constexpr double kModuleAtol = 1e-5, kModuleRtol = 1e-5;
+
+// Copies every parameter of `m` from the case (strict: the fixture must name them all).
+void load_case_parameters(nn::Module& m, const Golden& golden, const std::string& case_name);
+
+// Each parameter's gradient equals the fixture's; a parameter without one there (frozen) has none.
+void expect_parameter_grads(const nn::Module& m, const Golden& golden, const std::string& case_name,
+                            double atol = kModuleAtol, double rtol = kModuleRtol);
+
 struct ModuleCase {
   std::vector<std::string> inputs;  // roles passed to `run`, in order (leaves where the fixture has their gradient)
-  double atol = 1e-5, rtol = 1e-5;  // the fp32 bound: 1e-5 relative plus 1e-5 absolute
+  double atol = kModuleAtol, rtol = kModuleRtol;
 };
 
-// Every parameter of `module` must be in the case (a missing one fails the test, naming it).
-void load_module_case(nn::Module& module, const Golden& golden, const std::string& case_name);
-
 // Loads the parameters, runs `run(inputs)`, compares "out", back-propagates "grad_out" and compares
-// "grad_<input>" and "grad_<parameter>" for every one the fixture holds (all parameters must have one).
+// "grad_<input>" for every input and the gradient of every parameter.
 void check_module_case(nn::Module& module, const Golden& golden, const std::string& case_name, const ModuleCase& spec,
                        const std::function<Tensor(const std::vector<Tensor>&)>& run);
 
