@@ -42,3 +42,4 @@
 #include "nanoformer/nn/block.h"
 #include "nanoformer/models/model_config.h"
 #include "nanoformer/models/decoder_lm.h"
+#include "nanoformer/models/checkpoint.h"
