@@ -64,7 +64,7 @@ class ObjectReader {
   }
 
   template <class T>
-  void read(const char* key, T& field) {
+  void value(const char* key, T& field) {
     known_.insert(key);
     auto it = object_.find(key);
     if (it == object_.end()) return;
@@ -85,10 +85,10 @@ class ObjectReader {
   }
 
   // A string key parsed into an enum by `parse` (which throws naming the accepted values).
-  template <class E, class Parse>
-  void read_enum(const char* key, E& field, Parse parse) {
+  template <class E, class Parse, class Name>
+  void choice(const char* key, E& field, Parse parse, Name) {
     std::string text;
-    read(key, text);
+    value(key, text);
     if (!object_.contains(key)) return;
     try {
       field = parse(text);
@@ -132,20 +132,70 @@ auto table_parser(const std::array<std::pair<E, const char*>, N>& table) {
   };
 }
 
-void read_moe(const json* object, DecoderLMConfig& c, const std::string& source) {
-  if (!object) return;
-  nn::MoEConfig moe;
-  ObjectReader r(*object, source + ": moe");
-  r.read("n_experts", moe.n_experts);
-  r.read("n_shared_experts", moe.n_shared_experts);
-  r.read("top_k", moe.top_k);
-  r.read_enum("routing", moe.routing, table_parser(kRoutingNames));
-  r.read("norm_topk_prob", moe.norm_topk_prob);
-  r.read("gate_bias", moe.gate_bias);
-  r.read("aux_loss_alpha", moe.aux_loss_alpha);
-  r.read("seq_aux", moe.seq_aux);
-  r.finish();
-  c.moe = moe;
+template <class E, size_t N>
+auto table_namer(const std::array<std::pair<E, const char*>, N>& table) {
+  return [&table](E value) { return name_of(table, value); };
+}
+
+// Writes the keys a visit walks into a JSON object.
+struct ObjectWriter {
+  json object = json::object();
+  template <class T>
+  void value(const char* key, const T& field) {
+    object[key] = field;
+  }
+  template <class E, class Parse, class Name>
+  void choice(const char* key, const E& field, Parse, Name name) {
+    object[key] = std::string(name(field));
+  }
+};
+
+// Every key of the config, once: parsing and writing both walk these lists (moe is nested).
+template <class Visitor>
+void visit_moe_keys(Visitor& v, nn::MoEConfig& m) {
+  v.value("n_experts", m.n_experts);
+  v.value("n_shared_experts", m.n_shared_experts);
+  v.value("top_k", m.top_k);
+  v.choice("routing", m.routing, table_parser(kRoutingNames), table_namer(kRoutingNames));
+  v.value("norm_topk_prob", m.norm_topk_prob);
+  v.value("gate_bias", m.gate_bias);
+  v.value("aux_loss_alpha", m.aux_loss_alpha);
+  v.value("seq_aux", m.seq_aux);
+}
+
+template <class Visitor>
+void visit_keys(Visitor& v, DecoderLMConfig& c) {
+  v.value("name", c.name);
+  v.value("vocab_size", c.vocab_size);
+  v.value("dim", c.dim);
+  v.value("n_layers", c.n_layers);
+  v.value("n_heads", c.n_heads);
+  v.value("n_kv_heads", c.n_kv_heads);
+  v.value("head_dim", c.head_dim);
+  v.value("max_seq_len", c.max_seq_len);
+  v.choice("norm", c.norm, nn::norm_kind_from_name, nn::norm_kind_name);
+  v.value("norm_eps", c.norm_eps);
+  v.value("norm_bias", c.norm_bias);
+  v.choice("norm_placement", c.norm_placement, nn::norm_placement_from_name, nn::norm_placement_name);
+  v.value("embedding_norm", c.embedding_norm);
+  v.choice("position", c.position, nn::parse_position_kind, nn::position_kind_name);
+  v.choice("rope_layout", c.rope_layout, table_parser(kLayoutNames), table_namer(kLayoutNames));
+  v.value("rope_theta", c.rope_theta);
+  v.choice("rope_scaling", c.rope_scaling, table_parser(kScalingNames), table_namer(kScalingNames));
+  v.value("rope_scale_factor", c.rope_scale_factor);
+  v.value("qk_norm", c.qk_norm);
+  v.value("qk_norm_eps", c.qk_norm_eps);
+  v.choice("mlp", c.mlp, nn::mlp_kind_from_name, nn::mlp_kind_name);
+  v.value("mlp_hidden", c.mlp_hidden);
+  v.value("mlp_multiple_of", c.mlp_multiple_of);
+  v.value("attention_bias", c.attention_bias);
+  v.value("mlp_bias", c.mlp_bias);
+  v.value("tie_embeddings", c.tie_embeddings);
+  v.value("logit_softcap", c.logit_softcap);
+  v.value("dropout", c.dropout);
+  v.value("residual_dropout", c.residual_dropout);
+  v.choice("init", c.init, table_parser(kInitNames), table_namer(kInitNames));
+  v.value("init_std", c.init_std);
 }
 
 void check(bool ok, const std::string& source, const char* key, const auto& value, const char* requirement) {
@@ -180,38 +230,12 @@ DecoderLMConfig parse_model_config(const std::string& json_text, const std::stri
   }
   DecoderLMConfig c;
   ObjectReader r(root, source);
-  r.read("name", c.name);
-  r.read("vocab_size", c.vocab_size);
-  r.read("dim", c.dim);
-  r.read("n_layers", c.n_layers);
-  r.read("n_heads", c.n_heads);
-  r.read("n_kv_heads", c.n_kv_heads);
-  r.read("head_dim", c.head_dim);
-  r.read("max_seq_len", c.max_seq_len);
-  r.read_enum("norm", c.norm, nn::norm_kind_from_name);
-  r.read("norm_eps", c.norm_eps);
-  r.read("norm_bias", c.norm_bias);
-  r.read_enum("norm_placement", c.norm_placement, nn::norm_placement_from_name);
-  r.read("embedding_norm", c.embedding_norm);
-  r.read_enum("position", c.position, nn::parse_position_kind);
-  r.read_enum("rope_layout", c.rope_layout, table_parser(kLayoutNames));
-  r.read("rope_theta", c.rope_theta);
-  r.read_enum("rope_scaling", c.rope_scaling, table_parser(kScalingNames));
-  r.read("rope_scale_factor", c.rope_scale_factor);
-  r.read("qk_norm", c.qk_norm);
-  r.read("qk_norm_eps", c.qk_norm_eps);
-  r.read_enum("mlp", c.mlp, nn::mlp_kind_from_name);
-  r.read("mlp_hidden", c.mlp_hidden);
-  r.read("mlp_multiple_of", c.mlp_multiple_of);
-  r.read("attention_bias", c.attention_bias);
-  r.read("mlp_bias", c.mlp_bias);
-  r.read("tie_embeddings", c.tie_embeddings);
-  r.read("logit_softcap", c.logit_softcap);
-  r.read("dropout", c.dropout);
-  r.read("residual_dropout", c.residual_dropout);
-  read_moe(r.child("moe"), c, source);
-  r.read_enum("init", c.init, table_parser(kInitNames));
-  r.read("init_std", c.init_std);
+  visit_keys(r, c);
+  if (const json* moe = r.child("moe")) {
+    ObjectReader moe_reader(*moe, source + ": moe");
+    visit_moe_keys(moe_reader, c.moe.emplace());
+    moe_reader.finish();
+  }
   r.finish();
   validate_model_config(c, source);
   return c;
@@ -265,49 +289,17 @@ DecoderLMConfig load_model_config(const std::string& path) {
   return parse_model_config(text.str(), path);
 }
 
-std::string model_config_to_json(const DecoderLMConfig& c) {
-  json j = json::object();
-  j["name"] = c.name;
-  j["vocab_size"] = c.vocab_size;
-  j["dim"] = c.dim;
-  j["n_layers"] = c.n_layers;
-  j["n_heads"] = c.n_heads;
-  j["n_kv_heads"] = c.n_kv_heads;
-  j["head_dim"] = c.head_dim;
-  j["max_seq_len"] = c.max_seq_len;
-  j["norm"] = nn::norm_kind_name(c.norm);
-  j["norm_eps"] = c.norm_eps;
-  j["norm_bias"] = c.norm_bias;
-  j["norm_placement"] = nn::norm_placement_name(c.norm_placement);
-  j["embedding_norm"] = c.embedding_norm;
-  j["position"] = nn::position_kind_name(c.position);
-  j["rope_layout"] = name_of(kLayoutNames, c.rope_layout);
-  j["rope_theta"] = c.rope_theta;
-  j["rope_scaling"] = name_of(kScalingNames, c.rope_scaling);
-  j["rope_scale_factor"] = c.rope_scale_factor;
-  j["qk_norm"] = c.qk_norm;
-  j["qk_norm_eps"] = c.qk_norm_eps;
-  j["mlp"] = nn::mlp_kind_name(c.mlp);
-  j["mlp_hidden"] = c.mlp_hidden;
-  j["mlp_multiple_of"] = c.mlp_multiple_of;
-  j["attention_bias"] = c.attention_bias;
-  j["mlp_bias"] = c.mlp_bias;
-  j["tie_embeddings"] = c.tie_embeddings;
-  j["logit_softcap"] = c.logit_softcap;
-  j["dropout"] = c.dropout;
-  j["residual_dropout"] = c.residual_dropout;
+std::string model_config_to_json(const DecoderLMConfig& config) {
+  DecoderLMConfig c = config;
+  ObjectWriter w;
+  visit_keys(w, c);
+  w.object["moe"] = nullptr;
   if (c.moe) {
-    const nn::MoEConfig& m = *c.moe;
-    j["moe"] = {{"n_experts", m.n_experts},         {"n_shared_experts", m.n_shared_experts},
-                {"top_k", m.top_k},                 {"routing", moe_routing_name(m.routing)},
-                {"norm_topk_prob", m.norm_topk_prob}, {"gate_bias", m.gate_bias},
-                {"aux_loss_alpha", m.aux_loss_alpha}, {"seq_aux", m.seq_aux}};
-  } else {
-    j["moe"] = nullptr;
+    ObjectWriter moe;
+    visit_moe_keys(moe, *c.moe);
+    w.object["moe"] = moe.object;
   }
-  j["init"] = init_scheme_name(c.init);
-  j["init_std"] = c.init_std;
-  return j.dump(2);
+  return w.object.dump(2);
 }
 
 std::string configs_directory() {
