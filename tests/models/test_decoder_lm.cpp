@@ -5,10 +5,12 @@
 // initialisation schemes and the forward's argument checks.
 #include <cmath>
 
+#include "nanoformer/autograd/grad_mode.h"
 #include "nanoformer/models/decoder_lm.h"
 #include "nanoformer/ops/elementwise.h"
 #include "nanoformer/ops/factory.h"
 #include "nanoformer/ops/reduce.h"
+#include "nanoformer/ops/view.h"
 #include "support/module_golden.h"
 #include "support/testing.h"
 
@@ -113,6 +115,22 @@ TEST(DecoderLM, LossOnlyWithTargetsAndAuxZeroInEval) {
   const LMOutput evaluated = model.forward(ids, ids);
   EXPECT_EQ(evaluated.aux_loss.item(), 0.0);
   EXPECT_DOUBLE_EQ(evaluated.loss.item(), evaluated.token_loss.item());
+}
+
+// A few plain gradient steps on one batch must fit it: the loss and its gradients are wired to
+// every parameter of a RoPE/SwiGLU/untied model (w -= lr * dL/dw).
+TEST(DecoderLM, GradientStepsFitABatch) {
+  DecoderLM model(tiny(R"("position": "rope", "norm": "rmsnorm", "mlp": "swiglu", "tie_embeddings": false,
+      "init_std": 0.1)"));
+  const Tensor ids = ids_of(2, 8), targets = ids_of(2, 8) + 1;
+  const double first = model.forward(ids, targets).loss.item();
+  for (int step = 0; step < 30; ++step) {
+    model.zero_grad();
+    model.forward(ids, targets).loss.backward();
+    autograd::NoGradGuard no_grad;
+    for (const Tensor& p : model.parameters()) copy_into(p, p - p.grad() * 0.5);
+  }
+  EXPECT_LT(model.forward(ids, targets).loss.item(), 0.5 * first);
 }
 
 TEST(DecoderLM, ForwardChecksItsArguments) {
