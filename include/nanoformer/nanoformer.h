@@ -39,3 +39,7 @@
 #include "nanoformer/nn/patch_embed.h"
 #include "nanoformer/nn/lora.h"
 #include "nanoformer/nn/moe.h"
+#include "nanoformer/nn/block.h"
+#include "nanoformer/models/model_config.h"
+#include "nanoformer/models/decoder_lm.h"
+#include "nanoformer/models/checkpoint.h"

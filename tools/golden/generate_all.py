@@ -20,6 +20,7 @@ import fixtures_elementwise  # noqa: E402
 import fixtures_lora  # noqa: E402
 import fixtures_loss  # noqa: E402
 import fixtures_matmul  # noqa: E402
+import fixtures_models  # noqa: E402
 import fixtures_norms  # noqa: E402
 import fixtures_positional  # noqa: E402
 import fixtures_moe  # noqa: E402
@@ -37,6 +38,7 @@ FAMILIES = [
     fixtures_positional,
     fixtures_moe,
     fixtures_vision,
+    fixtures_models,
 ]
 SIZE_BUDGET = 4 << 20  # all fixtures together stay under 4 MB: they are committed
 

@@ -1,0 +1,55 @@
+#pragma once
+// A decoder-only language model built from a DecoderLMConfig, covering GPT-2 (000), MiniMind2
+// dense and MoE (002), nanochat (003) and llama2.c's LLaMA as configurations:
+//   ids -> tok_embeddings (-> + pos_embeddings) (-> dropout) (-> embedding_norm) -> layers
+//       -> norm -> head (output, or tok_embeddings.weight when tied) (-> c tanh(logits / c)) -> loss
+// Parameter names: tok_embeddings.weight, [pos_embeddings.weight], [embedding_norm.*],
+// layers.N.<TransformerBlock names>, norm.*, [output.weight] (absent when tied: the head then
+// uses tok_embeddings.weight itself, so state_dict lists the matrix once).
+#include <memory>
+#include <string>
+
+#include "nanoformer/core/generator.h"
+#include "nanoformer/models/model_config.h"
+#include "nanoformer/nn/block.h"
+#include "nanoformer/nn/positional.h"
+
+namespace nf::models {
+
+struct LMOutput {
+  Tensor logits;      // (B, T, vocab_size)
+  // With targets only (undefined otherwise):
+  Tensor token_loss;  // () mean cross-entropy over targets != -100
+  Tensor aux_loss;    // () summed MoE load-balancing loss of all layers (0 in eval mode; undefined without MoE)
+  Tensor loss;        // () token_loss (+ aux_loss): what training minimises
+};
+
+class DecoderLM : public nn::Module {
+ public:
+  // Validates the config (nf::Error naming the bad key) and initialises as config.init says.
+  explicit DecoderLM(const DecoderLMConfig& config, Generator& gen = default_generator());
+
+  // ids (B, T) integer, T <= max_seq_len; targets (B, T) integer with -100 = ignored, or undefined.
+  LMOutput forward(const Tensor& ids, const Tensor& targets = {});
+
+  const DecoderLMConfig& config() const { return config_; }
+  // The head's weight (vocab_size, dim): output->weight, or tok_embeddings->weight when tied.
+  const Tensor& head_weight() const;
+
+  std::shared_ptr<nn::Embedding> tok_embeddings;
+  std::shared_ptr<nn::AbsolutePosition> pos_embeddings;      // learned or sinusoidal, else null
+  std::shared_ptr<nn::UnaryModule> embedding_norm;           // null unless config.embedding_norm
+  std::shared_ptr<nn::AttentionPosition> attention_position; // RoPE / ALiBi / identity, shared by all layers
+  std::shared_ptr<nn::ModuleList<nn::TransformerBlock>> layers;
+  std::shared_ptr<nn::UnaryModule> norm;
+  std::shared_ptr<nn::Linear> output;                        // null when tied
+
+ private:
+  DecoderLMConfig config_;
+  std::shared_ptr<nn::Dropout> dropout_;  // on the embeddings; null when config.dropout is 0
+};
+
+// Draws the model's weights as `scheme` says (see InitScheme); the constructor calls it with config.init.
+void init_weights(DecoderLM& model, InitScheme scheme, Generator& gen);
+
+}  // namespace nf::models

@@ -1,0 +1,92 @@
+#pragma once
+// The configuration of a decoder-only language model: every architectural choice the reference
+// families make (GPT-2 000, MiniMind2 002, nanochat 003, llama2.c), as one flat JSON object.
+// Parsing rejects unknown or misspelled keys (naming the key, the source, and the nearest known
+// key) and bad values (naming key and value); docs/models.md lists every key with its default.
+// Presets live as JSON files in configs/ and load by name ("gpt2-124m").
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nanoformer/nn/block.h"
+#include "nanoformer/nn/positional.h"
+
+namespace nf::models {
+
+// How a freshly built model's weights are drawn:
+//   normal    every Linear and embedding ~ normal(0, init_std), biases 0 (GPT-2, MiniMind)
+//   nanochat  Linear ~ normal(0, 1/sqrt(fan_in) min(1, sqrt(fan_out/fan_in))), embedding ~ normal(0, 1),
+//             head and every output projection (attention o_proj, the MLP's last Linear) zero (003)
+//   deepnet   embeddings and head as `normal`; blocks by nn::deepnorm_init with the decoder-only
+//             beta = (8 n_layers)^(-1/4)
+enum class InitScheme { normal, nanochat, deepnet };
+
+struct DecoderLMConfig {
+  std::string name;              // a label ("gpt2-124m"); "" when none
+  int64_t vocab_size = 0;        // > 0
+  int64_t dim = 0;               // model width, > 0
+  int64_t n_layers = 0;          // > 0
+  int64_t n_heads = 0;           // > 0
+  int64_t n_kv_heads = 0;        // dividing n_heads; 0 = n_heads
+  int64_t head_dim = 0;          // 0 = dim / n_heads (dim must then be divisible)
+  int64_t max_seq_len = 0;       // > 0: positions a forward may reach (learned / sinusoidal / RoPE tables)
+  nn::NormKind norm = nn::NormKind::layernorm;
+  double norm_eps = 1e-5;
+  bool norm_bias = true;         // layernorm only
+  nn::NormPlacement norm_placement = nn::NormPlacement::pre;
+  bool embedding_norm = false;   // a norm right after the embedding (nanochat)
+  nn::PositionKind position = nn::PositionKind::learned;
+  nf::RopeLayout rope_layout = nf::RopeLayout::half;
+  double rope_theta = 10000.0;
+  nn::RopeScaling rope_scaling = nn::RopeScaling::none;
+  double rope_scale_factor = 1.0;
+  bool qk_norm = false;          // parameter-free RMS norm of q and k (nanochat)
+  double qk_norm_eps = 1e-6;
+  nn::MLPKind mlp = nn::MLPKind::gelu_tanh;
+  int64_t mlp_hidden = 0;        // 0 = derived (4 dim, or SwiGLU's from mlp_multiple_of)
+  int64_t mlp_multiple_of = 64;
+  bool attention_bias = true;
+  bool mlp_bias = true;
+  bool tie_embeddings = true;    // the head reuses the token embedding matrix
+  double logit_softcap = 0.0;    // > 0: logits = c tanh(logits / c) (nanochat: 15); 0 = none
+  double dropout = 0.0;          // embeddings, attention weights, MLP (where make_mlp puts it)
+  double residual_dropout = 0.0; // each sublayer's output before the residual sum (001/004)
+  std::optional<nn::MoEConfig> moe;  // replaces every MLP with routed (+ shared) experts of kind `mlp`
+  InitScheme init = InitScheme::normal;
+  double init_std = 0.02;        // `normal` and `deepnet` (embeddings and head)
+};
+
+// Parses a config from JSON text; `source` (a file path, a preset name) prefixes every error.
+// Throws nf::Error naming an unknown key, a key of the wrong type, or a bad value.
+DecoderLMConfig parse_model_config(const std::string& json_text, const std::string& source = "<string>");
+// Reads and parses a JSON file.
+DecoderLMConfig load_model_config(const std::string& path);
+// The JSON of `config` with every key (pretty-printed); parse_model_config gives it back.
+std::string model_config_to_json(const DecoderLMConfig& config);
+// Throws nf::Error naming the first bad option (parse_model_config and DecoderLM call it).
+void validate_model_config(const DecoderLMConfig& config, const std::string& source = "<config>");
+
+// Preset names ("gpt2-124m", ...): the *.json files of the configs directory, sorted. The
+// directory is $NANOFORMER_CONFIGS when set, else the nearest configs/ holding gpt2-124m.json
+// above the working directory or above the running executable (a build tree inside the repo).
+std::string configs_directory();
+std::vector<std::string> preset_names();
+DecoderLMConfig preset_config(const std::string& name);
+// A path to a JSON file, or a preset name.
+DecoderLMConfig resolve_model_config(const std::string& name_or_path);
+
+// The component configs the model builds from: one block (every layer the same) and the
+// positional scheme (created once, shared by all layers).
+nn::BlockConfig block_config(const DecoderLMConfig& config);
+nn::PositionalConfig positional_config(const DecoderLMConfig& config);
+
+// The exact parameter count of the model `config` describes, without building it.
+int64_t count_parameters(const DecoderLMConfig& config);
+
+// Config names of the enums that have none elsewhere: "normal", "nanochat", "deepnet";
+// "topk_then_softmax", "softmax_then_topk", "dense".
+std::string init_scheme_name(InitScheme scheme);
+std::string moe_routing_name(nn::MoERouting routing);
+
+}  // namespace nf::models

@@ -1,0 +1,76 @@
+// Checkpoints: the state dict as safetensors with the config in the header metadata.
+#include "nanoformer/models/checkpoint.h"
+
+#include <sstream>
+
+#include "nanoformer/core/error.h"
+#include "nanoformer/io/safetensors.h"
+
+namespace nf::models {
+namespace {
+
+constexpr const char* kFormat = "nanoformer";
+constexpr const char* kFormatVersion = "1";
+
+std::string metadata_value(const io::SafetensorsFile& file, const std::string& key) {
+  auto it = file.metadata().find(key);
+  NF_CHECK(it != file.metadata().end(), file.path(), ": not a nanoformer checkpoint (no '", key,
+           "' in the header metadata)");
+  return it->second;
+}
+
+DecoderLMConfig config_of(const io::SafetensorsFile& file) {
+  NF_CHECK(metadata_value(file, "format") == kFormat, file.path(), ": metadata 'format' is '",
+           metadata_value(file, "format"), "', expected '", kFormat, "'");
+  NF_CHECK(metadata_value(file, "format_version") == kFormatVersion, file.path(), ": format_version '",
+           metadata_value(file, "format_version"), "' is not supported (this build reads ", kFormatVersion, ")");
+  NF_CHECK(metadata_value(file, "model") == "DecoderLM", file.path(), ": model '", metadata_value(file, "model"),
+           "' is not supported (this build reads DecoderLM)");
+  return parse_model_config(metadata_value(file, "config"), file.path() + ": config");
+}
+
+}  // namespace
+
+void save_checkpoint(const DecoderLM& model, const std::string& path) {
+  // registration order: parameters, then persistent buffers
+  std::vector<nn::NamedTensor> ordered = model.named_parameters();
+  const nn::StateDict state = model.state_dict();
+  for (auto& buffer : model.named_buffers())
+    if (state.count(buffer.first)) ordered.push_back(buffer);
+  io::save_safetensors(path, ordered,
+                       {{"format", kFormat},
+                        {"format_version", kFormatVersion},
+                        {"model", "DecoderLM"},
+                        {"config", model_config_to_json(model.config())}});
+}
+
+DecoderLMConfig read_checkpoint_config(const std::string& path) { return config_of(io::SafetensorsFile::open(path)); }
+
+std::shared_ptr<DecoderLM> load_checkpoint(const std::string& path) {
+  const io::SafetensorsFile file = io::SafetensorsFile::open(path);
+  auto model = std::make_shared<DecoderLM>(config_of(file));
+  const nn::StateDict own = model->state_dict();
+  std::vector<std::string> mistyped;
+  nn::StateDict state;
+  for (const io::TensorEntry& entry : file.entries()) {
+    auto it = own.find(entry.name);
+    if (it != own.end() && entry.dtype != it->second.dtype())
+      mistyped.push_back(entry.name + " (" + io::safetensors_dtype_name(entry.dtype) + ", expected " +
+                         io::safetensors_dtype_name(it->second.dtype()) + ")");
+    state[entry.name] = file.view(entry.name);
+  }
+  if (!mistyped.empty()) {
+    std::ostringstream os;
+    os << path << ": wrong dtype (" << mistyped.size() << "):";
+    for (const auto& m : mistyped) os << " " << m;
+    throw Error(os.str());
+  }
+  try {
+    model->load_state_dict(state);
+  } catch (const Error& e) {
+    throw Error(path + ": " + e.what());
+  }
+  return model;
+}
+
+}  // namespace nf::models

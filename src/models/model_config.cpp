@@ -1,0 +1,401 @@
+// DecoderLMConfig: JSON parsing with unknown-key rejection, validation, presets, the component
+// configs, and the analytic parameter count.
+#include "nanoformer/models/model_config.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "nanoformer/core/error.h"
+
+namespace nf::models {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::array<std::pair<InitScheme, const char*>, 3> kInitNames{
+    {{InitScheme::normal, "normal"}, {InitScheme::nanochat, "nanochat"}, {InitScheme::deepnet, "deepnet"}}};
+constexpr std::array<std::pair<nn::MoERouting, const char*>, 3> kRoutingNames{
+    {{nn::MoERouting::topk_then_softmax, "topk_then_softmax"},
+     {nn::MoERouting::softmax_then_topk, "softmax_then_topk"},
+     {nn::MoERouting::dense, "dense"}}};
+constexpr std::array<std::pair<nf::RopeLayout, const char*>, 3> kLayoutNames{
+    {{nf::RopeLayout::interleaved, "interleaved"}, {nf::RopeLayout::half, "half"},
+     {nf::RopeLayout::half_negative, "half_negative"}}};
+constexpr std::array<std::pair<nn::RopeScaling, const char*>, 3> kScalingNames{
+    {{nn::RopeScaling::none, "none"}, {nn::RopeScaling::linear, "linear"}, {nn::RopeScaling::ntk, "ntk"}}};
+
+template <class E, size_t N>
+std::string name_of(const std::array<std::pair<E, const char*>, N>& table, E value) {
+  for (const auto& [v, name] : table)
+    if (v == value) return name;
+  NF_FAIL("model config: an enum value without a name");
+}
+
+// Levenshtein distance, for "did you mean" on a misspelled key.
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t substitute = diagonal + (a[i - 1] == b[j - 1] ? 0 : 1);
+      diagonal = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, substitute});
+    }
+  }
+  return row[b.size()];
+}
+
+// Reads the keys of one JSON object into typed fields, remembering which keys were read, so that
+// finish() can reject every key nobody asked for.
+class ObjectReader {
+ public:
+  ObjectReader(const json& object, std::string where) : object_(object), where_(std::move(where)) {
+    NF_CHECK(object_.is_object(), where_, ": expected a JSON object, got ", object_.type_name());
+  }
+
+  template <class T>
+  void value(const char* key, T& field) {
+    known_.insert(key);
+    auto it = object_.find(key);
+    if (it == object_.end()) return;
+    try {
+      if constexpr (std::is_same_v<T, bool>) {
+        NF_CHECK(it->is_boolean(), "expected true or false");
+      } else if constexpr (std::is_integral_v<T>) {
+        NF_CHECK(it->is_number_integer(), "expected an integer");
+      } else if constexpr (std::is_floating_point_v<T>) {
+        NF_CHECK(it->is_number(), "expected a number");
+      } else {
+        NF_CHECK(it->is_string(), "expected a string");
+      }
+      field = it->get<T>();
+    } catch (const Error& e) {
+      NF_FAIL(where_, ": key '", key, "' has value ", it->dump(), ": ", e.what());
+    }
+  }
+
+  // A string key parsed into an enum by `parse` (which throws naming the accepted values).
+  template <class E, class Parse, class Name>
+  void choice(const char* key, E& field, Parse parse, Name) {
+    std::string text;
+    value(key, text);
+    if (!object_.contains(key)) return;
+    try {
+      field = parse(text);
+    } catch (const Error& e) {
+      NF_FAIL(where_, ": key '", key, "' has value \"", text, "\": ", e.what());
+    }
+  }
+
+  const json* child(const char* key) {
+    known_.insert(key);
+    auto it = object_.find(key);
+    return it == object_.end() || it->is_null() ? nullptr : &*it;
+  }
+
+  void finish() const {
+    for (const auto& [key, value] : object_.items()) {
+      if (known_.count(key)) continue;
+      const std::string* nearest = nullptr;
+      size_t best = 3;  // suggest only close spellings
+      for (const auto& k : known_)
+        if (size_t d = edit_distance(key, k); d < best) best = d, nearest = &k;
+      NF_FAIL(where_, ": unknown key '", key, "'", nearest ? " (did you mean '" + *nearest + "'?)" : std::string());
+    }
+  }
+
+ private:
+  const json& object_;
+  std::string where_;
+  std::set<std::string> known_;
+};
+
+template <class E, size_t N>
+auto table_parser(const std::array<std::pair<E, const char*>, N>& table) {
+  return [&table](const std::string& text) {
+    std::string accepted;
+    for (const auto& [v, name] : table) {
+      if (text == name) return v;
+      accepted += (accepted.empty() ? "" : ", ") + std::string(name);
+    }
+    NF_FAIL("expected one of ", accepted);
+  };
+}
+
+template <class E, size_t N>
+auto table_namer(const std::array<std::pair<E, const char*>, N>& table) {
+  return [&table](E value) { return name_of(table, value); };
+}
+
+// Writes the keys a visit walks into a JSON object.
+struct ObjectWriter {
+  json object = json::object();
+  template <class T>
+  void value(const char* key, const T& field) {
+    object[key] = field;
+  }
+  template <class E, class Parse, class Name>
+  void choice(const char* key, const E& field, Parse, Name name) {
+    object[key] = std::string(name(field));
+  }
+};
+
+// Every key of the config, once: parsing and writing both walk these lists (moe is nested).
+template <class Visitor>
+void visit_moe_keys(Visitor& v, nn::MoEConfig& m) {
+  v.value("n_experts", m.n_experts);
+  v.value("n_shared_experts", m.n_shared_experts);
+  v.value("top_k", m.top_k);
+  v.choice("routing", m.routing, table_parser(kRoutingNames), table_namer(kRoutingNames));
+  v.value("norm_topk_prob", m.norm_topk_prob);
+  v.value("gate_bias", m.gate_bias);
+  v.value("aux_loss_alpha", m.aux_loss_alpha);
+  v.value("seq_aux", m.seq_aux);
+}
+
+template <class Visitor>
+void visit_keys(Visitor& v, DecoderLMConfig& c) {
+  v.value("name", c.name);
+  v.value("vocab_size", c.vocab_size);
+  v.value("dim", c.dim);
+  v.value("n_layers", c.n_layers);
+  v.value("n_heads", c.n_heads);
+  v.value("n_kv_heads", c.n_kv_heads);
+  v.value("head_dim", c.head_dim);
+  v.value("max_seq_len", c.max_seq_len);
+  v.choice("norm", c.norm, nn::norm_kind_from_name, nn::norm_kind_name);
+  v.value("norm_eps", c.norm_eps);
+  v.value("norm_bias", c.norm_bias);
+  v.choice("norm_placement", c.norm_placement, nn::norm_placement_from_name, nn::norm_placement_name);
+  v.value("embedding_norm", c.embedding_norm);
+  v.choice("position", c.position, nn::parse_position_kind, nn::position_kind_name);
+  v.choice("rope_layout", c.rope_layout, table_parser(kLayoutNames), table_namer(kLayoutNames));
+  v.value("rope_theta", c.rope_theta);
+  v.choice("rope_scaling", c.rope_scaling, table_parser(kScalingNames), table_namer(kScalingNames));
+  v.value("rope_scale_factor", c.rope_scale_factor);
+  v.value("qk_norm", c.qk_norm);
+  v.value("qk_norm_eps", c.qk_norm_eps);
+  v.choice("mlp", c.mlp, nn::mlp_kind_from_name, nn::mlp_kind_name);
+  v.value("mlp_hidden", c.mlp_hidden);
+  v.value("mlp_multiple_of", c.mlp_multiple_of);
+  v.value("attention_bias", c.attention_bias);
+  v.value("mlp_bias", c.mlp_bias);
+  v.value("tie_embeddings", c.tie_embeddings);
+  v.value("logit_softcap", c.logit_softcap);
+  v.value("dropout", c.dropout);
+  v.value("residual_dropout", c.residual_dropout);
+  v.choice("init", c.init, table_parser(kInitNames), table_namer(kInitNames));
+  v.value("init_std", c.init_std);
+}
+
+void check(bool ok, const std::string& source, const char* key, const auto& value, const char* requirement) {
+  NF_CHECK(ok, source, ": key '", key, "' has value ", value, ": ", requirement);
+}
+
+int64_t norm_parameters(const DecoderLMConfig& c) {
+  switch (c.norm) {
+    case nn::NormKind::layernorm: return c.norm_bias ? 2 * c.dim : c.dim;
+    case nn::NormKind::rmsnorm:
+    case nn::NormKind::rmsnorm_rms_plus_eps: return c.dim;
+    case nn::NormKind::layernorm_no_affine:
+    case nn::NormKind::rmsnorm_no_weight: return 0;
+  }
+  return 0;
+}
+
+// A Linear(in, out) with or without bias.
+int64_t linear_parameters(int64_t in, int64_t out, bool bias) { return in * out + (bias ? out : 0); }
+
+}  // namespace
+
+std::string init_scheme_name(InitScheme scheme) { return name_of(kInitNames, scheme); }
+std::string moe_routing_name(nn::MoERouting routing) { return name_of(kRoutingNames, routing); }
+
+DecoderLMConfig parse_model_config(const std::string& json_text, const std::string& source) {
+  json root;
+  try {
+    root = json::parse(json_text);
+  } catch (const json::parse_error& e) {
+    NF_FAIL(source, ": not valid JSON: ", e.what());
+  }
+  DecoderLMConfig c;
+  ObjectReader r(root, source);
+  visit_keys(r, c);
+  if (const json* moe = r.child("moe")) {
+    ObjectReader moe_reader(*moe, source + ": moe");
+    visit_moe_keys(moe_reader, c.moe.emplace());
+    moe_reader.finish();
+  }
+  r.finish();
+  validate_model_config(c, source);
+  return c;
+}
+
+void validate_model_config(const DecoderLMConfig& c, const std::string& source) {
+  check(c.vocab_size > 0, source, "vocab_size", c.vocab_size, "must be > 0");
+  check(c.dim > 0, source, "dim", c.dim, "must be > 0");
+  check(c.n_layers > 0, source, "n_layers", c.n_layers, "must be > 0");
+  check(c.n_heads > 0, source, "n_heads", c.n_heads, "must be > 0");
+  check(c.n_kv_heads >= 0 && (c.n_kv_heads == 0 || c.n_heads % c.n_kv_heads == 0), source, "n_kv_heads",
+        c.n_kv_heads, "must divide n_heads (or be 0 = n_heads)");
+  check(c.head_dim >= 0, source, "head_dim", c.head_dim, "must be >= 0");
+  check(c.head_dim > 0 || c.dim % c.n_heads == 0, source, "n_heads", c.n_heads,
+        "must divide dim when head_dim is 0");
+  check(c.max_seq_len > 0, source, "max_seq_len", c.max_seq_len, "must be > 0");
+  check(c.norm_eps > 0, source, "norm_eps", c.norm_eps, "must be > 0");
+  check(c.qk_norm_eps > 0, source, "qk_norm_eps", c.qk_norm_eps, "must be > 0");
+  const auto p = c.position;
+  check(p == nn::PositionKind::none || p == nn::PositionKind::learned || p == nn::PositionKind::sinusoidal ||
+            p == nn::PositionKind::rope || p == nn::PositionKind::alibi,
+        source, "position", nn::position_kind_name(p), "a decoder LM takes none, learned, sinusoidal, rope or alibi");
+  const int64_t head_dim = c.head_dim > 0 ? c.head_dim : c.dim / c.n_heads;
+  check(p != nn::PositionKind::rope || head_dim % 2 == 0, source, "head_dim", head_dim, "must be even for RoPE");
+  check(c.rope_theta > 0, source, "rope_theta", c.rope_theta, "must be > 0");
+  check(c.rope_scale_factor >= 1.0, source, "rope_scale_factor", c.rope_scale_factor, "must be >= 1");
+  check(c.mlp_hidden >= 0, source, "mlp_hidden", c.mlp_hidden, "must be >= 0 (0 = derived)");
+  check(c.mlp_multiple_of > 0, source, "mlp_multiple_of", c.mlp_multiple_of, "must be > 0");
+  check(c.logit_softcap >= 0 && std::isfinite(c.logit_softcap), source, "logit_softcap", c.logit_softcap,
+        "must be >= 0 (0 = none)");
+  check(c.dropout >= 0 && c.dropout < 1, source, "dropout", c.dropout, "must be in [0, 1)");
+  check(c.residual_dropout >= 0 && c.residual_dropout < 1, source, "residual_dropout", c.residual_dropout,
+        "must be in [0, 1)");
+  check(c.init_std > 0, source, "init_std", c.init_std, "must be > 0");
+  check(!(c.init == InitScheme::nanochat && c.tie_embeddings), source, "init", "\"nanochat\"",
+        "zeroes the head, so it needs tie_embeddings false");
+  if (c.moe) {
+    const nn::MoEConfig& m = *c.moe;
+    check(m.n_experts >= 1, source, "moe.n_experts", m.n_experts, "must be >= 1");
+    check(m.n_shared_experts >= 0, source, "moe.n_shared_experts", m.n_shared_experts, "must be >= 0");
+    check(m.top_k >= 1 && m.top_k <= m.n_experts, source, "moe.top_k", m.top_k, "must be in [1, n_experts]");
+    check(m.aux_loss_alpha >= 0, source, "moe.aux_loss_alpha", m.aux_loss_alpha, "must be >= 0");
+  }
+}
+
+DecoderLMConfig load_model_config(const std::string& path) {
+  std::ifstream in(path);
+  NF_CHECK(in, "model config ", path, ": cannot be opened");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_model_config(text.str(), path);
+}
+
+std::string model_config_to_json(const DecoderLMConfig& config) {
+  DecoderLMConfig c = config;
+  ObjectWriter w;
+  visit_keys(w, c);
+  w.object["moe"] = nullptr;
+  if (c.moe) {
+    ObjectWriter moe;
+    visit_moe_keys(moe, *c.moe);
+    w.object["moe"] = moe.object;
+  }
+  return w.object.dump(2);
+}
+
+std::string configs_directory() {
+  if (const char* dir = std::getenv("NANOFORMER_CONFIGS"); dir && *dir) return dir;
+  // the nearest configs/ holding the presets, above the working directory or the executable
+  namespace fs = std::filesystem;
+  std::error_code ignored;
+  for (fs::path start : {fs::current_path(ignored), fs::read_symlink("/proc/self/exe", ignored).parent_path()})
+    for (fs::path p = start; !p.empty(); p = p.parent_path()) {
+      if (fs::exists(p / "configs" / "gpt2-124m.json", ignored)) return (p / "configs").string();
+      if (p == p.root_path()) break;
+    }
+  return "configs";
+}
+
+std::vector<std::string> preset_names() {
+  std::vector<std::string> names;
+  const std::filesystem::path dir = configs_directory();
+  NF_CHECK(std::filesystem::is_directory(dir), "presets: configs directory ", dir.string(),
+           " does not exist (set NANOFORMER_CONFIGS to the presets' directory)");
+  for (const auto& entry : std::filesystem::directory_iterator(dir))
+    if (entry.path().extension() == ".json") names.push_back(entry.path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+DecoderLMConfig preset_config(const std::string& name) {
+  const std::filesystem::path path = std::filesystem::path(configs_directory()) / (name + ".json");
+  if (!std::filesystem::exists(path)) {
+    std::string known;
+    for (const auto& n : preset_names()) known += (known.empty() ? "" : ", ") + n;
+    NF_FAIL("preset '", name, "' is unknown (known: ", known, ")");
+  }
+  return load_model_config(path.string());
+}
+
+DecoderLMConfig resolve_model_config(const std::string& name_or_path) {
+  if (std::filesystem::is_regular_file(name_or_path)) return load_model_config(name_or_path);
+  return preset_config(name_or_path);
+}
+
+nn::BlockConfig block_config(const DecoderLMConfig& c) {
+  nn::BlockConfig b;
+  b.attention = {.dim = c.dim, .n_heads = c.n_heads, .n_kv_heads = c.n_kv_heads, .head_dim = c.head_dim,
+                 .bias = c.attention_bias, .qk_norm = c.qk_norm, .qk_norm_eps = c.qk_norm_eps,
+                 .dropout = c.dropout, .causal = true};
+  b.mlp = {.kind = c.mlp, .dim = c.dim, .hidden = c.mlp_hidden, .multiple_of = c.mlp_multiple_of,
+           .bias = c.mlp_bias, .dropout = c.dropout};
+  if (c.moe) {
+    b.moe = *c.moe;
+    b.moe->dim = c.dim;
+  }
+  b.norm = {.kind = c.norm, .dim = c.dim, .eps = c.norm_eps, .bias = c.norm_bias};
+  b.placement = c.norm_placement;
+  b.residual_dropout = c.residual_dropout;
+  if (c.norm_placement == nn::NormPlacement::deepnorm)
+    b.deepnorm_alpha = nn::deepnorm_constants(0, c.n_layers).decoder_alpha;
+  return b;
+}
+
+nn::PositionalConfig positional_config(const DecoderLMConfig& c) {
+  nn::PositionalConfig p;
+  p.kind = c.position;
+  p.max_len = c.max_seq_len;
+  p.dim = c.dim;
+  p.n_heads = c.n_heads;
+  p.head_dim = c.head_dim > 0 ? c.head_dim : c.dim / c.n_heads;
+  p.rope_layout = c.rope_layout;
+  p.theta = c.rope_theta;
+  p.scaling = c.rope_scaling;
+  p.scale_factor = c.rope_scale_factor;
+  return p;
+}
+
+int64_t count_parameters(const DecoderLMConfig& c) {
+  validate_model_config(c);
+  const int64_t D = c.dim, V = c.vocab_size;
+  const int64_t head_dim = c.head_dim > 0 ? c.head_dim : D / c.n_heads;
+  const int64_t q_width = c.n_heads * head_dim, kv_width = (c.n_kv_heads > 0 ? c.n_kv_heads : c.n_heads) * head_dim;
+  const int64_t norm = norm_parameters(c);
+  // q, k, v, o projections
+  const int64_t attention = linear_parameters(D, q_width, c.attention_bias) +
+                            2 * linear_parameters(D, kv_width, c.attention_bias) +
+                            linear_parameters(q_width, D, c.attention_bias);
+  const nn::MLPConfig mlp_config = block_config(c).mlp;
+  const int64_t hidden = nn::mlp_hidden_dim(mlp_config);
+  const int64_t up_projections = c.mlp == nn::MLPKind::swiglu ? 2 : 1;  // SwiGLU's w1 and w3
+  const int64_t mlp = up_projections * linear_parameters(D, hidden, c.mlp_bias) + linear_parameters(hidden, D, c.mlp_bias);
+  int64_t feed_forward = mlp;
+  if (c.moe)
+    feed_forward = (c.moe->n_experts + c.moe->n_shared_experts) * mlp +
+                   linear_parameters(D, c.moe->n_experts, c.moe->gate_bias);
+  const int64_t norms_per_layer = c.norm_placement == nn::NormPlacement::sandwich ? 4 : 2;
+  const int64_t layer = attention + feed_forward + norms_per_layer * norm;
+  const int64_t positions = c.position == nn::PositionKind::learned ? c.max_seq_len * D : 0;
+  return V * D + positions + (c.embedding_norm ? norm : 0) + c.n_layers * layer + norm + (c.tie_embeddings ? 0 : V * D);
+}
+
+}  // namespace nf::models

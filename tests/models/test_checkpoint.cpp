@@ -1,0 +1,109 @@
+// Checkpoints: save -> load gives the same config and bit-identical logits (tied, untied, MoE);
+// a missing, unexpected, mis-shaped or wrongly typed tensor is named in one error; a truncated
+// file, a file without our metadata and a config with an unknown key are refused.
+#include <filesystem>
+#include <unistd.h>
+
+#include "nanoformer/nanoformer.h"
+#include "support/testing.h"
+
+namespace nf::models {
+namespace {
+
+class CheckpointTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("nf_checkpoint_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  std::filesystem::path dir_;
+};
+
+DecoderLMConfig tiny(const std::string& extra) {
+  return parse_model_config(R"({"vocab_size": 32, "dim": 16, "n_layers": 2, "n_heads": 4, "max_seq_len": 8, )" + extra +
+                            "}");
+}
+
+Tensor ids() { return Tensor::of({1, 5, 7, 2, 31, 0, 9, 4}, {1, 8}, DType::i64); }
+
+using Metadata = std::map<std::string, std::string>;
+
+// Saves `model`'s checkpoint, then rewrites it with `edit` applied to its tensors and metadata.
+void write_edited(const DecoderLM& model, const std::string& path,
+                  const std::function<void(std::vector<nn::NamedTensor>&, Metadata&)>& edit) {
+  save_checkpoint(model, path);
+  std::vector<nn::NamedTensor> tensors;
+  Metadata metadata;
+  {
+    const io::SafetensorsFile file = io::SafetensorsFile::open(path);
+    for (const auto& e : file.entries()) tensors.emplace_back(e.name, file.load(e.name));
+    metadata = file.metadata();
+  }
+  edit(tensors, metadata);
+  io::save_safetensors(path, tensors, metadata);
+}
+
+TEST_F(CheckpointTest, RoundTripGivesIdenticalLogits) {
+  const char* variants[] = {
+      R"("name": "tied")",
+      R"("tie_embeddings": false, "norm": "rmsnorm_no_weight", "embedding_norm": true, "position": "rope",
+         "logit_softcap": 15.0, "mlp": "relu2")",
+      R"("mlp": "swiglu", "position": "sinusoidal", "moe": {"n_experts": 3, "top_k": 2, "n_shared_experts": 1})",
+  };
+  for (const char* extra : variants) {
+    DecoderLM model(tiny(extra));
+    model.eval();
+    save_checkpoint(model, path("model.safetensors"));
+    EXPECT_EQ(model_config_to_json(read_checkpoint_config(path("model.safetensors"))),
+              model_config_to_json(model.config()));
+    const auto loaded = load_checkpoint(path("model.safetensors"));
+    loaded->eval();
+    EXPECT_TENSOR_CLOSE(loaded->forward(ids()).logits, model.forward(ids()).logits, 0.0, 0.0);
+  }
+}
+
+TEST_F(CheckpointTest, BadTensorsAreAllNamedInOneError) {
+  DecoderLM model(tiny(R"("tie_embeddings": false)"));
+  write_edited(model, path("bad.safetensors"), [](std::vector<nn::NamedTensor>& t, Metadata&) {
+    std::erase_if(t, [](const nn::NamedTensor& e) { return e.first == "layers.1.attn.k_proj.weight"; });
+    for (auto& [name, tensor] : t)
+      if (name == "norm.weight") tensor = zeros({17});
+    t.emplace_back("layers.9.attn.q_proj.weight", zeros({2, 2}));
+  });
+  EXPECT_THROW_WITH(load_checkpoint(path("bad.safetensors")), path("bad.safetensors"),
+                    "missing (1): layers.1.attn.k_proj.weight", "unexpected (1): layers.9.attn.q_proj.weight",
+                    "mis-shaped (1): norm.weight");
+}
+
+TEST_F(CheckpointTest, WrongDtypeIsNamed) {
+  DecoderLM model(tiny(R"("name": "x")"));
+  write_edited(model, path("f64.safetensors"), [](std::vector<nn::NamedTensor>& t, Metadata&) {
+    for (auto& [name, tensor] : t)
+      if (name == "norm.bias") tensor = tensor.to(DType::f64);
+  });
+  EXPECT_THROW_WITH(load_checkpoint(path("f64.safetensors")), "wrong dtype", "norm.bias (F64, expected F32)");
+}
+
+TEST_F(CheckpointTest, TruncatedFileIsRefused) {
+  DecoderLM model(tiny(R"("name": "x")"));
+  save_checkpoint(model, path("cut.safetensors"));
+  std::filesystem::resize_file(path("cut.safetensors"), std::filesystem::file_size(path("cut.safetensors")) - 100);
+  EXPECT_THROW_WITH(load_checkpoint(path("cut.safetensors")), path("cut.safetensors"));
+}
+
+TEST_F(CheckpointTest, ForeignFilesAndBadConfigsAreRefused) {
+  DecoderLM model(tiny(R"("name": "x")"));
+  save_module(model, path("plain.safetensors"));
+  EXPECT_THROW_WITH(load_checkpoint(path("plain.safetensors")), "not a nanoformer checkpoint", "format");
+  write_edited(model, path("badconfig.safetensors"), [](std::vector<nn::NamedTensor>&, Metadata& metadata) {
+    metadata["config"] = R"({"vocab_size": 32, "dim": 16, "n_layers": 2, "n_heads": 4, "max_seq_len": 8, "rope": 1})";
+  });
+  EXPECT_THROW_WITH(load_checkpoint(path("badconfig.safetensors")), "badconfig.safetensors: config",
+                    "unknown key 'rope'");
+}
+
+}  // namespace
+}  // namespace nf::models
