@@ -204,7 +204,8 @@ void check(bool ok, const std::string& source, const char* key, const auto& valu
 
 int64_t norm_parameters(const DecoderLMConfig& c) {
   switch (c.norm) {
-    case nn::NormKind::layernorm: return c.norm_bias ? 2 * c.dim : c.dim;
+    case nn::NormKind::layernorm:
+    case nn::NormKind::layernorm_std_plus_eps: return c.norm_bias ? 2 * c.dim : c.dim;
     case nn::NormKind::rmsnorm:
     case nn::NormKind::rmsnorm_rms_plus_eps: return c.dim;
     case nn::NormKind::layernorm_no_affine:
