@@ -9,5 +9,6 @@ namespace nf::cli {
 // text) and sets the callback that runs it.
 void add_demo_command(CLI::App& app);
 void add_tokenizer_command(CLI::App& app);
+void add_inspect_command(CLI::App& app);
 
 }  // namespace nf::cli
