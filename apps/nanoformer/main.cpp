@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
   nf::cli::add_demo_command(app);
   nf::cli::add_tokenizer_command(app);
   nf::cli::add_inspect_command(app);
+  nf::cli::add_forward_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,5 +1,6 @@
 // The `nanoformer` binary end to end (its path is NF_CLI, set by CMakeLists.txt): `inspect` prints
-// the exact parameter count and parseable JSON; bad flags and bad model names give a one-line
+// the exact parameter count and parseable JSON; `forward` writes the library's logits and hidden
+// states and refuses out-of-range ids; bad flags and bad model names give a one-line
 // error and a non-zero exit; every subcommand's --help shows an example.
 #include <sys/wait.h>
 #include <unistd.h>
@@ -83,6 +84,41 @@ TEST_F(CliTest, InspectReadsAConfigFile) {
   EXPECT_NE(r.out.find("\nparameters: " + std::to_string(expected) + "\n"), std::string::npos) << r.out;
 }
 
+// A small config every forward / convert test uses: untied head, RoPE, GQA, SwiGLU.
+std::string write_tiny_config(const std::string& path) {
+  std::ofstream(path) << R"({"vocab_size": 40, "dim": 16, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2,
+      "max_seq_len": 16, "norm": "rmsnorm", "position": "rope", "mlp": "swiglu", "tie_embeddings": false})";
+  return path;
+}
+
+Tensor ids_tensor() { return Tensor::of({3, 1, 4, 1, 5, 9, 2, 6, 39, 0}, {1, 10}, DType::i64); }
+const char* kIds = "\"3 1 4 1 5 9 2 6 39 0\"";
+
+TEST_F(CliTest, ForwardWritesTheLibrarysLogitsAndHiddenStates) {
+  const std::string config = write_tiny_config(path("tiny.json"));
+  const CliRun r = cli("forward --model '" + config + "' --ids " + kIds + " --out '" + path("out.safetensors") + "' --hidden");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto model = models::load_model(config);
+  model->eval();
+  const models::LMOutput expected = model->forward(ids_tensor(), {}, true);
+  const auto written = io::load_safetensors(path("out.safetensors"));
+  ASSERT_EQ(written.size(), 3u);
+  EXPECT_EQ(written.at("logits").shape(), (Shape{10, 40}));
+  EXPECT_EQ(written.at("logits").dtype(), DType::f32);
+  EXPECT_TENSOR_CLOSE(written.at("logits"), reshape(expected.logits, {10, 40}), 1e-6, 1e-6);
+  for (int i = 0; i < 2; ++i)
+    EXPECT_TENSOR_CLOSE(written.at("hidden." + std::to_string(i)), reshape(expected.hidden[i], {10, 16}), 1e-6, 1e-6);
+}
+
+TEST_F(CliTest, ForwardRefusesAnOutOfRangeId) {
+  const std::string config = write_tiny_config(path("tiny.json"));
+  const CliRun r = cli("forward --model '" + config + "' --ids \"1 40 2\" --out '" + path("out.safetensors") + "'");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("id 40 is out of range for vocab_size 40"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(path("out.safetensors")));
+}
+
 TEST_F(CliTest, BadModelNameIsOneLineAndNonZero) {
   const CliRun r = cli("inspect gpt5");
   EXPECT_NE(r.exit_code, 0);
@@ -91,7 +127,8 @@ TEST_F(CliTest, BadModelNameIsOneLineAndNonZero) {
 }
 
 TEST_F(CliTest, BadFlagIsOneLineAndNonZero) {
-  for (const char* args : {"inspect gpt-mini --bogus", "inspect gpt-mini --batch 0", "inspect", "frobnicate"}) {
+  for (const char* args : {"inspect gpt-mini --bogus", "inspect gpt-mini --batch 0", "inspect", "frobnicate",
+                           "forward --model gpt-mini --out x.safetensors", "forward --model gpt-mini --ids \"1 x\" --out x.st"}) {
     const CliRun r = cli(args);
     EXPECT_NE(r.exit_code, 0) << args;
     EXPECT_EQ(lines(r.err), 1) << args << ": " << r.err;
@@ -100,7 +137,7 @@ TEST_F(CliTest, BadFlagIsOneLineAndNonZero) {
 }
 
 TEST_F(CliTest, EveryNewSubcommandHelpShowsAnExample) {
-  for (const char* command : {"inspect"}) {
+  for (const char* command : {"inspect", "forward"}) {
     const CliRun r = cli(std::string(command) + " --help");
     EXPECT_EQ(r.exit_code, 0) << command;
     EXPECT_NE(r.out.find("Example: nanoformer " + std::string(command)), std::string::npos) << r.out;
