@@ -11,5 +11,6 @@ void add_demo_command(CLI::App& app);
 void add_tokenizer_command(CLI::App& app);
 void add_inspect_command(CLI::App& app);
 void add_forward_command(CLI::App& app);
+void add_convert_command(CLI::App& app);
 
 }  // namespace nf::cli

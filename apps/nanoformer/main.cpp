@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   nf::cli::add_tokenizer_command(app);
   nf::cli::add_inspect_command(app);
   nf::cli::add_forward_command(app);
+  nf::cli::add_convert_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

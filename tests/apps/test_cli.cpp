@@ -1,6 +1,7 @@
 // The `nanoformer` binary end to end (its path is NF_CLI, set by CMakeLists.txt): `inspect` prints
 // the exact parameter count and parseable JSON; `forward` writes the library's logits and hidden
-// states and refuses out-of-range ids; bad flags and bad model names give a one-line
+// states and refuses out-of-range ids; `convert` round-trips to identical logits and says which
+// formats are not written yet; bad flags and bad model names give a one-line
 // error and a non-zero exit; every subcommand's --help shows an example.
 #include <sys/wait.h>
 #include <unistd.h>
@@ -119,6 +120,37 @@ TEST_F(CliTest, ForwardRefusesAnOutOfRangeId) {
   EXPECT_FALSE(std::filesystem::exists(path("out.safetensors")));
 }
 
+// config -> convert -> checkpoint: forward on both gives bit-identical logits, twice converted
+// gives the same bytes, and inspect reads the checkpoint's config.
+TEST_F(CliTest, ConvertRoundTripGivesIdenticalLogits) {
+  const std::string config = write_tiny_config(path("tiny.json"));
+  const std::string ckpt = path("tiny.safetensors"), again = path("again.safetensors");
+  ASSERT_EQ(cli("convert '" + config + "' '" + ckpt + "' --to nanoformer").exit_code, 0);
+  ASSERT_EQ(cli("convert '" + ckpt + "' '" + again + "' --to nanoformer").exit_code, 0);
+  EXPECT_EQ(read_text(ckpt), read_text(again));
+  ASSERT_EQ(cli("forward --model '" + config + "' --ids " + kIds + " --out '" + path("a.safetensors") + "'").exit_code, 0);
+  ASSERT_EQ(cli("forward --model '" + ckpt + "' --ids " + kIds + " --out '" + path("b.safetensors") + "'").exit_code, 0);
+  EXPECT_TENSOR_CLOSE(io::load_safetensors(path("a.safetensors")).at("logits"),
+                      io::load_safetensors(path("b.safetensors")).at("logits"), 0.0, 0.0);
+  const CliRun r = cli("inspect '" + ckpt + "'");
+  EXPECT_NE(r.out.find("\nparameters: " + std::to_string(models::load_model(config)->num_parameters()) + "\n"),
+            std::string::npos) << r.out;
+}
+
+TEST_F(CliTest, ConvertToAFormatNotYetWrittenSaysSo) {
+  const std::string config = write_tiny_config(path("tiny.json"));
+  for (const char* format : {"hf", "minimind", "nanochat", "llama2c"}) {
+    const CliRun r = cli("convert '" + config + "' '" + path("out") + "' --to " + format);
+    EXPECT_NE(r.exit_code, 0) << format;
+    EXPECT_EQ(lines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find("format '" + std::string(format) + "' is not supported yet"), std::string::npos) << r.err;
+  }
+  const CliRun r = cli("convert '" + config + "' '" + path("out") + "' --to onnx");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("nanoformer,hf,minimind,nanochat,llama2c"), std::string::npos) << r.err;
+}
+
 TEST_F(CliTest, BadModelNameIsOneLineAndNonZero) {
   const CliRun r = cli("inspect gpt5");
   EXPECT_NE(r.exit_code, 0);
@@ -128,7 +160,8 @@ TEST_F(CliTest, BadModelNameIsOneLineAndNonZero) {
 
 TEST_F(CliTest, BadFlagIsOneLineAndNonZero) {
   for (const char* args : {"inspect gpt-mini --bogus", "inspect gpt-mini --batch 0", "inspect", "frobnicate",
-                           "forward --model gpt-mini --out x.safetensors", "forward --model gpt-mini --ids \"1 x\" --out x.st"}) {
+                           "forward --model gpt-mini --out x.safetensors", "forward --model gpt-mini --ids \"1 x\" --out x.st",
+                           "convert gpt-mini out.safetensors", "convert no-such-model out.safetensors --to nanoformer"}) {
     const CliRun r = cli(args);
     EXPECT_NE(r.exit_code, 0) << args;
     EXPECT_EQ(lines(r.err), 1) << args << ": " << r.err;
@@ -137,7 +170,7 @@ TEST_F(CliTest, BadFlagIsOneLineAndNonZero) {
 }
 
 TEST_F(CliTest, EveryNewSubcommandHelpShowsAnExample) {
-  for (const char* command : {"inspect", "forward"}) {
+  for (const char* command : {"inspect", "forward", "convert"}) {
     const CliRun r = cli(std::string(command) + " --help");
     EXPECT_EQ(r.exit_code, 0) << command;
     EXPECT_NE(r.out.find("Example: nanoformer " + std::string(command)), std::string::npos) << r.out;
