@@ -6,6 +6,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "command.h"
 #include "nanoformer/models/checkpoint.h"
@@ -37,27 +38,18 @@ std::string grouped(int64_t n) {
   return n < 0 ? "-" + out : out;
 }
 
-// 1536 -> "1.50 KiB"
-std::string bytes(int64_t n) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+// v in units of `base`: scaled(1536, 1024, {"B", "KiB", ...}) -> "1.50 KiB"
+std::string scaled(int64_t n, double base, const std::vector<const char*>& units) {
   double v = static_cast<double>(n);
-  int u = 0;
-  while (v >= 1024 && u < 4) v /= 1024, ++u;
+  size_t u = 0;
+  while (v >= base && u + 1 < units.size()) v /= base, ++u;
   char buf[32];
   std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.2f %s", v, units[u]);
   return buf;
 }
 
-// 1.23e9 -> "1.23 GFLOP"
-std::string flops(int64_t n) {
-  const char* units[] = {"", "K", "M", "G", "T"};
-  double v = static_cast<double>(n);
-  int u = 0;
-  while (v >= 1000 && u < 4) v /= 1000, ++u;
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f %sFLOP", v, units[u]);
-  return buf;
-}
+std::string bytes(int64_t n) { return scaled(n, 1024, {"B", "KiB", "MiB", "GiB", "TiB"}); }
+std::string flops(int64_t n) { return scaled(n, 1000, {"FLOP", "KFLOP", "MFLOP", "GFLOP", "TFLOP"}); }
 
 std::string architecture(const DecoderLMConfig& c) {
   const int64_t head_dim = c.head_dim > 0 ? c.head_dim : c.dim / c.n_heads;

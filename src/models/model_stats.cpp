@@ -3,6 +3,7 @@
 
 #include "nanoformer/core/error.h"
 #include "nanoformer/nn/mlp.h"
+#include "nanoformer/nn/norm.h"
 
 namespace nf::models {
 namespace {
@@ -32,17 +33,8 @@ Shapes shapes_of(const DecoderLMConfig& c) {
   return s;
 }
 
-int64_t norm_parameters(const DecoderLMConfig& c) {
-  switch (c.norm) {
-    case nn::NormKind::layernorm:
-    case nn::NormKind::layernorm_std_plus_eps: return c.norm_bias ? 2 * c.dim : c.dim;
-    case nn::NormKind::rmsnorm:
-    case nn::NormKind::rmsnorm_rms_plus_eps: return c.dim;
-    case nn::NormKind::layernorm_no_affine:
-    case nn::NormKind::rmsnorm_no_weight: return 0;
-  }
-  return 0;
-}
+// One norm's parameters, from the module itself (0, dim or 2 dim: a cheap build).
+int64_t norm_parameters(const DecoderLMConfig& c) { return nn::make_norm(block_config(c).norm)->num_parameters(); }
 
 ParameterCounts count_parts(const DecoderLMConfig& c, const Shapes& s) {
   auto bias = [](bool on, int64_t n) { return on ? n : 0; };
