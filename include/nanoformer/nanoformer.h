@@ -43,3 +43,5 @@
 #include "nanoformer/models/model_config.h"
 #include "nanoformer/models/decoder_lm.h"
 #include "nanoformer/models/checkpoint.h"
+#include "nanoformer/models/model_stats.h"
+#include "nanoformer/models/model_io.h"
