@@ -67,10 +67,15 @@ json parse_json(std::string_view text, const std::string& context, int max_depth
 std::string json_excerpt(const json& value, size_t max_chars) {
   std::string out;
   append_excerpt(value, out, max_chars, 0);
-  if (out.size() <= max_chars) return out;
+  return shorten(out, max_chars);
+}
+
+std::string shorten(std::string_view s, size_t max_chars) {
+  if (s.size() <= max_chars) return std::string(s);
   size_t cut = max_chars > 3 ? max_chars - 3 : 0;
-  while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xC0) == 0x80) --cut;  // not inside a character
-  return out.substr(0, cut) + "...";
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // not inside a character
+  std::string out(s.substr(0, cut));
+  return out += "...";
 }
 
 }  // namespace nf::util

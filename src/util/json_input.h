@@ -25,4 +25,8 @@ nlohmann::json parse_json(std::string_view text, const std::string& context, int
 // levels deep, invalid UTF-8 replaced.
 std::string json_excerpt(const nlohmann::json& value, size_t max_chars = 60);
 
+// s itself when it has at most max_chars bytes, else its start cut at a character boundary and
+// "..." (max_chars bytes in all).
+std::string shorten(std::string_view s, size_t max_chars = 60);
+
 }  // namespace nf::util
