@@ -4,13 +4,18 @@
 #   make test-asan  all unit tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make bench      Google Benchmark suite (kernels against direct CBLAS calls)
 #   make golden     regenerate tests/golden/*.safetensors from PyTorch (needs PyPI)
+#   make fuzz       every libFuzzer target for FUZZ_SECONDS (default 60) each, clang + ASan + UBSan
+#                   (FUZZ_TARGETS="safetensors ..." for some only; docs/FUZZING.md)
 JOBS ?= $(shell nproc)
 NATIVE ?= ON
 BUILD ?= build
 ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?=
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build demo test test-asan bench golden clean
+.PHONY: all deps build demo test test-asan bench golden fuzz clean
 
 all: build
 
@@ -35,9 +40,15 @@ test-asan: deps
 bench: build
 	@bash scripts/run-bench.sh $(BUILD)
 
+fuzz:
+	@bash scripts/install-fuzz-deps.sh
+	@CC=clang-14 CXX=clang++-14 cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNF_FUZZ=ON -DNF_BUILD_TESTS=OFF -DNF_BUILD_BENCH=OFF -DNF_NATIVE=$(NATIVE) $(CMAKE_FLAGS) > /dev/null
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_all
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) bash scripts/run-fuzz.sh $(FUZZ_BUILD) $(FUZZ_TARGETS)
+
 golden:
 	@bash scripts/install-python.sh
 	@.venv/bin/python tools/golden/generate_all.py tests/golden
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages nanoformer's build, tests and benchmarks need.
 # Idempotent: packages already present are skipped, and apt is not touched when nothing is missing.
+# Extra package names given as arguments are installed too (scripts/install-fuzz-deps.sh).
 set -euo pipefail
 
 packages=(
@@ -11,6 +12,7 @@ packages=(
   libbenchmark-dev       # make bench
   nlohmann-json3-dev     # JSON configs and safetensors headers
   libcli11-dev           # command-line parsing for apps/nanoformer
+  "$@"
 )
 
 missing=()

@@ -19,6 +19,7 @@
 
 #include "nanoformer/core/error.h"
 #include "io/safetensors_internal.h"
+#include "util/json_input.h"
 
 static_assert(std::endian::native == std::endian::little,
               "safetensors stores little-endian data; a big-endian host would need byte swapping");
@@ -27,6 +28,7 @@ namespace nf::io {
 namespace {
 
 using json = nlohmann::json;
+using util::json_excerpt;
 
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;  // the reference (Rust) reader's limit
 // A safetensors header nests three levels ({name: {"shape": [...]}}); allow slack for unknown
@@ -64,13 +66,6 @@ std::shared_ptr<void> map_file(const std::string& path, size_t& size) {
   return std::shared_ptr<void>(addr, [size](void* p) { ::munmap(p, size); });
 }
 
-// A JSON value for an error message, cut short so a huge header cannot flood it.
-std::string excerpt(const json& value) {
-  std::string s = value.dump(-1, ' ', false, json::error_handler_t::replace);
-  if (s.size() > 60) s = s.substr(0, 57) + "...";
-  return s;
-}
-
 json parse_header(const std::string& path, const char* text, size_t length) {
   std::set<std::string> top_level_keys;
   // Refuses deep nesting and duplicate top-level keys (a JSON object would silently keep the last).
@@ -103,7 +98,7 @@ uint64_t non_negative_integer(const json& v, bool& ok) {
 
 TensorEntry parse_entry(const std::string& path, const std::string& name, const json& info, size_t data_size) {
   const std::string where = file_context(path) + "tensor '" + name + "': ";
-  NF_CHECK(info.is_object(), where, "entry is not a JSON object but ", excerpt(info));
+  NF_CHECK(info.is_object(), where, "entry is not a JSON object but ", json_excerpt(info));
   for (const char* field : {"dtype", "shape", "data_offsets"}) {
     NF_CHECK(info.contains(field), where, "entry has no \"", field, "\"");
   }
@@ -111,19 +106,22 @@ TensorEntry parse_entry(const std::string& path, const std::string& name, const 
   e.name = name;
 
   const json& dtype = info["dtype"];
-  NF_CHECK(dtype.is_string(), where, "dtype is not a string but ", excerpt(dtype));
+  NF_CHECK(dtype.is_string(), where, "dtype is not a string but ", json_excerpt(dtype));
   e.dtype = dtype_from_safetensors(dtype.get<std::string>(), where);
 
   const json& shape = info["shape"];
-  NF_CHECK(shape.is_array(), where, "shape is not an array but ", excerpt(shape));
-  uint64_t numel = 1;
+  NF_CHECK(shape.is_array(), where, "shape is not an array but ", json_excerpt(shape));
+  // The product of the non-zero sizes must fit int64 even when a zero makes the element count 0:
+  // it bounds the contiguous strides and every partial product of the sizes.
+  uint64_t numel = 1, nonzero_product = 1;
   for (const json& d : shape) {
     bool ok = false;
     const uint64_t size = non_negative_integer(d, ok);
-    NF_CHECK(ok, where, "shape ", excerpt(shape), " must hold non-negative integers");
-    NF_CHECK(size <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) &&
-                 !__builtin_mul_overflow(numel, size, &numel),
-             where, "shape ", excerpt(shape), " overflows");
+    NF_CHECK(ok, where, "shape ", json_excerpt(shape), " must hold non-negative integers");
+    NF_CHECK(!__builtin_mul_overflow(nonzero_product, size == 0 ? 1 : size, &nonzero_product) &&
+                 nonzero_product <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()),
+             where, "shape ", json_excerpt(shape), " overflows");
+    numel *= size;
     e.shape.push_back(static_cast<int64_t>(size));
   }
   uint64_t nbytes = 0;
@@ -136,7 +134,7 @@ TensorEntry parse_entry(const std::string& path, const std::string& name, const 
   const bool pair = offsets.is_array() && offsets.size() == 2;
   const uint64_t begin = pair ? non_negative_integer(offsets[0], begin_ok) : 0;
   const uint64_t end = pair ? non_negative_integer(offsets[1], end_ok) : 0;
-  NF_CHECK(pair && begin_ok && end_ok, where, "data_offsets ", excerpt(offsets),
+  NF_CHECK(pair && begin_ok && end_ok, where, "data_offsets ", json_excerpt(offsets),
            " must be two non-negative integers [begin, end]");
   NF_CHECK(begin <= end, where, "data_offsets [", begin, ", ", end, "] end before they begin");
   NF_CHECK(end <= data_size, where, "data_offsets [", begin, ", ", end, "] run past the end of the ", data_size,
@@ -149,11 +147,11 @@ TensorEntry parse_entry(const std::string& path, const std::string& name, const 
 }
 
 std::map<std::string, std::string> parse_metadata(const std::string& path, const json& value) {
-  NF_CHECK(value.is_object(), file_context(path), "__metadata__ is not a JSON object but ", excerpt(value));
+  NF_CHECK(value.is_object(), file_context(path), "__metadata__ is not a JSON object but ", json_excerpt(value));
   std::map<std::string, std::string> out;
   for (const auto& [key, v] : value.items()) {
     NF_CHECK(v.is_string(), file_context(path), "__metadata__ value of '", key, "' is not a string but ",
-             excerpt(v));
+             json_excerpt(v));
     out.emplace(key, v.get<std::string>());
   }
   return out;
@@ -224,7 +222,7 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
            file_size - 8, " bytes after the length prefix (file truncated?)");
 
   const json header = parse_header(path, reinterpret_cast<const char*>(bytes + 8), header_size);
-  NF_CHECK(header.is_object(), file_context(path), "header is not a JSON object but ", excerpt(header));
+  NF_CHECK(header.is_object(), file_context(path), "header is not a JSON object but ", json_excerpt(header));
 
   const size_t data_size = file_size - 8 - static_cast<size_t>(header_size);
   for (const auto& [name, value] : header.items()) {

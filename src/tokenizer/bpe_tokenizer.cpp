@@ -105,7 +105,11 @@ std::atomic<uint64_t> g_next_owner{1};
 BpeTokenizer::BpeTokenizer(BpeModel model, std::vector<AddedToken> added, PreTokenizerOptions pre)
     : model_(std::move(model)), added_(std::move(added)), pre_(pre), cache_owner_(g_next_owner++) {
   vocab_size_ = model_.size();
+  // The decoding tables are sized by the largest id: an id alone must not size them.
+  const size_t id_bound = model_.size() + added_.tokens().size();
   for (const AddedToken& t : added_.tokens()) {
+    NF_CHECK(t.id < id_bound, "added token '", t.content, "' has id ", t.id, ", beyond the ", model_.size(),
+             " ids of the vocabulary and the ", added_.tokens().size(), " added tokens");
     if (t.id < model_.size() && model_.contains(t.id))
       NF_CHECK(model_.spelling(t.id) == t.content, "added token '", t.content, "' has id ", t.id,
                ", which the vocabulary gives to '", model_.spelling(t.id), "'");

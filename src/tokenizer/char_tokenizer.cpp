@@ -8,6 +8,7 @@
 
 #include "nanoformer/core/error.h"
 #include "nanoformer/tokenizer/unicode.h"
+#include "util/json_input.h"
 
 namespace nf::tokenizer {
 namespace {
@@ -108,19 +109,30 @@ std::string CharTokenizer::to_json() const {
 }
 
 CharTokenizer CharTokenizer::from_json(std::string_view json_text, std::string_view source) {
+  const std::string where = std::string(source) + ": ";
+  const nlohmann::json j = util::parse_json(json_text, where + "malformed character vocabulary: ");
+  const auto field = [&](const char* key) {
+    return j.is_object() && j.contains(key) ? j[key] : nlohmann::json();  // null when absent
+  };
+  const nlohmann::json type = field("type"), version = field("version"), code_points = field("code_points");
+  NF_CHECK(type.is_string() && type.get<std::string>() == kFileType, where,
+           "not a character vocabulary (type must be '", kFileType, "')");
+  // Numbers must be exact non-negative integers: 1e10, 65.7, -1 or true are refused, not converted.
+  NF_CHECK(version.is_number_unsigned() && version.get<uint64_t>() == 1, where,
+           "unsupported character vocabulary version ", util::json_excerpt(version), " (expected 1)");
+  NF_CHECK(code_points.is_array(), where, "'code_points' must be an array");
+  std::vector<uint32_t> characters;
+  characters.reserve(code_points.size());
+  for (size_t i = 0; i < code_points.size(); ++i) {
+    const nlohmann::json& c = code_points[i];
+    NF_CHECK(c.is_number_unsigned() && c.get<uint64_t>() < kRawByte + 256, where, "code_points[", i, "] is ",
+             util::json_excerpt(c), ", not a character value (an integer from 0 to ", kRawByte + 255, ")");
+    characters.push_back(static_cast<uint32_t>(c.get<uint64_t>()));
+  }
   try {
-    const nlohmann::json j = nlohmann::json::parse(json_text);
-    NF_CHECK(j.is_object() && j.value("type", "") == kFileType, source, ": not a character vocabulary (type must be '",
-             kFileType, "')");
-    NF_CHECK(j.value("version", 0) == 1, source, ": unsupported character vocabulary version ", j.value("version", 0));
-    NF_CHECK(j.contains("code_points") && j["code_points"].is_array(), source, ": 'code_points' must be an array");
-    return CharTokenizer(j["code_points"].get<std::vector<uint32_t>>());
-  } catch (const nlohmann::json::exception& e) {
-    NF_FAIL(source, ": malformed character vocabulary: ", e.what());
+    return CharTokenizer(std::move(characters));
   } catch (const Error& e) {
-    const std::string what = e.what();
-    if (what.rfind(std::string(source), 0) == 0) throw;
-    NF_FAIL(source, ": ", what);
+    NF_FAIL(where, e.what());
   }
 }
 

@@ -50,8 +50,9 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path) {
   // a Hugging Face tokenizer.json (whose errors then name the problem).
   const size_t head = text.find_first_not_of(" \t\r\n");
   if (head != std::string::npos && text[head] == '{' && text.find(CharTokenizer::kFileType) != std::string::npos) {
-    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-    if (j.is_object() && j.value("type", "") == CharTokenizer::kFileType)
+    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);  // invalid: a discarded value
+    // (not j.value("type", ""), which throws a type_error when "type" is not a string)
+    if (j.is_object() && j.contains("type") && j["type"] == CharTokenizer::kFileType)
       return std::make_unique<CharTokenizer>(CharTokenizer::from_json(text, path));
   }
   return std::make_unique<BpeTokenizer>(tokenizer_from_json(text, path));

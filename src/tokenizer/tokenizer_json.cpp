@@ -1,14 +1,41 @@
 #include "nanoformer/tokenizer/tokenizer_json.h"
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "nanoformer/core/error.h"
+#include "util/json_input.h"
 
 namespace nf::tokenizer {
 namespace {
 
 using nlohmann::json;
+using util::json_excerpt;
+
+// Ids index the decoding tables, so an id alone must never size them: every id must be below the
+// number of vocabulary entries plus added tokens (real files use dense ids, so this only refuses
+// ids that leave more gaps than the file has tokens).
+struct IdLimit {
+  uint64_t entries = 0, added = 0;
+
+  static IdLimit of(const json& root) {
+    IdLimit limit;
+    const auto model = root.find("model");
+    if (model != root.end() && model->is_object()) {
+      const auto vocab = model->find("vocab");
+      if (vocab != model->end() && vocab->is_object()) limit.entries = vocab->size();
+    }
+    const auto added = root.find("added_tokens");
+    if (added != root.end() && added->is_array()) limit.added = added->size();
+    return limit;
+  }
+  uint64_t bound() const { return std::min<uint64_t>(entries + added, uint64_t{1} << 31); }
+  std::string describe() const {
+    return "ids must be below " + std::to_string(bound()) + " (" + std::to_string(entries) +
+           " vocabulary entries + " + std::to_string(added) + " added tokens)";
+  }
+};
 
 // Field access that names the file and the field path in every error.
 class Reader {
@@ -39,10 +66,11 @@ class Reader {
     if (!v->is_boolean()) fail(join(path, key), "expected true or false, found " + std::string(v->type_name()));
     return v->get<bool>();
   }
-  uint32_t id(const json& v, const std::string& path) const {
-    if (!v.is_number_unsigned() || v.get<uint64_t>() >= (1ull << 31))
-      fail(path, "expected a token id (a non-negative integer below 2^31), found " + v.dump());
-    return v.get<uint32_t>();
+  uint32_t id(const json& v, const std::string& path, const IdLimit& limit) const {
+    if (!v.is_number_unsigned()) fail(path, "expected a token id (a non-negative integer), found " + json_excerpt(v));
+    if (v.get<uint64_t>() >= limit.bound())
+      fail(path, "id " + std::to_string(v.get<uint64_t>()) + " is out of range: " + limit.describe());
+    return static_cast<uint32_t>(v.get<uint64_t>());
   }
   std::string type(const json& obj, const std::string& path) const {
     return string(required(obj, path, "type"), join(path, "type"));
@@ -100,12 +128,12 @@ PreTokenizerOptions parse_pre_tokenizer(const Reader& r, const json& root) {
     r.fail(bl_path, "type '" + r.type(items[1], bl_path) + "' is not supported (only Split then ByteLevel)");
   const json& pattern = r.required(items[0], split_path, "pattern");
   const json* regex = r.optional(pattern, split_path + ".pattern", "Regex");
-  if (!regex) r.fail(split_path + ".pattern", "only a Regex pattern is supported, found " + pattern.dump());
+  if (!regex) r.fail(split_path + ".pattern", "only a Regex pattern is supported, found " + json_excerpt(pattern));
   const std::string source = r.string(*regex, split_path + ".pattern.Regex");
   const std::optional<SplitPattern> known = pattern_from_regex(source);
   if (!known)
     r.fail(split_path + ".pattern.Regex",
-           "the regex " + json(source).dump() + " is not supported (only the GPT-2, GPT-4 and LLaMA-3 split patterns)");
+           "the regex " + json_excerpt(source, 200) + " is not supported (only the GPT-2, GPT-4 and LLaMA-3 split patterns)");
   const std::string behavior = r.string(r.required(items[0], split_path, "behavior"), split_path + ".behavior");
   if (behavior != "Isolated") r.fail(split_path + ".behavior", "'" + behavior + "' is not supported (only Isolated)");
   if (r.boolean(items[0], split_path, "invert", false)) r.fail(split_path + ".invert", "true is not supported");
@@ -116,7 +144,7 @@ PreTokenizerOptions parse_pre_tokenizer(const Reader& r, const json& root) {
   return pre;
 }
 
-BpeModel parse_model(const Reader& r, const json& root) {
+BpeModel parse_model(const Reader& r, const json& root, const IdLimit& limit) {
   const json& m = r.required(root, "", "model");
   if (const json* t = r.optional(m, "model", "type"))
     if (r.string(*t, "model.type") != "BPE")
@@ -137,7 +165,7 @@ BpeModel parse_model(const Reader& r, const json& root) {
   if (!vocab.is_object()) r.fail("model.vocab", "expected an object of token: id");
   std::vector<std::optional<std::string>> tokens;
   for (const auto& [token, value] : vocab.items()) {
-    const uint32_t id = r.id(value, "model.vocab['" + token + "']");
+    const uint32_t id = r.id(value, "model.vocab['" + util::shorten(token) + "']", limit);
     if (id >= tokens.size()) tokens.resize(size_t{id} + 1);
     if (tokens[id])
       r.fail("model.vocab", "id " + std::to_string(id) + " is given to both '" + *tokens[id] + "' and '" + token + "'");
@@ -155,12 +183,12 @@ BpeModel parse_model(const Reader& r, const json& root) {
       const std::string s = e.get<std::string>();
       const size_t space = s.find(' ');
       if (space == std::string::npos || s.find(' ', space + 1) != std::string::npos)
-        r.fail(path, "expected two tokens separated by one space, found " + json(s).dump());
+        r.fail(path, "expected two tokens separated by one space, found " + json_excerpt(s));
       merges.emplace_back(s.substr(0, space), s.substr(space + 1));
     } else if (e.is_array() && e.size() == 2) {
       merges.emplace_back(r.string(e[0], path + "[0]"), r.string(e[1], path + "[1]"));
     } else {
-      r.fail(path, "expected \"a b\" or [\"a\", \"b\"], found " + e.dump());
+      r.fail(path, "expected \"a b\" or [\"a\", \"b\"], found " + json_excerpt(e));
     }
   }
   try {
@@ -170,7 +198,7 @@ BpeModel parse_model(const Reader& r, const json& root) {
   }
 }
 
-std::vector<AddedToken> parse_added_tokens(const Reader& r, const json& root) {
+std::vector<AddedToken> parse_added_tokens(const Reader& r, const json& root, const IdLimit& limit) {
   std::vector<AddedToken> out;
   const json* list = r.optional(root, "", "added_tokens");
   if (!list) return out;
@@ -179,7 +207,7 @@ std::vector<AddedToken> parse_added_tokens(const Reader& r, const json& root) {
     const json& e = (*list)[i];
     const std::string path = "added_tokens[" + std::to_string(i) + "]";
     AddedToken t;
-    t.id = r.id(r.required(e, path, "id"), path + ".id");
+    t.id = r.id(r.required(e, path, "id"), path + ".id", limit);
     t.content = r.string(r.required(e, path, "content"), path + ".content");
     t.special = r.boolean(e, path, "special", false);
     t.single_word = r.boolean(e, path, "single_word", false);
@@ -231,18 +259,14 @@ std::string pre_tokenizer_json(const PreTokenizerOptions& pre) {
 
 BpeTokenizer tokenizer_from_json(std::string_view json_text, std::string_view source) {
   const Reader r(source);
-  json root;
-  try {
-    root = json::parse(json_text);
-  } catch (const json::parse_error& e) {
-    r.fail("", std::string("not valid JSON (truncated or corrupted?): ") + e.what());
-  }
+  const json root = util::parse_json(json_text, std::string(source) + ": ");
   if (!root.is_object()) r.fail("", "expected a JSON object at the top level");
   try {
     check_pipeline(r, root);
     PreTokenizerOptions pre = parse_pre_tokenizer(r, root);
-    BpeModel model = parse_model(r, root);
-    std::vector<AddedToken> added = parse_added_tokens(r, root);
+    const IdLimit limit = IdLimit::of(root);
+    BpeModel model = parse_model(r, root, limit);
+    std::vector<AddedToken> added = parse_added_tokens(r, root, limit);
     try {
       return BpeTokenizer(std::move(model), std::move(added), pre);
     } catch (const Error& e) {

@@ -53,7 +53,11 @@ Tensor zero_bias(int64_t n) {
 
 SpiralMlpResult train_spiral_mlp(const SpiralMlpConfig& cfg, const std::function<void(int64_t, double)>& on_step) {
   Generator data_gen(cfg.seed), init_gen(cfg.seed + 1);
-  const auto [x, y] = make_spirals(cfg.points_per_class, cfg.classes, data_gen);
+  // Not a structured binding: lambdas may capture those only from C++20 on, which clang accepts
+  // from version 16 only (Debian's clang 14 is the one that brings libFuzzer).
+  const std::pair<Tensor, Tensor> data = make_spirals(cfg.points_per_class, cfg.classes, data_gen);
+  const Tensor& x = data.first;
+  const Tensor& y = data.second;
   std::vector<Tensor> params = {he_weight(cfg.hidden, 2, init_gen),           zero_bias(cfg.hidden),
                                 he_weight(cfg.hidden, cfg.hidden, init_gen),  zero_bias(cfg.hidden),
                                 he_weight(cfg.classes, cfg.hidden, init_gen), zero_bias(cfg.classes)};

@@ -36,8 +36,9 @@ void write_bytes(const std::string& path, const Bytes& bytes) {
 // header text, data bytes.
 Bytes raw_file(const std::string& header, const Bytes& data, uint64_t length = UINT64_MAX) {
   if (length == UINT64_MAX) length = header.size();
-  Bytes out(8);
-  for (int i = 0; i < 8; ++i) out[static_cast<size_t>(i)] = static_cast<unsigned char>(length >> (8 * i));
+  Bytes out;
+  out.reserve(8 + header.size() + data.size());  // (also keeps gcc 12 from a false -Warray-bounds)
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<unsigned char>(length >> (8 * i)));
   out.insert(out.end(), header.begin(), header.end());
   out.insert(out.end(), data.begin(), data.end());
   return out;
@@ -345,6 +346,22 @@ TEST_F(Safetensors, MalformedEntries) {
                     "data_offsets [0] must be two non-negative integers");
   EXPECT_THROW_WITH(open_entry(R"({"dtype":"F32","shape":[1],"data_offsets":[-4,0]})"), "tensor 'w'",
                     "must be two non-negative integers");
+}
+
+// Found by fuzzing (issue 13): a zero in the shape made the element count 0 whatever the other
+// dimensions, so [0, 2^62, 4] passed and the contiguous strides (2^64) overflowed int64 in
+// view() and load(). The product of the non-zero dimensions must fit.
+TEST_F(Safetensors, ShapeWithAZeroMustStillHaveStridesThatFit) {
+  const auto open_entry = [&](const std::string& shape) {
+    return SafetensorsFile::open(raw(R"({"w":{"dtype":"F32","shape":)" + shape + R"(,"data_offsets":[0,0]}})", {}));
+  };
+  EXPECT_THROW_WITH(open_entry("[0, 4611686018427387904, 4]"), "raw.safetensors", "tensor 'w'",
+                    "shape [0,4611686018427387904,4] overflows");
+  EXPECT_THROW_WITH(open_entry("[4611686018427387904, 4, 0]"), "tensor 'w'", "overflows");
+  EXPECT_THROW_WITH(open_entry("[0, 9223372036854775807, 2]"), "tensor 'w'", "overflows");
+  const SafetensorsFile file = open_entry("[0, 2305843009213693951, 4]");  // 2^63 - 4 fits
+  EXPECT_EQ(file.view("w").strides(), (Shape{9223372036854775804, 4, 1}));
+  EXPECT_EQ(file.load("w").numel(), 0);
 }
 
 TEST_F(Safetensors, OffsetsOutOfRangeOrInconsistent) {

@@ -9,6 +9,7 @@
 #include "fixtures.h"
 #include "nanoformer/core/error.h"
 #include "nanoformer/tokenizer/tokenizer_json.h"
+#include "support/testing.h"
 
 namespace nf::tokenizer {
 namespace {
@@ -157,15 +158,17 @@ TEST(TokenizerJson, InconsistentVocabularyIsRefused) {
 
 TEST(TokenizerJson, VocabularyGapsDecodeWithAnError) {
   json j = fixture_json();
-  j["model"]["vocab"]["gap-token"] = 1000;  // ids 600..999 (but the added 600, 601) are unused
+  // 601 entries (ids 0..599 and 604) and 5 added tokens (0, 1, 2 also in the vocabulary; 600,
+  // 601): ids 602 and 603 are unused. Ids may leave gaps but stay below entries + added tokens.
+  j["model"]["vocab"]["gap-token"] = 604;
   const BpeTokenizer tok = tokenizer_from_json(j.dump());
-  EXPECT_EQ(tok.vocab_size(), 1001u);
-  const std::vector<TokenId> gap{700};
+  EXPECT_EQ(tok.vocab_size(), 605u);
+  const std::vector<TokenId> gap{603};
   try {
     (void)tok.decode(gap);
     FAIL();
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("token id 700 has no token"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("token id 603 has no token"), std::string::npos) << e.what();
   }
 }
 
@@ -177,6 +180,90 @@ TEST(TokenizerJson, SavedFileCanBeWrittenAndReadThroughTheGenericLoader) {
   const auto expected = testing::expected_ids("hf_prefix.ids");
   for (size_t i = 0; i < texts.size(); ++i) EXPECT_EQ(tok->encode(texts[i]), expected[i]);
   std::remove(path.c_str());
+}
+
+// Found by fuzzing (issue 13): an id far beyond the vocabulary sized the token tables by itself
+// (2^31 entries, 80 GiB) and ended in std::bad_alloc. Ids are checked against the number of
+// entries plus added tokens before anything is allocated.
+TEST(TokenizerJson, IdsBeyondTheVocabularySizeAreRefusedBeforeAllocating) {
+  json j = fixture_json();
+  j["model"]["vocab"]["big"] = 2147483647;
+  expect_error(j.dump(), {"bad.json", "model.vocab['big']", "2147483647",
+                          "ids must be below 606 (601 vocabulary entries + 5 added tokens)"});
+
+  j = fixture_json();
+  j["model"]["vocab"]["gap-token"] = 606;  // one past entries + added tokens
+  expect_error(j.dump(), {"model.vocab['gap-token']", "606"});
+
+  j = fixture_json();
+  j["added_tokens"].push_back({{"id", 2147483647}, {"content", "<big>"}, {"special", true}});
+  expect_error(j.dump(), {"bad.json", "added_tokens[5].id", "2147483647"});
+
+  // The smallest files the campaign found: no vocabulary besides the one token.
+  const std::string pipeline =
+      R"("pre_tokenizer":{"type":"ByteLevel","add_prefix_space":false},"decoder":{"type":"ByteLevel"},)";
+  expect_error("{" + pipeline + R"("model":{"vocab":{"a":2147483647},"merges":[]}})", {"model.vocab['a']", "2147483647"});
+  expect_error("{" + pipeline + R"("model":{"vocab":{},"merges":[]},"added_tokens":[{"id":2147483647,"content":"x"}]})",
+               {"added_tokens[0].id", "2147483647"});
+}
+
+// The same check guards tokenizers built in code.
+TEST(TokenizerJson, AddedTokenIdsBeyondTheVocabularySizeAreRefusedInCode) {
+  const BpeTokenizer tok = load_tokenizer_json(fixture("hf_gpt2.json"));
+  std::vector<AddedToken> added = tok.added().tokens();
+  added.push_back({.id = 2147483647, .content = "<big>"});
+  EXPECT_THROW_WITH(BpeTokenizer(tok.model(), added, tok.pre_tokenizer()), "added token '<big>'", "2147483647");
+}
+
+// Found by fuzzing (issue 13): error messages printed the offending value with a recursive dump,
+// so 80,000 nested '[' in a merge, a Split pattern, a vocab value or an added token's id
+// overflowed the stack. Nesting beyond any real file is refused, and messages stay short.
+TEST(TokenizerJson, DeepNestingIsRefusedWithoutRecursion) {
+  const std::string deep = std::string(100'000, '[') + std::string(100'000, ']');
+  const json base = fixture_json();
+  const auto replace_value = [](json j, const json::json_pointer& where, const std::string& raw) {
+    j[where] = "@@MARK@@";
+    std::string s = j.dump();
+    s.replace(s.find("\"@@MARK@@\""), 10, raw);
+    return s;
+  };
+  expect_error(replace_value(base, json::json_pointer("/model/merges/0"), deep), {"bad.json", "nest"});
+  expect_error(replace_value(base, json::json_pointer("/model/vocab/Ġhe"), deep), {"bad.json", "nest"});
+  expect_error(replace_value(base, json::json_pointer("/added_tokens/0/id"), deep), {"bad.json", "nest"});
+  const json gpt4 = fixture_json("hf_gpt4.json");
+  expect_error(replace_value(gpt4, json::json_pointer("/pre_tokenizer/pretokenizers/0/pattern"), "{\"String\":" + deep + "}"),
+               {"bad.json", "nest"});
+}
+
+TEST(TokenizerJson, ErrorMessagesQuoteABoundedExcerptOfTheValue) {
+  const auto expect_short_error = [](const json& j, const std::string& path) {
+    try {
+      (void)tokenizer_from_json(j.dump(), "bad.json");
+      ADD_FAILURE() << "loaded without an error; expected one about " << path;
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(path), std::string::npos) << what;
+      EXPECT_LT(what.size(), 400u) << what;
+    }
+  };
+  json j = fixture_json();
+  j["model"]["merges"][0] = json::array({std::string(100'000, 'x'), "b", "c"});
+  expect_short_error(j, "model.merges[0]");
+  j = fixture_json();
+  j["model"]["vocab"]["Ġhe"] = json::array({json::array({json::array({std::string(100'000, 'y')})})});
+  expect_short_error(j, "model.vocab['Ġhe']");
+  j = fixture_json();
+  j["model"]["vocab"][std::string(100'000, 'k')] = -1;
+  expect_short_error(j, "model.vocab['kkk");
+}
+
+// Found by fuzzing (issue 13): the 5-byte file "1e400" escaped as nlohmann::json::out_of_range.
+TEST(TokenizerJson, NumbersOutOfRangeAreAnErrorNamingTheFile) {
+  expect_error("1e400", {"bad.json", "not valid JSON"});
+  expect_error(R"({"model":{"vocab":{"a":1e400}}})", {"bad.json", "not valid JSON"});
+  json j = fixture_json();
+  j["model"]["vocab"]["Ġhe"] = 1e300;
+  expect_error(j.dump(), {"model.vocab['Ġhe']", "1e+300"});
 }
 
 }  // namespace

@@ -27,7 +27,8 @@ struct PreTokenizerOptions {
 
 class BpeTokenizer final : public Tokenizer {
  public:
-  // Throws nf::Error when an added token's id clashes with a different vocabulary entry's.
+  // Throws nf::Error when an added token's id clashes with a different vocabulary entry's, or is not
+  // below model.size() + added.size() (ids must not size the decoding tables by themselves).
   explicit BpeTokenizer(BpeModel model, std::vector<AddedToken> added = {}, PreTokenizerOptions pre = {});
 
   std::string_view kind() const override { return "bpe"; }

@@ -1,0 +1,177 @@
+// Writes the seed corpora of the fuzz targets: small valid inputs made by the library's own
+// writers (so they follow the formats exactly) plus the fixtures, one directory per target:
+//   fuzz_make_seeds <out>   ->  <out>/safetensors/..., <out>/tokenizer_json/..., ...
+// make fuzz (scripts/run-fuzz.sh) runs it before fuzzing; the seeds are not committed. Inputs
+// that found bugs live in fuzz/corpus/<target>/ instead, and `make test` replays those.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "nanoformer/nanoformer.h"
+#include "nanoformer/tokenizer/bpe_trainer.h"
+#include "nanoformer/tokenizer/char_tokenizer.h"
+#include "nanoformer/tokenizer/token_file.h"
+#include "nanoformer/tokenizer/tokenizer_json.h"
+
+namespace fs = std::filesystem;
+using namespace nf;
+using namespace nf::tokenizer;
+
+namespace {
+
+fs::path g_out;
+
+fs::path dir(const std::string& target) {
+  fs::create_directories(g_out / target);
+  return g_out / target;
+}
+
+void write(const std::string& target, const std::string& name, const std::string& bytes) {
+  std::ofstream f(dir(target) / name, std::ios::binary);
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  NF_CHECK(f, "cannot write ", (dir(target) / name).string());
+}
+
+std::string fixture(const std::string& name) { return read_file(std::string(NF_TEST_DATA_DIR) + "/tokenizer/" + name); }
+
+// A safetensors file made by hand: length prefix, header, data.
+std::string raw_safetensors(const std::string& header, const std::string& data) {
+  std::string out(8, '\0');
+  for (int i = 0; i < 8; ++i) out[static_cast<size_t>(i)] = static_cast<char>((header.size() >> (8 * i)) & 0xFF);
+  return out + header + data;
+}
+
+void safetensors_seeds() {
+  const fs::path d = dir("safetensors");
+  Generator gen(1);
+  io::save_safetensors((d / "every_dtype.safetensors").string(),
+                       {{"f64", randn({2, 2}, gen, DType::f64)},
+                        {"i64", Tensor::from_vector<int64_t>({-1, 0, 1}, {3})},
+                        {"f32", randn({2, 3}, gen)},
+                        {"i32", Tensor::from_vector<int32_t>({7, -7}, {2})},
+                        {"bf16", randn({3}, gen).to(DType::bf16)},
+                        {"f16", randn({1, 2}, gen).to(DType::f16)},
+                        {"bool", Tensor::from_vector<bool>({true, false, true}, {3})}},
+                       {{"format", "pt"}});
+  io::save_safetensors((d / "scalar_and_empty.safetensors").string(),
+                       {{"scalar", Tensor::scalar(3.5)}, {"empty", Tensor::empty({0, 4})}});
+  io::save_safetensors((d / "metadata_only.safetensors").string(), std::map<std::string, Tensor>{},
+                       {{"step", "10"}, {"note", "é"}});
+  // An unpadded header and tensors of mixed item sizes: views of unaligned bytes become copies.
+  write("safetensors", "unaligned.safetensors",
+        raw_safetensors(R"({"b":{"dtype":"BOOL","shape":[1],"data_offsets":[0,1]},)"
+                        R"("w":{"dtype":"F32","shape":[2],"data_offsets":[1,9]}})",
+                        std::string("\x01\x00\x00\x80\x3f\x00\x00\x00\x40", 9)));
+  write("safetensors", "bool_byte_2.safetensors",
+        raw_safetensors(R"({"m":{"dtype":"BOOL","shape":[2],"data_offsets":[0,2]}})", std::string("\x01\x02", 2)));
+}
+
+// A hand-written tokenizer.json in the smallest form we accept (mutations stay cheap).
+std::string tiny_tokenizer(const std::string& pre_tokenizer, const std::string& extra_model = "") {
+  return R"({"added_tokens":[{"id":4,"content":"<s>","special":true},{"id":5,"content":"cat","single_word":true,)"
+         R"("lstrip":true,"rstrip":true,"normalized":true,"special":false}],"normalizer":null,"pre_tokenizer":)" +
+         pre_tokenizer + R"(,"post_processor":{"type":"ByteLevel"},"decoder":{"type":"ByteLevel"},)" +
+         R"("model":{"type":"BPE",)" + extra_model + R"("vocab":{"a":0,"b":1,"ab":2,"Ġ":3},"merges":["a b"]}})";
+}
+
+void tokenizer_json_seeds() {
+  for (const char* name : {"hf_gpt2.json", "hf_gpt4.json", "hf_prefix.json"}) write("tokenizer_json", name, fixture(name));
+  write("tokenizer_json", "tiny_bytelevel.json",
+        tiny_tokenizer(R"({"type":"ByteLevel","add_prefix_space":true,"use_regex":true})"));
+  write("tokenizer_json", "tiny_unk.json",
+        tiny_tokenizer(R"({"type":"ByteLevel","add_prefix_space":false,"use_regex":false})",
+                       R"("unk_token":"Ġ","fuse_unk":true,"ignore_merges":true,"dropout":null,)"));
+  write("tokenizer_json", "tiny_split.json",
+        tiny_tokenizer(R"({"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":)" +
+                       nlohmann::json(pattern_regex(SplitPattern::kGpt4)).dump() +
+                       R"(},"behavior":"Isolated","invert":false},)"
+                       R"({"type":"ByteLevel","add_prefix_space":false,"trim_offsets":true,"use_regex":false}]})"));
+  // Trained here on the first lines of the fixture corpus: every byte token, a few merges.
+  WordCounts words(SplitPattern::kGpt2, {"<|endoftext|>"});
+  words.add_text(fixture("corpus.txt").substr(0, 600), 1);
+  BpeTrainerOptions options;
+  options.vocab_size = 290;
+  options.special_tokens = {"<|endoftext|>"};
+  options.threads = 1;
+  write("tokenizer_json", "trained_290.json", tokenizer_to_json(train_bpe(words, options)));
+}
+
+// A bpe_roundtrip input: the selector byte (tokenizer 0 GPT-2, 1 GPT-4, 2 prefix space; + 4 for
+// encode_ordinary), then the text.
+std::string roundtrip_input(size_t selector, std::string_view text) {
+  std::string out(1, static_cast<char>(selector));
+  out += text;
+  return out;
+}
+
+void bpe_roundtrip_seeds() {
+  const std::string parity = fixture("parity.txt");
+  const std::string sep = "\n__nf_text__\n";
+  size_t k = 0;
+  for (size_t pos = 0; pos < parity.size(); ++k) {
+    size_t end = parity.find(sep, pos);
+    if (end == std::string::npos) end = parity.size();
+    write("bpe_roundtrip", "parity_" + std::to_string(k), roundtrip_input(k % 8, parity.substr(pos, end - pos)));
+    pos = end + sep.size();
+  }
+  write("bpe_roundtrip", "corpus_head", roundtrip_input(0, fixture("corpus.txt").substr(0, 1000)));
+  write("bpe_roundtrip", "newline_cut", roundtrip_input(1, "line one\nLine two\n\n3 apples<|endoftext|>\nx"));
+  write("bpe_roundtrip", "invalid_utf8", roundtrip_input(2, "\xff\xc3(\xe2\x82 \xf0\x9f\xa6 <|im_start|>\x80"));
+}
+
+void char_vocab_seeds() {
+  write("char_vocab", "corpus.json", CharTokenizer::train(fixture("corpus.txt")).to_json());
+  write("char_vocab", "small.json", CharTokenizer::train("ab é\n\xff").to_json());
+  write("char_vocab", "empty.json", CharTokenizer::train("").to_json());
+}
+
+void token_file_seeds() {
+  const fs::path d = dir("token_file");
+  const BpeTokenizer tok = tokenizer_from_json(fixture("hf_gpt2.json"));
+  const std::vector<TokenId> ids = tok.encode(fixture("corpus.txt").substr(0, 300));
+  {
+    TokenFileWriter w((d / "two_byte.bin").string(), tok.vocab_size());
+    w.write(ids);
+    w.close();
+  }
+  {
+    TokenFileWriter w((d / "four_byte.bin").string(), 70000);
+    w.write(std::vector<TokenId>{0, 69999, 65536, 12});
+    w.close();
+  }
+  {
+    TokenFileWriter w((d / "empty.bin").string(), 1);
+    w.close();
+  }
+}
+
+void load_tokenizer_seeds() {
+  for (const char* target : {"tokenizer_json", "char_vocab"})
+    for (const auto& e : fs::directory_iterator(dir(target)))
+      if (e.file_size() <= 8192) fs::copy_file(e.path(), dir("load_tokenizer") / e.path().filename(),
+                                               fs::copy_options::overwrite_existing);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s <output directory>\n", argv[0]);
+    return 2;
+  }
+  g_out = argv[1];
+  try {
+    safetensors_seeds();
+    tokenizer_json_seeds();
+    bpe_roundtrip_seeds();
+    char_vocab_seeds();
+    token_file_seeds();
+    load_tokenizer_seeds();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fuzz_make_seeds: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

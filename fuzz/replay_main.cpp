@@ -1,0 +1,114 @@
+// Replays a corpus through a fuzz target without libFuzzer, so that `make test` runs every
+// committed regression input with the compiler and flags of the build (no clang needed):
+//   fuzz_replay_<target> <file or directory>...
+// Each input runs once through LLVMFuzzerTestOneInput. A finding fails the run: an exception other
+// than nf::Error escaping the target (named with its type), an NF_FUZZ_CHECK or sanitizer abort
+// (the last "replay:" line names the input), an input taking over 10 s, or an allocation over
+// 2 GiB (libFuzzer's -malloc_limit_mb=2048; checked in operator new here, by ASan's
+// max_allocation_size_mb in sanitizer builds).
+#include <cxxabi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <new>
+#include <string>
+#include <typeinfo>
+#include <vector>
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
+
+namespace {
+
+constexpr double kMaxSeconds = 10;
+constexpr size_t kMaxAllocation = size_t{2} << 30;
+
+std::string type_name(const std::type_info& type) {
+  int status = 0;
+  char* name = abi::__cxa_demangle(type.name(), nullptr, nullptr, &status);
+  std::string out = status == 0 && name ? name : type.name();
+  std::free(name);
+  return out;
+}
+
+std::vector<std::string> inputs(int argc, char** argv) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> out;
+  for (int i = 1; i < argc; ++i) {
+    if (fs::is_directory(argv[i])) {
+      std::vector<std::string> files;
+      for (const auto& e : fs::recursive_directory_iterator(argv[i]))
+        if (e.is_regular_file()) files.push_back(e.path().string());
+      std::sort(files.begin(), files.end());
+      out.insert(out.end(), files.begin(), files.end());
+    } else {
+      out.emplace_back(argv[i]);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+#if defined(__SANITIZE_ADDRESS__)
+#define NF_REPLAY_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define NF_REPLAY_ASAN 1
+#endif
+#endif
+
+#ifdef NF_REPLAY_ASAN
+extern "C" const char* __asan_default_options() { return "max_allocation_size_mb=2048:allocator_may_return_null=0"; }
+#else
+// The 2 GiB allocation limit. (Aligned new keeps the library's own pair of new and delete.)
+void* operator new(std::size_t n) {
+  if (n > kMaxAllocation) {
+    std::fprintf(stderr, "replay: FINDING: an allocation of %zu bytes, over the 2 GiB limit\n", n);
+    std::abort();
+  }
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t n) { return ::operator new(n); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+#endif
+
+int main(int argc, char** argv) {
+  const std::vector<std::string> files = inputs(argc, argv);
+  if (files.empty()) {
+    std::fprintf(stderr, "usage: %s <corpus file or directory>... (no inputs found)\n", argv[0]);
+    return 2;
+  }
+  int findings = 0;
+  for (const std::string& path : files) {
+    std::ifstream in(path, std::ios::binary);
+    const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::printf("replay: %s (%zu bytes)\n", path.c_str(), bytes.size());
+    std::fflush(stdout);
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+    } catch (const std::exception& e) {
+      std::printf("replay: FINDING: %s escaped: %s\n", type_name(typeid(e)).c_str(), e.what());
+      ++findings;
+    } catch (...) {
+      std::printf("replay: FINDING: an exception of an unknown type escaped\n");
+      ++findings;
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (seconds > kMaxSeconds) {
+      std::printf("replay: FINDING: took %.1f s (limit %.0f s)\n", seconds, kMaxSeconds);
+      ++findings;
+    }
+  }
+  std::printf("replay: %zu inputs, %d findings\n", files.size(), findings);
+  return findings ? 1 : 0;
+}

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Checks that every source of the library and the app compiles with clang (syntax and semantics,
+# no code generation), so that the library keeps building with Debian's clang 14, the compiler
+# that brings libFuzzer (make fuzz). Run by ctest as clang_compiles_sources when clang++ exists.
+#   scripts/check-clang.sh [clang++] [extra flags...]
+# Exit status 77 (ctest: skipped) when that clang cannot compile an OpenMP program at all.
+# CHECK_CLANG_JOBS sets how many files compile at once (default: all cores).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+CXX=${1:-clang++}
+shift || true
+flags=(-std=c++20 -fsyntax-only -fopenmp -Iinclude -Isrc -DNF_BLAS_LIBRARY='"libopenblas.so.0"'
+       -Wall -Wextra -Wpedantic -Wno-unused-parameter "$@")
+
+if ! echo '#include <omp.h>
+int main() { return omp_get_max_threads() > 0 ? 0 : 1; }' | "$CXX" -std=c++20 -fopenmp -fsyntax-only -x c++ - 2>/dev/null; then
+  echo "check-clang: $CXX cannot compile OpenMP code (libomp-dev missing?); skipped"
+  exit 77
+fi
+
+mapfile -t sources < <(find src apps -name '*.cpp' | sort)
+jobs=${CHECK_CLANG_JOBS:-$(nproc)}
+if printf '%s\0' "${sources[@]}" | xargs -0 -P "$jobs" -n 4 "$CXX" "${flags[@]}"; then
+  echo "check-clang: ${#sources[@]} sources compile with $("$CXX" --version | head -1)"
+else
+  echo "check-clang: FAILED: the sources above do not compile with $CXX"
+  exit 1
+fi
