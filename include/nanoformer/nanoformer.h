@@ -43,3 +43,4 @@
 #include "nanoformer/models/model_config.h"
 #include "nanoformer/models/decoder_lm.h"
 #include "nanoformer/models/checkpoint.h"
+#include "nanoformer/models/llama2c.h"
