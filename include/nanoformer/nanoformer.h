@@ -44,3 +44,4 @@
 #include "nanoformer/models/decoder_lm.h"
 #include "nanoformer/models/checkpoint.h"
 #include "nanoformer/models/llama2c.h"
+#include "nanoformer/models/hf_checkpoint.h"
