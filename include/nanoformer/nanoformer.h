@@ -45,3 +45,4 @@
 #include "nanoformer/models/checkpoint.h"
 #include "nanoformer/models/llama2c.h"
 #include "nanoformer/models/hf_checkpoint.h"
+#include "nanoformer/models/model_io.h"

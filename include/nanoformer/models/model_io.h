@@ -1,0 +1,28 @@
+#pragma once
+// One entry point for every model file format:
+//   load_model(x): x is a nanoformer checkpoint (.safetensors with our metadata), a Hugging Face
+//     folder (config.json + model.safetensors / index), a llama2.c .bin, a config JSON file or a
+//     preset name (the last two build a freshly initialised model).
+//   save_model(model, path, format): format "nanoformer" (a .safetensors file), "hf" (a folder),
+//     "llama2c" (a .bin file).
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nanoformer/models/decoder_lm.h"
+
+namespace nf::models {
+
+enum class ModelFormat { nanoformer, hf, llama2c, config, preset };
+
+// "nanoformer", "hf", "llama2c", "config", "preset".
+std::string model_format_name(ModelFormat format);
+// The formats save_model writes, by name.
+std::vector<std::string> model_save_formats();
+// What load_model would read `path_or_preset` as; throws naming it when it is none of them.
+ModelFormat detect_model_format(const std::string& path_or_preset);
+std::shared_ptr<DecoderLM> load_model(const std::string& path_or_preset);
+// Throws nf::Error naming an unknown format (and the known ones) or what the format cannot express.
+void save_model(const DecoderLM& model, const std::string& path, const std::string& format);
+
+}  // namespace nf::models

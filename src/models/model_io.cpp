@@ -1,0 +1,83 @@
+// load_model / save_model: recognise a model file's format and dispatch to its reader or writer.
+#include "nanoformer/models/model_io.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "nanoformer/core/error.h"
+#include "nanoformer/models/checkpoint.h"
+#include "nanoformer/models/hf_checkpoint.h"
+#include "nanoformer/models/llama2c.h"
+
+namespace nf::models {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool has_extension(const fs::path& p, const std::string& ext) { return p.extension() == ext; }
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+}  // namespace
+
+std::string model_format_name(ModelFormat format) {
+  switch (format) {
+    case ModelFormat::nanoformer: return "nanoformer";
+    case ModelFormat::hf: return "hf";
+    case ModelFormat::llama2c: return "llama2c";
+    case ModelFormat::config: return "config";
+    case ModelFormat::preset: return "preset";
+  }
+  return "?";
+}
+
+std::vector<std::string> model_save_formats() { return {"nanoformer", "hf", "llama2c"}; }
+
+ModelFormat detect_model_format(const std::string& path_or_preset) {
+  const fs::path p(path_or_preset);
+  if (fs::is_directory(p)) {
+    NF_CHECK(is_hf_folder(path_or_preset), path_or_preset,
+             ": a folder, but not a Hugging Face model folder (config.json + model.safetensors or "
+             "model.safetensors.index.json)");
+    return ModelFormat::hf;
+  }
+  if (fs::is_regular_file(p)) {
+    if (has_extension(p, ".safetensors")) return ModelFormat::nanoformer;
+    if (has_extension(p, ".bin")) return ModelFormat::llama2c;
+    if (has_extension(p, ".json")) return ModelFormat::config;
+    NF_FAIL(path_or_preset, ": unknown model file type (expected .safetensors, .bin, .json or a folder)");
+  }
+  const auto presets = preset_names();
+  NF_CHECK(std::find(presets.begin(), presets.end(), path_or_preset) != presets.end(), path_or_preset,
+           ": no such file or folder, and not a preset (", joined(presets), ")");
+  return ModelFormat::preset;
+}
+
+std::shared_ptr<DecoderLM> load_model(const std::string& path_or_preset) {
+  switch (detect_model_format(path_or_preset)) {
+    case ModelFormat::nanoformer: return load_checkpoint(path_or_preset);
+    case ModelFormat::hf: return load_hf(path_or_preset);
+    case ModelFormat::llama2c: return load_llama2c(path_or_preset);
+    case ModelFormat::config:
+    case ModelFormat::preset: return std::make_shared<DecoderLM>(resolve_model_config(path_or_preset));
+  }
+  NF_FAIL(path_or_preset, ": unknown model format");
+}
+
+void save_model(const DecoderLM& model, const std::string& path, const std::string& format) {
+  if (format == "nanoformer")
+    save_checkpoint(model, path);
+  else if (format == "hf")
+    save_hf(model, path);
+  else if (format == "llama2c")
+    save_llama2c(model, path);
+  else
+    NF_FAIL("save_model: unknown format '", format, "' (", joined(model_save_formats()), ")");
+}
+
+}  // namespace nf::models
