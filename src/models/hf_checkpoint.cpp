@@ -2,11 +2,10 @@
 #include "nanoformer/models/hf_checkpoint.h"
 
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 
+#include "models/folder_io.h"
 #include "models/name_map.h"
 #include "nanoformer/core/error.h"
 #include "nanoformer/io/safetensors.h"
@@ -15,7 +14,6 @@ namespace nf::models {
 namespace {
 
 namespace fs = std::filesystem;
-using Json = nlohmann::json;
 
 constexpr const char* kConfigFile = "config.json";
 constexpr const char* kWeightsFile = "model.safetensors";
@@ -23,11 +21,6 @@ constexpr const char* kIndexFile = "model.safetensors.index.json";
 
 enum class HfFamily { gpt2, llama };
 
-// Keys that describe bookkeeping, tokens or training only: accepted and ignored on read.
-const std::set<std::string> kCommonIgnoredKeys = {
-    "architectures", "model_type", "transformers_version", "dtype", "torch_dtype", "bos_token_id", "eos_token_id",
-    "pad_token_id", "initializer_range", "use_cache", "_name_or_path", "tokenizer_class", "output_attentions",
-    "output_hidden_states", "return_dict", "is_decoder", "task_specific_params"};
 const std::set<std::string> kGpt2Keys = {
     "vocab_size", "n_embd", "n_layer", "n_head", "n_positions", "n_ctx", "n_inner", "layer_norm_epsilon",
     "activation_function", "tie_word_embeddings", "resid_pdrop", "embd_pdrop", "attn_pdrop", "scale_attn_weights",
@@ -38,37 +31,6 @@ const std::set<std::string> kLlamaKeys = {
     "num_key_value_heads", "head_dim", "max_position_embeddings", "rms_norm_eps", "rope_theta", "rope_scaling",
     "rope_parameters", "attention_bias", "mlp_bias", "hidden_act", "tie_word_embeddings", "attention_dropout",
     "pretraining_tp"};
-
-const Json& required(const Json& j, const std::string& key, const std::string& source) {
-  NF_CHECK(j.contains(key) && !j.at(key).is_null(), source, ": missing key '", key, "'");
-  return j.at(key);
-}
-
-int64_t int_key(const Json& j, const std::string& key, const std::string& source) {
-  const Json& v = required(j, key, source);
-  NF_CHECK(v.is_number_integer(), source, ": '", key, "' is ", v.dump(), ", expected an integer");
-  return v.get<int64_t>();
-}
-
-double number_key(const Json& j, const std::string& key, double fallback, const std::string& source) {
-  if (!j.contains(key) || j.at(key).is_null()) return fallback;
-  NF_CHECK(j.at(key).is_number(), source, ": '", key, "' is ", j.at(key).dump(), ", expected a number");
-  return j.at(key).get<double>();
-}
-
-bool bool_key(const Json& j, const std::string& key, bool fallback, const std::string& source) {
-  if (!j.contains(key) || j.at(key).is_null()) return fallback;
-  NF_CHECK(j.at(key).is_boolean(), source, ": '", key, "' is ", j.at(key).dump(), ", expected true or false");
-  return j.at(key).get<bool>();
-}
-
-// Every key of `j` is mapped or ignorable; otherwise an error naming the first that is not.
-void check_known_keys(const Json& j, const std::set<std::string>& mapped, const std::string& family,
-                      const std::string& source) {
-  for (const auto& [key, value] : j.items())
-    NF_CHECK(mapped.count(key) || kCommonIgnoredKeys.count(key), source, ": unknown ", family, " config key '", key,
-             "'");
-}
 
 HfFamily family_of(const Json& j, const std::string& source) {
   const std::string type = j.contains("model_type") ? j.at("model_type").get<std::string>() : "";
@@ -89,7 +51,7 @@ DecoderLMConfig gpt2_config(const Json& j, const std::string& source) {
   c.n_layers = int_key(j, "n_layer", source);
   c.n_heads = int_key(j, "n_head", source);
   c.max_seq_len = int_key(j, "n_positions", source);
-  c.mlp_hidden = j.contains("n_inner") && !j.at("n_inner").is_null() ? int_key(j, "n_inner", source) : 4 * c.dim;
+  c.mlp_hidden = int_key(j, "n_inner", 4 * c.dim, source);
   c.norm = nn::NormKind::layernorm;
   c.norm_eps = number_key(j, "layer_norm_epsilon", 1e-5, source);
   const std::string act = j.value("activation_function", std::string("gelu_new"));
@@ -133,9 +95,8 @@ DecoderLMConfig llama_config(const Json& j, const std::string& source) {
   c.mlp_hidden = int_key(j, "intermediate_size", source);
   c.n_layers = int_key(j, "num_hidden_layers", source);
   c.n_heads = int_key(j, "num_attention_heads", source);
-  c.n_kv_heads = j.contains("num_key_value_heads") && !j.at("num_key_value_heads").is_null()
-                     ? int_key(j, "num_key_value_heads", source) : c.n_heads;
-  c.head_dim = j.contains("head_dim") && !j.at("head_dim").is_null() ? int_key(j, "head_dim", source) : 0;
+  c.n_kv_heads = int_key(j, "num_key_value_heads", c.n_heads, source);
+  c.head_dim = int_key(j, "head_dim", 0, source);
   c.max_seq_len = int_key(j, "max_position_embeddings", source);
   c.norm = nn::NormKind::rmsnorm;
   c.norm_eps = number_key(j, "rms_norm_eps", 1e-6, source);
@@ -254,68 +215,6 @@ NameMap name_map(HfFamily family, const DecoderLMConfig& c, int64_t hidden) {
   return family == HfFamily::gpt2 ? gpt2_name_map(c, hidden) : llama_name_map(c, hidden);
 }
 
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  NF_CHECK(in.good(), path.string(), ": cannot open");
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
-}
-
-// The weight_map of a shard index, refusing a tensor listed twice.
-std::map<std::string, std::string> read_weight_map(const fs::path& index_path) {
-  std::set<std::string> seen;
-  std::string duplicate;
-  bool in_weight_map = false;
-  const Json::parser_callback_t on_event = [&](int depth, Json::parse_event_t event, Json& parsed) {
-    if (event == Json::parse_event_t::key && depth == 1) in_weight_map = parsed.get<std::string>() == "weight_map";
-    if (event == Json::parse_event_t::key && depth == 2 && in_weight_map && !seen.insert(parsed.get<std::string>()).second &&
-        duplicate.empty())
-      duplicate = parsed.get<std::string>();
-    return true;
-  };
-  const Json index = Json::parse(read_text(index_path), on_event);
-  NF_CHECK(duplicate.empty(), index_path.string(), ": tensor '", duplicate, "' is listed twice in the weight_map");
-  NF_CHECK(index.contains("weight_map") && index.at("weight_map").is_object(), index_path.string(),
-           ": no 'weight_map' object");
-  return index.at("weight_map").get<std::map<std::string, std::string>>();
-}
-
-std::map<std::string, Tensor> read_sharded(const fs::path& dir) {
-  const fs::path index_path = dir / kIndexFile;
-  std::map<std::string, std::string> shard_of = read_weight_map(index_path);
-  std::map<std::string, io::SafetensorsFile> shards;
-  for (const auto& [tensor, shard] : shard_of)
-    if (!shards.count(shard)) {
-      NF_CHECK(fs::is_regular_file(dir / shard), index_path.string(), ": shard '", shard, "' (holding ", tensor,
-               ") is missing");
-      shards.emplace(shard, io::SafetensorsFile::open((dir / shard).string()));
-    }
-  std::map<std::string, Tensor> tensors;
-  std::map<std::string, std::string> found_in;
-  for (const auto& [shard, file] : shards)
-    for (const io::TensorEntry& e : file.entries()) {
-      NF_CHECK(!found_in.count(e.name), index_path.string(), ": tensor '", e.name, "' is in two shards, ",
-               found_in[e.name], " and ", shard);
-      found_in[e.name] = shard;
-      NF_CHECK(shard_of.count(e.name) && shard_of.at(e.name) == shard, index_path.string(), ": tensor '", e.name,
-               "' is in shard ", shard, " but the weight_map says ",
-               shard_of.count(e.name) ? shard_of.at(e.name) : std::string("nothing"));
-      tensors[e.name] = file.view(e.name);
-    }
-  for (const auto& [tensor, shard] : shard_of)
-    NF_CHECK(found_in.count(tensor), index_path.string(), ": tensor '", tensor, "' is not in its shard ", shard);
-  return tensors;
-}
-
-std::map<std::string, Tensor> read_folder_tensors(const fs::path& dir) {
-  if (!fs::exists(dir / kWeightsFile)) return read_sharded(dir);
-  const io::SafetensorsFile file = io::SafetensorsFile::open((dir / kWeightsFile).string());
-  std::map<std::string, Tensor> tensors;
-  for (const io::TensorEntry& e : file.entries()) tensors[e.name] = file.view(e.name);
-  return tensors;
-}
-
 }  // namespace
 
 bool is_hf_folder(const std::string& path) {
@@ -325,13 +224,7 @@ bool is_hf_folder(const std::string& path) {
 }
 
 DecoderLMConfig config_from_hf_json(const std::string& json_text, const std::string& source) {
-  Json j;
-  try {
-    j = Json::parse(json_text);
-  } catch (const Json::exception& e) {
-    NF_FAIL(source, ": not valid JSON (", e.what(), ")");
-  }
-  NF_CHECK(j.is_object(), source, ": expected a JSON object");
+  const Json j = parse_json_object(json_text, source);
   DecoderLMConfig c = family_of(j, source) == HfFamily::gpt2 ? gpt2_config(j, source) : llama_config(j, source);
   c.name = fs::path(source).parent_path().filename().string();
   validate_model_config(c, source);
@@ -371,7 +264,7 @@ std::shared_ptr<DecoderLM> load_hf(const std::string& dir) {
   const HfFamily family = family_of(Json::parse(text), config_path.string());
   auto model = std::make_shared<DecoderLM>(config);
   const int64_t hidden = block_config(config).mlp.hidden;
-  model->load_state_dict(import_tensors(name_map(family, config, hidden), read_folder_tensors(dir),
+  model->load_state_dict(import_tensors(name_map(family, config, hidden), read_folder_tensors(dir, kWeightsFile, kIndexFile),
                                         ignored_names(family, config), dir));
   return model;
 }
@@ -385,13 +278,7 @@ void save_hf(const DecoderLM& model, const std::string& dir) {
   fs::create_directories(dir);
   io::save_safetensors((fs::path(dir) / kWeightsFile).string(), export_tensors(name_map(family, c, hidden), state),
                        {{"format", "pt"}});
-  const fs::path config_path = fs::path(dir) / kConfigFile, tmp = config_path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << hf_json_from_config(c, hidden);
-    NF_CHECK(out.good(), "save_hf: cannot write ", tmp.string());
-  }
-  fs::rename(tmp, config_path);
+  write_text_atomic(fs::path(dir) / kConfigFile, hf_json_from_config(c, hidden));
 }
 
 }  // namespace nf::models
