@@ -46,3 +46,5 @@
 #include "nanoformer/models/llama2c.h"
 #include "nanoformer/models/hf_checkpoint.h"
 #include "nanoformer/models/model_io.h"
+#include "nanoformer/models/minimind_checkpoint.h"
+#include "nanoformer/models/nanochat_checkpoint.h"

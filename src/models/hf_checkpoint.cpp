@@ -263,7 +263,7 @@ std::shared_ptr<DecoderLM> load_hf(const std::string& dir) {
   const DecoderLMConfig config = config_from_hf_json(text, config_path.string());
   const HfFamily family = family_of(Json::parse(text), config_path.string());
   auto model = std::make_shared<DecoderLM>(config);
-  const int64_t hidden = block_config(config).mlp.hidden;
+  const int64_t hidden = nn::mlp_hidden_dim(block_config(config).mlp);
   model->load_state_dict(import_tensors(name_map(family, config, hidden), read_folder_tensors(dir, kWeightsFile, kIndexFile),
                                         ignored_names(family, config), dir));
   return model;

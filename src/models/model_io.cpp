@@ -9,6 +9,8 @@
 #include "nanoformer/models/checkpoint.h"
 #include "nanoformer/models/hf_checkpoint.h"
 #include "nanoformer/models/llama2c.h"
+#include "nanoformer/models/minimind_checkpoint.h"
+#include "nanoformer/models/nanochat_checkpoint.h"
 
 namespace nf::models {
 namespace {
@@ -30,20 +32,24 @@ std::string model_format_name(ModelFormat format) {
     case ModelFormat::nanoformer: return "nanoformer";
     case ModelFormat::hf: return "hf";
     case ModelFormat::llama2c: return "llama2c";
+    case ModelFormat::minimind: return "minimind";
+    case ModelFormat::nanochat: return "nanochat";
     case ModelFormat::config: return "config";
     case ModelFormat::preset: return "preset";
   }
   return "?";
 }
 
-std::vector<std::string> model_save_formats() { return {"nanoformer", "hf", "llama2c"}; }
+std::vector<std::string> model_save_formats() { return {"nanoformer", "hf", "minimind", "nanochat", "llama2c"}; }
 
 ModelFormat detect_model_format(const std::string& path_or_preset) {
   const fs::path p(path_or_preset);
   if (fs::is_directory(p)) {
+    if (is_minimind_folder(path_or_preset)) return ModelFormat::minimind;
+    if (is_nanochat_folder(path_or_preset)) return ModelFormat::nanochat;
     NF_CHECK(is_hf_folder(path_or_preset), path_or_preset,
-             ": a folder, but not a Hugging Face model folder (config.json + model.safetensors or "
-             "model.safetensors.index.json)");
+             ": a folder, but not a model folder (Hugging Face or MiniMind: config.json + model.safetensors or "
+             "model.safetensors.index.json; nanochat: meta_<step>.json + model_<step>.safetensors)");
     return ModelFormat::hf;
   }
   if (fs::is_regular_file(p)) {
@@ -63,6 +69,8 @@ std::shared_ptr<DecoderLM> load_model(const std::string& path_or_preset) {
     case ModelFormat::nanoformer: return load_checkpoint(path_or_preset);
     case ModelFormat::hf: return load_hf(path_or_preset);
     case ModelFormat::llama2c: return load_llama2c(path_or_preset);
+    case ModelFormat::minimind: return load_minimind(path_or_preset);
+    case ModelFormat::nanochat: return load_nanochat(path_or_preset);
     case ModelFormat::config:
     case ModelFormat::preset: return std::make_shared<DecoderLM>(resolve_model_config(path_or_preset));
   }
@@ -74,6 +82,10 @@ void save_model(const DecoderLM& model, const std::string& path, const std::stri
     save_checkpoint(model, path);
   else if (format == "hf")
     save_hf(model, path);
+  else if (format == "minimind")
+    save_minimind(model, path);
+  else if (format == "nanochat")
+    save_nanochat(model, path);
   else if (format == "llama2c")
     save_llama2c(model, path);
   else

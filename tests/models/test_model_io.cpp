@@ -49,6 +49,18 @@ TEST_F(ModelIoTest, EveryFormatRoundTripsThroughTheDispatcher) {
   EXPECT_TENSOR_CLOSE(logits_of(*load_model(path("m.bin"))), logits_of(llama2c), 0.0, 0.0);
 }
 
+TEST_F(ModelIoTest, MiniMindAndNanochatFoldersAreRecognised) {
+  const std::string data = NF_TEST_DATA_DIR;
+  EXPECT_EQ(detect_model_format(data + "/minimind/moe"), ModelFormat::minimind);
+  EXPECT_EQ(detect_model_format(data + "/nanochat/d2"), ModelFormat::nanochat);
+  const auto minimind = load_model(data + "/minimind/dense");
+  save_model(*minimind, path("mm"), "minimind");
+  EXPECT_TENSOR_CLOSE(logits_of(*load_model(path("mm"))), logits_of(*minimind), 0.0, 0.0);
+  const auto nanochat = load_model(data + "/nanochat/d2");
+  save_model(*nanochat, path("nc"), "nanochat");
+  EXPECT_TENSOR_CLOSE(logits_of(*load_model(path("nc"))), logits_of(*nanochat), 0.0, 0.0);
+}
+
 TEST_F(ModelIoTest, PresetsAndConfigFilesBuildFreshModels) {
   EXPECT_EQ(detect_model_format("llama2c-stories260k"), ModelFormat::preset);
   EXPECT_EQ(load_model("llama2c-stories260k")->num_parameters(), 260032);
@@ -60,9 +72,9 @@ TEST_F(ModelIoTest, PresetsAndConfigFilesBuildFreshModels) {
 TEST_F(ModelIoTest, UnknownPathsAndFormatsAreNamed) {
   EXPECT_THROW_WITH(load_model("gpt3-175b"), "gpt3-175b: no such file or folder, and not a preset", "gpt2-124m");
   fs::create_directories(path("empty"));
-  EXPECT_THROW_WITH(load_model(path("empty")), "not a Hugging Face model folder");
+  EXPECT_THROW_WITH(load_model(path("empty")), "a folder, but not a model folder");
   DecoderLM model(preset_config("llama2c-stories260k"));
-  EXPECT_THROW_WITH(save_model(model, path("x"), "onnx"), "unknown format 'onnx'", "nanoformer, hf, llama2c");
+  EXPECT_THROW_WITH(save_model(model, path("x"), "onnx"), "unknown format 'onnx'", "nanoformer, hf, minimind, nanochat, llama2c");
 }
 
 }  // namespace

@@ -1,10 +1,12 @@
 #pragma once
 // One entry point for every model file format:
 //   load_model(x): x is a nanoformer checkpoint (.safetensors with our metadata), a Hugging Face
-//     folder (config.json + model.safetensors / index), a llama2.c .bin, a config JSON file or a
-//     preset name (the last two build a freshly initialised model).
-//   save_model(model, path, format): format "nanoformer" (a .safetensors file), "hf" (a folder),
-//     "llama2c" (a .bin file).
+//     folder (config.json + model.safetensors / index; GPT-2, LLaMA), a MiniMind folder (config.json
+//     with model_type "minimind"), a nanochat folder (meta_<step>.json + model_<step>.safetensors),
+//     a llama2.c .bin, a config JSON file or a preset name (the last two build a freshly
+//     initialised model).
+//   save_model(model, path, format): format "nanoformer" (a .safetensors file), "hf", "minimind",
+//     "nanochat" (folders), "llama2c" (a .bin file).
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,9 +15,9 @@
 
 namespace nf::models {
 
-enum class ModelFormat { nanoformer, hf, llama2c, config, preset };
+enum class ModelFormat { nanoformer, hf, minimind, nanochat, llama2c, config, preset };
 
-// "nanoformer", "hf", "llama2c", "config", "preset".
+// "nanoformer", "hf", "minimind", "nanochat", "llama2c", "config", "preset".
 std::string model_format_name(ModelFormat format);
 // The formats save_model writes, by name.
 std::vector<std::string> model_save_formats();
