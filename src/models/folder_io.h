@@ -14,6 +14,11 @@ namespace nf::models {
 
 using Json = nlohmann::json;
 
+// The file names of a Hugging Face style folder (also MiniMind's).
+constexpr const char* kConfigFile = "config.json";
+constexpr const char* kWeightsFile = "model.safetensors";
+constexpr const char* kIndexFile = "model.safetensors.index.json";
+
 std::string read_text(const std::filesystem::path& path);
 // Writes `text` to path.tmp and renames it into place.
 void write_text_atomic(const std::filesystem::path& path, const std::string& text);

@@ -15,10 +15,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kConfigFile = "config.json";
-constexpr const char* kWeightsFile = "model.safetensors";
-constexpr const char* kIndexFile = "model.safetensors.index.json";
-
 enum class HfFamily { gpt2, llama };
 
 const std::set<std::string> kGpt2Keys = {

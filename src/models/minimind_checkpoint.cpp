@@ -11,10 +11,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kConfigFile = "config.json";
-constexpr const char* kWeightsFile = "model.safetensors";
-constexpr const char* kIndexFile = "model.safetensors.index.json";
-
 const std::set<std::string> kMiniMindKeys = {
     "dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "hidden_dim", "multiple_of", "norm_eps",
     "max_seq_len", "rope_theta", "dropout", "flash_attn", "use_moe", "num_experts_per_tok", "n_routed_experts",

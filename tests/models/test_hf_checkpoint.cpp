@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "nanoformer/nanoformer.h"
+#include "models/interop_test_support.h"
 #include "support/testing.h"
 
 namespace nf::models {
@@ -22,31 +23,9 @@ const char* kCases[] = {"gpt2", "llama_gqa", "llama_linear_rope"};
 
 std::string fixture(const std::string& name) { return std::string(NF_TEST_DATA_DIR) + "/hf/" + name; }
 
-double max_abs_diff(const Tensor& a, const Tensor& b) {
-  const auto x = a.to_vector<double>(), y = b.to_vector<double>();
-  double m = 0;
-  for (size_t i = 0; i < x.size(); ++i) m = std::max(m, std::abs(x[i] - y[i]));
-  return m;
-}
-
 void write_text(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::trunc) << text; }
 
-class HfCheckpointTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("nf_hf_" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-  // A copy of a fixture folder to edit.
-  std::string copy_of(const std::string& name) const {
-    fs::copy(fixture(name), dir_ / name, fs::copy_options::recursive);
-    return path(name);
-  }
-
-  fs::path dir_;
-};
+using HfCheckpointTest = TempDirTest;
 
 Tensor eval_logits(DecoderLM& model, const Tensor& ids) {
   model.eval();
@@ -107,7 +86,7 @@ void write_shards(const std::string& folder, const std::string& index_json_extra
 
 TEST_F(HfCheckpointTest, ShardedFoldersLoadAndBadIndexesAreNamed) {
   const auto expected = io::load_safetensors(fixture("gpt2.logits.safetensors"));
-  const std::string folder = copy_of("gpt2");
+  const std::string folder = copy_folder(fixture("gpt2"));
   write_shards(folder, "", false);
   EXPECT_TENSOR_CLOSE(eval_logits(*load_hf(folder), expected.at("ids")), expected.at("logits"), 1e-5, 1e-5);
 
@@ -116,18 +95,18 @@ TEST_F(HfCheckpointTest, ShardedFoldersLoadAndBadIndexesAreNamed) {
                     "is missing");
 
   fs::remove_all(folder);
-  copy_of("gpt2");
+  copy_folder(fixture("gpt2"));
   write_shards(folder, "", true);
   EXPECT_THROW_WITH(load_hf(folder), "is in two shards", "model-00001-of-00002.safetensors");
 
   fs::remove_all(folder);
-  copy_of("gpt2");
+  copy_folder(fixture("gpt2"));
   write_shards(folder, R"(, "transformer.wte.weight": "model-00001-of-00002.safetensors")", false);
   EXPECT_THROW_WITH(load_hf(folder), "tensor 'transformer.wte.weight' is listed twice");
 }
 
 TEST_F(HfCheckpointTest, BadTensorsAreAllNamedInOneError) {
-  const std::string folder = copy_of("llama_gqa");
+  const std::string folder = copy_folder(fixture("llama_gqa"));
   const std::string weights = folder + "/model.safetensors";
   std::vector<nn::NamedTensor> tensors;
   {
@@ -149,7 +128,7 @@ TEST_F(HfCheckpointTest, BadTensorsAreAllNamedInOneError) {
 }
 
 TEST_F(HfCheckpointTest, BadConfigsAreNamed) {
-  const std::string folder = copy_of("gpt2");
+  const std::string folder = copy_folder(fixture("gpt2"));
   const std::string config = folder + "/config.json";
   auto with = [&](const std::string& text) {
     write_text(config, text);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "nanoformer/nanoformer.h"
+#include "models/interop_test_support.h"
 #include "support/testing.h"
 
 namespace nf::models {
@@ -27,24 +28,7 @@ void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
-double max_abs_diff(const Tensor& a, const Tensor& b) {
-  const auto x = a.to_vector<double>(), y = b.to_vector<double>();
-  double m = 0;
-  for (size_t i = 0; i < x.size(); ++i) m = std::max(m, std::abs(x[i] - y[i]));
-  return m;
-}
-
-class Llama2cTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("nf_llama2c_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
-  std::filesystem::path dir_;
-};
+using Llama2cTest = TempDirTest;
 
 TEST_F(Llama2cTest, TinyModelsGiveTheLogitsOfLlama2cForward) {
   for (const std::string name : {"tiny_tied", "tiny_untied"}) {

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "nanoformer/nanoformer.h"
+#include "models/interop_test_support.h"
 #include "support/testing.h"
 
 namespace nf::models {
@@ -12,17 +13,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class ModelIoTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("nf_model_io_" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
-  fs::path dir_;
-};
+using ModelIoTest = TempDirTest;
 
 Tensor logits_of(DecoderLM& model) {
   model.eval();

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "nanoformer/nanoformer.h"
+#include "models/interop_test_support.h"
 #include "support/testing.h"
 
 namespace nf::models {
@@ -17,33 +18,12 @@ namespace fs = std::filesystem;
 
 std::string fixture(const std::string& name) { return std::string(NF_TEST_DATA_DIR) + "/" + name; }
 
-double max_abs_diff(const Tensor& a, const Tensor& b) {
-  const auto x = a.to_vector<double>(), y = b.to_vector<double>();
-  double m = 0;
-  for (size_t i = 0; i < x.size(); ++i) m = std::max(m, std::abs(x[i] - y[i]));
-  return m;
-}
-
 Tensor eval_logits(DecoderLM& model, const Tensor& ids) {
   model.eval();
   return model.forward(ids).logits;
 }
 
-class NameMapFormatsTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("nf_name_maps_" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-  std::string copy_of(const std::string& name) const {
-    fs::copy(fixture(name), dir_ / fs::path(name).filename(), fs::copy_options::recursive);
-    return path(fs::path(name).filename().string());
-  }
-
-  fs::path dir_;
-};
+using NameMapFormatsTest = TempDirTest;
 
 struct Case {
   const char* folder;
@@ -74,12 +54,12 @@ TEST_F(NameMapFormatsTest, FixturesGiveTheReferenceLogitsAndRoundTrip) {
 }
 
 TEST_F(NameMapFormatsTest, UnknownKeysAndMissingTensorsAreNamed) {
-  const std::string minimind = copy_of("minimind/dense");
+  const std::string minimind = copy_folder(fixture("minimind/dense"));
   std::ofstream(minimind + "/config.json") << R"({"model_type": "minimind", "dim": 16, "n_layers": 2, "n_heads": 4,
     "vocab_size": 32, "max_seq_len": 8, "n_layer": 2})";
   EXPECT_THROW_WITH(load_minimind(minimind), "config.json", "unknown MiniMind config key 'n_layer'");
 
-  const std::string nanochat = copy_of("nanochat/d2");
+  const std::string nanochat = copy_folder(fixture("nanochat/d2"));
   std::ofstream(nanochat + "/meta_000000.json") << R"({"model_config": {"sequence_len": 8, "vocab_size": 32,
     "n_layer": 2, "n_head": 4, "n_kv_head": 2, "n_embd": 16, "window": 4}})";
   EXPECT_THROW_WITH(load_nanochat(nanochat), "meta_000000.json", "unknown nanochat model_config key 'window'");
