@@ -9,5 +9,8 @@ namespace nf::cli {
 // text) and sets the callback that runs it.
 void add_demo_command(CLI::App& app);
 void add_tokenizer_command(CLI::App& app);
+void add_inspect_command(CLI::App& app);
+void add_forward_command(CLI::App& app);
+void add_convert_command(CLI::App& app);
 
 }  // namespace nf::cli

@@ -9,10 +9,15 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   nf::cli::add_demo_command(app);
   nf::cli::add_tokenizer_command(app);
+  nf::cli::add_inspect_command(app);
+  nf::cli::add_forward_command(app);
+  nf::cli::add_convert_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    std::cerr << "nanoformer: " << e.what() << " (see --help)\n";
+    return e.get_exit_code();
   } catch (const std::exception& e) {
     std::cerr << "nanoformer: " << e.what() << "\n";
     return 1;

@@ -30,7 +30,7 @@ DecoderLM::DecoderLM(const DecoderLMConfig& config, Generator& gen) : Module("De
 
 const Tensor& DecoderLM::head_weight() const { return output ? output->weight : tok_embeddings->weight; }
 
-LMOutput DecoderLM::forward(const Tensor& ids, const Tensor& targets) {
+LMOutput DecoderLM::forward(const Tensor& ids, const Tensor& targets, bool return_hidden) {
   const DecoderLMConfig& c = config_;
   NF_CHECK(ids.dim() == 2, "DecoderLM: ids must be (B, T), got ", shape_str(ids.shape()));
   NF_CHECK(ids.size(1) <= c.max_seq_len, "DecoderLM: sequence length ", ids.size(1), " exceeds max_seq_len ",
@@ -39,9 +39,12 @@ LMOutput DecoderLM::forward(const Tensor& ids, const Tensor& targets) {
   if (pos_embeddings) x = pos_embeddings->forward(x, 0);
   if (dropout_) x = dropout_->forward(x);
   if (embedding_norm) x = embedding_norm->forward(x);
-  for (const auto& layer : *layers) x = layer->forward(x);
-  x = norm->forward(x);
   LMOutput out;
+  for (const auto& layer : *layers) {
+    x = layer->forward(x);
+    if (return_hidden) out.hidden.push_back(x);
+  }
+  x = norm->forward(x);
   out.logits = linear(x, head_weight());                                                   // (B, T, V)
   if (c.logit_softcap > 0) out.logits = tanh(out.logits / c.logit_softcap) * c.logit_softcap;  // c tanh(z / c)
   if (!targets.defined()) return out;

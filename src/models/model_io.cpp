@@ -1,7 +1,6 @@
 // load_model / save_model: recognise a model file's format and dispatch to its reader or writer.
 #include "nanoformer/models/model_io.h"
 
-#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -40,7 +39,10 @@ std::string model_format_name(ModelFormat format) {
   return "?";
 }
 
-std::vector<std::string> model_save_formats() { return {"nanoformer", "hf", "minimind", "nanochat", "llama2c"}; }
+const std::vector<std::string>& model_formats() {
+  static const std::vector<std::string> formats = {"nanoformer", "hf", "minimind", "nanochat", "llama2c"};
+  return formats;
+}
 
 ModelFormat detect_model_format(const std::string& path_or_preset) {
   const fs::path p(path_or_preset);
@@ -58,9 +60,6 @@ ModelFormat detect_model_format(const std::string& path_or_preset) {
     if (has_extension(p, ".json")) return ModelFormat::config;
     NF_FAIL(path_or_preset, ": unknown model file type (expected .safetensors, .bin, .json or a folder)");
   }
-  const auto presets = preset_names();
-  NF_CHECK(std::find(presets.begin(), presets.end(), path_or_preset) != presets.end(), path_or_preset,
-           ": no such file or folder, and not a preset (", joined(presets), ")");
   return ModelFormat::preset;
 }
 
@@ -72,7 +71,10 @@ std::shared_ptr<DecoderLM> load_model(const std::string& path_or_preset) {
     case ModelFormat::minimind: return load_minimind(path_or_preset);
     case ModelFormat::nanochat: return load_nanochat(path_or_preset);
     case ModelFormat::config:
-    case ModelFormat::preset: return std::make_shared<DecoderLM>(resolve_model_config(path_or_preset));
+    case ModelFormat::preset: {
+      Generator gen(0);
+      return std::make_shared<DecoderLM>(resolve_model_config(path_or_preset), gen);
+    }
   }
   NF_FAIL(path_or_preset, ": unknown model format");
 }
@@ -89,7 +91,7 @@ void save_model(const DecoderLM& model, const std::string& path, const std::stri
   else if (format == "llama2c")
     save_llama2c(model, path);
   else
-    NF_FAIL("save_model: unknown format '", format, "' (", joined(model_save_formats()), ")");
+    NF_FAIL("save_model: format '", format, "' is unknown (known: ", joined(model_formats()), ")");
 }
 
 }  // namespace nf::models

@@ -21,7 +21,7 @@ std::string shape_text(const Shape& s) {
 
 void append_list(std::ostringstream& os, const char* what, const std::vector<std::string>& names) {
   if (names.empty()) return;
-  os << "\n  " << what << " (" << names.size() << "):";
+  os << "; " << what << " (" << names.size() << "):";
   for (const auto& n : names) os << " " << n;
 }
 

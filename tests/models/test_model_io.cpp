@@ -61,11 +61,11 @@ TEST_F(ModelIoTest, PresetsAndConfigFilesBuildFreshModels) {
 }
 
 TEST_F(ModelIoTest, UnknownPathsAndFormatsAreNamed) {
-  EXPECT_THROW_WITH(load_model("gpt3-175b"), "gpt3-175b: no such file or folder, and not a preset", "gpt2-124m");
+  EXPECT_THROW_WITH(load_model("gpt3-175b"), "preset 'gpt3-175b' is unknown");
   fs::create_directories(path("empty"));
   EXPECT_THROW_WITH(load_model(path("empty")), "a folder, but not a model folder");
   DecoderLM model(preset_config("llama2c-stories260k"));
-  EXPECT_THROW_WITH(save_model(model, path("x"), "onnx"), "unknown format 'onnx'", "nanoformer, hf, minimind, nanochat, llama2c");
+  EXPECT_THROW_WITH(save_model(model, path("x"), "onnx"), "format 'onnx' is unknown", "nanoformer, hf, minimind, nanochat, llama2c");
 }
 
 }  // namespace

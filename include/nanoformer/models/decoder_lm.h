@@ -8,6 +8,7 @@
 // uses tok_embeddings.weight itself, so state_dict lists the matrix once).
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "nanoformer/core/generator.h"
 #include "nanoformer/models/model_config.h"
@@ -22,6 +23,9 @@ struct LMOutput {
   Tensor token_loss;  // () mean cross-entropy over targets != -100
   Tensor aux_loss;    // () summed MoE load-balancing loss of all layers (0 in eval mode; undefined without MoE)
   Tensor loss;        // () token_loss (+ aux_loss): what training minimises
+  // With return_hidden only (empty otherwise): the output of layers.N, (B, T, dim), for every N
+  // (before the final norm).
+  std::vector<Tensor> hidden;
 };
 
 class DecoderLM : public nn::Module {
@@ -30,7 +34,8 @@ class DecoderLM : public nn::Module {
   explicit DecoderLM(const DecoderLMConfig& config, Generator& gen = default_generator());
 
   // ids (B, T) integer, T <= max_seq_len; targets (B, T) integer with -100 = ignored, or undefined.
-  LMOutput forward(const Tensor& ids, const Tensor& targets = {});
+  // return_hidden also keeps every block's output in LMOutput::hidden.
+  LMOutput forward(const Tensor& ids, const Tensor& targets = {}, bool return_hidden = false);
 
   const DecoderLMConfig& config() const { return config_; }
   // The head's weight (vocab_size, dim): output->weight, or tok_embeddings->weight when tied.

@@ -4,7 +4,7 @@
 //     folder (config.json + model.safetensors / index; GPT-2, LLaMA), a MiniMind folder (config.json
 //     with model_type "minimind"), a nanochat folder (meta_<step>.json + model_<step>.safetensors),
 //     a llama2.c .bin, a config JSON file or a preset name (the last two build a freshly
-//     initialised model).
+//     initialised model, seed 0, so the same name always gives the same weights).
 //   save_model(model, path, format): format "nanoformer" (a .safetensors file), "hf", "minimind",
 //     "nanochat" (folders), "llama2c" (a .bin file).
 #include <memory>
@@ -19,9 +19,10 @@ enum class ModelFormat { nanoformer, hf, minimind, nanochat, llama2c, config, pr
 
 // "nanoformer", "hf", "minimind", "nanochat", "llama2c", "config", "preset".
 std::string model_format_name(ModelFormat format);
-// The formats save_model writes, by name.
-std::vector<std::string> model_save_formats();
-// What load_model would read `path_or_preset` as; throws naming it when it is none of them.
+// The format names save_model writes: nanoformer, hf, minimind, nanochat, llama2c.
+const std::vector<std::string>& model_formats();
+// What load_model would read `path_or_preset` as: a name that is no file or folder is taken as a
+// preset (resolve_model_config then names it when it is unknown); a folder of no known kind throws.
 ModelFormat detect_model_format(const std::string& path_or_preset);
 std::shared_ptr<DecoderLM> load_model(const std::string& path_or_preset);
 // Throws nf::Error naming an unknown format (and the known ones) or what the format cannot express.

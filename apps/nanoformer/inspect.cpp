@@ -1,0 +1,174 @@
+// `nanoformer inspect MODEL`: what a model costs: exact parameter counts by part, active parameters
+// per token, FLOPs per token, KV-cache bytes and memory for inference and training (model_stats.h).
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "command.h"
+#include "nanoformer/models/checkpoint.h"
+#include "nanoformer/models/model_io.h"
+#include "nanoformer/models/model_stats.h"
+
+namespace nf::cli {
+namespace {
+
+using models::DecoderLMConfig;
+using models::ModelStats;
+
+// A preset name or config JSON gives its config; a nanoformer checkpoint gives the config in its
+// header without reading a tensor; any other file goes through load_model.
+DecoderLMConfig config_of(const std::string& model) {
+  const std::filesystem::path path(model);
+  if (!std::filesystem::exists(path) || path.extension() == ".json") return models::resolve_model_config(model);
+  if (path.extension() == ".safetensors") return models::read_checkpoint_config(model);
+  return models::load_model(model)->config();
+}
+
+// 12368064 -> "12,368,064"
+std::string grouped(int64_t n) {
+  std::string digits = std::to_string(n < 0 ? -n : n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return n < 0 ? "-" + out : out;
+}
+
+// v in units of `base`: scaled(1536, 1024, {"B", "KiB", ...}) -> "1.50 KiB"
+std::string scaled(int64_t n, double base, const std::vector<const char*>& units) {
+  double v = static_cast<double>(n);
+  size_t u = 0;
+  while (v >= base && u + 1 < units.size()) v /= base, ++u;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.2f %s", v, units[u]);
+  return buf;
+}
+
+std::string bytes(int64_t n) { return scaled(n, 1024, {"B", "KiB", "MiB", "GiB", "TiB"}); }
+std::string flops(int64_t n) { return scaled(n, 1000, {"FLOP", "KFLOP", "MFLOP", "GFLOP", "TFLOP"}); }
+
+std::string architecture(const DecoderLMConfig& c) {
+  const int64_t head_dim = c.head_dim > 0 ? c.head_dim : c.dim / c.n_heads;
+  std::string s = "vocab " + std::to_string(c.vocab_size) + ", dim " + std::to_string(c.dim) + ", " +
+                  std::to_string(c.n_layers) + " layers, " + std::to_string(c.n_heads) + " heads of " +
+                  std::to_string(head_dim) + " (" + std::to_string(c.n_kv_heads > 0 ? c.n_kv_heads : c.n_heads) +
+                  " kv), " + nn::position_kind_name(c.position) + " positions, " + nn::norm_kind_name(c.norm) + ", " +
+                  nn::mlp_kind_name(c.mlp) + " MLP";
+  if (c.moe)
+    s += ", MoE " + std::to_string(c.moe->n_experts) + " routed (top " + std::to_string(c.moe->top_k) + ") + " +
+         std::to_string(c.moe->n_shared_experts) + " shared";
+  return s + (c.tie_embeddings ? ", tied head" : ", untied head");
+}
+
+void print_table(const DecoderLMConfig& c, const ModelStats& s) {
+  const models::ParameterCounts& p = s.parameters;
+  std::printf("model: %s\n", c.name.empty() ? "(unnamed)" : c.name.c_str());
+  std::printf("architecture: %s\n\n", architecture(c).c_str());
+  std::printf("parameters by part\n");
+  auto part = [&](const char* name, int64_t n, const char* note = "") {
+    std::printf("  %-18s %15s  %5.1f%%%s\n", name, grouped(n).c_str(), 100.0 * n / p.total, note);
+  };
+  part("embedding", p.embedding);
+  part("positions", p.positions, c.position == nn::PositionKind::learned ? "" : "  (none learned)");
+  part("attention", p.attention);
+  if (c.moe) {
+    part("routed experts", p.routed_experts);
+    part("shared experts", p.shared_experts);
+    part("router", p.router);
+  } else {
+    part("mlp", p.mlp);
+  }
+  part("norms", p.norms);
+  part("head", p.head, c.tie_embeddings ? "  (tied: the head is the embedding)" : "");
+  std::printf("parameters: %lld\n", static_cast<long long>(p.total));
+  std::printf("active parameters per token: %lld%s\n\n", static_cast<long long>(s.active_parameters),
+              c.moe ? "" : " (dense: all)");
+  std::printf("per token at context %lld (N = %s active matmul weights)\n", static_cast<long long>(s.context),
+              grouped(s.active_matmul_weights).c_str());
+  std::printf("  forward FLOPs      %15s  (2 N + 2 x 2 x layers x context x heads x head_dim)\n",
+              flops(s.forward_flops_per_token).c_str());
+  std::printf("  training FLOPs     %15s  (3 x forward)\n", flops(s.training_flops_per_token).c_str());
+  std::printf("  KV cache           %15s  fp32, %s bf16  (2 x layers x kv_heads x head_dim x bytes)\n\n",
+              bytes(s.kv_cache_bytes_per_token_fp32).c_str(), bytes(s.kv_cache_bytes_per_token_bf16).c_str());
+  std::printf("memory at batch %lld x context %lld\n", static_cast<long long>(s.batch), static_cast<long long>(s.context));
+  auto row = [](const char* name, const std::string& a, const std::string& b) {
+    std::printf("  %-26s %13s %13s\n", name, a.c_str(), b.c_str());
+  };
+  row("", "fp32", "bf16");
+  row("inference: weights", bytes(s.fp32.weights), bytes(s.bf16.weights));
+  row("           KV cache", bytes(s.fp32.kv_cache), bytes(s.bf16.kv_cache));
+  row("           total", bytes(s.fp32.inference), bytes(s.bf16.inference));
+  row("training:  weights", bytes(s.fp32.weights), bytes(s.bf16.weights));
+  row("           gradients", bytes(s.fp32.gradients), bytes(s.bf16.gradients));
+  row("           AdamW moments", bytes(s.fp32.optimizer), bytes(s.bf16.optimizer));
+  row("           activations", bytes(s.fp32.activations), bytes(s.bf16.activations));
+  row("           total", bytes(s.fp32.training), bytes(s.bf16.training));
+}
+
+nlohmann::ordered_json memory_json(const models::MemoryEstimate& m) {
+  return {{"weights", m.weights},     {"kv_cache", m.kv_cache},   {"inference", m.inference},
+          {"gradients", m.gradients}, {"optimizer", m.optimizer}, {"activations", m.activations},
+          {"training", m.training}};
+}
+
+void print_json(const DecoderLMConfig& c, const ModelStats& s) {
+  const models::ParameterCounts& p = s.parameters;
+  nlohmann::ordered_json j;
+  j["name"] = c.name;
+  j["parameters"] = {{"embedding", p.embedding}, {"positions", p.positions}, {"attention", p.attention},
+                     {"mlp", p.mlp},             {"routed_experts", p.routed_experts},
+                     {"shared_experts", p.shared_experts}, {"router", p.router}, {"norms", p.norms},
+                     {"head", p.head},           {"total", p.total}};
+  j["active_parameters"] = s.active_parameters;
+  j["active_matmul_weights"] = s.active_matmul_weights;
+  j["context"] = s.context;
+  j["batch"] = s.batch;
+  j["flops_per_token"] = {{"forward", s.forward_flops_per_token}, {"training", s.training_flops_per_token}};
+  j["kv_cache_bytes_per_token"] = {{"fp32", s.kv_cache_bytes_per_token_fp32}, {"bf16", s.kv_cache_bytes_per_token_bf16}};
+  j["memory_bytes"] = {{"fp32", memory_json(s.fp32)}, {"bf16", memory_json(s.bf16)}};
+  std::cout << j.dump(2) << "\n";
+}
+
+}  // namespace
+
+void add_inspect_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "inspect",
+      "Show what a model costs, from its config alone: exact parameter counts by part and in total\n"
+      "(a line 'parameters: N'), active parameters per token (MoE), FLOPs per token, KV-cache bytes per\n"
+      "token, and memory for inference and training in fp32 and bf16.\n"
+      "  forward FLOPs/token  = 2 x N + 2 x 2 x layers x context x heads x head_dim, N = the weight\n"
+      "                         matrices a token multiplies by (attention, MLP or its active experts,\n"
+      "                         router, head); training = 3 x forward\n"
+      "  KV cache bytes/token = 2 x layers x kv_heads x head_dim x bytes\n"
+      "  inference memory     = weights + KV cache of batch x context tokens\n"
+      "  training memory      = weights + gradients + AdamW's 2 moments + activations, where activations\n"
+      "                         count what the backward reads per token (norm inputs/outputs, q, k, v,\n"
+      "                         attention output and weights, MLP pre-activations, logits): a lower bound\n"
+      "Example: nanoformer inspect gpt2-124m --context 1024 --batch 8");
+  struct Args {
+    std::string model;
+    bool json = false;
+    int64_t context = 0, batch = 1;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("MODEL", a->model, "a preset name (gpt2-124m, ...), a config JSON file, or a checkpoint")->required();
+  cmd->add_flag("--json", a->json, "print JSON instead of the table");
+  cmd->add_option("--context", a->context, "tokens per sequence for FLOPs and memory (default: the model's max_seq_len)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+  cmd->add_option("--batch", a->batch, "sequences per batch for memory")->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+  cmd->callback([a] {
+    const DecoderLMConfig config = config_of(a->model);
+    const ModelStats stats = models::model_stats(config, {.context = a->context, .batch = a->batch});
+    if (a->json)
+      print_json(config, stats);
+    else
+      print_table(config, stats);
+  });
+}
+
+}  // namespace nf::cli

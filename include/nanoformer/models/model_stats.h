@@ -1,0 +1,76 @@
+#pragma once
+// What a DecoderLMConfig costs, computed from the config alone (no model is built): exact
+// parameter counts by part, active parameters per token (MoE), FLOPs per token, KV-cache bytes and
+// memory estimates for inference and training. `nanoformer inspect` prints them.
+//
+// FLOPs per token (the usual 2N rule, Kaplan et al. 2020, plus attention's own matmuls):
+//   forward  = 2 x active matmul weights + 2 x 2 x n_layers x context x n_heads x head_dim
+//   training = 3 x forward (the backward costs twice the forward)
+// where active matmul weights are the weight matrices a token multiplies by: q, k, v, o, the MLP
+// (or the router, the top_k routed and the shared experts) and the head (tied or not); embedding
+// and position lookups, norms and biases are not matmuls.
+//
+// KV cache per token = 2 (k and v) x n_layers x n_kv_heads x head_dim x bytes per element.
+//
+// Memory, each dtype on its own (everything stored in that dtype; mixed precision with fp32
+// master weights and moments costs more):
+//   inference = weights + KV cache of batch x context tokens
+//   training  = weights + gradients (= weights) + AdamW's two moments (2 x weights) + activations
+//   activations = batch x context x (n_layers x per-layer + dim + 2 x vocab) elements, where a
+//     layer keeps what its backward reads: both norms' inputs and outputs (4 dim), q, k, v, the
+//     attention output (q width), the attention weights (n_heads x context, softmax saved), and
+//     per active expert the MLP's pre-activations and activation output ((up + 1) x hidden, up = 2
+//     for SwiGLU); plus the embedding output and the logits with their softmax. Temporaries and
+//     allocator slack are not counted, so treat it as a lower bound.
+#include <cstdint>
+
+#include "nanoformer/models/model_config.h"
+
+namespace nf::models {
+
+// Exact parameter counts by part; the parts sum to total == count_parameters(config).
+struct ParameterCounts {
+  int64_t embedding = 0;       // tok_embeddings
+  int64_t positions = 0;       // learned position table (sinusoidal ones are a buffer, RoPE/ALiBi have none)
+  int64_t attention = 0;       // q, k, v, o projections (with biases) of every layer
+  int64_t mlp = 0;             // the dense MLPs (0 with MoE)
+  int64_t routed_experts = 0;  // MoE routed experts of every layer
+  int64_t shared_experts = 0;  // MoE shared experts of every layer
+  int64_t router = 0;          // MoE gates
+  int64_t norms = 0;           // every norm (embedding norm, block norms, final norm)
+  int64_t head = 0;            // the untied output matrix (0 when tied: the head is the embedding)
+  int64_t total = 0;
+};
+
+// Estimated bytes in one dtype (see the header comment for the formulas).
+struct MemoryEstimate {
+  int64_t weights = 0;
+  int64_t kv_cache = 0;         // batch x context tokens
+  int64_t inference = 0;        // weights + kv_cache
+  int64_t gradients = 0;
+  int64_t optimizer = 0;        // AdamW: two moments
+  int64_t activations = 0;      // batch x context tokens
+  int64_t training = 0;         // weights + gradients + optimizer + activations
+};
+
+struct StatsOptions {
+  int64_t context = 0;  // tokens per sequence; 0 = the config's max_seq_len
+  int64_t batch = 1;    // sequences
+};
+
+struct ModelStats {
+  ParameterCounts parameters;
+  int64_t active_parameters = 0;        // per token: total less the routed experts a token skips
+  int64_t active_matmul_weights = 0;    // per token, the N of the FLOPs formula
+  int64_t context = 0, batch = 0;       // what the estimates below assume
+  int64_t forward_flops_per_token = 0;
+  int64_t training_flops_per_token = 0;
+  int64_t kv_cache_bytes_per_token_fp32 = 0;
+  int64_t kv_cache_bytes_per_token_bf16 = 0;
+  MemoryEstimate fp32, bf16;
+};
+
+// Throws nf::Error naming the config's bad option, or a context / batch that is not positive.
+ModelStats model_stats(const DecoderLMConfig& config, const StatsOptions& options = {});
+
+}  // namespace nf::models

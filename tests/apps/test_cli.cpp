@@ -1,0 +1,191 @@
+// The `nanoformer` binary end to end (its path is NF_CLI, set by CMakeLists.txt): `inspect` prints
+// the exact parameter count and parseable JSON; `forward` writes the library's logits and hidden
+// states and refuses out-of-range ids; `convert` round-trips to identical logits and says which
+// formats are not written yet; bad flags and bad model names give a one-line
+// error and a non-zero exit; every subcommand's --help shows an example.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "nanoformer/nanoformer.h"
+#include "support/testing.h"
+
+namespace nf {
+namespace {
+
+struct CliRun {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("nf_cli_" + std::to_string(::getpid()) + "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  // Runs `nanoformer <args>` from the repository root (where configs/ is found).
+  CliRun cli(const std::string& args) const {
+    const std::string command = "cd '" NF_SOURCE_DIR "' && '" NF_CLI "' " + args + " > '" + path("stdout") +
+                                "' 2> '" + path("stderr") + "'";
+    const int status = std::system(command.c_str());
+    CliRun r;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = read_text(path("stdout"));
+    r.err = read_text(path("stderr"));
+    return r;
+  }
+
+  std::filesystem::path dir_;
+};
+
+int64_t lines(const std::string& text) { return std::count(text.begin(), text.end(), '\n'); }
+
+TEST_F(CliTest, InspectPrintsTheExactParameterCount) {
+  const CliRun r = cli("inspect gpt-mini");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\nparameters: 12368064\n"), std::string::npos) << r.out;
+}
+
+TEST_F(CliTest, InspectJsonParsesAndAgreesWithModelStats) {
+  const CliRun r = cli("inspect minimind2-moe --json --context 512 --batch 4");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  const models::ModelStats s = models::model_stats(models::preset_config("minimind2-moe"), {.context = 512, .batch = 4});
+  EXPECT_EQ(j["parameters"]["total"].get<int64_t>(), 145029760);
+  EXPECT_EQ(j["parameters"]["routed_experts"].get<int64_t>(), s.parameters.routed_experts);
+  EXPECT_EQ(j["active_parameters"].get<int64_t>(), s.active_parameters);
+  EXPECT_EQ(j["flops_per_token"]["forward"].get<int64_t>(), s.forward_flops_per_token);
+  EXPECT_EQ(j["memory_bytes"]["bf16"]["training"].get<int64_t>(), s.bf16.training);
+  EXPECT_EQ(j["context"].get<int64_t>(), 512);
+  EXPECT_EQ(j["batch"].get<int64_t>(), 4);
+}
+
+TEST_F(CliTest, InspectReadsAConfigFile) {
+  std::ofstream(path("tiny.json")) << R"({"vocab_size": 32, "dim": 16, "n_layers": 2, "n_heads": 4, "max_seq_len": 8})";
+  const CliRun r = cli("inspect '" + path("tiny.json") + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const int64_t expected = models::count_parameters(models::load_model_config(path("tiny.json")));
+  EXPECT_NE(r.out.find("\nparameters: " + std::to_string(expected) + "\n"), std::string::npos) << r.out;
+}
+
+// A small config every forward / convert test uses: untied head, RoPE, GQA, SwiGLU.
+std::string write_tiny_config(const std::string& path) {
+  std::ofstream(path) << R"({"vocab_size": 40, "dim": 16, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2,
+      "max_seq_len": 16, "norm": "rmsnorm", "position": "rope", "mlp": "swiglu", "tie_embeddings": false})";
+  return path;
+}
+
+Tensor ids_tensor() { return Tensor::of({3, 1, 4, 1, 5, 9, 2, 6, 39, 0}, {1, 10}, DType::i64); }
+const char* kIds = "\"3 1 4 1 5 9 2 6 39 0\"";
+
+TEST_F(CliTest, ForwardWritesTheLibrarysLogitsAndHiddenStates) {
+  const std::string config = write_tiny_config(path("tiny.json"));
+  const CliRun r = cli("forward --model '" + config + "' --ids " + kIds + " --out '" + path("out.safetensors") + "' --hidden");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto model = models::load_model(config);
+  model->eval();
+  const models::LMOutput expected = model->forward(ids_tensor(), {}, true);
+  const auto written = io::load_safetensors(path("out.safetensors"));
+  ASSERT_EQ(written.size(), 3u);
+  EXPECT_EQ(written.at("logits").shape(), (Shape{10, 40}));
+  EXPECT_EQ(written.at("logits").dtype(), DType::f32);
+  EXPECT_TENSOR_CLOSE(written.at("logits"), reshape(expected.logits, {10, 40}), 1e-6, 1e-6);
+  for (int i = 0; i < 2; ++i)
+    EXPECT_TENSOR_CLOSE(written.at("hidden." + std::to_string(i)), reshape(expected.hidden[i], {10, 16}), 1e-6, 1e-6);
+}
+
+TEST_F(CliTest, ForwardRefusesAnOutOfRangeId) {
+  const std::string config = write_tiny_config(path("tiny.json"));
+  const CliRun r = cli("forward --model '" + config + "' --ids \"1 40 2\" --out '" + path("out.safetensors") + "'");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("id 40 is out of range for vocab_size 40"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(path("out.safetensors")));
+}
+
+// config -> convert -> checkpoint: forward on both gives bit-identical logits, twice converted
+// gives the same bytes, and inspect reads the checkpoint's config.
+TEST_F(CliTest, ConvertRoundTripGivesIdenticalLogits) {
+  const std::string config = write_tiny_config(path("tiny.json"));
+  const std::string ckpt = path("tiny.safetensors"), again = path("again.safetensors");
+  ASSERT_EQ(cli("convert '" + config + "' '" + ckpt + "' --to nanoformer").exit_code, 0);
+  ASSERT_EQ(cli("convert '" + ckpt + "' '" + again + "' --to nanoformer").exit_code, 0);
+  EXPECT_EQ(read_text(ckpt), read_text(again));
+  ASSERT_EQ(cli("forward --model '" + config + "' --ids " + kIds + " --out '" + path("a.safetensors") + "'").exit_code, 0);
+  ASSERT_EQ(cli("forward --model '" + ckpt + "' --ids " + kIds + " --out '" + path("b.safetensors") + "'").exit_code, 0);
+  EXPECT_TENSOR_CLOSE(io::load_safetensors(path("a.safetensors")).at("logits"),
+                      io::load_safetensors(path("b.safetensors")).at("logits"), 0.0, 0.0);
+  const CliRun r = cli("inspect '" + ckpt + "'");
+  EXPECT_NE(r.out.find("\nparameters: " + std::to_string(models::load_model(config)->num_parameters()) + "\n"),
+            std::string::npos) << r.out;
+}
+
+// The tiny config (biases, `half` RoPE) is a LlamaForCausalLM: --to hf round-trips to identical logits;
+// the formats that cannot express it say which option in one line.
+TEST_F(CliTest, ConvertToEachFormatLoadsBackOrNamesWhatItCannotExpress) {
+  const std::string config = write_tiny_config(path("tiny.json"));
+  ASSERT_EQ(cli("convert '" + config + "' '" + path("hf") + "' --to hf").exit_code, 0);
+  ASSERT_EQ(cli("forward --model '" + config + "' --ids " + kIds + " --out '" + path("a.safetensors") + "'").exit_code, 0);
+  ASSERT_EQ(cli("forward --model '" + path("hf") + "' --ids " + kIds + " --out '" + path("b.safetensors") + "'").exit_code, 0);
+  EXPECT_TENSOR_CLOSE(io::load_safetensors(path("a.safetensors")).at("logits"),
+                      io::load_safetensors(path("b.safetensors")).at("logits"), 0.0, 0.0);
+  const std::pair<const char*, const char*> refused[] = {{"minimind", "rope_layout half"},
+                                                         {"nanochat", "norm rmsnorm"},
+                                                         {"llama2c", "rope_layout half"}};
+  for (const auto& [format, reason] : refused) {
+    const CliRun r = cli("convert '" + config + "' '" + path("out") + "' --to " + format);
+    EXPECT_NE(r.exit_code, 0) << format;
+    EXPECT_EQ(lines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find(reason), std::string::npos) << r.err;
+  }
+  const CliRun r = cli("convert '" + config + "' '" + path("out") + "' --to onnx");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("nanoformer,hf,minimind,nanochat,llama2c"), std::string::npos) << r.err;
+}
+
+TEST_F(CliTest, BadModelNameIsOneLineAndNonZero) {
+  const CliRun r = cli("inspect gpt5");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("preset 'gpt5' is unknown"), std::string::npos) << r.err;
+}
+
+TEST_F(CliTest, BadFlagIsOneLineAndNonZero) {
+  for (const char* args : {"inspect gpt-mini --bogus", "inspect gpt-mini --batch 0", "inspect", "frobnicate",
+                           "forward --model gpt-mini --out x.safetensors", "forward --model gpt-mini --ids \"1 x\" --out x.st",
+                           "convert gpt-mini out.safetensors", "convert no-such-model out.safetensors --to nanoformer"}) {
+    const CliRun r = cli(args);
+    EXPECT_NE(r.exit_code, 0) << args;
+    EXPECT_EQ(lines(r.err), 1) << args << ": " << r.err;
+    EXPECT_TRUE(r.out.empty()) << args << ": " << r.out;
+  }
+}
+
+TEST_F(CliTest, EveryNewSubcommandHelpShowsAnExample) {
+  for (const char* command : {"inspect", "forward", "convert"}) {
+    const CliRun r = cli(std::string(command) + " --help");
+    EXPECT_EQ(r.exit_code, 0) << command;
+    EXPECT_NE(r.out.find("Example: nanoformer " + std::string(command)), std::string::npos) << r.out;
+  }
+}
+
+}  // namespace
+}  // namespace nf
