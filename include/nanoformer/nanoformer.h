@@ -44,4 +44,8 @@
 #include "nanoformer/models/decoder_lm.h"
 #include "nanoformer/models/checkpoint.h"
 #include "nanoformer/models/model_stats.h"
+#include "nanoformer/models/llama2c.h"
+#include "nanoformer/models/hf_checkpoint.h"
+#include "nanoformer/models/minimind_checkpoint.h"
+#include "nanoformer/models/nanochat_checkpoint.h"
 #include "nanoformer/models/model_io.h"

@@ -1,39 +1,97 @@
-// load_model / save_model: dispatch on what the name or path is, and on the format name.
+// load_model / save_model: recognise a model file's format and dispatch to its reader or writer.
 #include "nanoformer/models/model_io.h"
 
-#include <algorithm>
 #include <filesystem>
+#include <fstream>
 
 #include "nanoformer/core/error.h"
 #include "nanoformer/models/checkpoint.h"
+#include "nanoformer/models/hf_checkpoint.h"
+#include "nanoformer/models/llama2c.h"
+#include "nanoformer/models/minimind_checkpoint.h"
+#include "nanoformer/models/nanochat_checkpoint.h"
 
 namespace nf::models {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool has_extension(const fs::path& p, const std::string& ext) { return p.extension() == ext; }
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+}  // namespace
+
+std::string model_format_name(ModelFormat format) {
+  switch (format) {
+    case ModelFormat::nanoformer: return "nanoformer";
+    case ModelFormat::hf: return "hf";
+    case ModelFormat::llama2c: return "llama2c";
+    case ModelFormat::minimind: return "minimind";
+    case ModelFormat::nanochat: return "nanochat";
+    case ModelFormat::config: return "config";
+    case ModelFormat::preset: return "preset";
+  }
+  return "?";
+}
 
 const std::vector<std::string>& model_formats() {
   static const std::vector<std::string> formats = {"nanoformer", "hf", "minimind", "nanochat", "llama2c"};
   return formats;
 }
 
+ModelFormat detect_model_format(const std::string& path_or_preset) {
+  const fs::path p(path_or_preset);
+  if (fs::is_directory(p)) {
+    if (is_minimind_folder(path_or_preset)) return ModelFormat::minimind;
+    if (is_nanochat_folder(path_or_preset)) return ModelFormat::nanochat;
+    NF_CHECK(is_hf_folder(path_or_preset), path_or_preset,
+             ": a folder, but not a model folder (Hugging Face or MiniMind: config.json + model.safetensors or "
+             "model.safetensors.index.json; nanochat: meta_<step>.json + model_<step>.safetensors)");
+    return ModelFormat::hf;
+  }
+  if (fs::is_regular_file(p)) {
+    if (has_extension(p, ".safetensors")) return ModelFormat::nanoformer;
+    if (has_extension(p, ".bin")) return ModelFormat::llama2c;
+    if (has_extension(p, ".json")) return ModelFormat::config;
+    NF_FAIL(path_or_preset, ": unknown model file type (expected .safetensors, .bin, .json or a folder)");
+  }
+  return ModelFormat::preset;
+}
+
 std::shared_ptr<DecoderLM> load_model(const std::string& path_or_preset) {
-  const std::filesystem::path path(path_or_preset);
-  NF_CHECK(!std::filesystem::is_directory(path), path_or_preset,
-           ": model folders (Hugging Face, MiniMind, nanochat) are not supported yet; give a preset name, a config "
-           ".json or a nanoformer .safetensors checkpoint");
-  if (std::filesystem::is_regular_file(path) && path.extension() != ".json") return load_checkpoint(path_or_preset);
-  Generator gen(0);
-  return std::make_shared<DecoderLM>(resolve_model_config(path_or_preset), gen);
+  switch (detect_model_format(path_or_preset)) {
+    case ModelFormat::nanoformer: return load_checkpoint(path_or_preset);
+    case ModelFormat::hf: return load_hf(path_or_preset);
+    case ModelFormat::llama2c: return load_llama2c(path_or_preset);
+    case ModelFormat::minimind: return load_minimind(path_or_preset);
+    case ModelFormat::nanochat: return load_nanochat(path_or_preset);
+    case ModelFormat::config:
+    case ModelFormat::preset: {
+      Generator gen(0);
+      return std::make_shared<DecoderLM>(resolve_model_config(path_or_preset), gen);
+    }
+  }
+  NF_FAIL(path_or_preset, ": unknown model format");
 }
 
 void save_model(const DecoderLM& model, const std::string& path, const std::string& format) {
-  const auto& formats = model_formats();
-  if (std::find(formats.begin(), formats.end(), format) == formats.end()) {
-    std::string known;
-    for (const auto& f : formats) known += (known.empty() ? "" : ", ") + f;
-    NF_FAIL("save_model: format '", format, "' is unknown (known: ", known, ")");
-  }
-  NF_CHECK(format == "nanoformer", "save_model: format '", format,
-           "' is not supported yet (this build writes: nanoformer)");
-  save_checkpoint(model, path);
+  if (format == "nanoformer")
+    save_checkpoint(model, path);
+  else if (format == "hf")
+    save_hf(model, path);
+  else if (format == "minimind")
+    save_minimind(model, path);
+  else if (format == "nanochat")
+    save_nanochat(model, path);
+  else if (format == "llama2c")
+    save_llama2c(model, path);
+  else
+    NF_FAIL("save_model: format '", format, "' is unknown (known: ", joined(model_formats()), ")");
 }
 
 }  // namespace nf::models

@@ -1,8 +1,12 @@
 #pragma once
-// Loading and saving a model by name, whatever it is stored as. Today: a preset name or a config
-// JSON file (a freshly initialised model, seed 0, so the same name always gives the same weights)
-// and nanoformer checkpoints (checkpoint.h). The other formats of issue 7 (Hugging Face folders,
-// MiniMind, nanochat, llama2.c .bin) plug in here.
+// One entry point for every model file format:
+//   load_model(x): x is a nanoformer checkpoint (.safetensors with our metadata), a Hugging Face
+//     folder (config.json + model.safetensors / index; GPT-2, LLaMA), a MiniMind folder (config.json
+//     with model_type "minimind"), a nanochat folder (meta_<step>.json + model_<step>.safetensors),
+//     a llama2.c .bin, a config JSON file or a preset name (the last two build a freshly
+//     initialised model, seed 0, so the same name always gives the same weights).
+//   save_model(model, path, format): format "nanoformer" (a .safetensors file), "hf", "minimind",
+//     "nanochat" (folders), "llama2c" (a .bin file).
 #include <memory>
 #include <string>
 #include <vector>
@@ -11,12 +15,17 @@
 
 namespace nf::models {
 
-// A preset name, a config .json, or a nanoformer checkpoint (.safetensors).
-std::shared_ptr<DecoderLM> load_model(const std::string& path_or_preset);
-// `format`: one of model_formats(); "nanoformer" writes save_checkpoint's file. A known format
-// that this build cannot write yet, or an unknown name, throws nf::Error saying which.
-void save_model(const DecoderLM& model, const std::string& path, const std::string& format);
-// The format names save_model knows: nanoformer, hf, minimind, nanochat, llama2c.
+enum class ModelFormat { nanoformer, hf, minimind, nanochat, llama2c, config, preset };
+
+// "nanoformer", "hf", "minimind", "nanochat", "llama2c", "config", "preset".
+std::string model_format_name(ModelFormat format);
+// The format names save_model writes: nanoformer, hf, minimind, nanochat, llama2c.
 const std::vector<std::string>& model_formats();
+// What load_model would read `path_or_preset` as: a name that is no file or folder is taken as a
+// preset (resolve_model_config then names it when it is unknown); a folder of no known kind throws.
+ModelFormat detect_model_format(const std::string& path_or_preset);
+std::shared_ptr<DecoderLM> load_model(const std::string& path_or_preset);
+// Throws nf::Error naming an unknown format (and the known ones) or what the format cannot express.
+void save_model(const DecoderLM& model, const std::string& path, const std::string& format);
 
 }  // namespace nf::models

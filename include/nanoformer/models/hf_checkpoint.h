@@ -1,0 +1,36 @@
+#pragma once
+// Hugging Face model folders for GPT2LMHeadModel and LlamaForCausalLM, read and write:
+//   config.json (the transformers config, translated to and from DecoderLMConfig) and
+//   model.safetensors, or on read a sharded model.safetensors.index.json ({"weight_map": {tensor: shard}}).
+// Name maps (ours <- theirs):
+//   GPT-2  tok_embeddings <- transformer.wte, pos_embeddings <- transformer.wpe,
+//          layers.N.attn_norm / mlp_norm <- transformer.h.N.ln_1 / ln_2, norm <- transformer.ln_f,
+//          layers.N.attn.{q,k,v}_proj <- transformer.h.N.attn.c_attn (fused, Conv1D (in, out) weights),
+//          attn.o_proj <- attn.c_proj, mlp.c_fc / c_proj <- mlp.c_fc / c_proj (Conv1D: transposed),
+//          output <- lm_head (untied only)
+//   LLaMA  tok_embeddings <- model.embed_tokens, layers.N.attn_norm / mlp_norm <- model.layers.N.
+//          input_layernorm / post_attention_layernorm, attn.{q,k,v,o}_proj <- self_attn.{q,k,v,o}_proj,
+//          mlp.w1 / w3 / w2 <- mlp.gate_proj / up_proj / down_proj, norm <- model.norm, output <- lm_head
+//          (rotate_half RoPE = our `half` layout; rope_theta; rope_scaling linear)
+// Refused, naming the culprit: an unknown config key, a config value that changes the forward in a
+// way DecoderLM does not express, missing / unexpected / mis-shaped / non-float tensors (all listed
+// in one error), a shard listed in the index but absent, a tensor in two shards or twice in the index.
+#include <memory>
+#include <string>
+
+#include "nanoformer/models/decoder_lm.h"
+
+namespace nf::models {
+
+// A directory holding config.json and model.safetensors or model.safetensors.index.json.
+bool is_hf_folder(const std::string& path);
+// config.json text -> our config (`source` prefixes errors; name = source's folder name).
+DecoderLMConfig config_from_hf_json(const std::string& json_text, const std::string& source);
+// Our config -> the config.json of GPT2LMHeadModel or LlamaForCausalLM (whichever the config is);
+// `mlp_hidden` is the resolved MLP width. Throws naming the first option neither can express.
+std::string hf_json_from_config(const DecoderLMConfig& config, int64_t mlp_hidden);
+std::shared_ptr<DecoderLM> load_hf(const std::string& dir);
+// Writes dir/config.json and dir/model.safetensors (creating dir).
+void save_hf(const DecoderLM& model, const std::string& dir);
+
+}  // namespace nf::models

@@ -1,0 +1,28 @@
+#pragma once
+// nanochat checkpoints (reference 003) as safetensors: a folder holding meta_<step>.json, whose
+// "model_config" gives sequence_len, vocab_size, n_layer, n_head, n_kv_head, n_embd (other keys of
+// the meta file are training state and are ignored; an unknown model_config key is an error), and
+// model_<step>.safetensors with nanochat's state-dict names (tools/nanochat_pt_to_safetensors.py
+// turns its model_<step>.pt into that). With several steps the highest is read.
+// Name map (ours <- theirs): tok_embeddings <- transformer.wte, layers.N.attn.{q,k,v,o}_proj <-
+// transformer.h.N.attn.{c_q,c_k,c_v,c_proj}, layers.N.mlp.{c_fc,c_proj} <- transformer.h.N.mlp.{c_fc,c_proj},
+// output <- lm_head. The architecture is fixed by 003: norm after the embedding, parameter-free
+// RMSNorm (eps = float32 epsilon), RoPE by -theta on half splits (theta 10000), QK norm, relu^2 MLP
+// of 4 n_embd, no biases, untied head, logit softcap 15.
+#include <memory>
+#include <string>
+
+#include "nanoformer/models/decoder_lm.h"
+
+namespace nf::models {
+
+// A directory holding a meta_*.json and its model_*.safetensors.
+bool is_nanochat_folder(const std::string& path);
+// The model_config object of a meta file -> our config.
+DecoderLMConfig config_from_nanochat_meta(const std::string& json_text, const std::string& source);
+std::shared_ptr<DecoderLM> load_nanochat(const std::string& dir);
+// Writes dir/meta_000000.json and dir/model_000000.safetensors; throws naming the first option
+// that nanochat's fixed architecture does not have.
+void save_nanochat(const DecoderLM& model, const std::string& dir);
+
+}  // namespace nf::models

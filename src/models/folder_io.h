@@ -1,0 +1,46 @@
+#pragma once
+// Helpers shared by the readers and writers of other implementations' model folders (Hugging Face,
+// MiniMind, nanochat): JSON config keys with errors naming the key, and the tensors of a folder
+// (one safetensors file, or shards listed by an index). Internal to src/models.
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "nanoformer/core/tensor.h"
+
+namespace nf::models {
+
+using Json = nlohmann::json;
+
+// The file names of a Hugging Face style folder (also MiniMind's).
+constexpr const char* kConfigFile = "config.json";
+constexpr const char* kWeightsFile = "model.safetensors";
+constexpr const char* kIndexFile = "model.safetensors.index.json";
+
+std::string read_text(const std::filesystem::path& path);
+// Writes `text` to path.tmp and renames it into place.
+void write_text_atomic(const std::filesystem::path& path, const std::string& text);
+// Parses a JSON object; errors name `source`.
+Json parse_json_object(const std::string& text, const std::string& source);
+
+// Config keys; every error names `source` and the key.
+const Json& required(const Json& j, const std::string& key, const std::string& source);
+int64_t int_key(const Json& j, const std::string& key, const std::string& source);
+int64_t int_key(const Json& j, const std::string& key, int64_t fallback, const std::string& source);  // absent/null: fallback
+double number_key(const Json& j, const std::string& key, double fallback, const std::string& source);
+bool bool_key(const Json& j, const std::string& key, bool fallback, const std::string& source);
+// Every key of `j` is in `mapped` or is bookkeeping (architectures, model_type, token ids, dtype, ...);
+// otherwise an error naming the first unknown key and `family`.
+void check_known_keys(const Json& j, const std::set<std::string>& mapped, const std::string& family,
+                      const std::string& source);
+
+// The tensors of `dir`/`weights_file`, or, when that file is absent, of the shards that
+// `dir`/`index_file` lists ({"weight_map": {tensor: shard}}): a missing shard, a tensor listed
+// twice, a tensor in two shards or in a shard other than its listed one are errors naming them.
+// Views into the mapped files.
+std::map<std::string, Tensor> read_folder_tensors(const std::filesystem::path& dir, const std::string& weights_file,
+                                                  const std::string& index_file);
+
+}  // namespace nf::models

@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Hugging Face fixtures for tests/models/test_hf_checkpoint.cpp, with `transformers` as the oracle.
+
+    .venv/bin/python tools/golden/hf_fixtures.py write tests/data/hf
+        builds small random GPT2LMHeadModel and LlamaForCausalLM models (vocab 64, dim 32, 2 layers),
+        saves each with save_pretrained into tests/data/hf/<case>/ and its logits for fixed ids into
+        tests/data/hf/<case>.logits.safetensors (`ids` (1, T) int64, `logits` (1, T, vocab) f32).
+    .venv/bin/python tools/golden/hf_fixtures.py check DIR
+        for every DIR/<case>/ folder that nanoformer exported (NF_HF_EXPORT_DIR=DIR build/test_hf_checkpoint),
+        loads it with transformers and compares its logits with ours in DIR/<case>.logits.safetensors.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+from transformers import AutoModelForCausalLM, GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
+
+T = 12
+CASES = {
+    "gpt2": lambda: GPT2LMHeadModel(GPT2Config(
+        vocab_size=64, n_embd=32, n_layer=2, n_head=4, n_positions=16, n_inner=64, bos_token_id=0, eos_token_id=0)),
+    "llama_gqa": lambda: LlamaForCausalLM(LlamaConfig(
+        vocab_size=64, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=16, rms_norm_eps=1e-5, tie_word_embeddings=False)),
+    "llama_linear_rope": lambda: LlamaForCausalLM(LlamaConfig(
+        vocab_size=64, hidden_size=32, intermediate_size=40, num_hidden_layers=2, num_attention_heads=2,
+        num_key_value_heads=2, max_position_embeddings=16, tie_word_embeddings=True, attention_bias=True,
+        rope_parameters={"rope_type": "linear", "factor": 2.0, "rope_theta": 500.0})),
+}
+
+
+def randomise(model: torch.nn.Module, gen: torch.Generator) -> None:
+    """Unit-scale weights (transformers' init draws 0.02, which leaves the logits near zero)."""
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            noise = torch.randn(p.shape, generator=gen)
+            p.copy_(1 + 0.1 * noise if ("ln" in name or "norm" in name) and p.dim() == 1 and "bias" not in name
+                    else 0.15 * noise)
+
+
+def write(out_dir: Path) -> None:
+    gen = torch.Generator().manual_seed(11)
+    for case, build in CASES.items():
+        torch.manual_seed(0)
+        model = build().eval()
+        randomise(model, gen)
+        model.save_pretrained(out_dir / case)
+        ids = torch.randint(0, 64, (1, T), generator=gen)
+        with torch.no_grad():
+            logits = model(ids).logits.float()
+        save_file({"ids": ids, "logits": logits.contiguous()}, str(out_dir / f"{case}.logits.safetensors"))
+        size = sum(f.stat().st_size for f in (out_dir / case).iterdir())
+        print(f"{case}: {size} bytes, |logits| max {logits.abs().max():.3f}")
+
+
+def check(folder: Path) -> int:
+    worst = 0.0
+    for ours in sorted(folder.glob("*.logits.safetensors")):
+        case = ours.name.removesuffix(".logits.safetensors")
+        expected = load_file(str(ours))
+        model = AutoModelForCausalLM.from_pretrained(folder / case).eval()
+        with torch.no_grad():
+            logits = model(expected["ids"]).logits
+        err = (logits - expected["logits"]).abs().max().item()
+        worst = max(worst, err)
+        print(f"{case}: {type(model).__name__} loads our export; max abs logit difference {err:.3g}")
+    return 0 if worst <= 1e-4 else 1
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("mode", choices=["write", "check"])
+    parser.add_argument("dir", type=Path)
+    args = parser.parse_args()
+    logging.getLogger("transformers").setLevel(logging.ERROR)
+    torch.set_num_threads(1)
+    if args.mode == "write":
+        write(args.dir)
+        return 0
+    return check(args.dir)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
