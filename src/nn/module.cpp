@@ -107,9 +107,9 @@ void Module::load_state_dict(const StateDict& state, bool strict) {
     else if (it->second.shape() != t.shape())
       misshaped.push_back(name + " (expected " + shape_str(t.shape()) + ", got " + shape_str(it->second.shape()) + ")");
   }
-  for (const auto& [name, t] : state)
-    if (std::none_of(own.begin(), own.end(), [&](const NamedTensor& o) { return o.first == name; }))
-      unexpected.push_back(name);
+  for (const auto& entry : state)
+    if (std::none_of(own.begin(), own.end(), [&](const NamedTensor& o) { return o.first == entry.first; }))
+      unexpected.push_back(entry.first);
   if (!misshaped.empty() || (strict && (!missing.empty() || !unexpected.empty()))) {
     std::ostringstream os;
     os << "load_state_dict: " << type_name_ << " does not match the state dict";

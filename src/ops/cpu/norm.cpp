@@ -113,7 +113,8 @@ void layer_norm_forward(const Tensor& y, const Tensor& mean, const Tensor& rstd,
                         const Tensor& weight, const Tensor& bias, double eps) {
   visit_floating(x.dtype(), "layer_norm", [&](auto tag) {
     using T = decltype(tag);
-    const auto [rows, n] = rows_of(x);
+    const Rows shape = rows_of(x);
+    const int64_t rows = shape.rows, n = shape.n;
     const T* px = x.data<T>();
     const T *pw = data_or_null<T>(weight), *pb = data_or_null<T>(bias);
     T *py = y.data<T>(), *pm = mean.data<T>(), *prs = rstd.data<T>();
@@ -146,7 +147,8 @@ void layer_norm_backward(const Tensor& dx, const Tensor& dweight, const Tensor& 
                          const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& weight) {
   visit_floating(x.dtype(), "layer_norm backward", [&](auto tag) {
     using T = decltype(tag);
-    const auto [rows, n] = rows_of(x);
+    const Rows shape = rows_of(x);
+    const int64_t rows = shape.rows, n = shape.n;
     const T *px = x.data<T>(), *pg = dy.data<T>(), *pm = mean.data<T>(), *prs = rstd.data<T>();
     const T* pw = data_or_null<T>(weight);
     T* pdx = dx.defined() ? dx.data<T>() : nullptr;
@@ -191,7 +193,8 @@ void rms_norm_forward(const Tensor& y, const Tensor& stat, const Tensor& x, cons
                       RmsNormForm form) {
   visit_floating(x.dtype(), "rms_norm", [&](auto tag) {
     using T = decltype(tag);
-    const auto [rows, n] = rows_of(x);
+    const Rows shape = rows_of(x);
+    const int64_t rows = shape.rows, n = shape.n;
     const T* px = x.data<T>();
     const T* pw = data_or_null<T>(weight);
     T *py = y.data<T>(), *ps = stat.data<T>();
@@ -228,7 +231,8 @@ void rms_norm_backward(const Tensor& dx, const Tensor& dweight, const Tensor& dy
                        const Tensor& stat, const Tensor& weight, double eps, RmsNormForm form) {
   visit_floating(x.dtype(), "rms_norm backward", [&](auto tag) {
     using T = decltype(tag);
-    const auto [rows, n] = rows_of(x);
+    const Rows shape = rows_of(x);
+    const int64_t rows = shape.rows, n = shape.n;
     const T *px = x.data<T>(), *pg = dy.data<T>(), *ps = stat.data<T>();
     const T* pw = data_or_null<T>(weight);
     T* pdx = dx.defined() ? dx.data<T>() : nullptr;
