@@ -5,21 +5,10 @@ LoRA forward). Run right after ./build-bench/bench_moe with the same thread coun
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import torch
 import torch.nn.functional as F
-
-
-def median_ms(fn, reps: int) -> float:
-    fn()  # warm-up
-    times = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return 1e3 * statistics.median(times)
+from torch_baseline import median_ms
 
 
 def swiglu(ws, x):
