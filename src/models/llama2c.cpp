@@ -50,6 +50,20 @@ std::vector<Piece> file_layout(const DecoderLMConfig& c) {
   return pieces;
 }
 
+// The body's size from the header alone, in floating point (exact below 2^53 bytes). A file shorter
+// than this is refused before its layout (one entry per tensor) is built or its exact size summed,
+// so a header claiming 2^24 layers of 2^24-wide matrices can neither overflow that sum nor make us
+// allocate a list of 150 million tensors.
+double approximate_body_bytes(const DecoderLMConfig& c) {
+  const double dim = static_cast<double>(c.dim), hs = static_cast<double>(c.dim / c.n_heads);
+  const double per_layer = 2 * dim + 2 * static_cast<double>(c.n_heads) * hs * dim +
+                           2 * static_cast<double>(c.n_kv_heads) * hs * dim + 3 * static_cast<double>(c.mlp_hidden) * dim;
+  const double floats = static_cast<double>(c.vocab_size) * dim * (c.tie_embeddings ? 1 : 2) +
+                        static_cast<double>(c.n_layers) * per_layer + dim +
+                        2 * static_cast<double>(c.max_seq_len) * static_cast<double>(c.dim / c.n_heads / 2);
+  return floats * static_cast<double>(sizeof(float));
+}
+
 int64_t body_bytes(const std::vector<Piece>& pieces) {
   int64_t n = 0;
   for (const Piece& p : pieces) n += shape_numel(p.shape);
@@ -155,9 +169,13 @@ DecoderLMConfig read_llama2c_config(const std::string& path) {
 std::shared_ptr<DecoderLM> load_llama2c(const std::string& path) {
   std::ifstream in = open_input(path);
   const DecoderLMConfig config = config_from_header(read_header(in, path), path);
+  const auto actual = static_cast<int64_t>(std::filesystem::file_size(path));
+  const double approximate = static_cast<double>(kHeaderBytes) + approximate_body_bytes(config);
+  NF_CHECK(approximate <= static_cast<double>(actual), path, ": truncated llama2.c file: ", actual,
+           " bytes, the header (dim ", config.dim, ", hidden_dim ", config.mlp_hidden, ", n_layers ", config.n_layers,
+           ", vocab_size ", config.vocab_size, ") implies about ", approximate);
   const std::vector<Piece> pieces = file_layout(config);
   const int64_t expected = kHeaderBytes + body_bytes(pieces);
-  const auto actual = static_cast<int64_t>(std::filesystem::file_size(path));
   NF_CHECK(actual == expected, path, ": ", actual < expected ? "truncated" : "oversized", " llama2.c file: ", actual,
            " bytes, the header (dim ", config.dim, ", hidden_dim ", config.mlp_hidden, ", n_layers ", config.n_layers,
            ", n_heads ", config.n_heads, ", n_kv_heads ", config.n_kv_heads, ", vocab_size ", config.vocab_size,
