@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "util/json_input.h"
 #include "nanoformer/core/error.h"
 #include "nanoformer/io/safetensors.h"
 
@@ -40,12 +41,7 @@ void write_text_atomic(const fs::path& path, const std::string& text) {
 }
 
 Json parse_json_object(const std::string& text, const std::string& source) {
-  Json j;
-  try {
-    j = Json::parse(text);
-  } catch (const Json::exception& e) {
-    NF_FAIL(source, ": not valid JSON (", e.what(), ")");
-  }
+  const Json j = util::parse_json(text, source + ": ");
   NF_CHECK(j.is_object(), source, ": expected a JSON object");
   return j;
 }
@@ -57,7 +53,7 @@ const Json& required(const Json& j, const std::string& key, const std::string& s
 
 int64_t int_key(const Json& j, const std::string& key, const std::string& source) {
   const Json& v = required(j, key, source);
-  NF_CHECK(v.is_number_integer(), source, ": '", key, "' is ", v.dump(), ", expected an integer");
+  NF_CHECK(v.is_number_integer(), source, ": '", key, "' is ", util::json_excerpt(v), ", expected an integer");
   return v.get<int64_t>();
 }
 
@@ -67,13 +63,13 @@ int64_t int_key(const Json& j, const std::string& key, int64_t fallback, const s
 
 double number_key(const Json& j, const std::string& key, double fallback, const std::string& source) {
   if (!j.contains(key) || j.at(key).is_null()) return fallback;
-  NF_CHECK(j.at(key).is_number(), source, ": '", key, "' is ", j.at(key).dump(), ", expected a number");
+  NF_CHECK(j.at(key).is_number(), source, ": '", key, "' is ", util::json_excerpt(j.at(key)), ", expected a number");
   return j.at(key).get<double>();
 }
 
 bool bool_key(const Json& j, const std::string& key, bool fallback, const std::string& source) {
   if (!j.contains(key) || j.at(key).is_null()) return fallback;
-  NF_CHECK(j.at(key).is_boolean(), source, ": '", key, "' is ", j.at(key).dump(), ", expected true or false");
+  NF_CHECK(j.at(key).is_boolean(), source, ": '", key, "' is ", util::json_excerpt(j.at(key)), ", expected true or false");
   return j.at(key).get<bool>();
 }
 
@@ -99,11 +95,18 @@ std::map<std::string, std::string> read_weight_map(const fs::path& index_path) {
       duplicate = parsed.get<std::string>();
     return true;
   };
-  const Json index = Json::parse(read_text(index_path), on_event);
-  NF_CHECK(duplicate.empty(), index_path.string(), ": tensor '", duplicate, "' is listed twice in the weight_map");
-  NF_CHECK(index.contains("weight_map") && index.at("weight_map").is_object(), index_path.string(),
-           ": no 'weight_map' object");
-  return index.at("weight_map").get<std::map<std::string, std::string>>();
+  const std::string text = read_text(index_path);
+  NF_CHECK(util::json_depth(text, util::kMaxJsonDepth) <= util::kMaxJsonDepth, index_path.string(), ": nests deeper than ",
+           util::kMaxJsonDepth, " levels");
+  try {
+    const Json index = Json::parse(text, on_event);
+    NF_CHECK(duplicate.empty(), index_path.string(), ": tensor '", duplicate, "' is listed twice in the weight_map");
+    NF_CHECK(index.contains("weight_map") && index.at("weight_map").is_object(), index_path.string(),
+             ": no 'weight_map' object");
+    return index.at("weight_map").get<std::map<std::string, std::string>>();
+  } catch (const Json::exception& e) {
+    NF_FAIL(index_path.string(), ": not a valid shard index (", e.what(), ")");
+  }
 }
 
 std::map<std::string, Tensor> read_sharded(const fs::path& dir, const std::string& index_file) {

@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 
+#include "nanoformer/core/error.h"
 #include "nanoformer/core/tensor.h"
 
 namespace nf::models {
@@ -31,6 +32,17 @@ int64_t int_key(const Json& j, const std::string& key, const std::string& source
 int64_t int_key(const Json& j, const std::string& key, int64_t fallback, const std::string& source);  // absent/null: fallback
 double number_key(const Json& j, const std::string& key, double fallback, const std::string& source);
 bool bool_key(const Json& j, const std::string& key, bool fallback, const std::string& source);
+// Runs fn, which reads a config's JSON: a nlohmann exception (a key of an unexpected type, say)
+// becomes an nf::Error naming `source`.
+template <class F>
+auto with_json_errors(const std::string& source, F&& fn) {
+  try {
+    return fn();
+  } catch (const Json::exception& e) {
+    NF_FAIL(source, ": ", e.what());
+  }
+}
+
 // Every key of `j` is in `mapped` or is bookkeeping (architectures, model_type, token ids, dtype, ...);
 // otherwise an error naming the first unknown key and `family`.
 void check_known_keys(const Json& j, const std::set<std::string>& mapped, const std::string& family,

@@ -9,6 +9,7 @@
 #include "models/name_map.h"
 #include "nanoformer/core/error.h"
 #include "nanoformer/io/safetensors.h"
+#include "util/json_input.h"
 
 namespace nf::models {
 namespace {
@@ -70,7 +71,7 @@ void read_llama_rope(const Json& j, DecoderLMConfig& c, const std::string& sourc
   Json scaling = j.contains("rope_parameters") ? j.at("rope_parameters") : j.value("rope_scaling", Json());
   c.rope_theta = number_key(j, "rope_theta", 10000.0, source);
   if (scaling.is_null()) return;
-  NF_CHECK(scaling.is_object(), source, ": rope scaling ", scaling.dump(), " is not an object");
+  NF_CHECK(scaling.is_object(), source, ": rope scaling ", util::json_excerpt(scaling), " is not an object");
   c.rope_theta = number_key(scaling, "rope_theta", c.rope_theta, source);
   const std::string type = scaling.value("rope_type", scaling.value("type", std::string("default")));
   if (type == "default") return;
@@ -83,7 +84,7 @@ DecoderLMConfig llama_config(const Json& j, const std::string& source) {
   check_known_keys(j, kLlamaKeys, "LLaMA", source);
   const std::string act = j.value("hidden_act", std::string("silu"));
   NF_CHECK(act == "silu", source, ": hidden_act '", act, "' is not supported (silu)");
-  NF_CHECK(number_key(j, "pretraining_tp", 1, source) == 1, source, ": pretraining_tp ", j.at("pretraining_tp").dump(),
+  NF_CHECK(number_key(j, "pretraining_tp", 1, source) == 1, source, ": pretraining_tp ", util::json_excerpt(j.at("pretraining_tp")),
            " is not supported (1)");
   DecoderLMConfig c;
   c.vocab_size = int_key(j, "vocab_size", source);
@@ -220,11 +221,13 @@ bool is_hf_folder(const std::string& path) {
 }
 
 DecoderLMConfig config_from_hf_json(const std::string& json_text, const std::string& source) {
-  const Json j = parse_json_object(json_text, source);
-  DecoderLMConfig c = family_of(j, source) == HfFamily::gpt2 ? gpt2_config(j, source) : llama_config(j, source);
-  c.name = fs::path(source).parent_path().filename().string();
-  validate_model_config(c, source);
-  return c;
+  return with_json_errors(source, [&] {
+    const Json j = parse_json_object(json_text, source);
+    DecoderLMConfig c = family_of(j, source) == HfFamily::gpt2 ? gpt2_config(j, source) : llama_config(j, source);
+    c.name = fs::path(source).parent_path().filename().string();
+    validate_model_config(c, source);
+    return c;
+  });
 }
 
 std::string hf_json_from_config(const DecoderLMConfig& c, int64_t mlp_hidden) {
@@ -257,7 +260,7 @@ std::shared_ptr<DecoderLM> load_hf(const std::string& dir) {
   const fs::path config_path = fs::path(dir) / kConfigFile;
   const std::string text = read_text(config_path);
   const DecoderLMConfig config = config_from_hf_json(text, config_path.string());
-  const HfFamily family = family_of(Json::parse(text), config_path.string());
+  const HfFamily family = family_of(util::parse_json(text, config_path.string() + ": "), config_path.string());
   auto model = std::make_shared<DecoderLM>(config);
   const int64_t hidden = nn::mlp_hidden_dim(block_config(config).mlp);
   model->load_state_dict(import_tensors(name_map(family, config, hidden), read_folder_tensors(dir, kWeightsFile, kIndexFile),

@@ -91,50 +91,52 @@ bool is_minimind_folder(const std::string& path) {
   const fs::path config = fs::path(path) / kConfigFile;
   if (!fs::is_directory(path) || !fs::exists(config)) return false;
   const Json j = Json::parse(read_text(config), nullptr, false);
-  return j.is_object() && j.value("model_type", std::string()) == "minimind";
+  return j.is_object() && j.contains("model_type") && j.at("model_type") == "minimind";
 }
 
 DecoderLMConfig config_from_minimind_json(const std::string& json_text, const std::string& source) {
-  const Json j = parse_json_object(json_text, source);
-  check_known_keys(j, kMiniMindKeys, "MiniMind", source);
-  NF_CHECK(j.value("model_type", std::string("minimind")) == "minimind", source, ": model_type '",
-           j.value("model_type", std::string()), "' is not minimind");
-  DecoderLMConfig c;
-  c.name = fs::path(source).parent_path().filename().string();
-  c.dim = int_key(j, "dim", source);
-  c.n_layers = int_key(j, "n_layers", source);
-  c.n_heads = int_key(j, "n_heads", source);
-  c.n_kv_heads = int_key(j, "n_kv_heads", c.n_heads, source);
-  c.vocab_size = int_key(j, "vocab_size", source);
-  c.mlp_hidden = int_key(j, "hidden_dim", 0, source);
-  c.mlp_multiple_of = int_key(j, "multiple_of", 64, source);
-  c.norm = nn::NormKind::rmsnorm;
-  c.norm_eps = number_key(j, "norm_eps", 1e-5, source);
-  c.norm_bias = false;
-  c.max_seq_len = int_key(j, "max_seq_len", source);
-  c.position = nn::PositionKind::rope;
-  c.rope_layout = RopeLayout::interleaved;
-  c.rope_theta = number_key(j, "rope_theta", 1e6, source);
-  c.dropout = number_key(j, "dropout", 0.0, source);
-  c.mlp = nn::MLPKind::swiglu;
-  c.attention_bias = false;
-  c.mlp_bias = false;
-  c.tie_embeddings = bool_key(j, "tie_word_embeddings", true, source);
-  if (bool_key(j, "use_moe", false, source)) {
-    const std::string scoring = j.value("scoring_func", std::string("softmax"));
-    NF_CHECK(scoring == "softmax", source, ": scoring_func '", scoring, "' is not supported (softmax)");
-    nn::MoEConfig moe;
-    moe.n_experts = int_key(j, "n_routed_experts", 4, source);
-    moe.top_k = int_key(j, "num_experts_per_tok", 2, source);
-    moe.n_shared_experts = shared_experts(j, source);
-    moe.routing = nn::MoERouting::softmax_then_topk;
-    moe.norm_topk_prob = bool_key(j, "norm_topk_prob", true, source);
-    moe.aux_loss_alpha = number_key(j, "aux_loss_alpha", 0.1, source);
-    moe.seq_aux = bool_key(j, "seq_aux", true, source);
-    c.moe = moe;
-  }
-  validate_model_config(c, source);
-  return c;
+  return with_json_errors(source, [&] {
+    const Json j = parse_json_object(json_text, source);
+    check_known_keys(j, kMiniMindKeys, "MiniMind", source);
+    NF_CHECK(j.value("model_type", std::string("minimind")) == "minimind", source, ": model_type '",
+             j.value("model_type", std::string()), "' is not minimind");
+    DecoderLMConfig c;
+    c.name = fs::path(source).parent_path().filename().string();
+    c.dim = int_key(j, "dim", source);
+    c.n_layers = int_key(j, "n_layers", source);
+    c.n_heads = int_key(j, "n_heads", source);
+    c.n_kv_heads = int_key(j, "n_kv_heads", c.n_heads, source);
+    c.vocab_size = int_key(j, "vocab_size", source);
+    c.mlp_hidden = int_key(j, "hidden_dim", 0, source);
+    c.mlp_multiple_of = int_key(j, "multiple_of", 64, source);
+    c.norm = nn::NormKind::rmsnorm;
+    c.norm_eps = number_key(j, "norm_eps", 1e-5, source);
+    c.norm_bias = false;
+    c.max_seq_len = int_key(j, "max_seq_len", source);
+    c.position = nn::PositionKind::rope;
+    c.rope_layout = RopeLayout::interleaved;
+    c.rope_theta = number_key(j, "rope_theta", 1e6, source);
+    c.dropout = number_key(j, "dropout", 0.0, source);
+    c.mlp = nn::MLPKind::swiglu;
+    c.attention_bias = false;
+    c.mlp_bias = false;
+    c.tie_embeddings = bool_key(j, "tie_word_embeddings", true, source);
+    if (bool_key(j, "use_moe", false, source)) {
+      const std::string scoring = j.value("scoring_func", std::string("softmax"));
+      NF_CHECK(scoring == "softmax", source, ": scoring_func '", scoring, "' is not supported (softmax)");
+      nn::MoEConfig moe;
+      moe.n_experts = int_key(j, "n_routed_experts", 4, source);
+      moe.top_k = int_key(j, "num_experts_per_tok", 2, source);
+      moe.n_shared_experts = shared_experts(j, source);
+      moe.routing = nn::MoERouting::softmax_then_topk;
+      moe.norm_topk_prob = bool_key(j, "norm_topk_prob", true, source);
+      moe.aux_loss_alpha = number_key(j, "aux_loss_alpha", 0.1, source);
+      moe.seq_aux = bool_key(j, "seq_aux", true, source);
+      c.moe = moe;
+    }
+    validate_model_config(c, source);
+    return c;
+  });
 }
 
 std::string minimind_json_from_config(const DecoderLMConfig& c) {

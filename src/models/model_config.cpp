@@ -1,5 +1,6 @@
 // DecoderLMConfig: JSON parsing with unknown-key rejection, validation, presets, the component
 // configs, and the analytic parameter count.
+#include "util/json_input.h"
 #include "nanoformer/models/model_config.h"
 
 #include <algorithm>
@@ -80,7 +81,7 @@ class ObjectReader {
       }
       field = it->get<T>();
     } catch (const Error& e) {
-      NF_FAIL(where_, ": key '", key, "' has value ", it->dump(), ": ", e.what());
+      NF_FAIL(where_, ": key '", key, "' has value ", util::json_excerpt(*it), ": ", e.what());
     }
   }
 
@@ -223,12 +224,7 @@ std::string init_scheme_name(InitScheme scheme) { return name_of(kInitNames, sch
 std::string moe_routing_name(nn::MoERouting routing) { return name_of(kRoutingNames, routing); }
 
 DecoderLMConfig parse_model_config(const std::string& json_text, const std::string& source) {
-  json root;
-  try {
-    root = json::parse(json_text);
-  } catch (const json::parse_error& e) {
-    NF_FAIL(source, ": not valid JSON: ", e.what());
-  }
+  const json root = util::parse_json(json_text, source + ": ");
   DecoderLMConfig c;
   ObjectReader r(root, source);
   visit_keys(r, c);

@@ -102,23 +102,25 @@ bool is_nanochat_folder(const std::string& path) {
 }
 
 DecoderLMConfig config_from_nanochat_meta(const std::string& json_text, const std::string& source) {
-  const Json meta = parse_json_object(json_text, source);
-  NF_CHECK(meta.contains("model_config") && meta.at("model_config").is_object(), source,
-           ": no 'model_config' object");
-  const Json& j = meta.at("model_config");
-  for (const auto& [key, value] : j.items())
-    NF_CHECK(kModelConfigKeys.count(key), source, ": unknown nanochat model_config key '", key, "'");
-  DecoderLMConfig c = nanochat_architecture();
-  c.name = fs::path(source).parent_path().filename().string();
-  c.max_seq_len = int_key(j, "sequence_len", source);
-  c.vocab_size = int_key(j, "vocab_size", source);
-  c.n_layers = int_key(j, "n_layer", source);
-  c.n_heads = int_key(j, "n_head", source);
-  c.n_kv_heads = int_key(j, "n_kv_head", c.n_heads, source);
-  c.dim = int_key(j, "n_embd", source);
-  c.mlp_hidden = 4 * c.dim;
-  validate_model_config(c, source);
-  return c;
+  return with_json_errors(source, [&] {
+    const Json meta = parse_json_object(json_text, source);
+    NF_CHECK(meta.contains("model_config") && meta.at("model_config").is_object(), source,
+             ": no 'model_config' object");
+    const Json& j = meta.at("model_config");
+    for (const auto& [key, value] : j.items())
+      NF_CHECK(kModelConfigKeys.count(key), source, ": unknown nanochat model_config key '", key, "'");
+    DecoderLMConfig c = nanochat_architecture();
+    c.name = fs::path(source).parent_path().filename().string();
+    c.max_seq_len = int_key(j, "sequence_len", source);
+    c.vocab_size = int_key(j, "vocab_size", source);
+    c.n_layers = int_key(j, "n_layer", source);
+    c.n_heads = int_key(j, "n_head", source);
+    c.n_kv_heads = int_key(j, "n_kv_head", c.n_heads, source);
+    c.dim = int_key(j, "n_embd", source);
+    c.mlp_hidden = 4 * c.dim;
+    validate_model_config(c, source);
+    return c;
+  });
 }
 
 std::shared_ptr<DecoderLM> load_nanochat(const std::string& dir) {

@@ -146,6 +146,14 @@ TEST_F(HfCheckpointTest, BadConfigsAreNamed) {
   EXPECT_THROW_WITH(load_hf(path("nowhere")), "not a Hugging Face model folder");
 }
 
+// Keys of an unexpected JSON type are nf::Errors naming the file, never nlohmann exceptions.
+TEST_F(HfCheckpointTest, ConfigKeysOfTheWrongTypeNameTheFile) {
+  EXPECT_THROW_WITH(config_from_hf_json(R"({"model_type": "gpt2", "activation_function": 5})", "m/config.json"),
+                    "m/config.json");
+  EXPECT_THROW_WITH(config_from_hf_json(R"({"model_type": "llama", "hidden_act": [1]})", "l/config.json"),
+                    "l/config.json");
+}
+
 TEST_F(HfCheckpointTest, ModelsNeitherClassExpressesAreRefused) {
   DecoderLM nanochat(parse_model_config(R"({"vocab_size": 32, "dim": 16, "n_layers": 1, "n_heads": 2,
     "max_seq_len": 8, "norm": "rmsnorm", "position": "rope", "mlp": "swiglu", "qk_norm": true})"));

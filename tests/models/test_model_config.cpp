@@ -40,6 +40,15 @@ TEST(ModelConfig, UnknownKeyIsNamedWithTheNearestKnownOne) {
       "max_seq_len": 4, "moe": {"n_expert": 4}})", "m.json"), "m.json: moe", "unknown key 'n_expert'");
 }
 
+// Found by fuzz/fuzz_model_config.cpp: numbers nlohmann cannot hold and deep nesting are nf::Errors
+// naming the file, never nlohmann exceptions or a recursion through the nesting.
+TEST(ModelConfig, MalformedJsonIsAnErrorNamingTheFile) {
+  EXPECT_THROW_WITH(parse_model_config(R"({"vocab_size": 32, "norm_eps": 1.19E55078125})", "my.json"), "my.json",
+                    "not valid JSON");
+  EXPECT_THROW_WITH(parse_model_config(std::string(100, '[') + std::string(100, ']'), "deep.json"), "deep.json",
+                    "nests deeper than 64");
+}
+
 TEST(ModelConfig, BadValuesNameKeyAndValue) {
   auto with = [](const std::string& extra) {
     return parse_model_config(R"({"vocab_size": 64, "dim": 16, "n_layers": 2, "n_heads": 4, "max_seq_len": 8, )" +
