@@ -13,8 +13,11 @@ void add_convert_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "convert",
       "Load MODEL (a preset name or config JSON, giving seed-0 weights, or a checkpoint) and save it\n"
-      "to OUT in the format --to names. This build writes 'nanoformer' (safetensors with the config\n"
-      "in its header); hf, minimind, nanochat and llama2c are recognised and arrive with the loaders.\n"
+      "to OUT in the format --to names:\n"
+      "  nanoformer  one .safetensors file with the config in its header (every architecture)\n"
+      "  hf          a Hugging Face folder: config.json + model.safetensors\n"
+      "  minimind    a MiniMind2 folder (002's names), nanochat a nanochat folder (meta + model)\n"
+      "  llama2c     a llama2.c .bin file\n"
       "Example: nanoformer convert minimind2-small mm2.safetensors --to nanoformer");
   struct Args {
     std::string model, out, to;

@@ -42,41 +42,60 @@ std::vector<int64_t> parse_ids(const std::string& text, int64_t vocab_size) {
   return ids;
 }
 
+struct ForwardArgs {
+  std::string model, ids, target_ids, input, out;
+  bool hidden = false;
+};
+
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+
+// A language model: logits (T, vocab) and, with --hidden, hidden.N (T, dim).
+NamedTensors forward_decoder_lm(models::DecoderLM& model, const ForwardArgs& a) {
+  NF_CHECK(a.input.empty() && a.target_ids.empty(), "--input and --target-ids are not for a language model; give --ids");
+  const std::vector<int64_t> ids = parse_ids(a.ids, model.config().vocab_size);
+  const int64_t T = static_cast<int64_t>(ids.size());
+  const models::LMOutput out = model.forward(Tensor::from_vector(ids, {1, T}), {}, a.hidden);
+  NamedTensors tensors = {{"logits", reshape(out.logits, {T, model.config().vocab_size}).contiguous()}};
+  for (size_t i = 0; i < out.hidden.size(); ++i)
+    tensors.emplace_back("hidden." + std::to_string(i), reshape(out.hidden[i], {T, model.config().dim}).contiguous());
+  return tensors;
+}
+
+// "logits (5, 64), hidden.0 (5, 32), ..."
+std::string described(const NamedTensors& tensors) {
+  std::string out;
+  for (const auto& [name, t] : tensors) out += (out.empty() ? "" : ", ") + name + " " + shape_str(t.shape());
+  return out;
+}
+
 }  // namespace
 
 void add_forward_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "forward",
-      "Run one token sequence (batch 1) through a language model in eval mode and write the fp32\n"
-      "tensor 'logits' (T, vocab) to a safetensors file, to compare with another implementation.\n"
+      "Run one input (batch 1) through a model in eval mode and write fp32 tensors to a safetensors\n"
+      "file, to compare with another implementation. What it writes depends on the architecture:\n"
+      "  language model (--ids)   'logits' (T, vocab)\n"
       "--hidden also writes 'hidden.0' .. 'hidden.{L-1}', each (T, dim): the output of every block,\n"
       "before the final norm (Hugging Face's output_hidden_states[1..L], except that its last entry\n"
       "is taken after the final norm).\n"
       "Example: nanoformer forward --model gpt-mini --ids \"464 2068 7586\" --out logits.safetensors");
-  struct Args {
-    std::string model, ids, out;
-    bool hidden = false;
-  };
-  auto a = std::make_shared<Args>();
+  auto a = std::make_shared<ForwardArgs>();
   cmd->add_option("--model", a->model, "a preset name, a config JSON file (seed-0 weights), or a checkpoint")->required();
-  cmd->add_option("--ids", a->ids, "the token ids, separated by spaces or commas: \"1 2 3\"")->required();
+  cmd->add_option("--ids", a->ids, "the token ids, separated by spaces or commas: \"1 2 3\"");
   cmd->add_option("--out", a->out, "the safetensors file to write")->required();
   cmd->add_flag("--hidden", a->hidden, "also write every block's output as hidden.N");
   cmd->callback([a] {
     auto model = models::load_model(a->model);
-    const std::vector<int64_t> ids = parse_ids(a->ids, model->config().vocab_size);
-    const int64_t T = static_cast<int64_t>(ids.size());
     model->eval();
     NoGradGuard no_grad;
-    const models::LMOutput out = model->forward(Tensor::from_vector(ids, {1, T}), {}, a->hidden);
-    std::vector<std::pair<std::string, Tensor>> tensors = {
-        {"logits", reshape(out.logits, {T, model->config().vocab_size}).contiguous()}};
-    for (size_t i = 0; i < out.hidden.size(); ++i)
-      tensors.emplace_back("hidden." + std::to_string(i), reshape(out.hidden[i], {T, model->config().dim}).contiguous());
+    NamedTensors tensors;
+    if (auto lm = std::dynamic_pointer_cast<models::DecoderLM>(model))
+      tensors = forward_decoder_lm(*lm, *a);
+    else
+      NF_FAIL("forward: architecture '", model->architecture(), "' is not supported");
     io::save_safetensors(a->out, tensors);
-    std::printf("wrote %s: logits (%lld, %lld)%s\n", a->out.c_str(), static_cast<long long>(T),
-                static_cast<long long>(model->config().vocab_size),
-                a->hidden ? (" and hidden.0 .. hidden." + std::to_string(out.hidden.size() - 1)).c_str() : "");
+    std::printf("wrote %s: %s\n", a->out.c_str(), described(tensors).c_str());
   });
 }
 

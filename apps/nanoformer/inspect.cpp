@@ -2,9 +2,11 @@
 // per token, FLOPs per token, KV-cache bytes and memory for inference and training (model_stats.h).
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -19,13 +21,21 @@ namespace {
 using models::DecoderLMConfig;
 using models::ModelStats;
 
-// A preset name or config JSON gives its config; a nanoformer checkpoint gives the config in its
-// header without reading a tensor; any other file goes through load_model.
-DecoderLMConfig config_of(const std::string& model) {
+// The config JSON of a preset, a config file or a nanoformer checkpoint (read from its header
+// without a tensor), or "" for any other file.
+std::string config_json_of(const std::string& model, std::string& source) {
   const std::filesystem::path path(model);
-  if (!std::filesystem::exists(path) || path.extension() == ".json") return models::resolve_model_config(model);
-  if (path.extension() == ".safetensors") return models::read_checkpoint_config(model);
-  return models::load_model(model)->config();
+  source = model;
+  if (!std::filesystem::exists(path) || path.extension() == ".json") {
+    source = models::resolve_config_path(model);
+    std::ifstream in(source);
+    NF_CHECK(in, "model config ", source, ": cannot be opened");
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+  if (path.extension() == ".safetensors") return models::read_checkpoint_config_json(model);
+  return "";
 }
 
 // 12368064 -> "12,368,064"
@@ -133,6 +143,36 @@ void print_json(const DecoderLMConfig& c, const ModelStats& s) {
   std::cout << j.dump(2) << "\n";
 }
 
+// Any architecture: the parts of the built model, the total, and the memory its weights, their
+// gradients and AdamW's moments take.
+void print_model_table(const models::Model& model, const std::string& name) {
+  const int64_t total = model.num_parameters();
+  std::printf("model: %s\n", name.c_str());
+  std::printf("architecture: %s\n\n", model.architecture().c_str());
+  std::printf("parameters by part\n");
+  for (const auto& part : model.parameter_parts())
+    std::printf("  %-18s %15s  %5.1f%%\n", part.name.c_str(), grouped(part.count).c_str(), 100.0 * part.count / total);
+  std::printf("parameters: %lld\n\n", static_cast<long long>(total));
+  auto row = [](const char* what, const std::string& a, const std::string& b) {
+    std::printf("  %-26s %13s %13s\n", what, a.c_str(), b.c_str());
+  };
+  std::printf("memory\n");
+  row("", "fp32", "bf16");
+  row("weights", bytes(4 * total), bytes(2 * total));
+  row("+ gradients, AdamW moments", bytes(16 * total), bytes(8 * total));
+}
+
+void print_model_json(const models::Model& model, const std::string& name) {
+  nlohmann::ordered_json j;
+  j["name"] = name;
+  j["architecture"] = model.architecture();
+  nlohmann::ordered_json parts;
+  for (const auto& part : model.parameter_parts()) parts[part.name] = part.count;
+  parts["total"] = model.num_parameters();
+  j["parameters"] = parts;
+  std::cout << j.dump(2) << "\n";
+}
+
 }  // namespace
 
 void add_inspect_command(CLI::App& app) {
@@ -162,7 +202,24 @@ void add_inspect_command(CLI::App& app) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   cmd->add_option("--batch", a->batch, "sequences per batch for memory")->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   cmd->callback([a] {
-    const DecoderLMConfig config = config_of(a->model);
+    std::string source;
+    const std::string json = config_json_of(a->model, source);
+    std::shared_ptr<models::Model> model;
+    if (json.empty()) {
+      model = models::load_model(a->model);
+    } else if (models::config_architecture(json, source) != models::DecoderLMConfig::kArchitecture) {
+      Generator gen(0);
+      model = models::build_model(json, source, gen);
+    }
+    if (model && !std::dynamic_pointer_cast<models::DecoderLM>(model)) {
+      if (a->json)
+        print_model_json(*model, a->model);
+      else
+        print_model_table(*model, a->model);
+      return;
+    }
+    const DecoderLMConfig config = model ? models::model_as<models::DecoderLM>(model, a->model)->config()
+                                         : models::parse_model_config(json, source);
     const ModelStats stats = models::model_stats(config, {.context = a->context, .batch = a->batch});
     if (a->json)
       print_json(config, stats);

@@ -19,19 +19,18 @@ std::string metadata_value(const io::SafetensorsFile& file, const std::string& k
   return it->second;
 }
 
-DecoderLMConfig config_of(const io::SafetensorsFile& file) {
+// The checked config JSON of a checkpoint.
+std::string config_json_of(const io::SafetensorsFile& file) {
   NF_CHECK(metadata_value(file, "format") == kFormat, file.path(), ": metadata 'format' is '",
            metadata_value(file, "format"), "', expected '", kFormat, "'");
   NF_CHECK(metadata_value(file, "format_version") == kFormatVersion, file.path(), ": format_version '",
            metadata_value(file, "format_version"), "' is not supported (this build reads ", kFormatVersion, ")");
-  NF_CHECK(metadata_value(file, "model") == "DecoderLM", file.path(), ": model '", metadata_value(file, "model"),
-           "' is not supported (this build reads DecoderLM)");
-  return parse_model_config(metadata_value(file, "config"), file.path() + ": config");
+  return metadata_value(file, "config");
 }
 
 }  // namespace
 
-void save_checkpoint(const DecoderLM& model, const std::string& path) {
+void save_checkpoint(const Model& model, const std::string& path) {
   // registration order: parameters, then persistent buffers
   std::vector<nn::NamedTensor> ordered = model.named_parameters();
   const nn::StateDict state = model.state_dict();
@@ -40,15 +39,24 @@ void save_checkpoint(const DecoderLM& model, const std::string& path) {
   io::save_safetensors(path, ordered,
                        {{"format", kFormat},
                         {"format_version", kFormatVersion},
-                        {"model", "DecoderLM"},
-                        {"config", model_config_to_json(model.config())}});
+                        {"model", model.type_name()},
+                        {"config", model.config_json()}});
 }
 
-DecoderLMConfig read_checkpoint_config(const std::string& path) { return config_of(io::SafetensorsFile::open(path)); }
+std::string read_checkpoint_config_json(const std::string& path) {
+  return config_json_of(io::SafetensorsFile::open(path));
+}
 
-std::shared_ptr<DecoderLM> load_checkpoint(const std::string& path) {
+DecoderLMConfig read_checkpoint_config(const std::string& path) {
+  return parse_model_config(read_checkpoint_config_json(path), path + ": config");
+}
+
+std::shared_ptr<Model> load_checkpoint(const std::string& path) {
   const io::SafetensorsFile file = io::SafetensorsFile::open(path);
-  auto model = std::make_shared<DecoderLM>(config_of(file));
+  Generator gen(0);
+  auto model = build_model(config_json_of(file), path + ": config", gen);
+  NF_CHECK(metadata_value(file, "model") == model->type_name(), path, ": metadata 'model' is '",
+           metadata_value(file, "model"), "', but its config builds a ", model->type_name());
   const nn::StateDict own = model->state_dict();
   std::vector<std::string> mistyped;
   nn::StateDict state;

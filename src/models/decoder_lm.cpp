@@ -2,6 +2,7 @@
 #include "nanoformer/models/decoder_lm.h"
 
 #include "nanoformer/core/error.h"
+#include "nanoformer/models/model_stats.h"
 #include "nanoformer/ops/elementwise.h"
 #include "nanoformer/ops/loss.h"
 #include "nanoformer/ops/matmul.h"
@@ -9,7 +10,7 @@
 
 namespace nf::models {
 
-DecoderLM::DecoderLM(const DecoderLMConfig& config, Generator& gen) : Module("DecoderLM"), config_(config) {
+DecoderLM::DecoderLM(const DecoderLMConfig& config, Generator& gen) : Model("DecoderLM"), config_(config) {
   validate_model_config(config_, config_.name.empty() ? "DecoderLM" : config_.name);
   const DecoderLMConfig& c = config_;
   const nn::BlockConfig block = block_config(c);
@@ -26,6 +27,19 @@ DecoderLM::DecoderLM(const DecoderLMConfig& config, Generator& gen) : Module("De
   norm = register_module("norm", nn::make_norm(block.norm));
   if (!c.tie_embeddings) output = register_module("output", std::make_shared<nn::Linear>(c.dim, c.vocab_size, false, gen));
   init_weights(*this, c.init, gen);
+}
+
+std::string DecoderLM::config_json() const { return model_config_to_json(config_); }
+
+std::vector<ParameterPart> DecoderLM::parameter_parts() const {
+  const ParameterCounts p = model_stats(config_).parameters;
+  std::vector<ParameterPart> parts = {{"embedding", p.embedding}, {"positions", p.positions}, {"attention", p.attention}};
+  if (config_.moe)
+    parts.insert(parts.end(), {{"routed experts", p.routed_experts}, {"shared experts", p.shared_experts}, {"router", p.router}});
+  else
+    parts.push_back({"mlp", p.mlp});
+  parts.insert(parts.end(), {{"norms", p.norms}, {"head", p.head}});
+  return parts;
 }
 
 const Tensor& DecoderLM::head_weight() const { return output ? output->weight : tok_embeddings->weight; }

@@ -1,6 +1,5 @@
 // DecoderLMConfig: JSON parsing with unknown-key rejection, validation, presets, the component
 // configs, and the analytic parameter count.
-#include "util/json_input.h"
 #include "nanoformer/models/model_config.h"
 
 #include <algorithm>
@@ -14,10 +13,14 @@
 #include <set>
 #include <sstream>
 
+#include "models/config_keys.h"
 #include "nanoformer/core/error.h"
+#include "util/json_input.h"
 
 namespace nf::models {
 namespace {
+
+using namespace config_keys;
 
 using nlohmann::json;
 
@@ -33,125 +36,6 @@ constexpr std::array<std::pair<nf::RopeLayout, const char*>, 3> kLayoutNames{
 constexpr std::array<std::pair<nn::RopeScaling, const char*>, 3> kScalingNames{
     {{nn::RopeScaling::none, "none"}, {nn::RopeScaling::linear, "linear"}, {nn::RopeScaling::ntk, "ntk"}}};
 
-template <class E, size_t N>
-std::string name_of(const std::array<std::pair<E, const char*>, N>& table, E value) {
-  for (const auto& [v, name] : table)
-    if (v == value) return name;
-  NF_FAIL("model config: an enum value without a name");
-}
-
-// Levenshtein distance, for "did you mean" on a misspelled key.
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t substitute = diagonal + (a[i - 1] == b[j - 1] ? 0 : 1);
-      diagonal = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, substitute});
-    }
-  }
-  return row[b.size()];
-}
-
-// Reads the keys of one JSON object into typed fields, remembering which keys were read, so that
-// finish() can reject every key nobody asked for.
-class ObjectReader {
- public:
-  ObjectReader(const json& object, std::string where) : object_(object), where_(std::move(where)) {
-    NF_CHECK(object_.is_object(), where_, ": expected a JSON object, got ", object_.type_name());
-  }
-
-  template <class T>
-  void value(const char* key, T& field) {
-    known_.insert(key);
-    auto it = object_.find(key);
-    if (it == object_.end()) return;
-    try {
-      if constexpr (std::is_same_v<T, bool>) {
-        NF_CHECK(it->is_boolean(), "expected true or false");
-      } else if constexpr (std::is_integral_v<T>) {
-        NF_CHECK(it->is_number_integer(), "expected an integer");
-      } else if constexpr (std::is_floating_point_v<T>) {
-        NF_CHECK(it->is_number(), "expected a number");
-      } else {
-        NF_CHECK(it->is_string(), "expected a string");
-      }
-      field = it->get<T>();
-    } catch (const Error& e) {
-      NF_FAIL(where_, ": key '", key, "' has value ", util::json_excerpt(*it), ": ", e.what());
-    }
-  }
-
-  // A string key parsed into an enum by `parse` (which throws naming the accepted values).
-  template <class E, class Parse, class Name>
-  void choice(const char* key, E& field, Parse parse, Name) {
-    std::string text;
-    value(key, text);
-    if (!object_.contains(key)) return;
-    try {
-      field = parse(text);
-    } catch (const Error& e) {
-      NF_FAIL(where_, ": key '", key, "' has value \"", text, "\": ", e.what());
-    }
-  }
-
-  const json* child(const char* key) {
-    known_.insert(key);
-    auto it = object_.find(key);
-    return it == object_.end() || it->is_null() ? nullptr : &*it;
-  }
-
-  void finish() const {
-    for (const auto& [key, value] : object_.items()) {
-      if (known_.count(key)) continue;
-      const std::string* nearest = nullptr;
-      size_t best = 3;  // suggest only close spellings
-      for (const auto& k : known_)
-        if (size_t d = edit_distance(key, k); d < best) best = d, nearest = &k;
-      NF_FAIL(where_, ": unknown key '", key, "'", nearest ? " (did you mean '" + *nearest + "'?)" : std::string());
-    }
-  }
-
- private:
-  const json& object_;
-  std::string where_;
-  std::set<std::string> known_;
-};
-
-template <class E, size_t N>
-auto table_parser(const std::array<std::pair<E, const char*>, N>& table) {
-  return [&table](const std::string& text) {
-    std::string accepted;
-    for (const auto& [v, name] : table) {
-      if (text == name) return v;
-      accepted += (accepted.empty() ? "" : ", ") + std::string(name);
-    }
-    NF_FAIL("expected one of ", accepted);
-  };
-}
-
-template <class E, size_t N>
-auto table_namer(const std::array<std::pair<E, const char*>, N>& table) {
-  return [&table](E value) { return name_of(table, value); };
-}
-
-// Writes the keys a visit walks into a JSON object.
-struct ObjectWriter {
-  json object = json::object();
-  template <class T>
-  void value(const char* key, const T& field) {
-    object[key] = field;
-  }
-  template <class E, class Parse, class Name>
-  void choice(const char* key, const E& field, Parse, Name name) {
-    object[key] = std::string(name(field));
-  }
-};
-
-// Every key of the config, once: parsing and writing both walk these lists (moe is nested).
 template <class Visitor>
 void visit_moe_keys(Visitor& v, nn::MoEConfig& m) {
   v.value("n_experts", m.n_experts);
@@ -199,10 +83,6 @@ void visit_keys(Visitor& v, DecoderLMConfig& c) {
   v.value("init_std", c.init_std);
 }
 
-void check(bool ok, const std::string& source, const char* key, const auto& value, const char* requirement) {
-  NF_CHECK(ok, source, ": key '", key, "' has value ", value, ": ", requirement);
-}
-
 int64_t norm_parameters(const DecoderLMConfig& c) {
   switch (c.norm) {
     case nn::NormKind::layernorm:
@@ -227,6 +107,10 @@ DecoderLMConfig parse_model_config(const std::string& json_text, const std::stri
   const json root = util::parse_json(json_text, source + ": ");
   DecoderLMConfig c;
   ObjectReader r(root, source);
+  std::string architecture = DecoderLMConfig::kArchitecture;
+  r.value("architecture", architecture);
+  check(architecture == DecoderLMConfig::kArchitecture, source, "architecture", "\"" + architecture + "\"",
+        "a decoder LM config has architecture \"decoder_lm\" (or none)");
   visit_keys(r, c);
   if (const json* moe = r.child("moe")) {
     ObjectReader moe_reader(*moe, source + ": moe");
@@ -289,6 +173,7 @@ DecoderLMConfig load_model_config(const std::string& path) {
 std::string model_config_to_json(const DecoderLMConfig& config) {
   DecoderLMConfig c = config;
   ObjectWriter w;
+  w.object["architecture"] = DecoderLMConfig::kArchitecture;
   visit_keys(w, c);
   w.object["moe"] = nullptr;
   if (c.moe) {
@@ -323,19 +208,24 @@ std::vector<std::string> preset_names() {
   return names;
 }
 
-DecoderLMConfig preset_config(const std::string& name) {
+std::string preset_path(const std::string& name) {
   const std::filesystem::path path = std::filesystem::path(configs_directory()) / (name + ".json");
   if (!std::filesystem::exists(path)) {
     std::string known;
     for (const auto& n : preset_names()) known += (known.empty() ? "" : ", ") + n;
     NF_FAIL("preset '", name, "' is unknown (known: ", known, ")");
   }
-  return load_model_config(path.string());
+  return path.string();
 }
 
+std::string resolve_config_path(const std::string& name_or_path) {
+  return std::filesystem::is_regular_file(name_or_path) ? name_or_path : preset_path(name_or_path);
+}
+
+DecoderLMConfig preset_config(const std::string& name) { return load_model_config(preset_path(name)); }
+
 DecoderLMConfig resolve_model_config(const std::string& name_or_path) {
-  if (std::filesystem::is_regular_file(name_or_path)) return load_model_config(name_or_path);
-  return preset_config(name_or_path);
+  return load_model_config(resolve_config_path(name_or_path));
 }
 
 nn::BlockConfig block_config(const DecoderLMConfig& c) {

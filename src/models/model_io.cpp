@@ -63,7 +63,7 @@ ModelFormat detect_model_format(const std::string& path_or_preset) {
   return ModelFormat::preset;
 }
 
-std::shared_ptr<DecoderLM> load_model(const std::string& path_or_preset) {
+std::shared_ptr<Model> load_model(const std::string& path_or_preset) {
   switch (detect_model_format(path_or_preset)) {
     case ModelFormat::nanoformer: return load_checkpoint(path_or_preset);
     case ModelFormat::hf: return load_hf(path_or_preset);
@@ -73,23 +73,39 @@ std::shared_ptr<DecoderLM> load_model(const std::string& path_or_preset) {
     case ModelFormat::config:
     case ModelFormat::preset: {
       Generator gen(0);
-      return std::make_shared<DecoderLM>(resolve_model_config(path_or_preset), gen);
+      return build_model_from(path_or_preset, gen);
     }
   }
   NF_FAIL(path_or_preset, ": unknown model format");
 }
 
-void save_model(const DecoderLM& model, const std::string& path, const std::string& format) {
+std::shared_ptr<DecoderLM> load_decoder_lm(const std::string& path_or_preset) {
+  return model_as<DecoderLM>(load_model(path_or_preset), path_or_preset);
+}
+
+namespace {
+
+// The model as a DecoderLM, for the formats that hold nothing else.
+const DecoderLM& decoder_for(const Model& model, const std::string& format) {
+  const auto* lm = dynamic_cast<const DecoderLM*>(&model);
+  NF_CHECK(lm, "save_model: format '", format, "' holds decoder language models, not architecture '",
+           model.architecture(), "' (nanoformer holds every architecture)");
+  return *lm;
+}
+
+}  // namespace
+
+void save_model(const Model& model, const std::string& path, const std::string& format) {
   if (format == "nanoformer")
     save_checkpoint(model, path);
   else if (format == "hf")
-    save_hf(model, path);
+    save_hf(decoder_for(model, format), path);
   else if (format == "minimind")
-    save_minimind(model, path);
+    save_minimind(decoder_for(model, format), path);
   else if (format == "nanochat")
-    save_nanochat(model, path);
+    save_nanochat(decoder_for(model, format), path);
   else if (format == "llama2c")
-    save_llama2c(model, path);
+    save_llama2c(decoder_for(model, format), path);
   else
     NF_FAIL("save_model: format '", format, "' is unknown (known: ", joined(model_formats()), ")");
 }

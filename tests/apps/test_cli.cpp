@@ -99,7 +99,7 @@ TEST_F(CliTest, ForwardWritesTheLibrarysLogitsAndHiddenStates) {
   const std::string config = write_tiny_config(path("tiny.json"));
   const CliRun r = cli("forward --model '" + config + "' --ids " + kIds + " --out '" + path("out.safetensors") + "' --hidden");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto model = models::load_model(config);
+  auto model = models::load_decoder_lm(config);
   model->eval();
   const models::LMOutput expected = model->forward(ids_tensor(), {}, true);
   const auto written = io::load_safetensors(path("out.safetensors"));
@@ -133,7 +133,7 @@ TEST_F(CliTest, ConvertRoundTripGivesIdenticalLogits) {
   EXPECT_TENSOR_CLOSE(io::load_safetensors(path("a.safetensors")).at("logits"),
                       io::load_safetensors(path("b.safetensors")).at("logits"), 0.0, 0.0);
   const CliRun r = cli("inspect '" + ckpt + "'");
-  EXPECT_NE(r.out.find("\nparameters: " + std::to_string(models::load_model(config)->num_parameters()) + "\n"),
+  EXPECT_NE(r.out.find("\nparameters: " + std::to_string(models::load_decoder_lm(config)->num_parameters()) + "\n"),
             std::string::npos) << r.out;
 }
 

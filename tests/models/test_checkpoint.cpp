@@ -59,7 +59,7 @@ TEST_F(CheckpointTest, RoundTripGivesIdenticalLogits) {
     save_checkpoint(model, path("model.safetensors"));
     EXPECT_EQ(model_config_to_json(read_checkpoint_config(path("model.safetensors"))),
               model_config_to_json(model.config()));
-    const auto loaded = load_checkpoint(path("model.safetensors"));
+    const auto loaded = model_as<DecoderLM>(load_checkpoint(path("model.safetensors")), "checkpoint");
     loaded->eval();
     EXPECT_TENSOR_CLOSE(loaded->forward(ids()).logits, model.forward(ids()).logits, 0.0, 0.0);
   }

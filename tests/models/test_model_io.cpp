@@ -23,13 +23,13 @@ Tensor logits_of(DecoderLM& model) {
 TEST_F(ModelIoTest, EveryFormatRoundTripsThroughTheDispatcher) {
   const std::string fixture = std::string(NF_TEST_DATA_DIR) + "/hf/llama_gqa";
   EXPECT_EQ(detect_model_format(fixture), ModelFormat::hf);
-  const auto model = load_model(fixture);
+  const auto model = load_decoder_lm(fixture);
   const Tensor expected = logits_of(*model);
   const std::pair<std::string, std::string> targets[] = {{"nanoformer", "m.safetensors"}, {"hf", "m_hf"}};
   for (const auto& [format, name] : targets) {
     save_model(*model, path(name), format);
     EXPECT_EQ(model_format_name(detect_model_format(path(name))), format);
-    EXPECT_TENSOR_CLOSE(logits_of(*load_model(path(name))), expected, 0.0, 0.0) << format;
+    EXPECT_TENSOR_CLOSE(logits_of(*load_decoder_lm(path(name))), expected, 0.0, 0.0) << format;
   }
   DecoderLMConfig interleaved = model->config();  // what llama2.c expresses: interleaved RoPE, eps 1e-5
   interleaved.rope_layout = RopeLayout::interleaved;
@@ -37,33 +37,33 @@ TEST_F(ModelIoTest, EveryFormatRoundTripsThroughTheDispatcher) {
   DecoderLM llama2c(interleaved);
   save_model(llama2c, path("m.bin"), "llama2c");
   EXPECT_EQ(detect_model_format(path("m.bin")), ModelFormat::llama2c);
-  EXPECT_TENSOR_CLOSE(logits_of(*load_model(path("m.bin"))), logits_of(llama2c), 0.0, 0.0);
+  EXPECT_TENSOR_CLOSE(logits_of(*load_decoder_lm(path("m.bin"))), logits_of(llama2c), 0.0, 0.0);
 }
 
 TEST_F(ModelIoTest, MiniMindAndNanochatFoldersAreRecognised) {
   const std::string data = NF_TEST_DATA_DIR;
   EXPECT_EQ(detect_model_format(data + "/minimind/moe"), ModelFormat::minimind);
   EXPECT_EQ(detect_model_format(data + "/nanochat/d2"), ModelFormat::nanochat);
-  const auto minimind = load_model(data + "/minimind/dense");
+  const auto minimind = load_decoder_lm(data + "/minimind/dense");
   save_model(*minimind, path("mm"), "minimind");
-  EXPECT_TENSOR_CLOSE(logits_of(*load_model(path("mm"))), logits_of(*minimind), 0.0, 0.0);
-  const auto nanochat = load_model(data + "/nanochat/d2");
+  EXPECT_TENSOR_CLOSE(logits_of(*load_decoder_lm(path("mm"))), logits_of(*minimind), 0.0, 0.0);
+  const auto nanochat = load_decoder_lm(data + "/nanochat/d2");
   save_model(*nanochat, path("nc"), "nanochat");
-  EXPECT_TENSOR_CLOSE(logits_of(*load_model(path("nc"))), logits_of(*nanochat), 0.0, 0.0);
+  EXPECT_TENSOR_CLOSE(logits_of(*load_decoder_lm(path("nc"))), logits_of(*nanochat), 0.0, 0.0);
 }
 
 TEST_F(ModelIoTest, PresetsAndConfigFilesBuildFreshModels) {
   EXPECT_EQ(detect_model_format("llama2c-stories260k"), ModelFormat::preset);
-  EXPECT_EQ(load_model("llama2c-stories260k")->num_parameters(), 260032);
+  EXPECT_EQ(load_decoder_lm("llama2c-stories260k")->num_parameters(), 260032);
   const std::string config = configs_directory() + "/llama2c-stories260k.json";
   EXPECT_EQ(detect_model_format(config), ModelFormat::config);
-  EXPECT_EQ(load_model(config)->config().name, "llama2c-stories260k");
+  EXPECT_EQ(load_decoder_lm(config)->config().name, "llama2c-stories260k");
 }
 
 TEST_F(ModelIoTest, UnknownPathsAndFormatsAreNamed) {
-  EXPECT_THROW_WITH(load_model("gpt3-175b"), "preset 'gpt3-175b' is unknown");
+  EXPECT_THROW_WITH(load_decoder_lm("gpt3-175b"), "preset 'gpt3-175b' is unknown");
   fs::create_directories(path("empty"));
-  EXPECT_THROW_WITH(load_model(path("empty")), "a folder, but not a model folder");
+  EXPECT_THROW_WITH(load_decoder_lm(path("empty")), "a folder, but not a model folder");
   DecoderLM model(preset_config("llama2c-stories260k"));
   EXPECT_THROW_WITH(save_model(model, path("x"), "onnx"), "format 'onnx' is unknown", "nanoformer, hf, minimind, nanochat, llama2c");
 }

@@ -1,7 +1,10 @@
 #pragma once
-// nanoformer's own checkpoint format: a safetensors file holding the model's state dict (names as
-// DecoderLM registers them, f32) with the model config JSON in the header metadata:
+// nanoformer's own checkpoint format, for every architecture (model.h): a safetensors file holding
+// the model's state dict (names as the model registers them, f32) with the config JSON in the
+// header metadata:
 //   "__metadata__": {"format": "nanoformer", "format_version": "1", "model": "DecoderLM", "config": "{...}"}
+// where "model" is the class (Module::type_name) and the config's "architecture" key says which
+// class builds it.
 // The write is atomic (io::save_safetensors); reading validates the file before touching a tensor
 // (a truncated or overlapping file is refused), then lists every missing, unexpected, mis-shaped
 // or wrongly typed tensor by name in one nf::Error.
@@ -12,10 +15,12 @@
 
 namespace nf::models {
 
-void save_checkpoint(const DecoderLM& model, const std::string& path);
-// The config stored in a checkpoint (without reading its tensors).
+void save_checkpoint(const Model& model, const std::string& path);
+// The config JSON stored in a checkpoint (without reading its tensors).
+std::string read_checkpoint_config_json(const std::string& path);
+// The same parsed as a decoder LM's config (an error naming the file for other architectures).
 DecoderLMConfig read_checkpoint_config(const std::string& path);
 // Builds the model the checkpoint's config describes and loads its tensors.
-std::shared_ptr<DecoderLM> load_checkpoint(const std::string& path);
+std::shared_ptr<Model> load_checkpoint(const std::string& path);
 
 }  // namespace nf::models

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "nanoformer/core/generator.h"
+#include "nanoformer/models/model.h"
 #include "nanoformer/models/model_config.h"
 #include "nanoformer/nn/block.h"
 #include "nanoformer/nn/positional.h"
@@ -28,8 +29,10 @@ struct LMOutput {
   std::vector<Tensor> hidden;
 };
 
-class DecoderLM : public nn::Module {
+class DecoderLM : public Model {
  public:
+  static constexpr const char* kArchitecture = DecoderLMConfig::kArchitecture;
+
   // Validates the config (nf::Error naming the bad key) and initialises as config.init says.
   explicit DecoderLM(const DecoderLMConfig& config, Generator& gen = default_generator());
 
@@ -38,6 +41,10 @@ class DecoderLM : public nn::Module {
   LMOutput forward(const Tensor& ids, const Tensor& targets = {}, bool return_hidden = false);
 
   const DecoderLMConfig& config() const { return config_; }
+  std::string architecture() const override { return kArchitecture; }
+  std::string config_json() const override;
+  // The parts of model_stats' ParameterCounts (routed / shared experts and router with MoE, else mlp).
+  std::vector<ParameterPart> parameter_parts() const override;
   // The head's weight (vocab_size, dim): output->weight, or tok_embeddings->weight when tied.
   const Tensor& head_weight() const;
 

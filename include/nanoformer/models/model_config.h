@@ -23,6 +23,7 @@ namespace nf::models {
 enum class InitScheme { normal, nanochat, deepnet };
 
 struct DecoderLMConfig {
+  static constexpr const char* kArchitecture = "decoder_lm";  // the config's "architecture" key (optional)
   std::string name;              // a label ("gpt2-124m"); "" when none
   int64_t vocab_size = 0;        // > 0
   int64_t dim = 0;               // model width, > 0
@@ -72,6 +73,10 @@ void validate_model_config(const DecoderLMConfig& config, const std::string& sou
 // above the working directory or above the running executable (a build tree inside the repo).
 std::string configs_directory();
 std::vector<std::string> preset_names();
+// The file of preset `name` (configs/<name>.json); an unknown name is an error listing the known ones.
+std::string preset_path(const std::string& name);
+// A path to a JSON file as is, or a preset name's file.
+std::string resolve_config_path(const std::string& name_or_path);
 DecoderLMConfig preset_config(const std::string& name);
 // A path to a JSON file, or a preset name.
 DecoderLMConfig resolve_model_config(const std::string& name_or_path);

@@ -4,7 +4,8 @@
 //     folder (config.json + model.safetensors / index; GPT-2, LLaMA), a MiniMind folder (config.json
 //     with model_type "minimind"), a nanochat folder (meta_<step>.json + model_<step>.safetensors),
 //     a llama2.c .bin, a config JSON file or a preset name (the last two build a freshly
-//     initialised model, seed 0, so the same name always gives the same weights).
+//     initialised model, seed 0, so the same name always gives the same weights). The model is of
+//     whichever architecture the file holds (model.h); load_decoder_lm insists on a language model.
 //   save_model(model, path, format): format "nanoformer" (a .safetensors file), "hf", "minimind",
 //     "nanochat" (folders), "llama2c" (a .bin file).
 #include <memory>
@@ -24,8 +25,11 @@ const std::vector<std::string>& model_formats();
 // What load_model would read `path_or_preset` as: a name that is no file or folder is taken as a
 // preset (resolve_model_config then names it when it is unknown); a folder of no known kind throws.
 ModelFormat detect_model_format(const std::string& path_or_preset);
-std::shared_ptr<DecoderLM> load_model(const std::string& path_or_preset);
-// Throws nf::Error naming an unknown format (and the known ones) or what the format cannot express.
-void save_model(const DecoderLM& model, const std::string& path, const std::string& format);
+std::shared_ptr<Model> load_model(const std::string& path_or_preset);
+// load_model, then an nf::Error naming the file when the model is not a DecoderLM.
+std::shared_ptr<DecoderLM> load_decoder_lm(const std::string& path_or_preset);
+// Throws nf::Error naming an unknown format (and the known ones), a format that cannot hold the
+// model's architecture, or what the format cannot express.
+void save_model(const Model& model, const std::string& path, const std::string& format);
 
 }  // namespace nf::models

@@ -1,0 +1,53 @@
+// The architecture registry: which class a config's "architecture" key builds.
+#include "nanoformer/models/model.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "nanoformer/models/decoder_lm.h"
+#include "nanoformer/models/model_config.h"
+#include "util/json_input.h"
+
+namespace nf::models {
+
+const std::vector<std::string>& architectures() {
+  static const std::vector<std::string> names = {DecoderLMConfig::kArchitecture};
+  return names;
+}
+
+std::string config_architecture(const std::string& json_text, const std::string& source) {
+  const nlohmann::json root = util::parse_json(json_text, source + ": ");
+  NF_CHECK(root.is_object(), source, ": a model config must be a JSON object, got ", root.type_name());
+  auto it = root.find("architecture");
+  if (it == root.end()) return DecoderLMConfig::kArchitecture;
+  NF_CHECK(it->is_string(), source, ": key 'architecture' has value ", util::json_excerpt(*it), ": expected a string");
+  const std::string name = it->get<std::string>();
+  std::string known;
+  for (const auto& a : architectures()) {
+    if (a == name) return name;
+    known += (known.empty() ? "" : ", ") + a;
+  }
+  NF_FAIL(source, ": key 'architecture' has value \"", name, "\": expected one of ", known);
+}
+
+std::shared_ptr<Model> build_model(const std::string& json_text, const std::string& source, Generator& gen) {
+  const std::string architecture = config_architecture(json_text, source);
+  if (architecture == DecoderLMConfig::kArchitecture)
+    return std::make_shared<DecoderLM>(parse_model_config(json_text, source), gen);
+  NF_FAIL(source, ": architecture '", architecture, "' has no builder");
+}
+
+std::shared_ptr<Model> build_model_from(const std::string& name_or_path, Generator& gen) {
+  const std::string path = resolve_config_path(name_or_path);
+  std::ifstream in(path);
+  NF_CHECK(in, "model config ", path, ": cannot be opened");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return build_model(text.str(), path, gen);
+}
+
+void throw_wrong_architecture(const Model& model, const std::string& source, const char* wanted) {
+  NF_FAIL(source, ": a model of architecture '", model.architecture(), "', where '", wanted, "' is needed");
+}
+
+}  // namespace nf::models
