@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 
 #include "nanoformer/tokenizer/stream_decoder.h"
 
@@ -43,6 +44,22 @@ const std::string& scratch_file(const uint8_t* data, size_t size) {
   }
   ::close(fd);
   return path;
+}
+
+const std::string& scratch_directory(const std::string& name) {
+  static std::map<std::string, std::string> made;
+  auto it = made.find(name);
+  if (it != made.end()) return it->second;
+  const std::string dir = scratch_path() + "_" + name;
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  if (!std::filesystem::create_directories(dir, ec)) finding("cannot create the scratch directory " + dir);
+  static const bool registered = std::atexit([] {
+    std::error_code ignored;
+    for (const auto& [n, d] : made) std::filesystem::remove_all(d, ignored);
+  }) == 0;
+  (void)registered;
+  return made.emplace(name, dir).first->second;
 }
 
 std::string fixture_path(const std::string& name) { return std::string(NF_TEST_DATA_DIR) + "/tokenizer/" + name; }

@@ -54,6 +54,10 @@ bool expect_nf_error_naming(std::string_view name, F&& fn) {
 // and returns its path, for parsers that read a path. The file is removed at exit.
 const std::string& scratch_file(const uint8_t* data, size_t size);
 
+// A directory private to this process (in /dev/shm when there is one), created empty on the first
+// call for `name` and removed with its contents at exit, for parsers that read a folder.
+const std::string& scratch_directory(const std::string& name);
+
 // The fixture tokenizers, trained by Hugging Face on tests/data/tokenizer/corpus.txt.
 std::string fixture_path(const std::string& name);
 

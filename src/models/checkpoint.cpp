@@ -28,6 +28,18 @@ std::string config_json_of(const io::SafetensorsFile& file) {
   return metadata_value(file, "config");
 }
 
+// A corrupt header must not make us allocate a model sized by it: a decoder LM whose config
+// describes far more parameters than the file holds values is refused before it is built (a
+// smaller shortfall, a tensor or two missing, is left to load_state_dict, which names them).
+void check_file_can_hold(const io::SafetensorsFile& file, const std::string& config_json) {
+  if (config_architecture(config_json, file.path() + ": config") != DecoderLMConfig::kArchitecture) return;
+  const int64_t claimed = count_parameters(parse_model_config(config_json, file.path() + ": config"));
+  int64_t held = 0;  // <= the file's size in bytes, so no overflow
+  for (const io::TensorEntry& entry : file.entries()) held += shape_numel(entry.shape);
+  NF_CHECK(claimed <= 2 * held + (int64_t{1} << 20), file.path(), ": its config describes ", claimed,
+           " parameters, but the file holds only ", held, " values");
+}
+
 }  // namespace
 
 void save_checkpoint(const Model& model, const std::string& path) {
@@ -53,8 +65,10 @@ DecoderLMConfig read_checkpoint_config(const std::string& path) {
 
 std::shared_ptr<Model> load_checkpoint(const std::string& path) {
   const io::SafetensorsFile file = io::SafetensorsFile::open(path);
+  const std::string config_json = config_json_of(file);
+  check_file_can_hold(file, config_json);
   Generator gen(0);
-  auto model = build_model(config_json_of(file), path + ": config", gen);
+  auto model = build_model(config_json, path + ": config", gen);
   NF_CHECK(metadata_value(file, "model") == model->type_name(), path, ": metadata 'model' is '",
            metadata_value(file, "model"), "', but its config builds a ", model->type_name());
   const nn::StateDict own = model->state_dict();

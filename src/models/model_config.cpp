@@ -83,20 +83,35 @@ void visit_keys(Visitor& v, DecoderLMConfig& c) {
   v.value("init_std", c.init_std);
 }
 
-int64_t norm_parameters(const DecoderLMConfig& c) {
-  switch (c.norm) {
-    case nn::NormKind::layernorm:
-    case nn::NormKind::layernorm_std_plus_eps: return c.norm_bias ? 2 * c.dim : c.dim;
-    case nn::NormKind::rmsnorm:
-    case nn::NormKind::rmsnorm_rms_plus_eps: return c.dim;
-    case nn::NormKind::layernorm_no_affine:
-    case nn::NormKind::rmsnorm_no_weight: return 0;
-  }
-  return 0;
-}
+// The most parameters a config may describe: every count below then fits int64_t.
+constexpr long double kMaxParameters = 1e15L;
+// The longest side a config may give (dims, vocab, layers, ...): products of two fit int64_t, so
+// the parameter bound below can be computed before anything else is.
+constexpr int64_t kMaxSize = int64_t{1} << 40;
 
-// A Linear(in, out) with or without bias.
-int64_t linear_parameters(int64_t in, int64_t out, bool bias) { return in * out + (bias ? out : 0); }
+// The parameter count in arithmetic N: long double to check the bound, int64_t once it holds.
+template <class N>
+N parameter_total(const DecoderLMConfig& c) {
+  auto linear = [](N in, N out, bool bias) { return in * out + (bias ? out : N(0)); };  // Linear(in, out)
+  const N D = N(c.dim), V = N(c.vocab_size);
+  const N head_dim = N(c.head_dim > 0 ? c.head_dim : c.dim / c.n_heads);
+  const N q_width = N(c.n_heads) * head_dim, kv_width = N(c.n_kv_heads > 0 ? c.n_kv_heads : c.n_heads) * head_dim;
+  const N norm = N(nn::norm_parameter_count(block_config(c).norm));
+  // q, k, v, o projections
+  const N attention = linear(D, q_width, c.attention_bias) + N(2) * linear(D, kv_width, c.attention_bias) +
+                      linear(q_width, D, c.attention_bias);
+  const N hidden = N(nn::mlp_hidden_dim(block_config(c).mlp));
+  const N up_projections = N(c.mlp == nn::MLPKind::swiglu ? 2 : 1);  // SwiGLU's w1 and w3
+  const N mlp = up_projections * linear(D, hidden, c.mlp_bias) + linear(hidden, D, c.mlp_bias);
+  N feed_forward = mlp;
+  if (c.moe)
+    feed_forward = N(c.moe->n_experts + c.moe->n_shared_experts) * mlp + linear(D, N(c.moe->n_experts), c.moe->gate_bias);
+  const N norms_per_layer = N(c.norm_placement == nn::NormPlacement::sandwich ? 4 : 2);
+  const N layer = attention + feed_forward + norms_per_layer * norm;
+  const N positions = c.position == nn::PositionKind::learned ? N(c.max_seq_len) * D : N(0);
+  return V * D + positions + (c.embedding_norm ? norm : N(0)) + N(c.n_layers) * layer + norm +
+         (c.tie_embeddings ? N(0) : V * D);
+}
 
 }  // namespace
 
@@ -160,6 +175,19 @@ void validate_model_config(const DecoderLMConfig& c, const std::string& source) 
     check(m.top_k >= 1 && m.top_k <= m.n_experts, source, "moe.top_k", m.top_k, "must be in [1, n_experts]");
     check(m.aux_loss_alpha >= 0, source, "moe.aux_loss_alpha", m.aux_loss_alpha, "must be >= 0");
   }
+  for (const auto& [key, value] : {std::pair<const char*, int64_t>{"vocab_size", c.vocab_size}, {"dim", c.dim},
+                                   {"n_layers", c.n_layers}, {"n_heads", c.n_heads}, {"head_dim", c.head_dim},
+                                   {"max_seq_len", c.max_seq_len}, {"mlp_hidden", c.mlp_hidden},
+                                   {"mlp_multiple_of", c.mlp_multiple_of}})
+    check(value <= kMaxSize, source, key, value, "is beyond any model this engine can build (at most 2^40)");
+  if (c.moe) {
+    check(c.moe->n_experts <= kMaxSize, source, "moe.n_experts", c.moe->n_experts, "must be at most 2^40");
+    check(c.moe->n_shared_experts <= kMaxSize, source, "moe.n_shared_experts", c.moe->n_shared_experts,
+          "must be at most 2^40");
+  }
+  const long double total = parameter_total<long double>(c);
+  NF_CHECK(total <= kMaxParameters, source, ": the config describes ", static_cast<double>(total),
+           " parameters, more than the 1e15 any model here can hold");
 }
 
 DecoderLMConfig load_model_config(const std::string& path) {
@@ -263,26 +291,7 @@ nn::PositionalConfig positional_config(const DecoderLMConfig& c) {
 
 int64_t count_parameters(const DecoderLMConfig& c) {
   validate_model_config(c);
-  const int64_t D = c.dim, V = c.vocab_size;
-  const int64_t head_dim = c.head_dim > 0 ? c.head_dim : D / c.n_heads;
-  const int64_t q_width = c.n_heads * head_dim, kv_width = (c.n_kv_heads > 0 ? c.n_kv_heads : c.n_heads) * head_dim;
-  const int64_t norm = norm_parameters(c);
-  // q, k, v, o projections
-  const int64_t attention = linear_parameters(D, q_width, c.attention_bias) +
-                            2 * linear_parameters(D, kv_width, c.attention_bias) +
-                            linear_parameters(q_width, D, c.attention_bias);
-  const nn::MLPConfig mlp_config = block_config(c).mlp;
-  const int64_t hidden = nn::mlp_hidden_dim(mlp_config);
-  const int64_t up_projections = c.mlp == nn::MLPKind::swiglu ? 2 : 1;  // SwiGLU's w1 and w3
-  const int64_t mlp = up_projections * linear_parameters(D, hidden, c.mlp_bias) + linear_parameters(hidden, D, c.mlp_bias);
-  int64_t feed_forward = mlp;
-  if (c.moe)
-    feed_forward = (c.moe->n_experts + c.moe->n_shared_experts) * mlp +
-                   linear_parameters(D, c.moe->n_experts, c.moe->gate_bias);
-  const int64_t norms_per_layer = c.norm_placement == nn::NormPlacement::sandwich ? 4 : 2;
-  const int64_t layer = attention + feed_forward + norms_per_layer * norm;
-  const int64_t positions = c.position == nn::PositionKind::learned ? c.max_seq_len * D : 0;
-  return V * D + positions + (c.embedding_norm ? norm : 0) + c.n_layers * layer + norm + (c.tie_embeddings ? 0 : V * D);
+  return parameter_total<int64_t>(c);
 }
 
 }  // namespace nf::models

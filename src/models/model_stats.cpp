@@ -33,8 +33,8 @@ Shapes shapes_of(const DecoderLMConfig& c) {
   return s;
 }
 
-// One norm's parameters, from the module itself (0, dim or 2 dim: a cheap build).
-int64_t norm_parameters(const DecoderLMConfig& c) { return nn::make_norm(block_config(c).norm)->num_parameters(); }
+// One norm's parameters: 0, dim or 2 dim.
+int64_t norm_parameters(const DecoderLMConfig& c) { return nn::norm_parameter_count(block_config(c).norm); }
 
 ParameterCounts count_parts(const DecoderLMConfig& c, const Shapes& s) {
   auto bias = [](bool on, int64_t n) { return on ? n : 0; };
@@ -89,6 +89,14 @@ ModelStats model_stats(const DecoderLMConfig& c, const StatsOptions& options) {
   NF_CHECK(options.context >= 0, "model_stats: context ", options.context, " must be positive (0 = max_seq_len)");
   NF_CHECK(options.batch > 0, "model_stats: batch ", options.batch, " must be positive");
   const Shapes s = shapes_of(c);
+  // The estimates below are int64 products; bound them in floating point first, so that a huge
+  // batch x context is an error rather than an overflow.
+  const long double context = options.context > 0 ? options.context : c.max_seq_len;
+  const long double per_token = s.layers * (8.0L * s.dim + s.heads * context + 4.0L * s.hidden * (s.routed + s.shared + 1)) +
+                                4.0L * s.vocab;  // more than activation_elements_per_token
+  NF_CHECK(per_token * options.batch * context * 4 < 1e18L && 12.0L * s.layers * context * s.heads * s.head_dim < 1e18L,
+           "model_stats: batch ", options.batch, " x context ", static_cast<int64_t>(context),
+           " makes the estimates overflow; give a smaller batch or context");
   ModelStats m;
   m.parameters = count_parts(c, s);
   m.context = options.context > 0 ? options.context : c.max_seq_len;

@@ -71,6 +71,18 @@ NormKind norm_kind_from_name(const std::string& name) {
   NF_FAIL("norm kind: unknown kind '", name, "' (known: ", known, ")");
 }
 
+int64_t norm_parameter_count(const NormConfig& c) {
+  switch (c.kind) {
+    case NormKind::layernorm:
+    case NormKind::layernorm_std_plus_eps: return c.bias ? 2 * c.dim : c.dim;
+    case NormKind::rmsnorm:
+    case NormKind::rmsnorm_rms_plus_eps: return c.dim;
+    case NormKind::layernorm_no_affine:
+    case NormKind::rmsnorm_no_weight: return 0;
+  }
+  return 0;
+}
+
 std::shared_ptr<UnaryModule> make_norm(const NormConfig& c) {
   switch (c.kind) {
     case NormKind::layernorm: return std::make_shared<LayerNorm>(c.dim, c.eps, true, c.bias);

@@ -105,5 +105,19 @@ TEST_F(CheckpointTest, ForeignFilesAndBadConfigsAreRefused) {
                     "unknown key 'rope'");
 }
 
+TEST_F(CheckpointTest, AConfigLargerThanTheFileIsRefusedBeforeTheModelIsBuilt) {
+  DecoderLM model(tiny(R"("name": "x")"));
+  write_edited(model, path("huge.safetensors"), [](std::vector<nn::NamedTensor>&, Metadata& metadata) {
+    metadata["config"] = R"({"vocab_size": 1000000, "dim": 1000000, "n_layers": 2, "n_heads": 4, "max_seq_len": 8})";
+  });
+  EXPECT_THROW_WITH(load_checkpoint(path("huge.safetensors")), "huge.safetensors",
+                    "its config describes 25000036000000 parameters, but the file holds only");
+  write_edited(model, path("beyond.safetensors"), [](std::vector<nn::NamedTensor>&, Metadata& metadata) {
+    metadata["config"] = R"({"vocab_size": 100000000, "dim": 100000000, "n_layers": 2, "n_heads": 4, "max_seq_len": 8})";
+  });
+  EXPECT_THROW_WITH(load_checkpoint(path("beyond.safetensors")), "beyond.safetensors: config",
+                    "more than the 1e15 any model here can hold");
+}
+
 }  // namespace
 }  // namespace nf::models

@@ -120,5 +120,13 @@ TEST(ModelConfig, CountEqualsTheBuiltModel) {
     EXPECT_EQ(DecoderLM(preset_config(name)).num_parameters(), count_parameters(preset_config(name))) << name;
 }
 
+TEST(ModelConfig, SizesBeyondAnyBuildableModelAreRefusedBeforeCounting) {
+  const std::string base = R"("n_layers": 2, "n_heads": 4, "max_seq_len": 8)";
+  EXPECT_THROW_WITH(parse_model_config(R"({"vocab_size": 10000000000, "dim": 10000000000, )" + base + "}", "big.json"),
+                    "big.json", "describes 2.5e+21 parameters, more than the 1e15");
+  EXPECT_THROW_WITH(parse_model_config(R"({"vocab_size": 2000000000000, "dim": 8, )" + base + "}", "wide.json"),
+                    "wide.json", "key 'vocab_size' has value 2000000000000", "at most 2^40");
+}
+
 }  // namespace
 }  // namespace nf::models

@@ -115,6 +115,8 @@ TEST(ModelStats, BadOptionsNameTheirValue) {
   const DecoderLMConfig c = preset_config("gpt-mini");
   EXPECT_THROW_WITH(model_stats(c, {.context = 256, .batch = 0}), "batch 0");
   EXPECT_THROW_WITH(model_stats(c, {.context = -3}), "context -3");
+  EXPECT_THROW_WITH(model_stats(c, {.context = 1 << 30, .batch = 1 << 30}),
+                    "batch 1073741824 x context 1073741824 makes the estimates overflow");
 }
 
 }  // namespace

@@ -79,5 +79,7 @@ NormKind norm_kind_from_name(const std::string& name);
 
 // Builds the configured norm; throws nf::Error naming the option and value when dim <= 0 or eps <= 0.
 std::shared_ptr<UnaryModule> make_norm(const NormConfig& config);
+// make_norm(config)->num_parameters() without building it: 2 dim, dim or 0.
+int64_t norm_parameter_count(const NormConfig& config);
 
 }  // namespace nf::nn
