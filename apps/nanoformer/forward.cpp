@@ -11,6 +11,7 @@
 #include "nanoformer/autograd/grad_mode.h"
 #include "nanoformer/core/error.h"
 #include "nanoformer/io/safetensors.h"
+#include "nanoformer/models/encoder_decoder.h"
 #include "nanoformer/models/model_io.h"
 #include "nanoformer/ops/view.h"
 
@@ -18,7 +19,7 @@ namespace nf::cli {
 namespace {
 
 // "1 2 3" or "1,2,3" -> {1, 2, 3}; every id must lie in [0, vocab_size).
-std::vector<int64_t> parse_ids(const std::string& text, int64_t vocab_size) {
+std::vector<int64_t> parse_ids(const std::string& text, int64_t vocab_size, const char* flag = "--ids") {
   std::string spaced = text;
   for (char& ch : spaced)
     if (ch == ',') ch = ' ';
@@ -33,12 +34,12 @@ std::vector<int64_t> parse_ids(const std::string& text, int64_t vocab_size) {
     } catch (const std::exception&) {
       used = 0;
     }
-    NF_CHECK(used == word.size(), "--ids: '", word, "' is not an integer token id");
-    NF_CHECK(id >= 0 && id < vocab_size, "--ids: id ", id, " is out of range for vocab_size ", vocab_size,
+    NF_CHECK(used == word.size(), flag, ": '", word, "' is not an integer token id");
+    NF_CHECK(id >= 0 && id < vocab_size, flag, ": id ", id, " is out of range for vocab_size ", vocab_size,
              " (ids are 0 .. ", vocab_size - 1, ")");
     ids.push_back(id);
   }
-  NF_CHECK(!ids.empty(), "--ids: no token ids given (example: --ids \"1 2 3\")");
+  NF_CHECK(!ids.empty(), flag, ": no token ids given (example: ", flag, " \"1 2 3\")");
   return ids;
 }
 
@@ -61,6 +62,18 @@ NamedTensors forward_decoder_lm(models::DecoderLM& model, const ForwardArgs& a) 
   return tensors;
 }
 
+// An encoder-decoder: --ids the source, --target-ids the decoder input; logits (T, tgt_vocab).
+NamedTensors forward_encoder_decoder(models::EncoderDecoder& model, const ForwardArgs& a) {
+  NF_CHECK(a.input.empty() && !a.hidden, "--input and --hidden are not for an encoder-decoder model");
+  NF_CHECK(!a.target_ids.empty(), "--target-ids: an encoder-decoder model needs the decoder's input ids "
+           "(example: --ids \"5 6 7\" --target-ids \"1 5\")");
+  const std::vector<int64_t> src = parse_ids(a.ids, model.config().src_vocab_size, "--ids");
+  const std::vector<int64_t> tgt = parse_ids(a.target_ids, model.config().tgt_vocab_size, "--target-ids");
+  const int64_t S = static_cast<int64_t>(src.size()), T = static_cast<int64_t>(tgt.size());
+  const Tensor logits = model.forward(Tensor::from_vector(src, {1, S}), Tensor::from_vector(tgt, {1, T})).logits;
+  return {{"logits", reshape(logits, {T, model.config().tgt_vocab_size}).contiguous()}};
+}
+
 // "logits (5, 64), hidden.0 (5, 32), ..."
 std::string described(const NamedTensors& tensors) {
   std::string out;
@@ -76,13 +89,16 @@ void add_forward_command(CLI::App& app) {
       "Run one input (batch 1) through a model in eval mode and write fp32 tensors to a safetensors\n"
       "file, to compare with another implementation. What it writes depends on the architecture:\n"
       "  language model (--ids)   'logits' (T, vocab)\n"
+      "  encoder-decoder (--ids the source, --target-ids the decoder input)   'logits' (T, tgt_vocab)\n"
       "--hidden also writes 'hidden.0' .. 'hidden.{L-1}', each (T, dim): the output of every block,\n"
       "before the final norm (Hugging Face's output_hidden_states[1..L], except that its last entry\n"
       "is taken after the final norm).\n"
-      "Example: nanoformer forward --model gpt-mini --ids \"464 2068 7586\" --out logits.safetensors");
+      "Example: nanoformer forward --model gpt-mini --ids \"464 2068 7586\" --out logits.safetensors\n"
+      "Example: nanoformer forward --model transformer-base --ids \"17 42 9\" --target-ids \"1 17\" --out logits.safetensors");
   auto a = std::make_shared<ForwardArgs>();
   cmd->add_option("--model", a->model, "a preset name, a config JSON file (seed-0 weights), or a checkpoint")->required();
   cmd->add_option("--ids", a->ids, "the token ids, separated by spaces or commas: \"1 2 3\"");
+  cmd->add_option("--target-ids", a->target_ids, "an encoder-decoder's decoder input ids: \"1 5 9\"");
   cmd->add_option("--out", a->out, "the safetensors file to write")->required();
   cmd->add_flag("--hidden", a->hidden, "also write every block's output as hidden.N");
   cmd->callback([a] {
@@ -92,6 +108,8 @@ void add_forward_command(CLI::App& app) {
     NamedTensors tensors;
     if (auto lm = std::dynamic_pointer_cast<models::DecoderLM>(model))
       tensors = forward_decoder_lm(*lm, *a);
+    else if (auto seq2seq = std::dynamic_pointer_cast<models::EncoderDecoder>(model))
+      tensors = forward_encoder_decoder(*seq2seq, *a);
     else
       NF_FAIL("forward: architecture '", model->architecture(), "' is not supported");
     io::save_safetensors(a->out, tensors);

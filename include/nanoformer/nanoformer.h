@@ -42,6 +42,7 @@
 #include "nanoformer/nn/block.h"
 #include "nanoformer/models/model_config.h"
 #include "nanoformer/models/decoder_lm.h"
+#include "nanoformer/models/encoder_decoder.h"
 #include "nanoformer/models/checkpoint.h"
 #include "nanoformer/models/model_stats.h"
 #include "nanoformer/models/llama2c.h"

@@ -5,13 +5,28 @@
 #include <sstream>
 
 #include "nanoformer/models/decoder_lm.h"
+#include "nanoformer/models/encoder_decoder.h"
 #include "nanoformer/models/model_config.h"
 #include "util/json_input.h"
 
 namespace nf::models {
+namespace {
+
+std::string read_config_text(const std::string& path) {
+  std::ifstream in(path);
+  NF_CHECK(in, "model config ", path, ": cannot be opened");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
 
 const std::vector<std::string>& architectures() {
-  static const std::vector<std::string> names = {DecoderLMConfig::kArchitecture};
+  static const std::vector<std::string> names = {
+      DecoderLMConfig::kArchitecture,
+      EncoderDecoderConfig::kArchitecture,
+  };
   return names;
 }
 
@@ -34,16 +49,21 @@ std::shared_ptr<Model> build_model(const std::string& json_text, const std::stri
   const std::string architecture = config_architecture(json_text, source);
   if (architecture == DecoderLMConfig::kArchitecture)
     return std::make_shared<DecoderLM>(parse_model_config(json_text, source), gen);
+  if (architecture == EncoderDecoderConfig::kArchitecture)
+    return std::make_shared<EncoderDecoder>(parse_encoder_decoder_config(json_text, source), gen);
   NF_FAIL(source, ": architecture '", architecture, "' has no builder");
 }
 
 std::shared_ptr<Model> build_model_from(const std::string& name_or_path, Generator& gen) {
   const std::string path = resolve_config_path(name_or_path);
-  std::ifstream in(path);
-  NF_CHECK(in, "model config ", path, ": cannot be opened");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return build_model(text.str(), path, gen);
+  return build_model(read_config_text(path), path, gen);
+}
+
+std::vector<std::string> preset_names_of(const std::string& architecture) {
+  std::vector<std::string> names;
+  for (const std::string& name : preset_names())
+    if (config_architecture(read_config_text(preset_path(name)), name) == architecture) names.push_back(name);
+  return names;
 }
 
 void throw_wrong_architecture(const Model& model, const std::string& source, const char* wanted) {

@@ -187,5 +187,30 @@ TEST_F(CliTest, EveryNewSubcommandHelpShowsAnExample) {
   }
 }
 
+// An encoder-decoder: --ids is the source, --target-ids the decoder input; logits (T, tgt_vocab)
+// equal the library's; without --target-ids the error says what is missing.
+TEST_F(CliTest, ForwardRunsAnEncoderDecoder) {
+  std::ofstream(path("seq2seq.json")) << R"({"architecture": "encoder_decoder", "src_vocab_size": 30,
+      "tgt_vocab_size": 20, "dim": 16, "n_encoder_layers": 2, "n_decoder_layers": 1, "n_heads": 4, "max_seq_len": 8})";
+  const CliRun r = cli("forward --model '" + path("seq2seq.json") + "' --ids \"3 29 4\" --target-ids \"1 19\" --out '" +
+                       path("out.safetensors") + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto model = models::model_as<models::EncoderDecoder>(models::load_model(path("seq2seq.json")), "seq2seq.json");
+  model->eval();
+  const Tensor expected = model->forward(Tensor::of({3, 29, 4}, {1, 3}, DType::i64), Tensor::of({1, 19}, {1, 2}, DType::i64)).logits;
+  EXPECT_TENSOR_CLOSE(io::load_safetensors(path("out.safetensors")).at("logits"), reshape(expected, {2, 20}), 0.0, 0.0);
+  const CliRun missing = cli("forward --model '" + path("seq2seq.json") + "' --ids \"3 4\" --out '" + path("x.safetensors") + "'");
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_EQ(lines(missing.err), 1) << missing.err;
+  EXPECT_NE(missing.err.find("--target-ids"), std::string::npos) << missing.err;
+}
+
+TEST_F(CliTest, InspectShowsTheTransformerBaseParts) {
+  const CliRun r = cli("inspect transformer-base");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\nparameters: 63082496\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("cross-attention"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace nf

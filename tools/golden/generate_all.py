@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fixtures_attention  # noqa: E402
 import fixtures_blocks  # noqa: E402
 import fixtures_elementwise  # noqa: E402
+import fixtures_encoder_decoder  # noqa: E402
 import fixtures_lora  # noqa: E402
 import fixtures_loss  # noqa: E402
 import fixtures_matmul  # noqa: E402
@@ -39,6 +40,7 @@ FAMILIES = [
     fixtures_moe,
     fixtures_vision,
     fixtures_models,
+    fixtures_encoder_decoder,
 ]
 SIZE_BUDGET = 4 << 20  # all fixtures together stay under 4 MB: they are committed
 

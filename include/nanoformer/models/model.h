@@ -5,7 +5,7 @@
 //   "decoder_lm"       DecoderLM (decoder_lm.h): GPT-2, MiniMind2, nanochat, LLaMA / llama2.c;
 //                      the default when the key is absent
 //   "encoder"          an encoder-only stack (BERT-style)
-//   "encoder_decoder"  the encoder-decoder Transformer (001, 004)
+//   "encoder_decoder"  EncoderDecoder (encoder_decoder.h): the encoder-decoder Transformer (001, 004)
 //   "vit"              a ViT image classifier
 // Each class derives from Model and declares `static constexpr const char* kArchitecture`.
 #include <cstdint>
@@ -46,6 +46,8 @@ std::string config_architecture(const std::string& json_text, const std::string&
 std::shared_ptr<Model> build_model(const std::string& json_text, const std::string& source, Generator& gen);
 // The same from a config file path or a preset name.
 std::shared_ptr<Model> build_model_from(const std::string& name_or_path, Generator& gen);
+// The preset names (model_config.h's preset_names()) whose config has this "architecture".
+std::vector<std::string> preset_names_of(const std::string& architecture);
 
 [[noreturn]] void throw_wrong_architecture(const Model& model, const std::string& source, const char* wanted);
 
