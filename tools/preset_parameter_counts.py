@@ -122,15 +122,22 @@ def nanochat(c: dict) -> nn.Module:  # 003's GPT: parameter-free norms, relu^2 M
     return m
 
 
+def encoder_decoder(c: dict) -> nn.Module:  # 001 on torch.nn.TransformerEncoderLayer / DecoderLayer
+    sys.path.insert(0, str(ROOT / "tools" / "golden"))
+    from fixtures_encoder_decoder import Reference
+    return Reference(c)
+
+
 BUILDERS = {
     "gpt2-124m": gpt2, "gpt-mini": gpt2,
     "minimind2-small": minimind, "minimind2": minimind, "minimind2-moe": minimind,
     "nanochat-d20": nanochat, "nanochat-d6": nanochat,
     "llama2c-stories260k": llama,
+    "transformer-base": encoder_decoder,
 }
 # The figures the documents quote.
 QUOTED = {"gpt2-124m": "124M", "minimind2-small": "26M", "minimind2": "104M", "minimind2-moe": "145M",
-          "llama2c-stories260k": "260K"}
+          "llama2c-stories260k": "260K", "transformer-base": "65M (001's table, base model)"}
 
 
 def nanoformer_count(binary: str, preset: str) -> int:
