@@ -26,8 +26,8 @@ void add_convert_command(CLI::App& app) {
       "Either MiniMind form is read (told apart by its config keys). --max-shard-size splits the\n"
       "weights of an hf, minimind or minimind-hf folder into model-0000K-of-0000N.safetensors +\n"
       "model.safetensors.index.json, as transformers' save_pretrained(max_shard_size=...).\n"
-      "Examples: nanoformer convert minimind2-small mm2.safetensors --to nanoformer\n"
-      "          nanoformer convert gpt2-124m gpt2_hf --to hf --max-shard-size 200MB");
+      "Example: nanoformer convert minimind2-small mm2.safetensors --to nanoformer\n"
+      "Example: nanoformer convert gpt2-124m gpt2_hf --to hf --max-shard-size 200MB");
   struct Args {
     std::string model, out, to;
     int64_t max_shard_bytes = 0;

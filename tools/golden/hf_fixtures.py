@@ -75,19 +75,26 @@ def write_gradients(model: torch.nn.Module, ids: torch.Tensor, path: Path) -> No
     save_file({"targets": targets, "loss": loss.detach(), **grads}, str(path))
 
 
-def check(folder: Path) -> int:
+def transformers_model(path: Path):
+    """(class name, ids -> logits) of the folder loaded by transformers."""
+    model = AutoModelForCausalLM.from_pretrained(path).eval()
+    return type(model).__name__, lambda ids: model(ids).logits
+
+
+def check(folder: Path, load=transformers_model) -> int:
+    """Loads every exported folder DIR/<case>/ with `load` and compares its logits with DIR/<case>.logits.safetensors."""
     worst = 0.0
     for ours in sorted(folder.glob("*.logits.safetensors")):
         case = ours.name.removesuffix(".logits.safetensors")
         expected = load_file(str(ours))
-        model = AutoModelForCausalLM.from_pretrained(folder / case).eval()
+        name, forward = load(folder / case)
         with torch.no_grad():
-            logits = model(expected["ids"]).logits
+            logits = forward(expected["ids"])
         err = (logits - expected["logits"]).abs().max().item()
         worst = max(worst, err)
         shards = len(list((folder / case).glob("model-*-of-*.safetensors")))
         files = f"{shards} shards + index" if shards else "one model.safetensors"
-        print(f"{case}: {type(model).__name__} loads our export ({files}); max abs logit difference {err:.3g}")
+        print(f"{case}: {name} loads our export ({files}); max abs logit difference {err:.3g}")
     return 0 if worst <= 1e-4 else 1
 
 
