@@ -15,20 +15,34 @@ void add_convert_command(CLI::App& app) {
       "Load MODEL (a preset name or config JSON, giving seed-0 weights, or a checkpoint) and save it\n"
       "to OUT in the format --to names:\n"
       "  nanoformer  one .safetensors file with the config in its header (every architecture)\n"
-      "  hf          a Hugging Face folder: config.json + model.safetensors\n"
-      "  minimind    a MiniMind2 folder (002's names), nanochat a nanochat folder (meta + model)\n"
+      "  hf          a Hugging Face folder (GPT2LMHeadModel or LlamaForCausalLM): config.json +\n"
+      "              model.safetensors\n"
+      "  minimind    a MiniMind2 folder in 002's form (LMConfig keys dim, n_layers, ...; names\n"
+      "              layers.N.attention.wq, ...)\n"
+      "  minimind-hf a MiniMind2 folder in its Hugging Face form (MiniMindConfig keys hidden_size, ...;\n"
+      "              names model.layers.N.self_attn.q_proj, ...), as MiniMind's save_pretrained writes\n"
+      "  nanochat    a nanochat folder (meta_<step>.json + model_<step>.safetensors)\n"
       "  llama2c     a llama2.c .bin file\n"
-      "Example: nanoformer convert minimind2-small mm2.safetensors --to nanoformer");
+      "Either MiniMind form is read (told apart by its config keys). --max-shard-size splits the\n"
+      "weights of an hf, minimind or minimind-hf folder into model-0000K-of-0000N.safetensors +\n"
+      "model.safetensors.index.json, as transformers' save_pretrained(max_shard_size=...).\n"
+      "Example: nanoformer convert minimind2-small mm2.safetensors --to nanoformer\n"
+      "Example: nanoformer convert gpt2-124m gpt2_hf --to hf --max-shard-size 200MB");
   struct Args {
     std::string model, out, to;
+    int64_t max_shard_bytes = 0;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("MODEL", a->model, "a preset name, a config JSON file, or a checkpoint")->required();
   cmd->add_option("OUT", a->out, "where to write the converted model")->required();
   cmd->add_option("--to", a->to, "the output format")->required()->check(CLI::IsMember(models::model_formats()));
+  cmd->add_option("--max-shard-size", a->max_shard_bytes,
+                  "hf / minimind / minimind-hf: shards of at most SIZE (2GB = 2e9 bytes, 2GiB = 2^31, "
+                  "plain = bytes); 0 (default) = one model.safetensors")
+      ->transform(CLI::AsSizeValue(true));
   cmd->callback([a] {
     auto model = models::load_model(a->model);
-    models::save_model(*model, a->out, a->to);
+    models::save_model(*model, a->out, a->to, {.max_shard_bytes = a->max_shard_bytes});
     std::printf("wrote %s (%s, %lld parameters)\n", a->out.c_str(), a->to.c_str(),
                 static_cast<long long>(model->num_parameters()));
   });

@@ -1,7 +1,9 @@
 // Folder helpers shared by the interop readers and writers (see folder_io.h).
 #include "models/folder_io.h"
 
+#include <cstdio>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 #include "util/json_input.h"
@@ -145,6 +147,60 @@ std::map<std::string, Tensor> read_folder_tensors(const fs::path& dir, const std
   std::map<std::string, Tensor> tensors;
   for (const io::TensorEntry& e : file.entries()) tensors[e.name] = file.view(e.name);
   return tensors;
+}
+
+namespace {
+
+std::string shard_name(size_t k, size_t n) {
+  char name[64];
+  std::snprintf(name, sizeof name, "model-%05zu-of-%05zu.safetensors", k, n);
+  return name;
+}
+
+bool is_weights_file(const std::string& name) {
+  static const std::regex shard(R"(model-\d{5}-of-\d{5}\.safetensors)");
+  return name == kWeightsFile || name == kIndexFile || std::regex_match(name, shard);
+}
+
+}  // namespace
+
+void write_folder_tensors(const fs::path& dir, const std::vector<nn::NamedTensor>& tensors, int64_t max_shard_bytes) {
+  NF_CHECK(max_shard_bytes >= 0, dir.string(), ": the maximum shard size must be >= 0 bytes (0 = one file), got ",
+           max_shard_bytes);
+  std::vector<std::vector<nn::NamedTensor>> shards(1);
+  int64_t shard_bytes = 0, total_bytes = 0;
+  for (const auto& named : tensors) {
+    const int64_t bytes = named.second.numel() * static_cast<int64_t>(named.second.itemsize());
+    if (max_shard_bytes > 0 && !shards.back().empty() && shard_bytes + bytes > max_shard_bytes) {
+      shards.emplace_back();
+      shard_bytes = 0;
+    }
+    shards.back().push_back(named);
+    shard_bytes += bytes;
+    total_bytes += bytes;
+  }
+  const std::map<std::string, std::string> metadata = {{"format", "pt"}};
+  std::set<std::string> written;
+  if (shards.size() == 1) {
+    io::save_safetensors((dir / kWeightsFile).string(), tensors, metadata);
+    written.insert(kWeightsFile);
+  } else {
+    Json weight_map = Json::object();
+    for (size_t k = 0; k < shards.size(); ++k) {
+      const std::string name = shard_name(k + 1, shards.size());
+      io::save_safetensors((dir / name).string(), shards[k], metadata);
+      for (const auto& named : shards[k]) weight_map[named.first] = name;
+      written.insert(name);
+    }
+    const Json index = {{"metadata", {{"total_size", total_bytes}}}, {"weight_map", weight_map}};
+    write_text_atomic(dir / kIndexFile, index.dump(2) + "\n");
+    written.insert(kIndexFile);
+  }
+  std::vector<fs::path> stale;
+  for (const auto& entry : fs::directory_iterator(dir))
+    if (is_weights_file(entry.path().filename().string()) && !written.count(entry.path().filename().string()))
+      stale.push_back(entry.path());
+  for (const fs::path& path : stale) fs::remove(path);
 }
 
 }  // namespace nf::models

@@ -10,6 +10,7 @@
 
 #include "nanoformer/core/error.h"
 #include "nanoformer/core/tensor.h"
+#include "nanoformer/nn/module.h"
 
 namespace nf::models {
 
@@ -54,5 +55,14 @@ void check_known_keys(const Json& j, const std::set<std::string>& mapped, const 
 // Views into the mapped files.
 std::map<std::string, Tensor> read_folder_tensors(const std::filesystem::path& dir, const std::string& weights_file,
                                                   const std::string& index_file);
+
+// Writes `tensors` (f32) into `dir` as transformers' save_pretrained(max_shard_size=...) does: one
+// model.safetensors when max_shard_bytes is 0 or they fit, else shards model-0000K-of-0000N.safetensors
+// (filled in order; a new shard starts where the next tensor would pass max_shard_bytes, a tensor
+// larger than that alone in its shard) and model.safetensors.index.json ({"metadata": {"total_size":
+// bytes}, "weight_map": {tensor: shard}}). Every file is written atomically; afterwards the files of
+// an earlier save that the new one does not use (model.safetensors, the index, other shards) are removed.
+void write_folder_tensors(const std::filesystem::path& dir, const std::vector<nn::NamedTensor>& tensors,
+                          int64_t max_shard_bytes);
 
 }  // namespace nf::models

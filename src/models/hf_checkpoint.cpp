@@ -8,7 +8,6 @@
 #include "models/folder_io.h"
 #include "models/name_map.h"
 #include "nanoformer/core/error.h"
-#include "nanoformer/io/safetensors.h"
 #include "util/json_input.h"
 
 namespace nf::models {
@@ -254,29 +253,31 @@ std::string hf_json_from_config(const DecoderLMConfig& c, int64_t mlp_hidden) {
   return j.dump(2) + "\n";
 }
 
+nn::StateDict state_from_hf(const DecoderLMConfig& config, const std::map<std::string, Tensor>& tensors,
+                            const std::string& source) {
+  const HfFamily family = family_for(config);
+  const int64_t hidden = nn::mlp_hidden_dim(block_config(config).mlp);
+  return import_tensors(name_map(family, config, hidden), tensors, ignored_names(family, config), source);
+}
+
 std::shared_ptr<DecoderLM> load_hf(const std::string& dir) {
   NF_CHECK(is_hf_folder(dir), dir, ": not a Hugging Face model folder (needs ", kConfigFile, " and ", kWeightsFile,
            " or ", kIndexFile, ")");
   const fs::path config_path = fs::path(dir) / kConfigFile;
-  const std::string text = read_text(config_path);
-  const DecoderLMConfig config = config_from_hf_json(text, config_path.string());
-  const HfFamily family = family_of(util::parse_json(text, config_path.string() + ": "), config_path.string());
+  const DecoderLMConfig config = config_from_hf_json(read_text(config_path), config_path.string());
   auto model = std::make_shared<DecoderLM>(config);
-  const int64_t hidden = nn::mlp_hidden_dim(block_config(config).mlp);
-  model->load_state_dict(import_tensors(name_map(family, config, hidden), read_folder_tensors(dir, kWeightsFile, kIndexFile),
-                                        ignored_names(family, config), dir));
+  model->load_state_dict(state_from_hf(config, read_folder_tensors(dir, kWeightsFile, kIndexFile), dir));
   return model;
 }
 
-void save_hf(const DecoderLM& model, const std::string& dir) {
+void save_hf(const DecoderLM& model, const std::string& dir, int64_t max_shard_bytes) {
   const DecoderLMConfig& c = model.config();
   const HfFamily family = family_for(c);
   const nn::StateDict state = model.state_dict();
   const std::string first_mlp = family == HfFamily::gpt2 ? "layers.0.mlp.c_fc.weight" : "layers.0.mlp.w1.weight";
   const int64_t hidden = state.at(first_mlp).size(0);
   fs::create_directories(dir);
-  io::save_safetensors((fs::path(dir) / kWeightsFile).string(), export_tensors(name_map(family, c, hidden), state),
-                       {{"format", "pt"}});
+  write_folder_tensors(dir, export_tensors(name_map(family, c, hidden), state), max_shard_bytes);
   write_text_atomic(fs::path(dir) / kConfigFile, hf_json_from_config(c, hidden));
 }
 

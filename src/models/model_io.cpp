@@ -32,6 +32,7 @@ std::string model_format_name(ModelFormat format) {
     case ModelFormat::hf: return "hf";
     case ModelFormat::llama2c: return "llama2c";
     case ModelFormat::minimind: return "minimind";
+    case ModelFormat::minimind_hf: return "minimind-hf";
     case ModelFormat::nanochat: return "nanochat";
     case ModelFormat::config: return "config";
     case ModelFormat::preset: return "preset";
@@ -40,14 +41,16 @@ std::string model_format_name(ModelFormat format) {
 }
 
 const std::vector<std::string>& model_formats() {
-  static const std::vector<std::string> formats = {"nanoformer", "hf", "minimind", "nanochat", "llama2c"};
+  static const std::vector<std::string> formats = {"nanoformer", "hf", "minimind", "minimind-hf", "nanochat",
+                                                     "llama2c"};
   return formats;
 }
 
 ModelFormat detect_model_format(const std::string& path_or_preset) {
   const fs::path p(path_or_preset);
   if (fs::is_directory(p)) {
-    if (is_minimind_folder(path_or_preset)) return ModelFormat::minimind;
+    if (is_minimind_folder(path_or_preset))
+      return minimind_folder_form(path_or_preset) == MiniMindForm::hf ? ModelFormat::minimind_hf : ModelFormat::minimind;
     if (is_nanochat_folder(path_or_preset)) return ModelFormat::nanochat;
     NF_CHECK(is_hf_folder(path_or_preset), path_or_preset,
              ": a folder, but not a model folder (Hugging Face or MiniMind: config.json + model.safetensors or "
@@ -68,7 +71,8 @@ std::shared_ptr<Model> load_model(const std::string& path_or_preset) {
     case ModelFormat::nanoformer: return load_checkpoint(path_or_preset);
     case ModelFormat::hf: return load_hf(path_or_preset);
     case ModelFormat::llama2c: return load_llama2c(path_or_preset);
-    case ModelFormat::minimind: return load_minimind(path_or_preset);
+    case ModelFormat::minimind:
+    case ModelFormat::minimind_hf: return load_minimind(path_or_preset);
     case ModelFormat::nanochat: return load_nanochat(path_or_preset);
     case ModelFormat::config:
     case ModelFormat::preset: {
@@ -95,13 +99,18 @@ const DecoderLM& decoder_for(const Model& model, const std::string& format) {
 
 }  // namespace
 
-void save_model(const Model& model, const std::string& path, const std::string& format) {
+void save_model(const Model& model, const std::string& path, const std::string& format, const SaveOptions& options) {
+  const bool folder_of_shards = format == "hf" || format == "minimind" || format == "minimind-hf";
+  NF_CHECK(options.max_shard_bytes == 0 || folder_of_shards, "save_model: format '", format,
+           "' is not written in shards (a maximum shard size applies to hf, minimind and minimind-hf)");
   if (format == "nanoformer")
     save_checkpoint(model, path);
   else if (format == "hf")
-    save_hf(decoder_for(model, format), path);
+    save_hf(decoder_for(model, format), path, options.max_shard_bytes);
   else if (format == "minimind")
-    save_minimind(decoder_for(model, format), path);
+    save_minimind(decoder_for(model, format), path, options.max_shard_bytes);
+  else if (format == "minimind-hf")
+    save_minimind_hf(decoder_for(model, format), path, options.max_shard_bytes);
   else if (format == "nanochat")
     save_nanochat(decoder_for(model, format), path);
   else if (format == "llama2c")

@@ -137,8 +137,9 @@ TEST_F(CliTest, ConvertRoundTripGivesIdenticalLogits) {
             std::string::npos) << r.out;
 }
 
-// The tiny config (biases, `half` RoPE) is a LlamaForCausalLM: --to hf round-trips to identical logits;
-// the formats that cannot express it say which option in one line.
+// The tiny config (biases, `half` RoPE) is a LlamaForCausalLM: --to hf round-trips to identical logits,
+// in one file or in shards (--max-shard-size); the formats that cannot express it say which option
+// in one line, as do a shard size for a format without shards and a size that is no size.
 TEST_F(CliTest, ConvertToEachFormatLoadsBackOrNamesWhatItCannotExpress) {
   const std::string config = write_tiny_config(path("tiny.json"));
   ASSERT_EQ(cli("convert '" + config + "' '" + path("hf") + "' --to hf").exit_code, 0);
@@ -146,9 +147,18 @@ TEST_F(CliTest, ConvertToEachFormatLoadsBackOrNamesWhatItCannotExpress) {
   ASSERT_EQ(cli("forward --model '" + path("hf") + "' --ids " + kIds + " --out '" + path("b.safetensors") + "'").exit_code, 0);
   EXPECT_TENSOR_CLOSE(io::load_safetensors(path("a.safetensors")).at("logits"),
                       io::load_safetensors(path("b.safetensors")).at("logits"), 0.0, 0.0);
-  const std::pair<const char*, const char*> refused[] = {{"minimind", "rope_layout half"},
+  ASSERT_EQ(cli("convert '" + config + "' '" + path("shards") + "' --to hf --max-shard-size 2KB").exit_code, 0);
+  EXPECT_TRUE(std::filesystem::exists(path("shards") + "/model.safetensors.index.json"));
+  EXPECT_FALSE(std::filesystem::exists(path("shards") + "/model.safetensors"));
+  ASSERT_EQ(cli("forward --model '" + path("shards") + "' --ids " + kIds + " --out '" + path("c.safetensors") + "'").exit_code, 0);
+  EXPECT_TENSOR_CLOSE(io::load_safetensors(path("c.safetensors")).at("logits"),
+                      io::load_safetensors(path("a.safetensors")).at("logits"), 0.0, 0.0);
+  const std::pair<const char*, const char*> refused[] = {{"minimind", "attention_bias / mlp_bias true"},
+                                                         {"minimind-hf", "attention_bias / mlp_bias true"},
                                                          {"nanochat", "norm rmsnorm"},
-                                                         {"llama2c", "rope_layout half"}};
+                                                         {"llama2c", "rope_layout half"},
+                                                         {"nanoformer --max-shard-size 1MB", "is not written in shards"},
+                                                         {"hf --max-shard-size 2XB", "--max-shard-size"}};
   for (const auto& [format, reason] : refused) {
     const CliRun r = cli("convert '" + config + "' '" + path("out") + "' --to " + format);
     EXPECT_NE(r.exit_code, 0) << format;
@@ -158,7 +168,7 @@ TEST_F(CliTest, ConvertToEachFormatLoadsBackOrNamesWhatItCannotExpress) {
   const CliRun r = cli("convert '" + config + "' '" + path("out") + "' --to onnx");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_EQ(lines(r.err), 1) << r.err;
-  EXPECT_NE(r.err.find("nanoformer,hf,minimind,nanochat,llama2c"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("nanoformer,hf,minimind,minimind-hf,nanochat,llama2c"), std::string::npos) << r.err;
 }
 
 TEST_F(CliTest, BadModelNameIsOneLineAndNonZero) {

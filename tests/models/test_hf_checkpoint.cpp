@@ -1,13 +1,17 @@
 // Hugging Face folders: the fixtures of tools/golden/hf_fixtures.py (GPT2LMHeadModel, LlamaForCausalLM
 // with GQA, and with linear rope scaling, saved by transformers' save_pretrained) load with
-// transformers' logits; export -> load is identical; sharded indexes load and a missing shard or a
-// tensor listed twice is named; bad tensors, unknown config keys and inexpressible models are refused
-// by name. NF_HF_EXPORT_DIR=DIR keeps the exported folders and our logits for
+// transformers' logits, and the gradient of transformers' causal LM loss for every parameter, mapped
+// onto our names by the loader's name map, is ours; export -> load is identical, single-file or
+// sharded; sharded indexes load and a missing shard or a tensor listed twice is named; bad tensors,
+// unknown config keys and inexpressible models are refused by name. NF_HF_EXPORT_DIR=DIR keeps the
+// exported folders (<case>/ and the sharded <case>_sharded/) and our logits for
 // `tools/golden/hf_fixtures.py check DIR` (transformers loading what we wrote).
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
+#include <set>
 #include <unistd.h>
 
 #include "nanoformer/nanoformer.h"
@@ -47,19 +51,102 @@ TEST_F(HfCheckpointTest, TransformersFoldersGiveTransformersLogits) {
   EXPECT_EQ(load_hf(fixture("llama_linear_rope"))->config().rope_theta, 500.0);
 }
 
-TEST_F(HfCheckpointTest, ExportThenLoadIsIdentical) {
+// The gradient of transformers' loss (model(ids, labels=ids).loss) for every parameter, by its HF
+// name, mapped through state_from_hf (GPT-2's c_attn split into q, k, v and its Conv1D weights
+// transposed, as the loader maps the weights) equals the gradient of our loss with the same targets.
+TEST_F(HfCheckpointTest, GradientsOfTheLossMatchTransformersThroughTheNameMap) {
+  for (const std::string name : kCases) {
+    const auto model = load_hf(fixture(name));
+    const auto golden = io::load_safetensors(fixture(name + ".grads.safetensors"));
+    const Tensor ids = io::load_safetensors(fixture(name + ".logits.safetensors")).at("ids");
+    model->eval();
+    const LMOutput out = model->forward(ids, golden.at("targets"));
+    EXPECT_TENSOR_CLOSE(out.loss, golden.at("loss"), 1e-6, 1e-6) << name;
+    out.loss.backward();
+    const nn::StateDict expected = state_from_hf(model->config(), with_prefix(golden, "grad."), name + ".grads");
+    const double err = expect_gradients(*model, expected);
+    std::cout << name << ": " << expected.size() << " parameters, max abs gradient error vs transformers " << err
+              << "\n";
+  }
+}
+
+// Shards of at most `max_bytes` (a tensor larger than that alone) hold every tensor once.
+void expect_shards_within(const std::string& folder, int64_t max_bytes) {
+  int64_t shards = 0;
+  for (const auto& entry : fs::directory_iterator(folder)) {
+    if (entry.path().filename().string().rfind("model-", 0) != 0) continue;
+    ++shards;
+    const io::SafetensorsFile file = io::SafetensorsFile::open(entry.path().string());
+    int64_t bytes = 0;
+    for (const auto& e : file.entries()) bytes += file.view(e.name).numel() * 4;
+    EXPECT_TRUE(bytes <= max_bytes || file.entries().size() == 1) << entry.path() << ": " << bytes << " bytes";
+  }
+  EXPECT_GT(shards, 1) << folder;
+  EXPECT_FALSE(fs::exists(folder + "/model.safetensors")) << folder;
+}
+
+TEST_F(HfCheckpointTest, ExportThenLoadIsIdenticalInOneFileOrInShards) {
   const char* keep = std::getenv("NF_HF_EXPORT_DIR");
   const fs::path out_dir = keep ? fs::path(keep) : dir_;
   for (const std::string name : kCases) {
     const auto model = load_hf(fixture(name));
     const Tensor ids = io::load_safetensors(fixture(name + ".logits.safetensors")).at("ids");
     const Tensor logits = eval_logits(*model, ids);
-    save_hf(*model, (out_dir / name).string());
-    const auto loaded = load_hf((out_dir / name).string());
-    EXPECT_EQ(model_config_to_json(loaded->config()), model_config_to_json(model->config())) << name;
-    EXPECT_TENSOR_CLOSE(eval_logits(*loaded, ids), logits, 0.0, 0.0) << name;
-    if (keep) io::save_safetensors((out_dir / (name + ".logits.safetensors")).string(), {{"ids", ids}, {"logits", logits}});
+    for (const int64_t max_shard_bytes : {int64_t{0}, int64_t{16000}}) {
+      const std::string folder = name + (max_shard_bytes ? "_sharded" : "");
+      save_hf(*model, (out_dir / folder).string(), max_shard_bytes);
+      if (max_shard_bytes) expect_shards_within((out_dir / folder).string(), max_shard_bytes);
+      const auto loaded = load_hf((out_dir / folder).string());
+      DecoderLMConfig config = loaded->config();
+      config.name = model->config().name;  // the folder's name
+      EXPECT_EQ(model_config_to_json(config), model_config_to_json(model->config())) << folder;
+      EXPECT_TENSOR_CLOSE(eval_logits(*loaded, ids), logits, 0.0, 0.0) << folder;
+      if (keep)
+        io::save_safetensors((out_dir / (folder + ".logits.safetensors")).string(), {{"ids", ids}, {"logits", logits}});
+    }
   }
+}
+
+// The shards the folder holds (model-*.safetensors).
+std::set<std::string> shard_files(const std::string& folder) {
+  std::set<std::string> files;
+  for (const auto& entry : fs::directory_iterator(folder))
+    if (entry.path().filename().string().rfind("model-", 0) == 0) files.insert(entry.path().filename().string());
+  return files;
+}
+
+TEST_F(HfCheckpointTest, ShardIndexListsEveryTensorAndResavingRemovesStaleFiles) {
+  const auto model = load_hf(fixture("llama_gqa"));
+  const std::string folder = path("out");
+  const Tensor ids = Tensor::of({1, 2, 3}, {1, 3}, DType::i64);
+  auto read_index = [&] { return nlohmann::json::parse(std::ifstream(folder + "/model.safetensors.index.json")); };
+  save_hf(*model, folder, 20000);
+  const auto index = read_index();
+  EXPECT_EQ(index.at("weight_map").size(), model->state_dict().size());
+  std::set<std::string> listed;
+  int64_t bytes = 0;
+  for (const auto& [tensor, shard] : index.at("weight_map").items()) {
+    listed.insert(shard.get<std::string>());
+    bytes += io::SafetensorsFile::open(folder + "/" + shard.get<std::string>()).view(tensor).numel() * 4;
+  }
+  EXPECT_EQ(index.at("metadata").at("total_size").get<int64_t>(), bytes);
+  EXPECT_EQ(shard_files(folder), listed);
+  EXPECT_EQ(listed.count("model-00001-of-0000" + std::to_string(listed.size()) + ".safetensors"), 1u);
+
+  save_hf(*model, folder, 8000);  // more, smaller shards: the earlier ones go
+  const auto reindex = read_index();
+  std::set<std::string> relisted;
+  for (const auto& [tensor, shard] : reindex.at("weight_map").items()) relisted.insert(shard.get<std::string>());
+  EXPECT_GT(relisted.size(), listed.size());
+  EXPECT_EQ(shard_files(folder), relisted);
+  EXPECT_TENSOR_CLOSE(eval_logits(*load_hf(folder), ids), eval_logits(*model, ids), 0.0, 0.0);
+
+  save_hf(*model, folder);  // one file: the index and the shards go
+  EXPECT_TRUE(fs::exists(folder + "/model.safetensors"));
+  EXPECT_FALSE(fs::exists(folder + "/model.safetensors.index.json"));
+  EXPECT_TRUE(shard_files(folder).empty());
+  EXPECT_TENSOR_CLOSE(eval_logits(*load_hf(folder), ids), eval_logits(*model, ids), 0.0, 0.0);
+  EXPECT_THROW_WITH(save_hf(*model, folder, -1), "maximum shard size must be >= 0");
 }
 
 // Splits gpt2's model.safetensors into two shards and an index; `edit` changes them before loading.

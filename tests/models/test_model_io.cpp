@@ -43,10 +43,20 @@ TEST_F(ModelIoTest, EveryFormatRoundTripsThroughTheDispatcher) {
 TEST_F(ModelIoTest, MiniMindAndNanochatFoldersAreRecognised) {
   const std::string data = NF_TEST_DATA_DIR;
   EXPECT_EQ(detect_model_format(data + "/minimind/moe"), ModelFormat::minimind);
+  EXPECT_EQ(detect_model_format(data + "/minimind_hf/moe"), ModelFormat::minimind_hf);
+  EXPECT_EQ(model_format_name(ModelFormat::minimind_hf), "minimind-hf");
   EXPECT_EQ(detect_model_format(data + "/nanochat/d2"), ModelFormat::nanochat);
   const auto minimind = load_decoder_lm(data + "/minimind/dense");
   save_model(*minimind, path("mm"), "minimind");
   EXPECT_TENSOR_CLOSE(logits_of(*load_decoder_lm(path("mm"))), logits_of(*minimind), 0.0, 0.0);
+  save_model(*minimind, path("mm_hf"), "minimind-hf");  // 002's form -> the Hugging Face form
+  EXPECT_EQ(detect_model_format(path("mm_hf")), ModelFormat::minimind_hf);
+  EXPECT_TENSOR_CLOSE(logits_of(*load_decoder_lm(path("mm_hf"))), logits_of(*minimind), 1e-5, 1e-5);
+  const auto minimind_hf = load_decoder_lm(data + "/minimind_hf/dense");
+  save_model(*minimind_hf, path("mm_hf"), "minimind-hf", {.max_shard_bytes = 10000});
+  EXPECT_TRUE(fs::exists(path("mm_hf") + "/model.safetensors.index.json"));
+  EXPECT_FALSE(fs::exists(path("mm_hf") + "/model.safetensors"));
+  EXPECT_TENSOR_CLOSE(logits_of(*load_decoder_lm(path("mm_hf"))), logits_of(*minimind_hf), 0.0, 0.0);
   const auto nanochat = load_decoder_lm(data + "/nanochat/d2");
   save_model(*nanochat, path("nc"), "nanochat");
   EXPECT_TENSOR_CLOSE(logits_of(*load_decoder_lm(path("nc"))), logits_of(*nanochat), 0.0, 0.0);
@@ -65,7 +75,10 @@ TEST_F(ModelIoTest, UnknownPathsAndFormatsAreNamed) {
   fs::create_directories(path("empty"));
   EXPECT_THROW_WITH(load_decoder_lm(path("empty")), "a folder, but not a model folder");
   DecoderLM model(preset_config("llama2c-stories260k"));
-  EXPECT_THROW_WITH(save_model(model, path("x"), "onnx"), "format 'onnx' is unknown", "nanoformer, hf, minimind, nanochat, llama2c");
+  EXPECT_THROW_WITH(save_model(model, path("x"), "onnx"), "format 'onnx' is unknown",
+                    "nanoformer, hf, minimind, minimind-hf, nanochat, llama2c");
+  EXPECT_THROW_WITH(save_model(model, path("x.bin"), "llama2c", {.max_shard_bytes = 1 << 20}),
+                    "format 'llama2c' is not written in shards");
 }
 
 }  // namespace

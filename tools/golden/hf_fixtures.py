@@ -4,10 +4,15 @@
     .venv/bin/python tools/golden/hf_fixtures.py write tests/data/hf
         builds small random GPT2LMHeadModel and LlamaForCausalLM models (vocab 64, dim 32, 2 layers),
         saves each with save_pretrained into tests/data/hf/<case>/ and its logits for fixed ids into
-        tests/data/hf/<case>.logits.safetensors (`ids` (1, T) int64, `logits` (1, T, vocab) f32).
+        tests/data/hf/<case>.logits.safetensors (`ids` (1, T) int64, `logits` (1, T, vocab) f32), and
+        into tests/data/hf/<case>.grads.safetensors the causal LM loss transformers computes,
+        model(ids, labels=ids).loss (`loss`: mean cross-entropy of logits[:, t] vs ids[:, t + 1]; `targets`:
+        ids shifted left with -100 last, which gives nanoformer's loss the same value), and
+        `grad.<name>` = d loss / d parameter for every parameter by its transformers name (eval mode).
     .venv/bin/python tools/golden/hf_fixtures.py check DIR
-        for every DIR/<case>/ folder that nanoformer exported (NF_HF_EXPORT_DIR=DIR build/test_hf_checkpoint),
-        loads it with transformers and compares its logits with ours in DIR/<case>.logits.safetensors.
+        for every DIR/<case>/ folder that nanoformer exported (NF_HF_EXPORT_DIR=DIR build/test_hf_checkpoint;
+        <case>_sharded/ are written in shards), loads it with transformers and compares its logits with
+        ours in DIR/<case>.logits.safetensors.
 """
 from __future__ import annotations
 
@@ -53,21 +58,43 @@ def write(out_dir: Path) -> None:
         with torch.no_grad():
             logits = model(ids).logits.float()
         save_file({"ids": ids, "logits": logits.contiguous()}, str(out_dir / f"{case}.logits.safetensors"))
+        write_gradients(model, ids, out_dir / f"{case}.grads.safetensors")
         size = sum(f.stat().st_size for f in (out_dir / case).iterdir())
         print(f"{case}: {size} bytes, |logits| max {logits.abs().max():.3f}")
 
 
-def check(folder: Path) -> int:
+def write_gradients(model: torch.nn.Module, ids: torch.Tensor, path: Path) -> None:
+    """transformers' causal LM loss (it shifts the labels) and the gradient of every parameter."""
+    loss = model(ids, labels=ids).loss
+    loss.backward()
+    targets = torch.cat([ids[:, 1:], torch.full((ids.shape[0], 1), -100)], dim=1)
+    logits = model(ids).logits
+    shifted = torch.nn.functional.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1), ignore_index=-100)
+    assert torch.allclose(shifted, loss), "the shifted targets must give transformers' loss"
+    grads = {f"grad.{name}": p.grad.contiguous() for name, p in model.named_parameters()}
+    save_file({"targets": targets, "loss": loss.detach(), **grads}, str(path))
+
+
+def transformers_model(path: Path):
+    """(class name, ids -> logits) of the folder loaded by transformers."""
+    model = AutoModelForCausalLM.from_pretrained(path).eval()
+    return type(model).__name__, lambda ids: model(ids).logits
+
+
+def check(folder: Path, load=transformers_model) -> int:
+    """Loads every exported folder DIR/<case>/ with `load` and compares its logits with DIR/<case>.logits.safetensors."""
     worst = 0.0
     for ours in sorted(folder.glob("*.logits.safetensors")):
         case = ours.name.removesuffix(".logits.safetensors")
         expected = load_file(str(ours))
-        model = AutoModelForCausalLM.from_pretrained(folder / case).eval()
+        name, forward = load(folder / case)
         with torch.no_grad():
-            logits = model(expected["ids"]).logits
+            logits = forward(expected["ids"])
         err = (logits - expected["logits"]).abs().max().item()
         worst = max(worst, err)
-        print(f"{case}: {type(model).__name__} loads our export; max abs logit difference {err:.3g}")
+        shards = len(list((folder / case).glob("model-*-of-*.safetensors")))
+        files = f"{shards} shards + index" if shards else "one model.safetensors"
+        print(f"{case}: {name} loads our export ({files}); max abs logit difference {err:.3g}")
     return 0 if worst <= 1e-4 else 1
 
 

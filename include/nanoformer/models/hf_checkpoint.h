@@ -1,7 +1,8 @@
 #pragma once
 // Hugging Face model folders for GPT2LMHeadModel and LlamaForCausalLM, read and write:
 //   config.json (the transformers config, translated to and from DecoderLMConfig) and
-//   model.safetensors, or on read a sharded model.safetensors.index.json ({"weight_map": {tensor: shard}}).
+//   model.safetensors, or a sharded model.safetensors.index.json ({"weight_map": {tensor: shard}})
+//   with its shards (written when a maximum shard size is given, as save_pretrained(max_shard_size)).
 // Name maps (ours <- theirs):
 //   GPT-2  tok_embeddings <- transformer.wte, pos_embeddings <- transformer.wpe,
 //          layers.N.attn_norm / mlp_norm <- transformer.h.N.ln_1 / ln_2, norm <- transformer.ln_f,
@@ -15,6 +16,7 @@
 // Refused, naming the culprit: an unknown config key, a config value that changes the forward in a
 // way DecoderLM does not express, missing / unexpected / mis-shaped / non-float tensors (all listed
 // in one error), a shard listed in the index but absent, a tensor in two shards or twice in the index.
+#include <map>
 #include <memory>
 #include <string>
 
@@ -29,8 +31,15 @@ DecoderLMConfig config_from_hf_json(const std::string& json_text, const std::str
 // Our config -> the config.json of GPT2LMHeadModel or LlamaForCausalLM (whichever the config is);
 // `mlp_hidden` is the resolved MLP width. Throws naming the first option neither can express.
 std::string hf_json_from_config(const DecoderLMConfig& config, int64_t mlp_hidden);
+// A transformers state dict (GPT2LMHeadModel / LlamaForCausalLM names) -> ours for a model of
+// `config`: what load_hf does with a folder's tensors (also maps per-parameter gradients by HF name:
+// c_attn split, Conv1D transposed). `source` prefixes errors.
+nn::StateDict state_from_hf(const DecoderLMConfig& config, const std::map<std::string, Tensor>& tensors,
+                            const std::string& source);
 std::shared_ptr<DecoderLM> load_hf(const std::string& dir);
-// Writes dir/config.json and dir/model.safetensors (creating dir).
-void save_hf(const DecoderLM& model, const std::string& dir);
+// Writes dir/config.json and dir/model.safetensors (creating dir), or, when max_shard_bytes > 0 and
+// the tensors exceed it, shards model-0000K-of-0000N.safetensors of at most that size (a larger tensor
+// alone) and model.safetensors.index.json.
+void save_hf(const DecoderLM& model, const std::string& dir, int64_t max_shard_bytes = 0);
 
 }  // namespace nf::models
