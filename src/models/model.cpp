@@ -6,12 +6,13 @@
 
 #include "nanoformer/models/decoder_lm.h"
 #include "nanoformer/models/model_config.h"
+#include "nanoformer/models/vit.h"
 #include "util/json_input.h"
 
 namespace nf::models {
 
 const std::vector<std::string>& architectures() {
-  static const std::vector<std::string> names = {DecoderLMConfig::kArchitecture};
+  static const std::vector<std::string> names = {DecoderLMConfig::kArchitecture, ViTConfig::kArchitecture};
   return names;
 }
 
@@ -34,6 +35,7 @@ std::shared_ptr<Model> build_model(const std::string& json_text, const std::stri
   const std::string architecture = config_architecture(json_text, source);
   if (architecture == DecoderLMConfig::kArchitecture)
     return std::make_shared<DecoderLM>(parse_model_config(json_text, source), gen);
+  if (architecture == ViTConfig::kArchitecture) return std::make_shared<ViTClassifier>(parse_vit_config(json_text, source), gen);
   NF_FAIL(source, ": architecture '", architecture, "' has no builder");
 }
 

@@ -41,4 +41,8 @@ Tensor random_leaf(const Shape& shape, uint64_t seed, double low = -1.0, double 
                                    const autograd::GradcheckOptions& options = {});
 #define EXPECT_GRAD_OK(...) EXPECT_TRUE(::nf::testing::grad_ok(__VA_ARGS__))
 
+// The preset names (configs/*.json) whose config names `architecture` ("decoder_lm" when the key
+// is absent), for tests that loop over the presets of one architecture.
+std::vector<std::string> presets_of(const std::string& architecture);
+
 }  // namespace nf::testing

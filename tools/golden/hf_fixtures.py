@@ -57,31 +57,33 @@ def write(out_dir: Path) -> None:
         print(f"{case}: {size} bytes, |logits| max {logits.abs().max():.3f}")
 
 
-def check(folder: Path) -> int:
+def check(folder: Path, suffix: str = ".logits.safetensors", auto_class=AutoModelForCausalLM,
+          input_name: str = "ids") -> int:
+    """Every DIR/<case><suffix> (our input and logits) against auto_class loading DIR/<case>/."""
     worst = 0.0
-    for ours in sorted(folder.glob("*.logits.safetensors")):
-        case = ours.name.removesuffix(".logits.safetensors")
+    for ours in sorted(folder.glob("*" + suffix)):
+        case = ours.name.removesuffix(suffix)
         expected = load_file(str(ours))
-        model = AutoModelForCausalLM.from_pretrained(folder / case).eval()
+        model = auto_class.from_pretrained(folder / case).eval()
         with torch.no_grad():
-            logits = model(expected["ids"]).logits
+            logits = model(expected[input_name]).logits
         err = (logits - expected["logits"]).abs().max().item()
         worst = max(worst, err)
         print(f"{case}: {type(model).__name__} loads our export; max abs logit difference {err:.3g}")
     return 0 if worst <= 1e-4 else 1
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(doc: str = __doc__, write_fixtures=write, check_export=check) -> int:
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("mode", choices=["write", "check"])
     parser.add_argument("dir", type=Path)
     args = parser.parse_args()
     logging.getLogger("transformers").setLevel(logging.ERROR)
     torch.set_num_threads(1)
     if args.mode == "write":
-        write(args.dir)
+        write_fixtures(args.dir)
         return 0
-    return check(args.dir)
+    return check_export(args.dir)
 
 
 if __name__ == "__main__":
