@@ -1,6 +1,7 @@
 // `nanoformer forward --model MODEL --ids "1 2 3" --out FILE.safetensors [--hidden]`: one sequence
-// through a language model, its logits (and every block's hidden state) written for comparison with
-// another implementation.
+// through a language model (or, with --input FILE.safetensors, one image through an image
+// classifier), its logits (and every block's hidden state) written for comparison with another
+// implementation.
 #include <cstdio>
 #include <memory>
 #include <sstream>
@@ -13,6 +14,7 @@
 #include "nanoformer/io/safetensors.h"
 #include "nanoformer/models/encoder_decoder.h"
 #include "nanoformer/models/model_io.h"
+#include "nanoformer/models/vit.h"
 #include "nanoformer/ops/view.h"
 
 namespace nf::cli {
@@ -74,6 +76,31 @@ NamedTensors forward_encoder_decoder(models::EncoderDecoder& model, const Forwar
   return {{"logits", reshape(logits, {T, model.config().tgt_vocab_size}).contiguous()}};
 }
 
+// --input's tensor pixel_values (C, S, S), any float dtype, as f32 (1, C, S, S) for the model's config.
+Tensor read_pixel_values(const std::string& path, const models::ViTConfig& c) {
+  const auto tensors = io::load_safetensors(path);
+  const auto it = tensors.find("pixel_values");
+  NF_CHECK(it != tensors.end(), "--input ", path, ": no tensor 'pixel_values'");
+  const Tensor& x = it->second;
+  NF_CHECK(is_floating(x.dtype()), "--input ", path, ": tensor 'pixel_values' is ", dtype_name(x.dtype()),
+           ", expected a float type");
+  NF_CHECK(x.shape() == Shape({c.in_channels, c.image_size, c.image_size}), "--input ", path,
+           ": tensor 'pixel_values' is ", shape_str(x.shape()), ", the model takes (", c.in_channels, ", ",
+           c.image_size, ", ", c.image_size, ")");
+  return reshape(x.to(DType::f32), {1, c.in_channels, c.image_size, c.image_size});
+}
+
+// An image classifier: logits (n_classes) and, with --hidden, hidden.N (num_patches + 1, dim).
+NamedTensors forward_vit(models::ViTClassifier& model, const ForwardArgs& a) {
+  NF_CHECK(a.ids.empty() && a.target_ids.empty(), "--ids and --target-ids are not for an image classifier; give --input");
+  NF_CHECK(!a.input.empty(), "--input FILE.safetensors (tensor pixel_values (C, H, W)) is needed for an image classifier");
+  const models::ViTOutput out = model.forward(read_pixel_values(a.input, model.config()), {}, a.hidden);
+  NamedTensors tensors = {{"logits", reshape(out.logits, {model.config().n_classes}).contiguous()}};
+  for (size_t i = 0; i < out.hidden.size(); ++i)
+    tensors.emplace_back("hidden." + std::to_string(i), select(out.hidden[i], 0, 0).contiguous());
+  return tensors;
+}
+
 // "logits (5, 64), hidden.0 (5, 32), ..."
 std::string described(const NamedTensors& tensors) {
   std::string out;
@@ -90,15 +117,19 @@ void add_forward_command(CLI::App& app) {
       "file, to compare with another implementation. What it writes depends on the architecture:\n"
       "  language model (--ids)   'logits' (T, vocab)\n"
       "  encoder-decoder (--ids the source, --target-ids the decoder input)   'logits' (T, tgt_vocab)\n"
+      "  image classifier (--input FILE.safetensors holding 'pixel_values' (C, H, W))\n"
+      "                           'logits' (n_classes)\n"
       "--hidden also writes 'hidden.0' .. 'hidden.{L-1}', each (T, dim): the output of every block,\n"
-      "before the final norm (Hugging Face's output_hidden_states[1..L], except that its last entry\n"
-      "is taken after the final norm).\n"
+      "before the final norm (Hugging Face's output_hidden_states[1..L], except that GPT-2 and LLaMA\n"
+      "take its last entry after the final norm); T = patches + 1 for an image classifier, the class\n"
+      "token first.\n"
       "Example: nanoformer forward --model gpt-mini --ids \"464 2068 7586\" --out logits.safetensors\n"
       "Example: nanoformer forward --model transformer-base --ids \"17 42 9\" --target-ids \"1 17\" --out logits.safetensors");
   auto a = std::make_shared<ForwardArgs>();
   cmd->add_option("--model", a->model, "a preset name, a config JSON file (seed-0 weights), or a checkpoint")->required();
   cmd->add_option("--ids", a->ids, "the token ids, separated by spaces or commas: \"1 2 3\"");
   cmd->add_option("--target-ids", a->target_ids, "an encoder-decoder's decoder input ids: \"1 5 9\"");
+  cmd->add_option("--input", a->input, "an image classifier's input: a safetensors file with tensor pixel_values (C, H, W)");
   cmd->add_option("--out", a->out, "the safetensors file to write")->required();
   cmd->add_flag("--hidden", a->hidden, "also write every block's output as hidden.N");
   cmd->callback([a] {
@@ -110,6 +141,8 @@ void add_forward_command(CLI::App& app) {
       tensors = forward_decoder_lm(*lm, *a);
     else if (auto seq2seq = std::dynamic_pointer_cast<models::EncoderDecoder>(model))
       tensors = forward_encoder_decoder(*seq2seq, *a);
+    else if (auto vit = std::dynamic_pointer_cast<models::ViTClassifier>(model))
+      tensors = forward_vit(*vit, *a);
     else
       NF_FAIL("forward: architecture '", model->architecture(), "' is not supported");
     io::save_safetensors(a->out, tensors);

@@ -1,5 +1,6 @@
 // `nanoformer inspect MODEL`: what a model costs: exact parameter counts by part, active parameters
 // per token, FLOPs per token, KV-cache bytes and memory for inference and training (model_stats.h).
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -150,8 +151,11 @@ void print_model_table(const models::Model& model, const std::string& name) {
   std::printf("model: %s\n", name.c_str());
   std::printf("architecture: %s\n\n", model.architecture().c_str());
   std::printf("parameters by part\n");
+  int width = 18;  // the widest part name
+  for (const auto& part : model.parameter_parts()) width = std::max(width, static_cast<int>(part.name.size()));
   for (const auto& part : model.parameter_parts())
-    std::printf("  %-18s %15s  %5.1f%%\n", part.name.c_str(), grouped(part.count).c_str(), 100.0 * part.count / total);
+    std::printf("  %-*s %15s  %5.1f%%\n", width, part.name.c_str(), grouped(part.count).c_str(),
+                100.0 * part.count / total);
   std::printf("parameters: %lld\n\n", static_cast<long long>(total));
   auto row = [](const char* what, const std::string& a, const std::string& b) {
     std::printf("  %-26s %13s %13s\n", what, a.c_str(), b.c_str());

@@ -50,3 +50,5 @@
 #include "nanoformer/models/minimind_checkpoint.h"
 #include "nanoformer/models/nanochat_checkpoint.h"
 #include "nanoformer/models/model_io.h"
+#include "nanoformer/models/vit.h"
+#include "nanoformer/models/hf_vit.h"

@@ -7,6 +7,7 @@
 #include "nanoformer/models/decoder_lm.h"
 #include "nanoformer/models/encoder_decoder.h"
 #include "nanoformer/models/model_config.h"
+#include "nanoformer/models/vit.h"
 #include "util/json_input.h"
 
 namespace nf::models {
@@ -26,6 +27,7 @@ const std::vector<std::string>& architectures() {
   static const std::vector<std::string> names = {
       DecoderLMConfig::kArchitecture,
       EncoderDecoderConfig::kArchitecture,
+      ViTConfig::kArchitecture,
   };
   return names;
 }
@@ -51,6 +53,8 @@ std::shared_ptr<Model> build_model(const std::string& json_text, const std::stri
     return std::make_shared<DecoderLM>(parse_model_config(json_text, source), gen);
   if (architecture == EncoderDecoderConfig::kArchitecture)
     return std::make_shared<EncoderDecoder>(parse_encoder_decoder_config(json_text, source), gen);
+  if (architecture == ViTConfig::kArchitecture)
+    return std::make_shared<ViTClassifier>(parse_vit_config(json_text, source), gen);
   NF_FAIL(source, ": architecture '", architecture, "' has no builder");
 }
 

@@ -4,9 +4,11 @@
 #include <filesystem>
 #include <fstream>
 
+#include "models/folder_io.h"
 #include "nanoformer/core/error.h"
 #include "nanoformer/models/checkpoint.h"
 #include "nanoformer/models/hf_checkpoint.h"
+#include "nanoformer/models/hf_vit.h"
 #include "nanoformer/models/llama2c.h"
 #include "nanoformer/models/minimind_checkpoint.h"
 #include "nanoformer/models/nanochat_checkpoint.h"
@@ -22,6 +24,14 @@ std::string joined(const std::vector<std::string>& names) {
   std::string out;
   for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
   return out;
+}
+
+// config.json's model_type in a Hugging Face folder ("" when absent): which reader takes the folder.
+std::string hf_model_type(const std::string& dir) {
+  const fs::path path = fs::path(dir) / kConfigFile;
+  const Json j = parse_json_object(read_text(path), path.string());
+  const auto it = j.find("model_type");
+  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
 }
 
 }  // namespace
@@ -69,7 +79,9 @@ ModelFormat detect_model_format(const std::string& path_or_preset) {
 std::shared_ptr<Model> load_model(const std::string& path_or_preset) {
   switch (detect_model_format(path_or_preset)) {
     case ModelFormat::nanoformer: return load_checkpoint(path_or_preset);
-    case ModelFormat::hf: return load_hf(path_or_preset);
+    case ModelFormat::hf:
+      if (hf_model_type(path_or_preset) == "vit") return load_hf_vit(path_or_preset);
+      return load_hf(path_or_preset);
     case ModelFormat::llama2c: return load_llama2c(path_or_preset);
     case ModelFormat::minimind:
     case ModelFormat::minimind_hf: return load_minimind(path_or_preset);
@@ -105,6 +117,8 @@ void save_model(const Model& model, const std::string& path, const std::string& 
            "' is not written in shards (a maximum shard size applies to hf, minimind and minimind-hf)");
   if (format == "nanoformer")
     save_checkpoint(model, path);
+  else if (const auto* vit = dynamic_cast<const ViTClassifier*>(&model); vit && format == "hf")
+    save_hf_vit(*vit, path);
   else if (format == "hf")
     save_hf(decoder_for(model, format), path, options.max_shard_bytes);
   else if (format == "minimind")

@@ -64,6 +64,7 @@ nn::StateDict import_tensors(const NameMap& map, const std::map<std::string, Ten
       continue;
     }
     Tensor ours = m.transposed ? t.t() : t;  // (sum of parts, ...)
+    if (!m.ours_shape.empty()) ours = ours.contiguous().reshape(m.ours_shape);
     const int64_t rows = ours.size(0) / static_cast<int64_t>(m.ours.size());
     for (size_t i = 0; i < m.ours.size(); ++i)
       state[m.ours[i]] = ours.narrow(0, static_cast<int64_t>(i) * rows, rows).to(DType::f32).contiguous();
@@ -91,6 +92,7 @@ std::vector<nn::NamedTensor> export_tensors(const NameMap& map, const nn::StateD
     }
     Tensor t = concat_rows(parts);
     if (m.transposed) t = t.t().contiguous();
+    if (!m.ours_shape.empty()) t = t.reshape(m.external_shape);
     NF_CHECK(t.shape() == m.external_shape, "export: ", m.external, " would be ", shape_text(t.shape()),
              ", the map expects ", shape_text(m.external_shape));
     out.emplace_back(m.external, t);

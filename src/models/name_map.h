@@ -1,7 +1,7 @@
 #pragma once
 // A name map between another implementation's state dict and ours: for each external tensor, its
-// name and shape, our tensor(s) it holds and how (as is, transposed like GPT-2's Conv1D, or several
-// of ours fused along the output dimension like GPT-2's c_attn). Importing checks every name and
+// name and shape, our tensor(s) it holds and how (as is, transposed like GPT-2's Conv1D, several
+// of ours fused along the output dimension like GPT-2's c_attn, or reshaped like ViT's patch kernel). Importing checks every name and
 // shape and throws one nf::Error listing all missing, unexpected, mis-shaped and wrongly typed
 // tensors; exporting assembles the external tensors from ours. Internal to src/models.
 #include <set>
@@ -17,6 +17,8 @@ struct MappedTensor {
   Shape external_shape;            // its shape in the external file
   bool transposed = false;         // external = ours^T (Conv1D's (in, out) layout)
   std::vector<std::string> ours;   // one name, or the parts fused along our dim 0 (q, k, v)
+  Shape ours_shape{};              // when set, our one tensor is the external one reshaped to this
+                                   // (ViT's Conv2d kernel (D, C, P, P) as a Linear weight (D, C*P*P))
 };
 using NameMap = std::vector<MappedTensor>;
 

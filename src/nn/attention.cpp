@@ -55,7 +55,7 @@ MultiHeadAttention::MultiHeadAttention(const AttentionConfig& config, std::share
   q_proj = register_module("q_proj", std::make_shared<Linear>(c.dim, c.n_heads * c.head_dim, c.bias, gen));
   k_proj = register_module("k_proj", std::make_shared<Linear>(c.context_dim, c.n_kv_heads * c.head_dim, c.bias, gen));
   v_proj = register_module("v_proj", std::make_shared<Linear>(c.context_dim, c.n_kv_heads * c.head_dim, c.bias, gen));
-  o_proj = register_module("o_proj", std::make_shared<Linear>(c.n_heads * c.head_dim, c.dim, c.bias, gen));
+  o_proj = register_module("o_proj", std::make_shared<Linear>(c.n_heads * c.head_dim, c.dim, c.output_bias.value_or(c.bias), gen));
 }
 
 AttentionWithWeights MultiHeadAttention::attend(const Tensor& x, const Tensor& context, const AttentionMasks& masks,

@@ -171,6 +171,71 @@ TEST_F(CliTest, ConvertToEachFormatLoadsBackOrNamesWhatItCannotExpress) {
   EXPECT_NE(r.err.find("nanoformer,hf,minimind,minimind-hf,nanochat,llama2c"), std::string::npos) << r.err;
 }
 
+// The ViT fixture of tools/golden/hf_vit_fixtures.py: forward on its first image gives transformers'
+// logits and hidden states; convert hf -> nanoformer -> hf keeps the logits bit for bit.
+const std::string kViT = std::string(NF_TEST_DATA_DIR) + "/hf/vit";
+
+std::string write_pixels(const std::string& path, const std::string& name, const Tensor& pixels) {
+  io::save_safetensors(path, {{name, pixels}});
+  return path;
+}
+
+TEST_F(CliTest, ForwardOnAViTGivesTransformersLogitsAndHiddenStates) {
+  const auto expected = io::load_safetensors(kViT + ".logits.safetensors");
+  const std::string input = write_pixels(path("in.safetensors"), "pixel_values", select(expected.at("pixel_values"), 0, 0));
+  const CliRun r = cli("forward --model '" + kViT + "' --input '" + input + "' --out '" + path("out.safetensors") + "' --hidden");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto written = io::load_safetensors(path("out.safetensors"));
+  ASSERT_EQ(written.size(), 3u);
+  EXPECT_EQ(written.at("logits").shape(), (Shape{10}));
+  EXPECT_TENSOR_CLOSE(written.at("logits"), select(expected.at("logits"), 0, 0), 1e-5, 1e-5);
+  for (int i = 0; i < 2; ++i) {
+    const std::string name = "hidden." + std::to_string(i);
+    EXPECT_TENSOR_CLOSE(written.at(name), select(expected.at(name), 0, 0), 1e-5, 1e-5) << name;
+  }
+}
+
+TEST_F(CliTest, ForwardOnAViTNamesABadInput) {
+  const std::string out = " --out '" + path("out.safetensors") + "'";
+  const std::pair<std::string, std::vector<std::string>> cases[] = {
+      {"--input '" + write_pixels(path("a.safetensors"), "pixels", zeros({3, 16, 16})) + "'",
+       {path("a.safetensors"), "no tensor 'pixel_values'"}},
+      {"--input '" + write_pixels(path("b.safetensors"), "pixel_values", zeros({3, 8, 8})) + "'",
+       {path("b.safetensors"), "'pixel_values' is (3, 8, 8)", "takes (3, 16, 16)"}},
+      {"--ids \"1 2\"", {"--ids", "image classifier", "--input"}},
+      {"", {"--input FILE.safetensors"}}};
+  for (const auto& [args, parts] : cases) {
+    const CliRun r = cli("forward --model '" + kViT + "' " + args + out);
+    EXPECT_NE(r.exit_code, 0) << args;
+    EXPECT_EQ(lines(r.err), 1) << r.err;
+    for (const auto& part : parts) EXPECT_NE(r.err.find(part), std::string::npos) << part << " in " << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(path("out.safetensors")));
+}
+
+TEST_F(CliTest, ConvertAViTBetweenHfAndNanoformer) {
+  const auto expected = io::load_safetensors(kViT + ".logits.safetensors");
+  const std::string input = write_pixels(path("in.safetensors"), "pixel_values", select(expected.at("pixel_values"), 0, 1));
+  ASSERT_EQ(cli("convert '" + kViT + "' '" + path("vit.safetensors") + "' --to nanoformer").exit_code, 0);
+  ASSERT_EQ(cli("convert '" + path("vit.safetensors") + "' '" + path("hf") + "' --to hf").exit_code, 0);
+  for (const std::string& model : {kViT, path("vit.safetensors"), path("hf")}) {
+    ASSERT_EQ(cli("forward --model '" + model + "' --input '" + input + "' --out '" + path("out.safetensors") + "'").exit_code, 0);
+    EXPECT_TENSOR_CLOSE(io::load_safetensors(path("out.safetensors")).at("logits"), select(expected.at("logits"), 0, 1),
+                        1e-5, 1e-5) << model;
+  }
+  const CliRun r = cli("convert '" + kViT + "' '" + path("out") + "' --to llama2c");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("architecture 'vit'"), std::string::npos) << r.err;
+}
+
+// transformers' sum(p.numel()) of ViTForImageClassification with vit-tiny's config.
+TEST_F(CliTest, InspectVitTinyPrintsTransformersParameterCount) {
+  const CliRun r = cli("inspect vit-tiny");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\nparameters: 5717416\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("patch embedding"), std::string::npos) << r.out;
+}
+
 TEST_F(CliTest, BadModelNameIsOneLineAndNonZero) {
   const CliRun r = cli("inspect gpt5");
   EXPECT_NE(r.exit_code, 0);

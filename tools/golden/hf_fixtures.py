@@ -75,21 +75,21 @@ def write_gradients(model: torch.nn.Module, ids: torch.Tensor, path: Path) -> No
     save_file({"targets": targets, "loss": loss.detach(), **grads}, str(path))
 
 
-def transformers_model(path: Path):
-    """(class name, ids -> logits) of the folder loaded by transformers."""
-    model = AutoModelForCausalLM.from_pretrained(path).eval()
-    return type(model).__name__, lambda ids: model(ids).logits
+def transformers_model(path: Path, auto_class=AutoModelForCausalLM):
+    """(class name, input -> logits) of the folder loaded by transformers' auto_class."""
+    model = auto_class.from_pretrained(path).eval()
+    return type(model).__name__, lambda x: model(x).logits
 
 
-def check(folder: Path, load=transformers_model) -> int:
-    """Loads every exported folder DIR/<case>/ with `load` and compares its logits with DIR/<case>.logits.safetensors."""
+def check(folder: Path, load=transformers_model, suffix: str = ".logits.safetensors", input_name: str = "ids") -> int:
+    """Every DIR/<case><suffix> (our input and logits) against DIR/<case>/ loaded by `load`."""
     worst = 0.0
-    for ours in sorted(folder.glob("*.logits.safetensors")):
-        case = ours.name.removesuffix(".logits.safetensors")
+    for ours in sorted(folder.glob("*" + suffix)):
+        case = ours.name.removesuffix(suffix)
         expected = load_file(str(ours))
         name, forward = load(folder / case)
         with torch.no_grad():
-            logits = forward(expected["ids"])
+            logits = forward(expected[input_name])
         err = (logits - expected["logits"]).abs().max().item()
         worst = max(worst, err)
         shards = len(list((folder / case).glob("model-*-of-*.safetensors")))
@@ -98,17 +98,17 @@ def check(folder: Path, load=transformers_model) -> int:
     return 0 if worst <= 1e-4 else 1
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(doc: str = __doc__, write_fixtures=write, check_export=check) -> int:
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("mode", choices=["write", "check"])
     parser.add_argument("dir", type=Path)
     args = parser.parse_args()
     logging.getLogger("transformers").setLevel(logging.ERROR)
     torch.set_num_threads(1)
     if args.mode == "write":
-        write(args.dir)
+        write_fixtures(args.dir)
         return 0
-    return check(args.dir)
+    return check_export(args.dir)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ struct AttentionConfig {
   int64_t head_dim = 0;     // 0 = dim / n_heads
   int64_t context_dim = 0;  // width of the cross-attention context; 0 = dim
   bool bias = false;        // biases in the four projections
+  std::optional<bool> output_bias{};  // o_proj's bias; default `bias` (ViT: q, k, v without, o with)
   bool qk_norm = false;     // parameter-free RMS norm of q and k over head_dim, after rotation (nanochat)
   double qk_norm_eps = 1e-6;
   double dropout = 0.0;     // on the attention weights, in training
