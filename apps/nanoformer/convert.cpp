@@ -15,7 +15,8 @@ void add_convert_command(CLI::App& app) {
       "Load MODEL (a preset name or config JSON, giving seed-0 weights, or a checkpoint) and save it\n"
       "to OUT in the format --to names:\n"
       "  nanoformer  one .safetensors file with the config in its header (every architecture)\n"
-      "  hf          a Hugging Face folder: config.json + model.safetensors\n"
+      "  hf          a Hugging Face folder: config.json + model.safetensors (GPT-2 / LLaMA; BertModel\n"
+      "              for an encoder)\n"
       "  minimind    a MiniMind2 folder (002's names), nanochat a nanochat folder (meta + model)\n"
       "  llama2c     a llama2.c .bin file\n"
       "Example: nanoformer convert minimind2-small mm2.safetensors --to nanoformer");

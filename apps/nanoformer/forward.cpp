@@ -1,6 +1,6 @@
 // `nanoformer forward --model MODEL --ids "1 2 3" --out FILE.safetensors [--hidden]`: one sequence
-// through a language model, its logits (and every block's hidden state) written for comparison with
-// another implementation.
+// through a model, its outputs (a language model's logits, an encoder's last_hidden_state) and every
+// block's hidden state written for comparison with another implementation.
 #include <cstdio>
 #include <memory>
 #include <sstream>
@@ -11,14 +11,15 @@
 #include "nanoformer/autograd/grad_mode.h"
 #include "nanoformer/core/error.h"
 #include "nanoformer/io/safetensors.h"
+#include "nanoformer/models/encoder_model.h"
 #include "nanoformer/models/model_io.h"
 #include "nanoformer/ops/view.h"
 
 namespace nf::cli {
 namespace {
 
-// "1 2 3" or "1,2,3" -> {1, 2, 3}; every id must lie in [0, vocab_size).
-std::vector<int64_t> parse_ids(const std::string& text, int64_t vocab_size) {
+// "1 2 3" or "1,2,3" -> {1, 2, 3}; every id must lie in [0, vocab_size). Errors name `flag`.
+std::vector<int64_t> parse_ids(const std::string& text, int64_t vocab_size, const char* flag = "--ids") {
   std::string spaced = text;
   for (char& ch : spaced)
     if (ch == ',') ch = ' ';
@@ -33,17 +34,17 @@ std::vector<int64_t> parse_ids(const std::string& text, int64_t vocab_size) {
     } catch (const std::exception&) {
       used = 0;
     }
-    NF_CHECK(used == word.size(), "--ids: '", word, "' is not an integer token id");
-    NF_CHECK(id >= 0 && id < vocab_size, "--ids: id ", id, " is out of range for vocab_size ", vocab_size,
+    NF_CHECK(used == word.size(), flag, ": '", word, "' is not an integer token id");
+    NF_CHECK(id >= 0 && id < vocab_size, flag, ": id ", id, " is out of range for vocab_size ", vocab_size,
              " (ids are 0 .. ", vocab_size - 1, ")");
     ids.push_back(id);
   }
-  NF_CHECK(!ids.empty(), "--ids: no token ids given (example: --ids \"1 2 3\")");
+  NF_CHECK(!ids.empty(), flag, ": no token ids given (example: --ids \"1 2 3\")");
   return ids;
 }
 
 struct ForwardArgs {
-  std::string model, ids, target_ids, input, out;
+  std::string model, ids, target_ids, input, out, token_type_ids;
   bool hidden = false;
 };
 
@@ -58,6 +59,28 @@ NamedTensors forward_decoder_lm(models::DecoderLM& model, const ForwardArgs& a) 
   NamedTensors tensors = {{"logits", reshape(out.logits, {T, model.config().vocab_size}).contiguous()}};
   for (size_t i = 0; i < out.hidden.size(); ++i)
     tensors.emplace_back("hidden." + std::to_string(i), reshape(out.hidden[i], {T, model.config().dim}).contiguous());
+  return tensors;
+}
+
+// An encoder: last_hidden_state (T, dim), pooler_output (dim) with a pooler and, with --hidden,
+// hidden.N (T, dim).
+NamedTensors forward_encoder(models::EncoderModel& model, const ForwardArgs& a) {
+  NF_CHECK(a.input.empty() && a.target_ids.empty(), "--input and --target-ids are not for an encoder; give --ids");
+  const models::EncoderConfig& c = model.config();
+  const std::vector<int64_t> ids = parse_ids(a.ids, c.vocab_size);
+  const int64_t T = static_cast<int64_t>(ids.size());
+  Tensor types;
+  if (!a.token_type_ids.empty()) {
+    NF_CHECK(c.type_vocab_size > 0, "--token-type-ids: the model has no token types");
+    const std::vector<int64_t> values = parse_ids(a.token_type_ids, c.type_vocab_size, "--token-type-ids");
+    NF_CHECK(static_cast<int64_t>(values.size()) == T, "--token-type-ids: ", values.size(), " values for ", T, " ids");
+    types = Tensor::from_vector(values, {1, T});
+  }
+  const models::EncoderOutput out = model.forward(Tensor::from_vector(ids, {1, T}), types, {}, a.hidden);
+  NamedTensors tensors = {{"last_hidden_state", reshape(out.last_hidden_state, {T, c.dim}).contiguous()}};
+  if (out.pooler_output.defined()) tensors.emplace_back("pooler_output", reshape(out.pooler_output, {c.dim}).contiguous());
+  for (size_t i = 0; i < out.hidden.size(); ++i)
+    tensors.emplace_back("hidden." + std::to_string(i), reshape(out.hidden[i], {T, c.dim}).contiguous());
   return tensors;
 }
 
@@ -76,6 +99,8 @@ void add_forward_command(CLI::App& app) {
       "Run one input (batch 1) through a model in eval mode and write fp32 tensors to a safetensors\n"
       "file, to compare with another implementation. What it writes depends on the architecture:\n"
       "  language model (--ids)   'logits' (T, vocab)\n"
+      "  encoder (--ids, optional --token-type-ids)\n"
+      "                           'last_hidden_state' (T, dim), with a pooler 'pooler_output' (dim)\n"
       "--hidden also writes 'hidden.0' .. 'hidden.{L-1}', each (T, dim): the output of every block,\n"
       "before the final norm (Hugging Face's output_hidden_states[1..L], except that its last entry\n"
       "is taken after the final norm).\n"
@@ -84,6 +109,7 @@ void add_forward_command(CLI::App& app) {
   cmd->add_option("--model", a->model, "a preset name, a config JSON file (seed-0 weights), or a checkpoint")->required();
   cmd->add_option("--ids", a->ids, "the token ids, separated by spaces or commas: \"1 2 3\"");
   cmd->add_option("--out", a->out, "the safetensors file to write")->required();
+  cmd->add_option("--token-type-ids", a->token_type_ids, "an encoder's token types (segments), one per id: \"0 0 1\"");
   cmd->add_flag("--hidden", a->hidden, "also write every block's output as hidden.N");
   cmd->callback([a] {
     auto model = models::load_model(a->model);
@@ -92,6 +118,8 @@ void add_forward_command(CLI::App& app) {
     NamedTensors tensors;
     if (auto lm = std::dynamic_pointer_cast<models::DecoderLM>(model))
       tensors = forward_decoder_lm(*lm, *a);
+    else if (auto encoder = std::dynamic_pointer_cast<models::EncoderModel>(model))
+      tensors = forward_encoder(*encoder, *a);
     else
       NF_FAIL("forward: architecture '", model->architecture(), "' is not supported");
     io::save_safetensors(a->out, tensors);

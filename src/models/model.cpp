@@ -5,13 +5,14 @@
 #include <sstream>
 
 #include "nanoformer/models/decoder_lm.h"
+#include "nanoformer/models/encoder_model.h"
 #include "nanoformer/models/model_config.h"
 #include "util/json_input.h"
 
 namespace nf::models {
 
 const std::vector<std::string>& architectures() {
-  static const std::vector<std::string> names = {DecoderLMConfig::kArchitecture};
+  static const std::vector<std::string> names = {DecoderLMConfig::kArchitecture, EncoderConfig::kArchitecture};
   return names;
 }
 
@@ -34,6 +35,8 @@ std::shared_ptr<Model> build_model(const std::string& json_text, const std::stri
   const std::string architecture = config_architecture(json_text, source);
   if (architecture == DecoderLMConfig::kArchitecture)
     return std::make_shared<DecoderLM>(parse_model_config(json_text, source), gen);
+  if (architecture == EncoderConfig::kArchitecture)
+    return std::make_shared<EncoderModel>(parse_encoder_config(json_text, source), gen);
   NF_FAIL(source, ": architecture '", architecture, "' has no builder");
 }
 

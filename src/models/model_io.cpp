@@ -6,6 +6,7 @@
 
 #include "nanoformer/core/error.h"
 #include "nanoformer/models/checkpoint.h"
+#include "nanoformer/models/hf_bert.h"
 #include "nanoformer/models/hf_checkpoint.h"
 #include "nanoformer/models/llama2c.h"
 #include "nanoformer/models/minimind_checkpoint.h"
@@ -22,6 +23,14 @@ std::string joined(const std::vector<std::string>& names) {
   std::string out;
   for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
   return out;
+}
+
+// A Hugging Face folder, by the reader of its config.json's model_type.
+std::shared_ptr<Model> load_hf_folder(const std::string& dir) {
+  const std::string type = hf_model_type(dir);
+  if (type == "gpt2" || type == "llama") return load_hf(dir);
+  if (type == "bert") return load_hf_bert(dir);
+  NF_FAIL(dir, "/config.json: model_type '", type, "' is not supported (gpt2, llama, bert)");
 }
 
 }  // namespace
@@ -66,7 +75,7 @@ ModelFormat detect_model_format(const std::string& path_or_preset) {
 std::shared_ptr<Model> load_model(const std::string& path_or_preset) {
   switch (detect_model_format(path_or_preset)) {
     case ModelFormat::nanoformer: return load_checkpoint(path_or_preset);
-    case ModelFormat::hf: return load_hf(path_or_preset);
+    case ModelFormat::hf: return load_hf_folder(path_or_preset);
     case ModelFormat::llama2c: return load_llama2c(path_or_preset);
     case ModelFormat::minimind: return load_minimind(path_or_preset);
     case ModelFormat::nanochat: return load_nanochat(path_or_preset);
@@ -98,6 +107,8 @@ const DecoderLM& decoder_for(const Model& model, const std::string& format) {
 void save_model(const Model& model, const std::string& path, const std::string& format) {
   if (format == "nanoformer")
     save_checkpoint(model, path);
+  else if (format == "hf" && dynamic_cast<const EncoderModel*>(&model))
+    save_hf_bert(dynamic_cast<const EncoderModel&>(model), path);
   else if (format == "hf")
     save_hf(decoder_for(model, format), path);
   else if (format == "minimind")

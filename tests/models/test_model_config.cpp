@@ -24,7 +24,7 @@ TEST(ModelConfig, DefaultsAreGpt2Choices) {
 }
 
 TEST(ModelConfig, EveryPresetRoundTripsThroughJson) {
-  for (const std::string& name : preset_names()) {
+  for (const std::string& name : nf::testing::decoder_lm_presets()) {
     const DecoderLMConfig c = preset_config(name);
     EXPECT_EQ(c.name, name);
     const std::string text = model_config_to_json(c);
@@ -99,14 +99,14 @@ TEST(ModelConfig, PresetParameterCountsMatchTheDocuments) {
       {"minimind2-moe", 145'029'760},   {"nanochat-d20", 560'988'160},   {"nanochat-d6", 60'948'480},
       {"llama2c-stories260k", 260'032}, {"gpt-mini", 12'368'064},
   };
-  EXPECT_EQ(preset_names().size(), expected.size());
+  EXPECT_EQ(nf::testing::decoder_lm_presets().size(), expected.size());
   for (const auto& [name, count] : expected) EXPECT_EQ(count_parameters(preset_config(name)), count) << name;
 }
 
 // The analytic count equals the built model's for every preset, at reduced size so the test stays
 // small (vocab, width and depth shrunk, every other choice kept), and at full size for the small ones.
 TEST(ModelConfig, CountEqualsTheBuiltModel) {
-  for (const std::string& name : preset_names()) {
+  for (const std::string& name : nf::testing::decoder_lm_presets()) {
     DecoderLMConfig c = preset_config(name);
     c.vocab_size = 96;
     c.dim = 2 * c.n_heads * 8;

@@ -36,7 +36,7 @@ void expect_parts_equal(const ParameterCounts& a, const ParameterCounts& b, cons
 }
 
 TEST(ModelStats, PartsSumToCountParametersForEveryPreset) {
-  for (const std::string& name : preset_names()) {
+  for (const std::string& name : nf::testing::decoder_lm_presets()) {
     const DecoderLMConfig c = preset_config(name);
     const ParameterCounts p = model_stats(c).parameters;
     EXPECT_EQ(p.embedding + p.positions + p.attention + p.mlp + p.routed_experts + p.shared_experts + p.router +
@@ -51,7 +51,7 @@ TEST(ModelStats, PartsSumToCountParametersForEveryPreset) {
 // equal the built model's parameters grouped by name, and the total its num_parameters().
 TEST(ModelStats, PartsEqualTheBuiltModelsParametersByName) {
   std::vector<DecoderLMConfig> configs;
-  for (const std::string& name : preset_names()) {
+  for (const std::string& name : nf::testing::decoder_lm_presets()) {
     DecoderLMConfig c = preset_config(name);
     c.vocab_size = 96;
     c.dim = 2 * c.n_heads * 8;

@@ -1,6 +1,7 @@
 #include "support/testing.h"
 
 #include <cmath>
+#include <fstream>
 #include <sstream>
 
 namespace nf::testing {
@@ -58,6 +59,17 @@ Tensor random_leaf(const Shape& shape, uint64_t seed, double low, double high) {
   const autograd::GradcheckResult r = autograd::gradcheck(f, inputs, options);
   if (r.ok) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << r.message;
+}
+
+std::vector<std::string> decoder_lm_presets() {
+  std::vector<std::string> names;
+  for (const std::string& name : models::preset_names()) {
+    std::ifstream in(models::preset_path(name));
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (models::config_architecture(text.str(), name) == models::DecoderLMConfig::kArchitecture) names.push_back(name);
+  }
+  return names;
 }
 
 }  // namespace nf::testing

@@ -41,4 +41,8 @@ Tensor random_leaf(const Shape& shape, uint64_t seed, double low = -1.0, double 
                                    const autograd::GradcheckOptions& options = {});
 #define EXPECT_GRAD_OK(...) EXPECT_TRUE(::nf::testing::grad_ok(__VA_ARGS__))
 
+// The presets (configs/*.json) of decoder language models, for the tests of DecoderLMConfig:
+// configs/ also holds presets of other architectures.
+std::vector<std::string> decoder_lm_presets();
+
 }  // namespace nf::testing

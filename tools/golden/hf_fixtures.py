@@ -38,7 +38,7 @@ def randomise(model: torch.nn.Module, gen: torch.Generator) -> None:
     with torch.no_grad():
         for name, p in model.named_parameters():
             noise = torch.randn(p.shape, generator=gen)
-            p.copy_(1 + 0.1 * noise if ("ln" in name or "norm" in name) and p.dim() == 1 and "bias" not in name
+            p.copy_(1 + 0.1 * noise if ("ln" in name.lower() or "norm" in name.lower()) and p.dim() == 1 and "bias" not in name
                     else 0.15 * noise)
 
 
@@ -71,18 +71,19 @@ def check(folder: Path) -> int:
     return 0 if worst <= 1e-4 else 1
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def run(doc: str, write_fixtures, check_export) -> int:
+    """The command line `write DIR` / `check DIR` of a fixture script (this one and its siblings)."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("mode", choices=["write", "check"])
     parser.add_argument("dir", type=Path)
     args = parser.parse_args()
     logging.getLogger("transformers").setLevel(logging.ERROR)
     torch.set_num_threads(1)
     if args.mode == "write":
-        write(args.dir)
+        write_fixtures(args.dir)
         return 0
-    return check(args.dir)
+    return check_export(args.dir)
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run(__doc__, write, check))

@@ -1,12 +1,13 @@
 #pragma once
 // One entry point for every model file format:
 //   load_model(x): x is a nanoformer checkpoint (.safetensors with our metadata), a Hugging Face
-//     folder (config.json + model.safetensors / index; GPT-2, LLaMA), a MiniMind folder (config.json
+//     folder (config.json + model.safetensors / index; GPT-2, LLaMA, BERT), a MiniMind folder (config.json
 //     with model_type "minimind"), a nanochat folder (meta_<step>.json + model_<step>.safetensors),
 //     a llama2.c .bin, a config JSON file or a preset name (the last two build a freshly
 //     initialised model, seed 0, so the same name always gives the same weights). The model is of
 //     whichever architecture the file holds (model.h); load_decoder_lm insists on a language model.
-//   save_model(model, path, format): format "nanoformer" (a .safetensors file), "hf", "minimind",
+//   save_model(model, path, format): format "nanoformer" (a .safetensors file), "hf" (a decoder LM
+//     as GPT-2 / LLaMA, an encoder as BertModel), "minimind",
 //     "nanochat" (folders), "llama2c" (a .bin file).
 #include <memory>
 #include <string>
