@@ -1,7 +1,7 @@
 // `nanoformer forward --model MODEL --ids "1 2 3" --out FILE.safetensors [--hidden]`: one sequence
-// through a language model (or, with --input FILE.safetensors, one image through an image
-// classifier), its logits (and every block's hidden state) written for comparison with another
-// implementation.
+// through a model, its outputs (a language model's logits, an encoder's last_hidden_state, an
+// encoder-decoder's logits, an image classifier's logits from --input FILE.safetensors) and every
+// block's hidden state written for comparison with another implementation.
 #include <cstdio>
 #include <memory>
 #include <sstream>
@@ -13,6 +13,7 @@
 #include "nanoformer/core/error.h"
 #include "nanoformer/io/safetensors.h"
 #include "nanoformer/models/encoder_decoder.h"
+#include "nanoformer/models/encoder_model.h"
 #include "nanoformer/models/model_io.h"
 #include "nanoformer/models/vit.h"
 #include "nanoformer/ops/view.h"
@@ -46,7 +47,7 @@ std::vector<int64_t> parse_ids(const std::string& text, int64_t vocab_size, cons
 }
 
 struct ForwardArgs {
-  std::string model, ids, target_ids, input, out;
+  std::string model, ids, target_ids, input, out, token_type_ids;
   bool hidden = false;
 };
 
@@ -101,6 +102,28 @@ NamedTensors forward_vit(models::ViTClassifier& model, const ForwardArgs& a) {
   return tensors;
 }
 
+// An encoder: last_hidden_state (T, dim), pooler_output (dim) with a pooler and, with --hidden,
+// hidden.N (T, dim).
+NamedTensors forward_encoder(models::EncoderModel& model, const ForwardArgs& a) {
+  NF_CHECK(a.input.empty() && a.target_ids.empty(), "--input and --target-ids are not for an encoder; give --ids");
+  const models::EncoderConfig& c = model.config();
+  const std::vector<int64_t> ids = parse_ids(a.ids, c.vocab_size);
+  const int64_t T = static_cast<int64_t>(ids.size());
+  Tensor types;
+  if (!a.token_type_ids.empty()) {
+    NF_CHECK(c.type_vocab_size > 0, "--token-type-ids: the model has no token types");
+    const std::vector<int64_t> values = parse_ids(a.token_type_ids, c.type_vocab_size, "--token-type-ids");
+    NF_CHECK(static_cast<int64_t>(values.size()) == T, "--token-type-ids: ", values.size(), " values for ", T, " ids");
+    types = Tensor::from_vector(values, {1, T});
+  }
+  const models::EncoderOutput out = model.forward(Tensor::from_vector(ids, {1, T}), types, {}, a.hidden);
+  NamedTensors tensors = {{"last_hidden_state", reshape(out.last_hidden_state, {T, c.dim}).contiguous()}};
+  if (out.pooler_output.defined()) tensors.emplace_back("pooler_output", reshape(out.pooler_output, {c.dim}).contiguous());
+  for (size_t i = 0; i < out.hidden.size(); ++i)
+    tensors.emplace_back("hidden." + std::to_string(i), reshape(out.hidden[i], {T, c.dim}).contiguous());
+  return tensors;
+}
+
 // "logits (5, 64), hidden.0 (5, 32), ..."
 std::string described(const NamedTensors& tensors) {
   std::string out;
@@ -119,6 +142,8 @@ void add_forward_command(CLI::App& app) {
       "  encoder-decoder (--ids the source, --target-ids the decoder input)   'logits' (T, tgt_vocab)\n"
       "  image classifier (--input FILE.safetensors holding 'pixel_values' (C, H, W))\n"
       "                           'logits' (n_classes)\n"
+      "  encoder (--ids, optional --token-type-ids)\n"
+      "                           'last_hidden_state' (T, dim), with a pooler 'pooler_output' (dim)\n"
       "--hidden also writes 'hidden.0' .. 'hidden.{L-1}', each (T, dim): the output of every block,\n"
       "before the final norm (Hugging Face's output_hidden_states[1..L], except that GPT-2 and LLaMA\n"
       "take its last entry after the final norm); T = patches + 1 for an image classifier, the class\n"
@@ -131,6 +156,7 @@ void add_forward_command(CLI::App& app) {
   cmd->add_option("--target-ids", a->target_ids, "an encoder-decoder's decoder input ids: \"1 5 9\"");
   cmd->add_option("--input", a->input, "an image classifier's input: a safetensors file with tensor pixel_values (C, H, W)");
   cmd->add_option("--out", a->out, "the safetensors file to write")->required();
+  cmd->add_option("--token-type-ids", a->token_type_ids, "an encoder's token types (segments), one per id: \"0 0 1\"");
   cmd->add_flag("--hidden", a->hidden, "also write every block's output as hidden.N");
   cmd->callback([a] {
     auto model = models::load_model(a->model);
@@ -143,6 +169,8 @@ void add_forward_command(CLI::App& app) {
       tensors = forward_encoder_decoder(*seq2seq, *a);
     else if (auto vit = std::dynamic_pointer_cast<models::ViTClassifier>(model))
       tensors = forward_vit(*vit, *a);
+    else if (auto encoder = std::dynamic_pointer_cast<models::EncoderModel>(model))
+      tensors = forward_encoder(*encoder, *a);
     else
       NF_FAIL("forward: architecture '", model->architecture(), "' is not supported");
     io::save_safetensors(a->out, tensors);

@@ -43,6 +43,8 @@
 #include "nanoformer/models/model_config.h"
 #include "nanoformer/models/decoder_lm.h"
 #include "nanoformer/models/encoder_decoder.h"
+#include "nanoformer/models/encoder_model.h"
+#include "nanoformer/models/hf_bert.h"
 #include "nanoformer/models/checkpoint.h"
 #include "nanoformer/models/model_stats.h"
 #include "nanoformer/models/llama2c.h"

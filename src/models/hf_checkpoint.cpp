@@ -219,6 +219,13 @@ bool is_hf_folder(const std::string& path) {
          (fs::exists(dir / kWeightsFile) || fs::exists(dir / kIndexFile));
 }
 
+std::string hf_model_type(const std::string& dir) {
+  const fs::path config_path = fs::path(dir) / kConfigFile;
+  return with_json_errors(config_path.string(), [&] {
+    return parse_json_object(read_text(config_path), config_path.string()).value("model_type", std::string());
+  });
+}
+
 DecoderLMConfig config_from_hf_json(const std::string& json_text, const std::string& source) {
   return with_json_errors(source, [&] {
     const Json j = parse_json_object(json_text, source);

@@ -8,7 +8,6 @@
 #include "models/folder_io.h"
 #include "models/name_map.h"
 #include "nanoformer/core/error.h"
-#include "nanoformer/io/safetensors.h"
 #include "nanoformer/models/hf_checkpoint.h"
 #include "util/json_input.h"
 
@@ -145,10 +144,9 @@ std::shared_ptr<ViTClassifier> load_hf_vit(const std::string& dir) {
   return model;
 }
 
-void save_hf_vit(const ViTClassifier& model, const std::string& dir) {
+void save_hf_vit(const ViTClassifier& model, const std::string& dir, int64_t max_shard_bytes) {
   fs::create_directories(dir);
-  io::save_safetensors((fs::path(dir) / kWeightsFile).string(),
-                       export_tensors(vit_name_map(model.config()), model.state_dict()), {{"format", "pt"}});
+  write_folder_tensors(dir, export_tensors(vit_name_map(model.config()), model.state_dict()), max_shard_bytes);
   write_text_atomic(fs::path(dir) / kConfigFile, hf_json_from_vit_config(model.config()));
 }
 

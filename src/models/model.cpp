@@ -6,6 +6,7 @@
 
 #include "nanoformer/models/decoder_lm.h"
 #include "nanoformer/models/encoder_decoder.h"
+#include "nanoformer/models/encoder_model.h"
 #include "nanoformer/models/model_config.h"
 #include "nanoformer/models/vit.h"
 #include "util/json_input.h"
@@ -26,6 +27,7 @@ std::string read_config_text(const std::string& path) {
 const std::vector<std::string>& architectures() {
   static const std::vector<std::string> names = {
       DecoderLMConfig::kArchitecture,
+      EncoderConfig::kArchitecture,
       EncoderDecoderConfig::kArchitecture,
       ViTConfig::kArchitecture,
   };
@@ -51,6 +53,8 @@ std::shared_ptr<Model> build_model(const std::string& json_text, const std::stri
   const std::string architecture = config_architecture(json_text, source);
   if (architecture == DecoderLMConfig::kArchitecture)
     return std::make_shared<DecoderLM>(parse_model_config(json_text, source), gen);
+  if (architecture == EncoderConfig::kArchitecture)
+    return std::make_shared<EncoderModel>(parse_encoder_config(json_text, source), gen);
   if (architecture == EncoderDecoderConfig::kArchitecture)
     return std::make_shared<EncoderDecoder>(parse_encoder_decoder_config(json_text, source), gen);
   if (architecture == ViTConfig::kArchitecture)

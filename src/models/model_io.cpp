@@ -7,6 +7,7 @@
 #include "models/folder_io.h"
 #include "nanoformer/core/error.h"
 #include "nanoformer/models/checkpoint.h"
+#include "nanoformer/models/hf_bert.h"
 #include "nanoformer/models/hf_checkpoint.h"
 #include "nanoformer/models/hf_vit.h"
 #include "nanoformer/models/llama2c.h"
@@ -26,12 +27,13 @@ std::string joined(const std::vector<std::string>& names) {
   return out;
 }
 
-// config.json's model_type in a Hugging Face folder ("" when absent): which reader takes the folder.
-std::string hf_model_type(const std::string& dir) {
-  const fs::path path = fs::path(dir) / kConfigFile;
-  const Json j = parse_json_object(read_text(path), path.string());
-  const auto it = j.find("model_type");
-  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
+// A Hugging Face folder, by the reader of its config.json's model_type.
+std::shared_ptr<Model> load_hf_folder(const std::string& dir) {
+  const std::string type = hf_model_type(dir);
+  if (type == "gpt2" || type == "llama") return load_hf(dir);
+  if (type == "bert") return load_hf_bert(dir);
+  if (type == "vit") return load_hf_vit(dir);
+  NF_FAIL(dir, "/config.json: model_type '", type, "' is not supported (gpt2, llama, bert, vit)");
 }
 
 }  // namespace
@@ -79,9 +81,7 @@ ModelFormat detect_model_format(const std::string& path_or_preset) {
 std::shared_ptr<Model> load_model(const std::string& path_or_preset) {
   switch (detect_model_format(path_or_preset)) {
     case ModelFormat::nanoformer: return load_checkpoint(path_or_preset);
-    case ModelFormat::hf:
-      if (hf_model_type(path_or_preset) == "vit") return load_hf_vit(path_or_preset);
-      return load_hf(path_or_preset);
+    case ModelFormat::hf: return load_hf_folder(path_or_preset);
     case ModelFormat::llama2c: return load_llama2c(path_or_preset);
     case ModelFormat::minimind:
     case ModelFormat::minimind_hf: return load_minimind(path_or_preset);
@@ -118,7 +118,9 @@ void save_model(const Model& model, const std::string& path, const std::string& 
   if (format == "nanoformer")
     save_checkpoint(model, path);
   else if (const auto* vit = dynamic_cast<const ViTClassifier*>(&model); vit && format == "hf")
-    save_hf_vit(*vit, path);
+    save_hf_vit(*vit, path, options.max_shard_bytes);
+  else if (format == "hf" && dynamic_cast<const EncoderModel*>(&model))
+    save_hf_bert(dynamic_cast<const EncoderModel&>(model), path, options.max_shard_bytes);
   else if (format == "hf")
     save_hf(decoder_for(model, format), path, options.max_shard_bytes);
   else if (format == "minimind")

@@ -1,8 +1,9 @@
 // The `nanoformer` binary end to end (its path is NF_CLI, set by CMakeLists.txt): `inspect` prints
 // the exact parameter count and parseable JSON; `forward` writes the library's logits and hidden
-// states and refuses out-of-range ids; `convert` round-trips to identical logits and says which
-// formats are not written yet; bad flags and bad model names give a one-line
-// error and a non-zero exit; every subcommand's --help shows an example.
+// states (an encoder's last_hidden_state, matching transformers) and refuses out-of-range ids;
+// `convert` round-trips to identical logits and says which formats are not written yet; bad flags
+// and bad model names give a one-line error and a non-zero exit; every subcommand's --help shows an
+// example.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -234,6 +235,48 @@ TEST_F(CliTest, InspectVitTinyPrintsTransformersParameterCount) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("\nparameters: 5717416\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("patch embedding"), std::string::npos) << r.out;
+}
+
+// "1 2 3" from the integer tensor t.
+std::string spaced(const Tensor& t) {
+  std::string out;
+  for (int64_t v : t.to_vector<int64_t>()) {
+    if (!out.empty()) out += ' ';
+    out += std::to_string(v);
+  }
+  return out;
+}
+
+// An encoder: the BertModel fixture of tools/golden/hf_bert_fixtures.py gives transformers'
+// last_hidden_state for its unpadded sequence with token types; hf -> nanoformer -> hf keeps the
+// outputs bit for bit; inspect reads the converted checkpoint.
+TEST_F(CliTest, ForwardOnABertFolderGivesTransformersOutput) {
+  const std::string bert = std::string(NF_TEST_DATA_DIR) + "/hf/bert";
+  const auto expected = io::load_safetensors(bert + ".outputs.safetensors");
+  const std::string inputs = " --ids \"" + spaced(expected.at("short_ids")) + "\" --token-type-ids \"" +
+                             spaced(expected.at("short_token_type_ids")) + "\"";
+  const CliRun r = cli("forward --model '" + bert + "'" + inputs + " --out '" + path("a.safetensors") + "' --hidden");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto written = io::load_safetensors(path("a.safetensors"));
+  const int64_t T = expected.at("short_ids").size(1);
+  EXPECT_TENSOR_CLOSE(written.at("last_hidden_state"), reshape(expected.at("short_last_hidden_state"), {T, 32}), 1e-5,
+                      1e-5);
+  EXPECT_TENSOR_CLOSE(written.at("hidden.1"), written.at("last_hidden_state"), 0.0, 0.0);  // post-norm: the last layer's
+  EXPECT_EQ(written.at("pooler_output").shape(), (Shape{32}));
+  const std::string ckpt = path("bert.safetensors"), hf = path("bert_hf");
+  ASSERT_EQ(cli("convert '" + bert + "' '" + ckpt + "' --to nanoformer").exit_code, 0);
+  ASSERT_EQ(cli("convert '" + ckpt + "' '" + hf + "' --to hf").exit_code, 0);
+  ASSERT_EQ(cli("forward --model '" + hf + "'" + inputs + " --out '" + path("b.safetensors") + "'").exit_code, 0);
+  const auto again = io::load_safetensors(path("b.safetensors"));
+  EXPECT_TENSOR_CLOSE(again.at("last_hidden_state"), written.at("last_hidden_state"), 0.0, 0.0);
+  EXPECT_TENSOR_CLOSE(again.at("pooler_output"), written.at("pooler_output"), 0.0, 0.0);
+  const CliRun info = cli("inspect '" + ckpt + "'");
+  EXPECT_NE(info.out.find("\nparameters: " + std::to_string(models::load_model(bert)->num_parameters()) + "\n"),
+            std::string::npos) << info.out;
+  const CliRun bad = cli("forward --model '" + bert + "' --ids \"1 2\" --token-type-ids \"0 2\" --out '" +
+                         path("c.safetensors") + "'");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("--token-type-ids: id 2 is out of range"), std::string::npos) << bad.err;
 }
 
 TEST_F(CliTest, BadModelNameIsOneLineAndNonZero) {

@@ -228,7 +228,7 @@ TEST_F(HfCheckpointTest, BadConfigsAreNamed) {
                     "activation_function 'swish' is not supported");
   EXPECT_THROW_WITH(load_hf(with("{" + base + R"(, "scale_attn_by_inverse_layer_idx": true})")),
                     "scale_attn_by_inverse_layer_idx true");
-  EXPECT_THROW_WITH(load_hf(with(R"({"model_type": "bert"})")), "model_type 'bert' is not supported");
+  EXPECT_THROW_WITH(load_hf(with(R"({"model_type": "roberta"})")), "model_type 'roberta' is not supported");
   EXPECT_THROW_WITH(load_hf(with(R"({"model_type": "gpt2", "n_embd": 32})")), "missing key 'vocab_size'");
   EXPECT_THROW_WITH(load_hf(path("nowhere")), "not a Hugging Face model folder");
 }

@@ -43,7 +43,7 @@ def randomise(model: torch.nn.Module, gen: torch.Generator) -> None:
     with torch.no_grad():
         for name, p in model.named_parameters():
             noise = torch.randn(p.shape, generator=gen)
-            p.copy_(1 + 0.1 * noise if ("ln" in name or "norm" in name) and p.dim() == 1 and "bias" not in name
+            p.copy_(1 + 0.1 * noise if ("ln" in name.lower() or "norm" in name.lower()) and p.dim() == 1 and "bias" not in name
                     else 0.15 * noise)
 
 
@@ -98,7 +98,8 @@ def check(folder: Path, load=transformers_model, suffix: str = ".logits.safetens
     return 0 if worst <= 1e-4 else 1
 
 
-def main(doc: str = __doc__, write_fixtures=write, check_export=check) -> int:
+def run(doc: str, write_fixtures, check_export) -> int:
+    """The command line `write DIR` / `check DIR` of a fixture script (this one and its siblings)."""
     parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("mode", choices=["write", "check"])
     parser.add_argument("dir", type=Path)
@@ -112,4 +113,4 @@ def main(doc: str = __doc__, write_fixtures=write, check_export=check) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run(__doc__, write, check))

@@ -67,4 +67,4 @@ def check(folder: Path) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(hf_fixtures.main(__doc__, write, check))
+    raise SystemExit(hf_fixtures.run(__doc__, write, check))

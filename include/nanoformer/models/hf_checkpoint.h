@@ -1,5 +1,6 @@
 #pragma once
-// Hugging Face model folders for GPT2LMHeadModel and LlamaForCausalLM, read and write:
+// Hugging Face model folders for GPT2LMHeadModel and LlamaForCausalLM, read and write (BertModel
+// folders: hf_bert.h; load_model picks the reader by config.json's model_type):
 //   config.json (the transformers config, translated to and from DecoderLMConfig) and
 //   model.safetensors, or a sharded model.safetensors.index.json ({"weight_map": {tensor: shard}})
 //   with its shards (written when a maximum shard size is given, as save_pretrained(max_shard_size)).
@@ -26,6 +27,8 @@ namespace nf::models {
 
 // A directory holding config.json and model.safetensors or model.safetensors.index.json.
 bool is_hf_folder(const std::string& path);
+// The model_type of a Hugging Face folder's config.json ("" when it has none): which reader loads it.
+std::string hf_model_type(const std::string& dir);
 // config.json text -> our config (`source` prefixes errors; name = source's folder name).
 DecoderLMConfig config_from_hf_json(const std::string& json_text, const std::string& source);
 // Our config -> the config.json of GPT2LMHeadModel or LlamaForCausalLM (whichever the config is);

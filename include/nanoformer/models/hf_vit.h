@@ -28,6 +28,7 @@ ViTConfig vit_config_from_hf_json(const std::string& json_text, const std::strin
 std::string hf_json_from_vit_config(const ViTConfig& config);
 std::shared_ptr<ViTClassifier> load_hf_vit(const std::string& dir);
 // Writes dir/config.json and dir/model.safetensors (creating dir).
-void save_hf_vit(const ViTClassifier& model, const std::string& dir);
+// max_shard_bytes > 0 splits the tensors over shards with an index, as save_hf.
+void save_hf_vit(const ViTClassifier& model, const std::string& dir, int64_t max_shard_bytes = 0);
 
 }  // namespace nf::models

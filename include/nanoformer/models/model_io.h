@@ -1,14 +1,16 @@
 #pragma once
 // One entry point for every model file format:
 //   load_model(x): x is a nanoformer checkpoint (.safetensors with our metadata), a Hugging Face
-//     folder (config.json + model.safetensors / index; GPT-2, LLaMA, ViT, by config.json's model_type),
+//     folder (config.json + model.safetensors / index; GPT-2, LLaMA, BERT, ViT, by config.json's
+//     model_type),
 //     a MiniMind folder (config.json with model_type "minimind", 002's form or the Hugging Face
 //     form), a nanochat folder (meta_<step>.json + model_<step>.safetensors), a llama2.c .bin, a
 //     config JSON file or a preset name (the last two build a freshly initialised model, seed 0, so
 //     the same name always gives the same weights). The model is of whichever architecture the
 //     file holds (model.h); load_decoder_lm insists on a language model.
 //   save_model(model, path, format): format "nanoformer" (a .safetensors file, every
-//     architecture), "hf" (a decoder LM or a ViTClassifier), "minimind" (002's form),
+//     architecture), "hf" (a decoder LM as GPT-2 / LLaMA, an encoder as
+//     BertModel, a ViTClassifier), "minimind" (002's form),
 //     "minimind-hf" (MiniMind's Hugging Face form), "nanochat" (folders), "llama2c" (a .bin file);
 //     hf, minimind and minimind-hf folders are sharded when SaveOptions says so.
 #include <memory>
