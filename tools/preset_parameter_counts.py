@@ -5,7 +5,7 @@
 
 Each preset is built on the meta device (no memory is allocated) by a PyTorch implementation:
 transformers' own class where it has one (GPT2LMHeadModel, LlamaForCausalLM for llama2.c,
-BertModel, ViTForImageClassification) and otherwise the module structure the reference documents
+BertModel with its pooler, ViTForImageClassification) and otherwise the module structure the reference documents
 give (002's MiniMind Transformer, dense and MoE; 003's nanochat GPT; 001's encoder-decoder on
 torch.nn.TransformerEncoderLayer / TransformerDecoderLayer). The count is sum(p.numel()) over
 model.parameters(), which lists a tied tensor once. With --nanoformer, each preset's
@@ -55,6 +55,22 @@ def llama(c: dict) -> nn.Module:
         num_hidden_layers=c["n_layers"], num_attention_heads=c["n_heads"],
         num_key_value_heads=c.get("n_kv_heads") or c["n_heads"], max_position_embeddings=c["max_seq_len"],
         tie_word_embeddings=c.get("tie_embeddings", True)))
+
+
+def bert(c: dict) -> nn.Module:
+    from transformers import BertConfig, BertModel
+    return BertModel(BertConfig(vocab_size=c["vocab_size"], hidden_size=c["dim"], num_hidden_layers=c["n_layers"],
+                                num_attention_heads=c["n_heads"], intermediate_size=c.get("mlp_hidden") or 4 * c["dim"],
+                                max_position_embeddings=c["max_seq_len"], type_vocab_size=c["type_vocab_size"]),
+                     add_pooling_layer=c.get("pooler", False))
+
+
+def vit(c: dict) -> nn.Module:
+    from transformers import ViTConfig, ViTForImageClassification
+    return ViTForImageClassification(ViTConfig(
+        image_size=c["image_size"], patch_size=c["patch_size"], num_channels=c.get("in_channels", 3),
+        hidden_size=c["dim"], num_hidden_layers=c["n_layers"], num_attention_heads=c["n_heads"],
+        intermediate_size=c.get("mlp_hidden") or 4 * c["dim"], num_labels=c["n_classes"]))
 
 
 # ---- the reference documents' structures ---------------------------------------------------------
@@ -134,10 +150,13 @@ BUILDERS = {
     "nanochat-d20": nanochat, "nanochat-d6": nanochat,
     "llama2c-stories260k": llama,
     "transformer-base": encoder_decoder,
+    "bert-base": bert,
+    "vit-tiny": vit,
 }
 # The figures the documents quote.
 QUOTED = {"gpt2-124m": "124M", "minimind2-small": "26M", "minimind2": "104M", "minimind2-moe": "145M",
-          "llama2c-stories260k": "260K", "transformer-base": "65M (001's table, base model)"}
+          "llama2c-stories260k": "260K", "transformer-base": "65M (001's table, base model)",
+          "bert-base": "110M (BERT-base)", "vit-tiny": "5.7M (DeiT-Ti / timm vit_tiny_patch16_224)"}
 
 
 def nanoformer_count(binary: str, preset: str) -> int:
