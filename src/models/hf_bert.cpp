@@ -165,11 +165,14 @@ std::shared_ptr<EncoderModel> load_hf_bert(const std::string& dir) {
   EncoderConfig c = encoder_config_from_bert_json(read_text(config_path), config_path.string());
   const std::map<std::string, Tensor> tensors = bert_model_tensors(read_folder_tensors(dir, kWeightsFile, kIndexFile));
   c.pooler = tensors.count("pooler.dense.weight") > 0;
+  // the tensors are checked against the config before the model is built, so that a config far
+  // larger than its files is an error naming the tensors, not an allocation sized by the config
+  const int64_t hidden = nn::mlp_hidden_dim(encoder_block_config(c).mlp);
+  const nn::StateDict state =
+      import_tensors(bert_name_map(c, hidden), tensors, {"embeddings.position_ids", "embeddings.token_type_ids"}, dir);
   Generator gen(0);
   auto model = std::make_shared<EncoderModel>(c, gen);
-  const int64_t hidden = nn::mlp_hidden_dim(encoder_block_config(c).mlp);
-  model->load_state_dict(import_tensors(bert_name_map(c, hidden), tensors,
-                                        {"embeddings.position_ids", "embeddings.token_type_ids"}, dir));
+  model->load_state_dict(state);
   return model;
 }
 

@@ -272,8 +272,11 @@ std::shared_ptr<DecoderLM> load_hf(const std::string& dir) {
            " or ", kIndexFile, ")");
   const fs::path config_path = fs::path(dir) / kConfigFile;
   const DecoderLMConfig config = config_from_hf_json(read_text(config_path), config_path.string());
+  // the tensors are checked against the config before the model is built, so that a config far
+  // larger than its files is an error naming the tensors, not an allocation sized by the config
+  const nn::StateDict state = state_from_hf(config, read_folder_tensors(dir, kWeightsFile, kIndexFile), dir);
   auto model = std::make_shared<DecoderLM>(config);
-  model->load_state_dict(state_from_hf(config, read_folder_tensors(dir, kWeightsFile, kIndexFile), dir));
+  model->load_state_dict(state);
   return model;
 }
 

@@ -137,10 +137,13 @@ std::shared_ptr<ViTClassifier> load_hf_vit(const std::string& dir) {
            " or ", kIndexFile, ")");
   const fs::path config_path = fs::path(dir) / kConfigFile;
   const ViTConfig config = vit_config_from_hf_json(read_text(config_path), config_path.string());
+  // the tensors are checked against the config before the model is built, so that a config far
+  // larger than its files is an error naming the tensors, not an allocation sized by the config
+  const nn::StateDict state =
+      import_tensors(vit_name_map(config), read_folder_tensors(dir, kWeightsFile, kIndexFile), kIgnoredTensors, dir);
   Generator gen(0);
   auto model = std::make_shared<ViTClassifier>(config, gen);
-  model->load_state_dict(
-      import_tensors(vit_name_map(config), read_folder_tensors(dir, kWeightsFile, kIndexFile), kIgnoredTensors, dir));
+  model->load_state_dict(state);
   return model;
 }
 

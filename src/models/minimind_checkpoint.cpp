@@ -285,8 +285,12 @@ std::shared_ptr<DecoderLM> load_minimind(const std::string& dir) {
   const MiniMindForm form = minimind_folder_form(dir);
   const DecoderLMConfig config = form == MiniMindForm::hf ? config_from_minimind_hf_json(text, config_path.string())
                                                           : config_from_minimind_json(text, config_path.string());
+  // the tensors are checked against the config before the model is built, so that a config far
+  // larger than its files is an error naming the tensors, not an allocation sized by the config
+  const nn::StateDict state =
+      state_from_minimind(config, form, read_folder_tensors(dir, kWeightsFile, kIndexFile), dir);
   auto model = std::make_shared<DecoderLM>(config);
-  model->load_state_dict(state_from_minimind(config, form, read_folder_tensors(dir, kWeightsFile, kIndexFile), dir));
+  model->load_state_dict(state);
   return model;
 }
 

@@ -128,11 +128,13 @@ std::shared_ptr<DecoderLM> load_nanochat(const std::string& dir) {
            "model_<step>.safetensors)");
   const fs::path meta = latest_meta(dir);
   const DecoderLMConfig config = config_from_nanochat_meta(read_text(meta), meta.string());
-  auto model = std::make_shared<DecoderLM>(config);
   const fs::path weights = model_file_of(meta);
-  model->load_state_dict(import_tensors(nanochat_name_map(config),
-                                        read_folder_tensors(dir, weights.filename().string(), ""), {},
-                                        weights.string()));
+  // the tensors are checked against the config before the model is built, so that a config far
+  // larger than its files is an error naming the tensors, not an allocation sized by the config
+  const nn::StateDict state = import_tensors(
+      nanochat_name_map(config), read_folder_tensors(dir, weights.filename().string(), ""), {}, weights.string());
+  auto model = std::make_shared<DecoderLM>(config);
+  model->load_state_dict(state);
   return model;
 }
 

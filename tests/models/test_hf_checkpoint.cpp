@@ -231,6 +231,11 @@ TEST_F(HfCheckpointTest, BadConfigsAreNamed) {
   EXPECT_THROW_WITH(load_hf(with(R"({"model_type": "roberta"})")), "model_type 'roberta' is not supported");
   EXPECT_THROW_WITH(load_hf(with(R"({"model_type": "gpt2", "n_embd": 32})")), "missing key 'vocab_size'");
   EXPECT_THROW_WITH(load_hf(path("nowhere")), "not a Hugging Face model folder");
+  // a config describing ~10^13 parameters beside 40 KB of tensors: the tensors are named as
+  // mis-shaped before any model is built (no allocation sized by the config)
+  EXPECT_THROW_WITH(load_hf(with(R"({"model_type": "gpt2", "vocab_size": 1000000, "n_embd": 1000000, "n_layer": 2,
+                                     "n_head": 4, "n_positions": 16})")),
+                    folder, "mis-shaped", "transformer.wte.weight");
 }
 
 // Keys of an unexpected JSON type are nf::Errors naming the file, never nlohmann exceptions.
