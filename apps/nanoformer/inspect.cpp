@@ -3,11 +3,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -29,11 +27,7 @@ std::string config_json_of(const std::string& model, std::string& source) {
   source = model;
   if (!std::filesystem::exists(path) || path.extension() == ".json") {
     source = models::resolve_config_path(model);
-    std::ifstream in(source);
-    NF_CHECK(in, "model config ", source, ": cannot be opened");
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
+    return models::read_config_text(source);
   }
   if (path.extension() == ".safetensors") return models::read_checkpoint_config_json(model);
   return "";

@@ -28,12 +28,11 @@ std::string config_json_of(const io::SafetensorsFile& file) {
   return metadata_value(file, "config");
 }
 
-// A corrupt header must not make us allocate a model sized by it: a decoder LM whose config
-// describes far more parameters than the file holds values is refused before it is built (a
-// smaller shortfall, a tensor or two missing, is left to load_state_dict, which names them).
+// A corrupt header must not make us allocate a model sized by it: a config describing far more
+// parameters than the file holds values is refused before the model is built (a smaller
+// shortfall, a tensor or two missing, is left to load_state_dict, which names them).
 void check_file_can_hold(const io::SafetensorsFile& file, const std::string& config_json) {
-  if (config_architecture(config_json, file.path() + ": config") != DecoderLMConfig::kArchitecture) return;
-  const int64_t claimed = count_parameters(parse_model_config(config_json, file.path() + ": config"));
+  const int64_t claimed = config_parameter_count(config_json, file.path() + ": config");
   int64_t held = 0;  // <= the file's size in bytes, so no overflow
   for (const io::TensorEntry& entry : file.entries()) held += shape_numel(entry.shape);
   NF_CHECK(claimed <= 2 * held + (int64_t{1} << 20), file.path(), ": its config describes ", claimed,

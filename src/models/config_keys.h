@@ -142,4 +142,17 @@ inline void check(bool ok, const std::string& source, const char* key, const aut
 }
 
 
+// The largest sizes the encoder, encoder-decoder and ViT configs take: far beyond any model, and
+// small enough that every parameter count formed from them fits int64_t (vocab x dim <= 2^44,
+// layers x 6 dim x hidden <= 2^55, channels x patch^2 x dim <= 2^56).
+constexpr int64_t kMaxWidth = int64_t{1} << 20;    // dim, mlp_hidden
+constexpr int64_t kMaxEntries = int64_t{1} << 24;  // vocabularies, positions, classes, token types
+constexpr int64_t kMaxLayers = int64_t{1} << 12;
+constexpr int64_t kMaxImageSide = int64_t{1} << 14;
+constexpr int64_t kMaxChannels = int64_t{1} << 8;
+
+inline void check_at_most(int64_t value, int64_t limit, const std::string& source, const char* key) {
+  check(value <= limit, source, key, value, ("is beyond any model this engine builds (at most " + std::to_string(limit) + ")").c_str());
+}
+
 }  // namespace nf::models::config_keys

@@ -71,6 +71,12 @@ std::string encoder_config_to_json(const EncoderConfig& config) {
 
 void validate_encoder_config(const EncoderConfig& c, const std::string& source) {
   check(c.vocab_size > 0, source, "vocab_size", c.vocab_size, "must be > 0");
+  check_at_most(c.vocab_size, kMaxEntries, source, "vocab_size");
+  check_at_most(c.dim, kMaxWidth, source, "dim");
+  check_at_most(c.n_layers, kMaxLayers, source, "n_layers");
+  check_at_most(c.mlp_hidden, kMaxWidth, source, "mlp_hidden");
+  check_at_most(c.max_seq_len, kMaxEntries, source, "max_seq_len");
+  check_at_most(c.type_vocab_size, kMaxEntries, source, "type_vocab_size");
   check(c.dim > 0, source, "dim", c.dim, "must be > 0");
   check(c.n_layers > 0, source, "n_layers", c.n_layers, "must be > 0");
   check(c.n_heads > 0, source, "n_heads", c.n_heads, "must be > 0");

@@ -74,6 +74,13 @@ std::string encoder_decoder_config_to_json(const EncoderDecoderConfig& config) {
 
 void validate_encoder_decoder_config(const EncoderDecoderConfig& c, const std::string& source) {
   check(c.src_vocab_size > 0, source, "src_vocab_size", c.src_vocab_size, "must be > 0");
+  check_at_most(c.src_vocab_size, kMaxEntries, source, "src_vocab_size");
+  check_at_most(c.tgt_vocab_size, kMaxEntries, source, "tgt_vocab_size");
+  check_at_most(c.dim, kMaxWidth, source, "dim");
+  check_at_most(c.n_encoder_layers, kMaxLayers, source, "n_encoder_layers");
+  check_at_most(c.n_decoder_layers, kMaxLayers, source, "n_decoder_layers");
+  check_at_most(c.mlp_hidden, kMaxWidth, source, "mlp_hidden");
+  check_at_most(c.max_seq_len, kMaxEntries, source, "max_seq_len");
   check(c.tgt_vocab_size > 0, source, "tgt_vocab_size", c.tgt_vocab_size, "must be > 0");
   check(!c.share_embeddings || c.tgt_vocab_size == c.src_vocab_size, source, "tgt_vocab_size", c.tgt_vocab_size,
         "must equal src_vocab_size when share_embeddings is true (one vocabulary)");
@@ -92,6 +99,19 @@ void validate_encoder_decoder_config(const EncoderDecoderConfig& c, const std::s
   check(c.norm_eps > 0, source, "norm_eps", c.norm_eps, "must be > 0");
   check(c.dropout >= 0 && c.dropout < 1, source, "dropout", c.dropout, "must be in [0, 1)");
   check(c.init_std > 0, source, "init_std", c.init_std, "must be > 0");
+}
+
+int64_t count_parameters(const EncoderDecoderConfig& c) {
+  validate_encoder_decoder_config(c);
+  const int64_t d = c.dim;
+  const int64_t embeddings = c.src_vocab_size * d + (c.share_embeddings ? 0 : c.tgt_vocab_size * d);
+  const int64_t positions = c.position == nn::PositionKind::learned ? 2 * c.max_seq_len * d : 0;  // one table each
+  const int64_t layers = c.n_encoder_layers * nn::block_parameter_count(encoder_block_config(c)) +
+                         c.n_decoder_layers * nn::block_parameter_count(decoder_block_config(c));
+  const int64_t final_norms =
+      c.norm_placement == nn::NormPlacement::pre ? 2 * nn::norm_parameter_count(encoder_block_config(c).norm) : 0;
+  const int64_t head = c.tie_output ? 0 : c.tgt_vocab_size * d;
+  return embeddings + positions + layers + final_norms + head;
 }
 
 nn::BlockConfig encoder_block_config(const EncoderDecoderConfig& c) {

@@ -12,7 +12,6 @@
 #include "util/json_input.h"
 
 namespace nf::models {
-namespace {
 
 std::string read_config_text(const std::string& path) {
   std::ifstream in(path);
@@ -21,8 +20,6 @@ std::string read_config_text(const std::string& path) {
   text << in.rdbuf();
   return text.str();
 }
-
-}  // namespace
 
 const std::vector<std::string>& architectures() {
   static const std::vector<std::string> names = {
@@ -60,6 +57,20 @@ std::shared_ptr<Model> build_model(const std::string& json_text, const std::stri
   if (architecture == ViTConfig::kArchitecture)
     return std::make_shared<ViTClassifier>(parse_vit_config(json_text, source), gen);
   NF_FAIL(source, ": architecture '", architecture, "' has no builder");
+}
+
+int64_t config_parameter_count(const std::string& json_text, const std::string& source) {
+  const std::string architecture = config_architecture(json_text, source);
+  if (architecture == DecoderLMConfig::kArchitecture) return count_parameters(parse_model_config(json_text, source));
+  if (architecture == EncoderConfig::kArchitecture) {
+    int64_t total = 0;
+    for (const ParameterPart& part : encoder_parameter_parts(parse_encoder_config(json_text, source))) total += part.count;
+    return total;
+  }
+  if (architecture == EncoderDecoderConfig::kArchitecture)
+    return count_parameters(parse_encoder_decoder_config(json_text, source));
+  if (architecture == ViTConfig::kArchitecture) return count_parameters(parse_vit_config(json_text, source));
+  NF_FAIL(source, ": architecture '", architecture, "' has no parameter count");
 }
 
 std::shared_ptr<Model> build_model_from(const std::string& name_or_path, Generator& gen) {

@@ -58,6 +58,12 @@ std::string vit_config_to_json(const ViTConfig& config) {
 
 void validate_vit_config(const ViTConfig& c, const std::string& source) {
   check(c.patch_size > 0, source, "patch_size", c.patch_size, "must be > 0");
+  check_at_most(c.image_size, kMaxImageSide, source, "image_size");
+  check_at_most(c.in_channels, kMaxChannels, source, "in_channels");
+  check_at_most(c.dim, kMaxWidth, source, "dim");
+  check_at_most(c.n_layers, kMaxLayers, source, "n_layers");
+  check_at_most(c.mlp_hidden, kMaxWidth, source, "mlp_hidden");
+  check_at_most(c.n_classes, kMaxEntries, source, "n_classes");
   check(c.image_size > 0 && c.image_size % c.patch_size == 0, source, "image_size", c.image_size,
         "must be a positive multiple of patch_size");
   check(c.in_channels > 0, source, "in_channels", c.in_channels, "must be > 0");

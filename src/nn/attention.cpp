@@ -33,6 +33,18 @@ AttentionConfig resolved(AttentionConfig c) {
   return c;
 }
 
+}  // namespace
+
+int64_t attention_parameter_count(const AttentionConfig& config) {
+  const AttentionConfig c = resolved(config);
+  const int64_t q_width = c.n_heads * c.head_dim, kv_width = c.n_kv_heads * c.head_dim;
+  const auto linear = [](int64_t in, int64_t out, bool bias) { return in * out + (bias ? out : 0); };  // Linear(in, out)
+  return linear(c.dim, q_width, c.bias) + 2 * linear(c.context_dim, kv_width, c.bias) +
+         linear(q_width, c.dim, c.output_bias.value_or(c.bias));
+}
+
+namespace {
+
 // (B, T, heads * head_dim) -> (B, heads, T, head_dim), a view
 Tensor split_heads(const Tensor& x, int64_t heads, int64_t head_dim) {
   return x.view({x.size(0), x.size(1), heads, head_dim}).transpose(1, 2);

@@ -33,6 +33,21 @@ std::shared_ptr<UnaryModule> make_feed_forward(const BlockConfig& c, Generator& 
 
 }  // namespace
 
+int64_t block_parameter_count(const BlockConfig& c) {
+  const int64_t norm = norm_parameter_count(c.norm);
+  const int64_t out_norm = c.placement == NormPlacement::sandwich ? norm : 0;  // sandwich's *_out_norm
+  int64_t n = norm + attention_parameter_count(c.attention) + out_norm;
+  if (c.cross) n += norm + attention_parameter_count(*c.cross) + out_norm;
+  const int64_t mlp = mlp_parameter_count(c.mlp);
+  if (c.moe) {
+    const int64_t gate = c.mlp.dim * c.moe->n_experts + (c.moe->gate_bias ? c.moe->n_experts : 0);
+    n += norm + gate + (c.moe->n_experts + c.moe->n_shared_experts) * mlp + out_norm;
+  } else {
+    n += norm + mlp + out_norm;
+  }
+  return n;
+}
+
 std::string norm_placement_name(NormPlacement placement) {
   for (const auto& [p, name] : kPlacementNames)
     if (p == placement) return name;

@@ -125,6 +125,13 @@ int64_t mlp_hidden_dim(const MLPConfig& c) {
   return c.kind == MLPKind::swiglu ? swiglu_hidden_dim(c.dim, c.multiple_of) : 4 * c.dim;
 }
 
+int64_t mlp_parameter_count(const MLPConfig& c) {
+  const int64_t hidden = mlp_hidden_dim(c);
+  const int64_t up_projections = c.kind == MLPKind::swiglu ? 2 : 1;  // SwiGLU's w1 and w3
+  // up (D -> hidden) and down (hidden -> D) Linears
+  return up_projections * (c.dim * hidden + (c.bias ? hidden : 0)) + hidden * c.dim + (c.bias ? c.dim : 0);
+}
+
 std::shared_ptr<UnaryModule> make_mlp(const MLPConfig& c, Generator& gen) {
   const int64_t hidden = mlp_hidden_dim(c);
   check_dropout("make_mlp", c.dropout);

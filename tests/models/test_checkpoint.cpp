@@ -117,6 +117,12 @@ TEST_F(CheckpointTest, AConfigLargerThanTheFileIsRefusedBeforeTheModelIsBuilt) {
   });
   EXPECT_THROW_WITH(load_checkpoint(path("beyond.safetensors")), "beyond.safetensors: config",
                     "more than the 1e15 any model here can hold");
+  write_edited(model, path("seq2seq.safetensors"), [](std::vector<nn::NamedTensor>&, Metadata& metadata) {
+    metadata["config"] = R"({"architecture": "encoder_decoder", "src_vocab_size": 16000000, "tgt_vocab_size": 16000000,
+                             "dim": 1024, "n_encoder_layers": 2, "n_decoder_layers": 2, "n_heads": 4, "max_seq_len": 8})";
+  });
+  EXPECT_THROW_WITH(load_checkpoint(path("seq2seq.safetensors")), "seq2seq.safetensors", "its config describes",
+                    "but the file holds only");
 }
 
 }  // namespace

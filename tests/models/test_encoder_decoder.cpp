@@ -151,6 +151,17 @@ TEST(EncoderDecoder, TransformerBaseCountsAsThePyTorchReference) {
   EXPECT_EQ(parts, expected);
 }
 
+// count_parameters reads the count off the config without building the model.
+TEST(EncoderDecoder, CountParametersEqualsTheBuiltModel) {
+  EXPECT_EQ(count_parameters(parse_encoder_decoder_config(read_config_text(preset_path("transformer-base")))), 63'082'496);
+  for (const char* extra : {R"("position": "sinusoidal")", R"("position": "learned", "norm_placement": "pre")",
+                            R"("tie_output": false, "mlp": "swiglu")",
+                            R"("share_embeddings": true, "mlp_hidden": 24)"}) {
+    const EncoderDecoderConfig c = tiny(extra);
+    EXPECT_EQ(count_parameters(c), EncoderDecoder(c).num_parameters()) << extra;
+  }
+}
+
 using EncoderDecoderIo = TempDirTest;
 
 TEST_F(EncoderDecoderIo, NanoformerCheckpointRoundTrips) {
@@ -187,6 +198,8 @@ TEST(EncoderDecoderConfig, BadKeysAndValuesAreNamed) {
   EXPECT_THROW_WITH(parse(R"("n_encoder_layer": 2)"), "s.json", "unknown key 'n_encoder_layer'",
                     "did you mean 'n_encoder_layers'");
   EXPECT_THROW_WITH(parse(R"("vocab_size": 2)"), "unknown key 'vocab_size'");
+  EXPECT_THROW_WITH(parse(R"("mlp_hidden": 4194304)"), "s.json", "key 'mlp_hidden' has value 4194304",
+                    "at most 1048576");
   EXPECT_THROW_WITH(parse(R"("share_embeddings": true)"), "'tgt_vocab_size'", "32", "share_embeddings");
   EXPECT_THROW_WITH(parse(R"("position": "rope")"), "'position'", "sinusoidal or learned");
   EXPECT_THROW_WITH(parse(R"("norm_placement": "sandwich")"), "'norm_placement'", "post or pre");

@@ -143,6 +143,8 @@ TEST(EncoderModel, BadConfigsAreNamedByKey) {
   EXPECT_THROW_WITH(parse_encoder_config("{" + base + R"(, "type_vocab": 2})", "e.json"), "e.json",
                     "unknown key 'type_vocab'");
   EXPECT_THROW_WITH(parse_encoder_config("{" + base + R"(, "pooler": 1})", "e.json"), "key 'pooler'", "true or false");
+  EXPECT_THROW_WITH(parse_encoder_config("{" + base + R"(, "type_vocab_size": 1000000000})", "e.json"),
+                    "key 'type_vocab_size' has value 1000000000", "at most 16777216");
   EXPECT_THROW_WITH(parse_encoder_config("{" + base + R"(, "position": "rope"})", "e.json"), "key 'position'",
                     "learned or sinusoidal");
   EXPECT_THROW_WITH(parse_encoder_config("{" + base + R"(, "norm_placement": "sandwich"})", "e.json"),

@@ -172,6 +172,8 @@ TEST_F(ViTTest, ConfigKeysRoundTripAndBadOnesAreNamed) {
   EXPECT_THROW_WITH(parse_vit_config(R"({"architecture": "vit", "dim": 9, "n_layers": 1, "n_heads": 2,
       "n_classes": 2})", "v.json"), "'n_heads'", "divide dim");
   EXPECT_THROW_WITH(parse_vit_config(R"({"dim": 8})", "v.json"), "'architecture'", "\"vit\"");
+  EXPECT_THROW_WITH(parse_vit_config(R"({"architecture": "vit", "image_size": 1048576, "patch_size": 4, "dim": 8,
+      "n_layers": 1, "n_heads": 2, "n_classes": 2})", "v.json"), "'image_size' has value 1048576", "at most 16384");
 }
 
 // 5,717,416 = sum(p.numel()) of transformers' ViTForImageClassification(image 224, patch 16, dim 192,

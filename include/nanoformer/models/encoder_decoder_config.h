@@ -51,6 +51,9 @@ void validate_encoder_decoder_config(const EncoderDecoderConfig& config, const s
 
 // The component configs: 001/004's encoder and decoder layers (nn::encoder_layer, decoder_layer)
 // with the config's FFN, norm and placement, and the absolute positions.
+// The exact parameter count of the model `config` describes, without building it.
+int64_t count_parameters(const EncoderDecoderConfig& config);
+
 nn::BlockConfig encoder_block_config(const EncoderDecoderConfig& config);
 nn::BlockConfig decoder_block_config(const EncoderDecoderConfig& config);
 nn::PositionalConfig encoder_decoder_positional_config(const EncoderDecoderConfig& config);

@@ -37,6 +37,8 @@ class Model : public nn::Module {
   virtual std::vector<ParameterPart> parameter_parts() const = 0;
 };
 
+// The text of a config file (an error naming the path when it cannot be read).
+std::string read_config_text(const std::string& path);
 // The architectures build_model knows.
 const std::vector<std::string>& architectures();
 // The config's "architecture" value ("decoder_lm" when the key is absent); throws naming `source`
@@ -44,6 +46,8 @@ const std::vector<std::string>& architectures();
 std::string config_architecture(const std::string& json_text, const std::string& source);
 // A freshly initialised model of the architecture the config names (errors name `source`).
 std::shared_ptr<Model> build_model(const std::string& json_text, const std::string& source, Generator& gen);
+// The exact parameter count of the model the config describes, without building it.
+int64_t config_parameter_count(const std::string& json_text, const std::string& source);
 // The same from a config file path or a preset name.
 std::shared_ptr<Model> build_model_from(const std::string& name_or_path, Generator& gen);
 // The preset names (model_config.h's preset_names()) whose config has this "architecture".

@@ -42,6 +42,9 @@ struct AttentionMasks {
   Tensor key_padding{};
 };
 
+// MultiHeadAttention(config)'s num_parameters() without building it: q, k, v, o and their biases.
+int64_t attention_parameter_count(const AttentionConfig& config);
+
 class MultiHeadAttention : public Module {
  public:
   // The position scheme is not registered as a child: models share one among layers and own it.

@@ -73,6 +73,9 @@ class TransformerBlock : public Module {
   std::shared_ptr<Dropout> dropout_;  // null when residual_dropout is 0
 };
 
+// TransformerBlock(config)'s num_parameters() without building it.
+int64_t block_parameter_count(const BlockConfig& config);
+
 // The blocks of the reference documents, as configurations of TransformerBlock:
 //   000 GPT-2: pre-norm LayerNorm, causal MHA with biases, GELU MLP (4 dim; `gelu_tanh` as GPT-2
 //       itself, 000's nn.GELU() is the erf form);

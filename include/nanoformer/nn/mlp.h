@@ -106,6 +106,8 @@ int64_t mlp_hidden_dim(const MLPConfig& config);
 // Builds the configured MLP, initialising its Linears from `gen` (as torch.nn.Linear) and seeding
 // its dropout from it. Throws nf::Error naming the option and value when dim <= 0, hidden < 0,
 // multiple_of <= 0, dropout is outside [0, 1) or the kind is unknown.
+// make_mlp(config)->num_parameters() without building it.
+int64_t mlp_parameter_count(const MLPConfig& config);
 std::shared_ptr<UnaryModule> make_mlp(const MLPConfig& config, Generator& gen = default_generator());
 
 }  // namespace nf::nn
