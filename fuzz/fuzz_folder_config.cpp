@@ -1,9 +1,12 @@
 // The config files of other implementations' model folders: the input is parsed as a Hugging Face
-// config.json, a MiniMind config.json and a nanochat meta_<step>.json. Each parse succeeds or ends
-// in an nf::Error naming the file; a Hugging Face or MiniMind config that parses and can be written
-// back gives the same model config when that is parsed again.
+// config.json (GPT-2 / LLaMA, BERT, ViT), a MiniMind config.json (002's form and the Hugging Face
+// form) and a nanochat meta_<step>.json. Each parse succeeds or ends in an nf::Error naming the
+// file; a config that parses and can be written back gives the same model config when that is
+// parsed again.
 #include "fuzz_support.h"
+#include "nanoformer/models/hf_bert.h"
 #include "nanoformer/models/hf_checkpoint.h"
+#include "nanoformer/models/hf_vit.h"
 #include "nanoformer/models/minimind_checkpoint.h"
 #include "nanoformer/models/nanochat_checkpoint.h"
 #include "nanoformer/nn/mlp.h"
@@ -24,6 +27,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string written = minimind_json_from_config(c);
     NF_FUZZ_CHECK(model_config_to_json(config_from_minimind_json(written, "config.json")) == model_config_to_json(c),
                   "MiniMind config: parse, write, parse");
+  });
+  fuzz::expect_nf_error_naming("config.json", [&] {
+    const DecoderLMConfig c = config_from_minimind_hf_json(text, "config.json");
+    const std::string written = minimind_hf_json_from_config(c, nn::mlp_hidden_dim(block_config(c).mlp));
+    NF_FUZZ_CHECK(model_config_to_json(config_from_minimind_hf_json(written, "config.json")) == model_config_to_json(c),
+                  "MiniMind Hugging Face config: parse, write, parse");
+  });
+  fuzz::expect_nf_error_naming("config.json", [&] {
+    const EncoderConfig c = encoder_config_from_bert_json(text, "config.json");
+    const std::string written = bert_json_from_config(c, nn::mlp_hidden_dim(encoder_block_config(c).mlp));
+    NF_FUZZ_CHECK(encoder_config_to_json(encoder_config_from_bert_json(written, "config.json")) ==
+                      encoder_config_to_json(c),
+                  "BERT config: parse, write, parse");
+  });
+  fuzz::expect_nf_error_naming("config.json", [&] {
+    const ViTConfig c = vit_config_from_hf_json(text, "config.json");
+    NF_FUZZ_CHECK(vit_config_to_json(vit_config_from_hf_json(hf_json_from_vit_config(c), "config.json")) ==
+                      vit_config_to_json(c),
+                  "ViT config: parse, write, parse");
   });
   fuzz::expect_nf_error_naming("meta_000100.json", [&] { (void)config_from_nanochat_meta(text, "meta_000100.json"); });
   return 0;
