@@ -142,6 +142,32 @@ inline void check(bool ok, const std::string& source, const char* key, const aut
 }
 
 
+// A config of an architecture that requires its "architecture" key (Config::kArchitecture):
+// parsed through visit(reader, config), which names every key once, with unknown keys refused.
+template <class Config, class Visit>
+Config parse_config(const std::string& json_text, const std::string& source, Visit visit) {
+  const json root = util::parse_json(json_text, source + ": ");
+  Config c;
+  ObjectReader r(root, source);
+  std::string architecture;
+  r.value("architecture", architecture);
+  check(architecture == Config::kArchitecture, source, "architecture", "\"" + architecture + "\"",
+        ("must be \"" + std::string(Config::kArchitecture) + "\" for this config").c_str());
+  visit(r, c);
+  r.finish();
+  return c;
+}
+
+// The JSON of such a config, with its "architecture" key: parse_config gives it back.
+template <class Config, class Visit>
+std::string config_to_json(const Config& config, Visit visit) {
+  Config c = config;
+  ObjectWriter w;
+  w.object["architecture"] = Config::kArchitecture;
+  visit(w, c);
+  return w.object.dump(2);
+}
+
 // The largest sizes the encoder, encoder-decoder and ViT configs take: far beyond any model, and
 // small enough that every parameter count formed from them fits int64_t (vocab x dim <= 2^44,
 // layers x 6 dim x hidden <= 2^55, channels x patch^2 x dim <= 2^56).

@@ -48,25 +48,13 @@ int64_t linear_parameters(int64_t in, int64_t out, bool bias) { return in * out 
 }  // namespace
 
 EncoderConfig parse_encoder_config(const std::string& json_text, const std::string& source) {
-  const json root = util::parse_json(json_text, source + ": ");
-  EncoderConfig c;
-  ObjectReader r(root, source);
-  std::string architecture;
-  r.value("architecture", architecture);
-  check(architecture == EncoderConfig::kArchitecture, source, "architecture", "\"" + architecture + "\"",
-        "an encoder config has architecture \"encoder\"");
-  visit_keys(r, c);
-  r.finish();
+  const EncoderConfig c = parse_config<EncoderConfig>(json_text, source, [](auto& visitor, EncoderConfig& config) { visit_keys(visitor, config); });
   validate_encoder_config(c, source);
   return c;
 }
 
 std::string encoder_config_to_json(const EncoderConfig& config) {
-  EncoderConfig c = config;
-  ObjectWriter w;
-  w.object["architecture"] = EncoderConfig::kArchitecture;
-  visit_keys(w, c);
-  return w.object.dump(2);
+  return config_to_json(config, [](auto& visitor, EncoderConfig& c) { visit_keys(visitor, c); });
 }
 
 void validate_encoder_config(const EncoderConfig& c, const std::string& source) {

@@ -51,25 +51,13 @@ nn::BlockConfig with_config_choices(nn::BlockConfig b, const EncoderDecoderConfi
 }  // namespace
 
 EncoderDecoderConfig parse_encoder_decoder_config(const std::string& json_text, const std::string& source) {
-  const nlohmann::json root = util::parse_json(json_text, source + ": ");
-  EncoderDecoderConfig c;
-  ObjectReader r(root, source);
-  std::string architecture;
-  r.value("architecture", architecture);
-  check(architecture == EncoderDecoderConfig::kArchitecture, source, "architecture", "\"" + architecture + "\"",
-        "an encoder-decoder config has architecture \"encoder_decoder\"");
-  visit_keys(r, c);
-  r.finish();
+  const EncoderDecoderConfig c = parse_config<EncoderDecoderConfig>(json_text, source, [](auto& visitor, EncoderDecoderConfig& config) { visit_keys(visitor, config); });
   validate_encoder_decoder_config(c, source);
   return c;
 }
 
 std::string encoder_decoder_config_to_json(const EncoderDecoderConfig& config) {
-  EncoderDecoderConfig c = config;
-  ObjectWriter w;
-  w.object["architecture"] = EncoderDecoderConfig::kArchitecture;
-  visit_keys(w, c);
-  return w.object.dump(2);
+  return config_to_json(config, [](auto& visitor, EncoderDecoderConfig& c) { visit_keys(visitor, c); });
 }
 
 void validate_encoder_decoder_config(const EncoderDecoderConfig& c, const std::string& source) {

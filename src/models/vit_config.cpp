@@ -35,25 +35,13 @@ int64_t resolved_mlp_hidden(const ViTConfig& c) { return c.mlp_hidden > 0 ? c.ml
 }  // namespace
 
 ViTConfig parse_vit_config(const std::string& json_text, const std::string& source) {
-  const nlohmann::json root = util::parse_json(json_text, source + ": ");
-  ViTConfig c;
-  ObjectReader r(root, source);
-  std::string architecture;
-  r.value("architecture", architecture);
-  check(architecture == ViTConfig::kArchitecture, source, "architecture", "\"" + architecture + "\"",
-        "a ViT config has architecture \"vit\"");
-  visit_keys(r, c);
-  r.finish();
+  const ViTConfig c = parse_config<ViTConfig>(json_text, source, [](auto& visitor, ViTConfig& config) { visit_keys(visitor, config); });
   validate_vit_config(c, source);
   return c;
 }
 
 std::string vit_config_to_json(const ViTConfig& config) {
-  ViTConfig c = config;
-  ObjectWriter w;
-  w.object["architecture"] = ViTConfig::kArchitecture;
-  visit_keys(w, c);
-  return w.object.dump(2);
+  return config_to_json(config, [](auto& visitor, ViTConfig& c) { visit_keys(visitor, c); });
 }
 
 void validate_vit_config(const ViTConfig& c, const std::string& source) {
