@@ -12,7 +12,8 @@ cd "$(dirname "$0")/.."
 BUILD=${1:?usage: run-fuzz.sh <fuzz build dir> [target...]}
 shift
 SECONDS_PER_TARGET=${FUZZ_SECONDS:-60}
-ALL_TARGETS=(safetensors tokenizer_json bpe_roundtrip char_vocab token_file load_tokenizer model_config llama2c)
+ALL_TARGETS=(safetensors tokenizer_json bpe_roundtrip char_vocab token_file load_tokenizer model_config llama2c
+             checkpoint folder_config shard_index)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${ALL_TARGETS[@]}")
 
@@ -20,6 +21,7 @@ targets=("$@")
 max_len() {
   case $1 in
     tokenizer_json|load_tokenizer) echo 32768 ;;
+    checkpoint) echo 16384 ;;  # the seed checkpoints are 7.4 KB
     *) echo 4096 ;;
   esac
 }
