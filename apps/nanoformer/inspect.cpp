@@ -69,6 +69,29 @@ std::string architecture(const DecoderLMConfig& c) {
   return s + (c.tie_embeddings ? ", tied head" : ", untied head");
 }
 
+// FLOPs and KV cache per token, and memory for inference and training (model_stats.h).
+void print_costs(const ModelStats& s, const char* flops_formula, const char* kv_formula) {
+  std::printf("per token at context %lld (N = %s active matmul weights)\n", static_cast<long long>(s.context),
+              grouped(s.active_matmul_weights).c_str());
+  std::printf("  forward FLOPs      %15s  (%s)\n", flops(s.forward_flops_per_token).c_str(), flops_formula);
+  std::printf("  training FLOPs     %15s  (3 x forward)\n", flops(s.training_flops_per_token).c_str());
+  std::printf("  KV cache           %15s  fp32, %s bf16  (%s)\n\n", bytes(s.kv_cache_bytes_per_token_fp32).c_str(),
+              bytes(s.kv_cache_bytes_per_token_bf16).c_str(), kv_formula);
+  std::printf("memory at batch %lld x context %lld\n", static_cast<long long>(s.batch), static_cast<long long>(s.context));
+  auto row = [](const char* name, const std::string& a, const std::string& b) {
+    std::printf("  %-26s %13s %13s\n", name, a.c_str(), b.c_str());
+  };
+  row("", "fp32", "bf16");
+  row("inference: weights", bytes(s.fp32.weights), bytes(s.bf16.weights));
+  row("           KV cache", bytes(s.fp32.kv_cache), bytes(s.bf16.kv_cache));
+  row("           total", bytes(s.fp32.inference), bytes(s.bf16.inference));
+  row("training:  weights", bytes(s.fp32.weights), bytes(s.bf16.weights));
+  row("           gradients", bytes(s.fp32.gradients), bytes(s.bf16.gradients));
+  row("           AdamW moments", bytes(s.fp32.optimizer), bytes(s.bf16.optimizer));
+  row("           activations", bytes(s.fp32.activations), bytes(s.bf16.activations));
+  row("           total", bytes(s.fp32.training), bytes(s.bf16.training));
+}
+
 void print_table(const DecoderLMConfig& c, const ModelStats& s) {
   const models::ParameterCounts& p = s.parameters;
   std::printf("model: %s\n", c.name.empty() ? "(unnamed)" : c.name.c_str());
@@ -92,32 +115,23 @@ void print_table(const DecoderLMConfig& c, const ModelStats& s) {
   std::printf("parameters: %lld\n", static_cast<long long>(p.total));
   std::printf("active parameters per token: %lld%s\n\n", static_cast<long long>(s.active_parameters),
               c.moe ? "" : " (dense: all)");
-  std::printf("per token at context %lld (N = %s active matmul weights)\n", static_cast<long long>(s.context),
-              grouped(s.active_matmul_weights).c_str());
-  std::printf("  forward FLOPs      %15s  (2 N + 2 x 2 x layers x context x heads x head_dim)\n",
-              flops(s.forward_flops_per_token).c_str());
-  std::printf("  training FLOPs     %15s  (3 x forward)\n", flops(s.training_flops_per_token).c_str());
-  std::printf("  KV cache           %15s  fp32, %s bf16  (2 x layers x kv_heads x head_dim x bytes)\n\n",
-              bytes(s.kv_cache_bytes_per_token_fp32).c_str(), bytes(s.kv_cache_bytes_per_token_bf16).c_str());
-  std::printf("memory at batch %lld x context %lld\n", static_cast<long long>(s.batch), static_cast<long long>(s.context));
-  auto row = [](const char* name, const std::string& a, const std::string& b) {
-    std::printf("  %-26s %13s %13s\n", name, a.c_str(), b.c_str());
-  };
-  row("", "fp32", "bf16");
-  row("inference: weights", bytes(s.fp32.weights), bytes(s.bf16.weights));
-  row("           KV cache", bytes(s.fp32.kv_cache), bytes(s.bf16.kv_cache));
-  row("           total", bytes(s.fp32.inference), bytes(s.bf16.inference));
-  row("training:  weights", bytes(s.fp32.weights), bytes(s.bf16.weights));
-  row("           gradients", bytes(s.fp32.gradients), bytes(s.bf16.gradients));
-  row("           AdamW moments", bytes(s.fp32.optimizer), bytes(s.bf16.optimizer));
-  row("           activations", bytes(s.fp32.activations), bytes(s.bf16.activations));
-  row("           total", bytes(s.fp32.training), bytes(s.bf16.training));
+  print_costs(s, "2 N + 2 x 2 x layers x context x heads x head_dim", "2 x layers x kv_heads x head_dim x bytes");
 }
 
 nlohmann::ordered_json memory_json(const models::MemoryEstimate& m) {
   return {{"weights", m.weights},     {"kv_cache", m.kv_cache},   {"inference", m.inference},
           {"gradients", m.gradients}, {"optimizer", m.optimizer}, {"activations", m.activations},
           {"training", m.training}};
+}
+
+void add_costs_json(nlohmann::ordered_json& j, const ModelStats& s) {
+  j["active_parameters"] = s.active_parameters;
+  j["active_matmul_weights"] = s.active_matmul_weights;
+  j["context"] = s.context;
+  j["batch"] = s.batch;
+  j["flops_per_token"] = {{"forward", s.forward_flops_per_token}, {"training", s.training_flops_per_token}};
+  j["kv_cache_bytes_per_token"] = {{"fp32", s.kv_cache_bytes_per_token_fp32}, {"bf16", s.kv_cache_bytes_per_token_bf16}};
+  j["memory_bytes"] = {{"fp32", memory_json(s.fp32)}, {"bf16", memory_json(s.bf16)}};
 }
 
 void print_json(const DecoderLMConfig& c, const ModelStats& s) {
@@ -128,19 +142,12 @@ void print_json(const DecoderLMConfig& c, const ModelStats& s) {
                      {"mlp", p.mlp},             {"routed_experts", p.routed_experts},
                      {"shared_experts", p.shared_experts}, {"router", p.router}, {"norms", p.norms},
                      {"head", p.head},           {"total", p.total}};
-  j["active_parameters"] = s.active_parameters;
-  j["active_matmul_weights"] = s.active_matmul_weights;
-  j["context"] = s.context;
-  j["batch"] = s.batch;
-  j["flops_per_token"] = {{"forward", s.forward_flops_per_token}, {"training", s.training_flops_per_token}};
-  j["kv_cache_bytes_per_token"] = {{"fp32", s.kv_cache_bytes_per_token_fp32}, {"bf16", s.kv_cache_bytes_per_token_bf16}};
-  j["memory_bytes"] = {{"fp32", memory_json(s.fp32)}, {"bf16", memory_json(s.bf16)}};
+  add_costs_json(j, s);
   std::cout << j.dump(2) << "\n";
 }
 
-// Any architecture: the parts of the built model, the total, and the memory its weights, their
-// gradients and AdamW's moments take.
-void print_model_table(const models::Model& model, const std::string& name) {
+// Any architecture: the parts of the built model, its total and its costs.
+void print_model_table(const models::Model& model, const std::string& name, const ModelStats& s) {
   const int64_t total = model.num_parameters();
   std::printf("model: %s\n", name.c_str());
   std::printf("architecture: %s\n\n", model.architecture().c_str());
@@ -151,16 +158,11 @@ void print_model_table(const models::Model& model, const std::string& name) {
     std::printf("  %-*s %15s  %5.1f%%\n", width, part.name.c_str(), grouped(part.count).c_str(),
                 100.0 * part.count / total);
   std::printf("parameters: %lld\n\n", static_cast<long long>(total));
-  auto row = [](const char* what, const std::string& a, const std::string& b) {
-    std::printf("  %-26s %13s %13s\n", what, a.c_str(), b.c_str());
-  };
-  std::printf("memory\n");
-  row("", "fp32", "bf16");
-  row("weights", bytes(4 * total), bytes(2 * total));
-  row("+ gradients, AdamW moments", bytes(16 * total), bytes(8 * total));
+  print_costs(s, "2 N + 2 x 2 x context x heads x head_dim per attention",
+              "2 x kv_heads x head_dim x bytes per decoder attention");
 }
 
-void print_model_json(const models::Model& model, const std::string& name) {
+void print_model_json(const models::Model& model, const std::string& name, const ModelStats& s) {
   nlohmann::ordered_json j;
   j["name"] = name;
   j["architecture"] = model.architecture();
@@ -168,6 +170,7 @@ void print_model_json(const models::Model& model, const std::string& name) {
   for (const auto& part : model.parameter_parts()) parts[part.name] = part.count;
   parts["total"] = model.num_parameters();
   j["parameters"] = parts;
+  add_costs_json(j, s);
   std::cout << j.dump(2) << "\n";
 }
 
@@ -210,10 +213,11 @@ void add_inspect_command(CLI::App& app) {
       model = models::build_model(json, source, gen);
     }
     if (model && !std::dynamic_pointer_cast<models::DecoderLM>(model)) {
+      const ModelStats stats = models::built_model_stats(*model, {.context = a->context, .batch = a->batch});
       if (a->json)
-        print_model_json(*model, a->model);
+        print_model_json(*model, a->model, stats);
       else
-        print_model_table(*model, a->model);
+        print_model_table(*model, a->model, stats);
       return;
     }
     const DecoderLMConfig config = model ? models::model_as<models::DecoderLM>(model, a->model)->config()

@@ -2,6 +2,8 @@
 #include "nanoformer/models/model_stats.h"
 
 #include "nanoformer/core/error.h"
+#include "nanoformer/nn/block.h"
+#include "nanoformer/nn/linear.h"
 #include "nanoformer/nn/mlp.h"
 #include "nanoformer/nn/norm.h"
 
@@ -115,6 +117,52 @@ ModelStats model_stats(const DecoderLMConfig& c, const StatsOptions& options) {
   m.kv_cache_bytes_per_token_fp32 = 2 * s.layers * s.kv_width * 4;
   m.kv_cache_bytes_per_token_bf16 = 2 * s.layers * s.kv_width * 2;
   const int64_t activations = activation_elements_per_token(s, m.context);
+  m.fp32 = memory(m, m.kv_cache_bytes_per_token_fp32, activations, 4);
+  m.bf16 = memory(m, m.kv_cache_bytes_per_token_bf16, activations, 2);
+  return m;
+}
+
+ModelStats built_model_stats(const Model& model, const StatsOptions& options) {
+  NF_CHECK(options.context >= 0, "model_stats: context ", options.context, " must be positive (0 = the model's)");
+  NF_CHECK(options.batch > 0, "model_stats: batch ", options.batch, " must be positive");
+  ModelStats m;
+  m.context = options.context > 0 ? options.context : model.max_context();
+  m.batch = options.batch;
+  m.parameters.total = model.num_parameters();
+  m.active_parameters = m.parameters.total;
+  int64_t attention_flops = 0, activations = 0, kv_elements = 0, width = 0;
+  for (const auto& [name, module] : model.named_modules()) {
+    if (const auto* linear = dynamic_cast<const nn::Linear*>(module))
+      m.active_matmul_weights += linear->in_features() * linear->out_features();
+    if (const auto* attention = dynamic_cast<const nn::MultiHeadAttention*>(module)) {
+      const nn::AttentionConfig& a = attention->config();
+      attention_flops += 2 * 2 * m.context * a.n_heads * a.head_dim;  // QK^T and AV
+    }
+    const auto* block = dynamic_cast<const nn::TransformerBlock*>(module);
+    if (!block) continue;
+    const nn::BlockConfig& b = block->config();
+    width = b.norm.dim;
+    const int64_t up_projections = b.mlp.kind == nn::MLPKind::swiglu ? 2 : 1;
+    // norms' inputs and outputs, q, k, v, the attention output and weights (see model_stats.h)
+    const auto sublayer = [&](const nn::MultiHeadAttention& a) {
+      const nn::AttentionConfig& c = a.config();
+      return 2 * width + 2 * c.n_heads * c.head_dim + 2 * c.n_kv_heads * c.head_dim + c.n_heads * m.context;
+    };
+    activations += sublayer(*block->attn) + 2 * width + (up_projections + 1) * nn::mlp_hidden_dim(b.mlp);
+    if (block->cross_attn) activations += sublayer(*block->cross_attn);
+    if (b.attention.causal) {
+      kv_elements += 2 * block->attn->config().n_kv_heads * block->attn->config().head_dim;
+      if (block->cross_attn) kv_elements += 2 * block->cross_attn->config().n_kv_heads * block->cross_attn->config().head_dim;
+    }
+  }
+  m.active_matmul_weights += model.tied_head_weights();
+  activations += width;  // the embedding output
+  NF_CHECK(static_cast<long double>(activations) * m.batch * m.context * 4 < 1e18L,
+           "model_stats: batch ", m.batch, " x context ", m.context, " makes the estimates overflow; give a smaller batch or context");
+  m.forward_flops_per_token = 2 * m.active_matmul_weights + attention_flops;
+  m.training_flops_per_token = 3 * m.forward_flops_per_token;
+  m.kv_cache_bytes_per_token_fp32 = 4 * kv_elements;
+  m.kv_cache_bytes_per_token_bf16 = 2 * kv_elements;
   m.fp32 = memory(m, m.kv_cache_bytes_per_token_fp32, activations, 4);
   m.bf16 = memory(m, m.kv_cache_bytes_per_token_bf16, activations, 2);
   return m;

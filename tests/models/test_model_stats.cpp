@@ -111,6 +111,33 @@ TEST(ModelStats, SmallConfigMatchesAHandComputation) {
   EXPECT_EQ(model_stats(c).context, 64);  // default: max_seq_len
 }
 
+// built_model_stats reads the same quantities off a built model's modules: on decoder LMs it must
+// agree with the analytic model_stats (whose activations also count the logits and their softmax).
+TEST(ModelStats, BuiltModelStatsAgreeWithTheAnalyticOnDecoderLMs) {
+  for (const char* extra : {R"("tie_embeddings": true)", R"("n_kv_heads": 2, "mlp": "swiglu", "tie_embeddings": false)"}) {
+    const DecoderLMConfig c = parse_model_config(
+        R"({"vocab_size": 96, "dim": 32, "n_layers": 2, "n_heads": 4, "max_seq_len": 16, )" + std::string(extra) + "}");
+    const ModelStats analytic = model_stats(c, {.context = 12, .batch = 3});
+    const ModelStats built = built_model_stats(DecoderLM(c), {.context = 12, .batch = 3});
+    EXPECT_EQ(built.active_matmul_weights, analytic.active_matmul_weights) << extra;
+    EXPECT_EQ(built.forward_flops_per_token, analytic.forward_flops_per_token) << extra;
+    EXPECT_EQ(built.kv_cache_bytes_per_token_fp32, analytic.kv_cache_bytes_per_token_fp32) << extra;
+    EXPECT_EQ(built.fp32.activations + 2 * 96 * 4 * 3 * 12, analytic.fp32.activations) << extra;
+    EXPECT_EQ(built.fp32.training + 2 * 96 * 4 * 3 * 12, analytic.fp32.training) << extra;
+  }
+}
+
+// vit-tiny: N = patch projection 768 x 192 + 12 x (4 x 192^2 + 2 x 192 x 768) + head 192 x 1000, at
+// its 197 tokens; no KV cache (nothing generates).
+TEST(ModelStats, BuiltModelStatsOfVitTiny) {
+  Generator gen(0);
+  const ModelStats s = built_model_stats(*build_model_from("vit-tiny", gen));
+  EXPECT_EQ(s.context, 197);
+  EXPECT_EQ(s.active_matmul_weights, 768 * 192 + 12 * (4 * 192 * 192 + 2 * 192 * 768) + 192 * 1000);
+  EXPECT_EQ(s.forward_flops_per_token, 2 * s.active_matmul_weights + 12 * 2 * 2 * 197 * 192);
+  EXPECT_EQ(s.kv_cache_bytes_per_token_fp32, 0);
+}
+
 TEST(ModelStats, BadOptionsNameTheirValue) {
   const DecoderLMConfig c = preset_config("gpt-mini");
   EXPECT_THROW_WITH(model_stats(c, {.context = 256, .batch = 0}), "batch 0");

@@ -45,6 +45,8 @@ class DecoderLM : public Model {
   std::string config_json() const override;
   // The parts of model_stats' ParameterCounts (routed / shared experts and router with MoE, else mlp).
   std::vector<ParameterPart> parameter_parts() const override;
+  int64_t max_context() const override { return config_.max_seq_len; }
+  int64_t tied_head_weights() const override { return output ? 0 : head_weight().numel(); }
   // The head's weight (vocab_size, dim): output->weight, or tok_embeddings->weight when tied.
   const Tensor& head_weight() const;
 

@@ -58,6 +58,8 @@ class EncoderDecoder : public Model {
   // embeddings, positions, encoder attention, encoder mlp, decoder self-attn, cross-attention,
   // decoder mlp, norms, head: the parameters grouped by name.
   std::vector<ParameterPart> parameter_parts() const override;
+  int64_t max_context() const override { return config().max_seq_len; }
+  int64_t tied_head_weights() const override { return config().tie_output ? config().tgt_vocab_size * config().dim : 0; }
   // The head's weight (tgt_vocab_size, dim): output->weight, or the target embedding's when tied.
   const Tensor& head_weight() const;
 

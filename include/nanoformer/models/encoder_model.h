@@ -43,6 +43,7 @@ class EncoderModel : public Model {
   std::string config_json() const override;
   // encoder_parameter_parts(config()): embedding, positions, token types, attention, mlp, norms, pooler.
   std::vector<ParameterPart> parameter_parts() const override;
+  int64_t max_context() const override { return config().max_seq_len; }
 
   std::shared_ptr<nn::Embedding> tok_embeddings;
   std::shared_ptr<nn::AbsolutePosition> pos_embeddings;

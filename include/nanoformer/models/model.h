@@ -35,6 +35,11 @@ class Model : public nn::Module {
   virtual std::string config_json() const = 0;
   // Exact parameter counts by part, in reading order; they sum to num_parameters().
   virtual std::vector<ParameterPart> parameter_parts() const = 0;
+  // The most tokens one input holds (max_seq_len; a ViT's patches + 1).
+  virtual int64_t max_context() const = 0;
+  // The weights of a head tied to an embedding (it multiplies every output token, yet is no
+  // Linear module); 0 when the head is its own Linear or absent.
+  virtual int64_t tied_head_weights() const { return 0; }
 };
 
 // The text of a config file (an error naming the path when it cannot be read).

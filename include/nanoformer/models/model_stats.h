@@ -24,6 +24,7 @@
 //     allocator slack are not counted, so treat it as a lower bound.
 #include <cstdint>
 
+#include "nanoformer/models/model.h"
 #include "nanoformer/models/model_config.h"
 
 namespace nf::models {
@@ -72,5 +73,15 @@ struct ModelStats {
 
 // Throws nf::Error naming the config's bad option, or a context / batch that is not positive.
 ModelStats model_stats(const DecoderLMConfig& config, const StatsOptions& options = {});
+
+// The same estimates for any built model (the encoder, encoder-decoder and ViT), read off its
+// modules; context 0 = model.max_context(). parameters.total is the model's count (the parts are
+// Model::parameter_parts()); N (active_matmul_weights) sums every Linear's weight, since in these
+// architectures each acts once per token, and a tied head's (Model::tied_head_weights); attention adds 2 x 2 x context x heads x head_dim per
+// attention module (self and cross); activations and the KV cache come from every
+// TransformerBlock's config by the formulas above (a cross-attention sublayer adds its norm, q, k,
+// v, output and weights; the KV cache counts causal self-attention and cross-attention, that is a
+// decoder's, whose cross-attention keys and values are counted per target token as a bound).
+ModelStats built_model_stats(const Model& model, const StatsOptions& options = {});
 
 }  // namespace nf::models

@@ -41,6 +41,9 @@ class ViTClassifier : public Model {
   std::string architecture() const override { return kArchitecture; }
   std::string config_json() const override;
   std::vector<ParameterPart> parameter_parts() const override;
+  int64_t max_context() const override {  // the patches and the class token
+    return (config().image_size / config().patch_size) * (config().image_size / config().patch_size) + 1;
+  }
 
   Tensor class_token;  // (1, 1, dim)
   std::shared_ptr<nn::PatchEmbedding> patch_embed;
