@@ -23,6 +23,7 @@ import fixtures_loss  # noqa: E402
 import fixtures_matmul  # noqa: E402
 import fixtures_models  # noqa: E402
 import fixtures_norms  # noqa: E402
+import fixtures_optimizers  # noqa: E402
 import fixtures_positional  # noqa: E402
 import fixtures_moe  # noqa: E402
 import fixtures_reduce  # noqa: E402
@@ -41,6 +42,7 @@ FAMILIES = [
     fixtures_vision,
     fixtures_models,
     fixtures_encoder_decoder,
+    fixtures_optimizers,
 ]
 SIZE_BUDGET = 4 << 20  # all fixtures together stay under 4 MB: they are committed
 
