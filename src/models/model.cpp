@@ -1,8 +1,6 @@
 // The architecture registry: which class a config's "architecture" key builds.
 #include "nanoformer/models/model.h"
 
-#include <fstream>
-#include <sstream>
 
 #include "nanoformer/models/decoder_lm.h"
 #include "nanoformer/models/encoder_decoder.h"
@@ -12,14 +10,6 @@
 #include "util/json_input.h"
 
 namespace nf::models {
-
-std::string read_config_text(const std::string& path) {
-  std::ifstream in(path);
-  NF_CHECK(in, "model config ", path, ": cannot be opened");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 const std::vector<std::string>& architectures() {
   static const std::vector<std::string> names = {

@@ -190,13 +190,15 @@ void validate_model_config(const DecoderLMConfig& c, const std::string& source) 
            " parameters, more than the 1e15 any model here can hold");
 }
 
-DecoderLMConfig load_model_config(const std::string& path) {
+std::string read_config_text(const std::string& path) {
   std::ifstream in(path);
   NF_CHECK(in, "model config ", path, ": cannot be opened");
   std::ostringstream text;
   text << in.rdbuf();
-  return parse_model_config(text.str(), path);
+  return text.str();
 }
+
+DecoderLMConfig load_model_config(const std::string& path) { return parse_model_config(read_config_text(path), path); }
 
 std::string model_config_to_json(const DecoderLMConfig& config) {
   DecoderLMConfig c = config;

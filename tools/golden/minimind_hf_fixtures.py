@@ -26,8 +26,6 @@ vocab 64.
 """
 from __future__ import annotations
 
-import argparse
-import logging
 import math
 from pathlib import Path
 
@@ -37,7 +35,7 @@ from safetensors.torch import save_file
 from torch import nn
 from transformers import PretrainedConfig, PreTrainedModel
 
-from hf_fixtures import check
+from hf_fixtures import check, run
 
 T = 8
 
@@ -280,21 +278,12 @@ def oracle_model(path: Path):
     return "MiniMindForCausalLM", lambda ids: model(ids)[0]
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("mode", choices=["write", "check"])
-    parser.add_argument("dir", type=Path)
-    args = parser.parse_args()
-    logging.getLogger("transformers").setLevel(logging.ERROR)
-    torch.set_num_threads(1)
-    if args.mode == "check":
-        return check(args.dir, oracle_model)
-    args.dir.mkdir(parents=True, exist_ok=True)
+def write(out_dir: Path) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
     gen = torch.Generator().manual_seed(5)
     for case, options in CASES.items():
-        write_case(args.dir, case, options, gen)
-    return 0
+        write_case(out_dir, case, options, gen)
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run(__doc__, write, lambda out_dir: check(out_dir, oracle_model)))

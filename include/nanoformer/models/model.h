@@ -42,8 +42,6 @@ class Model : public nn::Module {
   virtual int64_t tied_head_weights() const { return 0; }
 };
 
-// The text of a config file (an error naming the path when it cannot be read).
-std::string read_config_text(const std::string& path);
 // The architectures build_model knows.
 const std::vector<std::string>& architectures();
 // The config's "architecture" value ("decoder_lm" when the key is absent); throws naming `source`

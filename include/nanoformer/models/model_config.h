@@ -61,6 +61,8 @@ struct DecoderLMConfig {
 // Parses a config from JSON text; `source` (a file path, a preset name) prefixes every error.
 // Throws nf::Error naming an unknown key, a key of the wrong type, or a bad value.
 DecoderLMConfig parse_model_config(const std::string& json_text, const std::string& source = "<string>");
+// The text of a config file (an error naming the path when it cannot be read).
+std::string read_config_text(const std::string& path);
 // Reads and parses a JSON file.
 DecoderLMConfig load_model_config(const std::string& path);
 // The JSON of `config` with every key (pretty-printed); parse_model_config gives it back.
