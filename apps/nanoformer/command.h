@@ -12,5 +12,6 @@ void add_tokenizer_command(CLI::App& app);
 void add_inspect_command(CLI::App& app);
 void add_forward_command(CLI::App& app);
 void add_convert_command(CLI::App& app);
+void add_train_command(CLI::App& app);
 
 }  // namespace nf::cli

@@ -41,17 +41,17 @@ void check_file_can_hold(const io::SafetensorsFile& file, const std::string& con
 
 }  // namespace
 
+std::map<std::string, std::string> checkpoint_metadata(const Model& model) {
+  return {{"format", kFormat}, {"format_version", kFormatVersion}, {"model", model.type_name()}, {"config", model.config_json()}};
+}
+
 void save_checkpoint(const Model& model, const std::string& path) {
   // registration order: parameters, then persistent buffers
   std::vector<nn::NamedTensor> ordered = model.named_parameters();
   const nn::StateDict state = model.state_dict();
   for (auto& buffer : model.named_buffers())
     if (state.count(buffer.first)) ordered.push_back(buffer);
-  io::save_safetensors(path, ordered,
-                       {{"format", kFormat},
-                        {"format_version", kFormatVersion},
-                        {"model", model.type_name()},
-                        {"config", model.config_json()}});
+  io::save_safetensors(path, ordered, checkpoint_metadata(model));
 }
 
 std::string read_checkpoint_config_json(const std::string& path) {
@@ -74,6 +74,7 @@ std::shared_ptr<Model> load_checkpoint(const std::string& path) {
   std::vector<std::string> mistyped;
   nn::StateDict state;
   for (const io::TensorEntry& entry : file.entries()) {
+    if (entry.name.rfind("train/", 0) == 0) continue;  // a training checkpoint's optimizer state
     auto it = own.find(entry.name);
     if (it != own.end() && entry.dtype != it->second.dtype())
       mistyped.push_back(entry.name + " (" + io::safetensors_dtype_name(entry.dtype) + ", expected " +

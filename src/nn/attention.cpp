@@ -68,6 +68,8 @@ MultiHeadAttention::MultiHeadAttention(const AttentionConfig& config, std::share
   k_proj = register_module("k_proj", std::make_shared<Linear>(c.context_dim, c.n_kv_heads * c.head_dim, c.bias, gen));
   v_proj = register_module("v_proj", std::make_shared<Linear>(c.context_dim, c.n_kv_heads * c.head_dim, c.bias, gen));
   o_proj = register_module("o_proj", std::make_shared<Linear>(c.n_heads * c.head_dim, c.dim, c.output_bias.value_or(c.bias), gen));
+  // Without an explicit seed, each layer's dropout draws its own stream from the model's generator.
+  if (c.dropout > 0.0 && c.seed == 0) dropout_gen_ = Generator(draw_seed(gen));
 }
 
 AttentionWithWeights MultiHeadAttention::attend(const Tensor& x, const Tensor& context, const AttentionMasks& masks,

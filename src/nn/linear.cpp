@@ -42,8 +42,7 @@ Tensor Dropout::forward(const Tensor& x) { return dropout(x, p_, is_training(), 
 
 std::shared_ptr<Dropout> make_dropout(double p, Generator& gen) {
   if (p == 0.0) return nullptr;
-  const auto words = philox4x32(gen.reserve(1), 0, gen.seed());
-  return std::make_shared<Dropout>(p, (static_cast<uint64_t>(words[0]) << 32) | words[1]);
+  return std::make_shared<Dropout>(p, draw_seed(gen));
 }
 
 }  // namespace nf::nn

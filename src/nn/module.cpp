@@ -84,6 +84,14 @@ std::vector<NamedTensor> Module::named_buffers() const {
 
 std::vector<std::pair<std::string, std::shared_ptr<Module>>> Module::named_children() const { return children_; }
 
+std::vector<std::pair<std::string, Generator*>> Module::named_generators() {
+  std::vector<std::pair<std::string, Generator*>> out;
+  if (Generator* own = own_generator()) out.emplace_back("", own);
+  for (auto& [name, child] : children_)
+    for (auto& [sub, gen] : child->named_generators()) out.emplace_back(sub.empty() ? name : name + "." + sub, gen);
+  return out;
+}
+
 std::vector<std::pair<std::string, const Module*>> Module::named_modules() const {
   std::vector<std::pair<std::string, const Module*>> out{{"", this}};
   for (const auto& [name, child] : children_)

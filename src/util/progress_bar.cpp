@@ -31,12 +31,13 @@ std::string human_duration(double seconds) {
   return buf;
 }
 
-ProgressBar::ProgressBar(int64_t total, std::string label, std::string unit)
-    : total_(total), label_(std::move(label)), unit_(std::move(unit)), tty_(isatty(STDERR_FILENO) == 1),
+ProgressBar::ProgressBar(int64_t total, std::string label, std::string unit, int64_t first)
+    : total_(total), first_(first), done_(first), label_(std::move(label)), unit_(std::move(unit)),
+      tty_(isatty(STDERR_FILENO) == 1),
       start_(std::chrono::steady_clock::now()), last_draw_(start_) {}
 
 ProgressBar::~ProgressBar() {
-  if (!finished_ && done_ > 0) finish();
+  if (!finished_ && done_ > first_) finish();
 }
 
 namespace {
@@ -62,10 +63,16 @@ void ProgressBar::finish(const std::string& status) {
   if (drawn_) draw(true);
 }
 
+void ProgressBar::message(const std::string& line) {
+  std::fprintf(stderr, "%s%s\n", tty_ && drawn_ ? "\r\033[K" : "", line.c_str());
+  if (tty_ && drawn_ && !finished_) draw(false);
+  std::fflush(stderr);
+}
+
 void ProgressBar::draw(bool final) {
   drawn_ = true;
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  const double rate = elapsed > 0 ? static_cast<double>(done_) / elapsed : 0.0;
+  const double rate = elapsed > 0 ? static_cast<double>(done_ - first_) / elapsed : 0.0;
   const double frac = total_ > 0 ? std::min(1.0, static_cast<double>(done_) / static_cast<double>(total_)) : 0.0;
   const double eta = rate > 0 ? static_cast<double>(total_ - done_) / rate : NAN;
   constexpr int kWidth = 30;

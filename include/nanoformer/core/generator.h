@@ -24,6 +24,12 @@ class Generator {
   uint64_t offset_ = 0;
 };
 
+// A 64-bit seed for a new generator, drawn from `gen` (one counter).
+inline uint64_t draw_seed(Generator& gen) {
+  const auto words = philox4x32(gen.reserve(1), 0, gen.seed());
+  return (static_cast<uint64_t>(words[0]) << 32) | words[1];
+}
+
 // The generator used when an op is not handed one (seeded 0; reseed with manual_seed).
 Generator& default_generator();
 void manual_seed(uint64_t seed);

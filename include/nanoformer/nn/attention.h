@@ -61,6 +61,9 @@ class MultiHeadAttention : public Module {
   const AttentionConfig& config() const { return config_; }
   std::shared_ptr<Linear> q_proj, k_proj, v_proj, o_proj;
 
+ protected:
+  Generator* own_generator() override { return &dropout_gen_; }  // attention-weight dropout
+
  private:
   AttentionWithWeights attend(const Tensor& x, const Tensor& context, const AttentionMasks& masks, int64_t q_offset,
                               bool with_weights);

@@ -42,6 +42,9 @@ class Dropout : public UnaryModule {
   double p() const { return p_; }
   Generator& generator() { return gen_; }
 
+ protected:
+  Generator* own_generator() override { return &gen_; }
+
  private:
   double p_;
   Generator gen_;

@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "nanoformer/core/generator.h"
 #include "nanoformer/core/tensor.h"
 
 namespace nf::nn {
@@ -43,6 +44,10 @@ class Module {
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_children() const;
   // This module (name "") and every descendant, depth first.
   std::vector<std::pair<std::string, const Module*>> named_modules() const;
+
+  // Every random generator of this module and its descendants (dropout masks), by dotted name of
+  // its module ("layers.0.attention"), so that a training checkpoint can store their positions.
+  std::vector<std::pair<std::string, Generator*>> named_generators();
 
   // Parameters and persistent buffers, by dotted name (the tensors themselves, not copies).
   StateDict state_dict() const;
@@ -74,6 +79,8 @@ class Module {
   }
   // Replaces a registered parameter or buffer's tensor (e.g. after LoRA merging changes shape).
   void replace_tensor(const std::string& name, Tensor value);
+  // The generator this module draws from itself, or null (the default).
+  virtual Generator* own_generator() { return nullptr; }
   // Called by train() on every module; override to react (the default does nothing more).
   virtual void on_train(bool on) { (void)on; }
 

@@ -15,16 +15,20 @@ namespace nf {
 
 class ProgressBar {
  public:
-  ProgressBar(int64_t total, std::string label, std::string unit = "it");
+  // `first` is where the work starts (a resumed run's step): rate and ETA count from there.
+  ProgressBar(int64_t total, std::string label, std::string unit = "it", int64_t first = 0);
   ~ProgressBar();
   // Sets progress to `done` (of total); `status` is shown after the bar (e.g. "loss 2.31").
   void update(int64_t done, const std::string& status = "");
   void finish(const std::string& status = "");  // draws the final state and ends the line
+  // Prints a line of its own on stderr (a validation result) above the bar, which is redrawn.
+  void message(const std::string& line);
 
  private:
   void draw(bool final);
 
   int64_t total_;
+  int64_t first_ = 0;
   int64_t done_ = 0;
   std::string label_, unit_, status_;
   bool tty_;

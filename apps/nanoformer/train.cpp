@@ -1,0 +1,140 @@
+// `nanoformer train`: train a language model from a preset or config (or fine-tune any model file)
+// on token files, text or JSONL, with checkpoints that resume exactly (train/trainer.h).
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <vector>
+
+#include "command.h"
+#include "nanoformer/core/parallel.h"
+#include "nanoformer/train/trainer.h"
+
+namespace nf::cli {
+namespace {
+
+std::atomic<bool> g_stop_requested{false};
+
+// The first Ctrl-C (or SIGTERM) asks the loop to checkpoint and stop; a second one kills at once.
+void request_stop(int signal) {
+  g_stop_requested.store(true);
+  std::signal(signal, SIG_DFL);
+}
+
+// An option and how to copy its value from the parsed flags into a config: with --resume, only the
+// flags given on the command line override the checkpoint's config.
+struct Flag {
+  CLI::Option* option;
+  std::function<void(train::TrainConfig& to, const train::TrainConfig& from)> copy;
+};
+
+// `field(config)` names the config's member the option sets, for the parsed config and the target.
+template <class Field>
+Flag flag(CLI::App* cmd, const std::string& names, train::TrainConfig& parsed, const std::string& help, Field field) {
+  CLI::Option* o = cmd->add_option(names, field(parsed), help)->capture_default_str();
+  return {o, [field](train::TrainConfig& to, const train::TrainConfig& from) { field(to) = field(from); }};
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "train",
+      "Train a language model (or fine-tune one) and write checkpoints that resume exactly.\n"
+      "  nanoformer train --config gpt-mini --data corpus.bin --steps 2000 --out runs/mini\n"
+      "  nanoformer train --config gpt-mini --set vocab_size=65 --data input.txt --tokenizer chars.txt --out runs/c\n"
+      "  nanoformer train --out runs/mini --resume          (continue after a crash or Ctrl-C)\n"
+      "  nanoformer train --init-from model.safetensors --data chat.jsonl --tokenizer tokenizer.json --out runs/sft\n"
+      "Data: token files (nanoformer tokenizer prepare), text files or JSONL ({\"text\": ...} per line, or\n"
+      "{\"conversations\": [...]} for chat fine-tuning: loss on the assistant's tokens only).\n"
+      "Ctrl-C writes a checkpoint and stops; run again with --resume to continue.");
+  auto c = std::make_shared<train::TrainConfig>();
+  c->schedule.kind = train::ScheduleKind::warmup_cosine;
+  c->optimizer.weight_decay = 0.1;
+  auto schedule = std::make_shared<std::string>("warmup_cosine");
+  auto precision = std::make_shared<std::string>("fp32");
+  auto flags = std::make_shared<std::vector<Flag>>();
+  using TC = train::TrainConfig;
+  auto& f = *flags;
+  f.push_back(flag(cmd, "--config,-c", *c, "Model preset or config JSON (fresh weights)", [](auto& t) -> auto& { return t.model; }));
+  f.push_back({cmd->add_option("--set", c->model_overrides, "Override a model config key: --set vocab_size=65 (repeatable)"),
+               [](TC& t, const TC& s) { t.model_overrides = s.model_overrides; }});
+  f.push_back(flag(cmd, "--init-from", *c, "Start from this model (checkpoint, HF / MiniMind / nanochat folder, llama2.c .bin)", [](auto& t) -> auto& { return t.init_from; }));
+  f.push_back({cmd->add_option("--data,-d", c->data.train_paths, "Training data: token files, text files or JSONL"),
+               [](TC& t, const TC& s) { t.data.train_paths = s.data.train_paths; }});
+  f.push_back({cmd->add_option("--val-data", c->data.val_paths, "Validation data (default: the end of --data)"),
+               [](TC& t, const TC& s) { t.data.val_paths = s.data.val_paths; }});
+  f.push_back(flag(cmd, "--val-fraction", *c, "Share of --data held out for validation", [](auto& t) -> auto& { return t.data.val_fraction; }));
+  f.push_back(flag(cmd, "--tokenizer,-t", *c, "tokenizer.json or character vocabulary (text and JSONL data)", [](auto& t) -> auto& { return t.data.tokenizer; }));
+  f.push_back(flag(cmd, "--chat-template", *c, "Chat data rendering: chatml or nanochat", [](auto& t) -> auto& { return t.data.chat_template; }));
+  f.push_back(flag(cmd, "--batch-size,-b", *c, "Sequences per micro-batch", [](auto& t) -> auto& { return t.data.batch_size; }));
+  f.push_back(flag(cmd, "--context,-T", *c, "Tokens per sequence", [](auto& t) -> auto& { return t.data.context; }));
+  f.push_back(flag(cmd, "--grad-accum", *c, "Micro-batches per optimizer step", [](auto& t) -> auto& { return t.grad_accum; }));
+  f.push_back(flag(cmd, "--data-seed", *c, "Seed of the batch order", [](auto& t) -> auto& { return t.data.seed; }));
+  f.push_back(flag(cmd, "--steps", *c, "Optimizer steps", [](auto& t) -> auto& { return t.schedule.total_steps; }));
+  f.push_back({cmd->add_option("--lr", c->optimizer.lr, "Peak learning rate")->capture_default_str(),
+               [](TC& t, const TC& s) { t.optimizer.lr = s.optimizer.lr; }});
+  f.push_back(flag(cmd, "--min-lr", *c, "warmup_cosine's floor (default lr / 10)", [](auto& t) -> auto& { return t.schedule.min_lr; }));
+  f.push_back(flag(cmd, "--warmup", *c, "Linear warmup steps", [](auto& t) -> auto& { return t.schedule.warmup_steps; }));
+  f.push_back({cmd->add_option("--schedule", *schedule, "constant, warmup_cosine, wsd or minimind_cosine")->capture_default_str(),
+               [](TC& t, const TC& s) { t.schedule.kind = s.schedule.kind; }});
+  f.push_back(flag(cmd, "--warmdown-fraction", *c, "wsd: final share of steps that decays", [](auto& t) -> auto& { return t.schedule.warmdown_fraction; }));
+  f.push_back(flag(cmd, "--optimizer", *c, "sgd, adam, adamw, muon or nanochat", [](auto& t) -> auto& { return t.optimizer.name; }));
+  f.push_back(flag(cmd, "--weight-decay", *c, "Weight decay (not on norms and biases)", [](auto& t) -> auto& { return t.optimizer.weight_decay; }));
+  f.push_back(flag(cmd, "--beta1", *c, "Adam beta1", [](auto& t) -> auto& { return t.optimizer.beta1; }));
+  f.push_back(flag(cmd, "--beta2", *c, "Adam beta2", [](auto& t) -> auto& { return t.optimizer.beta2; }));
+  f.push_back(flag(cmd, "--momentum", *c, "SGD momentum", [](auto& t) -> auto& { return t.optimizer.momentum; }));
+  f.push_back(flag(cmd, "--grad-clip", *c, "Max gradient norm (0 = off)", [](auto& t) -> auto& { return t.grad_clip; }));
+  f.push_back({cmd->add_option("--precision", *precision, "fp32, bf16 (autocast) or fp16 (autocast + loss scaling)")->capture_default_str(),
+               [](TC& t, const TC& s) { t.precision = s.precision; }});
+  f.push_back(flag(cmd, "--eval-every", *c, "Steps between validations (0 = at the end)", [](auto& t) -> auto& { return t.eval_every; }));
+  f.push_back(flag(cmd, "--eval-batches", *c, "Batches per validation", [](auto& t) -> auto& { return t.eval_batches; }));
+  f.push_back(flag(cmd, "--save-every", *c, "Steps between checkpoints (0 = at the end)", [](auto& t) -> auto& { return t.save_every; }));
+  f.push_back(flag(cmd, "--keep", *c, "Checkpoints kept (the newest)", [](auto& t) -> auto& { return t.keep; }));
+  f.push_back(flag(cmd, "--seed", *c, "Seed of the initialisation and dropout", [](auto& t) -> auto& { return t.seed; }));
+  cmd->add_option("--out,-o", c->out_dir, "Run directory: checkpoints and metrics.jsonl")->capture_default_str();
+  cmd->add_flag("--resume", c->resume, "Continue the run in --out from its newest checkpoint");
+  cmd->add_flag("--quiet,-q", c->quiet, "No progress bar");
+  cmd->callback([c, flags, schedule, precision, cmd] {
+    c->schedule.kind = train::schedule_kind_from_name(*schedule);
+    c->precision = train::precision_from_name(*precision);
+    c->schedule.lr = c->optimizer.lr;
+    if (cmd->count("--min-lr") == 0) c->schedule.min_lr = c->optimizer.lr / 10;
+    if (cmd->count("--init-from") > 0 && cmd->count("--config") == 0) c->model.clear();
+    train::TrainConfig config = *c;
+    const auto existing = train::list_checkpoints(c->out_dir);
+    if (c->resume && !existing.empty()) {
+      config = train::read_train_checkpoint(existing.back().second).config;
+      for (const Flag& fl : *flags)
+        if (fl.option->count() > 0) fl.copy(config, *c);
+      if (cmd->count("--lr") > 0) config.schedule.lr = c->optimizer.lr;
+      config.out_dir = c->out_dir;
+      config.resume = true;
+      config.quiet = c->quiet;
+    }
+    train::Trainer trainer(config);
+    std::fprintf(stderr, "nanoformer train: %d threads, BLAS: %s\n%s", num_threads(), blas_info(),
+                 trainer.describe().c_str());
+    g_stop_requested.store(false);
+    std::signal(SIGINT, request_stop);
+    std::signal(SIGTERM, request_stop);
+    const auto start = std::chrono::steady_clock::now();
+    const int64_t first_step = trainer.state().step;
+    const int64_t first_tokens = trainer.state().tokens;
+    const auto outcome = trainer.run(&g_stop_requested);
+    std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const auto& s = trainer.state();
+    std::printf("%s at step %lld of %lld: %lld steps in %.1f s, %.0f tokens/s; best val loss %.4f\n",
+                outcome == train::Trainer::Outcome::stopped ? "stopped" : "finished", static_cast<long long>(s.step),
+                static_cast<long long>(config.schedule.total_steps), static_cast<long long>(s.step - first_step),
+                seconds, static_cast<double>(s.tokens - first_tokens) / std::max(seconds, 1e-9), s.best_val_loss);
+    if (outcome == train::Trainer::Outcome::stopped) throw CLI::RuntimeError(130);
+  });
+}
+
+}  // namespace nf::cli

@@ -1,0 +1,35 @@
+#pragma once
+// A task the demo generates for itself, so that nothing is downloaded: multi-digit addition as
+// text, one problem per line, the sum written least-significant digit first ("reversed"), the
+// order in which a left-to-right model can carry:
+//   "123+989=2111\n"   (123 + 989 = 1112)
+// Training lines and held-out test problems are distinct (a, b) pairs, drawn from a seed.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace nf::train {
+
+struct AdditionTaskOptions {
+  int digits = 3;                 // operands in [0, 10^digits)
+  int64_t train_problems = 20000;
+  int64_t test_problems = 200;
+  uint64_t seed = 1;
+};
+
+struct AdditionProblem {
+  std::string prompt;  // "123+989="
+  std::string answer;  // "2111\n"
+};
+
+struct AdditionTask {
+  std::string train_text;              // the training problems, one line each
+  std::vector<AdditionProblem> test;   // held out: none of these pairs occurs in train_text
+};
+
+// The line of a + b: "a+b=" then the digits of a + b reversed, then a newline.
+AdditionProblem addition_problem(int64_t a, int64_t b);
+// Throws nf::Error when digits is not in [1, 9] or more distinct problems are asked for than exist.
+AdditionTask make_addition_task(const AdditionTaskOptions& options);
+
+}  // namespace nf::train

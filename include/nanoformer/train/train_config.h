@@ -1,0 +1,50 @@
+#pragma once
+// Everything one training run is given: the model, the data, the optimizer, the schedule and how
+// to run (accumulation, precision, evaluation, checkpoints). `nanoformer train` fills it from its
+// flags; the checkpoint stores it as JSON, so that a resume can refuse a run whose model or data
+// stream would differ from the one it continues.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "nanoformer/train/data.h"
+#include "nanoformer/train/optimizer_set.h"
+#include "nanoformer/train/schedule.h"
+
+namespace nf::train {
+
+enum class Precision { fp32, bf16, fp16 };
+// "fp32", "bf16", "fp16"; parsing an unknown name throws listing them.
+std::string precision_name(Precision precision);
+Precision precision_from_name(const std::string& name);
+
+struct TrainConfig {
+  std::string model = "gpt-mini";   // a preset or config JSON: fresh weights from `seed`
+  std::vector<std::string> model_overrides;  // "key=value" applied to the model config's JSON
+  std::string init_from;            // else: any model file load_model reads (fine-tuning)
+  DataOptions data;
+  OptimizerConfig optimizer;
+  ScheduleConfig schedule;          // schedule.lr is the peak lr; total_steps is the run's length
+  int64_t grad_accum = 1;           // micro-batches per optimizer step
+  double grad_clip = 1.0;           // max global gradient norm; 0 = no clipping
+  Precision precision = Precision::fp32;
+  int64_t eval_every = 100;         // steps between validation passes; 0 = only at the end
+  int64_t eval_batches = 20;        // validation batches per pass
+  int64_t save_every = 0;           // steps between checkpoints; 0 = only at the end
+  int64_t keep = 3;                 // checkpoints kept in out_dir (the newest)
+  std::string out_dir = "run";
+  uint64_t seed = 1337;             // initialisation and dropout (data has its own seed)
+  bool resume = false;              // continue from the newest checkpoint in out_dir
+  bool quiet = false;               // no progress bar
+};
+
+// Throws nf::Error naming the first bad option.
+void validate_train_config(const TrainConfig& config);
+// The config as one JSON object (pretty-printed) and back; unknown keys are refused.
+std::string train_config_to_json(const TrainConfig& config);
+TrainConfig train_config_from_json(const std::string& json_text, const std::string& source);
+// The options of `saved` that a resume must not change (model, data, batch shape, optimizer,
+// schedule, precision, seeds), as "name: saved -> requested" lines; empty when compatible.
+std::vector<std::string> resume_conflicts(const TrainConfig& saved, const TrainConfig& requested);
+
+}  // namespace nf::train

@@ -1,0 +1,83 @@
+#pragma once
+// The training loop of `nanoformer train`, one object per run:
+//   Trainer t(config);  t.run(&stop_flag);
+// The constructor builds the model (fresh from a preset or config, from --init-from, or from the
+// newest checkpoint of out_dir when resuming), the data and the optimizer, after checking that the
+// run fits in memory. Each step t (0-based):
+//   lr = schedule(t); for each of grad_accum micro-batches m (batch index t * grad_accum + m):
+//     loss_m = token_loss_m * n_m / N + aux_loss_m / grad_accum    (N = target tokens of the step)
+//     backward(loss_m)                     (so the gradient is that of the whole step's mean loss)
+//   clip the global gradient norm; optimizer step (fp16: skipped when a gradient is not finite)
+// Validation every eval_every steps, a checkpoint every save_every steps, at the end, and when
+// the stop flag is raised (Ctrl-C); metrics.jsonl gets one line per step and per validation.
+// Everything a step does is a function of the checkpointed state, so a resumed run continues
+// bit for bit as the uninterrupted one.
+#include <atomic>
+#include <cstdint>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "nanoformer/models/decoder_lm.h"
+#include "nanoformer/train/data.h"
+#include "nanoformer/train/loss_scaler.h"
+#include "nanoformer/train/optimizer_set.h"
+#include "nanoformer/train/train_checkpoint.h"
+#include "nanoformer/train/train_config.h"
+
+namespace nf::train {
+
+// The model config JSON a fresh run builds: the preset or file, with "key=value" overrides.
+std::string model_config_with_overrides(const std::string& name_or_path, const std::vector<std::string>& overrides);
+// Bytes of memory a new allocation can take now (MemAvailable, capped by a cgroup limit).
+int64_t available_memory_bytes();
+// Throws nf::Error, with the estimate's parts and the memory available, when training `config` at
+// batch x context cannot fit.
+void check_training_memory(const models::DecoderLMConfig& config, int64_t batch, int64_t context,
+                           int64_t available_bytes);
+
+struct StepResult {
+  double loss = 0, token_loss = 0, aux_loss = 0;  // means over the step's micro-batches
+  double lr = 0, grad_norm = 0;
+  int64_t tokens = 0;      // target tokens
+  bool skipped = false;    // fp16: a non-finite gradient, no update
+};
+
+class Trainer {
+ public:
+  // `data` replaces config.data's files when given (a program's own batches; tests).
+  explicit Trainer(TrainConfig config, TrainingData data = {});
+  ~Trainer();
+
+  enum class Outcome { finished, stopped };
+  // Trains until schedule.total_steps, or until *stop becomes true (then writes a checkpoint).
+  Outcome run(const std::atomic<bool>* stop = nullptr);
+  // One optimizer step (the loop's body without logging and checkpoints).
+  StepResult train_step();
+  // Mean validation loss over eval_batches batches (token-weighted).
+  double evaluate();
+  // Writes the checkpoint of the current step into out_dir and prunes old ones; returns its path.
+  std::string save();
+
+  models::DecoderLM& model() { return *model_; }
+  const TrainConfig& config() const { return config_; }
+  const TrainState& state() const { return state_; }
+  // What the run is: model, parameters, data, optimizer groups (printed at the start).
+  std::string describe() const;
+
+ private:
+  void start_fresh();
+  void resume_from(const std::string& checkpoint);
+  void log_metrics(const std::string& json_line);
+
+  TrainConfig config_;
+  std::shared_ptr<models::DecoderLM> model_;
+  TrainingData data_;
+  std::unique_ptr<OptimizerSet> optimizer_;
+  std::unique_ptr<DynamicLossScaler> scaler_;  // fp16 only
+  TrainState state_;
+  std::string resumed_from_;
+  std::ofstream metrics_;
+};
+
+}  // namespace nf::train

@@ -1,0 +1,157 @@
+// TrainConfig: validation, JSON round trip, and what a resume may not change.
+#include "nanoformer/train/train_config.h"
+
+#include <array>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <utility>
+
+#include "nanoformer/core/error.h"
+#include "util/json_input.h"
+
+namespace nf::train {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::array<std::pair<Precision, const char*>, 3> kPrecisions = {
+    {{Precision::fp32, "fp32"}, {Precision::bf16, "bf16"}, {Precision::fp16, "fp16"}}};
+
+json data_to_json(const DataOptions& d) {
+  return {{"train_paths", d.train_paths}, {"val_paths", d.val_paths}, {"val_fraction", d.val_fraction},
+          {"tokenizer", d.tokenizer},     {"batch_size", d.batch_size}, {"context", d.context},
+          {"seed", d.seed},               {"vocab_size", d.vocab_size}, {"chat_template", d.chat_template},
+          {"pad_id", d.pad_id},           {"jsonl_field", d.jsonl_field}, {"pad_to_context", d.pad_to_context}};
+}
+
+DataOptions data_from_json(const json& j) {
+  DataOptions d;
+  d.train_paths = j.at("train_paths").get<std::vector<std::string>>();
+  d.val_paths = j.at("val_paths").get<std::vector<std::string>>();
+  d.val_fraction = j.at("val_fraction").get<double>();
+  d.tokenizer = j.at("tokenizer").get<std::string>();
+  d.batch_size = j.at("batch_size").get<int64_t>();
+  d.context = j.at("context").get<int64_t>();
+  d.seed = j.at("seed").get<uint64_t>();
+  d.vocab_size = j.at("vocab_size").get<int64_t>();
+  d.chat_template = j.at("chat_template").get<std::string>();
+  d.pad_id = j.at("pad_id").get<int64_t>();
+  d.jsonl_field = j.at("jsonl_field").get<std::string>();
+  d.pad_to_context = j.at("pad_to_context").get<bool>();
+  return d;
+}
+
+json schedule_to_json(const ScheduleConfig& s) {
+  return {{"kind", schedule_kind_name(s.kind)}, {"lr", s.lr},
+          {"total_steps", s.total_steps},       {"warmup_steps", s.warmup_steps},
+          {"min_lr", s.min_lr},                 {"warmdown_fraction", s.warmdown_fraction},
+          {"final_lr_fraction", s.final_lr_fraction}};
+}
+
+ScheduleConfig schedule_from_json(const json& j) {
+  ScheduleConfig s;
+  s.kind = schedule_kind_from_name(j.at("kind").get<std::string>());
+  s.lr = j.at("lr").get<double>();
+  s.total_steps = j.at("total_steps").get<int64_t>();
+  s.warmup_steps = j.at("warmup_steps").get<int64_t>();
+  s.min_lr = j.at("min_lr").get<double>();
+  s.warmdown_fraction = j.at("warmdown_fraction").get<double>();
+  s.final_lr_fraction = j.at("final_lr_fraction").get<double>();
+  return s;
+}
+
+json to_json(const TrainConfig& c) {
+  return {{"model", c.model},
+          {"model_overrides", c.model_overrides},
+          {"init_from", c.init_from},
+          {"data", data_to_json(c.data)},
+          {"optimizer", json::parse(optimizer_config_to_json(c.optimizer))},
+          {"schedule", schedule_to_json(c.schedule)},
+          {"grad_accum", c.grad_accum},
+          {"grad_clip", c.grad_clip},
+          {"precision", precision_name(c.precision)},
+          {"eval_every", c.eval_every},
+          {"eval_batches", c.eval_batches},
+          {"save_every", c.save_every},
+          {"keep", c.keep},
+          {"out_dir", c.out_dir},
+          {"seed", c.seed}}};
+}
+
+}  // namespace
+
+std::string precision_name(Precision precision) {
+  for (const auto& [p, name] : kPrecisions)
+    if (p == precision) return name;
+  NF_FAIL("precision_name: unknown precision");
+}
+
+Precision precision_from_name(const std::string& name) {
+  for (const auto& [p, n] : kPrecisions)
+    if (name == n) return p;
+  NF_FAIL("unknown precision '", name, "' (known: fp32, bf16, fp16)");
+}
+
+void validate_train_config(const TrainConfig& c) {
+  NF_CHECK(!c.model.empty() || !c.init_from.empty(), "train: give a model (preset or config) or --init-from");
+  NF_CHECK(!c.data.train_paths.empty(), "train: no training data (--data)");
+  NF_CHECK(c.data.batch_size > 0, "train: --batch-size must be > 0, got ", c.data.batch_size);
+  NF_CHECK(c.data.context > 0, "train: --context must be > 0, got ", c.data.context);
+  NF_CHECK(c.grad_accum > 0, "train: --grad-accum must be > 0, got ", c.grad_accum);
+  NF_CHECK(c.grad_clip >= 0, "train: --grad-clip must be >= 0, got ", c.grad_clip);
+  NF_CHECK(c.eval_every >= 0, "train: --eval-every must be >= 0, got ", c.eval_every);
+  NF_CHECK(c.eval_batches > 0, "train: --eval-batches must be > 0, got ", c.eval_batches);
+  NF_CHECK(c.save_every >= 0, "train: --save-every must be >= 0, got ", c.save_every);
+  NF_CHECK(c.keep > 0, "train: --keep must be > 0, got ", c.keep);
+  NF_CHECK(!c.out_dir.empty(), "train: --out must name a directory");
+  validate_schedule(c.schedule);
+}
+
+std::string train_config_to_json(const TrainConfig& config) { return to_json(config).dump(2); }
+
+TrainConfig train_config_from_json(const std::string& json_text, const std::string& source) {
+  const json j = util::parse_json(json_text, source + ": ");
+  try {
+    TrainConfig c;
+    c.model = j.at("model").get<std::string>();
+    c.model_overrides = j.at("model_overrides").get<std::vector<std::string>>();
+    c.init_from = j.at("init_from").get<std::string>();
+    c.data = data_from_json(j.at("data"));
+    c.optimizer = optimizer_config_from_json(j.at("optimizer").dump(), source + ": optimizer");
+    c.schedule = schedule_from_json(j.at("schedule"));
+    c.grad_accum = j.at("grad_accum").get<int64_t>();
+    c.grad_clip = j.at("grad_clip").get<double>();
+    c.precision = precision_from_name(j.at("precision").get<std::string>());
+    c.eval_every = j.at("eval_every").get<int64_t>();
+    c.eval_batches = j.at("eval_batches").get<int64_t>();
+    c.save_every = j.at("save_every").get<int64_t>();
+    c.keep = j.at("keep").get<int64_t>();
+    c.out_dir = j.at("out_dir").get<std::string>();
+    c.seed = j.at("seed").get<uint64_t>();
+    return c;
+  } catch (const json::exception& e) {
+    NF_FAIL(source, ": not a training config (", e.what(), ")");
+  }
+}
+
+std::vector<std::string> resume_conflicts(const TrainConfig& saved, const TrainConfig& requested) {
+  // What may change on resume: where and how often it reports and saves, and the run's length.
+  static const std::set<std::string> kFree = {"eval_every", "eval_batches", "save_every", "keep", "out_dir"};
+  const json a = to_json(saved), b = to_json(requested);
+  std::vector<std::string> conflicts;
+  for (auto it = a.begin(); it != a.end(); ++it) {
+    if (kFree.count(it.key()) || b.at(it.key()) == it.value()) continue;
+    if (it.value().is_object()) {
+      for (auto sub = it.value().begin(); sub != it.value().end(); ++sub) {
+        const json& other = b.at(it.key()).at(sub.key());
+        if (other != sub.value())
+          conflicts.push_back(it.key() + "." + sub.key() + ": " + sub.value().dump() + " -> " + other.dump());
+      }
+    } else {
+      conflicts.push_back(it.key() + ": " + it.value().dump() + " -> " + b.at(it.key()).dump());
+    }
+  }
+  return conflicts;
+}
+
+}  // namespace nf::train

@@ -1,0 +1,327 @@
+// The training loop: build or restore, step, validate, checkpoint.
+#include "nanoformer/train/trainer.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+
+#include "nanoformer/autograd/grad_mode.h"
+#include "nanoformer/core/error.h"
+#include "nanoformer/models/checkpoint.h"
+#include "nanoformer/models/model_io.h"
+#include "nanoformer/models/model_stats.h"
+#include "nanoformer/ops/autocast.h"
+#include "nanoformer/ops/elementwise.h"
+#include "nanoformer/train/grad_clip.h"
+#include "nanoformer/util/progress_bar.h"
+#include "util/json_input.h"
+
+namespace nf::train {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string gib(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
+  return buf;
+}
+
+// The limit of a cgroup (v2 memory.max, v1 limit_in_bytes), or -1 when none is set.
+int64_t cgroup_limit_bytes() {
+  for (const char* path : {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
+    std::FILE* f = std::fopen(path, "r");
+    if (!f) continue;
+    long long v = -1;
+    const bool numeric = std::fscanf(f, "%lld", &v) == 1;
+    std::fclose(f);
+    if (numeric && v > 0) return v;
+  }
+  return -1;
+}
+
+// The autocast a precision asks for (none for fp32).
+std::optional<AutocastGuard> autocast_for(Precision precision) {
+  switch (precision) {
+    case Precision::bf16: return std::optional<AutocastGuard>(std::in_place, DType::bf16);
+    case Precision::fp16: return std::optional<AutocastGuard>(std::in_place, DType::f16);
+    case Precision::fp32: break;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string model_config_with_overrides(const std::string& name_or_path, const std::vector<std::string>& overrides) {
+  const std::string path = models::resolve_config_path(name_or_path);
+  json config = util::parse_json(models::read_config_text(path), path + ": ");
+  NF_CHECK(config.is_object(), path, ": a model config must be a JSON object");
+  for (const std::string& item : overrides) {
+    const size_t eq = item.find('=');
+    NF_CHECK(eq != std::string::npos && eq > 0, "--set '", item, "': expected key=value (e.g. vocab_size=65)");
+    const std::string key = item.substr(0, eq), text = item.substr(eq + 1);
+    json value;
+    try {
+      value = json::parse(text);  // numbers, true/false, null, quoted strings
+    } catch (const json::exception&) {
+      value = text;  // a bare word is a string: --set norm=rmsnorm
+    }
+    config[key] = value;
+  }
+  return config.dump();
+}
+
+int64_t available_memory_bytes() {
+  int64_t available = -1;
+  if (std::FILE* f = std::fopen("/proc/meminfo", "r")) {
+    char line[256];
+    while (std::fgets(line, sizeof line, f)) {
+      long long kib = 0;
+      if (std::sscanf(line, "MemAvailable: %lld kB", &kib) == 1) available = kib * 1024;
+    }
+    std::fclose(f);
+  }
+  if (available < 0) available = static_cast<int64_t>(sysconf(_SC_AVPHYS_PAGES)) * sysconf(_SC_PAGESIZE);
+  const int64_t limit = cgroup_limit_bytes();
+  return limit > 0 ? std::min(available, limit) : available;
+}
+
+void check_training_memory(const models::DecoderLMConfig& config, int64_t batch, int64_t context,
+                           int64_t available_bytes) {
+  const models::ModelStats stats = models::model_stats(config, {.context = context, .batch = batch});
+  const models::MemoryEstimate& m = stats.fp32;
+  NF_CHECK(m.training <= available_bytes, "train: this run needs about ", gib(m.training), " (weights ", gib(m.weights),
+           ", gradients ", gib(m.gradients), ", optimizer state ", gib(m.optimizer), ", activations ",
+           gib(m.activations), " for batch ", batch, " x context ", context, "; ", stats.parameters.total,
+           " parameters), but only ", gib(available_bytes),
+           " of memory is available: use a smaller model, batch or context");
+}
+
+Trainer::Trainer(TrainConfig config, TrainingData data) : config_(std::move(config)), data_(std::move(data)) {
+  validate_train_config(config_);
+  fs::create_directories(config_.out_dir);
+  const auto existing = list_checkpoints(config_.out_dir);
+  if (config_.resume) {
+    NF_CHECK(!existing.empty(), "train --resume: no checkpoint (ckpt_*.safetensors) in ", config_.out_dir);
+    resume_from(existing.back().second);
+  } else {
+    NF_CHECK(existing.empty(), "train: ", config_.out_dir, " already holds checkpoints (the newest: ",
+             existing.empty() ? "" : existing.back().second,
+             "): pass --resume to continue that run, or choose another --out so nothing is overwritten");
+    start_fresh();
+  }
+  config_.data.vocab_size = model_->config().vocab_size;
+  config_.data.show_progress = !config_.quiet;
+  if (!data_.train) data_ = load_training_data(config_.data);
+  optimizer_ = std::make_unique<OptimizerSet>(config_.optimizer, *model_);
+  if (config_.precision == Precision::fp16) scaler_ = std::make_unique<DynamicLossScaler>();
+  if (!resumed_from_.empty()) {
+    load_optimizer_state(resumed_from_, *optimizer_);
+    if (scaler_) scaler_->set_state(state_.loss_scale, state_.good_steps);
+  }
+  // metrics.jsonl: a resumed run drops the lines of steps after its checkpoint, then appends.
+  const std::string metrics_path = (fs::path(config_.out_dir) / "metrics.jsonl").string();
+  std::vector<std::string> kept;
+  if (!resumed_from_.empty()) {
+    std::ifstream in(metrics_path);
+    for (std::string line; std::getline(in, line);) {
+      const json j = json::parse(line, nullptr, false);
+      if (!j.is_discarded() && j.value("step", int64_t{0}) <= state_.step) kept.push_back(line);
+    }
+  }
+  metrics_.open(metrics_path, std::ios::trunc);
+  NF_CHECK(metrics_.good(), "train: cannot write ", metrics_path);
+  for (const std::string& line : kept) metrics_ << line << '\n';
+  metrics_.flush();
+}
+
+Trainer::~Trainer() = default;
+
+void Trainer::start_fresh() {
+  if (!config_.init_from.empty()) {
+    model_ = models::load_decoder_lm(config_.init_from);
+    check_training_memory(model_->config(), config_.data.batch_size, config_.data.context, available_memory_bytes());
+    return;
+  }
+  const std::string json_text = model_config_with_overrides(config_.model, config_.model_overrides);
+  const models::DecoderLMConfig model_config = models::parse_model_config(json_text, config_.model);
+  check_training_memory(model_config, config_.data.batch_size, config_.data.context, available_memory_bytes());
+  Generator gen(config_.seed);
+  model_ = std::make_shared<models::DecoderLM>(model_config, gen);
+}
+
+void Trainer::resume_from(const std::string& checkpoint) {
+  const TrainCheckpoint saved = read_train_checkpoint(checkpoint);
+  const std::vector<std::string> conflicts = resume_conflicts(saved.config, config_);
+  if (!conflicts.empty()) {
+    std::ostringstream os;
+    os << "train --resume: " << checkpoint << " was written by a run with other settings; resuming would not "
+       << "continue it (start a new run with another --out, or fine-tune with --init-from):";
+    for (const std::string& c : conflicts) os << "\n  " << c;
+    throw Error(os.str());
+  }
+  check_training_memory(models::read_checkpoint_config(checkpoint), config_.data.batch_size, config_.data.context,
+                        available_memory_bytes());
+  model_ = models::model_as<models::DecoderLM>(models::load_checkpoint(checkpoint), checkpoint);
+  restore_generators(*model_, saved.state.generators, checkpoint);
+  state_ = saved.state;
+  resumed_from_ = checkpoint;
+}
+
+std::string Trainer::describe() const {
+  std::ostringstream os;
+  const auto& c = model_->config();
+  os << "model: " << (c.name.empty() ? config_.model : c.name) << ", " << model_->num_parameters() << " parameters ("
+     << model_->num_parameters(true) << " trained), " << c.n_layers << " layers, dim " << c.dim << ", vocab "
+     << c.vocab_size << "\n";
+  os << "data: " << data_.train->describe() << "\n";
+  os << "validation: " << (data_.val ? data_.val->describe() : "none") << "\n";
+  os << "optimizer:\n" << optimizer_->describe();
+  os << "steps: " << config_.schedule.total_steps << " x " << config_.grad_accum << " x " << config_.data.batch_size
+     << " x " << config_.data.context << " tokens, " << schedule_kind_name(config_.schedule.kind) << " lr "
+     << config_.schedule.lr << ", " << precision_name(config_.precision) << "\n";
+  if (!resumed_from_.empty()) os << "resumed from " << resumed_from_ << " at step " << state_.step << "\n";
+  return os.str();
+}
+
+StepResult Trainer::train_step() {
+  const int64_t t = state_.step;
+  StepResult r;
+  r.lr = learning_rate(config_.schedule, t);
+  optimizer_->set_lr_factor(r.lr / config_.schedule.lr);
+
+  std::vector<Batch> batches;
+  for (int64_t m = 0; m < config_.grad_accum; ++m)
+    batches.push_back(data_.train->batch(static_cast<uint64_t>(t * config_.grad_accum + m)));
+  for (const Batch& b : batches) r.tokens += b.target_tokens;
+  const double total = static_cast<double>(std::max<int64_t>(r.tokens, 1));
+  const double loss_scale = scaler_ ? scaler_->scale() : 1.0;
+
+  model_->train();
+  for (const Batch& b : batches) {
+    const auto autocast = autocast_for(config_.precision);
+    const models::LMOutput out = model_->forward(b.inputs, b.targets);
+    const double weight = static_cast<double>(b.target_tokens) / total;
+    Tensor objective = mul(out.token_loss, weight);
+    r.token_loss += out.token_loss.item() * weight;
+    if (out.aux_loss.defined()) {
+      objective = add(objective, mul(out.aux_loss, 1.0 / static_cast<double>(config_.grad_accum)));
+      r.aux_loss += out.aux_loss.item() / static_cast<double>(config_.grad_accum);
+    }
+    if (loss_scale != 1.0) objective = mul(objective, loss_scale);
+    objective.backward();
+  }
+  r.loss = r.token_loss + r.aux_loss;
+
+  const std::vector<Tensor> params = optimizer_->parameters();
+  bool finite = scaler_ ? scaler_->unscale(params) : true;
+  r.grad_norm = clip_grad_norm(params, config_.grad_clip > 0 ? config_.grad_clip
+                                                              : std::numeric_limits<double>::infinity());
+  if (!scaler_)
+    NF_CHECK(std::isfinite(r.grad_norm), "train: step ", t + 1, ": the gradient is not finite (loss ", r.loss,
+             "); the last checkpoint is intact: lower --lr, or use --grad-clip");
+  finite = finite && std::isfinite(r.grad_norm);
+  if (finite) optimizer_->step();
+  if (scaler_) {
+    scaler_->update(!finite);
+    state_.loss_scale = scaler_->scale();
+    state_.good_steps = scaler_->good_steps();
+  }
+  optimizer_->zero_grad();
+  r.skipped = !finite;
+  ++state_.step;
+  state_.tokens += r.tokens;
+  return r;
+}
+
+double Trainer::evaluate() {
+  NF_CHECK(data_.val, "train: no validation data (--val-data, or --val-fraction above 0)");
+  NoGradGuard no_grad;
+  model_->eval();
+  double loss_sum = 0;
+  int64_t tokens = 0;
+  for (int64_t i = 0; i < config_.eval_batches; ++i) {
+    const Batch b = data_.val->batch(static_cast<uint64_t>(i));
+    const auto autocast = autocast_for(config_.precision);
+    const models::LMOutput out = model_->forward(b.inputs, b.targets);
+    loss_sum += out.token_loss.item() * static_cast<double>(b.target_tokens);
+    tokens += b.target_tokens;
+  }
+  model_->train();
+  return tokens > 0 ? loss_sum / static_cast<double>(tokens) : 0.0;
+}
+
+std::string Trainer::save() {
+  state_.generators = generator_states(*model_);
+  const std::string path = checkpoint_path(config_.out_dir, state_.step);
+  save_train_checkpoint(path, *model_, *optimizer_, config_, state_);
+  prune_checkpoints(config_.out_dir, config_.keep);
+  return path;
+}
+
+void Trainer::log_metrics(const std::string& json_line) {
+  metrics_ << json_line << '\n';
+  metrics_.flush();
+}
+
+Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
+  const int64_t total = config_.schedule.total_steps;
+  std::optional<ProgressBar> bar;
+  if (!config_.quiet) bar.emplace(total, "train", "steps", state_.step);
+  auto report = [&](const std::string& line) {
+    if (bar) bar->message(line);
+  };
+  double smoothed_rate = 0;
+  while (state_.step < total) {
+    const auto start = std::chrono::steady_clock::now();
+    const StepResult r = train_step();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double rate = static_cast<double>(r.tokens) / std::max(seconds, 1e-9);
+    smoothed_rate = smoothed_rate == 0 ? rate : 0.9 * smoothed_rate + 0.1 * rate;
+    json line = {{"step", state_.step},   {"loss", r.loss},         {"lr", r.lr},
+                 {"grad_norm", r.grad_norm}, {"tokens", state_.tokens}, {"tokens_per_s", rate}};
+    if (r.aux_loss != 0) line["aux_loss"] = r.aux_loss;
+    if (scaler_) {
+      line["loss_scale"] = scaler_->scale();
+      line["skipped"] = r.skipped;
+    }
+    log_metrics(line.dump());
+    if (bar) {
+      char status[160];
+      std::snprintf(status, sizeof status, "loss %.4f%s lr %.2e %s tok/s", r.loss, r.skipped ? " (skipped)" : "", r.lr,
+                    human_count(smoothed_rate).c_str());
+      bar->update(state_.step, status);
+    }
+    const bool at_end = state_.step == total;
+    if (data_.val && ((config_.eval_every > 0 && state_.step % config_.eval_every == 0) || at_end)) {
+      const double val = evaluate();
+      if (state_.best_val_loss == 0 || val < state_.best_val_loss) state_.best_val_loss = val;
+      log_metrics(json{{"step", state_.step}, {"val_loss", val}, {"val_ppl", std::exp(val)}}.dump());
+      char text[128];
+      std::snprintf(text, sizeof text, "step %lld: val loss %.4f, perplexity %.2f", static_cast<long long>(state_.step),
+                    val, std::exp(val));
+      report(text);
+    }
+    const bool stopping = stop && stop->load();
+    if ((config_.save_every > 0 && state_.step % config_.save_every == 0) || at_end || stopping) {
+      const std::string path = save();
+      if (stopping || at_end) report("checkpoint written: " + path);
+    }
+    if (stopping) {
+      if (bar) bar->finish();
+      return Outcome::stopped;
+    }
+  }
+  if (bar) bar->finish();
+  return Outcome::finished;
+}
+
+}  // namespace nf::train

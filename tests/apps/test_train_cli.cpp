@@ -1,0 +1,205 @@
+// `nanoformer train` as a process, killed with SIGKILL (kill -9) the way a crash or an OOM kill
+// ends it:
+// - killed mid-run, then `--resume`d, it ends with a checkpoint bit-identical (model and optimizer
+//   state) to that of an uninterrupted run;
+// - killed while a checkpoint is being written (its temporary file exists), the previous checkpoint
+//   still loads and the run resumes from it;
+// - Ctrl-C (SIGINT) writes a checkpoint and exits with status 130;
+// - bad flags and data give one clear line and touch no checkpoint.
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "nanoformer/nanoformer.h"
+#include "nanoformer/tokenizer/token_file.h"
+#include "nanoformer/train/train_checkpoint.h"
+#include "support/testing.h"
+
+extern char** environ;
+
+namespace nf {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+class TrainCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("nf_train_cli_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    // 4000 tokens of a repeating pattern with noise: enough for windows of 16
+    tokenizer::TokenFileWriter w(path("tokens.bin"), 32);
+    std::vector<tokenizer::TokenId> ids;
+    for (int i = 0; i < 4000; ++i) ids.push_back(static_cast<tokenizer::TokenId>((i * 7 + (i / 13) % 3) % 32));
+    w.write(ids);
+    w.close();
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  // The arguments of a small run into `out`.
+  std::vector<std::string> run_args(const std::string& out, int steps, const std::string& size = "dim=32") const {
+    return {"train", "--config", "llama2c-stories260k", "--set", "vocab_size=32", "--set", size, "--set",
+            "max_seq_len=16", "--data", path("tokens.bin"), "--batch-size", "4", "--context", "16", "--steps",
+            std::to_string(steps), "--lr", "3e-3", "--warmup", "2", "--save-every", "1", "--keep", "2",
+            "--eval-every", "0", "--eval-batches", "2", "--out", path(out), "--quiet"};
+  }
+
+  // Starts `nanoformer args...` with stdout and stderr to files under dir_; returns its pid.
+  pid_t spawn(const std::vector<std::string>& args) const {
+    std::vector<std::string> all = {NF_CLI};
+    all.insert(all.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : all) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, path("stdout").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&actions, 2, path("stderr").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_t pid = 0;
+    const int rc = posix_spawn(&pid, NF_CLI, &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    EXPECT_EQ(rc, 0) << std::strerror(rc);
+    return pid;
+  }
+  // Exit status of a finished child (-signal when killed).
+  static int wait_for(pid_t pid) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+  }
+  int run(const std::vector<std::string>& args) const { return wait_for(spawn(args)); }
+  std::string err() const {
+    std::ifstream in(path("stderr"));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+
+  fs::path dir_;
+};
+
+// Waits (up to a minute) until `ready` holds; false when the time ran out.
+template <class F>
+bool wait_until(F ready) {
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (!ready()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
+bool has_temporary_file(const std::string& dir) {
+  for (const auto& entry : fs::directory_iterator(dir))
+    if (entry.path().filename().string().find(".tmp.") != std::string::npos) return true;
+  return false;
+}
+
+void expect_identical_files(const std::string& a, const std::string& b) {
+  const auto ta = io::load_safetensors(a), tb = io::load_safetensors(b);
+  ASSERT_EQ(ta.size(), tb.size());
+  for (const auto& [name, tensor] : ta) {
+    SCOPED_TRACE(name);
+    ASSERT_TRUE(tb.count(name));
+    const Tensor& other = tb.at(name);
+    ASSERT_EQ(tensor.shape(), other.shape());
+    EXPECT_EQ(0, std::memcmp(tensor.raw_data(), other.raw_data(), tensor.numel() * tensor.itemsize()));
+  }
+}
+
+TEST_F(TrainCliTest, KillNineMidRunThenResumeIsBitIdentical) {
+  ASSERT_EQ(run(run_args("whole", 12)), 0) << err();
+  const pid_t pid = spawn(run_args("killed", 12));
+  ASSERT_TRUE(wait_until([&] {
+    const auto saved = train::list_checkpoints(path("killed"));
+    return !saved.empty() && saved.back().first >= 4;
+  }));
+  ::kill(pid, SIGKILL);
+  ASSERT_EQ(wait_for(pid), -SIGKILL);
+  const auto left = train::list_checkpoints(path("killed"));
+  ASSERT_FALSE(left.empty());
+  ASSERT_LT(left.back().first, 12) << "the run finished before it was killed";
+  ASSERT_EQ(run({"train", "--out", path("killed"), "--resume", "--quiet"}), 0) << err();
+  expect_identical_files(train::checkpoint_path(path("whole"), 12), train::checkpoint_path(path("killed"), 12));
+}
+
+TEST_F(TrainCliTest, KillNineDuringACheckpointWriteKeepsThePreviousOne) {
+  // ~6 M parameters: each checkpoint (weights and Adam's two moments) is ~75 MB, so its write lasts
+  // long enough to be caught while the temporary file exists.
+  auto args = run_args("crash", 4, "dim=256");
+  args.insert(args.end(), {"--set", "n_layers=8", "--set", "n_heads=8", "--set", "n_kv_heads=4"});
+  const pid_t pid = spawn(args);
+  ASSERT_TRUE(wait_until([&] {
+    return fs::exists(train::checkpoint_path(path("crash"), 1)) && has_temporary_file(path("crash"));
+  }));
+  ::kill(pid, SIGKILL);
+  ASSERT_EQ(wait_for(pid), -SIGKILL);
+  ASSERT_TRUE(has_temporary_file(path("crash"))) << "the kill did not land during a write";
+  const auto left = train::list_checkpoints(path("crash"));
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_EQ(left[0].first, 1);
+  EXPECT_NO_THROW(models::load_model(left[0].second));
+  EXPECT_EQ(train::read_train_checkpoint(left[0].second).state.step, 1);
+  ASSERT_EQ(run({"train", "--out", path("crash"), "--resume", "--quiet"}), 0) << err();
+  EXPECT_FALSE(has_temporary_file(path("crash")));
+  EXPECT_EQ(train::list_checkpoints(path("crash")).back().first, 4);
+}
+
+TEST_F(TrainCliTest, InterruptWritesACheckpointAndExits130) {
+  auto args = run_args("interrupt", 100000);
+  const pid_t pid = spawn(args);
+  ASSERT_TRUE(wait_until([&] {
+    const auto saved = train::list_checkpoints(path("interrupt"));
+    return !saved.empty() && saved.back().first >= 2;
+  }));
+  ::kill(pid, SIGINT);
+  EXPECT_EQ(wait_for(pid), 130) << err();
+  const auto left = train::list_checkpoints(path("interrupt"));
+  ASSERT_FALSE(left.empty());
+  EXPECT_GE(left.back().first, 2);
+  EXPECT_NE(err().find("checkpoint written"), std::string::npos) << err();
+}
+
+TEST_F(TrainCliTest, BadInputIsOneClearLineAndKeepsCheckpoints) {
+  ASSERT_EQ(run(run_args("kept", 2)), 0) << err();
+  const std::string before = train::list_checkpoints(path("kept")).back().second;
+  const auto modified = fs::last_write_time(before);
+  // A resume that changes the batch shape.
+  EXPECT_EQ(run({"train", "--out", path("kept"), "--resume", "--batch-size", "2", "--quiet"}), 1);
+  EXPECT_NE(err().find("data.batch_size: 4 -> 2"), std::string::npos) << err();
+  // A fresh run into a directory with checkpoints.
+  EXPECT_EQ(run(run_args("kept", 2)), 1);
+  EXPECT_NE(err().find("already holds checkpoints"), std::string::npos) << err();
+  // Token ids beyond the model's vocabulary.
+  auto small_vocab = run_args("vocab", 2);
+  small_vocab[4] = "vocab_size=16";
+  EXPECT_EQ(run(small_vocab), 1);
+  EXPECT_NE(err().find("tokens.bin"), std::string::npos) << err();
+  // An unreadable data file.
+  auto missing = run_args("missing", 2);
+  missing[10] = path("nope.bin");
+  EXPECT_EQ(run(missing), 1);
+  EXPECT_NE(err().find("nope.bin"), std::string::npos) << err();
+  // A model that cannot fit.
+  auto huge = run_args("huge", 2, "dim=65536");
+  huge.insert(huge.end(), {"--set", "n_layers=1000", "--set", "n_heads=64", "--set", "n_kv_heads=64"});
+  EXPECT_EQ(run(huge), 1);
+  EXPECT_NE(err().find("memory is available"), std::string::npos) << err();
+  EXPECT_EQ(train::list_checkpoints(path("kept")).size(), 1u);
+  EXPECT_EQ(fs::last_write_time(before), modified);
+}
+
+}  // namespace
+}  // namespace nf

@@ -1,0 +1,212 @@
+// The training loop (train/trainer.h) on a tiny LLaMA-style model:
+// - accumulating 4 micro-batches of 2 gives the update of one batch of 8 (uneven ignored targets
+//   included, so the token weighting matters);
+// - stopping after 3 steps and resuming from the checkpoint ends bit-identical to 6 uninterrupted
+//   steps, dropout included (its generators are part of the checkpoint);
+// - a resume with another batch size, a run into a directory that holds checkpoints, and a model
+//   that cannot fit in memory are refused with errors naming the numbers.
+#include <filesystem>
+#include <memory>
+#include <vector>
+
+#include "nanoformer/nanoformer.h"
+#include "nanoformer/train/trainer.h"
+#include "support/testing.h"
+
+namespace nf::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int64_t kVocab = 32, kContext = 8;
+
+// Rows [i B, (i + 1) B) of fixed (N, T) inputs and targets.
+class FixedBatches : public BatchSource {
+ public:
+  FixedBatches(Tensor inputs, Tensor targets, int64_t batch) : inputs_(inputs), targets_(targets), batch_(batch) {}
+  Batch batch(uint64_t index) const override {
+    const int64_t rows = inputs_.shape()[0];
+    const int64_t start = static_cast<int64_t>(index) * batch_ % rows;
+    Batch b;
+    b.inputs = inputs_.slice(0, start, start + batch_).contiguous();
+    b.targets = targets_.slice(0, start, start + batch_).contiguous();
+    const Tensor counted = ne(b.targets, Tensor::scalar(-100, DType::i64));
+    b.target_tokens = static_cast<int64_t>(sum(counted.to(DType::f64)).item());
+    return b;
+  }
+  int64_t batch_size() const override { return batch_; }
+  int64_t context() const override { return inputs_.shape()[1]; }
+  std::string describe() const override { return "fixed batches"; }
+
+ private:
+  Tensor inputs_, targets_;
+  int64_t batch_;
+};
+
+// 32 rows of random tokens; targets are the next token, with a few ignored (-100), unevenly.
+TrainingData fixed_data(int64_t batch) {
+  Generator gen(7);
+  const Tensor tokens = randint(0, kVocab, {32, kContext + 1}, gen);
+  Tensor inputs = tokens.slice(1, 0, kContext).contiguous();
+  Tensor targets = tokens.slice(1, 1, kContext + 1).contiguous();
+  int64_t* t = targets.data<int64_t>();
+  for (int64_t i = 0; i < targets.numel(); i += 3 + (i % 5)) t[i] = -100;
+  TrainingData data;
+  data.train = std::make_unique<FixedBatches>(inputs, targets, batch);
+  data.val = std::make_unique<FixedBatches>(inputs, targets, batch);
+  return data;
+}
+
+class TrainerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("nf_trainer_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  TrainConfig config(const std::string& run, int64_t batch, int64_t accum, int64_t steps) const {
+    TrainConfig c;
+    c.model = "llama2c-stories260k";
+    c.model_overrides = {"vocab_size=32", "dim=32", "n_layers=2", "n_heads=4", "n_kv_heads=2", "max_seq_len=16",
+                         "dropout=0.1"};
+    c.data.train_paths = {"(fixed)"};
+    c.data.batch_size = batch;
+    c.data.context = kContext;
+    c.grad_accum = accum;
+    c.optimizer.name = "adamw";
+    c.optimizer.lr = 1e-2;
+    c.optimizer.weight_decay = 0.1;
+    c.schedule = {.kind = ScheduleKind::warmup_cosine, .lr = 1e-2, .total_steps = steps, .warmup_steps = 2,
+                  .min_lr = 1e-3};
+    c.eval_every = 2;
+    c.eval_batches = 2;
+    c.out_dir = (dir_ / run).string();
+    c.quiet = true;
+    return c;
+  }
+
+  fs::path dir_;
+};
+
+void expect_same_parameters(models::DecoderLM& a, models::DecoderLM& b, double atol) {
+  const auto pa = a.named_parameters(), pb = b.named_parameters();
+  ASSERT_EQ(pa.size(), pb.size());
+  for (size_t i = 0; i < pa.size(); ++i) {
+    SCOPED_TRACE(pa[i].first);
+    if (atol == 0) {
+      ASSERT_EQ(0, std::memcmp(pa[i].second.raw_data(), pb[i].second.raw_data(), pa[i].second.numel() * sizeof(float)));
+    } else {
+      EXPECT_TENSOR_CLOSE(pa[i].second, pb[i].second, atol, 0.0);
+    }
+  }
+}
+
+TEST_F(TrainerTest, AccumulatingFourMicroBatchesEqualsOneBatchOfFour) {
+  // SGD with lr 1 moves each parameter by its gradient, so the comparison is one of gradients.
+  TrainConfig big = config("big", 8, 1, 3), small = config("small", 2, 4, 3);
+  for (TrainConfig* c : {&big, &small}) {
+    c->optimizer.name = "sgd";
+    c->optimizer.momentum = 0;
+    c->optimizer.weight_decay = 0;
+    c->optimizer.lr = c->schedule.lr = 1.0;
+    c->schedule.kind = ScheduleKind::constant;
+    c->grad_clip = 0;
+    c->model_overrides.back() = "dropout=0";
+  }
+  Trainer a(big, fixed_data(8)), b(small, fixed_data(2));
+  for (int step = 0; step < 3; ++step) {
+    const StepResult ra = a.train_step(), rb = b.train_step();
+    EXPECT_EQ(ra.tokens, rb.tokens);
+    EXPECT_NEAR(ra.loss, rb.loss, 1e-6);
+    EXPECT_NEAR(ra.grad_norm, rb.grad_norm, 1e-5);
+  }
+  expect_same_parameters(a.model(), b.model(), 1e-6);
+}
+
+TEST_F(TrainerTest, ResumeContinuesBitForBit) {
+  const TrainConfig whole = config("whole", 4, 2, 6);
+  Trainer uninterrupted(whole, fixed_data(4));
+  EXPECT_EQ(uninterrupted.run(), Trainer::Outcome::finished);
+
+  TrainConfig split = config("split", 4, 2, 6);
+  {
+    Trainer first(split, fixed_data(4));
+    for (int i = 0; i < 3; ++i) first.train_step();
+    first.save();
+  }
+  split.resume = true;
+  Trainer resumed(split, fixed_data(4));
+  EXPECT_EQ(resumed.state().step, 3);
+  EXPECT_EQ(resumed.run(), Trainer::Outcome::finished);
+  expect_same_parameters(uninterrupted.model(), resumed.model(), 0.0);
+  EXPECT_EQ(uninterrupted.state().tokens, resumed.state().tokens);
+}
+
+TEST_F(TrainerTest, StopFlagWritesACheckpoint) {
+  const std::atomic<bool> stop{true};
+  Trainer t(config("stop", 4, 1, 10), fixed_data(4));
+  EXPECT_EQ(t.run(&stop), Trainer::Outcome::stopped);
+  EXPECT_EQ(t.state().step, 1);
+  const auto saved = list_checkpoints((dir_ / "stop").string());
+  ASSERT_EQ(saved.size(), 1u);
+  EXPECT_EQ(saved[0].first, 1);
+  EXPECT_EQ(read_train_checkpoint(saved[0].second).state.step, 1);
+  // The training checkpoint is a model checkpoint too.
+  const auto model = models::load_decoder_lm(saved[0].second);
+  expect_same_parameters(t.model(), *model, 0.0);
+}
+
+TEST_F(TrainerTest, KeepsTheNewestCheckpoints) {
+  TrainConfig c = config("keep", 4, 1, 5);
+  c.save_every = 1;
+  c.keep = 2;
+  Trainer(c, fixed_data(4)).run();
+  const auto saved = list_checkpoints(c.out_dir);
+  ASSERT_EQ(saved.size(), 2u);
+  EXPECT_EQ(saved[0].first, 4);
+  EXPECT_EQ(saved[1].first, 5);
+}
+
+TEST_F(TrainerTest, RefusesWhatWouldLoseWork) {
+  TrainConfig c = config("guard", 4, 1, 2);
+  Trainer(c, fixed_data(4)).run();
+  // Another run into the same directory would overwrite its checkpoints.
+  EXPECT_THROW_WITH(Trainer(c, fixed_data(4)), "already holds checkpoints", "--resume");
+  // A resume with another batch size would not continue the same run.
+  TrainConfig other = c;
+  other.resume = true;
+  other.data.batch_size = 2;
+  EXPECT_THROW_WITH(Trainer(other, fixed_data(2)), "other settings", "data.batch_size: 4 -> 2");
+  // Nothing to resume from.
+  TrainConfig empty = config("empty", 4, 1, 2);
+  empty.resume = true;
+  EXPECT_THROW_WITH(Trainer(empty, fixed_data(4)), "no checkpoint", empty.out_dir);
+  EXPECT_EQ(list_checkpoints(c.out_dir).size(), 1u);
+}
+
+TEST_F(TrainerTest, RefusesAModelThatCannotFit) {
+  models::DecoderLMConfig big = models::preset_config("gpt2-124m");
+  EXPECT_THROW_WITH(check_training_memory(big, 8, 1024, int64_t{1} << 30), "needs about", "weights",
+                    "activations", "for batch 8 x context 1024", "only 1.00 GiB");
+  EXPECT_NO_THROW(check_training_memory(big, 1, 64, int64_t{64} << 30));
+  TrainConfig huge = config("huge", 4, 1, 2);
+  huge.model_overrides.push_back("dim=65536");
+  huge.model_overrides.push_back("n_heads=64");
+  huge.model_overrides.push_back("n_kv_heads=64");
+  huge.model_overrides.push_back("n_layers=512");
+  EXPECT_THROW_WITH(Trainer(huge, fixed_data(4)), "needs about", "memory is available");
+}
+
+TEST_F(TrainerTest, ModelOverridesAreChecked) {
+  EXPECT_THROW_WITH(model_config_with_overrides("gpt-mini", {"vocab_size"}), "--set 'vocab_size'", "key=value");
+  EXPECT_THROW_WITH(models::parse_model_config(model_config_with_overrides("gpt-mini", {"vocab_sise=3"}), "gpt-mini"),
+                    "vocab_sise");
+  const auto c = models::parse_model_config(model_config_with_overrides("gpt-mini", {"vocab_size=65", "norm=rmsnorm"}));
+  EXPECT_EQ(c.vocab_size, 65);
+  EXPECT_EQ(c.norm, nn::NormKind::rmsnorm);
+}
+
+}  // namespace
+}  // namespace nf::train
