@@ -26,6 +26,7 @@ import fixtures_norms  # noqa: E402
 import fixtures_optimizers  # noqa: E402
 import fixtures_positional  # noqa: E402
 import fixtures_moe  # noqa: E402
+import fixtures_muon  # noqa: E402
 import fixtures_reduce  # noqa: E402
 import fixtures_schedules  # noqa: E402
 import fixtures_softmax  # noqa: E402
@@ -44,6 +45,7 @@ FAMILIES = [
     fixtures_models,
     fixtures_encoder_decoder,
     fixtures_optimizers,
+    fixtures_muon,
     fixtures_schedules,
 ]
 SIZE_BUDGET = 4 << 20  # all fixtures together stay under 4 MB: they are committed
