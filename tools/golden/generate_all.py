@@ -18,8 +18,10 @@ import fixtures_attention  # noqa: E402
 import fixtures_blocks  # noqa: E402
 import fixtures_elementwise  # noqa: E402
 import fixtures_encoder_decoder  # noqa: E402
+import fixtures_grad_clip  # noqa: E402
 import fixtures_lora  # noqa: E402
 import fixtures_loss  # noqa: E402
+import fixtures_loss_scaler  # noqa: E402
 import fixtures_matmul  # noqa: E402
 import fixtures_models  # noqa: E402
 import fixtures_norms  # noqa: E402
@@ -46,6 +48,8 @@ FAMILIES = [
     fixtures_encoder_decoder,
     fixtures_optimizers,
     fixtures_muon,
+    fixtures_grad_clip,
+    fixtures_loss_scaler,
     fixtures_schedules,
 ]
 SIZE_BUDGET = 4 << 20  # all fixtures together stay under 4 MB: they are committed
