@@ -29,6 +29,7 @@ import fixtures_optimizers  # noqa: E402
 import fixtures_positional  # noqa: E402
 import fixtures_moe  # noqa: E402
 import fixtures_muon  # noqa: E402
+import fixtures_nanochat_training  # noqa: E402
 import fixtures_reduce  # noqa: E402
 import fixtures_schedules  # noqa: E402
 import fixtures_softmax  # noqa: E402
@@ -50,6 +51,7 @@ FAMILIES = [
     fixtures_muon,
     fixtures_grad_clip,
     fixtures_loss_scaler,
+    fixtures_nanochat_training,
     fixtures_schedules,
 ]
 SIZE_BUDGET = 4 << 20  # all fixtures together stay under 4 MB: they are committed
