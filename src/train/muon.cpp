@@ -8,6 +8,7 @@
 #include "nanoformer/core/error.h"
 #include "nanoformer/ops/elementwise.h"
 #include "nanoformer/ops/matmul.h"
+#include "nanoformer/train/grad_clip.h"
 
 namespace nf::train {
 
@@ -20,12 +21,8 @@ Tensor newton_schulz(const Tensor& g, int steps) {
   NF_CHECK(g.dim() == 2 && g.dtype() == DType::f32, "newton_schulz: expected a 2-D f32 matrix, got ",
            shape_str(g.shape()), " ", dtype_name(g.dtype()));
   const bool tall = g.size(0) > g.size(1);
-  const Tensor gc = g.contiguous();
-  double sum_squares = 0;
-  const float* v = gc.data<float>();
-  for (int64_t i = 0; i < gc.numel(); ++i) sum_squares += static_cast<double>(v[i]) * v[i];
-  const float norm = static_cast<float>(std::sqrt(sum_squares));               // ||G||_F
-  Tensor x = div(tall ? gc.t() : gc, static_cast<double>(norm + static_cast<float>(kNormEps)));
+  const auto norm = static_cast<float>(std::sqrt(sum_of_squares(g)));          // ||G||_F
+  Tensor x = div(tall ? g.t() : g, static_cast<double>(norm + static_cast<float>(kNormEps)));
   for (int s = 0; s < steps; ++s) {
     const Tensor a = matmul(x, x.t());                                           // A = X X^T
     const Tensor b = a * kNsB + matmul(a * kNsC, a);                             // B = b A + (c A) A

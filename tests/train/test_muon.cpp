@@ -4,54 +4,32 @@
 // parameter after every step within 1e-6 of PyTorch's, and Newton-Schulz alone on the reference's
 // inputs within 5e-6 (fp32's own error there is 1.5e-6).
 #include <algorithm>
-#include <cmath>
+#include <iostream>
 
 #include "nanoformer/nanoformer.h"
 #include "nanoformer/train/muon.h"
 #include "support/golden.h"
 #include "support/testing.h"
+#include "train/quadratic_problem.h"
 
 namespace nf::train {
 namespace {
 
-constexpr int kParams = 3, kSteps = 10;
-
-std::string role(char what, int i, int k = 0) {
-  std::string r(1, what);
-  r += std::to_string(i);
-  if (k > 0) r += ".step" + std::to_string(k);
-  return r;
-}
-
-double max_abs_diff(const Tensor& a, const Tensor& b) {
-  const std::vector<double> x = a.to_vector<double>(), y = b.to_vector<double>();
-  double worst = 0;
-  for (size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::fabs(x[i] - y[i]));
-  return worst;
-}
+double max_abs_diff(const Tensor& a, const Tensor& b) { return max(abs(a - b)).item(); }
 
 void check_case(const std::string& name) {
   SCOPED_TRACE(name);
   const testing::Golden golden("muon");
   const nlohmann::json& c = golden.cases().at(name);
-  std::vector<Tensor> p, a, b;
-  for (int i = 0; i < kParams; ++i) {
-    p.push_back(golden.input(name, role('p', i)));
-    a.push_back(golden.get(name, role('a', i)));
-    b.push_back(golden.get(name, role('b', i)));
-  }
-  std::vector<ParamGroup> groups = {{{p[0], p[1]}, c["groups"][0]["lr"], c["groups"][0]["weight_decay"]},
-                                    {{p[2]}, c["groups"][1]["lr"], c["groups"][1]["weight_decay"]}};
-  Muon optimizer(std::move(groups), {.momentum = c["momentum"], .nesterov = c["nesterov"]});
+  const QuadraticProblem problem(golden, name);
+  Muon optimizer(problem.groups(c), {.momentum = c["momentum"], .nesterov = c["nesterov"]});
   double worst = 0;
-  for (int k = 1; k <= kSteps; ++k) {
+  for (int k = 1; k <= QuadraticProblem::kSteps; ++k) {
     optimizer.zero_grad();
-    Tensor loss = sum(a[0] * p[0] * p[0] * 0.5 + b[0] * p[0]);  // gradient a p + b
-    for (int i = 1; i < kParams; ++i) loss = loss + sum(a[i] * p[i] * p[i] * 0.5 + b[i] * p[i]);
-    loss.backward();
+    problem.backward();
     optimizer.step();
-    for (int i = 0; i < kParams; ++i) {
-      const double diff = max_abs_diff(p[i], golden.get(name, role('p', i, k)));
+    for (int i = 0; i < QuadraticProblem::kParams; ++i) {
+      const double diff = max_abs_diff(problem.p[i], golden.get(name, role('p', i, k)));
       EXPECT_LE(diff, 1e-6) << "parameter " << i << " after step " << k;
       worst = std::max(worst, diff);
     }
@@ -67,8 +45,8 @@ TEST(Muon, NewtonSchulzMatchesReferenceOnItsInputs) {
   const testing::Golden golden("muon");
   double worst = 0;
   for (const auto& [name, c] : golden.cases().items())
-    for (int i = 0; i < kParams; ++i)
-      for (int k = 1; k <= kSteps; ++k) {
+    for (int i = 0; i < QuadraticProblem::kParams; ++i)
+      for (int k = 1; k <= QuadraticProblem::kSteps; ++k) {
         const Tensor out = newton_schulz(golden.get(name, role('n', i, k)));
         worst = std::max(worst, max_abs_diff(out, golden.get(name, role('u', i, k))));
       }

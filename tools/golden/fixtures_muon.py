@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import torch
 
-from golden_common import Fixture, randn
+from fixtures_optimizers import quadratic_case
+from golden_common import Fixture
 
-STEPS = 10
 SHAPES = [(6, 4), (4, 8), (5, 5)]
 NS_COEFFICIENTS = (3.4445, -4.7750, 2.0315)
 NS_STEPS = 5
@@ -85,25 +85,18 @@ def fixtures() -> list[Fixture]:
     fx = Fixture("muon", seed=91, description="nanochat's Muon (fp32 Newton-Schulz) over 10 steps on "
                  "sum(0.5 a p^2 + b p), two parameter groups; roles p{i}, a{i}, b{i}, p{i}.step{k}, n{i}.step{k}, u{i}.step{k}")
     for name, case in CASES.items():
-        init = [randn(*s) for s in SHAPES]
-        a = [torch.rand(*s) * 2 + 0.1 for s in SHAPES]
-        b = [randn(*s) for s in SHAPES]
-        params = [p.clone().requires_grad_(True) for p in init]
         groups = case["groups"]
-        optimizer = Muon([{"params": params[:2], "lr": groups[0][0], "weight_decay": groups[0][1]},
-                          {"params": params[2:], "lr": groups[1][0], "weight_decay": groups[1][1]}],
-                         momentum=case["momentum"], nesterov=case["nesterov"])
-        for i in range(len(SHAPES)):
-            fx.tensors.update({f"{name}.p{i}": init[i], f"{name}.a{i}": a[i], f"{name}.b{i}": b[i]})
-        for k in range(1, STEPS + 1):
-            optimizer.zero_grad()
-            loss = sum((0.5 * ai * p * p + bi * p).sum() for p, ai, bi in zip(params, a, b))
-            loss.backward()
-            optimizer.step()
-            for i, p in enumerate(params):
-                fx.tensors[f"{name}.p{i}.step{k}"] = p.detach().clone()
-                fx.tensors[f"{name}.n{i}.step{k}"] = optimizer.inputs[i]
-                fx.tensors[f"{name}.u{i}.step{k}"] = optimizer.updates[i]
+
+        def make_optimizer(params, case=case, groups=groups):
+            return Muon([{"params": params[:2], "lr": groups[0][0], "weight_decay": groups[0][1]},
+                         {"params": params[2:], "lr": groups[1][0], "weight_decay": groups[1][1]}],
+                        momentum=case["momentum"], nesterov=case["nesterov"])
+
+        def record(k, optimizer, name=name):
+            for i, (n, u) in enumerate(zip(optimizer.inputs, optimizer.updates)):
+                fx.tensors.update({f"{name}.n{i}.step{k}": n, f"{name}.u{i}.step{k}": u})
+
+        quadratic_case(fx, name, SHAPES, make_optimizer, record)
         fx.cases[name] = {"momentum": case["momentum"], "nesterov": case["nesterov"],
                           "groups": [{"lr": lr, "weight_decay": wd} for lr, wd in groups]}
     return [fx]

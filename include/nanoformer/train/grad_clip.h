@@ -14,4 +14,7 @@ namespace nf::train {
 // Throws nf::Error when max_norm is not > 0.
 double clip_grad_norm(const std::vector<Tensor>& params, double max_norm);
 
+// sum x^2 over a tensor's elements, accumulated in double (in a fixed order: the same bits on every run).
+double sum_of_squares(const Tensor& x);
+
 }  // namespace nf::train
