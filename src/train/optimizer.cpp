@@ -1,8 +1,11 @@
 // Optimizer: parameter groups, per-parameter state, and the loop every rule shares.
 #include "nanoformer/train/optimizer.h"
 
+#include <cmath>
+
 #include "nanoformer/autograd/grad_mode.h"
 #include "nanoformer/core/error.h"
+#include "nanoformer/ops/factory.h"
 
 namespace nf::train {
 
@@ -10,26 +13,53 @@ Optimizer::Optimizer(std::vector<ParamGroup> groups) : groups_(std::move(groups)
   NF_CHECK(!groups_.empty(), "Optimizer: no parameter groups");
   state_.resize(groups_.size());
   for (size_t g = 0; g < groups_.size(); ++g) {
-    const ParamGroup& group = groups_[g];
+    ParamGroup& group = groups_[g];
     NF_CHECK(group.lr >= 0, "Optimizer: group ", g, " has lr ", group.lr, ", which must be >= 0");
     NF_CHECK(group.weight_decay >= 0, "Optimizer: group ", g, " has weight_decay ", group.weight_decay,
              ", which must be >= 0");
+    NF_CHECK(group.initial_lr >= 0, "Optimizer: group ", g, " has initial_lr ", group.initial_lr,
+             ", which must be >= 0");
+    if (group.initial_lr == 0) group.initial_lr = group.lr;
     for (size_t i = 0; i < group.params.size(); ++i) {
       const Tensor& p = group.params[i];
       NF_CHECK(p.defined() && p.dtype() == DType::f32 && p.is_contiguous(), "Optimizer: group ", g, " parameter ", i,
                " must be a contiguous f32 tensor");
     }
     state_[g].resize(group.params.size());
-    param_steps_.emplace_back(group.params.size(), 0);
   }
 }
 
+std::string Optimizer::group_label(size_t group) const {
+  const std::string& name = groups_.at(group).name;
+  return name.empty() ? "group" + std::to_string(group) : name;
+}
+
 float* Optimizer::state(size_t group, size_t index, size_t slot) {
-  auto& slots = state_.at(group).at(index);
+  std::vector<Tensor>& slots = state_.at(group).at(index).slots;
   if (slots.size() <= slot) slots.resize(slot + 1);
-  auto& buffer = slots[slot];
-  if (buffer.empty()) buffer.assign(static_cast<size_t>(groups_[group].params[index].numel()), 0.0f);
-  return buffer.data();
+  if (!slots[slot].defined()) slots[slot] = zeros(groups_[group].params[index].shape());
+  return slots[slot].data<float>();
+}
+
+void Optimizer::load_param_state(size_t group, size_t index, const ParamState& state) {
+  const Tensor& p = groups_.at(group).params.at(index);
+  const std::vector<std::string> names = slot_names();
+  NF_CHECK(state.step >= 0, kind(), ": ", group_label(group), " parameter ", index, ": step ", state.step,
+           " must be >= 0");
+  NF_CHECK(state.slots.size() == names.size(), kind(), ": ", group_label(group), " parameter ", index, ": ",
+           state.slots.size(), " state buffers given, ", names.size(), " expected");
+  ParamState restored{.step = state.step, .slots = {}};
+  for (size_t s = 0; s < names.size(); ++s) {
+    const Tensor& t = state.slots[s];
+    if (!t.defined()) {
+      restored.slots.emplace_back();
+      continue;
+    }
+    NF_CHECK(t.shape() == p.shape(), kind(), ": ", group_label(group), " parameter ", index, ": ", names[s],
+             " has shape ", shape_str(t.shape()), ", the parameter ", shape_str(p.shape()));
+    restored.slots.push_back(t.to(DType::f32).clone());
+  }
+  state_[group][index] = std::move(restored);
 }
 
 void Optimizer::step() {
@@ -41,7 +71,7 @@ void Optimizer::step() {
       const Tensor grad = p.grad();
       if (!grad.defined()) continue;
       const Tensor g32 = grad.to(DType::f32).contiguous();
-      ++param_steps_[g][i];
+      ++state_[g][i].step;
       update(g, i, p.data<float>(), g32.data<float>(), p.numel());
     }
 }
@@ -49,6 +79,11 @@ void Optimizer::step() {
 void Optimizer::zero_grad() {
   for (const ParamGroup& group : groups_)
     for (const Tensor& p : group.params) p.zero_grad();
+}
+
+void Optimizer::set_lr_factor(double factor) {
+  NF_CHECK(factor >= 0 && std::isfinite(factor), "Optimizer: lr factor ", factor, " must be finite and >= 0");
+  for (ParamGroup& group : groups_) group.lr = group.initial_lr * factor;  // lr = initial_lr x factor
 }
 
 }  // namespace nf::train

@@ -12,6 +12,11 @@ SGD::SGD(std::vector<ParamGroup> groups, const SGDOptions& options) : Optimizer(
            options_.dampening, ")");
 }
 
+std::vector<std::string> SGD::slot_names() const {
+  if (options_.momentum > 0) return {"momentum_buffer"};
+  return {};
+}
+
 void SGD::update(size_t group, size_t index, float* p, const float* g, int64_t n) {
   const ParamGroup& pg = groups()[group];
   const auto lr = static_cast<float>(pg.lr), wd = static_cast<float>(pg.weight_decay);

@@ -9,19 +9,10 @@
 #include "nanoformer/train/sgd.h"
 #include "support/golden.h"
 #include "support/testing.h"
+#include "train/quadratic_problem.h"
 
 namespace nf::train {
 namespace {
-
-constexpr int kParams = 3, kSteps = 10;
-
-// "p1", "a1", or "p1.step3" (k > 0): the fixture's roles.
-std::string role(char what, int i, int k = 0) {
-  std::string r(1, what);
-  r += std::to_string(i);
-  if (k > 0) r += ".step" + std::to_string(k);
-  return r;
-}
 
 std::unique_ptr<Optimizer> make_optimizer(const nlohmann::json& c, std::vector<ParamGroup> groups) {
   const std::string kind = c.at("optimizer");
@@ -38,23 +29,14 @@ void check_case(const std::string& name) {
   SCOPED_TRACE(name);
   const testing::Golden golden("optimizers");
   const nlohmann::json& c = golden.cases().at(name);
-  std::vector<Tensor> p, a, b;
-  for (int i = 0; i < kParams; ++i) {
-    p.push_back(golden.input(name, role('p', i)));
-    a.push_back(golden.get(name, role('a', i)));
-    b.push_back(golden.get(name, role('b', i)));
-  }
-  std::vector<ParamGroup> groups = {{{p[0], p[1]}, c["groups"][0]["lr"], c["groups"][0]["weight_decay"]},
-                                    {{p[2]}, c["groups"][1]["lr"], c["groups"][1]["weight_decay"]}};
-  const auto optimizer = make_optimizer(c, std::move(groups));
-  for (int k = 1; k <= kSteps; ++k) {
+  const QuadraticProblem problem(golden, name);
+  const auto optimizer = make_optimizer(c, problem.groups(c));
+  for (int k = 1; k <= QuadraticProblem::kSteps; ++k) {
     optimizer->zero_grad();
-    Tensor loss = sum(a[0] * p[0] * p[0] * 0.5 + b[0] * p[0]);  // gradient a p + b
-    for (int i = 1; i < kParams; ++i) loss = loss + sum(a[i] * p[i] * p[i] * 0.5 + b[i] * p[i]);
-    loss.backward();
+    problem.backward();
     optimizer->step();
-    for (int i = 0; i < kParams; ++i)
-      EXPECT_TENSOR_CLOSE(p[i], golden.get(name, role('p', i, k)), 1e-6, 0.0)
+    for (int i = 0; i < QuadraticProblem::kParams; ++i)
+      EXPECT_TENSOR_CLOSE(problem.p[i], golden.get(name, role('p', i, k)), 1e-6, 0.0)
           << "parameter " << i << " after step " << k;
   }
 }

@@ -170,30 +170,37 @@ def minimind_moe(fx: Fixture) -> None:
     add_case(fx, "minimind_moe", forward, p, {**MINIMIND, "mlp_hidden": EXPERT_HIDDEN, "moe": MOE})
 
 
-def nanochat(fx: Fixture) -> None:
+NANOCHAT_EPS = torch.finfo(torch.float32).eps
+NANOCHAT_CONFIG = {"n_kv_heads": 2, "norm": "rmsnorm_no_weight", "norm_eps": NANOCHAT_EPS, "norm_bias": False,
+                   "embedding_norm": True, "position": "rope", "rope_layout": "half_negative", "qk_norm": True,
+                   "qk_norm_eps": NANOCHAT_EPS, "mlp": "relu2", "attention_bias": False, "mlp_bias": False,
+                   "tie_embeddings": False, "logit_softcap": 15.0, "init": "nanochat"}
+
+
+def nanochat_params() -> dict[str, torch.Tensor]:
     p = {"tok_embeddings.weight": randn(V, D), **linear_params("output", D, V, False)}
     for i in range(LAYERS):
         p.update(layer_params(i, False, 2, {}, {"c_fc": (D, 4 * D, False), "c_proj": (4 * D, D, False)}))
+    return p
+
+
+def nanochat_forward(ids: torch.Tensor, p: dict) -> tuple[torch.Tensor, torch.Tensor]:
     rotate = rope_half_negative(10000.0)
 
     def norm(x):
         return F.rms_norm(x, (x.size(-1),))
 
-    def forward(ids, p):
-        x = norm(p["tok_embeddings.weight"][ids])
-        for i in range(LAYERS):
-            n = f"layers.{i}"
-            x = x + attention(p, f"{n}.attn", norm(x), H, 2, causal=True, rotate=rotate, qk_norm=True)
-            x = x + lin(p, f"{n}.mlp.c_proj", F.relu(lin(p, f"{n}.mlp.c_fc", norm(x))).square())
-        logits = lin(p, "output", norm(x))
-        return 15 * torch.tanh(logits / 15), torch.zeros(())
+    x = norm(p["tok_embeddings.weight"][ids])
+    for i in range(LAYERS):
+        n = f"layers.{i}"
+        x = x + attention(p, f"{n}.attn", norm(x), H, 2, causal=True, rotate=rotate, qk_norm=True)
+        x = x + lin(p, f"{n}.mlp.c_proj", F.relu(lin(p, f"{n}.mlp.c_fc", norm(x))).square())
+    logits = lin(p, "output", norm(x))
+    return 15 * torch.tanh(logits / 15), torch.zeros(())
 
-    eps = torch.finfo(torch.float32).eps
-    add_case(fx, "nanochat", forward, p,
-             {"n_kv_heads": 2, "norm": "rmsnorm_no_weight", "norm_eps": eps, "norm_bias": False, "embedding_norm": True,
-              "position": "rope", "rope_layout": "half_negative", "qk_norm": True, "qk_norm_eps": eps, "mlp": "relu2",
-              "attention_bias": False, "mlp_bias": False, "tie_embeddings": False, "logit_softcap": 15.0,
-              "init": "nanochat"})
+
+def nanochat(fx: Fixture) -> None:
+    add_case(fx, "nanochat", nanochat_forward, nanochat_params(), NANOCHAT_CONFIG)
 
 
 def fixtures() -> list[Fixture]:

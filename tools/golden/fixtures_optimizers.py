@@ -24,26 +24,37 @@ CASES = {
 }
 
 
+def quadratic_case(fx: Fixture, name: str, shapes: list[tuple[int, ...]], make_optimizer, record=None) -> None:
+    """Draws p_i, a_i, b_i of `shapes`, trains the p_i on sum_i sum(0.5 a_i p_i^2 + b_i p_i) for STEPS
+    steps with make_optimizer(params) and stores roles p{i}, a{i}, b{i} and p{i}.step{k};
+    record(k, optimizer) may store more after each step."""
+    init = [randn(*s) for s in shapes]
+    a = [torch.rand(*s) * 2 + 0.1 for s in shapes]
+    b = [randn(*s) for s in shapes]
+    params = [p.clone().requires_grad_(True) for p in init]
+    optimizer = make_optimizer(params)
+    for i in range(len(shapes)):
+        fx.tensors.update({f"{name}.p{i}": init[i], f"{name}.a{i}": a[i], f"{name}.b{i}": b[i]})
+    for k in range(1, STEPS + 1):
+        optimizer.zero_grad()
+        loss = sum((0.5 * ai * p * p + bi * p).sum() for p, ai, bi in zip(params, a, b))
+        loss.backward()
+        optimizer.step()
+        for i, p in enumerate(params):
+            fx.tensors[f"{name}.p{i}.step{k}"] = p.detach().clone()
+        if record:
+            record(k, optimizer)
+
+
 def fixtures() -> list[Fixture]:
     fx = Fixture("optimizers", seed=90, description="torch.optim SGD / Adam / AdamW over 10 steps on "
                  "sum(0.5 a p^2 + b p), two parameter groups; roles p{i}, a{i}, b{i}, p{i}.step{k}")
     for name, (kind, options, groups) in CASES.items():
-        init = [randn(*s) for s in SHAPES]
-        a = [torch.rand(*s) * 2 + 0.1 for s in SHAPES]
-        b = [randn(*s) for s in SHAPES]
-        params = [p.clone().requires_grad_(True) for p in init]
-        optimizer = getattr(torch.optim, kind)(
-            [{"params": params[:2], "lr": groups[0][0], "weight_decay": groups[0][1]},
-             {"params": params[2:], "lr": groups[1][0], "weight_decay": groups[1][1]}], **options)
-        for i in range(len(SHAPES)):
-            fx.tensors.update({f"{name}.p{i}": init[i], f"{name}.a{i}": a[i], f"{name}.b{i}": b[i]})
-        for k in range(1, STEPS + 1):
-            optimizer.zero_grad()
-            loss = sum((0.5 * ai * p * p + bi * p).sum() for p, ai, bi in zip(params, a, b))
-            loss.backward()
-            optimizer.step()
-            for i, p in enumerate(params):
-                fx.tensors[f"{name}.p{i}.step{k}"] = p.detach().clone()
+        def make_optimizer(params, kind=kind, options=options, groups=groups):
+            return getattr(torch.optim, kind)(
+                [{"params": params[:2], "lr": groups[0][0], "weight_decay": groups[0][1]},
+                 {"params": params[2:], "lr": groups[1][0], "weight_decay": groups[1][1]}], **options)
+        quadratic_case(fx, name, SHAPES, make_optimizer)
         fx.cases[name] = {"optimizer": kind, **{k: list(v) if isinstance(v, tuple) else v for k, v in options.items()},
                           "groups": [{"lr": lr, "weight_decay": wd} for lr, wd in groups]}
     return [fx]

@@ -18,14 +18,18 @@ import fixtures_attention  # noqa: E402
 import fixtures_blocks  # noqa: E402
 import fixtures_elementwise  # noqa: E402
 import fixtures_encoder_decoder  # noqa: E402
+import fixtures_grad_clip  # noqa: E402
 import fixtures_lora  # noqa: E402
 import fixtures_loss  # noqa: E402
+import fixtures_loss_scaler  # noqa: E402
 import fixtures_matmul  # noqa: E402
 import fixtures_models  # noqa: E402
 import fixtures_norms  # noqa: E402
 import fixtures_optimizers  # noqa: E402
 import fixtures_positional  # noqa: E402
 import fixtures_moe  # noqa: E402
+import fixtures_muon  # noqa: E402
+import fixtures_nanochat_training  # noqa: E402
 import fixtures_reduce  # noqa: E402
 import fixtures_schedules  # noqa: E402
 import fixtures_softmax  # noqa: E402
@@ -44,6 +48,10 @@ FAMILIES = [
     fixtures_models,
     fixtures_encoder_decoder,
     fixtures_optimizers,
+    fixtures_muon,
+    fixtures_grad_clip,
+    fixtures_loss_scaler,
+    fixtures_nanochat_training,
     fixtures_schedules,
 ]
 SIZE_BUDGET = 4 << 20  # all fixtures together stay under 4 MB: they are committed

@@ -18,6 +18,8 @@ struct AdamOptions {
 class Adam : public Optimizer {
  public:
   Adam(std::vector<ParamGroup> groups, const AdamOptions& options = {});
+  std::string kind() const override { return options_.decoupled_weight_decay ? "adamw" : "adam"; }
+  std::vector<std::string> slot_names() const override { return {"exp_avg", "exp_avg_sq"}; }
 
  private:
   void update(size_t group, size_t index, float* p, const float* g, int64_t n) override;

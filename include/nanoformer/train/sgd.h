@@ -17,6 +17,9 @@ struct SGDOptions {
 class SGD : public Optimizer {
  public:
   SGD(std::vector<ParamGroup> groups, const SGDOptions& options = {});
+  std::string kind() const override { return "sgd"; }
+  // "momentum_buffer" with momentum, none without.
+  std::vector<std::string> slot_names() const override;
 
  private:
   void update(size_t group, size_t index, float* p, const float* g, int64_t n) override;
