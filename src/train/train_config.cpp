@@ -75,7 +75,7 @@ json to_json(const TrainConfig& c) {
           {"save_every", c.save_every},
           {"keep", c.keep},
           {"out_dir", c.out_dir},
-          {"seed", c.seed}}};
+          {"seed", c.seed}};
 }
 
 }  // namespace

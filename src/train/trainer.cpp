@@ -125,7 +125,9 @@ Trainer::Trainer(TrainConfig config, TrainingData data) : config_(std::move(conf
   if (config_.precision == Precision::fp16) scaler_ = std::make_unique<DynamicLossScaler>();
   if (!resumed_from_.empty()) {
     load_optimizer_state(resumed_from_, *optimizer_);
-    if (scaler_) scaler_->set_state(state_.loss_scale, state_.good_steps);
+    if (scaler_)
+      scaler_->load_state_dict({{"loss_scaler.scale", Tensor::scalar(state_.loss_scale)},
+                                {"loss_scaler.growth_tracker", Tensor::scalar(static_cast<double>(state_.good_steps), DType::i64)}});
   }
   // metrics.jsonl: a resumed run drops the lines of steps after its checkpoint, then appends.
   const std::string metrics_path = (fs::path(config_.out_dir) / "metrics.jsonl").string();
@@ -233,7 +235,7 @@ StepResult Trainer::train_step() {
   if (scaler_) {
     scaler_->update(!finite);
     state_.loss_scale = scaler_->scale();
-    state_.good_steps = scaler_->good_steps();
+    state_.good_steps = scaler_->growth_tracker();
   }
   optimizer_->zero_grad();
   r.skipped = !finite;

@@ -6,6 +6,7 @@
 //   still loads and the run resumes from it;
 // - Ctrl-C (SIGINT) writes a checkpoint and exits with status 130;
 // - bad flags and data give one clear line and touch no checkpoint.
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
