@@ -17,6 +17,7 @@
 #include "nanoformer/tokenizer/bpe_trainer.h"
 #include "nanoformer/tokenizer/char_tokenizer.h"
 #include "nanoformer/tokenizer/corpus.h"
+#include "nanoformer/tokenizer/jsonl.h"
 #include "nanoformer/tokenizer/token_file.h"
 #include "nanoformer/util/progress_bar.h"
 
@@ -176,28 +177,50 @@ void add_decode(CLI::App& parent) {
 }
 
 void add_prepare(CLI::App& parent) {
-  auto* cmd = parent.add_subcommand("prepare", "Encode text files into a binary token file for training");
+  auto* cmd = parent.add_subcommand("prepare", "Encode text or JSONL files into a binary token file for training");
   struct Args {
-    std::string tokenizer, output, eos;
+    std::string tokenizer, output, eos, jsonl_field;
     std::vector<std::string> inputs;
     int threads = 0;
     bool quiet = false;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("--tokenizer,-t", a->tokenizer, "tokenizer.json or character vocabulary")->required();
-  cmd->add_option("--input,-i", a->inputs, "Text files")->required();
+  cmd->add_option("--input,-i", a->inputs, "Text files, or JSONL files (*.jsonl: one {\"text\": ...} document per line)")
+      ->required();
   cmd->add_option("--output,-o", a->output, "Token file to write")->required();
   cmd->add_option("--threads", a->threads, "Encoding threads (default: all)");
-  cmd->add_option("--eos", a->eos, "A token appended after each file, e.g. '<|endoftext|>'");
+  cmd->add_option("--eos", a->eos,
+                  "A token appended after each text file and each JSONL document (JSONL default: <|endoftext|> when "
+                  "the tokenizer has it)");
+  cmd->add_option("--jsonl-field", a->jsonl_field,
+                  "Read every input as JSONL, the document being this string field of each line (files named *.jsonl "
+                  "are read as JSONL with the field 'text' without it)");
   cmd->add_flag("--quiet,-q", a->quiet, "No progress bar");
   cmd->callback([a] {
     const auto start = Clock::now();
     const auto tok = tk::load_tokenizer(a->tokenizer);
     tk::PrepareOptions options;
     options.threads = a->threads;
+    if (!a->jsonl_field.empty()) {
+      options.jsonl = true;
+      options.jsonl_field = a->jsonl_field;
+    }
     if (!a->eos.empty()) {
       options.separator = tok->token_id(a->eos);
       NF_CHECK(options.separator, "prepare: --eos '", a->eos, "' is not a token of ", a->tokenizer);
+      options.document_separator = options.separator;
+    } else {
+      options.document_separator = tk::end_of_text_id(*tok);
+    }
+    const bool any_jsonl = options.jsonl || std::any_of(a->inputs.begin(), a->inputs.end(), tk::is_jsonl_path);
+    if (any_jsonl && !a->quiet) {
+      if (options.document_separator)
+        std::cerr << "JSONL documents end with " << (a->eos.empty() ? std::string(tk::kEndOfText) : a->eos) << " (id "
+                  << *options.document_separator << ")\n";
+      else
+        std::cerr << "JSONL documents are not separated: " << a->tokenizer << " has no " << tk::kEndOfText
+                  << " (give --eos)\n";
     }
     options.progress = progress_reporter("encoding", "B", !a->quiet);
     const tk::PrepareStats stats = tk::prepare_token_file(*tok, a->inputs, a->output, options);

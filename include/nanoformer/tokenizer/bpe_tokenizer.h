@@ -38,7 +38,7 @@ class BpeTokenizer final : public Tokenizer {
   using Tokenizer::encode;
   void encode(std::string_view text, std::vector<TokenId>& out) const override;
   // Encodes without looking for added tokens (their text is encoded like any other).
-  void encode_ordinary(std::string_view text, std::vector<TokenId>& out) const;
+  void encode_ordinary(std::string_view text, std::vector<TokenId>& out) const override;
 
   std::string_view token_bytes(TokenId id) const override;
   void decode(std::span<const TokenId> ids, std::string& out) const override;

@@ -25,6 +25,9 @@ class Tokenizer {
   // Appends the ids of text to out.
   virtual void encode(std::string_view text, std::vector<TokenId>& out) const = 0;
   std::vector<TokenId> encode(std::string_view text) const;
+  // Appends the ids of text read as plain text, special tokens' text encoded like any other
+  // (tiktoken's encode_ordinary); for a tokenizer without special tokens, the same as encode.
+  virtual void encode_ordinary(std::string_view text, std::vector<TokenId>& out) const { encode(text, out); }
 
   // The bytes of one token; throws nf::Error naming the id when it is out of range or unused.
   virtual std::string_view token_bytes(TokenId id) const = 0;

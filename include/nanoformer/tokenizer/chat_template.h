@@ -1,0 +1,63 @@
+#pragma once
+// Chat templates: a conversation (system / user / assistant messages) rendered to token ids, with
+// a per-token mask of the tokens a supervised fine-tuning run trains on (the assistant's part).
+// The same rendering serves training (render) and a chat at inference time (render_for_completion).
+//
+// "chatml" is MiniMind2's template (its tokenizer_config.json chat_template):
+//   <|im_start|>system\n{system}<|im_end|>\n            (default system "You are a helpful assistant"
+//   <|im_start|>user\n{user}<|im_end|>\n                 when the first message is not a system one;
+//   <|im_start|>assistant\n{assistant}<|im_end|>\n       a later system message is a turn of its own)
+// The text is encoded in one call, as `apply_chat_template(..., tokenize=True)` does, so the ids
+// equal Hugging Face's. The mask is MiniMind's SFTDataset._generate_loss_mask: after each run of
+// the tokens of "<|im_start|>assistant", one token (the "\n") is skipped, and from there every token
+// up to and including the next <|im_end|> AND the one token after it (the "\n" that closes the
+// turn) is trained on; an unclosed turn is trained on to the end.
+//
+// "nanochat" is nanochat's render_conversation: <|bos|>, then <|user_start|>{user}<|user_end|> and
+// <|assistant_start|>{assistant}<|assistant_end|> alternating, user first; a leading system
+// message is merged into the first user message as system + "\n\n" + user. Contents are encoded
+// without looking for special tokens (tiktoken's encode_ordinary); the mask covers the assistant's
+// content tokens and its <|assistant_end|>.
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "nanoformer/tokenizer/tokenizer.h"
+
+namespace nf::tokenizer {
+
+struct ChatMessage {
+  std::string role;  // "system", "user" or "assistant"
+  std::string content;
+};
+
+struct RenderedChat {
+  std::vector<TokenId> ids;
+  std::vector<uint8_t> trained;  // trained[i] = 1: ids[i] is a target the loss is taken on
+};
+
+class ChatTemplate {
+ public:
+  virtual ~ChatTemplate() = default;
+  virtual std::string_view name() const = 0;
+  // The whole conversation with its mask. Throws nf::Error naming the message (0-based index) with
+  // an unknown role or a role out of the order the template requires.
+  virtual RenderedChat render(std::span<const ChatMessage> messages) const = 0;
+  // The conversation so far followed by the opening of the assistant's reply, for generation.
+  virtual std::vector<TokenId> render_for_completion(std::span<const ChatMessage> messages) const = 0;
+  // The token that ends an assistant turn: generation stops at it; SFT batches pad with it.
+  virtual TokenId end_token() const = 0;
+};
+
+// The template `name` ("chatml" or "nanochat") over a tokenizer that must have its special tokens
+// as single tokens, and must outlive the template; throws nf::Error naming an unknown template or
+// the missing special token.
+std::unique_ptr<ChatTemplate> make_chat_template(std::string_view name, const Tokenizer& tokenizer);
+
+// The id of a special token that must encode as exactly that one id; throws nf::Error naming the
+// token (and `purpose`) when the tokenizer lacks it.
+TokenId require_special_token(const Tokenizer& tokenizer, std::string_view content, std::string_view purpose);
+
+}  // namespace nf::tokenizer

@@ -1,0 +1,81 @@
+#include "nanoformer/train/token_corpus.h"
+
+#include <algorithm>
+
+#include "nanoformer/core/error.h"
+
+namespace nf::train {
+
+void TokenCorpus::add_file(tokenizer::TokenFile file) {
+  Part part;
+  part.source = file.path();
+  part.begin = size_;
+  part.size = file.size();
+  part.vocab_size = file.vocab_size();
+  part.file.emplace(std::move(file));
+  size_ += part.size;
+  parts_.push_back(std::move(part));
+}
+
+void TokenCorpus::add_ids(std::string source, std::vector<TokenId> ids, uint64_t vocab_size) {
+  Part part;
+  part.source = std::move(source);
+  part.begin = size_;
+  part.size = ids.size();
+  part.vocab_size = vocab_size;
+  part.ids = std::move(ids);
+  size_ += part.size;
+  parts_.push_back(std::move(part));
+}
+
+const TokenCorpus::Part& TokenCorpus::part_at(uint64_t position) const {
+  // The last part that begins at or before position (position < size_): never an empty part,
+  // since the part after an empty one begins where it does.
+  const auto it = std::upper_bound(parts_.begin(), parts_.end(), position,
+                                   [](uint64_t p, const Part& part) { return p < part.begin; });
+  return *(it - 1);
+}
+
+void TokenCorpus::read(uint64_t start, std::span<TokenId> out) const {
+  NF_CHECK(start <= size_ && out.size() <= size_ - start, "tokens [", start, ", ", start + out.size(),
+           ") are out of range of a corpus of ", size_, " tokens");
+  for (size_t done = 0; done < out.size();) {
+    const uint64_t position = start + done;
+    const Part& part = part_at(position);
+    const uint64_t offset = position - part.begin;
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(out.size() - done, part.size - offset));
+    if (part.file)
+      part.file->read(offset, out.subspan(done, n));
+    else
+      std::copy_n(part.ids.begin() + static_cast<std::ptrdiff_t>(offset), n, out.begin() + static_cast<std::ptrdiff_t>(done));
+    done += n;
+  }
+}
+
+std::string TokenCorpus::locate(uint64_t position) const {
+  NF_CHECK(position < size_, "position ", position, " is out of range of a corpus of ", size_, " tokens");
+  const Part& part = part_at(position);
+  return part.source + ", token " + std::to_string(position - part.begin);
+}
+
+void TokenCorpus::check_vocab(uint64_t vocab_size) const {
+  std::vector<TokenId> block(1 << 16);
+  for (const Part& part : parts_) {
+    if (part.vocab_size <= vocab_size) continue;
+    for (uint64_t start = 0; start < part.size; start += block.size()) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(block.size(), part.size - start));
+      read(part.begin + start, std::span<TokenId>(block.data(), n));
+      for (size_t i = 0; i < n; ++i)
+        NF_CHECK(block[i] < vocab_size, part.source, ", token ", start + i, ": id ", block[i],
+                 " is not below the model's vocabulary size ", vocab_size);
+    }
+  }
+}
+
+std::string TokenCorpus::sources() const {
+  std::string out;
+  for (const Part& part : parts_) out += (out.empty() ? "" : " + ") + part.source;
+  return out;
+}
+
+}  // namespace nf::train
