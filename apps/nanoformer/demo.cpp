@@ -64,7 +64,7 @@ void run_demo(const DemoOptions& o) {
   chars.save(vocab_path);
   std::printf("nanoformer demo: %lld-digit addition, %lld training problems (\"%s%s\" is 123+989), %d threads, BLAS: %s\n",
               static_cast<long long>(o.task.digits), static_cast<long long>(o.task.train_problems),
-              train::addition_problem(123, 989).prompt.c_str(), "2111", num_threads(), blas_info());
+              train::addition_problem(123, 989, 3).prompt.c_str(), "2111", num_threads(), blas_info());
 
   train::TrainConfig c;
   c.model = "llama2c-stories260k";

@@ -15,12 +15,12 @@ int main(int argc, char** argv) {
   nf::cli::add_train_command(app);
   try {
     app.parse(argc, argv);
+  } catch (const CLI::RuntimeError& e) {
+    return e.get_exit_code();  // a command's own exit status (train stopped by Ctrl-C: 130)
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help
     std::cerr << "nanoformer: " << e.what() << " (see --help)\n";
     return e.get_exit_code();
-  } catch (const CLI::RuntimeError& e) {
-    return e.get_exit_code();  // a command's own exit status (train stopped by Ctrl-C: 130)
   } catch (const std::exception& e) {
     std::cerr << "nanoformer: " << e.what() << "\n";
     return 1;

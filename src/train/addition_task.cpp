@@ -1,6 +1,7 @@
 // The demo's generated addition task (train/addition_task.h).
 #include "nanoformer/train/addition_task.h"
 
+#include <algorithm>
 #include <unordered_set>
 
 #include "nanoformer/core/error.h"
@@ -8,9 +9,19 @@
 
 namespace nf::train {
 
-AdditionProblem addition_problem(int64_t a, int64_t b) {
-  std::string sum = std::to_string(a + b);
-  return {std::to_string(a) + "+" + std::to_string(b) + "=", std::string(sum.rbegin(), sum.rend()) + "\n"};
+namespace {
+
+// n in exactly `width` digits, zero-padded on the left.
+std::string padded(int64_t n, int width) {
+  std::string s = std::to_string(n);
+  return std::string(static_cast<size_t>(std::max(0, width - static_cast<int>(s.size()))), '0') + s;
+}
+
+}  // namespace
+
+AdditionProblem addition_problem(int64_t a, int64_t b, int digits) {
+  const std::string sum = padded(a + b, digits + 1);
+  return {padded(a, digits) + "+" + padded(b, digits) + "=", std::string(sum.rbegin(), sum.rend()) + "\n"};
 }
 
 AdditionTask make_addition_task(const AdditionTaskOptions& o) {
@@ -27,7 +38,7 @@ AdditionTask make_addition_task(const AdditionTaskOptions& o) {
       const auto words = philox4x32(gen.reserve(1), 0, gen.seed());
       const int64_t a = static_cast<int64_t>(words[0] % static_cast<uint64_t>(range));
       const int64_t b = static_cast<int64_t>(words[1] % static_cast<uint64_t>(range));
-      if (seen.insert(a * range + b).second) return addition_problem(a, b);
+      if (seen.insert(a * range + b).second) return addition_problem(a, b, o.digits);
     }
   };
   AdditionTask task;

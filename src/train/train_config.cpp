@@ -136,7 +136,9 @@ TrainConfig train_config_from_json(const std::string& json_text, const std::stri
 
 std::vector<std::string> resume_conflicts(const TrainConfig& saved, const TrainConfig& requested) {
   // What may change on resume: where and how often it reports and saves, and the run's length.
-  static const std::set<std::string> kFree = {"eval_every", "eval_batches", "save_every", "keep", "out_dir"};
+  // data.vocab_size is the model's, filled in when the run starts.
+  static const std::set<std::string> kFree = {"eval_every", "eval_batches", "save_every", "keep", "out_dir",
+                                              "data.vocab_size"};
   const json a = to_json(saved), b = to_json(requested);
   std::vector<std::string> conflicts;
   for (auto it = a.begin(); it != a.end(); ++it) {
@@ -144,7 +146,7 @@ std::vector<std::string> resume_conflicts(const TrainConfig& saved, const TrainC
     if (it.value().is_object()) {
       for (auto sub = it.value().begin(); sub != it.value().end(); ++sub) {
         const json& other = b.at(it.key()).at(sub.key());
-        if (other != sub.value())
+        if (other != sub.value() && !kFree.count(it.key() + "." + sub.key()))
           conflicts.push_back(it.key() + "." + sub.key() + ": " + sub.value().dump() + " -> " + other.dump());
       }
     } else {

@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
@@ -225,8 +224,13 @@ StepResult Trainer::train_step() {
 
   const std::vector<Tensor> params = optimizer_->parameters();
   bool finite = scaler_ ? scaler_->unscale(params) : true;
-  r.grad_norm = clip_grad_norm(params, config_.grad_clip > 0 ? config_.grad_clip
-                                                              : std::numeric_limits<double>::infinity());
+  if (config_.grad_clip > 0) {
+    r.grad_norm = clip_grad_norm(params, config_.grad_clip);
+  } else {
+    for (const Tensor& p : params)
+      if (p.grad().defined()) r.grad_norm += sum_of_squares(p.grad());
+    r.grad_norm = std::sqrt(r.grad_norm);
+  }
   if (!scaler_)
     NF_CHECK(std::isfinite(r.grad_norm), "train: step ", t + 1, ": the gradient is not finite (loss ", r.loss,
              "); the last checkpoint is intact: lower --lr, or use --grad-clip");
@@ -279,7 +283,11 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
   std::optional<ProgressBar> bar;
   if (!config_.quiet) bar.emplace(total, "train", "steps", state_.step);
   auto report = [&](const std::string& line) {
-    if (bar) bar->message(line);
+    if (bar) {
+      bar->message(line);
+    } else {
+      std::fprintf(stderr, "%s\n", line.c_str());
+    }
   };
   double smoothed_rate = 0;
   while (state_.step < total) {

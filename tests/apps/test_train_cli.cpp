@@ -174,31 +174,32 @@ TEST_F(TrainCliTest, InterruptWritesACheckpointAndExits130) {
 }
 
 TEST_F(TrainCliTest, BadInputIsOneClearLineAndKeepsCheckpoints) {
-  ASSERT_EQ(run(run_args("kept", 2)), 0) << err();
-  const std::string before = train::list_checkpoints(path("kept")).back().second;
+  ASSERT_EQ(run(run_args("kept", 3)), 0) << err();
+  const auto saved = train::list_checkpoints(path("kept"));
+  const std::string before = saved.back().second;
   const auto modified = fs::last_write_time(before);
   // A resume that changes the batch shape.
   EXPECT_EQ(run({"train", "--out", path("kept"), "--resume", "--batch-size", "2", "--quiet"}), 1);
   EXPECT_NE(err().find("data.batch_size: 4 -> 2"), std::string::npos) << err();
   // A fresh run into a directory with checkpoints.
-  EXPECT_EQ(run(run_args("kept", 2)), 1);
+  EXPECT_EQ(run(run_args("kept", 3)), 1);
   EXPECT_NE(err().find("already holds checkpoints"), std::string::npos) << err();
   // Token ids beyond the model's vocabulary.
-  auto small_vocab = run_args("vocab", 2);
+  auto small_vocab = run_args("vocab", 3);
   small_vocab[4] = "vocab_size=16";
   EXPECT_EQ(run(small_vocab), 1);
   EXPECT_NE(err().find("tokens.bin"), std::string::npos) << err();
   // An unreadable data file.
-  auto missing = run_args("missing", 2);
+  auto missing = run_args("missing", 3);
   missing[10] = path("nope.bin");
   EXPECT_EQ(run(missing), 1);
   EXPECT_NE(err().find("nope.bin"), std::string::npos) << err();
   // A model that cannot fit.
-  auto huge = run_args("huge", 2, "dim=65536");
+  auto huge = run_args("huge", 3, "dim=65536");
   huge.insert(huge.end(), {"--set", "n_layers=1000", "--set", "n_heads=64", "--set", "n_kv_heads=64"});
   EXPECT_EQ(run(huge), 1);
   EXPECT_NE(err().find("memory is available"), std::string::npos) << err();
-  EXPECT_EQ(train::list_checkpoints(path("kept")).size(), 1u);
+  EXPECT_EQ(train::list_checkpoints(path("kept")), saved);
   EXPECT_EQ(fs::last_write_time(before), modified);
 }
 

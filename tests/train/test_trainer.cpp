@@ -78,7 +78,7 @@ class TrainerTest : public ::testing::Test {
     c.optimizer.name = "adamw";
     c.optimizer.lr = 1e-2;
     c.optimizer.weight_decay = 0.1;
-    c.schedule = {.kind = ScheduleKind::warmup_cosine, .lr = 1e-2, .total_steps = steps, .warmup_steps = 2,
+    c.schedule = {.kind = ScheduleKind::warmup_cosine, .lr = 1e-2, .total_steps = steps, .warmup_steps = steps > 2 ? 2 : 0,
                   .min_lr = 1e-3};
     c.eval_every = 2;
     c.eval_batches = 2;
