@@ -8,6 +8,7 @@ packages=(
   build-essential cmake pkg-config
   libopenblas-dev        # cblas.h
   libopenblas0-openmp    # the CBLAS loaded at run time: OpenBLAS built on OpenMP, sharing our threads
+  libdnnl-dev            # oneDNN: bf16 GEMMs on the CPU's bf16 instructions (autocast)
   libgtest-dev           # unit tests
   libbenchmark-dev       # make bench
   nlohmann-json3-dev     # JSON configs and safetensors headers

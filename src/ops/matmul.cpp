@@ -1,6 +1,7 @@
 // matmul and linear. The primitive is a batched product of operands with identical batch shapes;
 // torch.matmul's promotions (1-D operands) and batch broadcasting are expressed with
-// differentiable views around it, so their gradients come for free.
+// differentiable views around it, so their gradients come for free. Under autocast
+// (ops/autocast.h) the primitive multiplies rounded copies of the operands, taken by the same views.
 #include "nanoformer/ops/matmul.h"
 
 #include "nanoformer/autograd/node.h"
@@ -9,6 +10,7 @@
 #include "nanoformer/ops/elementwise.h"
 #include "nanoformer/ops/reduce.h"
 #include "nanoformer/ops/view.h"
+#include "ops/autocast_internal.h"
 #include "ops/cpu/matmul.h"
 
 namespace nf {
@@ -30,6 +32,49 @@ Tensor batched_matmul(const Tensor& a, const Tensor& b) {
   return out;
 }
 
+// C (f32) = A B of bf16/f16 operands with f32 sums; no history (autocast's products record below).
+Tensor rounded_product(const Tensor& a, const Tensor& b) {
+  Shape shape = a.shape();
+  shape.back() = b.shape().back();
+  Tensor out = Tensor::empty(shape, DType::f32, a.device());
+  kMatmul.get(a.device(), "matmul")(out, a, b);
+  return out;
+}
+
+// A product of the operands a backward saved: autocast's rounded copies (bf16/f16: the rounded
+// product) or the f32/f64 operands themselves (the plain, recorded product, as without autocast).
+Tensor product(const Tensor& a, const Tensor& b) {
+  return a.dtype() == DType::bf16 || a.dtype() == DType::f16 ? rounded_product(a, b) : batched_matmul(a, b);
+}
+
+// g rounded as autocast rounded `operand` (g itself when the operand was not rounded)
+Tensor round_like(const Tensor& g, const Tensor& operand) {
+  return operand.dtype() == g.dtype() ? g : autocast_round(g, operand.dtype());
+}
+
+// An operand and the same view of its autocast copy (undefined when autocast is off).
+struct Operand {
+  Tensor value, rounded;
+  template <class View>
+  Operand map(View view) const {
+    return {view(value), rounded.defined() ? view(rounded) : Tensor()};
+  }
+};
+
+// C (f32) = r(A) r(B), r rounding to bf16/f16, from operands of identical batch dims:
+//   dA = r(dC) r(B)^T,  dB = r(A)^T r(dC)   (PyTorch's autocast saves the rounded operands too)
+Tensor batched_matmul(const Operand& a, const Operand& b) {
+  if (!a.rounded.defined()) return batched_matmul(a.value, b.value);
+  Tensor out = rounded_product(a.rounded, b.rounded);
+  autograd::record("matmul", out, {a.value, b.value},
+                   [ar = a.rounded, br = b.rounded](const Tensor& g, const autograd::Node& n) {
+                     const Tensor gr = round_like(g, ar);
+                     return std::vector<Tensor>{n.needs_input_grad(0) ? rounded_product(gr, br.transpose(-1, -2)) : Tensor(),
+                                                n.needs_input_grad(1) ? rounded_product(ar.transpose(-1, -2), gr) : Tensor()};
+                   });
+  return out;
+}
+
 void check_matmul_operands(const char* op, const Tensor& a, const Tensor& b) {
   NF_CHECK(a.defined() && b.defined(), op, ": operand is undefined");
   NF_CHECK(a.dtype() == b.dtype(), op, ": dtypes differ: a ", dtype_name(a.dtype()), " ", shape_str(a.shape()),
@@ -45,26 +90,35 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
   check_matmul_operands("matmul", a_in, b_in);
   NF_CHECK(a_in.dim() >= 1 && b_in.dim() >= 1, "matmul: operands must have at least 1 dim, got shapes ",
            shape_str(a_in.shape()), " and ", shape_str(b_in.shape()));
+  const DType rounding = autocast_operand_dtype(a_in, b_in);
+  const auto operand = [rounding](const Tensor& t) {
+    return Operand{t, rounding == DType::f32 ? Tensor() : autocast_round(t, rounding)};
+  };
   const bool a_vector = a_in.dim() == 1, b_vector = b_in.dim() == 1;
-  Tensor a = a_vector ? unsqueeze(a_in, 0) : a_in;   // (K) -> (1, K)
-  Tensor b = b_vector ? unsqueeze(b_in, -1) : b_in;  // (K) -> (K, 1)
-  const int64_t K = a.shape().back();
-  NF_CHECK(K == b.shape()[b.dim() - 2], "matmul: inner dimensions differ: a ", shape_str(a_in.shape()), " and b ",
-           shape_str(b_in.shape()), " (", K, " vs ", b.shape()[b.dim() - 2], ")");
+  const Operand a = a_vector ? operand(a_in).map([](const Tensor& t) { return unsqueeze(t, 0); })    // (K) -> (1, K)
+                             : operand(a_in);
+  const Operand b = b_vector ? operand(b_in).map([](const Tensor& t) { return unsqueeze(t, -1); })   // (K) -> (K, 1)
+                             : operand(b_in);
+  const Shape& as = a.value.shape();
+  const Shape& bs = b.value.shape();
+  const int64_t K = as.back();
+  NF_CHECK(K == bs[bs.size() - 2], "matmul: inner dimensions differ: a ", shape_str(a_in.shape()), " and b ",
+           shape_str(b_in.shape()), " (", K, " vs ", bs[bs.size() - 2], ")");
 
   Tensor out;
-  if (b.dim() == 2 && a.dim() > 2 && a.is_contiguous()) {
+  if (bs.size() == 2 && as.size() > 2 && a.value.is_contiguous()) {
     // (..., M, K) @ (K, N): one GEMM with the batch folded into M
-    Shape out_shape = a.shape();
-    out_shape.back() = b.shape()[1];
-    out = reshape(batched_matmul(reshape(a, {-1, K}), b), out_shape);
+    Shape out_shape = as;
+    out_shape.back() = bs[1];
+    out = reshape(batched_matmul(a.map([K](const Tensor& t) { return reshape(t, {-1, K}); }), b), out_shape);
   } else {
-    const Shape a_batch(a.shape().begin(), a.shape().end() - 2), b_batch(b.shape().begin(), b.shape().end() - 2);
+    const Shape a_batch(as.begin(), as.end() - 2), b_batch(bs.begin(), bs.end() - 2);
     Shape batch = broadcast_shapes(a_batch, b_batch, "matmul");
     Shape a_shape = batch, b_shape = batch;
-    a_shape.insert(a_shape.end(), {a.shape()[a.dim() - 2], K});
-    b_shape.insert(b_shape.end(), {K, b.shape().back()});
-    out = batched_matmul(expand(a, a_shape), expand(b, b_shape));
+    a_shape.insert(a_shape.end(), {as[as.size() - 2], K});
+    b_shape.insert(b_shape.end(), {K, bs.back()});
+    out = batched_matmul(a.map([&a_shape](const Tensor& t) { return expand(t, a_shape); }),
+                         b.map([&b_shape](const Tensor& t) { return expand(t, b_shape); }));
   }
   if (a_vector) out = squeeze(out, -2);
   if (b_vector) out = squeeze(out, -1);
@@ -87,16 +141,21 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   Shape out_shape = x.shape();
   out_shape.back() = weight.shape()[0];
   const Tensor x2 = x.detach().reshape({-1, x.shape().back()});
+  // the operands the GEMMs read: x and W, or under autocast their rounded copies
+  const DType rounding = autocast_operand_dtype(x, weight);
+  const Tensor xo = rounding == DType::f32 ? x2 : autocast_round(x2, rounding);
+  const Tensor wo = rounding == DType::f32 ? weight.detach() : autocast_round(weight, rounding);
   Tensor y = Tensor::empty({x2.shape()[0], weight.shape()[0]}, x.dtype(), x.device());
-  kMatmul.get(x.device(), "linear")(y, x2, weight.detach().t());
+  kMatmul.get(x.device(), "linear")(y, xo, wo.t());
   if (bias.defined()) add_(y, bias.detach());
   Tensor out = y.view(out_shape);
   autograd::record("linear", out, {x, weight, bias},
-                   [x2, w = weight.detach(), in_shape = x.shape()](const Tensor& g, const autograd::Node& n) {
+                   [xo, wo, in_shape = x.shape()](const Tensor& g, const autograd::Node& n) {
                      const Tensor g2 = g.reshape({-1, g.shape().back()});
+                     const Tensor go = round_like(g2, wo);
                      std::vector<Tensor> grads(3);
-                     if (n.needs_input_grad(0)) grads[0] = batched_matmul(g2, w).view(in_shape);
-                     if (n.needs_input_grad(1)) grads[1] = batched_matmul(g2.t(), x2);
+                     if (n.needs_input_grad(0)) grads[0] = product(go, wo).view(in_shape);
+                     if (n.needs_input_grad(1)) grads[1] = product(go.t(), xo);
                      if (n.needs_input_grad(2)) grads[2] = sum(g2, {0});
                      return grads;
                    });

@@ -15,6 +15,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import fixtures_attention  # noqa: E402
+import fixtures_autocast  # noqa: E402
 import fixtures_blocks  # noqa: E402
 import fixtures_elementwise  # noqa: E402
 import fixtures_encoder_decoder  # noqa: E402
@@ -53,6 +54,7 @@ FAMILIES = [
     fixtures_loss_scaler,
     fixtures_nanochat_training,
     fixtures_schedules,
+    fixtures_autocast,
 ]
 SIZE_BUDGET = 4 << 20  # all fixtures together stay under 4 MB: they are committed
 

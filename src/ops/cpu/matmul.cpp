@@ -1,8 +1,14 @@
 #include "ops/cpu/matmul.h"
 
+#include <atomic>
+#include <cstdlib>
+#include <string_view>
+
 #include "core/blas_library.h"
 #include "nanoformer/core/error.h"
 #include "nanoformer/ops/view.h"
+#include "ops/cpu/copy.h"
+#include "ops/cpu/onednn_gemm.h"
 
 namespace nf::cpu {
 namespace {
@@ -38,8 +44,16 @@ void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t M, int64_t N, int64_t 
   }
 }
 
-template <class T>
-void matmul_typed(const Tensor& out, Tensor a, Tensor b) {
+void bf16_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t M, int64_t N, int64_t K, const bf16* a, int64_t lda,
+               const bf16* b, int64_t ldb, float* c, int64_t ldc) {
+  onednn_gemm_bf16(ta == CblasTrans, tb == CblasTrans, M, N, K, &a->bits, lda, &b->bits, ldb, c, ldc);
+}
+
+// Calls gemm(trans_a, trans_b, M, N, K, a, lda, b, ldb, c, ldc) for every batch entry of
+// out = a @ b (operands of element type In, out of type Out); an operand whose matrix dims BLAS
+// cannot read in place is packed first.
+template <class In, class Out, class Gemm>
+void for_each_gemm(const Tensor& out, Tensor a, Tensor b, Gemm gemm) {
   const int64_t nd = a.dim();
   const int64_t M = a.shape()[nd - 2], K = a.shape()[nd - 1], N = b.shape()[nd - 1];
   BlasOperand la = blas_layout(M, K, a.strides()[nd - 2], a.strides()[nd - 1]);
@@ -52,9 +66,9 @@ void matmul_typed(const Tensor& out, Tensor a, Tensor b) {
     b = contiguous(b);
     lb = blas_layout(K, N, b.strides()[nd - 2], b.strides()[nd - 1]);
   }
-  T* c = out.data<T>();
+  Out* c = out.data<Out>();
   if (K == 0) {
-    for (int64_t i = 0; i < out.numel(); ++i) c[i] = T(0);
+    for (int64_t i = 0; i < out.numel(); ++i) c[i] = Out(0);
     return;
   }
   const Shape batch(out.shape().begin(), out.shape().end() - 2);
@@ -66,8 +80,8 @@ void matmul_typed(const Tensor& out, Tensor a, Tensor b) {
       off_a += idx[d] * a.strides()[d];
       off_b += idx[d] * b.strides()[d];
     }
-    gemm<T>(la.trans, lb.trans, M, N, K, a.data<T>() + off_a, la.ld, b.data<T>() + off_b, lb.ld, c + i * M * N,
-            std::max<int64_t>(N, 1));
+    gemm(la.trans, lb.trans, M, N, K, a.data<In>() + off_a, la.ld, b.data<In>() + off_b, lb.ld, c + i * M * N,
+         std::max<int64_t>(N, 1));
     for (size_t d = batch.size(); d-- > 0;) {
       if (++idx[d] < batch[d]) break;
       idx[d] = 0;
@@ -75,15 +89,36 @@ void matmul_typed(const Tensor& out, Tensor a, Tensor b) {
   }
 }
 
+std::atomic<bool>& bf16_fallback_forced() {
+  static std::atomic<bool> forced = [] {
+    const char* env = std::getenv("NANOFORMER_BF16_GEMM");
+    return env != nullptr && std::string_view(env) == "fallback";
+  }();
+  return forced;
+}
+
 }  // namespace
 
 void matmul(const Tensor& out, const Tensor& a, const Tensor& b) {
   if (out.numel() == 0) return;
   switch (a.dtype()) {
-    case DType::f32: matmul_typed<float>(out, a, b); break;
-    case DType::f64: matmul_typed<double>(out, a, b); break;
-    default: NF_FAIL("matmul: dtype ", dtype_name(a.dtype()), " is not supported (expects f32 or f64)");
+    case DType::f32: for_each_gemm<float, float>(out, a, b, gemm<float>); break;
+    case DType::f64: for_each_gemm<double, double>(out, a, b, gemm<double>); break;
+    case DType::bf16:
+      if (bf16_gemm_native()) {
+        for_each_gemm<bf16, float>(out, a, b, bf16_gemm);
+        break;
+      }
+      [[fallthrough]];
+    case DType::f16:  // the 16-bit operands widened to f32 (exactly) on sgemm: the same products and f32 sums
+      for_each_gemm<float, float>(out, convert_keeping_layout(a, DType::f32), convert_keeping_layout(b, DType::f32), gemm<float>);
+      break;
+    default: NF_FAIL("matmul: dtype ", dtype_name(a.dtype()), " is not supported (expects f32, f64, bf16 or f16)");
   }
 }
+
+bool bf16_gemm_native() { return !bf16_fallback_forced().load() && onednn_bf16_native(); }
+
+void force_bf16_gemm_fallback(bool force) { bf16_fallback_forced().store(force); }
 
 }  // namespace nf::cpu
