@@ -193,6 +193,27 @@ std::string Trainer::describe() const {
   return os.str();
 }
 
+void Trainer::backward(const std::vector<Batch>& batches, StepResult& r) {
+  const double total = static_cast<double>(std::max<int64_t>(r.tokens, 1));
+  const double loss_scale = scaler_ ? scaler_->scale() : 1.0;
+  model_->train();
+  // One guard for every micro-batch: each weight is rounded once per step (ops/autocast.h); the
+  // optimizer steps outside it.
+  const auto autocast = autocast_for(config_.precision);
+  for (const Batch& b : batches) {
+    const models::LMOutput out = model_->forward(b.inputs, b.targets);
+    const double weight = static_cast<double>(b.target_tokens) / total;  // n_m / N
+    Tensor objective = mul(out.token_loss, weight);
+    r.token_loss += out.token_loss.item() * weight;
+    if (out.aux_loss.defined()) {
+      objective = add(objective, mul(out.aux_loss, 1.0 / static_cast<double>(config_.grad_accum)));
+      r.aux_loss += out.aux_loss.item() / static_cast<double>(config_.grad_accum);
+    }
+    if (loss_scale != 1.0) objective = mul(objective, loss_scale);
+    objective.backward();
+  }
+}
+
 StepResult Trainer::train_step() {
   const int64_t t = state_.step;
   StepResult r;
@@ -203,23 +224,8 @@ StepResult Trainer::train_step() {
   for (int64_t m = 0; m < config_.grad_accum; ++m)
     batches.push_back(data_.train->batch(static_cast<uint64_t>(t * config_.grad_accum + m)));
   for (const Batch& b : batches) r.tokens += b.target_tokens;
-  const double total = static_cast<double>(std::max<int64_t>(r.tokens, 1));
-  const double loss_scale = scaler_ ? scaler_->scale() : 1.0;
 
-  model_->train();
-  for (const Batch& b : batches) {
-    const auto autocast = autocast_for(config_.precision);
-    const models::LMOutput out = model_->forward(b.inputs, b.targets);
-    const double weight = static_cast<double>(b.target_tokens) / total;
-    Tensor objective = mul(out.token_loss, weight);
-    r.token_loss += out.token_loss.item() * weight;
-    if (out.aux_loss.defined()) {
-      objective = add(objective, mul(out.aux_loss, 1.0 / static_cast<double>(config_.grad_accum)));
-      r.aux_loss += out.aux_loss.item() / static_cast<double>(config_.grad_accum);
-    }
-    if (loss_scale != 1.0) objective = mul(objective, loss_scale);
-    objective.backward();
-  }
+  backward(batches, r);
   r.loss = r.token_loss + r.aux_loss;
 
   const std::vector<Tensor> params = optimizer_->parameters();
@@ -254,9 +260,9 @@ double Trainer::evaluate() {
   model_->eval();
   double loss_sum = 0;
   int64_t tokens = 0;
+  const auto autocast = autocast_for(config_.precision);
   for (int64_t i = 0; i < config_.eval_batches; ++i) {
     const Batch b = data_.val->batch(static_cast<uint64_t>(i));
-    const auto autocast = autocast_for(config_.precision);
     const models::LMOutput out = model_->forward(b.inputs, b.targets);
     loss_sum += out.token_loss.item() * static_cast<double>(b.target_tokens);
     tokens += b.target_tokens;

@@ -69,6 +69,9 @@ class Trainer {
   void start_fresh();
   void resume_from(const std::string& checkpoint);
   void log_metrics(const std::string& json_line);
+  // Forward and backward of a step's micro-batches, each loss weighted by its share of targets;
+  // adds their losses to r.
+  void backward(const std::vector<Batch>& batches, StepResult& r);
 
   TrainConfig config_;
   std::shared_ptr<models::DecoderLM> model_;
