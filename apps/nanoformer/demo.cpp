@@ -25,7 +25,7 @@ namespace {
 namespace fs = std::filesystem;
 
 struct DemoOptions {
-  train::AdditionTaskOptions task;
+  train::AdditionTaskOptions task{.digits = 2, .train_problems = 4500, .test_problems = 200, .seed = 1};
   int64_t steps = 1500;
   std::string out = "nanoformer-demo";
   int shown = 5;
@@ -62,9 +62,9 @@ void run_demo(const DemoOptions& o) {
   std::ofstream(text_path) << task.train_text;
   const tokenizer::CharTokenizer chars = tokenizer::CharTokenizer::train("0123456789+=\n");
   chars.save(vocab_path);
-  std::printf("nanoformer demo: %lld-digit addition, %lld training problems (\"%s%s\" is 123+989), %d threads, BLAS: %s\n",
-              static_cast<long long>(o.task.digits), static_cast<long long>(o.task.train_problems),
-              train::addition_problem(123, 989, 3).prompt.c_str(), "2111", num_threads(), blas_info());
+  const std::string example = task.train_text.substr(0, task.train_text.find('\n'));
+  std::printf("nanoformer demo: %d-digit addition, %lld training problems such as \"%s\" (the sum reversed), %d threads, BLAS: %s\n",
+              o.task.digits, static_cast<long long>(o.task.train_problems), example.c_str(), num_threads(), blas_info());
 
   train::TrainConfig c;
   c.model = "llama2c-stories260k";
