@@ -4,7 +4,7 @@
 //  - MoE forward + backward with tokens grouped per expert (one expert call per expert) vs 002's
 //    reference loop (one call per (slot, expert) mask, scattered slot by slot); (B*T, D) = (512, 256),
 //    8 experts, top-2, SwiGLU experts of hidden 512;
-//  - LoRALinear forward merged (one product) vs unmerged (base + two thin products), (2048, 512) -> 512, r = 16.
+//  - a LoRA-adapted Linear's forward merged (one product) vs unmerged (base + two thin products), (2048, 512) -> 512, r = 16.
 #include <benchmark/benchmark.h>
 
 #include "bench_support.h"
@@ -127,8 +127,9 @@ void BM_loop_moe_per_slot(benchmark::State& state) {
 
 void lora_forward(benchmark::State& state, bool merged) {
   nf::Generator gen(3);
-  nf::nn::LoRALinear layer(512, 512, {.rank = 16, .alpha = 32.0}, true, gen);
-  if (merged) layer.merge();
+  nf::nn::Linear layer(512, 512, true, gen);
+  layer.add_lora({.rank = 16, .alpha = 32.0}, gen);
+  if (merged) layer.merge_lora();
   const Tensor x = nf::randn({2048, 512}, gen);
   nf::autograd::NoGradGuard no_grad;
   for (auto _ : state) benchmark::DoNotOptimize(layer(x).raw_data());

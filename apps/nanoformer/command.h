@@ -13,5 +13,6 @@ void add_inspect_command(CLI::App& app);
 void add_forward_command(CLI::App& app);
 void add_convert_command(CLI::App& app);
 void add_train_command(CLI::App& app);
+void add_lora_command(CLI::App& app);
 
 }  // namespace nf::cli

@@ -54,3 +54,5 @@
 #include "nanoformer/models/model_io.h"
 #include "nanoformer/models/vit.h"
 #include "nanoformer/models/hf_vit.h"
+#include "nanoformer/models/lora.h"
+#include "nanoformer/models/lora_adapter.h"

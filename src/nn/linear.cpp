@@ -5,6 +5,7 @@
 
 #include "nanoformer/core/error.h"
 #include "nanoformer/ops/dropout.h"
+#include "nanoformer/ops/elementwise.h"
 #include "nanoformer/ops/factory.h"
 #include "nanoformer/ops/indexing.h"
 #include "nanoformer/ops/matmul.h"
@@ -23,7 +24,8 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool bias, Generator& 
 Tensor Linear::forward(const Tensor& x) {
   NF_CHECK(x.dim() >= 1 && x.size(-1) == in_, "Linear: input ", shape_str(x.shape()), " does not end in in_features ",
            in_);
-  return linear(x, weight, bias);
+  const Tensor base = linear(x, weight, bias);
+  return has_lora() ? add(base, lora_update(x)) : base;
 }
 
 Embedding::Embedding(int64_t num_embeddings, int64_t dim, Generator& gen) : Module("Embedding") {

@@ -1,4 +1,4 @@
-// LoRALinear: frozen base, trained low-rank update, merge / unmerge.
+// LoRA adapters on Linear: add (frozen base, A random, B zero), the update, merge.
 #include "nanoformer/nn/lora.h"
 
 #include "nanoformer/autograd/grad_mode.h"
@@ -7,55 +7,49 @@
 #include "nanoformer/ops/matmul.h"
 
 namespace nf::nn {
-namespace {
 
-const LoRAConfig& checked(const LoRAConfig& c) {
-  NF_CHECK(c.rank >= 1, "LoRALinear: rank ", c.rank, " must be >= 1");
-  NF_CHECK(c.alpha > 0.0, "LoRALinear: alpha ", c.alpha, " must be > 0");
-  NF_CHECK(c.dropout >= 0.0 && c.dropout < 1.0, "LoRALinear: dropout ", c.dropout, " must be in [0, 1)");
-  return c;
+void check_lora_config(const LoRAConfig& c) {
+  NF_CHECK(c.rank >= 1, "LoRA: rank ", c.rank, " must be >= 1");
+  NF_CHECK(c.alpha > 0.0, "LoRA: alpha ", c.alpha, " must be > 0");
+  NF_CHECK(c.dropout >= 0.0 && c.dropout < 1.0, "LoRA: dropout ", c.dropout, " must be in [0, 1)");
 }
 
-}  // namespace
-
-LoRALinear::LoRALinear(const Linear& base, const LoRAConfig& config, Generator& gen)
-    : UnaryModule("LoRALinear"), scaling_(checked(config).alpha / static_cast<double>(config.rank)) {
-  weight = register_parameter("weight", base.weight, /*requires_grad=*/false);
-  if (base.bias.defined()) bias = register_parameter("bias", base.bias, /*requires_grad=*/false);
-  lora_A = register_module("lora_A", std::make_shared<Linear>(base.in_features(), config.rank, false, gen));
-  lora_B = register_module("lora_B", std::make_shared<Linear>(config.rank, base.out_features(), false, gen));
+void Linear::add_lora(const LoRAConfig& config, Generator& gen) {
+  check_lora_config(config);
+  NF_CHECK(!has_lora(), "Linear(", in_, ", ", out_, "): already has a LoRA adapter");
+  weight.set_requires_grad(false);
+  if (bias.defined()) bias.set_requires_grad(false);
+  lora_A = register_module("lora_A", std::make_shared<Linear>(in_, config.rank, false, gen));
+  lora_B = register_module("lora_B", std::make_shared<Linear>(config.rank, out_, false, gen));
   {
     autograd::NoGradGuard no_grad;
     fill_(lora_B->weight, 0.0);
   }
-  if (config.dropout > 0.0) dropout_ = register_module("lora_dropout", std::make_shared<Dropout>(config.dropout, config.dropout_seed));
+  lora_dropout = make_dropout(config.dropout, gen);
+  if (lora_dropout) register_module("lora_dropout", lora_dropout);
+  lora_scaling_ = config.alpha / static_cast<double>(config.rank);
 }
 
-LoRALinear::LoRALinear(int64_t in_features, int64_t out_features, const LoRAConfig& config, bool bias, Generator& gen)
-    : LoRALinear(Linear(in_features, out_features, bias, gen), config, gen) {}
-
-// y = x W0^T + b + s (x A^T) B^T, the update skipped once merged into W0
-Tensor LoRALinear::forward(const Tensor& x) {
-  Tensor base = linear(x, weight, bias);
-  if (merged_) return base;
-  const Tensor lora_in = dropout_ ? dropout_->forward(x) : x;
-  return add(base, mul(lora_B->forward(lora_A->forward(lora_in)), scaling_));
+// (alpha / r) (dropout(x) A^T) B^T
+Tensor Linear::lora_update(const Tensor& x) {
+  const Tensor lora_in = lora_dropout ? lora_dropout->forward(x) : x;
+  return mul(lora_B->forward(lora_A->forward(lora_in)), lora_scaling_);
 }
 
-Tensor LoRALinear::delta_weight() const { return mul(matmul(lora_B->weight, lora_A->weight), scaling_); }
-
-void LoRALinear::merge() {
-  NF_CHECK(!merged_, "LoRALinear: merge() called on a layer that is already merged");
-  autograd::NoGradGuard no_grad;
-  add_(weight, delta_weight());
-  merged_ = true;
-}
-
-void LoRALinear::unmerge() {
-  NF_CHECK(merged_, "LoRALinear: unmerge() called on a layer that is not merged");
-  autograd::NoGradGuard no_grad;
-  add_(weight, delta_weight(), -1.0);
-  merged_ = false;
+void Linear::merge_lora() {
+  NF_CHECK(has_lora(), "Linear(", in_, ", ", out_, "): merge_lora() on a layer without a LoRA adapter");
+  {
+    autograd::NoGradGuard no_grad;
+    add_(weight, mul(matmul(lora_B->weight, lora_A->weight), lora_scaling_));  // W0 += (alpha / r) B A
+  }
+  remove_module("lora_A");
+  remove_module("lora_B");
+  if (lora_dropout) remove_module("lora_dropout");
+  lora_A = lora_B = nullptr;
+  lora_dropout = nullptr;
+  lora_scaling_ = 0.0;
+  weight.set_requires_grad(true);
+  if (bias.defined()) bias.set_requires_grad(true);
 }
 
 }  // namespace nf::nn

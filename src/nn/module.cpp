@@ -55,6 +55,12 @@ void Module::add_child(const std::string& name, std::shared_ptr<Module> child) {
   children_.emplace_back(name, std::move(child));
 }
 
+void Module::remove_module(const std::string& name) {
+  auto it = std::find_if(children_.begin(), children_.end(), [&](const auto& c) { return c.first == name; });
+  NF_CHECK(it != children_.end(), type_name_, ": no child module named '", name, "' to remove");
+  children_.erase(it);
+}
+
 void Module::collect(const std::string& prefix, bool parameters, bool buffers, bool persistent_only,
                      std::vector<NamedTensor>& out) const {
   for (const Entry& e : tensors_) {

@@ -3,7 +3,7 @@
 // states (an encoder's last_hidden_state, matching transformers) and refuses out-of-range ids;
 // `convert` round-trips to identical logits and says which formats are not written yet; bad flags
 // and bad model names give a one-line error and a non-zero exit; every subcommand's --help shows an
-// example.
+// example; `lora merge` folds an adapter into its base.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -279,6 +279,44 @@ TEST_F(CliTest, ForwardOnABertFolderGivesTransformersOutput) {
   EXPECT_NE(bad.err.find("--token-type-ids: id 2 is out of range"), std::string::npos) << bad.err;
 }
 
+// lora merge: an adapter made by the library on a checkpoint folds into a model whose logits equal
+// the adapted model's, as a nanoformer checkpoint or (--base taken from the adapter) a Hugging Face
+// folder; an adapter for another base is refused in one line naming the mismatch, writing nothing.
+TEST_F(CliTest, LoraMergeFoldsAnAdapterIntoItsBase) {
+  const std::string base = path("base.safetensors"), adapter = path("adapter.safetensors");
+  ASSERT_EQ(cli("convert '" + write_tiny_config(path("tiny.json")) + "' '" + base + "' --to nanoformer").exit_code, 0);
+  auto model = models::load_decoder_lm(base);
+  const models::LoRAOptions options{.rank = 2, .alpha = 4.0, .targets = {"q", "v", "gate", "down"}};
+  models::apply_lora(*model, options);
+  Generator gen(5);
+  {
+    autograd::NoGradGuard no_grad;
+    for (const auto& [name, t] : models::lora_parameters(*model)) copy_into(t, mul(randn(t.shape(), gen), 0.3));
+  }
+  model->eval();
+  const Tensor adapted = model->forward(ids_tensor()).logits;
+  models::save_lora_adapter(*model, options, adapter, base);
+  CliRun r = cli("lora merge --base '" + base + "' --adapter '" + adapter + "' --out '" + path("merged.safetensors") + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("(rank 2, alpha 4)"), std::string::npos) << r.out;
+  r = cli("lora merge --adapter '" + adapter + "' --out '" + path("merged_hf") + "' --to hf");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* merged : {"merged.safetensors", "merged_hf"}) {
+    auto plain = models::load_decoder_lm(path(merged));
+    EXPECT_FALSE(models::has_lora(*plain));
+    plain->eval();
+    EXPECT_TENSOR_CLOSE(plain->forward(ids_tensor()).logits, adapted, 1e-5, 0.0) << merged;
+  }
+  std::ofstream(path("wide.json")) << R"({"vocab_size": 40, "dim": 32, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2,
+      "max_seq_len": 16, "norm": "rmsnorm", "position": "rope", "mlp": "swiglu", "tie_embeddings": false})";
+  r = cli("lora merge --base '" + path("wide.json") + "' --adapter '" + adapter + "' --out '" + path("x.safetensors") + "'");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("mis-shaped"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("dim (16 there, 32 here)"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(path("x.safetensors")));
+}
+
 TEST_F(CliTest, BadModelNameIsOneLineAndNonZero) {
   const CliRun r = cli("inspect gpt5");
   EXPECT_NE(r.exit_code, 0);
@@ -289,7 +327,9 @@ TEST_F(CliTest, BadModelNameIsOneLineAndNonZero) {
 TEST_F(CliTest, BadFlagIsOneLineAndNonZero) {
   for (const char* args : {"inspect gpt-mini --bogus", "inspect gpt-mini --batch 0", "inspect", "frobnicate",
                            "forward --model gpt-mini --out x.safetensors", "forward --model gpt-mini --ids \"1 x\" --out x.st",
-                           "convert gpt-mini out.safetensors", "convert no-such-model out.safetensors --to nanoformer"}) {
+                           "convert gpt-mini out.safetensors", "convert no-such-model out.safetensors --to nanoformer",
+                           "lora", "lora merge --base gpt-mini --out x.safetensors",
+                           "lora merge --adapter no-such-file.safetensors --out x.safetensors"}) {
     const CliRun r = cli(args);
     EXPECT_NE(r.exit_code, 0) << args;
     EXPECT_EQ(lines(r.err), 1) << args << ": " << r.err;
@@ -298,7 +338,7 @@ TEST_F(CliTest, BadFlagIsOneLineAndNonZero) {
 }
 
 TEST_F(CliTest, EveryNewSubcommandHelpShowsAnExample) {
-  for (const char* command : {"inspect", "forward", "convert"}) {
+  for (const char* command : {"inspect", "forward", "convert", "lora merge"}) {
     const CliRun r = cli(std::string(command) + " --help");
     EXPECT_EQ(r.exit_code, 0) << command;
     EXPECT_NE(r.out.find("Example: nanoformer " + std::string(command)), std::string::npos) << r.out;

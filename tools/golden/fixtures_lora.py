@@ -10,7 +10,7 @@ from golden_common import Fixture, randn
 
 def lora() -> Fixture:
     fx = Fixture("lora", seed=33,
-                 description="LoRALinear: x W0^T + b + (alpha / rank) (x A^T) B^T; roles x, weight, [bias,] "
+                 description="LoRA on a Linear: x W0^T + b + (alpha / rank) (x A^T) B^T; roles x, weight, [bias,] "
                              "lora_A.weight (rank, in), lora_B.weight (out, rank), out, grad_out, grad_x, "
                              "grad_lora_A.weight, grad_lora_B.weight (the base is frozen)")
 

@@ -8,8 +8,12 @@
 
 namespace nf::nn {
 
+class Dropout;
+struct LoRAConfig;  // nn/lora.h
+
 // y = x W^T + b:  x (..., in) -> (..., out);  weight (out, in), bias (out) when `bias`.
 // Initialised as torch.nn.Linear: W and b uniform in [-1/sqrt(in), 1/sqrt(in)].
+// With a LoRA adapter (add_lora, nn/lora.h): y = x W^T + b + (alpha / r) dropout(x) A^T B^T.
 class Linear : public UnaryModule {
  public:
   Linear(int64_t in_features, int64_t out_features, bool bias = true, Generator& gen = default_generator());
@@ -20,8 +24,22 @@ class Linear : public UnaryModule {
   Tensor weight;
   Tensor bias;  // undefined without bias
 
+  // LoRA (defined in src/nn/lora.cpp): add_lora freezes weight and bias and registers the adapter's
+  // children lora_A (r, in), lora_B (out, r) = 0 [and lora_dropout], so the layer starts equal to
+  // its base and its state dict gains PEFT's names "lora_A.weight", "lora_B.weight". merge_lora
+  // folds the adapter into the weight (W += (alpha / r) B A), removes it and unfreezes weight and bias.
+  void add_lora(const LoRAConfig& config, Generator& gen = default_generator());
+  void merge_lora();
+  bool has_lora() const { return lora_A != nullptr; }
+  double lora_scaling() const { return lora_scaling_; }  // alpha / r; 0 without an adapter
+  std::shared_ptr<Linear> lora_A, lora_B;                // null without an adapter
+  std::shared_ptr<Dropout> lora_dropout;                 // null without an adapter or dropout
+
  private:
+  Tensor lora_update(const Tensor& x);  // (alpha / r) dropout(x) A^T B^T
+
   int64_t in_, out_;
+  double lora_scaling_ = 0.0;
 };
 
 // y = weight[ids]:  ids (...) integer -> (..., dim);  weight (num_embeddings, dim) ~ normal(0, 1).

@@ -77,6 +77,8 @@ class Module {
     add_child(name, child);
     return child;
   }
+  // Unregisters a child (e.g. a LoRA adapter once merged); throws when there is none of that name.
+  void remove_module(const std::string& name);
   // Replaces a registered parameter or buffer's tensor (e.g. after LoRA merging changes shape).
   void replace_tensor(const std::string& name, Tensor value);
   // The generator this module draws from itself, or null (the default).

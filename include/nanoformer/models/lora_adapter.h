@@ -1,0 +1,34 @@
+#pragma once
+// Adapter-only LoRA files: a safetensors file holding only a model's adapter tensors
+// ("layers.0.attn.q_proj.lora_A.weight", ..., f32, registration order) and, in the header metadata,
+// what is needed to put them back on the right base:
+//   "__metadata__": {"format": "nanoformer-lora", "format_version": "1",
+//                    "lora": "{\"rank\": 8, \"alpha\": 16.0, \"dropout\": 0.0, \"targets\": [...]}",
+//                    "base_model": "DecoderLM", "base_config": "{...the base's config JSON...}",
+//                    "base_path": "<where the base was loaded from>" (when known)}
+// A file is a few percent of its base or less. Loading applies the stored options to a base model
+// and copies the tensors in, refusing (one nf::Error naming the file) a base of another class,
+// adapter tensors missing, unexpected or mis-shaped against the base (listed by name, with the
+// config keys in which the two bases differ).
+#include <string>
+
+#include "nanoformer/models/lora.h"
+
+namespace nf::models {
+
+struct LoRAAdapterInfo {
+  LoRAOptions options;
+  std::string base_model;        // the base's class (Module::type_name)
+  std::string base_config_json;  // the base's config_json()
+  std::string base_path;         // "" when unknown
+};
+
+// Writes `model`'s adapters (atomically, io::save_safetensors); throws when it has none.
+void save_lora_adapter(const Model& model, const LoRAOptions& options, const std::string& path,
+                       const std::string& base_path = "");
+// The metadata of an adapter file, without reading its tensors.
+LoRAAdapterInfo read_lora_adapter_info(const std::string& path);
+// Applies the file's options to `model` (a base without adapters) and loads the adapter tensors.
+LoRAAdapterInfo load_lora_adapter(Model& model, const std::string& path, Generator& gen = default_generator());
+
+}  // namespace nf::models

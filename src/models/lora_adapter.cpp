@@ -1,0 +1,136 @@
+// Adapter-only LoRA files: the adapter tensors with the options and the base's identity.
+#include "nanoformer/models/lora_adapter.h"
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "nanoformer/core/error.h"
+#include "nanoformer/io/safetensors.h"
+#include "nanoformer/ops/view.h"
+#include "util/json_input.h"
+
+namespace nf::models {
+namespace {
+
+constexpr const char* kFormat = "nanoformer-lora";
+constexpr const char* kFormatVersion = "1";
+
+std::string metadata_value(const io::SafetensorsFile& file, const std::string& key) {
+  auto it = file.metadata().find(key);
+  NF_CHECK(it != file.metadata().end(), file.path(), ": not a nanoformer LoRA adapter (no '", key,
+           "' in the header metadata)");
+  return it->second;
+}
+
+LoRAAdapterInfo info_of(const io::SafetensorsFile& file) {
+  const std::string format = metadata_value(file, "format");
+  NF_CHECK(format == kFormat, file.path(), ": metadata 'format' is '", format, "', expected '", kFormat, "'",
+           format == "nanoformer" ? " (this is a full checkpoint, not an adapter)" : "");
+  NF_CHECK(metadata_value(file, "format_version") == kFormatVersion, file.path(), ": format_version '",
+           metadata_value(file, "format_version"), "' is not supported (this build reads ", kFormatVersion, ")");
+  LoRAAdapterInfo info;
+  info.options = lora_options_from_json(metadata_value(file, "lora"), file.path() + ": metadata 'lora'");
+  info.base_model = metadata_value(file, "base_model");
+  info.base_config_json = metadata_value(file, "base_config");
+  auto base_path = file.metadata().find("base_path");
+  if (base_path != file.metadata().end()) info.base_path = base_path->second;
+  return info;
+}
+
+// "; the adapter's base config differs from this model's in: dim (32 there, 64 here), ..." or "".
+std::string config_differences(const std::string& adapter_base_json, const std::string& model_json,
+                               const std::string& path) {
+  const nlohmann::json theirs = util::parse_json(adapter_base_json, path + ": metadata 'base_config': ");
+  const nlohmann::json ours = util::parse_json(model_json, "the model's config: ");
+  if (!theirs.is_object() || !ours.is_object()) return "";
+  std::set<std::string> keys;
+  for (const auto& [key, value] : theirs.items()) keys.insert(key);
+  for (const auto& [key, value] : ours.items()) keys.insert(key);
+  std::string out;
+  for (const auto& key : keys) {
+    auto describe = [&](const nlohmann::json& config) {
+      return config.contains(key) ? util::json_excerpt(config.at(key)) : std::string("absent");
+    };
+    if (theirs.contains(key) && ours.contains(key) && theirs.at(key) == ours.at(key)) continue;
+    out += (out.empty() ? "" : ", ") + key + " (" + describe(theirs) + " there, " + describe(ours) + " here)";
+  }
+  return out.empty() ? "" : "; the adapter's base config differs from this model's in: " + out;
+}
+
+// Copies the file's adapter tensors into the model's, or throws listing every mismatch.
+void copy_adapter_tensors(const Model& model, const io::SafetensorsFile& file, const LoRAAdapterInfo& info) {
+  const std::vector<nn::NamedTensor> own = lora_parameters(model);
+  std::vector<std::string> missing, misshaped, unexpected, mistyped;
+  std::set<std::string> own_names;
+  for (const auto& [name, tensor] : own) {
+    own_names.insert(name);
+    if (!file.contains(name)) {
+      missing.push_back(name);
+      continue;
+    }
+    const io::TensorEntry& entry = file.entry(name);
+    if (!is_floating(entry.dtype))
+      mistyped.push_back(name + " (" + io::safetensors_dtype_name(entry.dtype) + ")");
+    else if (entry.shape != tensor.shape())
+      misshaped.push_back(name + " (the base needs " + shape_str(tensor.shape()) + ", the file has " +
+                          shape_str(entry.shape) + ")");
+  }
+  for (const io::TensorEntry& entry : file.entries())
+    if (!own_names.count(entry.name)) unexpected.push_back(entry.name);
+  if (!missing.empty() || !misshaped.empty() || !unexpected.empty() || !mistyped.empty()) {
+    std::ostringstream os;
+    os << file.path() << ": the adapter does not fit this " << model.type_name();
+    auto list = [&](const char* what, const std::vector<std::string>& names) {
+      if (names.empty()) return;
+      os << "; " << what << " (" << names.size() << "):";
+      for (const auto& n : names) os << " " << n;
+    };
+    list("mis-shaped", misshaped);
+    list("missing adapter tensors", missing);
+    list("unexpected", unexpected);
+    list("not floating point", mistyped);
+    os << config_differences(info.base_config_json, model.config_json(), file.path());
+    throw Error(os.str());
+  }
+  for (const auto& [name, tensor] : own) copy_into(tensor, file.view(name));
+}
+
+}  // namespace
+
+void save_lora_adapter(const Model& model, const LoRAOptions& options, const std::string& path,
+                       const std::string& base_path) {
+  const std::vector<nn::NamedTensor> adapters = lora_parameters(model);
+  NF_CHECK(!adapters.empty(), path, ": this ", model.type_name(), " has no LoRA adapters to save");
+  std::map<std::string, std::string> metadata{{"format", kFormat},
+                                              {"format_version", kFormatVersion},
+                                              {"lora", lora_options_to_json(options)},
+                                              {"base_model", model.type_name()},
+                                              {"base_config", model.config_json()}};
+  if (!base_path.empty()) metadata["base_path"] = base_path;
+  io::save_safetensors(path, adapters, metadata);
+}
+
+LoRAAdapterInfo read_lora_adapter_info(const std::string& path) { return info_of(io::SafetensorsFile::open(path)); }
+
+LoRAAdapterInfo load_lora_adapter(Model& model, const std::string& path, Generator& gen) {
+  const io::SafetensorsFile file = io::SafetensorsFile::open(path);
+  const LoRAAdapterInfo info = info_of(file);
+  NF_CHECK(info.base_model == model.type_name(), path, ": an adapter for a ", info.base_model, ", not for a ",
+           model.type_name());
+  try {
+    apply_lora(model, info.options, gen);
+  } catch (const Error& e) {
+    throw Error(path + ": " + e.what() + config_differences(info.base_config_json, model.config_json(), path));
+  }
+  try {
+    copy_adapter_tensors(model, file, info);
+  } catch (const Error&) {
+    merge_lora(model);  // the fresh adapters have B = 0: merging them leaves the base's weights as they were
+    throw;
+  }
+  return info;
+}
+
+}  // namespace nf::models
