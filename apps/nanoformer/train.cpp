@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "command.h"
+#include "nanoformer/core/error.h"
 #include "nanoformer/core/parallel.h"
+#include "nanoformer/models/lora.h"
 #include "nanoformer/train/trainer.h"
 
 namespace nf::cli {
@@ -48,6 +50,10 @@ void add_train_command(CLI::App& app) {
       "  nanoformer train --config gpt-mini --set vocab_size=65 --data input.txt --tokenizer chars.txt --out runs/c\n"
       "  nanoformer train --out runs/mini --resume          (continue after a crash or Ctrl-C)\n"
       "  nanoformer train --init-from model.safetensors --data chat.jsonl --tokenizer tokenizer.json --out runs/sft\n"
+      "  nanoformer train --init-from base.safetensors --lora-rank 8 --lora-targets q,k,v,o --data d.txt -t t.json --out runs/lora\n"
+      "LoRA (--lora-rank): trains adapters only; checkpoints hold the adapters alone, and\n"
+      "`nanoformer lora merge --adapter runs/lora/ckpt_<step>.safetensors --out merged.safetensors` folds one\n"
+      "into its base (--init-from, or the fresh base written to <out>/base.safetensors).\n"
       "Data: token files (nanoformer tokenizer prepare), text files or JSONL ({\"text\": ...} per line, or\n"
       "{\"conversations\": [...]} for chat fine-tuning: loss on the assistant's tokens only).\n"
       "Ctrl-C writes a checkpoint and stops; run again with --resume to continue.");
@@ -95,15 +101,36 @@ void add_train_command(CLI::App& app) {
   f.push_back(flag(cmd, "--save-every", *c, "Steps between checkpoints (0 = at the end)", [](auto& t) -> auto& { return t.save_every; }));
   f.push_back(flag(cmd, "--keep", *c, "Checkpoints kept (the newest)", [](auto& t) -> auto& { return t.keep; }));
   f.push_back(flag(cmd, "--seed", *c, "Seed of the initialisation and dropout", [](auto& t) -> auto& { return t.seed; }));
+  struct LoRAFlags {
+    int64_t rank = 0;
+    double alpha = 0, dropout = 0;
+    std::string targets = "q,k,v,o";
+  };
+  auto lora = std::make_shared<LoRAFlags>();
+  cmd->add_option("--lora-rank", lora->rank, "LoRA: train rank-R adapters only, the base frozen (models/lora.h)");
+  cmd->add_option("--lora-alpha", lora->alpha, "LoRA: updates scaled by alpha / rank (default 2 x rank)");
+  cmd->add_option("--lora-targets", lora->targets,
+                  "LoRA: layers by role, of q, k, v, o, gate, up, down (SwiGLU), fc, proj (2-layer MLPs)")
+      ->capture_default_str();
+  cmd->add_option("--lora-dropout", lora->dropout, "LoRA: dropout on the adapters' input")->capture_default_str();
   cmd->add_option("--out,-o", c->out_dir, "Run directory: checkpoints and metrics.jsonl")->capture_default_str();
   cmd->add_flag("--resume", c->resume, "Continue the run in --out from its newest checkpoint");
   cmd->add_flag("--quiet,-q", c->quiet, "No progress bar");
-  cmd->callback([c, flags, schedule, precision, cmd] {
+  cmd->callback([c, flags, schedule, precision, lora, cmd] {
     c->schedule.kind = train::schedule_kind_from_name(*schedule);
     c->precision = train::precision_from_name(*precision);
     c->schedule.lr = c->optimizer.lr;
     if (cmd->count("--min-lr") == 0) c->schedule.min_lr = c->optimizer.lr / 10;
     if (cmd->count("--init-from") > 0 && cmd->count("--config") == 0) c->model.clear();
+    const size_t lora_flags = cmd->count("--lora-rank") + cmd->count("--lora-alpha") + cmd->count("--lora-targets") +
+                              cmd->count("--lora-dropout");
+    if (cmd->count("--lora-rank") > 0)
+      c->lora = models::LoRAOptions{.rank = lora->rank,
+                                    .alpha = cmd->count("--lora-alpha") > 0 ? lora->alpha : 2.0 * static_cast<double>(lora->rank),
+                                    .dropout = lora->dropout,
+                                    .targets = models::parse_lora_targets(lora->targets)};
+    else
+      NF_CHECK(lora_flags == 0, "train: --lora-alpha, --lora-targets and --lora-dropout need --lora-rank");
     train::TrainConfig config = *c;
     const auto existing = train::list_checkpoints(c->out_dir);
     if (c->resume && !existing.empty()) {
@@ -111,6 +138,7 @@ void add_train_command(CLI::App& app) {
       for (const Flag& fl : *flags)
         if (fl.option->count() > 0) fl.copy(config, *c);
       if (cmd->count("--lr") > 0) config.schedule.lr = c->optimizer.lr;
+      if (lora_flags > 0) config.lora = c->lora;  // a change is refused as a conflict
       config.out_dir = c->out_dir;
       config.resume = true;
       config.quiet = c->quiet;

@@ -21,8 +21,9 @@ std::string metadata_value(const io::SafetensorsFile& file, const std::string& k
 
 // The checked config JSON of a checkpoint.
 std::string config_json_of(const io::SafetensorsFile& file) {
-  NF_CHECK(metadata_value(file, "format") == kFormat, file.path(), ": metadata 'format' is '",
-           metadata_value(file, "format"), "', expected '", kFormat, "'");
+  const std::string format = metadata_value(file, "format");
+  NF_CHECK(format == kFormat, file.path(), ": metadata 'format' is '", format, "', expected '", kFormat, "'",
+           format == "nanoformer-lora" ? " (a LoRA adapter: fold it into its base with `nanoformer lora merge`)" : "");
   NF_CHECK(metadata_value(file, "format_version") == kFormatVersion, file.path(), ": format_version '",
            metadata_value(file, "format_version"), "' is not supported (this build reads ", kFormatVersion, ")");
   return metadata_value(file, "config");

@@ -125,18 +125,21 @@ LoRAOptions lora_options_from_json(const std::string& json_text, const std::stri
   }
   reader.finish();
   try {
-    nn::check_lora_config({options.rank, options.alpha, options.dropout});
-    check_targets(options.targets);
+    check_lora_options(options);
   } catch (const Error& e) {
     NF_FAIL(source, ": ", e.what());
   }
   return options;
 }
 
-std::vector<std::string> apply_lora(Model& model, const LoRAOptions& options, Generator& gen) {
-  const nn::LoRAConfig config{options.rank, options.alpha, options.dropout};
-  nn::check_lora_config(config);
+void check_lora_options(const LoRAOptions& options) {
+  nn::check_lora_config({options.rank, options.alpha, options.dropout});
   check_targets(options.targets);
+}
+
+std::vector<std::string> apply_lora(Model& model, const LoRAOptions& options, Generator& gen) {
+  check_lora_options(options);
+  const nn::LoRAConfig config{options.rank, options.alpha, options.dropout};
   NF_CHECK(!has_lora(model), "LoRA: this ", model.type_name(), " already has adapters (merge them first)");
   const std::vector<RoleLayer> layers = role_layers(model);
   std::vector<std::string> roles_here;

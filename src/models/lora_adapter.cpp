@@ -78,7 +78,7 @@ void copy_adapter_tensors(const Model& model, const io::SafetensorsFile& file, c
                           shape_str(entry.shape) + ")");
   }
   for (const io::TensorEntry& entry : file.entries())
-    if (!own_names.count(entry.name)) unexpected.push_back(entry.name);
+    if (!own_names.count(entry.name) && entry.name.rfind("train/", 0) != 0) unexpected.push_back(entry.name);
   if (!missing.empty() || !misshaped.empty() || !unexpected.empty() || !mistyped.empty()) {
     std::ostringstream os;
     os << file.path() << ": the adapter does not fit this " << model.type_name();
@@ -99,17 +99,22 @@ void copy_adapter_tensors(const Model& model, const io::SafetensorsFile& file, c
 
 }  // namespace
 
-void save_lora_adapter(const Model& model, const LoRAOptions& options, const std::string& path,
-                       const std::string& base_path) {
-  const std::vector<nn::NamedTensor> adapters = lora_parameters(model);
-  NF_CHECK(!adapters.empty(), path, ": this ", model.type_name(), " has no LoRA adapters to save");
+std::map<std::string, std::string> lora_adapter_metadata(const Model& model, const LoRAOptions& options,
+                                                         const std::string& base_path) {
   std::map<std::string, std::string> metadata{{"format", kFormat},
                                               {"format_version", kFormatVersion},
                                               {"lora", lora_options_to_json(options)},
                                               {"base_model", model.type_name()},
                                               {"base_config", model.config_json()}};
   if (!base_path.empty()) metadata["base_path"] = base_path;
-  io::save_safetensors(path, adapters, metadata);
+  return metadata;
+}
+
+void save_lora_adapter(const Model& model, const LoRAOptions& options, const std::string& path,
+                       const std::string& base_path) {
+  const std::vector<nn::NamedTensor> adapters = lora_parameters(model);
+  NF_CHECK(!adapters.empty(), path, ": this ", model.type_name(), " has no LoRA adapters to save");
+  io::save_safetensors(path, adapters, lora_adapter_metadata(model, options, base_path));
 }
 
 LoRAAdapterInfo read_lora_adapter_info(const std::string& path) { return info_of(io::SafetensorsFile::open(path)); }

@@ -9,6 +9,7 @@
 #include "nanoformer/core/error.h"
 #include "nanoformer/io/safetensors.h"
 #include "nanoformer/models/checkpoint.h"
+#include "nanoformer/models/lora_adapter.h"
 #include "util/json_input.h"
 
 namespace nf::train {
@@ -91,12 +92,19 @@ void restore_generators(models::Model& model, const std::map<std::string, std::p
 
 void save_train_checkpoint(const std::string& path, const models::Model& model, const OptimizerSet& optimizer,
                            const TrainConfig& config, const TrainState& state) {
-  std::vector<nn::NamedTensor> tensors = model.named_parameters();
-  const nn::StateDict model_state = model.state_dict();
-  for (auto& buffer : model.named_buffers())
-    if (model_state.count(buffer.first)) tensors.push_back(buffer);
+  std::vector<nn::NamedTensor> tensors;
+  std::map<std::string, std::string> metadata;
+  if (config.lora) {  // the adapters alone: the base stays where lora_base_path says
+    tensors = models::lora_parameters(model);
+    metadata = models::lora_adapter_metadata(model, *config.lora, lora_base_path(config));
+  } else {
+    tensors = model.named_parameters();
+    const nn::StateDict model_state = model.state_dict();
+    for (auto& buffer : model.named_buffers())
+      if (model_state.count(buffer.first)) tensors.push_back(buffer);
+    metadata = models::checkpoint_metadata(model);
+  }
   for (auto& [name, tensor] : optimizer.state_dict()) tensors.emplace_back(kOptimizerPrefix + name, tensor);
-  std::map<std::string, std::string> metadata = models::checkpoint_metadata(model);
   metadata["train_state"] = state_to_json(state).dump();
   metadata["train_config"] = train_config_to_json(config);
   io::save_safetensors(path, tensors, metadata);

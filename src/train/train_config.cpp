@@ -2,6 +2,7 @@
 #include "nanoformer/train/train_config.h"
 
 #include <array>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <utility>
@@ -75,7 +76,8 @@ json to_json(const TrainConfig& c) {
           {"save_every", c.save_every},
           {"keep", c.keep},
           {"out_dir", c.out_dir},
-          {"seed", c.seed}};
+          {"seed", c.seed},
+          {"lora", c.lora ? json::parse(models::lora_options_to_json(*c.lora)) : json(nullptr)}};
 }
 
 }  // namespace
@@ -105,6 +107,18 @@ void validate_train_config(const TrainConfig& c) {
   NF_CHECK(c.keep > 0, "train: --keep must be > 0, got ", c.keep);
   NF_CHECK(!c.out_dir.empty(), "train: --out must name a directory");
   validate_schedule(c.schedule);
+  if (c.lora) {
+    try {
+      models::check_lora_options(*c.lora);
+    } catch (const Error& e) {
+      NF_FAIL("train: ", e.what());
+    }
+  }
+}
+
+std::string lora_base_path(const TrainConfig& config) {
+  return config.init_from.empty() ? (std::filesystem::path(config.out_dir) / "base.safetensors").string()
+                                  : config.init_from;
 }
 
 std::string train_config_to_json(const TrainConfig& config) { return to_json(config).dump(2); }
@@ -128,6 +142,8 @@ TrainConfig train_config_from_json(const std::string& json_text, const std::stri
     c.keep = j.at("keep").get<int64_t>();
     c.out_dir = j.at("out_dir").get<std::string>();
     c.seed = j.at("seed").get<uint64_t>();
+    if (const json lora = j.value("lora", json(nullptr)); !lora.is_null())
+      c.lora = models::lora_options_from_json(lora.dump(), source + ": lora");
     return c;
   } catch (const json::exception& e) {
     NF_FAIL(source, ": not a training config (", e.what(), ")");
@@ -143,7 +159,7 @@ std::vector<std::string> resume_conflicts(const TrainConfig& saved, const TrainC
   std::vector<std::string> conflicts;
   for (auto it = a.begin(); it != a.end(); ++it) {
     if (kFree.count(it.key()) || b.at(it.key()) == it.value()) continue;
-    if (it.value().is_object()) {
+    if (it.value().is_object() && b.at(it.key()).is_object()) {
       for (auto sub = it.value().begin(); sub != it.value().end(); ++sub) {
         const json& other = b.at(it.key()).at(sub.key());
         if (other != sub.value() && !kFree.count(it.key() + "." + sub.key()))

@@ -14,6 +14,7 @@
 #include "nanoformer/autograd/grad_mode.h"
 #include "nanoformer/core/error.h"
 #include "nanoformer/models/checkpoint.h"
+#include "nanoformer/models/lora_adapter.h"
 #include "nanoformer/models/model_io.h"
 #include "nanoformer/models/model_stats.h"
 #include "nanoformer/ops/autocast.h"
@@ -147,16 +148,19 @@ Trainer::Trainer(TrainConfig config, TrainingData data) : config_(std::move(conf
 Trainer::~Trainer() = default;
 
 void Trainer::start_fresh() {
+  Generator gen(config_.seed);
   if (!config_.init_from.empty()) {
     model_ = models::load_decoder_lm(config_.init_from);
     check_training_memory(model_->config(), config_.data.batch_size, config_.data.context, available_memory_bytes());
-    return;
+  } else {
+    const std::string json_text = model_config_with_overrides(config_.model, config_.model_overrides);
+    const models::DecoderLMConfig model_config = models::parse_model_config(json_text, config_.model);
+    check_training_memory(model_config, config_.data.batch_size, config_.data.context, available_memory_bytes());
+    model_ = std::make_shared<models::DecoderLM>(model_config, gen);
+    // a LoRA run's checkpoints hold only adapters: the fresh base they belong to is kept beside them
+    if (config_.lora) models::save_checkpoint(*model_, lora_base_path(config_));
   }
-  const std::string json_text = model_config_with_overrides(config_.model, config_.model_overrides);
-  const models::DecoderLMConfig model_config = models::parse_model_config(json_text, config_.model);
-  check_training_memory(model_config, config_.data.batch_size, config_.data.context, available_memory_bytes());
-  Generator gen(config_.seed);
-  model_ = std::make_shared<models::DecoderLM>(model_config, gen);
+  if (config_.lora) models::apply_lora(*model_, *config_.lora, gen);
 }
 
 void Trainer::resume_from(const std::string& checkpoint) {
@@ -169,9 +173,16 @@ void Trainer::resume_from(const std::string& checkpoint) {
     for (const std::string& c : conflicts) os << "\n  " << c;
     throw Error(os.str());
   }
-  check_training_memory(models::read_checkpoint_config(checkpoint), config_.data.batch_size, config_.data.context,
-                        available_memory_bytes());
-  model_ = models::model_as<models::DecoderLM>(models::load_checkpoint(checkpoint), checkpoint);
+  if (config_.lora) {  // an adapter-only checkpoint: the base again, then its adapters
+    model_ = models::load_decoder_lm(lora_base_path(config_));
+    check_training_memory(model_->config(), config_.data.batch_size, config_.data.context, available_memory_bytes());
+    Generator gen(config_.seed);
+    models::load_lora_adapter(*model_, checkpoint, gen);
+  } else {
+    check_training_memory(models::read_checkpoint_config(checkpoint), config_.data.batch_size, config_.data.context,
+                          available_memory_bytes());
+    model_ = models::model_as<models::DecoderLM>(models::load_checkpoint(checkpoint), checkpoint);
+  }
   restore_generators(*model_, saved.state.generators, checkpoint);
   state_ = saved.state;
   resumed_from_ = checkpoint;
@@ -185,6 +196,10 @@ std::string Trainer::describe() const {
      << c.vocab_size << "\n";
   os << "data: " << data_.train->describe() << "\n";
   os << "validation: " << (data_.val ? data_.val->describe() : "none") << "\n";
+  if (config_.lora)
+    os << "lora: rank " << config_.lora->rank << ", alpha " << config_.lora->alpha << ", dropout " << config_.lora->dropout
+       << ", " << models::lora_parameters(*model_).size() / 2 << " adapted layers; base " << lora_base_path(config_)
+       << "\n";
   os << "optimizer:\n" << optimizer_->describe();
   os << "steps: " << config_.schedule.total_steps << " x " << config_.grad_accum << " x " << config_.data.batch_size
      << " x " << config_.data.context << " tokens, " << schedule_kind_name(config_.schedule.kind) << " lr "

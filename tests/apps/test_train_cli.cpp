@@ -5,7 +5,9 @@
 // - killed while a checkpoint is being written (its temporary file exists), the previous checkpoint
 //   still loads and the run resumes from it;
 // - Ctrl-C (SIGINT) writes a checkpoint and exits with status 130;
-// - bad flags and data give one clear line and touch no checkpoint.
+// - bad flags and data give one clear line and touch no checkpoint;
+// - a LoRA run (--lora-rank ...) writes adapter-only checkpoints that `lora merge` folds into the
+//   fresh base the run wrote; its flags are checked, and a resume may not change them.
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -201,6 +203,40 @@ TEST_F(TrainCliTest, BadInputIsOneClearLineAndKeepsCheckpoints) {
   EXPECT_NE(err().find("memory is available"), std::string::npos) << err();
   EXPECT_EQ(train::list_checkpoints(path("kept")), saved);
   EXPECT_EQ(fs::last_write_time(before), modified);
+}
+
+TEST_F(TrainCliTest, LoRARunWritesAdaptersThatLoraMergeFolds) {
+  auto args = run_args("lora", 3);
+  args.insert(args.end(), {"--lora-rank", "2", "--lora-alpha", "8", "--lora-targets", "q,v,down"});
+  ASSERT_EQ(run(args), 0) << err();
+  // llama2c-stories260k has 5 layers: 15 adapted
+  EXPECT_NE(err().find("lora: rank 2, alpha 8, dropout 0, 15 adapted layers; base " + path("lora") + "/base.safetensors"),
+            std::string::npos) << err();
+  const std::string last = train::list_checkpoints(path("lora")).back().second;
+  const models::LoRAAdapterInfo info = models::read_lora_adapter_info(last);
+  EXPECT_EQ(info.options.targets, (std::vector<std::string>{"q", "v", "down"}));
+  EXPECT_EQ(info.options.alpha, 8.0);
+  // the adapters, their Adam moments and the run metadata: under a quarter of the base
+  EXPECT_LT(fs::file_size(last) * 4, fs::file_size(path("lora") + "/base.safetensors"));
+  ASSERT_EQ(run({"lora", "merge", "--adapter", last, "--out", path("merged.safetensors")}), 0) << err();
+  const auto merged = models::load_decoder_lm(path("merged.safetensors"));
+  const auto adapted = models::load_decoder_lm(path("lora") + "/base.safetensors");
+  models::load_lora_adapter(*adapted, last);
+  const Tensor ids = Tensor::of({1, 2, 3, 4, 5, 6, 7, 8}, {1, 8}, DType::i64);
+  merged->eval();
+  adapted->eval();
+  EXPECT_TENSOR_CLOSE(merged->forward(ids).logits, adapted->forward(ids).logits, 1e-5, 0.0);
+
+  EXPECT_EQ(run({"train", "--out", path("lora"), "--resume", "--lora-rank", "4", "--quiet"}), 1);
+  EXPECT_NE(err().find("lora.rank: 2 -> 4"), std::string::npos) << err();
+  auto unpaired = run_args("unpaired", 3);
+  unpaired.insert(unpaired.end(), {"--lora-alpha", "8"});
+  EXPECT_EQ(run(unpaired), 1);
+  EXPECT_NE(err().find("need --lora-rank"), std::string::npos) << err();
+  auto unknown = run_args("unknown", 3);
+  unknown.insert(unknown.end(), {"--lora-rank", "2", "--lora-targets", "q,wq"});
+  EXPECT_EQ(run(unknown), 1);
+  EXPECT_NE(err().find("unknown target 'wq' (known: q, k, v, o, gate, up, down, fc, proj)"), std::string::npos) << err();
 }
 
 }  // namespace

@@ -91,7 +91,7 @@ TEST_F(LoRATest, OnlyTheAdaptersGetGradientsAndChange) {
   nn::StateDict before;
   for (const auto& [name, p] : model.named_parameters()) before[name] = clone(p);
   // every parameter handed to AdamW with weight decay: a frozen one has no gradient, so no step
-  train::AdamW optimizer({{.params = model.parameters(), .lr = 1e-2, .weight_decay = 0.1}});
+  train::AdamW optimizer({train::ParamGroup(model.parameters(), 1e-2, 0.1)});
   model.train();
   for (int step = 0; step < 3; ++step) {
     optimizer.zero_grad();

@@ -4,9 +4,13 @@
 // - stopping after 3 steps and resuming from the checkpoint ends bit-identical to 6 uninterrupted
 //   steps, dropout included (its generators are part of the checkpoint);
 // - a resume with another batch size, a run into a directory that holds checkpoints, and a model
-//   that cannot fit in memory are refused with errors naming the numbers.
+//   that cannot fit in memory are refused with errors naming the numbers;
+// - with LoRA, only the adapters train (the base stays bit-identical to the base file the run
+//   names), checkpoints hold the adapters and their optimizer state alone, a resume continues bit
+//   for bit (adapter dropout included), and the merged final checkpoint gives the trained logits.
 #include <filesystem>
 #include <memory>
+#include <set>
 #include <vector>
 
 #include "nanoformer/nanoformer.h"
@@ -125,12 +129,9 @@ TEST_F(TrainerTest, AccumulatingFourMicroBatchesEqualsOneBatchOfFour) {
   expect_same_parameters(a.model(), b.model(), 1e-6);
 }
 
-TEST_F(TrainerTest, ResumeContinuesBitForBit) {
-  const TrainConfig whole = config("whole", 4, 2, 6);
-  Trainer uninterrupted(whole, fixed_data(4));
-  EXPECT_EQ(uninterrupted.run(), Trainer::Outcome::finished);
-
-  TrainConfig split = config("split", 4, 2, 6);
+// Runs `split` for 3 steps, saves, resumes it to the end and checks that it ends bit-identical to
+// `uninterrupted` (which has run to the end).
+void expect_resume_is_exact(TrainConfig split, Trainer& uninterrupted) {
   {
     Trainer first(split, fixed_data(4));
     for (int i = 0; i < 3; ++i) first.train_step();
@@ -142,6 +143,14 @@ TEST_F(TrainerTest, ResumeContinuesBitForBit) {
   EXPECT_EQ(resumed.run(), Trainer::Outcome::finished);
   expect_same_parameters(uninterrupted.model(), resumed.model(), 0.0);
   EXPECT_EQ(uninterrupted.state().tokens, resumed.state().tokens);
+}
+
+TEST_F(TrainerTest, ResumeContinuesBitForBit) {
+  const TrainConfig whole = config("whole", 4, 2, 6);
+  Trainer uninterrupted(whole, fixed_data(4));
+  EXPECT_EQ(uninterrupted.run(), Trainer::Outcome::finished);
+
+  expect_resume_is_exact(config("split", 4, 2, 6), uninterrupted);
 }
 
 TEST_F(TrainerTest, StopFlagWritesACheckpoint) {
@@ -197,6 +206,82 @@ TEST_F(TrainerTest, RefusesAModelThatCannotFit) {
   huge.model_overrides.push_back("n_kv_heads=64");
   huge.model_overrides.push_back("n_layers=512");
   EXPECT_THROW_WITH(Trainer(huge, fixed_data(4)), "needs about", "memory is available");
+}
+
+const models::LoRAOptions kLoRA{.rank = 2, .alpha = 4.0, .dropout = 0.1, .targets = {"q", "v", "gate", "down"}};
+
+// The parameters of `model` that are not adapters equal `base`'s bit for bit.
+void expect_base_unchanged(models::DecoderLM& model, const models::Model& base) {
+  const nn::StateDict own = model.state_dict();
+  for (const auto& [name, t] : base.state_dict()) {
+    SCOPED_TRACE(name);
+    ASSERT_EQ(0, std::memcmp(own.at(name).raw_data(), t.raw_data(), t.numel() * sizeof(float)));
+  }
+}
+
+TEST_F(TrainerTest, LoRATrainsOnlyAdaptersAndResumesBitForBit) {
+  TrainConfig whole = config("whole", 4, 2, 6);
+  whole.lora = kLoRA;
+  Trainer uninterrupted(whole, fixed_data(4));
+  const auto adapters = models::lora_parameters(uninterrupted.model());
+  EXPECT_EQ(adapters.size(), 2u * 4u * 2u);  // 2 layers x 4 targets x (A, B)
+  int64_t adapter_values = 0;
+  for (const auto& [name, t] : adapters) adapter_values += t.numel();
+  EXPECT_EQ(uninterrupted.model().num_parameters(/*trainable_only=*/true), adapter_values);
+  EXPECT_EQ(uninterrupted.run(), Trainer::Outcome::finished);
+  const auto base = models::load_checkpoint(lora_base_path(whole));  // the fresh base the run wrote
+  expect_base_unchanged(uninterrupted.model(), *base);
+
+  TrainConfig split = whole;
+  split.out_dir = (dir_ / "split").string();
+  expect_resume_is_exact(split, uninterrupted);
+
+  // The checkpoint: the adapters and their optimizer state, nothing of the base.
+  const std::string last = list_checkpoints(whole.out_dir).back().second;
+  const io::SafetensorsFile file = io::SafetensorsFile::open(last);
+  std::set<std::string> adapter_names;
+  for (const auto& [name, t] : adapters) adapter_names.insert(name);
+  for (const io::TensorEntry& entry : file.entries())
+    EXPECT_TRUE(adapter_names.count(entry.name) || entry.name.rfind("train/optimizer/", 0) == 0) << entry.name;
+  EXPECT_EQ(models::read_lora_adapter_info(last).base_path, lora_base_path(whole));
+  EXPECT_THROW_WITH(models::load_checkpoint(last), "nanoformer-lora", "nanoformer lora merge");
+
+  // Merging the final checkpoint into the base gives the trained model's logits.
+  const auto merged = models::load_decoder_lm(lora_base_path(whole));
+  models::load_lora_adapter(*merged, last);
+  models::merge_lora(*merged);
+  const Tensor ids = fixed_data(4).val->batch(0).inputs;
+  uninterrupted.model().eval();
+  merged->eval();
+  EXPECT_TENSOR_CLOSE(merged->forward(ids).logits, uninterrupted.model().forward(ids).logits, 1e-5, 0.0);
+}
+
+TEST_F(TrainerTest, LoRAFineTunesAnInitFromModelAndRefusesAnotherLoRAOnResume) {
+  models::DecoderLM pretrained(models::parse_model_config(model_config_with_overrides("llama2c-stories260k",
+                                                                                      config("x", 4, 1, 1).model_overrides)));
+  const std::string init = (dir_ / "pretrained.safetensors").string();
+  fs::create_directories(dir_);
+  models::save_checkpoint(pretrained, init);
+  TrainConfig c = config("ft", 4, 1, 2);
+  c.init_from = init;
+  c.lora = kLoRA;
+  Trainer t(c, fixed_data(4));
+  t.run();
+  expect_base_unchanged(t.model(), pretrained);
+  EXPECT_FALSE(fs::exists(lora_base_path(config("ft", 4, 1, 2))));  // the base is init_from, not a copy
+  EXPECT_EQ(models::read_lora_adapter_info(list_checkpoints(c.out_dir).back().second).base_path, init);
+
+  TrainConfig other = c;
+  other.resume = true;
+  other.lora->rank = 4;
+  EXPECT_THROW_WITH(Trainer(other, fixed_data(4)), "other settings", "lora.rank: 2 -> 4");
+  other.lora.reset();
+  EXPECT_THROW_WITH(Trainer(other, fixed_data(4)), "other settings", "lora: {");
+  TrainConfig bad = config("bad", 4, 1, 2);
+  bad.lora = models::LoRAOptions{.rank = 0};
+  EXPECT_THROW_WITH(Trainer(bad, fixed_data(4)), "rank 0 must be >= 1");
+  bad.lora = models::LoRAOptions{.targets = {"fc"}};
+  EXPECT_THROW_WITH(Trainer(bad, fixed_data(4)), "target 'fc' names no layer", "q, k, v, o, gate, up, down");
 }
 
 TEST_F(TrainerTest, ModelOverridesAreChecked) {

@@ -29,6 +29,9 @@ struct LoRAOptions {
 const std::vector<std::string>& lora_target_names();
 // "q,k,v,o" -> {"q", "k", "v", "o"}; an unknown or repeated name throws, listing the known ones.
 std::vector<std::string> parse_lora_targets(const std::string& comma_separated);
+// Throws nf::Error naming the value: rank < 1, alpha <= 0, dropout outside [0, 1), no targets, an
+// unknown or repeated target.
+void check_lora_options(const LoRAOptions& options);
 // {"rank": 8, "alpha": 16.0, "dropout": 0.0, "targets": ["q", "k", "v", "o"]} and back (errors
 // name `source` and the key at fault; unknown keys are refused).
 std::string lora_options_to_json(const LoRAOptions& options);

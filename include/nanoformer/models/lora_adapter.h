@@ -6,10 +6,13 @@
 //                    "lora": "{\"rank\": 8, \"alpha\": 16.0, \"dropout\": 0.0, \"targets\": [...]}",
 //                    "base_model": "DecoderLM", "base_config": "{...the base's config JSON...}",
 //                    "base_path": "<where the base was loaded from>" (when known)}
+// Tensors whose names start with "train/" (the optimizer state of a LoRA run's training checkpoint,
+// which is an adapter file too) are not the adapter's: loading skips them, as load_checkpoint does.
 // A file is a few percent of its base or less. Loading applies the stored options to a base model
 // and copies the tensors in, refusing (one nf::Error naming the file) a base of another class,
 // adapter tensors missing, unexpected or mis-shaped against the base (listed by name, with the
 // config keys in which the two bases differ).
+#include <map>
 #include <string>
 
 #include "nanoformer/models/lora.h"
@@ -23,6 +26,9 @@ struct LoRAAdapterInfo {
   std::string base_path;         // "" when unknown
 };
 
+// The header metadata save_lora_adapter writes (format, version, options, the base's identity).
+std::map<std::string, std::string> lora_adapter_metadata(const Model& model, const LoRAOptions& options,
+                                                         const std::string& base_path = "");
 // Writes `model`'s adapters (atomically, io::save_safetensors); throws when it has none.
 void save_lora_adapter(const Model& model, const LoRAOptions& options, const std::string& path,
                        const std::string& base_path = "");

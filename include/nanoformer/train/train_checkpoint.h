@@ -5,6 +5,9 @@
 //   metadata "train_state"            {"step", "tokens", "loss_scale", "good_steps", "best_val_loss",
 //                                      "generators": {module: [seed, offset]}}
 //   metadata "train_config"           the TrainConfig (train_config_to_json)
+// A LoRA run's checkpoint is an adapter-only file instead (models/lora_adapter.h: `nanoformer lora
+// merge` and load_lora_adapter read it): the adapters, their optimizer state and the same run
+// metadata, with the base named by lora_base_path.
 // Files are DIR/ckpt_<step, 8 digits>.safetensors, each written to a temporary file, fsynced and
 // renamed (io::save_safetensors), so a crash mid-write leaves the previous checkpoint whole.
 #include <cstdint>

@@ -4,9 +4,11 @@
 // flags; the checkpoint stores it as JSON, so that a resume can refuse a run whose model or data
 // stream would differ from the one it continues.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "nanoformer/models/lora.h"
 #include "nanoformer/train/data.h"
 #include "nanoformer/train/optimizer_set.h"
 #include "nanoformer/train/schedule.h"
@@ -22,6 +24,9 @@ struct TrainConfig {
   std::string model = "gpt-mini";   // a preset or config JSON: fresh weights from `seed`
   std::vector<std::string> model_overrides;  // "key=value" applied to the model config's JSON
   std::string init_from;            // else: any model file load_model reads (fine-tuning)
+  // LoRA (models/lora.h): adapters on the base (the fresh model or init_from), everything else
+  // frozen; checkpoints then hold the adapters and their optimizer state only.
+  std::optional<models::LoRAOptions> lora;
   DataOptions data;
   OptimizerConfig optimizer;
   ScheduleConfig schedule;          // schedule.lr is the peak lr; total_steps is the run's length
@@ -40,6 +45,9 @@ struct TrainConfig {
 
 // Throws nf::Error naming the first bad option.
 void validate_train_config(const TrainConfig& config);
+// The base a LoRA run's adapter checkpoints name (what `nanoformer lora merge` loads by default):
+// init_from, or <out_dir>/base.safetensors, the fresh base such a run writes when it starts.
+std::string lora_base_path(const TrainConfig& config);
 // The config as one JSON object (pretty-printed) and back; unknown keys are refused.
 std::string train_config_to_json(const TrainConfig& config);
 TrainConfig train_config_from_json(const std::string& json_text, const std::string& source);
