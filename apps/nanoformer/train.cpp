@@ -54,8 +54,9 @@ void add_train_command(CLI::App& app) {
       "LoRA (--lora-rank): trains adapters only; checkpoints hold the adapters alone, and\n"
       "`nanoformer lora merge --adapter runs/lora/ckpt_<step>.safetensors --out merged.safetensors` folds one\n"
       "into its base (--init-from, or the fresh base written to <out>/base.safetensors).\n"
-      "Data: token files (nanoformer tokenizer prepare), text files or JSONL ({\"text\": ...} per line, or\n"
-      "{\"conversations\": [...]} for chat fine-tuning: loss on the assistant's tokens only).\n"
+      "Data: token files (nanoformer tokenizer prepare), text files or JSONL ({\"text\": ...} per line;\n"
+      "{\"conversations\": [...]} for chat fine-tuning, loss on the assistant's tokens only; or\n"
+      "{\"prompt\": ..., \"completion\": ...}, loss on the completion only).\n"
       "Ctrl-C writes a checkpoint and stops; run again with --resume to continue.");
   auto c = std::make_shared<train::TrainConfig>();
   c->schedule.kind = train::ScheduleKind::warmup_cosine;

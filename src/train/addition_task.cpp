@@ -43,10 +43,7 @@ AdditionTask make_addition_task(const AdditionTaskOptions& o) {
   };
   AdditionTask task;
   for (int64_t i = 0; i < o.test_problems; ++i) task.test.push_back(draw());
-  for (int64_t i = 0; i < o.train_problems; ++i) {
-    const AdditionProblem p = draw();
-    task.train_text += p.prompt + p.answer;
-  }
+  for (int64_t i = 0; i < o.train_problems; ++i) task.train.push_back(draw());
   return task;
 }
 

@@ -19,7 +19,7 @@ namespace {
 
 namespace tk = nf::tokenizer;
 
-enum class FileKind { token_file, text, jsonl_text, jsonl_chat };
+enum class FileKind { token_file, text, jsonl_text, jsonl_chat, jsonl_completion };
 
 const char* kind_name(FileKind kind) {
   switch (kind) {
@@ -27,12 +27,17 @@ const char* kind_name(FileKind kind) {
     case FileKind::text: return "text";
     case FileKind::jsonl_text: return "JSONL of documents";
     case FileKind::jsonl_chat: return "JSONL of conversations";
+    case FileKind::jsonl_completion: return "JSONL of prompt-completion pairs";
   }
   return "";
 }
 
+// Fine-tuning examples (loss on the answer only) rather than documents to pretrain on.
+bool is_examples(FileKind kind) { return kind == FileKind::jsonl_chat || kind == FileKind::jsonl_completion; }
+
 // A token file by its magic; else JSONL by its name (of conversations when the first non-blank
-// line has a "conversations" field); else text.
+// line has a "conversations" field, of prompt-completion pairs when it has "prompt" and
+// "completion"); else text.
 FileKind classify(const std::string& path) {
   std::error_code ec;
   NF_CHECK(!std::filesystem::is_directory(path, ec), path, ": is a directory, not a data file");
@@ -49,7 +54,9 @@ FileKind classify(const std::string& path) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const std::string where = path + ":" + std::to_string(number) + ": ";
     const nlohmann::json first = util::parse_json(line, where);
-    return first.is_object() && first.contains("conversations") ? FileKind::jsonl_chat : FileKind::jsonl_text;
+    if (first.is_object() && first.contains("conversations")) return FileKind::jsonl_chat;
+    if (first.is_object() && first.contains("prompt") && first.contains("completion")) return FileKind::jsonl_completion;
+    return FileKind::jsonl_text;
   }
   return FileKind::jsonl_text;
 }
@@ -135,24 +142,34 @@ TrainingData load_pretraining(const DataOptions& o, const std::vector<FileKind>&
   return data;
 }
 
-TrainingData load_chat(const DataOptions& o, const tk::Tokenizer& tokenizer) {
-  const auto chat_template = tk::make_chat_template(o.chat_template, tokenizer);
+// Conversations (kind jsonl_chat) or prompt-completion pairs (jsonl_completion) as padded batches.
+TrainingData load_examples(const DataOptions& o, const tk::Tokenizer& tokenizer, FileKind kind) {
+  const bool chat = kind == FileKind::jsonl_chat;
+  const auto chat_template = chat ? tk::make_chat_template(o.chat_template, tokenizer) : nullptr;
   const auto max_tokens = static_cast<size_t>(o.context) + 1;
-  std::vector<FileKind> kinds(o.train_paths.size() + o.val_paths.size(), FileKind::jsonl_chat);
+  std::vector<FileKind> kinds(o.train_paths.size() + o.val_paths.size(), kind);
   std::vector<std::string> all = o.train_paths;
   all.insert(all.end(), o.val_paths.begin(), o.val_paths.end());
   TokenisingProgress progress(all, kinds, o.show_progress);
   auto load = [&](const std::vector<std::string>& paths) {
     auto examples = std::make_shared<SftExamples>();
-    for (const std::string& path : paths)
-      read_sft_jsonl(path, *chat_template, max_tokens, *examples, progress.next_file(path));
+    for (const std::string& path : paths) {
+      if (chat)
+        read_sft_jsonl(path, *chat_template, max_tokens, *examples, progress.next_file(path));
+      else
+        read_completion_jsonl(path, tokenizer, max_tokens, *examples, progress.next_file(path));
+    }
     return examples;
   };
   const auto train = load(o.train_paths);
   const auto val = o.val_paths.empty() ? nullptr : load(o.val_paths);
   progress.finish();
 
-  const TokenId pad = o.pad_id >= 0 ? static_cast<TokenId>(o.pad_id) : chat_template->end_token();
+  // padding's targets are ignored and causal attention keeps it out of the real positions, so any
+  // id will do when none is named: the template's end token, else end-of-text, else 0
+  const TokenId pad = o.pad_id >= 0 ? static_cast<TokenId>(o.pad_id)
+                      : chat       ? chat_template->end_token()
+                                   : tk::end_of_text_id(tokenizer).value_or(0);
   NF_CHECK(o.pad_id < 0 || static_cast<uint64_t>(o.pad_id) < tokenizer.vocab_size(), "data: pad id ", o.pad_id,
            " is not below the tokenizer's vocabulary size ", tokenizer.vocab_size());
   if (o.vocab_size > 0) {
@@ -174,11 +191,11 @@ TrainingData load_chat(const DataOptions& o, const tk::Tokenizer& tokenizer) {
     data.val = batches(val, 0, val->size(), false, "validation data");
     return data;
   }
-  // split by position: the last val_fraction of the conversations (at least one) is validation
+  // split by position: the last val_fraction of the examples (at least one) is validation
   const size_t n = train->size();
   const size_t n_val =
       o.val_fraction > 0 ? std::max<size_t>(1, static_cast<size_t>(std::floor(static_cast<double>(n) * o.val_fraction))) : 0;
-  NF_CHECK(n > n_val, o.train_paths.front(), ": ", n, " usable conversations, too few for a training part and a ",
+  NF_CHECK(n > n_val, o.train_paths.front(), ": ", n, " usable examples, too few for a training part and a ",
            "validation part of ", percent(o.val_fraction));
   data.train = batches(train, 0, n - n_val, true, n_val ? "training part" : "training data");
   if (n_val > 0) data.val = batches(train, n - n_val, n, false, "validation part (the last " + percent(o.val_fraction) + ")");
@@ -196,13 +213,13 @@ TrainingData load_training_data(const DataOptions& o) {
   for (const std::string& path : o.train_paths) train_kinds.push_back(classify(path));
   for (const std::string& path : o.val_paths) val_kinds.push_back(classify(path));
 
-  // one kind of data: chat conversations, or tokens for pretraining
-  const bool chat = train_kinds.front() == FileKind::jsonl_chat;
+  // one kind of data: conversations, prompt-completion pairs, or documents (text or tokens) to pretrain on
+  const FileKind first = train_kinds.front();
   auto check_same = [&](const std::vector<std::string>& paths, const std::vector<FileKind>& kinds) {
     for (size_t i = 0; i < paths.size(); ++i)
-      NF_CHECK((kinds[i] == FileKind::jsonl_chat) == chat, "data: ", paths[i], " is ", kind_name(kinds[i]), " but ",
-               o.train_paths.front(), " is ", kind_name(train_kinds.front()),
-               ": a run trains on conversations or on documents, not both");
+      NF_CHECK(is_examples(first) ? kinds[i] == first : !is_examples(kinds[i]), "data: ", paths[i], " is ",
+               kind_name(kinds[i]), " but ", o.train_paths.front(), " is ", kind_name(first),
+               ": a run trains on one kind of data (conversations, prompt-completion pairs, or documents)");
   };
   check_same(o.train_paths, train_kinds);
   check_same(o.val_paths, val_kinds);
@@ -216,7 +233,7 @@ TrainingData load_training_data(const DataOptions& o) {
   needs_tokenizer(o.train_paths, train_kinds);
   needs_tokenizer(o.val_paths, val_kinds);
   if (!o.tokenizer.empty()) tokenizer = tk::load_tokenizer(o.tokenizer);
-  if (chat) return load_chat(o, *tokenizer);
+  if (is_examples(first)) return load_examples(o, *tokenizer, first);
   return load_pretraining(o, train_kinds, val_kinds, tokenizer.get());
 }
 

@@ -81,8 +81,12 @@ void SftExamples::check_vocab(uint64_t vocab_size) const {
   }
 }
 
-void read_sft_jsonl(const std::string& path, const tokenizer::ChatTemplate& chat_template, size_t max_tokens,
-                    SftExamples& examples, const tokenizer::ByteProgress& progress) {
+namespace {
+
+// Reads a JSONL file of examples, rendering its lines in parallel: render(line's JSON, where).
+template <typename Render>
+void read_examples_jsonl(const std::string& path, size_t max_tokens, SftExamples& examples,
+                         const tokenizer::ByteProgress& progress, const Render& render) {
   const auto file = static_cast<uint32_t>(examples.files().size());
   examples.add_file(path);
   std::vector<tokenizer::RenderedChat> rendered;
@@ -92,16 +96,51 @@ void read_sft_jsonl(const std::string& path, const tokenizer::ChatTemplate& chat
         rendered.assign(lines.size(), {});
         tokenizer::parallel_for_first_error(lines.size(), 0, [&](size_t i) {
           const std::string where = path + ":" + std::to_string(lines[i].number) + ": ";
-          const auto messages = conversation_from_json(util::parse_json(lines[i].text, where), where);
-          try {
-            rendered[i] = chat_template.render(messages);
-          } catch (const Error& e) {
-            NF_FAIL(where, e.what());
-          }
+          rendered[i] = render(util::parse_json(lines[i].text, where), where);
         });
         for (size_t i = 0; i < lines.size(); ++i) examples.add(rendered[i], max_tokens, file, lines[i].number);
       },
       progress);
+}
+
+const std::string& string_member(const json& doc, const char* key, const std::string& where) {
+  NF_CHECK(doc.is_object(), where, "expected a JSON object, got ", util::json_excerpt(doc));
+  const auto it = doc.find(key);
+  NF_CHECK(it != doc.end(), where, "no \"", key, "\" field");
+  NF_CHECK(it->is_string(), where, "\"", key, "\" is not a string but ", util::json_excerpt(*it));
+  return it->get_ref<const std::string&>();
+}
+
+}  // namespace
+
+void read_sft_jsonl(const std::string& path, const tokenizer::ChatTemplate& chat_template, size_t max_tokens,
+                    SftExamples& examples, const tokenizer::ByteProgress& progress) {
+  read_examples_jsonl(path, max_tokens, examples, progress, [&](const json& doc, const std::string& where) {
+    const auto messages = conversation_from_json(doc, where);
+    try {
+      return chat_template.render(messages);
+    } catch (const Error& e) {
+      NF_FAIL(where, e.what());
+    }
+  });
+}
+
+tokenizer::RenderedChat render_completion(const tokenizer::Tokenizer& tokenizer, const std::string& prompt,
+                                          const std::string& completion) {
+  tokenizer::RenderedChat out;
+  out.ids = tokenizer.encode(prompt);
+  out.trained.assign(out.ids.size(), 0);
+  for (TokenId id : tokenizer.encode(completion)) out.ids.push_back(id);
+  if (const auto eot = tokenizer::end_of_text_id(tokenizer)) out.ids.push_back(*eot);
+  out.trained.resize(out.ids.size(), 1);
+  return out;
+}
+
+void read_completion_jsonl(const std::string& path, const tokenizer::Tokenizer& tokenizer, size_t max_tokens,
+                           SftExamples& examples, const tokenizer::ByteProgress& progress) {
+  read_examples_jsonl(path, max_tokens, examples, progress, [&](const json& doc, const std::string& where) {
+    return render_completion(tokenizer, string_member(doc, "prompt", where), string_member(doc, "completion", where));
+  });
 }
 
 SftBatches::SftBatches(std::shared_ptr<const SftExamples> examples, size_t begin, size_t end, int64_t batch_size,
@@ -179,11 +218,11 @@ Batch SftBatches::batch(uint64_t index) const {
 std::string SftBatches::describe() const {
   const auto& files = examples_->files();
   std::string out = files.front() + (files.size() > 1 ? " + " + std::to_string(files.size() - 1) + " more" : "") +
-                    ": " + part_ + ", " + std::to_string(end_ - begin_) + " conversations" +
+                    ": " + part_ + ", " + std::to_string(end_ - begin_) + " examples" +
                     (shuffle_ ? " shuffled each epoch" : " in file order") + ", padded to " +
                     (pad_to_context_ ? "the context " + std::to_string(context_) : "the batch's longest");
   if (examples_->dropped() > 0)
-    out += " (" + std::to_string(examples_->dropped()) + " left out: no assistant token within context + 1)";
+    out += " (" + std::to_string(examples_->dropped()) + " left out: no trained token within context + 1)";
   return out;
 }
 

@@ -1,6 +1,6 @@
 // The training data pipeline: random and sequential token windows (determinism, the split, the
-// shift by one), text and JSONL tokenised at load, chat SFT batches (exact loss masks, padding,
-// the per-epoch shuffle), and the errors for bad input.
+// shift by one), text and JSONL tokenised at load, chat SFT and prompt-completion batches (exact
+// loss masks, padding, the per-epoch shuffle), and the errors for bad input.
 #include "nanoformer/train/data.h"
 
 #include <gtest/gtest.h>
@@ -387,7 +387,7 @@ TEST(SftBatches, MalformedConversationsNameFileAndLine) {
   write_text(path, good + good);
   write_text(docs, "{\"text\": \"abc\"}\n");
   o.val_paths = {docs};
-  EXPECT_THROW_WITH(load_training_data(o), "docs.jsonl is JSONL of documents", "not both");
+  EXPECT_THROW_WITH(load_training_data(o), "docs.jsonl is JSONL of documents", "one kind of data");
   o.val_paths = {};
   o.chat_template = "nanochat";
   EXPECT_THROW_WITH(load_training_data(o), "nanochat", "<|bos|>");
@@ -395,6 +395,60 @@ TEST(SftBatches, MalformedConversationsNameFileAndLine) {
   o.vocab_size = 200;  // the rendered ids reach 258
   EXPECT_THROW_WITH(load_training_data(o), "roles.jsonl:1", "id 257", "vocabulary size 200");
   for (const auto& p : {tokenizer, path, docs}) std::remove(p.c_str());
+}
+
+std::string completion_line(const std::string& prompt, const std::string& completion) {
+  return nlohmann::json{{"prompt", prompt}, {"completion", completion}}.dump() + "\n";
+}
+
+TEST(SftBatches, PromptCompletionPairsTrainOnTheCompletionAndEndOfText) {
+  const std::string tokenizer = chatml_tokenizer_file(), path = temp_path("pairs.jsonl");
+  write_text(path, completion_line("ab", "cd") + completion_line("wxyz", "v"));
+  DataOptions o;
+  o.train_paths = {path};
+  o.tokenizer = tokenizer;
+  o.batch_size = 2;
+  o.context = 16;
+  o.val_fraction = 0;
+  o.show_progress = false;
+  const auto data = load_training_data(o);
+  const auto& pairs = dynamic_cast<const SftBatches&>(*data.train);
+  const Batch batch = data.train->batch(0);
+  // ids "abcd" <|endoftext|> (256) and "wxyzv" <|endoftext|>: the longer gives T = 5
+  ASSERT_EQ(batch.inputs.shape(), (Shape{2, 5}));
+  const int64_t I = kIgnoreIndex;
+  const std::vector<std::vector<int64_t>> inputs{{'a', 'b', 'c', 'd', 256}, {'w', 'x', 'y', 'z', 'v'}};
+  const std::vector<std::vector<int64_t>> targets{{I, 'c', 'd', 256, I}, {I, I, I, 'v', 256}};
+  const auto x = values(batch.inputs), y = values(batch.targets);
+  for (int64_t row = 0; row < 2; ++row) {
+    const size_t k = pairs.example_index(0, row);
+    EXPECT_EQ(std::vector<int64_t>(x.begin() + row * 5, x.begin() + row * 5 + 5), inputs[k]) << row;
+    EXPECT_EQ(std::vector<int64_t>(y.begin() + row * 5, y.begin() + row * 5 + 5), targets[k]) << row;
+  }
+  EXPECT_EQ(batch.target_tokens, 3 + 2);
+
+  // a tokenizer without an end-of-text token: the completion alone, padded with id 0
+  const std::string chars = temp_path("pair_chars.json");
+  tk::CharTokenizer::train("abcdvwxyz").save(chars);
+  o.tokenizer = chars;
+  const Batch plain = load_training_data(o).train->batch(0);
+  ASSERT_EQ(plain.inputs.shape(), (Shape{2, 4}));
+  EXPECT_EQ(plain.target_tokens, 2 + 1);
+  for (int64_t t : values(plain.inputs)) EXPECT_GE(t, 0);
+
+  // malformed pairs name file and line; pairs mix with no other kind
+  o.tokenizer = tokenizer;
+  write_text(path, completion_line("a", "b") + "{\"prompt\": \"a\"}\n");
+  EXPECT_THROW_WITH(load_training_data(o), "pairs.jsonl:2:", "no \"completion\" field");
+  write_text(path, completion_line("a", "b") + "{\"prompt\": \"a\", \"completion\": [1]}\n");
+  EXPECT_THROW_WITH(load_training_data(o), "pairs.jsonl:2:", "\"completion\" is not a string");
+  const std::string chat = temp_path("pair_chat.jsonl");
+  write_text(path, completion_line("a", "b") + completion_line("c", "d"));
+  write_text(chat, conversation_line({{"user", "q"}, {"assistant", "a"}}));
+  o.val_paths = {chat};
+  EXPECT_THROW_WITH(load_training_data(o), "pair_chat.jsonl is JSONL of conversations",
+                    "is JSONL of prompt-completion pairs", "one kind of data");
+  for (const auto& p : {tokenizer, path, chars, chat}) std::remove(p.c_str());
 }
 
 // The SFT loader on MiniMind-format conversations gives the ids and mask of transformers'

@@ -1,8 +1,10 @@
 #pragma once
-// Supervised fine-tuning data: chat conversations rendered by a chat template
-// (tokenizer/chat_template.h) with the loss on the assistant's tokens only.
+// Supervised fine-tuning data, with the loss on the answer's tokens only: chat conversations
+// rendered by a chat template (tokenizer/chat_template.h), trained on the assistant's tokens, or
+// prompt-completion pairs ({"prompt": ..., "completion": ...}, the format of OpenAI's legacy
+// fine-tuning and TRL's prompt-completion datasets), trained on the completion's tokens.
 //
-// Each conversation is rendered whole and truncated to its first context + 1 tokens (as MiniMind
+// Each example is rendered whole and truncated to its first context + 1 tokens (as MiniMind
 // truncates input_ids[:max_length]); one that keeps no trained token is dropped (counted). Row b
 // of batch i takes example k = i * B + b of the order: shuffled by a permutation that is a pure
 // function of (seed, epoch = k / N) for training, file order for validation. Inputs are the
@@ -58,6 +60,15 @@ class SftExamples {
 // malformed JSON, a missing or non-string role or content, or a role the template refuses.
 void read_sft_jsonl(const std::string& path, const tokenizer::ChatTemplate& chat_template, size_t max_tokens,
                     SftExamples& examples, const tokenizer::ByteProgress& progress = {});
+
+// The ids of a prompt-completion pair: encode(prompt) untrained, then encode(completion) and the
+// tokenizer's end-of-text token when it has one (as TRL appends EOS), trained.
+tokenizer::RenderedChat render_completion(const tokenizer::Tokenizer& tokenizer, const std::string& prompt,
+                                          const std::string& completion);
+// Reads a prompt-completion JSONL file ({"prompt": "...", "completion": "..."} per line) into
+// examples. Throws nf::Error "<file>:<line>: ..." on malformed JSON or a missing or non-string field.
+void read_completion_jsonl(const std::string& path, const tokenizer::Tokenizer& tokenizer, size_t max_tokens,
+                           SftExamples& examples, const tokenizer::ByteProgress& progress = {});
 
 class SftBatches final : public BatchSource {
  public:
