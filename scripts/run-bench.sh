@@ -1,18 +1,32 @@
 #!/usr/bin/env bash
-# Runs every benchmark binary in the build directory. Each repeats its cases with random
-# interleaving (so drift on a shared machine hits ours and the baseline alike) and reports medians
-# and the ratio of ours to the baseline measured in the same run.
+# Runs every benchmark binary in the build directory. The kernel benchmarks (Google Benchmark)
+# repeat their cases with random interleaving (so drift on a shared machine hits ours and the
+# baseline alike) and report medians and the ratio of ours to the baseline measured in the same
+# run. The training benchmark (bench_training) alternates our process and PyTorch's over rounds and
+# reports medians, ratios, GEMM limits and peak memory (docs/training.md, "Training speed").
 #   scripts/run-bench.sh [build-dir] [extra Google Benchmark flags...]
+# Environment: NF_BENCH=all|kernels|training (default all), NF_BENCH_REPETITIONS (kernels, 5),
+# NF_TRAIN_BENCH_ROUNDS (3), NF_BENCH_THREADS (training, 2), NF_PYTHON (.venv/bin/python).
 set -euo pipefail
 build=${1:-build}
 shift || true
+which=${NF_BENCH:-all}
 reps=${NF_BENCH_REPETITIONS:-5}
 status=0
-for b in "$build"/bench_*; do
-  [ -x "$b" ] || continue
-  echo "=== $(basename "$b") ==="
-  "$b" --benchmark_repetitions="$reps" --benchmark_enable_random_interleaving=true \
-       --benchmark_report_aggregates_only=true "$@" || status=1
+if [ "$which" != training ]; then
+  for b in "$build"/bench_*; do
+    [ -x "$b" ] || continue
+    [ "$(basename "$b")" = bench_training ] && continue
+    echo "=== $(basename "$b") ==="
+    "$b" --benchmark_repetitions="$reps" --benchmark_enable_random_interleaving=true \
+         --benchmark_report_aggregates_only=true "$@" || status=1
+    echo
+  done
+fi
+if [ "$which" != kernels ] && [ -x "$build/bench_training" ]; then
+  echo "=== bench_training ==="
+  "$build/bench_training" --python "${NF_PYTHON:-.venv/bin/python}" --rounds "${NF_TRAIN_BENCH_ROUNDS:-3}" \
+      --threads "${NF_BENCH_THREADS:-2}" || status=1
   echo
-done
+fi
 exit $status

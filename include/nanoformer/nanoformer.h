@@ -6,6 +6,7 @@
 #include "nanoformer/core/error.h"
 #include "nanoformer/core/generator.h"
 #include "nanoformer/core/parallel.h"
+#include "nanoformer/core/profile.h"
 #include "nanoformer/core/storage.h"
 #include "nanoformer/core/tensor.h"
 #include "nanoformer/autograd/grad_mode.h"

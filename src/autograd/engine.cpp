@@ -6,6 +6,7 @@
 #include "nanoformer/autograd/grad_mode.h"
 #include "nanoformer/autograd/node.h"
 #include "nanoformer/core/error.h"
+#include "nanoformer/core/profile.h"
 #include "nanoformer/ops/elementwise.h"
 #include "nanoformer/ops/factory.h"
 
@@ -47,6 +48,7 @@ void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
            " for a tensor of dtype ", dtype_name(root.dtype()));
 
   NoGradGuard no_grad;  // backward formulas are not themselves recorded
+  profile::BackwardPhase backward_phase;  // kernels profile as "<op> backward"
   std::shared_ptr<Node> root_node = gradient_edge(root);
   std::unordered_map<Node*, int> deps = count_dependencies(root_node);
   std::unordered_map<Node*, Tensor> pending;  // summed gradient waiting for each node

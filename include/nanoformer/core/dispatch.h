@@ -5,8 +5,13 @@
 //   using SoftmaxKernel = void (*)(const float* x, float* y, int64_t rows, int64_t cols);
 //   static const DeviceKernels<SoftmaxKernel> kSoftmax{.cpu = cpu::softmax_rows};
 //   kSoftmax.get(x.device(), "softmax")(x_ptr, y_ptr, rows, cols);
+//
+// The call is timed under the op's name when profiling is on (core/profile.h).
+#include <utility>
+
 #include "nanoformer/core/device.h"
 #include "nanoformer/core/error.h"
+#include "nanoformer/core/profile.h"
 
 namespace nf {
 
@@ -15,10 +20,13 @@ struct DeviceKernels {
   Fn cpu = nullptr;
   Fn cuda = nullptr;
 
-  Fn get(Device d, const char* op) const {
+  auto get(Device d, const char* op) const {
     Fn f = d.type == DeviceType::cpu ? cpu : cuda;
     NF_CHECK(f != nullptr, op, ": no kernel for device ", d.str());
-    return f;
+    return [f, op](auto&&... args) {
+      profile::Scope scope(op);
+      return f(std::forward<decltype(args)>(args)...);
+    };
   }
 };
 

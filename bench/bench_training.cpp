@@ -1,0 +1,312 @@
+// The training benchmark of `make bench`: tokens/s and peak memory of a full training step
+// (forward with targets, backward, AdamW step, zero_grad) of a preset, nanoformer beside PyTorch
+// on the same config and threads, fp32 and bf16 (torch.autocast), with the machine's GEMM limits.
+//
+// Each side runs in its own process (peak memory = the process's RSS high-water mark, from
+// wait4), and the processes alternate over several rounds, so that load from other work on a
+// shared machine hits both sides alike; the table gives medians over rounds and the median of the
+// per-round ratios. The PyTorch side (tools/bench/torch_training.py) runs only when the Python
+// has torch (scripts/install-python.sh); otherwise it is reported as skipped.
+//
+//   bench_training [--preset minimind2-small] [--batch 8] [--length 256] [--threads 2]
+//                  [--rounds 3] [--warmup 2] [--steps 5] [--precisions fp32,bf16]
+//                  [--python .venv/bin/python] [--no-limits]
+//   bench_training --worker fp32|bf16 ...   one side's run (what the driver spawns)
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "training_gemm_limit.h"
+#include "training_step.h"
+
+extern char** environ;
+
+namespace {
+
+using nlohmann::json;
+
+struct Options {
+  nf::bench::TrainingStepOptions step;
+  int threads = 2, rounds = 3;
+  std::vector<std::string> precisions{"fp32", "bf16"};
+  std::string python = std::string(NF_SOURCE_DIR) + "/.venv/bin/python";
+  std::string torch_script = std::string(NF_SOURCE_DIR) + "/tools/bench/torch_training.py";
+  std::string worker;  // non-empty: run one side and print its JSON
+  bool limits = true;
+};
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> parts;
+  std::stringstream in(s);
+  for (std::string part; std::getline(in, part, sep);) parts.push_back(part);
+  return parts;
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--no-limits") {
+      o.limits = false;
+      continue;
+    }
+    NF_CHECK(i + 1 < argc, "bench_training: flag ", flag, " needs a value");
+    const std::string value = argv[++i];
+    if (flag == "--preset") o.step.preset = value;
+    else if (flag == "--batch") o.step.batch = std::stoll(value);
+    else if (flag == "--length") o.step.length = std::stoll(value);
+    else if (flag == "--warmup") o.step.warmup = std::stoi(value);
+    else if (flag == "--steps") o.step.steps = std::stoi(value);
+    else if (flag == "--threads") o.threads = std::stoi(value);
+    else if (flag == "--rounds") o.rounds = std::stoi(value);
+    else if (flag == "--precisions") o.precisions = split(value, ',');
+    else if (flag == "--python") o.python = value;
+    else if (flag == "--worker") o.worker = value;
+    else NF_FAIL("bench_training: unknown flag ", flag);
+  }
+  NF_CHECK(o.step.steps > 0 && o.rounds > 0, "bench_training: --steps and --rounds must be positive");
+  return o;
+}
+
+// A finished child process: its stdout, exit status and peak RSS.
+struct ProcessResult {
+  std::string out;
+  int status = -1;
+  double peak_mib = 0;
+  bool ok() const { return WIFEXITED(status) && WEXITSTATUS(status) == 0; }
+};
+
+ProcessResult run_process(const std::vector<std::string>& args) {
+  int fds[2];
+  NF_CHECK(pipe(fds) == 0, "bench_training: pipe failed");
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+  posix_spawn_file_actions_addclose(&actions, fds[0]);
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  const int spawned = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(fds[1]);
+  ProcessResult r;
+  if (spawned != 0) {
+    close(fds[0]);
+    return r;
+  }
+  char buf[4096];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) r.out.append(buf, static_cast<size_t>(n));
+  close(fds[0]);
+  rusage usage{};
+  wait4(pid, &r.status, 0, &usage);
+  r.peak_mib = static_cast<double>(usage.ru_maxrss) / 1024.0;  // KiB on Linux
+  return r;
+}
+
+// The last line of a child's output that parses as a JSON object.
+std::optional<json> last_json(const ProcessResult& r) {
+  if (!r.ok()) return std::nullopt;
+  std::optional<json> found;
+  for (const std::string& line : split(r.out, '\n')) {
+    json j = json::parse(line, nullptr, false);
+    if (j.is_object()) found = j;
+  }
+  return found;
+}
+
+std::vector<std::string> common_args(const Options& o) {
+  return {"--preset", o.step.preset, "--batch", std::to_string(o.step.batch), "--length", std::to_string(o.step.length),
+          "--threads", std::to_string(o.threads), "--warmup", std::to_string(o.step.warmup), "--steps",
+          std::to_string(o.step.steps)};
+}
+
+std::vector<std::string> ours_command(const Options& o, const std::string& self, const std::string& precision) {
+  std::vector<std::string> args{self, "--worker", precision};
+  for (const std::string& a : common_args(o)) args.push_back(a);
+  return args;
+}
+
+std::vector<std::string> torch_command(const Options& o, const std::string& mode, const std::vector<std::string>& extra) {
+  std::vector<std::string> args{o.python, o.torch_script, mode};
+  for (const std::string& a : common_args(o)) args.push_back(a);
+  for (const std::string& a : extra) args.push_back(a);
+  return args;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown";
+}
+
+// The worker modes: one training run ("fp32", "bf16") or the SGEMM limit ("sgemm-limit").
+int worker(const Options& o) {
+  nf::set_num_threads(o.threads);
+  if (o.worker == "sgemm-limit") {
+    nf::Generator gen(1);
+    const nf::models::DecoderLM lm(nf::models::preset_config(o.step.preset), gen);
+    const nf::bench::GemmLimit limit = nf::bench::measure_sgemm_limit(nf::bench::step_gemms(lm, o.step.batch, o.step.length));
+    std::printf("%s\n", json{{"gflops", limit.gflops}, {"seconds_per_step", limit.seconds_per_step}}.dump().c_str());
+    return 0;
+  }
+  nf::bench::TrainingStepOptions step = o.step;
+  step.precision = o.worker;
+  if (step.precision == "bf16" && !nf::bench::kAutocastAvailable) {
+    std::printf("%s\n", json{{"unavailable", "nf::AutocastGuard is not built yet"}}.dump().c_str());
+    return 0;
+  }
+  const nf::bench::TrainingStepResult r = nf::bench::run_training_steps(step);
+  std::vector<double> ms;
+  for (double s : r.step_seconds) ms.push_back(1e3 * s);
+  if (nf::profile::enabled()) {  // the per-op table of one step, to stderr
+    double total = 0;
+    for (double s : r.step_seconds) total += s;
+    std::fprintf(stderr, "NF_PROFILE: time per step by op (%zu steps, median step %.0f ms)\n%s", r.step_seconds.size(),
+                 1e3 * static_cast<double>(r.tokens_per_step) / r.tokens_per_s(),
+                 nf::profile::report(static_cast<double>(r.step_seconds.size()), total).c_str());
+  }
+  std::printf("%s\n", json{{"tokens_per_s", r.tokens_per_s()}, {"step_ms", ms}, {"final_loss", r.final_loss}}.dump().c_str());
+  return 0;
+}
+
+// Numbers of one kind over the rounds, or why there are none.
+struct Series {
+  std::vector<double> values;
+  std::string note;
+  std::optional<double> last_of_round;  // this round's value, when it was measured
+};
+
+// Runs a worker process; `key` of its JSON goes into `series` (tokens_per_s; gflops), its peak
+// RSS into `peak` when given.
+void measure(const std::vector<std::string>& command, const char* key, Series& series, Series* peak = nullptr) {
+  series.last_of_round.reset();
+  const ProcessResult r = run_process(command);
+  const std::optional<json> j = last_json(r);
+  if (!j) {
+    series.note = "failed (exit status " + std::to_string(r.status) + ")";
+  } else if (j->contains("unavailable")) {
+    series.note = (*j)["unavailable"].get<std::string>();
+  } else {
+    series.values.push_back((*j)[key].get<double>());
+    series.last_of_round = series.values.back();
+    if (peak) peak->values.push_back(r.peak_mib);
+  }
+}
+
+std::string cell(const Series& s, const char* format, double scale = 1) {
+  if (s.values.empty()) return "n/a";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, scale * median(s.values));
+  return buf;
+}
+
+int driver(const Options& o, const std::string& self) {
+  nf::set_num_threads(o.threads);
+  nf::Generator gen(1);
+  const nf::models::DecoderLM lm(nf::models::preset_config(o.step.preset), gen);
+  const double flops_per_token = nf::bench::flops_per_token(lm, o.step.length);
+  const std::vector<nf::bench::StepGemm> gemms = nf::bench::step_gemms(lm, o.step.batch, o.step.length);
+  const std::optional<json> info =
+      last_json(run_process({o.python, o.torch_script, "info", "--threads", std::to_string(o.threads)}));
+  std::printf("training benchmark: %s, batch %lld x %lld, a full step (forward with targets, backward, AdamW "
+              "(nanoGPT's defaults), zero_grad)\n",
+              o.step.preset.c_str(), static_cast<long long>(o.step.batch), static_cast<long long>(o.step.length));
+  std::printf("cpu: %s; threads: %d on both sides\nours: BLAS %s\n", cpu_model().c_str(), o.threads, nf::blas_info());
+  if (info) std::printf("torch: %s, cpu capability %s\n", (*info)["torch"].get<std::string>().c_str(),
+                        (*info)["cpu_capability"].get<std::string>().c_str());
+  else std::printf("torch: skipped (%s cannot import torch: run scripts/install-python.sh)\n", o.python.c_str());
+  std::printf("limit = measured GEMM GFLOP/s at the step's %zu GEMM shapes / FLOPs per token, FLOPs per token = "
+              "6 x %lld parameters + 12 x %lld layers x T %lld x dim %lld = %.1f MFLOP\n",
+              gemms.size(), static_cast<long long>(lm.num_parameters()), static_cast<long long>(lm.config().n_layers),
+              static_cast<long long>(o.step.length), static_cast<long long>(lm.config().dim), flops_per_token / 1e6);
+  std::printf("%d rounds; each runs every measurement in its own process (ours and torch alternate, the first "
+              "side swaps each round); a training process runs %d warm-up steps and reports the median of %d\n\n",
+              o.rounds, o.step.warmup, o.step.steps);
+  std::fflush(stdout);
+
+  json shapes = json::array();
+  for (const auto& g : gemms) shapes.push_back({g.M, g.N, g.K, g.trans_a, g.trans_b, g.count, g.per_head});
+  std::map<std::string, Series> gflops, ours, torch, ours_peak, torch_peak, vs_torch, vs_limit;
+  for (int round = 0; round < o.rounds; ++round) {
+    if (o.limits) {
+      measure(ours_command(o, self, "sgemm-limit"), "gflops", gflops["fp32"]);
+      if (info) measure(torch_command(o, "gemm-limit", {"--dtype", "bf16", "--gemms", shapes.dump()}), "gflops", gflops["bf16"]);
+    }
+    for (const std::string& precision : o.precisions) {
+      Series &a = ours[precision], &b = torch[precision];
+      b.last_of_round.reset();
+      const auto run_ours = [&] { measure(ours_command(o, self, precision), "tokens_per_s", a, &ours_peak[precision]); };
+      const auto run_torch = [&] {
+        if (info) measure(torch_command(o, "train", {"--precision", precision}), "tokens_per_s", b, &torch_peak[precision]);
+        else b.note = "skipped (no torch)";
+      };
+      if (round % 2 == 0) run_ours(), run_torch();
+      else run_torch(), run_ours();
+      // ratios within the round: ours / torch, ours / this round's limit
+      if (a.last_of_round && b.last_of_round) vs_torch[precision].values.push_back(*a.last_of_round / *b.last_of_round);
+      const Series& g = gflops[precision];
+      if (a.last_of_round && g.last_of_round)
+        vs_limit[precision].values.push_back(*a.last_of_round / (*g.last_of_round * 1e9 / flops_per_token));
+      std::printf("round %d %s: ours %s tok/s, torch %s tok/s, limit %s tok/s\n", round + 1, precision.c_str(),
+                  a.last_of_round ? std::to_string(static_cast<int>(*a.last_of_round)).c_str() : "-",
+                  b.last_of_round ? std::to_string(static_cast<int>(*b.last_of_round)).c_str() : "-",
+                  g.last_of_round ? std::to_string(static_cast<int>(*g.last_of_round * 1e9 / flops_per_token)).c_str() : "-");
+      std::fflush(stdout);
+    }
+  }
+
+  std::printf("\nGEMM limits (median GFLOP/s -> tokens/s):\n");
+  std::printf("  fp32: SGEMM of our BLAS: %s GFLOP/s -> %s tokens/s\n", cell(gflops["fp32"], "%.1f").c_str(), cell(gflops["fp32"], "%.0f", 1e9 / flops_per_token).c_str());
+  std::printf("  bf16: torch.matmul on bf16 tensors: %s GFLOP/s -> %s tokens/s\n\n", cell(gflops["bf16"], "%.1f").c_str(),
+              cell(gflops["bf16"], "%.0f", 1e9 / flops_per_token).c_str());
+  std::printf("%-6s %11s %11s %11s %11s %11s %15s %15s\n", "", "ours tok/s", "torch tok/s", "ours/torch", "limit tok/s",
+              "ours/limit", "ours peak MiB", "torch peak MiB");
+  for (const std::string& precision : o.precisions) {
+    std::printf("%-6s %11s %11s %11s %11s %11s %15s %15s\n", precision.c_str(), cell(ours[precision], "%.0f").c_str(),
+                cell(torch[precision], "%.0f").c_str(), cell(vs_torch[precision], "%.2fx").c_str(),
+                cell(gflops[precision], "%.0f", 1e9 / flops_per_token).c_str(), cell(vs_limit[precision], "%.0f%%", 100).c_str(),
+                cell(ours_peak[precision], "%.0f").c_str(), cell(torch_peak[precision], "%.0f").c_str());
+    if (!ours[precision].note.empty()) std::printf("       ours %s: %s\n", precision.c_str(), ours[precision].note.c_str());
+    if (!torch[precision].note.empty()) std::printf("       torch %s: %s\n", precision.c_str(), torch[precision].note.c_str());
+  }
+  std::printf("(medians over rounds; ours/torch and ours/limit are medians of the ratios within each round; peak = "
+              "the RSS high-water mark of each process)\n");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const Options o = parse(argc, argv);
+    if (!o.worker.empty()) return worker(o);
+    char self[4096];
+    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    NF_CHECK(n > 0, "bench_training: cannot read /proc/self/exe");
+    return driver(o, std::string(self, static_cast<size_t>(n)));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_training: %s\n", e.what());
+    return 1;
+  }
+}
