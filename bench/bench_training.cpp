@@ -186,7 +186,10 @@ int worker(const Options& o) {
                  1e3 * static_cast<double>(r.tokens_per_step) / r.tokens_per_s(),
                  nf::profile::report(static_cast<double>(r.step_seconds.size()), total).c_str());
   }
-  std::printf("%s\n", json{{"tokens_per_s", r.tokens_per_s()}, {"step_ms", ms}, {"final_loss", r.final_loss}}.dump().c_str());
+  std::vector<double> cpu_ms;
+  for (double s : r.step_cpu_seconds) cpu_ms.push_back(1e3 * s);
+  std::printf("%s\n", json{{"tokens_per_s", r.tokens_per_s()}, {"step_ms", ms}, {"step_cpu_ms", cpu_ms},
+                           {"final_loss", r.final_loss}}.dump().c_str());
   return 0;
 }
 

@@ -3,6 +3,8 @@
 // targets, backward, AdamW step with nanoGPT's defaults, zero_grad), timed step by step. The
 // PyTorch side is tools/bench/torch_training.py; bench_training.cpp runs both, each in its own
 // process, and compares them.
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -24,6 +26,7 @@ struct TrainingStepOptions {
 struct TrainingStepResult {
   int64_t tokens_per_step = 0;
   std::vector<double> step_seconds;  // the measured steps, in order
+  std::vector<double> step_cpu_seconds;  // CPU time of every thread of the process, per measured step
   double final_loss = 0;
   // tokens per step / the median step time
   double tokens_per_s() const {
@@ -52,6 +55,14 @@ inline Tensor forward_loss(models::DecoderLM& lm, const Tensor& ids, const Tenso
   return lm.forward(ids, targets).loss;
 }
 
+// User + system CPU seconds of the whole process so far.
+inline double process_cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
 // Builds the preset, runs `warmup` untimed steps and `steps` timed ones (seconds per step).
 inline TrainingStepResult run_training_steps(const TrainingStepOptions& o) {
   Generator gen(1);
@@ -65,6 +76,7 @@ inline TrainingStepResult run_training_steps(const TrainingStepOptions& o) {
   for (int step = 0; step < o.warmup + o.steps; ++step) {
     if (step == o.warmup) profile::reset();  // NF_PROFILE: the measured steps only
     const auto start = std::chrono::steady_clock::now();
+    const double cpu_start = process_cpu_seconds();
     const Tensor loss = forward_loss(lm, ids, targets, o.precision);
     loss.backward();
     {
@@ -73,7 +85,10 @@ inline TrainingStepResult run_training_steps(const TrainingStepOptions& o) {
       optimizer.zero_grad();
     }
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (step >= o.warmup) result.step_seconds.push_back(s);
+    if (step >= o.warmup) {
+      result.step_seconds.push_back(s);
+      result.step_cpu_seconds.push_back(process_cpu_seconds() - cpu_start);
+    }
     result.final_loss = loss.item();
   }
   return result;
