@@ -62,7 +62,9 @@ Tensor fused_attention(const Tensor& q, const Tensor& k, const Tensor& v, const 
     p.first = gen.reserve(static_cast<uint64_t>(s.B * s.H * s.Tq * s.Tk));
   }
   const Tensor qt = tile_ready(q.detach()), kt = tile_ready(k.detach()), vt = tile_ready(v.detach());
-  Tensor out = Tensor::empty({s.B, s.H, s.Tq, s.D}, q.dtype(), q.device());
+  // out is a (B, Tq, H, D) buffer seen as (B, H, Tq, D) (as PyTorch's CPU flash attention): viewed
+  // back as (B, Tq, H * D) for the output projection it needs no copy
+  Tensor out = Tensor::empty({s.B, s.Tq, s.H, s.D}, q.dtype(), q.device()).transpose(1, 2);
   const Tensor lse = Tensor::empty({s.B, s.H, s.Tq}, q.dtype(), q.device());
   kForward.get(q.device(), kOp)(p, qt, kt, vt, out, lse);
 
@@ -73,13 +75,12 @@ Tensor fused_attention(const Tensor& q, const Tensor& k, const Tensor& v, const 
   autograd::record(kOp, out, inputs,
                    [p, qt, kt, vt, lse, o = out.detach(), bias_shape = has_bias ? mask.shape() : Shape{}](
                        const Tensor& g, const autograd::Node& n) {
-                     Tensor dq = Tensor::empty(o.shape(), o.dtype(), o.device());
-                     Tensor dk = Tensor::empty(kt.shape(), kt.dtype(), kt.device());
-                     Tensor dv = Tensor::empty(vt.shape(), vt.dtype(), vt.device());
+                     // each gradient in its input's memory order, so the views it flows back through copy nothing
+                     Tensor dq = empty_like(qt), dk = empty_like(kt), dv = empty_like(vt);
                      const bool bias_grad = n.needs_input_grad(3);
                      Tensor dbias = bias_grad ? zeros({p.B, p.H, p.Tq, p.Tk}, o.dtype()) : Tensor();
                      kBackward.get(o.device(), "scaled_dot_product_attention backward")(p, qt, kt, vt, o, lse,
-                                                                                       contiguous(g), dq, dk, dv, dbias);
+                                                                                       tile_ready(g), dq, dk, dv, dbias);
                      std::vector<Tensor> grads{dq, dk, dv};
                      if (!bias_shape.empty()) grads.push_back(bias_grad ? sum_to(dbias, bias_shape) : Tensor());
                      return grads;

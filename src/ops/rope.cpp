@@ -8,6 +8,7 @@
 #include "nanoformer/core/dispatch.h"
 #include "nanoformer/core/error.h"
 #include "nanoformer/ops/elementwise.h"
+#include "nanoformer/ops/factory.h"
 #include "nanoformer/ops/join.h"
 #include "nanoformer/ops/view.h"
 #include "ops/cpu/rope.h"
@@ -33,12 +34,11 @@ void check_rope_inputs(const char* op, const Tensor& x, const Tensor& cos, const
            " are outside the table's ", cos.size(0), " rows");
 }
 
-Tensor rotate(const char* op, const Tensor& x, const Tensor& cos, const Tensor& sin, int64_t offset, RopeLayout layout,
-              bool inverse) {
+// The rotation of x into `out` (any layout with unit channel stride).
+void rotate_into(const char* op, const Tensor& out, const Tensor& x, const Tensor& cos, const Tensor& sin, int64_t offset,
+                 RopeLayout layout, bool inverse) {
   const Tensor rows = x.stride(-1) == 1 ? x : contiguous(x);
-  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
   kRotate.get(x.device(), op)(out, rows, contiguous(cos), contiguous(sin), offset, layout, inverse);
-  return out;
 }
 
 }  // namespace
@@ -76,9 +76,16 @@ RopeTables rope_tables(int64_t max_len, int64_t head_dim, double theta, double p
 // forward: y = R(angle) x;  backward: dx = R(angle)^T dy = R(-angle) dy (a rotation's inverse)
 Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin, int64_t offset, RopeLayout layout) {
   check_rope_inputs("rope", x, cos, sin, offset);
-  Tensor out = rotate("rope", x, cos, sin, offset, layout, false);
-  autograd::record("rope", out, {x}, [cos = cos.detach(), sin = sin.detach(), offset, layout](const Tensor& g, const autograd::Node&) {
-    return std::vector<Tensor>{rotate("rope backward", g, cos, sin, offset, layout, true)};
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+  rotate_into("rope", out, x, cos, sin, offset, layout, false);
+  // dx in x's memory order: for x a transposed view of a projection, the gradient flows back
+  // through the view without a copy (unit channel stride kept, as the kernel writes rows)
+  const Shape x_strides = x.stride(-1) == 1 ? x.strides() : contiguous_strides(x.shape());
+  autograd::record("rope", out, {x}, [cos = cos.detach(), sin = sin.detach(), offset, layout, x_strides](
+                                         const Tensor& g, const autograd::Node&) {
+    Tensor dx = empty_in_order(g.shape(), x_strides, g.dtype(), g.device());
+    rotate_into("rope backward", dx, g, cos, sin, offset, layout, true);
+    return std::vector<Tensor>{dx};
   });
   return out;
 }

@@ -140,6 +140,36 @@ TEST(Attention, StridedInputsAsAModuleProducesThem) {
   for (size_t i = 0; i < 3; ++i) EXPECT_TENSOR_CLOSE(grads[3 + i], grads[i], 1e-5, 1e-5);
 }
 
+TEST(Attention, ProjectionLayoutsCopyNothingForwardOrBackward) {
+  // As a module uses it: (B, T, H, D) projections seen as (B, H, T, D), the output seen back as
+  // (B, T, H * D). The fused output is a (B, T, H, D) buffer and the gradients keep their inputs'
+  // order, so no step copies; the values equal the plain composition's.
+  const int64_t B = 2, T = kTile + 3, H = 4, Hkv = 2, D = 8;
+  const Tensor q = randn_leaf({B, T, H, D}, 21), k = randn_leaf({B, T, Hkv, D}, 22), v = randn_leaf({B, T, Hkv, D}, 23);
+  Generator gen(24);
+  const Tensor w = randn({B, T, H * D}, gen);
+  std::vector<Tensor> results;
+  for (AttentionKernel kernel : {AttentionKernel::plain, AttentionKernel::fused}) {
+    for (const Tensor& t : {q, k, v}) t.zero_grad();
+    const bool was_profiling = profile::enabled();
+    profile::set_enabled(true);
+    profile::reset();
+    const Tensor out = scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                                                    {.causal = true, .kernel = kernel});
+    const Tensor y = out.transpose(1, 2).reshape({B, T, H * D});
+    sum(y * w).backward();
+    const std::vector<profile::Entry> ops = profile::entries();
+    profile::set_enabled(was_profiling);
+    if (kernel == AttentionKernel::fused) {
+      EXPECT_TRUE(out.transpose(1, 2).is_contiguous());
+      for (const auto& op : ops) EXPECT_EQ(op.name.find("copy"), std::string::npos) << op.name;
+      for (const Tensor& t : {q, k, v}) EXPECT_TRUE(t.grad().is_contiguous());
+    }
+    results.insert(results.end(), {y.detach(), q.grad(), k.grad(), v.grad()});
+  }
+  for (size_t i = 0; i < 4; ++i) EXPECT_TENSOR_CLOSE(results[4 + i], results[i], 1e-5, 1e-5);
+}
+
 TEST(Attention, MatchesNaiveSoftmaxFormula) {
   // out_i = sum_j softmax_j(q_i . k_j / sqrt(D)) v_j, written out in f64 loops
   const Tensor q = random_leaf({1, 1, 3, 4}, 14), k = random_leaf({1, 1, 5, 4}, 15), v = random_leaf({1, 1, 5, 4}, 16);

@@ -40,6 +40,28 @@ TEST(Factory, LikeVariantsCopyShapeAndDtypeNotLayout) {
   EXPECT_EQ(ones_like(Tensor::of({5, 6}, {2}, DType::i32)).to_vector<int32_t>(), (std::vector<int32_t>{1, 1}));
 }
 
+TEST(Factory, EmptyLikeKeepsTheMemoryOrderOfDenseTensors) {
+  // a transposed view of a (2, 5, 3, 4) tensor: dense, so the result has its strides
+  const Tensor bthd = zeros({2, 5, 3, 4});
+  const Tensor view = bthd.transpose(1, 2);
+  const Tensor like = empty_like(view);
+  EXPECT_EQ(like.shape(), view.shape());
+  EXPECT_EQ(like.strides(), view.strides());
+  EXPECT_FALSE(like.shares_storage_with(view));
+  EXPECT_TRUE(like.transpose(1, 2).is_contiguous());
+  // size-1 dims with any stride do not break density
+  const Tensor one = bthd.narrow(0, 0, 1).transpose(1, 2);
+  EXPECT_EQ(empty_like(one).transpose(1, 2).strides(), contiguous_strides({1, 5, 3, 4}));
+  // not dense (every other column): contiguous
+  const Tensor stepped = zeros({4, 6}, DType::f64).slice(1, 0, 6, 2);
+  const Tensor from_stepped = empty_like(stepped);
+  EXPECT_TRUE(from_stepped.is_contiguous());
+  EXPECT_EQ(from_stepped.dtype(), DType::f64);
+  EXPECT_TRUE(empty_in_order({3, 0}, {1, 3}).is_contiguous());
+  EXPECT_EQ(empty_in_order({}, {}).numel(), 1);
+  EXPECT_THROW_WITH(empty_in_order({2, 3}, {1}), "empty_in_order", "1 strides for shape (2, 3)");
+}
+
 // ---- ranges ----
 
 TEST(Arange, IntegerSteps) {

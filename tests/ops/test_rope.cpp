@@ -145,6 +145,23 @@ TEST(Rope, FusedGradientsAreExact) {
   }
 }
 
+TEST(Rope, BackwardThroughATransposedViewCopiesNothing) {
+  // q projected as (B, T, H, D), rotated as (B, H, T, D): the gradient comes back in the
+  // projection's order, so neither the view's backward nor the leaf's accumulation copies
+  const RopeTables t = rope_tables(16, 8, 1e4, 1.0, DType::f64);
+  const Tensor bthd = random_leaf({2, 6, 3, 8}, 8);
+  const bool was_profiling = profile::enabled();
+  profile::set_enabled(true);
+  profile::reset();
+  const Tensor y = rope(bthd.transpose(1, 2), t.cos, t.sin, 1, RopeLayout::interleaved);
+  y.backward(y.detach());  // g = y: the gradient is the input itself (a rotation's inverse)
+  const std::vector<profile::Entry> ops = profile::entries();
+  profile::set_enabled(was_profiling);
+  for (const auto& op : ops) EXPECT_EQ(op.name.find("copy"), std::string::npos) << op.name;
+  EXPECT_TENSOR_CLOSE(bthd.grad(), bthd.detach(), 1e-14, 1e-13);
+  EXPECT_TRUE(bthd.grad().is_contiguous());
+}
+
 TEST(Rope, Errors) {
   const RopeTables t = rope_tables(8, 6, 1e4);
   EXPECT_THROW_WITH(rope(zeros({1, 2, 3, 7}), t.cos, t.sin, 0, RopeLayout::half), "rope", "head size D 7 is odd");

@@ -3,7 +3,10 @@
 //   out = dropout(softmax(scale q k^T + bias, masked)) v
 // q (B, H, Tq, D), k and v (B, Hkv, Tk, D) with H % Hkv == 0: query head h reads key/value head
 // h / (H / Hkv) (grouped-query and multi-query attention, torch's enable_gqa=True); K and V are
-// never repeated in the fused kernel. Result (B, H, Tq, D).
+// never repeated in the fused kernel. Result (B, H, Tq, D); the fused kernel's is a (B, Tq, H, D)
+// buffer seen through transpose(1, 2) (as PyTorch's CPU flash attention), so the usual
+// out.transpose(1, 2).reshape(B, Tq, H * D) copies nothing, and its gradients of q, k and v keep
+// their inputs' memory order (a transposed projection's gradient flows back without a copy).
 //
 // Two implementations with the same semantics:
 //  - fused (the default): FlashAttention-2 style, online softmax over blocks of keys, never

@@ -12,6 +12,11 @@ Tensor full(const Shape& shape, double value, DType dtype = DType::f32);
 Tensor zeros_like(const Tensor& x);
 Tensor ones_like(const Tensor& x);
 Tensor full_like(const Tensor& x, double value);
+// Uninitialised tensors in a given memory order (torch.empty_like's preserve_format): of x's shape
+// and dtype with x's strides when x is dense (a permutation of a contiguous layout, as a transposed
+// view is), else contiguous; empty_in_order takes the shape and strides themselves.
+Tensor empty_like(const Tensor& x);
+Tensor empty_in_order(const Shape& shape, const Shape& strides, DType dtype = DType::f32, Device device = {});
 // start, start + step, ... < end (as torch.arange)
 Tensor arange(double start, double end, double step = 1.0, DType dtype = DType::i64);
 Tensor arange(int64_t end, DType dtype = DType::i64);

@@ -5,7 +5,8 @@
 //
 // Layout: x is (B, H, T, D) (any rank >= 2 works: positions run along dim -2, channels along -1).
 // A (B, T, H, D) tensor is passed as x.transpose(1, 2), a view: the kernel reads strided rows, so
-// nothing is copied; the result is a contiguous (B, H, T, D) tensor.
+// nothing is copied; the result is a contiguous (B, H, T, D) tensor. The backward writes the
+// gradient in x's memory order, so it flows back through such a view without a copy too.
 #include <cstdint>
 
 #include "nanoformer/core/tensor.h"

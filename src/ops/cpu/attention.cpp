@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "nanoformer/ops/factory.h"
@@ -22,12 +23,14 @@ using attention_tiles::ScoreMasks;
 int64_t blocks(int64_t n, int64_t block) { return (n + block - 1) / block; }
 
 // Element pointers of (B, H, T, D) tensors with the last dim contiguous: row i of head (b, h).
-template <class T>
+// P is the element type, const for inputs.
+template <class P>
 struct Rows {
-  const T* data;
+  P* data;
   int64_t sb, sh, st;
-  explicit Rows(const Tensor& t) : data(t.data<T>()), sb(t.stride(0)), sh(t.stride(1)), st(t.stride(2)) {}
-  const T* at(int64_t b, int64_t h, int64_t i) const { return data + b * sb + h * sh + i * st; }
+  explicit Rows(const Tensor& t)
+      : data(t.data<std::remove_const_t<P>>()), sb(t.stride(0)), sh(t.stride(1)), st(t.stride(2)) {}
+  P* at(int64_t b, int64_t h, int64_t i) const { return data + b * sb + h * sh + i * st; }
 };
 
 // Counter of weight (b, h, i, j) in the dropout draw: its index in the contiguous (B, H, Tq, Tk).
@@ -42,8 +45,8 @@ void forward_typed(const AttentionProblem& p, const Tensor& q, const Tensor& k, 
                    const Tensor& lse) {
   constexpr T kInf = std::numeric_limits<T>::infinity();
   const ScoreMasks<T> masks(p);
-  const Rows<T> Q(q), K(k), V(v);
-  T* O = out.data<T>();
+  const Rows<const T> Q(q), K(k), V(v);
+  const Rows<T> O(out);
   T* L = lse.data<T>();
   const int64_t D = p.D, group = p.H / p.Hkv, q_tiles = blocks(p.Tq, kQueryBlock);
   const bool dropout = p.keep_prob < 1.0;
@@ -91,7 +94,7 @@ void forward_typed(const AttentionProblem& p, const Tensor& q, const Tensor& k, 
       // O = acc / l, lse = m + log l; a row with every key masked gives O = 0, lse = +inf
       for (int64_t r = 0; r < nq; ++r) {
         const int64_t row = bh * p.Tq + i0 + r;
-        T* o = O + row * D;
+        T* o = O.at(b, h, i0 + r);
         const T inv = l[r] > T(0) ? T(1) / l[r] : T(0);
         for (int64_t d = 0; d < D; ++d) o[d] = acc[r * D + d] * inv;
         L[row] = l[r] > T(0) ? m[r] + std::log(l[r]) : kInf;
@@ -104,12 +107,17 @@ void forward_typed(const AttentionProblem& p, const Tensor& q, const Tensor& k, 
 
 // delta_i = sum_d dO_id O_id  (B, H, Tq)
 template <class T>
-std::vector<T> output_dot_grad(const Tensor& out, const Tensor& dout, int64_t rows, int64_t D) {
+std::vector<T> output_dot_grad(const Tensor& out, const Tensor& dout, int64_t H, int64_t Tq, int64_t D) {
+  const int64_t rows = out.size(0) * H * Tq;
   std::vector<T> delta(rows);
-  const T* o = out.data<T>();
-  const T* g = dout.data<T>();
+  const Rows<const T> O(out), dO(dout);
   parallel_for(rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(D, 1)), [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) delta[r] = lane_sum<T>(D, [&](int64_t d) { return o[r * D + d] * g[r * D + d]; });
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t b = r / (H * Tq), h = r / Tq % H, i = r % Tq;
+      const T* o = O.at(b, h, i);
+      const T* g = dO.at(b, h, i);
+      delta[r] = lane_sum<T>(D, [&](int64_t d) { return o[d] * g[d]; });
+    }
   });
   return delta;
 }
@@ -119,11 +127,11 @@ void backward_typed(const AttentionProblem& p, const Tensor& q, const Tensor& k,
                     const Tensor& lse, const Tensor& dout, const Tensor& dq, const Tensor& dk, const Tensor& dv,
                     const Tensor& dbias) {
   const ScoreMasks<T> masks(p);
-  const Rows<T> Q(q), K(k), V(v);
+  const Rows<const T> Q(q), K(k), V(v), dO(dout);
+  const Rows<T> dK(dk), dV(dv);
   const T* L = lse.data<T>();
-  const T* dO = dout.data<T>();
   const int64_t D = p.D, group = p.H / p.Hkv, k_tiles = blocks(p.Tk, kKeyBlock);
-  const std::vector<T> delta = output_dot_grad<T>(out, dout, p.B * p.H * p.Tq, D);
+  const std::vector<T> delta = output_dot_grad<T>(out, dout, p.H, p.Tq, D);
   const bool dropout = p.keep_prob < 1.0;
   const T keep_scale = static_cast<T>(1.0 / p.keep_prob), scale = static_cast<T>(p.scale);
   T* dbias_data = dbias.defined() ? dbias.data<T>() : nullptr;
@@ -133,25 +141,27 @@ void backward_typed(const AttentionProblem& p, const Tensor& q, const Tensor& k,
   const int64_t tasks = p.B * p.Hkv * k_tiles;
   const int64_t pieces = std::max<int64_t>(1, std::min<int64_t>(num_threads(), tasks));
   std::vector<Tensor> dq_parts{dq};
-  for (int64_t i = 1; i < pieces; ++i) dq_parts.push_back(Tensor::empty(dq.shape(), dq.dtype(), dq.device()));
+  for (int64_t i = 1; i < pieces; ++i) dq_parts.push_back(empty_like(dq));  // dense, dq's strides
   for (const Tensor& part : dq_parts) std::fill_n(part.data<T>(), part.numel(), T(0));
 
   parallel_for(pieces, 1, [&](int64_t piece_begin, int64_t piece_end) {
     std::vector<T> prob(kQueryBlock * kKeyBlock), dropped(kQueryBlock * kKeyBlock), zs(kQueryBlock * kKeyBlock),
         ds(kQueryBlock * kKeyBlock);
     for (int64_t piece = piece_begin; piece < piece_end; ++piece) {
-      T* dQ = dq_parts[piece].data<T>();
+      const Rows<T> dQ(dq_parts[piece]);
       for (int64_t task = tasks * piece / pieces; task < tasks * (piece + 1) / pieces; ++task) {
         const int64_t bk = task / k_tiles, b = bk / p.Hkv, hk = bk % p.Hkv;
         const int64_t j0 = balanced_tile(task % k_tiles, k_tiles) * kKeyBlock, nk = std::min(kKeyBlock, p.Tk - j0);
-        T* dK = dk.data<T>() + (bk * p.Tk + j0) * D;
-        T* dV = dv.data<T>() + (bk * p.Tk + j0) * D;
-        std::fill_n(dK, nk * D, T(0));
-        std::fill_n(dV, nk * D, T(0));
+        T* dK_tile = dK.at(b, hk, j0);
+        T* dV_tile = dV.at(b, hk, j0);
+        for (int64_t j = 0; j < nk; ++j) {
+          std::fill_n(dK_tile + j * dK.st, D, T(0));
+          std::fill_n(dV_tile + j * dV.st, D, T(0));
+        }
         for (int64_t h = hk * group; h < (hk + 1) * group; ++h) {
           for (int64_t i0 = masks.first_query(j0) / kQueryBlock * kQueryBlock; i0 < p.Tq; i0 += kQueryBlock) {
             const int64_t nq = std::min(kQueryBlock, p.Tq - i0), row0 = (b * p.H + h) * p.Tq + i0;
-            const T* dO_tile = dO + row0 * D;
+            const T* dO_tile = dO.at(b, h, i0);
             // S = Q_tile K_tile^T, P = e^(masked S - lse)  (nq, nk)
             gemm<T>(false, true, nq, nk, D, T(1), Q.at(b, h, i0), Q.st, K.at(b, hk, j0), K.st, T(0), prob.data(), kKeyBlock);
             for (int64_t r = 0; r < nq; ++r) {
@@ -171,9 +181,9 @@ void backward_typed(const AttentionProblem& p, const Tensor& q, const Tensor& k,
             }
             const T* pd = dropout ? dropped.data() : prob.data();
             // dV_tile += Pd^T dO_tile  (nk, D)
-            gemm<T>(true, false, nk, D, nq, T(1), pd, kKeyBlock, dO_tile, D, T(1), dV, D);
+            gemm<T>(true, false, nk, D, nq, T(1), pd, kKeyBlock, dO_tile, dO.st, T(1), dV_tile, dV.st);
             // dPd = dO_tile V_tile^T  (nq, nk)
-            gemm<T>(false, true, nq, nk, D, T(1), dO_tile, D, V.at(b, hk, j0), V.st, T(0), ds.data(), kKeyBlock);
+            gemm<T>(false, true, nq, nk, D, T(1), dO_tile, dO.st, V.at(b, hk, j0), V.st, T(0), ds.data(), kKeyBlock);
             for (int64_t r = 0; r < nq; ++r) {
               // dS = P (dPd z - delta_i)
               const T* pr = prob.data() + r * kKeyBlock;
@@ -188,8 +198,9 @@ void backward_typed(const AttentionProblem& p, const Tensor& q, const Tensor& k,
               if (dbias_data) std::copy_n(g, nk, dbias_data + (row0 + r) * p.Tk + j0);
             }
             // dK_tile += scale dS^T Q_tile  (nk, D);  dQ_tile += scale dS K_tile  (nq, D)
-            gemm<T>(true, false, nk, D, nq, scale, ds.data(), kKeyBlock, Q.at(b, h, i0), Q.st, T(1), dK, D);
-            gemm<T>(false, false, nq, D, nk, scale, ds.data(), kKeyBlock, K.at(b, hk, j0), K.st, T(1), dQ + row0 * D, D);
+            gemm<T>(true, false, nk, D, nq, scale, ds.data(), kKeyBlock, Q.at(b, h, i0), Q.st, T(1), dK_tile, dK.st);
+            gemm<T>(false, false, nq, D, nk, scale, ds.data(), kKeyBlock, K.at(b, hk, j0), K.st, T(1), dQ.at(b, h, i0),
+                    dQ.st);
           }
         }
       }

@@ -26,14 +26,15 @@ struct AttentionProblem {
   uint64_t first = 0;
 };
 
-// out (B, H, Tq, D) contiguous; lse (B, H, Tq) contiguous: the logsumexp of each row's scores
-// (+inf for a row whose keys are all masked, whose output is 0).
+// out (B, H, Tq, D) with the last dim contiguous (rows at any strides); lse (B, H, Tq) contiguous:
+// the logsumexp of each row's scores (+inf for a row whose keys are all masked, whose output is 0).
 void attention_forward(const AttentionProblem& p, const Tensor& q, const Tensor& k, const Tensor& v,
                        const Tensor& out, const Tensor& lse);
 
-// Gradients from dout (contiguous, like out): dq (like q), dk and dv (B, Hkv, Tk, D), all
-// contiguous and written whole; dbias, when defined, (B, H, Tq, Tk) contiguous, receives the
-// gradient of the scores (the caller sums it down to the bias's shape).
+// Gradients from dout (like out, rows at any strides): dq (like q), dk and dv (B, Hkv, Tk, D), each
+// dense (a permutation of a contiguous layout, e.g. its input's) with the last dim contiguous, and
+// written whole; dbias, when defined, (B, H, Tq, Tk) contiguous, receives the gradient of the
+// scores (the caller sums it down to the bias's shape).
 void attention_backward(const AttentionProblem& p, const Tensor& q, const Tensor& k, const Tensor& v,
                         const Tensor& out, const Tensor& lse, const Tensor& dout, const Tensor& dq,
                         const Tensor& dk, const Tensor& dv, const Tensor& dbias);

@@ -56,8 +56,7 @@ void rope_rotate(const Tensor& out, const Tensor& x, const Tensor& cos, const Te
   if (out.numel() == 0) return;
   const int64_t rows = out.numel() / D;  // (..., T) rows of D channels
   const Shape batch_shape(x.shape().begin(), x.shape().end() - 2);
-  const Shape batch_strides(x.strides().begin(), x.strides().end() - 2);
-  const int64_t row_stride = x.strides()[nd - 2];
+  const int64_t row_stride = x.strides()[nd - 2], out_row_stride = out.strides()[nd - 2];
   const bool negative = (layout == RopeLayout::half_negative) != inverse;
   const bool interleaved = layout == RopeLayout::interleaved;
   visit_floating(x.dtype(), "rope", [&](auto tag) {
@@ -67,11 +66,11 @@ void rope_rotate(const Tensor& out, const Tensor& x, const Tensor& cos, const Te
     const T* ps = sin.data<T>();
     T* po = out.data<T>();
     const T sgn = negative ? T(-1) : T(1);
-    // offset of matrix m's (T, D) block in x
-    const auto matrix_offset = [&](int64_t m) {
+    // offset of matrix m's (T, D) block in a tensor of strides `strides`
+    const auto matrix_offset = [&](int64_t m, const Shape& strides) {
       int64_t off = 0;
       for (size_t d = batch_shape.size(); d-- > 0;) {
-        off += (m % batch_shape[d]) * batch_strides[d];
+        off += (m % batch_shape[d]) * strides[d];
         m /= batch_shape[d];
       }
       return off;
@@ -80,17 +79,18 @@ void rope_rotate(const Tensor& out, const Tensor& x, const Tensor& cos, const Te
       // the piece's rows, a matrix at a time: rows t0 .. t0 + n - 1 of matrix r / T
       for (int64_t r = begin; r < end;) {
         const int64_t t0 = r % T_len, n = std::min(T_len - t0, end - r);
-        const T* xm = px + matrix_offset(r / T_len) + t0 * row_stride;
-        T* ym = po + r * D;
+        const T* xm = px + matrix_offset(r / T_len, x.strides()) + t0 * row_stride;
+        T* ym = po + matrix_offset(r / T_len, out.strides()) + t0 * out_row_stride;
         const T* c = pc + (offset + t0) * half;
         const T* s = ps + (offset + t0) * half;
-        if (interleaved && row_stride == D) {
-          rotate_interleaved_row(xm, ym, c, s, n * half, sgn);  // rows and table rows both contiguous: one run
+        if (interleaved && row_stride == D && out_row_stride == D) {
+          rotate_interleaved_row(xm, ym, c, s, n * half, sgn);  // rows and table rows all contiguous: one run
         } else {
           for (int64_t i = 0; i < n; ++i) {
             const T* xr = xm + i * row_stride;
-            interleaved ? rotate_interleaved_row(xr, ym + i * D, c + i * half, s + i * half, half, sgn)
-                        : rotate_half_row(xr, ym + i * D, c + i * half, s + i * half, half, sgn);
+            T* yr = ym + i * out_row_stride;
+            interleaved ? rotate_interleaved_row(xr, yr, c + i * half, s + i * half, half, sgn)
+                        : rotate_half_row(xr, yr, c + i * half, s + i * half, half, sgn);
           }
         }
         r += n;
