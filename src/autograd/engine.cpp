@@ -31,6 +31,19 @@ std::unordered_map<Node*, int> count_dependencies(const std::shared_ptr<Node>& r
   return deps;
 }
 
+// slot += g. The sum so far is updated in place when nothing else can see its memory (no copy, no
+// new buffer); a gradient another node also returned (an add's backward passes its g to both
+// inputs) is summed into a new tensor.
+void accumulate(Tensor& slot, const Tensor& g) {
+  if (!slot.defined()) {
+    slot = g;
+  } else if (owns_its_memory(slot)) {
+    add_(slot, g);
+  } else {
+    slot = add(slot, g);
+  }
+}
+
 }  // namespace
 
 void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
@@ -69,8 +82,7 @@ void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
       const std::shared_ptr<Node>& next = node->next[i];
       if (!next) continue;
       if (i < grads.size() && grads[i].defined()) {
-        Tensor& slot = pending[next.get()];
-        slot = slot.defined() ? add(slot, grads[i]) : grads[i];
+        accumulate(pending[next.get()], grads[i]);
       }
       if (--deps[next.get()] == 0) ready.push_back(next);
     }

@@ -16,9 +16,7 @@ std::vector<Tensor> AccumulateGrad::apply(const Tensor& grad) {
   Tensor leaf(leaf_);
   Tensor current = leaf.grad();
   if (!current.defined()) {
-    const bool sole_owner = grad.impl_ptr().use_count() == 1 && grad.storage().use_count() == 1 &&
-                            grad.is_contiguous() && grad.offset() == 0;
-    leaf.set_grad(sole_owner ? grad : clone(grad));
+    leaf.set_grad(owns_its_memory(grad) && grad.offset() == 0 ? grad : clone(grad));
   } else {
     add_(current, grad);
   }
@@ -39,6 +37,10 @@ std::vector<Tensor> FunctionNode::apply(const Tensor& grad_output) {
              dtype_name(grads[i].dtype()), " gradient for ", dtype_name(input_dtypes[i]), " input ", i);
   }
   return grads;
+}
+
+bool owns_its_memory(const Tensor& t) {
+  return t.impl_ptr().use_count() == 1 && t.storage().use_count() == 1 && t.is_contiguous();
 }
 
 bool needs_record(std::initializer_list<const Tensor*> inputs) {

@@ -1,5 +1,7 @@
 // The tape: accumulation, explicit upstream gradients, graph release, NoGradGuard, detach, and the
 // gradient checker itself (it must catch a wrong backward).
+#include <algorithm>
+
 #include "support/testing.h"
 
 namespace nf {
@@ -36,6 +38,28 @@ TEST(Autograd, DiamondGraphSumsBothPaths) {
   Tensor z = sum(y * 3.0 + y * y);  // dz/dx = (3 + 2y) * 2x = (3 + 8) * 4 = 44
   z.backward();
   EXPECT_DOUBLE_EQ(x.grad().item(), 44.0);
+}
+
+TEST(Autograd, GradientSumsNeverWriteIntoAGradientAnotherNodeHolds) {
+  // out = sum((h1 + h2) w) + sum(h1 v) + sum(h2 u), h1 = 1 x, h2 = 3 x:  dx = (w + v) + 3 (w + u).
+  // add's backward hands the same g to h1 and h2; a second gradient of either must not be added
+  // into that shared g in place, or the other would see it too. Every order of the three terms.
+  const Tensor x = leaf({1, 2, 3}, {3});
+  const Tensor w = Tensor::of({1, 10, 100}, {3}, DType::f64), v = Tensor::of({4, 5, 6}, {3}, DType::f64),
+               u = Tensor::of({7, 8, 9}, {3}, DType::f64);
+  std::vector<int> order{0, 1, 2};
+  do {
+    x.zero_grad();
+    const Tensor h1 = x * 1.0, h2 = x * 3.0;
+    const Tensor terms[] = {sum((h1 + h2) * w), sum(h1 * v), sum(h2 * u)};
+    (terms[order[0]] + terms[order[1]] + terms[order[2]]).backward();
+    EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{29, 69, 433}));
+  } while (std::next_permutation(order.begin(), order.end()));
+  // many paths into one node: summed in place into the first gradient, which only the sum holds
+  const Tensor y = leaf({1, 2}, {2});
+  const Tensor h = y * 2.0;
+  (sum(h * 1.0) + sum(h * 2.0) + sum(h * 3.0) + sum(h * 4.0)).backward();
+  EXPECT_EQ(y.grad().to_vector<double>(), (std::vector<double>{20, 20}));
 }
 
 TEST(Autograd, ExplicitUpstreamGradient) {

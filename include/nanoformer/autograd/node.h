@@ -57,6 +57,10 @@ class FunctionNode : public Node {
   BackwardFn fn_;
 };
 
+// True when `t` is the only handle on its memory (no other tensor or view shares the storage) and
+// contiguous: a gradient the engine may update in place, or a leaf may adopt.
+bool owns_its_memory(const Tensor& t);
+
 // True when grad mode is on and any input requires grad: the op must record.
 bool needs_record(std::initializer_list<const Tensor*> inputs);
 bool needs_record(const std::vector<Tensor>& inputs);

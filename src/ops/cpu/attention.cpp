@@ -151,16 +151,19 @@ void backward_typed(const AttentionProblem& p, const Tensor& q, const Tensor& k,
       const Rows<T> dQ(dq_parts[piece]);
       for (int64_t task = tasks * piece / pieces; task < tasks * (piece + 1) / pieces; ++task) {
         const int64_t bk = task / k_tiles, b = bk / p.Hkv, hk = bk % p.Hkv;
-        const int64_t j0 = balanced_tile(task % k_tiles, k_tiles) * kKeyBlock, nk = std::min(kKeyBlock, p.Tk - j0);
+        const int64_t j0 = balanced_tile(task % k_tiles, k_tiles) * kKeyBlock, nk_tile = std::min(kKeyBlock, p.Tk - j0);
         T* dK_tile = dK.at(b, hk, j0);
         T* dV_tile = dV.at(b, hk, j0);
-        for (int64_t j = 0; j < nk; ++j) {
+        for (int64_t j = 0; j < nk_tile; ++j) {
           std::fill_n(dK_tile + j * dK.st, D, T(0));
           std::fill_n(dV_tile + j * dV.st, D, T(0));
         }
         for (int64_t h = hk * group; h < (hk + 1) * group; ++h) {
           for (int64_t i0 = masks.first_query(j0) / kQueryBlock * kQueryBlock; i0 < p.Tq; i0 += kQueryBlock) {
             const int64_t nq = std::min(kQueryBlock, p.Tq - i0), row0 = (b * p.H + h) * p.Tq + i0;
+            // causal: the tile's keys that some query of this tile sees (the rest pass no gradient)
+            const int64_t nk = std::min(nk_tile, masks.key_end(i0, nq) - j0);
+            if (nk <= 0) continue;
             const T* dO_tile = dO.at(b, h, i0);
             // S = Q_tile K_tile^T, P = e^(masked S - lse)  (nq, nk)
             gemm<T>(false, true, nq, nk, D, T(1), Q.at(b, h, i0), Q.st, K.at(b, hk, j0), K.st, T(0), prob.data(), kKeyBlock);
