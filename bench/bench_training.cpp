@@ -11,7 +11,8 @@
 //   bench_training [--preset minimind2-small] [--batch 8] [--length 256] [--threads 2]
 //                  [--rounds 3] [--warmup 2] [--steps 5] [--precisions fp32,bf16]
 //                  [--python .venv/bin/python] [--no-limits]
-//   bench_training --worker fp32|bf16 ...   one side's run (what the driver spawns)
+//   bench_training --worker fp32|bf16|gemm-limit-fp32|gemm-limit-bf16 ...   one process's part
+//                  (what the driver spawns; with NF_PROFILE=1 a training worker prints its per-op table)
 #include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -28,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "nanoformer/ops/autocast.h"
 #include "training_gemm_limit.h"
 #include "training_step.h"
 
@@ -160,22 +162,20 @@ std::string cpu_model() {
   return "unknown";
 }
 
-// The worker modes: one training run ("fp32", "bf16") or the SGEMM limit ("sgemm-limit").
+// The worker modes: one training run ("fp32", "bf16") or a GEMM limit ("gemm-limit-fp32", "gemm-limit-bf16").
 int worker(const Options& o) {
   nf::set_num_threads(o.threads);
-  if (o.worker == "sgemm-limit") {
+  if (o.worker.rfind("gemm-limit-", 0) == 0) {
     nf::Generator gen(1);
     const nf::models::DecoderLM lm(nf::models::preset_config(o.step.preset), gen);
-    const nf::bench::GemmLimit limit = nf::bench::measure_sgemm_limit(nf::bench::step_gemms(lm, o.step.batch, o.step.length));
+    const nf::DType dtype = o.worker == "gemm-limit-bf16" ? nf::DType::bf16 : nf::DType::f32;
+    const nf::bench::GemmLimit limit =
+        nf::bench::measure_gemm_limit(nf::bench::step_gemms(lm, o.step.batch, o.step.length), dtype);
     std::printf("%s\n", json{{"gflops", limit.gflops}, {"seconds_per_step", limit.seconds_per_step}}.dump().c_str());
     return 0;
   }
   nf::bench::TrainingStepOptions step = o.step;
   step.precision = o.worker;
-  if (step.precision == "bf16" && !nf::bench::kAutocastAvailable) {
-    std::printf("%s\n", json{{"unavailable", "nf::AutocastGuard is not built yet"}}.dump().c_str());
-    return 0;
-  }
   const nf::bench::TrainingStepResult r = nf::bench::run_training_steps(step);
   std::vector<double> ms;
   for (double s : r.step_seconds) ms.push_back(1e3 * s);
@@ -208,8 +208,6 @@ void measure(const std::vector<std::string>& command, const char* key, Series& s
   const std::optional<json> j = last_json(r);
   if (!j) {
     series.note = "failed (exit status " + std::to_string(r.status) + ")";
-  } else if (j->contains("unavailable")) {
-    series.note = (*j)["unavailable"].get<std::string>();
   } else {
     series.values.push_back((*j)[key].get<double>());
     series.last_of_round = series.values.back();
@@ -235,7 +233,8 @@ int driver(const Options& o, const std::string& self) {
   std::printf("training benchmark: %s, batch %lld x %lld, a full step (forward with targets, backward, AdamW "
               "(nanoGPT's defaults), zero_grad)\n",
               o.step.preset.c_str(), static_cast<long long>(o.step.batch), static_cast<long long>(o.step.length));
-  std::printf("cpu: %s; threads: %d on both sides\nours: BLAS %s\n", cpu_model().c_str(), o.threads, nf::blas_info());
+  std::printf("cpu: %s; threads: %d on both sides\nours: BLAS %s; bf16 GEMM %s\n", cpu_model().c_str(), o.threads,
+              nf::blas_info(), nf::bf16_gemm_info().c_str());
   if (info) std::printf("torch: %s, cpu capability %s\n", (*info)["torch"].get<std::string>().c_str(),
                         (*info)["cpu_capability"].get<std::string>().c_str());
   else std::printf("torch: skipped (%s cannot import torch: run scripts/install-python.sh)\n", o.python.c_str());
@@ -251,10 +250,12 @@ int driver(const Options& o, const std::string& self) {
   json shapes = json::array();
   for (const auto& g : gemms) shapes.push_back({g.M, g.N, g.K, g.trans_a, g.trans_b, g.count, g.per_head});
   std::map<std::string, Series> gflops, ours, torch, ours_peak, torch_peak, vs_torch, vs_limit;
+  Series torch_bf16_gflops;
   for (int round = 0; round < o.rounds; ++round) {
     if (o.limits) {
-      measure(ours_command(o, self, "sgemm-limit"), "gflops", gflops["fp32"]);
-      if (info) measure(torch_command(o, "gemm-limit", {"--dtype", "bf16", "--gemms", shapes.dump()}), "gflops", gflops["bf16"]);
+      measure(ours_command(o, self, "gemm-limit-fp32"), "gflops", gflops["fp32"]);
+      measure(ours_command(o, self, "gemm-limit-bf16"), "gflops", gflops["bf16"]);
+      if (info) measure(torch_command(o, "gemm-limit", {"--dtype", "bf16", "--gemms", shapes.dump()}), "gflops", torch_bf16_gflops);
     }
     for (const std::string& precision : o.precisions) {
       Series &a = ours[precision], &b = torch[precision];
@@ -281,8 +282,10 @@ int driver(const Options& o, const std::string& self) {
 
   std::printf("\nGEMM limits (median GFLOP/s -> tokens/s):\n");
   std::printf("  fp32: SGEMM of our BLAS: %s GFLOP/s -> %s tokens/s\n", cell(gflops["fp32"], "%.1f").c_str(), cell(gflops["fp32"], "%.0f", 1e9 / flops_per_token).c_str());
-  std::printf("  bf16: torch.matmul on bf16 tensors: %s GFLOP/s -> %s tokens/s\n\n", cell(gflops["bf16"], "%.1f").c_str(),
-              cell(gflops["bf16"], "%.0f", 1e9 / flops_per_token).c_str());
+  std::printf("  bf16: our bf16 GEMM (%s): %s GFLOP/s -> %s tokens/s\n", nf::bf16_gemm_info().c_str(),
+              cell(gflops["bf16"], "%.1f").c_str(), cell(gflops["bf16"], "%.0f", 1e9 / flops_per_token).c_str());
+  std::printf("        torch.matmul on bf16 tensors (for reference): %s GFLOP/s -> %s tokens/s\n\n",
+              cell(torch_bf16_gflops, "%.1f").c_str(), cell(torch_bf16_gflops, "%.0f", 1e9 / flops_per_token).c_str());
   std::printf("%-6s %11s %11s %11s %11s %11s %15s %15s\n", "", "ours tok/s", "torch tok/s", "ours/torch", "limit tok/s",
               "ours/limit", "ours peak MiB", "torch peak MiB");
   for (const std::string& precision : o.precisions) {

@@ -1,6 +1,6 @@
 #pragma once
-// The GEMM limit of a training step: the machine's measured fp32 SGEMM speed at the GEMM shapes
-// of one step of a DecoderLM (every Linear's forward, input-gradient and weight-gradient products,
+// The GEMM limits of a training step: the machine's measured fp32 SGEMM and bf16 GEMM speeds at
+// the GEMM shapes of one step of a DecoderLM (every Linear's forward, input-gradient and weight-gradient products,
 // the head, and attention's six products per head), and the tokens/s that speed allows.
 //
 // FLOPs per token = 6 x parameters + 12 x layers x T x dim  (Kaplan et al.; PaLM's attention term:
@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "core/blas_library.h"
 #include "nanoformer/nanoformer.h"
+#include "ops/cpu/matmul.h"
 
 namespace nf::bench {
 
@@ -68,42 +68,37 @@ inline double flops_per_token(const models::DecoderLM& lm, int64_t T) {
 }
 
 struct GemmLimit {
-  double gflops = 0;           // FLOPs of the step's GEMMs / their measured time
+  double gflops = 0;            // FLOPs of the step's GEMMs / their measured time
   double seconds_per_step = 0;  // measured time of one step's GEMMs
 };
 
-// Times every GEMM of the step with the BLAS library (the median of `reps` runs of each shape, at
-// the current thread count; per-head GEMMs run one per thread in parallel, as the fused attention
-// kernel issues them) and weights the times by how often a step runs each shape.
-inline GemmLimit measure_sgemm_limit(const std::vector<StepGemm>& gemms, int reps = 3) {
-  const auto& sgemm = blas::library().sgemm;
+// Times every GEMM of the step with our GEMM kernel (cpu::matmul: the BLAS sgemm for f32; for
+// bf16 operands the bf16 GEMM autocast uses, oneDNN on the CPU's bf16 instructions or the
+// fallback, f32 out), at the current thread count: the median of `reps` runs of each shape, the
+// per-head GEMMs one per thread in parallel as the fused attention kernel issues them, weighted
+// by how often a step runs each shape.
+inline GemmLimit measure_gemm_limit(const std::vector<StepGemm>& gemms, DType dtype, int reps = 3) {
   GemmLimit limit;
   double flops = 0;
   for (const StepGemm& g : gemms) {
-    const int64_t lda = g.trans_a ? g.M : g.K, ldb = g.trans_b ? g.K : g.N;
-    // per-head GEMMs: one set of buffers per thread, `batch` GEMMs per timed run
+    // per-head GEMMs: one set of operands per thread, `batch` GEMMs per timed run
     const int64_t threads = g.per_head ? num_threads() : 1, batch = g.per_head ? std::min<int64_t>(g.count, 64) : 1;
     Generator gen(7);
     std::vector<Tensor> a, b, c;
     for (int64_t t = 0; t < threads; ++t) {
-      a.push_back(randn({g.M * g.K}, gen));
-      b.push_back(randn({g.K * g.N}, gen));
-      c.push_back(Tensor::empty({g.M * g.N}));
+      // op(A) (M, K), op(B) (K, N): a transposed operand is stored transposed and passed as a view
+      a.push_back(g.trans_a ? randn({g.K, g.M}, gen).to(dtype).t() : randn({g.M, g.K}, gen).to(dtype));
+      b.push_back(g.trans_b ? randn({g.N, g.K}, gen).to(dtype).t() : randn({g.K, g.N}, gen).to(dtype));
+      c.push_back(Tensor::empty({g.M, g.N}));
     }
-    auto run = [&](int64_t t) {
-      sgemm(CblasRowMajor, g.trans_a ? CblasTrans : CblasNoTrans, g.trans_b ? CblasTrans : CblasNoTrans,
-            static_cast<int>(g.M), static_cast<int>(g.N), static_cast<int>(g.K), 1.0f, a[t].data<float>(),
-            static_cast<int>(lda), b[t].data<float>(), static_cast<int>(ldb), 0.0f, c[t].data<float>(),
-            static_cast<int>(g.N));
-    };
     std::vector<double> times;
     for (int r = 0; r <= reps; ++r) {  // the first run warms up
       const auto start = std::chrono::steady_clock::now();
       if (g.per_head) {
 #pragma omp parallel for num_threads(threads) schedule(static)
-        for (int64_t i = 0; i < batch; ++i) run(i % threads);
+        for (int64_t i = 0; i < batch; ++i) cpu::matmul(c[i % threads], a[i % threads], b[i % threads]);
       } else {
-        run(0);
+        cpu::matmul(c[0], a[0], b[0]);
       }
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (r > 0) times.push_back(s / static_cast<double>(batch));

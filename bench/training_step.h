@@ -8,11 +8,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "nanoformer/nanoformer.h"
+#include "nanoformer/ops/autocast.h"
 #include "nanoformer/train/adam.h"
+#include "nanoformer/train/param_groups.h"
 
 namespace nf::bench {
 
@@ -36,25 +39,6 @@ struct TrainingStepResult {
   }
 };
 
-// nanoGPT's configure_optimizers: weight decay 0.1 on every parameter of 2 or more dims, none on
-// the others; AdamW lr 6e-4, betas (0.9, 0.95), eps 1e-8.
-inline std::vector<train::ParamGroup> nanogpt_param_groups(const nn::Module& model) {
-  train::ParamGroup decay{.params = {}, .lr = 6e-4, .weight_decay = 0.1};
-  train::ParamGroup no_decay{.params = {}, .lr = 6e-4, .weight_decay = 0.0};
-  for (const Tensor& p : model.parameters()) (p.dim() >= 2 ? decay : no_decay).params.push_back(p);
-  return {decay, no_decay};
-}
-
-// The bf16 row's hook. Once nf::AutocastGuard exists (branch bf16), bf16 runs the forward (loss
-// included) under `nf::AutocastGuard autocast(nf::DType::bf16);` as torch.autocast does, backward
-// and the optimizer step outside it. Until then a bf16 run reports itself as not available.
-inline constexpr bool kAutocastAvailable = false;
-
-inline Tensor forward_loss(models::DecoderLM& lm, const Tensor& ids, const Tensor& targets, const std::string& precision) {
-  NF_CHECK(precision == "fp32", "bench_training: precision ", precision, " needs nf::AutocastGuard (not built yet)");
-  return lm.forward(ids, targets).loss;
-}
-
 // User + system CPU seconds of the whole process so far.
 inline double process_cpu_seconds() {
   rusage u{};
@@ -65,10 +49,14 @@ inline double process_cpu_seconds() {
 
 // Builds the preset, runs `warmup` untimed steps and `steps` timed ones (seconds per step).
 inline TrainingStepResult run_training_steps(const TrainingStepOptions& o) {
+  NF_CHECK(o.precision == "fp32" || o.precision == "bf16", "bench_training: precision ", o.precision,
+           " is not fp32 or bf16");
   Generator gen(1);
   models::DecoderLM lm(models::preset_config(o.preset), gen);
   lm.train();
-  train::AdamW optimizer(nanogpt_param_groups(lm), {.beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8});
+  // nanoGPT's configure_optimizers: AdamW lr 6e-4, betas (0.9, 0.95), eps 1e-8, weight decay 0.1
+  // on every parameter of 2 or more dims, none on the others
+  train::AdamW optimizer(train::default_param_groups(lm, 6e-4, 0.1), {.beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8});
   const int64_t vocab = lm.config().vocab_size;
   const Tensor ids = randint(0, vocab, {o.batch, o.length}, gen), targets = randint(0, vocab, {o.batch, o.length}, gen);
   TrainingStepResult result;
@@ -77,8 +65,14 @@ inline TrainingStepResult run_training_steps(const TrainingStepOptions& o) {
     if (step == o.warmup) profile::reset();  // NF_PROFILE: the measured steps only
     const auto start = std::chrono::steady_clock::now();
     const double cpu_start = process_cpu_seconds();
-    const Tensor loss = forward_loss(lm, ids, targets, o.precision);
-    loss.backward();
+    {
+      // bf16: forward and backward under autocast (as the trainer), the optimizer outside it
+      std::optional<AutocastGuard> autocast;
+      if (o.precision == "bf16") autocast.emplace(DType::bf16);
+      const Tensor loss = lm.forward(ids, targets).loss;
+      loss.backward();
+      result.final_loss = loss.item();
+    }
     {
       profile::Scope scope("optimizer step + zero_grad");
       optimizer.step();
@@ -89,7 +83,6 @@ inline TrainingStepResult run_training_steps(const TrainingStepOptions& o) {
       result.step_seconds.push_back(s);
       result.step_cpu_seconds.push_back(process_cpu_seconds() - cpu_start);
     }
-    result.final_loss = loss.item();
   }
   return result;
 }
