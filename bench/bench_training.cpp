@@ -10,8 +10,9 @@
 //
 //   bench_training [--preset minimind2-small] [--batch 8] [--length 256] [--threads 2]
 //                  [--rounds 3] [--warmup 2] [--steps 5] [--precisions fp32,bf16]
-//                  [--python .venv/bin/python] [--no-limits]
-//   bench_training --worker fp32|bf16|gemm-limit-fp32|gemm-limit-bf16 ...   one process's part
+//                  [--python .venv/bin/python] [--no-limits] [--curve-steps 50]
+//   bench_training --worker fp32|bf16|gemm-limit-fp32|gemm-limit-bf16|curve-fp32|curve-bf16 ...
+//                  one process's part
 //                  (what the driver spawns; with NF_PROFILE=1 a training worker prints its per-op table)
 #include <spawn.h>
 #include <sys/resource.h>
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -47,6 +49,7 @@ struct Options {
   std::string torch_script = std::string(NF_SOURCE_DIR) + "/tools/bench/torch_training.py";
   std::string worker;  // non-empty: run one side and print its JSON
   bool limits = true;
+  int curve_steps = 50;  // the bf16 loss curve against fp32 over this many steps (0: skipped)
 };
 
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -76,6 +79,7 @@ Options parse(int argc, char** argv) {
     else if (flag == "--precisions") o.precisions = split(value, ',');
     else if (flag == "--python") o.python = value;
     else if (flag == "--worker") o.worker = value;
+    else if (flag == "--curve-steps") o.curve_steps = std::stoi(value);
     else NF_FAIL("bench_training: unknown flag ", flag);
   }
   NF_CHECK(o.step.steps > 0 && o.rounds > 0, "bench_training: --steps and --rounds must be positive");
@@ -175,6 +179,14 @@ int worker(const Options& o) {
     return 0;
   }
   nf::bench::TrainingStepOptions step = o.step;
+  if (o.worker.rfind("curve-", 0) == 0) {  // every step's loss on learnable data from the same start
+    step.precision = o.worker.substr(6);
+    step.learnable_data = true;
+    step.warmup = 0;
+    step.steps = o.curve_steps;
+    std::printf("%s\n", json{{"losses", nf::bench::run_training_steps(step).losses}}.dump().c_str());
+    return 0;
+  }
   step.precision = o.worker;
   const nf::bench::TrainingStepResult r = nf::bench::run_training_steps(step);
   std::vector<double> ms;
@@ -220,6 +232,37 @@ std::string cell(const Series& s, const char* format, double scale = 1) {
   char buf[64];
   std::snprintf(buf, sizeof buf, format, scale * median(s.values));
   return buf;
+}
+
+// bf16 against fp32 over the first curve_steps steps from the same initial weights on the same
+// learnable batches (markov_batch): the largest relative difference of the losses.
+void print_loss_curves(const Options& o, const std::string& self) {
+  std::map<std::string, std::vector<double>> losses;
+  for (const char* precision : {"fp32", "bf16"}) {
+    const std::optional<json> j = last_json(run_process(ours_command(o, self, std::string("curve-") + precision)));
+    if (!j) {
+      std::printf("\nloss curves: the %s run failed\n", precision);
+      return;
+    }
+    losses[precision] = (*j)["losses"].get<std::vector<double>>();
+  }
+  const std::vector<double>&f = losses["fp32"], &b = losses["bf16"];
+  size_t worst = 0;
+  for (size_t i = 0; i < f.size(); ++i)
+    if (std::abs(b[i] - f[i]) / f[i] > std::abs(b[worst] - f[worst]) / f[worst]) worst = i;
+  std::printf("\nloss curves, ours, %d steps from the same weights on the same batches (a Markov chain over 512 ids with "
+              "4 successors each: ln 512 = 6.24 nats for the unigram, ln 4 = 1.39 at best):\n  step:",
+              o.curve_steps);
+  std::vector<size_t> shown;
+  for (size_t i = 0; i < f.size(); i += std::max<size_t>(1, f.size() / 5)) shown.push_back(i);
+  if (shown.back() != f.size() - 1) shown.push_back(f.size() - 1);
+  for (size_t i : shown) std::printf(" %8zu", i + 1);
+  std::printf("\n  fp32:");
+  for (size_t i : shown) std::printf(" %8.4f", f[i]);
+  std::printf("\n  bf16:");
+  for (size_t i : shown) std::printf(" %8.4f", b[i]);
+  std::printf("\n  largest |bf16 - fp32| / fp32: %.2f%% at step %zu (target: within 2%%)\n",
+              100 * std::abs(b[worst] - f[worst]) / f[worst], worst + 1);
 }
 
 int driver(const Options& o, const std::string& self) {
@@ -298,6 +341,7 @@ int driver(const Options& o, const std::string& self) {
   }
   std::printf("(medians over rounds; ours/torch and ours/limit are medians of the ratios within each round; peak = "
               "the RSS high-water mark of each process)\n");
+  if (o.curve_steps > 0) print_loss_curves(o, self);
   return 0;
 }
 
