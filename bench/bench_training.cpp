@@ -14,32 +14,24 @@
 //   bench_training --worker fp32|bf16|gemm-limit-fp32|gemm-limit-bf16|curve-fp32|curve-bf16 ...
 //                  one process's part
 //                  (what the driver spawns; with NF_PROFILE=1 a training worker prints its per-op table)
-#include <spawn.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <fstream>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "bench_process.h"
 #include "nanoformer/ops/autocast.h"
 #include "training_gemm_limit.h"
 #include "training_step.h"
 
-extern char** environ;
-
 namespace {
 
-using nlohmann::json;
+using namespace nf::bench;
 
 struct Options {
   nf::bench::TrainingStepOptions step;
@@ -51,13 +43,6 @@ struct Options {
   bool limits = true;
   int curve_steps = 50;  // the bf16 loss curve against fp32 over this many steps (0: skipped)
 };
-
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> parts;
-  std::stringstream in(s);
-  for (std::string part; std::getline(in, part, sep);) parts.push_back(part);
-  return parts;
-}
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -86,52 +71,6 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-// A finished child process: its stdout, exit status and peak RSS.
-struct ProcessResult {
-  std::string out;
-  int status = -1;
-  double peak_mib = 0;
-  bool ok() const { return WIFEXITED(status) && WEXITSTATUS(status) == 0; }
-};
-
-ProcessResult run_process(const std::vector<std::string>& args) {
-  int fds[2];
-  NF_CHECK(pipe(fds) == 0, "bench_training: pipe failed");
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
-  posix_spawn_file_actions_addclose(&actions, fds[0]);
-  std::vector<char*> argv;
-  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  const int spawned = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  close(fds[1]);
-  ProcessResult r;
-  if (spawned != 0) {
-    close(fds[0]);
-    return r;
-  }
-  char buf[4096];
-  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) r.out.append(buf, static_cast<size_t>(n));
-  close(fds[0]);
-  rusage usage{};
-  wait4(pid, &r.status, 0, &usage);
-  r.peak_mib = static_cast<double>(usage.ru_maxrss) / 1024.0;  // KiB on Linux
-  return r;
-}
-
-// The last line of a child's output that parses as a JSON object.
-std::optional<json> last_json(const ProcessResult& r) {
-  if (!r.ok()) return std::nullopt;
-  std::optional<json> found;
-  for (const std::string& line : split(r.out, '\n')) {
-    json j = json::parse(line, nullptr, false);
-    if (j.is_object()) found = j;
-  }
-  return found;
-}
 
 std::vector<std::string> common_args(const Options& o) {
   return {"--preset", o.step.preset, "--batch", std::to_string(o.step.batch), "--length", std::to_string(o.step.length),
@@ -140,7 +79,7 @@ std::vector<std::string> common_args(const Options& o) {
 }
 
 std::vector<std::string> ours_command(const Options& o, const std::string& self, const std::string& precision) {
-  std::vector<std::string> args{self, "--worker", precision};
+  std::vector<std::string> args{self, "--worker", precision, "--curve-steps", std::to_string(o.curve_steps)};
   for (const std::string& a : common_args(o)) args.push_back(a);
   return args;
 }
@@ -150,20 +89,6 @@ std::vector<std::string> torch_command(const Options& o, const std::string& mode
   for (const std::string& a : common_args(o)) args.push_back(a);
   for (const std::string& a : extra) args.push_back(a);
   return args;
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown";
 }
 
 // The worker modes: one training run ("fp32", "bf16") or a GEMM limit ("gemm-limit-fp32", "gemm-limit-bf16").

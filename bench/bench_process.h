@@ -1,0 +1,94 @@
+#pragma once
+// What the whole-program benchmarks (bench_training, bench_inference) share: running one side of a
+// measurement as a child process (its stdout, exit status and peak RSS), reading the JSON line it
+// prints, medians, and the CPU's name.
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "nanoformer/core/error.h"
+
+extern char** environ;
+
+namespace nf::bench {
+
+using nlohmann::json;
+
+inline std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> parts;
+  std::stringstream in(s);
+  for (std::string part; std::getline(in, part, sep);) parts.push_back(part);
+  return parts;
+}
+
+inline double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+inline std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown";
+}
+
+// A finished child process: its stdout, exit status and peak RSS.
+struct ProcessResult {
+  std::string out;
+  int status = -1;
+  double peak_mib = 0;
+  bool ok() const { return WIFEXITED(status) && WEXITSTATUS(status) == 0; }
+};
+
+inline ProcessResult run_process(const std::vector<std::string>& args) {
+  int fds[2];
+  NF_CHECK(pipe(fds) == 0, "benchmark: pipe failed");
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+  posix_spawn_file_actions_addclose(&actions, fds[0]);
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  const int spawned = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(fds[1]);
+  ProcessResult r;
+  if (spawned != 0) {
+    close(fds[0]);
+    return r;
+  }
+  char buf[4096];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) r.out.append(buf, static_cast<size_t>(n));
+  close(fds[0]);
+  rusage usage{};
+  wait4(pid, &r.status, 0, &usage);
+  r.peak_mib = static_cast<double>(usage.ru_maxrss) / 1024.0;  // KiB on Linux
+  return r;
+}
+
+// The last line of a child's output that parses as a JSON object.
+inline std::optional<json> last_json(const ProcessResult& r) {
+  if (!r.ok()) return std::nullopt;
+  std::optional<json> found;
+  for (const std::string& line : split(r.out, '\n')) {
+    json j = json::parse(line, nullptr, false);
+    if (j.is_object()) found = j;
+  }
+  return found;
+}
+
+}  // namespace nf::bench
