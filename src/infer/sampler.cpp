@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "nanoformer/core/error.h"
@@ -12,17 +13,28 @@ namespace {
 
 constexpr float kRemoved = -std::numeric_limits<float>::infinity();
 
-// softmax(x) rounded to f32 per element (computed in f64); -inf gives 0.
+// softmax(x) in f32 (exp in f32 as torch's softmax, the sum in f64); -inf gives 0 without an exp.
 std::vector<float> probabilities(std::span<const float> logits) {
   const float max = *std::max_element(logits.begin(), logits.end());
   NF_CHECK(std::isfinite(max), "sampler: no token has a finite logit (the largest is ", max, ")");
-  std::vector<double> e(logits.size());
-  double sum = 0;
-  for (size_t i = 0; i < logits.size(); ++i) sum += e[i] = std::exp(double(logits[i]) - double(max));  // e^(x_i - max)
   std::vector<float> p(logits.size());
-  for (size_t i = 0; i < logits.size(); ++i) p[i] = static_cast<float>(e[i] / sum);  // p_i = e_i / sum_j e_j
+  double sum = 0;
+  for (size_t i = 0; i < logits.size(); ++i)
+    sum += p[i] = logits[i] == kRemoved ? 0.0f : std::exp(logits[i] - max);  // e^(x_i - max)
+  const double inverse = 1.0 / sum;
+  for (float& x : p) x = static_cast<float>(x * inverse);  // p_i = e_i / sum_j e_j
   return p;
 }
+
+// A key whose ascending order is the order of decreasing likelihood, equal logits by decreasing
+// id (HF's ascending stable sort, reversed): the f32's bits made monotone, then the id.
+uint64_t likelihood_key(float logit, size_t id) {
+  uint32_t bits;
+  std::memcpy(&bits, &logit, sizeof bits);
+  const uint32_t monotone = (bits & 0x80000000u) ? ~bits : bits | 0x80000000u;  // increasing with the float
+  return (static_cast<uint64_t>(~monotone) << 32) | (0xFFFFFFFFu - static_cast<uint32_t>(id));
+}
+size_t id_of(uint64_t key) { return 0xFFFFFFFFu - static_cast<uint32_t>(key); }
 
 }  // namespace
 
@@ -57,47 +69,69 @@ void apply_temperature(std::span<float> logits, double temperature) {
   for (float& x : logits) x /= t;  // x_i / T
 }
 
+// The k-th largest logit (with multiplicity) from a min-heap of the k largest seen: one pass,
+// nearly every logit only compared with the heap's minimum.
 void apply_top_k(std::span<float> logits, int64_t top_k) {
   if (top_k <= 0 || top_k >= static_cast<int64_t>(logits.size())) return;
-  std::vector<float> sorted(logits.begin(), logits.end());
-  std::nth_element(sorted.begin(), sorted.begin() + (top_k - 1), sorted.end(), std::greater<float>());
-  const float kth = sorted[static_cast<size_t>(top_k - 1)];
+  const auto k = static_cast<size_t>(top_k);
+  std::vector<float> heap(logits.begin(), logits.begin() + static_cast<std::ptrdiff_t>(k));
+  std::make_heap(heap.begin(), heap.end(), std::greater<float>());
+  for (size_t i = k; i < logits.size(); ++i) {
+    if (!(logits[i] > heap.front())) continue;
+    std::pop_heap(heap.begin(), heap.end(), std::greater<float>());
+    heap.back() = logits[i];
+    std::push_heap(heap.begin(), heap.end(), std::greater<float>());
+  }
+  const float kth = heap.front();
   for (float& x : logits)
     if (x < kth) x = kRemoved;  // keep x_i >= the k-th largest (every tie of it)
 }
 
-// Walks the tokens from the most likely down (ties: the higher id first, the reverse of HF's
-// ascending stable sort) and cuts at the first whose ascending cumulative probability
-// c_j = total - (mass above j) is <= 1 - p (in f32, as HF compares). Sorting is partial: only
-// as many tokens as the walk reaches.
+// Walks the tokens from the most likely down and cuts at the first whose ascending cumulative
+// probability c_j = total - (mass above j) is <= 1 - p (in f32, as HF compares). Only the
+// tokens near the cut are sorted: the tokens are binned by logit (bin 0 the most likely), the
+// bins' masses locate the bin where the cut falls, and that bin alone is sorted and walked.
 void apply_top_p(std::span<float> logits, double top_p) {
   if (top_p >= 1.0) return;
+  constexpr size_t kBins = 1024;
   const std::vector<float> p = probabilities(logits);
-  std::vector<int64_t> order;
+  float high = -std::numeric_limits<float>::infinity(), low = -high;
   double total = 0;
   for (size_t i = 0; i < p.size(); ++i) {
     total += p[i];
-    if (p[i] > 0) order.push_back(static_cast<int64_t>(i));  // a zero has c_j = 0 <= 1 - p: removed
+    if (p[i] > 0) high = std::max(high, logits[i]), low = std::min(low, logits[i]);
   }
-  const auto more_likely = [&](int64_t a, int64_t b) {
-    return logits[a] > logits[b] || (logits[a] == logits[b] && a > b);
-  };
+  const float scale = high > low ? static_cast<float>(kBins) / (high - low) : 0.0f;
+  const auto bin_of = [&](size_t i) { return std::min(kBins - 1, static_cast<size_t>((high - logits[i]) * scale)); };
+  std::vector<double> bin_mass(kBins, 0.0);
+  for (size_t i = 0; i < p.size(); ++i)
+    if (p[i] > 0) bin_mass[bin_of(i)] += p[i];  // a zero has c_j = 0 <= 1 - p: removed
+
   const auto threshold = static_cast<float>(1.0 - top_p);
-  size_t cut = order.size(), walked = 0, sorted = 0;
-  double above = 0;
-  while (cut == order.size() && walked < order.size()) {
-    sorted = std::min(order.size(), std::max<size_t>(128, sorted * 8));
-    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(sorted), order.end(), more_likely);
-    for (; walked < sorted; ++walked) {
-      const auto c = static_cast<float>(total - above);  // c_j = sum of p over j and every less likely token
-      if (walked > 0 && c <= threshold) { cut = walked; break; }
-      above += p[static_cast<size_t>(order[walked])];
-    }
+  double above = 0;  // the mass of the bins before the cut's
+  size_t cut_bin = 0;
+  while (cut_bin + 1 < kBins && static_cast<float>(total - above - bin_mass[cut_bin]) > threshold)
+    above += bin_mass[cut_bin++];  // the next bin's first token still has c > 1 - p
+
+  std::vector<uint64_t> in_cut_bin;
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (p[i] == 0) continue;
+    const size_t bin = bin_of(i);
+    if (bin == cut_bin) in_cut_bin.push_back(likelihood_key(logits[i], i));
+    else if (bin > cut_bin) logits[i] = kRemoved;
   }
-  std::vector<char> keep(logits.size(), 0);
-  for (size_t r = 0; r < cut; ++r) keep[static_cast<size_t>(order[r])] = 1;
-  for (size_t i = 0; i < logits.size(); ++i)
-    if (!keep[i]) logits[i] = kRemoved;
+  std::sort(in_cut_bin.begin(), in_cut_bin.end());
+  for (size_t r = 0; r < in_cut_bin.size(); ++r) {
+    const auto c = static_cast<float>(total - above);  // c_j = sum of p over j and every less likely token
+    const bool first_overall = cut_bin == 0 && r == 0;   // the most likely token is always kept
+    if (!first_overall && c <= threshold) {
+      for (size_t rest = r; rest < in_cut_bin.size(); ++rest) logits[id_of(in_cut_bin[rest])] = kRemoved;
+      break;
+    }
+    above += p[id_of(in_cut_bin[r])];
+  }
+  for (size_t i = 0; i < p.size(); ++i)
+    if (p[i] == 0) logits[i] = kRemoved;
 }
 
 void apply_min_p(std::span<float> logits, double min_p) {
