@@ -38,17 +38,46 @@ size_t complete_utf8_prefix(std::string_view bytes) {
   return n;
 }
 
+// A sequence led by a valid lead byte extends while its bytes could still complete it; if it
+// stops short (an unexpected byte or the end), the bytes it covered are one maximal subpart.
+std::string replace_invalid_utf8(std::string_view bytes) {
+  static constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
+  std::string out;
+  out.reserve(bytes.size());
+  for (size_t i = 0; i < bytes.size();) {
+    const auto lead = static_cast<unsigned char>(bytes[i]);
+    if (lead < 0x80) {
+      out += bytes[i++];
+      continue;
+    }
+    const size_t need = sequence_length(lead);
+    size_t length = 1;
+    while (length < need && i + length < bytes.size()) {
+      const auto b = static_cast<unsigned char>(bytes[i + length]);
+      if (length == 1 ? !valid_second(lead, b) : (b & 0xC0) != 0x80) break;
+      ++length;
+    }
+    out += length == need ? bytes.substr(i, length) : kReplacement;
+    i += length;
+  }
+  return out;
+}
+
+std::string StreamDecoder::finished(std::string_view bytes) const {
+  return invalid_ == InvalidUtf8::replace ? replace_invalid_utf8(bytes) : std::string(bytes);
+}
+
 std::string StreamDecoder::push(TokenId id) {
   pending_ += tokenizer_.token_bytes(id);
   const size_t ready = complete_utf8_prefix(pending_);
-  std::string out = pending_.substr(0, ready);
+  std::string out = finished(std::string_view(pending_).substr(0, ready));
   pending_.erase(0, ready);
   return out;
 }
 
 std::string StreamDecoder::flush() {
-  std::string out;
-  out.swap(pending_);
+  std::string out = finished(pending_);
+  pending_.clear();
   return out;
 }
 

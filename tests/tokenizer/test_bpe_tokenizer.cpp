@@ -1,12 +1,11 @@
 // Byte-level BPE encoding and decoding: identical ids to Hugging Face tokenizers on the committed
-// fixtures, exact round trips for any bytes, decoding errors and streaming.
+// fixtures, exact round trips for any bytes, decoding errors (streaming: test_stream_decoder.cpp).
 #include <gtest/gtest.h>
 
 #include <thread>
 
 #include "fixtures.h"
 #include "nanoformer/core/error.h"
-#include "nanoformer/tokenizer/stream_decoder.h"
 #include "nanoformer/tokenizer/tokenizer_json.h"
 
 namespace nf::tokenizer {
@@ -111,31 +110,6 @@ TEST(BpeTokenizer, DecodeRejectsBadIds) {
     EXPECT_NE(std::string(e.what()).find("token id 99999 is out of range"), std::string::npos) << e.what();
   }
   EXPECT_THROW((void)tok.token_bytes(static_cast<TokenId>(tok.vocab_size())), Error);
-}
-
-TEST(StreamDecoder, NeverSplitsACharacterAndMatchesDecode) {
-  const BpeTokenizer tok = load_tokenizer_json(fixture("hf_gpt2.json"));
-  const std::string text = "机器学习 🦙 emoji 👨‍👩‍👧 and Привет\xFF done";
-  const auto ids = tok.encode(text);
-  StreamDecoder stream(tok);
-  std::string joined;
-  for (TokenId id : ids) {
-    const std::string part = stream.push(id);
-    EXPECT_EQ(complete_utf8_prefix(part), part.size());
-    joined += part;
-  }
-  joined += stream.flush();
-  EXPECT_EQ(joined, text);
-}
-
-TEST(StreamDecoder, HoldsBackOnlyValidPrefixes) {
-  EXPECT_EQ(complete_utf8_prefix("ab\xE4\xB8"), 2u);      // 中 missing its last byte
-  EXPECT_EQ(complete_utf8_prefix("ab\xF0\x9F\xA6"), 2u);  // 🦙 missing its last byte
-  EXPECT_EQ(complete_utf8_prefix("ab\xE4\xB8\xAD"), 5u);  // complete
-  EXPECT_EQ(complete_utf8_prefix("ab\xFF"), 3u);          // never valid: emitted
-  EXPECT_EQ(complete_utf8_prefix("ab\xE0\x80"), 4u);      // overlong prefix: never valid
-  EXPECT_EQ(complete_utf8_prefix("\xC3"), 0u);
-  EXPECT_EQ(complete_utf8_prefix(""), 0u);
 }
 
 }  // namespace

@@ -32,6 +32,7 @@ import fixtures_moe  # noqa: E402
 import fixtures_muon  # noqa: E402
 import fixtures_nanochat_training  # noqa: E402
 import fixtures_reduce  # noqa: E402
+import fixtures_sampling  # noqa: E402
 import fixtures_schedules  # noqa: E402
 import fixtures_softmax  # noqa: E402
 import fixtures_vision  # noqa: E402
@@ -55,6 +56,7 @@ FAMILIES = [
     fixtures_nanochat_training,
     fixtures_schedules,
     fixtures_autocast,
+    fixtures_sampling,
 ]
 SIZE_BUDGET = 4 << 20  # all fixtures together stay under 4 MB: they are committed
 

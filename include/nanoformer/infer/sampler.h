@@ -1,0 +1,78 @@
+#pragma once
+// Choosing the next token from a row of logits: greedy (argmax) or sampling after the logits
+// processors of Hugging Face's generate, applied in its order:
+//
+//   1. repetition penalty (CTRL): for every distinct id t in the tokens so far,
+//        x_t <- x_t < 0 ? x_t * penalty : x_t / penalty        (RepetitionPenaltyLogitsProcessor)
+//   2. temperature:  x_i <- x_i / T                             (TemperatureLogitsWarper)
+//   3. top-k:        x_i <- -inf where x_i < the k-th largest x (ties at the k-th value all kept)
+//   4. top-p:        keep the smallest set of most likely tokens whose probability reaches p:
+//                    sort ascending, c_j = cumsum(softmax(x))_j, x_j <- -inf where c_j <= 1 - p
+//                    (in f32), the most likely token always kept. Equal logits sort as a
+//                    stable sort does (the lower id first, so at the boundary the higher id
+//                    is kept), as torch.sort for up to 16 tokens; beyond, its order is arbitrary
+//   5. min-p:        x_i <- -inf where p_i < min_p * max_j p_j
+//   then draw i with probability softmax(x)_i.
+//
+// Greedy (temperature 0, HF's do_sample=False) applies only the repetition penalty and takes the
+// argmax (ties: the lowest id, as torch.argmax). Draws come from a Philox generator seeded by
+// `seed`: every row sampled takes the next counter of that stream (a batch takes one per row, in
+// row order) and draws u in [0, 1) from it, so the same seed gives the same tokens whatever the
+// thread count.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "nanoformer/core/generator.h"
+#include "nanoformer/core/tensor.h"
+
+namespace nf::infer {
+
+struct SamplerConfig {
+  double temperature = 1.0;         // --temperature: 0 = greedy
+  int64_t top_k = 0;                // --top-k: 0 = off
+  double top_p = 1.0;               // --top-p: in (0, 1]; 1 = off
+  double min_p = 0.0;               // --min-p: in [0, 1]; 0 = off
+  double repetition_penalty = 1.0;  // --repetition-penalty: > 0; 1 = off
+  uint64_t seed = 0;                // --seed
+
+  bool greedy() const { return temperature == 0.0; }
+  // Throws nf::Error naming the flag and the value out of range.
+  void validate() const;
+};
+
+// The transforms, each in place on one row of logits (exposed for tests; Sampler applies them).
+void apply_repetition_penalty(std::span<float> logits, std::span<const int64_t> tokens, double penalty);
+void apply_temperature(std::span<float> logits, double temperature);
+void apply_top_k(std::span<float> logits, int64_t top_k);
+void apply_top_p(std::span<float> logits, double top_p);
+void apply_min_p(std::span<float> logits, double min_p);
+// All that `config` turns on, in the order above (only the penalty when greedy).
+void process_logits(std::span<float> logits, std::span<const int64_t> tokens, const SamplerConfig& config);
+
+// argmax, the lowest id among equal maxima.
+int64_t argmax(std::span<const float> logits);
+// The id whose cumulative softmax(logits) first exceeds u in [0, 1) (inverse CDF; -inf never).
+int64_t sample_from_logits(std::span<const float> logits, double u);
+
+class Sampler {
+ public:
+  explicit Sampler(const SamplerConfig& config);  // validates config
+
+  // The next token for one row of logits (vocab floats); `tokens`: the sequence so far (prompt
+  // and generated), which the repetition penalty reads.
+  int64_t next(std::span<const float> logits, std::span<const int64_t> tokens);
+  // One token per row of (B, V) f32 logits; tokens[b]: row b's sequence so far.
+  std::vector<int64_t> next(const Tensor& logits, std::span<const std::vector<int64_t>> tokens);
+
+  const SamplerConfig& config() const { return config_; }
+
+ private:
+  int64_t next_row(std::span<const float> logits, std::span<const int64_t> tokens, uint64_t counter);
+
+  SamplerConfig config_;
+  Generator generator_;
+  std::vector<float> row_;  // the row being processed
+};
+
+}  // namespace nf::infer

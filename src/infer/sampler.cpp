@@ -1,0 +1,205 @@
+// Logits processors, greedy choice and seeded sampling (infer/sampler.h).
+#include "nanoformer/infer/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "nanoformer/core/error.h"
+
+namespace nf::infer {
+namespace {
+
+constexpr float kRemoved = -std::numeric_limits<float>::infinity();
+
+// softmax(x) in f32 (exp in f32 as torch's softmax, the sum in f64); -inf gives 0 without an exp.
+std::vector<float> probabilities(std::span<const float> logits) {
+  const float max = *std::max_element(logits.begin(), logits.end());
+  NF_CHECK(std::isfinite(max), "sampler: no token has a finite logit (the largest is ", max, ")");
+  std::vector<float> p(logits.size());
+  double sum = 0;
+  for (size_t i = 0; i < logits.size(); ++i)
+    sum += p[i] = logits[i] == kRemoved ? 0.0f : std::exp(logits[i] - max);  // e^(x_i - max)
+  const double inverse = 1.0 / sum;
+  for (float& x : p) x = static_cast<float>(x * inverse);  // p_i = e_i / sum_j e_j
+  return p;
+}
+
+// A key whose ascending order is the order of decreasing likelihood, equal logits by decreasing
+// id (HF's ascending stable sort, reversed): the f32's bits made monotone, then the id.
+uint64_t likelihood_key(float logit, size_t id) {
+  uint32_t bits;
+  std::memcpy(&bits, &logit, sizeof bits);
+  const uint32_t monotone = (bits & 0x80000000u) ? ~bits : bits | 0x80000000u;  // increasing with the float
+  return (static_cast<uint64_t>(~monotone) << 32) | (0xFFFFFFFFu - static_cast<uint32_t>(id));
+}
+size_t id_of(uint64_t key) { return 0xFFFFFFFFu - static_cast<uint32_t>(key); }
+
+}  // namespace
+
+void SamplerConfig::validate() const {
+  NF_CHECK(temperature >= 0 && std::isfinite(temperature), "--temperature ", temperature,
+           ": the temperature must be >= 0 (0 = greedy)");
+  NF_CHECK(top_k >= 0, "--top-k ", top_k, ": top_k must be >= 0 (0 = no top-k)");
+  NF_CHECK(top_p > 0 && top_p <= 1, "--top-p ", top_p, ": top_p must be in (0, 1] (1 = no top-p)");
+  NF_CHECK(min_p >= 0 && min_p <= 1, "--min-p ", min_p, ": min_p must be in [0, 1] (0 = no min-p)");
+  NF_CHECK(repetition_penalty > 0 && std::isfinite(repetition_penalty), "--repetition-penalty ",
+           repetition_penalty, ": the repetition penalty must be > 0 (1 = none)");
+}
+
+void apply_repetition_penalty(std::span<float> logits, std::span<const int64_t> tokens, double penalty) {
+  if (penalty == 1.0) return;
+  const auto vocab = static_cast<int64_t>(logits.size());
+  std::vector<int64_t> distinct(tokens.begin(), tokens.end());
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  const auto f = static_cast<float>(penalty);
+  for (int64_t t : distinct) {
+    NF_CHECK(t >= 0 && t < vocab, "repetition penalty: token id ", t, " is outside the vocabulary (", vocab,
+             " logits)");
+    float& x = logits[static_cast<size_t>(t)];
+    x = x < 0 ? x * f : x / f;  // CTRL: x < 0 ? x * penalty : x / penalty
+  }
+}
+
+void apply_temperature(std::span<float> logits, double temperature) {
+  if (temperature == 1.0) return;
+  const auto t = static_cast<float>(temperature);
+  for (float& x : logits) x /= t;  // x_i / T
+}
+
+// The k-th largest logit (with multiplicity) from a min-heap of the k largest seen: one pass,
+// nearly every logit only compared with the heap's minimum.
+void apply_top_k(std::span<float> logits, int64_t top_k) {
+  if (top_k <= 0 || top_k >= static_cast<int64_t>(logits.size())) return;
+  const auto k = static_cast<size_t>(top_k);
+  std::vector<float> heap(logits.begin(), logits.begin() + static_cast<std::ptrdiff_t>(k));
+  std::make_heap(heap.begin(), heap.end(), std::greater<float>());
+  for (size_t i = k; i < logits.size(); ++i) {
+    if (!(logits[i] > heap.front())) continue;
+    std::pop_heap(heap.begin(), heap.end(), std::greater<float>());
+    heap.back() = logits[i];
+    std::push_heap(heap.begin(), heap.end(), std::greater<float>());
+  }
+  const float kth = heap.front();
+  for (float& x : logits)
+    if (x < kth) x = kRemoved;  // keep x_i >= the k-th largest (every tie of it)
+}
+
+// Walks the tokens from the most likely down and cuts at the first whose ascending cumulative
+// probability c_j = total - (mass above j) is <= 1 - p (in f32, as HF compares). Only the
+// tokens near the cut are sorted: the tokens are binned by logit (bin 0 the most likely), the
+// bins' masses locate the bin where the cut falls, and that bin alone is sorted and walked.
+void apply_top_p(std::span<float> logits, double top_p) {
+  if (top_p >= 1.0) return;
+  constexpr size_t kBins = 1024;
+  const std::vector<float> p = probabilities(logits);
+  float high = -std::numeric_limits<float>::infinity(), low = -high;
+  double total = 0;
+  for (size_t i = 0; i < p.size(); ++i) {
+    total += p[i];
+    if (p[i] > 0) high = std::max(high, logits[i]), low = std::min(low, logits[i]);
+  }
+  const float scale = high > low ? static_cast<float>(kBins) / (high - low) : 0.0f;
+  const auto bin_of = [&](size_t i) { return std::min(kBins - 1, static_cast<size_t>((high - logits[i]) * scale)); };
+  std::vector<double> bin_mass(kBins, 0.0);
+  for (size_t i = 0; i < p.size(); ++i)
+    if (p[i] > 0) bin_mass[bin_of(i)] += p[i];  // a zero has c_j = 0 <= 1 - p: removed
+
+  const auto threshold = static_cast<float>(1.0 - top_p);
+  double above = 0;  // the mass of the bins before the cut's
+  size_t cut_bin = 0;
+  while (cut_bin + 1 < kBins && static_cast<float>(total - above - bin_mass[cut_bin]) > threshold)
+    above += bin_mass[cut_bin++];  // the next bin's first token still has c > 1 - p
+
+  std::vector<uint64_t> in_cut_bin;
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (p[i] == 0) continue;
+    const size_t bin = bin_of(i);
+    if (bin == cut_bin) in_cut_bin.push_back(likelihood_key(logits[i], i));
+    else if (bin > cut_bin) logits[i] = kRemoved;
+  }
+  std::sort(in_cut_bin.begin(), in_cut_bin.end());
+  for (size_t r = 0; r < in_cut_bin.size(); ++r) {
+    const auto c = static_cast<float>(total - above);  // c_j = sum of p over j and every less likely token
+    const bool first_overall = cut_bin == 0 && r == 0;   // the most likely token is always kept
+    if (!first_overall && c <= threshold) {
+      for (size_t rest = r; rest < in_cut_bin.size(); ++rest) logits[id_of(in_cut_bin[rest])] = kRemoved;
+      break;
+    }
+    above += p[id_of(in_cut_bin[r])];
+  }
+  for (size_t i = 0; i < p.size(); ++i)
+    if (p[i] == 0) logits[i] = kRemoved;
+}
+
+void apply_min_p(std::span<float> logits, double min_p) {
+  if (min_p <= 0.0) return;
+  const std::vector<float> p = probabilities(logits);
+  const float threshold = static_cast<float>(min_p) * *std::max_element(p.begin(), p.end());  // min_p * p_max
+  for (size_t i = 0; i < logits.size(); ++i)
+    if (p[i] < threshold) logits[i] = kRemoved;  // keep p_i >= min_p * p_max
+}
+
+void process_logits(std::span<float> logits, std::span<const int64_t> tokens, const SamplerConfig& config) {
+  apply_repetition_penalty(logits, tokens, config.repetition_penalty);
+  if (config.greedy()) return;
+  apply_temperature(logits, config.temperature);
+  apply_top_k(logits, config.top_k);
+  apply_top_p(logits, config.top_p);
+  apply_min_p(logits, config.min_p);
+}
+
+int64_t argmax(std::span<const float> logits) {
+  NF_CHECK(!logits.empty(), "argmax: empty row of logits");
+  return std::max_element(logits.begin(), logits.end()) - logits.begin();  // first maximum
+}
+
+int64_t sample_from_logits(std::span<const float> logits, double u) {
+  const std::vector<float> p = probabilities(logits);
+  double total = 0;
+  for (float x : p) total += x;
+  const double target = u * total;  // the first i with sum_{j <= i} p_j > u * sum_j p_j
+  double cumulative = 0;
+  int64_t last = -1;
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (p[i] == 0) continue;
+    cumulative += p[i];
+    last = static_cast<int64_t>(i);
+    if (cumulative > target) break;
+  }
+  return last;  // rounding can leave u * total above the last partial sum: the last token then
+}
+
+Sampler::Sampler(const SamplerConfig& config) : config_(config), generator_(config.seed) { config_.validate(); }
+
+int64_t Sampler::next_row(std::span<const float> logits, std::span<const int64_t> tokens, uint64_t counter) {
+  NF_CHECK(!logits.empty(), "sampler: empty row of logits");
+  row_.assign(logits.begin(), logits.end());
+  process_logits(row_, tokens, config_);
+  if (config_.greedy()) return argmax(row_);
+  const auto words = philox4x32(counter, 0, generator_.seed());
+  return sample_from_logits(row_, uniform01_f64(words[0], words[1]));
+}
+
+int64_t Sampler::next(std::span<const float> logits, std::span<const int64_t> tokens) {
+  return next_row(logits, tokens, generator_.reserve(1));
+}
+
+std::vector<int64_t> Sampler::next(const Tensor& logits, std::span<const std::vector<int64_t>> tokens) {
+  NF_CHECK(logits.dim() == 2 && logits.dtype() == DType::f32, "sampler: logits must be (batch, vocab) f32, got ",
+           shape_str(logits.shape()), " ", dtype_name(logits.dtype()));
+  const int64_t batch = logits.size(0), vocab = logits.size(1);
+  NF_CHECK(static_cast<int64_t>(tokens.size()) == batch, "sampler: ", batch, " rows of logits but ", tokens.size(),
+           " token sequences");
+  const Tensor rows = logits.contiguous();
+  const uint64_t first = generator_.reserve(static_cast<uint64_t>(batch));
+  std::vector<int64_t> out(static_cast<size_t>(batch));
+  for (int64_t b = 0; b < batch; ++b)
+    out[static_cast<size_t>(b)] = next_row({rows.data<float>() + b * vocab, static_cast<size_t>(vocab)},
+                                           tokens[static_cast<size_t>(b)], first + static_cast<uint64_t>(b));
+  return out;
+}
+
+}  // namespace nf::infer
