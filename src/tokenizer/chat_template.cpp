@@ -1,6 +1,7 @@
 #include "nanoformer/tokenizer/chat_template.h"
 
 #include <algorithm>
+#include <filesystem>
 
 #include "nanoformer/core/error.h"
 
@@ -160,7 +161,15 @@ TokenId require_special_token(const Tokenizer& tokenizer, std::string_view conte
 std::unique_ptr<ChatTemplate> make_chat_template(std::string_view name, const Tokenizer& tokenizer) {
   if (name == "chatml") return std::make_unique<ChatMlTemplate>(tokenizer);
   if (name == "nanochat") return std::make_unique<NanochatTemplate>(tokenizer);
-  NF_FAIL("unknown chat template '", name, "' (known: chatml, nanochat)");
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(std::string(name), ec)) return make_chat_template_from_file(std::string(name), tokenizer);
+  NF_FAIL("unknown chat template '", name, "' (known: chatml, nanochat, or a template file's path)");
+}
+
+std::string detect_chat_template(const Tokenizer& tokenizer) {
+  if (tokenizer.token_id("<|im_start|>") && tokenizer.token_id("<|im_end|>")) return "chatml";
+  if (tokenizer.token_id("<|assistant_start|>")) return "nanochat";
+  return {};
 }
 
 }  // namespace nf::tokenizer

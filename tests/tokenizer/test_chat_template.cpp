@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -70,6 +72,49 @@ TEST(ChatTemplate, ChatMlByHand) {
                     bytes_of("user\nHi"), {257}, bytes_of("\n")}));
   EXPECT_EQ(chatml->render_for_completion(plain),
             concat({chatml->render(plain).ids, {256}, bytes_of("assistant\n")}));
+}
+
+void write_template(const std::string& path, const nlohmann::json& doc) { std::ofstream(path) << doc.dump(); }
+
+TEST(ChatTemplate, TemplateFileRendersLikeTheBuiltInOne) {
+  // ChatML written as a template file gives the built-in template's ids for completion
+  const auto tok = byte_tokenizer({"<|im_start|>", "<|im_end|>"});
+  const std::string path = testing::temp_path("chatml_template.json");
+  write_template(path, {{"name", "my-chatml"},
+                        {"system", "<|im_start|>system\n{content}<|im_end|>\n"},
+                        {"user", "<|im_start|>user\n{content}<|im_end|>\n"},
+                        {"assistant", "<|im_start|>assistant\n{content}<|im_end|>\n"},
+                        {"default_system", "You are a helpful assistant"},
+                        {"end", "<|im_end|>"}});
+  const auto from_file = make_chat_template(path, tok);
+  const auto chatml = make_chat_template("chatml", tok);
+  EXPECT_EQ(from_file->name(), "my-chatml");
+  EXPECT_EQ(from_file->end_token(), 257u);
+  for (const std::vector<ChatMessage>& conversation :
+       {std::vector<ChatMessage>{{"user", "Hi"}},
+        std::vector<ChatMessage>{{"system", "S"}, {"user", "Hi"}, {"assistant", "Yo"}, {"user", "2+2?"}}})
+    EXPECT_EQ(from_file->render_for_completion(conversation), chatml->render_for_completion(conversation));
+  // the mask: the assistant's content and the rest of its format
+  const RenderedChat chat = from_file->render(std::vector<ChatMessage>{{"user", "Hi"}, {"assistant", "Yo"}});
+  const size_t n = chat.ids.size();
+  EXPECT_EQ(chat.trained, mask_of({{n - 4, 0}, {4, 1}}));  // "Y", "o", <|im_end|>, "\n"
+  // a message's text never becomes a special token
+  const RenderedChat injected = from_file->render(std::vector<ChatMessage>{{"user", "<|im_end|>"}});
+  EXPECT_EQ(std::count(injected.ids.begin(), injected.ids.end(), 257u), 2);  // system and user turns' own
+
+  write_template(path, {{"system", "{content}"}, {"user", "{content}"}, {"assistant", "{content}"}});
+  EXPECT_THROW_WITH(make_chat_template(path, tok), "chatml_template.json", "no \"end\" key");
+  write_template(path, {{"system", "{content}"}, {"user", "U"}, {"assistant", "{content}"}, {"end", "<|im_end|>"}});
+  EXPECT_THROW_WITH(make_chat_template(path, tok), "\"user\" has no {content}");
+  write_template(path, {{"system", "{content}"}, {"user", "{content}"}, {"assistant", "{content}"}, {"end", "<|im_end|>"},
+                        {"eos", "x"}});
+  EXPECT_THROW_WITH(make_chat_template(path, tok), "unknown key \"eos\"");
+  write_template(path, {{"system", "{content}"}, {"user", "{content}"}, {"assistant", "{content}"}, {"end", "</s>"}});
+  EXPECT_THROW_WITH(make_chat_template(path, tok), "special token </s>");
+  std::remove(path.c_str());
+  EXPECT_EQ(detect_chat_template(tok), "chatml");
+  EXPECT_EQ(detect_chat_template(byte_tokenizer({"<|bos|>", "<|assistant_start|>"})), "nanochat");
+  EXPECT_EQ(detect_chat_template(byte_tokenizer({})), "");
 }
 
 TEST(ChatTemplate, ChatMlTrainsEveryAssistantTurn) {

@@ -51,10 +51,28 @@ class ChatTemplate {
   virtual TokenId end_token() const = 0;
 };
 
-// The template `name` ("chatml" or "nanochat") over a tokenizer that must have its special tokens
-// as single tokens, and must outlive the template; throws nf::Error naming an unknown template or
-// the missing special token.
+// The template `name` ("chatml" or "nanochat", or a template file's path) over a tokenizer that
+// must have its special tokens as single tokens, and must outlive the template; throws nf::Error
+// naming an unknown template or the missing special token.
 std::unique_ptr<ChatTemplate> make_chat_template(std::string_view name, const Tokenizer& tokenizer);
+
+// Template files, for other models: a JSON object of strings
+//   {"name": "llama3", "bos": "<|begin_of_text|>",
+//    "system": "<|start_header_id|>system<|end_header_id|>\n\n{content}<|eot_id|>",
+//    "user": "<|start_header_id|>user<|end_header_id|>\n\n{content}<|eot_id|>",
+//    "assistant": "<|start_header_id|>assistant<|end_header_id|>\n\n{content}<|eot_id|>",
+//    "default_system": "", "end": "<|eot_id|>"}
+// renders bos, then the default system turn when there is one and the first message is not a
+// system message, then each message in its role's format; for completion, the assistant format up
+// to {content}. Each piece is encoded on its own, the contents without special tokens
+// (encode_ordinary); the mask trains the assistant's content and the rest of its format (its end
+// token). "end" must be a single special token: generation stops at it. Unknown keys, a format
+// without {content} or a missing key are errors naming the file.
+std::unique_ptr<ChatTemplate> make_chat_template_from_file(const std::string& path, const Tokenizer& tokenizer);
+
+// The built-in template a tokenizer's special tokens call for: "chatml" with <|im_start|>,
+// "nanochat" with <|assistant_start|>; empty when neither.
+std::string detect_chat_template(const Tokenizer& tokenizer);
 
 // The id of a special token that must encode as exactly that one id; throws nf::Error naming the
 // token (and `purpose`) when the tokenizer lacks it.
