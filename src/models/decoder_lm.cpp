@@ -1,9 +1,13 @@
 // DecoderLM: embedding -> blocks -> norm -> head -> loss, as the config says.
 #include "nanoformer/models/decoder_lm.h"
 
+#include <algorithm>
+
+#include "nanoformer/autograd/grad_mode.h"
 #include "nanoformer/core/error.h"
 #include "nanoformer/models/model_stats.h"
 #include "nanoformer/ops/elementwise.h"
+#include "nanoformer/ops/join.h"
 #include "nanoformer/ops/loss.h"
 #include "nanoformer/ops/matmul.h"
 #include "nanoformer/ops/view.h"
@@ -44,23 +48,36 @@ std::vector<ParameterPart> DecoderLM::parameter_parts() const {
 
 const Tensor& DecoderLM::head_weight() const { return output ? output->weight : tok_embeddings->weight; }
 
+Tensor DecoderLM::embed(const Tensor& ids, const std::vector<int64_t>& positions) {
+  Tensor x = tok_embeddings->forward(ids);  // (B, T, D)
+  if (pos_embeddings) {
+    x = nn::at_row_positions(positions, [&](int64_t r, int64_t n, int64_t p) {
+      return pos_embeddings->forward(narrow(x, 0, r, n), p);
+    });
+  }
+  if (dropout_) x = dropout_->forward(x);
+  if (embedding_norm) x = embedding_norm->forward(x);
+  return x;
+}
+
+Tensor DecoderLM::head(const Tensor& x) {
+  Tensor logits = linear(norm->forward(x), head_weight());                                           // (B, T, V)
+  if (config_.logit_softcap > 0) logits = tanh(logits / config_.logit_softcap) * config_.logit_softcap;  // c tanh(z / c)
+  return logits;
+}
+
 LMOutput DecoderLM::forward(const Tensor& ids, const Tensor& targets, bool return_hidden) {
   const DecoderLMConfig& c = config_;
   NF_CHECK(ids.dim() == 2, "DecoderLM: ids must be (B, T), got ", shape_str(ids.shape()));
   NF_CHECK(ids.size(1) <= c.max_seq_len, "DecoderLM: sequence length ", ids.size(1), " exceeds max_seq_len ",
            c.max_seq_len);
-  Tensor x = tok_embeddings->forward(ids);  // (B, T, D)
-  if (pos_embeddings) x = pos_embeddings->forward(x, 0);
-  if (dropout_) x = dropout_->forward(x);
-  if (embedding_norm) x = embedding_norm->forward(x);
+  Tensor x = embed(ids, std::vector<int64_t>(static_cast<size_t>(ids.size(0)), 0));
   LMOutput out;
   for (const auto& layer : *layers) {
     x = layer->forward(x);
     if (return_hidden) out.hidden.push_back(x);
   }
-  x = norm->forward(x);
-  out.logits = linear(x, head_weight());                                                   // (B, T, V)
-  if (c.logit_softcap > 0) out.logits = tanh(out.logits / c.logit_softcap) * c.logit_softcap;  // c tanh(z / c)
+  out.logits = head(x);
   if (!targets.defined()) return out;
   NF_CHECK(targets.shape() == ids.shape(), "DecoderLM: targets ", shape_str(targets.shape()), " must match ids ",
            shape_str(ids.shape()));
@@ -73,6 +90,66 @@ LMOutput DecoderLM::forward(const Tensor& ids, const Tensor& targets, bool retur
   }
   if (out.aux_loss.defined()) out.loss = out.token_loss + out.aux_loss;
   return out;
+}
+
+
+nn::KVCache DecoderLM::make_cache(int64_t max_batch, int64_t max_len) const {
+  const nn::AttentionConfig& a = (*layers)[0]->attn->config();  // resolved: n_kv_heads and head_dim set
+  if (max_len == 0) max_len = config_.max_seq_len;
+  NF_CHECK(max_len <= config_.max_seq_len, "DecoderLM: a cache of ", max_len, " tokens exceeds max_seq_len ",
+           config_.max_seq_len);
+  return nn::KVCache({.n_layers = config_.n_layers, .max_batch = max_batch, .n_kv_heads = a.n_kv_heads,
+                      .head_dim = a.head_dim, .max_len = max_len, .dtype = head_weight().dtype()});
+}
+
+Tensor DecoderLM::forward_cached(const Tensor& ids, nn::KVCache& cache, bool last_only) {
+  const DecoderLMConfig& c = config_;
+  NF_CHECK(!is_training(), "DecoderLM: a cached forward is inference: call eval() first");
+  NF_CHECK(ids.dim() == 2, "DecoderLM: ids must be (B, T), got ", shape_str(ids.shape()));
+  NF_CHECK(cache.shape().n_layers == c.n_layers, "DecoderLM: the cache has ", cache.shape().n_layers,
+           " layers, the model ", c.n_layers);
+  NoGradGuard no_grad;
+  const nn::KVCacheStep step = cache.begin(ids.size(0), ids.size(1));
+  const int64_t last_position = *std::max_element(step.positions.begin(), step.positions.end()) + step.new_tokens;
+  NF_CHECK(last_position <= c.max_seq_len, "DecoderLM: positions up to ", last_position - 1,
+           " exceed max_seq_len ", c.max_seq_len);
+  Tensor x = embed(ids, step.positions);
+  for (int64_t i = 0; i < c.n_layers; ++i) {
+    nn::BlockInputs inputs;
+    inputs.cache = nn::CachedAttention{cache.layer(i), &step};
+    x = (*layers)[static_cast<size_t>(i)]->forward(x, inputs);
+  }
+  if (last_only) x = narrow(x, 1, step.new_tokens - 1, 1);
+  Tensor logits = head(x);
+  cache.commit(step);
+  return logits;
+}
+
+Tensor DecoderLM::prefill_ragged(const std::vector<std::vector<int64_t>>& prompts, nn::KVCache& cache) {
+  NF_CHECK(!prompts.empty(), "DecoderLM: prefill_ragged needs at least one prompt");
+  NF_CHECK(cache.length() == 0, "DecoderLM: prefill_ragged needs an empty cache, this one holds ", cache.length(),
+           " tokens");
+  const auto rows = static_cast<int64_t>(prompts.size());
+  NF_CHECK(rows <= cache.shape().max_batch, "KVCache: batch ", rows, " exceeds the cache's maximum batch ",
+           cache.shape().max_batch);
+  size_t longest = 0;
+  for (const auto& p : prompts) longest = std::max(longest, p.size());
+  const auto length = static_cast<int64_t>(longest);
+  NF_CHECK(length <= cache.shape().max_len, "KVCache: a prompt of ", length,
+           " tokens exceeds the cache's maximum context ", cache.shape().max_len);
+  std::vector<int64_t> starts;
+  std::vector<Tensor> last_logits;
+  for (int64_t r = 0; r < rows; ++r) {
+    const std::vector<int64_t>& prompt = prompts[static_cast<size_t>(r)];
+    NF_CHECK(!prompt.empty(), "DecoderLM: prompt ", r, " of prefill_ragged is empty");
+    starts.push_back(length - static_cast<int64_t>(prompt.size()));
+    nn::KVCache row = cache.row_view(r, starts.back());
+    Tensor ids = Tensor::empty({1, static_cast<int64_t>(prompt.size())}, DType::i64);
+    std::copy(prompt.begin(), prompt.end(), ids.data<int64_t>());
+    last_logits.push_back(forward_cached(ids, row, /*last_only=*/true));
+  }
+  cache.set_row_starts(length, starts);
+  return cat(last_logits, 0);
 }
 
 }  // namespace nf::models

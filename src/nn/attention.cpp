@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "nanoformer/autograd/grad_mode.h"
 #include "nanoformer/core/error.h"
 #include "nanoformer/ops/elementwise.h"
 #include "nanoformer/ops/norm.h"
@@ -112,6 +113,60 @@ AttentionWithWeights MultiHeadAttention::attend(const Tensor& x, const Tensor& c
 
 Tensor MultiHeadAttention::forward(const Tensor& x, const Tensor& context, const AttentionMasks& masks, int64_t q_offset) {
   return attend(x, context, masks, q_offset, false).out;
+}
+
+Tensor MultiHeadAttention::forward_cached(const Tensor& x, const CachedAttention& cache) {
+  const AttentionConfig& c = config_;
+  NF_CHECK(cache.step, "MultiHeadAttention: a cached forward needs the cache's step");
+  const KVCacheStep& step = *cache.step;
+  NF_CHECK(c.causal, "MultiHeadAttention: a cached forward needs causal self-attention");
+  NF_CHECK(!is_training(), "MultiHeadAttention: a cached forward is inference: call eval() first");
+  NF_CHECK(x.dim() == 3 && x.size(0) == step.batch && x.size(1) == step.new_tokens && x.size(2) == c.dim,
+           "MultiHeadAttention: x must be (B = ", step.batch, ", T = ", step.new_tokens, ", dim = ", c.dim,
+           ") for this cache step, got ", shape_str(x.shape()));
+  const Tensor& storage = cache.kv.keys;
+  NF_CHECK(storage.dim() == 4 && storage.size(1) == c.n_kv_heads && storage.size(3) == c.head_dim &&
+               cache.kv.values.shape() == storage.shape(),
+           "MultiHeadAttention: the cache holds ", shape_str(storage.shape()), " keys, not (batch, n_kv_heads = ",
+           c.n_kv_heads, ", len, head_dim = ", c.head_dim, ")");
+  NoGradGuard no_grad;
+  const int64_t B = step.batch, T = step.new_tokens, columns = step.column + T;
+  Tensor q = split_heads(q_proj->forward(x), c.n_heads, c.head_dim);
+  Tensor k = split_heads(k_proj->forward(x), c.n_kv_heads, c.head_dim);
+  const Tensor v = split_heads(v_proj->forward(x), c.n_kv_heads, c.head_dim);
+  if (position_) {
+    q = at_row_positions(step.positions, [&](int64_t r, int64_t n, int64_t p) {
+      return position_->rotate_queries(narrow(q, 0, r, n), p);
+    });
+    k = at_row_positions(step.positions, [&](int64_t r, int64_t n, int64_t p) {
+      return position_->rotate_keys(narrow(k, 0, r, n), p);
+    });
+  }
+  if (c.qk_norm) {
+    q = rms_norm(q, {}, c.qk_norm_eps);  // x / sqrt(mean(x^2) + eps), fused, no weight
+    k = rms_norm(k, {}, c.qk_norm_eps);
+  }
+  // the new keys and values go in place into columns column .. column + T - 1; attention reads
+  // columns 0 .. column + T - 1 as a view of the storage
+  const Tensor keys = narrow(narrow(storage, 0, 0, B), 2, 0, columns);
+  const Tensor values = narrow(narrow(cache.kv.values, 0, 0, B), 2, 0, columns);
+  copy_into(narrow(keys, 2, step.column, T), k);
+  copy_into(narrow(values, 2, step.column, T), v);
+  // row r's column t sits at position t - start[r]: keys start at position (step position - column)
+  const Tensor score_bias =
+      position_ ? at_row_positions(step.positions, [&](int64_t r, int64_t n, int64_t p) {
+        return position_->score_bias(narrow(q, 0, r, n), narrow(keys, 0, r, n), p, p - step.column);
+      })
+                : Tensor();
+  const AttentionOptions options{.causal = true,
+                                 .mask = score_bias,
+                                 .key_padding = step.key_padding,
+                                 .dropout_p = 0.0,
+                                 .scale = c.scale,
+                                 .kernel = c.fused ? AttentionKernel::fused : AttentionKernel::plain};
+  const Tensor y = scaled_dot_product_attention(q, keys, values, options, dropout_gen_);
+  // (B, H, T, Dh) -> (B, T, H * Dh) -> o_proj
+  return o_proj->forward(y.transpose(1, 2).reshape({B, T, c.n_heads * c.head_dim}));
 }
 
 AttentionWithWeights MultiHeadAttention::forward_with_weights(const Tensor& x, const Tensor& context,

@@ -104,7 +104,9 @@ Tensor TransformerBlock::residual(const Tensor& x, UnaryModule& norm, UnaryModul
 
 Tensor TransformerBlock::forward(const Tensor& x, const BlockInputs& in) {
   Tensor h = residual(x, *attn_norm, attn_out_norm.get(),
-                      [&](const Tensor& t) { return attn->forward(t, {}, in.masks, in.q_offset); });
+                      [&](const Tensor& t) {
+                        return in.cache ? attn->forward_cached(t, *in.cache) : attn->forward(t, {}, in.masks, in.q_offset);
+                      });
   if (cross_attn) {
     NF_CHECK(in.context.defined(), "TransformerBlock: a block with cross-attention needs the encoder output (context)");
     h = residual(h, *cross_attn_norm, cross_attn_out_norm.get(),

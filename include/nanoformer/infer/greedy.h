@@ -1,7 +1,8 @@
 #pragma once
-// Greedy decoding by recomputation: each new token is the argmax of the logits of a full forward
-// over the whole sequence so far. O(T^2) work and no cache, which makes it the plain reference
-// that cached decoding is checked against; fast enough for short answers of small models.
+// Greedy decoding with the KV cache: the prompt is prefilled in one pass, then each new token is
+// the argmax of the last logits and is fed alone (DecoderLM::forward_cached). When the sequence
+// outgrows the model's max_seq_len, the window slides: the cache is refilled with the last
+// max_seq_len tokens each step, which is what a full forward over that window computes.
 #include <cstdint>
 #include <optional>
 #include <vector>

@@ -14,6 +14,7 @@
 #include "nanoformer/models/model.h"
 #include "nanoformer/models/model_config.h"
 #include "nanoformer/nn/block.h"
+#include "nanoformer/nn/kv_cache.h"
 #include "nanoformer/nn/positional.h"
 
 namespace nf::models {
@@ -40,6 +41,18 @@ class DecoderLM : public Model {
   // return_hidden also keeps every block's output in LMOutput::hidden.
   LMOutput forward(const Tensor& ids, const Tensor& targets = {}, bool return_hidden = false);
 
+  // A cache for this model: max_batch rows of max_len tokens (0 = max_seq_len, the most it may be).
+  nn::KVCache make_cache(int64_t max_batch = 1, int64_t max_len = 0) const;
+  // Inference with a KV cache (eval mode; no autograd): ids (B, T) are the next T tokens of the
+  // B sequences the cache holds (T = the prompt's length to prefill, then 1 per decoded token, or a
+  // chunk of any length after a prefix); they are written into the cache, which advances by T.
+  // Returns the logits (B, T, vocab_size), or with last_only those of the last token (B, 1, vocab_size).
+  // Equal (up to float rounding) to the matching rows of forward() over the whole sequences.
+  Tensor forward_cached(const Tensor& ids, nn::KVCache& cache, bool last_only = false);
+  // Prefills prompts of different lengths into an empty cache (left-padded, see nn/kv_cache.h):
+  // each prompt alone into its row, right-aligned. Returns each prompt's last logits (B, 1, vocab_size).
+  Tensor prefill_ragged(const std::vector<std::vector<int64_t>>& prompts, nn::KVCache& cache);
+
   const DecoderLMConfig& config() const { return config_; }
   std::string architecture() const override { return kArchitecture; }
   std::string config_json() const override;
@@ -59,6 +72,11 @@ class DecoderLM : public Model {
   std::shared_ptr<nn::Linear> output;                        // null when tied
 
  private:
+  // tok_embeddings (+ positions, row b's first token at positions[b]) (-> dropout) (-> embedding_norm)
+  Tensor embed(const Tensor& ids, const std::vector<int64_t>& positions);
+  // norm -> head (-> softcap): (B, T, dim) -> (B, T, vocab_size)
+  Tensor head(const Tensor& x);
+
   DecoderLMConfig config_;
   std::shared_ptr<nn::Dropout> dropout_;  // on the embeddings; null when config.dropout is 0
 };

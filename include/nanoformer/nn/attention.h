@@ -12,6 +12,7 @@
 
 #include "nanoformer/core/generator.h"
 #include "nanoformer/nn/attention_position.h"
+#include "nanoformer/nn/kv_cache.h"
 #include "nanoformer/nn/linear.h"
 #include "nanoformer/nn/module.h"
 #include "nanoformer/ops/attention.h"
@@ -57,6 +58,10 @@ class MultiHeadAttention : public Module {
   // The same through the plain kernel, also returning the weights (B, H, Tq, Tk).
   AttentionWithWeights forward_with_weights(const Tensor& x, const Tensor& context = {},
                                             const AttentionMasks& masks = {}, int64_t q_offset = 0);
+  // Causal self-attention of x (B, T, dim), the step's new tokens, over the cached prefix and
+  // themselves: their keys and values are written into the cache at the step's columns, and the
+  // queries and keys sit at the step's per-row positions. Inference only (eval mode, no autograd).
+  Tensor forward_cached(const Tensor& x, const CachedAttention& cache);
 
   const AttentionConfig& config() const { return config_; }
   std::shared_ptr<Linear> q_proj, k_proj, v_proj, o_proj;

@@ -44,6 +44,9 @@ struct BlockInputs {
   Tensor context{};                // the encoder output (B, S, context_dim), for cross-attention
   AttentionMasks context_masks{};  // for cross-attention (key_padding (B, S) marks real source tokens)
   int64_t q_offset = 0;            // absolute position of x's first token (a KV-cache decoder)
+  // With a cache (inference), self-attention reads and extends it (MultiHeadAttention::forward_cached):
+  // positions come from the cache's step, and masks and q_offset are not used.
+  std::optional<CachedAttention> cache{};
 };
 
 // Parameters: attn_norm, attn, [attn_out_norm], [cross_attn_norm, cross_attn, [cross_attn_out_norm]],

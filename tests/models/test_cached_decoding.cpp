@@ -1,0 +1,286 @@
+// Decoding with the KV cache against the full forward: every preset family of configs/ (shrunk to
+// tiny random-weight models), each positional scheme a decoder takes, GQA/MQA and MoE give the
+// same logits at every step (prefill, one token per step, chunks after a prefix), after a
+// rollback, and for ragged batches (each row as that prompt alone). Greedy generation with the
+// cache equals greedy by recomputation. Bad input: contexts and batches beyond the cache.
+#include <algorithm>
+#include <cstdio>
+
+#include "nanoformer/autograd/grad_mode.h"
+#include "nanoformer/infer/greedy.h"
+#include "nanoformer/models/decoder_lm.h"
+#include "nanoformer/models/model.h"
+#include "nanoformer/ops/elementwise.h"
+#include "nanoformer/ops/factory.h"
+#include "nanoformer/ops/join.h"
+#include "nanoformer/ops/reduce.h"
+#include "nanoformer/ops/view.h"
+#include "support/testing.h"
+
+namespace nf::models {
+namespace {
+
+constexpr double kTolerance = 1e-5;  // max abs logit error, fp32
+
+// A preset shrunk to a tiny model: dim 32, 2 layers, 4 heads (the preset's KV-head ratio), vocab
+// 64, 32 positions; weights drawn with std 0.2 so the logits spread (nanochat's init zeros the head).
+DecoderLMConfig tiny_preset(const std::string& name) {
+  DecoderLMConfig c = preset_config(name);
+  const int64_t kv_heads = c.n_kv_heads == 0 ? 4 : std::max<int64_t>(1, 4 * c.n_kv_heads / c.n_heads);
+  c.vocab_size = 64, c.dim = 32, c.n_layers = 2, c.n_heads = 4, c.n_kv_heads = kv_heads, c.head_dim = 0;
+  c.max_seq_len = 32, c.mlp_hidden = 0, c.mlp_multiple_of = 16;
+  c.init = InitScheme::normal, c.init_std = 0.2;
+  return c;
+}
+
+// A tiny config with a chosen positional scheme and KV heads.
+DecoderLMConfig tiny_with(nn::PositionKind position, int64_t n_kv_heads = 0) {
+  DecoderLMConfig c = tiny_preset("gpt-mini");
+  c.position = position;
+  c.n_kv_heads = n_kv_heads;
+  return c;
+}
+
+double max_abs_error(const Tensor& a, const Tensor& b) { return max(abs(a - b)).item(); }
+
+Tensor random_ids(int64_t batch, int64_t t, int64_t vocab, uint64_t seed) {
+  Generator gen(seed);
+  return randint(0, vocab, {batch, t}, gen);
+}
+
+Tensor ids_from(const std::vector<int64_t>& tokens) {
+  Tensor ids = Tensor::empty({1, static_cast<int64_t>(tokens.size())}, DType::i64);
+  std::copy(tokens.begin(), tokens.end(), ids.data<int64_t>());
+  return ids;
+}
+
+// Feeds ids (B, T) to the cache in chunks of the given sizes and returns the largest difference
+// of the cached logits from the full forward's.
+double cached_error(DecoderLM& model, const Tensor& ids, const std::vector<int64_t>& chunks) {
+  NoGradGuard no_grad;
+  const Tensor full = model.forward(ids).logits;
+  nn::KVCache cache = model.make_cache(ids.size(0), ids.size(1));
+  double error = 0;
+  int64_t column = 0;
+  for (int64_t n : chunks) {
+    const Tensor logits = model.forward_cached(narrow(ids, 1, column, n), cache);
+    error = std::max(error, max_abs_error(logits, narrow(full, 1, column, n)));
+    column += n;
+  }
+  EXPECT_EQ(cache.length(), column);
+  return error;
+}
+
+// Prefill 6, then one token per step for 4, then chunks of 3 and 2 after that prefix.
+double decode_error(const DecoderLMConfig& config, int64_t batch = 1) {
+  DecoderLM model(config);
+  model.eval();
+  return cached_error(model, random_ids(batch, 16, config.vocab_size, 7), {6, 1, 1, 1, 1, 3, 2, 1});
+}
+
+TEST(CachedDecoding, EveryPresetFamilyMatchesTheFullForward) {
+  const std::vector<std::string> names = preset_names_of(DecoderLM::kArchitecture);
+  EXPECT_GE(names.size(), 7u);  // gpt-mini, gpt2-124m, llama2c, minimind2 (small, dense, MoE), nanochat
+  for (const std::string& name : names) {
+    const double error = decode_error(tiny_preset(name));
+    std::printf("  %-22s max abs logit error %.2e\n", name.c_str(), error);
+    EXPECT_LE(error, kTolerance) << name;
+  }
+}
+
+TEST(CachedDecoding, EveryPositionalSchemeAndHeadLayoutMatchesTheFullForward) {
+  const std::vector<std::pair<const char*, DecoderLMConfig>> cases = {
+      {"learned", tiny_with(nn::PositionKind::learned)},
+      {"sinusoidal", tiny_with(nn::PositionKind::sinusoidal)},
+      {"none", tiny_with(nn::PositionKind::none)},
+      {"alibi", tiny_with(nn::PositionKind::alibi)},
+      {"alibi GQA", tiny_with(nn::PositionKind::alibi, 2)},
+      {"rope MHA", tiny_with(nn::PositionKind::rope)},
+      {"rope GQA", tiny_with(nn::PositionKind::rope, 2)},
+      {"rope MQA", tiny_with(nn::PositionKind::rope, 1)},
+  };
+  for (const auto& [label, config] : cases) {
+    const double error = decode_error(config, 2);
+    std::printf("  %-22s max abs logit error %.2e\n", label, error);
+    EXPECT_LE(error, kTolerance) << label;
+  }
+  for (const auto scaling : {nn::RopeScaling::linear, nn::RopeScaling::ntk}) {
+    DecoderLMConfig c = tiny_with(nn::PositionKind::rope, 2);
+    c.rope_scaling = scaling, c.rope_scale_factor = 4.0;
+    const double error = decode_error(c);
+    std::printf("  rope scaling %-9s max abs logit error %.2e\n", scaling == nn::RopeScaling::linear ? "linear" : "ntk", error);
+    EXPECT_LE(error, kTolerance);
+  }
+}
+
+TEST(CachedDecoding, MoEDecodesThroughItsRouting) {
+  DecoderLMConfig c = tiny_preset("minimind2-moe");
+  ASSERT_TRUE(c.moe.has_value());
+  const double error = decode_error(c, 2);
+  std::printf("  minimind2-moe batch 2   max abs logit error %.2e\n", error);
+  EXPECT_LE(error, kTolerance);
+}
+
+TEST(CachedDecoding, LastOnlyGivesTheLastRow) {
+  DecoderLM model(tiny_preset("minimind2-small"));
+  model.eval();
+  const Tensor ids = random_ids(2, 5, 64, 3);
+  nn::KVCache a = model.make_cache(2), b = model.make_cache(2);
+  const Tensor all = model.forward_cached(ids, a), last = model.forward_cached(ids, b, /*last_only=*/true);
+  EXPECT_EQ(last.shape(), Shape({2, 1, 64}));
+  EXPECT_LE(max_abs_error(last, narrow(all, 1, 4, 1)), 0.0);
+}
+
+TEST(CachedDecoding, RollbackThenDecodeAnotherContinuation) {
+  for (const auto position : {nn::PositionKind::rope, nn::PositionKind::learned, nn::PositionKind::alibi}) {
+    DecoderLM model(tiny_with(position, 2));
+    model.eval();
+    NoGradGuard no_grad;
+    const Tensor first = random_ids(1, 12, 64, 11), other = random_ids(1, 5, 64, 12);
+    nn::KVCache cache = model.make_cache(1, 16);
+    model.forward_cached(first, cache);
+    cache.truncate(7);  // keep 7 tokens, then continue differently
+    EXPECT_EQ(cache.length(), 7);
+    const Tensor sequence = cat({narrow(first, 1, 0, 7), other}, 1);
+    const Tensor full = model.forward(sequence).logits;
+    double error = max_abs_error(model.forward_cached(narrow(other, 1, 0, 2), cache), narrow(full, 1, 7, 2));
+    for (int64_t t = 2; t < 5; ++t)
+      error = std::max(error, max_abs_error(model.forward_cached(narrow(other, 1, t, 1), cache), narrow(full, 1, 7 + t, 1)));
+    EXPECT_LE(error, kTolerance) << nn::position_kind_name(position);
+    cache.reset();
+    EXPECT_EQ(cache.length(), 0);
+    EXPECT_LE(max_abs_error(model.forward_cached(sequence, cache), full), kTolerance);
+  }
+}
+
+// Prompts of lengths 3, 7 and 5 prefilled together, then 3 single tokens and a chunk of 2 per
+// row: every row's logits are those of the full forward over that row alone.
+double ragged_error(const DecoderLMConfig& config) {
+  DecoderLM model(config);
+  model.eval();
+  NoGradGuard no_grad;
+  const std::vector<int64_t> lengths{3, 7, 5};
+  const int64_t rows = 3, added = 5;
+  std::vector<std::vector<int64_t>> prompts, sequences;
+  std::vector<Tensor> full;
+  for (int64_t r = 0; r < rows; ++r) {
+    const Tensor ids = random_ids(1, lengths[r] + added, config.vocab_size, 20 + r);
+    sequences.emplace_back(ids.data<int64_t>(), ids.data<int64_t>() + ids.numel());
+    prompts.emplace_back(sequences.back().begin(), sequences.back().begin() + lengths[r]);
+    full.push_back(model.forward(ids).logits);
+    EXPECT_GT(max(abs(full.back())).item(), 0.5);  // logits that spread: the comparison means something
+  }
+  nn::KVCache cache = model.make_cache(4, 16);
+  const Tensor last = model.prefill_ragged(prompts, cache);
+  EXPECT_EQ(cache.length(), 7);
+  double error = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    error = std::max(error, max_abs_error(narrow(last, 0, r, 1), narrow(full[r], 1, lengths[r] - 1, 1)));
+  int64_t done = 0;
+  for (const int64_t n : {1, 1, 1, 2}) {
+    Tensor ids = Tensor::empty({rows, n}, DType::i64);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t i = 0; i < n; ++i) ids.data<int64_t>()[r * n + i] = sequences[r][lengths[r] + done + i];
+    const Tensor logits = model.forward_cached(ids, cache);
+    for (int64_t r = 0; r < rows; ++r)
+      error = std::max(error, max_abs_error(narrow(logits, 0, r, 1), narrow(full[r], 1, lengths[r] + done, n)));
+    done += n;
+  }
+  return error;
+}
+
+TEST(CachedDecoding, RaggedBatchRowsEqualEachPromptAlone) {
+  for (const auto position : {nn::PositionKind::rope, nn::PositionKind::learned, nn::PositionKind::sinusoidal,
+                              nn::PositionKind::alibi}) {
+    const double error = ragged_error(tiny_with(position, 2));
+    std::printf("  ragged batch, %-10s max abs logit error %.2e\n", nn::position_kind_name(position), error);
+    EXPECT_LE(error, kTolerance) << nn::position_kind_name(position);
+  }
+  const double moe = ragged_error(tiny_preset("minimind2-moe"));
+  std::printf("  ragged batch, MoE        max abs logit error %.2e\n", moe);
+  EXPECT_LE(moe, kTolerance);
+}
+
+TEST(CachedDecoding, RaggedRollbackKeepsThePadding) {
+  DecoderLM model(tiny_with(nn::PositionKind::rope));
+  model.eval();
+  nn::KVCache cache = model.make_cache(2, 16);
+  model.prefill_ragged({{1, 2, 3, 4, 5}, {6, 7}}, cache);
+  EXPECT_EQ(cache.row_starts(), (std::vector<int64_t>{0, 3}));
+  EXPECT_THROW_WITH(cache.truncate(2), "truncate to 2", "starts at column 3");
+  cache.truncate(4);
+  EXPECT_EQ(cache.row_starts(), (std::vector<int64_t>{0, 3}));
+  cache.truncate(0);
+  EXPECT_TRUE(cache.row_starts().empty());
+}
+
+// Greedy by recomputation: each token the argmax of a full forward over the last max_seq_len tokens.
+std::vector<int64_t> greedy_by_recomputation(DecoderLM& model, std::vector<int64_t> sequence, int64_t n) {
+  NoGradGuard no_grad;
+  std::vector<int64_t> generated;
+  const auto window = static_cast<size_t>(model.config().max_seq_len);
+  for (int64_t i = 0; i < n; ++i) {
+    const size_t start = sequence.size() > window ? sequence.size() - window : 0;
+    const Tensor ids = ids_from({sequence.begin() + static_cast<std::ptrdiff_t>(start), sequence.end()});
+    const Tensor last = select(select(model.forward(ids).logits, 0, 0), 0, ids.size(1) - 1);
+    sequence.push_back(static_cast<int64_t>(argmax(last, 0).item()));
+    generated.push_back(sequence.back());
+  }
+  return generated;
+}
+
+TEST(CachedDecoding, GreedyWithTheCacheEqualsGreedyByRecomputation) {
+  for (const std::string name : {"minimind2-small", "gpt2-124m", "nanochat-d6"}) {
+    DecoderLM model(tiny_preset(name));
+    model.eval();
+    const std::vector<int64_t> prompt{1, 5, 9, 2, 7};
+    EXPECT_EQ(infer::greedy_generate(model, prompt, 12), greedy_by_recomputation(model, prompt, 12)) << name;
+    // a prompt of 30 and 10 new tokens slide past the 32-token window
+    std::vector<int64_t> long_prompt;
+    for (int64_t i = 0; i < 30; ++i) long_prompt.push_back((i * 7) % 64);
+    EXPECT_EQ(infer::greedy_generate(model, long_prompt, 10), greedy_by_recomputation(model, long_prompt, 10)) << name;
+    const std::vector<int64_t> reference = greedy_by_recomputation(model, prompt, 12);
+    const std::vector<int64_t> stopped = infer::greedy_generate(model, prompt, 12, reference[3]);
+    EXPECT_EQ(stopped.back(), reference[3]);
+    EXPECT_LE(stopped.size(), 4u);
+  }
+}
+
+TEST(CachedDecoding, BadInputNamesTheNumbers) {
+  DecoderLM model(tiny_preset("minimind2-small"));
+  nn::KVCache training = model.make_cache();
+  EXPECT_THROW_WITH(model.forward_cached(random_ids(1, 2, 64, 1), training), "call eval()");
+  model.eval();
+  nn::KVCache cache = model.make_cache(2, 8);
+  EXPECT_THROW_WITH(model.forward_cached(random_ids(1, 9, 64, 1), cache), "9 new tokens after 0 cached",
+                    "maximum context 8");
+  model.forward_cached(random_ids(1, 8, 64, 1), cache);
+  EXPECT_THROW_WITH(model.forward_cached(random_ids(1, 1, 64, 1), cache), "1 new tokens after 8 cached",
+                    "maximum context 8");
+  cache.reset();
+  EXPECT_THROW_WITH(model.forward_cached(random_ids(3, 1, 64, 1), cache), "batch 3", "maximum batch 2");
+  EXPECT_THROW_WITH(model.prefill_ragged({{1}, {2}, {3}}, cache), "batch 3", "maximum batch 2");
+  EXPECT_THROW_WITH(model.prefill_ragged({{1, 2, 3, 4, 5, 6, 7, 8, 9}}, cache), "prompt of 9 tokens",
+                    "maximum context 8");
+  EXPECT_THROW_WITH(model.make_cache(1, 33), "cache of 33 tokens", "max_seq_len 32");
+  model.forward_cached(random_ids(2, 3, 64, 1), cache);
+  EXPECT_THROW_WITH(model.forward_cached(random_ids(1, 1, 64, 1), cache), "batch 1 differs from the 2 rows");
+  cache.reset();
+  Tensor unknown = random_ids(1, 2, 64, 1);
+  unknown.data<int64_t>()[1] = 64;
+  EXPECT_THROW_WITH(model.forward_cached(unknown, cache), "64");
+  DecoderLMConfig deeper = tiny_preset("minimind2-small");
+  deeper.n_layers = 3;
+  nn::KVCache other = DecoderLM(deeper).make_cache();
+  EXPECT_THROW_WITH(model.forward_cached(random_ids(1, 1, 64, 1), other), "cache has 3 layers", "model 2");
+}
+
+TEST(CachedDecoding, TheCacheHoldsOnlyTheKeyValueHeads) {
+  DecoderLM model(tiny_preset("minimind2-small"));  // 4 query heads, 1 KV head (8 / 2 shrunk)
+  const nn::KVCache cache = model.make_cache(2, 16);
+  EXPECT_EQ(cache.layer(0).keys.shape(), Shape({2, 1, 16, 8}));
+  EXPECT_EQ(cache.bytes(), 2 * 2 * 2 * 1 * 16 * 8 * 4);
+}
+
+}  // namespace
+}  // namespace nf::models
