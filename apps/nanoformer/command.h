@@ -14,5 +14,7 @@ void add_forward_command(CLI::App& app);
 void add_convert_command(CLI::App& app);
 void add_train_command(CLI::App& app);
 void add_lora_command(CLI::App& app);
+void add_generate_command(CLI::App& app);
+void add_chat_command(CLI::App& app);
 
 }  // namespace nf::cli

@@ -13,6 +13,8 @@ int main(int argc, char** argv) {
   nf::cli::add_forward_command(app);
   nf::cli::add_convert_command(app);
   nf::cli::add_train_command(app);
+  nf::cli::add_generate_command(app);
+  nf::cli::add_chat_command(app);
   nf::cli::add_lora_command(app);
   try {
     app.parse(argc, argv);

@@ -14,47 +14,15 @@
 #include <sstream>
 
 #include "nanoformer/nanoformer.h"
+#include "support/cli_test.h"
 #include "support/testing.h"
 
 namespace nf {
 namespace {
 
-struct CliRun {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-std::string read_text(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-class CliTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("nf_cli_" + std::to_string(::getpid()) + "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
-  // Runs `nanoformer <args>` from the repository root (where configs/ is found).
-  CliRun cli(const std::string& args) const {
-    const std::string command = "cd '" NF_SOURCE_DIR "' && '" NF_CLI "' " + args + " > '" + path("stdout") +
-                                "' 2> '" + path("stderr") + "'";
-    const int status = std::system(command.c_str());
-    CliRun r;
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = read_text(path("stdout"));
-    r.err = read_text(path("stderr"));
-    return r;
-  }
-
-  std::filesystem::path dir_;
-};
+using testing::CliRun;
+using testing::read_text;
+using CliTest = testing::CliTest;
 
 int64_t lines(const std::string& text) { return std::count(text.begin(), text.end(), '\n'); }
 

@@ -1,0 +1,104 @@
+// `nanoformer chat --model MODEL`: an interactive conversation that keeps the KV cache across turns
+// (each turn prefills only what is new), rendered by the model's chat template: ChatML (MiniMind's)
+// or nanochat's, told by the tokenizer's special tokens, or --chat-template NAME|FILE.
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "command.h"
+#include "generation_options.h"
+#include "nanoformer/infer/session.h"
+#include "nanoformer/infer/text_streamer.h"
+#include "nanoformer/tokenizer/chat_template.h"
+
+namespace nf::cli {
+namespace {
+
+struct ChatArgs {
+  GenerationFlags flags;
+  std::string chat_template, system;
+  bool stats = false;
+};
+
+constexpr const char* kHelp = "commands: /reset (forget the conversation), /system TEXT (a new system prompt, and reset), /quit";
+
+void run_chat(const ChatArgs& a) {
+  LoadedModel loaded = load_model_and_tokenizer(a.flags, /*required=*/true);
+  const tokenizer::Tokenizer& tok = *loaded.tokenizer;
+  std::string template_name = a.chat_template.empty() ? tokenizer::detect_chat_template(tok) : a.chat_template;
+  NF_CHECK(!template_name.empty(), "tokenizer ", loaded.tokenizer_path,
+           " has neither ChatML's nor nanochat's special tokens: give --chat-template FILE (docs/inference.md)");
+  const auto chat_template = tokenizer::make_chat_template(template_name, tok);
+  infer::Sampler sampler(sampler_config(a.flags));
+  infer::StopCriteria stop = a.flags.stop;
+  if (stop.eos_ids.empty()) stop.eos_ids.push_back(chat_template->end_token());
+  infer::Session session(*loaded.model, a.flags.context);
+
+  std::string system = a.system;
+  std::vector<tokenizer::ChatMessage> messages;
+  auto start_over = [&] {
+    messages.clear();
+    if (!system.empty()) messages.push_back({"system", system});
+  };
+  start_over();
+  std::fprintf(stderr, "nanoformer chat: %s, template %s, context %lld tokens; %s\n", a.flags.model.c_str(),
+               std::string(chat_template->name()).c_str(), static_cast<long long>(session.max_len()), kHelp);
+  for (std::string line;;) {
+    std::fprintf(stderr, "> ");
+    if (!std::getline(std::cin, line) || line == "/quit" || line == "/exit") break;
+    if (line.empty()) continue;
+    if (line == "/reset" || line.rfind("/system", 0) == 0) {
+      if (line.rfind("/system", 0) == 0) system = line.size() > 8 ? line.substr(8) : "";
+      start_over();
+      std::fprintf(stderr, "(conversation reset%s)\n", system.empty() ? "" : ", with the new system prompt");
+      continue;
+    }
+    if (line[0] == '/') {
+      std::fprintf(stderr, "unknown command %s; %s\n", line.c_str(), kHelp);
+      continue;
+    }
+    messages.push_back({"user", line});
+    const auto ids = chat_template->render_for_completion(messages);
+    const std::vector<int64_t> sequence(ids.begin(), ids.end());
+    if (static_cast<int64_t>(sequence.size()) >= session.max_len()) {
+      std::fprintf(stderr, "(the conversation is %zu tokens, the context %lld: /reset to start over)\n",
+                   sequence.size(), static_cast<long long>(session.max_len()));
+      messages.pop_back();
+      continue;
+    }
+    infer::TextStreamer streamer(tok, stop);
+    const auto result = session.generate(sequence, sampler, stop, [&](int64_t id) {
+      std::printf("%s", streamer.push(id).c_str());
+      std::fflush(stdout);
+      return !streamer.stopped();
+    });
+    std::printf("%s\n", streamer.finish().c_str());
+    messages.push_back({"assistant", streamer.text()});
+    if (a.stats)
+      std::fprintf(stderr, "[%lld new prompt tokens at %.1f tokens/s; %zu generated at %.1f tokens/s; %s]\n",
+                   static_cast<long long>(result.prompt_tokens), result.prefill_tokens_per_s(), result.tokens.size(),
+                   result.decode_tokens_per_s(), infer::stop_reason_name(result.reason));
+  }
+}
+
+}  // namespace
+
+void add_chat_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "chat",
+      "Talk with a chat model, one line per turn; the KV cache is kept across turns.\n"
+      "  nanoformer chat -m minimind2-folder --system \"You are a pirate\"\n"
+      "  nanoformer chat -m model.safetensors -t tokenizer.json --chat-template my_template.json\n"
+      "In the session: /reset, /system TEXT, /quit.");
+  auto a = std::make_shared<ChatArgs>();
+  add_generation_flags(*cmd, a->flags);
+  cmd->add_option("--chat-template", a->chat_template,
+                  "chatml, nanochat or a template file (default: told by the tokenizer's special tokens)");
+  cmd->add_option("--system", a->system, "The system prompt");
+  cmd->add_flag("--stats", a->stats, "Print tokens/s after each answer");
+  cmd->callback([a] { run_chat(*a); });
+}
+
+}  // namespace nf::cli

@@ -1,0 +1,90 @@
+// `nanoformer generate --model MODEL --prompt TEXT`: continues a prompt with a language model,
+// printing text as the tokens are decided (never half a UTF-8 character); with --ids the prompt is
+// token ids (`--prompt-ids "1 2 3"`, BOS alone when absent) and the new ids are printed, for a
+// model without a tokenizer. Prompt and generation tokens/s go to stderr at the end.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "command.h"
+#include "generation_options.h"
+#include "nanoformer/infer/prompt_ids.h"
+#include "nanoformer/infer/session.h"
+#include "nanoformer/infer/text_streamer.h"
+#include "nanoformer/tokenizer/jsonl.h"
+
+namespace nf::cli {
+namespace {
+
+struct GenerateArgs {
+  GenerationFlags flags;
+  std::string prompt, prompt_ids;
+  bool ids = false;
+  int64_t bos = 1;
+};
+
+void report(const infer::GenerationResult& r) {
+  std::fprintf(stderr, "\n[prompt: %lld tokens, %.1f tokens/s; generated: %zu tokens, %.1f tokens/s; stopped: %s]\n",
+               static_cast<long long>(r.prompt_tokens), r.prefill_tokens_per_s(), r.tokens.size(),
+               r.decode_tokens_per_s(), infer::stop_reason_name(r.reason));
+}
+
+void run_generate(const GenerateArgs& a) {
+  LoadedModel loaded = load_model_and_tokenizer(a.flags, !a.ids);
+  const int64_t vocab = loaded.model->config().vocab_size;
+  infer::Sampler sampler(sampler_config(a.flags));
+  infer::StopCriteria stop = a.flags.stop;
+  infer::Session session(*loaded.model, a.flags.context);
+
+  if (a.ids) {
+    NF_CHECK(a.prompt.empty(), "--prompt is text: with --ids give the prompt as --prompt-ids \"1 2 3\"");
+    const std::vector<int64_t> prompt =
+        a.prompt_ids.empty() ? std::vector<int64_t>{a.bos} : infer::parse_prompt_ids(a.prompt_ids, vocab);
+    infer::check_token_ids(prompt, vocab, "--bos");
+    const auto result = session.generate(prompt, sampler, stop, [](int64_t id) {
+      std::printf("%lld ", static_cast<long long>(id));
+      std::fflush(stdout);
+      return true;
+    });
+    std::printf("\n");
+    report(result);
+    return;
+  }
+  NF_CHECK(a.prompt_ids.empty(), "--prompt-ids needs --ids (the new tokens are then printed as ids too)");
+  const tokenizer::Tokenizer& tok = *loaded.tokenizer;
+  if (stop.eos_ids.empty())
+    if (const auto eot = tokenizer::end_of_text_id(tok)) stop.eos_ids.push_back(*eot);
+  const auto encoded = tok.encode(a.prompt);
+  NF_CHECK(!encoded.empty(), "--prompt: the prompt is empty; give some text, or --ids for BOS alone");
+  const std::vector<int64_t> prompt(encoded.begin(), encoded.end());
+  infer::TextStreamer streamer(tok, stop);
+  std::printf("%s", a.prompt.c_str());
+  const auto result = session.generate(prompt, sampler, stop, [&](int64_t id) {
+    std::printf("%s", streamer.push(id).c_str());
+    std::fflush(stdout);
+    return !streamer.stopped();
+  });
+  std::printf("%s\n", streamer.finish().c_str());
+  report(result);
+}
+
+}  // namespace
+
+void add_generate_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "generate",
+      "Continue a prompt with a language model (KV cache; text streams as it is decided).\n"
+      "  nanoformer generate -m runs/chars/ckpt_00002000.safetensors -t chars.json --prompt \"ROMEO:\" -n 200\n"
+      "  nanoformer generate -m gpt2-folder --prompt \"Hello\" --greedy\n"
+      "  nanoformer generate -m stories260K.bin --ids --prompt-ids \"1 403\" --temperature 0\n"
+      "Prompt and generation tokens/s are printed to stderr at the end.");
+  auto a = std::make_shared<GenerateArgs>();
+  add_generation_flags(*cmd, a->flags);
+  cmd->add_option("--prompt,-p", a->prompt, "The text to continue");
+  cmd->add_flag("--ids", a->ids, "Prompt and output as token ids (a model without a tokenizer)");
+  cmd->add_option("--prompt-ids", a->prompt_ids, "With --ids: the prompt's ids, \"1 2 3\" (default: BOS alone)");
+  cmd->add_option("--bos", a->bos, "With --ids and no --prompt-ids: the BOS id to start from")->capture_default_str();
+  cmd->callback([a] { run_generate(*a); });
+}
+
+}  // namespace nf::cli

@@ -1,0 +1,75 @@
+// The model, tokenizer, sampling and stopping flags of `generate` and `chat` (generation_options.h).
+#include "generation_options.h"
+
+#include <filesystem>
+
+#include "nanoformer/core/error.h"
+#include "nanoformer/models/model_io.h"
+
+namespace nf::cli {
+
+namespace fs = std::filesystem;
+
+void add_generation_flags(CLI::App& cmd, GenerationFlags& f) {
+  cmd.add_option("--model,-m", f.model, "Model: a checkpoint, a Hugging Face model folder, a llama2c .bin or a preset")
+      ->required();
+  cmd.add_option("--tokenizer,-t", f.tokenizer,
+                 "tokenizer.json or character vocabulary (default: tokenizer.json beside the model)");
+  cmd.add_option("--context", f.context, "Tokens the KV cache holds (default: the model's max_seq_len)")
+      ->check(CLI::NonNegativeNumber);
+  cmd.add_flag("--greedy", f.greedy, "Always the most likely token (the same as --temperature 0)");
+  cmd.add_option("--temperature", f.sampler.temperature, "Sampling temperature; 0 = greedy")->capture_default_str();
+  cmd.add_option("--top-k", f.sampler.top_k, "Keep the k most likely tokens (0 = off)")->capture_default_str();
+  cmd.add_option("--top-p", f.sampler.top_p, "Nucleus: keep the most likely tokens up to this probability (1 = off)")
+      ->capture_default_str();
+  cmd.add_option("--min-p", f.sampler.min_p, "Keep tokens at least this fraction as likely as the best (0 = off)")
+      ->capture_default_str();
+  cmd.add_option("--repetition-penalty", f.sampler.repetition_penalty, "CTRL's penalty on tokens seen (1 = off)")
+      ->capture_default_str();
+  cmd.add_option("--seed", f.sampler.seed, "Seed of the sampler: the same seed gives the same text")->capture_default_str();
+  cmd.add_option("--max-new-tokens,-n", f.stop.max_new_tokens, "Stop after this many new tokens")->capture_default_str();
+  cmd.add_option("--stop", f.stop.stop_strings, "Stop when the text contains this string (repeatable; not printed)");
+  cmd.add_option("--eos", f.stop.eos_ids,
+                 "Stop at this token id (repeatable; default: the tokenizer's end-of-text token, or the chat "
+                 "template's end of turn)");
+}
+
+infer::SamplerConfig sampler_config(const GenerationFlags& f) {
+  infer::SamplerConfig c = f.sampler;
+  if (f.greedy) c.temperature = 0;
+  c.validate();
+  return c;
+}
+
+namespace {
+
+// tokenizer.json in the model's folder, or in the folder of the model's file; empty when none.
+std::string tokenizer_beside(const std::string& model) {
+  std::error_code ec;
+  const fs::path path(model);
+  if (!fs::exists(path, ec)) return {};  // a preset
+  const fs::path folder = fs::is_directory(path, ec) ? path : path.parent_path();
+  const fs::path candidate = (folder.empty() ? fs::path(".") : folder) / "tokenizer.json";
+  return fs::is_regular_file(candidate, ec) ? candidate.string() : std::string();
+}
+
+}  // namespace
+
+LoadedModel load_model_and_tokenizer(const GenerationFlags& f, bool required) {
+  LoadedModel out;
+  out.model = models::load_decoder_lm(f.model);
+  out.tokenizer_path = f.tokenizer.empty() ? tokenizer_beside(f.model) : f.tokenizer;
+  NF_CHECK(!required || !out.tokenizer_path.empty(), "no tokenizer: ", f.model,
+           " has no tokenizer.json beside it; give --tokenizer FILE",
+           " (or --ids with --prompt-ids for a model without one)");
+  if (out.tokenizer_path.empty()) return out;
+  out.tokenizer = tokenizer::load_tokenizer(out.tokenizer_path);
+  const auto tokenizer_vocab = static_cast<int64_t>(out.tokenizer->vocab_size());
+  const int64_t model_vocab = out.model->config().vocab_size;
+  NF_CHECK(tokenizer_vocab <= model_vocab, "tokenizer ", out.tokenizer_path, " has ", tokenizer_vocab,
+           " tokens but the model ", f.model, " has a vocabulary of ", model_vocab,
+           ": they do not belong together (give the model's own tokenizer with --tokenizer)");
+  return out;
+}
+
+}  // namespace nf::cli

@@ -1,0 +1,41 @@
+#pragma once
+// What `nanoformer generate` and `nanoformer chat` share: the model and its tokenizer, and the
+// sampling and stopping flags.
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <string>
+
+#include "nanoformer/infer/sampler.h"
+#include "nanoformer/infer/stop_criteria.h"
+#include "nanoformer/models/decoder_lm.h"
+#include "nanoformer/tokenizer/tokenizer.h"
+
+namespace nf::cli {
+
+struct GenerationFlags {
+  std::string model, tokenizer;
+  int64_t context = 0;  // the cache's length; 0 = the model's max_seq_len
+  bool greedy = false;
+  infer::SamplerConfig sampler{.temperature = 0.8, .top_k = 0, .top_p = 0.9, .min_p = 0.0, .repetition_penalty = 1.0,
+                               .seed = 0};
+  infer::StopCriteria stop;
+};
+
+// --model, --tokenizer, --context and the sampling and stopping flags.
+void add_generation_flags(CLI::App& cmd, GenerationFlags& flags);
+
+// The sampler's settings after --greedy (temperature 0), validated.
+infer::SamplerConfig sampler_config(const GenerationFlags& flags);
+
+struct LoadedModel {
+  std::shared_ptr<models::DecoderLM> model;
+  std::unique_ptr<tokenizer::Tokenizer> tokenizer;  // null when none was given or found
+  std::string tokenizer_path;
+};
+
+// The model (any checkpoint, model folder, llama2c file or preset), and --tokenizer or else the
+// tokenizer.json beside the model (in its folder, or the folder of the file); `required`: an
+// error when there is none. Throws nf::Error when the tokenizer has ids the model has not.
+LoadedModel load_model_and_tokenizer(const GenerationFlags& flags, bool required);
+
+}  // namespace nf::cli

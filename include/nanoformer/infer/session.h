@@ -1,0 +1,57 @@
+#pragma once
+// Generation from a decoder language model with a KV cache that lives as long as the session: a
+// prompt is prefilled in one pass, then tokens are sampled one at a time, each fed back alone.
+// Between calls the cache keeps what it holds, so a chat sends only the new part of the
+// conversation: generate() keeps the longest common prefix of the cached tokens and the new
+// sequence (rolling the cache back to it) and prefills the rest, as llama.cpp's server does.
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "nanoformer/infer/sampler.h"
+#include "nanoformer/infer/stop_criteria.h"
+#include "nanoformer/models/decoder_lm.h"
+#include "nanoformer/nn/kv_cache.h"
+
+namespace nf::infer {
+
+struct GenerationResult {
+  std::vector<int64_t> tokens;      // the new tokens, the end-of-sequence id included when reached
+  StopReason reason = StopReason::none;
+  int64_t prompt_tokens = 0;        // prefilled by this call (those already cached are not counted)
+  double prefill_seconds = 0, decode_seconds = 0;
+  double prefill_tokens_per_s() const;
+  double decode_tokens_per_s() const;  // the tokens after the first (decoded one by one) / their time
+};
+
+class Session {
+ public:
+  // A cache for one sequence of up to max_len tokens (0: the model's max_seq_len).
+  explicit Session(models::DecoderLM& model, int64_t max_len = 0);
+
+  // After a token: false stops generation (a stop string, a client gone).
+  using OnToken = std::function<bool(int64_t id)>;
+  // `sequence` is the whole sequence to continue (the prompt; in a chat, the conversation so far).
+  // Samples until an end-of-sequence id, max new tokens, on_token returning false, or the cache's
+  // end (reason max_new_tokens). Throws nf::Error when the sequence leaves no room for a new token
+  // (naming its length and the context) or holds an id outside the vocabulary.
+  GenerationResult generate(const std::vector<int64_t>& sequence, Sampler& sampler, const StopCriteria& stop,
+                            const OnToken& on_token = {});
+
+  // Every token the cache holds, in order (the last sequence and what was generated after it, the
+  // last sampled token excepted: it is fed only when the next call continues past it).
+  const std::vector<int64_t>& cached_tokens() const { return cached_; }
+  int64_t max_len() const { return cache_.shape().max_len; }
+  void reset();
+
+ private:
+  // Feeds ids after what the cache holds; returns the last position's logits (vocab_size f32).
+  Tensor feed(const std::vector<int64_t>& ids);
+
+  models::DecoderLM& model_;
+  nn::KVCache cache_;
+  std::vector<int64_t> cached_;
+};
+
+}  // namespace nf::infer

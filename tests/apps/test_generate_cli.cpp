@@ -1,0 +1,110 @@
+// `nanoformer generate` and `nanoformer chat` end to end: --ids on a Hugging Face folder prints
+// transformers' greedy tokens; text streams with the tokenizer beside the model; the same seed
+// gives the same text; a chat keeps the conversation (and its KV cache) across turns, /reset and
+// /system work;
+// bad input (a prompt longer than the context, an unknown id, a tokenizer of another vocabulary,
+// a tokenizer without chat tokens) is one clear line and a non-zero exit.
+#include <algorithm>
+#include <filesystem>
+
+#include "nanoformer/io/safetensors.h"
+#include "nanoformer/models/decoder_lm.h"
+#include "nanoformer/models/model_io.h"
+#include "support/cli_test.h"
+#include "support/testing.h"
+#include "tokenizer/fixtures.h"
+
+namespace nf {
+namespace {
+
+using GenerateCliTest = testing::CliTest;
+
+std::string hf_fixture(const std::string& name) { return std::string(NF_TEST_DATA_DIR) + "/hf/" + name; }
+
+int64_t count_substr(const std::string& text, const std::string& needle) {
+  int64_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+std::string ids_text(const std::vector<int64_t>& ids) {
+  std::string out;
+  for (int64_t id : ids) out += std::to_string(id) + " ";
+  return out;
+}
+
+TEST_F(GenerateCliTest, IdsModeGivesTransformersGreedyTokens) {
+  const auto golden = io::load_safetensors(hf_fixture("llama_gqa.generate.safetensors"));
+  const auto prompt = golden.at("prompt").to_vector<int64_t>(), expected = golden.at("generated").to_vector<int64_t>();
+  const int64_t P = golden.at("prompt").shape()[1], N = golden.at("generated").shape()[1];
+  const std::vector<int64_t> first_prompt(prompt.begin(), prompt.begin() + P), first(expected.begin(), expected.begin() + N);
+  const auto r = cli("generate -m '" + hf_fixture("llama_gqa") + "' --ids --greedy -n " + std::to_string(N) +
+                     " --prompt-ids '" + ids_text(first_prompt) + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, ids_text(first) + "\n");
+  EXPECT_NE(r.err.find("tokens/s"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("stopped: max new tokens"), std::string::npos) << r.err;
+}
+
+// A tiny LLaMA-style model over byte_tokenizer with ChatML's specials (<|endoftext|> 256,
+// <|im_start|> 257, <|im_end|> 258), saved with its tokenizer.json beside it.
+class ChatModelTest : public testing::CliTest {
+ protected:
+  void SetUp() override {
+    CliTest::SetUp();
+    std::filesystem::create_directories(path("model"));
+    tokenizer::testing::byte_tokenizer({"<|endoftext|>", "<|im_start|>", "<|im_end|>"}).save(path("model/tokenizer.json"));
+    models::DecoderLMConfig c = models::preset_config("llama2c-stories260k");
+    c.vocab_size = 259, c.dim = 32, c.n_layers = 2, c.n_heads = 4, c.n_kv_heads = 2, c.max_seq_len = 128;
+    Generator gen(1);
+    models::save_model(models::DecoderLM(c, gen), path("model/model.safetensors"), "nanoformer");
+  }
+};
+
+TEST_F(ChatModelTest, GenerateStreamsTextAndRepeatsForASeed) {
+  const std::string model = "generate -m '" + path("model/model.safetensors") + "' --prompt 'Hello' -n 12 ";
+  const auto a = cli(model + "--seed 5 --temperature 1"), b = cli(model + "--seed 5 --temperature 1"),
+             c = cli(model + "--seed 6 --temperature 1");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(a.out.rfind("Hello", 0), 0u) << a.out;  // the prompt, then the continuation
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_NE(a.out, c.out);
+}
+
+TEST_F(ChatModelTest, ChatKeepsTheConversationAndResets) {
+  const auto r = cli("chat -m '" + path("model/model.safetensors") + "' -n 6 --greedy --stats --system 'Be brief'",
+                     "hi\nwhat now?\n/reset\n/system You are terse\nhi\n/bogus\n/quit\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("template chatml"), std::string::npos) << r.err;
+  EXPECT_EQ(count_substr(r.err, "new prompt tokens"), 3) << r.err;
+  EXPECT_NE(r.err.find("conversation reset"), std::string::npos);
+  EXPECT_NE(r.err.find("unknown command /bogus"), std::string::npos);
+  // the second turn prefills only what is new: fewer tokens than the first turn's whole prompt
+  std::vector<int64_t> prefilled;
+  for (size_t at = r.err.find(" new prompt tokens"); at != std::string::npos; at = r.err.find(" new prompt tokens", at + 1))
+    prefilled.push_back(std::stoll(r.err.substr(r.err.rfind('[', at) + 1)));
+  ASSERT_EQ(prefilled.size(), 3u) << r.err;
+  EXPECT_LT(prefilled[1], prefilled[0]) << r.err;
+}
+
+TEST_F(ChatModelTest, BadInputIsOneClearLine) {
+  const std::string model = "-m '" + path("model/model.safetensors") + "' ";
+  auto expect_error = [&](const std::string& args, const std::string& needle) {
+    const auto r = cli(args);
+    EXPECT_NE(r.exit_code, 0) << args;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << args << "\n" << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  };
+  expect_error("generate " + model + "--ids --prompt-ids '1 2 3 4 5' --context 5", "the prompt is 5 tokens");
+  expect_error("generate " + model + "--ids --prompt-ids '1 300'", "token id 300 (position 1)");
+  expect_error("generate " + model + "--tokenizer '" + std::string(NF_TEST_DATA_DIR) +
+                   "/tokenizer/hf_gpt2.json' --prompt hi",
+               "do not belong together");
+  expect_error("generate " + model + "--prompt hi --top-p 1.5", "--top-p");
+  tokenizer::testing::byte_tokenizer({}).save(path("plain.json"));
+  expect_error("chat " + model + "--tokenizer '" + path("plain.json") + "'", "--chat-template");
+  expect_error("generate -m '" + hf_fixture("llama_gqa") + "' --prompt hi", "no tokenizer");
+}
+
+}  // namespace
+}  // namespace nf

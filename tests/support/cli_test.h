@@ -1,0 +1,55 @@
+#pragma once
+// Running the `nanoformer` binary in a test (its path is NF_CLI, the repository NF_SOURCE_DIR,
+// both set by CMakeLists.txt for tests under tests/apps/): a temporary directory per test and
+// cli("args") capturing the exit code, stdout and stderr.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace nf::testing {
+
+struct CliRun {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+inline std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("nf_cli_" + std::to_string(::getpid()) + "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  // Runs `nanoformer <args>` from the repository root (where configs/ is found).
+  CliRun cli(const std::string& args, const std::string& stdin_text = "") const {
+    std::ofstream(path("stdin")) << stdin_text;
+    const std::string command = "cd '" NF_SOURCE_DIR "' && '" NF_CLI "' " + args + " < '" + path("stdin") + "' > '" +
+                                path("stdout") + "' 2> '" + path("stderr") + "'";
+    const int status = std::system(command.c_str());
+    CliRun r;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = read_text(path("stdout"));
+    r.err = read_text(path("stderr"));
+    return r;
+  }
+
+  std::filesystem::path dir_;
+};
+
+}  // namespace nf::testing
