@@ -16,18 +16,14 @@ import json
 import time
 from pathlib import Path
 
+import sys
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-CONFIGS = Path(__file__).resolve().parents[2] / "configs"
-
-
-def swiglu_hidden(c: dict) -> int:
-    if c["mlp_hidden"]:
-        return c["mlp_hidden"]
-    m = c["mlp_multiple_of"]
-    return m * -(-int(8 * c["dim"] / 3) // m)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from torch_models import CONFIGS, swiglu_hidden  # noqa: E402  the same presets and MLP width as the other benchmarks
 
 
 def norm(c: dict) -> nn.Module:
