@@ -4,13 +4,13 @@
 // block's hidden state written for comparison with another implementation.
 #include <cstdio>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "command.h"
 #include "nanoformer/autograd/grad_mode.h"
 #include "nanoformer/core/error.h"
+#include "nanoformer/infer/prompt_ids.h"
 #include "nanoformer/io/safetensors.h"
 #include "nanoformer/models/encoder_decoder.h"
 #include "nanoformer/models/encoder_model.h"
@@ -21,27 +21,9 @@
 namespace nf::cli {
 namespace {
 
-// "1 2 3" or "1,2,3" -> {1, 2, 3}; every id must lie in [0, vocab_size).
+// "1 2 3" or "1,2,3" -> {1, 2, 3}; every id must lie in [0, vocab_size), and there must be one.
 std::vector<int64_t> parse_ids(const std::string& text, int64_t vocab_size, const char* flag = "--ids") {
-  std::string spaced = text;
-  for (char& ch : spaced)
-    if (ch == ',') ch = ' ';
-  std::istringstream in(spaced);
-  std::vector<int64_t> ids;
-  std::string word;
-  while (in >> word) {
-    size_t used = 0;
-    int64_t id = -1;
-    try {
-      id = std::stoll(word, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    NF_CHECK(used == word.size(), flag, ": '", word, "' is not an integer token id");
-    NF_CHECK(id >= 0 && id < vocab_size, flag, ": id ", id, " is out of range for vocab_size ", vocab_size,
-             " (ids are 0 .. ", vocab_size - 1, ")");
-    ids.push_back(id);
-  }
+  std::vector<int64_t> ids = infer::parse_prompt_ids(text, vocab_size, flag);
   NF_CHECK(!ids.empty(), flag, ": no token ids given (example: ", flag, " \"1 2 3\")");
   return ids;
 }

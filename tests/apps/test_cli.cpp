@@ -85,7 +85,7 @@ TEST_F(CliTest, ForwardRefusesAnOutOfRangeId) {
   const CliRun r = cli("forward --model '" + config + "' --ids \"1 40 2\" --out '" + path("out.safetensors") + "'");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_EQ(lines(r.err), 1) << r.err;
-  EXPECT_NE(r.err.find("id 40 is out of range for vocab_size 40"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("token id 40 (position 1) is outside the model's vocabulary [0, 40)"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(path("out.safetensors")));
 }
 
@@ -244,7 +244,7 @@ TEST_F(CliTest, ForwardOnABertFolderGivesTransformersOutput) {
   const CliRun bad = cli("forward --model '" + bert + "' --ids \"1 2\" --token-type-ids \"0 2\" --out '" +
                          path("c.safetensors") + "'");
   EXPECT_NE(bad.exit_code, 0);
-  EXPECT_NE(bad.err.find("--token-type-ids: id 2 is out of range"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("--token-type-ids: token id 2"), std::string::npos) << bad.err;
 }
 
 // lora merge: an adapter made by the library on a checkpoint folds into a model whose logits equal
