@@ -7,6 +7,7 @@
 #include "nanoformer/core/error.h"
 #include "ops/cpu/loops.h"
 
+
 namespace nf::cpu {
 namespace {
 
@@ -61,18 +62,23 @@ struct Simd {
 // Output rows of W streamed together per block: 4 x 4 accumulators + 4 + 1 loads fit AVX-512's
 // 32 registers; four sequential streams are what the hardware prefetchers follow best.
 constexpr int64_t kBlockRows = 4;
+constexpr int64_t kLineFloats = 16;  // a 64-byte cache line
 
 // y[r, j] = sum_k x[r, k] w[j, k] + b[j] for r < R, j < Cols: Cols rows of W read once each, every
-// element multiplied into all R input rows.
+// element multiplied into all R input rows. The same columns of the rows at `ahead` (the next
+// block) are prefetched into L2 meanwhile: a row of a few KiB is too short a stream for the
+// hardware prefetchers to ramp up on (measured: 11 -> 18 GB/s on one Zen 4 core reading 24).
 template <int R, int Cols>
 [[gnu::always_inline]] inline void dot_block(const float* x, int64_t ldx, const float* w, int64_t ldw, int64_t K,
-                                             const float* bias, float* y, int64_t ldy) {
+                                             const float* bias, float* y, int64_t ldy, const float* ahead) {
   typename Simd::V acc[R][Cols];
   for (int r = 0; r < R; ++r)
     for (int c = 0; c < Cols; ++c) acc[r][c] = Simd::zero();
   const auto step = [&](int64_t k, auto load) {
     typename Simd::V wv[Cols];
     for (int c = 0; c < Cols; ++c) wv[c] = load(w + c * ldw + k);
+    if (Simd::width >= kLineFloats || k % kLineFloats == 0)  // once per cache line
+      for (int c = 0; c < Cols; ++c) _mm_prefetch(reinterpret_cast<const char*>(ahead + c * ldw + k), _MM_HINT_T1);
     for (int r = 0; r < R; ++r) {
       const typename Simd::V xv = load(x + r * ldx + k);
       for (int c = 0; c < Cols; ++c) acc[r][c] = Simd::fma(xv, wv[c], acc[r][c]);
@@ -93,10 +99,12 @@ void gemv_rows(const float* x, int64_t ldx, const float* w, int64_t ldw, int64_t
     for (int64_t b = begin; b < end; ++b) {
       const int64_t n0 = b * kBlockRows;
       if (n0 + kBlockRows <= N) {
-        dot_block<R, kBlockRows>(x, ldx, w + n0 * ldw, ldw, K, bias ? bias + n0 : nullptr, y + n0, N);
+        const bool next_is_full = b + 1 < end && n0 + 2 * kBlockRows <= N;  // else the block prefetches itself
+        const float* ahead = w + (next_is_full ? n0 + kBlockRows : n0) * ldw;
+        dot_block<R, kBlockRows>(x, ldx, w + n0 * ldw, ldw, K, bias ? bias + n0 : nullptr, y + n0, N, ahead);
         continue;
       }
-      for (int64_t n = n0; n < N; ++n) dot_block<R, 1>(x, ldx, w + n * ldw, ldw, K, bias ? bias + n : nullptr, y + n, N);
+      for (int64_t n = n0; n < N; ++n) dot_block<R, 1>(x, ldx, w + n * ldw, ldw, K, bias ? bias + n : nullptr, y + n, N, w + n * ldw);
     }
   });
 }
