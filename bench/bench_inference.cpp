@@ -17,6 +17,7 @@
 //                   [--new 256] [--threads 2] [--rounds 3] [--python .venv/bin/python]
 //   bench_inference --worker decode|bandwidth|kernel --preset P ...   one process's part
 //                   (with NF_PROFILE=1 the decode worker prints its per-op tables of prefill and decode)
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -85,6 +86,13 @@ int64_t argmax_token(const nf::Tensor& logits) {
   return std::max_element(p, p + row.numel()) - p;
 }
 
+// The process's RSS high-water mark so far.
+double max_rss_mib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // KiB on Linux
+}
+
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 void print_profile(const char* phase, double calls, double seconds) {
@@ -99,6 +107,7 @@ int decode_worker(const Options& o) {
   nf::Generator gen(1);
   nf::models::DecoderLM lm(nf::models::preset_config(o.preset), gen);
   lm.eval();
+  const double loaded_mib = max_rss_mib();
   nf::NoGradGuard no_grad;
   nf::nn::KVCache cache = lm.make_cache(1, o.prompt + o.new_tokens);
   const nf::Tensor ids = nf::randint(0, lm.config().vocab_size, {1, o.prompt}, gen);
@@ -119,7 +128,8 @@ int decode_worker(const Options& o) {
   std::printf("%s\n", json{{"prefill_tokens_per_s", static_cast<double>(o.prompt) / prefill},
                            {"decode_tokens_per_s", static_cast<double>(o.new_tokens - 1) / decode},
                            {"weights_mib", 4.0 * static_cast<double>(lm.num_parameters()) / (1 << 20)},
-                           {"cache_mib", static_cast<double>(cache.bytes()) / (1 << 20)}}
+                           {"cache_mib", static_cast<double>(cache.bytes()) / (1 << 20)},
+                           {"loaded_mib", loaded_mib}}
                           .dump()
                           .c_str());
   return 0;
@@ -216,7 +226,7 @@ void measure_preset(const Options& o, const std::string& self, const std::string
   const auto run_ours = [&] {
     run_into(with({self, "--worker", "decode"}),
              {{"prefill_tokens_per_s", &ours["prefill"]}, {"decode_tokens_per_s", &ours["decode"]},
-              {"weights_mib", &ours["weights"]}, {"cache_mib", &ours["cache"]}},
+              {"weights_mib", &ours["weights"]}, {"cache_mib", &ours["cache"]}, {"loaded_mib", &ours["loaded"]}},
              &ours["peak"]);
   };
   const auto run_torch = [&] {
@@ -285,7 +295,10 @@ int driver(const Options& o, const std::string& self) {
       if (!s.note.empty()) std::printf("  torch %s: %s\n", name.c_str(), s.note.c_str());
   }
   std::printf("(medians over rounds; ratios are medians of the ratios within each round; peak = the RSS high-water mark "
-              "of the process: weights + cache + runtime)\n\n");
+              "of the process: weights + cache + runtime)\n");
+  std::printf("ours, RSS high-water mark once the model is built (before the cache and the prompt):");
+  for (const std::string& preset : o.presets) std::printf(" %s %s MiB;", preset.c_str(), cell(ours[preset]["loaded"], "%.0f").c_str());
+  std::printf("\n\n");
   std::printf("the linear kernel alone, one token's weight matrices (x of 1 row; every routed expert):\n");
   std::printf("%-16s %16s %16s %12s %14s\n", "preset", "linear GB/s", "sgemm GB/s", "read GB/s", "linear/read");
   for (const std::string& preset : o.presets) {
