@@ -3,29 +3,38 @@
 # repeat their cases with random interleaving (so drift on a shared machine hits ours and the
 # baseline alike) and report medians and the ratio of ours to the baseline measured in the same
 # run. The training benchmark (bench_training) alternates our process and PyTorch's over rounds and
-# reports medians, ratios, GEMM limits and peak memory (docs/training.md, "Training speed").
+# reports medians, ratios, GEMM limits and peak memory (docs/training.md, "Training speed"). The
+# inference benchmark (bench_inference) does the same for prefill and decode of four presets beside
+# PyTorch and the memory-bandwidth limit (docs/inference.md, "Speed").
 #   scripts/run-bench.sh [build-dir] [extra Google Benchmark flags...]
-# Environment: NF_BENCH=all|kernels|training (default all), NF_BENCH_REPETITIONS (kernels, 5),
-# NF_TRAIN_BENCH_ROUNDS (3), NF_BENCH_THREADS (training, 2), NF_PYTHON (.venv/bin/python).
+# Environment: NF_BENCH=all|kernels|training|inference (default all), NF_BENCH_REPETITIONS (kernels,
+# 5), NF_TRAIN_BENCH_ROUNDS (3), NF_INFER_BENCH_ROUNDS (3), NF_BENCH_THREADS (training and
+# inference, 2), NF_PYTHON (.venv/bin/python).
 set -euo pipefail
 build=${1:-build}
 shift || true
 which=${NF_BENCH:-all}
 reps=${NF_BENCH_REPETITIONS:-5}
 status=0
-if [ "$which" != training ]; then
+if [ "$which" = all ] || [ "$which" = kernels ]; then
   for b in "$build"/bench_*; do
     [ -x "$b" ] || continue
-    [ "$(basename "$b")" = bench_training ] && continue
+    case "$(basename "$b")" in bench_training | bench_inference) continue ;; esac
     echo "=== $(basename "$b") ==="
     "$b" --benchmark_repetitions="$reps" --benchmark_enable_random_interleaving=true \
          --benchmark_report_aggregates_only=true "$@" || status=1
     echo
   done
 fi
-if [ "$which" != kernels ] && [ -x "$build/bench_training" ]; then
+if { [ "$which" = all ] || [ "$which" = training ]; } && [ -x "$build/bench_training" ]; then
   echo "=== bench_training ==="
   "$build/bench_training" --python "${NF_PYTHON:-.venv/bin/python}" --rounds "${NF_TRAIN_BENCH_ROUNDS:-3}" \
+      --threads "${NF_BENCH_THREADS:-2}" || status=1
+  echo
+fi
+if { [ "$which" = all ] || [ "$which" = inference ]; } && [ -x "$build/bench_inference" ]; then
+  echo "=== bench_inference ==="
+  "$build/bench_inference" --python "${NF_PYTHON:-.venv/bin/python}" --rounds "${NF_INFER_BENCH_ROUNDS:-3}" \
       --threads "${NF_BENCH_THREADS:-2}" || status=1
   echo
 fi

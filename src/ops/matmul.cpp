@@ -11,6 +11,7 @@
 #include "nanoformer/ops/reduce.h"
 #include "nanoformer/ops/view.h"
 #include "ops/autocast_internal.h"
+#include "ops/cpu/gemv.h"
 #include "ops/cpu/matmul.h"
 
 namespace nf {
@@ -18,6 +19,8 @@ namespace {
 
 using MatmulKernel = void (*)(const Tensor& out, const Tensor& a, const Tensor& b);
 const DeviceKernels<MatmulKernel> kMatmul{.cpu = cpu::matmul};
+using LinearKernel = void (*)(const Tensor& y, const Tensor& x, const Tensor& weight, const Tensor& bias);
+const DeviceKernels<LinearKernel> kLinearGemv{.cpu = cpu::linear_gemv};
 
 // C = A B over identical batch dims:  dA = dC B^T,  dB = A^T dC  (transposes are views)
 Tensor batched_matmul(const Tensor& a, const Tensor& b) {
@@ -125,7 +128,8 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
   return out;
 }
 
-// y = x W^T + b over the last dim of x; computed as one GEMM on x viewed as (rows, in).
+// y = x W^T + b over the last dim of x; computed as one GEMM on x viewed as (rows, in), or for a
+// few rows as matrix-vector products (ops/cpu/gemv.h).
 //   dx = dy W,  dW = dy^T x,  db = sum over rows of dy
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   check_matmul_operands("linear", x, weight);
@@ -146,8 +150,12 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   const Tensor xo = rounding == DType::f32 ? x2 : autocast_round(x2, rounding);
   const Tensor wo = rounding == DType::f32 ? weight.detach() : autocast_round(weight, rounding);
   Tensor y = Tensor::empty({x2.shape()[0], weight.shape()[0]}, x.dtype(), x.device());
-  kMatmul.get(x.device(), "linear")(y, xo, wo.t());
-  if (bias.defined()) add_(y, bias.detach());
+  if (cpu::gemv_applies(xo, wo)) {  // a few f32 rows (decoding): W streamed once, bias added in the kernel
+    kLinearGemv.get(x.device(), "linear")(y, xo, wo, bias.defined() ? bias.detach() : Tensor());
+  } else {
+    kMatmul.get(x.device(), "linear")(y, xo, wo.t());
+    if (bias.defined()) add_(y, bias.detach());
+  }
   Tensor out = y.view(out_shape);
   autograd::record("linear", out, {x, weight, bias},
                    [xo, wo, in_shape = x.shape()](const Tensor& g, const autograd::Node& n) {

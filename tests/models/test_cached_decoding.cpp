@@ -128,7 +128,8 @@ TEST(CachedDecoding, LastOnlyGivesTheLastRow) {
   nn::KVCache a = model.make_cache(2), b = model.make_cache(2);
   const Tensor all = model.forward_cached(ids, a), last = model.forward_cached(ids, b, /*last_only=*/true);
   EXPECT_EQ(last.shape(), Shape({2, 1, 64}));
-  EXPECT_LE(max_abs_error(last, narrow(all, 1, 4, 1)), 0.0);
+  // within float rounding: the head of 2 rows runs the matrix-vector kernel, that of 10 rows sgemm
+  EXPECT_LE(max_abs_error(last, narrow(all, 1, 4, 1)), 1e-6);
 }
 
 TEST(CachedDecoding, RollbackThenDecodeAnotherContinuation) {

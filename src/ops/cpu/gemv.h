@@ -1,0 +1,21 @@
+#pragma once
+// The linear layer of decoding: y (R, N) = x (R, K) W^T + b for a few input rows (R <= 4, batch x
+// new tokens at decode time), as matrix-vector products that stream W (N, K) from memory once.
+// At such R, sgemm packs and blocks for reuse that does not exist and reaches a fraction of the
+// memory bandwidth; here every element of W is loaded once and multiplied into all R rows.
+#include "nanoformer/core/tensor.h"
+
+namespace nf::cpu {
+
+inline constexpr int64_t kGemvMaxRows = 4;
+
+// Whether linear_gemv computes y = x W^T + b for these operands: f32, 1 <= R <= kGemvMaxRows rows
+// of x, and x and W each with unit stride along K (any row stride).
+bool gemv_applies(const Tensor& x, const Tensor& weight);
+
+// y (R, N) contiguous = x (R, K) W^T + b, b (N) or undefined; f32 sums in a fixed order whatever
+// the thread count. Vectorised for AVX-512 or AVX2 (as compiled, -march=native), else scalar;
+// output rows split across the engine's threads.
+void linear_gemv(const Tensor& y, const Tensor& x, const Tensor& weight, const Tensor& bias);
+
+}  // namespace nf::cpu
