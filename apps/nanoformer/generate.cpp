@@ -1,7 +1,8 @@
 // `nanoformer generate --model MODEL --prompt TEXT`: continues a prompt with a language model,
 // printing text as the tokens are decided (never half a UTF-8 character); with --ids the prompt is
 // token ids (`--prompt-ids "1 2 3"`, BOS alone when absent) and the new ids are printed, for a
-// model without a tokenizer. Prompt and generation tokens/s go to stderr at the end.
+// model without a tokenizer. Prompt and generation tokens/s go to stderr at the end. An
+// encoder-decoder model takes its own path (seq2seq_generate.h).
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -11,7 +12,9 @@
 #include "nanoformer/infer/prompt_ids.h"
 #include "nanoformer/infer/session.h"
 #include "nanoformer/infer/text_streamer.h"
+#include "nanoformer/models/model_io.h"
 #include "nanoformer/tokenizer/jsonl.h"
+#include "seq2seq_generate.h"
 
 namespace nf::cli {
 namespace {
@@ -21,6 +24,7 @@ struct GenerateArgs {
   std::string prompt, prompt_ids;
   bool ids = false;
   int64_t bos = 1;
+  Seq2SeqFlags seq2seq;
 };
 
 void report(const infer::GenerationResult& r) {
@@ -29,8 +33,12 @@ void report(const infer::GenerationResult& r) {
                r.decode_tokens_per_s(), infer::stop_reason_name(r.reason));
 }
 
-void run_generate(const GenerateArgs& a) {
-  LoadedModel loaded = load_model_and_tokenizer(a.flags, !a.ids);
+void run_generate(const GenerateArgs& a, const CLI::App& cmd) {
+  const std::shared_ptr<models::Model> model = models::load_model(a.flags.model);
+  if (auto seq2seq = std::dynamic_pointer_cast<models::EncoderDecoder>(model))
+    return run_seq2seq_generate(*seq2seq, a.flags, a.seq2seq, {a.ids, a.prompt, a.prompt_ids}, cmd);
+  refuse_seq2seq_flags(cmd);
+  LoadedModel loaded = load_model_and_tokenizer(a.flags, !a.ids, model);
   const int64_t vocab = loaded.model->config().vocab_size;
   infer::Sampler sampler(sampler_config(a.flags));
   infer::StopCriteria stop = a.flags.stop;
@@ -77,6 +85,7 @@ void add_generate_command(CLI::App& app) {
       "  nanoformer generate -m runs/chars/ckpt_00002000.safetensors -t chars.json --prompt \"ROMEO:\" -n 200\n"
       "  nanoformer generate -m gpt2-folder --prompt \"Hello\" --greedy\n"
       "  nanoformer generate -m stories260K.bin --ids --prompt-ids \"1 403\" --temperature 0\n"
+      "  nanoformer generate -m translator.safetensors --ids --prompt-ids \"5 8 33\" --num-beams 4 --eos 2\n"
       "Prompt and generation tokens/s are printed to stderr at the end.");
   auto a = std::make_shared<GenerateArgs>();
   add_generation_flags(*cmd, a->flags);
@@ -84,7 +93,8 @@ void add_generate_command(CLI::App& app) {
   cmd->add_flag("--ids", a->ids, "Prompt and output as token ids (a model without a tokenizer)");
   cmd->add_option("--prompt-ids", a->prompt_ids, "With --ids: the prompt's ids, \"1 2 3\" (default: BOS alone)");
   cmd->add_option("--bos", a->bos, "With --ids and no --prompt-ids: the BOS id to start from")->capture_default_str();
-  cmd->callback([a] { run_generate(*a); });
+  add_seq2seq_flags(*cmd, a->seq2seq);
+  cmd->callback([a, cmd] { run_generate(*a, *cmd); });
 }
 
 }  // namespace nf::cli

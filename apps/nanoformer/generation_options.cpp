@@ -56,8 +56,12 @@ std::string tokenizer_beside(const std::string& model) {
 }  // namespace
 
 LoadedModel load_model_and_tokenizer(const GenerationFlags& f, bool required) {
+  return load_model_and_tokenizer(f, required, models::load_model(f.model));
+}
+
+LoadedModel load_model_and_tokenizer(const GenerationFlags& f, bool required, const std::shared_ptr<models::Model>& model) {
   LoadedModel out;
-  out.model = models::load_decoder_lm(f.model);
+  out.model = models::model_as<models::DecoderLM>(model, f.model);
   out.tokenizer_path = f.tokenizer.empty() ? tokenizer_beside(f.model) : f.tokenizer;
   NF_CHECK(!required || !out.tokenizer_path.empty(), "no tokenizer: ", f.model,
            " has no tokenizer.json beside it; give --tokenizer FILE",

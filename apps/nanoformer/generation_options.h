@@ -37,5 +37,7 @@ struct LoadedModel {
 // tokenizer.json beside the model (in its folder, or the folder of the file); `required`: an
 // error when there is none. Throws nf::Error when the tokenizer has ids the model has not.
 LoadedModel load_model_and_tokenizer(const GenerationFlags& flags, bool required);
+// The same for a model already loaded from flags.model (an nf::Error when it is no DecoderLM).
+LoadedModel load_model_and_tokenizer(const GenerationFlags& flags, bool required, const std::shared_ptr<models::Model>& model);
 
 }  // namespace nf::cli

@@ -7,6 +7,7 @@
 #include "nanoformer/core/error.h"
 #include "nanoformer/ops/elementwise.h"
 #include "nanoformer/ops/factory.h"
+#include "nanoformer/ops/indexing.h"
 #include "nanoformer/ops/loss.h"
 #include "nanoformer/ops/matmul.h"
 #include "nanoformer/ops/view.h"
@@ -108,13 +109,13 @@ std::vector<ParameterPart> EncoderDecoder::parameter_parts() const {
 }
 
 Tensor EncoderDecoder::embed(nn::Embedding& embedding, nn::AbsolutePosition& positions, const Tensor& ids,
-                             const char* what) {
+                             const char* what, int64_t offset) {
   NF_CHECK(ids.dim() == 2, "EncoderDecoder: ", what, " ids must be (B, L), got ", shape_str(ids.shape()));
-  NF_CHECK(ids.size(1) <= config_.max_seq_len, "EncoderDecoder: ", what, " length ", ids.size(1),
+  NF_CHECK(offset + ids.size(1) <= config_.max_seq_len, "EncoderDecoder: ", what, " length ", offset + ids.size(1),
            " exceeds max_seq_len ", config_.max_seq_len);
   Tensor x = embedding.forward(ids);                                                     // (B, L, D)
   if (config_.scale_embeddings) x = x * std::sqrt(static_cast<double>(config_.dim));    // sqrt(d) e
-  x = positions.forward(x, 0);                                                           // + p_t
+  x = positions.forward(x, offset);                                                      // + p_(offset + t)
   return dropout_ ? dropout_->forward(x) : x;
 }
 
@@ -140,6 +141,65 @@ Tensor EncoderDecoder::decode(const Tensor& tgt, const Tensor& memory, const Pad
                                .context_masks = {.key_padding = padding.src}};
   for (const auto& layer : *decoder_layers) y = layer->forward(y, inputs);
   if (decoder_norm) y = decoder_norm->forward(y);
+  return linear(y, head_weight());  // (B, T, V)
+}
+
+DecoderState EncoderDecoder::start_decoding(const Tensor& memory, int64_t rows, int64_t max_len,
+                                           const Tensor& src_padding) {
+  NF_CHECK(!is_training(), "EncoderDecoder: cached decoding is inference: call eval() first");
+  NF_CHECK(memory.dim() == 3 && memory.size(2) == config_.dim && (memory.size(0) == 1 || memory.size(0) == rows),
+           "EncoderDecoder: memory must be (1 or ", rows, ", S, dim = ", config_.dim, "), got ", shape_str(memory.shape()));
+  NF_CHECK(!src_padding.defined() || (src_padding.dtype() == DType::boolean &&
+                                      src_padding.shape() == Shape({memory.size(0), memory.size(1)})),
+           "EncoderDecoder: the source padding mask must be bool ", shape_str({memory.size(0), memory.size(1)}),
+           ", got ", shape_str(src_padding.shape()));
+  if (max_len == 0) max_len = config_.max_seq_len;
+  NF_CHECK(max_len <= config_.max_seq_len, "EncoderDecoder: a cache of ", max_len, " target tokens exceeds max_seq_len ",
+           config_.max_seq_len);
+  const nn::AttentionConfig& a = (*decoder_layers)[0]->attn->config();  // resolved: n_kv_heads and head_dim set
+  DecoderState state{.memory_kv = {},
+                     .src_padding = src_padding,
+                     .cache = nn::KVCache({.n_layers = config_.n_decoder_layers, .max_batch = rows,
+                                           .n_kv_heads = a.n_kv_heads, .head_dim = a.head_dim, .max_len = max_len,
+                                           .dtype = head_weight().dtype()})};
+  for (const auto& layer : *decoder_layers) state.memory_kv.push_back(layer->cross_attn->context_kv(memory));
+  return state;
+}
+
+void DecoderState::select_rows(const std::vector<int64_t>& rows) {
+  cache.select_rows(rows);
+  if (memory_kv.empty() || memory_kv[0].keys.size(0) == 1) return;  // one memory row serves every row
+  const Tensor index = Tensor::from_vector(rows, {static_cast<int64_t>(rows.size())});
+  for (nn::LayerKV& kv : memory_kv) kv = {index_select(kv.keys, 0, index), index_select(kv.values, 0, index)};
+  if (src_padding.defined()) src_padding = index_select(src_padding, 0, index);
+}
+
+Tensor EncoderDecoder::decode_cached(const Tensor& tgt, DecoderState& state, bool last_only) {
+  NF_CHECK(!is_training(), "EncoderDecoder: cached decoding is inference: call eval() first");
+  NF_CHECK(tgt.dim() == 2, "EncoderDecoder: target ids must be (B, T), got ", shape_str(tgt.shape()));
+  NoGradGuard no_grad;
+  const nn::KVCacheStep step = state.cache.begin(tgt.size(0), tgt.size(1));
+  const int64_t rows = tgt.size(0);
+  Tensor y = embed(*tgt_embeddings, *decoder_positions, tgt, "target", step.column);
+  // one memory row for every target row: a stride-0 view, never copied
+  const auto rows_of = [&](const Tensor& t) {
+    if (!t.defined() || t.size(0) == rows) return t;
+    Shape shape = t.shape();
+    shape[0] = rows;
+    return t.expand(shape);
+  };
+  const Tensor src_padding = rows_of(state.src_padding);
+  for (size_t i = 0; i < decoder_layers->size(); ++i) {
+    const nn::LayerKV memory{rows_of(state.memory_kv[i].keys), rows_of(state.memory_kv[i].values)};
+    nn::BlockInputs inputs;
+    inputs.cache = nn::CachedAttention{state.cache.layer(static_cast<int64_t>(i)), &step};
+    inputs.context_kv = &memory;
+    inputs.context_masks.key_padding = src_padding;
+    y = (*decoder_layers)[i]->forward(y, inputs);
+  }
+  if (last_only) y = narrow(y, 1, step.new_tokens - 1, 1);
+  if (decoder_norm) y = decoder_norm->forward(y);
+  state.cache.commit(step);
   return linear(y, head_weight());  // (B, T, V)
 }
 

@@ -169,6 +169,39 @@ Tensor MultiHeadAttention::forward_cached(const Tensor& x, const CachedAttention
   return o_proj->forward(y.transpose(1, 2).reshape({B, T, c.n_heads * c.head_dim}));
 }
 
+LayerKV MultiHeadAttention::context_kv(const Tensor& context) {
+  const AttentionConfig& c = config_;
+  NF_CHECK(!position_, "MultiHeadAttention: precomputed context keys need an attention without a positional scheme");
+  NF_CHECK(context.dim() == 3 && context.size(2) == c.context_dim, "MultiHeadAttention: context must be (B, S, context_dim = ",
+           c.context_dim, "), got ", shape_str(context.shape()));
+  NoGradGuard no_grad;
+  Tensor k = split_heads(k_proj->forward(context), c.n_kv_heads, c.head_dim);
+  if (c.qk_norm) k = rms_norm(k, {}, c.qk_norm_eps);
+  return {k, split_heads(v_proj->forward(context), c.n_kv_heads, c.head_dim)};
+}
+
+Tensor MultiHeadAttention::forward_context_kv(const Tensor& x, const LayerKV& kv, const AttentionMasks& masks) {
+  const AttentionConfig& c = config_;
+  NF_CHECK(!is_training(), "MultiHeadAttention: attention over precomputed keys is inference: call eval() first");
+  NF_CHECK(x.dim() == 3 && x.size(2) == c.dim && kv.keys.dim() == 4 && kv.keys.size(0) == x.size(0) &&
+               kv.keys.size(1) == c.n_kv_heads && kv.keys.size(3) == c.head_dim,
+           "MultiHeadAttention: x ", shape_str(x.shape()), " and context keys ", shape_str(kv.keys.shape()),
+           " must be (B, T, dim = ", c.dim, ") and (B, n_kv_heads = ", c.n_kv_heads, ", S, head_dim = ", c.head_dim, ")");
+  NoGradGuard no_grad;
+  const int64_t B = x.size(0), T = x.size(1);
+  Tensor q = split_heads(q_proj->forward(x), c.n_heads, c.head_dim);
+  if (c.qk_norm) q = rms_norm(q, {}, c.qk_norm_eps);
+  const AttentionOptions options{.causal = c.causal,
+                                 .mask = masks.mask,
+                                 .key_padding = masks.key_padding,
+                                 .dropout_p = 0.0,
+                                 .scale = c.scale,
+                                 .kernel = c.fused ? AttentionKernel::fused : AttentionKernel::plain};
+  const Tensor y = scaled_dot_product_attention(q, kv.keys, kv.values, options, dropout_gen_);
+  // (B, H, T, Dh) -> (B, T, H * Dh) -> o_proj
+  return o_proj->forward(y.transpose(1, 2).reshape({B, T, c.n_heads * c.head_dim}));
+}
+
 AttentionWithWeights MultiHeadAttention::forward_with_weights(const Tensor& x, const Tensor& context,
                                                               const AttentionMasks& masks, int64_t q_offset) {
   return attend(x, context, masks, q_offset, true);

@@ -108,9 +108,12 @@ Tensor TransformerBlock::forward(const Tensor& x, const BlockInputs& in) {
                         return in.cache ? attn->forward_cached(t, *in.cache) : attn->forward(t, {}, in.masks, in.q_offset);
                       });
   if (cross_attn) {
-    NF_CHECK(in.context.defined(), "TransformerBlock: a block with cross-attention needs the encoder output (context)");
-    h = residual(h, *cross_attn_norm, cross_attn_out_norm.get(),
-                 [&](const Tensor& t) { return cross_attn->forward(t, in.context, in.context_masks, in.q_offset); });
+    NF_CHECK(in.context.defined() || in.context_kv,
+             "TransformerBlock: a block with cross-attention needs the encoder output (context)");
+    h = residual(h, *cross_attn_norm, cross_attn_out_norm.get(), [&](const Tensor& t) {
+      return in.context_kv ? cross_attn->forward_context_kv(t, *in.context_kv, in.context_masks)
+                           : cross_attn->forward(t, in.context, in.context_masks, in.q_offset);
+    });
   }
   return residual(h, *mlp_norm, mlp_out_norm.get(), [&](const Tensor& t) { return mlp->forward(t); });
 }

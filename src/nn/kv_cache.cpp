@@ -6,6 +6,7 @@
 
 #include "nanoformer/core/error.h"
 #include "nanoformer/ops/factory.h"
+#include "nanoformer/ops/indexing.h"
 #include "nanoformer/ops/join.h"
 #include "nanoformer/ops/view.h"
 
@@ -73,6 +74,24 @@ void KVCache::reset() {
   length_ = 0;
   batch_ = 0;
   starts_.clear();
+}
+
+void KVCache::select_rows(const std::vector<int64_t>& rows) {
+  const auto count = static_cast<int64_t>(rows.size());
+  NF_CHECK(count > 0 && count <= shape_.max_batch, "KVCache: ", count, " rows selected for a cache of maximum batch ",
+           shape_.max_batch);
+  for (const int64_t r : rows)
+    NF_CHECK(r >= 0 && r < batch_, "KVCache: row ", r, " selected, but the cache holds ", batch_, " rows");
+  const Tensor index = Tensor::from_vector(rows, {count});
+  for (const LayerKV& l : layers_)
+    for (const Tensor& storage : {l.keys, l.values}) {
+      const Tensor filled = narrow(narrow(storage, 0, 0, batch_), 2, 0, length_);
+      copy_into(narrow(narrow(storage, 0, 0, count), 2, 0, length_), index_select(filled, 0, index));  // a copy first: rows may repeat
+    }
+  std::vector<int64_t> starts;
+  for (const int64_t r : rows) starts.push_back(starts_[static_cast<size_t>(r)]);
+  starts_ = std::move(starts);
+  batch_ = count;
 }
 
 KVCache KVCache::row_view(int64_t row, int64_t first_column) const {

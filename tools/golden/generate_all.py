@@ -34,6 +34,7 @@ import fixtures_nanochat_training  # noqa: E402
 import fixtures_reduce  # noqa: E402
 import fixtures_sampling  # noqa: E402
 import fixtures_schedules  # noqa: E402
+import fixtures_seq2seq_generate  # noqa: E402
 import fixtures_softmax  # noqa: E402
 import fixtures_vision  # noqa: E402
 import torch  # noqa: E402
@@ -49,6 +50,7 @@ FAMILIES = [
     fixtures_vision,
     fixtures_models,
     fixtures_encoder_decoder,
+    fixtures_seq2seq_generate,
     fixtures_optimizers,
     fixtures_muon,
     fixtures_grad_clip,

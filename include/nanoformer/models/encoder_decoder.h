@@ -21,6 +21,7 @@
 #include "nanoformer/models/encoder_decoder_config.h"
 #include "nanoformer/models/model.h"
 #include "nanoformer/nn/block.h"
+#include "nanoformer/nn/kv_cache.h"
 #include "nanoformer/nn/positional.h"
 
 namespace nf::models {
@@ -34,6 +35,19 @@ struct PaddingMasks {
 struct Seq2SeqOutput {
   Tensor logits;  // (B, T, tgt_vocab_size)
   Tensor loss;    // () mean cross-entropy over targets != -100; only with targets
+};
+
+// What the decoder keeps while it generates over one memory: per decoder layer the cross-attention
+// keys and values of the memory (computed once, read at every step), the source padding, and the
+// self-attention KV cache of the target so far. A memory of one row serves every row of the cache
+// (the beams of one source share it as a stride-0 view).
+struct DecoderState {
+  std::vector<nn::LayerKV> memory_kv;
+  Tensor src_padding;  // (memory rows, S) bool, or undefined
+  nn::KVCache cache;
+  // Row r continues from row rows[r] (beam search: each beam from its parent): the cache's rows,
+  // and the memory's when it has one row per cache row.
+  void select_rows(const std::vector<int64_t>& rows);
 };
 
 class EncoderDecoder : public Model {
@@ -51,6 +65,14 @@ class EncoderDecoder : public Model {
   Tensor encode(const Tensor& src, const Tensor& src_padding = {});
   // The logits (B, T, tgt_vocab_size) of tgt given the memory; padding.src masks the memory.
   Tensor decode(const Tensor& tgt, const Tensor& memory, const PaddingMasks& padding = {});
+
+  // Cached decoding (inference: eval mode, no autograd). start_decoding projects the memory
+  // (1 or `rows` rows, (., S, dim)) into every layer's cross-attention keys and values and sizes
+  // a self-attention cache of `rows` rows and max_len target tokens (0 = max_seq_len);
+  // decode_cached(tgt (rows, T), state) feeds the next T target tokens and returns their logits
+  // (rows, T or 1 with last_only, tgt_vocab_size), equal to decode() over the whole target so far.
+  DecoderState start_decoding(const Tensor& memory, int64_t rows, int64_t max_len = 0, const Tensor& src_padding = {});
+  Tensor decode_cached(const Tensor& tgt, DecoderState& state, bool last_only = false);
 
   const EncoderDecoderConfig& config() const { return config_; }
   std::string architecture() const override { return kArchitecture; }
@@ -72,7 +94,9 @@ class EncoderDecoder : public Model {
 
  private:
   // ids -> embedding (x sqrt(dim)) + positions (-> dropout): (B, L, dim)
-  Tensor embed(nn::Embedding& embedding, nn::AbsolutePosition& positions, const Tensor& ids, const char* what);
+  // (positions from `offset`)
+  Tensor embed(nn::Embedding& embedding, nn::AbsolutePosition& positions, const Tensor& ids, const char* what,
+               int64_t offset = 0);
 
   EncoderDecoderConfig config_;
   std::shared_ptr<nn::Dropout> dropout_;  // on the embeddings; null when config.dropout is 0

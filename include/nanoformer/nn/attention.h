@@ -62,6 +62,11 @@ class MultiHeadAttention : public Module {
   // themselves: their keys and values are written into the cache at the step's columns, and the
   // queries and keys sit at the step's per-row positions. Inference only (eval mode, no autograd).
   Tensor forward_cached(const Tensor& x, const CachedAttention& cache);
+  // Cross-attention with the context's keys and values computed once (a decoder generating over a
+  // fixed encoder output): context_kv(context) projects them, (B, n_kv_heads, S, head_dim) each;
+  // forward_context_kv(x, kv, masks) equals forward(x, context, masks) at every step. Inference only.
+  LayerKV context_kv(const Tensor& context);
+  Tensor forward_context_kv(const Tensor& x, const LayerKV& kv, const AttentionMasks& masks = {});
 
   const AttentionConfig& config() const { return config_; }
   std::shared_ptr<Linear> q_proj, k_proj, v_proj, o_proj;

@@ -43,6 +43,9 @@ struct BlockInputs {
   AttentionMasks masks{};          // for self-attention
   Tensor context{};                // the encoder output (B, S, context_dim), for cross-attention
   AttentionMasks context_masks{};  // for cross-attention (key_padding (B, S) marks real source tokens)
+  // The cross-attention keys and values of the context, computed once (MultiHeadAttention::context_kv):
+  // when set, cross-attention reads them instead of projecting `context` (inference).
+  const LayerKV* context_kv = nullptr;
   int64_t q_offset = 0;            // absolute position of x's first token (a KV-cache decoder)
   // With a cache (inference), self-attention reads and extends it (MultiHeadAttention::forward_cached):
   // positions come from the cache's step, and masks and q_offset are not used.

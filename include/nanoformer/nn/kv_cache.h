@@ -70,6 +70,9 @@ class KVCache {
 
   void truncate(int64_t n);  // keeps the first n columns (n >= every row's start, or 0)
   void reset();
+  // Row r becomes what row rows[r] held, for every layer (beam search: each beam continues from
+  // its parent): the cache then holds rows.size() rows. A gather of the filled columns.
+  void select_rows(const std::vector<int64_t>& rows);
 
   // A cache over row `row` alone whose column 0 is this cache's column `first_column`, sharing
   // this cache's storage (empty: length 0). Prefilling a shorter prompt into it right-aligns it.
