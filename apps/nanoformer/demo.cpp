@@ -25,7 +25,7 @@ namespace fs = std::filesystem;
 
 struct DemoOptions {
   train::AdditionTaskOptions task{.digits = 2, .train_problems = 4500, .test_problems = 200, .seed = 1};
-  int64_t steps = 2500;
+  int64_t steps = 3000;
   std::string out = "nanoformer-demo";
   int shown = 5;
 };
