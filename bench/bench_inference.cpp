@@ -312,16 +312,4 @@ int driver(const Options& o, const std::string& self) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    const Options o = parse(argc, argv);
-    if (!o.worker.empty()) return worker(o);
-    char self[4096];
-    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    NF_CHECK(n > 0, "bench_inference: cannot read /proc/self/exe");
-    return driver(o, std::string(self, static_cast<size_t>(n)));
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "bench_inference: %s\n", e.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return nf::bench::benchmark_main("bench_inference", argc, argv, parse, worker, driver); }

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -89,6 +90,25 @@ inline std::optional<json> last_json(const ProcessResult& r) {
     if (j.is_object()) found = j;
   }
   return found;
+}
+
+// The main() of a whole-program benchmark: with --worker, one process's part (worker(options));
+// otherwise the driver, which spawns this same binary (its path from /proc/self/exe) as workers.
+// An error is one line naming the benchmark, and exit status 1.
+template <typename Parse, typename Worker, typename Driver>
+int benchmark_main(const char* name, int argc, char** argv, Parse parse, Worker worker, Driver driver) {
+  try {
+    const auto options = parse(argc, argv);
+    if (!options.worker.empty()) return worker(options);
+    char self[4096];
+    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    NF_CHECK(n > 0, name, ": cannot read /proc/self/exe");
+    return driver(options, std::string(self, static_cast<size_t>(n)));
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    std::fprintf(stderr, "%s\n", what.rfind(name, 0) == 0 ? what.c_str() : (std::string(name) + ": " + what).c_str());
+    return 1;
+  }
 }
 
 }  // namespace nf::bench
