@@ -1,6 +1,6 @@
 // scaled_dot_product_attention: the fused kernel equals the plain composition forward and backward
 // (MHA, GQA, MQA, causal and not, masks of every kind, T = 1, Tq != Tk, T across tile borders,
-// strided inputs, dropout), f64 finite-difference gradients of the fused kernel, fully masked rows,
+// decoding's few-query kernel, strided inputs, dropout), f64 finite-difference gradients of the fused kernel, fully masked rows,
 // errors, and the fused kernel's memory at long T.
 #include <algorithm>
 #include <cmath>
@@ -78,6 +78,13 @@ const Geometry kGeometries[] = {
     {"cache_decode", 1, 2, 1, 5, kTile + 9, 8},
     {"more_queries_than_keys", 1, 2, 2, kTile + 10, 7, 8},
     {"exact_tiles", 1, 2, 2, 2 * kTile, 2 * kTile, 8},
+    // decoding's kernel (ops/cpu/attention_decode.h: f32, Tq x H / Hkv <= 16): head dims of 1, 2, 4
+    // and 8 vector widths and one that is none, key counts off multiples of 4
+    {"decode_gqa_d64", 2, 8, 2, 1, 133, 64},
+    {"decode_mha_d128", 1, 3, 3, 2, 70, 128},
+    {"decode_chunk_d32", 1, 4, 1, 3, 19, 32},
+    {"decode_d16", 1, 2, 2, 1, 6, 16},
+    {"decode_d24", 1, 2, 1, 1, 10, 24},
 };
 
 class FusedVsPlain : public ::testing::TestWithParam<Geometry> {

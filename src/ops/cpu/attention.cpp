@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "nanoformer/ops/factory.h"
+#include "ops/cpu/attention_decode.h"
 #include "ops/cpu/attention_tiles.h"
 #include "ops/cpu/elementwise_loops.h"
 #include "ops/cpu/row_reductions.h"
@@ -226,6 +227,7 @@ void backward_typed(const AttentionProblem& p, const Tensor& q, const Tensor& k,
 
 void attention_forward(const AttentionProblem& p, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                        const Tensor& lse) {
+  if (attention_decode_applies(p, q.dtype())) return attention_decode_forward(p, q, k, v, out, lse);
   visit_floating(q.dtype(), "scaled_dot_product_attention", [&](auto tag) {
     using T = decltype(tag);
     forward_typed<T>(p, q, k, v, out, lse);

@@ -6,58 +6,11 @@
 
 #include "nanoformer/core/error.h"
 #include "ops/cpu/loops.h"
+#include "ops/cpu/simd.h"
 
 
 namespace nf::cpu {
 namespace {
-
-// The vector unit the build targets: `width` floats per register, fused multiply-add, and a load
-// of the first n < width floats (the rest zero) for the tail of a row.
-#if defined(__AVX512F__)
-struct Simd {
-  using V = __m512;
-  static constexpr int64_t width = 16;
-  static V zero() { return _mm512_setzero_ps(); }
-  static V load(const float* p) { return _mm512_loadu_ps(p); }
-  static V load_first(const float* p, int64_t n) { return _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1), p); }
-  static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
-  static float sum(V v) {  // halves, then quarters, added within the register (the masked forms:
-                           // GCC 12's unmasked ones trip -Wmaybe-uninitialized on their filler)
-    v = _mm512_add_ps(v, _mm512_mask_shuffle_f32x4(v, 0xffff, v, v, 0b01001110));
-    v = _mm512_add_ps(v, _mm512_mask_shuffle_f32x4(v, 0xffff, v, v, 0b10110001));
-    __m128 s = _mm512_mask_extractf32x4_ps(_mm_setzero_ps(), 0xf, v, 0);
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
-  }
-};
-#elif defined(__AVX2__) && defined(__FMA__)
-struct Simd {
-  using V = __m256;
-  static constexpr int64_t width = 8;
-  static V zero() { return _mm256_setzero_ps(); }
-  static V load(const float* p) { return _mm256_loadu_ps(p); }
-  static V load_first(const float* p, int64_t n) {
-    const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    return _mm256_maskload_ps(p, _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), lanes));  // lane < n
-  }
-  static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
-  static float sum(V v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
-  }
-};
-#else
-struct Simd {
-  using V = float;
-  static constexpr int64_t width = 1;
-  static V zero() { return 0.0f; }
-  static V load(const float* p) { return *p; }
-  static V load_first(const float* p, int64_t) { return *p; }
-  static V fma(V a, V b, V c) { return a * b + c; }
-  static float sum(V v) { return v; }
-};
-#endif
 
 // Output rows of W streamed together per block: 4 x 4 accumulators + 4 + 1 loads fit AVX-512's
 // 32 registers; four sequential streams are what the hardware prefetchers follow best.
