@@ -12,7 +12,7 @@ namespace nf::models {
 namespace {
 
 void draw_normal(const Tensor& weight, double std, Generator& gen) {
-  copy_into(weight, normal(weight.shape(), 0.0, std, gen));
+  normal_(weight, 0.0, std, gen);  // in place: no temporary of the weight's size
 }
 
 // Every Linear under `root` (registration order), including MoE gates and experts.

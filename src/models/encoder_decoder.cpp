@@ -57,7 +57,7 @@ void init_weights(EncoderDecoder& model, const EncoderDecoderConfig& c, Generato
       if (xavier)
         scale(fc->weight, std::sqrt(6.0 / (in + out)) * std::sqrt(in));  // U(-a, a), a = sqrt(6 / (fan_in + fan_out))
       else
-        copy_into(fc->weight, normal(fc->weight.shape(), 0.0, c.init_std, gen));
+        normal_(fc->weight, 0.0, c.init_std, gen);
       if (fc->bias.defined()) fill_(fc->bias, 0.0);
     } else if (auto* embedding = dynamic_cast<const nn::Embedding*>(m)) {
       scale(embedding->weight, embedding_std);

@@ -41,7 +41,7 @@ EncoderModel::EncoderModel(const EncoderConfig& config, Generator& gen) : Model(
 
 void EncoderModel::init_weights(Generator& gen) {
   autograd::NoGradGuard no_grad;
-  auto draw = [&](const Tensor& w) { copy_into(w, normal(w.shape(), 0.0, config_.init_std, gen)); };
+  auto draw = [&](const Tensor& w) { normal_(w, 0.0, config_.init_std, gen); };
   for (const auto& [name, m] : named_modules()) {
     if (auto* table = dynamic_cast<const nn::Embedding*>(m)) draw(table->weight);
     if (auto* learned = dynamic_cast<const nn::LearnedPosition*>(m)) draw(learned->weight);

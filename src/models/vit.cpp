@@ -16,11 +16,11 @@ namespace {
 // biases 0; LayerNorms keep their 1 and 0.
 void init_weights(ViTClassifier& model, double std, Generator& gen) {
   autograd::NoGradGuard no_grad;
-  copy_into(model.class_token, normal(model.class_token.shape(), 0.0, std, gen));
-  copy_into(model.pos_embeddings->weight, normal(model.pos_embeddings->weight.shape(), 0.0, std, gen));
+  normal_(model.class_token, 0.0, std, gen);
+  normal_(model.pos_embeddings->weight, 0.0, std, gen);
   for (const auto& [name, m] : model.named_modules())
     if (auto* fc = dynamic_cast<const nn::Linear*>(m)) {
-      copy_into(fc->weight, normal(fc->weight.shape(), 0.0, std, gen));
+      normal_(fc->weight, 0.0, std, gen);
       if (fc->bias.defined()) fill_(fc->bias, 0.0);
     }
 }

@@ -190,7 +190,7 @@ void deepnorm_init(TransformerBlock& block, double beta, Generator& gen) {
   // xavier_normal: w ~ normal(0, gain sqrt(2 / (fan_in + fan_out)))
   auto xavier = [&](const Linear& fc, double gain) {
     const double std = gain * std::sqrt(2.0 / static_cast<double>(fc.in_features() + fc.out_features()));
-    copy_into(fc.weight, normal(fc.weight.shape(), 0.0, std, gen));
+    normal_(fc.weight, 0.0, std, gen);
     if (fc.bias.defined()) fill_(fc.bias, 0.0);
   };
   for (const auto& attention : {block.attn, block.cross_attn}) {

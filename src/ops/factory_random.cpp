@@ -64,6 +64,15 @@ Tensor normal(const Shape& shape, double mean, double std, Generator& gen, DType
   return draw("normal", shape, dtype, cpu::Distribution::normal, mean, std, gen);
 }
 
+void normal_(const Tensor& t, double mean, double std, Generator& gen) {
+  require_floating("normal_", t.dtype());
+  NF_CHECK(std >= 0.0, "normal_: std must be non-negative, got ", std);
+  NF_CHECK(t.is_contiguous(), "normal_: the tensor must be contiguous, got shape ", shape_str(t.shape()), " strides ",
+           shape_str(t.strides()));
+  const uint64_t first = gen.reserve(static_cast<uint64_t>(t.numel()));
+  kRandom.get(t.device(), "normal_")(t, cpu::Distribution::normal, mean, std, gen.seed(), first);
+}
+
 Tensor randint(int64_t low, int64_t high, const Shape& shape, Generator& gen, DType dtype) {
   NF_CHECK(dtype == DType::i32 || dtype == DType::i64, "randint: dtype ", dtype_name(dtype), " is not an integer dtype");
   NF_CHECK(low < high, "randint: empty range [", low, ", ", high, ")");

@@ -157,6 +157,18 @@ TEST(Random, DrawsAdvanceTheOffsetAndContinueOneStream) {
   EXPECT_TENSOR_CLOSE(rand({1000}, jumped), second, 0, 0);
 }
 
+TEST(Random, NormalInPlaceDrawsWhatNormalReturns) {
+  Generator a(11), b(11);
+  const Tensor drawn = normal({37, 5}, 0.5, 2.0, a);
+  const Tensor in_place = zeros({37, 5});
+  normal_(in_place, 0.5, 2.0, b);
+  EXPECT_TENSOR_CLOSE(in_place, drawn, 0, 0);
+  EXPECT_EQ(b.offset(), a.offset());
+  EXPECT_THROW_WITH(normal_(zeros({4, 3}).t(), 0.0, 1.0, b), "normal_", "contiguous", "(3, 4)");
+  EXPECT_THROW_WITH(normal_(zeros({3}, DType::i64), 0.0, 1.0, b), "normal_", "i64", "floating");
+  EXPECT_EQ(b.offset(), a.offset());  // failed draws consume nothing
+}
+
 TEST(Random, ResultsDoNotDependOnTheThreadCount) {
   const int saved = num_threads();
   std::vector<std::vector<Tensor>> runs;

@@ -27,6 +27,9 @@ Tensor rand(const Shape& shape, Generator& gen, DType dtype = DType::f32);   // 
 Tensor uniform(const Shape& shape, double low, double high, Generator& gen, DType dtype = DType::f32);
 Tensor randn(const Shape& shape, Generator& gen, DType dtype = DType::f32);  // normal(0, 1)
 Tensor normal(const Shape& shape, double mean, double std, Generator& gen, DType dtype = DType::f32);
+// Draws normal(mean, std) into t in place (contiguous, floating): the values normal(t.shape(), ...)
+// would return from the same generator state, without the temporary (weight initialisation).
+void normal_(const Tensor& t, double mean, double std, Generator& gen);
 Tensor randint(int64_t low, int64_t high, const Shape& shape, Generator& gen, DType dtype = DType::i64);  // [low, high)
 Tensor bernoulli(const Shape& shape, double p, Generator& gen, DType dtype = DType::f32);  // 1 with probability p
 
