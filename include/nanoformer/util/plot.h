@@ -27,6 +27,7 @@ struct LineChart {
   // Named x positions instead of numbers: the x values are 0, 1, 2, ... and these labels are drawn
   // vertically under the axis (the stages of a block, say).
   std::vector<std::string> x_categories{};
+  bool legend_above = false;  // the legend in one row above the axes instead of inside at the top right
 };
 
 // The size and arrangement of a figure, in pixels.
