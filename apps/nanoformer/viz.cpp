@@ -118,14 +118,14 @@ void write_stats(const ProbeResult& r, const Input& in, const VizArgs& a, const 
     for (auto [series, v] : {std::pair{&mean, s.mean}, {&std, s.std}, {&rms, s.rms}, {&lo, s.min}, {&hi, s.max}})
       series->x.push_back(x), series->y.push_back(v);
   }
-  spread.series = {mean, std, rms};
+  spread.series = {mean, rms, std};  // std dashed over RMS: they coincide when the mean is near 0
   range.series = {lo, hi};
   const nlohmann::ordered_json j = {{"model", name}, {"ids", in.ids}, {"tokens", in.labels}, {"stages", stages}};
   write_text_file((fs::path(a.out) / "stats.json").string(), j.dump(1) + "\n");
   const int width = std::max(900, 40 * static_cast<int>(r.stages.size()) / 2 + 200);
   plot::write_line_charts((fs::path(a.out) / "stats.png").string(), {spread, range},
                           {.title = "per-stage statistics: " + name, .columns = 1, .panel_width = width,
-                           .panel_height = 420});
+                           .panel_height = 560});
 }
 
 // The layers or heads to draw: all, or the one selected (out of range: an error naming the flag).
@@ -193,8 +193,8 @@ void write_comparison(const ProbeResult& r, const std::string& name, const Input
   const std::string path = (fs::path(a.out) / "compare.png").string();
   plot::write_histograms(path, panels,
                          {.title = "block outputs: " + name + " vs " + other_name,
-                          .columns = static_cast<int>(std::min<size_t>(panels.size(), 3)), .panel_width = 520,
-                          .panel_height = 360});
+                          .columns = static_cast<int>(std::min<size_t>(panels.size(), 3)), .panel_width = 640,
+                          .panel_height = 440});
   std::printf("wrote %s\n", path.c_str());
 }
 
