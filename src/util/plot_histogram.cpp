@@ -101,12 +101,7 @@ void write_histograms(const std::string& path, const std::vector<HistogramChart>
              chart.bins, " bins (1 to 10000 allowed)");
     NF_CHECK(!chart.samples.empty(), "plot '", path, "': histogram '", chart.title, "' has no samples");
   }
-  const detail::GridShape g = detail::grid_shape(path, panels.size(), layout.columns, !layout.title.empty());
-  detail::Figure figure(path, g.columns * layout.panel_width, static_cast<int>(g.top) + g.rows * layout.panel_height);
-  figure.title(layout.title);
-  for (size_t i = 0; i < panels.size(); ++i)
-    draw_panel(figure, panels[i], detail::grid_cell(static_cast<int>(i), g.columns, layout.panel_width, layout.panel_height, g.top));
-  figure.finish();
+  detail::draw_panel_grid(path, panels, layout, draw_panel);
 }
 
 void write_histogram(const std::string& path, const HistogramChart& chart) { write_histograms(path, {chart}, Layout{}); }

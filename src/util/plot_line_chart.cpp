@@ -134,12 +134,7 @@ void draw_panel(const detail::Figure& figure, const LineChart& chart, const Pixe
 
 void write_line_charts(const std::string& path, const std::vector<LineChart>& panels, const Layout& layout) {
   for (const LineChart& chart : panels) check_chart(path, chart);
-  const detail::GridShape g = detail::grid_shape(path, panels.size(), layout.columns, !layout.title.empty());
-  detail::Figure figure(path, g.columns * layout.panel_width, static_cast<int>(g.top) + g.rows * layout.panel_height);
-  figure.title(layout.title);
-  for (size_t i = 0; i < panels.size(); ++i)
-    draw_panel(figure, panels[i], detail::grid_cell(static_cast<int>(i), g.columns, layout.panel_width, layout.panel_height, g.top));
-  figure.finish();
+  detail::draw_panel_grid(path, panels, layout, draw_panel);
 }
 
 void write_line_chart(const std::string& path, const LineChart& chart) { write_line_charts(path, {chart}, Layout{}); }
