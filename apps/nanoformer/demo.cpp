@@ -15,8 +15,8 @@
 #include "nanoformer/infer/greedy.h"
 #include "nanoformer/tokenizer/char_tokenizer.h"
 #include "nanoformer/train/addition_task.h"
+#include "nanoformer/train/metrics_chart.h"
 #include "nanoformer/train/trainer.h"
-#include "nanoformer/util/svg_plot.h"
 
 namespace nf::cli {
 namespace {
@@ -29,18 +29,6 @@ struct DemoOptions {
   std::string out = "nanoformer-demo";
   int shown = 5;
 };
-
-void write_loss_plot(const std::string& metrics, const std::string& svg) {
-  PlotSeries train{"train loss", {}, {}}, val{"validation loss", {}, {}};
-  std::ifstream in(metrics);
-  for (std::string line; std::getline(in, line);) {
-    const auto j = nlohmann::json::parse(line);
-    PlotSeries& s = j.contains("val_loss") ? val : train;
-    s.x.push_back(j.at("step").get<double>());
-    s.y.push_back(j.contains("val_loss") ? j.at("val_loss").get<double>() : j.at("loss").get<double>());
-  }
-  write_line_plot_svg(svg, {train, val}, {.title = "nanoformer demo: addition, character level", .y_label = "loss", .log_y = true});
-}
 
 void run_demo(const DemoOptions& o) {
   // The run directory belongs to the demo: a rerun starts over.
@@ -83,11 +71,12 @@ void run_demo(const DemoOptions& o) {
   std::printf("%s", trainer.describe().c_str());
   trainer.run();
 
-  const std::string svg = (fs::path(o.out) / "loss.svg").string();
-  write_loss_plot((fs::path(o.out) / "metrics.jsonl").string(), svg);
+  const std::string png = (fs::path(o.out) / "loss.png").string();
+  train::write_metrics_chart(png, {{"demo", train::read_metrics_log((fs::path(o.out) / "metrics.jsonl").string())}},
+                             "nanoformer demo: addition, character level (loss on the answers)");
   const double val = trainer.evaluate();
   std::printf("validation loss on the answers %.4f nats/char (a uniform guess of a digit: %.4f); loss curve: %s\n",
-              val, std::log(10.0), svg.c_str());
+              val, std::log(10.0), png.c_str());
 
   const int64_t newline = *chars.token_id("\n");
   int correct = 0;
@@ -122,7 +111,7 @@ void add_demo_command(CLI::App& app) {
   cmd->add_option("--digits", o->task.digits, "Digits per operand")->capture_default_str()->check(CLI::Range(1, 6));
   cmd->add_option("--problems", o->task.train_problems, "Training problems")->capture_default_str();
   cmd->add_option("--seed", o->task.seed, "Seed of the generated problems")->capture_default_str();
-  cmd->add_option("--out", o->out, "Run directory (replaced): data, checkpoints, metrics, loss.svg")->capture_default_str();
+  cmd->add_option("--out", o->out, "Run directory (replaced): data, checkpoints, metrics, loss.png")->capture_default_str();
   cmd->callback([o] { run_demo(*o); });
 }
 

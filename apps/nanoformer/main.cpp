@@ -16,6 +16,8 @@ int main(int argc, char** argv) {
   nf::cli::add_generate_command(app);
   nf::cli::add_chat_command(app);
   nf::cli::add_lora_command(app);
+  nf::cli::add_plot_command(app);
+  nf::cli::add_viz_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {
