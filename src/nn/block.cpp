@@ -105,7 +105,7 @@ Tensor TransformerBlock::residual(const Tensor& x, UnaryModule& norm, UnaryModul
 Tensor TransformerBlock::forward(const Tensor& x, const BlockInputs& in) {
   Tensor h = residual(x, *attn_norm, attn_out_norm.get(),
                       [&](const Tensor& t) {
-                        return in.cache ? attn->forward_cached(t, *in.cache) : attn->forward(t, {}, in.masks, in.q_offset);
+                        return in.caches.empty() ? attn->forward(t, {}, in.masks, in.q_offset) : attn->forward_cached(t, in.caches);
                       });
   if (cross_attn) {
     NF_CHECK(in.context.defined() || in.context_kv,
