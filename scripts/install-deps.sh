@@ -13,6 +13,7 @@ packages=(
   libbenchmark-dev       # make bench
   nlohmann-json3-dev     # JSON configs and safetensors headers
   libcli11-dev           # command-line parsing for apps/nanoformer
+  libcpp-httplib-dev     # the HTTP server of nanoformer serve
   "$@"
 )
 
