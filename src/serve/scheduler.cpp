@@ -76,7 +76,7 @@ void Scheduler::run() {
       while (!queue_.empty() && static_cast<int64_t>(running_.size() + joining.size()) < options_.parallel) {
         joining.push_back(std::move(queue_.front()));
         queue_.pop_front();
-        ++active_;
+        stats_.running = ++active_;
       }
       stats_.queued = static_cast<int64_t>(queue_.size());
     }
@@ -114,10 +114,12 @@ void Scheduler::start(SequenceRequest request) {
   auto end_unstarted = [&](std::string error) {  // cancelled while queued, or refused
     outcome.error = std::move(error);
     outcome.cancelled = outcome.error.empty();
+    {
+      std::lock_guard lock(mutex_);  // the stats first: a caller woken by on_done sees them
+      stats_.running = --active_;
+      if (outcome.cancelled) ++stats_.cancelled;
+    }
     if (request.on_done) request.on_done(outcome);
-    std::lock_guard lock(mutex_);
-    --active_;
-    if (outcome.cancelled) ++stats_.cancelled;
   };
   if (request.cancelled->load()) return end_unstarted("");
   try {
@@ -155,10 +157,6 @@ void Scheduler::start(SequenceRequest request) {
   infer::Sampler sampler(request.sampler);
   std::vector<int64_t> history = request.prompt;
   running_.push_back({std::move(request), best, std::move(sampler), std::move(history), 0, outcome});
-  {
-    std::lock_guard lock(mutex_);
-    stats_.running = static_cast<int64_t>(running_.size());
-  }
   if (!accept(running_.back(), logits.data<float>())) running_.pop_back();
 }
 
@@ -187,10 +185,12 @@ bool Scheduler::accept(Running& r, const float* logits) {
 
 void Scheduler::finish(Running& r, SequenceOutcome outcome) {
   slots_[r.slot].busy = false;
+  {
+    std::lock_guard lock(mutex_);  // the stats first: a caller woken by on_done sees them
+    stats_.running = --active_;
+    ++(outcome.cancelled ? stats_.cancelled : stats_.completed);
+  }
   if (r.request.on_done) r.request.on_done(outcome);
-  std::lock_guard lock(mutex_);
-  --active_;
-  ++(outcome.cancelled ? stats_.cancelled : stats_.completed);
 }
 
 void Scheduler::step() {
@@ -223,8 +223,6 @@ void Scheduler::step() {
     ++stats_.decode_steps;
     stats_.decoded_rows += rows;
   }
-  std::lock_guard lock(mutex_);
-  stats_.running = static_cast<int64_t>(running_.size());
 }
 
 }  // namespace nf::serve

@@ -49,14 +49,15 @@ struct SequenceRequest {
   infer::StopCriteria stop;  // eos ids and max new tokens (stop strings are on_token's business)
   // After each new token, on the scheduler's thread: false ends the sequence (a stop string).
   std::function<bool(int64_t id)> on_token;
-  // Once, on the scheduler's thread, however the sequence ends.
+  // Once, on the scheduler's thread, however the sequence ends (stats() already count it).
   std::function<void(const SequenceOutcome&)> on_done;
   // Set by the caller to drop the sequence (a client gone): it is freed before the next step.
   std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
 };
 
 struct SchedulerStats {
-  int64_t running = 0, queued = 0, parallel = 0, max_queue = 0;
+  int64_t running = 0;  // taken from the queue and not yet ended
+  int64_t queued = 0, parallel = 0, max_queue = 0;
   int64_t decode_steps = 0, decoded_rows = 0;  // batched steps, and the rows they decoded
   int64_t completed = 0, cancelled = 0;
 };
