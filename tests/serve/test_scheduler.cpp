@@ -8,18 +8,13 @@
 
 #include <future>
 
+#include "infer/tiny_lm.h"
 #include "nanoformer/infer/session.h"
 
 namespace nf::serve {
 namespace {
 
-std::shared_ptr<models::DecoderLM> tiny_model() {
-  models::DecoderLMConfig c = models::preset_config("llama2c-stories260k");
-  c.vocab_size = 64, c.dim = 32, c.n_layers = 2, c.n_heads = 4, c.n_kv_heads = 2, c.max_seq_len = 48;
-  c.init_std = 0.3;
-  Generator gen(3);
-  return std::make_shared<models::DecoderLM>(c, gen);
-}
+std::shared_ptr<models::DecoderLM> tiny_model() { return testing::tiny_lm(48); }
 
 // A submitted sequence's tokens and outcome, once it ends.
 struct Tracked {

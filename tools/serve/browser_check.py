@@ -5,20 +5,18 @@ tokens/s, a second turn keeps the conversation; then a screenshot is written.
 
     python tools/serve/browser_check.py --out serve-page.png
 """
-import argparse
 import base64
 import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
 
 import websocket
 
-from server_process import ServerProcess
+from server_process import argument_parser, check, ServerProcess
 
 
 class Browser:
@@ -75,16 +73,8 @@ class Browser:
         shutil.rmtree(self.profile, ignore_errors=True)
 
 
-def check(condition, what):
-    print(("ok    " if condition else "FAIL  ") + what)
-    if not condition:
-        sys.exit(1)
-
-
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", default="minimind2-small")
-    p.add_argument("--tokenizer", default="/work/shared/data/minimind2_tokenizer.json")
+    p = argument_parser(__doc__)
     p.add_argument("--chromium", default="chromium")
     p.add_argument("--out", default="serve-page.png")
     a = p.parse_args()

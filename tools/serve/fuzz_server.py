@@ -6,7 +6,6 @@ dropped connection; /health must answer and a valid request must still succeed a
 
     python tools/serve/fuzz_server.py --requests 200
 """
-import argparse
 import http.client
 import json
 import random
@@ -14,7 +13,7 @@ import socket
 import sys
 import time
 
-from server_process import ServerProcess
+from server_process import argument_parser, ServerProcess
 
 VALID = {"messages": [{"role": "user", "content": "Hello"}], "max_tokens": 4, "temperature": 0}
 
@@ -66,9 +65,7 @@ def slow_client(host, port):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", default="minimind2-small")
-    p.add_argument("--tokenizer", default="/work/shared/data/minimind2_tokenizer.json")
+    p = argument_parser(__doc__)
     p.add_argument("--requests", type=int, default=200)
     p.add_argument("--seed", type=int, default=1)
     a = p.parse_args()

@@ -2,12 +2,11 @@
 S seconds, once per --parallel value (batched decoding against one sequence at a time), each
 configuration in a fresh server process. Reports requests/s, generated tokens/s summed over the
 clients, p50/p99 time to first token, and the server's resident memory before the load (after a
-warm-up round in which every client sends one request, so that the server's threads, their malloc
-arenas and the allocator's cache exist) and after it (all clients done, 2 s later).
+warm-up of the same load, so that the server's threads, their malloc arenas and the allocator's
+cache exist) and after it (all clients done, 2 s later).
 
     python tools/serve/load_test.py --clients 32 --seconds 20 --parallel 8 1
 """
-import argparse
 import http.client
 import json
 import random
@@ -15,7 +14,7 @@ import statistics
 import threading
 import time
 
-from server_process import ServerProcess
+from server_process import argument_parser, ServerProcess
 
 PROMPTS = ["Tell me a story about a cat.", "What is the capital of France?", "Explain gravity in one sentence.",
            "Write a short poem about rain.", "How do I bake bread?", "Why is the sky blue?", "Say hello in five languages."]
@@ -87,12 +86,11 @@ def load(url, clients, seconds, max_tokens):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", default="minimind2-small")
-    p.add_argument("--tokenizer", default="/work/shared/data/minimind2_tokenizer.json")
+    p = argument_parser(__doc__)
     p.add_argument("--clients", type=int, default=32)
     p.add_argument("--seconds", type=float, default=20)
     p.add_argument("--max-tokens", type=int, default=48)
+    p.add_argument("--warmup-seconds", type=float, default=10, help="of the same load before the memory is read")
     p.add_argument("--parallel", type=int, nargs="+", default=[8, 1])
     p.add_argument("--threads", default="1", help="NANOFORMER_THREADS of the server")
     p.add_argument("--json", help="also write the results here")
@@ -102,7 +100,7 @@ def main():
         args = ["--model", a.model, "--tokenizer", a.tokenizer, "--context", "512", "--parallel", str(parallel),
                 "--queue", str(a.clients + 8)]
         with ServerProcess(args, env={"NANOFORMER_THREADS": a.threads}) as server:
-            load(server.url, a.clients, 1, a.max_tokens)  # warm-up: every client once, so threads and caches exist
+            load(server.url, a.clients, a.warmup_seconds, a.max_tokens)  # the same load: threads, arenas, caches
             time.sleep(2)
             before = server.rss_mib()
             r = load(server.url, a.clients, a.seconds, a.max_tokens)

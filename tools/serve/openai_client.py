@@ -8,18 +8,10 @@ Lists the models, asks for a chat completion and a text completion, each plain a
 checks that a bad request raises the client's BadRequestError and a wrong key AuthenticationError.
 Prints what it did and exits non-zero on the first mismatch.
 """
-import argparse
-import sys
 
 import openai
 
-from server_process import ServerProcess
-
-
-def check(condition, what):
-    print(("ok    " if condition else "FAIL  ") + what)
-    if not condition:
-        sys.exit(1)
+from server_process import argument_parser, check, ServerProcess
 
 
 def run(url, api_key):
@@ -67,10 +59,8 @@ def run(url, api_key):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argument_parser(__doc__)
     p.add_argument("--url", help="a running server (default: start one)")
-    p.add_argument("--model", default="minimind2-small")
-    p.add_argument("--tokenizer", default="/work/shared/data/minimind2_tokenizer.json")
     p.add_argument("--api-key", default="test-key")
     a = p.parse_args()
     print(f"openai {openai.__version__}")

@@ -1,13 +1,16 @@
-"""Starts `nanoformer serve` on a free loopback port for the scripts of tools/serve/ and stops it.
+"""What the scripts of tools/serve/ share: `nanoformer serve` started on a free loopback port and
+stopped, their command line, and their checks.
 
     with ServerProcess(["--model", "minimind2-small", "--tokenizer", "tok.json"]) as server:
         server.url            # http://127.0.0.1:PORT
         server.rss_mib()      # the server's resident memory now
 """
+import argparse
 import os
 import re
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -50,3 +53,18 @@ class ServerProcess:
         os.unlink(self.log.name)
         if code != 0 and exc[0] is None:
             raise RuntimeError(f"nanoformer serve exited with {code}")
+
+
+def argument_parser(doc):
+    """A script's parser: its docstring as help, and the model to serve (a preset has random weights)."""
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", default="minimind2-small", help="model or preset (default: %(default)s)")
+    p.add_argument("--tokenizer", default="/work/shared/data/minimind2_tokenizer.json", help="(default: %(default)s)")
+    return p
+
+
+def check(condition, what):
+    """Prints `ok` or `FAIL` and the claim; exits non-zero at the first failure."""
+    print(("ok    " if condition else "FAIL  ") + what)
+    if not condition:
+        sys.exit(1)
