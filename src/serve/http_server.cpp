@@ -135,9 +135,9 @@ void HttpServer::routes() {
                {"data", json::array({{{"id", service_.model_name()}, {"object", "model"}, {"created", 0},
                                       {"owned_by", "nanoformer"}, {"context_length", service_.scheduler().context()}}})}});
   });
-  for (const auto& [path, endpoint] : {std::pair{"/v1/chat/completions", Endpoint::chat},
-                                       std::pair{"/v1/completions", Endpoint::completion}}) {
-    s.Post(path, [this, endpoint](const httplib::Request& req, httplib::Response& res) {
+  for (const auto& route : {std::pair{"/v1/chat/completions", Endpoint::chat},
+                            std::pair{"/v1/completions", Endpoint::completion}}) {
+    s.Post(route.first, [this, endpoint = route.second](const httplib::Request& req, httplib::Response& res) {
       try {
         const CompletionRequest request = parse_completion_request(req.body, endpoint);
         std::shared_ptr<Completion> completion = service_.start(request);
