@@ -16,6 +16,7 @@ packages=(
   libplplot-dev          # figures (src/util/plot_*.cpp) ...
   plplot-driver-cairo    # ... drawn as PNG (pngcairo) and SVG (svgcairo)
   fonts-noto-cjk         # CJK glyphs for token labels (found through fontconfig)
+  libcpp-httplib-dev     # the HTTP server of nanoformer serve
   "$@"
 )
 

@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
-want=(torch numpy safetensors tokenizers "unicodedata2==16.0.0")
-if ! .venv/bin/python -c "import torch, numpy, safetensors, tokenizers, unicodedata2" 2>/dev/null; then
+# openai and websocket-client: the serving scripts of tools/serve/ (the official client; Chromium's DevTools)
+want=(torch numpy safetensors tokenizers "unicodedata2==16.0.0" openai websocket-client)
+if ! .venv/bin/python -c "import torch, numpy, safetensors, tokenizers, unicodedata2, openai, websocket" 2>/dev/null; then
   .venv/bin/pip install -q "${want[@]}"
 fi

@@ -25,6 +25,15 @@ double GenerationResult::decode_tokens_per_s() const {
   return decode_seconds > 0 ? decoded / decode_seconds : 0;
 }
 
+int64_t keep_common_prefix(nn::KVCache& cache, std::vector<int64_t>& cached, const std::vector<int64_t>& sequence) {
+  const auto common = static_cast<int64_t>(
+      std::mismatch(cached.begin(), cached.end(), sequence.begin(), sequence.end()).first - cached.begin());
+  const int64_t keep = std::min(common, static_cast<int64_t>(sequence.size()) - 1);
+  cache.truncate(keep);
+  cached.resize(static_cast<size_t>(keep));
+  return keep;
+}
+
 Session::Session(models::DecoderLM& model, int64_t max_len) : model_(model), cache_(model.make_cache(1, max_len)) {
   model_.eval();
 }
@@ -52,12 +61,7 @@ GenerationResult Session::generate(const std::vector<int64_t>& sequence, Sampler
   NF_CHECK(length < context, "generate: the prompt is ", length, " tokens, but the context holds ", context,
            " (the model's max_seq_len or --context), leaving no room for a new token");
 
-  // keep the longest common prefix of the cache and the sequence; always feed at least one token
-  const auto common = static_cast<int64_t>(
-      std::mismatch(cached_.begin(), cached_.end(), sequence.begin(), sequence.end()).first - cached_.begin());
-  const int64_t keep = std::min(common, length - 1);
-  cache_.truncate(keep);
-  cached_.resize(static_cast<size_t>(keep));
+  const int64_t keep = keep_common_prefix(cache_, cached_, sequence);
 
   GenerationResult result;
   result.prompt_tokens = length - keep;

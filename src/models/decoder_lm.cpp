@@ -103,25 +103,44 @@ nn::KVCache DecoderLM::make_cache(int64_t max_batch, int64_t max_len) const {
 }
 
 Tensor DecoderLM::forward_cached(const Tensor& ids, nn::KVCache& cache, bool last_only) {
+  NF_CHECK(ids.dim() == 2, "DecoderLM: ids must be (B, T), got ", shape_str(ids.shape()));
+  nn::KVCache* const caches[] = {&cache};
+  return forward_steps(ids, caches, {cache.begin(ids.size(0), ids.size(1))}, last_only);
+}
+
+Tensor DecoderLM::forward_cached_rows(const Tensor& ids, std::span<nn::KVCache* const> caches, bool last_only) {
+  NF_CHECK(ids.dim() == 2, "DecoderLM: ids must be (B, T), got ", shape_str(ids.shape()));
+  NF_CHECK(ids.size(0) == static_cast<int64_t>(caches.size()), "DecoderLM: ", ids.size(0), " rows of ids for ",
+           caches.size(), " caches (one sequence per cache)");
+  std::vector<nn::KVCacheStep> steps;
+  for (nn::KVCache* cache : caches) steps.push_back(cache->begin(1, ids.size(1)));
+  return forward_steps(ids, caches, steps, last_only);
+}
+
+Tensor DecoderLM::forward_steps(const Tensor& ids, std::span<nn::KVCache* const> caches,
+                                const std::vector<nn::KVCacheStep>& steps, bool last_only) {
   const DecoderLMConfig& c = config_;
   NF_CHECK(!is_training(), "DecoderLM: a cached forward is inference: call eval() first");
-  NF_CHECK(ids.dim() == 2, "DecoderLM: ids must be (B, T), got ", shape_str(ids.shape()));
-  NF_CHECK(cache.shape().n_layers == c.n_layers, "DecoderLM: the cache has ", cache.shape().n_layers,
-           " layers, the model ", c.n_layers);
+  std::vector<int64_t> positions;
+  for (size_t i = 0; i < caches.size(); ++i) {
+    NF_CHECK(caches[i]->shape().n_layers == c.n_layers, "DecoderLM: the cache has ", caches[i]->shape().n_layers,
+             " layers, the model ", c.n_layers);
+    positions.insert(positions.end(), steps[i].positions.begin(), steps[i].positions.end());
+  }
   NoGradGuard no_grad;
-  const nn::KVCacheStep step = cache.begin(ids.size(0), ids.size(1));
-  const int64_t last_position = *std::max_element(step.positions.begin(), step.positions.end()) + step.new_tokens;
+  const int64_t new_tokens = ids.size(1);
+  const int64_t last_position = *std::max_element(positions.begin(), positions.end()) + new_tokens;
   NF_CHECK(last_position <= c.max_seq_len, "DecoderLM: positions up to ", last_position - 1,
            " exceed max_seq_len ", c.max_seq_len);
-  Tensor x = embed(ids, step.positions);
+  Tensor x = embed(ids, positions);
   for (int64_t i = 0; i < c.n_layers; ++i) {
     nn::BlockInputs inputs;
-    inputs.cache = nn::CachedAttention{cache.layer(i), &step};
+    for (size_t j = 0; j < caches.size(); ++j) inputs.caches.push_back({caches[j]->layer(i), &steps[j]});
     x = (*layers)[static_cast<size_t>(i)]->forward(x, inputs);
   }
-  if (last_only) x = narrow(x, 1, step.new_tokens - 1, 1);
+  if (last_only) x = narrow(x, 1, new_tokens - 1, 1);
   Tensor logits = head(x);
-  cache.commit(step);
+  for (size_t i = 0; i < caches.size(); ++i) caches[i]->commit(steps[i]);
   return logits;
 }
 

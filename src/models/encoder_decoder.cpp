@@ -192,7 +192,7 @@ Tensor EncoderDecoder::decode_cached(const Tensor& tgt, DecoderState& state, boo
   for (size_t i = 0; i < decoder_layers->size(); ++i) {
     const nn::LayerKV memory{rows_of(state.memory_kv[i].keys), rows_of(state.memory_kv[i].values)};
     nn::BlockInputs inputs;
-    inputs.cache = nn::CachedAttention{state.cache.layer(static_cast<int64_t>(i)), &step};
+    inputs.caches = {nn::CachedAttention{state.cache.layer(static_cast<int64_t>(i)), &step}};
     inputs.context_kv = &memory;
     inputs.context_masks.key_padding = src_padding;
     y = (*decoder_layers)[i]->forward(y, inputs);

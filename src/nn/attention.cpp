@@ -7,6 +7,7 @@
 #include "nanoformer/autograd/grad_mode.h"
 #include "nanoformer/core/error.h"
 #include "nanoformer/ops/elementwise.h"
+#include "nanoformer/ops/join.h"
 #include "nanoformer/ops/norm.h"
 #include "nanoformer/ops/reduce.h"
 #include "nanoformer/ops/view.h"
@@ -116,24 +117,50 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const Tensor& context, const
 }
 
 Tensor MultiHeadAttention::forward_cached(const Tensor& x, const CachedAttention& cache) {
+  return forward_cached(x, std::span<const CachedAttention>(&cache, 1));
+}
+
+Tensor MultiHeadAttention::forward_cached(const Tensor& x, std::span<const CachedAttention> caches) {
   const AttentionConfig& c = config_;
-  NF_CHECK(cache.step, "MultiHeadAttention: a cached forward needs the cache's step");
-  const KVCacheStep& step = *cache.step;
+  NF_CHECK(!caches.empty(), "MultiHeadAttention: a cached forward needs at least one cache");
   NF_CHECK(c.causal, "MultiHeadAttention: a cached forward needs causal self-attention");
   NF_CHECK(!is_training(), "MultiHeadAttention: a cached forward is inference: call eval() first");
-  NF_CHECK(x.dim() == 3 && x.size(0) == step.batch && x.size(1) == step.new_tokens && x.size(2) == c.dim,
-           "MultiHeadAttention: x must be (B = ", step.batch, ", T = ", step.new_tokens, ", dim = ", c.dim,
+  int64_t rows = 0;
+  for (const CachedAttention& cache : caches) {
+    NF_CHECK(cache.step, "MultiHeadAttention: a cached forward needs the cache's step");
+    NF_CHECK(cache.step->new_tokens == caches[0].step->new_tokens, "MultiHeadAttention: caches of one forward take ",
+             caches[0].step->new_tokens, " and ", cache.step->new_tokens, " new tokens; they must agree");
+    rows += cache.step->batch;
+  }
+  const int64_t T = caches[0].step->new_tokens;
+  NF_CHECK(x.dim() == 3 && x.size(0) == rows && x.size(1) == T && x.size(2) == c.dim,
+           "MultiHeadAttention: x must be (B = ", rows, ", T = ", T, ", dim = ", c.dim,
            ") for this cache step, got ", shape_str(x.shape()));
+  NoGradGuard no_grad;
+  const Tensor q = split_heads(q_proj->forward(x), c.n_heads, c.head_dim);
+  const Tensor k = split_heads(k_proj->forward(x), c.n_kv_heads, c.head_dim);
+  const Tensor v = split_heads(v_proj->forward(x), c.n_kv_heads, c.head_dim);
+  std::vector<Tensor> outputs;
+  int64_t row = 0;
+  for (const CachedAttention& cache : caches) {
+    const int64_t B = cache.step->batch;
+    outputs.push_back(attend_cached(narrow(q, 0, row, B), narrow(k, 0, row, B), narrow(v, 0, row, B), cache));
+    row += B;
+  }
+  const Tensor y = outputs.size() == 1 ? outputs[0] : cat(outputs, 0);
+  // (B, H, T, Dh) -> (B, T, H * Dh) -> o_proj
+  return o_proj->forward(y.transpose(1, 2).reshape({rows, T, c.n_heads * c.head_dim}));
+}
+
+Tensor MultiHeadAttention::attend_cached(Tensor q, Tensor k, const Tensor& v, const CachedAttention& cache) {
+  const AttentionConfig& c = config_;
+  const KVCacheStep& step = *cache.step;
   const Tensor& storage = cache.kv.keys;
   NF_CHECK(storage.dim() == 4 && storage.size(1) == c.n_kv_heads && storage.size(3) == c.head_dim &&
                cache.kv.values.shape() == storage.shape(),
            "MultiHeadAttention: the cache holds ", shape_str(storage.shape()), " keys, not (batch, n_kv_heads = ",
            c.n_kv_heads, ", len, head_dim = ", c.head_dim, ")");
-  NoGradGuard no_grad;
   const int64_t B = step.batch, T = step.new_tokens, columns = step.column + T;
-  Tensor q = split_heads(q_proj->forward(x), c.n_heads, c.head_dim);
-  Tensor k = split_heads(k_proj->forward(x), c.n_kv_heads, c.head_dim);
-  const Tensor v = split_heads(v_proj->forward(x), c.n_kv_heads, c.head_dim);
   if (position_) {
     q = at_row_positions(step.positions, [&](int64_t r, int64_t n, int64_t p) {
       return position_->rotate_queries(narrow(q, 0, r, n), p);
@@ -164,9 +191,7 @@ Tensor MultiHeadAttention::forward_cached(const Tensor& x, const CachedAttention
                                  .dropout_p = 0.0,
                                  .scale = c.scale,
                                  .kernel = c.fused ? AttentionKernel::fused : AttentionKernel::plain};
-  const Tensor y = scaled_dot_product_attention(q, keys, values, options, dropout_gen_);
-  // (B, H, T, Dh) -> (B, T, H * Dh) -> o_proj
-  return o_proj->forward(y.transpose(1, 2).reshape({B, T, c.n_heads * c.head_dim}));
+  return scaled_dot_product_attention(q, keys, values, options, dropout_gen_);
 }
 
 LayerKV MultiHeadAttention::context_kv(const Tensor& context) {

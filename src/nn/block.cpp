@@ -113,7 +113,7 @@ Tensor TransformerBlock::residual(const Tensor& x, UnaryModule& norm, UnaryModul
 }
 
 Tensor TransformerBlock::self_attention(const Tensor& x, const BlockInputs& in) {
-  if (in.cache) return attn->forward_cached(x, *in.cache);
+  if (!in.caches.empty()) return attn->forward_cached(x, in.caches);
   if (!recorder_ || !recorder_->wants_attention_weights()) return attn->forward(x, {}, in.masks, in.q_offset);
   AttentionWithWeights r = attn->forward_with_weights(x, {}, in.masks, in.q_offset);
   recorder_->attention_weights(r.weights);

@@ -12,6 +12,7 @@
 #include "nanoformer/models/model_io.h"
 #include "support/cli_test.h"
 #include "support/testing.h"
+#include "tiny_chat_model.h"
 #include "tokenizer/fixtures.h"
 
 namespace nf {
@@ -46,18 +47,12 @@ TEST_F(GenerateCliTest, IdsModeGivesTransformersGreedyTokens) {
   EXPECT_NE(r.err.find("stopped: max new tokens"), std::string::npos) << r.err;
 }
 
-// A tiny LLaMA-style model over byte_tokenizer with ChatML's specials (<|endoftext|> 256,
-// <|im_start|> 257, <|im_end|> 258), saved with its tokenizer.json beside it.
+// A tiny chat model (tiny_chat_model.h) in path("model").
 class ChatModelTest : public testing::CliTest {
  protected:
   void SetUp() override {
     CliTest::SetUp();
-    std::filesystem::create_directories(path("model"));
-    tokenizer::testing::byte_tokenizer({"<|endoftext|>", "<|im_start|>", "<|im_end|>"}).save(path("model/tokenizer.json"));
-    models::DecoderLMConfig c = models::preset_config("llama2c-stories260k");
-    c.vocab_size = 259, c.dim = 32, c.n_layers = 2, c.n_heads = 4, c.n_kv_heads = 2, c.max_seq_len = 128;
-    Generator gen(1);
-    models::save_model(models::DecoderLM(c, gen), path("model/model.safetensors"), "nanoformer");
+    testing::save_tiny_chat_model(path("model"));
   }
 };
 

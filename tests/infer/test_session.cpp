@@ -9,17 +9,12 @@
 
 #include "nanoformer/infer/greedy.h"
 #include "support/testing.h"
+#include "tiny_lm.h"
 
 namespace nf::infer {
 namespace {
 
-std::shared_ptr<models::DecoderLM> tiny_model() {
-  models::DecoderLMConfig c = models::preset_config("llama2c-stories260k");
-  c.vocab_size = 64, c.dim = 32, c.n_layers = 2, c.n_heads = 4, c.n_kv_heads = 2, c.max_seq_len = 32;
-  c.init_std = 0.3;
-  Generator gen(3);
-  return std::make_shared<models::DecoderLM>(c, gen);
-}
+std::shared_ptr<models::DecoderLM> tiny_model() { return testing::tiny_lm(); }
 
 SamplerConfig greedy() { return {.temperature = 0}; }
 

@@ -1,13 +1,16 @@
 // Decoding with the KV cache against the full forward: every preset family of configs/ (shrunk to
 // tiny random-weight models), each positional scheme a decoder takes, GQA/MQA and MoE give the
 // same logits at every step (prefill, one token per step, chunks after a prefix), after a
-// rollback, and for ragged batches (each row as that prompt alone). Greedy generation with the
-// cache equals greedy by recomputation. Bad input: contexts and batches beyond the cache.
+// rollback, and for ragged batches (each row as that prompt alone). Continuous batching (sequences
+// in their own caches, joining and leaving at different steps, decoded together) gives each
+// sequence the logits and greedy tokens it gets alone. Greedy generation with the cache equals
+// greedy by recomputation. Bad input: contexts and batches beyond the cache.
 #include <algorithm>
 #include <cstdio>
 
 #include "nanoformer/autograd/grad_mode.h"
 #include "nanoformer/infer/greedy.h"
+#include "nanoformer/infer/sampler.h"
 #include "nanoformer/models/decoder_lm.h"
 #include "nanoformer/models/model.h"
 #include "nanoformer/ops/elementwise.h"
@@ -202,6 +205,93 @@ TEST(CachedDecoding, RaggedBatchRowsEqualEachPromptAlone) {
   EXPECT_LE(moe, kTolerance);
 }
 
+// One sequence of continuous batching: its prompt, the step it joins at, and per generated token
+// the logits it was chosen from.
+struct BatchedSequence {
+  std::vector<int64_t> prompt;
+  int64_t joins_at = 0;
+  std::vector<int64_t> tokens;
+  std::vector<Tensor> logits;
+};
+
+int64_t greedy_token(const Tensor& logits_row) {
+  const Tensor row = logits_row.contiguous();
+  return infer::argmax(std::span<const float>(row.data<float>(), static_cast<size_t>(row.numel())));
+}
+
+// Six sequences (prompts of 1-9 tokens) join at steps 0, 0, 1, 3, 4, 6 and leave after `new_tokens`
+// greedy tokens; each step decodes every running sequence in one forward_cached_rows over its own
+// cache (up to 6 rows: the gemv path below 5 rows, sgemm above). Returns the largest logit
+// difference from each sequence decoded alone; the tokens must be equal.
+double continuous_batching_error(const DecoderLMConfig& config) {
+  DecoderLM model(config);
+  model.eval();
+  constexpr int64_t new_tokens = 8;
+  const std::vector<int64_t> lengths{5, 1, 9, 3, 7, 2}, joins{0, 0, 1, 3, 4, 6};
+  std::vector<BatchedSequence> alone, batched;
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    const Tensor ids = random_ids(1, lengths[i], config.vocab_size, 100 + i);
+    alone.push_back({ids.to_vector<int64_t>(), joins[i], {}, {}});
+  }
+  batched = alone;
+  for (BatchedSequence& s : alone) {  // the reference: each sequence alone in its cache
+    nn::KVCache cache = model.make_cache();
+    Tensor logits = model.forward_cached(ids_from(s.prompt), cache, true);
+    for (int64_t n = 0; n < new_tokens; ++n) {
+      s.logits.push_back(reshape(logits, {-1}));
+      s.tokens.push_back(greedy_token(s.logits.back()));
+      if (n + 1 < new_tokens) logits = model.forward_cached(ids_from({s.tokens.back()}), cache, true);
+    }
+  }
+  std::vector<nn::KVCache> caches;
+  for (size_t i = 0; i < batched.size(); ++i) caches.push_back(model.make_cache());
+  for (int64_t step = 0;; ++step) {
+    std::vector<nn::KVCache*> running;
+    std::vector<int64_t> next, rows;
+    for (size_t i = 0; i < batched.size(); ++i) {
+      BatchedSequence& s = batched[i];
+      const auto done = static_cast<int64_t>(s.tokens.size());
+      if (s.joins_at == step) {  // prefilled alone as it joins, its first token from the prompt
+        s.logits.push_back(reshape(model.forward_cached(ids_from(s.prompt), caches[i], true), {-1}));
+        s.tokens.push_back(greedy_token(s.logits.back()));
+      } else if (s.joins_at < step && done < new_tokens) {
+        running.push_back(&caches[i]);
+        next.push_back(s.tokens.back());
+        rows.push_back(static_cast<int64_t>(i));
+      }
+    }
+    if (running.empty() && step > joins.back()) break;
+    if (running.empty()) continue;
+    const Tensor logits = model.forward_cached_rows(Tensor::from_vector(next, {static_cast<int64_t>(next.size()), 1}),
+                                                    running, true);
+    for (size_t r = 0; r < rows.size(); ++r) {
+      BatchedSequence& s = batched[static_cast<size_t>(rows[r])];
+      s.logits.push_back(reshape(narrow(logits, 0, static_cast<int64_t>(r), 1), {-1}));
+      s.tokens.push_back(greedy_token(s.logits.back()));
+    }
+  }
+  double error = 0;
+  for (size_t i = 0; i < batched.size(); ++i) {
+    EXPECT_EQ(batched[i].tokens, alone[i].tokens) << "sequence " << i;
+    for (size_t n = 0; n < alone[i].logits.size() && n < batched[i].logits.size(); ++n)
+      error = std::max(error, max_abs_error(batched[i].logits[n], alone[i].logits[n]));
+  }
+  return error;
+}
+
+TEST(CachedDecoding, ContinuousBatchingGivesEachSequenceWhatItGetsAlone) {
+  for (const std::string& name : preset_names_of(DecoderLM::kArchitecture)) {
+    const double error = continuous_batching_error(tiny_preset(name));
+    std::printf("  continuous batching, %-22s max abs logit error %.2e\n", name.c_str(), error);
+    EXPECT_LE(error, kTolerance) << name;
+  }
+  for (const auto position : {nn::PositionKind::learned, nn::PositionKind::sinusoidal, nn::PositionKind::alibi}) {
+    const double error = continuous_batching_error(tiny_with(position, 2));
+    std::printf("  continuous batching, %-22s max abs logit error %.2e\n", nn::position_kind_name(position), error);
+    EXPECT_LE(error, kTolerance) << nn::position_kind_name(position);
+  }
+}
+
 TEST(CachedDecoding, RaggedRollbackKeepsThePadding) {
   DecoderLM model(tiny_with(nn::PositionKind::rope));
   model.eval();
@@ -274,6 +364,9 @@ TEST(CachedDecoding, BadInputNamesTheNumbers) {
   deeper.n_layers = 3;
   nn::KVCache other = DecoderLM(deeper).make_cache();
   EXPECT_THROW_WITH(model.forward_cached(random_ids(1, 1, 64, 1), other), "cache has 3 layers", "model 2");
+  nn::KVCache* const two[] = {&cache, &other};
+  EXPECT_THROW_WITH(model.forward_cached_rows(random_ids(3, 1, 64, 1), two), "3 rows of ids for 2 caches");
+  EXPECT_THROW_WITH(model.forward_cached_rows(random_ids(2, 1, 64, 1), two), "cache has 3 layers", "model 2");
 }
 
 TEST(CachedDecoding, TheCacheHoldsOnlyTheKeyValueHeads) {

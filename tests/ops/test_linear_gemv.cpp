@@ -54,9 +54,9 @@ TEST(LinearGemv, MatchesNaiveAtOddSizesRowsAndBias) {
         SCOPED_TRACE("N " + std::to_string(N) + " K " + std::to_string(K) + " rows " + std::to_string(rows) +
                      (with_bias ? " with bias" : ""));
         expect_matches_reference(linear(x, w, b), x, w, b);
-        // equals the sgemm path (five rows take it) within f32 rounding (sums in another order)
-        const Tensor five = cat({x, randn({5 - rows, K}, gen)}, 0);
-        EXPECT_TENSOR_CLOSE(linear(x, w, b), narrow(linear(five, w, b), 0, 0, rows), 1e-4, 1e-5);
+        // equals the sgemm path (one row more than kGemvMaxRows takes it) within f32 rounding
+        const Tensor gemm = cat({x, randn({cpu::kGemvMaxRows + 1 - rows, K}, gen)}, 0);
+        EXPECT_TENSOR_CLOSE(linear(x, w, b), narrow(linear(gemm, w, b), 0, 0, rows), 1e-4, 1e-5);
       }
 }
 
@@ -99,7 +99,7 @@ TEST(LinearGemv, TransposedOperandsTakeTheGemmPath) {
   EXPECT_FALSE(cpu::gemv_applies(x, contiguous(w)));
   EXPECT_FALSE(cpu::gemv_applies(contiguous(x), w));
   EXPECT_FALSE(cpu::gemv_applies(contiguous(x).to(DType::f64), contiguous(w).to(DType::f64)));
-  EXPECT_FALSE(cpu::gemv_applies(randn({5, 33}, gen), contiguous(w)));  // five rows: sgemm
+  EXPECT_FALSE(cpu::gemv_applies(randn({cpu::kGemvMaxRows + 1, 33}, gen), contiguous(w)));  // 17 rows: sgemm
   expect_matches_reference(linear(x, w, b), contiguous(x), contiguous(w), b);
 }
 

@@ -25,6 +25,11 @@ struct GenerationResult {
   double decode_tokens_per_s() const;  // the tokens after the first (decoded one by one) / their time
 };
 
+// Rolls `cache`, which holds `cached`, back to the longest common prefix of `cached` and
+// `sequence`, always leaving at least the last token of `sequence` to feed (so that its logits are
+// computed); shortens `cached` to match and returns the tokens kept.
+int64_t keep_common_prefix(nn::KVCache& cache, std::vector<int64_t>& cached, const std::vector<int64_t>& sequence);
+
 class Session {
  public:
   // A cache for one sequence of up to max_len tokens (0: the model's max_seq_len).

@@ -7,6 +7,7 @@
 // layers.N.<TransformerBlock names>, norm.*, [output.weight] (absent when tied: the head then
 // uses tok_embeddings.weight itself, so state_dict lists the matrix once).
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,11 @@ class DecoderLM : public Model {
   // Returns the logits (B, T, vocab_size), or with last_only those of the last token (B, 1, vocab_size).
   // Equal (up to float rounding) to the matching rows of forward() over the whole sequences.
   Tensor forward_cached(const Tensor& ids, nn::KVCache& cache, bool last_only = false);
+  // Continuous batching: row b of ids (B, T) continues the one sequence caches[b] holds, each
+  // cache at its own length (sequences that joined at different steps decode together). The
+  // linear layers run once over the B rows, attention per cache. Equal (up to float rounding) to
+  // forward_cached of each row alone with its cache; logits (B, T or 1, vocab_size).
+  Tensor forward_cached_rows(const Tensor& ids, std::span<nn::KVCache* const> caches, bool last_only = false);
   // Prefills prompts of different lengths into an empty cache (left-padded, see nn/kv_cache.h):
   // each prompt alone into its row, right-aligned. Returns each prompt's last logits (B, 1, vocab_size).
   Tensor prefill_ragged(const std::vector<std::vector<int64_t>>& prompts, nn::KVCache& cache);
@@ -74,6 +80,9 @@ class DecoderLM : public Model {
  private:
   // tok_embeddings (+ positions, row b's first token at positions[b]) (-> dropout) (-> embedding_norm)
   Tensor embed(const Tensor& ids, const std::vector<int64_t>& positions);
+  // The cached forward of ids whose rows go to caches[i] (steps[i] begun on it), in order.
+  Tensor forward_steps(const Tensor& ids, std::span<nn::KVCache* const> caches, const std::vector<nn::KVCacheStep>& steps,
+                       bool last_only);
   // norm -> head (-> softcap): (B, T, dim) -> (B, T, vocab_size)
   Tensor head(const Tensor& x);
 

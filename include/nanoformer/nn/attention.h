@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 
 #include "nanoformer/core/generator.h"
 #include "nanoformer/nn/attention_position.h"
@@ -62,6 +63,11 @@ class MultiHeadAttention : public Module {
   // themselves: their keys and values are written into the cache at the step's columns, and the
   // queries and keys sit at the step's per-row positions. Inference only (eval mode, no autograd).
   Tensor forward_cached(const Tensor& x, const CachedAttention& cache);
+  // The same for rows that live in different caches (continuous batching: sequences at different
+  // lengths decoded together): caches[i] holds the next caches[i].step->batch rows of x, in order.
+  // The projections run once over all rows; each cache's rows attend over their own prefix at
+  // their own positions, so every row computes what it would alone.
+  Tensor forward_cached(const Tensor& x, std::span<const CachedAttention> caches);
   // Cross-attention with the context's keys and values computed once (a decoder generating over a
   // fixed encoder output): context_kv(context) projects them, (B, n_kv_heads, S, head_dim) each;
   // forward_context_kv(x, kv, masks) equals forward(x, context, masks) at every step. Inference only.
@@ -77,6 +83,10 @@ class MultiHeadAttention : public Module {
  private:
   AttentionWithWeights attend(const Tensor& x, const Tensor& context, const AttentionMasks& masks, int64_t q_offset,
                               bool with_weights);
+
+  // One cache's part of a cached forward: q (B, H, T, Dh), k and v (B, Hkv, T, Dh) of its rows,
+  // projected, not yet rotated; writes k and v into the cache and returns (B, H, T, Dh).
+  Tensor attend_cached(Tensor q, Tensor k, const Tensor& v, const CachedAttention& cache);
 
   AttentionConfig config_;  // n_kv_heads, head_dim and context_dim resolved
   std::shared_ptr<AttentionPosition> position_;

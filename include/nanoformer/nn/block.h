@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "nanoformer/core/generator.h"
 #include "nanoformer/nn/attention.h"
@@ -48,9 +49,11 @@ struct BlockInputs {
   // when set, cross-attention reads them instead of projecting `context` (inference).
   const LayerKV* context_kv = nullptr;
   int64_t q_offset = 0;            // absolute position of x's first token (a KV-cache decoder)
-  // With a cache (inference), self-attention reads and extends it (MultiHeadAttention::forward_cached):
-  // positions come from the cache's step, and masks and q_offset are not used.
-  std::optional<CachedAttention> cache{};
+  // With caches (inference), self-attention reads and extends them (MultiHeadAttention::forward_cached):
+  // caches[i] holds the next caches[i].step->batch rows of x (one cache for the whole batch, or one
+  // per sequence when sequences at different lengths decode together); positions come from the
+  // caches' steps, and masks and q_offset are not used.
+  std::vector<CachedAttention> caches{};
 };
 
 // Parameters: attn_norm, attn, [attn_out_norm], [cross_attn_norm, cross_attn, [cross_attn_out_norm]],

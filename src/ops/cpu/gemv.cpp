@@ -75,15 +75,17 @@ void linear_gemv(const Tensor& y, const Tensor& x, const Tensor& weight, const T
            " and weight ", shape_str(weight.shape()));
   const int64_t R = x.size(0), N = weight.size(0), K = x.size(1);
   const Tensor b = bias.defined() ? bias.contiguous() : Tensor();
-  const auto run = [&]<int Rows>() {
-    gemv_rows<Rows>(x.data<float>(), x.stride(0), weight.data<float>(), weight.stride(0), N, K,
-                    b.defined() ? b.data<float>() : nullptr, y.data<float>());
-  };
-  switch (R) {
-    case 1: run.operator()<1>(); break;
-    case 2: run.operator()<2>(); break;
-    case 3: run.operator()<3>(); break;
-    default: run.operator()<4>(); break;
+  for (int64_t r0 = 0; r0 < R; r0 += kGemvRowsPerPass) {  // one pass over W per 4 rows
+    const auto run = [&]<int Rows>() {
+      gemv_rows<Rows>(x.data<float>() + r0 * x.stride(0), x.stride(0), weight.data<float>(), weight.stride(0), N, K,
+                      b.defined() ? b.data<float>() : nullptr, y.data<float>() + r0 * N);
+    };
+    switch (std::min(R - r0, kGemvRowsPerPass)) {
+      case 1: run.operator()<1>(); break;
+      case 2: run.operator()<2>(); break;
+      case 3: run.operator()<3>(); break;
+      default: run.operator()<4>(); break;
+    }
   }
 }
 

@@ -1,0 +1,80 @@
+#pragma once
+// Between a parsed OpenAI request and the scheduler: renders the chat (the model's chat template)
+// or encodes the prompt, bounds it by the context (400 context_length_exceeded), submits it (503
+// when the queue is full), and turns the tokens the scheduler hands over into text on its thread
+// (TextStreamer: whole UTF-8 characters, stop strings never shown). The HTTP side waits on a
+// Completion for the text and the end; cancelling it frees the sequence before the next step.
+// No sockets here: tests drive it directly.
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "nanoformer/infer/text_streamer.h"
+#include "nanoformer/serve/openai_response.h"
+#include "nanoformer/serve/scheduler.h"
+#include "nanoformer/tokenizer/chat_template.h"
+
+namespace nf::serve {
+
+// What a Completion has produced since the last wait().
+struct CompletionUpdate {
+  std::string text;
+  bool done = false;
+  std::string finish_reason;  // when done: "stop" (end of sequence, stop string) or "length"
+  std::string error;          // when done and the sequence failed
+  Usage usage;
+};
+
+class Completion {
+ public:
+  Completion(ResponseHeader header, const tokenizer::Tokenizer& tokenizer, const infer::StopCriteria& stop,
+             int64_t prompt_tokens);
+  // Blocks until there is new text or the end, or until `timeout`; returns what arrived (nothing
+  // new on a timeout).
+  CompletionUpdate wait(std::chrono::milliseconds timeout);
+  // Waits for the end and returns the whole answer.
+  CompletionUpdate wait_all();
+  // The client is gone: the scheduler frees the sequence before its next step.
+  void cancel() { cancelled_->store(true); }
+  const ResponseHeader& header() const { return header_; }
+
+ private:
+  friend class CompletionService;
+  bool on_token(int64_t id);                  // scheduler's thread
+  void on_done(const SequenceOutcome& outcome);  // scheduler's thread
+
+  ResponseHeader header_;
+  infer::TextStreamer streamer_;  // scheduler's thread only
+  std::shared_ptr<std::atomic<bool>> cancelled_ = std::make_shared<std::atomic<bool>>(false);
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  CompletionUpdate pending_;  // guarded by mutex_
+};
+
+class CompletionService {
+ public:
+  // `chat_template` may be null: chat requests then answer 400. The scheduler, tokenizer and
+  // template must outlive the service.
+  CompletionService(Scheduler& scheduler, const tokenizer::Tokenizer& tokenizer,
+                    const tokenizer::ChatTemplate* chat_template, std::string model_name);
+  // Throws ApiError: 400 for a prompt the context cannot hold or a chat the template refuses,
+  // 503 when the queue is full.
+  std::shared_ptr<Completion> start(const CompletionRequest& request);
+  const std::string& model_name() const { return model_name_; }
+  Scheduler& scheduler() { return scheduler_; }
+
+ private:
+  std::vector<int64_t> prompt_ids(const CompletionRequest& request) const;
+
+  Scheduler& scheduler_;
+  const tokenizer::Tokenizer& tokenizer_;
+  const tokenizer::ChatTemplate* chat_template_;
+  std::optional<int64_t> end_of_text_;
+  std::string model_name_;
+  std::atomic<int64_t> next_id_{1};
+};
+
+}  // namespace nf::serve

@@ -1,0 +1,44 @@
+#pragma once
+// The body of an OpenAI chat completion (POST /v1/chat/completions) or text completion
+// (POST /v1/completions) request, parsed and validated into what generation needs. Every error is
+// an ApiError 400 naming the field (`param`) and the value at fault; unknown fields are ignored, as
+// llama.cpp's server does. Fields (OpenAI's, plus top_k, min_p, repetition_penalty):
+//   model               string, optional (the server serves one model)
+//   messages            chat: non-empty array of {"role": system|developer|user|assistant,
+//                       "content": string or [{"type": "text", "text": ...}]}
+//   prompt              completion: a string (or an array of one string)
+//   temperature [0, 2], top_p (0, 1], top_k >= 0, min_p [0, 1], repetition_penalty > 0
+//   max_tokens (or max_completion_tokens) >= 1; absent: up to the end of the context
+//   stop                a non-empty string or an array of up to 4 of them
+//   seed                an integer; absent: a seed drawn per request
+//   stream, stream_options.include_usage   booleans
+//   n                   1 only; logprobs / echo / suffix are refused when set
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "nanoformer/infer/sampler.h"
+#include "nanoformer/tokenizer/chat_template.h"
+
+namespace nf::serve {
+
+enum class Endpoint { chat, completion };
+
+struct CompletionRequest {
+  Endpoint endpoint = Endpoint::chat;
+  std::string model;
+  std::vector<tokenizer::ChatMessage> messages;  // chat
+  std::string prompt;                            // completion
+  infer::SamplerConfig sampler{.temperature = 1.0};
+  std::optional<uint64_t> seed;
+  std::optional<int64_t> max_tokens;
+  std::vector<std::string> stop;
+  bool stream = false, include_usage = false;
+};
+
+// Throws ApiError (400) for malformed JSON, a wrong type, a value out of range or a missing field.
+CompletionRequest parse_completion_request(std::string_view body, Endpoint endpoint);
+
+}  // namespace nf::serve

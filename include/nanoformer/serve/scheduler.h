@@ -1,0 +1,105 @@
+#pragma once
+// Continuous batching: one model serves many sequences at once. Sequences wait in a bounded queue;
+// up to `parallel` run, each in its own slot (a one-row KV cache that lives as long as the
+// scheduler, so nothing is allocated per request). A sequence that joins is prefilled alone, then
+// every step decodes all running sequences together (DecoderLM::forward_cached_rows: the linear
+// layers once over the stacked rows, attention per slot at its own length), so a sequence that
+// joins does not wait for the others to finish, and each gets the tokens it would get alone.
+// A slot keeps its tokens after its sequence ends; a new sequence takes the free slot sharing the
+// longest prefix with its prompt and prefills only the rest (a chat's next turn).
+//
+// Everything runs on the scheduler's own thread; callers talk to it through submit() and the
+// callbacks of their sequence, which run on that thread.
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "nanoformer/infer/sampler.h"
+#include "nanoformer/infer/stop_criteria.h"
+#include "nanoformer/models/decoder_lm.h"
+#include "nanoformer/nn/kv_cache.h"
+
+namespace nf::serve {
+
+struct SchedulerOptions {
+  int64_t parallel = 4;     // sequences decoded together at most (slots)
+  int64_t max_queue = 64;   // sequences waiting for a slot at most; submit() refuses beyond
+  int64_t context = 0;      // tokens per slot (0: the model's max_seq_len)
+};
+
+struct SequenceOutcome {
+  infer::StopReason reason = infer::StopReason::none;  // none when cancelled or failed
+  bool cancelled = false;
+  std::string error;             // non-empty when the sequence failed (its prompt was refused)
+  int64_t prompt_tokens = 0;     // the prompt's length
+  int64_t cached_tokens = 0;     // of those, found in the slot's cache (not prefilled again)
+  int64_t completion_tokens = 0; // new tokens, the end-of-sequence id included
+};
+
+struct SequenceRequest {
+  std::vector<int64_t> prompt;
+  infer::SamplerConfig sampler;
+  infer::StopCriteria stop;  // eos ids and max new tokens (stop strings are on_token's business)
+  // After each new token, on the scheduler's thread: false ends the sequence (a stop string).
+  std::function<bool(int64_t id)> on_token;
+  // Once, on the scheduler's thread, however the sequence ends (stats() already count it).
+  std::function<void(const SequenceOutcome&)> on_done;
+  // Set by the caller to drop the sequence (a client gone): it is freed before the next step.
+  std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
+};
+
+struct SchedulerStats {
+  int64_t running = 0;  // taken from the queue and not yet ended
+  int64_t queued = 0, parallel = 0, max_queue = 0;
+  int64_t decode_steps = 0, decoded_rows = 0;  // batched steps, and the rows they decoded
+  int64_t completed = 0, cancelled = 0;
+};
+
+class Scheduler {
+ public:
+  // Allocates the slots' caches and starts the thread; the model must outlive the scheduler.
+  Scheduler(models::DecoderLM& model, const SchedulerOptions& options);
+  // Stops the thread; sequences still queued or running end as cancelled.
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Queues a sequence; false (and no callback) when max_queue sequences are already waiting.
+  bool submit(SequenceRequest request);
+  SchedulerStats stats() const;
+  int64_t context() const { return context_; }
+
+ private:
+  struct Slot;
+  struct Running;
+  void run();
+  void start(SequenceRequest request);  // prefill into the best slot and sample the first token
+  void step();                          // one decode step over every running sequence
+  // Samples from logits row for sequence r, hands the token over; true while it goes on.
+  bool accept(Running& r, const float* logits);
+  void finish(Running& r, SequenceOutcome outcome);
+  static void reset_slot(Slot& slot);  // forgets what it holds and frees it
+
+  models::DecoderLM& model_;
+  SchedulerOptions options_;
+  int64_t context_;
+  std::vector<Slot> slots_;
+  std::vector<Running> running_;  // only the scheduler's thread touches slots_ and running_
+
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<SequenceRequest> queue_;
+  int64_t active_ = 0;  // taken from the queue and not yet ended
+  bool stopping_ = false;
+  SchedulerStats stats_;
+  std::thread thread_;
+};
+
+}  // namespace nf::serve

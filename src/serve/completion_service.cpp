@@ -1,0 +1,117 @@
+// Requests to scheduled sequences and their text (serve/completion_service.h).
+#include "nanoformer/serve/completion_service.h"
+
+#include <random>
+
+#include "nanoformer/core/error.h"
+#include "nanoformer/serve/api_error.h"
+#include "nanoformer/tokenizer/jsonl.h"
+
+namespace nf::serve {
+
+Completion::Completion(ResponseHeader header, const tokenizer::Tokenizer& tokenizer, const infer::StopCriteria& stop,
+                       int64_t prompt_tokens)
+    : header_(std::move(header)), streamer_(tokenizer, stop) {
+  pending_.usage.prompt_tokens = prompt_tokens;
+}
+
+bool Completion::on_token(int64_t id) {
+  std::string text = streamer_.push(id);
+  {
+    std::lock_guard lock(mutex_);
+    pending_.text += text;
+    pending_.usage.completion_tokens = streamer_.new_tokens();
+  }
+  changed_.notify_all();
+  return !streamer_.stopped();
+}
+
+void Completion::on_done(const SequenceOutcome& outcome) {
+  std::string text = outcome.error.empty() ? streamer_.finish() : std::string();
+  {
+    std::lock_guard lock(mutex_);
+    pending_.text += text;
+    pending_.done = true;
+    pending_.error = outcome.error;
+    pending_.usage.completion_tokens = outcome.completion_tokens;
+    pending_.finish_reason = outcome.reason == infer::StopReason::max_new_tokens ? "length" : "stop";
+  }
+  changed_.notify_all();
+}
+
+CompletionUpdate Completion::wait(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  changed_.wait_for(lock, timeout, [&] { return pending_.done || !pending_.text.empty(); });
+  CompletionUpdate update = pending_;
+  pending_.text.clear();
+  return update;
+}
+
+CompletionUpdate Completion::wait_all() {
+  std::unique_lock lock(mutex_);
+  changed_.wait(lock, [&] { return pending_.done; });
+  return pending_;
+}
+
+CompletionService::CompletionService(Scheduler& scheduler, const tokenizer::Tokenizer& tokenizer,
+                                     const tokenizer::ChatTemplate* chat_template, std::string model_name)
+    : scheduler_(scheduler),
+      tokenizer_(tokenizer),
+      chat_template_(chat_template),
+      end_of_text_(tokenizer::end_of_text_id(tokenizer)),
+      model_name_(std::move(model_name)) {}
+
+std::vector<int64_t> CompletionService::prompt_ids(const CompletionRequest& r) const {
+  std::vector<tokenizer::TokenId> ids;
+  if (r.endpoint == Endpoint::chat) {
+    if (!chat_template_)
+      throw invalid_request("messages", "this model's tokenizer has no chat template: use /v1/completions");
+    try {
+      ids = chat_template_->render_for_completion(r.messages);
+    } catch (const Error& e) {
+      throw invalid_request("messages", e.what());
+    }
+  } else {
+    ids = tokenizer_.encode(r.prompt);
+    if (ids.empty()) throw invalid_request("prompt", "'prompt' is empty");
+  }
+  return {ids.begin(), ids.end()};
+}
+
+std::shared_ptr<Completion> CompletionService::start(const CompletionRequest& r) {
+  std::vector<int64_t> prompt = prompt_ids(r);
+  const auto length = static_cast<int64_t>(prompt.size());
+  const int64_t context = scheduler_.context();
+  if (length >= context)
+    throw invalid_request(r.endpoint == Endpoint::chat ? "messages" : "prompt",
+                          "the prompt is " + std::to_string(length) + " tokens, but the context holds " +
+                              std::to_string(context) + ", leaving no room for a new token",
+                          "context_length_exceeded");
+  infer::StopCriteria stop{.eos_ids = {}, .stop_strings = r.stop, .max_new_tokens = context - length};
+  if (r.max_tokens) stop.max_new_tokens = std::min(*r.max_tokens, stop.max_new_tokens);
+  if (r.endpoint == Endpoint::chat && chat_template_)
+    stop.eos_ids.push_back(chat_template_->end_token());
+  else if (end_of_text_)
+    stop.eos_ids.push_back(*end_of_text_);
+
+  const bool chat = r.endpoint == Endpoint::chat;
+  ResponseHeader header{.id = (chat ? "chatcmpl-" : "cmpl-") + std::to_string(next_id_++),
+                        .created = std::chrono::duration_cast<std::chrono::seconds>(
+                                       std::chrono::system_clock::now().time_since_epoch())
+                                       .count(),
+                        .model = model_name_,
+                        .endpoint = r.endpoint};
+  auto completion = std::make_shared<Completion>(std::move(header), tokenizer_, stop, length);
+  SequenceRequest sequence{.prompt = std::move(prompt),
+                           .sampler = r.sampler,
+                           .stop = {.eos_ids = stop.eos_ids, .stop_strings = {}, .max_new_tokens = stop.max_new_tokens},
+                           .on_token = [completion](int64_t id) { return completion->on_token(id); },
+                           .on_done = [completion](const SequenceOutcome& o) { completion->on_done(o); },
+                           .cancelled = completion->cancelled_};
+  sequence.sampler.seed = r.seed ? *r.seed : std::random_device{}();
+  if (!scheduler_.submit(std::move(sequence)))
+    throw ApiError(503, "the server is busy: the queue is full; retry later", "server_error", "", "queue_full");
+  return completion;
+}
+
+}  // namespace nf::serve

@@ -1,0 +1,159 @@
+// OpenAI request bodies to a CompletionRequest (serve/openai_request.h).
+#include "nanoformer/serve/openai_request.h"
+
+#include <nlohmann/json.hpp>
+
+#include "nanoformer/serve/api_error.h"
+
+namespace nf::serve {
+namespace {
+
+using json = nlohmann::json;
+
+const char* type_name(const json& v) { return v.type_name(); }
+
+// The number at `key` in [lo, hi] (open at lo when lo_open); absent or null: nothing.
+std::optional<double> number_field(const json& body, const char* key, double lo, double hi, bool lo_open,
+                                   const char* range) {
+  const auto it = body.find(key);
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (!it->is_number())
+    throw invalid_request(key, std::string("'") + key + "' must be a number, got " + type_name(*it));
+  const double v = it->get<double>();
+  if (v < lo || v > hi || (lo_open && v == lo))
+    throw invalid_request(key, std::string("'") + key + "' must be in " + range + ", got " + it->dump());
+  return v;
+}
+
+// The integer at `key`, at least `min`; absent or null: nothing.
+std::optional<int64_t> integer_field(const json& body, const char* key, int64_t min) {
+  const auto it = body.find(key);
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (!it->is_number_integer())
+    throw invalid_request(key, std::string("'") + key + "' must be an integer, got " + it->dump());
+  if (it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+    throw invalid_request(key, std::string("'") + key + "' is too large: " + it->dump());
+  if (it->get<int64_t>() < min)
+    throw invalid_request(key, std::string("'") + key + "' must be at least " + std::to_string(min) + ", got " + it->dump());
+  return it->get<int64_t>();
+}
+
+bool bool_field(const json& body, const char* key, const std::string& param) {
+  const auto it = body.find(key);
+  if (it == body.end() || it->is_null()) return false;
+  if (!it->is_boolean()) throw invalid_request(param, "'" + param + "' must be a boolean, got " + type_name(*it));
+  return it->get<bool>();
+}
+
+std::string message_content(const json& content, size_t index) {
+  const std::string param = "messages[" + std::to_string(index) + "].content";
+  if (content.is_string()) return content.get<std::string>();
+  if (!content.is_array()) throw invalid_request(param, "'" + param + "' must be a string or an array of text parts, got " + type_name(content));
+  std::string text;
+  for (const json& part : content) {
+    if (!part.is_object() || part.value("type", json()) != "text" || !part.contains("text") || !part["text"].is_string())
+      throw invalid_request(param, "'" + param + "' parts must be {\"type\": \"text\", \"text\": string}, got " + part.dump());
+    text += part["text"].get<std::string>();
+  }
+  return text;
+}
+
+std::vector<tokenizer::ChatMessage> parse_messages(const json& body) {
+  const auto it = body.find("messages");
+  if (it == body.end()) throw invalid_request("messages", "'messages' is required");
+  if (!it->is_array() || it->empty())
+    throw invalid_request("messages", "'messages' must be a non-empty array, got " + it->dump().substr(0, 80));
+  std::vector<tokenizer::ChatMessage> messages;
+  for (size_t i = 0; i < it->size(); ++i) {
+    const json& m = (*it)[i];
+    const std::string at = "messages[" + std::to_string(i) + "]";
+    if (!m.is_object()) throw invalid_request(at, "'" + at + "' must be an object, got " + type_name(m));
+    const auto role = m.find("role");
+    if (role == m.end() || !role->is_string())
+      throw invalid_request(at + ".role", "'" + at + ".role' must be a string");
+    std::string name = role->get<std::string>();
+    if (name == "developer") name = "system";  // OpenAI's newer name for the system role
+    if (name != "system" && name != "user" && name != "assistant")
+      throw invalid_request(at + ".role", "'" + at + ".role' is " + role->dump() +
+                                              ": the roles are system, developer, user and assistant");
+    const auto content = m.find("content");
+    if (content == m.end()) throw invalid_request(at + ".content", "'" + at + ".content' is required");
+    messages.push_back({name, message_content(*content, i)});
+  }
+  return messages;
+}
+
+std::string parse_prompt(const json& body) {
+  const auto it = body.find("prompt");
+  if (it == body.end()) throw invalid_request("prompt", "'prompt' is required");
+  if (it->is_string()) return it->get<std::string>();
+  if (it->is_array() && it->size() == 1 && (*it)[0].is_string()) return (*it)[0].get<std::string>();
+  throw invalid_request("prompt", "'prompt' must be a string (or an array of one string), got " + it->dump().substr(0, 80));
+}
+
+std::vector<std::string> parse_stop(const json& body) {
+  const auto it = body.find("stop");
+  if (it == body.end() || it->is_null()) return {};
+  std::vector<std::string> stop;
+  if (it->is_string()) {
+    stop.push_back(it->get<std::string>());
+  } else if (it->is_array() && it->size() <= 4) {
+    for (const json& s : *it) {
+      if (!s.is_string()) throw invalid_request("stop", "'stop' must hold strings, got " + s.dump());
+      stop.push_back(s.get<std::string>());
+    }
+  } else {
+    throw invalid_request("stop", "'stop' must be a string or an array of up to 4 strings, got " + it->dump().substr(0, 80));
+  }
+  for (const std::string& s : stop)
+    if (s.empty()) throw invalid_request("stop", "'stop' strings must not be empty");
+  return stop;
+}
+
+void refuse_unsupported(const json& body) {
+  if (const auto n = integer_field(body, "n", 1); n && *n != 1)
+    throw invalid_request("n", "'n' must be 1: one choice per request, got " + std::to_string(*n));
+  for (const char* key : {"logprobs", "echo"})
+    if (body.contains(key) && !body[key].is_null() && body[key] != false)
+      throw invalid_request(key, std::string("'") + key + "' is not supported");
+  if (body.contains("suffix") && !body["suffix"].is_null())
+    throw invalid_request("suffix", "'suffix' is not supported");
+}
+
+}  // namespace
+
+CompletionRequest parse_completion_request(std::string_view text, Endpoint endpoint) {
+  const json body = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded()) throw invalid_request("", "the request body is not valid JSON");
+  if (!body.is_object()) throw invalid_request("", std::string("the request body must be a JSON object, got ") + type_name(body));
+  CompletionRequest r;
+  r.endpoint = endpoint;
+  if (const auto it = body.find("model"); it != body.end() && !it->is_null()) {
+    if (!it->is_string()) throw invalid_request("model", std::string("'model' must be a string, got ") + type_name(*it));
+    r.model = it->get<std::string>();
+  }
+  if (endpoint == Endpoint::chat)
+    r.messages = parse_messages(body);
+  else
+    r.prompt = parse_prompt(body);
+  refuse_unsupported(body);
+  r.sampler.temperature = number_field(body, "temperature", 0, 2, false, "[0, 2]").value_or(1.0);
+  r.sampler.top_p = number_field(body, "top_p", 0, 1, true, "(0, 1]").value_or(1.0);
+  r.sampler.min_p = number_field(body, "min_p", 0, 1, false, "[0, 1]").value_or(0.0);
+  r.sampler.repetition_penalty =
+      number_field(body, "repetition_penalty", 0, 1e6, true, "(0, 1e6]").value_or(1.0);
+  r.sampler.top_k = integer_field(body, "top_k", 0).value_or(0);
+  if (const auto seed = integer_field(body, "seed", INT64_MIN)) r.seed = static_cast<uint64_t>(*seed);
+  r.max_tokens = integer_field(body, "max_tokens", 1);
+  if (const auto m = integer_field(body, "max_completion_tokens", 1)) r.max_tokens = m;
+  r.stop = parse_stop(body);
+  r.stream = bool_field(body, "stream", "stream");
+  if (const auto it = body.find("stream_options"); it != body.end() && !it->is_null()) {
+    if (!it->is_object())
+      throw invalid_request("stream_options", std::string("'stream_options' must be an object, got ") + type_name(*it));
+    r.include_usage = bool_field(*it, "include_usage", "stream_options.include_usage");
+  }
+  return r;
+}
+
+}  // namespace nf::serve

@@ -1,0 +1,228 @@
+// Continuous batching over per-slot KV caches (serve/scheduler.h).
+#include "nanoformer/serve/scheduler.h"
+
+#include <algorithm>
+#include <span>
+
+#include "nanoformer/autograd/grad_mode.h"
+#include "nanoformer/core/error.h"
+#include "nanoformer/infer/prompt_ids.h"
+#include "nanoformer/infer/session.h"
+
+namespace nf::serve {
+
+struct Scheduler::Slot {
+  nn::KVCache cache;
+  std::vector<int64_t> tokens;  // what the cache holds
+  bool busy = false;
+};
+
+struct Scheduler::Running {
+  SequenceRequest request;
+  size_t slot = 0;
+  infer::Sampler sampler;
+  std::vector<int64_t> history;  // prompt and generated: what the repetition penalty reads
+  int64_t pending = 0;           // the last token sampled, fed at the next step
+  SequenceOutcome outcome;
+};
+
+Scheduler::Scheduler(models::DecoderLM& model, const SchedulerOptions& options)
+    : model_(model), options_(options), context_(options.context == 0 ? model.config().max_seq_len : options.context) {
+  NF_CHECK(options.parallel >= 1, "--parallel ", options.parallel, ": at least one sequence must run");
+  NF_CHECK(options.max_queue >= 0, "--queue ", options.max_queue, ": the queue length must be >= 0");
+  NF_CHECK(context_ >= 2 && context_ <= model.config().max_seq_len, "--context ", context_,
+           ": must be in [2, the model's max_seq_len ", model.config().max_seq_len, "]");
+  model_.eval();
+  for (int64_t i = 0; i < options.parallel; ++i) slots_.push_back({model_.make_cache(1, context_), {}, false});
+  stats_.parallel = options.parallel;
+  stats_.max_queue = options.max_queue;
+  thread_ = std::thread([this] { run(); });
+}
+
+Scheduler::~Scheduler() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+bool Scheduler::submit(SequenceRequest request) {
+  {
+    std::lock_guard lock(mutex_);
+    // waiting for a slot: those queued beyond the free slots
+    if (static_cast<int64_t>(queue_.size()) + active_ >= options_.parallel + options_.max_queue) return false;
+    queue_.push_back(std::move(request));
+    stats_.queued = static_cast<int64_t>(queue_.size());
+  }
+  wake_.notify_one();
+  return true;
+}
+
+SchedulerStats Scheduler::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+void Scheduler::run() {
+  NoGradGuard no_grad;  // grad mode is per thread
+  for (;;) {
+    std::vector<SequenceRequest> joining;
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || !running_.empty(); });
+      if (stopping_) break;
+      while (!queue_.empty() && static_cast<int64_t>(running_.size() + joining.size()) < options_.parallel) {
+        joining.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+        stats_.running = ++active_;
+      }
+      stats_.queued = static_cast<int64_t>(queue_.size());
+    }
+    for (SequenceRequest& request : joining) start(std::move(request));
+    try {
+      step();
+    } catch (const std::exception& e) {  // never expected: end every running sequence, keep serving
+      for (Running& r : running_) {
+        r.outcome.error = e.what();
+        reset_slot(slots_[r.slot]);
+        finish(r, r.outcome);
+      }
+      running_.clear();
+    }
+  }
+  std::deque<SequenceRequest> left;
+  {
+    std::lock_guard lock(mutex_);
+    left.swap(queue_);
+  }
+  for (Running& r : running_) r.request.cancelled->store(true);
+  step();  // ends the running ones as cancelled
+  for (SequenceRequest& request : left) {
+    SequenceOutcome outcome;
+    outcome.cancelled = true;
+    outcome.prompt_tokens = static_cast<int64_t>(request.prompt.size());
+    if (request.on_done) request.on_done(outcome);
+  }
+}
+
+void Scheduler::start(SequenceRequest request) {
+  const auto length = static_cast<int64_t>(request.prompt.size());
+  SequenceOutcome outcome;
+  outcome.prompt_tokens = length;
+  auto end_unstarted = [&](std::string error) {  // cancelled while queued, or refused
+    outcome.error = std::move(error);
+    outcome.cancelled = outcome.error.empty();
+    {
+      std::lock_guard lock(mutex_);  // the stats first: a caller woken by on_done sees them
+      stats_.running = --active_;
+      if (outcome.cancelled) ++stats_.cancelled;
+    }
+    if (request.on_done) request.on_done(outcome);
+  };
+  if (request.cancelled->load()) return end_unstarted("");
+  try {
+    NF_CHECK(length > 0, "the prompt is empty");
+    NF_CHECK(length < context_, "the prompt is ", length, " tokens, but the context holds ", context_,
+             ", leaving no room for a new token");
+    infer::check_token_ids(request.prompt, model_.config().vocab_size, "the prompt");
+    request.stop.validate();
+    request.sampler.validate();
+  } catch (const Error& e) {
+    return end_unstarted(e.what());
+  }
+  // the free slot that shares the longest prefix with the prompt
+  size_t best = slots_.size();
+  int64_t best_common = -1;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    if (slots_[i].busy) continue;
+    const auto& cached = slots_[i].tokens;
+    const auto common = static_cast<int64_t>(
+        std::mismatch(cached.begin(), cached.end(), request.prompt.begin(), request.prompt.end()).first - cached.begin());
+    if (common > best_common) best = i, best_common = common;
+  }
+  Slot& slot = slots_[best];
+  Tensor logits;
+  try {
+    outcome.cached_tokens = infer::keep_common_prefix(slot.cache, slot.tokens, request.prompt);
+    const std::vector<int64_t> rest(request.prompt.begin() + outcome.cached_tokens, request.prompt.end());
+    logits = model_.forward_cached(Tensor::from_vector(rest, {1, static_cast<int64_t>(rest.size())}), slot.cache, true);
+    slot.tokens.insert(slot.tokens.end(), rest.begin(), rest.end());
+  } catch (const std::exception& e) {
+    reset_slot(slot);
+    return end_unstarted(e.what());
+  }
+  slot.busy = true;
+  infer::Sampler sampler(request.sampler);
+  std::vector<int64_t> history = request.prompt;
+  running_.push_back({std::move(request), best, std::move(sampler), std::move(history), 0, outcome});
+  if (!accept(running_.back(), logits.data<float>())) running_.pop_back();
+}
+
+void Scheduler::reset_slot(Slot& slot) {
+  slot.cache.reset();
+  slot.tokens.clear();
+  slot.busy = false;
+}
+
+bool Scheduler::accept(Running& r, const float* logits) {
+  const int64_t vocab = model_.config().vocab_size;
+  const int64_t id = r.sampler.next(std::span<const float>(logits, static_cast<size_t>(vocab)), r.history);
+  r.history.push_back(id);
+  r.pending = id;
+  SequenceOutcome& o = r.outcome;
+  ++o.completion_tokens;
+  o.reason = r.request.stop.after_token(id, o.completion_tokens);
+  if (r.request.on_token && !r.request.on_token(id) && o.reason == infer::StopReason::none)
+    o.reason = infer::StopReason::stop_string;
+  if (o.reason == infer::StopReason::none && static_cast<int64_t>(slots_[r.slot].tokens.size()) >= context_)
+    o.reason = infer::StopReason::max_new_tokens;  // the slot's cache is full
+  if (o.reason == infer::StopReason::none) return true;
+  finish(r, o);
+  return false;
+}
+
+void Scheduler::finish(Running& r, SequenceOutcome outcome) {
+  slots_[r.slot].busy = false;
+  {
+    std::lock_guard lock(mutex_);  // the stats first: a caller woken by on_done sees them
+    stats_.running = --active_;
+    ++(outcome.cancelled ? stats_.cancelled : stats_.completed);
+  }
+  if (r.request.on_done) r.request.on_done(outcome);
+}
+
+void Scheduler::step() {
+  // drop the sequences whose clients have gone
+  for (Running& r : running_)
+    if (r.request.cancelled->load()) {
+      r.outcome.cancelled = true;
+      r.outcome.reason = infer::StopReason::none;
+      finish(r, r.outcome);
+    }
+  std::erase_if(running_, [](const Running& r) { return r.outcome.cancelled; });
+  if (!running_.empty()) {
+    std::vector<int64_t> ids;
+    std::vector<nn::KVCache*> caches;
+    for (Running& r : running_) {
+      ids.push_back(r.pending);
+      caches.push_back(&slots_[r.slot].cache);
+      slots_[r.slot].tokens.push_back(r.pending);
+    }
+    const auto rows = static_cast<int64_t>(ids.size());
+    const Tensor logits = model_.forward_cached_rows(Tensor::from_vector(ids, {rows, 1}), caches, true);
+    const int64_t vocab = model_.config().vocab_size;
+    std::vector<Running> going;
+    for (int64_t i = 0; i < rows; ++i) {
+      Running& r = running_[static_cast<size_t>(i)];
+      if (accept(r, logits.data<float>() + i * vocab)) going.push_back(std::move(r));
+    }
+    running_ = std::move(going);
+    std::lock_guard lock(mutex_);
+    ++stats_.decode_steps;
+    stats_.decoded_rows += rows;
+  }
+}
+
+}  // namespace nf::serve

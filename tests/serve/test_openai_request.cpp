@@ -1,0 +1,128 @@
+// OpenAI request bodies (serve/openai_request.h) and response shapes (serve/openai_response.h):
+// every field parsed; every kind of bad input a 400 naming the field; the response objects.
+#include "nanoformer/serve/openai_request.h"
+
+#include <gtest/gtest.h>
+
+#include "nanoformer/serve/api_error.h"
+#include "nanoformer/serve/openai_response.h"
+
+namespace nf::serve {
+namespace {
+
+using json = nlohmann::json;
+
+// The ApiError a body raises: its status, param, and whether its message contains `needle`.
+void expect_refused(const std::string& body, Endpoint endpoint, const std::string& param, const std::string& needle) {
+  try {
+    parse_completion_request(body, endpoint);
+    ADD_FAILURE() << "accepted: " << body;
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 400) << body;
+    EXPECT_EQ(e.param(), param) << body << " -> " << e.what();
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << body << " -> " << e.what();
+  }
+}
+
+TEST(OpenAIRequest, ChatFields) {
+  const CompletionRequest r = parse_completion_request(
+      R"({"model": "m", "messages": [{"role": "developer", "content": "Be brief"},
+          {"role": "user", "content": [{"type": "text", "text": "Hel"}, {"type": "text", "text": "lo"}]},
+          {"role": "assistant", "content": "Hi"}, {"role": "user", "content": "Again"}],
+          "temperature": 0.5, "top_p": 0.9, "top_k": 40, "min_p": 0.05, "repetition_penalty": 1.1,
+          "max_tokens": 7, "stop": "END", "seed": 42, "stream": true, "stream_options": {"include_usage": true},
+          "n": 1, "unknown_field": [1, 2]})",
+      Endpoint::chat);
+  ASSERT_EQ(r.messages.size(), 4u);
+  EXPECT_EQ(r.messages[0].role, "system");
+  EXPECT_EQ(r.messages[1].content, "Hello");
+  EXPECT_EQ(r.messages[2].role, "assistant");
+  EXPECT_EQ(r.model, "m");
+  EXPECT_DOUBLE_EQ(r.sampler.temperature, 0.5);
+  EXPECT_DOUBLE_EQ(r.sampler.top_p, 0.9);
+  EXPECT_EQ(r.sampler.top_k, 40);
+  EXPECT_DOUBLE_EQ(r.sampler.min_p, 0.05);
+  EXPECT_DOUBLE_EQ(r.sampler.repetition_penalty, 1.1);
+  EXPECT_EQ(r.max_tokens, 7);
+  EXPECT_EQ(r.stop, std::vector<std::string>{"END"});
+  EXPECT_EQ(r.seed, 42u);
+  EXPECT_TRUE(r.stream);
+  EXPECT_TRUE(r.include_usage);
+}
+
+TEST(OpenAIRequest, DefaultsAndTextCompletions) {
+  const CompletionRequest r = parse_completion_request(R"({"prompt": ["Once"], "stop": ["a", "b"], "max_completion_tokens": 3})",
+                                                       Endpoint::completion);
+  EXPECT_EQ(r.prompt, "Once");
+  EXPECT_EQ(r.stop, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(r.max_tokens, 3);
+  EXPECT_DOUBLE_EQ(r.sampler.temperature, 1.0);  // OpenAI's default
+  EXPECT_DOUBLE_EQ(r.sampler.top_p, 1.0);
+  EXPECT_FALSE(r.seed.has_value());
+  EXPECT_FALSE(r.stream);
+  const CompletionRequest nulls = parse_completion_request(R"({"prompt": "x", "temperature": null, "stop": null})",
+                                                           Endpoint::completion);
+  EXPECT_DOUBLE_EQ(nulls.sampler.temperature, 1.0);
+  EXPECT_TRUE(nulls.stop.empty());
+}
+
+TEST(OpenAIRequest, BadInputNamesTheField) {
+  const Endpoint chat = Endpoint::chat;
+  const std::string user = R"("messages": [{"role": "user", "content": "hi"}])";
+  expect_refused("{\"messages\": [", chat, "", "not valid JSON");
+  expect_refused("", chat, "", "not valid JSON");
+  expect_refused("[]", chat, "", "JSON object, got array");
+  expect_refused("{}", chat, "messages", "'messages' is required");
+  expect_refused(R"({"messages": []})", chat, "messages", "non-empty array");
+  expect_refused(R"({"messages": ["hi"]})", chat, "messages[0]", "must be an object");
+  expect_refused(R"({"messages": [{"content": "hi"}]})", chat, "messages[0].role", "must be a string");
+  expect_refused(R"({"messages": [{"role": "tool", "content": "hi"}]})", chat, "messages[0].role", "\"tool\"");
+  expect_refused(R"({"messages": [{"role": "user"}]})", chat, "messages[0].content", "required");
+  expect_refused(R"({"messages": [{"role": "user", "content": 5}]})", chat, "messages[0].content", "string or an array");
+  expect_refused(R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})", chat, "messages[0].content",
+                 "parts must be");
+  expect_refused("{" + user + R"(, "model": 3})", chat, "model", "must be a string");
+  expect_refused("{" + user + R"(, "temperature": "hot"})", chat, "temperature", "must be a number, got string");
+  expect_refused("{" + user + R"(, "temperature": 2.5})", chat, "temperature", "[0, 2], got 2.5");
+  expect_refused("{" + user + R"(, "top_p": 0})", chat, "top_p", "(0, 1]");
+  expect_refused("{" + user + R"(, "top_k": -1})", chat, "top_k", "at least 0");
+  expect_refused("{" + user + R"(, "top_k": 1.5})", chat, "top_k", "must be an integer");
+  expect_refused("{" + user + R"(, "max_tokens": 0})", chat, "max_tokens", "at least 1");
+  expect_refused("{" + user + R"(, "max_tokens": 18446744073709551615})", chat, "max_tokens", "too large");
+  expect_refused("{" + user + R"(, "stop": ""})", chat, "stop", "must not be empty");
+  expect_refused("{" + user + R"(, "stop": ["a", 1]})", chat, "stop", "must hold strings");
+  expect_refused("{" + user + R"(, "stop": ["a", "b", "c", "d", "e"]})", chat, "stop", "up to 4");
+  expect_refused("{" + user + R"(, "stream": "yes"})", chat, "stream", "must be a boolean");
+  expect_refused("{" + user + R"(, "stream_options": {"include_usage": 1}})", chat, "stream_options.include_usage",
+                 "boolean");
+  expect_refused("{" + user + R"(, "n": 2})", chat, "n", "must be 1");
+  expect_refused("{" + user + R"(, "logprobs": true})", chat, "logprobs", "not supported");
+  expect_refused(R"({"prompt": 5})", Endpoint::completion, "prompt", "must be a string");
+  expect_refused(R"({"prompt": ["a", "b"]})", Endpoint::completion, "prompt", "must be a string");
+  expect_refused(R"({"messages": []})", Endpoint::completion, "prompt", "'prompt' is required");
+}
+
+TEST(OpenAIResponse, Shapes) {
+  const ResponseHeader chat{.id = "chatcmpl-1", .created = 7, .model = "tiny", .endpoint = Endpoint::chat};
+  const json body = completion_body(chat, "hello", "stop", {.prompt_tokens = 3, .completion_tokens = 2});
+  EXPECT_EQ(body["object"], "chat.completion");
+  EXPECT_EQ(body["choices"][0]["message"], json({{"role", "assistant"}, {"content", "hello"}}));
+  EXPECT_EQ(body["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(body["usage"], json({{"prompt_tokens", 3}, {"completion_tokens", 2}, {"total_tokens", 5}}));
+  const json first = completion_chunk(chat, "he", true), last = completion_chunk(chat, "", false, "length");
+  EXPECT_EQ(first["object"], "chat.completion.chunk");
+  EXPECT_EQ(first["choices"][0]["delta"], json({{"role", "assistant"}, {"content", "he"}}));
+  EXPECT_TRUE(first["choices"][0]["finish_reason"].is_null());
+  EXPECT_EQ(last["choices"][0]["delta"], json::object());
+  EXPECT_EQ(last["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(usage_chunk(chat, {.prompt_tokens = 1, .completion_tokens = 1})["choices"], json::array());
+  const ResponseHeader text{.id = "cmpl-2", .created = 7, .model = "tiny", .endpoint = Endpoint::completion};
+  EXPECT_EQ(completion_body(text, "x", "length", {})["choices"][0]["text"], "x");
+  EXPECT_EQ(completion_chunk(text, "y", true)["object"], "text_completion");
+  const ApiError e = invalid_request("top_p", "bad", "code_x");
+  EXPECT_EQ(e.body(), json({{"error", {{"message", "bad"}, {"type", "invalid_request_error"}, {"param", "top_p"}, {"code", "code_x"}}}}));
+  EXPECT_TRUE(ApiError(503, "busy", "server_error").body()["error"]["param"].is_null());
+}
+
+}  // namespace
+}  // namespace nf::serve

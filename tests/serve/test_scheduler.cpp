@@ -1,0 +1,158 @@
+// Continuous batching (serve/scheduler.h): sequences submitted together, more than the slots, with
+// different prompts, lengths and samplers, each get exactly the tokens a Session gives them alone,
+// while the steps really decode several rows at once; the queue bound; cancelling a queued or a
+// running sequence; a refused prompt; a slot's prefix reused by the next turn; stop from on_token.
+#include "nanoformer/serve/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <future>
+
+#include "infer/tiny_lm.h"
+#include "nanoformer/infer/session.h"
+
+namespace nf::serve {
+namespace {
+
+std::shared_ptr<models::DecoderLM> tiny_model() { return testing::tiny_lm(48); }
+
+// A submitted sequence's tokens and outcome, once it ends.
+struct Tracked {
+  std::vector<int64_t> tokens;
+  std::promise<SequenceOutcome> done;
+};
+
+SequenceRequest tracked(Tracked& t, std::vector<int64_t> prompt, infer::SamplerConfig sampler, int64_t max_new_tokens,
+                        std::vector<int64_t> eos = {}) {
+  return {.prompt = std::move(prompt),
+          .sampler = sampler,
+          .stop = {.eos_ids = std::move(eos), .stop_strings = {}, .max_new_tokens = max_new_tokens},
+          .on_token = [&t](int64_t id) { t.tokens.push_back(id); return true; },
+          .on_done = [&t](const SequenceOutcome& o) { t.done.set_value(o); }};
+}
+
+TEST(Scheduler, BatchedSequencesGetWhatEachGetsAlone) {
+  const auto model = tiny_model();
+  const std::vector<std::vector<int64_t>> prompts{{5, 9, 13}, {1}, {7, 7, 7, 7, 7, 7, 7, 2}, {3, 4}, {60, 1, 2, 3, 4},
+                                                  {11, 12, 13, 14}, {20}};
+  const std::vector<int64_t> lengths{12, 5, 20, 9, 16, 3, 30};
+  std::vector<infer::SamplerConfig> samplers;
+  for (size_t i = 0; i < prompts.size(); ++i)
+    samplers.push_back(i % 2 ? infer::SamplerConfig{.temperature = 0}
+                             : infer::SamplerConfig{.temperature = 0.9, .top_k = 20, .top_p = 0.95, .seed = 100 + i});
+  std::vector<std::vector<int64_t>> alone;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    infer::Session session(*model);
+    infer::Sampler sampler(samplers[i]);
+    alone.push_back(session.generate(prompts[i], sampler, {.max_new_tokens = lengths[i]}).tokens);
+  }
+  std::vector<Tracked> runs(prompts.size());
+  SchedulerStats stats;
+  {
+    Scheduler scheduler(*model, {.parallel = 3, .max_queue = 8, .context = 0});
+    for (size_t i = 0; i < prompts.size(); ++i)
+      ASSERT_TRUE(scheduler.submit(tracked(runs[i], prompts[i], samplers[i], lengths[i])));
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      const SequenceOutcome o = runs[i].done.get_future().get();
+      EXPECT_EQ(o.reason, infer::StopReason::max_new_tokens);
+      EXPECT_EQ(o.completion_tokens, lengths[i]);
+      EXPECT_EQ(o.prompt_tokens, static_cast<int64_t>(prompts[i].size()));
+    }
+    stats = scheduler.stats();
+  }
+  for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(runs[i].tokens, alone[i]) << "sequence " << i;
+  EXPECT_EQ(stats.completed, 7);
+  // 7 sequences over 3 slots: later ones joined while others ran, and steps decoded several rows
+  EXPECT_GT(stats.decoded_rows, 2 * stats.decode_steps) << stats.decoded_rows << " rows in " << stats.decode_steps << " steps";
+}
+
+TEST(Scheduler, TheQueueIsBoundedAndCancellingFreesTheSequence) {
+  const auto model = tiny_model();
+  Scheduler scheduler(*model, {.parallel = 1, .max_queue = 1, .context = 0});
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  Tracked first, queued, refused;
+  SequenceRequest blocking = tracked(first, {1, 2, 3}, {.temperature = 0}, 40);
+  std::promise<void> started;
+  blocking.on_token = [&](int64_t id) {
+    if (first.tokens.empty()) started.set_value();
+    first.tokens.push_back(id);
+    released.wait();  // holds the scheduler until the test lets go
+    return first.tokens.size() < 4;  // then "a stop string" after 4 tokens
+  };
+  ASSERT_TRUE(scheduler.submit(std::move(blocking)));
+  started.get_future().wait();  // it runs (in the one slot)
+  SequenceRequest waiting = tracked(queued, {4, 5}, {.temperature = 0}, 5);
+  const auto cancel_waiting = waiting.cancelled;
+  EXPECT_TRUE(scheduler.submit(std::move(waiting)));                                  // the one queue place
+  EXPECT_FALSE(scheduler.submit(tracked(refused, {6}, {.temperature = 0}, 5)));       // the queue is full
+  EXPECT_EQ(scheduler.stats().queued, 1);
+  cancel_waiting->store(true);
+  release.set_value();
+  const SequenceOutcome a = first.done.get_future().get(), b = queued.done.get_future().get();
+  EXPECT_EQ(a.reason, infer::StopReason::stop_string);
+  EXPECT_EQ(a.completion_tokens, 4);
+  EXPECT_TRUE(b.cancelled);
+  EXPECT_EQ(b.completion_tokens, 0);
+  EXPECT_TRUE(queued.tokens.empty());
+
+  // a running sequence cancelled after 3 tokens ends at once, far from its 40
+  Tracked running;
+  SequenceRequest long_one = tracked(running, {9, 9}, {.temperature = 0}, 40);
+  long_one.on_token = [&running, cancelled = long_one.cancelled](int64_t id) {
+    running.tokens.push_back(id);
+    if (running.tokens.size() == 3) cancelled->store(true);
+    return true;
+  };
+  ASSERT_TRUE(scheduler.submit(std::move(long_one)));
+  const SequenceOutcome c = running.done.get_future().get();
+  EXPECT_TRUE(c.cancelled);
+  EXPECT_EQ(c.completion_tokens, 3);
+  EXPECT_EQ(scheduler.stats().cancelled, 2);
+  EXPECT_EQ(scheduler.stats().running, 0);
+}
+
+TEST(Scheduler, RefusedPromptsEndWithAnErrorAndServingGoesOn) {
+  const auto model = tiny_model();
+  Scheduler scheduler(*model, {.parallel = 2, .max_queue = 4, .context = 16});
+  Tracked too_long, bad_id, empty, fine;
+  ASSERT_TRUE(scheduler.submit(tracked(too_long, std::vector<int64_t>(16, 1), {.temperature = 0}, 3)));
+  ASSERT_TRUE(scheduler.submit(tracked(bad_id, {1, 64}, {.temperature = 0}, 3)));
+  ASSERT_TRUE(scheduler.submit(tracked(empty, {}, {.temperature = 0}, 3)));
+  ASSERT_TRUE(scheduler.submit(tracked(fine, {1, 2}, {.temperature = 0}, 3)));
+  EXPECT_NE(too_long.done.get_future().get().error.find("the prompt is 16 tokens, but the context holds 16"), std::string::npos);
+  EXPECT_NE(bad_id.done.get_future().get().error.find("64"), std::string::npos);
+  EXPECT_NE(empty.done.get_future().get().error.find("empty"), std::string::npos);
+  const SequenceOutcome ok = fine.done.get_future().get();
+  EXPECT_TRUE(ok.error.empty());
+  EXPECT_EQ(ok.completion_tokens, 3);
+  // a full slot stops the sequence (finish reason length)
+  Tracked filling;
+  ASSERT_TRUE(scheduler.submit(tracked(filling, std::vector<int64_t>(10, 2), {.temperature = 0}, 100)));
+  const SequenceOutcome full = filling.done.get_future().get();
+  EXPECT_EQ(full.reason, infer::StopReason::max_new_tokens);
+  EXPECT_EQ(full.completion_tokens, 7);  // 10 prompt tokens + 6 fed = 16 columns; the 7th is sampled, not fed
+  EXPECT_THROW(Scheduler(*model, {.parallel = 0}), Error);
+  EXPECT_THROW(Scheduler(*model, {.parallel = 1, .max_queue = 1, .context = 49}), Error);
+}
+
+TEST(Scheduler, TheNextTurnReusesItsSlotsPrefix) {
+  const auto model = tiny_model();
+  Scheduler scheduler(*model, {.parallel = 2, .max_queue = 2, .context = 0});
+  Tracked turn1, turn2;
+  const std::vector<int64_t> prompt{3, 1, 4, 1, 5};
+  ASSERT_TRUE(scheduler.submit(tracked(turn1, prompt, {.temperature = 0}, 6)));
+  EXPECT_EQ(turn1.done.get_future().get().cached_tokens, 0);
+  std::vector<int64_t> next = prompt;
+  next.insert(next.end(), turn1.tokens.begin(), turn1.tokens.end());
+  next.insert(next.end(), {9, 2, 6});
+  ASSERT_TRUE(scheduler.submit(tracked(turn2, next, {.temperature = 0}, 4)));
+  const SequenceOutcome o = turn2.done.get_future().get();
+  EXPECT_EQ(o.cached_tokens, 5 + 5);  // the prompt and the answer but its last token (never fed)
+  infer::Session session(*model);
+  infer::Sampler greedy({.temperature = 0});
+  EXPECT_EQ(turn2.tokens, session.generate(next, greedy, {.max_new_tokens = 4}).tokens);
+}
+
+}  // namespace
+}  // namespace nf::serve
