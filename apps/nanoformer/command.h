@@ -16,5 +16,6 @@ void add_train_command(CLI::App& app);
 void add_lora_command(CLI::App& app);
 void add_generate_command(CLI::App& app);
 void add_chat_command(CLI::App& app);
+void add_eval_command(CLI::App& app);
 
 }  // namespace nf::cli

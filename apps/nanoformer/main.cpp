@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   nf::cli::add_train_command(app);
   nf::cli::add_generate_command(app);
   nf::cli::add_chat_command(app);
+  nf::cli::add_eval_command(app);
   nf::cli::add_lora_command(app);
   try {
     app.parse(argc, argv);
