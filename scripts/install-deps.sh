@@ -13,6 +13,9 @@ packages=(
   libbenchmark-dev       # make bench
   nlohmann-json3-dev     # JSON configs and safetensors headers
   libcli11-dev           # command-line parsing for apps/nanoformer
+  libplplot-dev          # figures (src/util/plot_*.cpp) ...
+  plplot-driver-cairo    # ... drawn as PNG (pngcairo) and SVG (svgcairo)
+  fonts-noto-cjk         # CJK glyphs for token labels (found through fontconfig)
   "$@"
 )
 

@@ -16,7 +16,7 @@
 #include "nanoformer/tokenizer/char_tokenizer.h"
 #include "nanoformer/train/addition_task.h"
 #include "nanoformer/train/trainer.h"
-#include "nanoformer/util/svg_plot.h"
+#include "nanoformer/util/plot.h"
 
 namespace nf::cli {
 namespace {
@@ -30,16 +30,17 @@ struct DemoOptions {
   int shown = 5;
 };
 
-void write_loss_plot(const std::string& metrics, const std::string& svg) {
-  PlotSeries train{"train loss", {}, {}}, val{"validation loss", {}, {}};
+void write_loss_plot(const std::string& metrics, const std::string& png) {
+  plot::Series train{.label = "train loss"}, val{.label = "validation loss", .style = plot::LineStyle::dashed};
   std::ifstream in(metrics);
   for (std::string line; std::getline(in, line);) {
     const auto j = nlohmann::json::parse(line);
-    PlotSeries& s = j.contains("val_loss") ? val : train;
+    plot::Series& s = j.contains("val_loss") ? val : train;
     s.x.push_back(j.at("step").get<double>());
     s.y.push_back(j.contains("val_loss") ? j.at("val_loss").get<double>() : j.at("loss").get<double>());
   }
-  write_line_plot_svg(svg, {train, val}, {.title = "nanoformer demo: addition, character level", .y_label = "loss", .log_y = true});
+  plot::write_line_chart(png, {.title = "nanoformer demo: addition, character level", .x_label = "step",
+                               .y_label = "loss (nats per answer character)", .log_y = true, .series = {train, val}});
 }
 
 void run_demo(const DemoOptions& o) {
@@ -83,11 +84,11 @@ void run_demo(const DemoOptions& o) {
   std::printf("%s", trainer.describe().c_str());
   trainer.run();
 
-  const std::string svg = (fs::path(o.out) / "loss.svg").string();
-  write_loss_plot((fs::path(o.out) / "metrics.jsonl").string(), svg);
+  const std::string png = (fs::path(o.out) / "loss.png").string();
+  write_loss_plot((fs::path(o.out) / "metrics.jsonl").string(), png);
   const double val = trainer.evaluate();
   std::printf("validation loss on the answers %.4f nats/char (a uniform guess of a digit: %.4f); loss curve: %s\n",
-              val, std::log(10.0), svg.c_str());
+              val, std::log(10.0), png.c_str());
 
   const int64_t newline = *chars.token_id("\n");
   int correct = 0;
@@ -122,7 +123,7 @@ void add_demo_command(CLI::App& app) {
   cmd->add_option("--digits", o->task.digits, "Digits per operand")->capture_default_str()->check(CLI::Range(1, 6));
   cmd->add_option("--problems", o->task.train_problems, "Training problems")->capture_default_str();
   cmd->add_option("--seed", o->task.seed, "Seed of the generated problems")->capture_default_str();
-  cmd->add_option("--out", o->out, "Run directory (replaced): data, checkpoints, metrics, loss.svg")->capture_default_str();
+  cmd->add_option("--out", o->out, "Run directory (replaced): data, checkpoints, metrics, loss.png")->capture_default_str();
   cmd->callback([o] { run_demo(*o); });
 }
 

@@ -1,0 +1,145 @@
+// Line charts (util/plot.h): axes with ticks and a light grid, one line per series (broken at
+// non-finite points), a legend, numeric or named x positions, linear or logarithmic axes.
+#include <plplot.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "nanoformer/core/error.h"
+#include "nanoformer/util/plot.h"
+#include "plot_figure.h"
+
+namespace nf::plot {
+namespace {
+
+using detail::PixelBox;
+
+void check_chart(const std::string& path, const LineChart& chart) {
+  for (const Series& s : chart.series)
+    NF_CHECK(s.x.size() == s.y.size(), "plot '", path, "': series '", s.label, "' has ", s.x.size(), " x and ",
+             s.y.size(), " y values");
+  if (!chart.x_categories.empty())
+    for (const Series& s : chart.series)
+      for (double x : s.x)
+        NF_CHECK(x >= 0 && x <= static_cast<double>(chart.x_categories.size() - 1), "plot '", path, "': series '",
+                 s.label, "' has x = ", x, " outside the ", chart.x_categories.size(), " named positions");
+}
+
+// PLplot line styles: 1 continuous, 2 short dashes, 4 dots (plstyl's built-in patterns).
+int plplot_line_style(LineStyle style) {
+  switch (style) {
+    case LineStyle::dashed: return 2;
+    case LineStyle::dotted: return 4;
+    default: return 1;
+  }
+}
+
+// The drawable points of a series in axis coordinates (log10 on a log axis), split into runs at
+// points that cannot be drawn.
+std::vector<std::pair<std::vector<double>, std::vector<double>>> runs_of(const Series& s, bool log_x, bool log_y) {
+  std::vector<std::pair<std::vector<double>, std::vector<double>>> runs(1);
+  for (size_t i = 0; i < s.x.size(); ++i) {
+    const double x = s.x[i], y = s.y[i];
+    const bool ok = std::isfinite(x) && std::isfinite(y) && (!log_x || x > 0) && (!log_y || y > 0);
+    if (!ok) {
+      if (!runs.back().first.empty()) runs.emplace_back();
+      continue;
+    }
+    runs.back().first.push_back(log_x ? std::log10(x) : x);
+    runs.back().second.push_back(log_y ? std::log10(y) : y);
+  }
+  return runs;
+}
+
+void draw_series(const Series& s, int index, bool log_x, bool log_y) {
+  plcol0(detail::series_color(s.color >= 0 ? s.color : index));
+  plwidth(2.0);
+  for (auto& [x, y] : runs_of(s, log_x, log_y)) {
+    if (x.empty()) continue;
+    const auto n = static_cast<PLINT>(x.size());
+    if (s.style == LineStyle::points || n == 1) {
+      plstring(n, x.data(), y.data(), "•");
+    } else {
+      pllsty(plplot_line_style(s.style));
+      plline(n, x.data(), y.data());
+    }
+  }
+  pllsty(1);
+  plwidth(1.0);
+}
+
+void draw_legend(const LineChart& chart) {
+  std::vector<PLINT> options, colors, styles, symbol_numbers;
+  std::vector<PLFLT> widths, symbol_scales;
+  std::vector<std::string> texts;
+  for (size_t i = 0; i < chart.series.size(); ++i) {
+    const Series& s = chart.series[i];
+    if (s.label.empty()) continue;
+    options.push_back(s.style == LineStyle::points ? PL_LEGEND_SYMBOL : PL_LEGEND_LINE);
+    colors.push_back(detail::series_color(s.color >= 0 ? s.color : static_cast<int>(i)));
+    styles.push_back(plplot_line_style(s.style));
+    widths.push_back(2.0);
+    symbol_scales.push_back(1.0);
+    symbol_numbers.push_back(1);
+    texts.push_back(detail::escape(s.label));
+  }
+  if (texts.empty()) return;
+  std::vector<const char*> text_ptrs, symbols(texts.size(), "•");
+  for (const std::string& t : texts) text_ptrs.push_back(t.c_str());
+  std::vector<PLINT> text_colors(texts.size(), detail::kInk);
+  PLFLT width = 0, height = 0;
+  pllegend(&width, &height, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX, PL_POSITION_TOP | PL_POSITION_RIGHT | PL_POSITION_INSIDE,
+           0.01, 0.01, 0.05, detail::kBackground, detail::kGrid, 1, 0, 0, static_cast<PLINT>(texts.size()),
+           options.data(), 0.8, 0.9, 1.8, 0.0, text_colors.data(), text_ptrs.data(), nullptr, nullptr, nullptr, nullptr,
+           colors.data(), styles.data(), widths.data(), colors.data(), symbol_scales.data(), symbol_numbers.data(),
+           symbols.data());
+}
+
+void draw_panel(const detail::Figure& figure, const LineChart& chart, const PixelBox& cell) {
+  const double ch = figure.char_pixels();
+  double label_px = 0;
+  for (const std::string& c : chart.x_categories) label_px = std::max(label_px, detail::text_pixels(c, ch * 0.85));
+  const double bottom_numbers = chart.x_categories.empty() ? 2.2 * ch : label_px + 0.8 * ch;
+  const PixelBox plot_area{cell.left + 7.0 * ch, cell.top + 2.6 * ch, cell.right - 1.5 * ch,
+                           cell.bottom - bottom_numbers - 2.6 * ch};
+  figure.viewport(plot_area);
+
+  std::vector<const std::vector<double>*> xs, ys;
+  for (const Series& s : chart.series) xs.push_back(&s.x), ys.push_back(&s.y);
+  const bool named = !chart.x_categories.empty();
+  const detail::Range xr = named ? detail::Range{-0.5, static_cast<double>(chart.x_categories.size()) - 0.5}
+                                 : detail::data_range(xs, chart.log_x, 0.0);
+  const detail::Range yr = detail::data_range(ys, chart.log_y, 0.05);
+  plwind(xr.lo, xr.hi, yr.lo, yr.hi);
+  detail::draw_axes(xr, chart.log_x, !named, yr, chart.log_y);
+  for (size_t i = 0; i < chart.series.size(); ++i)
+    draw_series(chart.series[i], static_cast<int>(i), chart.log_x, chart.log_y);
+  plcol0(detail::kInk);
+  if (named) {
+    plschr(0, 0.85);
+    for (size_t i = 0; i < chart.x_categories.size(); ++i)
+      plmtex("bv", 0.5, (static_cast<double>(i) - xr.lo) / (xr.hi - xr.lo), 1.0,
+             detail::escape(chart.x_categories[i]).c_str());
+    plschr(0, 1.0);
+  }
+  plmtex("b", bottom_numbers / ch + 1.0, 0.5, 0.5, detail::escape(chart.x_label).c_str());
+  plmtex("l", 5.0, 0.5, 0.5, detail::escape(chart.y_label).c_str());
+  plmtex("t", 1.0, 0.5, 0.5, detail::escape(chart.title).c_str());
+  draw_legend(chart);
+}
+
+}  // namespace
+
+void write_line_charts(const std::string& path, const std::vector<LineChart>& panels, const Layout& layout) {
+  for (const LineChart& chart : panels) check_chart(path, chart);
+  const detail::GridShape g = detail::grid_shape(path, panels.size(), layout.columns, !layout.title.empty());
+  detail::Figure figure(path, g.columns * layout.panel_width, static_cast<int>(g.top) + g.rows * layout.panel_height);
+  figure.title(layout.title);
+  for (size_t i = 0; i < panels.size(); ++i)
+    draw_panel(figure, panels[i], detail::grid_cell(static_cast<int>(i), g.columns, layout.panel_width, layout.panel_height, g.top));
+  figure.finish();
+}
+
+void write_line_chart(const std::string& path, const LineChart& chart) { write_line_charts(path, {chart}, Layout{}); }
+
+}  // namespace nf::plot
