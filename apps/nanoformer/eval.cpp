@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "command.h"
+#include "eval_report.h"
 #include "nanoformer/core/error.h"
 #include "nanoformer/core/parallel.h"
 #include "nanoformer/models/context_extension.h"
@@ -30,8 +31,8 @@ namespace {
 constexpr const char* kContextExample = "(example: --context 256,512,1024)";
 
 struct EvalArgs {
-  std::string model, tokenizer, contexts, json, rope_scaling, rope_factor = "1";
-  std::vector<std::string> data;
+  std::string model, tokenizer, contexts, json, rope_scaling, rope_factor = "1", label, plot, title;
+  std::vector<std::string> data, combine;
   uint64_t max_tokens = 131072;
   int64_t batch_tokens = 4096;
   bool quiet = false;
@@ -112,8 +113,8 @@ void print_table(const std::vector<Row>& rows, const models::DecoderLMConfig& c,
   }
 }
 
-void write_json(const std::string& path, const EvalArgs& a, const nlohmann::json& config, uint64_t stream_tokens,
-                const std::string& scaling, const std::vector<Row>& rows) {
+nlohmann::json report_json(const EvalArgs& a, const nlohmann::json& config, uint64_t stream_tokens,
+                           const std::string& scaling, const std::vector<Row>& rows) {
   const auto max_seq_len = config.at("max_seq_len").get<int64_t>();
   nlohmann::json results = nlohmann::json::array();
   for (const Row& r : rows)
@@ -125,13 +126,17 @@ void write_json(const std::string& path, const EvalArgs& a, const nlohmann::json
                        {"past_max_seq_len", r.result.context > max_seq_len},
                        {"rope_factor", r.rope_factor},
                        {"seconds", r.seconds}});
-  const nlohmann::json report = {{"model", a.model},
-                                 {"data", a.data},
-                                 {"data_tokens", stream_tokens},
-                                 {"max_tokens", a.max_tokens},
-                                 {"rope_scaling", scaling},
-                                 {"model_config", config},
-                                 {"results", results}};
+  return {{"model", a.model},
+          {"label", a.label},
+          {"data", a.data},
+          {"data_tokens", stream_tokens},
+          {"max_tokens", a.max_tokens},
+          {"rope_scaling", scaling},
+          {"model_config", config},
+          {"results", results}};
+}
+
+void write_json(const std::string& path, const nlohmann::json& report) {
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
@@ -141,7 +146,21 @@ void write_json(const std::string& path, const EvalArgs& a, const nlohmann::json
   std::filesystem::rename(tmp, path);
 }
 
+// --combine: earlier reports side by side, no model run.
+void run_combine(const EvalArgs& a, const CLI::App& cmd) {
+  for (const char* flag : {"--model", "--data", "--context", "--tokenizer", "--rope-scaling", "--rope-factor", "--json",
+                           "--label", "--max-tokens", "--batch-tokens"})
+    NF_CHECK(cmd.count(flag) == 0, "--combine shows earlier reports; ", flag, " is for evaluating a model");
+  std::vector<nlohmann::json> reports;
+  for (const std::string& path : a.combine) reports.push_back(read_eval_report(path));
+  std::printf("%s", comparison_table(reports).c_str());
+  if (!a.plot.empty()) write_eval_chart(a.plot, a.title, reports);
+}
+
 void run_eval(const EvalArgs& a, const CLI::App& cmd) {
+  if (!a.combine.empty()) return run_combine(a, cmd);
+  NF_CHECK(!a.model.empty() && !a.data.empty() && !a.contexts.empty(),
+           "eval: give MODEL, --data and --context (or --combine REPORT.json ... to compare earlier reports)");
   const std::vector<int64_t> contexts = parse_contexts(a.contexts);
   const RopeFactor factor = parse_rope_factor(a.rope_factor);
   std::optional<nn::RopeScaling> scaling;
@@ -169,7 +188,7 @@ void run_eval(const EvalArgs& a, const CLI::App& cmd) {
     total_windows += windows;
   }
   std::fprintf(stderr, "nanoformer eval: %s (%s positions, max_seq_len %lld); data %s: %llu tokens, at most %llu "
-               "scored per context; %d threads\n", a.model.c_str(), nn::position_kind_name(c.position),
+               "scored per context; threads: %d\n", a.model.c_str(), nn::position_kind_name(c.position),
                static_cast<long long>(c.max_seq_len), corpus->sources().c_str(),
                static_cast<unsigned long long>(corpus->size()), static_cast<unsigned long long>(a.max_tokens),
                num_threads());
@@ -196,7 +215,9 @@ void run_eval(const EvalArgs& a, const CLI::App& cmd) {
   }
   if (bar) bar->finish();
   print_table(rows, c, used_scaling);
-  if (!a.json.empty()) write_json(a.json, a, config, corpus->size(), used_scaling, rows);
+  const nlohmann::json report = report_json(a, config, corpus->size(), used_scaling, rows);
+  if (!a.json.empty()) write_json(a.json, report);
+  if (!a.plot.empty()) write_eval_chart(a.plot, a.title.empty() ? a.model : a.title, {report});
 }
 
 }  // namespace
@@ -213,14 +234,13 @@ void add_eval_command(CLI::App& app) {
       "max_seq_len are evaluated by extending the position tables (sinusoidal, RoPE) or as is (ALiBi,\n"
       "T5 bias); a learned position table cannot be extended. --rope-scaling applies position\n"
       "interpolation (linear) or NTK-aware scaling at evaluation time; --rope-factor auto uses\n"
-      "context / max_seq_len at each context.");
+      "context / max_seq_len at each context.\n"
+      "  nanoformer eval --combine rope.json alibi.json --plot ppl.png   (earlier --json reports side by side)");
   auto a = std::make_shared<EvalArgs>();
-  cmd->add_option("model,--model,-m", a->model, "Model: checkpoint, HF / MiniMind / nanochat folder, llama2.c .bin")
-      ->required();
-  cmd->add_option("--data,-d", a->data, "Token files, text or JSONL documents (text and JSONL need --tokenizer)")
-      ->required();
+  cmd->add_option("model,--model,-m", a->model, "Model: checkpoint, HF / MiniMind / nanochat folder, llama2.c .bin");
+  cmd->add_option("--data,-d", a->data, "Token files, text or JSONL documents (text and JSONL need --tokenizer)");
   cmd->add_option("--tokenizer,-t", a->tokenizer, "tokenizer.json or character vocabulary, for text and JSONL data");
-  cmd->add_option("--context,-T", a->contexts, "Context lengths, comma-separated: 256,512,1024")->required();
+  cmd->add_option("--context,-T", a->contexts, "Context lengths, comma-separated: 256,512,1024");
   cmd->add_option("--max-tokens", a->max_tokens, "Targets scored per context, from the start of the data (0 = all)")
       ->capture_default_str();
   cmd->add_option("--batch-tokens", a->batch_tokens, "Tokens per forward pass (windows per pass: this / context)")
@@ -229,6 +249,10 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--rope-factor", a->rope_factor, "Scale factor s >= 1 of --rope-scaling, or auto (context / max_seq_len)")
       ->capture_default_str();
   cmd->add_option("--json", a->json, "Also write the results to this JSON file");
+  cmd->add_option("--label", a->label, "The model's name in --json reports, tables and charts (default: its path)");
+  cmd->add_option("--combine", a->combine, "Instead of evaluating: print these --json reports as one table");
+  cmd->add_option("--plot", a->plot, "Draw perplexity against context (.png or .svg)");
+  cmd->add_option("--title", a->title, "The chart's title");
   cmd->add_flag("--quiet,-q", a->quiet, "No progress bar");
   cmd->callback([a, cmd] { run_eval(*a, *cmd); });
 }

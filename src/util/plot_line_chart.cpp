@@ -109,7 +109,8 @@ void draw_panel(const detail::Figure& figure, const LineChart& chart, const Pixe
   const bool named = !chart.x_categories.empty();
   const detail::Range xr = named ? detail::Range{-0.5, static_cast<double>(chart.x_categories.size()) - 0.5}
                                  : detail::data_range(xs, chart.log_x, 0.0);
-  const detail::Range yr = detail::data_range(ys, chart.log_y, 0.05);
+  detail::Range yr = detail::data_range(ys, chart.log_y, 0.05);
+  if (chart.top_room > 0 && chart.top_room < 1) yr.hi = yr.lo + (yr.hi - yr.lo) / (1.0 - chart.top_room);
   plwind(xr.lo, xr.hi, yr.lo, yr.hi);
   detail::draw_axes(xr, chart.log_x, !named, yr, chart.log_y);
   for (size_t i = 0; i < chart.series.size(); ++i)

@@ -4,6 +4,7 @@
 // longer than a learned position table, a bad --context list, bad files, bad RoPE flags) is one
 // clear line and a non-zero exit.
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -134,6 +135,36 @@ TEST_F(EvalCliTest, BadFilesAreErrors) {
   w.write(std::vector<tokenizer::TokenId>{1, 2, 99, 3});
   w.close();
   expect_error(path("rope.safetensors") + " --data " + path("wide.bin") + " --context 2", {"wide.bin", "99"});
+}
+
+TEST_F(EvalCliTest, CombinedReportsMakeOneTableAndAChart) {
+  const std::string data = " --data " + path("tokens.bin") + " -q --max-tokens 256";
+  ASSERT_EQ(cli("eval " + path("rope.safetensors") + data + " -T 8,32 --label 'rope model' --json " + path("r.json")).exit_code, 0);
+  ASSERT_EQ(cli("eval " + path("learned.safetensors") + data + " -T 8 --json " + path("l.json")).exit_code, 0);
+  const auto r = cli("eval --combine " + path("r.json") + " " + path("l.json") + " --plot " + path("ppl.png") +
+                     " --title 'two models'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto rope = read_json("r.json").at("results"), learned = read_json("l.json").at("results");
+  char row[160];
+  std::snprintf(row, sizeof row, "| rope model | %.3f | %.3f |\n", rope[0].at("perplexity").get<double>(),
+                rope[1].at("perplexity").get<double>());
+  EXPECT_NE(r.out.find("| model | ppl (8) | ppl (32) |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(row), std::string::npos) << r.out;
+  std::snprintf(row, sizeof row, "| %s | %.3f | - |\n", path("learned.safetensors").c_str(),
+                learned[0].at("perplexity").get<double>());
+  EXPECT_NE(r.out.find(row), std::string::npos) << r.out;  // no label: the model's path
+  EXPECT_EQ(testing::read_text(path("ppl.png")).substr(1, 3), "PNG");
+}
+
+TEST_F(EvalCliTest, BadCombineInputIsAnError) {
+  std::ofstream(path("bad.json")) << R"({"model": "m", "results": [{"context": 8}]})";
+  std::ofstream(path("torn.json")) << R"({"model": "m", "res)";
+  expect_error("--combine " + path("bad.json"), {"bad.json", "perplexity"});
+  expect_error("--combine " + path("torn.json"), {"torn.json", "not a report"});
+  expect_error("--combine " + path("none.json"), {"none.json", "cannot open"});
+  ASSERT_EQ(cli("eval " + path("rope.safetensors") + " -d " + path("tokens.bin") + " -T 8 -q --json " + path("r.json")).exit_code, 0);
+  expect_error("--combine " + path("r.json") + " --data " + path("tokens.bin"), {"--combine", "--data"});
+  expect_error("--context 8", {"give MODEL, --data and --context"});
 }
 
 TEST_F(EvalCliTest, BadRopeFlagsAreErrors) {
