@@ -15,8 +15,8 @@
 #include "nanoformer/infer/greedy.h"
 #include "nanoformer/tokenizer/char_tokenizer.h"
 #include "nanoformer/train/addition_task.h"
+#include "nanoformer/train/metrics_chart.h"
 #include "nanoformer/train/trainer.h"
-#include "nanoformer/util/plot.h"
 
 namespace nf::cli {
 namespace {
@@ -29,19 +29,6 @@ struct DemoOptions {
   std::string out = "nanoformer-demo";
   int shown = 5;
 };
-
-void write_loss_plot(const std::string& metrics, const std::string& png) {
-  plot::Series train{.label = "train loss"}, val{.label = "validation loss", .style = plot::LineStyle::dashed};
-  std::ifstream in(metrics);
-  for (std::string line; std::getline(in, line);) {
-    const auto j = nlohmann::json::parse(line);
-    plot::Series& s = j.contains("val_loss") ? val : train;
-    s.x.push_back(j.at("step").get<double>());
-    s.y.push_back(j.contains("val_loss") ? j.at("val_loss").get<double>() : j.at("loss").get<double>());
-  }
-  plot::write_line_chart(png, {.title = "nanoformer demo: addition, character level", .x_label = "step",
-                               .y_label = "loss (nats per answer character)", .log_y = true, .series = {train, val}});
-}
 
 void run_demo(const DemoOptions& o) {
   // The run directory belongs to the demo: a rerun starts over.
@@ -85,7 +72,8 @@ void run_demo(const DemoOptions& o) {
   trainer.run();
 
   const std::string png = (fs::path(o.out) / "loss.png").string();
-  write_loss_plot((fs::path(o.out) / "metrics.jsonl").string(), png);
+  train::write_metrics_chart(png, {{"demo", train::read_metrics_log((fs::path(o.out) / "metrics.jsonl").string())}},
+                             "nanoformer demo: addition, character level (loss on the answers)");
   const double val = trainer.evaluate();
   std::printf("validation loss on the answers %.4f nats/char (a uniform guess of a digit: %.4f); loss curve: %s\n",
               val, std::log(10.0), png.c_str());

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   nf::cli::add_chat_command(app);
   nf::cli::add_eval_command(app);
   nf::cli::add_lora_command(app);
+  nf::cli::add_plot_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {

@@ -182,6 +182,12 @@ std::vector<double> log_ticks(double lo, double hi) {
 
 namespace {
 
+// Tick numbers as %g writes them ("0.003", "1e+06"), instead of PLplot's shared "(x10^-3)" factor,
+// which collides with the title above the panel.
+void format_tick(PLINT, PLFLT value, char* label, PLINT length, PLPointer) {
+  std::snprintf(label, static_cast<size_t>(length), "%.6g", std::abs(value) < 1e-300 ? 0.0 : value);
+}
+
 // Grid lines and numbers of a logarithmic axis at log_ticks().
 void draw_log_axis(bool x_axis, const Range& axis, const Range& other) {
   for (double v : log_ticks(axis.lo, axis.hi)) {
@@ -205,8 +211,9 @@ void draw_axes(const Range& x, bool log_x, bool x_numbers, const Range& y, bool 
   if (log_x && x_numbers) draw_log_axis(true, x, y);
   if (log_y) draw_log_axis(false, y, x);
   plcol0(kInk);
-  const std::string x_options = std::string(x_numbers ? "bcst" : "bc") + (log_x ? "l" : "") + (x_numbers && !log_x ? "n" : "");
-  const std::string y_options = std::string("bcstv") + (log_y ? "l" : "n");
+  plslabelfunc(format_tick, nullptr);
+  const std::string x_options = std::string(x_numbers ? "bcst" : "bc") + (log_x ? "l" : "") + (x_numbers && !log_x ? "no" : "");
+  const std::string y_options = std::string("bcstv") + (log_y ? "l" : "no");
   plbox(x_options.c_str(), 0, 0, y_options.c_str(), 0, 0);
 }
 

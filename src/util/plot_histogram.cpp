@@ -56,7 +56,7 @@ void draw_legend(const HistogramChart& chart) {
 
 void draw_panel(const detail::Figure& figure, const HistogramChart& chart, const PixelBox& cell) {
   const double ch = figure.char_pixels();
-  figure.viewport({cell.left + 7.0 * ch, cell.top + 2.6 * ch, cell.right - 1.5 * ch, cell.bottom - 4.8 * ch});
+  figure.viewport({cell.left + 8.5 * ch, cell.top + 2.6 * ch, cell.right - 1.5 * ch, cell.bottom - 4.8 * ch});
   std::vector<const std::vector<double>*> all;
   for (const Sample& s : chart.samples) all.push_back(&s.values);
   const detail::Range xr = detail::data_range(all, false, 0.0);
@@ -87,7 +87,7 @@ void draw_panel(const detail::Figure& figure, const HistogramChart& chart, const
   plcol0(detail::kInk);
   plbox("bc", 0, 0, "bc", 0, 0);  // the frame again, over the bars
   plmtex("b", 3.0, 0.5, 0.5, detail::escape(chart.x_label).c_str());
-  plmtex("l", 5.0, 0.5, 0.5, detail::escape(chart.y_label).c_str());
+  plmtex("l", 6.3, 0.5, 0.5, detail::escape(chart.y_label).c_str());
   plmtex("t", 1.0, 0.5, 0.5, detail::escape(chart.title).c_str());
   draw_legend(chart);
 }

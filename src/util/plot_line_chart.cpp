@@ -100,7 +100,7 @@ void draw_panel(const detail::Figure& figure, const LineChart& chart, const Pixe
   double label_px = 0;
   for (const std::string& c : chart.x_categories) label_px = std::max(label_px, detail::text_pixels(c, ch * 0.85));
   const double bottom_numbers = chart.x_categories.empty() ? 2.2 * ch : label_px + 0.8 * ch;
-  const PixelBox plot_area{cell.left + 7.0 * ch, cell.top + 2.6 * ch, cell.right - 1.5 * ch,
+  const PixelBox plot_area{cell.left + 8.5 * ch, cell.top + 2.6 * ch, cell.right - 1.5 * ch,
                            cell.bottom - bottom_numbers - 2.6 * ch};
   figure.viewport(plot_area);
 
@@ -124,7 +124,7 @@ void draw_panel(const detail::Figure& figure, const LineChart& chart, const Pixe
     plschr(0, 1.0);
   }
   plmtex("b", bottom_numbers / ch + 1.0, 0.5, 0.5, detail::escape(chart.x_label).c_str());
-  plmtex("l", 5.0, 0.5, 0.5, detail::escape(chart.y_label).c_str());
+  plmtex("l", 6.3, 0.5, 0.5, detail::escape(chart.y_label).c_str());
   plmtex("t", 1.0, 0.5, 0.5, detail::escape(chart.title).c_str());
   draw_legend(chart);
 }
