@@ -80,7 +80,7 @@ void write_eval_chart(const std::string& path, const std::string& title, const s
   std::set<int64_t> contexts;
   for (const auto& r : reports)
     for (const Point& p : points_of(r)) contexts.insert(p.context);
-  plot::LineChart chart{.title = title, .x_label = "context (tokens)", .y_label = "perplexity"};
+  plot::LineChart chart{.title = title, .x_label = "context (tokens)", .y_label = "perplexity", .legend_above = true};
   for (int64_t c : contexts) chart.x_categories.push_back(std::to_string(c));
   double low = 0, high = 0;
   for (size_t i = 0; i < reports.size(); ++i) {
@@ -98,7 +98,6 @@ void write_eval_chart(const std::string& path, const std::string& title, const s
     chart.series.push_back(dots);
   }
   chart.log_y = low > 0 && high / low > 10;
-  chart.top_room = std::min(0.6, 0.06 * static_cast<double>(reports.size() + 1));  // the legend's lines
   plot::write_line_chart(path, chart);
 }
 

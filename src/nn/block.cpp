@@ -90,32 +90,48 @@ TransformerBlock::TransformerBlock(const BlockConfig& config, std::shared_ptr<At
   if (auto d = make_dropout(c.residual_dropout, gen)) dropout_ = register_module("dropout", d);
 }
 
-Tensor TransformerBlock::residual(const Tensor& x, UnaryModule& norm, UnaryModule* out_norm,
+Tensor TransformerBlock::note(const char* sublayer, const char* what, Tensor value) const {
+  if (recorder_) recorder_->stage(*sublayer ? std::string(sublayer) + "_" + what : std::string(what), value);
+  return value;
+}
+
+Tensor TransformerBlock::residual(const Tensor& x, UnaryModule& norm, UnaryModule* out_norm, const char* name,
                                   const std::function<Tensor(const Tensor&)>& f) {
-  auto sublayer = [&](const Tensor& h) { return dropout_ ? dropout_->forward(f(h)) : f(h); };
+  auto sublayer = [&](const Tensor& h) { return note(name, "out", dropout_ ? dropout_->forward(f(h)) : f(h)); };
+  auto normed = [&](UnaryModule& n, const char* what, const Tensor& h) { return note(name, what, n(h)); };
   switch (config_.placement) {
-    case NormPlacement::pre: return x + sublayer(norm(x));                       // x + f(norm(x))
-    case NormPlacement::post: return norm(x + sublayer(x));                      // norm(x + f(x))
-    case NormPlacement::sandwich: return x + (*out_norm)(sublayer(norm(x)));     // x + norm_out(f(norm(x)))
-    case NormPlacement::deepnorm: return norm(mul(x, config_.deepnorm_alpha) + sublayer(x));  // norm(alpha x + f(x))
+    case NormPlacement::pre:  // x + f(norm(x))
+      return note(name, "residual", x + sublayer(normed(norm, "norm", x)));
+    case NormPlacement::post:  // norm(x + f(x))
+      return normed(norm, "norm", note(name, "residual", x + sublayer(x)));
+    case NormPlacement::sandwich:  // x + norm_out(f(norm(x)))
+      return note(name, "residual", x + normed(*out_norm, "out_norm", sublayer(normed(norm, "norm", x))));
+    case NormPlacement::deepnorm:  // norm(alpha x + f(x))
+      return normed(norm, "norm", note(name, "residual", mul(x, config_.deepnorm_alpha) + sublayer(x)));
   }
   NF_FAIL("TransformerBlock: unknown norm placement");
 }
 
+Tensor TransformerBlock::self_attention(const Tensor& x, const BlockInputs& in) {
+  if (in.cache) return attn->forward_cached(x, *in.cache);
+  if (!recorder_ || !recorder_->wants_attention_weights()) return attn->forward(x, {}, in.masks, in.q_offset);
+  AttentionWithWeights r = attn->forward_with_weights(x, {}, in.masks, in.q_offset);
+  recorder_->attention_weights(r.weights);
+  return r.out;
+}
+
 Tensor TransformerBlock::forward(const Tensor& x, const BlockInputs& in) {
-  Tensor h = residual(x, *attn_norm, attn_out_norm.get(),
-                      [&](const Tensor& t) {
-                        return in.cache ? attn->forward_cached(t, *in.cache) : attn->forward(t, {}, in.masks, in.q_offset);
-                      });
+  note("", "input", x);
+  Tensor h = residual(x, *attn_norm, attn_out_norm.get(), "attn", [&](const Tensor& t) { return self_attention(t, in); });
   if (cross_attn) {
     NF_CHECK(in.context.defined() || in.context_kv,
              "TransformerBlock: a block with cross-attention needs the encoder output (context)");
-    h = residual(h, *cross_attn_norm, cross_attn_out_norm.get(), [&](const Tensor& t) {
+    h = residual(h, *cross_attn_norm, cross_attn_out_norm.get(), "cross_attn", [&](const Tensor& t) {
       return in.context_kv ? cross_attn->forward_context_kv(t, *in.context_kv, in.context_masks)
                            : cross_attn->forward(t, in.context, in.context_masks, in.q_offset);
     });
   }
-  return residual(h, *mlp_norm, mlp_out_norm.get(), [&](const Tensor& t) { return mlp->forward(t); });
+  return note("", "output", residual(h, *mlp_norm, mlp_out_norm.get(), "mlp", [&](const Tensor& t) { return mlp->forward(t); }));
 }
 
 Tensor TransformerBlock::aux_loss() const { return moe ? moe->aux_loss() : Tensor(); }

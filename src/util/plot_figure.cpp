@@ -35,6 +35,8 @@ constexpr int kTab10[kSeriesColors][3] = {{31, 119, 180}, {255, 127, 14}, {44, 1
                                           {148, 103, 189}, {140, 86, 75}, {227, 119, 194}, {127, 127, 127},
                                           {188, 189, 34},  {23, 190, 207}};
 
+constexpr double kTextPixels = 14;  // the character height of ordinary text
+
 }  // namespace
 
 int series_color(int index) { return kFirstSeriesColor + ((index % kSeriesColors) + kSeriesColors) % kSeriesColors; }
@@ -66,6 +68,11 @@ Figure::Figure(const std::string& path, int width, int height)
   plinit();
   open_ = true;
   pladv(0);
+  // PLplot scales its default character height with the page; fix it at kTextPixels instead, so
+  // text has one size in every figure, large or small.
+  PLFLT x0_mm = 0, x1_mm = 0, y0_mm = 0, y1_mm = 0;
+  plgspa(&x0_mm, &x1_mm, &y0_mm, &y1_mm);
+  plschr(kTextPixels * (x1_mm - x0_mm) / width, 1.0);
   plcol0(kInk);
 }
 

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "nanoformer/util/plot.h"
+
 namespace nf::plot::detail {
 
 // Palette indices of PLplot's colour map 0 (set by Figure).
@@ -65,6 +67,17 @@ GridShape grid_shape(const std::string& path, size_t count, int layout_columns, 
 // The box of panel `index` in a grid of `columns` cells of panel_width x panel_height pixels,
 // starting `top` pixels below the top of the page (room for the figure's title).
 PixelBox grid_cell(int index, int columns, int panel_width, int panel_height, double top);
+
+// A figure of `panels` in a grid as `layout` says, draw(figure, panel, cell box) drawing each.
+template <class Panel, class Draw>
+void draw_panel_grid(const std::string& path, const std::vector<Panel>& panels, const Layout& layout, Draw draw) {
+  const GridShape g = grid_shape(path, panels.size(), layout.columns, !layout.title.empty());
+  Figure figure(path, g.columns * layout.panel_width, static_cast<int>(g.top) + g.rows * layout.panel_height);
+  figure.title(layout.title);
+  for (size_t i = 0; i < panels.size(); ++i)
+    draw(figure, panels[i], grid_cell(static_cast<int>(i), g.columns, layout.panel_width, layout.panel_height, g.top));
+  figure.finish();
+}
 
 // The approximate width of UTF-8 text in pixels at a character height of `char_px` (CJK and other
 // wide characters count as one height, the rest as 0.65).

@@ -48,15 +48,16 @@ void draw_legend(const HistogramChart& chart) {
   std::vector<const char*> text_ptrs;
   for (const std::string& t : texts) text_ptrs.push_back(t.c_str());
   PLFLT width = 0, height = 0;
-  pllegend(&width, &height, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX, PL_POSITION_TOP | PL_POSITION_RIGHT | PL_POSITION_INSIDE,
-           0.01, 0.01, 0.05, detail::kBackground, detail::kGrid, 1, 0, 0, static_cast<PLINT>(texts.size()),
+  const auto n = static_cast<PLINT>(texts.size());  // one row above the axes, clear of the bars
+  pllegend(&width, &height, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX, PL_POSITION_TOP | PL_POSITION_OUTSIDE,
+           0.01, 0.01, 0.05, detail::kBackground, detail::kGrid, 1, 1, n, n,
            options.data(), 0.8, 0.9, 1.8, 0.0, text_colors.data(), text_ptrs.data(), colors.data(), patterns.data(),
            scales.data(), widths.data(), nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
 }
 
 void draw_panel(const detail::Figure& figure, const HistogramChart& chart, const PixelBox& cell) {
   const double ch = figure.char_pixels();
-  figure.viewport({cell.left + 8.5 * ch, cell.top + 2.6 * ch, cell.right - 1.5 * ch, cell.bottom - 4.8 * ch});
+  figure.viewport({cell.left + 8.5 * ch, cell.top + 4.4 * ch, cell.right - 1.5 * ch, cell.bottom - 4.8 * ch});
   std::vector<const std::vector<double>*> all;
   for (const Sample& s : chart.samples) all.push_back(&s.values);
   const detail::Range xr = detail::data_range(all, false, 0.0);
@@ -88,7 +89,7 @@ void draw_panel(const detail::Figure& figure, const HistogramChart& chart, const
   plbox("bc", 0, 0, "bc", 0, 0);  // the frame again, over the bars
   plmtex("b", 3.0, 0.5, 0.5, detail::escape(chart.x_label).c_str());
   plmtex("l", 6.3, 0.5, 0.5, detail::escape(chart.y_label).c_str());
-  plmtex("t", 1.0, 0.5, 0.5, detail::escape(chart.title).c_str());
+  plmtex("t", 2.8, 0.5, 0.5, detail::escape(chart.title).c_str());
   draw_legend(chart);
 }
 
@@ -100,12 +101,7 @@ void write_histograms(const std::string& path, const std::vector<HistogramChart>
              chart.bins, " bins (1 to 10000 allowed)");
     NF_CHECK(!chart.samples.empty(), "plot '", path, "': histogram '", chart.title, "' has no samples");
   }
-  const detail::GridShape g = detail::grid_shape(path, panels.size(), layout.columns, !layout.title.empty());
-  detail::Figure figure(path, g.columns * layout.panel_width, static_cast<int>(g.top) + g.rows * layout.panel_height);
-  figure.title(layout.title);
-  for (size_t i = 0; i < panels.size(); ++i)
-    draw_panel(figure, panels[i], detail::grid_cell(static_cast<int>(i), g.columns, layout.panel_width, layout.panel_height, g.top));
-  figure.finish();
+  detail::draw_panel_grid(path, panels, layout, draw_panel);
 }
 
 void write_histogram(const std::string& path, const HistogramChart& chart) { write_histograms(path, {chart}, Layout{}); }

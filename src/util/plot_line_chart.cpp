@@ -88,8 +88,10 @@ void draw_legend(const LineChart& chart) {
   for (const std::string& t : texts) text_ptrs.push_back(t.c_str());
   std::vector<PLINT> text_colors(texts.size(), detail::kInk);
   PLFLT width = 0, height = 0;
-  pllegend(&width, &height, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX, PL_POSITION_TOP | PL_POSITION_RIGHT | PL_POSITION_INSIDE,
-           0.01, 0.01, 0.05, detail::kBackground, detail::kGrid, 1, 0, 0, static_cast<PLINT>(texts.size()),
+  const auto n = static_cast<PLINT>(texts.size());
+  pllegend(&width, &height, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX,
+           chart.legend_above ? PL_POSITION_TOP | PL_POSITION_OUTSIDE : PL_POSITION_TOP | PL_POSITION_RIGHT | PL_POSITION_INSIDE,
+           0.01, 0.01, 0.05, detail::kBackground, detail::kGrid, 1, chart.legend_above ? 1 : 0, chart.legend_above ? n : 0, n,
            options.data(), 0.8, 0.9, 1.8, 0.0, text_colors.data(), text_ptrs.data(), nullptr, nullptr, nullptr, nullptr,
            colors.data(), styles.data(), widths.data(), colors.data(), symbol_scales.data(), symbol_numbers.data(),
            symbols.data());
@@ -100,7 +102,7 @@ void draw_panel(const detail::Figure& figure, const LineChart& chart, const Pixe
   double label_px = 0;
   for (const std::string& c : chart.x_categories) label_px = std::max(label_px, detail::text_pixels(c, ch * 0.85));
   const double bottom_numbers = chart.x_categories.empty() ? 2.2 * ch : label_px + 0.8 * ch;
-  const PixelBox plot_area{cell.left + 8.5 * ch, cell.top + 2.6 * ch, cell.right - 1.5 * ch,
+  const PixelBox plot_area{cell.left + 8.5 * ch, cell.top + (chart.legend_above ? 4.4 : 2.6) * ch, cell.right - 1.5 * ch,
                            cell.bottom - bottom_numbers - 2.6 * ch};
   figure.viewport(plot_area);
 
@@ -109,8 +111,7 @@ void draw_panel(const detail::Figure& figure, const LineChart& chart, const Pixe
   const bool named = !chart.x_categories.empty();
   const detail::Range xr = named ? detail::Range{-0.5, static_cast<double>(chart.x_categories.size()) - 0.5}
                                  : detail::data_range(xs, chart.log_x, 0.0);
-  detail::Range yr = detail::data_range(ys, chart.log_y, 0.05);
-  if (chart.top_room > 0 && chart.top_room < 1) yr.hi = yr.lo + (yr.hi - yr.lo) / (1.0 - chart.top_room);
+  const detail::Range yr = detail::data_range(ys, chart.log_y, 0.05);
   plwind(xr.lo, xr.hi, yr.lo, yr.hi);
   detail::draw_axes(xr, chart.log_x, !named, yr, chart.log_y);
   for (size_t i = 0; i < chart.series.size(); ++i)
@@ -125,7 +126,7 @@ void draw_panel(const detail::Figure& figure, const LineChart& chart, const Pixe
   }
   plmtex("b", bottom_numbers / ch + 1.0, 0.5, 0.5, detail::escape(chart.x_label).c_str());
   plmtex("l", 6.3, 0.5, 0.5, detail::escape(chart.y_label).c_str());
-  plmtex("t", 1.0, 0.5, 0.5, detail::escape(chart.title).c_str());
+  plmtex("t", chart.legend_above ? 2.8 : 1.0, 0.5, 0.5, detail::escape(chart.title).c_str());
   draw_legend(chart);
 }
 
@@ -133,12 +134,7 @@ void draw_panel(const detail::Figure& figure, const LineChart& chart, const Pixe
 
 void write_line_charts(const std::string& path, const std::vector<LineChart>& panels, const Layout& layout) {
   for (const LineChart& chart : panels) check_chart(path, chart);
-  const detail::GridShape g = detail::grid_shape(path, panels.size(), layout.columns, !layout.title.empty());
-  detail::Figure figure(path, g.columns * layout.panel_width, static_cast<int>(g.top) + g.rows * layout.panel_height);
-  figure.title(layout.title);
-  for (size_t i = 0; i < panels.size(); ++i)
-    draw_panel(figure, panels[i], detail::grid_cell(static_cast<int>(i), g.columns, layout.panel_width, layout.panel_height, g.top));
-  figure.finish();
+  detail::draw_panel_grid(path, panels, layout, draw_panel);
 }
 
 void write_line_chart(const std::string& path, const LineChart& chart) { write_line_charts(path, {chart}, Layout{}); }

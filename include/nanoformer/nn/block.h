@@ -15,6 +15,7 @@
 
 #include "nanoformer/core/generator.h"
 #include "nanoformer/nn/attention.h"
+#include "nanoformer/nn/block_recorder.h"
 #include "nanoformer/nn/linear.h"
 #include "nanoformer/nn/mlp.h"
 #include "nanoformer/nn/moe.h"
@@ -66,16 +67,24 @@ class TransformerBlock : public Module {
   Tensor aux_loss() const;
 
   const BlockConfig& config() const { return config_; }
+  // Reports every stage (and, if it asks, the attention weights) to `recorder` until reset with
+  // nullptr; the caller keeps the recorder alive meanwhile. Not with a KV cache.
+  void set_recorder(BlockRecorder* recorder) { recorder_ = recorder; }
   std::shared_ptr<UnaryModule> attn_norm, attn_out_norm, cross_attn_norm, cross_attn_out_norm, mlp_norm, mlp_out_norm;
   std::shared_ptr<MultiHeadAttention> attn, cross_attn;
   std::shared_ptr<UnaryModule> mlp;  // an MLP, or the MoE
   std::shared_ptr<MoE> moe;          // the same module as mlp when the block has an MoE, else null
 
  private:
-  // One residual sublayer, placed as config_.placement says.
-  Tensor residual(const Tensor& x, UnaryModule& norm, UnaryModule* out_norm, const std::function<Tensor(const Tensor&)>& f);
+  // One residual sublayer `name` (attn, cross_attn, mlp), placed as config_.placement says.
+  Tensor residual(const Tensor& x, UnaryModule& norm, UnaryModule* out_norm, const char* name,
+                  const std::function<Tensor(const Tensor&)>& f);
+  // value, reported as stage `sublayer`_`what` (or `what` alone) when a recorder is installed.
+  Tensor note(const char* sublayer, const char* what, Tensor value) const;
+  Tensor self_attention(const Tensor& x, const BlockInputs& in);
 
   BlockConfig config_;
+  BlockRecorder* recorder_ = nullptr;
   std::shared_ptr<Dropout> dropout_;  // null when residual_dropout is 0
 };
 

@@ -27,9 +27,7 @@ struct LineChart {
   // Named x positions instead of numbers: the x values are 0, 1, 2, ... and these labels are drawn
   // vertically under the axis (the stages of a block, say).
   std::vector<std::string> x_categories{};
-  // Share of the panel's height kept free above the data, so that the legend (top right, inside)
-  // covers no line: 0.4 puts the data in the lower 60%.
-  double top_room = 0.0;
+  bool legend_above = false;  // the legend in one row above the axes instead of inside at the top right
 };
 
 // The size and arrangement of a figure, in pixels.
