@@ -97,7 +97,7 @@ void write_eval_chart(const std::string& path, const std::string& title, const s
     chart.series.push_back(line);
     chart.series.push_back(dots);
   }
-  chart.log_y = low > 0 && high / low > 10;
+  chart.log_y = low > 0 && high / low > 3;
   plot::write_line_chart(path, chart);
 }
 

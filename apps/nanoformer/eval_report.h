@@ -13,7 +13,7 @@ namespace nf::cli {
 nlohmann::json read_eval_report(const std::string& path);
 // "| model | 128 | 256 | ... |" rows of perplexities, "-" where a report lacks a context.
 std::string comparison_table(const std::vector<nlohmann::json>& reports);
-// Perplexity against context (log axes when the values span more than a factor of 10).
+// Perplexity against context (a log y axis when the values span more than a factor of 3).
 void write_eval_chart(const std::string& path, const std::string& title, const std::vector<nlohmann::json>& reports);
 
 }  // namespace nf::cli

@@ -68,6 +68,14 @@ void draw_series(const Series& s, int index, bool log_x, bool log_y) {
   plwidth(1.0);
 }
 
+// A legend above the axes has rows of at most kLegendColumns entries.
+constexpr PLINT kLegendColumns = 4;
+PLINT legend_rows(const LineChart& chart) {
+  const auto n = static_cast<PLINT>(std::count_if(chart.series.begin(), chart.series.end(),
+                                                  [](const Series& s) { return !s.label.empty(); }));
+  return std::max<PLINT>(1, (n + kLegendColumns - 1) / kLegendColumns);
+}
+
 void draw_legend(const LineChart& chart) {
   std::vector<PLINT> options, colors, styles, symbol_numbers;
   std::vector<PLFLT> widths, symbol_scales;
@@ -91,7 +99,8 @@ void draw_legend(const LineChart& chart) {
   const auto n = static_cast<PLINT>(texts.size());
   pllegend(&width, &height, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX,
            chart.legend_above ? PL_POSITION_TOP | PL_POSITION_OUTSIDE : PL_POSITION_TOP | PL_POSITION_RIGHT | PL_POSITION_INSIDE,
-           0.01, 0.01, 0.05, detail::kBackground, detail::kGrid, 1, chart.legend_above ? 1 : 0, chart.legend_above ? n : 0, n,
+           0.01, 0.01, 0.05, detail::kBackground, detail::kGrid, 1, chart.legend_above ? legend_rows(chart) : 0,
+           chart.legend_above ? std::min<PLINT>(n, kLegendColumns) : 0, n,
            options.data(), 0.8, 0.9, 1.8, 0.0, text_colors.data(), text_ptrs.data(), nullptr, nullptr, nullptr, nullptr,
            colors.data(), styles.data(), widths.data(), colors.data(), symbol_scales.data(), symbol_numbers.data(),
            symbols.data());
@@ -102,7 +111,8 @@ void draw_panel(const detail::Figure& figure, const LineChart& chart, const Pixe
   double label_px = 0;
   for (const std::string& c : chart.x_categories) label_px = std::max(label_px, detail::text_pixels(c, ch * 0.85));
   const double bottom_numbers = chart.x_categories.empty() ? 2.2 * ch : label_px + 0.8 * ch;
-  const PixelBox plot_area{cell.left + 8.5 * ch, cell.top + (chart.legend_above ? 4.4 : 2.6) * ch, cell.right - 1.5 * ch,
+  const double legend_lines = chart.legend_above ? 1.8 * static_cast<double>(legend_rows(chart)) : 0.0;
+  const PixelBox plot_area{cell.left + 8.5 * ch, cell.top + (2.6 + legend_lines) * ch, cell.right - 1.5 * ch,
                            cell.bottom - bottom_numbers - 2.6 * ch};
   figure.viewport(plot_area);
 
@@ -126,7 +136,7 @@ void draw_panel(const detail::Figure& figure, const LineChart& chart, const Pixe
   }
   plmtex("b", bottom_numbers / ch + 1.0, 0.5, 0.5, detail::escape(chart.x_label).c_str());
   plmtex("l", 6.3, 0.5, 0.5, detail::escape(chart.y_label).c_str());
-  plmtex("t", chart.legend_above ? 2.8 : 1.0, 0.5, 0.5, detail::escape(chart.title).c_str());
+  plmtex("t", 1.0 + legend_lines, 0.5, 0.5, detail::escape(chart.title).c_str());
   draw_legend(chart);
 }
 

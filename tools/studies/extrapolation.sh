@@ -8,43 +8,26 @@
 # only: their table has 128 rows), RoPE also with linear interpolation and NTK scaling applied at
 # evaluation time (--rope-factor auto). nanochat's initialisation gives token embeddings unit scale,
 # the scale of the sinusoidal table added to them (with GPT-2's 0.02 the table drowns the tokens and
-# the sinusoidal model barely trains in this budget). One core (NANOFORMER_THREADS=1), about 12 minutes.
+# the sinusoidal model barely trains in this budget). One core (NANOFORMER_THREADS=1): about 11
+# minutes on an idle core, 22 on this shared 2-core machine with other work running.
 # A trained model is reused when its final checkpoint exists (STUDY_RETRAIN=1 retrains).
 # Outputs: BUILD_DIR/studies/extrapolation/ (runs, JSON, results.md) and the chart
 # docs/studies/extrapolation.png.
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
-BUILD="$(cd "${1:-$ROOT/build}" && pwd)"
-NF="$BUILD/nanoformer"
-DATA="${STUDY_DATA:-/work/shared/data/tinyshakespeare.txt}"
-OUT="$BUILD/studies/extrapolation"
+source "$(dirname "$0")/common.sh"
 STEPS="${STUDY_STEPS:-500}"
 CONTEXT=128
 CONTEXTS="128,256,512,1024"
 EVAL_TOKENS="${STUDY_EVAL_TOKENS:-32768}"
-export NANOFORMER_THREADS=1
-
-[[ -x "$NF" ]] || { echo "extrapolation: $NF not built (make build)" >&2; exit 1; }
-[[ -f "$DATA" ]] || { echo "extrapolation: data $DATA not found (set STUDY_DATA)" >&2; exit 1; }
-mkdir -p "$OUT"
-cd "$OUT"
-
-# data: first 90% to train on, last 10% held out; one character vocabulary for both
-total=$(wc -c < "$DATA")
-split=$((total * 9 / 10))
-head -c "$split" "$DATA" > train.txt
-tail -c +"$((split + 1))" "$DATA" > val.txt
-"$NF" tokenizer train --char -i "$DATA" -o chars.json > /dev/null
-vocab=$("$NF" tokenizer info chars.json | sed -n 's/^vocabulary size: //p')
+study_setup extrapolation "${1:-}"
 
 start=$SECONDS
 train_seconds=()
 for position in sinusoidal learned rope alibi t5_bias; do
   run="run_$position"
-  final="$run/ckpt_$(printf '%08d' "$STEPS").safetensors"
-  if [[ -f "$final" && "${STUDY_RETRAIN:-0}" != 1 ]]; then
-    echo "== $position: reusing $final"
+  if ! needs_training "$run" "$STEPS"; then
+    echo "== $position: reusing $(checkpoint_of "$run" "$STEPS")"
   else
     rm -rf "$run"
     cat > "$position.json" <<JSON
@@ -67,7 +50,7 @@ evaluate() {  # label model extra-flags...
   "$NF" eval "$model" --data val.txt -t chars.json --max-tokens "$EVAL_TOKENS" --label "$label" \
     --json "eval_$label.json" "$@"
 }
-ckpt() { echo "run_$1/ckpt_$(printf '%08d' "$STEPS").safetensors"; }
+ckpt() { checkpoint_of "run_$1" "$STEPS"; }
 evaluate sinusoidal "$(ckpt sinusoidal)" --context "$CONTEXTS"
 evaluate learned "$(ckpt learned)" --context "$CONTEXT"
 evaluate rope "$(ckpt rope)" --context "$CONTEXTS"
@@ -76,7 +59,6 @@ evaluate rope+ntk "$(ckpt rope)" --context "$CONTEXTS" --rope-scaling ntk --rope
 evaluate alibi "$(ckpt alibi)" --context "$CONTEXTS"
 evaluate t5_bias "$(ckpt t5_bias)" --context "$CONTEXTS"
 
-mkdir -p "$ROOT/docs/studies"
 {
   echo "Perplexity on the held-out 10% of $(basename "$DATA") ($EVAL_TOKENS targets per context):"
   echo
@@ -84,10 +66,10 @@ mkdir -p "$ROOT/docs/studies"
     eval_rope+ntk.json eval_alibi.json eval_t5_bias.json --plot "$ROOT/docs/studies/extrapolation.png" \
     --title "Perplexity past the training context ($CONTEXT)"
   echo
-  echo "Conditions: $(nproc) CPUs, $(lscpu | sed -n 's/^Model name: *//p'), NANOFORMER_THREADS=1;"
+  echo "Conditions: $(machine);"
   echo "models: dim 128, 4 layers, 4 heads, LayerNorm pre-norm, GELU MLP, untied head, nanochat init (unit-scale"
   echo "embeddings), vocab $vocab (characters);"
   echo "training: $STEPS steps x 16 x $CONTEXT tokens, AdamW lr 2e-3 warmup 50 cosine, seed 1337;"
-  echo "training seconds: ${train_seconds[*]}; whole study $((SECONDS - start)) s."
+  echo "training seconds: ${train_seconds[*]}; this invocation $((SECONDS - start)) s (runs already trained are reused)."
 } | tee results.md
 echo "extrapolation: table in $OUT/results.md, chart docs/studies/extrapolation.png"
