@@ -3,6 +3,7 @@
 #   make test       all unit tests (Release build)
 #   make test-asan  all unit tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make bench      Google Benchmark suite (kernels against direct CBLAS calls)
+#   make study-extrapolation / study-norms   rerun a study of docs/studies/ (one core, ~15 minutes)
 #   make golden     regenerate tests/golden/*.safetensors from PyTorch (needs PyPI)
 #   make fuzz       every libFuzzer target for FUZZ_SECONDS (default 60) each, clang + ASan + UBSan
 #                   (FUZZ_TARGETS="safetensors ..." for some only; docs/FUZZING.md)
@@ -15,7 +16,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?=
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build demo test test-asan bench golden fuzz clean
+.PHONY: all deps build demo test test-asan bench golden fuzz clean study-extrapolation study-norms
 
 all: build
 
@@ -45,6 +46,12 @@ fuzz:
 	@CC=clang-14 CXX=clang++-14 cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNF_FUZZ=ON -DNF_BUILD_TESTS=OFF -DNF_BUILD_BENCH=OFF -DNF_NATIVE=$(NATIVE) $(CMAKE_FLAGS) > /dev/null
 	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_all
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) bash scripts/run-fuzz.sh $(FUZZ_BUILD) $(FUZZ_TARGETS)
+
+study-extrapolation: build
+	@bash tools/studies/extrapolation.sh $(BUILD)
+
+study-norms: build
+	@bash tools/studies/norm_placement.sh $(BUILD)
 
 golden:
 	@bash scripts/install-python.sh

@@ -16,6 +16,7 @@ void add_train_command(CLI::App& app);
 void add_lora_command(CLI::App& app);
 void add_generate_command(CLI::App& app);
 void add_chat_command(CLI::App& app);
+void add_eval_command(CLI::App& app);
 void add_plot_command(CLI::App& app);
 void add_viz_command(CLI::App& app);
 void add_serve_command(CLI::App& app);

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   nf::cli::add_generate_command(app);
   nf::cli::add_chat_command(app);
   nf::cli::add_serve_command(app);
+  nf::cli::add_eval_command(app);
   nf::cli::add_lora_command(app);
   nf::cli::add_plot_command(app);
   nf::cli::add_viz_command(app);

@@ -34,10 +34,12 @@ std::vector<const nn::Linear*> output_projections(const nn::TransformerBlock& bl
   return out;
 }
 
-// normal(0, std) for the embeddings (and learned positions); the head too when untied.
+// normal(0, std) for the embeddings (and learned positions, T5's bias table); the head too when untied.
 void init_embeddings(DecoderLM& model, double std, Generator& gen) {
   draw_normal(model.tok_embeddings->weight, std, gen);
   if (auto* learned = dynamic_cast<nn::LearnedPosition*>(model.pos_embeddings.get())) draw_normal(learned->weight, std, gen);
+  if (auto* t5 = dynamic_cast<nn::T5RelativeBias*>(model.attention_position.get()))
+    draw_normal(t5->relative_attention_bias->weight, std, gen);
   if (model.output) draw_normal(model.output->weight, std, gen);
 }
 

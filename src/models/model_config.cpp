@@ -108,7 +108,10 @@ N parameter_total(const DecoderLMConfig& c) {
     feed_forward = N(c.moe->n_experts + c.moe->n_shared_experts) * mlp + linear(D, N(c.moe->n_experts), c.moe->gate_bias);
   const N norms_per_layer = N(c.norm_placement == nn::NormPlacement::sandwich ? 4 : 2);
   const N layer = attention + feed_forward + norms_per_layer * norm;
-  const N positions = c.position == nn::PositionKind::learned ? N(c.max_seq_len) * D : N(0);
+  const nn::PositionalConfig p = positional_config(c);
+  const N positions = c.position == nn::PositionKind::learned   ? N(c.max_seq_len) * D
+                      : c.position == nn::PositionKind::t5_bias ? N(p.num_buckets) * N(c.n_heads)
+                                                                : N(0);
   return V * D + positions + (c.embedding_norm ? norm : N(0)) + N(c.n_layers) * layer + norm +
          (c.tie_embeddings ? N(0) : V * D);
 }
@@ -152,8 +155,9 @@ void validate_model_config(const DecoderLMConfig& c, const std::string& source) 
   check(c.qk_norm_eps > 0, source, "qk_norm_eps", c.qk_norm_eps, "must be > 0");
   const auto p = c.position;
   check(p == nn::PositionKind::none || p == nn::PositionKind::learned || p == nn::PositionKind::sinusoidal ||
-            p == nn::PositionKind::rope || p == nn::PositionKind::alibi,
-        source, "position", nn::position_kind_name(p), "a decoder LM takes none, learned, sinusoidal, rope or alibi");
+            p == nn::PositionKind::rope || p == nn::PositionKind::alibi || p == nn::PositionKind::t5_bias,
+        source, "position", nn::position_kind_name(p),
+        "a decoder LM takes none, learned, sinusoidal, rope, alibi or t5_bias");
   const int64_t head_dim = c.head_dim > 0 ? c.head_dim : c.dim / c.n_heads;
   check(p != nn::PositionKind::rope || head_dim % 2 == 0, source, "head_dim", head_dim, "must be even for RoPE");
   check(c.rope_theta > 0, source, "rope_theta", c.rope_theta, "must be > 0");
@@ -288,6 +292,7 @@ nn::PositionalConfig positional_config(const DecoderLMConfig& c) {
   p.theta = c.rope_theta;
   p.scaling = c.rope_scaling;
   p.scale_factor = c.rope_scale_factor;
+  p.bidirectional = false;  // T5 bias: causal buckets (keys at or before the query)
   return p;
 }
 

@@ -46,7 +46,9 @@ ParameterCounts count_parts(const DecoderLMConfig& c, const Shapes& s) {
   const int64_t norms_per_layer = c.norm_placement == nn::NormPlacement::sandwich ? 4 : 2;
   ParameterCounts p;
   p.embedding = s.vocab * D;
-  p.positions = c.position == nn::PositionKind::learned ? c.max_seq_len * D : 0;
+  p.positions = c.position == nn::PositionKind::learned   ? c.max_seq_len * D
+                : c.position == nn::PositionKind::t5_bias ? positional_config(c).num_buckets * c.n_heads
+                                                          : 0;
   p.attention = L * (2 * D * s.q_width + 2 * D * s.kv_width +
                      bias(c.attention_bias, s.q_width + 2 * s.kv_width + D));
   if (c.moe) {

@@ -1,4 +1,5 @@
 #include "nanoformer/train/data.h"
+#include "nanoformer/train/eval_data.h"
 
 #include <cerrno>
 #include <cmath>
@@ -104,6 +105,14 @@ std::shared_ptr<TokenCorpus> read_corpus(const std::vector<std::string>& paths, 
   }
   if (options.vocab_size > 0) corpus->check_vocab(static_cast<uint64_t>(options.vocab_size));
   return corpus;
+}
+
+// Files other than token files need a tokenizer.
+void require_tokenizer(const std::vector<std::string>& paths, const std::vector<FileKind>& kinds,
+                       const std::string& tokenizer) {
+  for (size_t i = 0; i < paths.size(); ++i)
+    NF_CHECK(kinds[i] == FileKind::token_file || !tokenizer.empty(), "data: ", paths[i], " is ", kind_name(kinds[i]),
+             ": a tokenizer is needed to tokenise it");
 }
 
 std::string percent(double fraction) { return std::to_string(static_cast<int>(std::lround(fraction * 100))) + "%"; }
@@ -225,16 +234,30 @@ TrainingData load_training_data(const DataOptions& o) {
   check_same(o.val_paths, val_kinds);
 
   std::unique_ptr<tk::Tokenizer> tokenizer;
-  auto needs_tokenizer = [&](const std::vector<std::string>& paths, const std::vector<FileKind>& kinds) {
-    for (size_t i = 0; i < paths.size(); ++i)
-      NF_CHECK(kinds[i] == FileKind::token_file || !o.tokenizer.empty(), "data: ", paths[i], " is ",
-               kind_name(kinds[i]), ": a tokenizer is needed to tokenise it");
-  };
-  needs_tokenizer(o.train_paths, train_kinds);
-  needs_tokenizer(o.val_paths, val_kinds);
+  require_tokenizer(o.train_paths, train_kinds, o.tokenizer);
+  require_tokenizer(o.val_paths, val_kinds, o.tokenizer);
   if (!o.tokenizer.empty()) tokenizer = tk::load_tokenizer(o.tokenizer);
   if (is_examples(first)) return load_examples(o, *tokenizer, first);
   return load_pretraining(o, train_kinds, val_kinds, tokenizer.get());
+}
+
+std::shared_ptr<TokenCorpus> load_token_corpus(const std::vector<std::string>& paths, const std::string& tokenizer_path,
+                                               int64_t vocab_size, bool show_progress) {
+  NF_CHECK(!paths.empty(), "data: no files given");
+  std::vector<FileKind> kinds;
+  for (const std::string& path : paths) {
+    kinds.push_back(classify(path));
+    NF_CHECK(!is_examples(kinds.back()), "data: ", path, " is ", kind_name(kinds.back()),
+             ": measuring needs documents (token files, text, or JSONL with a \"text\" field)");
+  }
+  require_tokenizer(paths, kinds, tokenizer_path);
+  const std::unique_ptr<tk::Tokenizer> tokenizer = tokenizer_path.empty() ? nullptr : tk::load_tokenizer(tokenizer_path);
+  DataOptions options;
+  options.vocab_size = vocab_size;
+  TokenisingProgress progress(paths, kinds, show_progress);
+  auto corpus = read_corpus(paths, kinds, tokenizer.get(), options, progress);
+  progress.finish();
+  return corpus;
 }
 
 }  // namespace nf::train

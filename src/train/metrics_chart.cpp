@@ -7,7 +7,8 @@ namespace nf::train {
 
 void write_metrics_chart(const std::string& path, const std::vector<NamedRun>& runs, const std::string& title) {
   NF_CHECK(!runs.empty(), "plot '", path, "': no runs to draw");
-  plot::LineChart loss{.title = "loss", .x_label = "step", .y_label = "loss (nats per token)", .log_y = true};
+  plot::LineChart loss{.title = "loss", .x_label = "step", .y_label = "loss (nats per token)", .log_y = true,
+                        .legend_above = true};  // the legend never covers a curve
   plot::LineChart lr{.title = "learning rate", .x_label = "step", .y_label = "learning rate"};
   for (size_t i = 0; i < runs.size(); ++i) {
     const NamedRun& run = runs[i];

@@ -68,7 +68,25 @@ void draw_series(const Series& s, int index, bool log_x, bool log_y) {
   plwidth(1.0);
 }
 
-void draw_legend(const LineChart& chart) {
+// A legend above the axes: as many columns as entries of the longest label fit across the plot
+// area (width_px; a column is its line sample, the label and a gap), and as many rows as needed.
+struct LegendGrid {
+  PLINT rows = 1, columns = 1;
+};
+LegendGrid legend_grid(const LineChart& chart, double width_px, double char_px) {
+  PLINT n = 0;
+  double label_px = 0;
+  for (const Series& s : chart.series) {
+    if (s.label.empty()) continue;
+    ++n;
+    label_px = std::max(label_px, detail::text_pixels(s.label, char_px));
+  }
+  const double column_px = label_px + 0.05 * width_px + 4.0 * char_px;
+  const PLINT columns = std::clamp<PLINT>(static_cast<PLINT>(width_px / column_px), 1, std::max<PLINT>(n, 1));
+  return {std::max<PLINT>(1, (n + columns - 1) / columns), columns};
+}
+
+void draw_legend(const LineChart& chart, const LegendGrid& grid) {
   std::vector<PLINT> options, colors, styles, symbol_numbers;
   std::vector<PLFLT> widths, symbol_scales;
   std::vector<std::string> texts;
@@ -91,7 +109,8 @@ void draw_legend(const LineChart& chart) {
   const auto n = static_cast<PLINT>(texts.size());
   pllegend(&width, &height, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX,
            chart.legend_above ? PL_POSITION_TOP | PL_POSITION_OUTSIDE : PL_POSITION_TOP | PL_POSITION_RIGHT | PL_POSITION_INSIDE,
-           0.01, 0.01, 0.05, detail::kBackground, detail::kGrid, 1, chart.legend_above ? 1 : 0, chart.legend_above ? n : 0, n,
+           0.01, 0.01, 0.05, detail::kBackground, detail::kGrid, 1, chart.legend_above ? grid.rows : 0,
+           chart.legend_above ? grid.columns : 0, n,
            options.data(), 0.8, 0.9, 1.8, 0.0, text_colors.data(), text_ptrs.data(), nullptr, nullptr, nullptr, nullptr,
            colors.data(), styles.data(), widths.data(), colors.data(), symbol_scales.data(), symbol_numbers.data(),
            symbols.data());
@@ -102,7 +121,9 @@ void draw_panel(const detail::Figure& figure, const LineChart& chart, const Pixe
   double label_px = 0;
   for (const std::string& c : chart.x_categories) label_px = std::max(label_px, detail::text_pixels(c, ch * 0.85));
   const double bottom_numbers = chart.x_categories.empty() ? 2.2 * ch : label_px + 0.8 * ch;
-  const PixelBox plot_area{cell.left + 8.5 * ch, cell.top + (chart.legend_above ? 4.4 : 2.6) * ch, cell.right - 1.5 * ch,
+  const LegendGrid grid = legend_grid(chart, cell.right - cell.left - 10.0 * ch, ch);
+  const double legend_lines = chart.legend_above ? 1.8 * static_cast<double>(grid.rows) : 0.0;
+  const PixelBox plot_area{cell.left + 8.5 * ch, cell.top + (2.6 + legend_lines) * ch, cell.right - 1.5 * ch,
                            cell.bottom - bottom_numbers - 2.6 * ch};
   figure.viewport(plot_area);
 
@@ -126,8 +147,8 @@ void draw_panel(const detail::Figure& figure, const LineChart& chart, const Pixe
   }
   plmtex("b", bottom_numbers / ch + 1.0, 0.5, 0.5, detail::escape(chart.x_label).c_str());
   plmtex("l", 6.3, 0.5, 0.5, detail::escape(chart.y_label).c_str());
-  plmtex("t", chart.legend_above ? 2.8 : 1.0, 0.5, 0.5, detail::escape(chart.title).c_str());
-  draw_legend(chart);
+  plmtex("t", 1.0 + legend_lines, 0.5, 0.5, detail::escape(chart.title).c_str());
+  draw_legend(chart, grid);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include "nanoformer/autograd/grad_mode.h"
 #include "nanoformer/models/decoder_lm.h"
+#include "nanoformer/models/model_stats.h"
 #include "nanoformer/ops/elementwise.h"
 #include "nanoformer/ops/factory.h"
 #include "nanoformer/ops/reduce.h"
@@ -69,6 +70,28 @@ TEST(DecoderLM, NamesFollowTheModelTree) {
 }
 
 double std_of(const Tensor& t) { return std::sqrt(mean(square(t)).item()); }
+
+// T5's bias in a causal decoder: one learned scalar per (causal bucket of i - j, head), counted
+// as the model's position parameters, drawn normal(0, init_std) like the embeddings.
+TEST(DecoderLM, T5BiasUsesCausalBuckets) {
+  DecoderLM model(tiny(R"("position": "t5_bias", "max_seq_len": 300, "init_std": 0.5)"));
+  EXPECT_EQ(model.num_parameters(), count_parameters(model.config()));
+  EXPECT_EQ(model_stats(model.config()).parameters.positions, 32 * 4);
+  const auto t5 = std::dynamic_pointer_cast<nn::T5RelativeBias>(model.attention_position);
+  ASSERT_TRUE(t5);
+  const Tensor& table = t5->relative_attention_bias->weight;  // (32 buckets, 4 heads)
+  EXPECT_NEAR(std_of(table), 0.5, 0.1);
+  const int64_t T = 300;
+  const Tensor qk = zeros({1, 4, T, 4});                           // only their shapes matter
+  const Tensor bias = t5->score_bias(qk, qk, 0, 0).contiguous();  // (1, H, T, T)
+  ASSERT_EQ(bias.shape(), Shape({1, 4, T, T}));
+  for (int64_t i : {0, 5, 40, 299})
+    for (int64_t j : {0, 3, 40, 299}) {
+      const int64_t bucket = nn::t5_relative_position_bucket(j - i, /*bidirectional=*/false, 32, 128);
+      EXPECT_EQ(bias.data<float>()[(2 * T + i) * T + j], table.data<float>()[bucket * 4 + 2]) << i << ", " << j;
+    }
+  EXPECT_NE(nn::t5_relative_position_bucket(-40, false, 32, 128), nn::t5_relative_position_bucket(-40, true, 32, 128));
+}
 
 TEST(DecoderLM, NormalInitDrawsStd002AndZeroBiases) {
   DecoderLM model(parse_model_config(R"({"vocab_size": 512, "dim": 64, "n_layers": 1, "n_heads": 4,

@@ -59,7 +59,7 @@ TEST(ModelConfig, BadValuesNameKeyAndValue) {
   EXPECT_THROW_WITH(with(R"("n_kv_heads": 3)"), "c.json", "'n_kv_heads'", "3");
   EXPECT_THROW_WITH(with(R"("norm": "batchnorm")"), "'norm'", "batchnorm");
   EXPECT_THROW_WITH(with(R"("mlp": "swish")"), "'mlp'", "swish");
-  EXPECT_THROW_WITH(with(R"("position": "t5_bias")"), "'position'", "t5_bias");
+  EXPECT_THROW_WITH(with(R"("position": "xl_relative")"), "'position'", "xl_relative", "t5_bias");
   EXPECT_THROW_WITH(with(R"("rope_layout": "sideways")"), "'rope_layout'", "sideways");
   EXPECT_THROW_WITH(with(R"("dropout": 1.5)"), "'dropout'", "1.5");
   EXPECT_THROW_WITH(with(R"("tie_embeddings": "yes")"), "'tie_embeddings'", "expected true or false");

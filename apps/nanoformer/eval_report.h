@@ -1,0 +1,19 @@
+#pragma once
+// The reports of `nanoformer eval` (its --json files) side by side: one table in reference
+// document 001's shape (a row per evaluated model, a column per context) and a chart of
+// perplexity against context, one line per report.
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace nf::cli {
+
+// Reads an eval report; an nf::Error names the file and the key when it is not one.
+nlohmann::json read_eval_report(const std::string& path);
+// "| model | 128 | 256 | ... |" rows of perplexities, "-" where a report lacks a context.
+std::string comparison_table(const std::vector<nlohmann::json>& reports);
+// Perplexity against context (a log y axis when the values span more than a factor of 3).
+void write_eval_chart(const std::string& path, const std::string& title, const std::vector<nlohmann::json>& reports);
+
+}  // namespace nf::cli

@@ -1,0 +1,41 @@
+#pragma once
+// Perplexity of a language model on a token stream at one context length, as `nanoformer eval`
+// measures it. The first tokens of the stream (up to a budget) are cut into W windows of
+// context + 1 tokens that overlap by one token, so every token after the first is a target exactly
+// once: window k has inputs tokens [kL, kL + L) and targets [kL + 1, kL + L + 1), L = context.
+// Each window is one independent forward pass starting at position 0, so a target at offset i
+// sees i earlier tokens (the ALiBi paper's non-overlapping evaluation). Then
+//   loss = mean over all W L targets of -log softmax(logits)[target],  perplexity = exp(loss).
+// The same budget at every context scores the same tokens, so contexts compare like for like.
+#include <cstdint>
+#include <functional>
+
+#include "nanoformer/models/decoder_lm.h"
+#include "nanoformer/train/token_corpus.h"
+
+namespace nf::train {
+
+struct PerplexityOptions {
+  int64_t context = 0;         // L > 0
+  uint64_t max_tokens = 0;     // at most this many targets (0: the whole stream)
+  int64_t batch_tokens = 4096; // windows per forward pass: max(1, batch_tokens / L)
+};
+
+struct Perplexity {
+  int64_t context = 0;
+  int64_t windows = 0;      // W
+  int64_t tokens = 0;       // targets scored: W L
+  double loss = 0.0;        // mean cross-entropy per target, in nats
+  double perplexity = 0.0;  // exp(loss)
+};
+
+// W for a stream of `stream_tokens` tokens: floor(min(stream_tokens - 1, max_tokens) / L).
+int64_t perplexity_windows(uint64_t stream_tokens, int64_t context, uint64_t max_tokens);
+
+// Runs `model` in eval mode without autograd over the windows; `progress(windows_done)` is called
+// after every forward pass. Throws nf::Error when the stream (or budget) holds no whole window,
+// naming the counts, or when an id is not below the model's vocabulary size.
+Perplexity evaluate_perplexity(models::DecoderLM& model, const TokenCorpus& corpus, const PerplexityOptions& options,
+                               const std::function<void(int64_t windows_done)>& progress = {});
+
+}  // namespace nf::train

@@ -1,0 +1,180 @@
+// `nanoformer eval` end to end: the perplexity it prints and writes equals exp of the mean token
+// loss computed by hand from the model's logits on the same windows; contexts past max_seq_len
+// and RoPE scaling at evaluation time; text data with a tokenizer; and bad input (a context
+// longer than a learned position table, a bad --context list, bad files, bad RoPE flags) is one
+// clear line and a non-zero exit.
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "nanoformer/models/model_io.h"
+#include "nanoformer/tokenizer/token_file.h"
+#include "support/cli_test.h"
+#include "support/lm_loss_by_hand.h"
+#include "support/testing.h"
+
+namespace nf {
+namespace {
+
+constexpr int kStreamTokens = 600;
+
+class EvalCliTest : public testing::CliTest {
+ protected:
+  void SetUp() override {
+    CliTest::SetUp();
+    for (int i = 0; i < kStreamTokens; ++i) stream.push_back((i * 7 + (i / 13) % 3 + i * i % 5) % 32);
+    tokenizer::TokenFileWriter w(path("tokens.bin"), 32);
+    w.write(std::vector<tokenizer::TokenId>(stream.begin(), stream.end()));
+    w.close();
+    save(nn::PositionKind::rope, "rope.safetensors");
+    save(nn::PositionKind::learned, "learned.safetensors");
+  }
+  // A tiny model (vocab 32, max_seq_len 16) with `position`, saved as a nanoformer checkpoint.
+  void save(nn::PositionKind position, const std::string& name) const {
+    models::DecoderLMConfig c;
+    c.vocab_size = 32, c.dim = 16, c.n_layers = 2, c.n_heads = 2, c.max_seq_len = 16, c.position = position;
+    c.init_std = 0.3;
+    Generator gen(5);
+    models::save_model(models::DecoderLM(c, gen), path(name), "nanoformer");
+  }
+  nlohmann::json read_json(const std::string& name) const { return nlohmann::json::parse(testing::read_text(path(name))); }
+  // Runs eval and expects failure with one line naming every part.
+  void expect_error(const std::string& args, const std::vector<std::string>& parts) const {
+    const auto r = cli("eval " + args + " --quiet");
+    EXPECT_NE(r.exit_code, 0) << args;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    for (const auto& part : parts) EXPECT_NE(r.err.find(part), std::string::npos) << args << ": " << r.err;
+    EXPECT_EQ(r.out, "") << args;
+  }
+  std::vector<int64_t> stream;
+};
+
+TEST_F(EvalCliTest, PerplexityEqualsExpOfTheMeanTokenLossByHand) {
+  const auto r = cli("eval " + path("rope.safetensors") + " --data " + path("tokens.bin") +
+                     " --context 8,16,64 --max-tokens 512 --json " + path("ppl.json") + " --quiet");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("| context | windows | tokens | loss | perplexity |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| 64 | 8 | 512 |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("4x max_seq_len"), std::string::npos) << r.out;
+  const nlohmann::json report = read_json("ppl.json");
+  EXPECT_EQ(report.at("data_tokens"), kStreamTokens);
+  EXPECT_EQ(report.at("model_config").at("position"), "rope");
+  const auto& results = report.at("results");
+  ASSERT_EQ(results.size(), 3u);
+  const auto model = models::load_decoder_lm(path("rope.safetensors"));
+  for (size_t i = 0; i < 2; ++i) {  // within max_seq_len: the saved model as it is
+    const auto& row = results[i];
+    const int64_t L = row.at("context"), windows = 512 / L;
+    EXPECT_EQ(row.at("windows"), windows);
+    EXPECT_EQ(row.at("tokens"), windows * L);
+    EXPECT_FALSE(row.at("past_max_seq_len").get<bool>());
+    const double by_hand = testing::mean_token_loss_by_hand(*model, stream, L, windows);
+    EXPECT_NEAR(row.at("loss").get<double>(), by_hand, 1e-5 * by_hand) << "context " << L;
+    EXPECT_NEAR(row.at("perplexity").get<double>(), std::exp(by_hand), 1e-5 * std::exp(by_hand)) << "context " << L;
+  }
+  const auto& past = results[2];
+  EXPECT_TRUE(past.at("past_max_seq_len").get<bool>());
+  auto extended_config = model->config();
+  extended_config.max_seq_len = 64;
+  models::DecoderLM extended(extended_config);
+  extended.load_state_dict(model->state_dict());
+  const double by_hand = testing::mean_token_loss_by_hand(extended, stream, 64, 8);
+  EXPECT_NEAR(past.at("loss").get<double>(), by_hand, 1e-5 * by_hand);
+}
+
+TEST_F(EvalCliTest, RopeFactorAutoScalesPastMaxSeqLenOnly) {
+  const auto plain = cli("eval " + path("rope.safetensors") + " -d " + path("tokens.bin") + " -T 16,32 --json " +
+                         path("plain.json") + " -q");
+  const auto scaled = cli("eval " + path("rope.safetensors") + " -d " + path("tokens.bin") +
+                          " -T 16,32 --rope-scaling linear --rope-factor auto --json " + path("scaled.json") + " -q");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  ASSERT_EQ(scaled.exit_code, 0) << scaled.err;
+  EXPECT_NE(scaled.out.find("linear x2"), std::string::npos) << scaled.out;
+  const auto p = read_json("plain.json").at("results"), s = read_json("scaled.json").at("results");
+  EXPECT_EQ(s[0].at("rope_factor"), 1.0);
+  EXPECT_EQ(s[1].at("rope_factor"), 2.0);
+  EXPECT_EQ(s[0].at("loss"), p[0].at("loss"));  // factor 1 is no scaling
+  EXPECT_NE(s[1].at("loss"), p[1].at("loss"));
+}
+
+TEST_F(EvalCliTest, TextDataWithATokenizer) {
+  std::ofstream(path("text.txt")) << std::string(40, 'a') + "the quick brown fox jumps over the lazy dog\n";
+  ASSERT_EQ(cli("tokenizer train --char -i " + path("text.txt") + " -o " + path("chars.json")).exit_code, 0);
+  const auto r = cli("eval " + path("rope.safetensors") + " --data " + path("text.txt") + " -t " + path("chars.json") +
+                     " --context 8 -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("| 8 | 10 | 80 |"), std::string::npos) << r.out;  // 84 characters: 83 targets
+  expect_error(path("rope.safetensors") + " --data " + path("text.txt") + " --context 8",
+               {"text.txt", "a tokenizer is needed"});
+}
+
+TEST_F(EvalCliTest, ContextLongerThanALearnedTableIsAnError) {
+  expect_error(path("learned.safetensors") + " --data " + path("tokens.bin") + " --context 8,32",
+               {"context 32", "learned position table", "max_seq_len 16"});
+  EXPECT_EQ(cli("eval " + path("learned.safetensors") + " --data " + path("tokens.bin") + " --context 8,16 -q").exit_code, 0);
+}
+
+TEST_F(EvalCliTest, BadContextListIsAnError) {
+  const std::string head = path("rope.safetensors") + " --data " + path("tokens.bin") + " --context ";
+  expect_error(head + "8,x", {"--context", "'x' is not a positive integer"});
+  expect_error(head + "0", {"--context", "'0' is not a positive integer"});
+  expect_error(head + "8,,16", {"--context", "'' is not a positive integer"});
+  expect_error(head + "-8", {"--context"});
+  expect_error(head + "8,16,8", {"--context", "8 is listed twice"});
+  expect_error(head + "1000", {"--context 1000", "600 tokens", "fewer than one window"});
+}
+
+TEST_F(EvalCliTest, BadFilesAreErrors) {
+  expect_error(path("rope.safetensors") + " --data " + path("missing.bin") + " --context 8", {"missing.bin"});
+  std::string bytes = testing::read_text(path("tokens.bin"));
+  std::ofstream(path("truncated.bin"), std::ios::binary) << bytes.substr(0, bytes.size() - 3);
+  expect_error(path("rope.safetensors") + " --data " + path("truncated.bin") + " --context 8", {"truncated.bin"});
+  expect_error(path("missing.safetensors") + " --data " + path("tokens.bin") + " --context 8", {"missing.safetensors"});
+  tokenizer::TokenFileWriter w(path("wide.bin"), 100);
+  w.write(std::vector<tokenizer::TokenId>{1, 2, 99, 3});
+  w.close();
+  expect_error(path("rope.safetensors") + " --data " + path("wide.bin") + " --context 2", {"wide.bin", "99"});
+}
+
+TEST_F(EvalCliTest, CombinedReportsMakeOneTableAndAChart) {
+  const std::string data = " --data " + path("tokens.bin") + " -q --max-tokens 256";
+  ASSERT_EQ(cli("eval " + path("rope.safetensors") + data + " -T 8,32 --label 'rope model' --json " + path("r.json")).exit_code, 0);
+  ASSERT_EQ(cli("eval " + path("learned.safetensors") + data + " -T 8 --json " + path("l.json")).exit_code, 0);
+  const auto r = cli("eval --combine " + path("r.json") + " " + path("l.json") + " --plot " + path("ppl.png") +
+                     " --title 'two models'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto rope = read_json("r.json").at("results"), learned = read_json("l.json").at("results");
+  char row[160];
+  std::snprintf(row, sizeof row, "| rope model | %.3f | %.3f |\n", rope[0].at("perplexity").get<double>(),
+                rope[1].at("perplexity").get<double>());
+  EXPECT_NE(r.out.find("| model | ppl (8) | ppl (32) |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(row), std::string::npos) << r.out;
+  std::snprintf(row, sizeof row, "| %s | %.3f | - |\n", path("learned.safetensors").c_str(),
+                learned[0].at("perplexity").get<double>());
+  EXPECT_NE(r.out.find(row), std::string::npos) << r.out;  // no label: the model's path
+  EXPECT_EQ(testing::read_text(path("ppl.png")).substr(1, 3), "PNG");
+}
+
+TEST_F(EvalCliTest, BadCombineInputIsAnError) {
+  std::ofstream(path("bad.json")) << R"({"model": "m", "results": [{"context": 8}]})";
+  std::ofstream(path("torn.json")) << R"({"model": "m", "res)";
+  expect_error("--combine " + path("bad.json"), {"bad.json", "perplexity"});
+  expect_error("--combine " + path("torn.json"), {"torn.json", "not a report"});
+  expect_error("--combine " + path("none.json"), {"none.json", "cannot open"});
+  ASSERT_EQ(cli("eval " + path("rope.safetensors") + " -d " + path("tokens.bin") + " -T 8 -q --json " + path("r.json")).exit_code, 0);
+  expect_error("--combine " + path("r.json") + " --data " + path("tokens.bin"), {"--combine", "--data"});
+  expect_error("--context 8", {"give MODEL, --data and --context"});
+}
+
+TEST_F(EvalCliTest, BadRopeFlagsAreErrors) {
+  const std::string data = " --data " + path("tokens.bin") + " --context 8";
+  expect_error(path("learned.safetensors") + data + " --rope-scaling ntk --rope-factor 2", {"needs a RoPE model", "learned"});
+  expect_error(path("rope.safetensors") + data + " --rope-scaling linear --rope-factor 0.5", {"--rope-factor", "'0.5'"});
+  expect_error(path("rope.safetensors") + data + " --rope-scaling linear --rope-factor two", {"--rope-factor", "'two'"});
+  expect_error(path("rope.safetensors") + data + " --rope-factor 2", {"--rope-factor needs --rope-scaling"});
+  expect_error(path("rope.safetensors") + data + " --rope-scaling cubic", {"cubic", "linear"});
+}
+
+}  // namespace
+}  // namespace nf
