@@ -1,8 +1,10 @@
 # Entry points. Each target installs what it needs, configures and builds before it runs.
-#   make demo       end-to-end proof (an MLP trained with SGD until training lands)
+#   make demo       the main job on its built-in default: trains a small model on generated addition
+#                   problems, generates, and scores it on held-out problems (about a minute)
 #   make test       all unit tests (Release build)
 #   make test-asan  all unit tests under AddressSanitizer + UndefinedBehaviorSanitizer
-#   make bench      Google Benchmark suite (kernels against direct CBLAS calls)
+#   make bench      kernel benchmarks (against direct CBLAS calls), then training and inference
+#                   benchmarks beside PyTorch and the machine's measured limits (scripts/run-bench.sh)
 #   make study-extrapolation / study-norms   rerun a study of docs/studies/ (one core, ~15 minutes)
 #   make golden     regenerate tests/golden/*.safetensors from PyTorch (needs PyPI)
 #   make fuzz       every libFuzzer target for FUZZ_SECONDS (default 60) each, clang + ASan + UBSan
