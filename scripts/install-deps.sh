@@ -16,6 +16,8 @@ packages=(
   libplplot-dev          # figures (src/util/plot_*.cpp) ...
   plplot-driver-cairo    # ... drawn as PNG (pngcairo) and SVG (svgcairo)
   fonts-noto-cjk         # CJK glyphs for token labels (found through fontconfig)
+  libopenmpi-dev         # data-parallel training across processes (NF_MPI) ...
+  openmpi-bin            # ... started by mpirun
   "$@"
 )
 
