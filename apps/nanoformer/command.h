@@ -18,5 +18,6 @@ void add_generate_command(CLI::App& app);
 void add_chat_command(CLI::App& app);
 void add_plot_command(CLI::App& app);
 void add_viz_command(CLI::App& app);
+void add_allreduce_bench_command(CLI::App& app);
 
 }  // namespace nf::cli

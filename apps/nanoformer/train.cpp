@@ -177,9 +177,9 @@ void add_train_command(CLI::App& app) {
     const auto& s = trainer.state();
     if (world.rank() == 0)
       std::printf("%s at step %lld of %lld: %lld steps in %.1f s, %.0f tokens/s; best val loss %.4f\n",
-                outcome == train::Trainer::Outcome::stopped ? "stopped" : "finished", static_cast<long long>(s.step),
-                static_cast<long long>(config.schedule.total_steps), static_cast<long long>(s.step - first_step),
-                seconds, static_cast<double>(s.tokens - first_tokens) / std::max(seconds, 1e-9), s.best_val_loss);
+                  outcome == train::Trainer::Outcome::stopped ? "stopped" : "finished", static_cast<long long>(s.step),
+                  static_cast<long long>(config.schedule.total_steps), static_cast<long long>(s.step - first_step),
+                  seconds, static_cast<double>(s.tokens - first_tokens) / std::max(seconds, 1e-9), s.best_val_loss);
     if (outcome == train::Trainer::Outcome::stopped) throw CLI::RuntimeError(130);
   });
 }

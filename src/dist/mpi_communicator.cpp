@@ -61,15 +61,9 @@ class MpiWorld final : public Communicator {
     return "MPI (" + name + "), " + std::to_string(size_) + " ranks";
   }
 
-  std::unique_ptr<Request> start_allreduce_sum(float* data, int64_t n) override {
-    auto r = std::make_unique<MpiRequest>();
-    MPI_Iallreduce(MPI_IN_PLACE, data, as_int(n, "all-reduce"), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, r->get());
-    return r;
-  }
+  std::unique_ptr<Request> start_allreduce_sum(float* data, int64_t n) override { return allreduce(data, n, MPI_FLOAT); }
   std::unique_ptr<Request> start_allreduce_sum(double* data, int64_t n) override {
-    auto r = std::make_unique<MpiRequest>();
-    MPI_Iallreduce(MPI_IN_PLACE, data, as_int(n, "all-reduce"), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, r->get());
-    return r;
+    return allreduce(data, n, MPI_DOUBLE);
   }
   std::unique_ptr<Request> start_allgather(float* data, const std::vector<int64_t>& counts,
                                            const std::vector<int64_t>& displs) override {
@@ -102,6 +96,12 @@ class MpiWorld final : public Communicator {
   }
 
  private:
+  std::unique_ptr<Request> allreduce(void* data, int64_t n, MPI_Datatype type) {
+    auto r = std::make_unique<MpiRequest>();
+    MPI_Iallreduce(MPI_IN_PLACE, data, as_int(n, "all-reduce"), type, MPI_SUM, MPI_COMM_WORLD, r->get());
+    return r;
+  }
+
   int rank_ = 0, size_ = 1;
   // the count arrays of the latest v-collective, alive until it completes (one in flight at a time)
   std::vector<int> counts_, displs_;

@@ -7,10 +7,7 @@
 //   responding (SIGSTOP) ends the job after --dist-timeout with a message naming the collective;
 // - resuming with another number of ranks, and ZeRO-1 with Muon, are refused with a clear error.
 // Skipped when mpirun is absent (scripts/install-deps.sh installs it) or the build has no MPI.
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -25,9 +22,9 @@
 #include "nanoformer/nanoformer.h"
 #include "nanoformer/tokenizer/token_file.h"
 #include "nanoformer/train/train_checkpoint.h"
+#include "support/pattern_tokens.h"
+#include "support/process.h"
 #include "support/testing.h"
-
-extern char** environ;
 
 namespace nf {
 namespace {
@@ -44,11 +41,7 @@ class DistributedCliTest : public ::testing::Test {
                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
-    tokenizer::TokenFileWriter w(path("tokens.bin"), 32);
-    std::vector<tokenizer::TokenId> ids;
-    for (int i = 0; i < 4000; ++i) ids.push_back(static_cast<tokenizer::TokenId>((i * 7 + (i / 13) % 3) % 32));
-    w.write(ids);
-    w.close();
+    testing::write_pattern_tokens(path("tokens.bin"));
   }
   void TearDown() override {
     if (!dir_.empty()) fs::remove_all(dir_);
@@ -77,27 +70,11 @@ class DistributedCliTest : public ::testing::Test {
     return args;
   }
 
-  // Starts argv (argv[0] looked up in PATH) with stdout and stderr to files under dir_.
-  pid_t spawn(const std::vector<std::string>& all) const {
-    std::vector<char*> argv;
-    for (auto& a : all) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, path("stdout").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&actions, 2, path("stderr").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    pid_t pid = 0;
+  pid_t spawn(const std::vector<std::string>& argv) const {
     ::setenv("NANOFORMER_THREADS", "1", 1);
-    const int rc = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    EXPECT_EQ(rc, 0) << std::strerror(rc);
-    return pid;
+    return testing::spawn_process(argv, path("stdout"), path("stderr"));
   }
-  static int wait_for(pid_t pid) {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
-  }
+  static int wait_for(pid_t pid) { return testing::wait_for_exit(pid); }
   int run(const std::vector<std::string>& argv) const { return wait_for(spawn(argv)); }
   std::string output() const {
     auto text = [](const std::string& file) {
@@ -134,15 +111,7 @@ pid_t rank_pid(pid_t parent, int rank) {
   return 0;
 }
 
-template <class F>
-bool wait_until(F ready, std::chrono::seconds limit = 120s) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!ready()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(5ms);
-  }
-  return true;
-}
+using testing::wait_until;
 
 // Largest |a - b| over every tensor of two checkpoints (with the same names and shapes).
 double max_abs_difference(const std::string& a, const std::string& b, bool optimizer_too) {
@@ -217,7 +186,7 @@ TEST_F(DistributedCliTest, AKilledRankEndsTheJobAndTheLastCheckpointResumes) {
 
 TEST_F(DistributedCliTest, AStoppedRankEndsTheJobAfterTheTimeout) {
   const pid_t job = spawn(mpirun(2, train_args("stopped", 100000, 2, {"--dist-timeout", "3"})));
-  ASSERT_TRUE(wait_until([&] { return !train::list_checkpoints(path("stopped")).empty(); }));
+  ASSERT_TRUE(wait_until([&] { return !train::list_checkpoints(path("stopped")).empty(); }, 120s));
   const pid_t rank1 = rank_pid(job, 1);
   ASSERT_GT(rank1, 0);
   ::kill(rank1, SIGSTOP);

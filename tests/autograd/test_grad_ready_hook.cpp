@@ -8,17 +8,11 @@
 namespace nf {
 namespace {
 
-Tensor leaf(std::vector<double> values, Shape shape) {
-  Tensor t = Tensor::of(values, shape, DType::f64);
-  t.set_requires_grad(true);
-  return t;
-}
-
 // A chain x -> tanh(w1 x) -> w2 h (w2 used twice): backward reaches w2 before w1.
 struct Chain {
   Tensor x = Tensor::of({0.5, -1.0, 2.0}, {3}, DType::f64);
-  Tensor w1 = leaf({0.3, -0.2, 0.1}, {3});
-  Tensor w2 = leaf({1.5, 0.5, -0.7}, {3});
+  Tensor w1 = Tensor::of({0.3, -0.2, 0.1}, {3}, DType::f64).set_requires_grad(true);
+  Tensor w2 = Tensor::of({1.5, 0.5, -0.7}, {3}, DType::f64).set_requires_grad(true);
   Tensor loss() const {
     const Tensor h = tanh(w1 * x);
     return sum(w2 * h + w2 * w2);
@@ -54,7 +48,7 @@ TEST(GradReadyHook, RunsOncePerBackwardWithTheFinalGradientBeforeEarlierLeaves) 
 }
 
 TEST(GradReadyHook, RefusesANonLeaf) {
-  Tensor a = leaf({1, 2}, {2});
+  Tensor a = Tensor::of({1, 2}, {2}, DType::f64).set_requires_grad(true);
   const Tensor b = a * 2.0;
   EXPECT_THROW(autograd::set_grad_ready_hook(b, [] {}), Error);
 }
