@@ -17,6 +17,8 @@ packages=(
   plplot-driver-cairo    # ... drawn as PNG (pngcairo) and SVG (svgcairo)
   fonts-noto-cjk         # CJK glyphs for token labels (found through fontconfig)
   libcpp-httplib-dev     # the HTTP server of nanoformer serve
+  libopenmpi-dev         # data-parallel training across processes (NF_MPI) ...
+  openmpi-bin            # ... started by mpirun
   "$@"
 )
 

@@ -20,5 +20,6 @@ void add_eval_command(CLI::App& app);
 void add_plot_command(CLI::App& app);
 void add_viz_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
+void add_allreduce_bench_command(CLI::App& app);
 
 }  // namespace nf::cli

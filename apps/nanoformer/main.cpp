@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   nf::cli::add_lora_command(app);
   nf::cli::add_plot_command(app);
   nf::cli::add_viz_command(app);
+  nf::cli::add_allreduce_bench_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {

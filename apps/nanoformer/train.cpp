@@ -12,6 +12,7 @@
 #include "command.h"
 #include "nanoformer/core/error.h"
 #include "nanoformer/core/parallel.h"
+#include "nanoformer/dist/communicator.h"
 #include "nanoformer/models/lora.h"
 #include "nanoformer/train/trainer.h"
 
@@ -116,8 +117,21 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--lora-dropout", lora->dropout, "LoRA: dropout on the adapters' input")->capture_default_str();
   cmd->add_option("--out,-o", c->out_dir, "Run directory: checkpoints and metrics.jsonl")->capture_default_str();
   cmd->add_flag("--resume", c->resume, "Continue the run in --out from its newest checkpoint");
+  auto dist_flags = std::make_shared<std::pair<double, double>>(25.0, 300.0);  // bucket MiB, timeout s
+  cmd->add_option("--zero", c->distributed.zero, "Under mpirun: 1 shards the optimizer state across ranks (ZeRO-1)")
+      ->capture_default_str();
+  cmd->add_option("--bucket-mb", dist_flags->first, "Under mpirun: gradient all-reduce bucket size (MiB)")
+      ->capture_default_str();
+  cmd->add_option("--dist-timeout", dist_flags->second,
+                  "Under mpirun: seconds a collective may wait before the job ends with an error")
+      ->capture_default_str();
   cmd->add_flag("--quiet,-q", c->quiet, "No progress bar");
-  cmd->callback([c, flags, schedule, precision, lora, cmd] {
+  cmd->callback([c, flags, schedule, precision, lora, dist_flags, cmd] {
+    NF_CHECK(dist_flags->second > 0, "train: --dist-timeout must be > 0 seconds, got ", dist_flags->second);
+    dist::Communicator& world = dist::world(dist_flags->second);
+    c->ranks = world.size();
+    c->distributed.bucket_bytes = static_cast<int64_t>(dist_flags->first * (1 << 20));
+    if (world.rank() != 0) c->quiet = true;  // rank 0 alone shows progress
     c->schedule.kind = train::schedule_kind_from_name(*schedule);
     c->precision = train::precision_from_name(*precision);
     c->schedule.lr = c->optimizer.lr;
@@ -143,10 +157,13 @@ void add_train_command(CLI::App& app) {
       config.out_dir = c->out_dir;
       config.resume = true;
       config.quiet = c->quiet;
+      config.ranks = c->ranks;
+      config.distributed = c->distributed;
     }
-    train::Trainer trainer(config);
-    std::fprintf(stderr, "nanoformer train: %d threads, BLAS: %s\n%s", num_threads(), blas_info(),
-                 trainer.describe().c_str());
+    train::Trainer trainer(config, {}, &world);
+    if (world.rank() == 0)
+      std::fprintf(stderr, "nanoformer train: %d threads, BLAS: %s\n%s", num_threads(), blas_info(),
+                   trainer.describe().c_str());
     g_stop_requested.store(false);
     std::signal(SIGINT, request_stop);
     std::signal(SIGTERM, request_stop);
@@ -158,10 +175,11 @@ void add_train_command(CLI::App& app) {
     std::signal(SIGTERM, SIG_DFL);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const auto& s = trainer.state();
-    std::printf("%s at step %lld of %lld: %lld steps in %.1f s, %.0f tokens/s; best val loss %.4f\n",
-                outcome == train::Trainer::Outcome::stopped ? "stopped" : "finished", static_cast<long long>(s.step),
-                static_cast<long long>(config.schedule.total_steps), static_cast<long long>(s.step - first_step),
-                seconds, static_cast<double>(s.tokens - first_tokens) / std::max(seconds, 1e-9), s.best_val_loss);
+    if (world.rank() == 0)
+      std::printf("%s at step %lld of %lld: %lld steps in %.1f s, %.0f tokens/s; best val loss %.4f\n",
+                  outcome == train::Trainer::Outcome::stopped ? "stopped" : "finished", static_cast<long long>(s.step),
+                  static_cast<long long>(config.schedule.total_steps), static_cast<long long>(s.step - first_step),
+                  seconds, static_cast<double>(s.tokens - first_tokens) / std::max(seconds, 1e-9), s.best_val_loss);
     if (outcome == train::Trainer::Outcome::stopped) throw CLI::RuntimeError(130);
   });
 }

@@ -4,6 +4,7 @@
 #include <unordered_set>
 
 #include "nanoformer/autograd/grad_mode.h"
+#include "nanoformer/autograd/grad_ready_hook.h"
 #include "nanoformer/autograd/node.h"
 #include "nanoformer/core/error.h"
 #include "nanoformer/core/profile.h"
@@ -67,10 +68,14 @@ void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
   std::unordered_map<Node*, Tensor> pending;  // summed gradient waiting for each node
   pending[root_node.get()] = seed;
   std::vector<std::shared_ptr<Node>> ready{root_node};
+  // Ready leaf accumulators (nodes with no inputs) run before anything else, so that a leaf's
+  // gradient is final, and its gradient-ready hook runs, as early as possible.
+  std::vector<std::shared_ptr<Node>> ready_sinks;
 
-  while (!ready.empty()) {
-    std::shared_ptr<Node> node = std::move(ready.back());
-    ready.pop_back();
+  while (!ready.empty() || !ready_sinks.empty()) {
+    std::vector<std::shared_ptr<Node>>& from = ready_sinks.empty() ? ready : ready_sinks;
+    std::shared_ptr<Node> node = std::move(from.back());
+    from.pop_back();
     Tensor g;
     if (auto it = pending.find(node.get()); it != pending.end()) {
       g = std::move(it->second);
@@ -78,13 +83,14 @@ void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
     }
     std::vector<Tensor> grads;
     if (g.defined()) grads = node->apply(g);
+    run_grad_ready_hook(node.get());  // a leaf's gradient is final once its accumulator ran
     for (size_t i = 0; i < node->next.size(); ++i) {
       const std::shared_ptr<Node>& next = node->next[i];
       if (!next) continue;
       if (i < grads.size() && grads[i].defined()) {
         accumulate(pending[next.get()], grads[i]);
       }
-      if (--deps[next.get()] == 0) ready.push_back(next);
+      if (--deps[next.get()] == 0) (next->next.empty() ? ready_sinks : ready).push_back(next);
     }
     if (!retain_graph) {
       node->release();

@@ -6,12 +6,14 @@
 #include "nanoformer/autograd/grad_mode.h"
 #include "nanoformer/core/error.h"
 #include "nanoformer/ops/factory.h"
+#include "nanoformer/ops/view.h"
 
 namespace nf::train {
 
 Optimizer::Optimizer(std::vector<ParamGroup> groups) : groups_(std::move(groups)) {
   NF_CHECK(!groups_.empty(), "Optimizer: no parameter groups");
   state_.resize(groups_.size());
+  owned_.resize(groups_.size());
   for (size_t g = 0; g < groups_.size(); ++g) {
     ParamGroup& group = groups_[g];
     NF_CHECK(group.lr >= 0, "Optimizer: group ", g, " has lr ", group.lr, ", which must be >= 0");
@@ -26,6 +28,7 @@ Optimizer::Optimizer(std::vector<ParamGroup> groups) : groups_(std::move(groups)
                " must be a contiguous f32 tensor");
     }
     state_[g].resize(group.params.size());
+    for (const Tensor& p : group.params) owned_[g].emplace_back(0, p.numel());
   }
 }
 
@@ -37,7 +40,7 @@ std::string Optimizer::group_label(size_t group) const {
 float* Optimizer::state(size_t group, size_t index, size_t slot) {
   std::vector<Tensor>& slots = state_.at(group).at(index).slots;
   if (slots.size() <= slot) slots.resize(slot + 1);
-  if (!slots[slot].defined()) slots[slot] = zeros(groups_[group].params[index].shape());
+  if (!slots[slot].defined()) slots[slot] = zeros(slot_shape(group, index));
   return slots[slot].data<float>();
 }
 
@@ -55,9 +58,13 @@ void Optimizer::load_param_state(size_t group, size_t index, const ParamState& s
       restored.slots.emplace_back();
       continue;
     }
-    NF_CHECK(t.shape() == p.shape(), kind(), ": ", group_label(group), " parameter ", index, ": ", names[s],
-             " has shape ", shape_str(t.shape()), ", the parameter ", shape_str(p.shape()));
-    restored.slots.push_back(t.to(DType::f32).clone());
+    const Shape expected = slot_shape(group, index);
+    NF_CHECK(t.shape() == p.shape() || t.shape() == expected, kind(), ": ", group_label(group), " parameter ", index,
+             ": ", names[s], " has shape ", shape_str(t.shape()), ", the parameter ", shape_str(p.shape()),
+             is_whole(group, index) ? "" : " (or its owned slice " + shape_str(expected) + ")");
+    const auto [begin, end] = owned_[group][index];
+    const Tensor kept = t.shape() == expected ? t : narrow(t.reshape({p.numel()}), 0, begin, end - begin);
+    restored.slots.push_back(kept.to(DType::f32).clone());
   }
   state_[group][index] = std::move(restored);
 }
@@ -72,8 +79,31 @@ void Optimizer::step() {
       if (!grad.defined()) continue;
       const Tensor g32 = grad.to(DType::f32).contiguous();
       ++state_[g][i].step;
-      update(g, i, p.data<float>(), g32.data<float>(), p.numel());
+      const auto [begin, end] = owned_[g][i];
+      if (end > begin) update(g, i, p.data<float>() + begin, g32.data<float>() + begin, end - begin);
     }
+}
+
+bool Optimizer::is_whole(size_t group, size_t index) const {
+  const auto [begin, end] = owned_.at(group).at(index);
+  return begin == 0 && end == groups_[group].params[index].numel();
+}
+
+Shape Optimizer::slot_shape(size_t group, size_t index) const {
+  if (is_whole(group, index)) return groups_[group].params[index].shape();
+  const auto [begin, end] = owned_[group][index];
+  return {end - begin};
+}
+
+void Optimizer::set_owned_range(size_t group, size_t index, int64_t begin, int64_t end) {
+  const Tensor& p = groups_.at(group).params.at(index);
+  NF_CHECK(slices(), kind(), ": its update needs whole parameters; it cannot update a slice of one");
+  NF_CHECK(is_whole(group, index), kind(), ": ", group_label(group), " parameter ", index, " is already sharded");
+  NF_CHECK(0 <= begin && begin <= end && end <= p.numel(), kind(), ": owned range [", begin, ", ", end,
+           ") is out of a parameter of ", p.numel(), " values");
+  owned_[group][index] = {begin, end};
+  for (Tensor& slot : state_[group][index].slots)
+    if (slot.defined()) slot = narrow(slot.reshape({p.numel()}), 0, begin, end - begin).clone();
 }
 
 void Optimizer::zero_grad() {

@@ -159,7 +159,9 @@ std::string OptimizerSet::param_name(const Tensor& p) const {
   return it->second;
 }
 
-nn::StateDict OptimizerSet::state_dict() const {
+nn::StateDict OptimizerSet::state_dict() const { return state_dict({}); }
+
+nn::StateDict OptimizerSet::state_dict(const SlotGather& gather) const {
   nn::StateDict out;
   for (const auto& o : optimizers_) {
     out[o->kind() + ".steps"] = Tensor::scalar(static_cast<double>(o->steps()), DType::i64);
@@ -172,7 +174,12 @@ nn::StateDict OptimizerSet::state_dict() const {
         out[prefix + "step"] = Tensor::scalar(static_cast<double>(state.step), DType::i64);
         for (size_t s = 0; s < slots.size(); ++s) {
           const bool held = s < state.slots.size() && state.slots[s].defined();
-          out[prefix + slots[s]] = held ? state.slots[s] : zeros(p.shape());  // never used yet = zeros
+          if (gather) {
+            if (Tensor value = gather(*o, g, i, held ? state.slots[s] : Tensor()); value.defined())
+              out[prefix + slots[s]] = value;
+          } else {
+            out[prefix + slots[s]] = held ? state.slots[s] : zeros(p.shape());  // never used yet = zeros
+          }
         }
       }
   }

@@ -92,6 +92,11 @@ void restore_generators(models::Model& model, const std::map<std::string, std::p
 
 void save_train_checkpoint(const std::string& path, const models::Model& model, const OptimizerSet& optimizer,
                            const TrainConfig& config, const TrainState& state) {
+  save_train_checkpoint(path, model, optimizer.state_dict(), config, state);
+}
+
+void save_train_checkpoint(const std::string& path, const models::Model& model, const nn::StateDict& optimizer_state,
+                           const TrainConfig& config, const TrainState& state) {
   std::vector<nn::NamedTensor> tensors;
   std::map<std::string, std::string> metadata;
   if (config.lora) {  // the adapters alone: the base stays where lora_base_path says
@@ -104,7 +109,7 @@ void save_train_checkpoint(const std::string& path, const models::Model& model, 
       if (model_state.count(buffer.first)) tensors.push_back(buffer);
     metadata = models::checkpoint_metadata(model);
   }
-  for (auto& [name, tensor] : optimizer.state_dict()) tensors.emplace_back(kOptimizerPrefix + name, tensor);
+  for (const auto& [name, tensor] : optimizer_state) tensors.emplace_back(kOptimizerPrefix + name, tensor);
   metadata["train_state"] = state_to_json(state).dump();
   metadata["train_config"] = train_config_to_json(config);
   io::save_safetensors(path, tensors, metadata);

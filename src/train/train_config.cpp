@@ -77,6 +77,7 @@ json to_json(const TrainConfig& c) {
           {"keep", c.keep},
           {"out_dir", c.out_dir},
           {"seed", c.seed},
+          {"ranks", c.ranks},
           {"lora", c.lora ? json::parse(models::lora_options_to_json(*c.lora)) : json(nullptr)}};
 }
 
@@ -106,6 +107,10 @@ void validate_train_config(const TrainConfig& c) {
   NF_CHECK(c.save_every >= 0, "train: --save-every must be >= 0, got ", c.save_every);
   NF_CHECK(c.keep > 0, "train: --keep must be > 0, got ", c.keep);
   NF_CHECK(!c.out_dir.empty(), "train: --out must name a directory");
+  NF_CHECK(c.ranks > 0, "train: the number of ranks must be > 0, got ", c.ranks);
+  NF_CHECK(c.distributed.zero == 0 || c.distributed.zero == 1, "train: --zero must be 0 or 1, got ", c.distributed.zero);
+  NF_CHECK(c.distributed.bucket_bytes > 0, "train: --bucket-mb must be > 0, got ",
+           static_cast<double>(c.distributed.bucket_bytes) / (1 << 20));
   validate_schedule(c.schedule);
   if (c.lora) {
     try {
@@ -142,6 +147,7 @@ TrainConfig train_config_from_json(const std::string& json_text, const std::stri
     c.keep = j.at("keep").get<int64_t>();
     c.out_dir = j.at("out_dir").get<std::string>();
     c.seed = j.at("seed").get<uint64_t>();
+    c.ranks = j.value("ranks", int64_t{1});  // checkpoints from before data parallelism: one process
     if (const json lora = j.value("lora", json(nullptr)); !lora.is_null())
       c.lora = models::lora_options_from_json(lora.dump(), source + ": lora");
     return c;

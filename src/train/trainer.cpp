@@ -20,6 +20,7 @@
 #include "nanoformer/ops/autocast.h"
 #include "nanoformer/ops/elementwise.h"
 #include "nanoformer/train/grad_clip.h"
+#include "nanoformer/train/sharded_batches.h"
 #include "nanoformer/util/progress_bar.h"
 #include "util/json_input.h"
 
@@ -105,8 +106,12 @@ void check_training_memory(const models::DecoderLMConfig& config, int64_t batch,
            " of memory is available: use a smaller model, batch or context");
 }
 
-Trainer::Trainer(TrainConfig config, TrainingData data) : config_(std::move(config)), data_(std::move(data)) {
+Trainer::Trainer(TrainConfig config, TrainingData data, dist::Communicator* comm)
+    : config_(std::move(config)), own_comm_(comm ? nullptr : dist::single_process()),
+      comm_(comm ? comm : own_comm_.get()), data_(std::move(data)) {
   validate_train_config(config_);
+  NF_CHECK(config_.ranks == comm_->size(), "train: the run is configured for ", config_.ranks, " ranks but ",
+           comm_->size(), " are running");
   fs::create_directories(config_.out_dir);
   const auto existing = list_checkpoints(config_.out_dir);
   if (config_.resume) {
@@ -119,9 +124,20 @@ Trainer::Trainer(TrainConfig config, TrainingData data) : config_(std::move(conf
     start_fresh();
   }
   config_.data.vocab_size = model_->config().vocab_size;
-  config_.data.show_progress = !config_.quiet;
-  if (!data_.train) data_ = load_training_data(config_.data);
+  config_.data.show_progress = !config_.quiet && is_root();
+  if (!data_.train) {
+    DataOptions global = config_.data;  // the batches of all ranks together; each takes its rows
+    global.batch_size *= config_.ranks;
+    data_ = load_training_data(global);
+    if (config_.ranks > 1) {
+      const int ranks = static_cast<int>(config_.ranks);
+      data_.train = std::make_unique<ShardedBatches>(std::move(data_.train), comm_->rank(), ranks);
+      if (data_.val) data_.val = std::make_unique<ShardedBatches>(std::move(data_.val), comm_->rank(), ranks);
+    }
+  }
   optimizer_ = std::make_unique<OptimizerSet>(config_.optimizer, *model_);
+  if (config_.distributed.zero == 1) zero_ = std::make_unique<ZeroSharding>(*optimizer_, *comm_);
+  buckets_ = std::make_unique<dist::GradientBuckets>(optimizer_->parameters(), *comm_, config_.distributed.bucket_bytes);
   if (config_.precision == Precision::fp16) scaler_ = std::make_unique<DynamicLossScaler>();
   if (!resumed_from_.empty()) {
     load_optimizer_state(resumed_from_, *optimizer_);
@@ -139,6 +155,7 @@ Trainer::Trainer(TrainConfig config, TrainingData data) : config_(std::move(conf
       if (!j.is_discarded() && j.value("step", int64_t{0}) <= state_.step) kept.push_back(line);
     }
   }
+  if (!is_root()) return;  // rank 0 alone writes metrics
   metrics_.open(metrics_path, std::ios::trunc);
   NF_CHECK(metrics_.good(), "train: cannot write ", metrics_path);
   for (const std::string& line : kept) metrics_ << line << '\n';
@@ -158,7 +175,7 @@ void Trainer::start_fresh() {
     check_training_memory(model_config, config_.data.batch_size, config_.data.context, available_memory_bytes());
     model_ = std::make_shared<models::DecoderLM>(model_config, gen);
     // a LoRA run's checkpoints hold only adapters: the fresh base they belong to is kept beside them
-    if (config_.lora) models::save_checkpoint(*model_, lora_base_path(config_));
+    if (config_.lora && is_root()) models::save_checkpoint(*model_, lora_base_path(config_));
   }
   if (config_.lora) models::apply_lora(*model_, *config_.lora, gen);
 }
@@ -204,6 +221,14 @@ std::string Trainer::describe() const {
   os << "steps: " << config_.schedule.total_steps << " x " << config_.grad_accum << " x " << config_.data.batch_size
      << " x " << config_.data.context << " tokens, " << schedule_kind_name(config_.schedule.kind) << " lr "
      << config_.schedule.lr << ", " << precision_name(config_.precision) << "\n";
+  if (comm_->size() > 1) {
+    os << "data-parallel: " << comm_->describe() << ", global batch " << config_.ranks * config_.data.batch_size
+       << ", " << buckets_->num_buckets() << " gradient buckets of up to "
+       << config_.distributed.bucket_bytes / (1 << 20) << " MiB";
+    if (zero_) os << ", ZeRO-1: optimizer state of " << zero_->owned_values() << " of " << zero_->total_values()
+                  << " values on this rank";
+    os << "\n";
+  }
   if (!resumed_from_.empty()) os << "resumed from " << resumed_from_ << " at step " << state_.step << "\n";
   return os.str();
 }
@@ -215,14 +240,18 @@ void Trainer::backward(const std::vector<Batch>& batches, StepResult& r) {
   // One guard for every micro-batch: each weight is rounded once per step (ops/autocast.h); the
   // optimizer steps outside it.
   const auto autocast = autocast_for(config_.precision);
-  for (const Batch& b : batches) {
+  // aux losses are means over micro-batches and ranks
+  const double aux_weight = 1.0 / static_cast<double>(config_.grad_accum * config_.ranks);
+  for (size_t m = 0; m < batches.size(); ++m) {
+    const Batch& b = batches[m];
+    if (m + 1 == batches.size()) buckets_->arm();  // ranks communicate on the last micro-batch only
     const models::LMOutput out = model_->forward(b.inputs, b.targets);
     const double weight = static_cast<double>(b.target_tokens) / total;  // n_m / N
     Tensor objective = mul(out.token_loss, weight);
     r.token_loss += out.token_loss.item() * weight;
     if (out.aux_loss.defined()) {
-      objective = add(objective, mul(out.aux_loss, 1.0 / static_cast<double>(config_.grad_accum)));
-      r.aux_loss += out.aux_loss.item() / static_cast<double>(config_.grad_accum);
+      objective = add(objective, mul(out.aux_loss, aux_weight));
+      r.aux_loss += out.aux_loss.item() * aux_weight;
     }
     if (loss_scale != 1.0) objective = mul(objective, loss_scale);
     objective.backward();
@@ -238,9 +267,18 @@ StepResult Trainer::train_step() {
   std::vector<Batch> batches;
   for (int64_t m = 0; m < config_.grad_accum; ++m)
     batches.push_back(data_.train->batch(static_cast<uint64_t>(t * config_.grad_accum + m)));
-  for (const Batch& b : batches) r.tokens += b.target_tokens;
+  double tokens = 0;  // N: the target tokens of the step on every rank
+  for (const Batch& b : batches) tokens += static_cast<double>(b.target_tokens);
+  comm_->allreduce_sum(&tokens, 1, "the all-reduce of the step's token count");
+  r.tokens = static_cast<int64_t>(tokens);
 
   backward(batches, r);
+  buckets_->finish();  // grad = sum over ranks of each rank's token-weighted gradient
+  r.comm_wait_seconds = buckets_->last_wait_seconds();
+  double losses[2] = {r.token_loss, r.aux_loss};
+  comm_->allreduce_sum(losses, 2, "the all-reduce of the step's loss");
+  r.token_loss = losses[0];
+  r.aux_loss = losses[1];
   r.loss = r.token_loss + r.aux_loss;
 
   const std::vector<Tensor> params = optimizer_->parameters();
@@ -256,7 +294,10 @@ StepResult Trainer::train_step() {
     NF_CHECK(std::isfinite(r.grad_norm), "train: step ", t + 1, ": the gradient is not finite (loss ", r.loss,
              "); the last checkpoint is intact: lower --lr, or use --grad-clip");
   finite = finite && std::isfinite(r.grad_norm);
-  if (finite) optimizer_->step();
+  if (finite) {
+    optimizer_->step();
+    if (zero_) zero_->gather_parameters();
+  }
   if (scaler_) {
     scaler_->update(!finite);
     state_.loss_scale = scaler_->scale();
@@ -283,27 +324,56 @@ double Trainer::evaluate() {
     tokens += b.target_tokens;
   }
   model_->train();
-  return tokens > 0 ? loss_sum / static_cast<double>(tokens) : 0.0;
+  double sums[2] = {loss_sum, static_cast<double>(tokens)};  // every rank evaluated its rows
+  comm_->allreduce_sum(sums, 2, "the all-reduce of the validation loss");
+  return sums[1] > 0 ? sums[0] / sums[1] : 0.0;
 }
 
 std::string Trainer::save() {
   state_.generators = generator_states(*model_);
   const std::string path = checkpoint_path(config_.out_dir, state_.step);
-  save_train_checkpoint(path, *model_, *optimizer_, config_, state_);
-  prune_checkpoints(config_.out_dir, config_.keep);
+  if (zero_) {
+    const nn::StateDict optimizer_state = zero_->state_dict_on_root();  // collective
+    if (is_root()) save_train_checkpoint(path, *model_, optimizer_state, config_, state_);
+  } else if (is_root()) {
+    save_train_checkpoint(path, *model_, *optimizer_, config_, state_);
+  }
+  if (is_root()) prune_checkpoints(config_.out_dir, config_.keep);
   return path;
 }
 
 void Trainer::log_metrics(const std::string& json_line) {
+  if (!is_root()) return;
   metrics_ << json_line << '\n';
   metrics_.flush();
+}
+
+void Trainer::check_replicas_agree() {
+  if (comm_->size() == 1) return;
+  uint64_t hash = 14695981039346656037ull;  // FNV-1a over every parameter's bytes
+  for (const Tensor& p : optimizer_->parameters()) {
+    const auto* bytes = static_cast<const unsigned char*>(p.contiguous().raw_data());
+    for (size_t i = 0; i < static_cast<size_t>(p.numel()) * p.itemsize(); ++i) hash = (hash ^ bytes[i]) * 1099511628211ull;
+  }
+  // four 16-bit pieces h_k: all ranks agree iff (sum h_k)^2 = N sum h_k^2 for each (exact in double)
+  double sums[8];
+  for (int k = 0; k < 4; ++k) {
+    const auto piece = static_cast<double>((hash >> (16 * k)) & 0xffff);
+    sums[k] = piece;
+    sums[4 + k] = piece * piece;
+  }
+  comm_->allreduce_sum(sums, 8, "the comparison of the ranks' parameters");
+  for (int k = 0; k < 4; ++k)
+    NF_CHECK(sums[k] * sums[k] == static_cast<double>(comm_->size()) * sums[4 + k],
+             "train: the ranks' parameters differ after step ", state_.step, " (a bug in data-parallel training)");
 }
 
 Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
   const int64_t total = config_.schedule.total_steps;
   std::optional<ProgressBar> bar;
-  if (!config_.quiet) bar.emplace(total, "train", "steps", state_.step);
+  if (!config_.quiet && is_root()) bar.emplace(total, "train", "steps", state_.step);
   auto report = [&](const std::string& line) {
+    if (!is_root()) return;
     if (bar) {
       bar->message(line);
     } else {
@@ -320,6 +390,7 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
     json line = {{"step", state_.step},   {"loss", r.loss},         {"lr", r.lr},
                  {"grad_norm", r.grad_norm}, {"tokens", state_.tokens}, {"tokens_per_s", rate}};
     if (r.aux_loss != 0) line["aux_loss"] = r.aux_loss;
+    if (comm_->size() > 1) line["comm_wait_s"] = r.comm_wait_seconds;
     if (scaler_) {
       line["loss_scale"] = scaler_->scale();
       line["skipped"] = r.skipped;
@@ -341,17 +412,25 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
                     val, std::exp(val));
       report(text);
     }
-    const bool stopping = stop && stop->load();
+    bool stopping = stop && stop->load();
+    if (comm_->size() > 1) {  // every rank stops at the same step (mpirun forwards Ctrl-C to all)
+      double any = stopping ? 1 : 0;
+      comm_->allreduce_sum(&any, 1, "the agreement to stop");
+      stopping = any > 0;
+    }
     if ((config_.save_every > 0 && state_.step % config_.save_every == 0) || at_end || stopping) {
       const std::string path = save();
       if (stopping || at_end) report("checkpoint written: " + path);
     }
     if (stopping) {
       if (bar) bar->finish();
+      check_replicas_agree();
       return Outcome::stopped;
     }
   }
   if (bar) bar->finish();
+  check_replicas_agree();
+  if (comm_->size() > 1) report("parameters identical on all " + std::to_string(comm_->size()) + " ranks");
   return Outcome::finished;
 }
 

@@ -8,10 +8,7 @@
 // - bad flags and data give one clear line and touch no checkpoint;
 // - a LoRA run (--lora-rank ...) writes adapter-only checkpoints that `lora merge` folds into the
 //   fresh base the run wrote; its flags are checked, and a resume may not change them.
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -24,9 +21,9 @@
 #include "nanoformer/nanoformer.h"
 #include "nanoformer/tokenizer/token_file.h"
 #include "nanoformer/train/train_checkpoint.h"
+#include "support/pattern_tokens.h"
+#include "support/process.h"
 #include "support/testing.h"
-
-extern char** environ;
 
 namespace nf {
 namespace {
@@ -41,12 +38,7 @@ class TrainCliTest : public ::testing::Test {
                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
-    // 4000 tokens of a repeating pattern with noise: enough for windows of 16
-    tokenizer::TokenFileWriter w(path("tokens.bin"), 32);
-    std::vector<tokenizer::TokenId> ids;
-    for (int i = 0; i < 4000; ++i) ids.push_back(static_cast<tokenizer::TokenId>((i * 7 + (i / 13) % 3) % 32));
-    w.write(ids);
-    w.close();
+    testing::write_pattern_tokens(path("tokens.bin"));
   }
   void TearDown() override { fs::remove_all(dir_); }
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
@@ -63,25 +55,9 @@ class TrainCliTest : public ::testing::Test {
   pid_t spawn(const std::vector<std::string>& args) const {
     std::vector<std::string> all = {NF_CLI};
     all.insert(all.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : all) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, path("stdout").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&actions, 2, path("stderr").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    pid_t pid = 0;
-    const int rc = posix_spawn(&pid, NF_CLI, &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    EXPECT_EQ(rc, 0) << std::strerror(rc);
-    return pid;
+    return testing::spawn_process(all, path("stdout"), path("stderr"));
   }
-  // Exit status of a finished child (-signal when killed).
-  static int wait_for(pid_t pid) {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
-  }
+  static int wait_for(pid_t pid) { return testing::wait_for_exit(pid); }
   int run(const std::vector<std::string>& args) const { return wait_for(spawn(args)); }
   std::string err() const {
     std::ifstream in(path("stderr"));
@@ -93,16 +69,7 @@ class TrainCliTest : public ::testing::Test {
   fs::path dir_;
 };
 
-// Waits (up to a minute) until `ready` holds; false when the time ran out.
-template <class F>
-bool wait_until(F ready) {
-  const auto deadline = std::chrono::steady_clock::now() + 60s;
-  while (!ready()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
-}
+using testing::wait_until;
 
 bool has_temporary_file(const std::string& dir) {
   for (const auto& entry : fs::directory_iterator(dir))

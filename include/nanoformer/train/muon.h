@@ -32,6 +32,7 @@ class Muon : public Optimizer {
   Muon(std::vector<ParamGroup> groups, const MuonOptions& options = {});
   std::string kind() const override { return "muon"; }
   std::vector<std::string> slot_names() const override { return {"momentum_buffer"}; }
+  bool slices() const override { return false; }  // Newton-Schulz orthogonalises whole matrices
 
  private:
   void update(size_t group, size_t index, float* p, const float* g, int64_t n) override;

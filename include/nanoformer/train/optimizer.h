@@ -63,8 +63,18 @@ class Optimizer {
   // Replaces a parameter's state: `state.slots` holds one tensor per slot name, each of the
   // parameter's shape (copied; an undefined one means zeros). Throws nf::Error naming the
   // parameter and the slot at fault.
+  // A sharded parameter (below) also takes 1-D slots of its range's length, and cuts full ones.
   void load_param_state(size_t group, size_t index, const ParamState& state);
   void set_steps(int64_t steps) { steps_ = steps; }
+
+  // ---- sharding (ZeRO-1, train/zero_sharding.h) ----
+  // This process updates elements [begin, end) of the parameter (flattened) only and holds state
+  // for those alone: its slots become 1-D tensors of end - begin values (held ones are cut to the
+  // range). The step counts still advance on every step. Only for element-wise rules (slices() true).
+  void set_owned_range(size_t group, size_t index, int64_t begin, int64_t end);
+  std::pair<int64_t, int64_t> owned_range(size_t group, size_t index) const { return owned_.at(group).at(index); }
+  // True when update() is element-wise, so that a slice of a parameter can be updated alone.
+  virtual bool slices() const { return true; }
 
  protected:
   // Updates parameter `index` of groups()[group] in place: p, g and the state are its n floats.
@@ -76,7 +86,11 @@ class Optimizer {
 
  private:
   std::vector<ParamGroup> groups_;
+  bool is_whole(size_t group, size_t index) const;
+  Shape slot_shape(size_t group, size_t index) const;
+
   std::vector<std::vector<ParamState>> state_;  // state_[group][index]
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> owned_;  // [group][index]: elements updated here
   int64_t steps_ = 0;
 };
 

@@ -6,6 +6,7 @@
 //                      for the head, embeddings and vectors, Muon for the block matrices
 // Its state (every optimizer's buffers, per-parameter and total step counts) is a state dict of
 // named tensors for the checkpoint, restored exactly: a resumed run steps bit-identically.
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -58,6 +59,11 @@ class OptimizerSet {
   // "<optimizer>.<group>.<parameter>.step" and "<optimizer>.steps" (i64 scalars), e.g.
   // "muon.matrices.layers.0.attention.wq.weight.momentum_buffer".
   nn::StateDict state_dict() const;
+  // The same names, each slot's value given by gather(optimizer, group, index, held slot: undefined
+  // when never used) in a fixed order on every rank; names it returns undefined for are left out.
+  // ZeRO-1 gathers the sharded slots to rank 0 through it (train/zero_sharding.h).
+  using SlotGather = std::function<Tensor(const Optimizer&, size_t group, size_t index, const Tensor& slot)>;
+  nn::StateDict state_dict(const SlotGather& gather) const;
   // Restores exactly what state_dict gave; one nf::Error lists every missing, unexpected,
   // mis-shaped and wrong-dtype name (nothing is changed then).
   void load_state_dict(const nn::StateDict& state);

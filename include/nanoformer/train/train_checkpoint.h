@@ -52,6 +52,9 @@ void restore_generators(models::Model& model, const std::map<std::string, std::p
 
 void save_train_checkpoint(const std::string& path, const models::Model& model, const OptimizerSet& optimizer,
                            const TrainConfig& config, const TrainState& state);
+// The same with the optimizer state given as a state dict (ZeRO-1 gathers it to rank 0).
+void save_train_checkpoint(const std::string& path, const models::Model& model, const nn::StateDict& optimizer_state,
+                           const TrainConfig& config, const TrainState& state);
 // The config and state of a training checkpoint (an nf::Error naming the file when it holds none).
 TrainCheckpoint read_train_checkpoint(const std::string& path);
 // Loads the optimizer state stored in a training checkpoint.

@@ -20,6 +20,13 @@ enum class Precision { fp32, bf16, fp16 };
 std::string precision_name(Precision precision);
 Precision precision_from_name(const std::string& name);
 
+// How a data-parallel run communicates (docs/scaling.md); runtime choices, not part of the run's
+// identity: a resume may change them.
+struct DistributedOptions {
+  int zero = 0;                              // 1: ZeRO-1, the optimizer state sharded across ranks
+  int64_t bucket_bytes = int64_t{25} << 20;  // gradients all-reduced in buckets of about this size
+};
+
 struct TrainConfig {
   std::string model = "gpt-mini";   // a preset or config JSON: fresh weights from `seed`
   std::vector<std::string> model_overrides;  // "key=value" applied to the model config's JSON
@@ -41,6 +48,10 @@ struct TrainConfig {
   uint64_t seed = 1337;             // initialisation and dropout (data has its own seed)
   bool resume = false;              // continue from the newest checkpoint in out_dir
   bool quiet = false;               // no progress bar
+  // Data-parallel ranks (mpirun -np): each trains on batch_size rows of every batch of
+  // ranks x batch_size (train/sharded_batches.h); a resume needs the same number.
+  int64_t ranks = 1;
+  DistributedOptions distributed;   // not saved in checkpoints
 };
 
 // Throws nf::Error naming the first bad option.

@@ -12,18 +12,27 @@
 // the stop flag is raised (Ctrl-C); metrics.jsonl gets one line per step and per validation.
 // Everything a step does is a function of the checkpointed state, so a resumed run continues
 // bit for bit as the uninterrupted one.
+// Data-parallel (a communicator of N ranks, dist/communicator.h): each rank trains on its rows of
+// every batch (sharded_batches.h), N is all-reduced first and the gradients summed across ranks
+// in buckets overlapping backward (dist/gradient_buckets.h), only on the last micro-batch, so
+// the step's gradient is that of one process at batch N x B; clipping and the optimizer then see
+// the same gradient on every rank (ZeRO-1: each updates its slice, zero_sharding.h). Rank 0 alone
+// writes metrics and checkpoints and shows progress.
 #include <atomic>
 #include <cstdint>
 #include <fstream>
 #include <memory>
 #include <string>
 
+#include "nanoformer/dist/communicator.h"
+#include "nanoformer/dist/gradient_buckets.h"
 #include "nanoformer/models/decoder_lm.h"
 #include "nanoformer/train/data.h"
 #include "nanoformer/train/loss_scaler.h"
 #include "nanoformer/train/optimizer_set.h"
 #include "nanoformer/train/train_checkpoint.h"
 #include "nanoformer/train/train_config.h"
+#include "nanoformer/train/zero_sharding.h"
 
 namespace nf::train {
 
@@ -41,12 +50,14 @@ struct StepResult {
   double lr = 0, grad_norm = 0;
   int64_t tokens = 0;      // target tokens
   bool skipped = false;    // fp16: a non-finite gradient, no update
+  double comm_wait_seconds = 0;  // blocked waiting for the gradient all-reduce (data-parallel)
 };
 
 class Trainer {
  public:
-  // `data` replaces config.data's files when given (a program's own batches; tests).
-  explicit Trainer(TrainConfig config, TrainingData data = {});
+  // `data` replaces config.data's files when given (a program's own batches; tests). `comm` (null:
+  // one process) must have config.ranks ranks; it outlives the trainer.
+  explicit Trainer(TrainConfig config, TrainingData data = {}, dist::Communicator* comm = nullptr);
   ~Trainer();
 
   enum class Outcome { finished, stopped };
@@ -73,11 +84,19 @@ class Trainer {
   // adds their losses to r.
   void backward(const std::vector<Batch>& batches, StepResult& r);
 
+  bool is_root() const { return comm_->rank() == 0; }
+  // Data-parallel: throws nf::Error unless every rank holds the same parameters (a hash compared).
+  void check_replicas_agree();
+
   TrainConfig config_;
+  std::unique_ptr<dist::Communicator> own_comm_;  // one process, when none is given
+  dist::Communicator* comm_;
   std::shared_ptr<models::DecoderLM> model_;
   TrainingData data_;
   std::unique_ptr<OptimizerSet> optimizer_;
   std::unique_ptr<DynamicLossScaler> scaler_;  // fp16 only
+  std::unique_ptr<ZeroSharding> zero_;         // --zero 1 only
+  std::unique_ptr<dist::GradientBuckets> buckets_;
   TrainState state_;
   std::string resumed_from_;
   std::ofstream metrics_;

@@ -1,0 +1,215 @@
+// `mpirun -np 2 nanoformer train` (data-parallel, docs/scaling.md) on a tiny model:
+// - 10 steps with 2 ranks at batch B give the parameters (and optimizer state) of one process at
+//   batch 2B, within 1e-6, with and without gradient accumulation and ZeRO-1; the ranks end with
+//   identical parameters (the trainer compares them and says so);
+// - a rank killed with SIGKILL mid-run ends the job with an error naming it, well within the
+//   timeout, and the last checkpoint resumes to the uninterrupted run's end; a rank that stops
+//   responding (SIGSTOP) ends the job after --dist-timeout with a message naming the collective;
+// - resuming with another number of ranks, and ZeRO-1 with Muon, are refused with a clear error.
+// Skipped when mpirun is absent (scripts/install-deps.sh installs it) or the build has no MPI.
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "nanoformer/dist/communicator.h"
+#include "nanoformer/nanoformer.h"
+#include "nanoformer/tokenizer/token_file.h"
+#include "nanoformer/train/train_checkpoint.h"
+#include "support/pattern_tokens.h"
+#include "support/process.h"
+#include "support/testing.h"
+
+namespace nf {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+class DistributedCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!dist::mpi_built()) GTEST_SKIP() << "built without MPI (NF_MPI=OFF)";
+    if (std::system("command -v mpirun > /dev/null 2>&1") != 0) GTEST_SKIP() << "mpirun is not installed";
+    dir_ = fs::temp_directory_path() / ("nf_dist_cli_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    testing::write_pattern_tokens(path("tokens.bin"));
+  }
+  void TearDown() override {
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  // `nanoformer train` of a tiny model into `out` at `batch` rows per rank.
+  std::vector<std::string> train_args(const std::string& out, int steps, int batch,
+                                      const std::vector<std::string>& extra = {}) const {
+    std::vector<std::string> args = {
+        "train", "--config", "llama2c-stories260k", "--set", "vocab_size=32", "--set", "dim=32", "--set",
+        "max_seq_len=16", "--data", path("tokens.bin"), "--batch-size", std::to_string(batch), "--context", "16",
+        "--steps", std::to_string(steps), "--lr", "3e-3", "--warmup", "2", "--save-every", "1", "--keep", "3",
+        "--eval-every", "5", "--eval-batches", "2", "--out", path(out), "--quiet"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  }
+  static std::vector<std::string> mpirun(int ranks, std::vector<std::string> args) {
+    std::vector<std::string> all = {"mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none",
+                                    "-np", std::to_string(ranks), "-x", "NANOFORMER_THREADS=1", NF_CLI};
+    all.insert(all.end(), args.begin(), args.end());
+    return all;
+  }
+  static std::vector<std::string> single(std::vector<std::string> args) {
+    args.insert(args.begin(), NF_CLI);
+    return args;
+  }
+
+  pid_t spawn(const std::vector<std::string>& argv) const {
+    ::setenv("NANOFORMER_THREADS", "1", 1);
+    return testing::spawn_process(argv, path("stdout"), path("stderr"));
+  }
+  static int wait_for(pid_t pid) { return testing::wait_for_exit(pid); }
+  int run(const std::vector<std::string>& argv) const { return wait_for(spawn(argv)); }
+  std::string output() const {
+    auto text = [](const std::string& file) {
+      std::ifstream in(file);
+      return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    };
+    return text(path("stdout")) + text(path("stderr"));
+  }
+
+  fs::path dir_;
+};
+
+// The pid of the rank `rank` among the children of mpirun `parent` (its OMPI_COMM_WORLD_RANK).
+pid_t rank_pid(pid_t parent, int rank) {
+  const std::string wanted = "OMPI_COMM_WORLD_RANK=" + std::to_string(rank);
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    const size_t close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 2));
+    char state = 0;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    if (ppid != parent) continue;
+    std::ifstream env(entry.path() / "environ");
+    std::string var;
+    while (std::getline(env, var, '\0'))
+      if (var == wanted) return static_cast<pid_t>(std::stoi(name));
+  }
+  return 0;
+}
+
+using testing::wait_until;
+
+// Largest |a - b| over every tensor of two checkpoints (with the same names and shapes).
+double max_abs_difference(const std::string& a, const std::string& b, bool optimizer_too) {
+  const auto ta = io::load_safetensors(a), tb = io::load_safetensors(b);
+  EXPECT_EQ(ta.size(), tb.size());
+  double worst = 0;
+  for (const auto& [name, tensor] : ta) {
+    if (!optimizer_too && name.rfind("train/", 0) == 0) continue;
+    if (tensor.dtype() != DType::f32) continue;
+    if (!tb.count(name)) {
+      ADD_FAILURE() << name << " is missing from " << b;
+      continue;
+    }
+    const auto x = tensor.to_vector<float>(), y = tb.at(name).to_vector<float>();
+    EXPECT_EQ(x.size(), y.size()) << name;
+    for (size_t i = 0; i < std::min(x.size(), y.size()); ++i)
+      worst = std::max(worst, std::fabs(static_cast<double>(x[i]) - static_cast<double>(y[i])));
+  }
+  return worst;
+}
+
+class TwoRanksMatchOneProcess : public DistributedCliTest,
+                                public ::testing::WithParamInterface<std::pair<const char*, const char*>> {};
+
+TEST_P(TwoRanksMatchOneProcess, TenStepsAtTwiceTheBatch) {
+  const auto [accum, zero] = GetParam();
+  const std::vector<std::string> extra = {"--grad-accum", accum, "--zero", zero, "--bucket-mb", "0.01"};
+  ASSERT_EQ(run(single(train_args("one", 10, 4, {"--grad-accum", accum}))), 0) << output();
+  ASSERT_EQ(run(mpirun(2, train_args("two", 10, 2, extra))), 0) << output();
+  EXPECT_NE(output().find("parameters identical on all 2 ranks"), std::string::npos) << output();
+  const std::string one = train::checkpoint_path(path("one"), 10), two = train::checkpoint_path(path("two"), 10);
+  EXPECT_LE(max_abs_difference(one, two, false), 1e-6) << "parameters";
+  EXPECT_LE(max_abs_difference(one, two, true), 1e-6) << "parameters and optimizer state";
+  // rank 0 alone wrote metrics: one line per step, and the validations at steps 5 and 10
+  std::ifstream metrics(path("two/metrics.jsonl"));
+  int lines = 0;
+  for (std::string line; std::getline(metrics, line);) ++lines;
+  EXPECT_EQ(lines, 12);
+}
+
+INSTANTIATE_TEST_SUITE_P(AccumulationAndZero, TwoRanksMatchOneProcess,
+                         ::testing::Values(std::pair{"1", "0"}, std::pair{"2", "0"}, std::pair{"1", "1"},
+                                           std::pair{"2", "1"}),
+                         [](const auto& info) {
+                           return std::string("accum") + info.param.first + "_zero" + info.param.second;
+                         });
+
+TEST_F(DistributedCliTest, AKilledRankEndsTheJobAndTheLastCheckpointResumes) {
+  const std::vector<std::string> zero = {"--zero", "1", "--dist-timeout", "60"};
+  ASSERT_EQ(run(mpirun(2, train_args("whole", 30, 2, zero))), 0) << output();
+  const pid_t job = spawn(mpirun(2, train_args("killed", 30, 2, zero)));
+  ASSERT_TRUE(wait_until([&] {
+    const auto saved = train::list_checkpoints(path("killed"));
+    return !saved.empty() && saved.back().first >= 3;
+  }));
+  const pid_t rank1 = rank_pid(job, 1);
+  ASSERT_GT(rank1, 0) << "rank 1 of mpirun " << job << " not found";
+  const auto killed_at = std::chrono::steady_clock::now();
+  ::kill(rank1, SIGKILL);
+  const int status = wait_for(job);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
+  EXPECT_NE(status, 0);
+  EXPECT_LT(seconds, 60.0) << "the job outlived its --dist-timeout";
+  EXPECT_NE(output().find("rank 1"), std::string::npos) << output();
+  const auto left = train::list_checkpoints(path("killed"));
+  ASSERT_FALSE(left.empty());
+  ASSERT_LT(left.back().first, 30) << "the run finished before it was killed";
+  ASSERT_EQ(run(mpirun(2, {"train", "--out", path("killed"), "--resume", "--quiet", "--zero", "1"})), 0) << output();
+  EXPECT_EQ(max_abs_difference(train::checkpoint_path(path("whole"), 30), train::checkpoint_path(path("killed"), 30), true),
+            0.0);
+}
+
+TEST_F(DistributedCliTest, AStoppedRankEndsTheJobAfterTheTimeout) {
+  const pid_t job = spawn(mpirun(2, train_args("stopped", 100000, 2, {"--dist-timeout", "3"})));
+  ASSERT_TRUE(wait_until([&] { return !train::list_checkpoints(path("stopped")).empty(); }, 120s));
+  const pid_t rank1 = rank_pid(job, 1);
+  ASSERT_GT(rank1, 0);
+  ::kill(rank1, SIGSTOP);
+  const auto stopped_at = std::chrono::steady_clock::now();
+  const int status = wait_for(job);
+  ::kill(rank1, SIGKILL);  // in case mpirun left it stopped
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - stopped_at).count();
+  EXPECT_NE(status, 0);
+  EXPECT_LT(seconds, 60.0);
+  EXPECT_NE(output().find("rank 0: "), std::string::npos) << output();
+  EXPECT_NE(output().find("did not complete within 3 s (--dist-timeout)"), std::string::npos) << output();
+}
+
+TEST_F(DistributedCliTest, ResumingWithAnotherNumberOfRanksIsRefused) {
+  ASSERT_EQ(run(mpirun(2, train_args("run", 3, 2))), 0) << output();
+  EXPECT_EQ(run(single({"train", "--out", path("run"), "--resume", "--steps", "5", "--quiet"})), 1);
+  EXPECT_NE(output().find("ranks: 2 -> 1"), std::string::npos) << output();
+}
+
+TEST_F(DistributedCliTest, ZeroWithMuonIsRefused) {
+  EXPECT_NE(run(mpirun(2, train_args("muon", 3, 2, {"--optimizer", "muon", "--zero", "1"}))), 0);
+  EXPECT_NE(output().find("the muon optimizer updates whole matrices"), std::string::npos) << output();
+}
+
+}  // namespace
+}  // namespace nf
