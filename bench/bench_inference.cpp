@@ -7,7 +7,9 @@
 // (all weights but the embedding lookup and learned positions; of a MoE layer's routed experts only
 // top_k of n_experts). The linear kernel alone is measured too: the GB/s at which one token's
 // weight matrices stream through linear (the matrix-vector kernel, ops/cpu/gemv.h) and through
-// sgemm with one row (what linear used before), beside the read bandwidth.
+// sgemm with one row (what linear used before), beside the read bandwidth. Prefill, compute-bound,
+// is set beside the GEMM limit: the prompt tokens/s the measured fp32 SGEMM speed at the prefill's
+// GEMM shapes allows (bench/prefill_gemm_limit.h), for ours and PyTorch's.
 //
 // Each measurement runs in its own process (peak memory = the RSS high-water mark, from wait4);
 // ours and PyTorch's alternate over rounds (the first side swaps each round) so that load from
@@ -15,7 +17,7 @@
 //
 //   bench_inference [--presets minimind2-small,minimind2,minimind2-moe,gpt2-124m] [--prompt 512]
 //                   [--new 256] [--threads 2] [--rounds 3] [--python .venv/bin/python]
-//   bench_inference --worker decode|bandwidth|kernel --preset P ...   one process's part
+//   bench_inference --worker decode|bandwidth|kernel|gemm --preset P ...   one process's part
 //                   (with NF_PROFILE=1 the decode worker prints its per-op tables of prefill and decode)
 #include <sys/resource.h>
 #include <unistd.h>
@@ -29,6 +31,7 @@
 
 #include "bench_process.h"
 #include "memory_bandwidth.h"
+#include "prefill_gemm_limit.h"
 #include "nanoformer/autograd/grad_mode.h"
 #include "nanoformer/nanoformer.h"
 
@@ -174,6 +177,12 @@ int worker(const Options& o) {
   nf::set_num_threads(o.threads);
   if (o.worker == "decode") return decode_worker(o);
   if (o.worker == "kernel") return kernel_worker(o);
+  if (o.worker == "gemm") {
+    nf::Generator gen(1);
+    const nf::models::DecoderLM lm(nf::models::preset_config(o.preset), gen);
+    std::printf("%s\n", json{{"prefill_limit_tokens_per_s", nf::bench::prefill_limit_tokens_per_s(lm, o.prompt)}}.dump().c_str());
+    return 0;
+  }
   NF_CHECK(o.worker == "bandwidth", "bench_inference: unknown worker ", o.worker);
   std::printf("%s\n", json{{"read_gb_per_s", measure_read_bandwidth(o.threads).read_gb_per_s}}.dump().c_str());
   return 0;
@@ -223,6 +232,7 @@ void measure_preset(const Options& o, const std::string& self, const std::string
   };
   run_into(with({self, "--worker", "bandwidth"}), {{"read_gb_per_s", &ours["bandwidth"]}});
   run_into(with({self, "--worker", "kernel"}), {{"gemv_gb_per_s", &ours["gemv"]}, {"sgemm_gb_per_s", &ours["sgemm"]}});
+  run_into(with({self, "--worker", "gemm"}), {{"prefill_limit_tokens_per_s", &ours["prefill limit"]}});
   const auto run_ours = [&] {
     run_into(with({self, "--worker", "decode"}),
              {{"prefill_tokens_per_s", &ours["prefill"]}, {"decode_tokens_per_s", &ours["decode"]},
@@ -242,6 +252,10 @@ void measure_preset(const Options& o, const std::string& self, const std::string
   for (const char* phase : {"prefill", "decode"}) {
     const Series &a = ours[phase], &b = theirs[phase];
     if (a.last_of_round && b.last_of_round) ours[std::string(phase) + "/torch"].add(*a.last_of_round / *b.last_of_round);
+  }
+  for (auto [side, key] : {std::pair{&ours, "prefill/gemm limit"}, std::pair{&theirs, "prefill/gemm limit"}}) {
+    const Series &p = (*side)["prefill"], &l = ours["prefill limit"];
+    if (p.last_of_round && l.last_of_round) (*side)[key].add(*p.last_of_round / *l.last_of_round);
   }
   if (ours["decode"].last_of_round && limit > 0) {
     ours["limit"].add(limit);
@@ -299,6 +313,18 @@ int driver(const Options& o, const std::string& self) {
   std::printf("ours, RSS high-water mark once the model is built (before the cache and the prompt):");
   for (const std::string& preset : o.presets) std::printf(" %s %s MiB;", preset.c_str(), cell(ours[preset]["loaded"], "%.0f").c_str());
   std::printf("\n\n");
+  std::printf("prefill beside the GEMM limit (tokens/s that the measured fp32 SGEMM speed at the prompt's GEMM shapes "
+              "allows: bench/prefill_gemm_limit.h):\n");
+  std::printf("%-16s %12s %12s %12s %12s %12s %16s\n", "preset", "ours tok/s", "torch tok/s", "limit tok/s", "ours/limit",
+              "torch/limit", "1.5x torch/limit");
+  for (const std::string& preset : o.presets) {
+    Results &a = ours[preset], &b = theirs[preset];
+    std::printf("%-16s %12s %12s %12s %12s %12s %16s\n", preset.c_str(), cell(a["prefill"], "%.0f").c_str(),
+                cell(b["prefill"], "%.0f").c_str(), cell(a["prefill limit"], "%.0f").c_str(),
+                cell(a["prefill/gemm limit"], "%.0f%%", 100).c_str(), cell(b["prefill/gemm limit"], "%.0f%%", 100).c_str(),
+                cell(b["prefill/gemm limit"], "%.0f%%", 150).c_str());
+  }
+  std::printf("\n");
   std::printf("the linear kernel alone, one token's weight matrices (x of 1 row; every routed expert):\n");
   std::printf("%-16s %16s %16s %12s %14s\n", "preset", "linear GB/s", "sgemm GB/s", "read GB/s", "linear/read");
   for (const std::string& preset : o.presets) {
