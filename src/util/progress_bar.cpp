@@ -60,7 +60,7 @@ void ProgressBar::finish(const std::string& status) {
   if (finished_) return;
   if (!status.empty()) status_ = status;
   finished_ = true;
-  if (drawn_) draw(true);
+  if (drawn_ && (tty_ || done_ != drawn_done_ || status_ != drawn_status_)) draw(true);
 }
 
 void ProgressBar::message(const std::string& line) {
@@ -71,6 +71,8 @@ void ProgressBar::message(const std::string& line) {
 
 void ProgressBar::draw(bool final) {
   drawn_ = true;
+  drawn_done_ = done_;
+  drawn_status_ = status_;
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   const double rate = elapsed > 0 ? static_cast<double>(done_ - first_) / elapsed : 0.0;
   const double frac = total_ > 0 ? std::min(1.0, static_cast<double>(done_) / static_cast<double>(total_)) : 0.0;

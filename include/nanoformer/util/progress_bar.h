@@ -34,6 +34,8 @@ class ProgressBar {
   bool tty_;
   bool finished_ = false;
   bool drawn_ = false;
+  int64_t drawn_done_ = -1;     // what the last line showed: a log (not a terminal) that already
+  std::string drawn_status_;    // holds the final state gets no second, identical final line
   std::chrono::steady_clock::time_point start_, last_draw_;
 };
 
