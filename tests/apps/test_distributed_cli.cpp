@@ -61,7 +61,15 @@ class DistributedCliTest : public ::testing::Test {
   }
   static std::vector<std::string> mpirun(int ranks, std::vector<std::string> args) {
     std::vector<std::string> all = {"mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none",
-                                    "-np", std::to_string(ranks), "-x", "NANOFORMER_THREADS=1", NF_CLI};
+                                    "-np", std::to_string(ranks), "-x", "NANOFORMER_THREADS=1"};
+#if defined(__SANITIZE_ADDRESS__)
+    // Open MPI allocates once in MPI_Init and in components it unloads at exit, which LeakSanitizer
+    // can neither name nor suppress (one-frame stacks): no leak check in the ranks under make
+    // test-asan (every other ASan check stays on; the trainer's own code is leak-checked in-process
+    // by test_trainer).
+    all.insert(all.end(), {"-x", "ASAN_OPTIONS=detect_leaks=0"});
+#endif
+    all.push_back(NF_CLI);
     all.insert(all.end(), args.begin(), args.end());
     return all;
   }
