@@ -154,6 +154,13 @@ void load_tokenizer_seeds() {
                                                fs::copy_options::overwrite_existing);
 }
 
+// Request bodies and metrics logs: the committed corpus inputs (fuzz/corpus/<target>/) are the
+// seeds, valid and invalid.
+void copy_corpus_seeds(const std::string& target) {
+  for (const auto& e : fs::directory_iterator(fs::path(NF_FUZZ_CORPUS_DIR) / target))
+    fs::copy_file(e.path(), dir(target) / ("seed-" + e.path().filename().string()), fs::copy_options::overwrite_existing);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -169,6 +176,8 @@ int main(int argc, char** argv) {
     char_vocab_seeds();
     token_file_seeds();
     load_tokenizer_seeds();
+    copy_corpus_seeds("openai_request");
+    copy_corpus_seeds("metrics_log");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fuzz_make_seeds: %s\n", e.what());
     return 1;

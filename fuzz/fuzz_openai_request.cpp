@@ -1,0 +1,36 @@
+// OpenAI request bodies (POST /v1/chat/completions and /v1/completions), as `nanoformer serve`
+// receives them from the network: the input is parsed for both endpoints. Bad input must end in a
+// 400 ApiError naming what is at fault; a request that parses holds only values the sampler and the
+// scheduler accept (ranges as documented in serve/openai_request.h).
+#include "fuzz_support.h"
+#include "nanoformer/serve/api_error.h"
+#include "nanoformer/serve/openai_request.h"
+
+using namespace nf;
+using namespace nf::serve;
+
+namespace {
+
+void parse_one(std::string_view body, Endpoint endpoint) {
+  try {
+    const CompletionRequest r = parse_completion_request(body, endpoint);
+    NF_FUZZ_CHECK(r.endpoint == endpoint, "endpoint");
+    NF_FUZZ_CHECK(fuzz::expect_nf_error([&] { r.sampler.validate(); }), "sampler values out of range accepted");
+    NF_FUZZ_CHECK(endpoint == Endpoint::completion || !r.messages.empty(), "a chat without messages accepted");
+    NF_FUZZ_CHECK(!r.max_tokens || *r.max_tokens >= 1, "max_tokens ", *r.max_tokens, " accepted");
+    NF_FUZZ_CHECK(r.stop.size() <= 4, r.stop.size(), " stop strings accepted");
+    for (const std::string& s : r.stop) NF_FUZZ_CHECK(!s.empty(), "an empty stop string accepted");
+  } catch (const ApiError& e) {
+    NF_FUZZ_CHECK(e.status() == 400, "status ", e.status(), " for a bad request body");
+    NF_FUZZ_CHECK(std::string_view(e.what()).size() > 0, "an error without a message");
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view body = fuzz::as_text(data, size);
+  parse_one(body, Endpoint::chat);
+  parse_one(body, Endpoint::completion);
+  return 0;
+}
