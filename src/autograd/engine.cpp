@@ -65,6 +65,8 @@ void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
   profile::BackwardPhase backward_phase;  // kernels profile as "<op> backward"
   std::shared_ptr<Node> root_node = gradient_edge(root);
   std::unordered_map<Node*, int> deps = count_dependencies(root_node);
+  deps.emplace(root_node.get(), 0);  // the root is reachable too (it may be a leaf itself)
+  run_unreachable_grad_ready_hooks(deps);  // a leaf this backward cannot reach is final already
   std::unordered_map<Node*, Tensor> pending;  // summed gradient waiting for each node
   pending[root_node.get()] = seed;
   std::vector<std::shared_ptr<Node>> ready{root_node};

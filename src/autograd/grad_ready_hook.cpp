@@ -1,9 +1,10 @@
 // Gradient-ready hooks, keyed by the leaf's AccumulateGrad node (kept alive by the registry, so
-// every backward reaches the same node).
+// every backward reaches the same node); one registry per thread.
 #include "nanoformer/autograd/grad_ready_hook.h"
 
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "nanoformer/autograd/node.h"
 #include "nanoformer/core/error.h"
@@ -17,7 +18,7 @@ struct Registered {
 };
 
 std::unordered_map<const Node*, Registered>& registry() {
-  static std::unordered_map<const Node*, Registered> hooks;
+  static thread_local std::unordered_map<const Node*, Registered> hooks;
   return hooks;
 }
 
@@ -45,6 +46,15 @@ void run_grad_ready_hook(const Node* node) {
   auto& hooks = registry();
   if (hooks.empty()) return;
   if (const auto it = hooks.find(node); it != hooks.end()) it->second.hook();
+}
+
+void run_unreachable_grad_ready_hooks(const std::unordered_map<Node*, int>& reachable) {
+  auto& hooks = registry();
+  if (hooks.empty()) return;
+  std::vector<GradReadyHook> unreachable;  // copied first: a hook may set or clear hooks
+  for (const auto& [node, registered] : hooks)
+    if (!reachable.count(const_cast<Node*>(node))) unreachable.push_back(registered.hook);
+  for (const GradReadyHook& hook : unreachable) hook();
 }
 
 }  // namespace nf::autograd

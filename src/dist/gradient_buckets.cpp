@@ -1,4 +1,4 @@
-// GradientBuckets: bucketed, overlapped all-reduce of gradients.
+// GradientBuckets: bucketed, overlapped all-reduce of gradients, started in a fixed order.
 #include "nanoformer/dist/gradient_buckets.h"
 
 #include <chrono>
@@ -18,20 +18,21 @@ GradientBuckets::GradientBuckets(std::vector<Tensor> params, Communicator& comm,
     const Tensor& p = params_[k];
     NF_CHECK(p.dtype() == DType::f32, "gradient buckets: parameter ", p.name(), " is ", dtype_name(p.dtype()),
              ", not f32");
-    if (buckets_.empty() || (!buckets_.back().params.empty() &&
-                             static_cast<int64_t>(buckets_.back().buffer.size()) + p.numel() > limit))
+    if (buckets_.empty() || (!buckets_.back().params.empty() && buckets_.back().values + p.numel() > limit))
       buckets_.emplace_back();
     Bucket& b = buckets_.back();
     b.params.push_back(k);
-    b.offsets.push_back(static_cast<int64_t>(b.buffer.size()));
-    b.buffer.resize(b.buffer.size() + static_cast<size_t>(p.numel()));
+    b.offsets.push_back(b.values);
+    b.values += p.numel();
   }
+  for (Bucket& b : buckets_) b.buffer.resize(static_cast<size_t>(b.values) + b.params.size());
 }
 
 GradientBuckets::~GradientBuckets() { disarm(); }
 
 void GradientBuckets::arm() {
   if (buckets_.empty()) return;
+  started_ = 0;
   for (size_t i = 0; i < buckets_.size(); ++i) {
     buckets_[i].ready = 0;
     for (size_t k : buckets_[i].params) autograd::set_grad_ready_hook(params_[k], [this, i] { on_ready(i); });
@@ -46,14 +47,20 @@ void GradientBuckets::disarm() {
 }
 
 void GradientBuckets::on_ready(size_t bucket) {
-  Bucket& b = buckets_[bucket];
-  if (++b.ready == b.params.size()) start(b);
+  ++buckets_[bucket].ready;
+  start_ready_in_order();
   // MPI progresses non-blocking collectives only inside MPI calls: poll those in flight
-  for (Bucket& other : buckets_)
-    if (other.request) other.request->test();
+  for (size_t i = 0; i < started_; ++i) buckets_[i].request->test();
 }
 
-// buffer = this rank's gradients (zeros where backward gave none), then the all-reduce starts
+// Starts the complete buckets that every earlier bucket has gone before: the same order on all ranks.
+void GradientBuckets::start_ready_in_order() {
+  while (started_ < buckets_.size() && buckets_[started_].ready == buckets_[started_].params.size())
+    start(buckets_[started_++]);
+}
+
+// buffer = this rank's gradients (zeros where backward gave none) and, after them, 1 for each
+// parameter that has a gradient; then the all-reduce starts
 void GradientBuckets::start(Bucket& b) {
   for (size_t j = 0; j < b.params.size(); ++j) {
     const Tensor& p = params_[b.params[j]];
@@ -65,6 +72,7 @@ void GradientBuckets::start(Bucket& b) {
     } else {
       std::memset(to, 0, static_cast<size_t>(p.numel()) * sizeof(float));
     }
+    b.buffer[static_cast<size_t>(b.values) + j] = g.defined() ? 1.0f : 0.0f;
   }
   b.request = comm_.start_allreduce_sum(b.buffer.data(), static_cast<int64_t>(b.buffer.size()));
 }
@@ -73,8 +81,7 @@ void GradientBuckets::finish() {
   disarm();
   last_wait_seconds_ = 0;
   if (buckets_.empty()) return;
-  for (Bucket& b : buckets_)
-    if (!b.request) start(b);
+  for (; started_ < buckets_.size(); ++started_) start(buckets_[started_]);
   const auto begin = std::chrono::steady_clock::now();
   for (size_t i = 0; i < buckets_.size(); ++i)
     comm_.wait(*buckets_[i].request, "the all-reduce of gradient bucket " + std::to_string(i));
@@ -83,6 +90,7 @@ void GradientBuckets::finish() {
     b.request.reset();
     for (size_t j = 0; j < b.params.size(); ++j) {
       const Tensor& p = params_[b.params[j]];
+      if (b.buffer[static_cast<size_t>(b.values) + j] == 0.0f) continue;  // no rank has a gradient for it
       Tensor g = p.grad();
       if (!g.defined() || g.dtype() != DType::f32 || !g.is_contiguous()) {
         g = Tensor::empty(p.shape());
@@ -91,6 +99,7 @@ void GradientBuckets::finish() {
       std::memcpy(g.data<float>(), b.buffer.data() + b.offsets[j], static_cast<size_t>(p.numel()) * sizeof(float));
     }
   }
+  started_ = 0;
 }
 
 }  // namespace nf::dist

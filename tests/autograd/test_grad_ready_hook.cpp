@@ -1,5 +1,6 @@
 // Gradient-ready hooks (autograd/grad_ready_hook.h): a leaf's hook runs once per backward, when
 // its gradient is final, before backward reaches the leaves nearer the input.
+#include <thread>
 #include <vector>
 
 #include "nanoformer/autograd/grad_ready_hook.h"
@@ -45,6 +46,30 @@ TEST(GradReadyHook, RunsOncePerBackwardWithTheFinalGradientBeforeEarlierLeaves) 
   autograd::clear_grad_ready_hook(c.w2);
   c.loss().backward();
   EXPECT_EQ(order.size(), 4u) << "a cleared hook still ran";
+}
+
+TEST(GradReadyHook, ALeafTheBackwardCannotReachIsReadyFirst) {
+  Chain c;
+  const Tensor unused = Tensor::of({1.0}, {1}, DType::f64).set_requires_grad(true);
+  std::vector<std::string> order;
+  autograd::set_grad_ready_hook(c.w1, [&] { order.push_back("w1"); });
+  autograd::set_grad_ready_hook(unused, [&] { order.push_back("unused"); });
+  c.loss().backward();
+  EXPECT_EQ(order, (std::vector<std::string>{"unused", "w1"}));
+  EXPECT_FALSE(unused.grad().defined());
+  autograd::clear_grad_ready_hook(c.w1);
+  autograd::clear_grad_ready_hook(unused);
+}
+
+TEST(GradReadyHook, BelongsToTheThreadThatSetIt) {
+  Chain c;
+  int runs = 0;
+  autograd::set_grad_ready_hook(c.w1, [&] { ++runs; });
+  std::thread([&] { c.loss().backward(); }).join();  // the same leaves, another thread: not its hooks
+  EXPECT_EQ(runs, 0);
+  c.loss().backward();
+  EXPECT_EQ(runs, 1);
+  autograd::clear_grad_ready_hook(c.w1);
 }
 
 TEST(GradReadyHook, RefusesANonLeaf) {
