@@ -17,6 +17,7 @@ packages=(
   plplot-driver-cairo    # ... drawn as PNG (pngcairo) and SVG (svgcairo)
   fonts-noto-cjk         # CJK glyphs for token labels (found through fontconfig)
   libcpp-httplib-dev     # the HTTP server of nanoformer serve
+  libxxhash-dev          # checksums of every tensor in our checkpoints
   libopenmpi-dev         # data-parallel training across processes (NF_MPI) ...
   openmpi-bin            # ... started by mpirun
   "$@"

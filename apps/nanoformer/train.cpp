@@ -1,9 +1,13 @@
 // `nanoformer train`: train a language model from a preset or config (or fine-tune any model file)
 // on token files, text or JSONL, with checkpoints that resume exactly (train/trainer.h).
+#include <signal.h>
+#include <unistd.h>
+
+#include <array>
 #include <atomic>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <iostream>
 #include <memory>
@@ -20,12 +24,56 @@ namespace nf::cli {
 namespace {
 
 std::atomic<bool> g_stop_requested{false};
+std::atomic<int> g_signals{0};       // SIGINT, SIGTERM and SIGHUP received
+std::atomic<int> g_first_signal{0};  // the first of them: the exit status is 128 + it
 
-// The first Ctrl-C (or SIGTERM) asks the loop to checkpoint and stop; a second one kills at once.
-void request_stop(int signal) {
-  g_stop_requested.store(true);
-  std::signal(signal, SIG_DFL);
+// Async-signal-safe: atomics, write(2) and _exit only.
+void say(const char* text) { (void)!::write(STDERR_FILENO, text, std::strlen(text)); }
+
+// The first SIGINT, SIGTERM or SIGHUP asks the loop to write a checkpoint at the end of the step
+// and stop; a second is acknowledged and changes nothing (the checkpoint is still written whole);
+// a third exits at once: a checkpoint being written is then abandoned atomically (its temporary
+// file is never renamed into place), so the newest complete checkpoint is what a resume finds.
+void on_stop_signal(int signal) {
+  const int n = ++g_signals;
+  if (n == 1) {
+    g_first_signal.store(signal);
+    g_stop_requested.store(true);
+    say("\nnanoformer train: stopping at the end of this step, after writing a checkpoint (a third signal exits "
+        "at once, keeping the last complete checkpoint)\n");
+  } else if (n == 2) {
+    say("\nnanoformer train: still stopping: the checkpoint is being written or is next (a third signal exits at "
+        "once)\n");
+  } else {
+    say("\nnanoformer train: exiting now; the last complete checkpoint is kept\n");
+    ::_exit(128 + g_first_signal.load());
+  }
 }
+
+// Installs on_stop_signal for the stop signals this process does not ignore (nohup ignores SIGHUP,
+// a background job of a non-interactive shell SIGINT: they stay ignored); restore() undoes it.
+class StopSignals {
+ public:
+  StopSignals() {
+    for (size_t i = 0; i < kSignals.size(); ++i) {
+      struct sigaction action {};
+      action.sa_handler = on_stop_signal;
+      sigemptyset(&action.sa_mask);
+      action.sa_flags = SA_RESTART;
+      ::sigaction(kSignals[i], nullptr, &previous_[i]);
+      if (previous_[i].sa_handler != SIG_IGN) ::sigaction(kSignals[i], &action, nullptr);
+    }
+  }
+  ~StopSignals() {
+    for (size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &previous_[i], nullptr);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+ private:
+  static constexpr std::array<int, 3> kSignals = {SIGINT, SIGTERM, SIGHUP};
+  std::array<struct sigaction, 3> previous_{};
+};
 
 // An option and how to copy its value from the parsed flags into a config: with --resume, only the
 // flags given on the command line override the checkpoint's config.
@@ -58,7 +106,8 @@ void add_train_command(CLI::App& app) {
       "Data: token files (nanoformer tokenizer prepare), text files or JSONL ({\"text\": ...} per line;\n"
       "{\"conversations\": [...]} for chat fine-tuning, loss on the assistant's tokens only; or\n"
       "{\"prompt\": ..., \"completion\": ...}, loss on the completion only).\n"
-      "Ctrl-C writes a checkpoint and stops; run again with --resume to continue.");
+      "Ctrl-C (or SIGTERM, SIGHUP) writes a checkpoint and stops (exit 130, 143, 129); a third signal exits at\n"
+      "once, keeping the last complete checkpoint. Run again with --resume to continue.");
   auto c = std::make_shared<train::TrainConfig>();
   c->schedule.kind = train::ScheduleKind::warmup_cosine;
   c->optimizer.weight_decay = 0.1;
@@ -165,14 +214,15 @@ void add_train_command(CLI::App& app) {
       std::fprintf(stderr, "nanoformer train: %d threads, BLAS: %s\n%s", num_threads(), blas_info(),
                    trainer.describe().c_str());
     g_stop_requested.store(false);
-    std::signal(SIGINT, request_stop);
-    std::signal(SIGTERM, request_stop);
+    g_signals.store(0);
     const auto start = std::chrono::steady_clock::now();
     const int64_t first_step = trainer.state().step;
     const int64_t first_tokens = trainer.state().tokens;
-    const auto outcome = trainer.run(&g_stop_requested);
-    std::signal(SIGINT, SIG_DFL);
-    std::signal(SIGTERM, SIG_DFL);
+    train::Trainer::Outcome outcome;
+    {
+      const StopSignals signals;
+      outcome = trainer.run(&g_stop_requested);
+    }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const auto& s = trainer.state();
     if (world.rank() == 0)
@@ -180,7 +230,7 @@ void add_train_command(CLI::App& app) {
                   outcome == train::Trainer::Outcome::stopped ? "stopped" : "finished", static_cast<long long>(s.step),
                   static_cast<long long>(config.schedule.total_steps), static_cast<long long>(s.step - first_step),
                   seconds, static_cast<double>(s.tokens - first_tokens) / std::max(seconds, 1e-9), s.best_val_loss);
-    if (outcome == train::Trainer::Outcome::stopped) throw CLI::RuntimeError(130);
+    if (outcome == train::Trainer::Outcome::stopped) throw CLI::RuntimeError(128 + g_first_signal.load());
   });
 }
 

@@ -5,12 +5,13 @@
 
 #include "nanoformer/core/error.h"
 #include "nanoformer/io/safetensors.h"
+#include "nanoformer/io/tensor_checksums.h"
 
 namespace nf::models {
 namespace {
 
 constexpr const char* kFormat = "nanoformer";
-constexpr const char* kFormatVersion = "1";
+constexpr const char* kFormatVersion = "2";  // 2: with tensor checksums; 1 (read only): written without
 
 std::string metadata_value(const io::SafetensorsFile& file, const std::string& key) {
   auto it = file.metadata().find(key);
@@ -24,8 +25,9 @@ std::string config_json_of(const io::SafetensorsFile& file) {
   const std::string format = metadata_value(file, "format");
   NF_CHECK(format == kFormat, file.path(), ": metadata 'format' is '", format, "', expected '", kFormat, "'",
            format == "nanoformer-lora" ? " (a LoRA adapter: fold it into its base with `nanoformer lora merge`)" : "");
-  NF_CHECK(metadata_value(file, "format_version") == kFormatVersion, file.path(), ": format_version '",
-           metadata_value(file, "format_version"), "' is not supported (this build reads ", kFormatVersion, ")");
+  const std::string version = metadata_value(file, "format_version");
+  NF_CHECK(version == "1" || version == kFormatVersion, file.path(), ": format_version '", version,
+           "' is not supported (this build reads 1 and ", kFormatVersion, ")");
   return metadata_value(file, "config");
 }
 
@@ -42,6 +44,12 @@ void check_file_can_hold(const io::SafetensorsFile& file, const std::string& con
 
 }  // namespace
 
+void verify_checkpoint_tensors(const io::SafetensorsFile& file, const std::vector<std::string>& names) {
+  const auto version = file.metadata().find("format_version");
+  if (version != file.metadata().end() && version->second == "1") return;  // written before checksums
+  io::verify_tensor_checksums(file, names);
+}
+
 std::map<std::string, std::string> checkpoint_metadata(const Model& model) {
   return {{"format", kFormat}, {"format_version", kFormatVersion}, {"model", model.type_name()}, {"config", model.config_json()}};
 }
@@ -52,7 +60,9 @@ void save_checkpoint(const Model& model, const std::string& path) {
   const nn::StateDict state = model.state_dict();
   for (auto& buffer : model.named_buffers())
     if (state.count(buffer.first)) ordered.push_back(buffer);
-  io::save_safetensors(path, ordered, checkpoint_metadata(model));
+  std::map<std::string, std::string> metadata = checkpoint_metadata(model);
+  metadata[io::kChecksumsKey] = io::tensor_checksums(ordered);
+  io::save_safetensors(path, ordered, metadata);
 }
 
 std::string read_checkpoint_config_json(const std::string& path) {
@@ -72,10 +82,11 @@ std::shared_ptr<Model> load_checkpoint(const std::string& path) {
   NF_CHECK(metadata_value(file, "model") == model->type_name(), path, ": metadata 'model' is '",
            metadata_value(file, "model"), "', but its config builds a ", model->type_name());
   const nn::StateDict own = model->state_dict();
-  std::vector<std::string> mistyped;
+  std::vector<std::string> mistyped, names;
   nn::StateDict state;
   for (const io::TensorEntry& entry : file.entries()) {
     if (entry.name.rfind("train/", 0) == 0) continue;  // a training checkpoint's optimizer state
+    names.push_back(entry.name);
     auto it = own.find(entry.name);
     if (it != own.end() && entry.dtype != it->second.dtype())
       mistyped.push_back(entry.name + " (" + io::safetensors_dtype_name(entry.dtype) + ", expected " +
@@ -93,6 +104,7 @@ std::shared_ptr<Model> load_checkpoint(const std::string& path) {
   } catch (const Error& e) {
     throw Error(path + ": " + e.what());
   }
+  verify_checkpoint_tensors(file, names);  // after the names and shapes, which say more when wrong
   return model;
 }
 

@@ -8,6 +8,8 @@
 
 #include "nanoformer/core/error.h"
 #include "nanoformer/io/safetensors.h"
+#include "nanoformer/io/tensor_checksums.h"
+#include "nanoformer/models/checkpoint.h"
 #include "nanoformer/ops/view.h"
 #include "util/json_input.h"
 
@@ -15,7 +17,7 @@ namespace nf::models {
 namespace {
 
 constexpr const char* kFormat = "nanoformer-lora";
-constexpr const char* kFormatVersion = "1";
+constexpr const char* kFormatVersion = "2";  // 2: with tensor checksums; 1 (read only): written without
 
 std::string metadata_value(const io::SafetensorsFile& file, const std::string& key) {
   auto it = file.metadata().find(key);
@@ -28,8 +30,9 @@ LoRAAdapterInfo info_of(const io::SafetensorsFile& file) {
   const std::string format = metadata_value(file, "format");
   NF_CHECK(format == kFormat, file.path(), ": metadata 'format' is '", format, "', expected '", kFormat, "'",
            format == "nanoformer" ? " (this is a full checkpoint, not an adapter)" : "");
-  NF_CHECK(metadata_value(file, "format_version") == kFormatVersion, file.path(), ": format_version '",
-           metadata_value(file, "format_version"), "' is not supported (this build reads ", kFormatVersion, ")");
+  const std::string version = metadata_value(file, "format_version");
+  NF_CHECK(version == "1" || version == kFormatVersion, file.path(), ": format_version '", version,
+           "' is not supported (this build reads 1 and ", kFormatVersion, ")");
   LoRAAdapterInfo info;
   info.options = lora_options_from_json(metadata_value(file, "lora"), file.path() + ": metadata 'lora'");
   info.base_model = metadata_value(file, "base_model");
@@ -94,6 +97,7 @@ void copy_adapter_tensors(const Model& model, const io::SafetensorsFile& file, c
     os << config_differences(info.base_config_json, model.config_json(), file.path());
     throw Error(os.str());
   }
+  verify_checkpoint_tensors(file, std::vector<std::string>(own_names.begin(), own_names.end()));
   for (const auto& [name, tensor] : own) copy_into(tensor, file.view(name));
 }
 
@@ -114,7 +118,9 @@ void save_lora_adapter(const Model& model, const LoRAOptions& options, const std
                        const std::string& base_path) {
   const std::vector<nn::NamedTensor> adapters = lora_parameters(model);
   NF_CHECK(!adapters.empty(), path, ": this ", model.type_name(), " has no LoRA adapters to save");
-  io::save_safetensors(path, adapters, lora_adapter_metadata(model, options, base_path));
+  std::map<std::string, std::string> metadata = lora_adapter_metadata(model, options, base_path);
+  metadata[io::kChecksumsKey] = io::tensor_checksums(adapters);
+  io::save_safetensors(path, adapters, metadata);
 }
 
 LoRAAdapterInfo read_lora_adapter_info(const std::string& path) { return info_of(io::SafetensorsFile::open(path)); }

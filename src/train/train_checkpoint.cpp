@@ -8,6 +8,7 @@
 
 #include "nanoformer/core/error.h"
 #include "nanoformer/io/safetensors.h"
+#include "nanoformer/io/tensor_checksums.h"
 #include "nanoformer/models/checkpoint.h"
 #include "nanoformer/models/lora_adapter.h"
 #include "util/json_input.h"
@@ -23,9 +24,11 @@ constexpr const char* kOptimizerPrefix = "train/optimizer/";
 json state_to_json(const TrainState& s) {
   json generators = json::object();
   for (const auto& [name, state] : s.generators) generators[name] = {state.first, state.second};
-  return {{"step", s.step},           {"tokens", s.tokens},
+  json out = {{"step", s.step},           {"tokens", s.tokens},
           {"loss_scale", s.loss_scale}, {"good_steps", s.good_steps},
           {"best_val_loss", s.best_val_loss}, {"generators", generators}};
+  if (s.next_batch_loss) out["next_batch_loss"] = *s.next_batch_loss;
+  return out;
 }
 
 TrainState state_from_json(const json& j) {
@@ -37,6 +40,7 @@ TrainState state_from_json(const json& j) {
   s.best_val_loss = j.at("best_val_loss").get<double>();
   for (auto it = j.at("generators").begin(); it != j.at("generators").end(); ++it)
     s.generators[it.key()] = {it.value().at(0).get<uint64_t>(), it.value().at(1).get<uint64_t>()};
+  if (j.contains("next_batch_loss")) s.next_batch_loss = j.at("next_batch_loss").get<double>();
   return s;
 }
 
@@ -60,6 +64,26 @@ std::vector<std::pair<int64_t, std::string>> list_checkpoints(const std::string&
   }
   std::sort(out.begin(), out.end());
   return out;
+}
+
+std::string newest_intact_checkpoint(const std::string& dir) {
+  const auto all = list_checkpoints(dir);
+  NF_CHECK(!all.empty(), "train --resume: no checkpoint (ckpt_*.safetensors) in ", dir);
+  for (auto it = all.rbegin(); it != all.rend(); ++it) {
+    const std::string& path = it->second;
+    try {
+      (void)read_train_checkpoint(path);
+      models::verify_checkpoint_tensors(io::SafetensorsFile::open(path), {});
+      return path;
+    } catch (const Error& e) {
+      const std::string kept = path + ".damaged";
+      std::error_code ec;  // another rank of the run may have renamed it already
+      fs::rename(path, kept, ec);
+      std::fprintf(stderr, "train --resume: %s\n  it is kept as %s; trying the checkpoint before it\n", e.what(),
+                   kept.c_str());
+    }
+  }
+  NF_FAIL("train --resume: no checkpoint in ", dir, " verifies (each is kept as <name>.damaged)");
 }
 
 void prune_checkpoints(const std::string& dir, int64_t keep) {
@@ -110,6 +134,7 @@ void save_train_checkpoint(const std::string& path, const models::Model& model, 
     metadata = models::checkpoint_metadata(model);
   }
   for (const auto& [name, tensor] : optimizer_state) tensors.emplace_back(kOptimizerPrefix + name, tensor);
+  metadata[io::kChecksumsKey] = io::tensor_checksums(tensors);  // the optimizer state's too
   metadata["train_state"] = state_to_json(state).dump();
   metadata["train_config"] = train_config_to_json(config);
   io::save_safetensors(path, tensors, metadata);
@@ -136,9 +161,12 @@ TrainCheckpoint read_train_checkpoint(const std::string& path) {
 void load_optimizer_state(const std::string& path, OptimizerSet& optimizer) {
   const io::SafetensorsFile file = io::SafetensorsFile::open(path);
   nn::StateDict state;
+  std::vector<std::string> names;
   const std::string prefix = kOptimizerPrefix;
   for (const io::TensorEntry& entry : file.entries())
-    if (entry.name.rfind(prefix, 0) == 0) state[entry.name.substr(prefix.size())] = file.view(entry.name).clone();
+    if (entry.name.rfind(prefix, 0) == 0) names.push_back(entry.name);
+  models::verify_checkpoint_tensors(file, names);
+  for (const std::string& name : names) state[name.substr(prefix.size())] = file.view(name).clone();
   try {
     optimizer.load_state_dict(state);
   } catch (const Error& e) {

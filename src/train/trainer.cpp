@@ -115,8 +115,7 @@ Trainer::Trainer(TrainConfig config, TrainingData data, dist::Communicator* comm
   fs::create_directories(config_.out_dir);
   const auto existing = list_checkpoints(config_.out_dir);
   if (config_.resume) {
-    NF_CHECK(!existing.empty(), "train --resume: no checkpoint (ckpt_*.safetensors) in ", config_.out_dir);
-    resume_from(existing.back().second);
+    resume_from(newest_intact_checkpoint(config_.out_dir));
   } else {
     NF_CHECK(existing.empty(), "train: ", config_.out_dir, " already holds checkpoints (the newest: ",
              existing.empty() ? "" : existing.back().second,
@@ -144,6 +143,7 @@ Trainer::Trainer(TrainConfig config, TrainingData data, dist::Communicator* comm
     if (scaler_)
       scaler_->load_state_dict({{"loss_scaler.scale", Tensor::scalar(state_.loss_scale)},
                                 {"loss_scaler.growth_tracker", Tensor::scalar(static_cast<double>(state_.good_steps), DType::i64)}});
+    check_next_batch_loss();
   }
   // metrics.jsonl: a resumed run drops the lines of steps after its checkpoint, then appends.
   const std::string metrics_path = (fs::path(config_.out_dir) / "metrics.jsonl").string();
@@ -329,8 +329,32 @@ double Trainer::evaluate() {
   return sums[1] > 0 ? sums[0] / sums[1] : 0.0;
 }
 
+double Trainer::next_batch_loss() {
+  NoGradGuard no_grad;
+  model_->eval();
+  const auto autocast = autocast_for(config_.precision);
+  const Batch b = data_.train->batch(static_cast<uint64_t>(state_.step * config_.grad_accum));
+  const models::LMOutput out = model_->forward(b.inputs, b.targets);
+  model_->train();
+  double sums[2] = {out.token_loss.item() * static_cast<double>(b.target_tokens), static_cast<double>(b.target_tokens)};
+  comm_->allreduce_sum(sums, 2, "the all-reduce of the next batch's loss");
+  return sums[1] > 0 ? sums[0] / sums[1] : 0.0;
+}
+
+// |now - saved| <= 1e-3 |saved|: the same state on the same data gives the same loss up to the
+// float rounding of another thread count or BLAS kernel.
+void Trainer::check_next_batch_loss() {
+  if (!state_.next_batch_loss) return;  // a checkpoint written before the loss was recorded
+  const double saved = *state_.next_batch_loss, now = next_batch_loss();
+  NF_CHECK(std::fabs(now - saved) <= 1e-3 * std::max(1.0, std::fabs(saved)), "train --resume: ", resumed_from_,
+           ": the loss of the next batch (step ", state_.step + 1, ") is ", now, " now but was ", saved,
+           " when the checkpoint was written: the model or its data differ from that run's (a data file changed "
+           "in place, a checkpoint edited)");
+}
+
 std::string Trainer::save() {
   state_.generators = generator_states(*model_);
+  state_.next_batch_loss = next_batch_loss();  // collective: every rank saves
   const std::string path = checkpoint_path(config_.out_dir, state_.step);
   if (zero_) {
     const nn::StateDict optimizer_state = zero_->state_dict_on_root();  // collective

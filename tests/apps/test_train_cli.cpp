@@ -4,13 +4,16 @@
 //   state) to that of an uninterrupted run;
 // - killed while a checkpoint is being written (its temporary file exists), the previous checkpoint
 //   still loads and the run resumes from it;
-// - Ctrl-C (SIGINT) writes a checkpoint and exits with status 130;
+// - SIGINT (Ctrl-C), SIGTERM and SIGHUP write a checkpoint and exit with 130, 143 and 129; a
+//   second signal while the checkpoint is written does not abort it; a third exits at once, and
+//   the newest complete checkpoint loads and resumes;
 // - bad flags and data give one clear line and touch no checkpoint;
 // - a LoRA run (--lora-rank ...) writes adapter-only checkpoints that `lora merge` folds into the
 //   fresh base the run wrote; its flags are checked, and a resume may not change them.
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -127,19 +130,74 @@ TEST_F(TrainCliTest, KillNineDuringACheckpointWriteKeepsThePreviousOne) {
   EXPECT_EQ(train::list_checkpoints(path("crash")).back().first, 4);
 }
 
-TEST_F(TrainCliTest, InterruptWritesACheckpointAndExits130) {
-  auto args = run_args("interrupt", 100000);
+TEST_F(TrainCliTest, EachStopSignalWritesACheckpointAndExitsWith128PlusIt) {
+  for (const auto& [signal, status] : {std::pair{SIGINT, 130}, std::pair{SIGTERM, 143}, std::pair{SIGHUP, 129}}) {
+    SCOPED_TRACE(strsignal(signal));
+    const std::string out = "stop" + std::to_string(signal);
+    const pid_t pid = spawn(run_args(out, 100000));
+    ASSERT_TRUE(wait_until([&] {
+      const auto saved = train::list_checkpoints(path(out));
+      return !saved.empty() && saved.back().first >= 2;
+    }));
+    ::kill(pid, signal);
+    EXPECT_EQ(wait_for(pid), status) << err();
+    const auto left = train::list_checkpoints(path(out));
+    ASSERT_FALSE(left.empty());
+    EXPECT_GE(left.back().first, 2);
+    EXPECT_EQ(train::read_train_checkpoint(left.back().second).state.step, left.back().first);
+    EXPECT_NO_THROW(models::load_model(left.back().second));  // every checksum verified
+    EXPECT_NE(err().find("stopping at the end of this step"), std::string::npos) << err();
+    EXPECT_NE(err().find("checkpoint written"), std::string::npos) << err();
+  }
+}
+
+// The arguments of a run whose checkpoints (~75 MB: ~6 M parameters and Adam's two moments) take
+// long enough to write that a signal can be sent while the temporary file exists.
+std::vector<std::string> slow_checkpoint_args(std::vector<std::string> args) {
+  for (std::string& a : args)
+    if (a == "dim=32") a = "dim=256";
+  args.insert(args.end(), {"--set", "n_layers=8", "--set", "n_heads=8", "--set", "n_kv_heads=4"});
+  return args;
+}
+
+TEST_F(TrainCliTest, ASecondSignalDuringTheCheckpointWriteDoesNotAbortIt) {
+  auto args = slow_checkpoint_args(run_args("double", 100000));
+  args[std::find(args.begin(), args.end(), "--save-every") - args.begin() + 1] = "0";  // the stop's checkpoint only
   const pid_t pid = spawn(args);
-  ASSERT_TRUE(wait_until([&] {
-    const auto saved = train::list_checkpoints(path("interrupt"));
-    return !saved.empty() && saved.back().first >= 2;
-  }));
+  ASSERT_TRUE(wait_until([&] { return fs::exists(path("double/metrics.jsonl")) && fs::file_size(path("double/metrics.jsonl")) > 0; }));
+  ::kill(pid, SIGINT);
+  ASSERT_TRUE(wait_until([&] { return has_temporary_file(path("double")); })) << "no checkpoint write was seen";
+  ::kill(pid, SIGINT);  // the worst moment: while the checkpoint is being written
+  EXPECT_EQ(wait_for(pid), 130) << err();
+  EXPECT_NE(err().find("still stopping"), std::string::npos) << err();
+  const auto left = train::list_checkpoints(path("double"));
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_NO_THROW(models::load_model(left[0].second));
+  EXPECT_FALSE(has_temporary_file(path("double")));
+}
+
+TEST_F(TrainCliTest, AThirdSignalExitsAtOnceAndTheLastCompleteCheckpointResumes) {
+  const pid_t pid = spawn(slow_checkpoint_args(run_args("triple", 100000)));
+  ASSERT_TRUE(wait_until([&] { return fs::exists(train::checkpoint_path(path("triple"), 1)); }));
+  // each signal once the previous one has been handled (signals sent together merge into one)
+  const auto said = [&](const char* text) { return err().find(text) != std::string::npos; };
+  ::kill(pid, SIGINT);
+  ASSERT_TRUE(wait_until([&] { return said("stopping at the end of this step"); })) << err();
+  ::kill(pid, SIGINT);
+  ASSERT_TRUE(wait_until([&] { return said("still stopping"); })) << err();
   ::kill(pid, SIGINT);
   EXPECT_EQ(wait_for(pid), 130) << err();
-  const auto left = train::list_checkpoints(path("interrupt"));
+  EXPECT_TRUE(said("exiting now")) << "the step and its checkpoint ended before the third signal: " << err();
+  const auto left = train::list_checkpoints(path("triple"));
   ASSERT_FALSE(left.empty());
-  EXPECT_GE(left.back().first, 2);
-  EXPECT_NE(err().find("checkpoint written"), std::string::npos) << err();
+  EXPECT_NO_THROW(models::load_model(left.back().second));
+  const int64_t step = left.back().first;
+  // the resumed run goes on from there; a signal stops it after its first checkpoint
+  const pid_t resumed = spawn({"train", "--out", path("triple"), "--resume", "--quiet"});
+  ASSERT_TRUE(wait_until([&] { return train::list_checkpoints(path("triple")).back().first > step; }));
+  ::kill(resumed, SIGTERM);
+  EXPECT_EQ(wait_for(resumed), 143) << err();
+  EXPECT_FALSE(has_temporary_file(path("triple"))) << "the resumed run's save prunes an abandoned write";
 }
 
 TEST_F(TrainCliTest, BadInputIsOneClearLineAndKeepsCheckpoints) {

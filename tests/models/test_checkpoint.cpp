@@ -1,10 +1,13 @@
 // Checkpoints: save -> load gives the same config and bit-identical logits (tied, untied, MoE);
 // a missing, unexpected, mis-shaped or wrongly typed tensor is named in one error; a truncated
-// file, a file without our metadata and a config with an unknown key are refused.
+// file, a file without our metadata and a config with an unknown key are refused; a flipped bit in
+// any tensor is refused naming the file and the tensor, and a file of format version 1 (written
+// before checksums) still loads.
 #include <filesystem>
 #include <unistd.h>
 
 #include "nanoformer/nanoformer.h"
+#include "support/damaged_file.h"
 #include "support/testing.h"
 
 namespace nf::models {
@@ -123,6 +126,33 @@ TEST_F(CheckpointTest, AConfigLargerThanTheFileIsRefusedBeforeTheModelIsBuilt) {
   });
   EXPECT_THROW_WITH(load_checkpoint(path("seq2seq.safetensors")), "seq2seq.safetensors", "its config describes",
                     "but the file holds only");
+}
+
+TEST_F(CheckpointTest, AFlippedBitIsRefusedNamingTheTensor) {
+  DecoderLM model(tiny(R"("tie_embeddings": false)"));
+  save_checkpoint(model, path("model.safetensors"));
+  ASSERT_NO_THROW(load_checkpoint(path("model.safetensors")));
+  testing::flip_lowest_bit(path("model.safetensors"), "layers.1.attn.q_proj.weight", 17);
+  EXPECT_THROW_WITH(load_checkpoint(path("model.safetensors")), path("model.safetensors"),
+                    "tensor 'layers.1.attn.q_proj.weight' does not match its checksum", "damaged");
+}
+
+TEST_F(CheckpointTest, VersionOneFilesLoadWithoutChecksumsVersionTwoNeedThem) {
+  DecoderLM model(tiny(R"("name": "old")"));
+  model.eval();
+  write_edited(model, path("v1.safetensors"), [](std::vector<nn::NamedTensor>&, Metadata& metadata) {
+    metadata["format_version"] = "1";
+    metadata.erase("checksums");
+  });
+  const auto loaded = load_checkpoint(path("v1.safetensors"));
+  loaded->eval();
+  EXPECT_TENSOR_CLOSE(model_as<DecoderLM>(loaded, "v1")->forward(ids()).logits, model.forward(ids()).logits, 0.0, 0.0);
+  write_edited(model, path("stripped.safetensors"),
+               [](std::vector<nn::NamedTensor>&, Metadata& metadata) { metadata.erase("checksums"); });
+  EXPECT_THROW_WITH(load_checkpoint(path("stripped.safetensors")), "stripped.safetensors", "no checksums");
+  write_edited(model, path("v3.safetensors"),
+               [](std::vector<nn::NamedTensor>&, Metadata& metadata) { metadata["format_version"] = "3"; });
+  EXPECT_THROW_WITH(load_checkpoint(path("v3.safetensors")), "format_version '3' is not supported");
 }
 
 }  // namespace

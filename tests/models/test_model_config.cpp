@@ -6,6 +6,7 @@
 
 #include "nanoformer/models/decoder_lm.h"
 #include "nanoformer/models/model_config.h"
+#include "support/temp_dir.h"
 #include "support/testing.h"
 
 namespace nf::models {
@@ -78,10 +79,10 @@ TEST(ModelConfig, UnknownPresetListsTheKnownOnes) {
 }
 
 TEST(ModelConfig, LoadsAFileNamingItInErrors) {
-  const std::string path = (std::filesystem::temp_directory_path() / "nf_bad_model_config.json").string();
+  const testing::TempDir dir;
+  const std::string path = dir.file("bad_model_config.json");
   std::ofstream(path) << R"({"vocab_size": 64, "heads": 4})";
   EXPECT_THROW_WITH(resolve_model_config(path), path, "unknown key 'heads'");
-  std::filesystem::remove(path);
 }
 
 // The figures of docs/models.md, summed by hand from the documents' shapes:

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "nanoformer/nn/linear.h"
+#include "support/temp_dir.h"
 #include "support/testing.h"
 
 namespace nf::nn {
@@ -118,13 +119,13 @@ TEST(Module, RejectsBadRegistration) {
 
 TEST(Module, SafetensorsRoundTrip) {
   Net a, b;
-  const std::string path = ::testing::TempDir() + "nf_module_roundtrip.safetensors";
+  const testing::TempDir dir;
+  const std::string path = dir.file("module.safetensors");
   save_module(a, path);
   load_module(b, path);
   for (auto& [name, t] : b.state_dict()) EXPECT_TENSOR_CLOSE(t, a.state_dict().at(name), 0, 0);
   Layer layer;
   EXPECT_THROW_WITH(load_module(layer, path), path, "unexpected");
-  std::remove(path.c_str());
 }
 
 TEST(Module, DescribeShowsTreeAndShapes) {

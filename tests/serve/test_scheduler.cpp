@@ -2,11 +2,14 @@
 // different prompts, lengths and samplers, each get exactly the tokens a Session gives them alone,
 // while the steps really decode several rows at once; the queue bound; cancelling a queued or a
 // running sequence; a refused prompt; a slot's prefix reused by the next turn; stop from on_token.
+// Every wait has a deadline: a scheduler that never answers fails the test instead of hanging it.
 #include "nanoformer/serve/scheduler.h"
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <future>
+#include <stdexcept>
 
 #include "infer/tiny_lm.h"
 #include "nanoformer/infer/session.h"
@@ -15,6 +18,16 @@ namespace nf::serve {
 namespace {
 
 std::shared_ptr<models::DecoderLM> tiny_model() { return testing::tiny_lm(48); }
+
+constexpr std::chrono::seconds kDeadline{60};
+
+// The value of `f` once ready; a failed test (an exception gtest reports) after kDeadline.
+template <class T>
+T get_within_deadline(std::future<T> f, const std::string& what) {
+  if (f.wait_for(kDeadline) != std::future_status::ready)
+    throw std::runtime_error(what + " did not happen within " + std::to_string(kDeadline.count()) + " s");
+  return f.get();
+}
 
 // A submitted sequence's tokens and outcome, once it ends.
 struct Tracked {
@@ -30,6 +43,8 @@ SequenceRequest tracked(Tracked& t, std::vector<int64_t> prompt, infer::SamplerC
           .on_token = [&t](int64_t id) { t.tokens.push_back(id); return true; },
           .on_done = [&t](const SequenceOutcome& o) { t.done.set_value(o); }};
 }
+
+SequenceOutcome outcome(Tracked& t) { return get_within_deadline(t.done.get_future(), "the end of a sequence"); }
 
 TEST(Scheduler, BatchedSequencesGetWhatEachGetsAlone) {
   const auto model = tiny_model();
@@ -53,7 +68,7 @@ TEST(Scheduler, BatchedSequencesGetWhatEachGetsAlone) {
     for (size_t i = 0; i < prompts.size(); ++i)
       ASSERT_TRUE(scheduler.submit(tracked(runs[i], prompts[i], samplers[i], lengths[i])));
     for (size_t i = 0; i < prompts.size(); ++i) {
-      const SequenceOutcome o = runs[i].done.get_future().get();
+      const SequenceOutcome o = outcome(runs[i]);
       EXPECT_EQ(o.reason, infer::StopReason::max_new_tokens);
       EXPECT_EQ(o.completion_tokens, lengths[i]);
       EXPECT_EQ(o.prompt_tokens, static_cast<int64_t>(prompts[i].size()));
@@ -77,11 +92,12 @@ TEST(Scheduler, TheQueueIsBoundedAndCancellingFreesTheSequence) {
   blocking.on_token = [&](int64_t id) {
     if (first.tokens.empty()) started.set_value();
     first.tokens.push_back(id);
-    released.wait();  // holds the scheduler until the test lets go
+    if (released.wait_for(kDeadline) != std::future_status::ready)  // holds the scheduler until the test lets go
+      ADD_FAILURE() << "the test never released the scheduler";
     return first.tokens.size() < 4;  // then "a stop string" after 4 tokens
   };
   ASSERT_TRUE(scheduler.submit(std::move(blocking)));
-  started.get_future().wait();  // it runs (in the one slot)
+  get_within_deadline(started.get_future(), "the start of the first sequence");  // it runs (in the one slot)
   SequenceRequest waiting = tracked(queued, {4, 5}, {.temperature = 0}, 5);
   const auto cancel_waiting = waiting.cancelled;
   EXPECT_TRUE(scheduler.submit(std::move(waiting)));                                  // the one queue place
@@ -89,7 +105,7 @@ TEST(Scheduler, TheQueueIsBoundedAndCancellingFreesTheSequence) {
   EXPECT_EQ(scheduler.stats().queued, 1);
   cancel_waiting->store(true);
   release.set_value();
-  const SequenceOutcome a = first.done.get_future().get(), b = queued.done.get_future().get();
+  const SequenceOutcome a = outcome(first), b = outcome(queued);
   EXPECT_EQ(a.reason, infer::StopReason::stop_string);
   EXPECT_EQ(a.completion_tokens, 4);
   EXPECT_TRUE(b.cancelled);
@@ -105,7 +121,7 @@ TEST(Scheduler, TheQueueIsBoundedAndCancellingFreesTheSequence) {
     return true;
   };
   ASSERT_TRUE(scheduler.submit(std::move(long_one)));
-  const SequenceOutcome c = running.done.get_future().get();
+  const SequenceOutcome c = outcome(running);
   EXPECT_TRUE(c.cancelled);
   EXPECT_EQ(c.completion_tokens, 3);
   EXPECT_EQ(scheduler.stats().cancelled, 2);
@@ -120,16 +136,16 @@ TEST(Scheduler, RefusedPromptsEndWithAnErrorAndServingGoesOn) {
   ASSERT_TRUE(scheduler.submit(tracked(bad_id, {1, 64}, {.temperature = 0}, 3)));
   ASSERT_TRUE(scheduler.submit(tracked(empty, {}, {.temperature = 0}, 3)));
   ASSERT_TRUE(scheduler.submit(tracked(fine, {1, 2}, {.temperature = 0}, 3)));
-  EXPECT_NE(too_long.done.get_future().get().error.find("the prompt is 16 tokens, but the context holds 16"), std::string::npos);
-  EXPECT_NE(bad_id.done.get_future().get().error.find("64"), std::string::npos);
-  EXPECT_NE(empty.done.get_future().get().error.find("empty"), std::string::npos);
-  const SequenceOutcome ok = fine.done.get_future().get();
+  EXPECT_NE(outcome(too_long).error.find("the prompt is 16 tokens, but the context holds 16"), std::string::npos);
+  EXPECT_NE(outcome(bad_id).error.find("64"), std::string::npos);
+  EXPECT_NE(outcome(empty).error.find("empty"), std::string::npos);
+  const SequenceOutcome ok = outcome(fine);
   EXPECT_TRUE(ok.error.empty());
   EXPECT_EQ(ok.completion_tokens, 3);
   // a full slot stops the sequence (finish reason length)
   Tracked filling;
   ASSERT_TRUE(scheduler.submit(tracked(filling, std::vector<int64_t>(10, 2), {.temperature = 0}, 100)));
-  const SequenceOutcome full = filling.done.get_future().get();
+  const SequenceOutcome full = outcome(filling);
   EXPECT_EQ(full.reason, infer::StopReason::max_new_tokens);
   EXPECT_EQ(full.completion_tokens, 7);  // 10 prompt tokens + 6 fed = 16 columns; the 7th is sampled, not fed
   EXPECT_THROW(Scheduler(*model, {.parallel = 0}), Error);
@@ -142,12 +158,12 @@ TEST(Scheduler, TheNextTurnReusesItsSlotsPrefix) {
   Tracked turn1, turn2;
   const std::vector<int64_t> prompt{3, 1, 4, 1, 5};
   ASSERT_TRUE(scheduler.submit(tracked(turn1, prompt, {.temperature = 0}, 6)));
-  EXPECT_EQ(turn1.done.get_future().get().cached_tokens, 0);
+  EXPECT_EQ(outcome(turn1).cached_tokens, 0);
   std::vector<int64_t> next = prompt;
   next.insert(next.end(), turn1.tokens.begin(), turn1.tokens.end());
   next.insert(next.end(), {9, 2, 6});
   ASSERT_TRUE(scheduler.submit(tracked(turn2, next, {.temperature = 0}, 4)));
-  const SequenceOutcome o = turn2.done.get_future().get();
+  const SequenceOutcome o = outcome(turn2);
   EXPECT_EQ(o.cached_tokens, 5 + 5);  // the prompt and the answer but its last token (never fed)
   infer::Session session(*model);
   infer::Sampler greedy({.temperature = 0});

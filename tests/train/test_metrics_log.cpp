@@ -5,13 +5,19 @@
 #include <fstream>
 
 #include "nanoformer/train/metrics_log.h"
+#include "support/temp_dir.h"
 #include "support/testing.h"
 
 namespace nf::train {
 namespace {
 
+const testing::TempDir& scratch() {
+  static const testing::TempDir dir;  // this test process's own
+  return dir;
+}
+
 std::string write_file(const std::string& name, const std::string& text) {
-  const std::string path = ::testing::TempDir() + name;
+  const std::string path = scratch().file(name);
   std::ofstream(path) << text;
   return path;
 }

@@ -7,7 +7,10 @@
 //   that cannot fit in memory are refused with errors naming the numbers;
 // - with LoRA, only the adapters train (the base stays bit-identical to the base file the run
 //   names), checkpoints hold the adapters and their optimizer state alone, a resume continues bit
-//   for bit (adapter dropout included), and the merged final checkpoint gives the trained logits.
+//   for bit (adapter dropout included), and the merged final checkpoint gives the trained logits;
+// - a resume whose newest checkpoint has a flipped bit names it, keeps it as .damaged and resumes
+//   from the one before, still ending bit-identical; one whose data changed since the checkpoint
+//   (the next batch's loss differs from the one recorded) is refused.
 #include <filesystem>
 #include <memory>
 #include <set>
@@ -15,6 +18,7 @@
 
 #include "nanoformer/nanoformer.h"
 #include "nanoformer/train/trainer.h"
+#include "support/damaged_file.h"
 #include "support/testing.h"
 
 namespace nf::train {
@@ -48,8 +52,8 @@ class FixedBatches : public BatchSource {
 };
 
 // 32 rows of random tokens; targets are the next token, with a few ignored (-100), unevenly.
-TrainingData fixed_data(int64_t batch) {
-  Generator gen(7);
+TrainingData fixed_data(int64_t batch, uint64_t seed = 7) {
+  Generator gen(seed);
   const Tensor tokens = randint(0, kVocab, {32, kContext + 1}, gen);
   Tensor inputs = tokens.slice(1, 0, kContext).contiguous();
   Tensor targets = tokens.slice(1, 1, kContext + 1).contiguous();
@@ -151,6 +155,54 @@ TEST_F(TrainerTest, ResumeContinuesBitForBit) {
   EXPECT_EQ(uninterrupted.run(), Trainer::Outcome::finished);
 
   expect_resume_is_exact(config("split", 4, 2, 6), uninterrupted);
+}
+
+TEST_F(TrainerTest, ADamagedCheckpointIsKeptAndTheRunResumesFromTheOneBefore) {
+  const TrainConfig whole = config("whole", 4, 1, 6);
+  Trainer uninterrupted(whole, fixed_data(4));
+  EXPECT_EQ(uninterrupted.run(), Trainer::Outcome::finished);
+
+  TrainConfig split = config("split", 4, 1, 6);
+  std::string damaged;
+  {
+    Trainer first(split, fixed_data(4));
+    for (int i = 0; i < 2; ++i) first.train_step();
+    first.save();
+    first.train_step();
+    damaged = first.save();
+  }
+  const std::string moment = [&] {  // a tensor of the optimizer state
+    const io::SafetensorsFile file = io::SafetensorsFile::open(damaged);
+    for (const io::TensorEntry& e : file.entries())
+      if (e.name.rfind("train/optimizer/", 0) == 0 && shape_numel(e.shape) >= 4) return e.name;
+    return std::string();
+  }();
+  ASSERT_FALSE(moment.empty());
+  testing::flip_lowest_bit(damaged, moment, 3);
+  EXPECT_THROW_WITH(load_optimizer_state(damaged, *std::make_unique<OptimizerSet>(split.optimizer, uninterrupted.model())),
+                    damaged, "does not match its checksum");
+  split.resume = true;
+  Trainer resumed(split, fixed_data(4));
+  EXPECT_EQ(resumed.state().step, 2);
+  EXPECT_FALSE(fs::exists(damaged));
+  EXPECT_TRUE(fs::exists(damaged + ".damaged"));
+  EXPECT_EQ(resumed.run(), Trainer::Outcome::finished);
+  expect_same_parameters(uninterrupted.model(), resumed.model(), 0.0);
+  EXPECT_TRUE(fs::exists(damaged + ".damaged")) << "a later save or prune removed the damaged file";
+}
+
+TEST_F(TrainerTest, AResumeRefusesDataThatChangedSinceTheCheckpoint) {
+  TrainConfig c = config("changed", 4, 1, 6);
+  {
+    Trainer first(c, fixed_data(4));
+    first.train_step();
+    first.save();
+    EXPECT_TRUE(read_train_checkpoint(checkpoint_path(c.out_dir, 1)).state.next_batch_loss.has_value());
+  }
+  c.resume = true;
+  EXPECT_THROW_WITH(Trainer(c, fixed_data(4, /*seed=*/8)), "the loss of the next batch (step 2)",
+                    "when the checkpoint was written");
+  EXPECT_NO_THROW(Trainer(c, fixed_data(4)));
 }
 
 TEST_F(TrainerTest, StopFlagWritesACheckpoint) {

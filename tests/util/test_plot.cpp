@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "nanoformer/util/plot.h"
+#include "support/temp_dir.h"
 #include "support/testing.h"
 #include "util/plot_figure.h"
 
@@ -20,21 +21,14 @@ namespace fs = std::filesystem;
 
 class PlotTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) /
-           ("nf_plot_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  std::string path(const std::string& name) const { return dir_.file(name); }
   // Files in the directory other than `name` (a temporary file left behind would show here).
   size_t other_files(const std::string& name) const {
     size_t n = 0;
-    for (const auto& e : fs::directory_iterator(dir_)) n += e.path().filename() != name;
+    for (const auto& e : fs::directory_iterator(dir_.path())) n += e.path().filename() != name;
     return n;
   }
-  fs::path dir_;
+  testing::TempDir dir_;
 };
 
 std::string read_bytes(const std::string& path) {

@@ -2,10 +2,11 @@
 // Adapter-only LoRA files: a safetensors file holding only a model's adapter tensors
 // ("layers.0.attn.q_proj.lora_A.weight", ..., f32, registration order) and, in the header metadata,
 // what is needed to put them back on the right base:
-//   "__metadata__": {"format": "nanoformer-lora", "format_version": "1",
+//   "__metadata__": {"format": "nanoformer-lora", "format_version": "2",
 //                    "lora": "{\"rank\": 8, \"alpha\": 16.0, \"dropout\": 0.0, \"targets\": [...]}",
 //                    "base_model": "DecoderLM", "base_config": "{...the base's config JSON...}",
-//                    "base_path": "<where the base was loaded from>" (when known)}
+//                    "base_path": "<where the base was loaded from>" (when known),
+//                    "checksums": every tensor's XXH3-64, verified on load (models/checkpoint.h)}
 // Tensors whose names start with "train/" (the optimizer state of a LoRA run's training checkpoint,
 // which is an adapter file too) are not the adapter's: loading skips them, as load_checkpoint does.
 // A file is a few percent of its base or less. Loading applies the stored options to a base model

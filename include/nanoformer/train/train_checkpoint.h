@@ -3,7 +3,8 @@
 // command read it as the model it holds) that also carries what a run needs to continue exactly:
 //   tensors "train/optimizer/<name>"  the optimizer state (OptimizerSet::state_dict)
 //   metadata "train_state"            {"step", "tokens", "loss_scale", "good_steps", "best_val_loss",
-//                                      "generators": {module: [seed, offset]}}
+//                                      "generators": {module: [seed, offset]}, "next_batch_loss"}
+//   metadata "checksums"              every tensor's XXH3-64 (io/tensor_checksums.h), verified on load
 //   metadata "train_config"           the TrainConfig (train_config_to_json)
 // A LoRA run's checkpoint is an adapter-only file instead (models/lora_adapter.h: `nanoformer lora
 // merge` and load_lora_adapter read it): the adapters, their optimizer state and the same run
@@ -12,6 +13,7 @@
 // renamed (io::save_safetensors), so a crash mid-write leaves the previous checkpoint whole.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,6 +31,10 @@ struct TrainState {
   int64_t good_steps = 0;  // fp16: finite steps since the scale last changed
   double best_val_loss = 0;  // 0 = none yet
   std::map<std::string, std::pair<uint64_t, uint64_t>> generators;  // module -> (seed, offset)
+  // The loss of the next step's first micro-batch (eval mode) when the checkpoint was written; a
+  // resume computes it again before its first step and refuses to go on when it differs (absent
+  // from checkpoints written before it was recorded).
+  std::optional<double> next_batch_loss;
 };
 
 struct TrainCheckpoint {
@@ -41,6 +47,11 @@ struct TrainCheckpoint {
 std::string checkpoint_path(const std::string& dir, int64_t step);
 // The checkpoints in dir by step, oldest first (temporary files of interrupted writes are not listed).
 std::vector<std::pair<int64_t, std::string>> list_checkpoints(const std::string& dir);
+// The newest checkpoint in dir that verifies (its run state parses and every tensor matches its
+// checksum). A newer one that does not is renamed to "<name>.damaged" (kept, so neither overwritten
+// nor pruned later) and reported on stderr, naming the file and the damaged tensor. An nf::Error
+// naming the directory when it holds no checkpoint, or none that verifies.
+std::string newest_intact_checkpoint(const std::string& dir);
 // Removes all but the newest `keep` checkpoints, and temporary files left by interrupted writes.
 void prune_checkpoints(const std::string& dir, int64_t keep);
 

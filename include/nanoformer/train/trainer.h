@@ -84,6 +84,11 @@ class Trainer {
   // adds their losses to r.
   void backward(const std::vector<Batch>& batches, StepResult& r);
 
+  // The loss of the next step's first micro-batch in eval mode (all ranks' rows), recorded in each
+  // checkpoint and checked again after a resume, before the first step.
+  double next_batch_loss();
+  void check_next_batch_loss();
+
   bool is_root() const { return comm_->rank() == 0; }
   // Data-parallel: throws nf::Error unless every rank holds the same parameters (a hash compared).
   void check_replicas_agree();

@@ -1,0 +1,72 @@
+// Per-tensor XXH3-64 checksums in the safetensors metadata (io/tensor_checksums.h).
+#include "nanoformer/io/tensor_checksums.h"
+
+#include <xxhash.h>
+
+#include <charconv>
+#include <cinttypes>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "nanoformer/core/error.h"
+#include "util/json_input.h"
+
+namespace nf::io {
+namespace {
+
+using json = nlohmann::json;
+
+std::string hex(uint64_t h) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016" PRIx64, h);
+  return text;
+}
+
+// hash of a tensor's bytes in row-major order
+uint64_t tensor_checksum(const Tensor& t) {
+  const Tensor bytes = t.is_contiguous() ? t : t.contiguous();
+  return bytes_checksum(bytes.raw_data(), static_cast<size_t>(bytes.numel()) * bytes.itemsize());
+}
+
+}  // namespace
+
+uint64_t bytes_checksum(const void* data, size_t bytes) { return XXH3_64bits(data, bytes); }
+
+std::string tensor_checksums(const std::vector<std::pair<std::string, Tensor>>& tensors) {
+  std::vector<uint64_t> hashes(tensors.size());
+#pragma omp parallel for schedule(dynamic, 1)
+  for (size_t i = 0; i < tensors.size(); ++i) hashes[i] = tensor_checksum(tensors[i].second);
+  json out = json::object();
+  for (size_t i = 0; i < tensors.size(); ++i) out[tensors[i].first] = hex(hashes[i]);
+  return out.dump();
+}
+
+bool has_tensor_checksums(const SafetensorsFile& file) { return file.metadata().count(kChecksumsKey) > 0; }
+
+void verify_tensor_checksums(const SafetensorsFile& file, const std::vector<std::string>& names) {
+  const auto it = file.metadata().find(kChecksumsKey);
+  NF_CHECK(it != file.metadata().end(), file.path(), ": the file carries no checksums");
+  const json recorded = util::parse_json(it->second, file.path() + ": metadata 'checksums': ");
+  NF_CHECK(recorded.is_object(), file.path(), ": metadata 'checksums' is not a JSON object");
+  std::vector<std::string> checked = names;
+  if (checked.empty())
+    for (const TensorEntry& entry : file.entries()) checked.push_back(entry.name);
+  std::vector<uint64_t> expected(checked.size());
+  for (size_t i = 0; i < checked.size(); ++i) {
+    const auto r = recorded.find(checked[i]);
+    NF_CHECK(r != recorded.end() && r->is_string() && r->get<std::string>().size() == 16, file.path(), ": tensor '",
+             checked[i], "' has no checksum in the metadata: the file is damaged");
+    const std::string text = r->get<std::string>();
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), expected[i], 16);
+    NF_CHECK(error == std::errc() && end == text.data() + text.size(), file.path(), ": the checksum of tensor '",
+             checked[i], "' is '", text, "', not 16 hex digits: the file is damaged");
+    (void)file.entry(checked[i]);  // throws naming a tensor the file lacks (before the parallel loop)
+  }
+  std::vector<char> damaged(checked.size(), 0);
+#pragma omp parallel for schedule(dynamic, 1)
+  for (size_t i = 0; i < checked.size(); ++i) damaged[i] = tensor_checksum(file.view(checked[i])) != expected[i];
+  for (size_t i = 0; i < checked.size(); ++i)
+    NF_CHECK(!damaged[i], file.path(), ": tensor '", checked[i], "' does not match its checksum: the file is damaged");
+}
+
+}  // namespace nf::io
