@@ -4,8 +4,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -109,13 +111,18 @@ void check_training_memory(const models::DecoderLMConfig& config, int64_t batch,
 Trainer::Trainer(TrainConfig config, TrainingData data, dist::Communicator* comm)
     : config_(std::move(config)), own_comm_(comm ? nullptr : dist::single_process()),
       comm_(comm ? comm : own_comm_.get()), data_(std::move(data)) {
+  if (config_.resume) {  // first: a resume takes its options from the checkpoint it needs
+    std::error_code ec;
+    NF_CHECK(!list_checkpoints(config_.out_dir).empty(), "train --resume: no checkpoint (ckpt_*.safetensors) in ",
+             config_.out_dir, fs::is_directory(config_.out_dir, ec) ? "" : " (no such directory)",
+             ": nothing to resume; check --out, or start the run without --resume");
+  }
   validate_train_config(config_);
   NF_CHECK(config_.ranks == comm_->size(), "train: the run is configured for ", config_.ranks, " ranks but ",
            comm_->size(), " are running");
   fs::create_directories(config_.out_dir);
   const auto existing = list_checkpoints(config_.out_dir);
   if (config_.resume) {
-    NF_CHECK(!existing.empty(), "train --resume: no checkpoint (ckpt_*.safetensors) in ", config_.out_dir);
     resume_from(existing.back().second);
   } else {
     NF_CHECK(existing.empty(), "train: ", config_.out_dir, " already holds checkpoints (the newest: ",
@@ -146,20 +153,19 @@ Trainer::Trainer(TrainConfig config, TrainingData data, dist::Communicator* comm
                                 {"loss_scaler.growth_tracker", Tensor::scalar(static_cast<double>(state_.good_steps), DType::i64)}});
   }
   // metrics.jsonl: a resumed run drops the lines of steps after its checkpoint, then appends.
-  const std::string metrics_path = (fs::path(config_.out_dir) / "metrics.jsonl").string();
+  metrics_path_ = (fs::path(config_.out_dir) / "metrics.jsonl").string();
   std::vector<std::string> kept;
   if (!resumed_from_.empty()) {
-    std::ifstream in(metrics_path);
+    std::ifstream in(metrics_path_);
     for (std::string line; std::getline(in, line);) {
       const json j = json::parse(line, nullptr, false);
       if (!j.is_discarded() && j.value("step", int64_t{0}) <= state_.step) kept.push_back(line);
     }
   }
   if (!is_root()) return;  // rank 0 alone writes metrics
-  metrics_.open(metrics_path, std::ios::trunc);
-  NF_CHECK(metrics_.good(), "train: cannot write ", metrics_path);
-  for (const std::string& line : kept) metrics_ << line << '\n';
-  metrics_.flush();
+  metrics_.open(metrics_path_, std::ios::trunc);
+  NF_CHECK(metrics_.good(), "train: cannot write ", metrics_path_, ": ", std::strerror(errno));
+  for (const std::string& line : kept) log_metrics(line);
 }
 
 Trainer::~Trainer() = default;
@@ -212,6 +218,7 @@ std::string Trainer::describe() const {
      << model_->num_parameters(true) << " trained), " << c.n_layers << " layers, dim " << c.dim << ", vocab "
      << c.vocab_size << "\n";
   os << "data: " << data_.train->describe() << "\n";
+  if (!data_.vocab_check.empty()) os << data_.vocab_check << "\n";
   os << "validation: " << (data_.val ? data_.val->describe() : "none") << "\n";
   if (config_.lora)
     os << "lora: rank " << config_.lora->rank << ", alpha " << config_.lora->alpha << ", dropout " << config_.lora->dropout
@@ -346,6 +353,8 @@ void Trainer::log_metrics(const std::string& json_line) {
   if (!is_root()) return;
   metrics_ << json_line << '\n';
   metrics_.flush();
+  NF_CHECK(metrics_.good(), "train: cannot write ", metrics_path_, " (", std::strerror(errno),
+           "); the last checkpoint is intact");
 }
 
 void Trainer::check_replicas_agree() {

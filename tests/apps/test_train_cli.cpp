@@ -20,6 +20,7 @@
 
 #include "nanoformer/nanoformer.h"
 #include "nanoformer/tokenizer/token_file.h"
+#include "nanoformer/tokenizer/tokenizer.h"
 #include "nanoformer/train/train_checkpoint.h"
 #include "support/pattern_tokens.h"
 #include "support/process.h"
@@ -170,6 +171,58 @@ TEST_F(TrainCliTest, BadInputIsOneClearLineAndKeepsCheckpoints) {
   EXPECT_NE(err().find("memory is available"), std::string::npos) << err();
   EXPECT_EQ(train::list_checkpoints(path("kept")), saved);
   EXPECT_EQ(fs::last_write_time(before), modified);
+}
+
+TEST_F(TrainCliTest, TokenIdsAreCheckedBeforeStepOne) {
+  ASSERT_EQ(run(run_args("good", 3)), 0) << err();
+  EXPECT_NE(err().find("token ids checked: 4000 tokens, largest id 31 < vocabulary 32, in "), std::string::npos) << err();
+  // Id 500 in a file whose header says vocabulary 32, at a token no batch of a 3-step run reads.
+  std::string bytes = tokenizer::read_file(path("tokens.bin"));
+  const size_t at = tokenizer::kTokenFileHeaderSize + 2 * 3000;
+  bytes[at] = static_cast<char>(500 & 0xff);
+  bytes[at + 1] = static_cast<char>(500 >> 8);
+  std::ofstream(path("tokens.bin"), std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  EXPECT_EQ(run(run_args("corrupt", 3)), 1);
+  EXPECT_NE(err().find("tokens.bin, token 3000: id 500 is not below the model's vocabulary size 32"), std::string::npos)
+      << err();
+  EXPECT_FALSE(fs::exists(path("corrupt/metrics.jsonl")));
+  EXPECT_TRUE(train::list_checkpoints(path("corrupt")).empty());
+  // A token file prepared for a larger vocabulary, though every id it holds fits.
+  testing::write_pattern_tokens(path("tokens.bin"));
+  {
+    tokenizer::TokenFileWriter wide(path("tokens.bin"), 64);
+    wide.write(tokenizer::TokenFile(path("tokens.bin")).read_all());
+    wide.close();
+  }
+  EXPECT_EQ(run(run_args("wide", 3)), 1);
+  EXPECT_NE(err().find("tokens.bin: the token file's header gives a vocabulary of 64 ids, larger than the model's "
+                       "vocabulary size 32"),
+            std::string::npos) << err();
+}
+
+TEST_F(TrainCliTest, MessagesSayWhatHappened) {
+  // --resume into a directory without checkpoints: the checkpoint is missing, not the data.
+  EXPECT_EQ(run({"train", "--out", path("nothing"), "--resume", "--quiet"}), 1);
+  EXPECT_NE(err().find("no checkpoint (ckpt_*.safetensors) in " + path("nothing") + " (no such directory)"),
+            std::string::npos) << err();
+  EXPECT_FALSE(fs::exists(path("nothing")));
+  fs::create_directories(path("empty"));
+  EXPECT_EQ(run({"train", "--out", path("empty"), "--resume", "--quiet"}), 1);
+  EXPECT_NE(err().find("no checkpoint (ckpt_*.safetensors) in " + path("empty") + ": nothing to resume"),
+            std::string::npos) << err();
+  // An empty token file: no tokens, not text that needs a tokenizer.
+  std::ofstream(path("empty.bin")).close();
+  auto empty = run_args("empty_data", 3);
+  empty[10] = path("empty.bin");
+  EXPECT_EQ(run(empty), 1);
+  EXPECT_NE(err().find(path("empty.bin") + ": the data file is empty (0 bytes): it holds no tokens"), std::string::npos)
+      << err();
+  // A metrics file that cannot be written (a full disk): an error naming it.
+  fs::create_directories(path("full"));
+  fs::create_symlink("/dev/full", path("full/metrics.jsonl"));
+  EXPECT_EQ(run(run_args("full", 3)), 1);
+  EXPECT_NE(err().find("cannot write " + path("full/metrics.jsonl") + " (No space left on device)"), std::string::npos)
+      << err();
 }
 
 TEST_F(TrainCliTest, LoRARunWritesAdaptersThatLoraMergeFolds) {

@@ -99,6 +99,7 @@ class Trainer {
   std::unique_ptr<dist::GradientBuckets> buckets_;
   TrainState state_;
   std::string resumed_from_;
+  std::string metrics_path_;
   std::ofstream metrics_;
 };
 
