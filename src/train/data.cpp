@@ -144,7 +144,7 @@ TrainingData load_pretraining(const DataOptions& o, const std::vector<FileKind>&
   progress.finish();
   if (o.vocab_size > 0) {
     char text[160];
-    std::snprintf(text, sizeof text, "token ids checked: %llu tokens, largest id %u < vocabulary %lld, in %.2f ms",
+    std::snprintf(text, sizeof text, "token ids checked: %llu tokens, largest id %u < vocabulary %lld, in %.3g ms",
                   static_cast<unsigned long long>(check.tokens), static_cast<unsigned>(check.max_id),
                   static_cast<long long>(o.vocab_size), check.seconds * 1e3);
     data.vocab_check = text;

@@ -40,7 +40,7 @@ struct DataOptions {
 struct TrainingData {
   std::unique_ptr<BatchSource> train, val;  // val is null when there is no validation data
   // Pretraining with a vocab_size: the scan that checked every id before step one, e.g.
-  // "token ids checked: 4000 tokens, largest id 31 < vocabulary 32, in 0.01 ms".
+  // "token ids checked: 4000 tokens, largest id 31 < vocabulary 32, in 0.00213 ms".
   std::string vocab_check;
 };
 
