@@ -196,9 +196,9 @@ void add_train_command(CLI::App& app) {
     else
       NF_CHECK(lora_flags == 0, "train: --lora-alpha, --lora-targets and --lora-dropout need --lora-rank");
     train::TrainConfig config = *c;
-    const auto existing = train::list_checkpoints(c->out_dir);
-    if (c->resume && !existing.empty()) {
-      config = train::read_train_checkpoint(existing.back().second).config;
+    if (c->resume && !train::list_checkpoints(c->out_dir).empty()) {
+      // the run's options, from the checkpoint the trainer will resume (a damaged newer one is set aside)
+      config = train::read_train_checkpoint(train::newest_intact_checkpoint(c->out_dir)).config;
       for (const Flag& fl : *flags)
         if (fl.option->count() > 0) fl.copy(config, *c);
       if (cmd->count("--lr") > 0) config.schedule.lr = c->optimizer.lr;

@@ -16,12 +16,6 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string hex(uint64_t h) {
-  char text[17];
-  std::snprintf(text, sizeof text, "%016" PRIx64, h);
-  return text;
-}
-
 // hash of a tensor's bytes in row-major order
 uint64_t tensor_checksum(const Tensor& t) {
   const Tensor bytes = t.is_contiguous() ? t : t.contiguous();
@@ -30,14 +24,28 @@ uint64_t tensor_checksum(const Tensor& t) {
 
 }  // namespace
 
-uint64_t bytes_checksum(const void* data, size_t bytes) { return XXH3_64bits(data, bytes); }
+uint64_t bytes_checksum(const void* data, size_t bytes, uint64_t seed) { return XXH3_64bits_withSeed(data, bytes, seed); }
+
+std::string checksum_hex(uint64_t checksum) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016" PRIx64, checksum);
+  return text;
+}
+
+uint64_t checksum_from_hex(const std::string& hex, const std::string& what) {
+  uint64_t value = 0;
+  const auto [end, error] = std::from_chars(hex.data(), hex.data() + hex.size(), value, 16);
+  NF_CHECK(hex.size() == 16 && error == std::errc() && end == hex.data() + hex.size(), what, " '", hex,
+           "' is not 16 hex digits");
+  return value;
+}
 
 std::string tensor_checksums(const std::vector<std::pair<std::string, Tensor>>& tensors) {
   std::vector<uint64_t> hashes(tensors.size());
 #pragma omp parallel for schedule(dynamic, 1)
   for (size_t i = 0; i < tensors.size(); ++i) hashes[i] = tensor_checksum(tensors[i].second);
   json out = json::object();
-  for (size_t i = 0; i < tensors.size(); ++i) out[tensors[i].first] = hex(hashes[i]);
+  for (size_t i = 0; i < tensors.size(); ++i) out[tensors[i].first] = checksum_hex(hashes[i]);
   return out.dump();
 }
 
@@ -54,12 +62,9 @@ void verify_tensor_checksums(const SafetensorsFile& file, const std::vector<std:
   std::vector<uint64_t> expected(checked.size());
   for (size_t i = 0; i < checked.size(); ++i) {
     const auto r = recorded.find(checked[i]);
-    NF_CHECK(r != recorded.end() && r->is_string() && r->get<std::string>().size() == 16, file.path(), ": tensor '",
-             checked[i], "' has no checksum in the metadata: the file is damaged");
-    const std::string text = r->get<std::string>();
-    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), expected[i], 16);
-    NF_CHECK(error == std::errc() && end == text.data() + text.size(), file.path(), ": the checksum of tensor '",
-             checked[i], "' is '", text, "', not 16 hex digits: the file is damaged");
+    NF_CHECK(r != recorded.end() && r->is_string(), file.path(), ": tensor '", checked[i],
+             "' has no checksum in the metadata: the file is damaged");
+    expected[i] = checksum_from_hex(r->get<std::string>(), file.path() + ": the checksum of tensor '" + checked[i] + "'");
     (void)file.entry(checked[i]);  // throws naming a tensor the file lacks (before the parallel loop)
   }
   std::vector<char> damaged(checked.size(), 0);

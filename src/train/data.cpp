@@ -3,6 +3,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -44,6 +45,7 @@ FileKind classify(const std::string& path) {
   NF_CHECK(!std::filesystem::is_directory(path, ec), path, ": is a directory, not a data file");
   std::ifstream in(path, std::ios::binary);
   NF_CHECK(in, path, ": cannot open data file: ", std::strerror(errno));
+  NF_CHECK(in.peek() != std::ifstream::traits_type::eof(), path, ": the data file is empty (0 bytes): it holds no tokens");
   char head[sizeof tk::kTokenFileMagic] = {};
   in.read(head, sizeof head);
   if (in.gcount() == sizeof head && std::memcmp(head, tk::kTokenFileMagic, sizeof head) == 0) return FileKind::token_file;
@@ -86,9 +88,10 @@ class TokenisingProgress {
   std::unique_ptr<ProgressBar> bar_;
 };
 
+// The files as one corpus; with options.vocab_size, every id checked below it (adding to `check`).
 std::shared_ptr<TokenCorpus> read_corpus(const std::vector<std::string>& paths, const std::vector<FileKind>& kinds,
                                          const tk::Tokenizer* tokenizer, const DataOptions& options,
-                                         TokenisingProgress& progress) {
+                                         TokenisingProgress& progress, TokenCorpus::VocabCheck& check) {
   auto corpus = std::make_shared<TokenCorpus>();
   for (size_t i = 0; i < paths.size(); ++i) {
     if (kinds[i] == FileKind::token_file) {
@@ -103,7 +106,12 @@ std::shared_ptr<TokenCorpus> read_corpus(const std::vector<std::string>& paths, 
     tk::encode_corpus_file(*tokenizer, paths[i], prepare, append, progress.next_file(paths[i]));
     corpus->add_ids(paths[i], std::move(ids), tokenizer->vocab_size());
   }
-  if (options.vocab_size > 0) corpus->check_vocab(static_cast<uint64_t>(options.vocab_size));
+  if (options.vocab_size > 0) {
+    const TokenCorpus::VocabCheck part = corpus->check_vocab(static_cast<uint64_t>(options.vocab_size));
+    check.tokens += part.tokens;
+    check.max_id = std::max(check.max_id, part.max_id);
+    check.seconds += part.seconds;
+  }
   return corpus;
 }
 
@@ -124,22 +132,28 @@ TrainingData load_pretraining(const DataOptions& o, const std::vector<FileKind>&
   std::vector<FileKind> all_kinds = train_kinds;
   all_kinds.insert(all_kinds.end(), val_kinds.begin(), val_kinds.end());
   TokenisingProgress progress(all, all_kinds, o.show_progress);
-  const auto vocab = static_cast<uint64_t>(std::max<int64_t>(o.vocab_size, 0));
   auto windows = [&](std::shared_ptr<const TokenCorpus> corpus, uint64_t begin, uint64_t end,
                      TokenWindows::Order order, std::string part) {
-    return std::make_unique<TokenWindows>(std::move(corpus), begin, end, o.batch_size, o.context, order, o.seed, vocab,
+    return std::make_unique<TokenWindows>(std::move(corpus), begin, end, o.batch_size, o.context, order, o.seed,
                                           std::move(part));
   };
   TrainingData data;
-  const auto train = read_corpus(o.train_paths, train_kinds, tokenizer, o, progress);
-  if (!o.val_paths.empty()) {
-    const auto val = read_corpus(o.val_paths, val_kinds, tokenizer, o, progress);
-    progress.finish();
+  TokenCorpus::VocabCheck check;
+  const auto train = read_corpus(o.train_paths, train_kinds, tokenizer, o, progress, check);
+  const auto val = o.val_paths.empty() ? nullptr : read_corpus(o.val_paths, val_kinds, tokenizer, o, progress, check);
+  progress.finish();
+  if (o.vocab_size > 0) {
+    char text[160];
+    std::snprintf(text, sizeof text, "token ids checked: %llu tokens, largest id %u < vocabulary %lld, in %.3g ms",
+                  static_cast<unsigned long long>(check.tokens), static_cast<unsigned>(check.max_id),
+                  static_cast<long long>(o.vocab_size), check.seconds * 1e3);
+    data.vocab_check = text;
+  }
+  if (val) {
     data.train = windows(train, 0, train->size(), TokenWindows::Order::random, "training data");
     data.val = windows(val, 0, val->size(), TokenWindows::Order::sequential, "validation data");
     return data;
   }
-  progress.finish();
   // split by position: the last val_fraction of the tokens is never inside a training window
   const auto val_tokens = static_cast<uint64_t>(std::floor(static_cast<double>(train->size()) * o.val_fraction));
   const uint64_t split = train->size() - val_tokens;
@@ -255,7 +269,8 @@ std::shared_ptr<TokenCorpus> load_token_corpus(const std::vector<std::string>& p
   DataOptions options;
   options.vocab_size = vocab_size;
   TokenisingProgress progress(paths, kinds, show_progress);
-  auto corpus = read_corpus(paths, kinds, tokenizer.get(), options, progress);
+  TokenCorpus::VocabCheck check;
+  auto corpus = read_corpus(paths, kinds, tokenizer.get(), options, progress, check);
   progress.finish();
   return corpus;
 }

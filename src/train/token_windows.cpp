@@ -8,8 +8,7 @@
 namespace nf::train {
 
 TokenWindows::TokenWindows(std::shared_ptr<const TokenCorpus> corpus, uint64_t begin, uint64_t end,
-                           int64_t batch_size, int64_t context, Order order, uint64_t seed, uint64_t vocab_size,
-                           std::string part)
+                           int64_t batch_size, int64_t context, Order order, uint64_t seed, std::string part)
     : corpus_(std::move(corpus)),
       begin_(begin),
       end_(end),
@@ -17,7 +16,6 @@ TokenWindows::TokenWindows(std::shared_ptr<const TokenCorpus> corpus, uint64_t b
       context_(context),
       order_(order),
       seed_(seed),
-      vocab_size_(vocab_size),
       part_(std::move(part)) {
   NF_CHECK(batch_size > 0 && context > 0, "token windows: batch size ", batch_size, " and context ", context,
            " must be positive");
@@ -51,9 +49,6 @@ Batch TokenWindows::batch(uint64_t index) const {
   for (int64_t b = 0; b < B; ++b) {
     const uint64_t start = window_start(index, b);
     corpus_->read(start, window);
-    for (size_t t = 0; t < window.size(); ++t)
-      NF_CHECK(vocab_size_ == 0 || window[t] < vocab_size_, corpus_->locate(start + t), ": id ", window[t],
-               " is not below the model's vocabulary size ", vocab_size_);
     for (int64_t t = 0; t < T; ++t) {
       inputs[b * T + t] = window[static_cast<size_t>(t)];        // x = w[:-1]
       targets[b * T + t] = window[static_cast<size_t>(t) + 1];   // y = w[1:]

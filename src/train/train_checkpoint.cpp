@@ -24,9 +24,13 @@ constexpr const char* kOptimizerPrefix = "train/optimizer/";
 json state_to_json(const TrainState& s) {
   json generators = json::object();
   for (const auto& [name, state] : s.generators) generators[name] = {state.first, state.second};
+  json files = json::array();
+  for (const FileFingerprint& f : s.data_files)
+    files.push_back({{"path", f.path}, {"size", f.size}, {"hash", io::checksum_hex(f.hash)}});
   json out = {{"step", s.step},           {"tokens", s.tokens},
-          {"loss_scale", s.loss_scale}, {"good_steps", s.good_steps},
-          {"best_val_loss", s.best_val_loss}, {"generators", generators}};
+              {"loss_scale", s.loss_scale}, {"good_steps", s.good_steps},
+              {"best_val_loss", s.best_val_loss}, {"generators", generators},
+              {"data_files", files}};
   if (s.next_batch_loss) out["next_batch_loss"] = *s.next_batch_loss;
   return out;
 }
@@ -40,6 +44,9 @@ TrainState state_from_json(const json& j) {
   s.best_val_loss = j.at("best_val_loss").get<double>();
   for (auto it = j.at("generators").begin(); it != j.at("generators").end(); ++it)
     s.generators[it.key()] = {it.value().at(0).get<uint64_t>(), it.value().at(1).get<uint64_t>()};
+  for (const json& f : j.value("data_files", json::array()))  // absent in checkpoints of older runs
+    s.data_files.push_back({f.at("path").get<std::string>(), f.at("size").get<uint64_t>(),
+                            io::checksum_from_hex(f.at("hash").get<std::string>(), "train_state: data file hash")});
   if (j.contains("next_batch_loss")) s.next_batch_loss = j.at("next_batch_loss").get<double>();
   return s;
 }
@@ -150,9 +157,12 @@ TrainCheckpoint read_train_checkpoint(const std::string& path) {
   TrainCheckpoint c;
   c.path = path;
   c.config = train_config_from_json(config->second, path + ": train_config");
+  const json state_json = util::parse_json(state->second, path + ": train_state: ");
   try {
-    c.state = state_from_json(util::parse_json(state->second, path + ": train_state: "));
+    c.state = state_from_json(state_json);
   } catch (const json::exception& e) {
+    NF_FAIL(path, ": train_state is malformed (", e.what(), ")");
+  } catch (const Error& e) {
     NF_FAIL(path, ": train_state is malformed (", e.what(), ")");
   }
   return c;

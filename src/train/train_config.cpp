@@ -126,6 +126,24 @@ std::string lora_base_path(const TrainConfig& config) {
                                   : config.init_from;
 }
 
+std::string resolved_path(const std::string& path) {
+  if (path.empty()) return path;
+  std::error_code ec;
+  const std::filesystem::path resolved = std::filesystem::weakly_canonical(std::filesystem::absolute(path), ec);
+  return ec ? std::filesystem::absolute(path).lexically_normal().string() : resolved.string();
+}
+
+TrainConfig with_resolved_paths(TrainConfig c) {
+  for (std::string& path : c.data.train_paths) path = resolved_path(path);
+  for (std::string& path : c.data.val_paths) path = resolved_path(path);
+  c.data.tokenizer = resolved_path(c.data.tokenizer);
+  c.init_from = resolved_path(c.init_from);
+  c.out_dir = resolved_path(c.out_dir);
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(c.model, ec)) c.model = resolved_path(c.model);  // else a preset's name
+  return c;
+}
+
 std::string train_config_to_json(const TrainConfig& config) { return to_json(config).dump(2); }
 
 TrainConfig train_config_from_json(const std::string& json_text, const std::string& source) {
@@ -157,10 +175,11 @@ TrainConfig train_config_from_json(const std::string& json_text, const std::stri
 }
 
 std::vector<std::string> resume_conflicts(const TrainConfig& saved, const TrainConfig& requested) {
-  // What may change on resume: where and how often it reports and saves, and the run's length.
-  // data.vocab_size is the model's, filled in when the run starts.
+  // What may change on resume: where and how often it reports and saves, and the run's length
+  // (the trainer checks and logs a new length). data.vocab_size is the model's, filled in when the
+  // run starts.
   static const std::set<std::string> kFree = {"eval_every", "eval_batches", "save_every", "keep", "out_dir",
-                                              "data.vocab_size"};
+                                              "data.vocab_size", "schedule.total_steps"};
   const json a = to_json(saved), b = to_json(requested);
   std::vector<std::string> conflicts;
   for (auto it = a.begin(); it != a.end(); ++it) {

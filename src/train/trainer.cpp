@@ -4,8 +4,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -19,6 +21,7 @@
 #include "nanoformer/models/model_stats.h"
 #include "nanoformer/ops/autocast.h"
 #include "nanoformer/ops/elementwise.h"
+#include "nanoformer/train/data_fingerprint.h"
 #include "nanoformer/train/grad_clip.h"
 #include "nanoformer/train/sharded_batches.h"
 #include "nanoformer/util/progress_bar.h"
@@ -109,6 +112,13 @@ void check_training_memory(const models::DecoderLMConfig& config, int64_t batch,
 Trainer::Trainer(TrainConfig config, TrainingData data, dist::Communicator* comm)
     : config_(std::move(config)), own_comm_(comm ? nullptr : dist::single_process()),
       comm_(comm ? comm : own_comm_.get()), data_(std::move(data)) {
+  config_ = with_resolved_paths(std::move(config_));  // stored and compared so: a resume may run anywhere
+  if (config_.resume) {  // first: a resume takes its options from the checkpoint it needs
+    std::error_code ec;
+    NF_CHECK(!list_checkpoints(config_.out_dir).empty(), "train --resume: no checkpoint (ckpt_*.safetensors) in ",
+             config_.out_dir, fs::is_directory(config_.out_dir, ec) ? "" : " (no such directory)",
+             ": nothing to resume; check --out, or start the run without --resume");
+  }
   validate_train_config(config_);
   NF_CHECK(config_.ranks == comm_->size(), "train: the run is configured for ", config_.ranks, " ranks but ",
            comm_->size(), " are running");
@@ -133,6 +143,7 @@ Trainer::Trainer(TrainConfig config, TrainingData data, dist::Communicator* comm
       data_.train = std::make_unique<ShardedBatches>(std::move(data_.train), comm_->rank(), ranks);
       if (data_.val) data_.val = std::make_unique<ShardedBatches>(std::move(data_.val), comm_->rank(), ranks);
     }
+    if (state_.data_files.empty()) state_.data_files = fingerprint_data_files(config_.data);
   }
   optimizer_ = std::make_unique<OptimizerSet>(config_.optimizer, *model_);
   if (config_.distributed.zero == 1) zero_ = std::make_unique<ZeroSharding>(*optimizer_, *comm_);
@@ -146,20 +157,19 @@ Trainer::Trainer(TrainConfig config, TrainingData data, dist::Communicator* comm
     check_next_batch_loss();
   }
   // metrics.jsonl: a resumed run drops the lines of steps after its checkpoint, then appends.
-  const std::string metrics_path = (fs::path(config_.out_dir) / "metrics.jsonl").string();
+  metrics_path_ = (fs::path(config_.out_dir) / "metrics.jsonl").string();
   std::vector<std::string> kept;
   if (!resumed_from_.empty()) {
-    std::ifstream in(metrics_path);
+    std::ifstream in(metrics_path_);
     for (std::string line; std::getline(in, line);) {
       const json j = json::parse(line, nullptr, false);
       if (!j.is_discarded() && j.value("step", int64_t{0}) <= state_.step) kept.push_back(line);
     }
   }
   if (!is_root()) return;  // rank 0 alone writes metrics
-  metrics_.open(metrics_path, std::ios::trunc);
-  NF_CHECK(metrics_.good(), "train: cannot write ", metrics_path);
-  for (const std::string& line : kept) metrics_ << line << '\n';
-  metrics_.flush();
+  metrics_.open(metrics_path_, std::ios::trunc);
+  NF_CHECK(metrics_.good(), "train: cannot write ", metrics_path_, ": ", std::strerror(errno));
+  for (const std::string& line : kept) log_metrics(line);
 }
 
 Trainer::~Trainer() = default;
@@ -181,8 +191,30 @@ void Trainer::start_fresh() {
 }
 
 void Trainer::resume_from(const std::string& checkpoint) {
-  const TrainCheckpoint saved = read_train_checkpoint(checkpoint);
-  const std::vector<std::string> conflicts = resume_conflicts(saved.config, config_);
+  TrainCheckpoint saved = read_train_checkpoint(checkpoint);
+  TrainConfig previous = with_resolved_paths(saved.config);  // older runs stored paths as typed
+  std::vector<std::string> conflicts;
+  if (!data_.train)  // files, not batches given by the caller: moved ones are found by their content
+    conflicts = reconcile_data_files(previous.data, saved.state.data_files, config_.data, resume_notes_);
+  const int64_t reached = saved.state.step, steps = config_.schedule.total_steps;
+  if (steps != previous.schedule.total_steps) {
+    NF_CHECK(steps >= reached, "train --resume: --steps ", steps, " is below step ", reached, ", which ", checkpoint,
+             " has reached: give --steps ", reached, " or more");
+    char note[200];
+    if (steps == reached)
+      std::snprintf(note, sizeof note, "--steps %lld -> %lld: the run ends at the step it has reached",
+                    static_cast<long long>(previous.schedule.total_steps), static_cast<long long>(steps));
+    else
+      std::snprintf(note, sizeof note, "--steps %lld -> %lld: the %s schedule is recomputed over %lld steps; "
+                    "the lr goes from %.4g (step %lld) to %.4g (step %lld)",
+                    static_cast<long long>(previous.schedule.total_steps), static_cast<long long>(steps),
+                    schedule_kind_name(config_.schedule.kind).c_str(), static_cast<long long>(steps),
+                    learning_rate(previous.schedule, std::max<int64_t>(reached - 1, 0)),
+                    static_cast<long long>(reached), learning_rate(config_.schedule, reached),
+                    static_cast<long long>(reached + 1));
+    resume_notes_.push_back(note);
+  }
+  for (std::string& c : resume_conflicts(previous, config_)) conflicts.push_back(std::move(c));
   if (!conflicts.empty()) {
     std::ostringstream os;
     os << "train --resume: " << checkpoint << " was written by a run with other settings; resuming would not "
@@ -212,6 +244,7 @@ std::string Trainer::describe() const {
      << model_->num_parameters(true) << " trained), " << c.n_layers << " layers, dim " << c.dim << ", vocab "
      << c.vocab_size << "\n";
   os << "data: " << data_.train->describe() << "\n";
+  if (!data_.vocab_check.empty()) os << data_.vocab_check << "\n";
   os << "validation: " << (data_.val ? data_.val->describe() : "none") << "\n";
   if (config_.lora)
     os << "lora: rank " << config_.lora->rank << ", alpha " << config_.lora->alpha << ", dropout " << config_.lora->dropout
@@ -230,6 +263,7 @@ std::string Trainer::describe() const {
     os << "\n";
   }
   if (!resumed_from_.empty()) os << "resumed from " << resumed_from_ << " at step " << state_.step << "\n";
+  for (const std::string& note : resume_notes_) os << "resume: " << note << "\n";
   return os.str();
 }
 
@@ -370,6 +404,8 @@ void Trainer::log_metrics(const std::string& json_line) {
   if (!is_root()) return;
   metrics_ << json_line << '\n';
   metrics_.flush();
+  NF_CHECK(metrics_.good(), "train: cannot write ", metrics_path_, " (", std::strerror(errno),
+           "); the last checkpoint is intact");
 }
 
 void Trainer::check_replicas_agree() {

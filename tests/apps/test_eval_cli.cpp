@@ -132,9 +132,18 @@ TEST_F(EvalCliTest, BadFilesAreErrors) {
   expect_error(path("rope.safetensors") + " --data " + path("truncated.bin") + " --context 8", {"truncated.bin"});
   expect_error(path("missing.safetensors") + " --data " + path("tokens.bin") + " --context 8", {"missing.safetensors"});
   tokenizer::TokenFileWriter w(path("wide.bin"), 100);
-  w.write(std::vector<tokenizer::TokenId>{1, 2, 99, 3});
+  w.write(std::vector<tokenizer::TokenId>{1, 2, 30, 3});
   w.close();
-  expect_error(path("rope.safetensors") + " --data " + path("wide.bin") + " --context 2", {"wide.bin", "99"});
+  expect_error(path("rope.safetensors") + " --data " + path("wide.bin") + " --context 2",
+               {"wide.bin: the token file's header gives a vocabulary of 100 ids", "vocabulary size 32"});
+  tokenizer::TokenFileWriter c(path("corrupt.bin"), 32);  // then id 99 written over the third token
+  c.write(std::vector<tokenizer::TokenId>{1, 2, 30, 3});
+  c.close();
+  std::string corrupt = testing::read_text(path("corrupt.bin"));
+  corrupt[tokenizer::kTokenFileHeaderSize + 4] = 99;
+  std::ofstream(path("corrupt.bin"), std::ios::binary) << corrupt;
+  expect_error(path("rope.safetensors") + " --data " + path("corrupt.bin") + " --context 2",
+               {"corrupt.bin, token 2: id 99 is not below the model's vocabulary size 32"});
 }
 
 TEST_F(EvalCliTest, CombinedReportsMakeOneTableAndAChart) {

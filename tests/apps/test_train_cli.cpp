@@ -22,7 +22,9 @@
 #include <thread>
 
 #include "nanoformer/nanoformer.h"
+#include "nanoformer/tokenizer/char_tokenizer.h"
 #include "nanoformer/tokenizer/token_file.h"
+#include "nanoformer/tokenizer/tokenizer.h"
 #include "nanoformer/train/train_checkpoint.h"
 #include "support/pattern_tokens.h"
 #include "support/process.h"
@@ -62,6 +64,12 @@ class TrainCliTest : public ::testing::Test {
   }
   static int wait_for(pid_t pid) { return testing::wait_for_exit(pid); }
   int run(const std::vector<std::string>& args) const { return wait_for(spawn(args)); }
+  // The same with `cwd` as the working directory.
+  int run_in(const std::string& cwd, const std::vector<std::string>& args) const {
+    std::vector<std::string> all = {"sh", "-c", "cd \"$0\" && exec \"$@\"", cwd, NF_CLI};
+    all.insert(all.end(), args.begin(), args.end());
+    return wait_for(testing::spawn_process(all, path("stdout"), path("stderr")));
+  }
   std::string err() const {
     std::ifstream in(path("stderr"));
     std::stringstream ss;
@@ -228,6 +236,125 @@ TEST_F(TrainCliTest, BadInputIsOneClearLineAndKeepsCheckpoints) {
   EXPECT_NE(err().find("memory is available"), std::string::npos) << err();
   EXPECT_EQ(train::list_checkpoints(path("kept")), saved);
   EXPECT_EQ(fs::last_write_time(before), modified);
+}
+
+TEST_F(TrainCliTest, TokenIdsAreCheckedBeforeStepOne) {
+  ASSERT_EQ(run(run_args("good", 3)), 0) << err();
+  EXPECT_NE(err().find("token ids checked: 4000 tokens, largest id 31 < vocabulary 32, in "), std::string::npos) << err();
+  // Id 500 in a file whose header says vocabulary 32, at a token no batch of a 3-step run reads.
+  std::string bytes = tokenizer::read_file(path("tokens.bin"));
+  const size_t at = tokenizer::kTokenFileHeaderSize + 2 * 3000;
+  bytes[at] = static_cast<char>(500 & 0xff);
+  bytes[at + 1] = static_cast<char>(500 >> 8);
+  std::ofstream(path("tokens.bin"), std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  EXPECT_EQ(run(run_args("corrupt", 3)), 1);
+  EXPECT_NE(err().find("tokens.bin, token 3000: id 500 is not below the model's vocabulary size 32"), std::string::npos)
+      << err();
+  EXPECT_FALSE(fs::exists(path("corrupt/metrics.jsonl")));
+  EXPECT_TRUE(train::list_checkpoints(path("corrupt")).empty());
+  // A token file prepared for a larger vocabulary, though every id it holds fits.
+  testing::write_pattern_tokens(path("tokens.bin"));
+  {
+    tokenizer::TokenFileWriter wide(path("tokens.bin"), 64);
+    wide.write(tokenizer::TokenFile(path("tokens.bin")).read_all());
+    wide.close();
+  }
+  EXPECT_EQ(run(run_args("wide", 3)), 1);
+  EXPECT_NE(err().find("tokens.bin: the token file's header gives a vocabulary of 64 ids, larger than the model's "
+                       "vocabulary size 32"),
+            std::string::npos) << err();
+}
+
+TEST_F(TrainCliTest, MessagesSayWhatHappened) {
+  // --resume into a directory without checkpoints: the checkpoint is missing, not the data.
+  EXPECT_EQ(run({"train", "--out", path("nothing"), "--resume", "--quiet"}), 1);
+  EXPECT_NE(err().find("no checkpoint (ckpt_*.safetensors) in " + path("nothing") + " (no such directory)"),
+            std::string::npos) << err();
+  EXPECT_FALSE(fs::exists(path("nothing")));
+  fs::create_directories(path("empty"));
+  EXPECT_EQ(run({"train", "--out", path("empty"), "--resume", "--quiet"}), 1);
+  EXPECT_NE(err().find("no checkpoint (ckpt_*.safetensors) in " + path("empty") + ": nothing to resume"),
+            std::string::npos) << err();
+  // An empty token file: no tokens, not text that needs a tokenizer.
+  std::ofstream(path("empty.bin")).close();
+  auto empty = run_args("empty_data", 3);
+  empty[10] = path("empty.bin");
+  EXPECT_EQ(run(empty), 1);
+  EXPECT_NE(err().find(path("empty.bin") + ": the data file is empty (0 bytes): it holds no tokens"), std::string::npos)
+      << err();
+  // A metrics file that cannot be written (a full disk): an error naming it.
+  fs::create_directories(path("full"));
+  fs::create_symlink("/dev/full", path("full/metrics.jsonl"));
+  EXPECT_EQ(run(run_args("full", 3)), 1);
+  EXPECT_NE(err().find("cannot write " + path("full/metrics.jsonl") + " (No space left on device)"), std::string::npos)
+      << err();
+}
+
+TEST_F(TrainCliTest, ResumeWorksFromAnyDirectoryAndFindsMovedData) {
+  std::string text;
+  for (int i = 0; i < 100; ++i) text += "the quick brown fox jumps over the lazy dog\n";
+  std::ofstream(path("shak.txt")) << text;
+  tokenizer::CharTokenizer::train(text).save(path("chars.json"));
+  fs::create_directories(path("a"));
+  fs::create_directories(path("elsewhere"));
+  auto args = [](const std::string& data, const std::string& tokenizer, const std::string& out) {
+    return std::vector<std::string>{"train", "--config", "llama2c-stories260k", "--set", "vocab_size=32", "--set",
+                                    "dim=32", "--set", "max_seq_len=16", "--data", data, "-t", tokenizer,
+                                    "--batch-size", "4", "--context", "16", "--steps", "3", "--eval-every", "0",
+                                    "--eval-batches", "2", "--out", out, "--quiet"};
+  };
+  // Paths as typed, relative to the run's directory, the tokenizer as a/../chars.json.
+  ASSERT_EQ(run_in(dir_.string(), args("shak.txt", "a/../chars.json", "run")), 0) << err();
+  const train::TrainCheckpoint saved = train::read_train_checkpoint(train::checkpoint_path(path("run"), 3));
+  EXPECT_EQ(saved.config.data.train_paths, std::vector<std::string>{path("shak.txt")});
+  EXPECT_EQ(saved.config.data.tokenizer, path("chars.json"));
+  EXPECT_EQ(saved.config.out_dir, path("run"));
+  // From another directory: by the stored paths, or naming them again relative or absolute.
+  ASSERT_EQ(run_in(path("elsewhere"), {"train", "--out", "../run", "--resume", "--quiet"}), 0) << err();
+  ASSERT_EQ(run_in(path("elsewhere"), {"train", "--out", "../run", "--resume", "--data", path("shak.txt"), "-t",
+                                       "../a/../chars.json", "--quiet"}),
+            0)
+      << err();
+  // The data moved: refused where it was, found by its content where --data names it.
+  fs::rename(path("shak.txt"), path("elsewhere/moved.txt"));
+  EXPECT_EQ(run_in(path("elsewhere"), {"train", "--out", "../run", "--resume", "--quiet"}), 1);
+  EXPECT_NE(err().find(path("shak.txt") + " (data.train_paths[0], recorded when the run started) cannot be read"),
+            std::string::npos) << err();
+  EXPECT_NE(err().find("name its new place with --data"), std::string::npos) << err();
+  ASSERT_EQ(run_in(path("elsewhere"), {"train", "--out", "../run", "--resume", "--data", "moved.txt", "--quiet"}), 0)
+      << err();
+  EXPECT_NE(err().find("resume: data.train_paths[0]: " + path("shak.txt") + " moved to " + path("elsewhere/moved.txt") +
+                       " (the same 4400 bytes"),
+            std::string::npos) << err();
+  // Other content under the run's name, or at another path, is refused.
+  std::ofstream(path("other.txt")) << text.substr(1) << "t";
+  EXPECT_EQ(run({"train", "--out", path("run"), "--resume", "--data", path("other.txt"), "--quiet"}), 1);
+  EXPECT_NE(err().find("data.train_paths[0]: " + path("other.txt") + " is not the content of " + path("shak.txt") +
+                       " (the run's): 4400 bytes, head and tail hash "),
+            std::string::npos) << err();
+  fs::rename(path("other.txt"), path("shak.txt"));
+  EXPECT_EQ(run({"train", "--out", path("run"), "--resume", "--quiet"}), 1);
+  EXPECT_NE(err().find("data.train_paths[0]: " + path("shak.txt") + " changed since the run started"),
+            std::string::npos) << err();
+}
+
+TEST_F(TrainCliTest, RaisingStepsOnResumeContinuesAsTheLongerRun) {
+  // wsd over 6 steps decays in none of them (T_d = round(0.2 x 6) = 1, stable while t <= 5), so the
+  // 6-step run is the start of the 12-step one, and raising --steps extends its stable phase.
+  auto whole = run_args("whole", 12), short_run = run_args("short", 6);
+  for (auto* args : {&whole, &short_run}) args->insert(args->end(), {"--schedule", "wsd"});
+  ASSERT_EQ(run(whole), 0) << err();
+  ASSERT_EQ(run(short_run), 0) << err();
+  ASSERT_EQ(run({"train", "--out", path("short"), "--resume", "--steps", "12", "--quiet"}), 0) << err();
+  EXPECT_NE(err().find("resume: --steps 6 -> 12: the wsd schedule is recomputed over 12 steps; the lr goes from "
+                       "0.003 (step 6) to 0.003 (step 7)"),
+            std::string::npos) << err();
+  expect_identical_files(train::checkpoint_path(path("whole"), 12), train::checkpoint_path(path("short"), 12));
+  // Below the step the run has reached: refused.
+  EXPECT_EQ(run({"train", "--out", path("short"), "--resume", "--steps", "5", "--quiet"}), 1);
+  EXPECT_NE(err().find("--steps 5 is below step 12, which " + train::checkpoint_path(path("short"), 12) +
+                       " has reached: give --steps 12 or more"),
+            std::string::npos) << err();
 }
 
 TEST_F(TrainCliTest, LoRARunWritesAdaptersThatLoraMergeFolds) {

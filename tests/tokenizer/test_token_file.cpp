@@ -1,6 +1,7 @@
 // The binary token file and corpus preparation.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 
@@ -50,6 +51,10 @@ TEST(TokenFile, RoundTripsSmallAndLargeVocabularies) {
     f.read(ids.size() - 3, window);
     EXPECT_EQ(window, std::vector<TokenId>(ids.end() - 3, ids.end()));
     EXPECT_NO_THROW(f.validate_ids());
+    EXPECT_EQ(f.max_id(), vocab - 1);
+    EXPECT_EQ(f.find_id_at_least(vocab - 1),
+              static_cast<uint64_t>(std::find(ids.begin(), ids.end(), vocab - 1) - ids.begin()));
+    EXPECT_EQ(f.find_id_at_least(vocab), ids.size());
     EXPECT_THROW((void)f[ids.size()], Error);
     std::remove(path.c_str());
   }

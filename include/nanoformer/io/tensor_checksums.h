@@ -16,8 +16,11 @@ namespace nf::io {
 
 inline constexpr const char* kChecksumsKey = "checksums";
 
-// XXH3-64 of `bytes` bytes at `data`.
-uint64_t bytes_checksum(const void* data, size_t bytes);
+// XXH3-64 of `bytes` bytes at `data` (seeded: the checksum of what came before, to chain pieces).
+uint64_t bytes_checksum(const void* data, size_t bytes, uint64_t seed = 0);
+// A checksum as the 16 hex digits files store, and back (an nf::Error naming `what` for other text).
+std::string checksum_hex(uint64_t checksum);
+uint64_t checksum_from_hex(const std::string& hex, const std::string& what);
 // The "checksums" metadata value for tensors about to be written (their bytes in row-major order).
 std::string tensor_checksums(const std::vector<std::pair<std::string, Tensor>>& tensors);
 // Whether the file carries checksums at all.

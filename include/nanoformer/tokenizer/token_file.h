@@ -74,6 +74,11 @@ class TokenFile {
   // Copies tokens [start, start + out.size()); throws nf::Error when the range is out of bounds.
   void read(uint64_t start, std::span<TokenId> out) const;
   std::vector<TokenId> read_all() const;
+  // The largest id (0 when there are none): one pass over the mapped tokens that the compiler
+  // vectorises, reading them in place.
+  TokenId max_id() const;
+  // The index of the first id not below `limit`, or size() when there is none.
+  uint64_t find_id_at_least(uint64_t limit) const;
   // Checks that every id is below vocab_size (a full scan); throws naming the first bad one.
   void validate_ids() const;
 

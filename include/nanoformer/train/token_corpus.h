@@ -26,9 +26,16 @@ class TokenCorpus {
   void read(uint64_t start, std::span<TokenId> out) const;
   // "tiny.bin, token 1234": the part holding `position` and the position within it.
   std::string locate(uint64_t position) const;
-  // Checks that every id is below vocab_size, scanning only the parts whose own vocabulary is
-  // larger; throws nf::Error naming the file, the position and the id.
-  void check_vocab(uint64_t vocab_size) const;
+  // What check_vocab scanned: every token, the largest id, and how long it took.
+  struct VocabCheck {
+    uint64_t tokens = 0;
+    TokenId max_id = 0;
+    double seconds = 0;
+  };
+  // Checks that every id is below vocab_size (the model's) by one vectorised scan of each part for
+  // its largest id; throws nf::Error naming the file, the position and the id, or a token file
+  // whose header gives a vocabulary larger than vocab_size (both numbers).
+  VocabCheck check_vocab(uint64_t vocab_size) const;
   // The parts' sources, joined with " + ".
   std::string sources() const;
 

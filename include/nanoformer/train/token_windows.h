@@ -20,10 +20,10 @@ class TokenWindows final : public BatchSource {
  public:
   enum class Order { random, sequential };
   // `part` names the range in messages ("training part"); throws nf::Error naming the numbers when
-  // the range holds fewer than context + 1 tokens. Ids are checked against vocab_size (0: no check)
-  // as batches are made.
+  // the range holds fewer than context + 1 tokens. The ids are not checked here: load_training_data
+  // checks every id against the model's vocabulary before the first batch (TokenCorpus::check_vocab).
   TokenWindows(std::shared_ptr<const TokenCorpus> corpus, uint64_t begin, uint64_t end, int64_t batch_size,
-               int64_t context, Order order, uint64_t seed, uint64_t vocab_size, std::string part);
+               int64_t context, Order order, uint64_t seed, std::string part);
 
   Batch batch(uint64_t index) const override;
   int64_t batch_size() const override { return batch_size_; }
@@ -38,7 +38,7 @@ class TokenWindows final : public BatchSource {
   uint64_t begin_, end_;
   int64_t batch_size_, context_;
   Order order_;
-  uint64_t seed_, vocab_size_;
+  uint64_t seed_;
   std::string part_;
 };
 

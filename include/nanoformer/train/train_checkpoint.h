@@ -3,7 +3,8 @@
 // command read it as the model it holds) that also carries what a run needs to continue exactly:
 //   tensors "train/optimizer/<name>"  the optimizer state (OptimizerSet::state_dict)
 //   metadata "train_state"            {"step", "tokens", "loss_scale", "good_steps", "best_val_loss",
-//                                      "generators": {module: [seed, offset]}, "next_batch_loss"}
+//                                      "generators": {module: [seed, offset]},
+//                                      "data_files": [{"path", "size", "hash"}], "next_batch_loss"}
 //   metadata "checksums"              every tensor's XXH3-64 (io/tensor_checksums.h), verified on load
 //   metadata "train_config"           the TrainConfig (train_config_to_json)
 // A LoRA run's checkpoint is an adapter-only file instead (models/lora_adapter.h: `nanoformer lora
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "nanoformer/models/model.h"
+#include "nanoformer/train/data_fingerprint.h"
 #include "nanoformer/train/optimizer_set.h"
 #include "nanoformer/train/train_config.h"
 
@@ -31,6 +33,7 @@ struct TrainState {
   int64_t good_steps = 0;  // fp16: finite steps since the scale last changed
   double best_val_loss = 0;  // 0 = none yet
   std::map<std::string, std::pair<uint64_t, uint64_t>> generators;  // module -> (seed, offset)
+  std::vector<FileFingerprint> data_files;  // recorded at the start, in data_files(config.data)'s order
   // The loss of the next step's first micro-batch (eval mode) when the checkpoint was written; a
   // resume computes it again before its first step and refuses to go on when it differs (absent
   // from checkpoints written before it was recorded).

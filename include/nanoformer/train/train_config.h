@@ -62,8 +62,15 @@ std::string lora_base_path(const TrainConfig& config);
 // The config as one JSON object (pretty-printed) and back; unknown keys are refused.
 std::string train_config_to_json(const TrainConfig& config);
 TrainConfig train_config_from_json(const std::string& json_text, const std::string& source);
+// `path` made absolute and normal (symlinks resolved as far as it exists): how a run's state
+// stores paths, so that a resume from any directory names the same files; "" stays "".
+std::string resolved_path(const std::string& path);
+// The config with its paths resolved: data files, tokenizer, init_from, out_dir, and model when
+// it names a file rather than a preset.
+TrainConfig with_resolved_paths(TrainConfig config);
 // The options of `saved` that a resume must not change (model, data, batch shape, optimizer,
-// schedule, precision, seeds), as "name: saved -> requested" lines; empty when compatible.
+// schedule but its length, precision, seeds), as "name: saved -> requested" lines; empty when
+// compatible. Paths are compared as they are: resolve both configs first.
 std::vector<std::string> resume_conflicts(const TrainConfig& saved, const TrainConfig& requested);
 
 }  // namespace nf::train

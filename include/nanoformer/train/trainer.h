@@ -104,6 +104,8 @@ class Trainer {
   std::unique_ptr<dist::GradientBuckets> buckets_;
   TrainState state_;
   std::string resumed_from_;
+  std::vector<std::string> resume_notes_;  // what a resume changed (a moved file, a longer run)
+  std::string metrics_path_;
   std::ofstream metrics_;
 };
 
