@@ -25,13 +25,14 @@ struct ChatArgs {
 constexpr const char* kHelp = "commands: /reset (forget the conversation), /system TEXT (a new system prompt, and reset), /quit";
 
 void run_chat(const ChatArgs& a) {
+  check_generation_flags(a.flags);
   LoadedModel loaded = load_model_and_tokenizer(a.flags, /*required=*/true);
   const tokenizer::Tokenizer& tok = *loaded.tokenizer;
   std::string template_name = a.chat_template.empty() ? tokenizer::detect_chat_template(tok) : a.chat_template;
   NF_CHECK(!template_name.empty(), "tokenizer ", loaded.tokenizer_path,
            " has neither ChatML's nor nanochat's special tokens: give --chat-template FILE (docs/inference.md)");
   const auto chat_template = tokenizer::make_chat_template(template_name, tok);
-  infer::Sampler sampler(sampler_config(a.flags));
+  infer::Sampler sampler(sampler_config(a.flags, loaded));
   infer::StopCriteria stop = a.flags.stop;
   if (stop.eos_ids.empty()) stop.eos_ids.push_back(chat_template->end_token());
   infer::Session session(*loaded.model, a.flags.context);

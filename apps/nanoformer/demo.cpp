@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command.h"
+#include "nanoformer/core/error.h"
 #include "nanoformer/core/parallel.h"
 #include "nanoformer/infer/greedy.h"
 #include "nanoformer/tokenizer/char_tokenizer.h"
@@ -30,11 +31,38 @@ struct DemoOptions {
   int shown = 5;
 };
 
+// The file that marks a run directory as the demo's own: only such a directory is ever replaced.
+constexpr const char* kMarker = ".nanoformer-demo";
+
+// The options checked and the task built, before anything on disk is touched.
+train::AdditionTask checked_task(const DemoOptions& o) {
+  NF_CHECK(o.task.train_problems >= 1, "demo: --problems ", o.task.train_problems, " must be >= 1");
+  NF_CHECK(!o.out.empty(), "demo: --out must name a directory");
+  try {
+    return train::make_addition_task(o.task);
+  } catch (const Error& e) {
+    NF_FAIL("demo: --problems ", o.task.train_problems, " with --digits ", o.task.digits, ": ", e.what());
+  }
+}
+
+// A fresh run directory: `out` is created, or replaced when a previous demo made it (its marker is
+// there); anything else that exists is refused, so the demo never removes what it did not create.
+void fresh_run_directory(const std::string& out) {
+  std::error_code ec;
+  if (fs::exists(out, ec)) {
+    NF_CHECK(fs::is_directory(out, ec), "demo: --out ", out, " exists and is not a directory");
+    const bool ours = fs::is_regular_file(fs::path(out) / kMarker, ec);
+    NF_CHECK(ours || fs::is_empty(out, ec), "demo: --out ", out, " is not empty and is not a previous demo's run ",
+             "directory (no ", kMarker, " in it): choose another --out");
+    if (ours) fs::remove_all(out);
+  }
+  fs::create_directories(out);
+  std::ofstream(fs::path(out) / kMarker) << "a run directory of `nanoformer demo`: a rerun replaces it\n";
+}
+
 void run_demo(const DemoOptions& o) {
-  // The run directory belongs to the demo: a rerun starts over.
-  fs::remove_all(o.out);
-  fs::create_directories(o.out);
-  const train::AdditionTask task = train::make_addition_task(o.task);
+  const train::AdditionTask task = checked_task(o);
+  fresh_run_directory(o.out);
   const std::string data_path = (fs::path(o.out) / "addition.jsonl").string();
   const std::string vocab_path = (fs::path(o.out) / "chars.json").string();
   {
@@ -111,7 +139,8 @@ void add_demo_command(CLI::App& app) {
   cmd->add_option("--digits", o->task.digits, "Digits per operand")->capture_default_str()->check(CLI::Range(1, 6));
   cmd->add_option("--problems", o->task.train_problems, "Training problems")->capture_default_str();
   cmd->add_option("--seed", o->task.seed, "Seed of the generated problems")->capture_default_str();
-  cmd->add_option("--out", o->out, "Run directory (replaced): data, checkpoints, metrics, loss.png")->capture_default_str();
+  cmd->add_option("--out", o->out, "Run directory: data, checkpoints, metrics, loss.png (a previous demo's is replaced; any other non-empty "
+                  "directory is refused)")->capture_default_str();
   cmd->callback([o] { run_demo(*o); });
 }
 

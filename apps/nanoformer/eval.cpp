@@ -158,6 +158,7 @@ void run_combine(const EvalArgs& a, const CLI::App& cmd) {
 }
 
 void run_eval(const EvalArgs& a, const CLI::App& cmd) {
+  NF_CHECK(cmd.count("--title") == 0 || !a.plot.empty(), "--title is the --plot chart's title: give --plot FILE");
   if (!a.combine.empty()) return run_combine(a, cmd);
   NF_CHECK(!a.model.empty() && !a.data.empty() && !a.contexts.empty(),
            "eval: give MODEL, --data and --context (or --combine REPORT.json ... to compare earlier reports)");

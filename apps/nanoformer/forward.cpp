@@ -37,7 +37,8 @@ using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 
 // A language model: logits (T, vocab) and, with --hidden, hidden.N (T, dim).
 NamedTensors forward_decoder_lm(models::DecoderLM& model, const ForwardArgs& a) {
-  NF_CHECK(a.input.empty() && a.target_ids.empty(), "--input and --target-ids are not for a language model; give --ids");
+  NF_CHECK(a.input.empty() && a.target_ids.empty() && a.token_type_ids.empty(),
+           "--input, --target-ids and --token-type-ids are not for a language model; give --ids");
   const std::vector<int64_t> ids = parse_ids(a.ids, model.config().vocab_size);
   const int64_t T = static_cast<int64_t>(ids.size());
   const models::LMOutput out = model.forward(Tensor::from_vector(ids, {1, T}), {}, a.hidden);
@@ -49,7 +50,8 @@ NamedTensors forward_decoder_lm(models::DecoderLM& model, const ForwardArgs& a) 
 
 // An encoder-decoder: --ids the source, --target-ids the decoder input; logits (T, tgt_vocab).
 NamedTensors forward_encoder_decoder(models::EncoderDecoder& model, const ForwardArgs& a) {
-  NF_CHECK(a.input.empty() && !a.hidden, "--input and --hidden are not for an encoder-decoder model");
+  NF_CHECK(a.input.empty() && !a.hidden && a.token_type_ids.empty(),
+           "--input, --hidden and --token-type-ids are not for an encoder-decoder model");
   NF_CHECK(!a.target_ids.empty(), "--target-ids: an encoder-decoder model needs the decoder's input ids "
            "(example: --ids \"5 6 7\" --target-ids \"1 5\")");
   const std::vector<int64_t> src = parse_ids(a.ids, model.config().src_vocab_size, "--ids");
@@ -75,7 +77,8 @@ Tensor read_pixel_values(const std::string& path, const models::ViTConfig& c) {
 
 // An image classifier: logits (n_classes) and, with --hidden, hidden.N (num_patches + 1, dim).
 NamedTensors forward_vit(models::ViTClassifier& model, const ForwardArgs& a) {
-  NF_CHECK(a.ids.empty() && a.target_ids.empty(), "--ids and --target-ids are not for an image classifier; give --input");
+  NF_CHECK(a.ids.empty() && a.target_ids.empty() && a.token_type_ids.empty(),
+           "--ids, --target-ids and --token-type-ids are not for an image classifier; give --input");
   NF_CHECK(!a.input.empty(), "--input FILE.safetensors (tensor pixel_values (C, H, W)) is needed for an image classifier");
   const models::ViTOutput out = model.forward(read_pixel_values(a.input, model.config()), {}, a.hidden);
   NamedTensors tensors = {{"logits", reshape(out.logits, {model.config().n_classes}).contiguous()}};

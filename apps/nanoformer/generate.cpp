@@ -34,13 +34,16 @@ void report(const infer::GenerationResult& r) {
 }
 
 void run_generate(const GenerateArgs& a, const CLI::App& cmd) {
+  check_generation_flags(a.flags);
   const std::shared_ptr<models::Model> model = models::load_model(a.flags.model);
   if (auto seq2seq = std::dynamic_pointer_cast<models::EncoderDecoder>(model))
     return run_seq2seq_generate(*seq2seq, a.flags, a.seq2seq, {a.ids, a.prompt, a.prompt_ids}, cmd);
   refuse_seq2seq_flags(cmd);
+  NF_CHECK(cmd.count("--bos") == 0 || (a.ids && a.prompt_ids.empty()),
+           "--bos is the id to start from with --ids and no --prompt-ids");
   LoadedModel loaded = load_model_and_tokenizer(a.flags, !a.ids, model);
   const int64_t vocab = loaded.model->config().vocab_size;
-  infer::Sampler sampler(sampler_config(a.flags));
+  infer::Sampler sampler(sampler_config(a.flags, loaded));
   infer::StopCriteria stop = a.flags.stop;
   infer::Session session(*loaded.model, a.flags.context);
 

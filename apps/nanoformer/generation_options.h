@@ -23,15 +23,18 @@ struct GenerationFlags {
 
 // --model, --tokenizer, --context and the sampling and stopping flags.
 void add_generation_flags(CLI::App& cmd, GenerationFlags& flags);
-
-// The sampler's settings after --greedy (temperature 0), validated.
-infer::SamplerConfig sampler_config(const GenerationFlags& flags);
+// Throws nf::Error naming a sampling or stopping flag out of range; called before anything loads.
+void check_generation_flags(const GenerationFlags& flags);
 
 struct LoadedModel {
   std::shared_ptr<models::DecoderLM> model;
   std::unique_ptr<tokenizer::Tokenizer> tokenizer;  // null when none was given or found
   std::string tokenizer_path;
 };
+
+// The sampler's settings after --greedy (temperature 0), validated; with a tokenizer, ids beyond
+// its vocabulary (a model's padding) are never drawn.
+infer::SamplerConfig sampler_config(const GenerationFlags& flags, const LoadedModel& loaded);
 
 // The model (any checkpoint, model folder, llama2c file or preset), and --tokenizer or else the
 // tokenizer.json beside the model (in its folder, or the folder of the file); `required`: an

@@ -16,6 +16,7 @@ namespace {
 constexpr const char* kSeq2SeqFlags[] = {"--num-beams", "--length-penalty", "--decoder-start"};
 constexpr const char* kSamplingFlags[] = {"--temperature", "--top-k", "--top-p", "--min-p", "--repetition-penalty",
                                           "--seed", "--stop"};
+constexpr const char* kDecoderOnlyFlags[] = {"--context", "--tokenizer", "--bos"};
 
 }  // namespace
 
@@ -44,6 +45,9 @@ void run_seq2seq_generate(models::EncoderDecoder& model, const GenerationFlags& 
   for (const char* flag : kSamplingFlags)
     NF_CHECK(cmd.count(flag) == 0, flag, " is for sampling; an encoder-decoder model decodes greedily or by beam "
              "search (--num-beams)");
+  for (const char* flag : kDecoderOnlyFlags)
+    NF_CHECK(cmd.count(flag) == 0, flag, " is for decoder-only language models; an encoder-decoder model takes source "
+             "ids (--prompt-ids) and prints target ids");
   NF_CHECK(flags.stop.eos_ids.size() <= 1, "--eos: an encoder-decoder model takes one end-of-sequence id, got ",
            flags.stop.eos_ids.size());
   const std::vector<int64_t> src = infer::parse_prompt_ids(prompt.ids_text, model.config().src_vocab_size);

@@ -70,9 +70,12 @@ void add_train(CLI::App& parent) {
   cmd->add_option("--threads", a->threads, "Threads for counting words (default: all)");
   cmd->add_flag("--char", a->char_level, "Build a character-level vocabulary instead of BPE");
   cmd->add_flag("--quiet,-q", a->quiet, "No progress output");
-  cmd->callback([a] {
+  cmd->callback([a, cmd] {
     const auto start = Clock::now();
     if (a->char_level) {
+      for (const char* flag : {"--vocab-size", "--special", "--pattern", "--min-frequency", "--threads"})
+        NF_CHECK(cmd->count(flag) == 0, "train: ", flag, " is for BPE; --char builds a character vocabulary (every "
+                 "character of the input)");
       std::string text;
       for (const std::string& path : a->inputs) text += tk::read_file(path);
       const tk::CharTokenizer tok = tk::CharTokenizer::train(text);

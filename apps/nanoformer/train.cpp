@@ -89,6 +89,25 @@ Flag flag(CLI::App* cmd, const std::string& names, train::TrainConfig& parsed, c
   return {o, [field](train::TrainConfig& to, const train::TrainConfig& from) { field(to) = field(from); }};
 }
 
+// Flags that the chosen schedule or optimizer would not use are refused rather than ignored.
+void refuse_unused_flags(const CLI::App& cmd, const train::TrainConfig& c) {
+  const std::string schedule = "--schedule " + train::schedule_kind_name(c.schedule.kind);
+  const std::string optimizer = "--optimizer " + c.optimizer.name;
+  // `flag` given although `chosen` does not use it: only `users` do
+  auto refuse_unless = [&](bool used, const char* flag, const std::string& chosen, const char* users) {
+    NF_CHECK(cmd.count(flag) == 0 || used, "train: ", flag, " would be ignored: ", chosen, " does not use it (",
+             users, " do)");
+  };
+  const bool adam = c.optimizer.name == "adam" || c.optimizer.name == "adamw" || c.optimizer.name == "muon";
+  refuse_unless(c.schedule.kind == train::ScheduleKind::warmup_cosine, "--min-lr", schedule, "warmup_cosine");
+  refuse_unless(c.schedule.kind == train::ScheduleKind::wsd, "--warmdown-fraction", schedule, "wsd");
+  refuse_unless(c.optimizer.name == "sgd", "--momentum", optimizer, "sgd");
+  refuse_unless(adam, "--beta1", optimizer, "adam, adamw and muon");
+  refuse_unless(adam, "--beta2", optimizer, "adam, adamw and muon");
+  refuse_unless(c.optimizer.name != "nanochat", "--lr", optimizer + ", whose groups have their own rates,",
+                "sgd, adam, adamw and muon");
+}
+
 }  // namespace
 
 void add_train_command(CLI::App& app) {
@@ -110,7 +129,6 @@ void add_train_command(CLI::App& app) {
       "once, keeping the last complete checkpoint. Run again with --resume to continue.");
   auto c = std::make_shared<train::TrainConfig>();
   c->schedule.kind = train::ScheduleKind::warmup_cosine;
-  c->optimizer.weight_decay = 0.1;
   auto schedule = std::make_shared<std::string>("warmup_cosine");
   auto precision = std::make_shared<std::string>("fp32");
   auto flags = std::make_shared<std::vector<Flag>>();
@@ -140,7 +158,7 @@ void add_train_command(CLI::App& app) {
                [](TC& t, const TC& s) { t.schedule.kind = s.schedule.kind; }});
   f.push_back(flag(cmd, "--warmdown-fraction", *c, "wsd: final share of steps that decays", [](auto& t) -> auto& { return t.schedule.warmdown_fraction; }));
   f.push_back(flag(cmd, "--optimizer", *c, "sgd, adam, adamw, muon or nanochat", [](auto& t) -> auto& { return t.optimizer.name; }));
-  f.push_back(flag(cmd, "--weight-decay", *c, "Weight decay (not on norms and biases)", [](auto& t) -> auto& { return t.optimizer.weight_decay; }));
+  f.push_back(flag(cmd, "--weight-decay", *c, "Weight decay, not on norms and biases (default: 0.1 for sgd, adam, adamw; 0 for muon, nanochat)", [](auto& t) -> auto& { return t.optimizer.weight_decay; }));
   f.push_back(flag(cmd, "--beta1", *c, "Adam beta1", [](auto& t) -> auto& { return t.optimizer.beta1; }));
   f.push_back(flag(cmd, "--beta2", *c, "Adam beta2", [](auto& t) -> auto& { return t.optimizer.beta2; }));
   f.push_back(flag(cmd, "--momentum", *c, "SGD momentum", [](auto& t) -> auto& { return t.optimizer.momentum; }));
@@ -185,7 +203,13 @@ void add_train_command(CLI::App& app) {
     c->precision = train::precision_from_name(*precision);
     c->schedule.lr = c->optimizer.lr;
     if (cmd->count("--min-lr") == 0) c->schedule.min_lr = c->optimizer.lr / 10;
-    if (cmd->count("--init-from") > 0 && cmd->count("--config") == 0) c->model.clear();
+    if (cmd->count("--init-from") > 0) {
+      NF_CHECK(cmd->count("--config") == 0, "train: --config builds a fresh model and --init-from loads one: give one ",
+               "of them (--set changes the settings of an --init-from model that keep its weights, such as dropout)");
+      c->model.clear();
+    }
+    if (cmd->count("--weight-decay") == 0) c->optimizer.weight_decay = train::default_weight_decay(c->optimizer.name);
+    if (!c->resume) refuse_unused_flags(*cmd, *c);
     const size_t lora_flags = cmd->count("--lora-rank") + cmd->count("--lora-alpha") + cmd->count("--lora-targets") +
                               cmd->count("--lora-dropout");
     if (cmd->count("--lora-rank") > 0)
@@ -225,11 +249,13 @@ void add_train_command(CLI::App& app) {
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const auto& s = trainer.state();
+    char validation[64] = "no validation";  // best_val_loss 0: no validation pass ran
+    if (s.best_val_loss != 0) std::snprintf(validation, sizeof validation, "best val loss %.4f", s.best_val_loss);
     if (world.rank() == 0)
-      std::printf("%s at step %lld of %lld: %lld steps in %.1f s, %.0f tokens/s; best val loss %.4f\n",
+      std::printf("%s at step %lld of %lld: %lld steps in %.1f s, %.0f tokens/s; %s\n",
                   outcome == train::Trainer::Outcome::stopped ? "stopped" : "finished", static_cast<long long>(s.step),
                   static_cast<long long>(config.schedule.total_steps), static_cast<long long>(s.step - first_step),
-                  seconds, static_cast<double>(s.tokens - first_tokens) / std::max(seconds, 1e-9), s.best_val_loss);
+                  seconds, static_cast<double>(s.tokens - first_tokens) / std::max(seconds, 1e-9), validation);
     if (outcome == train::Trainer::Outcome::stopped) throw CLI::RuntimeError(128 + g_first_signal.load());
   });
 }

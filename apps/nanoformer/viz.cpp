@@ -164,14 +164,20 @@ void write_attention(const ProbeResult& r, const Input& in, const VizArgs& a, co
   }
 }
 
-// (c) histograms of every block's output, this model against --compare.
-void write_comparison(const ProbeResult& r, const std::string& name, const Input& in, const VizArgs& a) {
+// The --compare model, checked against the model and the input (before anything is written).
+std::shared_ptr<models::DecoderLM> comparison_model(const models::DecoderLMConfig& c, const Input& in, const VizArgs& a) {
   auto other = models::load_decoder_lm(a.compare);
-  NF_CHECK(other->config().n_layers == static_cast<int64_t>(r.block_outputs.size()), "--compare ", a.compare, ": ",
-           other->config().n_layers, " layers, the model has ", r.block_outputs.size());
+  NF_CHECK(other->config().n_layers == c.n_layers, "--compare ", a.compare, ": ", other->config().n_layers,
+           " layers, the model has ", c.n_layers);
   for (int64_t id : in.ids)
     NF_CHECK(id < other->config().vocab_size, "--compare ", a.compare, ": token id ", id,
              " is outside its vocabulary of ", other->config().vocab_size);
+  return other;
+}
+
+// (c) histograms of every block's output, this model against --compare.
+void write_comparison(const ProbeResult& r, const std::string& name, const Input& in, const VizArgs& a,
+                      const std::shared_ptr<models::DecoderLM>& other) {
   const ProbeResult o = models::probe_decoder_lm(*other, in.ids, false);
   const std::string other_name = other->config().name.empty() ? a.compare : other->config().name;
   std::vector<plot::HistogramChart> panels;
@@ -230,12 +236,13 @@ void run_viz(const VizArgs& a) {
   const Input in = read_input(a, c.vocab_size);
   NF_CHECK(static_cast<int64_t>(in.ids.size()) <= c.max_seq_len, "viz: ", in.ids.size(),
            " tokens exceed the model's max_seq_len ", c.max_seq_len);
-  fs::create_directories(a.out);
+  const auto other = a.compare.empty() ? nullptr : comparison_model(c, in, a);
+  fs::create_directories(a.out);  // every option checked
   const std::string name = c.name.empty() ? a.model : c.name;
   const ProbeResult r = models::probe_decoder_lm(*model, in.ids, true);
   write_stats(r, in, a, name);
   write_attention(r, in, a, layers, heads);
-  if (!a.compare.empty()) write_comparison(r, name, in, a);
+  if (other) write_comparison(r, name, in, a, other);
   write_expert_load(r, a);
   std::printf("wrote %s/stats.json and %s/stats.png\n", a.out.c_str(), a.out.c_str());
 }

@@ -46,6 +46,12 @@ void SamplerConfig::validate() const {
   NF_CHECK(min_p >= 0 && min_p <= 1, "--min-p ", min_p, ": min_p must be in [0, 1] (0 = no min-p)");
   NF_CHECK(repetition_penalty > 0 && std::isfinite(repetition_penalty), "--repetition-penalty ",
            repetition_penalty, ": the repetition penalty must be > 0 (1 = none)");
+  NF_CHECK(vocab_limit >= 0, "sampler: vocab_limit ", vocab_limit, " must be >= 0 (0 = every id)");
+}
+
+void apply_vocab_limit(std::span<float> logits, int64_t vocab_limit) {
+  if (vocab_limit <= 0) return;
+  for (size_t i = static_cast<size_t>(vocab_limit); i < logits.size(); ++i) logits[i] = kRemoved;  // never drawn
 }
 
 void apply_repetition_penalty(std::span<float> logits, std::span<const int64_t> tokens, double penalty) {
@@ -143,6 +149,7 @@ void apply_min_p(std::span<float> logits, double min_p) {
 }
 
 void process_logits(std::span<float> logits, std::span<const int64_t> tokens, const SamplerConfig& config) {
+  apply_vocab_limit(logits, config.vocab_limit);
   apply_repetition_penalty(logits, tokens, config.repetition_penalty);
   if (config.greedy()) return;
   apply_temperature(logits, config.temperature);

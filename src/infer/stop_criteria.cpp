@@ -18,7 +18,7 @@ const char* stop_reason_name(StopReason reason) {
 }
 
 void StopCriteria::validate() const {
-  NF_CHECK(max_new_tokens >= 0, "--max-new-tokens ", max_new_tokens, ": must be >= 0");
+  NF_CHECK(max_new_tokens >= 1, "--max-new-tokens ", max_new_tokens, ": must be >= 1 (at least one new token)");
   for (const std::string& s : stop_strings) NF_CHECK(!s.empty(), "--stop: a stop string must not be empty");
 }
 

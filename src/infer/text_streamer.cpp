@@ -10,7 +10,6 @@ TextStreamer::TextStreamer(const tokenizer::Tokenizer& tokenizer, const StopCrit
       decoder_(tokenizer, tokenizer::InvalidUtf8::replace),
       matcher_(criteria.stop_strings) {
   criteria_.validate();
-  if (criteria_.max_new_tokens == 0) reason_ = StopReason::max_new_tokens;
 }
 
 std::string TextStreamer::emit(std::string piece) {

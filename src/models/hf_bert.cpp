@@ -35,12 +35,6 @@ nn::MLPKind mlp_kind_of(const std::string& act, const std::string& source) {
   NF_FAIL(source, ": hidden_act '", act, "' is not supported (gelu, gelu_new, gelu_pytorch_tanh, relu)");
 }
 
-// The names make_mlp gives the MLP's two Linears for `kind` (relu: FeedForward; gelu: GeluMLP).
-std::pair<std::string, std::string> mlp_linear_names(nn::MLPKind kind) {
-  return kind == nn::MLPKind::relu ? std::pair<std::string, std::string>{"linear1", "linear2"}
-                                   : std::pair<std::string, std::string>{"c_fc", "c_proj"};
-}
-
 NameMap bert_name_map(const EncoderConfig& c, int64_t hidden) {
   const int64_t D = c.dim;
   NameMap map{{"embeddings.word_embeddings.weight", {c.vocab_size, D}, false, {"tok_embeddings.weight"}},
@@ -48,7 +42,8 @@ NameMap bert_name_map(const EncoderConfig& c, int64_t hidden) {
               {"embeddings.token_type_embeddings.weight", {c.type_vocab_size, D}, false, {"token_type_embeddings.weight"}},
               {"embeddings.LayerNorm.weight", {D}, false, {"embedding_norm.weight"}},
               {"embeddings.LayerNorm.bias", {D}, false, {"embedding_norm.bias"}}};
-  const auto [fc, proj] = mlp_linear_names(c.mlp);
+  const nn::TwoLayerMLP::Names mlp = nn::two_layer_mlp_names(c.mlp);
+  const std::string fc = mlp.fc, proj = mlp.proj;
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const std::string h = "encoder.layer." + std::to_string(l) + ".", o = "layers." + std::to_string(l) + ".";
     auto add = [&](const std::string& theirs, const std::string& ours, const Shape& weight_shape) {

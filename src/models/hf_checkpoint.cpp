@@ -1,13 +1,16 @@
 // Hugging Face folders: GPT2LMHeadModel and LlamaForCausalLM configs and name maps (see hf_checkpoint.h).
 #include "nanoformer/models/hf_checkpoint.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "models/folder_io.h"
 #include "models/name_map.h"
+#include "models/rope_rows.h"
 #include "nanoformer/core/error.h"
+#include "nanoformer/nn/mlp.h"
 #include "util/json_input.h"
 
 namespace nf::models {
@@ -131,7 +134,9 @@ HfFamily family_for(const DecoderLMConfig& c) {
     return HfFamily::gpt2;
   }
   need(c.norm == nn::NormKind::rmsnorm, cls, "norm", nn::norm_kind_name(c.norm));
-  need(c.rope_layout == RopeLayout::half, cls, "rope_layout", rope_layout_name(c.rope_layout));
+  // an interleaved model is written with its q / k rows reordered to the half layout (rope_rows.h)
+  need(c.rope_layout == RopeLayout::half || c.rope_layout == RopeLayout::interleaved, cls, "rope_layout",
+       rope_layout_name(c.rope_layout));
   need(c.rope_scaling != nn::RopeScaling::ntk, cls, "rope_scaling", "ntk");
   need(c.mlp == nn::MLPKind::swiglu, cls, "mlp", nn::mlp_kind_name(c.mlp));
   return HfFamily::llama;
@@ -141,6 +146,8 @@ NameMap gpt2_name_map(const DecoderLMConfig& c, int64_t hidden) {
   const int64_t D = c.dim;
   NameMap map{{"transformer.wte.weight", {c.vocab_size, D}, false, {"tok_embeddings.weight"}},
               {"transformer.wpe.weight", {c.max_seq_len, D}, false, {"pos_embeddings.weight"}}};
+  const nn::TwoLayerMLP::Names names = nn::two_layer_mlp_names(c.mlp);  // ours: mlp.c_fc, or mlp.linear1 for relu
+  const std::string fc = std::string("mlp.") + names.fc, proj = std::string("mlp.") + names.proj;
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const std::string h = "transformer.h." + std::to_string(l) + ".", o = "layers." + std::to_string(l) + ".";
     const std::vector<MappedTensor> layer{
@@ -153,10 +160,10 @@ NameMap gpt2_name_map(const DecoderLMConfig& c, int64_t hidden) {
         {h + "attn.c_proj.bias", {D}, false, {o + "attn.o_proj.bias"}},
         {h + "ln_2.weight", {D}, false, {o + "mlp_norm.weight"}},
         {h + "ln_2.bias", {D}, false, {o + "mlp_norm.bias"}},
-        {h + "mlp.c_fc.weight", {D, hidden}, true, {o + "mlp.c_fc.weight"}},
-        {h + "mlp.c_fc.bias", {hidden}, false, {o + "mlp.c_fc.bias"}},
-        {h + "mlp.c_proj.weight", {hidden, D}, true, {o + "mlp.c_proj.weight"}},
-        {h + "mlp.c_proj.bias", {D}, false, {o + "mlp.c_proj.bias"}}};
+        {h + "mlp.c_fc.weight", {D, hidden}, true, {o + fc + ".weight"}},
+        {h + "mlp.c_fc.bias", {hidden}, false, {o + fc + ".bias"}},
+        {h + "mlp.c_proj.weight", {hidden, D}, true, {o + proj + ".weight"}},
+        {h + "mlp.c_proj.bias", {D}, false, {o + proj + ".bias"}}};
     map.insert(map.end(), layer.begin(), layer.end());
   }
   map.push_back({"transformer.ln_f.weight", {D}, false, {"norm.weight"}});
@@ -207,6 +214,11 @@ std::set<std::string> ignored_names(HfFamily family, const DecoderLMConfig& c) {
   return ignored;
 }
 
+// GPT-2's <|endoftext|>, its BOS and EOS: GPT2Config's 50256 when the vocabulary holds it, else
+// the last id, where GPT-2 keeps it (50256 of 50257), so that transformers never reads an id the
+// model does not have.
+int64_t gpt2_end_of_text_id(int64_t vocab_size) { return std::min<int64_t>(50256, vocab_size - 1); }
+
 NameMap name_map(HfFamily family, const DecoderLMConfig& c, int64_t hidden) {
   return family == HfFamily::gpt2 ? gpt2_name_map(c, hidden) : llama_name_map(c, hidden);
 }
@@ -244,7 +256,8 @@ std::string hf_json_from_config(const DecoderLMConfig& c, int64_t mlp_hidden) {
          {"n_embd", c.dim}, {"n_layer", c.n_layers}, {"n_head", c.n_heads}, {"n_positions", c.max_seq_len},
          {"n_inner", mlp_hidden}, {"layer_norm_epsilon", c.norm_eps}, {"activation_function", act},
          {"resid_pdrop", c.residual_dropout}, {"embd_pdrop", c.dropout}, {"attn_pdrop", c.dropout},
-         {"tie_word_embeddings", c.tie_embeddings}, {"dtype", "float32"}};
+         {"tie_word_embeddings", c.tie_embeddings}, {"bos_token_id", gpt2_end_of_text_id(c.vocab_size)},
+         {"eos_token_id", gpt2_end_of_text_id(c.vocab_size)}, {"dtype", "float32"}};
   } else {
     nlohmann::ordered_json rope = {{"rope_type", c.rope_scaling == nn::RopeScaling::linear ? "linear" : "default"},
                                    {"rope_theta", c.rope_theta}};
@@ -283,9 +296,9 @@ std::shared_ptr<DecoderLM> load_hf(const std::string& dir) {
 void save_hf(const DecoderLM& model, const std::string& dir, int64_t max_shard_bytes) {
   const DecoderLMConfig& c = model.config();
   const HfFamily family = family_for(c);
-  const nn::StateDict state = model.state_dict();
-  const std::string first_mlp = family == HfFamily::gpt2 ? "layers.0.mlp.c_fc.weight" : "layers.0.mlp.w1.weight";
-  const int64_t hidden = state.at(first_mlp).size(0);
+  const RopeLayout layout = family == HfFamily::llama ? RopeLayout::half : c.rope_layout;  // LLaMA's is half
+  const nn::StateDict state = with_rope_layout(model.state_dict(), c, layout);
+  const int64_t hidden = nn::mlp_hidden_dim(block_config(c).mlp);
   fs::create_directories(dir);
   write_folder_tensors(dir, export_tensors(name_map(family, c, hidden), state), max_shard_bytes);
   write_text_atomic(fs::path(dir) / kConfigFile, hf_json_from_config(c, hidden));

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "models/rope_rows.h"
 #include "nanoformer/core/error.h"
 
 namespace nf::models {
@@ -131,7 +132,9 @@ void check_expressible(const DecoderLMConfig& c) {
          "pre");
   refuse(!c.embedding_norm, "embedding_norm", "true", "false");
   refuse(c.position == nn::PositionKind::rope, "position", nn::position_kind_name(c.position), "rope");
-  refuse(c.rope_layout == RopeLayout::interleaved, "rope_layout", rope_layout_name(c.rope_layout), "interleaved");
+  // a half model is written with its q / k rows reordered to the interleaved layout (rope_rows.h)
+  refuse(c.rope_layout == RopeLayout::interleaved || c.rope_layout == RopeLayout::half, "rope_layout",
+         rope_layout_name(c.rope_layout), "interleaved or half");
   refuse(c.rope_theta == kLlama2cRopeTheta, "rope_theta", std::to_string(c.rope_theta), "10000");
   refuse(c.rope_scaling == nn::RopeScaling::none, "rope_scaling", "not none", "none");
   refuse(!c.qk_norm, "qk_norm", "true", "false");
@@ -199,9 +202,9 @@ std::shared_ptr<DecoderLM> load_llama2c(const std::string& path) {
 }
 
 void save_llama2c(const DecoderLM& model, const std::string& path) {
-  const nn::StateDict state = model.state_dict();
   DecoderLMConfig c = model.config();
   check_expressible(c);
+  const nn::StateDict state = with_rope_layout(model.state_dict(), c, RopeLayout::interleaved);  // run.c's layout
   c.mlp_hidden = state.at("layers.0.mlp.w1.weight").size(0);
   const std::array<int64_t, 7> header{c.dim, c.mlp_hidden, c.n_layers, c.n_heads, c.n_kv_heads,
                                       c.tie_embeddings ? c.vocab_size : -c.vocab_size, c.max_seq_len};

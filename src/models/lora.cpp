@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <set>
 
@@ -137,9 +138,10 @@ void check_lora_options(const LoRAOptions& options) {
   check_targets(options.targets);
 }
 
-std::vector<std::string> apply_lora(Model& model, const LoRAOptions& options, Generator& gen) {
+// The Linears of `model` that `options` targets; throws, naming the problem, on bad options, a model
+// that already has adapters, or a target that names no layer of this model.
+std::vector<RoleLayer> targeted_layers(Model& model, const LoRAOptions& options) {
   check_lora_options(options);
-  const nn::LoRAConfig config{options.rank, options.alpha, options.dropout};
   NF_CHECK(!has_lora(model), "LoRA: this ", model.type_name(), " already has adapters (merge them first)");
   const std::vector<RoleLayer> layers = role_layers(model);
   std::vector<std::string> roles_here;
@@ -149,14 +151,33 @@ std::vector<std::string> apply_lora(Model& model, const LoRAOptions& options, Ge
   for (const auto& t : options.targets)
     NF_CHECK(std::find(roles_here.begin(), roles_here.end(), t) != roles_here.end(), "LoRA: target '", t,
              "' names no layer of this ", model.type_name(), " (its layers take: ", joined(roles_here), ")");
+  std::vector<RoleLayer> targeted;
+  for (const RoleLayer& l : layers)
+    if (std::find(options.targets.begin(), options.targets.end(), l.role) != options.targets.end()) targeted.push_back(l);
+  return targeted;
+}
+
+std::vector<std::string> apply_lora(Model& model, const LoRAOptions& options, Generator& gen) {
+  const std::vector<RoleLayer> layers = targeted_layers(model, options);
+  const nn::LoRAConfig config{options.rank, options.alpha, options.dropout};
   model.requires_grad_(false);
   std::vector<std::string> adapted;
   for (const RoleLayer& l : layers) {
-    if (std::find(options.targets.begin(), options.targets.end(), l.role) == options.targets.end()) continue;
     l.layer->add_lora(config, gen);
     adapted.push_back(l.path);
   }
   return adapted;
+}
+
+int64_t lora_parameter_count(Model& model, const LoRAOptions& options) {
+  int64_t total = 0;
+  for (const RoleLayer& l : targeted_layers(model, options)) {
+    int64_t adapter = 0;  // A (rank, in) and B (out, rank)
+    if (__builtin_mul_overflow(options.rank, l.layer->in_features() + l.layer->out_features(), &adapter) ||
+        __builtin_add_overflow(total, adapter, &total))
+      return std::numeric_limits<int64_t>::max();
+  }
+  return total;
 }
 
 bool has_lora(const Model& model) { return !adapted_layers(model).empty(); }

@@ -42,9 +42,12 @@ LoRAAdapterInfo info_of(const io::SafetensorsFile& file) {
   return info;
 }
 
-// "; the adapter's base config differs from this model's in: dim (32 there, 64 here), ..." or "".
-std::string config_differences(const std::string& adapter_base_json, const std::string& model_json,
-                               const std::string& path) {
+// Config keys that do not change what the weights compute: a base may differ from the adapter's in them.
+const std::set<std::string> kNonFunctionalKeys = {"name", "dropout", "residual_dropout", "init", "init_std"};
+
+// "dim (32 there, 64 here), ..." or "": the keys (but `ignored`) in which the two configs differ.
+std::string differing_keys(const std::string& adapter_base_json, const std::string& model_json, const std::string& path,
+                           const std::set<std::string>& ignored = {}) {
   const nlohmann::json theirs = util::parse_json(adapter_base_json, path + ": metadata 'base_config': ");
   const nlohmann::json ours = util::parse_json(model_json, "the model's config: ");
   if (!theirs.is_object() || !ours.is_object()) return "";
@@ -56,13 +59,21 @@ std::string config_differences(const std::string& adapter_base_json, const std::
     auto describe = [&](const nlohmann::json& config) {
       return config.contains(key) ? util::json_excerpt(config.at(key)) : std::string("absent");
     };
-    if (theirs.contains(key) && ours.contains(key) && theirs.at(key) == ours.at(key)) continue;
+    if (ignored.count(key) || (theirs.contains(key) && ours.contains(key) && theirs.at(key) == ours.at(key))) continue;
     out += (out.empty() ? "" : ", ") + key + " (" + describe(theirs) + " there, " + describe(ours) + " here)";
   }
-  return out.empty() ? "" : "; the adapter's base config differs from this model's in: " + out;
+  return out;
 }
 
-// Copies the file's adapter tensors into the model's, or throws listing every mismatch.
+// "; the adapter's base config differs from this model's in: dim (32 there, 64 here), ..." or "".
+std::string config_differences(const std::string& adapter_base_json, const std::string& model_json,
+                               const std::string& path) {
+  const std::string keys = differing_keys(adapter_base_json, model_json, path);
+  return keys.empty() ? "" : "; the adapter's base config differs from this model's in: " + keys;
+}
+
+// Copies the file's adapter tensors into the model's, or throws listing every mismatch (tensors, or
+// else the config keys that change what the base computes).
 void copy_adapter_tensors(const Model& model, const io::SafetensorsFile& file, const LoRAAdapterInfo& info) {
   const std::vector<nn::NamedTensor> own = lora_parameters(model);
   std::vector<std::string> missing, misshaped, unexpected, mistyped;
@@ -97,6 +108,11 @@ void copy_adapter_tensors(const Model& model, const io::SafetensorsFile& file, c
     os << config_differences(info.base_config_json, model.config_json(), file.path());
     throw Error(os.str());
   }
+  // shapes alone do not make the base the adapter was trained on: rope_theta, norm_eps, ... must agree too
+  const std::string differences =
+      differing_keys(info.base_config_json, model.config_json(), file.path(), kNonFunctionalKeys);
+  NF_CHECK(differences.empty(), file.path(), ": the adapter was trained on another base: its base config differs ",
+           "from this model's in: ", differences, " (merge it into the base it was trained on)");
   verify_checkpoint_tensors(file, std::vector<std::string>(own_names.begin(), own_names.end()));
   for (const auto& [name, tensor] : own) copy_into(tensor, file.view(name));
 }

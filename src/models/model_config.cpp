@@ -231,6 +231,8 @@ std::string configs_directory() {
   return "configs";
 }
 
+constexpr const char* kModelFileExtensions[] = {".json", ".safetensors", ".bin"};
+
 std::vector<std::string> preset_names() {
   std::vector<std::string> names;
   const std::filesystem::path dir = configs_directory();
@@ -243,6 +245,11 @@ std::vector<std::string> preset_names() {
 }
 
 std::string preset_path(const std::string& name) {
+  // a path (a '/' or a model file's extension) that does not exist is no preset either
+  const bool looks_like_path = name.find('/') != std::string::npos ||
+                               std::any_of(std::begin(kModelFileExtensions), std::end(kModelFileExtensions),
+                                           [&](const char* ext) { return name.ends_with(ext); });
+  NF_CHECK(!looks_like_path, name, ": no such file or folder");
   const std::filesystem::path path = std::filesystem::path(configs_directory()) / (name + ".json");
   if (!std::filesystem::exists(path)) {
     std::string known;

@@ -66,16 +66,16 @@ Tensor TwoLayerMLP::forward(const Tensor& x) {
 }
 
 FeedForward::FeedForward(int64_t dim, int64_t hidden, bool bias, double dropout, Generator& gen)
-    : TwoLayerMLP("FeedForward", {"linear1", "linear2"}, dim, hidden, MLPActivation::relu, bias, dropout,
+    : TwoLayerMLP("FeedForward", two_layer_mlp_names(MLPKind::relu), dim, hidden, MLPActivation::relu, bias, dropout,
                   DropoutAt::hidden, gen) {}
 
 GeluMLP::GeluMLP(int64_t dim, int64_t hidden, bool tanh_approximation, bool bias, double dropout, Generator& gen)
-    : TwoLayerMLP("GeluMLP", {"c_fc", "c_proj"}, dim, hidden,
+    : TwoLayerMLP("GeluMLP", two_layer_mlp_names(MLPKind::gelu), dim, hidden,
                   tanh_approximation ? MLPActivation::gelu_tanh : MLPActivation::gelu, bias, dropout, DropoutAt::output,
                   gen) {}
 
 ReluSquaredMLP::ReluSquaredMLP(int64_t dim, int64_t hidden, bool bias, double dropout, Generator& gen)
-    : TwoLayerMLP("ReluSquaredMLP", {"c_fc", "c_proj"}, dim, hidden, MLPActivation::relu_squared, bias, dropout,
+    : TwoLayerMLP("ReluSquaredMLP", two_layer_mlp_names(MLPKind::relu2), dim, hidden, MLPActivation::relu_squared, bias, dropout,
                   DropoutAt::output, gen) {}
 
 SwiGLU::SwiGLU(int64_t dim, int64_t hidden, bool bias, double dropout_p, Generator& gen) : UnaryModule("SwiGLU") {
@@ -99,6 +99,11 @@ int64_t swiglu_hidden_dim(int64_t dim, int64_t multiple_of) {
   NF_CHECK(multiple_of > 0, "swiglu_hidden_dim: multiple_of must be positive, got ", multiple_of);
   const int64_t base = 8 * dim / 3;  // int(2 * 4 * dim / 3)
   return multiple_of * ((base + multiple_of - 1) / multiple_of);
+}
+
+TwoLayerMLP::Names two_layer_mlp_names(MLPKind kind) {
+  NF_CHECK(kind != MLPKind::swiglu, "two_layer_mlp_names: a swiglu MLP has three Linears (w1, w2, w3)");
+  return kind == MLPKind::relu ? TwoLayerMLP::Names{"linear1", "linear2"} : TwoLayerMLP::Names{"c_fc", "c_proj"};
 }
 
 std::string mlp_kind_name(MLPKind kind) {

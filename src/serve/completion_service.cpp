@@ -109,6 +109,7 @@ std::shared_ptr<Completion> CompletionService::start(const CompletionRequest& r)
                            .on_done = [completion](const SequenceOutcome& o) { completion->on_done(o); },
                            .cancelled = completion->cancelled_};
   sequence.sampler.seed = r.seed ? *r.seed : std::random_device{}();
+  sequence.sampler.vocab_limit = static_cast<int64_t>(tokenizer_.vocab_size());  // a padded model's extra ids are never drawn
   if (!scheduler_.submit(std::move(sequence)))
     throw ApiError(503, "the server is busy: the queue is full; retry later", "server_error", "", "queue_full");
   return completion;

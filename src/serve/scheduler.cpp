@@ -168,14 +168,21 @@ void Scheduler::reset_slot(Slot& slot) {
 
 bool Scheduler::accept(Running& r, const float* logits) {
   const int64_t vocab = model_.config().vocab_size;
-  const int64_t id = r.sampler.next(std::span<const float>(logits, static_cast<size_t>(vocab)), r.history);
-  r.history.push_back(id);
-  r.pending = id;
   SequenceOutcome& o = r.outcome;
-  ++o.completion_tokens;
-  o.reason = r.request.stop.after_token(id, o.completion_tokens);
-  if (r.request.on_token && !r.request.on_token(id) && o.reason == infer::StopReason::none)
-    o.reason = infer::StopReason::stop_string;
+  try {
+    const int64_t id = r.sampler.next(std::span<const float>(logits, static_cast<size_t>(vocab)), r.history);
+    r.history.push_back(id);
+    r.pending = id;
+    ++o.completion_tokens;
+    o.reason = r.request.stop.after_token(id, o.completion_tokens);
+    if (r.request.on_token && !r.request.on_token(id) && o.reason == infer::StopReason::none)
+      o.reason = infer::StopReason::stop_string;
+  } catch (const std::exception& e) {  // this sequence's own failure (its sampler, its text): it ends alone
+    o.error = e.what();
+    reset_slot(slots_[r.slot]);
+    finish(r, o);
+    return false;
+  }
   if (o.reason == infer::StopReason::none && static_cast<int64_t>(slots_[r.slot].tokens.size()) >= context_)
     o.reason = infer::StopReason::max_new_tokens;  // the slot's cache is full
   if (o.reason == infer::StopReason::none) return true;

@@ -95,6 +95,10 @@ OptimizerConfig optimizer_config_from_json(const std::string& text, const std::s
   return c;
 }
 
+double default_weight_decay(const std::string& optimizer_name) {
+  return optimizer_name == "muon" || optimizer_name == "nanochat" ? 0.0 : 0.1;
+}
+
 OptimizerSet::OptimizerSet(const OptimizerConfig& config, nn::Module& model) : config_(config) {
   validate_optimizer_config(config_);
   for (auto& [name, p] : model.named_parameters()) names_.emplace(p.impl(), name);

@@ -36,10 +36,13 @@ ScheduleKind schedule_kind_from_name(const std::string& name) {
 }
 
 void validate_schedule(const ScheduleConfig& c) {
-  NF_CHECK(c.lr >= 0 && std::isfinite(c.lr), "schedule: lr ", c.lr, " must be >= 0");
+  NF_CHECK(c.lr > 0 && std::isfinite(c.lr), "schedule: lr ", c.lr, " (--lr) must be > 0: the peak learning rate");
   NF_CHECK(c.total_steps > 0, "schedule: total_steps ", c.total_steps, " must be > 0");
   NF_CHECK(c.warmup_steps >= 0 && c.warmup_steps < c.total_steps, "schedule: warmup_steps ", c.warmup_steps,
            " must be in [0, total_steps ", c.total_steps, ")");
+  NF_CHECK(c.warmup_steps == 0 || c.kind == ScheduleKind::warmup_cosine || c.kind == ScheduleKind::wsd,
+           "schedule ", schedule_kind_name(c.kind), " has no warmup, so warmup_steps ", c.warmup_steps,
+           " (--warmup) would be ignored: leave --warmup out, or use --schedule warmup_cosine or wsd");
   NF_CHECK(c.min_lr >= 0 && c.min_lr <= c.lr, "schedule: min_lr ", c.min_lr, " must be in [0, lr ", c.lr, "]");
   NF_CHECK(c.warmdown_fraction >= 0 && c.warmdown_fraction <= 1, "schedule: warmdown_fraction ", c.warmdown_fraction,
            " must be in [0, 1]");

@@ -122,8 +122,8 @@ void validate_train_config(const TrainConfig& c) {
 }
 
 std::string lora_base_path(const TrainConfig& config) {
-  return config.init_from.empty() ? (std::filesystem::path(config.out_dir) / "base.safetensors").string()
-                                  : config.init_from;
+  const bool init_from_as_is = !config.init_from.empty() && config.model_overrides.empty();
+  return init_from_as_is ? config.init_from : (std::filesystem::path(config.out_dir) / "base.safetensors").string();
 }
 
 std::string resolved_path(const std::string& path) {

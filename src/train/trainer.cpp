@@ -64,23 +64,65 @@ std::optional<AutocastGuard> autocast_for(Precision precision) {
 
 }  // namespace
 
-std::string model_config_with_overrides(const std::string& name_or_path, const std::vector<std::string>& overrides) {
-  const std::string path = models::resolve_config_path(name_or_path);
-  json config = util::parse_json(models::read_config_text(path), path + ": ");
-  NF_CHECK(config.is_object(), path, ": a model config must be a JSON object");
+namespace {
+
+// `config` with "key=value" overrides: a value is JSON (numbers, true/false, null, quoted strings),
+// else a bare string (--set norm=rmsnorm).
+json with_overrides(json config, const std::string& source, const std::vector<std::string>& overrides) {
+  NF_CHECK(config.is_object(), source, ": a model config must be a JSON object");
   for (const std::string& item : overrides) {
     const size_t eq = item.find('=');
     NF_CHECK(eq != std::string::npos && eq > 0, "--set '", item, "': expected key=value (e.g. vocab_size=65)");
     const std::string key = item.substr(0, eq), text = item.substr(eq + 1);
     json value;
     try {
-      value = json::parse(text);  // numbers, true/false, null, quoted strings
+      value = json::parse(text);
     } catch (const json::exception&) {
-      value = text;  // a bare word is a string: --set norm=rmsnorm
+      value = text;
     }
     config[key] = value;
   }
-  return config.dump();
+  return config;
+}
+
+// "dim 32 -> 64, dropout 0.0 -> 0.1": the keys in which two configs differ, the name aside.
+std::string changed_keys(const json& from, const json& to) {
+  std::string out;
+  for (const auto& [key, value] : to.items())
+    if (key != "name" && (!from.contains(key) || from.at(key) != value))
+      out += (out.empty() ? "" : ", ") + key + " " + (from.contains(key) ? from.at(key).dump() : "(absent)") + " -> " +
+             value.dump();
+  return out;
+}
+
+}  // namespace
+
+std::string model_config_with_overrides(const std::string& name_or_path, const std::vector<std::string>& overrides) {
+  const std::string path = models::resolve_config_path(name_or_path);
+  return with_overrides(util::parse_json(models::read_config_text(path), path + ": "), path, overrides).dump();
+}
+
+std::shared_ptr<models::DecoderLM> with_model_overrides(std::shared_ptr<models::DecoderLM> model,
+                                                        const std::vector<std::string>& overrides,
+                                                        const std::string& source, Generator& gen) {
+  if (overrides.empty()) return model;
+  const json before = json::parse(models::model_config_to_json(model->config()));
+  const models::DecoderLMConfig changed =
+      models::parse_model_config(with_overrides(before, source, overrides).dump(), source + " with --set");
+  const std::string changes = changed_keys(before, json::parse(models::model_config_to_json(changed)));
+  if (changes.empty()) return model;
+  auto refuse = [&] {
+    NF_FAIL("train --init-from ", source, ": --set would change its weights (", changes,
+            "); fine-tuning can change only settings that keep every weight's name and shape (dropout, rope_theta, ...)");
+  };
+  if (models::count_parameters(changed) != model->num_parameters()) refuse();
+  auto rebuilt = std::make_shared<models::DecoderLM>(changed, gen);
+  try {
+    rebuilt->load_state_dict(model->state_dict());
+  } catch (const Error&) {
+    refuse();
+  }
+  return rebuilt;
 }
 
 int64_t available_memory_bytes() {
@@ -99,14 +141,26 @@ int64_t available_memory_bytes() {
 }
 
 void check_training_memory(const models::DecoderLMConfig& config, int64_t batch, int64_t context,
-                           int64_t available_bytes) {
+                           int64_t available_bytes, int64_t lora_parameters) {
   const models::ModelStats stats = models::model_stats(config, {.context = context, .batch = batch});
   const models::MemoryEstimate& m = stats.fp32;
-  NF_CHECK(m.training <= available_bytes, "train: this run needs about ", gib(m.training), " (weights ", gib(m.weights),
-           ", gradients ", gib(m.gradients), ", optimizer state ", gib(m.optimizer), ", activations ",
-           gib(m.activations), " for batch ", batch, " x context ", context, "; ", stats.parameters.total,
-           " parameters), but only ", gib(available_bytes),
-           " of memory is available: use a smaller model, batch or context");
+  if (lora_parameters < 0) {
+    NF_CHECK(m.training <= available_bytes, "train: this run needs about ", gib(m.training), " (weights ", gib(m.weights),
+             ", gradients ", gib(m.gradients), ", optimizer state ", gib(m.optimizer), ", activations ",
+             gib(m.activations), " for batch ", batch, " x context ", context, "; ", stats.parameters.total,
+             " parameters), but only ", gib(available_bytes),
+             " of memory is available: use a smaller model, batch or context");
+    return;
+  }
+  // LoRA: the base frozen (weights only); each adapter parameter has its value, gradient and AdamW's two moments
+  const double adapters = 4.0 * 4.0 * static_cast<double>(lora_parameters);
+  const double needed = static_cast<double>(m.weights + m.activations) + adapters;
+  NF_CHECK(needed <= static_cast<double>(available_bytes), "train: this LoRA run needs about ",
+           gib(static_cast<int64_t>(std::min(needed, 9e18))), " (frozen weights ", gib(m.weights), ", LoRA adapters ",
+           lora_parameters, " parameters: ", gib(static_cast<int64_t>(std::min(adapters, 9e18))),
+           " with their gradients and optimizer state, activations ", gib(m.activations), " for batch ", batch,
+           " x context ", context, "), but only ", gib(available_bytes),
+           " of memory is available: use a smaller --lora-rank, fewer --lora-targets, or a smaller batch or context");
 }
 
 Trainer::Trainer(TrainConfig config, TrainingData data, dist::Communicator* comm)
@@ -122,16 +176,19 @@ Trainer::Trainer(TrainConfig config, TrainingData data, dist::Communicator* comm
   validate_train_config(config_);
   NF_CHECK(config_.ranks == comm_->size(), "train: the run is configured for ", config_.ranks, " ranks but ",
            comm_->size(), " are running");
-  fs::create_directories(config_.out_dir);
   const auto existing = list_checkpoints(config_.out_dir);
+  Generator init(config_.seed);  // a fresh run's weights, then its adapters
   if (config_.resume) {
     resume_from(newest_intact_checkpoint(config_.out_dir));
   } else {
     NF_CHECK(existing.empty(), "train: ", config_.out_dir, " already holds checkpoints (the newest: ",
              existing.empty() ? "" : existing.back().second,
              "): pass --resume to continue that run, or choose another --out so nothing is overwritten");
-    start_fresh();
+    start_fresh(init);
   }
+  const int64_t max_seq_len = model_->config().max_seq_len;
+  NF_CHECK(config_.data.context <= max_seq_len, "train: --context ", config_.data.context,
+           " exceeds the model's max_seq_len ", max_seq_len, ": give --context ", max_seq_len, " or less");
   config_.data.vocab_size = model_->config().vocab_size;
   config_.data.show_progress = !config_.quiet && is_root();
   if (!data_.train) {
@@ -144,6 +201,13 @@ Trainer::Trainer(TrainConfig config, TrainingData data, dist::Communicator* comm
       if (data_.val) data_.val = std::make_unique<ShardedBatches>(std::move(data_.val), comm_->rank(), ranks);
     }
     if (state_.data_files.empty()) state_.data_files = fingerprint_data_files(config_.data);
+  }
+  fs::create_directories(config_.out_dir);  // every option checked: the run's files from here on
+  if (config_.lora && !config_.resume) {
+    // the adapters' base is kept beside them unless it is the --init-from file as it is
+    const std::string base = lora_base_path(config_);
+    if (base != config_.init_from && is_root()) models::save_checkpoint(*model_, base);
+    models::apply_lora(*model_, *config_.lora, init);
   }
   optimizer_ = std::make_unique<OptimizerSet>(config_.optimizer, *model_);
   if (config_.distributed.zero == 1) zero_ = std::make_unique<ZeroSharding>(*optimizer_, *comm_);
@@ -174,20 +238,22 @@ Trainer::Trainer(TrainConfig config, TrainingData data, dist::Communicator* comm
 
 Trainer::~Trainer() = default;
 
-void Trainer::start_fresh() {
-  Generator gen(config_.seed);
+void Trainer::start_fresh(Generator& gen) {
+  const int64_t batch = config_.data.batch_size, context = config_.data.context;
+  const int64_t frozen = config_.lora ? 0 : -1;  // LoRA: the base's weights do not train
   if (!config_.init_from.empty()) {
-    model_ = models::load_decoder_lm(config_.init_from);
-    check_training_memory(model_->config(), config_.data.batch_size, config_.data.context, available_memory_bytes());
+    model_ = with_model_overrides(models::load_decoder_lm(config_.init_from), config_.model_overrides,
+                                  config_.init_from, gen);
+    check_training_memory(model_->config(), batch, context, available_memory_bytes(), frozen);
   } else {
     const std::string json_text = model_config_with_overrides(config_.model, config_.model_overrides);
     const models::DecoderLMConfig model_config = models::parse_model_config(json_text, config_.model);
-    check_training_memory(model_config, config_.data.batch_size, config_.data.context, available_memory_bytes());
+    check_training_memory(model_config, batch, context, available_memory_bytes(), frozen);
     model_ = std::make_shared<models::DecoderLM>(model_config, gen);
-    // a LoRA run's checkpoints hold only adapters: the fresh base they belong to is kept beside them
-    if (config_.lora && is_root()) models::save_checkpoint(*model_, lora_base_path(config_));
   }
-  if (config_.lora) models::apply_lora(*model_, *config_.lora, gen);
+  if (config_.lora)
+    check_training_memory(model_->config(), batch, context, available_memory_bytes(),
+                          models::lora_parameter_count(*model_, *config_.lora));
 }
 
 void Trainer::resume_from(const std::string& checkpoint) {

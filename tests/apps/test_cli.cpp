@@ -125,7 +125,7 @@ TEST_F(CliTest, ConvertToEachFormatLoadsBackOrNamesWhatItCannotExpress) {
   const std::pair<const char*, const char*> refused[] = {{"minimind", "attention_bias / mlp_bias true"},
                                                          {"minimind-hf", "attention_bias / mlp_bias true"},
                                                          {"nanochat", "norm rmsnorm"},
-                                                         {"llama2c", "rope_layout half"},
+                                                         {"llama2c", "attention_bias true"},
                                                          {"nanoformer --max-shard-size 1MB", "is not written in shards"},
                                                          {"hf --max-shard-size 2XB", "--max-shard-size"}};
   for (const auto& [format, reason] : refused) {
@@ -283,6 +283,22 @@ TEST_F(CliTest, LoraMergeFoldsAnAdapterIntoItsBase) {
   EXPECT_NE(r.err.find("mis-shaped"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("dim (16 there, 32 here)"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(path("x.safetensors")));
+  // every shape agrees, but the base computes something else: refused, naming the key; a base that
+  // differs only in dropout (nothing the merged weights compute) is accepted
+  std::ofstream(path("theta.json")) << R"({"vocab_size": 40, "dim": 16, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2,
+      "max_seq_len": 16, "norm": "rmsnorm", "position": "rope", "mlp": "swiglu", "tie_embeddings": false,
+      "rope_theta": 1000000.0})";
+  r = cli("lora merge --base '" + path("theta.json") + "' --adapter '" + adapter + "' --out '" + path("x.safetensors") + "'");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("trained on another base"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("rope_theta (10000.0 there, 1000000.0 here)"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(path("x.safetensors")));
+  std::ofstream(path("dropout.json")) << R"({"vocab_size": 40, "dim": 16, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2,
+      "max_seq_len": 16, "norm": "rmsnorm", "position": "rope", "mlp": "swiglu", "tie_embeddings": false,
+      "dropout": 0.1})";
+  r = cli("lora merge --base '" + path("dropout.json") + "' --adapter '" + adapter + "' --out '" + path("x.safetensors") + "'");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
 TEST_F(CliTest, BadModelNameIsOneLineAndNonZero) {
@@ -292,12 +308,30 @@ TEST_F(CliTest, BadModelNameIsOneLineAndNonZero) {
   EXPECT_NE(r.err.find("preset 'gpt5' is unknown"), std::string::npos) << r.err;
 }
 
+// A model path that does not exist is named as a missing file, not as an unknown preset, wherever a
+// model or config is read (inspect, convert, --model, --config, --init-from: one shared resolver).
+TEST_F(CliTest, AMissingModelFileIsNamedAsMissing) {
+  for (const std::string missing : {"x.json", "runs/none", "model.safetensors", "stories.bin"})
+    for (const std::string& args : {"inspect " + missing, "convert " + missing + " out.safetensors --to nanoformer",
+                                   "generate -m " + missing + " --ids -n 1",
+                                   "train --config " + missing + " --data d.bin --out " + path("run"),
+                                   "train --init-from " + missing + " --data d.bin --out " + path("run")}) {
+      const CliRun r = cli(args);
+      EXPECT_NE(r.exit_code, 0) << args;
+      EXPECT_EQ(lines(r.err), 1) << args << ": " << r.err;
+      EXPECT_NE(r.err.find(missing + ": no such file or folder"), std::string::npos) << args << ": " << r.err;
+      EXPECT_EQ(r.err.find("preset"), std::string::npos) << args << ": " << r.err;
+    }
+  EXPECT_FALSE(std::filesystem::exists(path("run")));
+}
+
 TEST_F(CliTest, BadFlagIsOneLineAndNonZero) {
   for (const char* args : {"inspect gpt-mini --bogus", "inspect gpt-mini --batch 0", "inspect", "frobnicate",
                            "forward --model gpt-mini --out x.safetensors", "forward --model gpt-mini --ids \"1 x\" --out x.st",
                            "convert gpt-mini out.safetensors", "convert no-such-model out.safetensors --to nanoformer",
                            "lora", "lora merge --base gpt-mini --out x.safetensors",
-                           "lora merge --adapter no-such-file.safetensors --out x.safetensors"}) {
+                           "lora merge --adapter no-such-file.safetensors --out x.safetensors",
+                           "forward --model gpt-mini --ids \"1 2\" --token-type-ids \"0 0\" --out x.safetensors"}) {
     const CliRun r = cli(args);
     EXPECT_NE(r.exit_code, 0) << args;
     EXPECT_EQ(lines(r.err), 1) << args << ": " << r.err;

@@ -107,6 +107,14 @@ TEST_F(EvalCliTest, TextDataWithATokenizer) {
   EXPECT_NE(r.out.find("| 8 | 10 | 80 |"), std::string::npos) << r.out;  // 84 characters: 83 targets
   expect_error(path("rope.safetensors") + " --data " + path("text.txt") + " --context 8",
                {"text.txt", "a tokenizer is needed"});
+  // options accepted and ignored are refused: BPE options with --char, --title without --plot
+  const auto char_flags = cli("tokenizer train --char --vocab-size 300 -i " + path("text.txt") + " -o " + path("c.json"));
+  EXPECT_NE(char_flags.exit_code, 0);
+  EXPECT_NE(char_flags.err.find("--vocab-size is for BPE"), std::string::npos) << char_flags.err;
+  EXPECT_FALSE(std::filesystem::exists(path("c.json")));
+  expect_error(path("rope.safetensors") + " --data " + path("text.txt") + " -t " + path("chars.json") +
+                   " --context 8 --title Perplexity",
+               {"--title", "--plot"});
 }
 
 TEST_F(EvalCliTest, ContextLongerThanALearnedTableIsAnError) {

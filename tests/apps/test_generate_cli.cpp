@@ -6,6 +6,7 @@
 // a tokenizer without chat tokens) is one clear line and a non-zero exit.
 #include <algorithm>
 #include <filesystem>
+#include <sstream>
 
 #include "nanoformer/io/safetensors.h"
 #include "nanoformer/models/decoder_lm.h"
@@ -82,6 +83,27 @@ TEST_F(ChatModelTest, ChatKeepsTheConversationAndResets) {
   EXPECT_LT(prefilled[1], prefilled[0]) << r.err;
 }
 
+// A model whose vocabulary (320) is padded beyond its tokenizer's (259), the padded ids' logits the
+// largest: generate (greedy and sampled, text and ids) and chat never emit a padded id.
+TEST_F(GenerateCliTest, APaddedVocabularyIsNeverSampledBeyondTheTokenizer) {
+  testing::save_tiny_chat_model(path("padded"), /*ascii_only=*/false, /*max_seq_len=*/128, /*padded_vocab=*/320);
+  const std::string model = "-m '" + path("padded/model.safetensors") + "' ";
+  for (const std::string sampling : {"--greedy", "--temperature 1 --seed 3", "--temperature 1.5 --top-k 400 --seed 4"}) {
+    const auto text = cli("generate " + model + "--prompt 'Hello' -n 40 " + sampling);
+    EXPECT_EQ(text.exit_code, 0) << sampling << ": " << text.err;
+    EXPECT_EQ(text.out.rfind("Hello", 0), 0u) << text.out;
+    const auto ids = cli("generate " + model + "--ids --prompt-ids '72 105' -n 40 " + sampling);
+    ASSERT_EQ(ids.exit_code, 0) << sampling << ": " << ids.err;
+    std::istringstream printed(ids.out);
+    int64_t count = 0;
+    for (int64_t id; printed >> id; ++count) EXPECT_LT(id, 259) << sampling << ": " << ids.out;
+    EXPECT_EQ(count, 40) << ids.out;
+  }
+  const auto chat = cli("chat " + model + "-n 30 --temperature 1 --seed 2", "hi\nand again\n/quit\n");
+  EXPECT_EQ(chat.exit_code, 0) << chat.err;
+  EXPECT_EQ(chat.err.find("out of range"), std::string::npos) << chat.err;
+}
+
 TEST_F(ChatModelTest, BadInputIsOneClearLine) {
   const std::string model = "-m '" + path("model/model.safetensors") + "' ";
   auto expect_error = [&](const std::string& args, const std::string& needle) {
@@ -96,6 +118,14 @@ TEST_F(ChatModelTest, BadInputIsOneClearLine) {
                    "/tokenizer/hf_gpt2.json' --prompt hi",
                "do not belong together");
   expect_error("generate " + model + "--prompt hi --top-p 1.5", "--top-p");
+  for (const std::string mode : {"--prompt hi", "--ids"}) {
+    expect_error("generate " + model + mode + " --max-new-tokens 0", "--max-new-tokens 0: must be >= 1");
+    expect_error("generate " + model + mode + " -n -2", "--max-new-tokens -2: must be >= 1");
+  }
+  expect_error("chat " + model + "-n 0", "--max-new-tokens 0: must be >= 1");
+  expect_error("generate " + model + "--ids --prompt-ids '1 2' --bos 3", "--bos is the id to start from");
+  // the flags are checked before the model is read
+  expect_error("generate -m '" + path("none/model.safetensors") + "' --prompt hi -n 0", "--max-new-tokens 0");
   tokenizer::testing::byte_tokenizer({}).save(path("plain.json"));
   expect_error("chat " + model + "--tokenizer '" + path("plain.json") + "'", "--chat-template");
   expect_error("generate -m '" + hf_fixture("llama_gqa") + "' --prompt hi", "no tokenizer");

@@ -207,6 +207,24 @@ TEST_F(ServeCliTest, MaxTokensAndStopStringsCutTheAnswer) {
   }
 }
 
+// A model whose vocabulary (320) is padded beyond its tokenizer's (259), the padded ids' logits the
+// largest: sampled and greedy answers never draw a padded id, so the server answers 200, not 500.
+TEST_F(ServeCliTest, APaddedVocabularyIsNeverSampledBeyondTheTokenizer) {
+  testing::save_tiny_chat_model(path("padded"), /*ascii_only=*/false, /*max_seq_len=*/256, /*padded_vocab=*/320);
+  ServerProcess server(path("padded.log"), {"--model", path("padded/model.safetensors")});
+  httplib::Client client = server.client();
+  for (const json& sampling : {json{{"temperature", 0}}, json{{"temperature", 1.0}, {"seed", 7}},
+                               json{{"temperature", 1.5}, {"top_k", 400}, {"seed", 8}}}) {
+    json text_body = {{"prompt", "Once upon"}, {"max_tokens", 48}};
+    text_body.update(sampling);
+    const json text = post(client, "/v1/completions", text_body, 200);
+    EXPECT_GT(text["usage"]["completion_tokens"].get<int>(), 0) << text;
+    EXPECT_TRUE(stream(client, "/v1/completions", text_body).done) << sampling;
+    const json answer = post(client, "/v1/chat/completions", chat("Hello", sampling), 200);
+    EXPECT_TRUE(answer["choices"][0]["message"].contains("content")) << answer;
+  }
+}
+
 TEST_F(ServeCliTest, TheApiKeyIsRequired) {
   ServerProcess server = serve("--api-key s3cret");
   httplib::Client client = server.client();

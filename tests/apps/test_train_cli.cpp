@@ -8,6 +8,9 @@
 //   second signal while the checkpoint is written does not abort it; a third exits at once, and
 //   the newest complete checkpoint loads and resumes;
 // - bad flags and data give one clear line and touch no checkpoint;
+// - options are checked before the disk (--lr, --context, --warmup, --lora-rank, --config with
+//   --init-from); --set applies to an --init-from model what keeps its weights; optimizer presets
+//   have their own weight decay; `demo` validates first and removes only its own run directory;
 // - a LoRA run (--lora-rank ...) writes adapter-only checkpoints that `lora merge` folds into the
 //   fresh base the run wrote; its flags are checked, and a resume may not change them.
 #include <signal.h>
@@ -26,6 +29,8 @@
 #include "nanoformer/tokenizer/token_file.h"
 #include "nanoformer/tokenizer/tokenizer.h"
 #include "nanoformer/train/train_checkpoint.h"
+#include "nanoformer/train/trainer.h"
+#include "support/cli_test.h"
 #include "support/pattern_tokens.h"
 #include "support/process.h"
 #include "support/testing.h"
@@ -76,11 +81,34 @@ class TrainCliTest : public ::testing::Test {
     ss << in.rdbuf();
     return ss.str();
   }
+  std::string out() const { return testing::read_text(path("stdout")); }
+  // A run that fails with one line containing every one of `parts` and leaves no `out` directory.
+  void expect_refused(const std::vector<std::string>& args, const std::vector<std::string>& parts,
+                      const std::string& out = "") const {
+    EXPECT_EQ(run(args), 1) << err();
+    const std::string e = err();
+    EXPECT_EQ(std::count(e.begin(), e.end(), '\n'), 1) << e;
+    for (const std::string& part : parts) EXPECT_NE(e.find(part), std::string::npos) << part << " in: " << e;
+    if (!out.empty()) {
+      EXPECT_FALSE(fs::exists(path(out))) << out << " was created: " << e;
+    }
+  }
 
   fs::path dir_;
 };
 
 using testing::wait_until;
+
+// `args` with `flag`'s value replaced (or the flag and value appended).
+std::vector<std::string> with(std::vector<std::string> args, const std::string& flag, const std::string& value) {
+  const auto at = std::find(args.begin(), args.end(), flag);
+  if (at == args.end()) {
+    args.insert(args.end(), {flag, value});
+  } else {
+    *(at + 1) = value;
+  }
+  return args;
+}
 
 bool has_temporary_file(const std::string& dir) {
   for (const auto& entry : fs::directory_iterator(dir))
@@ -389,6 +417,106 @@ TEST_F(TrainCliTest, LoRARunWritesAdaptersThatLoraMergeFolds) {
   unknown.insert(unknown.end(), {"--lora-rank", "2", "--lora-targets", "q,wq"});
   EXPECT_EQ(run(unknown), 1);
   EXPECT_NE(err().find("unknown target 'wq' (known: q, k, v, o, gate, up, down, fc, proj)"), std::string::npos) << err();
+}
+
+// Options are checked before anything is written, each refusal one line naming the flag: --lr 0,
+// --context beyond max_seq_len, --warmup with a schedule that has none, a huge --lora-rank (the
+// memory estimate counts the adapters), --config with --init-from.
+TEST_F(TrainCliTest, OptionsAreCheckedBeforeTheDiskAndNamed) {
+  expect_refused(with(run_args("r", 3), "--lr", "0"), {"lr 0 (--lr) must be > 0"}, "r");
+  expect_refused(with(run_args("r", 3), "--context", "32"), {"--context 32 exceeds the model's max_seq_len 16"}, "r");
+  for (const char* schedule : {"constant", "minimind_cosine"})
+    expect_refused(with(run_args("r", 4), "--schedule", schedule),
+                   {std::string("schedule ") + schedule + " has no warmup", "(--warmup)"}, "r");
+  expect_refused(with(run_args("r", 3), "--lora-rank", "1000000000"), {"this LoRA run needs about", "LoRA adapters",
+                                                                         "--lora-rank"}, "r");
+  EXPECT_EQ(err().find("bad_alloc"), std::string::npos) << err();
+  expect_refused(with(run_args("r", 3), "--data", path("missing.bin")), {"missing.bin"}, "r");
+  const std::string init = path("init.safetensors");
+  models::save_checkpoint(models::DecoderLM(models::parse_model_config(train::model_config_with_overrides(
+                              "llama2c-stories260k", {"vocab_size=32", "dim=32", "max_seq_len=16"}))),
+                          init);
+  expect_refused(with(run_args("r", 3), "--init-from", init), {"--config", "--init-from", "give one"}, "r");
+  // flags the chosen schedule or optimizer would ignore
+  expect_refused(with(with(run_args("r", 4), "--schedule", "wsd"), "--min-lr", "1e-4"),
+                 {"--min-lr would be ignored: --schedule wsd does not use it"}, "r");
+  expect_refused(with(run_args("r", 3), "--warmdown-fraction", "0.3"), {"--warmdown-fraction would be ignored"}, "r");
+  expect_refused(with(run_args("r", 3), "--momentum", "0.8"), {"--momentum would be ignored: --optimizer adamw"}, "r");
+  expect_refused(with(with(run_args("r", 3), "--optimizer", "sgd"), "--beta1", "0.8"), {"--beta1 would be ignored"}, "r");
+  expect_refused(with(run_args("r", 3), "--optimizer", "nanochat"), {"--lr would be ignored: --optimizer nanochat"}, "r");
+}
+
+// With --val-fraction 0 there is no validation: the summary says so instead of "best val loss 0.0000".
+TEST_F(TrainCliTest, NoValidationIsSaidSo) {
+  ASSERT_EQ(run(with(run_args("noval", 3), "--val-fraction", "0")), 0) << err();
+  EXPECT_NE(out().find("; no validation"), std::string::npos) << out();
+  EXPECT_EQ(out().find("best val loss"), std::string::npos) << out();
+}
+
+// --set with --init-from: what keeps every weight (dropout) is applied and recorded, what would
+// change a weight's shape (dim) is refused before anything is written.
+TEST_F(TrainCliTest, SetWithInitFromAppliesWhatKeepsTheWeightsAndRefusesTheRest) {
+  const std::string init = path("init.safetensors");
+  models::save_checkpoint(models::DecoderLM(models::parse_model_config(train::model_config_with_overrides(
+                              "llama2c-stories260k", {"vocab_size=32", "dim=32", "max_seq_len=16"}))),
+                          init);
+  std::vector<std::string> args = run_args("ft", 3);
+  args.erase(args.begin() + 1, args.begin() + 9);  // --config llama2c-stories260k and its three --set
+  args.insert(args.end(), {"--init-from", init, "--set", "dropout=0.1"});
+  ASSERT_EQ(run(args), 0) << err();
+  const std::string last = train::list_checkpoints(path("ft")).back().second;
+  EXPECT_EQ(models::read_checkpoint_config(last).dropout, 0.1);
+  EXPECT_EQ(train::read_train_checkpoint(last).config.model_overrides, std::vector<std::string>{"dropout=0.1"});
+  args = with(with(args, "--set", "dim=64"), "--out", path("wide"));
+  expect_refused(args, {init, "--set would change its weights", "dim 32 -> 64"}, "wide");
+}
+
+// Without --weight-decay each optimizer preset has its documented default: nanochat and muon decay
+// nothing (003), adamw 0.1; an explicit --weight-decay reaches Muon's matrices.
+TEST_F(TrainCliTest, OptimizerPresetsHaveTheirOwnWeightDecay) {
+  const std::pair<std::vector<std::string>, std::vector<std::string>> cases[] = {
+      {{"--optimizer", "nanochat"}, {"adamw unembedding", "adamw vectors", "muon matrices"}},
+      {{"--optimizer", "muon"}, {"adamw decay", "muon matrices"}}};
+  for (const auto& [flags, groups] : cases) {
+    std::vector<std::string> args = run_args(flags[1], 3);
+    if (flags[1] == "nanochat") args.erase(std::find(args.begin(), args.end(), "--lr"), std::find(args.begin(), args.end(), "--lr") + 2);
+    args.insert(args.end(), flags.begin(), flags.end());
+    ASSERT_EQ(run(args), 0) << err();
+    for (const std::string& group : groups) {
+      const size_t at = err().find(group + ":");
+      ASSERT_NE(at, std::string::npos) << group << " in " << err();
+      const std::string line = err().substr(at, err().find('\n', at) - at);
+      EXPECT_TRUE(line.ends_with("weight_decay 0")) << line;
+    }
+  }
+  auto args = run_args("adamw", 3);
+  ASSERT_EQ(run(args), 0) << err();
+  EXPECT_NE(err().find("weight_decay 0.1\n"), std::string::npos) << err();
+  args = run_args("muon_wd", 3);
+  args.insert(args.end(), {"--optimizer", "muon", "--weight-decay", "0.05"});
+  ASSERT_EQ(run(args), 0) << err();
+  const size_t at = err().find("muon matrices:");
+  ASSERT_NE(at, std::string::npos) << err();
+  EXPECT_TRUE(err().substr(at, err().find('\n', at) - at).ends_with("weight_decay 0.05")) << err();
+}
+
+// `demo` checks every option before touching the disk and never removes a directory it did not
+// make: a bad --problems (negative, 0, more than the digits allow) leaves --out as it was, a
+// non-empty --out without the demo's marker is refused, a previous demo's run directory is replaced.
+TEST_F(TrainCliTest, DemoValidatesFirstAndRemovesOnlyItsOwnRunDirectory) {
+  fs::create_directories(path("victim"));
+  std::ofstream(path("victim/notes.txt")) << "mine";
+  for (const char* problems : {"-1000", "0", "100000"})
+    expect_refused({"demo", "--steps", "1", "--problems", problems, "--out", path("victim")},
+                   {std::string("--problems ") + problems});
+  expect_refused({"demo", "--steps", "1", "--problems", "50", "--out", path("victim")},
+                 {path("victim"), "not empty", "choose another --out"});
+  EXPECT_EQ(testing::read_text(path("victim/notes.txt")), "mine");
+  for (int run_number = 0; run_number < 2; ++run_number) {  // the second run replaces the first's directory
+    ASSERT_EQ(run({"demo", "--steps", "1", "--problems", "50", "--out", path("demo")}), 0) << err();
+    EXPECT_NE(out().find("held-out problems answered exactly"), std::string::npos) << out();
+    EXPECT_TRUE(fs::exists(path("demo/.nanoformer-demo")));
+  }
 }
 
 }  // namespace

@@ -57,6 +57,9 @@ TEST_F(VizCliTest, BadInputIsOneClearLine) {
   r = cli("viz '" + pre + "' --ids \"1 2\" --compare '" + config("deep.json", R"(, "n_layers": 3)") + "' --out '" +
           path("v") + "'");
   EXPECT_NE(r.err.find("3 layers, the model has 2"), std::string::npos) << r.err;
+  r = cli("viz '" + pre + "' --ids \"1 2\" --compare '" + path("missing.json") + "' --out '" + path("v") + "'");
+  EXPECT_NE(r.err.find("missing.json: no such file"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(path("v")));  // nothing written before --compare was checked
 }
 
 }  // namespace

@@ -206,6 +206,26 @@ TEST(Sampler, BatchOfRowsEqualsRowsOneByOne) {
   EXPECT_THROW_WITH(batched.next(logits, std::span(tokens).first(2)), "3 rows of logits but 2 token sequences");
 }
 
+// A model's vocabulary padded beyond its tokenizer's: the padded ids are never drawn, greedy or
+// sampled, even when they carry by far the largest logits.
+TEST(Sampler, NeverDrawsIdsAtOrAboveTheVocabLimit) {
+  const std::vector<float> logits{0.5f, 0.2f, 0.1f, 0.3f, 9.0f, 8.0f};  // ids 4, 5: padding
+  EXPECT_EQ(kept(logits, [](auto l) { apply_vocab_limit(l, 4); }), (std::set<int64_t>{0, 1, 2, 3}));
+  EXPECT_EQ(kept(logits, [](auto l) { apply_vocab_limit(l, 0); }).size(), 6u);  // off
+  EXPECT_EQ(kept(logits, [](auto l) { apply_vocab_limit(l, 9); }).size(), 6u);  // covers the row
+  Sampler greedy({.temperature = 0, .vocab_limit = 4});
+  EXPECT_EQ(greedy.next(logits, {}), 0);
+  for (const SamplerConfig config : {SamplerConfig{.temperature = 1.0, .seed = 3, .vocab_limit = 4},
+                                     SamplerConfig{.temperature = 2.0, .top_k = 3, .top_p = 0.99, .seed = 4, .vocab_limit = 4},
+                                     SamplerConfig{.temperature = 1.5, .repetition_penalty = 1.2, .seed = 5, .vocab_limit = 4}}) {
+    Sampler sampler(config);
+    std::set<int64_t> drawn;
+    for (int i = 0; i < 400; ++i) drawn.insert(sampler.next(logits, std::vector<int64_t>{0, 1}));
+    EXPECT_EQ(*drawn.rbegin(), 3) << "temperature " << config.temperature;  // id 3 drawn, none above it
+  }
+  EXPECT_THROW_WITH(Sampler({.vocab_limit = -1}), "vocab_limit -1");
+}
+
 TEST(SamplerConfig, RejectsValuesOutOfRangeNamingTheFlag) {
   EXPECT_THROW_WITH(Sampler({.temperature = -0.5}), "--temperature -0.5", ">= 0");
   EXPECT_THROW_WITH(Sampler({.top_k = -1}), "--top-k -1", ">= 0");

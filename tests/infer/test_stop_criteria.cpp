@@ -27,7 +27,8 @@ TEST(StopCriteria, EndOfSequenceBeforeMaxNewTokens) {
 }
 
 TEST(StopCriteria, RejectsBadValuesNamingTheFlag) {
-  EXPECT_THROW_WITH((StopCriteria{.max_new_tokens = -1}.validate()), "--max-new-tokens -1", ">= 0");
+  EXPECT_THROW_WITH((StopCriteria{.max_new_tokens = -1}.validate()), "--max-new-tokens -1", ">= 1");
+  EXPECT_THROW_WITH((StopCriteria{.max_new_tokens = 0}.validate()), "--max-new-tokens 0", ">= 1");
   EXPECT_THROW_WITH((StopCriteria{.stop_strings = {"a", ""}}.validate()), "--stop", "empty");
   EXPECT_THROW_WITH(StopStringMatcher({""}), "--stop", "empty");
 }

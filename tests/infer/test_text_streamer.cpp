@@ -76,9 +76,7 @@ TEST(TextStreamer, MaxNewTokensAndAStopStringOverSeveralTokens) {
   EXPECT_EQ(stopped.stop_reason(), StopReason::stop_string);
   EXPECT_EQ(pieces[5], "");  // "\n" held back until "\nUse\n" shows it is not the stop string
 
-  TextStreamer none(tok, {.max_new_tokens = 0});
-  EXPECT_TRUE(none.stopped());
-  EXPECT_EQ(none.stop_reason(), StopReason::max_new_tokens);
+  EXPECT_THROW_WITH(TextStreamer(tok, {.max_new_tokens = 0}), "--max-new-tokens 0", ">= 1");
 }
 
 TEST(TextStreamer, InvalidBytesBecomeReplacementCharactersOnlyWhenTheStreamEnds) {

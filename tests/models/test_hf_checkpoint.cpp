@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <unistd.h>
@@ -28,6 +29,10 @@ const char* kCases[] = {"gpt2", "llama_gqa", "llama_linear_rope"};
 std::string fixture(const std::string& name) { return std::string(NF_TEST_DATA_DIR) + "/hf/" + name; }
 
 void write_text(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::trunc) << text; }
+std::string read_text_file(const fs::path& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
 
 using HfCheckpointTest = TempDirTest;
 
@@ -244,6 +249,57 @@ TEST_F(HfCheckpointTest, ConfigKeysOfTheWrongTypeNameTheFile) {
                     "m/config.json");
   EXPECT_THROW_WITH(config_from_hf_json(R"({"model_type": "llama", "hidden_act": [1]})", "l/config.json"),
                     "l/config.json");
+}
+
+// A ReLU GPT-2 (our FeedForward, linear1 / linear2) goes to GPT2LMHeadModel's c_fc / c_proj and
+// back with identical logits; a transformers GPT-2 folder with "activation_function": "relu" loads.
+TEST_F(HfCheckpointTest, ReluGpt2GoesToAndFromHuggingFace) {
+  Generator gen(3);
+  DecoderLM relu(parse_model_config(R"({"vocab_size": 40, "dim": 16, "n_layers": 2, "n_heads": 2,
+    "max_seq_len": 8, "mlp": "relu"})"), gen);
+  const Tensor ids = Tensor::from_vector(std::vector<int64_t>{3, 1, 4, 1, 5, 9, 2, 6}, {1, 8});
+  save_hf(relu, path("relu"));
+  const auto loaded = load_hf(path("relu"));
+  EXPECT_EQ(loaded->config().mlp, nn::MLPKind::relu);
+  EXPECT_TENSOR_CLOSE(eval_logits(*loaded, ids), eval_logits(relu, ids), 0.0, 0.0);
+
+  const std::string folder = copy_folder(fixture("gpt2"));
+  auto config = nlohmann::json::parse(read_text_file(folder + "/config.json"));
+  config["activation_function"] = "relu";
+  write_text(folder + "/config.json", config.dump());
+  const auto gpt2_relu = load_hf(folder);
+  EXPECT_EQ(gpt2_relu->config().mlp, nn::MLPKind::relu);
+  EXPECT_TRUE(gpt2_relu->state_dict().count("layers.0.mlp.linear1.weight"));
+}
+
+// GPT-2's config.json names bos_token_id and eos_token_id inside the vocabulary (GPT2Config's
+// 50256 where the vocabulary holds it, else the last id), so transformers never falls back to an
+// id the model does not have.
+TEST_F(HfCheckpointTest, Gpt2ExportNamesBosAndEosInsideTheVocabulary) {
+  for (const int64_t vocab : {40, 50257, 50304}) {
+    const auto config = nlohmann::json::parse(hf_json_from_config(
+        parse_model_config(R"({"vocab_size": )" + std::to_string(vocab) + R"(, "dim": 16, "n_layers": 1,
+          "n_heads": 2, "max_seq_len": 8})"), 64));
+    const int64_t expected = vocab > 50256 ? 50256 : vocab - 1;
+    EXPECT_EQ(config.at("bos_token_id").get<int64_t>(), expected) << vocab;
+    EXPECT_EQ(config.at("eos_token_id").get<int64_t>(), expected) << vocab;
+  }
+}
+
+// An interleaved-RoPE LLaMA (llama2.c's layout) is written as LlamaForCausalLM (half layout) with
+// its q / k rows reordered (models/rope_rows.h): loaded back, it computes the same logits.
+TEST_F(HfCheckpointTest, InterleavedRopeGoesToHuggingFaceWithPermutedRows) {
+  Generator gen(4);
+  DecoderLM interleaved(parse_model_config(R"({"vocab_size": 40, "dim": 32, "n_layers": 2, "n_heads": 4,
+    "n_kv_heads": 2, "max_seq_len": 8, "norm": "rmsnorm", "position": "rope", "rope_layout": "interleaved",
+    "mlp": "swiglu", "attention_bias": false, "mlp_bias": false, "tie_embeddings": false})"), gen);
+  const Tensor ids = Tensor::from_vector(std::vector<int64_t>{3, 1, 4, 1, 5, 9, 2, 6}, {1, 8});
+  save_hf(interleaved, path("llama"));
+  const auto loaded = load_hf(path("llama"));
+  EXPECT_EQ(loaded->config().rope_layout, RopeLayout::half);
+  const Tensor expected = eval_logits(interleaved, ids), logits = eval_logits(*loaded, ids);
+  EXPECT_TENSOR_CLOSE(logits, expected, 1e-5, 1e-5);
+  std::cout << "interleaved -> hf: max abs logit difference " << max_abs_diff(logits, expected) << "\n";
 }
 
 TEST_F(HfCheckpointTest, ModelsNeitherClassExpressesAreRefused) {

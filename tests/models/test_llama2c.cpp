@@ -67,6 +67,24 @@ TEST_F(Llama2cTest, SaveThenLoadIsIdentical) {
   }
 }
 
+// A half-RoPE LLaMA (the Hugging Face layout) is written in run.c's interleaved layout with its
+// q / k rows reordered (models/rope_rows.h): loaded back, it computes the same logits.
+TEST_F(Llama2cTest, HalfRopeModelIsWrittenWithPermutedRows) {
+  Generator gen(6);
+  DecoderLM model(parse_model_config(R"({"vocab_size": 48, "dim": 32, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2,
+    "max_seq_len": 16, "norm": "rmsnorm", "norm_bias": false, "position": "rope", "rope_layout": "half",
+    "mlp": "swiglu", "mlp_multiple_of": 8, "attention_bias": false, "mlp_bias": false})"), gen);
+  model.eval();
+  save_llama2c(model, path("half.bin"));
+  const auto loaded = load_llama2c(path("half.bin"));
+  loaded->eval();
+  EXPECT_EQ(loaded->config().rope_layout, RopeLayout::interleaved);
+  const Tensor ids = Tensor::of({3, 1, 4, 1, 5, 9, 2, 6, 47, 0}, {1, 10}, DType::i64);
+  const Tensor expected = model.forward(ids).logits, logits = loaded->forward(ids).logits;
+  EXPECT_TENSOR_CLOSE(logits, expected, 1e-5, 1e-5);
+  std::cout << "half -> llama2c: max abs logit difference " << max_abs_diff(logits, expected) << "\n";
+}
+
 TEST_F(Llama2cTest, TruncatedOversizedAndNonsenseFilesAreRefused) {
   const std::string bytes = read_bytes(data_path("tiny_tied.bin"));
   write_bytes(path("short.bin"), bytes.substr(0, bytes.size() - 4));

@@ -1,7 +1,8 @@
 // Continuous batching (serve/scheduler.h): sequences submitted together, more than the slots, with
 // different prompts, lengths and samplers, each get exactly the tokens a Session gives them alone,
 // while the steps really decode several rows at once; the queue bound; cancelling a queued or a
-// running sequence; a refused prompt; a slot's prefix reused by the next turn; stop from on_token.
+// running sequence; a refused prompt; a slot's prefix reused by the next turn; stop from on_token;
+// an on_token that throws ends its own sequence only.
 // Every wait has a deadline: a scheduler that never answers fails the test instead of hanging it.
 #include "nanoformer/serve/scheduler.h"
 
@@ -150,6 +151,32 @@ TEST(Scheduler, RefusedPromptsEndWithAnErrorAndServingGoesOn) {
   EXPECT_EQ(full.completion_tokens, 7);  // 10 prompt tokens + 6 fed = 16 columns; the 7th is sampled, not fed
   EXPECT_THROW(Scheduler(*model, {.parallel = 0}), Error);
   EXPECT_THROW(Scheduler(*model, {.parallel = 1, .max_queue = 1, .context = 49}), Error);
+}
+
+// A sequence whose on_token throws (its text cannot be decoded, say) ends alone with the error, on
+// its first token as later; the others finish and the scheduler keeps serving.
+TEST(Scheduler, AFailingTokenCallbackEndsItsSequenceAlone) {
+  const auto model = tiny_model();
+  Scheduler scheduler(*model, {.parallel = 3, .max_queue = 4, .context = 16});
+  Tracked first, later, fine, after;
+  SequenceRequest failing_first = tracked(first, {1, 2}, {.temperature = 0}, 5);
+  failing_first.on_token = [](int64_t) -> bool { throw Error("cannot decode this token"); };
+  SequenceRequest failing_later = tracked(later, {3, 4}, {.temperature = 0}, 5);
+  failing_later.on_token = [&later](int64_t id) {
+    later.tokens.push_back(id);
+    if (later.tokens.size() == 2) throw Error("cannot decode the second token");
+    return true;
+  };
+  ASSERT_TRUE(scheduler.submit(std::move(failing_first)));
+  ASSERT_TRUE(scheduler.submit(std::move(failing_later)));
+  ASSERT_TRUE(scheduler.submit(tracked(fine, {5, 6}, {.temperature = 0}, 5)));
+  EXPECT_NE(outcome(first).error.find("cannot decode this token"), std::string::npos);
+  EXPECT_NE(outcome(later).error.find("cannot decode the second token"), std::string::npos);
+  const SequenceOutcome ok = outcome(fine);
+  EXPECT_TRUE(ok.error.empty()) << ok.error;
+  EXPECT_EQ(ok.completion_tokens, 5);
+  ASSERT_TRUE(scheduler.submit(tracked(after, {1, 2}, {.temperature = 0}, 4)));
+  EXPECT_EQ(outcome(after).completion_tokens, 4);
 }
 
 TEST(Scheduler, TheNextTurnReusesItsSlotsPrefix) {

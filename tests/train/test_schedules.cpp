@@ -36,6 +36,12 @@ TEST(Schedules, BadConfigsAreNamed) {
                     "warmup_steps 10");
   EXPECT_THROW_WITH(learning_rate({.lr = 1e-3, .min_lr = 1e-2}, 0), "min_lr 0.01");
   EXPECT_THROW_WITH(learning_rate({}, -1), "step -1");
+  EXPECT_THROW_WITH(learning_rate({.lr = 0}, 0), "lr 0 (--lr) must be > 0");
+  for (const ScheduleKind kind : {ScheduleKind::constant, ScheduleKind::minimind_cosine})
+    EXPECT_THROW_WITH(learning_rate({.kind = kind, .total_steps = 10, .warmup_steps = 2}, 0),
+                      "schedule " + schedule_kind_name(kind) + " has no warmup", "warmup_steps 2 (--warmup)");
+  for (const ScheduleKind kind : {ScheduleKind::warmup_cosine, ScheduleKind::wsd})
+    EXPECT_NO_THROW(learning_rate({.kind = kind, .total_steps = 10, .warmup_steps = 2}, 0));
 }
 
 }  // namespace

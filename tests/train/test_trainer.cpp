@@ -120,6 +120,7 @@ TEST_F(TrainerTest, AccumulatingFourMicroBatchesEqualsOneBatchOfFour) {
     c->optimizer.weight_decay = 0;
     c->optimizer.lr = c->schedule.lr = 1.0;
     c->schedule.kind = ScheduleKind::constant;
+    c->schedule.warmup_steps = 0;  // constant has none
     c->grad_clip = 0;
     c->model_overrides.back() = "dropout=0";
   }
@@ -258,6 +259,14 @@ TEST_F(TrainerTest, RefusesAModelThatCannotFit) {
   huge.model_overrides.push_back("n_kv_heads=64");
   huge.model_overrides.push_back("n_layers=512");
   EXPECT_THROW_WITH(Trainer(huge, fixed_data(4)), "needs about", "memory is available");
+  // LoRA: the base frozen, the adapters counted (value, gradient, two moments)
+  EXPECT_NO_THROW(check_training_memory(big, 1, 64, int64_t{1} << 30, int64_t{1} << 20));
+  EXPECT_THROW_WITH(check_training_memory(big, 1, 64, int64_t{1} << 30, int64_t{1} << 28), "this LoRA run needs about",
+                    "LoRA adapters 268435456 parameters: 4.00 GiB", "only 1.00 GiB");
+  TrainConfig huge_rank = config("huge_rank", 4, 1, 2);
+  huge_rank.lora = models::LoRAOptions{.rank = int64_t{1} << 40};
+  EXPECT_THROW_WITH(Trainer(huge_rank, fixed_data(4)), "this LoRA run needs about", "--lora-rank");
+  EXPECT_FALSE(fs::exists(huge_rank.out_dir));
 }
 
 const models::LoRAOptions kLoRA{.rank = 2, .alpha = 4.0, .dropout = 0.1, .targets = {"q", "v", "gate", "down"}};
@@ -316,6 +325,7 @@ TEST_F(TrainerTest, LoRAFineTunesAnInitFromModelAndRefusesAnotherLoRAOnResume) {
   models::save_checkpoint(pretrained, init);
   TrainConfig c = config("ft", 4, 1, 2);
   c.init_from = init;
+  c.model_overrides.clear();  // init_from as it is: the adapters name it as their base
   c.lora = kLoRA;
   Trainer t(c, fixed_data(4));
   t.run();

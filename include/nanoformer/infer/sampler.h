@@ -14,6 +14,8 @@
 //   5. min-p:        x_i <- -inf where p_i < min_p * max_j p_j
 //   then draw i with probability softmax(x)_i.
 //
+// Ids at or above `vocab_limit` (when set) are removed first (logit -inf), so that neither greedy
+// nor sampling ever picks an id the tokenizer does not have.
 // Greedy (temperature 0, HF's do_sample=False) applies only the repetition penalty and takes the
 // argmax (ties: the lowest id, as torch.argmax). Draws come from a Philox generator seeded by
 // `seed`: every row sampled takes the next counter of that stream (a batch takes one per row, in
@@ -35,6 +37,8 @@ struct SamplerConfig {
   double min_p = 0.0;               // --min-p: in [0, 1]; 0 = off
   double repetition_penalty = 1.0;  // --repetition-penalty: > 0; 1 = off
   uint64_t seed = 0;                // --seed
+  int64_t vocab_limit = 0;          // ids >= this are never drawn (a tokenizer smaller than the model's
+                                    // padded vocabulary); 0 = all
 
   bool greedy() const { return temperature == 0.0; }
   // Throws nf::Error naming the flag and the value out of range.
@@ -47,7 +51,9 @@ void apply_temperature(std::span<float> logits, double temperature);
 void apply_top_k(std::span<float> logits, int64_t top_k);
 void apply_top_p(std::span<float> logits, double top_p);
 void apply_min_p(std::span<float> logits, double min_p);
-// All that `config` turns on, in the order above (only the penalty when greedy).
+// x_i <- -inf for i >= vocab_limit (nothing when vocab_limit is 0 or covers the row).
+void apply_vocab_limit(std::span<float> logits, int64_t vocab_limit);
+// All that `config` turns on, in the order above (only the limit and the penalty when greedy).
 void process_logits(std::span<float> logits, std::span<const int64_t> tokens, const SamplerConfig& config);
 
 // argmax, the lowest id among equal maxima.

@@ -19,7 +19,7 @@ struct StopCriteria {
   std::vector<std::string> stop_strings = {};  // --stop: stop when the generated text contains one
   int64_t max_new_tokens = 256;                // --max-new-tokens: stop after this many new tokens
 
-  // Throws nf::Error naming the flag: max_new_tokens < 0 or an empty stop string.
+  // Throws nf::Error naming the flag: max_new_tokens < 1 or an empty stop string.
   void validate() const;
   // Why to stop after `id`, the `count`-th new token (end of sequence before max new tokens).
   StopReason after_token(int64_t id, int64_t count) const;

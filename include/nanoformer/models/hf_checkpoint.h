@@ -8,12 +8,14 @@
 //   GPT-2  tok_embeddings <- transformer.wte, pos_embeddings <- transformer.wpe,
 //          layers.N.attn_norm / mlp_norm <- transformer.h.N.ln_1 / ln_2, norm <- transformer.ln_f,
 //          layers.N.attn.{q,k,v}_proj <- transformer.h.N.attn.c_attn (fused, Conv1D (in, out) weights),
-//          attn.o_proj <- attn.c_proj, mlp.c_fc / c_proj <- mlp.c_fc / c_proj (Conv1D: transposed),
-//          output <- lm_head (untied only)
+//          attn.o_proj <- attn.c_proj, mlp.c_fc / c_proj (linear1 / linear2 for relu) <- mlp.c_fc /
+//          c_proj (Conv1D: transposed), output <- lm_head (untied only); config.json's bos_token_id =
+//          eos_token_id = <|endoftext|>: 50256 (GPT2Config's) when the vocabulary holds it, else its last id
 //   LLaMA  tok_embeddings <- model.embed_tokens, layers.N.attn_norm / mlp_norm <- model.layers.N.
 //          input_layernorm / post_attention_layernorm, attn.{q,k,v,o}_proj <- self_attn.{q,k,v,o}_proj,
 //          mlp.w1 / w3 / w2 <- mlp.gate_proj / up_proj / down_proj, norm <- model.norm, output <- lm_head
-//          (rotate_half RoPE = our `half` layout; rope_theta; rope_scaling linear)
+//          (rotate_half RoPE = our `half` layout; rope_theta; rope_scaling linear); an `interleaved`
+//          model is written with its q / k rows reordered to the half layout (rope_rows.h)
 // Refused, naming the culprit: an unknown config key, a config value that changes the forward in a
 // way DecoderLM does not express, missing / unexpected / mis-shaped / non-float tensors (all listed
 // in one error), a shard listed in the index but absent, a tensor in two shards or twice in the index.

@@ -42,6 +42,9 @@ LoRAOptions lora_options_from_json(const std::string& json_text, const std::stri
 // ("layers.0.attn.q_proj", ...). Throws, before changing the model, on bad options, on a model that
 // already has adapters and on a target that names no layer of this model (naming the roles it has).
 std::vector<std::string> apply_lora(Model& model, const LoRAOptions& options, Generator& gen = default_generator());
+// The parameters apply_lora(model, options) would add: rank x (in + out) per targeted Linear
+// (INT64_MAX when that overflows), without adding them; throws as apply_lora on bad options.
+int64_t lora_parameter_count(Model& model, const LoRAOptions& options);
 bool has_lora(const Model& model);
 // The adapter tensors, "<layer>.lora_A.weight" and "<layer>.lora_B.weight", in registration order.
 std::vector<nn::NamedTensor> lora_parameters(const Model& model);

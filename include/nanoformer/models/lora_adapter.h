@@ -36,6 +36,9 @@ void save_lora_adapter(const Model& model, const LoRAOptions& options, const std
 // The metadata of an adapter file, without reading its tensors.
 LoRAAdapterInfo read_lora_adapter_info(const std::string& path);
 // Applies the file's options to `model` (a base without adapters) and loads the adapter tensors.
+// Refuses a base whose config differs from the recorded base's in a key that changes what the
+// weights compute (anything but name, dropout, residual_dropout, init, init_std), even when every
+// shape agrees.
 LoRAAdapterInfo load_lora_adapter(Model& model, const std::string& path, Generator& gen = default_generator());
 
 }  // namespace nf::models

@@ -75,7 +75,9 @@ void validate_model_config(const DecoderLMConfig& config, const std::string& sou
 // above the working directory or above the running executable (a build tree inside the repo).
 std::string configs_directory();
 std::vector<std::string> preset_names();
-// The file of preset `name` (configs/<name>.json); an unknown name is an error listing the known ones.
+// The file of preset `name` (configs/<name>.json); an unknown name is an error listing the known ones,
+// and a name that is a path (a '/', or ending in .json, .safetensors or .bin) an error saying that
+// no such file exists.
 std::string preset_path(const std::string& name);
 // A path to a JSON file as is, or a preset name's file.
 std::string resolve_config_path(const std::string& name_or_path);

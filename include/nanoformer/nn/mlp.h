@@ -96,6 +96,10 @@ struct MLPConfig {
   double dropout = 0.0;     // in [0, 1)
 };
 
+// The names make_mlp gives the two Linears of a two-layer MLP of `kind` (relu: linear1, linear2;
+// the others: c_fc, c_proj); throws for swiglu, which has three (w1, w2, w3).
+TwoLayerMLP::Names two_layer_mlp_names(MLPKind kind);
+
 // "relu", "gelu", "gelu_tanh", "swiglu", "relu2"; mlp_kind_from_name throws naming the unknown name.
 std::string mlp_kind_name(MLPKind kind);
 MLPKind mlp_kind_from_name(const std::string& name);

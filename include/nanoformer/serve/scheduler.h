@@ -37,7 +37,8 @@ struct SchedulerOptions {
 struct SequenceOutcome {
   infer::StopReason reason = infer::StopReason::none;  // none when cancelled or failed
   bool cancelled = false;
-  std::string error;             // non-empty when the sequence failed (its prompt was refused)
+  std::string error;             // non-empty when the sequence failed (its prompt was refused, or
+                                 // on_token or its sampler threw: it then ends alone)
   int64_t prompt_tokens = 0;     // the prompt's length
   int64_t cached_tokens = 0;     // of those, found in the slot's cache (not prefilled again)
   int64_t completion_tokens = 0; // new tokens, the end-of-sequence id included
@@ -47,7 +48,8 @@ struct SequenceRequest {
   std::vector<int64_t> prompt;
   infer::SamplerConfig sampler;
   infer::StopCriteria stop;  // eos ids and max new tokens (stop strings are on_token's business)
-  // After each new token, on the scheduler's thread: false ends the sequence (a stop string).
+  // After each new token, on the scheduler's thread: false ends the sequence (a stop string); an
+  // exception ends it with that error, the other sequences going on.
   std::function<bool(int64_t id)> on_token;
   // Once, on the scheduler's thread, however the sequence ends (stats() already count it).
   std::function<void(const SequenceOutcome&)> on_done;

@@ -31,6 +31,10 @@ struct OptimizerConfig {
   bool muon_nesterov = true;       // muon / nanochat
 };
 
+// The weight decay a preset gets when none is asked for (`nanoformer train` without --weight-decay):
+// 0.1 for sgd, adam and adamw (nanoGPT's); 0 for muon and nanochat, as 003's setup_optimizers
+// (its AdamW groups decay by 0, its Muon not at all).
+double default_weight_decay(const std::string& optimizer_name);
 // Throws nf::Error naming the first bad key and its value.
 void validate_optimizer_config(const OptimizerConfig& config, const std::string& source = "optimizer");
 // Every key (pretty-printed); optimizer_config_from_json gives it back.

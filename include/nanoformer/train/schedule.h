@@ -24,9 +24,9 @@ ScheduleKind schedule_kind_from_name(const std::string& name);
 
 struct ScheduleConfig {
   ScheduleKind kind = ScheduleKind::constant;
-  double lr = 1e-3;                 // the peak learning rate
+  double lr = 1e-3;                 // the peak learning rate, > 0
   int64_t total_steps = 1;          // T > 0
-  int64_t warmup_steps = 0;         // T_w in [0, T)
+  int64_t warmup_steps = 0;         // T_w in [0, T); 0 unless warmup_cosine or wsd (the others have none)
   double min_lr = 0.0;              // warmup_cosine's floor
   double warmdown_fraction = 0.2;   // wsd: the final fraction of the steps that decays
   double final_lr_fraction = 0.0;   // wsd: the multiplier reached at the end

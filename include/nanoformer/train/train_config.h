@@ -29,8 +29,9 @@ struct DistributedOptions {
 
 struct TrainConfig {
   std::string model = "gpt-mini";   // a preset or config JSON: fresh weights from `seed`
-  std::vector<std::string> model_overrides;  // "key=value" applied to the model config's JSON
-  std::string init_from;            // else: any model file load_model reads (fine-tuning)
+  std::vector<std::string> model_overrides;  // "key=value" applied to the model config's JSON (to
+                                             // init_from's too: only what keeps its weights' shapes)
+  std::string init_from;            // else: any model file load_model reads (fine-tuning); `model` unused
   // LoRA (models/lora.h): adapters on the base (the fresh model or init_from), everything else
   // frozen; checkpoints then hold the adapters and their optimizer state only.
   std::optional<models::LoRAOptions> lora;
@@ -57,7 +58,8 @@ struct TrainConfig {
 // Throws nf::Error naming the first bad option.
 void validate_train_config(const TrainConfig& config);
 // The base a LoRA run's adapter checkpoints name (what `nanoformer lora merge` loads by default):
-// init_from, or <out_dir>/base.safetensors, the fresh base such a run writes when it starts.
+// init_from when no override changes it, else <out_dir>/base.safetensors, the base (fresh, or
+// init_from with the overrides) such a run writes when it starts.
 std::string lora_base_path(const TrainConfig& config);
 // The config as one JSON object (pretty-printed) and back; unknown keys are refused.
 std::string train_config_to_json(const TrainConfig& config);

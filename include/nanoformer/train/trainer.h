@@ -40,10 +40,19 @@ namespace nf::train {
 std::string model_config_with_overrides(const std::string& name_or_path, const std::vector<std::string>& overrides);
 // Bytes of memory a new allocation can take now (MemAvailable, capped by a cgroup limit).
 int64_t available_memory_bytes();
+// `model` (the --init-from model, loaded from `source`) with "key=value" overrides (--set) applied:
+// a setting that keeps every weight's name and shape (dropout, rope_theta, ...) changes (the model is
+// rebuilt from `gen` and given the weights); one that would change a weight is refused, naming the
+// changed keys. The model itself when nothing changes.
+std::shared_ptr<models::DecoderLM> with_model_overrides(std::shared_ptr<models::DecoderLM> model,
+                                                        const std::vector<std::string>& overrides,
+                                                        const std::string& source, Generator& gen);
 // Throws nf::Error, with the estimate's parts and the memory available, when training `config` at
-// batch x context cannot fit.
+// batch x context cannot fit. lora_parameters < 0: every weight trains; >= 0: LoRA, the base frozen
+// (its weights and activations only) and this many adapter parameters trained (value, gradient,
+// two moments each).
 void check_training_memory(const models::DecoderLMConfig& config, int64_t batch, int64_t context,
-                           int64_t available_bytes);
+                           int64_t available_bytes, int64_t lora_parameters = -1);
 
 struct StepResult {
   double loss = 0, token_loss = 0, aux_loss = 0;  // means over the step's micro-batches
@@ -77,7 +86,8 @@ class Trainer {
   std::string describe() const;
 
  private:
-  void start_fresh();
+  // The fresh (or --init-from) model, its weights drawn from `gen`, and the checks of its memory.
+  void start_fresh(Generator& gen);
   void resume_from(const std::string& checkpoint);
   void log_metrics(const std::string& json_line);
   // Forward and backward of a step's micro-batches, each loss weighted by its share of targets;
