@@ -14,6 +14,7 @@
 #include "nanoformer/tokenizer/char_tokenizer.h"
 #include "nanoformer/tokenizer/token_file.h"
 #include "nanoformer/tokenizer/tokenizer_json.h"
+#include "nanoformer/train/train_checkpoint.h"
 
 namespace fs = std::filesystem;
 using namespace nf;
@@ -161,6 +162,29 @@ void copy_corpus_seeds(const std::string& target) {
     fs::copy_file(e.path(), dir(target) / ("seed-" + e.path().filename().string()), fs::copy_options::overwrite_existing);
 }
 
+// A tiny checkpoint (format version 2: every tensor checksummed) and a tiny training checkpoint
+// (optimizer state, run state and config), as the library writes them; then the committed corpus.
+void checkpoint_seeds() {
+  const fs::path d = dir("checkpoint");
+  const models::DecoderLMConfig config = models::parse_model_config(
+      R"({"vocab_size": 16, "dim": 8, "n_layers": 1, "n_heads": 2, "max_seq_len": 8, "mlp_hidden": 16})", "seed");
+  Generator gen(1);
+  models::DecoderLM model(config, gen);
+  models::save_checkpoint(model, (d / "tiny-v2.safetensors").string());
+  train::TrainConfig run;
+  run.model = "tiny";
+  run.data.train_paths = {"/data/tokens.bin"};
+  run.optimizer.name = "adamw";
+  run.out_dir = "/runs/tiny";
+  const train::OptimizerSet optimizer(run.optimizer, model);
+  train::TrainState state;
+  state.step = 1;
+  state.next_batch_loss = 2.75;
+  state.data_files = {{"/data/tokens.bin", 4096, 0x0123456789abcdefull}};
+  train::save_train_checkpoint((d / "tiny-train-v2.safetensors").string(), model, optimizer, run, state);
+  copy_corpus_seeds("checkpoint");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -176,6 +200,7 @@ int main(int argc, char** argv) {
     char_vocab_seeds();
     token_file_seeds();
     load_tokenizer_seeds();
+    checkpoint_seeds();
     copy_corpus_seeds("openai_request");
     copy_corpus_seeds("metrics_log");
   } catch (const std::exception& e) {
