@@ -42,7 +42,11 @@ void BM_load_unverified(benchmark::State& state) {
   for (auto _ : state) {
     const nf::io::SafetensorsFile file = nf::io::SafetensorsFile::open(path);
     nf::Generator gen(0);
-    auto model = nf::models::build_model(nf::models::read_checkpoint_config_json(path), path, gen);
+    std::shared_ptr<nf::models::Model> model;
+    {
+      const nf::SkipRandomInitGuard every_weight_is_loaded;
+      model = nf::models::build_model(nf::models::read_checkpoint_config_json(path), path, gen);
+    }
     nf::nn::StateDict tensors;
     for (const nf::io::TensorEntry& e : file.entries()) tensors[e.name] = file.view(e.name);
     model->load_state_dict(tensors);

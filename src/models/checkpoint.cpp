@@ -6,6 +6,7 @@
 #include "nanoformer/core/error.h"
 #include "nanoformer/io/safetensors.h"
 #include "nanoformer/io/tensor_checksums.h"
+#include "nanoformer/ops/factory.h"
 
 namespace nf::models {
 namespace {
@@ -78,7 +79,11 @@ std::shared_ptr<Model> load_checkpoint(const std::string& path) {
   const std::string config_json = config_json_of(file);
   check_file_can_hold(file, config_json);
   Generator gen(0);
-  auto model = build_model(config_json, path + ": config", gen);
+  std::shared_ptr<Model> model;
+  {
+    const SkipRandomInitGuard every_weight_is_loaded;  // load_state_dict below refuses a missing one
+    model = build_model(config_json, path + ": config", gen);
+  }
   NF_CHECK(metadata_value(file, "model") == model->type_name(), path, ": metadata 'model' is '",
            metadata_value(file, "model"), "', but its config builds a ", model->type_name());
   const nn::StateDict own = model->state_dict();

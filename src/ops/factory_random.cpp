@@ -12,10 +12,13 @@ namespace {
 using RandomKernel = void (*)(const Tensor&, cpu::Distribution, double, double, uint64_t, uint64_t);
 const DeviceKernels<RandomKernel> kRandom{.cpu = cpu::random_fill};
 
+thread_local bool t_skip_random_init = false;  // SkipRandomInitGuard
+
 Tensor draw(const char* op, const Shape& shape, DType dtype, cpu::Distribution dist, double a, double b, Generator& gen) {
   Tensor t = Tensor::empty(shape, dtype);
   const uint64_t first = gen.reserve(static_cast<uint64_t>(t.numel()));
-  kRandom.get(t.device(), op)(t, dist, a, b, gen.seed(), first);
+  const bool floating = dist == cpu::Distribution::uniform || dist == cpu::Distribution::normal;
+  if (!(floating && t_skip_random_init)) kRandom.get(t.device(), op)(t, dist, a, b, gen.seed(), first);
   return t;
 }
 
@@ -70,8 +73,11 @@ void normal_(const Tensor& t, double mean, double std, Generator& gen) {
   NF_CHECK(t.is_contiguous(), "normal_: the tensor must be contiguous, got shape ", shape_str(t.shape()), " strides ",
            shape_str(t.strides()));
   const uint64_t first = gen.reserve(static_cast<uint64_t>(t.numel()));
-  kRandom.get(t.device(), "normal_")(t, cpu::Distribution::normal, mean, std, gen.seed(), first);
+  if (!t_skip_random_init) kRandom.get(t.device(), "normal_")(t, cpu::Distribution::normal, mean, std, gen.seed(), first);
 }
+
+SkipRandomInitGuard::SkipRandomInitGuard() : previous_(t_skip_random_init) { t_skip_random_init = true; }
+SkipRandomInitGuard::~SkipRandomInitGuard() { t_skip_random_init = previous_; }
 
 Tensor randint(int64_t low, int64_t high, const Shape& shape, Generator& gen, DType dtype) {
   NF_CHECK(dtype == DType::i32 || dtype == DType::i64, "randint: dtype ", dtype_name(dtype), " is not an integer dtype");

@@ -169,6 +169,23 @@ TEST(Random, NormalInPlaceDrawsWhatNormalReturns) {
   EXPECT_EQ(b.offset(), a.offset());  // failed draws consume nothing
 }
 
+TEST(Random, SkippedInitReservesTheSameCountersAndDrawsIntegersAsAlways) {
+  Generator a(5), b(5);
+  const Tensor untouched = full({64}, 7.0);
+  {
+    const SkipRandomInitGuard skip;
+    (void)uniform({10, 3}, -1, 1, b);
+    (void)randn({4}, b);
+    normal_(untouched, 0.0, 1.0, b);
+    EXPECT_TENSOR_CLOSE(randint(0, 100, {6}, b), (void(uniform({10, 3}, -1, 1, a)), void(randn({4}, a)),
+                                                   void(normal({64}, 0.0, 1.0, a)), randint(0, 100, {6}, a)),
+                        0, 0);
+  }
+  EXPECT_TENSOR_CLOSE(untouched, full({64}, 7.0), 0, 0);  // no values drawn under the guard
+  EXPECT_EQ(b.offset(), a.offset());
+  EXPECT_TENSOR_CLOSE(randn({8}, b), randn({8}, a), 0, 0);  // and after it, the same stream
+}
+
 TEST(Random, ResultsDoNotDependOnTheThreadCount) {
   const int saved = num_threads();
   std::vector<std::vector<Tensor>> runs;

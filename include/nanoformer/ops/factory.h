@@ -33,4 +33,19 @@ void normal_(const Tensor& t, double mean, double std, Generator& gen);
 Tensor randint(int64_t low, int64_t high, const Shape& shape, Generator& gen, DType dtype = DType::i64);  // [low, high)
 Tensor bernoulli(const Shape& shape, double p, Generator& gen, DType dtype = DType::f32);  // 1 with probability p
 
+// While one lives on this thread, uniform, normal and normal_ (rand, randn) reserve their counters
+// as always, so every later draw is unchanged, but leave the values unset: for a model built only
+// to have every weight overwritten (load_checkpoint, as transformers' no_init_weights), which would
+// otherwise spend most of a load drawing them.
+class SkipRandomInitGuard {
+ public:
+  SkipRandomInitGuard();
+  ~SkipRandomInitGuard();
+  SkipRandomInitGuard(const SkipRandomInitGuard&) = delete;
+  SkipRandomInitGuard& operator=(const SkipRandomInitGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
 }  // namespace nf
