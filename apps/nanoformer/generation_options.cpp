@@ -34,19 +34,17 @@ void add_generation_flags(CLI::App& cmd, GenerationFlags& f) {
                  "template's end of turn)");
 }
 
-void check_generation_flags(const GenerationFlags& f) {
-  f.stop.validate();
-  infer::SamplerConfig c = f.sampler;
-  if (f.greedy) c.temperature = 0;
-  c.validate();
-}
-
 infer::SamplerConfig sampler_config(const GenerationFlags& f, const LoadedModel& loaded) {
   infer::SamplerConfig c = f.sampler;
   if (f.greedy) c.temperature = 0;
   if (loaded.tokenizer) c.vocab_limit = static_cast<int64_t>(loaded.tokenizer->vocab_size());
   c.validate();
   return c;
+}
+
+void check_generation_flags(const GenerationFlags& f) {
+  f.stop.validate();
+  (void)sampler_config(f, LoadedModel{});  // validates the sampling flags
 }
 
 namespace {

@@ -51,7 +51,8 @@ void on_stop_signal(int signal) {
 }
 
 // Installs on_stop_signal for the stop signals this process does not ignore (nohup ignores SIGHUP,
-// a background job of a non-interactive shell SIGINT: they stay ignored); restore() undoes it.
+// a background job of a non-interactive shell SIGINT: they stay ignored); its destructor puts the
+// previous handlers back.
 class StopSignals {
  public:
   StopSignals() {

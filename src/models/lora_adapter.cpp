@@ -50,18 +50,12 @@ std::string differing_keys(const std::string& adapter_base_json, const std::stri
                            const std::set<std::string>& ignored = {}) {
   const nlohmann::json theirs = util::parse_json(adapter_base_json, path + ": metadata 'base_config': ");
   const nlohmann::json ours = util::parse_json(model_json, "the model's config: ");
-  if (!theirs.is_object() || !ours.is_object()) return "";
-  std::set<std::string> keys;
-  for (const auto& [key, value] : theirs.items()) keys.insert(key);
-  for (const auto& [key, value] : ours.items()) keys.insert(key);
+  auto describe = [](const nlohmann::json& config, const std::string& key) {
+    return config.contains(key) ? util::json_excerpt(config.at(key)) : std::string("absent");
+  };
   std::string out;
-  for (const auto& key : keys) {
-    auto describe = [&](const nlohmann::json& config) {
-      return config.contains(key) ? util::json_excerpt(config.at(key)) : std::string("absent");
-    };
-    if (ignored.count(key) || (theirs.contains(key) && ours.contains(key) && theirs.at(key) == ours.at(key))) continue;
-    out += (out.empty() ? "" : ", ") + key + " (" + describe(theirs) + " there, " + describe(ours) + " here)";
-  }
+  for (const std::string& key : util::differing_keys(theirs, ours, ignored))
+    out += (out.empty() ? "" : ", ") + key + " (" + describe(theirs, key) + " there, " + describe(ours, key) + " here)";
   return out;
 }
 

@@ -87,11 +87,12 @@ json with_overrides(json config, const std::string& source, const std::vector<st
 
 // "dim 32 -> 64, dropout 0.0 -> 0.1": the keys in which two configs differ, the name aside.
 std::string changed_keys(const json& from, const json& to) {
+  auto describe = [](const json& config, const std::string& key) {
+    return config.contains(key) ? util::json_excerpt(config.at(key)) : std::string("(absent)");
+  };
   std::string out;
-  for (const auto& [key, value] : to.items())
-    if (key != "name" && (!from.contains(key) || from.at(key) != value))
-      out += (out.empty() ? "" : ", ") + key + " " + (from.contains(key) ? from.at(key).dump() : "(absent)") + " -> " +
-             value.dump();
+  for (const std::string& key : util::differing_keys(from, to, {"name"}))
+    out += (out.empty() ? "" : ", ") + key + " " + describe(from, key) + " -> " + describe(to, key);
   return out;
 }
 

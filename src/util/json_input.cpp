@@ -78,4 +78,15 @@ std::string shorten(std::string_view s, size_t max_chars) {
   return out += "...";
 }
 
+std::vector<std::string> differing_keys(const json& a, const json& b, const std::set<std::string>& ignored) {
+  if (!a.is_object() || !b.is_object()) return {};
+  std::set<std::string> keys;
+  for (const auto& [key, value] : a.items()) keys.insert(key);
+  for (const auto& [key, value] : b.items()) keys.insert(key);
+  std::vector<std::string> out;
+  for (const std::string& key : keys)
+    if (!ignored.count(key) && !(a.contains(key) && b.contains(key) && a.at(key) == b.at(key))) out.push_back(key);
+  return out;
+}
+
 }  // namespace nf::util

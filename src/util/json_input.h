@@ -4,8 +4,10 @@
 // an nf::Error, and error messages quote a short excerpt of a value without recursing into it
 // (nlohmann's dump() recurses once per level, so a deeply nested value would overflow the stack).
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace nf::util {
 
@@ -28,5 +30,10 @@ std::string json_excerpt(const nlohmann::json& value, size_t max_chars = 60);
 // s itself when it has at most max_chars bytes, else its start cut at a character boundary and
 // "..." (max_chars bytes in all).
 std::string shorten(std::string_view s, size_t max_chars = 60);
+
+// The top-level keys, sorted, whose values differ between two objects (a key in one only counts),
+// but those in `ignored`; none when either is not an object.
+std::vector<std::string> differing_keys(const nlohmann::json& a, const nlohmann::json& b,
+                                        const std::set<std::string>& ignored = {});
 
 }  // namespace nf::util
