@@ -1,5 +1,5 @@
 // Continuous batching's decode step (docs/serving.md): R sequences at different lengths, each in
-// its own cache, decoded in one DecoderLM::forward_cached_rows, against the same R sequences
+// its own cache, decoded in one DecoderLM::forward_cached over their caches, against the same R sequences
 // decoded one at a time (R forward_cached calls of one row) in the same run; minimind2-small with
 // random weights, fp32, prompts of 20 + 7r tokens. The reporter prints the median time ratio
 // batched / one at a time; tokens/s is the `items_per_second` column.
@@ -49,7 +49,7 @@ void BM_nf_batched_decode(benchmark::State& state) {
   for (nn::KVCache& c : s.caches) caches.push_back(&c);
   const Tensor ids = Tensor::from_vector(std::vector<int64_t>(static_cast<size_t>(rows), 7), {rows, 1});
   for (auto _ : state) {
-    benchmark::DoNotOptimize(model().forward_cached_rows(ids, caches, true).raw_data());
+    benchmark::DoNotOptimize(model().forward_cached(ids, caches, true).raw_data());
     s.roll_back();
   }
   state.SetItemsProcessed(state.iterations() * rows);

@@ -35,7 +35,7 @@ void run_chat(const ChatArgs& a) {
   infer::Sampler sampler(sampler_config(a.flags, loaded));
   infer::StopCriteria stop = a.flags.stop;
   if (stop.eos_ids.empty()) stop.eos_ids.push_back(chat_template->end_token());
-  infer::Session session(*loaded.model, a.flags.context);
+  infer::Session session(*loaded.model, a.flags.context, {.keep = a.flags.keep});
 
   std::string system = a.system;
   std::vector<tokenizer::ChatMessage> messages;

@@ -45,7 +45,7 @@ void run_generate(const GenerateArgs& a, const CLI::App& cmd) {
   const int64_t vocab = loaded.model->config().vocab_size;
   infer::Sampler sampler(sampler_config(a.flags, loaded));
   infer::StopCriteria stop = a.flags.stop;
-  infer::Session session(*loaded.model, a.flags.context);
+  infer::Session session(*loaded.model, a.flags.context, {.keep = a.flags.keep});
 
   if (a.ids) {
     NF_CHECK(a.prompt.empty(), "--prompt is text: with --ids give the prompt as --prompt-ids \"1 2 3\"");

@@ -17,6 +17,10 @@ void add_generation_flags(CLI::App& cmd, GenerationFlags& f) {
                  "tokenizer.json or character vocabulary (default: tokenizer.json beside the model)");
   cmd.add_option("--context", f.context, "Tokens the KV cache holds (default: the model's max_seq_len)")
       ->check(CLI::NonNegativeNumber);
+  cmd.add_option("--keep", f.keep,
+                 "Past the context, the tokens at its start that stay; the oldest half of the rest is dropped")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd.add_flag("--greedy", f.greedy, "Always the most likely token (the same as --temperature 0)");
   cmd.add_option("--temperature", f.sampler.temperature, "Sampling temperature; 0 = greedy")->capture_default_str();
   cmd.add_option("--top-k", f.sampler.top_k, "Keep the k most likely tokens (0 = off)")->capture_default_str();

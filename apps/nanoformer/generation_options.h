@@ -15,6 +15,7 @@ namespace nf::cli {
 struct GenerationFlags {
   std::string model, tokenizer;
   int64_t context = 0;  // the cache's length; 0 = the model's max_seq_len
+  int64_t keep = 0;     // past the context: tokens at its start never dropped (infer::ContextShift)
   bool greedy = false;
   infer::SamplerConfig sampler{.temperature = 0.8, .top_k = 0, .top_p = 0.9, .min_p = 0.0, .repetition_penalty = 1.0,
                                .seed = 0};

@@ -76,6 +76,10 @@ void add_serve_command(CLI::App& app) {
                   "tokenizer.json or character vocabulary (default: tokenizer.json beside the model)");
   cmd->add_option("--context", a->flags.context, "Tokens per sequence (default: the model's max_seq_len)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--keep", a->scheduler.keep,
+                  "Past the context, the tokens at a sequence's start that stay; the oldest half of the rest is dropped")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->add_option("--chat-template", a->chat_template,
                   "chatml, nanochat or a template file (default: told by the tokenizer's special tokens)");
   cmd->add_option("--name", a->name, "The model's name in responses and /v1/models (default: the model's file name)");

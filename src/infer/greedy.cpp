@@ -5,26 +5,9 @@
 
 #include "nanoformer/autograd/grad_mode.h"
 #include "nanoformer/core/error.h"
+#include "nanoformer/infer/decode_step.h"
 
 namespace nf::infer {
-namespace {
-
-// ids (1, n) of tokens[begin, end)
-Tensor row_of(const std::vector<int64_t>& tokens, size_t begin, size_t end) {
-  Tensor ids = Tensor::empty({1, static_cast<int64_t>(end - begin)}, DType::i64);
-  std::copy(tokens.begin() + static_cast<std::ptrdiff_t>(begin), tokens.begin() + static_cast<std::ptrdiff_t>(end),
-            ids.data<int64_t>());
-  return ids;
-}
-
-// The first maximum of logits (1, 1, vocab), as torch.argmax.
-int64_t argmax_token(const Tensor& logits) {
-  const Tensor row = logits.contiguous();
-  const float* p = row.data<float>();
-  return std::max_element(p, p + row.numel()) - p;
-}
-
-}  // namespace
 
 std::vector<int64_t> greedy_generate(models::DecoderLM& model, const std::vector<int64_t>& prompt,
                                      int64_t max_new_tokens, std::optional<int64_t> stop) {
@@ -34,25 +17,21 @@ std::vector<int64_t> greedy_generate(models::DecoderLM& model, const std::vector
   const bool was_training = model.is_training();
   model.eval();
   NoGradGuard no_grad;
-  const int64_t window = model.config().max_seq_len;
-  // the cache never holds more than the window, nor more than this call feeds
-  nn::KVCache cache = model.make_cache(1, std::min<int64_t>(window, static_cast<int64_t>(prompt.size()) + max_new_tokens));
-  std::vector<int64_t> sequence = prompt;
-  // (re)fills the cache with the last `window` tokens of the sequence
-  const auto prefill_window = [&] {
-    cache.reset();
-    const size_t start = sequence.size() - std::min<size_t>(sequence.size(), static_cast<size_t>(window));
-    return model.forward_cached(row_of(sequence, start, sequence.size()), cache, /*last_only=*/true);
-  };
-  Tensor logits = prefill_window();
-  for (int64_t i = 0; i < max_new_tokens; ++i) {
-    const int64_t next = argmax_token(logits);
-    sequence.push_back(next);
-    generated.push_back(next);
-    if ((stop && next == *stop) || i + 1 == max_new_tokens) break;
-    const bool full = cache.length() == cache.shape().max_len;  // only when the window slides
-    logits = full ? prefill_window()
-                  : model.forward_cached(row_of(sequence, sequence.size() - 1, sequence.size()), cache, true);
+  const int64_t window = model.config().max_seq_len, vocab = model.config().vocab_size;
+  CachedSequence sequence(model, 0, {.crop = true});  // past the window: a forward over its last max_seq_len tokens
+  const size_t start = prompt.size() - std::min<size_t>(prompt.size(), static_cast<size_t>(window));
+  Tensor logits = sequence.feed({prompt.begin() + static_cast<std::ptrdiff_t>(start), prompt.end()});
+  Sampler argmax({.temperature = 0.0});
+  const StopCriteria criteria{.eos_ids = stop ? std::vector<int64_t>{*stop} : std::vector<int64_t>{},
+                              .max_new_tokens = max_new_tokens};
+  std::vector<int64_t> history = prompt;
+  for (int64_t count = 1;; ++count) {
+    const SampledToken t = sample_step(argmax, {logits.data<float>(), static_cast<size_t>(vocab)}, history, criteria,
+                                       count, {});
+    generated.push_back(t.id);
+    if (t.reason != StopReason::none) break;
+    sequence.make_room(1);  // crop never fails
+    logits = sequence.feed({t.id});
   }
   model.train(was_training);
   return generated;

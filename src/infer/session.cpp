@@ -25,29 +25,9 @@ double GenerationResult::decode_tokens_per_s() const {
   return decode_seconds > 0 ? decoded / decode_seconds : 0;
 }
 
-int64_t keep_common_prefix(nn::KVCache& cache, std::vector<int64_t>& cached, const std::vector<int64_t>& sequence) {
-  const auto common = static_cast<int64_t>(
-      std::mismatch(cached.begin(), cached.end(), sequence.begin(), sequence.end()).first - cached.begin());
-  const int64_t keep = std::min(common, static_cast<int64_t>(sequence.size()) - 1);
-  cache.truncate(keep);
-  cached.resize(static_cast<size_t>(keep));
-  return keep;
-}
-
-Session::Session(models::DecoderLM& model, int64_t max_len) : model_(model), cache_(model.make_cache(1, max_len)) {
+Session::Session(models::DecoderLM& model, int64_t max_len, ContextShift shift)
+    : model_(model), sequence_(model, max_len, shift) {
   model_.eval();
-}
-
-void Session::reset() {
-  cache_.reset();
-  cached_.clear();
-}
-
-Tensor Session::feed(const std::vector<int64_t>& ids) {
-  const auto T = static_cast<int64_t>(ids.size());
-  const Tensor logits = model_.forward_cached(Tensor::from_vector(ids, {1, T}), cache_, /*last_only=*/true);
-  cached_.insert(cached_.end(), ids.begin(), ids.end());
-  return logits;
 }
 
 GenerationResult Session::generate(const std::vector<int64_t>& sequence, Sampler& sampler, const StopCriteria& stop,
@@ -61,26 +41,23 @@ GenerationResult Session::generate(const std::vector<int64_t>& sequence, Sampler
   NF_CHECK(length < context, "generate: the prompt is ", length, " tokens, but the context holds ", context,
            " (the model's max_seq_len or --context), leaving no room for a new token");
 
-  const int64_t keep = keep_common_prefix(cache_, cached_, sequence);
-
+  const int64_t keep = sequence_.keep_common_prefix(sequence);
   GenerationResult result;
   result.prompt_tokens = length - keep;
   auto start = std::chrono::steady_clock::now();
-  Tensor logits = feed({sequence.begin() + keep, sequence.end()});
+  Tensor logits = sequence_.feed({sequence.begin() + keep, sequence.end()});
   result.prefill_seconds = seconds_since(start);
 
   std::vector<int64_t> history = sequence;  // what the repetition penalty sees
   start = std::chrono::steady_clock::now();
   for (int64_t count = 1;; ++count) {
-    const int64_t id = sampler.next(std::span<const float>(logits.data<float>(), static_cast<size_t>(vocab)), history);
-    result.tokens.push_back(id);
-    history.push_back(id);
-    result.reason = stop.after_token(id, count);
-    if (on_token && !on_token(id) && result.reason == StopReason::none) result.reason = StopReason::stop_string;
-    if (result.reason == StopReason::none && static_cast<int64_t>(cached_.size()) >= context)
-      result.reason = StopReason::max_new_tokens;  // the cache is full
+    const SampledToken t = sample_step(sampler, {logits.data<float>(), static_cast<size_t>(vocab)}, history, stop,
+                                       count, on_token);
+    result.tokens.push_back(t.id);
+    result.reason = t.reason;
+    if (result.reason == StopReason::none && !sequence_.make_room(1)) result.reason = StopReason::context_full;
     if (result.reason != StopReason::none) break;
-    logits = feed({id});
+    logits = sequence_.feed({t.id});
   }
   result.decode_seconds = seconds_since(start);
   return result;

@@ -13,6 +13,7 @@ const char* stop_reason_name(StopReason reason) {
     case StopReason::end_of_sequence: return "end of sequence";
     case StopReason::stop_string: return "stop string";
     case StopReason::max_new_tokens: return "max new tokens";
+    case StopReason::context_full: return "context full";
   }
   return "?";
 }

@@ -48,15 +48,32 @@ std::vector<ParameterPart> DecoderLM::parameter_parts() const {
 
 const Tensor& DecoderLM::head_weight() const { return output ? output->weight : tok_embeddings->weight; }
 
-Tensor DecoderLM::embed(const Tensor& ids, const std::vector<int64_t>& positions) {
+Tensor DecoderLM::embed(const Tensor& ids, const std::vector<int64_t>& positions, int64_t rows_per_position) {
   Tensor x = tok_embeddings->forward(ids);  // (B, T, D)
   if (pos_embeddings) {
-    x = nn::at_row_positions(positions, [&](int64_t r, int64_t n, int64_t p) {
-      return pos_embeddings->forward(narrow(x, 0, r, n), p);
-    });
+    if (std::all_of(positions.begin(), positions.end(), [&](int64_t p) { return p == positions[0]; })) {
+      x = pos_embeddings->forward(x, positions[0]);
+    } else {  // sequences at different lengths decoded together
+      std::vector<Tensor> parts;
+      for (size_t i = 0; i < positions.size(); ++i)
+        parts.push_back(pos_embeddings->forward(narrow(x, 0, static_cast<int64_t>(i) * rows_per_position, rows_per_position),
+                                                positions[i]));
+      x = cat(parts, 0);
+    }
   }
   if (dropout_) x = dropout_->forward(x);
   if (embedding_norm) x = embedding_norm->forward(x);
+  return x;
+}
+
+Tensor DecoderLM::blocks(Tensor x, std::span<nn::KVCache* const> caches, const std::vector<nn::KVCacheStep>& steps,
+                         std::vector<Tensor>* hidden) {
+  std::vector<nn::CachedAttention> layer_caches(caches.size());
+  for (int64_t i = 0; i < config_.n_layers; ++i) {
+    for (size_t c = 0; c < caches.size(); ++c) layer_caches[c] = caches[c]->at(i, steps[c]);
+    x = (*layers)[static_cast<size_t>(i)]->forward(x, {.self = {.caches = layer_caches}});
+    if (hidden) hidden->push_back(x);
+  }
   return x;
 }
 
@@ -71,13 +88,8 @@ LMOutput DecoderLM::forward(const Tensor& ids, const Tensor& targets, bool retur
   NF_CHECK(ids.dim() == 2, "DecoderLM: ids must be (B, T), got ", shape_str(ids.shape()));
   NF_CHECK(ids.size(1) <= c.max_seq_len, "DecoderLM: sequence length ", ids.size(1), " exceeds max_seq_len ",
            c.max_seq_len);
-  Tensor x = embed(ids, std::vector<int64_t>(static_cast<size_t>(ids.size(0)), 0));
   LMOutput out;
-  for (const auto& layer : *layers) {
-    x = layer->forward(x);
-    if (return_hidden) out.hidden.push_back(x);
-  }
-  out.logits = head(x);
+  out.logits = head(blocks(embed(ids, {0}, ids.size(0)), {}, {}, return_hidden ? &out.hidden : nullptr));
   if (!targets.defined()) return out;
   NF_CHECK(targets.shape() == ids.shape(), "DecoderLM: targets ", shape_str(targets.shape()), " must match ids ",
            shape_str(ids.shape()));
@@ -98,77 +110,48 @@ nn::KVCache DecoderLM::make_cache(int64_t max_batch, int64_t max_len) const {
   if (max_len == 0) max_len = config_.max_seq_len;
   NF_CHECK(max_len <= config_.max_seq_len, "DecoderLM: a cache of ", max_len, " tokens exceeds max_seq_len ",
            config_.max_seq_len);
+  std::vector<int64_t> windows;
+  for (const auto& layer : *layers) windows.push_back(layer->attn->config().window);
   return nn::KVCache({.n_layers = config_.n_layers, .max_batch = max_batch, .n_kv_heads = a.n_kv_heads,
-                      .head_dim = a.head_dim, .max_len = max_len, .dtype = head_weight().dtype()});
+                      .head_dim = a.head_dim, .max_len = max_len, .dtype = head_weight().dtype(), .windows = windows});
 }
 
-Tensor DecoderLM::forward_cached(const Tensor& ids, nn::KVCache& cache, bool last_only) {
-  NF_CHECK(ids.dim() == 2, "DecoderLM: ids must be (B, T), got ", shape_str(ids.shape()));
-  nn::KVCache* const caches[] = {&cache};
-  return forward_steps(ids, caches, {cache.begin(ids.size(0), ids.size(1))}, last_only);
-}
-
-Tensor DecoderLM::forward_cached_rows(const Tensor& ids, std::span<nn::KVCache* const> caches, bool last_only) {
-  NF_CHECK(ids.dim() == 2, "DecoderLM: ids must be (B, T), got ", shape_str(ids.shape()));
-  NF_CHECK(ids.size(0) == static_cast<int64_t>(caches.size()), "DecoderLM: ", ids.size(0), " rows of ids for ",
-           caches.size(), " caches (one sequence per cache)");
-  std::vector<nn::KVCacheStep> steps;
-  for (nn::KVCache* cache : caches) steps.push_back(cache->begin(1, ids.size(1)));
-  return forward_steps(ids, caches, steps, last_only);
-}
-
-Tensor DecoderLM::forward_steps(const Tensor& ids, std::span<nn::KVCache* const> caches,
-                                const std::vector<nn::KVCacheStep>& steps, bool last_only) {
+Tensor DecoderLM::forward_cached(const Tensor& ids, std::span<nn::KVCache* const> caches, bool last_only) {
   const DecoderLMConfig& c = config_;
   NF_CHECK(!is_training(), "DecoderLM: a cached forward is inference: call eval() first");
-  std::vector<int64_t> positions;
-  for (size_t i = 0; i < caches.size(); ++i) {
-    NF_CHECK(caches[i]->shape().n_layers == c.n_layers, "DecoderLM: the cache has ", caches[i]->shape().n_layers,
+  NF_CHECK(ids.dim() == 2, "DecoderLM: ids must be (B, T), got ", shape_str(ids.shape()));
+  const auto n = static_cast<int64_t>(caches.size());
+  NF_CHECK(n > 0 && ids.size(0) % n == 0, "DecoderLM: ", ids.size(0), " rows of ids for ", n,
+           " caches (each cache takes the same number of rows)");
+  int64_t chunk = ids.size(1);
+  for (nn::KVCache* cache : caches) {
+    NF_CHECK(cache->shape().n_layers == c.n_layers, "DecoderLM: the cache has ", cache->shape().n_layers,
              " layers, the model ", c.n_layers);
-    positions.insert(positions.end(), steps[i].positions.begin(), steps[i].positions.end());
+    chunk = std::min(chunk, cache->max_step());
   }
   NoGradGuard no_grad;
-  const int64_t new_tokens = ids.size(1);
-  const int64_t last_position = *std::max_element(positions.begin(), positions.end()) + new_tokens;
-  NF_CHECK(last_position <= c.max_seq_len, "DecoderLM: positions up to ", last_position - 1,
-           " exceed max_seq_len ", c.max_seq_len);
-  Tensor x = embed(ids, positions);
-  for (int64_t i = 0; i < c.n_layers; ++i) {
-    nn::BlockInputs inputs;
-    for (size_t j = 0; j < caches.size(); ++j) inputs.caches.push_back({caches[j]->layer(i), &steps[j]});
-    x = (*layers)[static_cast<size_t>(i)]->forward(x, inputs);
+  std::vector<Tensor> logits;
+  for (int64_t first = 0; first < ids.size(1); first += chunk) {  // one pass unless a ring buffer needs chunks
+    const int64_t T = std::min(chunk, ids.size(1) - first);
+    std::vector<nn::KVCacheStep> steps;
+    std::vector<int64_t> positions;
+    for (nn::KVCache* cache : caches) {
+      steps.push_back(cache->begin(ids.size(0) / n, T));
+      positions.push_back(steps.back().position);
+    }
+    Tensor x = blocks(embed(narrow(ids, 1, first, T), positions, ids.size(0) / n), caches, steps, nullptr);
+    if (last_only) x = narrow(x, 1, T - 1, 1);
+    if (!last_only || first + T == ids.size(1)) logits.push_back(head(x));
+    for (size_t i = 0; i < caches.size(); ++i) caches[i]->commit(steps[i]);
   }
-  if (last_only) x = narrow(x, 1, new_tokens - 1, 1);
-  Tensor logits = head(x);
-  for (size_t i = 0; i < caches.size(); ++i) caches[i]->commit(steps[i]);
-  return logits;
+  return logits.size() == 1 ? logits[0] : cat(logits, 1);
 }
 
-Tensor DecoderLM::prefill_ragged(const std::vector<std::vector<int64_t>>& prompts, nn::KVCache& cache) {
-  NF_CHECK(!prompts.empty(), "DecoderLM: prefill_ragged needs at least one prompt");
-  NF_CHECK(cache.length() == 0, "DecoderLM: prefill_ragged needs an empty cache, this one holds ", cache.length(),
-           " tokens");
-  const auto rows = static_cast<int64_t>(prompts.size());
-  NF_CHECK(rows <= cache.shape().max_batch, "KVCache: batch ", rows, " exceeds the cache's maximum batch ",
-           cache.shape().max_batch);
-  size_t longest = 0;
-  for (const auto& p : prompts) longest = std::max(longest, p.size());
-  const auto length = static_cast<int64_t>(longest);
-  NF_CHECK(length <= cache.shape().max_len, "KVCache: a prompt of ", length,
-           " tokens exceeds the cache's maximum context ", cache.shape().max_len);
-  std::vector<int64_t> starts;
-  std::vector<Tensor> last_logits;
-  for (int64_t r = 0; r < rows; ++r) {
-    const std::vector<int64_t>& prompt = prompts[static_cast<size_t>(r)];
-    NF_CHECK(!prompt.empty(), "DecoderLM: prompt ", r, " of prefill_ragged is empty");
-    starts.push_back(length - static_cast<int64_t>(prompt.size()));
-    nn::KVCache row = cache.row_view(r, starts.back());
-    Tensor ids = Tensor::empty({1, static_cast<int64_t>(prompt.size())}, DType::i64);
-    std::copy(prompt.begin(), prompt.end(), ids.data<int64_t>());
-    last_logits.push_back(forward_cached(ids, row, /*last_only=*/true));
-  }
-  cache.set_row_starts(length, starts);
-  return cat(last_logits, 0);
+bool DecoderLM::shift_context(nn::KVCache& cache, int64_t keep, int64_t discard) {
+  if (pos_embeddings) return false;  // absolute positions are in every layer's hidden states: re-encode
+  return cache.shift(keep, discard, [&](const Tensor& keys, int64_t delta) {
+    return attention_position->reposition_keys(keys, delta);
+  });
 }
 
 }  // namespace nf::models

@@ -122,7 +122,7 @@ Tensor EncoderDecoder::embed(nn::Embedding& embedding, nn::AbsolutePosition& pos
 Tensor EncoderDecoder::encode(const Tensor& src, const Tensor& src_padding) {
   check_padding(src_padding, src, "source");
   Tensor x = embed(*src_embeddings, *encoder_positions, src, "source");
-  const nn::BlockInputs inputs{.masks = {.key_padding = src_padding}};
+  const nn::BlockInputs inputs{.self = {.masks = {.key_padding = src_padding}}};
   for (const auto& layer : *encoder_layers) x = layer->forward(x, inputs);
   return encoder_norm ? encoder_norm->forward(x) : x;
 }
@@ -136,9 +136,8 @@ Tensor EncoderDecoder::decode(const Tensor& tgt, const Tensor& memory, const Pad
            "EncoderDecoder: the source padding mask ", shape_str(padding.src.shape()), " does not match memory ",
            shape_str(memory.shape()));
   Tensor y = embed(*tgt_embeddings, *decoder_positions, tgt, "target");
-  const nn::BlockInputs inputs{.masks = {.key_padding = padding.tgt},  // causal by the decoder layer's config
-                               .context = memory,
-                               .context_masks = {.key_padding = padding.src}};
+  const nn::BlockInputs inputs{.self = {.masks = {.key_padding = padding.tgt}},  // causal by the decoder layer's config
+                               .cross = {.context = memory, .masks = {.key_padding = padding.src}}};
   for (const auto& layer : *decoder_layers) y = layer->forward(y, inputs);
   if (decoder_norm) y = decoder_norm->forward(y);
   return linear(y, head_weight());  // (B, T, V)
@@ -180,7 +179,7 @@ Tensor EncoderDecoder::decode_cached(const Tensor& tgt, DecoderState& state, boo
   NoGradGuard no_grad;
   const nn::KVCacheStep step = state.cache.begin(tgt.size(0), tgt.size(1));
   const int64_t rows = tgt.size(0);
-  Tensor y = embed(*tgt_embeddings, *decoder_positions, tgt, "target", step.column);
+  Tensor y = embed(*tgt_embeddings, *decoder_positions, tgt, "target", step.position);
   // one memory row for every target row: a stride-0 view, never copied
   const auto rows_of = [&](const Tensor& t) {
     if (!t.defined() || t.size(0) == rows) return t;
@@ -191,11 +190,9 @@ Tensor EncoderDecoder::decode_cached(const Tensor& tgt, DecoderState& state, boo
   const Tensor src_padding = rows_of(state.src_padding);
   for (size_t i = 0; i < decoder_layers->size(); ++i) {
     const nn::LayerKV memory{rows_of(state.memory_kv[i].keys), rows_of(state.memory_kv[i].values)};
-    nn::BlockInputs inputs;
-    inputs.caches = {nn::CachedAttention{state.cache.layer(static_cast<int64_t>(i)), &step}};
-    inputs.context_kv = &memory;
-    inputs.context_masks.key_padding = src_padding;
-    y = (*decoder_layers)[i]->forward(y, inputs);
+    const nn::CachedAttention cache = state.cache.at(static_cast<int64_t>(i), step);
+    y = (*decoder_layers)[i]->forward(y, {.self = {.caches = {&cache, 1}},
+                                          .cross = {.context_kv = &memory, .masks = {.key_padding = src_padding}}});
   }
   if (last_only) y = narrow(y, 1, step.new_tokens - 1, 1);
   if (decoder_norm) y = decoder_norm->forward(y);

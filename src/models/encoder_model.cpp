@@ -78,7 +78,7 @@ EncoderOutput EncoderModel::forward(const Tensor& ids, const Tensor& token_type_
   if (embedding_norm) x = embedding_norm->forward(x);
   if (dropout_) x = dropout_->forward(x);
   nn::BlockInputs inputs;
-  if (attention_mask.defined()) inputs.masks.key_padding = key_padding(attention_mask, ids);
+  if (attention_mask.defined()) inputs.self.masks.key_padding = key_padding(attention_mask, ids);
   EncoderOutput out;
   for (const auto& layer : *layers) {
     x = layer->forward(x, inputs);

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "nanoformer/autograd/grad_mode.h"
 #include "nanoformer/core/error.h"
@@ -30,6 +31,8 @@ AttentionConfig resolved(AttentionConfig c) {
   if (c.context_dim == 0) c.context_dim = c.dim;
   NF_CHECK(c.context_dim > 0, "MultiHeadAttention: context_dim must be positive, got ", c.context_dim);
   NF_CHECK(c.dropout >= 0.0 && c.dropout < 1.0, "MultiHeadAttention: dropout ", c.dropout, " outside [0, 1)");
+  NF_CHECK(c.window >= 0 && (c.window == 0 || c.causal), "MultiHeadAttention: window ", c.window,
+           " must be >= 0, and a sliding window needs causal attention");
   NF_CHECK(c.qk_norm_eps > 0.0, "MultiHeadAttention: qk_norm_eps must be positive, got ", c.qk_norm_eps);
   NF_CHECK(!c.scale || std::isfinite(*c.scale), "MultiHeadAttention: scale ", c.scale.value_or(0.0), " is not finite");
   return c;
@@ -74,124 +77,105 @@ MultiHeadAttention::MultiHeadAttention(const AttentionConfig& config, std::share
   if (c.dropout > 0.0 && c.seed == 0) dropout_gen_ = Generator(draw_seed(gen));
 }
 
-AttentionWithWeights MultiHeadAttention::attend(const Tensor& x, const Tensor& context, const AttentionMasks& masks,
-                                                int64_t q_offset, bool with_weights) {
-  const AttentionConfig& c = config_;
-  NF_CHECK(x.dim() == 3 && x.size(2) == c.dim, "MultiHeadAttention: x must be (B, T, dim = ", c.dim, "), got ",
-           shape_str(x.shape()));
-  const bool cross = context.defined();
-  const Tensor& source = cross ? context : x;
-  NF_CHECK(source.dim() == 3 && source.size(0) == x.size(0) && source.size(2) == c.context_dim,
-           "MultiHeadAttention: context must be (B = ", x.size(0), ", Tk, context_dim = ", c.context_dim, "), got ",
-           shape_str(source.shape()));
-  const int64_t B = x.size(0), Tq = x.size(1);
-  // q (B, H, Tq, Dh), k and v (B, Hkv, Tk, Dh): views of the projections, never copied
-  Tensor q = split_heads(q_proj->forward(x), c.n_heads, c.head_dim);
-  Tensor k = split_heads(k_proj->forward(source), c.n_kv_heads, c.head_dim);
-  const Tensor v = split_heads(v_proj->forward(source), c.n_kv_heads, c.head_dim);
-  const int64_t k_offset = cross ? 0 : q_offset;
+std::pair<Tensor, Tensor> MultiHeadAttention::positioned(Tensor q, Tensor k, int64_t q_position, int64_t k_position) {
   if (position_) {
-    q = position_->rotate_queries(q, q_offset);
-    k = position_->rotate_keys(k, k_offset);
+    q = position_->rotate_queries(q, q_position);
+    if (k.defined()) k = position_->rotate_keys(k, k_position);
   }
-  if (c.qk_norm) {
-    q = rms_norm(q, {}, c.qk_norm_eps);  // x / sqrt(mean(x^2) + eps), fused, no weight
-    k = rms_norm(k, {}, c.qk_norm_eps);
+  if (config_.qk_norm) {
+    q = rms_norm(q, {}, config_.qk_norm_eps);  // x / sqrt(mean(x^2) + eps), fused, no weight
+    if (k.defined()) k = rms_norm(k, {}, config_.qk_norm_eps);
   }
-  const Tensor score_bias = position_ ? position_->score_bias(q, k, q_offset, k_offset) : Tensor();
-  AttentionOptions options{.causal = c.causal,
-                           .mask = with_score_bias(masks.mask, score_bias),
-                           .key_padding = masks.key_padding,
-                           .dropout_p = is_training() ? c.dropout : 0.0,
-                           .scale = c.scale,
-                           .kernel = c.fused ? AttentionKernel::fused : AttentionKernel::plain};
-  AttentionWithWeights r = with_weights ? scaled_dot_product_attention_with_weights(q, k, v, options, dropout_gen_)
-                                        : AttentionWithWeights{scaled_dot_product_attention(q, k, v, options, dropout_gen_), {}};
-  // (B, H, Tq, Dh) -> (B, Tq, H * Dh) -> o_proj
-  r.out = o_proj->forward(r.out.transpose(1, 2).reshape({B, Tq, c.n_heads * c.head_dim}));
-  return r;
+  return {q, k};
 }
 
-Tensor MultiHeadAttention::forward(const Tensor& x, const Tensor& context, const AttentionMasks& masks, int64_t q_offset) {
-  return attend(x, context, masks, q_offset, false).out;
-}
-
-Tensor MultiHeadAttention::forward_cached(const Tensor& x, const CachedAttention& cache) {
-  return forward_cached(x, std::span<const CachedAttention>(&cache, 1));
-}
-
-Tensor MultiHeadAttention::forward_cached(const Tensor& x, std::span<const CachedAttention> caches) {
+Tensor MultiHeadAttention::attend(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionMasks& masks,
+                                  int64_t q_position, int64_t k_position, Tensor* weights) {
   const AttentionConfig& c = config_;
-  NF_CHECK(!caches.empty(), "MultiHeadAttention: a cached forward needs at least one cache");
-  NF_CHECK(c.causal, "MultiHeadAttention: a cached forward needs causal self-attention");
-  NF_CHECK(!is_training(), "MultiHeadAttention: a cached forward is inference: call eval() first");
-  int64_t rows = 0;
-  for (const CachedAttention& cache : caches) {
-    NF_CHECK(cache.step, "MultiHeadAttention: a cached forward needs the cache's step");
-    NF_CHECK(cache.step->new_tokens == caches[0].step->new_tokens, "MultiHeadAttention: caches of one forward take ",
-             caches[0].step->new_tokens, " and ", cache.step->new_tokens, " new tokens; they must agree");
-    rows += cache.step->batch;
-  }
-  const int64_t T = caches[0].step->new_tokens;
-  NF_CHECK(x.dim() == 3 && x.size(0) == rows && x.size(1) == T && x.size(2) == c.dim,
-           "MultiHeadAttention: x must be (B = ", rows, ", T = ", T, ", dim = ", c.dim,
-           ") for this cache step, got ", shape_str(x.shape()));
-  NoGradGuard no_grad;
-  const Tensor q = split_heads(q_proj->forward(x), c.n_heads, c.head_dim);
-  const Tensor k = split_heads(k_proj->forward(x), c.n_kv_heads, c.head_dim);
-  const Tensor v = split_heads(v_proj->forward(x), c.n_kv_heads, c.head_dim);
-  std::vector<Tensor> outputs;
-  int64_t row = 0;
-  for (const CachedAttention& cache : caches) {
-    const int64_t B = cache.step->batch;
-    outputs.push_back(attend_cached(narrow(q, 0, row, B), narrow(k, 0, row, B), narrow(v, 0, row, B), cache));
-    row += B;
-  }
-  const Tensor y = outputs.size() == 1 ? outputs[0] : cat(outputs, 0);
-  // (B, H, T, Dh) -> (B, T, H * Dh) -> o_proj
-  return o_proj->forward(y.transpose(1, 2).reshape({rows, T, c.n_heads * c.head_dim}));
+  const Tensor score_bias = position_ ? position_->score_bias(q, k, q_position, k_position) : Tensor();
+  const AttentionOptions options{.causal = c.causal,
+                                 .mask = with_score_bias(masks.mask, score_bias),
+                                 .key_padding = masks.key_padding,
+                                 .dropout_p = is_training() ? c.dropout : 0.0,
+                                 .scale = c.scale,
+                                 .kernel = c.fused && !weights ? AttentionKernel::fused : AttentionKernel::plain};
+  if (!weights) return scaled_dot_product_attention(q, k, v, options, dropout_gen_);
+  AttentionWithWeights r = scaled_dot_product_attention_with_weights(q, k, v, options, dropout_gen_);
+  *weights = r.weights;
+  return r.out;
 }
 
-Tensor MultiHeadAttention::attend_cached(Tensor q, Tensor k, const Tensor& v, const CachedAttention& cache) {
+Tensor MultiHeadAttention::attend_cached(const Tensor& q, const Tensor& k, const Tensor& v, const CachedAttention& cache) {
   const AttentionConfig& c = config_;
-  const KVCacheStep& step = *cache.step;
   const Tensor& storage = cache.kv.keys;
   NF_CHECK(storage.dim() == 4 && storage.size(1) == c.n_kv_heads && storage.size(3) == c.head_dim &&
                cache.kv.values.shape() == storage.shape(),
            "MultiHeadAttention: the cache holds ", shape_str(storage.shape()), " keys, not (batch, n_kv_heads = ",
            c.n_kv_heads, ", len, head_dim = ", c.head_dim, ")");
-  const int64_t B = step.batch, T = step.new_tokens, columns = step.column + T;
-  if (position_) {
-    q = at_row_positions(step.positions, [&](int64_t r, int64_t n, int64_t p) {
-      return position_->rotate_queries(narrow(q, 0, r, n), p);
-    });
-    k = at_row_positions(step.positions, [&](int64_t r, int64_t n, int64_t p) {
-      return position_->rotate_keys(narrow(k, 0, r, n), p);
-    });
-  }
-  if (c.qk_norm) {
-    q = rms_norm(q, {}, c.qk_norm_eps);  // x / sqrt(mean(x^2) + eps), fused, no weight
-    k = rms_norm(k, {}, c.qk_norm_eps);
-  }
+  const KVCacheStep& step = *cache.step;
+  const int64_t B = step.batch, T = step.new_tokens, p = step.position;
+  const auto [q_at, k_at] = positioned(q, k, p, p);
   // the new keys and values go in place into columns column .. column + T - 1; attention reads
-  // columns 0 .. column + T - 1 as a view of the storage
-  const Tensor keys = narrow(narrow(storage, 0, 0, B), 2, 0, columns);
-  const Tensor values = narrow(narrow(cache.kv.values, 0, 0, B), 2, 0, columns);
-  copy_into(narrow(keys, 2, step.column, T), k);
-  copy_into(narrow(values, 2, step.column, T), v);
-  // row r's column t sits at position t - start[r]: keys start at position (step position - column)
-  const Tensor score_bias =
-      position_ ? at_row_positions(step.positions, [&](int64_t r, int64_t n, int64_t p) {
-        return position_->score_bias(narrow(q, 0, r, n), narrow(keys, 0, r, n), p, p - step.column);
-      })
-                : Tensor();
-  const AttentionOptions options{.causal = true,
-                                 .mask = score_bias,
-                                 .key_padding = step.key_padding,
-                                 .dropout_p = 0.0,
-                                 .scale = c.scale,
-                                 .kernel = c.fused ? AttentionKernel::fused : AttentionKernel::plain};
-  return scaled_dot_product_attention(q, keys, values, options, dropout_gen_);
+  // columns 0 .. column + T - 1 (column 0 at position p - column) as a view of the storage
+  const Tensor keys = narrow(narrow(storage, 0, 0, B), 2, 0, cache.column + T);
+  const Tensor values = narrow(narrow(cache.kv.values, 0, 0, B), 2, 0, cache.column + T);
+  copy_into(narrow(keys, 2, cache.column, T), k_at);
+  copy_into(narrow(values, 2, cache.column, T), v);
+  return attend(q_at, keys, values, {}, p, p - cache.column, nullptr);
+}
+
+Tensor MultiHeadAttention::forward(const Tensor& x, const AttentionInputs& in, Tensor* weights) {
+  const AttentionConfig& c = config_;
+  NF_CHECK(x.dim() == 3 && x.size(2) == c.dim, "MultiHeadAttention: x must be (B, T, dim = ", c.dim, "), got ",
+           shape_str(x.shape()));
+  const int64_t B = x.size(0), Tq = x.size(1);
+  const bool cached = !in.caches.empty(), cross = in.context.defined() || in.context_kv;
+  std::optional<NoGradGuard> inference;
+  if (cached || in.context_kv) {
+    NF_CHECK(!cached || (c.causal && !cross), "MultiHeadAttention: a KV cache needs causal self-attention");
+    NF_CHECK(!is_training(), "MultiHeadAttention: attention with a cache is inference: call eval() first");
+    NF_CHECK(!weights, "MultiHeadAttention: the attention weights are not returned with a cache");
+    inference.emplace();
+  }
+  // q (B, H, Tq, Dh), k and v (B, Hkv, Tk, Dh): views of the projections, never copied
+  const Tensor q = split_heads(q_proj->forward(x), c.n_heads, c.head_dim);
+  Tensor k, v;
+  if (in.context_kv) {
+    const LayerKV& kv = *in.context_kv;
+    NF_CHECK(kv.keys.dim() == 4 && kv.keys.size(0) == B && kv.keys.size(1) == c.n_kv_heads &&
+                 kv.keys.size(3) == c.head_dim,
+             "MultiHeadAttention: x ", shape_str(x.shape()), " and context keys ", shape_str(kv.keys.shape()),
+             " must be (B, T, dim = ", c.dim, ") and (B, n_kv_heads = ", c.n_kv_heads, ", S, head_dim = ", c.head_dim, ")");
+    k = kv.keys, v = kv.values;  // positioned and normed once, by context_kv
+  } else {
+    const Tensor& source = cross ? in.context : x;
+    NF_CHECK(source.dim() == 3 && source.size(0) == B && source.size(2) == c.context_dim,
+             "MultiHeadAttention: context must be (B = ", B, ", Tk, context_dim = ", c.context_dim, "), got ",
+             shape_str(source.shape()));
+    k = split_heads(k_proj->forward(source), c.n_kv_heads, c.head_dim);
+    v = split_heads(v_proj->forward(source), c.n_kv_heads, c.head_dim);
+  }
+  Tensor y;
+  if (cached) {
+    int64_t rows = 0;
+    std::vector<Tensor> outputs;
+    for (const CachedAttention& cache : in.caches) {
+      NF_CHECK(cache.step && cache.step->new_tokens == Tq && rows + cache.step->batch <= B,
+               "MultiHeadAttention: x must be (B, T = new tokens, dim = ", c.dim, ") with the caches' rows, got ",
+               shape_str(x.shape()));
+      const int64_t n = cache.step->batch;
+      outputs.push_back(attend_cached(narrow(q, 0, rows, n), narrow(k, 0, rows, n), narrow(v, 0, rows, n), cache));
+      rows += n;
+    }
+    NF_CHECK(rows == B, "MultiHeadAttention: the caches hold ", rows, " rows, x ", B);
+    y = outputs.size() == 1 ? outputs[0] : cat(outputs, 0);
+  } else {
+    const int64_t k_position = cross ? 0 : in.q_offset;
+    const auto [q_at, k_at] = positioned(q, in.context_kv ? Tensor() : k, in.q_offset, k_position);
+    y = attend(q_at, in.context_kv ? k : k_at, v, in.masks, in.q_offset, k_position, weights);
+  }
+  // (B, H, Tq, Dh) -> (B, Tq, H * Dh) -> o_proj
+  return o_proj->forward(y.transpose(1, 2).reshape({B, Tq, c.n_heads * c.head_dim}));
 }
 
 LayerKV MultiHeadAttention::context_kv(const Tensor& context) {
@@ -200,36 +184,8 @@ LayerKV MultiHeadAttention::context_kv(const Tensor& context) {
   NF_CHECK(context.dim() == 3 && context.size(2) == c.context_dim, "MultiHeadAttention: context must be (B, S, context_dim = ",
            c.context_dim, "), got ", shape_str(context.shape()));
   NoGradGuard no_grad;
-  Tensor k = split_heads(k_proj->forward(context), c.n_kv_heads, c.head_dim);
-  if (c.qk_norm) k = rms_norm(k, {}, c.qk_norm_eps);
-  return {k, split_heads(v_proj->forward(context), c.n_kv_heads, c.head_dim)};
-}
-
-Tensor MultiHeadAttention::forward_context_kv(const Tensor& x, const LayerKV& kv, const AttentionMasks& masks) {
-  const AttentionConfig& c = config_;
-  NF_CHECK(!is_training(), "MultiHeadAttention: attention over precomputed keys is inference: call eval() first");
-  NF_CHECK(x.dim() == 3 && x.size(2) == c.dim && kv.keys.dim() == 4 && kv.keys.size(0) == x.size(0) &&
-               kv.keys.size(1) == c.n_kv_heads && kv.keys.size(3) == c.head_dim,
-           "MultiHeadAttention: x ", shape_str(x.shape()), " and context keys ", shape_str(kv.keys.shape()),
-           " must be (B, T, dim = ", c.dim, ") and (B, n_kv_heads = ", c.n_kv_heads, ", S, head_dim = ", c.head_dim, ")");
-  NoGradGuard no_grad;
-  const int64_t B = x.size(0), T = x.size(1);
-  Tensor q = split_heads(q_proj->forward(x), c.n_heads, c.head_dim);
-  if (c.qk_norm) q = rms_norm(q, {}, c.qk_norm_eps);
-  const AttentionOptions options{.causal = c.causal,
-                                 .mask = masks.mask,
-                                 .key_padding = masks.key_padding,
-                                 .dropout_p = 0.0,
-                                 .scale = c.scale,
-                                 .kernel = c.fused ? AttentionKernel::fused : AttentionKernel::plain};
-  const Tensor y = scaled_dot_product_attention(q, kv.keys, kv.values, options, dropout_gen_);
-  // (B, H, T, Dh) -> (B, T, H * Dh) -> o_proj
-  return o_proj->forward(y.transpose(1, 2).reshape({B, T, c.n_heads * c.head_dim}));
-}
-
-AttentionWithWeights MultiHeadAttention::forward_with_weights(const Tensor& x, const Tensor& context,
-                                                              const AttentionMasks& masks, int64_t q_offset) {
-  return attend(x, context, masks, q_offset, true);
+  const Tensor k = split_heads(k_proj->forward(context), c.n_kv_heads, c.head_dim);
+  return {c.qk_norm ? rms_norm(k, {}, c.qk_norm_eps) : k, split_heads(v_proj->forward(context), c.n_kv_heads, c.head_dim)};
 }
 
 }  // namespace nf::nn

@@ -112,24 +112,22 @@ Tensor TransformerBlock::residual(const Tensor& x, UnaryModule& norm, UnaryModul
   NF_FAIL("TransformerBlock: unknown norm placement");
 }
 
-Tensor TransformerBlock::self_attention(const Tensor& x, const BlockInputs& in) {
-  if (!in.caches.empty()) return attn->forward_cached(x, in.caches);
-  if (!recorder_ || !recorder_->wants_attention_weights()) return attn->forward(x, {}, in.masks, in.q_offset);
-  AttentionWithWeights r = attn->forward_with_weights(x, {}, in.masks, in.q_offset);
-  recorder_->attention_weights(r.weights);
-  return r.out;
+Tensor TransformerBlock::self_attention(const Tensor& x, const AttentionInputs& in) {
+  if (!recorder_ || !recorder_->wants_attention_weights() || !in.caches.empty()) return attn->forward(x, in);
+  Tensor weights;
+  const Tensor out = attn->forward(x, in, &weights);
+  recorder_->attention_weights(weights);
+  return out;
 }
 
 Tensor TransformerBlock::forward(const Tensor& x, const BlockInputs& in) {
   note("", "input", x);
-  Tensor h = residual(x, *attn_norm, attn_out_norm.get(), "attn", [&](const Tensor& t) { return self_attention(t, in); });
+  Tensor h = residual(x, *attn_norm, attn_out_norm.get(), "attn", [&](const Tensor& t) { return self_attention(t, in.self); });
   if (cross_attn) {
-    NF_CHECK(in.context.defined() || in.context_kv,
+    NF_CHECK(in.cross.context.defined() || in.cross.context_kv,
              "TransformerBlock: a block with cross-attention needs the encoder output (context)");
-    h = residual(h, *cross_attn_norm, cross_attn_out_norm.get(), "cross_attn", [&](const Tensor& t) {
-      return in.context_kv ? cross_attn->forward_context_kv(t, *in.context_kv, in.context_masks)
-                           : cross_attn->forward(t, in.context, in.context_masks, in.q_offset);
-    });
+    h = residual(h, *cross_attn_norm, cross_attn_out_norm.get(), "cross_attn",
+                 [&](const Tensor& t) { return cross_attn->forward(t, in.cross); });
   }
   return note("", "output", residual(h, *mlp_norm, mlp_out_norm.get(), "mlp", [&](const Tensor& t) { return mlp->forward(t); }));
 }

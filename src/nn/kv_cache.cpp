@@ -1,5 +1,5 @@
-// KVCache: preallocated per-layer keys and values, the step a cached forward takes, rollback, and
-// the left-padded rows of a ragged batch.
+// KVCache: preallocated per-layer keys and values, ring-buffered sliding-window layers, the step a
+// cached forward takes, rollback, and the context shift.
 #include "nanoformer/nn/kv_cache.h"
 
 #include <algorithm>
@@ -11,69 +11,144 @@
 #include "nanoformer/ops/view.h"
 
 namespace nf::nn {
+namespace {
+
+// columns [from, from + n) of a layer's storage (B, Hkv, columns, D), for the first `rows` rows
+Tensor columns_of(const Tensor& storage, int64_t rows, int64_t from, int64_t n) {
+  return narrow(narrow(storage, 0, 0, rows), 2, from, n);
+}
+
+}  // namespace
 
 KVCache::KVCache(const KVCacheShape& s) : shape_(s) {
   NF_CHECK(s.n_layers > 0 && s.max_batch > 0 && s.n_kv_heads > 0 && s.head_dim > 0 && s.max_len > 0,
            "KVCache: n_layers ", s.n_layers, ", max_batch ", s.max_batch, ", n_kv_heads ", s.n_kv_heads, ", head_dim ",
            s.head_dim, " and max_len ", s.max_len, " must all be positive");
-  const Shape storage{s.max_batch, s.n_kv_heads, s.max_len, s.head_dim};
-  for (int64_t i = 0; i < s.n_layers; ++i) layers_.push_back({zeros(storage, s.dtype), zeros(storage, s.dtype)});
+  NF_CHECK(s.windows.empty() || static_cast<int64_t>(s.windows.size()) == s.n_layers, "KVCache: ", s.windows.size(),
+           " windows for ", s.n_layers, " layers");
+  for (int64_t i = 0; i < s.n_layers; ++i) {
+    const int64_t window = s.windows.empty() ? 0 : s.windows[static_cast<size_t>(i)];
+    NF_CHECK(window >= 0, "KVCache: layer ", i, " has window ", window, "; it must be >= 0 (0 = full attention)");
+    // a ring of 2 W columns when that is less than the context: W - 1 kept + up to W + 1 new per step
+    const int64_t columns = window > 0 && 2 * window < s.max_len ? 2 * window : s.max_len;
+    const Shape storage{s.max_batch, s.n_kv_heads, columns, s.head_dim};
+    layers_.push_back({{zeros(storage, s.dtype), zeros(storage, s.dtype)}, window, 0});
+  }
 }
-
-KVCache::KVCache(const KVCacheShape& shape, std::vector<LayerKV> layers) : shape_(shape), layers_(std::move(layers)) {}
 
 const LayerKV& KVCache::layer(int64_t i) const {
   NF_CHECK(i >= 0 && i < shape_.n_layers, "KVCache: layer ", i, " outside the cache's ", shape_.n_layers, " layers");
-  return layers_[static_cast<size_t>(i)];
+  return layers_[static_cast<size_t>(i)].kv;
+}
+
+int64_t KVCache::window(int64_t i) const {
+  layer(i);  // checks i
+  return layers_[static_cast<size_t>(i)].window;
 }
 
 int64_t KVCache::bytes() const {
-  return 2 * shape_.n_layers * shape_.max_batch * shape_.n_kv_heads * shape_.max_len * shape_.head_dim *
-         static_cast<int64_t>(dtype_size(shape_.dtype));
+  int64_t n = 0;
+  for (const Layer& l : layers_) n += 2 * l.kv.keys.numel() * static_cast<int64_t>(dtype_size(shape_.dtype));
+  return n;
 }
 
-KVCacheStep KVCache::begin(int64_t batch, int64_t new_tokens) const {
+int64_t KVCache::max_step() const {
+  int64_t most = shape_.max_len;
+  for (const Layer& l : layers_)
+    if (l.columns() < shape_.max_len) most = std::min(most, l.columns() - (l.window - 1));
+  return most;
+}
+
+KVCacheStep KVCache::begin(int64_t batch, int64_t new_tokens) {
   NF_CHECK(batch > 0 && new_tokens > 0, "KVCache: a forward needs at least one row and one token, got batch ", batch,
            " and ", new_tokens, " tokens");
   NF_CHECK(batch <= shape_.max_batch, "KVCache: batch ", batch, " exceeds the cache's maximum batch ", shape_.max_batch);
-  NF_CHECK(length_ == 0 || batch == batch_, "KVCache: batch ", batch, " differs from the ", batch_,
+  NF_CHECK(position_ == 0 || batch == batch_, "KVCache: batch ", batch, " differs from the ", batch_,
            " rows already cached (reset the cache to change it)");
-  NF_CHECK(length_ + new_tokens <= shape_.max_len, "KVCache: ", new_tokens, " new tokens after ", length_,
+  NF_CHECK(position_ + new_tokens <= shape_.max_len, "KVCache: ", new_tokens, " new tokens after ", position_,
            " cached exceed the cache's maximum context ", shape_.max_len);
-  KVCacheStep step{.batch = batch, .new_tokens = new_tokens, .column = length_, .positions = {}, .key_padding = {}};
-  const bool ragged = std::any_of(starts_.begin(), starts_.end(), [](int64_t s) { return s > 0; });
-  for (int64_t r = 0; r < batch; ++r) step.positions.push_back(length_ - (ragged ? starts_[r] : 0));
-  if (ragged) {  // true at columns >= start[r]: row r's own tokens
-    const int64_t columns = length_ + new_tokens;
-    step.key_padding = Tensor::empty({batch, columns}, DType::boolean);
-    bool* keep = step.key_padding.data<bool>();
-    for (int64_t r = 0; r < batch; ++r)
-      for (int64_t t = 0; t < columns; ++t) keep[r * columns + t] = t >= starts_[r];
+  NF_CHECK(new_tokens <= max_step(), "KVCache: ", new_tokens, " new tokens exceed the ", max_step(),
+           " a step of this cache's sliding-window layers takes (feed them in chunks)");
+  KVCacheStep step{.batch = batch, .new_tokens = new_tokens, .position = position_, .columns = {}};
+  for (Layer& l : layers_) {
+    if (l.length + new_tokens > l.columns()) {  // a ring layer: keep the W - 1 keys the window still reaches
+      const int64_t kept = std::min(l.length, l.window - 1);
+      for (const Tensor& storage : {l.kv.keys, l.kv.values})
+        copy_into(columns_of(storage, batch, 0, kept), columns_of(storage, batch, l.length - kept, kept).contiguous());
+      l.length = kept;
+    }
+    step.columns.push_back(l.length);
   }
   return step;
 }
 
+CachedAttention KVCache::at(int64_t i, const KVCacheStep& step) const {
+  return {layer(i), step.columns.at(static_cast<size_t>(i)), &step};
+}
+
 void KVCache::commit(const KVCacheStep& step) {
-  NF_CHECK(step.column == length_ && (length_ == 0 || step.batch == batch_), "KVCache: commit of a step begun at column ",
-           step.column, " for batch ", step.batch, ", but the cache holds ", length_, " columns of ", batch_, " rows");
-  if (length_ == 0 && starts_.empty()) starts_.assign(static_cast<size_t>(step.batch), 0);
+  NF_CHECK(step.position == position_ && (position_ == 0 || step.batch == batch_) &&
+               step.columns.size() == layers_.size(),
+           "KVCache: commit of a step begun at position ", step.position, " for batch ", step.batch,
+           ", but the cache holds ", position_, " positions of ", batch_, " rows");
+  for (size_t i = 0; i < layers_.size(); ++i) layers_[i].length = step.columns[i] + step.new_tokens;
   batch_ = step.batch;
-  length_ += step.new_tokens;
+  position_ += step.new_tokens;
+}
+
+bool KVCache::reaches(const Layer& l, int64_t first, int64_t position) {
+  return l.window == 0 ? first == 0 : first <= std::max<int64_t>(0, position - (l.window - 1));
+}
+
+bool KVCache::can_truncate(int64_t n) const {
+  if (n < 0 || n > position_) return false;
+  return std::all_of(layers_.begin(), layers_.end(), [&](const Layer& l) {
+    return l.length >= position_ - n && reaches(l, position_ - l.length, n);
+  });
 }
 
 void KVCache::truncate(int64_t n) {
-  NF_CHECK(n >= 0 && n <= length_, "KVCache: cannot truncate to ", n, " tokens: the cache holds ", length_);
+  NF_CHECK(n >= 0 && n <= position_, "KVCache: cannot truncate to ", n, " tokens: the cache holds ", position_);
   if (n == 0) return reset();
-  const int64_t last_start = starts_.empty() ? 0 : *std::max_element(starts_.begin(), starts_.end());
-  NF_CHECK(n >= last_start, "KVCache: cannot truncate to ", n, " columns: a padded row starts at column ", last_start,
-           " (reset instead)");
-  length_ = n;  // the later columns are overwritten by the next forward
+  NF_CHECK(can_truncate(n), "KVCache: cannot truncate to ", n, " tokens: a sliding-window layer no longer holds the keys ",
+           "its window reaches there (reset instead)");
+  for (Layer& l : layers_) l.length -= position_ - n;  // the later columns are overwritten by the next forward
+  position_ = n;
 }
 
 void KVCache::reset() {
-  length_ = 0;
+  for (Layer& l : layers_) l.length = 0;
+  position_ = 0;
   batch_ = 0;
-  starts_.clear();
+}
+
+bool KVCache::shift(int64_t keep, int64_t discard, const Reposition& reposition) {
+  NF_CHECK(keep >= 0 && discard > 0 && keep + discard <= position_, "KVCache: cannot drop positions ", keep, " .. ",
+           keep + discard - 1, " of the ", position_, " cached");
+  const int64_t after = position_ - discard;
+  for (const Layer& l : layers_) {  // where each layer's first column lands
+    const int64_t first = position_ - l.length;
+    const int64_t moved = first < keep ? first : std::max(keep, first - discard);
+    if (!reaches(l, moved, after)) return false;
+  }
+  for (Layer& l : layers_) {
+    const int64_t first = position_ - l.length;
+    // columns of positions [keep, keep + discard) go; those after move down over them, re-positioned
+    const int64_t gap_begin = std::clamp<int64_t>(keep - first, 0, l.length);
+    const int64_t gap_end = std::clamp<int64_t>(keep + discard - first, 0, l.length);
+    const int64_t tail = l.length - gap_end;
+    if (gap_end > gap_begin && tail > 0) {
+      const Tensor keys = columns_of(l.kv.keys, batch_, gap_end, tail).contiguous();
+      copy_into(columns_of(l.kv.keys, batch_, gap_begin, tail), reposition(keys, -discard));
+      copy_into(columns_of(l.kv.values, batch_, gap_begin, tail), columns_of(l.kv.values, batch_, gap_end, tail).contiguous());
+    } else if (gap_end == gap_begin && tail > 0 && first >= keep + discard) {  // the whole layer lies after the gap
+      const Tensor keys = columns_of(l.kv.keys, batch_, 0, tail).contiguous();
+      copy_into(columns_of(l.kv.keys, batch_, 0, tail), reposition(keys, -discard));
+    }
+    l.length -= gap_end - gap_begin;
+  }
+  position_ = after;
+  return true;
 }
 
 void KVCache::select_rows(const std::vector<int64_t>& rows) {
@@ -83,53 +158,10 @@ void KVCache::select_rows(const std::vector<int64_t>& rows) {
   for (const int64_t r : rows)
     NF_CHECK(r >= 0 && r < batch_, "KVCache: row ", r, " selected, but the cache holds ", batch_, " rows");
   const Tensor index = Tensor::from_vector(rows, {count});
-  for (const LayerKV& l : layers_)
-    for (const Tensor& storage : {l.keys, l.values}) {
-      const Tensor filled = narrow(narrow(storage, 0, 0, batch_), 2, 0, length_);
-      copy_into(narrow(narrow(storage, 0, 0, count), 2, 0, length_), index_select(filled, 0, index));  // a copy first: rows may repeat
-    }
-  std::vector<int64_t> starts;
-  for (const int64_t r : rows) starts.push_back(starts_[static_cast<size_t>(r)]);
-  starts_ = std::move(starts);
+  for (const Layer& l : layers_)
+    for (const Tensor& storage : {l.kv.keys, l.kv.values})  // a copy first: rows may repeat
+      copy_into(columns_of(storage, count, 0, l.length), index_select(columns_of(storage, batch_, 0, l.length), 0, index));
   batch_ = count;
-}
-
-KVCache KVCache::row_view(int64_t row, int64_t first_column) const {
-  NF_CHECK(row >= 0 && row < shape_.max_batch, "KVCache: row ", row, " outside the cache's maximum batch ",
-           shape_.max_batch);
-  NF_CHECK(first_column >= 0 && first_column < shape_.max_len, "KVCache: column ", first_column,
-           " outside the cache's maximum context ", shape_.max_len);
-  KVCacheShape s = shape_;
-  s.max_batch = 1;
-  s.max_len = shape_.max_len - first_column;
-  const auto part = [&](const Tensor& t) { return narrow(narrow(t, 0, row, 1), 2, first_column, s.max_len); };
-  std::vector<LayerKV> views;
-  for (const LayerKV& l : layers_) views.push_back({part(l.keys), part(l.values)});
-  return KVCache(s, std::move(views));
-}
-
-void KVCache::set_row_starts(int64_t length, const std::vector<int64_t>& starts) {
-  const auto rows = static_cast<int64_t>(starts.size());
-  NF_CHECK(rows > 0 && rows <= shape_.max_batch, "KVCache: ", rows, " row starts for a cache of maximum batch ",
-           shape_.max_batch);
-  NF_CHECK(length > 0 && length <= shape_.max_len, "KVCache: length ", length, " outside the cache's maximum context ",
-           shape_.max_len);
-  for (int64_t r = 0; r < rows; ++r)
-    NF_CHECK(starts[r] >= 0 && starts[r] < length, "KVCache: row ", r, " starts at column ", starts[r],
-             ", outside its ", length, " columns");
-  length_ = length;
-  batch_ = rows;
-  starts_ = starts;
-}
-
-Tensor at_row_positions(const std::vector<int64_t>& positions,
-                        const std::function<Tensor(int64_t first_row, int64_t rows, int64_t position)>& f) {
-  const auto rows = static_cast<int64_t>(positions.size());
-  if (std::all_of(positions.begin(), positions.end(), [&](int64_t p) { return p == positions[0]; }))
-    return f(0, rows, rows > 0 ? positions[0] : 0);
-  std::vector<Tensor> parts;
-  for (int64_t r = 0; r < rows; ++r) parts.push_back(f(r, 1, positions[r]));
-  return parts[0].defined() ? cat(parts, 0) : Tensor();
 }
 
 }  // namespace nf::nn

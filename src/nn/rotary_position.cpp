@@ -4,6 +4,8 @@
 #include <cmath>
 
 #include "nanoformer/core/error.h"
+#include "nanoformer/ops/elementwise.h"
+#include "nanoformer/ops/view.h"
 
 namespace nf::nn {
 
@@ -42,5 +44,18 @@ Tensor RotaryPosition::rotate(const Tensor& x, int64_t offset) {
 
 Tensor RotaryPosition::rotate_queries(const Tensor& q, int64_t q_offset) { return rotate(q, q_offset); }
 Tensor RotaryPosition::rotate_keys(const Tensor& k, int64_t k_offset) { return rotate(k, k_offset); }
+
+Tensor RotaryPosition::reposition_keys(const Tensor& k, int64_t delta) {
+  const int64_t n = delta < 0 ? -delta : delta;
+  NF_CHECK(n < options_.max_len, "RotaryPosition: a shift by ", delta, " positions exceeds the tables' ", options_.max_len);
+  NF_CHECK(k.dim() >= 2, "RotaryPosition: keys ", shape_str(k.shape()), " must be (..., T, D)");
+  const bool same = k.dtype() == cos.dtype();
+  const Tensor& cos_table = same ? cos : tables_for(k.dtype()).cos;
+  const Tensor& sin_table = same ? sin : tables_for(k.dtype()).sin;
+  // the angle of position |delta| at every row: cos(-a) = cos(a), sin(-a) = -sin(a)
+  const Shape rows{k.size(-2), options_.head_dim / 2};
+  const Tensor c = narrow(cos_table, 0, n, 1).expand(rows), s = narrow(sin_table, 0, n, 1).expand(rows);
+  return rope(k, c, delta < 0 ? neg(s) : s, 0, options_.layout);
+}
 
 }  // namespace nf::nn

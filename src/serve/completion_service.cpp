@@ -34,7 +34,8 @@ void Completion::on_done(const SequenceOutcome& outcome) {
     pending_.done = true;
     pending_.error = outcome.error;
     pending_.usage.completion_tokens = outcome.completion_tokens;
-    pending_.finish_reason = outcome.reason == infer::StopReason::max_new_tokens ? "length" : "stop";
+    const bool length = outcome.reason == infer::StopReason::max_new_tokens || outcome.reason == infer::StopReason::context_full;
+    pending_.finish_reason = length ? "length" : "stop";
   }
   changed_.notify_all();
 }
@@ -87,8 +88,8 @@ std::shared_ptr<Completion> CompletionService::start(const CompletionRequest& r)
                           "the prompt is " + std::to_string(length) + " tokens, but the context holds " +
                               std::to_string(context) + ", leaving no room for a new token",
                           "context_length_exceeded");
-  infer::StopCriteria stop{.eos_ids = {}, .stop_strings = r.stop, .max_new_tokens = context - length};
-  if (r.max_tokens) stop.max_new_tokens = std::min(*r.max_tokens, stop.max_new_tokens);
+  // without max_tokens, to the end of the context; with it, past the end (the context shifts)
+  infer::StopCriteria stop{.eos_ids = {}, .stop_strings = r.stop, .max_new_tokens = r.max_tokens.value_or(context - length)};
   if (r.endpoint == Endpoint::chat && chat_template_)
     stop.eos_ids.push_back(chat_template_->end_token());
   else if (end_of_text_)

@@ -7,13 +7,12 @@
 #include "nanoformer/autograd/grad_mode.h"
 #include "nanoformer/core/error.h"
 #include "nanoformer/infer/prompt_ids.h"
-#include "nanoformer/infer/session.h"
+#include "nanoformer/infer/decode_step.h"
 
 namespace nf::serve {
 
 struct Scheduler::Slot {
-  nn::KVCache cache;
-  std::vector<int64_t> tokens;  // what the cache holds
+  infer::CachedSequence sequence;
   bool busy = false;
 };
 
@@ -33,7 +32,8 @@ Scheduler::Scheduler(models::DecoderLM& model, const SchedulerOptions& options)
   NF_CHECK(context_ >= 2 && context_ <= model.config().max_seq_len, "--context ", context_,
            ": must be in [2, the model's max_seq_len ", model.config().max_seq_len, "]");
   model_.eval();
-  for (int64_t i = 0; i < options.parallel; ++i) slots_.push_back({model_.make_cache(1, context_), {}, false});
+  for (int64_t i = 0; i < options.parallel; ++i)
+    slots_.push_back({infer::CachedSequence(model_, context_, {.keep = options.keep}), false});
   stats_.parallel = options.parallel;
   stats_.max_queue = options.max_queue;
   thread_ = std::thread([this] { run(); });
@@ -137,7 +137,7 @@ void Scheduler::start(SequenceRequest request) {
   int64_t best_common = -1;
   for (size_t i = 0; i < slots_.size(); ++i) {
     if (slots_[i].busy) continue;
-    const auto& cached = slots_[i].tokens;
+    const auto& cached = slots_[i].sequence.tokens();
     const auto common = static_cast<int64_t>(
         std::mismatch(cached.begin(), cached.end(), request.prompt.begin(), request.prompt.end()).first - cached.begin());
     if (common > best_common) best = i, best_common = common;
@@ -145,10 +145,8 @@ void Scheduler::start(SequenceRequest request) {
   Slot& slot = slots_[best];
   Tensor logits;
   try {
-    outcome.cached_tokens = infer::keep_common_prefix(slot.cache, slot.tokens, request.prompt);
-    const std::vector<int64_t> rest(request.prompt.begin() + outcome.cached_tokens, request.prompt.end());
-    logits = model_.forward_cached(Tensor::from_vector(rest, {1, static_cast<int64_t>(rest.size())}), slot.cache, true);
-    slot.tokens.insert(slot.tokens.end(), rest.begin(), rest.end());
+    outcome.cached_tokens = slot.sequence.keep_common_prefix(request.prompt);
+    logits = slot.sequence.feed({request.prompt.begin() + outcome.cached_tokens, request.prompt.end()});
   } catch (const std::exception& e) {
     reset_slot(slot);
     return end_unstarted(e.what());
@@ -161,8 +159,7 @@ void Scheduler::start(SequenceRequest request) {
 }
 
 void Scheduler::reset_slot(Slot& slot) {
-  slot.cache.reset();
-  slot.tokens.clear();
+  slot.sequence.reset();
   slot.busy = false;
 }
 
@@ -170,21 +167,19 @@ bool Scheduler::accept(Running& r, const float* logits) {
   const int64_t vocab = model_.config().vocab_size;
   SequenceOutcome& o = r.outcome;
   try {
-    const int64_t id = r.sampler.next(std::span<const float>(logits, static_cast<size_t>(vocab)), r.history);
-    r.history.push_back(id);
-    r.pending = id;
     ++o.completion_tokens;
-    o.reason = r.request.stop.after_token(id, o.completion_tokens);
-    if (r.request.on_token && !r.request.on_token(id) && o.reason == infer::StopReason::none)
-      o.reason = infer::StopReason::stop_string;
+    const infer::SampledToken t = infer::sample_step(r.sampler, {logits, static_cast<size_t>(vocab)}, r.history,
+                                                     r.request.stop, o.completion_tokens, r.request.on_token);
+    r.pending = t.id;
+    o.reason = t.reason;
+    if (o.reason == infer::StopReason::none && !slots_[r.slot].sequence.make_room(1))
+      o.reason = infer::StopReason::context_full;
   } catch (const std::exception& e) {  // this sequence's own failure (its sampler, its text): it ends alone
     o.error = e.what();
     reset_slot(slots_[r.slot]);
     finish(r, o);
     return false;
   }
-  if (o.reason == infer::StopReason::none && static_cast<int64_t>(slots_[r.slot].tokens.size()) >= context_)
-    o.reason = infer::StopReason::max_new_tokens;  // the slot's cache is full
   if (o.reason == infer::StopReason::none) return true;
   finish(r, o);
   return false;
@@ -214,11 +209,11 @@ void Scheduler::step() {
     std::vector<nn::KVCache*> caches;
     for (Running& r : running_) {
       ids.push_back(r.pending);
-      caches.push_back(&slots_[r.slot].cache);
-      slots_[r.slot].tokens.push_back(r.pending);
+      caches.push_back(&slots_[r.slot].sequence.cache());
+      slots_[r.slot].sequence.fed({r.pending});
     }
     const auto rows = static_cast<int64_t>(ids.size());
-    const Tensor logits = model_.forward_cached_rows(Tensor::from_vector(ids, {rows, 1}), caches, true);
+    const Tensor logits = model_.forward_cached(Tensor::from_vector(ids, {rows, 1}), caches, true);
     const int64_t vocab = model_.config().vocab_size;
     std::vector<Running> going;
     for (int64_t i = 0; i < rows; ++i) {

@@ -65,10 +65,17 @@ TEST(Session, StopsAtEndOfSequenceTheCallerOrAFullCache) {
   int calls = 0;
   const GenerationResult asked = session.generate(prompt, sampler, {.max_new_tokens = 8}, [&](int64_t) { return ++calls < 2; });
   EXPECT_EQ(asked.tokens.size(), 2u);
+  // past its 6 positions the context shifts (the oldest half goes) and generation goes on
   Session small(*model, 6);
-  const GenerationResult full = small.generate(prompt, sampler, {.max_new_tokens = 100});
-  EXPECT_EQ(full.reason, StopReason::max_new_tokens);
-  EXPECT_EQ(full.tokens.size(), 5u);  // 2 prompt tokens + 4 fed new ones fill the 6 columns, the 5th is never fed
+  const GenerationResult past = small.generate(prompt, sampler, {.max_new_tokens = 100});
+  EXPECT_EQ(past.reason, StopReason::max_new_tokens);
+  EXPECT_EQ(past.tokens.size(), 100u);
+  EXPECT_LE(small.cached_tokens().size(), 6u);
+  // unless --keep holds all of it: 2 prompt tokens + 4 fed new ones fill the 6 columns, the 5th cannot be fed
+  Session kept(*model, 6, {.keep = 6});
+  const GenerationResult full = kept.generate(prompt, sampler, {.max_new_tokens = 100});
+  EXPECT_EQ(full.reason, StopReason::context_full);
+  EXPECT_EQ(full.tokens.size(), 5u);
 }
 
 TEST(Session, SeededSamplingRepeats) {

@@ -1,7 +1,7 @@
 // Decoding with the KV cache against the full forward: every preset family of configs/ (shrunk to
 // tiny random-weight models), each positional scheme a decoder takes, GQA/MQA and MoE give the
 // same logits at every step (prefill, one token per step, chunks after a prefix), after a
-// rollback, and for ragged batches (each row as that prompt alone). Continuous batching (sequences
+// rollback. Continuous batching (sequences
 // in their own caches, joining and leaving at different steps, decoded together) gives each
 // sequence the logits and greedy tokens it gets alone. Greedy generation with the cache equals
 // greedy by recomputation. Bad input: contexts and batches beyond the cache.
@@ -157,54 +157,6 @@ TEST(CachedDecoding, RollbackThenDecodeAnotherContinuation) {
   }
 }
 
-// Prompts of lengths 3, 7 and 5 prefilled together, then 3 single tokens and a chunk of 2 per
-// row: every row's logits are those of the full forward over that row alone.
-double ragged_error(const DecoderLMConfig& config) {
-  DecoderLM model(config);
-  model.eval();
-  NoGradGuard no_grad;
-  const std::vector<int64_t> lengths{3, 7, 5};
-  const int64_t rows = 3, added = 5;
-  std::vector<std::vector<int64_t>> prompts, sequences;
-  std::vector<Tensor> full;
-  for (int64_t r = 0; r < rows; ++r) {
-    const Tensor ids = random_ids(1, lengths[r] + added, config.vocab_size, 20 + r);
-    sequences.emplace_back(ids.data<int64_t>(), ids.data<int64_t>() + ids.numel());
-    prompts.emplace_back(sequences.back().begin(), sequences.back().begin() + lengths[r]);
-    full.push_back(model.forward(ids).logits);
-    EXPECT_GT(max(abs(full.back())).item(), 0.5);  // logits that spread: the comparison means something
-  }
-  nn::KVCache cache = model.make_cache(4, 16);
-  const Tensor last = model.prefill_ragged(prompts, cache);
-  EXPECT_EQ(cache.length(), 7);
-  double error = 0;
-  for (int64_t r = 0; r < rows; ++r)
-    error = std::max(error, max_abs_error(narrow(last, 0, r, 1), narrow(full[r], 1, lengths[r] - 1, 1)));
-  int64_t done = 0;
-  for (const int64_t n : {1, 1, 1, 2}) {
-    Tensor ids = Tensor::empty({rows, n}, DType::i64);
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t i = 0; i < n; ++i) ids.data<int64_t>()[r * n + i] = sequences[r][lengths[r] + done + i];
-    const Tensor logits = model.forward_cached(ids, cache);
-    for (int64_t r = 0; r < rows; ++r)
-      error = std::max(error, max_abs_error(narrow(logits, 0, r, 1), narrow(full[r], 1, lengths[r] + done, n)));
-    done += n;
-  }
-  return error;
-}
-
-TEST(CachedDecoding, RaggedBatchRowsEqualEachPromptAlone) {
-  for (const auto position : {nn::PositionKind::rope, nn::PositionKind::learned, nn::PositionKind::sinusoidal,
-                              nn::PositionKind::alibi}) {
-    const double error = ragged_error(tiny_with(position, 2));
-    std::printf("  ragged batch, %-10s max abs logit error %.2e\n", nn::position_kind_name(position), error);
-    EXPECT_LE(error, kTolerance) << nn::position_kind_name(position);
-  }
-  const double moe = ragged_error(tiny_preset("minimind2-moe"));
-  std::printf("  ragged batch, MoE        max abs logit error %.2e\n", moe);
-  EXPECT_LE(moe, kTolerance);
-}
-
 // One sequence of continuous batching: its prompt, the step it joins at, and per generated token
 // the logits it was chosen from.
 struct BatchedSequence {
@@ -220,7 +172,7 @@ int64_t greedy_token(const Tensor& logits_row) {
 }
 
 // Six sequences (prompts of 1-9 tokens) join at steps 0, 0, 1, 3, 4, 6 and leave after `new_tokens`
-// greedy tokens; each step decodes every running sequence in one forward_cached_rows over its own
+// greedy tokens; each step decodes every running sequence in one forward_cached over their own
 // cache (up to 6 rows: the gemv path below 5 rows, sgemm above). Returns the largest logit
 // difference from each sequence decoded alone; the tokens must be equal.
 double continuous_batching_error(const DecoderLMConfig& config) {
@@ -262,7 +214,7 @@ double continuous_batching_error(const DecoderLMConfig& config) {
     }
     if (running.empty() && step > joins.back()) break;
     if (running.empty()) continue;
-    const Tensor logits = model.forward_cached_rows(Tensor::from_vector(next, {static_cast<int64_t>(next.size()), 1}),
+    const Tensor logits = model.forward_cached(Tensor::from_vector(next, {static_cast<int64_t>(next.size()), 1}),
                                                     running, true);
     for (size_t r = 0; r < rows.size(); ++r) {
       BatchedSequence& s = batched[static_cast<size_t>(rows[r])];
@@ -290,19 +242,6 @@ TEST(CachedDecoding, ContinuousBatchingGivesEachSequenceWhatItGetsAlone) {
     std::printf("  continuous batching, %-22s max abs logit error %.2e\n", nn::position_kind_name(position), error);
     EXPECT_LE(error, kTolerance) << nn::position_kind_name(position);
   }
-}
-
-TEST(CachedDecoding, RaggedRollbackKeepsThePadding) {
-  DecoderLM model(tiny_with(nn::PositionKind::rope));
-  model.eval();
-  nn::KVCache cache = model.make_cache(2, 16);
-  model.prefill_ragged({{1, 2, 3, 4, 5}, {6, 7}}, cache);
-  EXPECT_EQ(cache.row_starts(), (std::vector<int64_t>{0, 3}));
-  EXPECT_THROW_WITH(cache.truncate(2), "truncate to 2", "starts at column 3");
-  cache.truncate(4);
-  EXPECT_EQ(cache.row_starts(), (std::vector<int64_t>{0, 3}));
-  cache.truncate(0);
-  EXPECT_TRUE(cache.row_starts().empty());
 }
 
 // Greedy by recomputation: each token the argmax of a full forward over the last max_seq_len tokens.
@@ -350,9 +289,6 @@ TEST(CachedDecoding, BadInputNamesTheNumbers) {
                     "maximum context 8");
   cache.reset();
   EXPECT_THROW_WITH(model.forward_cached(random_ids(3, 1, 64, 1), cache), "batch 3", "maximum batch 2");
-  EXPECT_THROW_WITH(model.prefill_ragged({{1}, {2}, {3}}, cache), "batch 3", "maximum batch 2");
-  EXPECT_THROW_WITH(model.prefill_ragged({{1, 2, 3, 4, 5, 6, 7, 8, 9}}, cache), "prompt of 9 tokens",
-                    "maximum context 8");
   EXPECT_THROW_WITH(model.make_cache(1, 33), "cache of 33 tokens", "max_seq_len 32");
   model.forward_cached(random_ids(2, 3, 64, 1), cache);
   EXPECT_THROW_WITH(model.forward_cached(random_ids(1, 1, 64, 1), cache), "batch 1 differs from the 2 rows");
@@ -365,8 +301,8 @@ TEST(CachedDecoding, BadInputNamesTheNumbers) {
   nn::KVCache other = DecoderLM(deeper).make_cache();
   EXPECT_THROW_WITH(model.forward_cached(random_ids(1, 1, 64, 1), other), "cache has 3 layers", "model 2");
   nn::KVCache* const two[] = {&cache, &other};
-  EXPECT_THROW_WITH(model.forward_cached_rows(random_ids(3, 1, 64, 1), two), "3 rows of ids for 2 caches");
-  EXPECT_THROW_WITH(model.forward_cached_rows(random_ids(2, 1, 64, 1), two), "cache has 3 layers", "model 2");
+  EXPECT_THROW_WITH(model.forward_cached(random_ids(3, 1, 64, 1), two), "3 rows of ids for 2 caches");
+  EXPECT_THROW_WITH(model.forward_cached(random_ids(2, 1, 64, 1), two), "cache has 3 layers", "model 2");
 }
 
 TEST(CachedDecoding, TheCacheHoldsOnlyTheKeyValueHeads) {

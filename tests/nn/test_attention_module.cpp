@@ -37,11 +37,13 @@ void check_module_case(const Golden& golden, const std::string& name, bool fused
   if (golden.has(name, "key_padding")) masks.key_padding = golden.get(name, "key_padding");
 
   const double tol = 1e-5;
-  const Tensor out = attn.forward(x, context, masks);
+  const Tensor out = attn.forward(x, {.context = context, .masks = masks});
   EXPECT_TENSOR_CLOSE(out, golden.get(name, "out"), tol, tol);
   if (golden.has(name, "weights")) {
     NoGradGuard no_grad;
-    EXPECT_TENSOR_CLOSE(attn.forward_with_weights(x, context, masks).weights, golden.get(name, "weights"), tol, tol);
+    Tensor weights;
+    attn.forward(x, {.context = context, .masks = masks}, &weights);
+    EXPECT_TENSOR_CLOSE(weights, golden.get(name, "weights"), tol, tol);
   }
   out.backward(golden.get(name, "grad_out"));
   EXPECT_TENSOR_CLOSE(x.grad(), golden.get(name, "grad_x"), tol, tol);
@@ -81,7 +83,7 @@ TEST(MultiHeadAttention, ConfigurationErrorsNameTheValues) {
   EXPECT_THROW_WITH(MultiHeadAttention({.dim = 8, .n_heads = 2, .dropout = 1.5}), "dropout 1.5");
   MultiHeadAttention attn({.dim = 8, .n_heads = 2});
   EXPECT_THROW_WITH(attn.forward(zeros({2, 3, 6})), "MultiHeadAttention", "(2, 3, 6)", "dim = 8");
-  EXPECT_THROW_WITH(attn.forward(zeros({2, 3, 8}), zeros({1, 4, 8})), "context", "(1, 4, 8)");
+  EXPECT_THROW_WITH(attn.forward(zeros({2, 3, 8}), {.context = zeros({1, 4, 8})}), "context", "(1, 4, 8)");
 }
 
 // A stand-in positional scheme: scales q by (1 + q_offset / 10), shifts k by k_offset / 10, and adds
@@ -129,13 +131,13 @@ TEST(MultiHeadAttention, PositionHookRotatesAndBiases) {
   Generator gen(3);
   MultiHeadAttention self_attn({.dim = 8, .n_heads = 4, .n_kv_heads = 2, .causal = true}, position, gen);
   const Tensor x = randn({2, 5, 8}, gen), keep = lt(rand({5, 5}, gen), 0.9);
-  EXPECT_TENSOR_CLOSE(self_attn.forward(x, {}, {.mask = keep}, 3), by_hand(self_attn, x, {}, 3, keep), 1e-6, 1e-5);
+  EXPECT_TENSOR_CLOSE(self_attn.forward(x, {.masks = {.mask = keep}, .q_offset = 3}), by_hand(self_attn, x, {}, 3, keep), 1e-6, 1e-5);
   EXPECT_EQ(position->seen_q_offset, 3);
   EXPECT_EQ(position->seen_k_offset, 3);
 
   MultiHeadAttention cross({.dim = 8, .n_heads = 2, .context_dim = 6}, position, gen);
   const Tensor context = randn({2, 7, 6}, gen), keep_all = ones({5, 7}, DType::boolean);
-  EXPECT_TENSOR_CLOSE(cross.forward(x, context, {}, 4), by_hand(cross, x, context, 4, keep_all), 1e-6, 1e-5);
+  EXPECT_TENSOR_CLOSE(cross.forward(x, {.context = context, .q_offset = 4}), by_hand(cross, x, context, 4, keep_all), 1e-6, 1e-5);
   EXPECT_EQ(position->seen_k_offset, 0);
   EXPECT_TRUE(cross.named_children().size() == 4u);  // the scheme is not a child
 }

@@ -51,7 +51,7 @@ TEST(BlockGolden, PostNormEncoderLayerEqualsTorchTransformerEncoderLayer) {
   TransformerBlock block(encoder_layer(D, H, 2 * D, /*dropout=*/0.1));
   block.eval();
   testing::check_module_case(block, golden, "encoder", {{"x", "key_padding"}}, [&](auto& in) {
-    return block.forward(in[0], {.masks = {.key_padding = in[1]}});
+    return block.forward(in[0], {.self = {.masks = {.key_padding = in[1]}}});
   });
 }
 
@@ -60,7 +60,7 @@ TEST(BlockGolden, DecoderLayerWithCrossAttentionEqualsTorchTransformerDecoderLay
   TransformerBlock block(decoder_layer(D, H, 2 * D, /*dropout=*/0.1));
   block.eval();
   testing::check_module_case(block, golden, "decoder", {{"x", "memory", "memory_padding"}}, [&](auto& in) {
-    return block.forward(in[0], {.context = in[1], .context_masks = {.key_padding = in[2]}});
+    return block.forward(in[0], {.cross = {.context = in[1], .masks = {.key_padding = in[2]}}});
   });
 }
 

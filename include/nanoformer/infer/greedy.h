@@ -1,8 +1,9 @@
 #pragma once
-// Greedy decoding with the KV cache: the prompt is prefilled in one pass, then each new token is
-// the argmax of the last logits and is fed alone (DecoderLM::forward_cached). When the sequence
-// outgrows the model's max_seq_len, the window slides: the cache is refilled with the last
-// max_seq_len tokens each step, which is what a full forward over that window computes.
+// Greedy decoding with the KV cache (the decode step of infer/decode_step.h): the prompt is
+// prefilled in one pass, then each new token is the argmax of the last logits and is fed alone.
+// When the sequence outgrows the model's max_seq_len, the window slides (ContextShift::crop): the
+// cache is refilled with the last max_seq_len tokens each step, which is what a full forward over
+// that window computes.
 #include <cstdint>
 #include <optional>
 #include <vector>

@@ -9,6 +9,7 @@
 #include <functional>
 #include <vector>
 
+#include "nanoformer/infer/decode_step.h"
 #include "nanoformer/infer/sampler.h"
 #include "nanoformer/infer/stop_criteria.h"
 #include "nanoformer/models/decoder_lm.h"
@@ -25,38 +26,31 @@ struct GenerationResult {
   double decode_tokens_per_s() const;  // the tokens after the first (decoded one by one) / their time
 };
 
-// Rolls `cache`, which holds `cached`, back to the longest common prefix of `cached` and
-// `sequence`, always leaving at least the last token of `sequence` to feed (so that its logits are
-// computed); shortens `cached` to match and returns the tokens kept.
-int64_t keep_common_prefix(nn::KVCache& cache, std::vector<int64_t>& cached, const std::vector<int64_t>& sequence);
-
 class Session {
  public:
-  // A cache for one sequence of up to max_len tokens (0: the model's max_seq_len).
-  explicit Session(models::DecoderLM& model, int64_t max_len = 0);
+  // A cache for one sequence of up to max_len tokens (0: the model's max_seq_len), continued past
+  // that by `shift` (infer/decode_step.h).
+  explicit Session(models::DecoderLM& model, int64_t max_len = 0, ContextShift shift = {});
 
-  // After a token: false stops generation (a stop string, a client gone).
-  using OnToken = std::function<bool(int64_t id)>;
+  using OnToken = infer::OnToken;
   // `sequence` is the whole sequence to continue (the prompt; in a chat, the conversation so far).
-  // Samples until an end-of-sequence id, max new tokens, on_token returning false, or the cache's
-  // end (reason max_new_tokens). Throws nf::Error when the sequence leaves no room for a new token
-  // (naming its length and the context) or holds an id outside the vocabulary.
+  // Samples until an end-of-sequence id, max new tokens, on_token returning false, or a context
+  // that cannot make room (reason context_full: --keep holds all of it); past the context's end
+  // the context shifts. Throws nf::Error when the sequence leaves no room for a new token (naming
+  // its length and the context) or holds an id outside the vocabulary.
   GenerationResult generate(const std::vector<int64_t>& sequence, Sampler& sampler, const StopCriteria& stop,
                             const OnToken& on_token = {});
 
   // Every token the cache holds, in order (the last sequence and what was generated after it, the
-  // last sampled token excepted: it is fed only when the next call continues past it).
-  const std::vector<int64_t>& cached_tokens() const { return cached_; }
-  int64_t max_len() const { return cache_.shape().max_len; }
-  void reset();
+  // last sampled token excepted: it is fed only when the next call continues past it; after a
+  // context shift, without the dropped tokens).
+  const std::vector<int64_t>& cached_tokens() const { return sequence_.tokens(); }
+  int64_t max_len() const { return sequence_.max_len(); }
+  void reset() { sequence_.reset(); }
 
  private:
-  // Feeds ids after what the cache holds; returns the last position's logits (vocab_size f32).
-  Tensor feed(const std::vector<int64_t>& ids);
-
   models::DecoderLM& model_;
-  nn::KVCache cache_;
-  std::vector<int64_t> cached_;
+  CachedSequence sequence_;
 };
 
 }  // namespace nf::infer

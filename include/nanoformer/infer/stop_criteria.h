@@ -11,7 +11,8 @@
 
 namespace nf::infer {
 
-enum class StopReason { none, end_of_sequence, stop_string, max_new_tokens };
+// context_full: the context cannot make room for another token (--keep holds all of it).
+enum class StopReason { none, end_of_sequence, stop_string, max_new_tokens, context_full };
 const char* stop_reason_name(StopReason reason);  // "none", "end of sequence", ...
 
 struct StopCriteria {

@@ -42,22 +42,28 @@ class DecoderLM : public Model {
   // return_hidden also keeps every block's output in LMOutput::hidden.
   LMOutput forward(const Tensor& ids, const Tensor& targets = {}, bool return_hidden = false);
 
-  // A cache for this model: max_batch rows of max_len tokens (0 = max_seq_len, the most it may be).
+  // A cache for this model: max_batch rows of max_len positions (0 = max_seq_len, the most it may
+  // be); sliding-window layers get ring buffers of O(window) memory (nn/kv_cache.h).
   nn::KVCache make_cache(int64_t max_batch = 1, int64_t max_len = 0) const;
-  // Inference with a KV cache (eval mode; no autograd): ids (B, T) are the next T tokens of the
-  // B sequences the cache holds (T = the prompt's length to prefill, then 1 per decoded token, or a
-  // chunk of any length after a prefix); they are written into the cache, which advances by T.
-  // Returns the logits (B, T, vocab_size), or with last_only those of the last token (B, 1, vocab_size).
-  // Equal (up to float rounding) to the matching rows of forward() over the whole sequences.
-  Tensor forward_cached(const Tensor& ids, nn::KVCache& cache, bool last_only = false);
-  // Continuous batching: row b of ids (B, T) continues the one sequence caches[b] holds, each
-  // cache at its own length (sequences that joined at different steps decode together). The
-  // linear layers run once over the B rows, attention per cache. Equal (up to float rounding) to
-  // forward_cached of each row alone with its cache; logits (B, T or 1, vocab_size).
-  Tensor forward_cached_rows(const Tensor& ids, std::span<nn::KVCache* const> caches, bool last_only = false);
-  // Prefills prompts of different lengths into an empty cache (left-padded, see nn/kv_cache.h):
-  // each prompt alone into its row, right-aligned. Returns each prompt's last logits (B, 1, vocab_size).
-  Tensor prefill_ragged(const std::vector<std::vector<int64_t>>& prompts, nn::KVCache& cache);
+  // Inference with KV caches (eval mode; no autograd), the same blocks as forward(): ids (B, T) are
+  // the next T tokens of the sequences the caches hold, B / caches.size() rows per cache, in order
+  // (one cache for a batch, or one cache per sequence when sequences at different lengths decode
+  // together: the linear layers run once over every row, attention per cache). T is a prompt to
+  // prefill (fed in chunks when sliding-window ring buffers need it), 1 per decoded token, or a
+  // chunk after a prefix; every cache advances by T. Returns the logits (B, T, vocab_size), or
+  // with last_only those of the last token (B, 1, vocab_size). Equal (up to float rounding) to
+  // the matching rows of forward() over each whole sequence alone.
+  Tensor forward_cached(const Tensor& ids, std::span<nn::KVCache* const> caches, bool last_only = false);
+  Tensor forward_cached(const Tensor& ids, nn::KVCache& cache, bool last_only = false) {
+    nn::KVCache* const one[] = {&cache};
+    return forward_cached(ids, one, last_only);
+  }
+  // Continues past the cache's end: drops positions keep .. keep + discard - 1 from `cache` and
+  // moves the later keys down by `discard` positions (RoPE keys rotated by -discard, as llama.cpp's
+  // context shift; score-bias schemes need nothing). False, changing nothing, when the keys
+  // cannot be moved: absolute position embeddings live in every layer's hidden states, and a
+  // sliding-window ring may lack keys; the caller then re-encodes the kept tokens.
+  bool shift_context(nn::KVCache& cache, int64_t keep, int64_t discard);
 
   const DecoderLMConfig& config() const { return config_; }
   std::string architecture() const override { return kArchitecture; }
@@ -78,11 +84,12 @@ class DecoderLM : public Model {
   std::shared_ptr<nn::Linear> output;                        // null when tied
 
  private:
-  // tok_embeddings (+ positions, row b's first token at positions[b]) (-> dropout) (-> embedding_norm)
-  Tensor embed(const Tensor& ids, const std::vector<int64_t>& positions);
-  // The cached forward of ids whose rows go to caches[i] (steps[i] begun on it), in order.
-  Tensor forward_steps(const Tensor& ids, std::span<nn::KVCache* const> caches, const std::vector<nn::KVCacheStep>& steps,
-                       bool last_only);
+  // tok_embeddings (+ positions: rows [rows_at[i], rows_at[i + 1]) start at positions[i]) (-> dropout)
+  // (-> embedding_norm)
+  Tensor embed(const Tensor& ids, const std::vector<int64_t>& positions, int64_t rows_per_position);
+  // The blocks over x; with caches, layer i reads and extends caches[c]->at(i, steps[c]).
+  Tensor blocks(Tensor x, std::span<nn::KVCache* const> caches, const std::vector<nn::KVCacheStep>& steps,
+                std::vector<Tensor>* hidden);
   // norm -> head (-> softcap): (B, T, dim) -> (B, T, vocab_size)
   Tensor head(const Tensor& x);
 

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <utility>
 
 #include "nanoformer/core/generator.h"
 #include "nanoformer/nn/attention_position.h"
@@ -32,6 +33,7 @@ struct AttentionConfig {
   double qk_norm_eps = 1e-6;
   double dropout = 0.0;     // on the attention weights, in training
   bool causal = false;      // bottom-right aligned (see ops/attention.h)
+  int64_t window = 0;       // sliding window (causal only): a query sees its `window` latest keys, itself included; 0 = all
   std::optional<double> scale{};  // multiplies q k^T; default 1 / sqrt(head_dim)
   bool fused = true;        // the fused kernel; false = the plain composition
   uint64_t seed = 0;        // of the dropout generator
@@ -44,6 +46,23 @@ struct AttentionMasks {
   Tensor key_padding{};
 };
 
+// What one attention call reads besides x; every field is optional.
+struct AttentionInputs {
+  // Cross-attention: keys and values from the context (B, Tk, context_dim); undefined = self-attention.
+  Tensor context{};
+  // Cross-attention keys and values computed once (context_kv()): a fixed cache read instead of
+  // projecting `context` (a decoder generating over a fixed encoder output; inference).
+  const LayerKV* context_kv = nullptr;
+  AttentionMasks masks{};
+  // Query i sits at position q_offset + i; keys at q_offset + j (self) or j (cross).
+  int64_t q_offset = 0;
+  // Self-attention with KV caches (inference): caches[i] holds the next caches[i].step->batch rows
+  // of x, the step's new tokens, which are written into it; each cache's rows attend over its
+  // prefix and themselves at its own positions (sequences at different lengths decoded together
+  // compute what each computes alone). Positions come from the caches; masks and q_offset are unused.
+  std::span<const CachedAttention> caches{};
+};
+
 // MultiHeadAttention(config)'s num_parameters() without building it: q, k, v, o and their biases.
 int64_t attention_parameter_count(const AttentionConfig& config);
 
@@ -53,26 +72,14 @@ class MultiHeadAttention : public Module {
   explicit MultiHeadAttention(const AttentionConfig& config, std::shared_ptr<AttentionPosition> position = nullptr,
                               Generator& gen = default_generator());
 
-  // x (B, Tq, dim); context (B, Tk, context_dim) for cross-attention, undefined for self-attention.
-  // Query i sits at position q_offset + i; keys at q_offset + j (self) or j (cross).
-  Tensor forward(const Tensor& x, const Tensor& context = {}, const AttentionMasks& masks = {}, int64_t q_offset = 0);
-  // The same through the plain kernel, also returning the weights (B, H, Tq, Tk).
-  AttentionWithWeights forward_with_weights(const Tensor& x, const Tensor& context = {},
-                                            const AttentionMasks& masks = {}, int64_t q_offset = 0);
-  // Causal self-attention of x (B, T, dim), the step's new tokens, over the cached prefix and
-  // themselves: their keys and values are written into the cache at the step's columns, and the
-  // queries and keys sit at the step's per-row positions. Inference only (eval mode, no autograd).
-  Tensor forward_cached(const Tensor& x, const CachedAttention& cache);
-  // The same for rows that live in different caches (continuous batching: sequences at different
-  // lengths decoded together): caches[i] holds the next caches[i].step->batch rows of x, in order.
-  // The projections run once over all rows; each cache's rows attend over their own prefix at
-  // their own positions, so every row computes what it would alone.
-  Tensor forward_cached(const Tensor& x, std::span<const CachedAttention> caches);
-  // Cross-attention with the context's keys and values computed once (a decoder generating over a
-  // fixed encoder output): context_kv(context) projects them, (B, n_kv_heads, S, head_dim) each;
-  // forward_context_kv(x, kv, masks) equals forward(x, context, masks) at every step. Inference only.
+  // x (B, Tq, dim) -> (B, Tq, dim), one path for every use:
+  //   project q (and k, v unless a fixed cache gives them) -> position -> QK-norm
+  //   -> write k, v into the cache if one is given -> attend -> merge heads -> output projection.
+  // With `weights`, the plain kernel runs and *weights receives the attention weights (B, H, Tq, Tk).
+  Tensor forward(const Tensor& x, const AttentionInputs& in = {}, Tensor* weights = nullptr);
+  // The cross-attention keys and values of a context, (B, n_kv_heads, S, head_dim) each, for
+  // AttentionInputs::context_kv. Inference only.
   LayerKV context_kv(const Tensor& context);
-  Tensor forward_context_kv(const Tensor& x, const LayerKV& kv, const AttentionMasks& masks = {});
 
   const AttentionConfig& config() const { return config_; }
   std::shared_ptr<Linear> q_proj, k_proj, v_proj, o_proj;
@@ -81,12 +88,14 @@ class MultiHeadAttention : public Module {
   Generator* own_generator() override { return &dropout_gen_; }  // attention-weight dropout
 
  private:
-  AttentionWithWeights attend(const Tensor& x, const Tensor& context, const AttentionMasks& masks, int64_t q_offset,
-                              bool with_weights);
-
-  // One cache's part of a cached forward: q (B, H, T, Dh), k and v (B, Hkv, T, Dh) of its rows,
-  // projected, not yet rotated; writes k and v into the cache and returns (B, H, T, Dh).
-  Tensor attend_cached(Tensor q, Tensor k, const Tensor& v, const CachedAttention& cache);
+  // q (B, H, Tq, Dh) and k (B, Hkv, Tk, Dh; may be undefined) at positions q_position.. and
+  // k_position..: rotated by the position scheme, then QK-normed
+  std::pair<Tensor, Tensor> positioned(Tensor q, Tensor k, int64_t q_position, int64_t k_position);
+  // softmax(scale q k^T + score bias + masks) v of positioned q and k: (B, H, Tq, Dh)
+  Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionMasks& masks, int64_t q_position,
+                int64_t k_position, Tensor* weights);
+  // One cache's rows: writes its new k, v and attends over its prefix and them.
+  Tensor attend_cached(const Tensor& q, const Tensor& k, const Tensor& v, const CachedAttention& cache);
 
   AttentionConfig config_;  // n_kv_heads, head_dim and context_dim resolved
   std::shared_ptr<AttentionPosition> position_;

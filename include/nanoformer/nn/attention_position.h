@@ -18,6 +18,10 @@ class AttentionPosition : public Module {
   // q (B, H, Tq, D), k (B, Hkv, Tk, D) -> rotated copies; the identity unless overridden (RoPE).
   virtual Tensor rotate_queries(const Tensor& q, int64_t q_offset) { return q; }
   virtual Tensor rotate_keys(const Tensor& k, int64_t k_offset) { return k; }
+  // Keys (B, Hkv, T, D) rotated for their positions, moved by delta positions (a KV cache's context
+  // shift): rotate_keys(k, p) becomes rotate_keys(k, p + delta). The identity unless overridden:
+  // the score-bias schemes depend only on the distance between query and key.
+  virtual Tensor reposition_keys(const Tensor& k, int64_t delta) { return k; }
   // An additive bias for the scores, broadcastable to (B, H, Tq, Tk), or an undefined tensor when
   // the scheme adds none (RoPE). q and k are the (rotated) queries and keys: Transformer-XL's
   // score depends on them, ALiBi's and T5's do not.

@@ -40,20 +40,11 @@ struct BlockConfig {
   double deepnorm_alpha = 1.0;             // the residual scale of deepnorm placement
 };
 
-// What a block is given per call besides x.
+// What a block is given per call besides x: what its self-attention and its cross-attention
+// read (cross.context or cross.context_kv, the encoder output, for a block with cross-attention).
 struct BlockInputs {
-  AttentionMasks masks{};          // for self-attention
-  Tensor context{};                // the encoder output (B, S, context_dim), for cross-attention
-  AttentionMasks context_masks{};  // for cross-attention (key_padding (B, S) marks real source tokens)
-  // The cross-attention keys and values of the context, computed once (MultiHeadAttention::context_kv):
-  // when set, cross-attention reads them instead of projecting `context` (inference).
-  const LayerKV* context_kv = nullptr;
-  int64_t q_offset = 0;            // absolute position of x's first token (a KV-cache decoder)
-  // With caches (inference), self-attention reads and extends them (MultiHeadAttention::forward_cached):
-  // caches[i] holds the next caches[i].step->batch rows of x (one cache for the whole batch, or one
-  // per sequence when sequences at different lengths decode together); positions come from the
-  // caches' steps, and masks and q_offset are not used.
-  std::vector<CachedAttention> caches{};
+  AttentionInputs self{};
+  AttentionInputs cross{};
 };
 
 // Parameters: attn_norm, attn, [attn_out_norm], [cross_attn_norm, cross_attn, [cross_attn_out_norm]],
@@ -84,7 +75,7 @@ class TransformerBlock : public Module {
                   const std::function<Tensor(const Tensor&)>& f);
   // value, reported as stage `sublayer`_`what` (or `what` alone) when a recorder is installed.
   Tensor note(const char* sublayer, const char* what, Tensor value) const;
-  Tensor self_attention(const Tensor& x, const BlockInputs& in);
+  Tensor self_attention(const Tensor& x, const AttentionInputs& in);
 
   BlockConfig config_;
   BlockRecorder* recorder_ = nullptr;

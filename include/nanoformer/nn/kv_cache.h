@@ -2,20 +2,22 @@
 // The key/value cache of a decoder: for every layer, the keys and values of the tokens seen so far,
 // so that a new token attends to them without recomputing them.
 //
-// Storage: per layer, keys and values (max_batch, n_kv_heads, max_len, head_dim), preallocated
-// (zeros) for the whole context: only the KV heads (GQA/MQA keep H / Hkv times less than H heads
-// would), keys stored after rotation (RoPE) and QK-norm, so a step rotates only its new tokens.
-// A forward of T new tokens writes them in place at columns length .. length + T - 1 and attends
-// over the prefix as a view (no reallocation, no copy of old entries); `commit` then advances
-// `length`. truncate(n) rolls back to the first n columns; reset() empties the cache.
+// Storage: per layer, keys and values (max_batch, n_kv_heads, columns, head_dim), preallocated
+// (zeros): only the KV heads (GQA/MQA keep H / Hkv times less than H heads would), keys stored
+// after rotation (RoPE) and QK-norm, so a step rotates only its new tokens. Every row of a cache
+// sits at the same position (one sequence, or beams of one sequence).
 //
-// Ragged batches use left padding: all rows share the columns, and row r's tokens start at column
-// start[r] (0 when the row is not padded); the columns before it are masked for every query by a
-// key-padding mask, and column t of row r sits at position t - start[r]. A decode step appends one
-// column to every row, at per-row positions, so each row computes exactly what it would alone.
-// (Right-aligning the prompts keeps the causal mask bottom-right aligned for every row, which
-// per-row lengths with right padding would not.) A ragged prompt batch is prefilled row by row into
-// row views (`row_view`), then `set_row_starts` marks the padding.
+// A full-attention layer has max_len columns: column t holds position t. A sliding-window layer
+// (window W: a query sees its W most recent keys, itself included) needs only its last W - 1 keys
+// before a step, so when 2 W < max_len it holds 2 W columns and, when a step would not fit, first
+// moves its last W - 1 columns to the front: a ring buffer unrolled once every W + 1 tokens, so its
+// memory is O(W) and attention always reads its keys in order. Column t then holds position
+// first_position + t.
+//
+// A forward of T new tokens (`begin`) writes them in place after each layer's filled columns and
+// attends over them as a view (no reallocation, no copy of old entries); `commit` then advances.
+// truncate(n) rolls back to the first n positions; reset() empties the cache; shift() drops tokens
+// in the middle to continue past max_len (the model re-positions the kept keys: DecoderLM::shift_context).
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -29,26 +31,29 @@ struct KVCacheShape {
   int64_t max_batch = 1;
   int64_t n_kv_heads = 0;
   int64_t head_dim = 0;
-  int64_t max_len = 0;  // columns: the longest context the cache holds
+  int64_t max_len = 0;           // positions: the longest context the cache holds
   DType dtype = DType::f32;
+  std::vector<int64_t> windows{};  // per layer: the sliding window W, 0 = full attention; empty = all full
 };
 
-// One layer's storage: keys and values (max_batch, n_kv_heads, max_len, head_dim).
+// One layer's storage: keys and values (max_batch, n_kv_heads, columns, head_dim).
 struct LayerKV {
   Tensor keys, values;
 };
 
-// What every layer of one cached forward shares: T new tokens for the first `batch` rows.
+// What every layer of one cached forward shares: T new tokens for the cache's first `batch` rows,
+// the first of them at `position`.
 struct KVCacheStep {
   int64_t batch = 0, new_tokens = 0;
-  int64_t column = 0;               // the new tokens go to columns column .. column + new_tokens - 1
-  std::vector<int64_t> positions;   // per row: the position of column `column` (column - start[r])
-  Tensor key_padding;               // bool (batch, column + new_tokens), true at real tokens; undefined when no row is padded
+  int64_t position = 0;
+  std::vector<int64_t> columns;  // per layer: the new tokens go to columns columns[i] .. + new_tokens - 1
 };
 
-// A layer's part of a cached forward: its storage and the shared step.
+// A layer's part of a cached forward: its storage, where the step's tokens go, and the step.
+// Column 0 sits at position step->position - column.
 struct CachedAttention {
   LayerKV kv;
+  int64_t column = 0;
   const KVCacheStep* step = nullptr;
 };
 
@@ -57,43 +62,52 @@ class KVCache {
   explicit KVCache(const KVCacheShape& shape);
 
   const KVCacheShape& shape() const { return shape_; }
-  int64_t length() const { return length_; }   // columns filled
-  int64_t batch() const { return batch_; }     // rows in use (0 when empty)
-  const std::vector<int64_t>& row_starts() const { return starts_; }
+  int64_t length() const { return position_; }  // positions filled: the next token's position
+  int64_t batch() const { return batch_; }       // rows in use (0 when empty)
+  int64_t window(int64_t layer) const;           // 0 = full attention
+  // The most new tokens one forward may take: max_len, or less with ring-buffered windowed layers.
+  int64_t max_step() const;
   const LayerKV& layer(int64_t i) const;
-  int64_t bytes() const;                       // of the storage: 2 n_layers max_batch Hkv max_len D elements
+  int64_t bytes() const;  // of the storage
 
-  // Checks that `new_tokens` more tokens for `batch` rows fit (naming the numbers when not) and
-  // describes that forward; `commit` records it once every layer has written its columns.
-  KVCacheStep begin(int64_t batch, int64_t new_tokens) const;
+  // Checks that `new_tokens` more tokens for `batch` rows fit (naming the numbers when not), makes
+  // room in the ring-buffered layers, and describes that forward; `commit` records it once every
+  // layer has written its columns. `at(i, step)` is layer i's part of it.
+  KVCacheStep begin(int64_t batch, int64_t new_tokens);
+  CachedAttention at(int64_t layer, const KVCacheStep& step) const;
   void commit(const KVCacheStep& step);
 
-  void truncate(int64_t n);  // keeps the first n columns (n >= every row's start, or 0)
+  // Whether truncate(n) can keep n positions: a windowed layer must still hold the keys that the
+  // next token's window reaches.
+  bool can_truncate(int64_t n) const;
+  void truncate(int64_t n);
   void reset();
+  // Drops positions keep .. keep + discard - 1 from every layer: the later columns move down by
+  // `discard` (their keys still rotated for their old positions: the caller re-positions them, see
+  // rotate_fn) and the cache holds length() - discard positions. False, changing nothing, when a
+  // windowed layer would then lack keys its window needs (the caller re-encodes instead).
+  // reposition(keys, delta) returns the moved keys (B, Hkv, n, D) re-positioned by delta (RoPE
+  // rotates them; schemes whose keys carry no position return them as they are).
+  using Reposition = std::function<Tensor(const Tensor& keys, int64_t delta)>;
+  bool shift(int64_t keep, int64_t discard, const Reposition& reposition);
   // Row r becomes what row rows[r] held, for every layer (beam search: each beam continues from
   // its parent): the cache then holds rows.size() rows. A gather of the filled columns.
   void select_rows(const std::vector<int64_t>& rows);
 
-  // A cache over row `row` alone whose column 0 is this cache's column `first_column`, sharing
-  // this cache's storage (empty: length 0). Prefilling a shorter prompt into it right-aligns it.
-  KVCache row_view(int64_t row, int64_t first_column) const;
-  // After row views were filled: `length` columns in use, row r's tokens starting at starts[r].
-  void set_row_starts(int64_t length, const std::vector<int64_t>& starts);
-
  private:
-  KVCache(const KVCacheShape& shape, std::vector<LayerKV> layers);
+  struct Layer {
+    LayerKV kv;
+    int64_t window = 0;  // 0 = full
+    int64_t length = 0;  // columns filled; column 0 holds position position_ - length
+    int64_t columns() const { return kv.keys.size(2); }
+  };
+  // Whether layer l, holding positions up to `position` (exclusive) from `first` on, still has
+  // every key the window of the token at `position` reaches.
+  static bool reaches(const Layer& l, int64_t first, int64_t position);
 
   KVCacheShape shape_;
-  std::vector<LayerKV> layers_;
-  int64_t length_ = 0, batch_ = 0;
-  std::vector<int64_t> starts_;  // per row in use; all 0 unless a ragged batch was set
+  std::vector<Layer> layers_;
+  int64_t position_ = 0, batch_ = 0;
 };
-
-// f(first_row, rows, position) applied where rows sit at the per-row `positions` of a step: one call
-// over every row when they share a position, else one call per row, the results joined on dim 0
-// (an undefined result stays undefined). Positional schemes take one offset per call, so this is
-// how they see a ragged batch.
-Tensor at_row_positions(const std::vector<int64_t>& positions,
-                        const std::function<Tensor(int64_t first_row, int64_t rows, int64_t position)>& f);
 
 }  // namespace nf::nn

@@ -29,6 +29,7 @@ class RotaryPosition : public AttentionPosition {
   explicit RotaryPosition(const RopeOptions& options);
   Tensor rotate_queries(const Tensor& q, int64_t q_offset) override;
   Tensor rotate_keys(const Tensor& k, int64_t k_offset) override;
+  Tensor reposition_keys(const Tensor& k, int64_t delta) override;  // one more rotation, by delta, at every row
 
   const RopeOptions& options() const { return options_; }
   // theta after NTK scaling, and the divisor of positions (s with linear scaling, else 1).

@@ -2,7 +2,7 @@
 // Continuous batching: one model serves many sequences at once. Sequences wait in a bounded queue;
 // up to `parallel` run, each in its own slot (a one-row KV cache that lives as long as the
 // scheduler, so nothing is allocated per request). A sequence that joins is prefilled alone, then
-// every step decodes all running sequences together (DecoderLM::forward_cached_rows: the linear
+// every step decodes all running sequences together (DecoderLM::forward_cached over their caches: the linear
 // layers once over the stacked rows, attention per slot at its own length), so a sequence that
 // joins does not wait for the others to finish, and each gets the tokens it would get alone.
 // A slot keeps its tokens after its sequence ends; a new sequence takes the free slot sharing the
@@ -32,6 +32,7 @@ struct SchedulerOptions {
   int64_t parallel = 4;     // sequences decoded together at most (slots)
   int64_t max_queue = 64;   // sequences waiting for a slot at most; submit() refuses beyond
   int64_t context = 0;      // tokens per slot (0: the model's max_seq_len)
+  int64_t keep = 0;         // --keep: tokens at a slot's start that its context shift never drops
 };
 
 struct SequenceOutcome {

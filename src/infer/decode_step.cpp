@@ -1,0 +1,64 @@
+// A sequence in its KV cache, the context shift, and the sample -> stop step (infer/decode_step.h).
+#include "nanoformer/infer/decode_step.h"
+
+#include <algorithm>
+
+#include "nanoformer/core/error.h"
+
+namespace nf::infer {
+
+CachedSequence::CachedSequence(models::DecoderLM& model, int64_t max_len, ContextShift shift)
+    : model_(model), cache_(model.make_cache(1, max_len)), shift_(shift) {
+  NF_CHECK(shift.keep >= 0, "--keep ", shift.keep, ": must be >= 0");
+}
+
+void CachedSequence::reset() {
+  cache_.reset();
+  tokens_.clear();
+}
+
+int64_t CachedSequence::keep_common_prefix(const std::vector<int64_t>& sequence) {
+  const auto common = static_cast<int64_t>(
+      std::mismatch(tokens_.begin(), tokens_.end(), sequence.begin(), sequence.end()).first - tokens_.begin());
+  int64_t keep = std::min(common, static_cast<int64_t>(sequence.size()) - 1);
+  if (!cache_.can_truncate(keep)) keep = 0;  // a sliding-window ring no longer holds what that needs
+  cache_.truncate(keep);
+  tokens_.resize(static_cast<size_t>(keep));
+  return keep;
+}
+
+bool CachedSequence::make_room(int64_t n) {
+  const auto length = static_cast<int64_t>(tokens_.size());
+  const int64_t over = length + n - max_len();
+  if (over <= 0) return true;
+  // crop: just what must go; else the oldest half of what --keep leaves, at least what must go
+  const int64_t discard = shift_.crop ? over : std::max(over, (length - shift_.keep) / 2);
+  if (shift_.keep + discard > length) return false;
+  std::vector<int64_t> kept(tokens_.begin(), tokens_.begin() + shift_.keep);
+  kept.insert(kept.end(), tokens_.begin() + shift_.keep + discard, tokens_.end());
+  if (shift_.crop || !model_.shift_context(cache_, shift_.keep, discard)) {
+    cache_.reset();  // re-encode the kept tokens at their new positions
+    if (!kept.empty()) model_.forward_cached(Tensor::from_vector(kept, {1, static_cast<int64_t>(kept.size())}), cache_, true);
+  }
+  tokens_ = std::move(kept);
+  return true;
+}
+
+Tensor CachedSequence::feed(const std::vector<int64_t>& ids) {
+  const auto T = static_cast<int64_t>(ids.size());
+  const Tensor logits = model_.forward_cached(Tensor::from_vector(ids, {1, T}), cache_, /*last_only=*/true);
+  fed(ids);
+  return logits;
+}
+
+SampledToken sample_step(Sampler& sampler, std::span<const float> logits, std::vector<int64_t>& history,
+                         const StopCriteria& stop, int64_t count, const OnToken& on_token) {
+  SampledToken t;
+  t.id = sampler.next(logits, history);
+  history.push_back(t.id);
+  t.reason = stop.after_token(t.id, count);
+  if (on_token && !on_token(t.id) && t.reason == StopReason::none) t.reason = StopReason::stop_string;
+  return t;
+}
+
+}  // namespace nf::infer
