@@ -34,9 +34,10 @@ struct AttentionOptions {
   // Sliding window (only with causal): query i, whose diagonal key is d = i + (Tk - Tq), sees key j
   // only when d - window < j <= d, the `window` most recent keys including its own; 0 = every key.
   // This is transformers' / Mistral's sliding_window W and flash-attn's window_size = (W - 1, 0).
-  // nanochat (gpt.py, _compute_window_sizes) gives each layer flash-attn's (left, 0): its pattern
-  // letter "S" is left = ceil(sequence_len / 4 / 128) * 128, i.e. window = left + 1 (513 at
-  // sequence_len 2048), and "L" is left = sequence_len, i.e. every key (window 0).
+  // nanochat (gpt.py, _compute_window_sizes) gives each layer flash-attn's (left, 0) from its
+  // window_pattern (e.g. "SSSL", tiled over the layers, the last layer always "L"): "S" is
+  // left = ceil(sequence_len / 4 / 128) * 128, i.e. window = left + 1 (513 at sequence_len 2048),
+  // and "L" is left = sequence_len, i.e. every key (window 0).
   int64_t window = 0;
   // bool (true = attend) or additive (q's dtype; may require grad, e.g. a learned position bias),
   // broadcastable to (B, H, Tq, Tk).
