@@ -1,7 +1,9 @@
 // scaled_dot_product_attention, causal, f32: the fused kernel against the plain composition of our
 // own ops (matmul -> mask -> softmax -> matmul) in the same run, forward and forward+backward, at
-// (B, H, T, D) = (1, 8, 512, 64), (4, 8, 256, 64), and a GQA case (1, 8 query heads over 2 kv
-// heads, 512, 64). Compare with tools/bench/torch_attention.py at the same thread count.
+// (B, H, T, D) = (1, 8, 512, 64), (4, 8, 256, 64), a GQA case (1, 8 query heads over 2 kv heads,
+// 512, 64), and (1, 8, 1024, 64) with every earlier key (W = 0) beside a sliding window of 128 keys
+// (W = 128): the fused kernel skips the key tiles outside the window, so W = 128 should take about
+// a quarter of the full-causal time. Compare with tools/bench/torch_attention.py at the same thread count.
 #include <benchmark/benchmark.h>
 
 #include "bench_support.h"
@@ -15,7 +17,7 @@ struct Inputs {
   Tensor q, k, v, grad_out;
 };
 
-// args: B, H, Hkv, T, D
+// args: B, H, Hkv, T, D, W (the window; 0 = every earlier key)
 Inputs make_inputs(const benchmark::State& state, bool requires_grad) {
   const int64_t B = state.range(0), H = state.range(1), Hkv = state.range(2), T = state.range(3), D = state.range(4);
   nf::Generator gen(1);
@@ -27,16 +29,18 @@ Inputs make_inputs(const benchmark::State& state, bool requires_grad) {
 
 void forward(benchmark::State& state, nf::AttentionKernel kernel) {
   const Inputs in = make_inputs(state, false);
+  const nf::AttentionOptions options{.causal = true, .window = state.range(5), .kernel = kernel};
   for (auto _ : state) {
-    const Tensor out = nf::scaled_dot_product_attention(in.q, in.k, in.v, {.causal = true, .kernel = kernel});
+    const Tensor out = nf::scaled_dot_product_attention(in.q, in.k, in.v, options);
     benchmark::DoNotOptimize(out.raw_data());
   }
 }
 
 void forward_backward(benchmark::State& state, nf::AttentionKernel kernel) {
   const Inputs in = make_inputs(state, true);
+  const nf::AttentionOptions options{.causal = true, .window = state.range(5), .kernel = kernel};
   for (auto _ : state) {
-    nf::scaled_dot_product_attention(in.q, in.k, in.v, {.causal = true, .kernel = kernel}).backward(in.grad_out);
+    nf::scaled_dot_product_attention(in.q, in.k, in.v, options).backward(in.grad_out);
     benchmark::DoNotOptimize(in.q.grad().raw_data());
     for (const Tensor* t : {&in.q, &in.k, &in.v}) t->zero_grad();
   }
@@ -48,10 +52,12 @@ void BM_nf_attention_fused_fwd_bwd(benchmark::State& state) { forward_backward(s
 void BM_nf_attention_plain_fwd_bwd(benchmark::State& state) { forward_backward(state, nf::AttentionKernel::plain); }
 
 void shapes(benchmark::internal::Benchmark* b) {
-  b->ArgNames({"B", "H", "Hkv", "T", "D"})
-      ->Args({1, 8, 8, 512, 64})
-      ->Args({4, 8, 8, 256, 64})
-      ->Args({1, 8, 2, 512, 64})
+  b->ArgNames({"B", "H", "Hkv", "T", "D", "W"})
+      ->Args({1, 8, 8, 512, 64, 0})
+      ->Args({4, 8, 8, 256, 64, 0})
+      ->Args({1, 8, 2, 512, 64, 0})
+      ->Args({1, 8, 8, 1024, 64, 0})
+      ->Args({1, 8, 8, 1024, 64, 128})
       ->Unit(benchmark::kMillisecond)
       ->UseRealTime();
 }

@@ -52,6 +52,7 @@ Tensor fused_attention(const Tensor& q, const Tensor& k, const Tensor& v, const 
   p.B = s.B, p.H = s.H, p.Hkv = s.Hkv, p.Tq = s.Tq, p.Tk = s.Tk, p.D = s.D;
   p.scale = s.scale;
   p.causal = options.causal;
+  p.window = options.window;
   const Tensor& mask = options.mask;
   const bool has_bias = mask.defined() && mask.dtype() != DType::boolean;
   if (mask.defined()) (has_bias ? p.bias : p.keep) = mask.detach();
@@ -118,6 +119,9 @@ AttentionShape check_attention(const Tensor& q, const Tensor& k, const Tensor& v
              ": key_padding must be bool (B, Tk) = ", shape_str({s.B, s.Tk}), ", got ", dtype_name(kp.dtype()), " ",
              shape_str(kp.shape()));
   }
+  NF_CHECK(options.window >= 0, kOp, ": window = ", options.window, " is negative (0 = every key)");
+  NF_CHECK(options.window == 0 || options.causal, kOp, ": window = ", options.window,
+           " needs causal = true (a sliding window over the earlier keys)");
   NF_CHECK(options.dropout_p >= 0.0 && options.dropout_p < 1.0, kOp, ": dropout_p = ", options.dropout_p,
            " outside [0, 1)");
   const double scale = options.scale.value_or(1.0 / std::sqrt(static_cast<double>(s.D)));

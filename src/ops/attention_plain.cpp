@@ -21,11 +21,10 @@ Tensor repeat_heads(const Tensor& x, int64_t group) {
   return x.unsqueeze(2).expand({s[0], s[1], group, s[2], s[3]}).reshape({s[0], s[1] * group, s[2], s[3]});
 }
 
-// (Tq, Tk) bool: query i sees key j iff j <= i + (Tk - Tq)
-Tensor causal_keep(int64_t Tq, int64_t Tk) {
+// (Tq, Tk): d_i - j, how far key j lies behind query i's diagonal key d_i = i + (Tk - Tq)
+Tensor behind_diagonal(int64_t Tq, int64_t Tk) {
   const double offset = static_cast<double>(Tk - Tq);
-  const Tensor last_key = arange(offset, offset + static_cast<double>(Tq)).reshape({Tq, 1});
-  return ge(last_key, arange(Tk).reshape({1, Tk}));
+  return sub(arange(offset, offset + static_cast<double>(Tq)).reshape({Tq, 1}), arange(Tk).reshape({1, Tk}));
 }
 
 }  // namespace
@@ -42,7 +41,11 @@ AttentionWithWeights plain_attention(const Tensor& q, const Tensor& k, const Ten
   if (options.key_padding.defined()) {
     scores = where(options.key_padding.reshape({shape.B, 1, 1, shape.Tk}), scores, masked_score);
   }
-  if (options.causal) scores = where(causal_keep(shape.Tq, shape.Tk), scores, masked_score);
+  if (options.causal) {  // keep 0 <= d_i - j (< window when there is one)
+    const Tensor behind = behind_diagonal(shape.Tq, shape.Tk);
+    scores = where(gt(behind, -1.0), scores, masked_score);
+    if (options.window > 0) scores = where(lt(behind, static_cast<double>(options.window)), scores, masked_score);
+  }
   // rows with every key masked: weights 0 (softmax would give NaN), no gradient
   Tensor dead;
   if (mask.defined() || options.key_padding.defined() || options.causal) {

@@ -1,6 +1,6 @@
 // scaled_dot_product_attention against F.scaled_dot_product_attention (tools/golden/fixtures_attention.py):
-// every case of the "attention" fixture, with both kernels, outputs and gradients of q, k, v and
-// of an additive mask. Tolerance |ours - torch| <= 1e-5 + 1e-5 |torch| in f32 (blocked softmax and
+// every case of the "attention" and "attention_window" (sliding windows, as torch's equivalent bool
+// mask) fixtures, with both kernels, outputs and gradients of q, k, v and of an additive mask. Tolerance |ours - torch| <= 1e-5 + 1e-5 |torch| in f32 (blocked softmax and
 // BLAS tile products sum in another order than torch's math backend, a few ulps apart),
 // 1e-12 + 1e-10 |torch| in f64.
 #include "support/golden.h"
@@ -21,6 +21,7 @@ void check_case(const Golden& golden, const std::string& name, AttentionKernel k
   }
   if (golden.has(name, "key_padding")) options.key_padding = golden.get(name, "key_padding");
   if (!params["scale"].is_null()) options.scale = params["scale"].get<double>();
+  options.window = params.value("window", int64_t{0});
 
   const Tensor out = scaled_dot_product_attention(q, k, v, options);
   const bool wide = q.dtype() == DType::f64;
@@ -39,6 +40,16 @@ TEST(AttentionGolden, EveryCaseBothKernels) {
   const Golden golden("attention");
   ASSERT_GE(golden.cases().size(), 10u);
   for (const auto& [name, params] : golden.cases().items()) {
+    check_case(golden, name, AttentionKernel::fused);
+    check_case(golden, name, AttentionKernel::plain);
+  }
+}
+
+TEST(AttentionGolden, SlidingWindowEveryCaseBothKernels) {
+  const Golden golden("attention_window");
+  ASSERT_GE(golden.cases().size(), 10u);
+  for (const auto& [name, params] : golden.cases().items()) {
+    ASSERT_GT(params["window"].get<int64_t>(), 0) << name;
     check_case(golden, name, AttentionKernel::fused);
     check_case(golden, name, AttentionKernel::plain);
   }

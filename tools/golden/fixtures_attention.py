@@ -1,4 +1,4 @@
-"""Attention: F.scaled_dot_product_attention (masks, GQA/MQA, scale, fully masked rows) and the
+"""Attention: F.scaled_dot_product_attention (masks, GQA/MQA, scale, fully masked rows, sliding windows) and the
 multi-head attention module (torch.nn.MultiheadAttention, and a nanochat-style GQA + QK-norm layer
 written from the reference formulas)."""
 from __future__ import annotations
@@ -54,6 +54,58 @@ def sdpa_fixture() -> Fixture:
     add("scale_causal", (1, 2, 8, 8), (1, 2, 8, 8), causal=True, scale=0.5)
     add("long_gqa_causal_across_tiles", (1, 2, 130, 8), (1, 1, 130, 8), causal=True)
     add("f64_gqa_causal", (2, 4, 7, 6), (2, 2, 7, 6), dtype=torch.float64, causal=True)
+    return fx
+
+
+def window_mask(tq: int, tk: int, window: int) -> torch.Tensor:
+    """(tq, tk) bool, true = attend: query i, whose diagonal key is d = i + tk - tq (bottom-right),
+    sees key j iff d - window < j <= d (transformers' sliding_window, flash-attn's window_size =
+    (window - 1, 0))."""
+    ones = torch.ones(tq, tk, dtype=torch.bool)
+    return ones.tril(diagonal=tk - tq) & ~ones.tril(diagonal=tk - tq - window)
+
+
+def sdpa_window_fixture() -> Fixture:
+    fx = Fixture("attention_window", seed=13,
+                 description="sliding-window attention: F.scaled_dot_product_attention(q, k, v, attn_mask = the "
+                             "window's bool mask (and-ed with [mask], [key_padding]; an additive [mask] gets -inf "
+                             "outside the window), scale, enable_gqa); cases give causal = true and window; roles as "
+                             "the attention fixture")
+
+    def add(case, q_shape, kv_shape, window, dtype=torch.float32, mask=None, key_padding=None, scale=None):
+        inputs = {"q": randn(*q_shape, dtype=dtype), "k": randn(*kv_shape, dtype=dtype),
+                  "v": randn(*kv_shape, dtype=dtype)}
+        if mask is not None:
+            inputs["mask"] = mask
+        if key_padding is not None:
+            inputs["key_padding"] = key_padding
+        keep = window_mask(q_shape[2], kv_shape[2], window)
+        gqa = q_shape[1] != kv_shape[1]
+
+        def fn(q, k, v, mask=None, key_padding=None):
+            attn_mask = keep
+            if key_padding is not None:
+                attn_mask = attn_mask & key_padding[:, None, None, :]
+            if mask is not None and mask.dtype == torch.bool:
+                attn_mask = attn_mask & mask
+            elif mask is not None:
+                attn_mask = mask.masked_fill(~attn_mask, float("-inf"))
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, scale=scale, enable_gqa=gqa)
+
+        fx.case(case, fn, inputs, causal=True, window=window, scale=scale, dtype=str(dtype))
+
+    add("w1_self", (2, 2, 9, 8), (2, 2, 9, 8), 1)
+    add("w3_self_gqa", (1, 4, 10, 8), (1, 2, 10, 8), 3)
+    add("w7_across_tiles_gqa", (1, 2, 150, 8), (1, 1, 150, 8), 7)
+    add("w64_across_tiles", (1, 1, 200, 8), (1, 1, 200, 8), 64)
+    add("w128_across_tiles", (1, 1, 270, 4), (1, 1, 270, 4), 128)
+    add("w5_cached_suffix_gqa", (1, 4, 4, 8), (1, 2, 12, 8), 5)
+    add("w6_decode_one_token_mqa", (2, 4, 1, 16), (2, 1, 20, 16), 6)
+    add("w4_key_padding_scale", (2, 2, 8, 8), (2, 2, 8, 8), 4,
+        key_padding=torch.tensor([[True] * 8, [True] * 3 + [False] + [True] * 4]), scale=0.5)
+    add("w5_bool_mask", (1, 2, 9, 8), (1, 2, 9, 8), 5, mask=torch.rand(1, 2, 9, 9) < 0.8)
+    add("w3_additive_mask", (2, 2, 7, 8), (2, 2, 7, 8), 3, mask=randn(2, 1, 7, 7))
+    add("w4_f64_gqa", (2, 4, 9, 6), (2, 2, 9, 6), 4, dtype=torch.float64)
     return fx
 
 
@@ -125,4 +177,4 @@ def module_fixture() -> Fixture:
 
 
 def fixtures() -> list[Fixture]:
-    return [sdpa_fixture(), module_fixture()]
+    return [sdpa_fixture(), sdpa_window_fixture(), module_fixture()]

@@ -16,6 +16,7 @@
 //    tests, and to return the weights).
 //
 // Rows whose keys are all masked give zeros and pass no gradient (as torch's math backend).
+// The fused kernel computes no key tile that causality or the window hide from a whole query tile.
 #include <cstdint>
 #include <optional>
 
@@ -30,6 +31,14 @@ struct AttentionOptions {
   // Query i sees key j only when j <= i + (Tk - Tq): aligned bottom-right, torch's is_causal when
   // Tq == Tk, and what a decoder with a KV cache of Tk - Tq earlier tokens needs.
   bool causal = false;
+  // Sliding window (only with causal): query i, whose diagonal key is d = i + (Tk - Tq), sees key j
+  // only when d - window < j <= d, the `window` most recent keys including its own; 0 = every key.
+  // This is transformers' / Mistral's sliding_window W and flash-attn's window_size = (W - 1, 0).
+  // nanochat (gpt.py, _compute_window_sizes) gives each layer flash-attn's (left, 0) from its
+  // window_pattern (e.g. "SSSL", tiled over the layers, the last layer always "L"): "S" is
+  // left = ceil(sequence_len / 4 / 128) * 128, i.e. window = left + 1 (513 at sequence_len 2048),
+  // and "L" is left = sequence_len, i.e. every key (window 0).
+  int64_t window = 0;
   // bool (true = attend) or additive (q's dtype; may require grad, e.g. a learned position bias),
   // broadcastable to (B, H, Tq, Tk).
   Tensor mask{};

@@ -61,8 +61,9 @@ void forward_typed(const AttentionProblem& p, const Tensor& q, const Tensor& k, 
       std::fill(m.begin(), m.end(), -kInf);
       std::fill(l.begin(), l.end(), T(0));
       std::fill(acc.begin(), acc.end(), T(0));
+      // only the keys some query of the tile sees: none above the causal diagonal, none below the window
       const int64_t key_end = masks.key_end(i0, nq);
-      for (int64_t j0 = 0; j0 < key_end; j0 += kKeyBlock) {
+      for (int64_t j0 = masks.key_begin(i0); j0 < key_end; j0 += kKeyBlock) {
         const int64_t nk = std::min(kKeyBlock, key_end - j0);
         // S = Q_tile K_tile^T  (nq, nk)
         gemm<T>(false, true, nq, nk, D, T(1), Q.at(b, h, i0), Q.st, K.at(b, hk, j0), K.st, T(0), s.data(), kKeyBlock);
@@ -159,22 +160,27 @@ void backward_typed(const AttentionProblem& p, const Tensor& q, const Tensor& k,
           std::fill_n(dK_tile + j * dK.st, D, T(0));
           std::fill_n(dV_tile + j * dV.st, D, T(0));
         }
+        // the query tiles that see some key of this tile: none before the causal diagonal, none past the window
+        const int64_t i_end = masks.query_end(j0, nk_tile);
         for (int64_t h = hk * group; h < (hk + 1) * group; ++h) {
-          for (int64_t i0 = masks.first_query(j0) / kQueryBlock * kQueryBlock; i0 < p.Tq; i0 += kQueryBlock) {
+          for (int64_t i0 = masks.first_query(j0) / kQueryBlock * kQueryBlock; i0 < i_end; i0 += kQueryBlock) {
             const int64_t nq = std::min(kQueryBlock, p.Tq - i0), row0 = (b * p.H + h) * p.Tq + i0;
-            // causal: the tile's keys that some query of this tile sees (the rest pass no gradient)
-            const int64_t nk = std::min(nk_tile, masks.key_end(i0, nq) - j0);
+            // keys [j1, j1 + nk) of the tile that some query of this query tile sees (the rest pass no gradient)
+            const int64_t j1 = std::max(j0, masks.key_begin(i0));
+            const int64_t nk = std::min(j0 + nk_tile, masks.key_end(i0, nq)) - j1;
             if (nk <= 0) continue;
             const T* dO_tile = dO.at(b, h, i0);
+            T* dK_rows = dK_tile + (j1 - j0) * dK.st;
+            T* dV_rows = dV_tile + (j1 - j0) * dV.st;
             // S = Q_tile K_tile^T, P = e^(masked S - lse)  (nq, nk)
-            gemm<T>(false, true, nq, nk, D, T(1), Q.at(b, h, i0), Q.st, K.at(b, hk, j0), K.st, T(0), prob.data(), kKeyBlock);
+            gemm<T>(false, true, nq, nk, D, T(1), Q.at(b, h, i0), Q.st, K.at(b, hk, j1), K.st, T(0), prob.data(), kKeyBlock);
             for (int64_t r = 0; r < nq; ++r) {
               T* row = prob.data() + r * kKeyBlock;
-              masks.apply(row, nk, b, h, i0 + r, j0);
+              masks.apply(row, nk, b, h, i0 + r, j1);
               const T row_lse = L[row0 + r];
               for (int64_t c = 0; c < nk; ++c) row[c] = vmath::exp(row[c] - row_lse);
               if (dropout) {  // Pd = P z, z = keep / keep_prob
-                const uint64_t at = weight_index(p, b, h, i0 + r, j0);
+                const uint64_t at = weight_index(p, b, h, i0 + r, j1);
                 T* z = zs.data() + r * kKeyBlock;
                 T* pd = dropped.data() + r * kKeyBlock;
                 for (int64_t c = 0; c < nk; ++c) {
@@ -185,9 +191,9 @@ void backward_typed(const AttentionProblem& p, const Tensor& q, const Tensor& k,
             }
             const T* pd = dropout ? dropped.data() : prob.data();
             // dV_tile += Pd^T dO_tile  (nk, D)
-            gemm<T>(true, false, nk, D, nq, T(1), pd, kKeyBlock, dO_tile, dO.st, T(1), dV_tile, dV.st);
+            gemm<T>(true, false, nk, D, nq, T(1), pd, kKeyBlock, dO_tile, dO.st, T(1), dV_rows, dV.st);
             // dPd = dO_tile V_tile^T  (nq, nk)
-            gemm<T>(false, true, nq, nk, D, T(1), dO_tile, dO.st, V.at(b, hk, j0), V.st, T(0), ds.data(), kKeyBlock);
+            gemm<T>(false, true, nq, nk, D, T(1), dO_tile, dO.st, V.at(b, hk, j1), V.st, T(0), ds.data(), kKeyBlock);
             for (int64_t r = 0; r < nq; ++r) {
               // dS = P (dPd z - delta_i)
               const T* pr = prob.data() + r * kKeyBlock;
@@ -199,11 +205,11 @@ void backward_typed(const AttentionProblem& p, const Tensor& q, const Tensor& k,
               } else {
                 for (int64_t c = 0; c < nk; ++c) g[c] = pr[c] * (g[c] - d_i);
               }
-              if (dbias_data) std::copy_n(g, nk, dbias_data + (row0 + r) * p.Tk + j0);
+              if (dbias_data) std::copy_n(g, nk, dbias_data + (row0 + r) * p.Tk + j1);
             }
             // dK_tile += scale dS^T Q_tile  (nk, D);  dQ_tile += scale dS K_tile  (nq, D)
-            gemm<T>(true, false, nk, D, nq, scale, ds.data(), kKeyBlock, Q.at(b, h, i0), Q.st, T(1), dK_tile, dK.st);
-            gemm<T>(false, false, nq, D, nk, scale, ds.data(), kKeyBlock, K.at(b, hk, j0), K.st, T(1), dQ.at(b, h, i0),
+            gemm<T>(true, false, nk, D, nq, scale, ds.data(), kKeyBlock, Q.at(b, h, i0), Q.st, T(1), dK_rows, dK.st);
+            gemm<T>(false, false, nq, D, nk, scale, ds.data(), kKeyBlock, K.at(b, hk, j1), K.st, T(1), dQ.at(b, h, i0),
                     dQ.st);
           }
         }

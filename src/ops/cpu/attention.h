@@ -18,6 +18,7 @@ struct AttentionProblem {
   int64_t B = 0, H = 0, Hkv = 0, Tq = 0, Tk = 0, D = 0;
   double scale = 1.0;
   bool causal = false;     // key j visible to query i iff j <= i + (Tk - Tq)
+  int64_t window = 0;      // with causal and > 0: also j > i + (Tk - Tq) - window
   Tensor keep;             // bool, broadcastable to (B, H, Tq, Tk): true = attend; or undefined
   Tensor bias;             // q's dtype, broadcastable to (B, H, Tq, Tk), added to the scores; or undefined
   Tensor key_padding;      // bool (B, Tk): true = real key; or undefined

@@ -98,7 +98,13 @@ void attention_decode_forward(const AttentionProblem& p, const Tensor& q, const 
                               const Tensor& out, const Tensor& lse) {
   constexpr float kInf = std::numeric_limits<float>::infinity();
   const attention_tiles::ScoreMasks<float> masks(p);
-  const int64_t D = p.D, group = p.H / p.Hkv, rows = group * p.Tq, keys = masks.key_end(0, p.Tq);
+  const int64_t D = p.D, group = p.H / p.Hkv, rows = group * p.Tq;
+  // query i scores only keys [first_key(i), end_key(i)): its causal diagonal ends them, a sliding
+  // window starts them (so a row holds at most `window` scores)
+  const auto first_key = [&](int64_t i) { return masks.key_begin(i); };
+  const auto end_key = [&](int64_t i) { return std::max(masks.key_end(i, 1), first_key(i)); };
+  int64_t row_len = 1;
+  for (int64_t i = 0; i < p.Tq; ++i) row_len = std::max(row_len, end_key(i) - first_key(i));
   // row r of a task is query i = r % Tq of head h = hk group + r / Tq
   const auto query = [&](const Tensor& t, int64_t b, int64_t h, int64_t i) {
     return t.data<float>() + b * t.stride(0) + h * t.stride(1) + i * t.stride(2);
@@ -106,25 +112,28 @@ void attention_decode_forward(const AttentionProblem& p, const Tensor& q, const 
   const RowProducts products = row_products(D);
   float* L = lse.data<float>();
   parallel_for(p.B * p.Hkv, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> s(static_cast<size_t>(rows * std::max<int64_t>(keys, 1)));
+    std::vector<float> s(static_cast<size_t>(rows * row_len));
     for (int64_t task = begin; task < end; ++task) {
       const int64_t b = task / p.Hkv, hk = task % p.Hkv;
       const float* k_rows = query(k, b, hk, 0);
       const float* v_rows = query(v, b, hk, 0);
       // the rows' scores first, so that the group's keys are read while they are in cache
-      for (int64_t r = 0; r < rows; ++r)
-        products.scores(query(q, b, hk * group + r / p.Tq, r % p.Tq), k_rows, k.stride(2), keys, D, s.data() + r * keys);
       for (int64_t r = 0; r < rows; ++r) {
-        const int64_t h = hk * group + r / p.Tq, i = r % p.Tq;
-        float* row = s.data() + r * keys;
+        const int64_t i = r % p.Tq, j0 = first_key(i);
+        products.scores(query(q, b, hk * group + r / p.Tq, i), k_rows + j0 * k.stride(2), k.stride(2), end_key(i) - j0,
+                        D, s.data() + r * row_len);
+      }
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t h = hk * group + r / p.Tq, i = r % p.Tq, j0 = first_key(i), keys = end_key(i) - j0;
+        float* row = s.data() + r * row_len;
         float* o = out.data<float>() + b * out.stride(0) + h * out.stride(1) + i * out.stride(2);
         // p = e^(s - max s) after scale, bias and masks; out = p v / sum p, lse = max s + log sum p;
         // a row whose keys are all masked gets out = 0, lse = +inf
-        masks.apply(row, keys, b, h, i, 0);
+        masks.apply(row, keys, b, h, i, j0);
         const float m = keys > 0 ? row_max(row, keys) : -kInf;
         const float l = m == -kInf ? 0.0f : lane_sum<float>(keys, [&](int64_t c) { return row[c] = vmath::exp(row[c] - m); });
         if (l > 0.0f) {
-          products.weighted_sum(row, v_rows, v.stride(2), keys, D, 1.0f / l, o);
+          products.weighted_sum(row, v_rows + j0 * v.stride(2), v.stride(2), keys, D, 1.0f / l, o);
         } else {
           std::fill_n(o, D, 0.0f);
         }

@@ -43,7 +43,8 @@ template <class T>
 class ScoreMasks {
  public:
   explicit ScoreMasks(const AttentionProblem& p)
-      : scale_(static_cast<T>(p.scale)), causal_(p.causal), offset_(p.Tk - p.Tq), tk_(p.Tk) {
+      : scale_(static_cast<T>(p.scale)), causal_(p.causal), offset_(p.Tk - p.Tq), tk_(p.Tk), tq_(p.Tq),
+        window_(p.causal ? p.window : 0) {
     const Shape full{p.B, p.H, p.Tq, p.Tk};
     if (p.keep.defined()) {
       keep_ = p.keep.data<bool>();
@@ -59,14 +60,13 @@ class ScoreMasks {
     }
   }
 
-  // Keys [0, end) hold every key some query of [i0, i0 + nq) may see.
-  int64_t key_end(int64_t i0, int64_t nq) const {
-    if (!causal_) return tk_;
-    const int64_t end = i0 + nq + offset_;
-    return end < 0 ? 0 : (end > tk_ ? tk_ : end);
-  }
-  // The first query that may see key j0.
-  int64_t first_query(int64_t j0) const { return causal_ && j0 > offset_ ? j0 - offset_ : 0; }
+  // Keys [key_begin(i0), key_end(i0, nq)) hold every key some query of [i0, i0 + nq) may see: the
+  // causal diagonal bounds them above, the window below (query i0's first key, i0 + offset - window + 1).
+  int64_t key_begin(int64_t i0) const { return window_ > 0 ? clamp(i0 + offset_ - window_ + 1, tk_) : 0; }
+  int64_t key_end(int64_t i0, int64_t nq) const { return causal_ ? clamp(i0 + nq + offset_, tk_) : tk_; }
+  // Queries [first_query(j0), query_end(j0, nk)) hold every query that may see a key of [j0, j0 + nk).
+  int64_t first_query(int64_t j0) const { return causal_ ? clamp(j0 - offset_, tq_) : 0; }
+  int64_t query_end(int64_t j0, int64_t nk) const { return window_ > 0 ? clamp(j0 + nk - 1 - offset_ + window_, tq_) : tq_; }
 
   // s[c] = scale s[c] + bias[b, h, i, j0 + c], or -inf where key j0 + c is masked for query i.
   void apply(T* s, int64_t nk, int64_t b, int64_t h, int64_t i, int64_t j0) const {
@@ -85,14 +85,19 @@ class ScoreMasks {
       for (int64_t c = 0; c < nk; ++c) s[c] = row[c * pad_strides_[1]] ? s[c] : kMasked;
     }
     if (causal_) {  // j <= i + offset
-      for (int64_t c = i + offset_ + 1 - j0 < 0 ? 0 : i + offset_ + 1 - j0; c < nk; ++c) s[c] = kMasked;
+      for (int64_t c = clamp(i + offset_ + 1 - j0, nk); c < nk; ++c) s[c] = kMasked;
+    }
+    if (window_ > 0) {  // j > i + offset - window
+      for (int64_t c = 0, end = clamp(i + offset_ - window_ + 1 - j0, nk); c < end; ++c) s[c] = kMasked;
     }
   }
 
  private:
+  static int64_t clamp(int64_t x, int64_t hi) { return x < 0 ? 0 : (x > hi ? hi : x); }
+
   T scale_;
   bool causal_;
-  int64_t offset_, tk_;
+  int64_t offset_, tk_, tq_, window_;
   const bool* keep_ = nullptr;
   const T* bias_ = nullptr;
   const bool* pad_ = nullptr;
