@@ -40,6 +40,12 @@ struct BlockConfig {
   double deepnorm_alpha = 1.0;             // the residual scale of deepnorm placement
 };
 
+// `config` validated (the widths agree, dropout and deepnorm_alpha in range) with every component
+// resolved (nn::resolved of the attentions, the MLP and the MoE, whose dim 0 = the MLP's): the one
+// place a block's defaults are filled in. TransformerBlock, block_parameter_counts and the models'
+// block configs call it, so a resolved config's fields are the built modules' sizes.
+BlockConfig resolved(const BlockConfig& config);
+
 // What a block is given per call besides x.
 struct BlockInputs {
   AttentionMasks masks{};          // for self-attention
@@ -69,7 +75,7 @@ class TransformerBlock : public Module {
   // The MoE's load-balancing loss of the last forward (a scalar), undefined without an MoE.
   Tensor aux_loss() const;
 
-  const BlockConfig& config() const { return config_; }
+  const BlockConfig& config() const { return config_; }  // resolved
   // Reports every stage (and, if it asks, the attention weights) to `recorder` until reset with
   // nullptr; the caller keeps the recorder alive meanwhile. Not with a KV cache.
   void set_recorder(BlockRecorder* recorder) { recorder_ = recorder; }
@@ -91,8 +97,23 @@ class TransformerBlock : public Module {
   std::shared_ptr<Dropout> dropout_;  // null when residual_dropout is 0
 };
 
-// TransformerBlock(config)'s num_parameters() without building it.
-int64_t block_parameter_count(const BlockConfig& config);
+// TransformerBlock(config)'s parameters by part, without building it (the sums of the component
+// counts: attention_parameter_count, mlp_parameter_count, norm_parameter_count), in arithmetic N:
+// int64_t, or long double to bound a config whose count might not fit.
+template <class N>
+struct BasicBlockParameterCounts {
+  N attention = 0;        // self-attention: q, k, v, o
+  N cross_attention = 0;  // cross-attention: q, k, v, o (0 without)
+  N mlp = 0;              // the MLP (0 with an MoE)
+  N routed_experts = 0;   // the MoE's routed experts
+  N shared_experts = 0;   // the MoE's shared experts
+  N router = 0;           // the MoE's gate
+  N norms = 0;            // every norm of the block
+  N total = 0;
+};
+using BlockParameterCounts = BasicBlockParameterCounts<int64_t>;
+template <class N = int64_t>
+BasicBlockParameterCounts<N> block_parameter_counts(const BlockConfig& config);
 
 // The blocks of the reference documents, as configurations of TransformerBlock:
 //   000 GPT-2: pre-norm LayerNorm, causal MHA with biases, GELU MLP (4 dim; `gelu_tanh` as GPT-2
