@@ -1,10 +1,9 @@
 // TransformerBlock: residual sublayers with their norm placement; its config resolved and counted;
-// the reference blocks as configs; DeepNet's constants and initialisation.
+// the encoder-decoder layers (001, 004) as configs; DeepNet's constants and initialisation.
 #include "nanoformer/nn/block.h"
 
 #include <array>
 #include <cmath>
-#include <limits>
 
 #include "nanoformer/autograd/grad_mode.h"
 #include "nanoformer/core/error.h"
@@ -155,33 +154,6 @@ Tensor TransformerBlock::forward(const Tensor& x, const BlockInputs& in) {
 }
 
 Tensor TransformerBlock::aux_loss() const { return moe ? moe->aux_loss() : Tensor(); }
-
-BlockConfig gpt2_block(int64_t dim, int64_t n_heads, bool gelu_tanh, double dropout) {
-  BlockConfig c;
-  c.attention = {.dim = dim, .n_heads = n_heads, .bias = true, .dropout = dropout, .causal = true};
-  c.mlp = {.kind = gelu_tanh ? MLPKind::gelu_tanh : MLPKind::gelu, .dim = dim, .bias = true, .dropout = dropout};
-  c.norm = {.kind = NormKind::layernorm, .dim = dim, .eps = 1e-5};
-  return c;
-}
-
-BlockConfig minimind_block(int64_t dim, int64_t n_heads, int64_t n_kv_heads, int64_t multiple_of) {
-  BlockConfig c;
-  c.attention = {.dim = dim, .n_heads = n_heads, .n_kv_heads = n_kv_heads, .bias = false, .causal = true};
-  c.mlp = {.kind = MLPKind::swiglu, .dim = dim, .multiple_of = multiple_of, .bias = false};
-  c.norm = {.kind = NormKind::rmsnorm, .dim = dim, .eps = 1e-5};
-  return c;
-}
-
-BlockConfig nanochat_block(int64_t dim, int64_t n_heads, int64_t n_kv_heads) {
-  // F.rms_norm(x, (dim,)) with eps=None uses the dtype's machine epsilon
-  const double eps = std::numeric_limits<float>::epsilon();
-  BlockConfig c;
-  c.attention = {.dim = dim, .n_heads = n_heads, .n_kv_heads = n_kv_heads, .bias = false, .qk_norm = true,
-                 .qk_norm_eps = eps, .causal = true};
-  c.mlp = {.kind = MLPKind::relu2, .dim = dim, .bias = false};
-  c.norm = {.kind = NormKind::rmsnorm_no_weight, .dim = dim, .eps = eps};
-  return c;
-}
 
 BlockConfig encoder_layer(int64_t dim, int64_t n_heads, int64_t ffn_hidden, double dropout) {
   BlockConfig c;

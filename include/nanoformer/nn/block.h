@@ -115,19 +115,10 @@ using BlockParameterCounts = BasicBlockParameterCounts<int64_t>;
 template <class N = int64_t>
 BasicBlockParameterCounts<N> block_parameter_counts(const BlockConfig& config);
 
-// The blocks of the reference documents, as configurations of TransformerBlock:
-//   000 GPT-2: pre-norm LayerNorm, causal MHA with biases, GELU MLP (4 dim; `gelu_tanh` as GPT-2
-//       itself, 000's nn.GELU() is the erf form);
-//   002 MiniMind: pre-norm RMSNorm (eps 1e-5), causal GQA without biases, SwiGLU hidden from
-//       multiple_of (give it interleaved RoPE, theta 1e6);
-//   003 nanochat: pre-norm parameter-free RMSNorm (F.rms_norm's default eps, the f32 machine
-//       epsilon), causal MQA/GQA with QK-norm, relu^2 MLP (4 dim), no biases (give it half-split
-//       RoPE rotating by -theta);
-//   001/004 encoder layer: post-norm LayerNorm, bidirectional MHA with biases, ReLU FFN, dropout;
-//   001/004 decoder layer: the same with causal self-attention and cross-attention.
-BlockConfig gpt2_block(int64_t dim, int64_t n_heads, bool gelu_tanh = true, double dropout = 0.0);
-BlockConfig minimind_block(int64_t dim, int64_t n_heads, int64_t n_kv_heads, int64_t multiple_of = 64);
-BlockConfig nanochat_block(int64_t dim, int64_t n_heads, int64_t n_kv_heads);
+// The layers of the encoder-decoder Transformer (001/004), as configurations of TransformerBlock
+// (the decoder-only families' blocks come from their model configs: models::block_config):
+//   encoder layer: post-norm LayerNorm, bidirectional MHA with biases, ReLU FFN, dropout;
+//   decoder layer: the same with causal self-attention and cross-attention.
 BlockConfig encoder_layer(int64_t dim, int64_t n_heads, int64_t ffn_hidden, double dropout = 0.1);
 BlockConfig decoder_layer(int64_t dim, int64_t n_heads, int64_t ffn_hidden, double dropout = 0.1);
 
