@@ -57,11 +57,10 @@ std::string bytes(int64_t n) { return scaled(n, 1024, {"B", "KiB", "MiB", "GiB",
 std::string flops(int64_t n) { return scaled(n, 1000, {"FLOP", "KFLOP", "MFLOP", "GFLOP", "TFLOP"}); }
 
 std::string architecture(const DecoderLMConfig& c) {
-  const int64_t head_dim = c.head_dim > 0 ? c.head_dim : c.dim / c.n_heads;
+  const nn::AttentionConfig a = models::block_config(c).attention;  // resolved: head_dim, n_kv_heads
   std::string s = "vocab " + std::to_string(c.vocab_size) + ", dim " + std::to_string(c.dim) + ", " +
-                  std::to_string(c.n_layers) + " layers, " + std::to_string(c.n_heads) + " heads of " +
-                  std::to_string(head_dim) + " (" + std::to_string(c.n_kv_heads > 0 ? c.n_kv_heads : c.n_heads) +
-                  " kv), " + nn::position_kind_name(c.position) + " positions, " + nn::norm_kind_name(c.norm) + ", " +
+                  std::to_string(c.n_layers) + " layers, " + std::to_string(a.n_heads) + " heads of " +
+                  std::to_string(a.head_dim) + " (" + std::to_string(a.n_kv_heads) + " kv), " + nn::position_kind_name(c.position) + " positions, " + nn::norm_kind_name(c.norm) + ", " +
                   nn::mlp_kind_name(c.mlp) + " MLP";
   if (c.moe)
     s += ", MoE " + std::to_string(c.moe->n_experts) + " routed (top " + std::to_string(c.moe->top_k) + ") + " +

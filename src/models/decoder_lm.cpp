@@ -26,8 +26,11 @@ DecoderLM::DecoderLM(const DecoderLMConfig& config, Generator& gen) : Model("Dec
   if (c.embedding_norm) embedding_norm = register_module("embedding_norm", nn::make_norm(block.norm));
   attention_position = register_module("attention_position", nn::make_attention_position(positions, gen));
   layers = register_module("layers", std::make_shared<nn::ModuleList<nn::TransformerBlock>>());
-  for (int64_t i = 0; i < c.n_layers; ++i)
-    layers->push_back(std::make_shared<nn::TransformerBlock>(block, attention_position, gen));
+  for (int64_t i = 0; i < c.n_layers; ++i) {
+    nn::BlockConfig layer = block;
+    layer.attention.window = layer_window(c, i);
+    layers->push_back(std::make_shared<nn::TransformerBlock>(layer, attention_position, gen));
+  }
   norm = register_module("norm", nn::make_norm(block.norm));
   if (!c.tie_embeddings) output = register_module("output", std::make_shared<nn::Linear>(c.dim, c.vocab_size, false, gen));
   init_weights(*this, c.init, gen);

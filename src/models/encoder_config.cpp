@@ -42,9 +42,6 @@ void visit_keys(Visitor& v, EncoderConfig& c) {
 
 bool is_probability(double p) { return p >= 0 && p < 1; }
 
-// A Linear(in, out) with or without bias.
-int64_t linear_parameters(int64_t in, int64_t out, bool bias) { return in * out + (bias ? out : 0); }
-
 }  // namespace
 
 EncoderConfig parse_encoder_config(const std::string& json_text, const std::string& source) {
@@ -93,7 +90,7 @@ nn::BlockConfig encoder_block_config(const EncoderConfig& c) {
   b.norm = {.kind = c.norm, .dim = c.dim, .eps = c.norm_eps};
   b.placement = c.norm_placement;
   b.residual_dropout = c.dropout;
-  return b;
+  return nn::resolved(b);
 }
 
 nn::PositionalConfig encoder_positional_config(const EncoderConfig& c) {
@@ -103,17 +100,17 @@ nn::PositionalConfig encoder_positional_config(const EncoderConfig& c) {
 std::vector<ParameterPart> encoder_parameter_parts(const EncoderConfig& c) {
   validate_encoder_config(c);
   const nn::BlockConfig block = encoder_block_config(c);
-  const int64_t D = c.dim, L = c.n_layers, hidden = nn::mlp_hidden_dim(block.mlp);
-  const int64_t up_projections = c.mlp == nn::MLPKind::swiglu ? 2 : 1;  // SwiGLU's w1 and w3
-  const int64_t mlp = up_projections * linear_parameters(D, hidden, c.mlp_bias) + linear_parameters(hidden, D, c.mlp_bias);
-  const int64_t norms = (c.embedding_norm ? 1 : 0) + 2 * L + (c.norm_placement == nn::NormPlacement::pre ? 1 : 0);
-  return {{"embedding", c.vocab_size * D},
-          {"positions", c.position == nn::PositionKind::learned ? c.max_seq_len * D : 0},
-          {"token types", c.type_vocab_size * D},
-          {"attention", L * 4 * linear_parameters(D, D, c.attention_bias)},  // q, k, v, o
-          {"mlp", L * mlp},
-          {"norms", norms * nn::make_norm(block.norm)->num_parameters()},
-          {"pooler", c.pooler ? linear_parameters(D, D, true) : 0}};
+  const nn::BlockParameterCounts layer = nn::block_parameter_counts(block);
+  const int64_t D = c.dim, L = c.n_layers;
+  // [embedding_norm,] [norm]: the norms outside the layers
+  const int64_t outer_norms = (c.embedding_norm ? 1 : 0) + (c.norm_placement == nn::NormPlacement::pre ? 1 : 0);
+  return {{"embedding", nn::embedding_parameter_count(c.vocab_size, D)},
+          {"positions", nn::positional_parameter_count(encoder_positional_config(c))},
+          {"token types", nn::embedding_parameter_count(c.type_vocab_size, D)},
+          {"attention", L * layer.attention},
+          {"mlp", L * layer.mlp},
+          {"norms", L * layer.norms + outer_norms * nn::norm_parameter_count(block.norm)},
+          {"pooler", c.pooler ? nn::linear_parameter_count(D, D, true) : 0}};
 }
 
 }  // namespace nf::models

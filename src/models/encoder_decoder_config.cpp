@@ -38,6 +38,7 @@ void visit_keys(Visitor& v, EncoderDecoderConfig& c) {
   v.value("init_std", c.init_std);
 }
 
+// The config's own default, 0 = 4 dim for every FFN kind (MLPConfig's would size a SwiGLU otherwise).
 int64_t ffn_hidden(const EncoderDecoderConfig& c) { return c.mlp_hidden > 0 ? c.mlp_hidden : 4 * c.dim; }
 
 // 001/004's layer with the config's FFN kind, norm eps and norm placement.
@@ -92,22 +93,24 @@ void validate_encoder_decoder_config(const EncoderDecoderConfig& c, const std::s
 int64_t count_parameters(const EncoderDecoderConfig& c) {
   validate_encoder_decoder_config(c);
   const int64_t d = c.dim;
-  const int64_t embeddings = c.src_vocab_size * d + (c.share_embeddings ? 0 : c.tgt_vocab_size * d);
-  const int64_t positions = c.position == nn::PositionKind::learned ? 2 * c.max_seq_len * d : 0;  // one table each
-  const int64_t layers = c.n_encoder_layers * nn::block_parameter_count(encoder_block_config(c)) +
-                         c.n_decoder_layers * nn::block_parameter_count(decoder_block_config(c));
+  const nn::BlockConfig encoder_block = encoder_block_config(c);
+  const int64_t embeddings = nn::embedding_parameter_count(c.src_vocab_size, d) +
+                             (c.share_embeddings ? 0 : nn::embedding_parameter_count(c.tgt_vocab_size, d));
+  const int64_t positions = 2 * nn::positional_parameter_count(encoder_decoder_positional_config(c));  // one table each
+  const int64_t layers = c.n_encoder_layers * nn::block_parameter_counts(encoder_block).total +
+                         c.n_decoder_layers * nn::block_parameter_counts(decoder_block_config(c)).total;
   const int64_t final_norms =
-      c.norm_placement == nn::NormPlacement::pre ? 2 * nn::norm_parameter_count(encoder_block_config(c).norm) : 0;
-  const int64_t head = c.tie_output ? 0 : c.tgt_vocab_size * d;
+      c.norm_placement == nn::NormPlacement::pre ? 2 * nn::norm_parameter_count(encoder_block.norm) : 0;
+  const int64_t head = c.tie_output ? 0 : nn::linear_parameter_count(d, c.tgt_vocab_size, false);
   return embeddings + positions + layers + final_norms + head;
 }
 
 nn::BlockConfig encoder_block_config(const EncoderDecoderConfig& c) {
-  return with_config_choices(nn::encoder_layer(c.dim, c.n_heads, ffn_hidden(c), c.dropout), c);
+  return nn::resolved(with_config_choices(nn::encoder_layer(c.dim, c.n_heads, ffn_hidden(c), c.dropout), c));
 }
 
 nn::BlockConfig decoder_block_config(const EncoderDecoderConfig& c) {
-  return with_config_choices(nn::decoder_layer(c.dim, c.n_heads, ffn_hidden(c), c.dropout), c);
+  return nn::resolved(with_config_choices(nn::decoder_layer(c.dim, c.n_heads, ffn_hidden(c), c.dropout), c));
 }
 
 nn::PositionalConfig encoder_decoder_positional_config(const EncoderDecoderConfig& c) {

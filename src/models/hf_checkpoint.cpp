@@ -122,6 +122,7 @@ HfFamily family_for(const DecoderLMConfig& c) {
   need(c.norm_placement == nn::NormPlacement::pre, cls, "norm_placement", nn::norm_placement_name(c.norm_placement));
   need(!c.embedding_norm, cls, "embedding_norm", "true");
   need(!c.qk_norm, cls, "qk_norm", "true");
+  need(c.sliding_window == 0, cls, "sliding_window", std::to_string(c.sliding_window));
   need(c.logit_softcap == 0.0, cls, "logit_softcap", std::to_string(c.logit_softcap));
   need(!c.moe.has_value(), cls, "moe", "(set)");
   if (gpt2) {
@@ -173,8 +174,8 @@ NameMap gpt2_name_map(const DecoderLMConfig& c, int64_t hidden) {
 }
 
 NameMap llama_name_map(const DecoderLMConfig& c, int64_t hidden) {
-  const int64_t D = c.dim, hd = c.head_dim ? c.head_dim : c.dim / c.n_heads;
-  const int64_t q = c.n_heads * hd, kv = (c.n_kv_heads ? c.n_kv_heads : c.n_heads) * hd;
+  const nn::AttentionConfig a = block_config(c).attention;  // resolved: head_dim, n_kv_heads
+  const int64_t D = c.dim, hd = a.head_dim, q = a.n_heads * hd, kv = a.n_kv_heads * hd;
   NameMap map{{"model.embed_tokens.weight", {c.vocab_size, D}, false, {"tok_embeddings.weight"}}};
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const std::string h = "model.layers." + std::to_string(l) + ".", o = "layers." + std::to_string(l) + ".";
@@ -259,13 +260,14 @@ std::string hf_json_from_config(const DecoderLMConfig& c, int64_t mlp_hidden) {
          {"tie_word_embeddings", c.tie_embeddings}, {"bos_token_id", gpt2_end_of_text_id(c.vocab_size)},
          {"eos_token_id", gpt2_end_of_text_id(c.vocab_size)}, {"dtype", "float32"}};
   } else {
+    const nn::AttentionConfig a = block_config(c).attention;  // resolved: head_dim, n_kv_heads
     nlohmann::ordered_json rope = {{"rope_type", c.rope_scaling == nn::RopeScaling::linear ? "linear" : "default"},
                                    {"rope_theta", c.rope_theta}};
     if (c.rope_scaling == nn::RopeScaling::linear) rope["factor"] = c.rope_scale_factor;
     j = {{"architectures", {"LlamaForCausalLM"}}, {"model_type", "llama"}, {"vocab_size", c.vocab_size},
          {"hidden_size", c.dim}, {"intermediate_size", mlp_hidden}, {"num_hidden_layers", c.n_layers},
-         {"num_attention_heads", c.n_heads}, {"num_key_value_heads", c.n_kv_heads ? c.n_kv_heads : c.n_heads},
-         {"head_dim", c.head_dim ? c.head_dim : c.dim / c.n_heads}, {"max_position_embeddings", c.max_seq_len},
+         {"num_attention_heads", c.n_heads}, {"num_key_value_heads", a.n_kv_heads},
+         {"head_dim", a.head_dim}, {"max_position_embeddings", c.max_seq_len},
          {"rms_norm_eps", c.norm_eps}, {"rope_parameters", rope}, {"attention_bias", c.attention_bias},
          {"mlp_bias", c.mlp_bias}, {"hidden_act", "silu"}, {"attention_dropout", c.dropout},
          {"tie_word_embeddings", c.tie_embeddings}, {"dtype", "float32"}};

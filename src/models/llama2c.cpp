@@ -138,6 +138,7 @@ void check_expressible(const DecoderLMConfig& c) {
   refuse(c.rope_theta == kLlama2cRopeTheta, "rope_theta", std::to_string(c.rope_theta), "10000");
   refuse(c.rope_scaling == nn::RopeScaling::none, "rope_scaling", "not none", "none");
   refuse(!c.qk_norm, "qk_norm", "true", "false");
+  refuse(c.sliding_window == 0, "sliding_window", std::to_string(c.sliding_window), "0");
   refuse(c.mlp == nn::MLPKind::swiglu, "mlp", nn::mlp_kind_name(c.mlp), "swiglu");
   refuse(!c.attention_bias, "attention_bias", "true", "false");
   refuse(!c.mlp_bias, "mlp_bias", "true", "false");

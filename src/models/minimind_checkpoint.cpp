@@ -98,6 +98,7 @@ void check_expressible(const DecoderLMConfig& c, MiniMindForm form) {
   need(!c.attention_bias && !c.mlp_bias, "attention_bias / mlp_bias", "true");
   need(!c.embedding_norm, "embedding_norm", "true");
   need(!c.qk_norm, "qk_norm", "true");
+  need(c.sliding_window == 0, "sliding_window", std::to_string(c.sliding_window));
   need(c.logit_softcap == 0.0, "logit_softcap", std::to_string(c.logit_softcap));
   need(c.head_dim == 0 || c.head_dim * c.n_heads == c.dim, "head_dim", std::to_string(c.head_dim));
   if (form == MiniMindForm::hf) need(c.tie_embeddings, "tie_embeddings", "false");
@@ -109,7 +110,8 @@ void check_expressible(const DecoderLMConfig& c, MiniMindForm form) {
 
 NameMap minimind_name_map(const DecoderLMConfig& c, int64_t hidden, MiniMindForm form) {
   const FormNames& names = names_of(form);
-  const int64_t D = c.dim, hd = c.dim / c.n_heads, kv = (c.n_kv_heads ? c.n_kv_heads : c.n_heads) * hd;
+  const nn::AttentionConfig a = block_config(c).attention;  // resolved: head_dim, n_kv_heads
+  const int64_t D = c.dim, hd = a.head_dim, kv = a.n_kv_heads * hd;
   NameMap map{{names.embed + ".weight", {c.vocab_size, D}, false, {"tok_embeddings.weight"}}};
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const std::string theirs = names.layers + std::to_string(l) + ".", ours = "layers." + std::to_string(l) + ".";
@@ -231,7 +233,7 @@ std::string minimind_json_from_config(const DecoderLMConfig& c) {
   check_expressible(c, MiniMindForm::lmconfig);
   nlohmann::ordered_json j = {
       {"model_type", "minimind"}, {"dim", c.dim}, {"n_layers", c.n_layers}, {"n_heads", c.n_heads},
-      {"n_kv_heads", c.n_kv_heads ? c.n_kv_heads : c.n_heads}, {"vocab_size", c.vocab_size},
+      {"n_kv_heads", block_config(c).attention.n_kv_heads}, {"vocab_size", c.vocab_size},
       {"hidden_dim", c.mlp_hidden ? Json(c.mlp_hidden) : Json(nullptr)}, {"multiple_of", c.mlp_multiple_of}, {"norm_eps", c.norm_eps},
       {"max_seq_len", c.max_seq_len}, {"rope_theta", c.rope_theta}, {"dropout", c.dropout}, {"flash_attn", true},
       {"use_moe", c.moe.has_value()}, {"tie_word_embeddings", c.tie_embeddings}};
@@ -254,7 +256,7 @@ std::string minimind_hf_json_from_config(const DecoderLMConfig& c, int64_t mlp_h
   nlohmann::ordered_json j = {
       {"architectures", {"MiniMindForCausalLM"}}, {"model_type", "minimind"}, {"hidden_size", c.dim},
       {"num_hidden_layers", c.n_layers}, {"num_attention_heads", c.n_heads},
-      {"num_key_value_heads", c.n_kv_heads ? c.n_kv_heads : c.n_heads}, {"vocab_size", c.vocab_size},
+      {"num_key_value_heads", block_config(c).attention.n_kv_heads}, {"vocab_size", c.vocab_size},
       {"intermediate_size", mlp_hidden}, {"max_position_embeddings", c.max_seq_len}, {"rms_norm_eps", c.norm_eps},
       {"rope_theta", c.rope_theta}, {"inference_rope_scaling", false}, {"hidden_act", "silu"},
       {"dropout", c.dropout}, {"flash_attn", true}, {"use_moe", c.moe.has_value()},

@@ -1,5 +1,5 @@
 // DecoderLMConfig: JSON parsing with unknown-key rejection, validation, presets, the component
-// configs, and the analytic parameter count.
+// configs, and the parameter counts by part.
 #include "nanoformer/models/model_config.h"
 
 #include <algorithm>
@@ -70,6 +70,8 @@ void visit_keys(Visitor& v, DecoderLMConfig& c) {
   v.value("rope_scale_factor", c.rope_scale_factor);
   v.value("qk_norm", c.qk_norm);
   v.value("qk_norm_eps", c.qk_norm_eps);
+  v.value("sliding_window", c.sliding_window);
+  v.value("window_pattern", c.window_pattern);
   v.choice("mlp", c.mlp, nn::mlp_kind_from_name, nn::mlp_kind_name);
   v.value("mlp_hidden", c.mlp_hidden);
   v.value("mlp_multiple_of", c.mlp_multiple_of);
@@ -89,31 +91,25 @@ constexpr long double kMaxParameters = 1e15L;
 // the parameter bound below can be computed before anything else is.
 constexpr int64_t kMaxSize = int64_t{1} << 40;
 
-// The parameter count in arithmetic N: long double to check the bound, int64_t once it holds.
+// The parameter counts in arithmetic N: long double to check the bound, int64_t once it holds.
 template <class N>
-N parameter_total(const DecoderLMConfig& c) {
-  auto linear = [](N in, N out, bool bias) { return in * out + (bias ? out : N(0)); };  // Linear(in, out)
-  const N D = N(c.dim), V = N(c.vocab_size);
-  const N head_dim = N(c.head_dim > 0 ? c.head_dim : c.dim / c.n_heads);
-  const N q_width = N(c.n_heads) * head_dim, kv_width = N(c.n_kv_heads > 0 ? c.n_kv_heads : c.n_heads) * head_dim;
-  const N norm = N(nn::norm_parameter_count(block_config(c).norm));
-  // q, k, v, o projections
-  const N attention = linear(D, q_width, c.attention_bias) + N(2) * linear(D, kv_width, c.attention_bias) +
-                      linear(q_width, D, c.attention_bias);
-  const N hidden = N(nn::mlp_hidden_dim(block_config(c).mlp));
-  const N up_projections = N(c.mlp == nn::MLPKind::swiglu ? 2 : 1);  // SwiGLU's w1 and w3
-  const N mlp = up_projections * linear(D, hidden, c.mlp_bias) + linear(hidden, D, c.mlp_bias);
-  N feed_forward = mlp;
-  if (c.moe)
-    feed_forward = N(c.moe->n_experts + c.moe->n_shared_experts) * mlp + linear(D, N(c.moe->n_experts), c.moe->gate_bias);
-  const N norms_per_layer = N(c.norm_placement == nn::NormPlacement::sandwich ? 4 : 2);
-  const N layer = attention + feed_forward + norms_per_layer * norm;
-  const nn::PositionalConfig p = positional_config(c);
-  const N positions = c.position == nn::PositionKind::learned   ? N(c.max_seq_len) * D
-                      : c.position == nn::PositionKind::t5_bias ? N(p.num_buckets) * N(c.n_heads)
-                                                                : N(0);
-  return V * D + positions + (c.embedding_norm ? norm : N(0)) + N(c.n_layers) * layer + norm +
-         (c.tie_embeddings ? N(0) : V * D);
+BasicParameterCounts<N> counts_in(const DecoderLMConfig& c) {
+  const nn::BlockConfig block = block_config(c);
+  const nn::BasicBlockParameterCounts<N> layer = nn::block_parameter_counts<N>(block);
+  const N L = N(c.n_layers), V = N(c.vocab_size), D = N(c.dim), norm = N(nn::norm_parameter_count(block.norm));
+  BasicParameterCounts<N> p;
+  p.embedding = nn::embedding_parameter_count(V, D);
+  p.positions = nn::positional_parameter_count<N>(positional_config(c));
+  p.attention = L * layer.attention;
+  p.mlp = L * layer.mlp;
+  p.routed_experts = L * layer.routed_experts;
+  p.shared_experts = L * layer.shared_experts;
+  p.router = L * layer.router;
+  p.norms = L * layer.norms + N(c.embedding_norm ? 2 : 1) * norm;  // the layers', [embedding_norm,] norm
+  p.head = c.tie_embeddings ? N(0) : nn::linear_parameter_count(D, V, false);
+  p.total = p.embedding + p.positions + p.attention + p.mlp + p.routed_experts + p.shared_experts + p.router +
+            p.norms + p.head;
+  return p;
 }
 
 }  // namespace
@@ -158,12 +154,15 @@ void validate_model_config(const DecoderLMConfig& c, const std::string& source) 
             p == nn::PositionKind::rope || p == nn::PositionKind::alibi || p == nn::PositionKind::t5_bias,
         source, "position", nn::position_kind_name(p),
         "a decoder LM takes none, learned, sinusoidal, rope, alibi or t5_bias");
-  const int64_t head_dim = c.head_dim > 0 ? c.head_dim : c.dim / c.n_heads;
-  check(p != nn::PositionKind::rope || head_dim % 2 == 0, source, "head_dim", head_dim, "must be even for RoPE");
   check(c.rope_theta > 0, source, "rope_theta", c.rope_theta, "must be > 0");
   check(c.rope_scale_factor >= 1.0, source, "rope_scale_factor", c.rope_scale_factor, "must be >= 1");
   check(c.mlp_hidden >= 0, source, "mlp_hidden", c.mlp_hidden, "must be >= 0 (0 = derived)");
   check(c.mlp_multiple_of > 0, source, "mlp_multiple_of", c.mlp_multiple_of, "must be > 0");
+  check(c.sliding_window >= 0, source, "sliding_window", c.sliding_window, "must be >= 0 (0 = none)");
+  check(c.window_pattern.find_first_not_of("SL") == std::string::npos, source, "window_pattern",
+        "\"" + c.window_pattern + "\"", "takes only S (sliding window) and L (full attention)");
+  check(c.window_pattern.empty() || c.sliding_window > 0, source, "window_pattern", "\"" + c.window_pattern + "\"",
+        "needs sliding_window > 0");
   check(c.logit_softcap >= 0 && std::isfinite(c.logit_softcap), source, "logit_softcap", c.logit_softcap,
         "must be >= 0 (0 = none)");
   check(c.dropout >= 0 && c.dropout < 1, source, "dropout", c.dropout, "must be in [0, 1)");
@@ -178,6 +177,8 @@ void validate_model_config(const DecoderLMConfig& c, const std::string& source) 
     check(m.n_shared_experts >= 0, source, "moe.n_shared_experts", m.n_shared_experts, "must be >= 0");
     check(m.top_k >= 1 && m.top_k <= m.n_experts, source, "moe.top_k", m.top_k, "must be in [1, n_experts]");
     check(m.aux_loss_alpha >= 0, source, "moe.aux_loss_alpha", m.aux_loss_alpha, "must be >= 0");
+    check(m.routing != nn::MoERouting::dense || m.aux_loss_alpha == 0, source, "moe.aux_loss_alpha",
+          m.aux_loss_alpha, "must be 0 with dense routing (every token goes to every expert)");
   }
   for (const auto& [key, value] : {std::pair<const char*, int64_t>{"vocab_size", c.vocab_size}, {"dim", c.dim},
                                    {"n_layers", c.n_layers}, {"n_heads", c.n_heads}, {"head_dim", c.head_dim},
@@ -189,7 +190,10 @@ void validate_model_config(const DecoderLMConfig& c, const std::string& source) 
     check(c.moe->n_shared_experts <= kMaxSize, source, "moe.n_shared_experts", c.moe->n_shared_experts,
           "must be at most 2^40");
   }
-  const long double total = parameter_total<long double>(c);
+  // every key checked above: the block resolves without an error of its own
+  const int64_t head_dim = block_config(c).attention.head_dim;
+  check(p != nn::PositionKind::rope || head_dim % 2 == 0, source, "head_dim", head_dim, "must be even for RoPE");
+  const long double total = counts_in<long double>(c).total;
   NF_CHECK(total <= kMaxParameters, source, ": the config describes ", static_cast<double>(total),
            " parameters, more than the 1e15 any model here can hold");
 }
@@ -285,7 +289,15 @@ nn::BlockConfig block_config(const DecoderLMConfig& c) {
   b.residual_dropout = c.residual_dropout;
   if (c.norm_placement == nn::NormPlacement::deepnorm)
     b.deepnorm_alpha = nn::deepnorm_constants(0, c.n_layers).decoder_alpha;
-  return b;
+  return nn::resolved(b);
+}
+
+int64_t layer_window(const DecoderLMConfig& c, int64_t layer) {
+  if (c.sliding_window == 0) return 0;
+  if (c.window_pattern.empty()) return c.sliding_window;
+  const bool last = layer == c.n_layers - 1;  // always full, as nanochat's
+  const char kind = c.window_pattern[static_cast<size_t>(layer) % c.window_pattern.size()];
+  return !last && kind == 'S' ? c.sliding_window : 0;
 }
 
 nn::PositionalConfig positional_config(const DecoderLMConfig& c) {
@@ -294,7 +306,7 @@ nn::PositionalConfig positional_config(const DecoderLMConfig& c) {
   p.max_len = c.max_seq_len;
   p.dim = c.dim;
   p.n_heads = c.n_heads;
-  p.head_dim = c.head_dim > 0 ? c.head_dim : c.dim / c.n_heads;
+  p.head_dim = block_config(c).attention.head_dim;
   p.rope_layout = c.rope_layout;
   p.theta = c.rope_theta;
   p.scaling = c.rope_scaling;
@@ -303,9 +315,11 @@ nn::PositionalConfig positional_config(const DecoderLMConfig& c) {
   return p;
 }
 
-int64_t count_parameters(const DecoderLMConfig& c) {
+ParameterCounts parameter_counts(const DecoderLMConfig& c) {
   validate_model_config(c);
-  return parameter_total<int64_t>(c);
+  return counts_in<int64_t>(c);
 }
+
+int64_t count_parameters(const DecoderLMConfig& c) { return parameter_counts(c).total; }
 
 }  // namespace nf::models

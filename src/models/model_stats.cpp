@@ -5,64 +5,34 @@
 #include "nanoformer/nn/block.h"
 #include "nanoformer/nn/linear.h"
 #include "nanoformer/nn/mlp.h"
-#include "nanoformer/nn/norm.h"
 
 namespace nf::models {
 namespace {
 
-// The shapes every count below is made of.
+// The shapes every estimate below is made of, read off the resolved block.
 struct Shapes {
   int64_t dim, vocab, layers, heads, head_dim, q_width, kv_width, hidden, up_projections;
   int64_t routed = 0, shared = 0, active_routed = 0;  // experts per layer (MoE only)
 };
 
 Shapes shapes_of(const DecoderLMConfig& c) {
+  const nn::BlockConfig b = block_config(c);
   Shapes s{};
   s.dim = c.dim;
   s.vocab = c.vocab_size;
   s.layers = c.n_layers;
-  s.heads = c.n_heads;
-  s.head_dim = c.head_dim > 0 ? c.head_dim : c.dim / c.n_heads;
-  s.q_width = c.n_heads * s.head_dim;
-  s.kv_width = (c.n_kv_heads > 0 ? c.n_kv_heads : c.n_heads) * s.head_dim;
-  s.hidden = nn::mlp_hidden_dim(block_config(c).mlp);
-  s.up_projections = c.mlp == nn::MLPKind::swiglu ? 2 : 1;  // SwiGLU's w1 and w3
-  if (c.moe) {
-    s.routed = c.moe->n_experts;
-    s.shared = c.moe->n_shared_experts;
-    s.active_routed = c.moe->routing == nn::MoERouting::dense ? c.moe->n_experts : c.moe->top_k;
+  s.heads = b.attention.n_heads;
+  s.head_dim = b.attention.head_dim;
+  s.q_width = s.heads * s.head_dim;
+  s.kv_width = b.attention.n_kv_heads * s.head_dim;
+  s.hidden = b.mlp.hidden;
+  s.up_projections = b.mlp.kind == nn::MLPKind::swiglu ? 2 : 1;  // SwiGLU's w1 and w3
+  if (b.moe) {
+    s.routed = b.moe->n_experts;
+    s.shared = b.moe->n_shared_experts;
+    s.active_routed = b.moe->routing == nn::MoERouting::dense ? b.moe->n_experts : b.moe->top_k;
   }
   return s;
-}
-
-// One norm's parameters: 0, dim or 2 dim.
-int64_t norm_parameters(const DecoderLMConfig& c) { return nn::norm_parameter_count(block_config(c).norm); }
-
-ParameterCounts count_parts(const DecoderLMConfig& c, const Shapes& s) {
-  auto bias = [](bool on, int64_t n) { return on ? n : 0; };
-  const int64_t D = s.dim, L = s.layers;
-  // one MLP (or one expert): up projection(s) (D -> hidden) and down projection (hidden -> D)
-  const int64_t expert = s.up_projections * (D * s.hidden + bias(c.mlp_bias, s.hidden)) + s.hidden * D + bias(c.mlp_bias, D);
-  const int64_t norms_per_layer = c.norm_placement == nn::NormPlacement::sandwich ? 4 : 2;
-  ParameterCounts p;
-  p.embedding = s.vocab * D;
-  p.positions = c.position == nn::PositionKind::learned   ? c.max_seq_len * D
-                : c.position == nn::PositionKind::t5_bias ? positional_config(c).num_buckets * c.n_heads
-                                                          : 0;
-  p.attention = L * (2 * D * s.q_width + 2 * D * s.kv_width +
-                     bias(c.attention_bias, s.q_width + 2 * s.kv_width + D));
-  if (c.moe) {
-    p.routed_experts = L * s.routed * expert;
-    p.shared_experts = L * s.shared * expert;
-    p.router = L * (D * s.routed + bias(c.moe->gate_bias, s.routed));
-  } else {
-    p.mlp = L * expert;
-  }
-  p.norms = ((c.embedding_norm ? 1 : 0) + L * norms_per_layer + 1) * norm_parameters(c);
-  p.head = c.tie_embeddings ? 0 : s.vocab * D;
-  p.total = p.embedding + p.positions + p.attention + p.mlp + p.routed_experts + p.shared_experts + p.router +
-            p.norms + p.head;
-  return p;
 }
 
 // What autograd keeps per token for the backward, in elements (see model_stats.h).
@@ -102,10 +72,10 @@ ModelStats model_stats(const DecoderLMConfig& c, const StatsOptions& options) {
            "model_stats: batch ", options.batch, " x context ", static_cast<int64_t>(context),
            " makes the estimates overflow; give a smaller batch or context");
   ModelStats m;
-  m.parameters = count_parts(c, s);
+  m.parameters = parameter_counts(c);
   m.context = options.context > 0 ? options.context : c.max_seq_len;
   m.batch = options.batch;
-  const int64_t expert = m.parameters.routed_experts / (s.layers * (s.routed > 0 ? s.routed : 1));
+  const int64_t expert = nn::mlp_parameter_count(block_config(c).mlp);  // one routed expert
   m.active_parameters = m.parameters.total - s.layers * (s.routed - s.active_routed) * expert;
   const int64_t experts_per_token = s.routed > 0 ? s.active_routed + s.shared : 1;
   const int64_t attention_weights = 2 * s.dim * s.q_width + 2 * s.dim * s.kv_width;
@@ -146,15 +116,14 @@ ModelStats built_model_stats(const Model& model, const StatsOptions& options) {
     width = b.norm.dim;
     const int64_t up_projections = b.mlp.kind == nn::MLPKind::swiglu ? 2 : 1;
     // norms' inputs and outputs, q, k, v, the attention output and weights (see model_stats.h)
-    const auto sublayer = [&](const nn::MultiHeadAttention& a) {
-      const nn::AttentionConfig& c = a.config();
-      return 2 * width + 2 * c.n_heads * c.head_dim + 2 * c.n_kv_heads * c.head_dim + c.n_heads * m.context;
+    const auto sublayer = [&](const nn::AttentionConfig& a) {
+      return 2 * width + 2 * a.n_heads * a.head_dim + 2 * a.n_kv_heads * a.head_dim + a.n_heads * m.context;
     };
-    activations += sublayer(*block->attn) + 2 * width + (up_projections + 1) * nn::mlp_hidden_dim(b.mlp);
-    if (block->cross_attn) activations += sublayer(*block->cross_attn);
+    activations += sublayer(b.attention) + 2 * width + (up_projections + 1) * b.mlp.hidden;
+    if (b.cross) activations += sublayer(*b.cross);
     if (b.attention.causal) {
-      kv_elements += 2 * block->attn->config().n_kv_heads * block->attn->config().head_dim;
-      if (block->cross_attn) kv_elements += 2 * block->cross_attn->config().n_kv_heads * block->cross_attn->config().head_dim;
+      kv_elements += 2 * b.attention.n_kv_heads * b.attention.head_dim;
+      if (b.cross) kv_elements += 2 * b.cross->n_kv_heads * b.cross->head_dim;
     }
   }
   m.active_matmul_weights += model.tied_head_weights();

@@ -75,11 +75,13 @@ void check_expressible(const DecoderLMConfig& c) {
   need(!c.tie_embeddings, "tie_embeddings", "true");
   need(c.logit_softcap == a.logit_softcap, "logit_softcap", std::to_string(c.logit_softcap));
   need(!c.moe.has_value(), "moe", "(set)");
+  need(c.sliding_window == 0, "sliding_window", std::to_string(c.sliding_window));
   need(c.head_dim == 0 || c.head_dim * c.n_heads == c.dim, "head_dim", std::to_string(c.head_dim));
 }
 
 NameMap nanochat_name_map(const DecoderLMConfig& c) {
-  const int64_t D = c.dim, hd = c.dim / c.n_heads, kv = (c.n_kv_heads ? c.n_kv_heads : c.n_heads) * hd;
+  const nn::AttentionConfig a = block_config(c).attention;  // resolved: head_dim, n_kv_heads
+  const int64_t D = c.dim, hd = a.head_dim, kv = a.n_kv_heads * hd;
   NameMap map{{"transformer.wte.weight", {c.vocab_size, D}, false, {"tok_embeddings.weight"}}};
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const std::string h = "transformer.h." + std::to_string(l) + ".", o = "layers." + std::to_string(l) + ".";
@@ -145,7 +147,7 @@ void save_nanochat(const DecoderLM& model, const std::string& dir) {
       {"step", 0},
       {"model_config",
        {{"sequence_len", c.max_seq_len}, {"vocab_size", c.vocab_size}, {"n_layer", c.n_layers},
-        {"n_head", c.n_heads}, {"n_kv_head", c.n_kv_heads ? c.n_kv_heads : c.n_heads}, {"n_embd", c.dim}}}};
+        {"n_head", c.n_heads}, {"n_kv_head", block_config(c).attention.n_kv_heads}, {"n_embd", c.dim}}}};
   fs::create_directories(dir);
   io::save_safetensors((fs::path(dir) / "model_000000.safetensors").string(),
                        export_tensors(nanochat_name_map(c), model.state_dict()));

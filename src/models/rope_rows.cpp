@@ -46,7 +46,7 @@ nn::StateDict with_rope_layout(nn::StateDict state, const DecoderLMConfig& confi
   auto convertible = [](RopeLayout l) { return l == RopeLayout::interleaved || l == RopeLayout::half; };
   NF_CHECK(convertible(config.rope_layout) && convertible(to), "rope_layout ", rope_layout_name(config.rope_layout),
            " cannot be converted to ", rope_layout_name(to), " (only interleaved <-> half)");
-  const std::vector<int64_t> perm = head_permutation(config.head_dim ? config.head_dim : config.dim / config.n_heads, to);
+  const std::vector<int64_t> perm = head_permutation(block_config(config).attention.head_dim, to);
   for (int64_t l = 0; l < config.n_layers; ++l)
     for (const char* proj : {"q_proj", "k_proj"})
       for (const char* kind : {"weight", "bias"}) {

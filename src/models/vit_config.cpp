@@ -30,8 +30,6 @@ void visit_keys(Visitor& v, ViTConfig& c) {
   v.value("init_std", c.init_std);
 }
 
-int64_t resolved_mlp_hidden(const ViTConfig& c) { return c.mlp_hidden > 0 ? c.mlp_hidden : 4 * c.dim; }
-
 }  // namespace
 
 ViTConfig parse_vit_config(const std::string& json_text, const std::string& source) {
@@ -71,26 +69,29 @@ nn::BlockConfig vit_block_config(const ViTConfig& c) {
   nn::BlockConfig b;
   b.attention = {.dim = c.dim, .n_heads = c.n_heads, .bias = c.qkv_bias, .output_bias = true,
                  .dropout = c.attention_dropout, .causal = false};
-  b.mlp = {.kind = nn::MLPKind::gelu, .dim = c.dim, .hidden = resolved_mlp_hidden(c), .bias = true, .dropout = 0.0};
+  b.mlp = {.kind = nn::MLPKind::gelu, .dim = c.dim, .hidden = c.mlp_hidden, .bias = true, .dropout = 0.0};
   b.norm = {.kind = nn::NormKind::layernorm, .dim = c.dim, .eps = c.norm_eps, .bias = true};
   b.placement = nn::NormPlacement::pre;
   b.residual_dropout = c.dropout;  // HF ViT drops each sublayer's output before the residual sum
-  return b;
+  return nn::resolved(b);
 }
 
 int64_t vit_num_patches(const ViTConfig& c) { return (c.image_size / c.patch_size) * (c.image_size / c.patch_size); }
 
 std::vector<ParameterPart> vit_parameter_parts(const ViTConfig& c) {
   validate_vit_config(c);
-  const int64_t D = c.dim, H = resolved_mlp_hidden(c), L = c.n_layers;
-  const int64_t patch = c.in_channels * c.patch_size * c.patch_size * D + D;  // Linear(C P^2, D)
-  const int64_t positions = D + (vit_num_patches(c) + 1) * D;                // class token + (N + 1) positions
-  const int64_t attention = L * (3 * (D * D + (c.qkv_bias ? D : 0)) + D * D + D);
-  const int64_t mlp = L * (D * H + H + H * D + D);
-  const int64_t norms = L * 2 * 2 * D + 2 * D;                               // two LayerNorms a layer, one final
-  const int64_t head = D * c.n_classes + c.n_classes;
-  return {{"patch embedding", patch}, {"class token + positions", positions}, {"attention", attention},
-          {"mlp", mlp},                {"norms", norms},                        {"head", head}};
+  const nn::BlockConfig block = vit_block_config(c);
+  const nn::BlockParameterCounts layer = nn::block_parameter_counts(block);
+  const int64_t D = c.dim, L = c.n_layers;
+  // the patch projection Linear(C P^2, D); the class token and the N + 1 positions
+  const int64_t patch = nn::linear_parameter_count(c.in_channels * c.patch_size * c.patch_size, D, true);
+  const int64_t positions = D + nn::embedding_parameter_count(vit_num_patches(c) + 1, D);
+  return {{"patch embedding", patch},
+          {"class token + positions", positions},
+          {"attention", L * layer.attention},
+          {"mlp", L * layer.mlp},
+          {"norms", L * layer.norms + nn::norm_parameter_count(block.norm)},  // the layers' and the final norm
+          {"head", nn::linear_parameter_count(D, c.n_classes, true)}};
 }
 
 int64_t count_parameters(const ViTConfig& c) {

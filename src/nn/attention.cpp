@@ -14,9 +14,9 @@
 #include "nanoformer/ops/view.h"
 
 namespace nf::nn {
-namespace {
 
-AttentionConfig resolved(AttentionConfig c) {
+AttentionConfig resolved(const AttentionConfig& config) {
+  AttentionConfig c = config;
   NF_CHECK(c.dim > 0, "MultiHeadAttention: dim must be positive, got ", c.dim);
   NF_CHECK(c.n_heads > 0, "MultiHeadAttention: n_heads must be positive, got ", c.n_heads);
   if (c.n_kv_heads == 0) c.n_kv_heads = c.n_heads;
@@ -30,6 +30,7 @@ AttentionConfig resolved(AttentionConfig c) {
   NF_CHECK(c.head_dim > 0, "MultiHeadAttention: head_dim must be positive, got ", c.head_dim);
   if (c.context_dim == 0) c.context_dim = c.dim;
   NF_CHECK(c.context_dim > 0, "MultiHeadAttention: context_dim must be positive, got ", c.context_dim);
+  if (!c.output_bias) c.output_bias = c.bias;
   NF_CHECK(c.dropout >= 0.0 && c.dropout < 1.0, "MultiHeadAttention: dropout ", c.dropout, " outside [0, 1)");
   NF_CHECK(c.window >= 0 && (c.window == 0 || c.causal), "MultiHeadAttention: window ", c.window,
            " must be >= 0, and a sliding window needs causal attention");
@@ -38,15 +39,17 @@ AttentionConfig resolved(AttentionConfig c) {
   return c;
 }
 
-}  // namespace
-
-int64_t attention_parameter_count(const AttentionConfig& config) {
+template <class N>
+N attention_parameter_count(const AttentionConfig& config) {
   const AttentionConfig c = resolved(config);
-  const int64_t q_width = c.n_heads * c.head_dim, kv_width = c.n_kv_heads * c.head_dim;
-  const auto linear = [](int64_t in, int64_t out, bool bias) { return in * out + (bias ? out : 0); };  // Linear(in, out)
-  return linear(c.dim, q_width, c.bias) + 2 * linear(c.context_dim, kv_width, c.bias) +
-         linear(q_width, c.dim, c.output_bias.value_or(c.bias));
+  const N q_width = N(c.n_heads) * N(c.head_dim), kv_width = N(c.n_kv_heads) * N(c.head_dim);
+  // q: dim -> q_width, k and v: context_dim -> kv_width, o: q_width -> dim
+  return linear_parameter_count(N(c.dim), q_width, c.bias) +
+         N(2) * linear_parameter_count(N(c.context_dim), kv_width, c.bias) +
+         linear_parameter_count(q_width, N(c.dim), *c.output_bias);
 }
+template int64_t attention_parameter_count<int64_t>(const AttentionConfig&);
+template long double attention_parameter_count<long double>(const AttentionConfig&);
 
 namespace {
 
@@ -94,6 +97,7 @@ Tensor MultiHeadAttention::attend(const Tensor& q, const Tensor& k, const Tensor
   const AttentionConfig& c = config_;
   const Tensor score_bias = position_ ? position_->score_bias(q, k, q_position, k_position) : Tensor();
   const AttentionOptions options{.causal = c.causal,
+                                 .window = c.window,
                                  .mask = with_score_bias(masks.mask, score_bias),
                                  .key_padding = masks.key_padding,
                                  .dropout_p = is_training() ? c.dropout : 0.0,

@@ -1,10 +1,9 @@
-// TransformerBlock: residual sublayers with their norm placement; the reference blocks as configs;
-// DeepNet's constants and initialisation.
+// TransformerBlock: residual sublayers with their norm placement; its config resolved and counted;
+// the encoder-decoder layers (001, 004) as configs; DeepNet's constants and initialisation.
 #include "nanoformer/nn/block.h"
 
 #include <array>
 #include <cmath>
-#include <limits>
 
 #include "nanoformer/autograd/grad_mode.h"
 #include "nanoformer/core/error.h"
@@ -22,31 +21,61 @@ constexpr std::array<std::pair<NormPlacement, const char*>, 4> kPlacementNames{{
     {NormPlacement::deepnorm, "deepnorm"},
 }};
 
+// The MLP, or an MoE of MLP experts; `c` resolved.
 std::shared_ptr<UnaryModule> make_feed_forward(const BlockConfig& c, Generator& gen) {
   if (!c.moe) return make_mlp(c.mlp, gen);
-  MoEConfig moe = *c.moe;
-  if (moe.dim == 0) moe.dim = c.mlp.dim;
-  NF_CHECK(moe.dim == c.mlp.dim, "TransformerBlock: moe.dim ", moe.dim, " differs from mlp.dim ", c.mlp.dim);
   const MLPConfig expert = c.mlp;
-  return std::make_shared<MoE>(moe, [expert](Generator& g) { return make_mlp(expert, g); }, gen);
+  return std::make_shared<MoE>(*c.moe, [expert](Generator& g) { return make_mlp(expert, g); }, gen);
 }
 
 }  // namespace
 
-int64_t block_parameter_count(const BlockConfig& c) {
-  const int64_t norm = norm_parameter_count(c.norm);
-  const int64_t out_norm = c.placement == NormPlacement::sandwich ? norm : 0;  // sandwich's *_out_norm
-  int64_t n = norm + attention_parameter_count(c.attention) + out_norm;
-  if (c.cross) n += norm + attention_parameter_count(*c.cross) + out_norm;
-  const int64_t mlp = mlp_parameter_count(c.mlp);
+BlockConfig resolved(const BlockConfig& config) {
+  BlockConfig c = config;
+  NF_CHECK(c.attention.dim == c.norm.dim && c.mlp.dim == c.norm.dim, "TransformerBlock: attention.dim ",
+           c.attention.dim, ", mlp.dim ", c.mlp.dim, " and norm.dim ", c.norm.dim, " must be equal");
+  NF_CHECK(!c.cross || c.cross->dim == c.norm.dim, "TransformerBlock: cross.dim ", c.cross ? c.cross->dim : 0,
+           " differs from norm.dim ", c.norm.dim);
+  NF_CHECK(c.residual_dropout >= 0.0 && c.residual_dropout < 1.0, "TransformerBlock: residual_dropout ",
+           c.residual_dropout, " outside [0, 1)");
+  NF_CHECK(c.deepnorm_alpha > 0.0 && std::isfinite(c.deepnorm_alpha), "TransformerBlock: deepnorm_alpha ",
+           c.deepnorm_alpha, " must be positive");
+  NF_CHECK(c.placement == NormPlacement::deepnorm || c.deepnorm_alpha == 1.0, "TransformerBlock: deepnorm_alpha ",
+           c.deepnorm_alpha, " is set but norm placement is ", norm_placement_name(c.placement));
+  c.attention = resolved(c.attention);
+  if (c.cross) c.cross = resolved(*c.cross);
+  c.mlp = resolved(c.mlp);
   if (c.moe) {
-    const int64_t gate = c.mlp.dim * c.moe->n_experts + (c.moe->gate_bias ? c.moe->n_experts : 0);
-    n += norm + gate + (c.moe->n_experts + c.moe->n_shared_experts) * mlp + out_norm;
-  } else {
-    n += norm + mlp + out_norm;
+    if (c.moe->dim == 0) c.moe->dim = c.mlp.dim;
+    NF_CHECK(c.moe->dim == c.mlp.dim, "TransformerBlock: moe.dim ", c.moe->dim, " differs from mlp.dim ", c.mlp.dim);
+    c.moe = resolved(*c.moe);
   }
-  return n;
+  return c;
 }
+
+template <class N>
+BasicBlockParameterCounts<N> block_parameter_counts(const BlockConfig& config) {
+  const BlockConfig c = resolved(config);
+  const N norm = N(norm_parameter_count(c.norm));
+  const N sublayers = N(c.cross ? 3 : 2);  // attention, [cross-attention,] MLP
+  BasicBlockParameterCounts<N> p;
+  p.attention = attention_parameter_count<N>(c.attention);
+  if (c.cross) p.cross_attention = attention_parameter_count<N>(*c.cross);
+  const N mlp = mlp_parameter_count<N>(c.mlp);
+  if (c.moe) {
+    p.routed_experts = N(c.moe->n_experts) * mlp;
+    p.shared_experts = N(c.moe->n_shared_experts) * mlp;
+    p.router = linear_parameter_count(N(c.moe->dim), N(c.moe->n_experts), c.moe->gate_bias);  // the gate
+  } else {
+    p.mlp = mlp;
+  }
+  // a norm per sublayer, and sandwich placement's *_out_norm after each
+  p.norms = sublayers * norm * N(c.placement == NormPlacement::sandwich ? 2 : 1);
+  p.total = p.attention + p.cross_attention + p.mlp + p.routed_experts + p.shared_experts + p.router + p.norms;
+  return p;
+}
+template BasicBlockParameterCounts<int64_t> block_parameter_counts<int64_t>(const BlockConfig&);
+template BasicBlockParameterCounts<long double> block_parameter_counts<long double>(const BlockConfig&);
 
 std::string norm_placement_name(NormPlacement placement) {
   for (const auto& [p, name] : kPlacementNames)
@@ -62,23 +91,13 @@ NormPlacement norm_placement_from_name(const std::string& name) {
 
 TransformerBlock::TransformerBlock(const BlockConfig& config, std::shared_ptr<AttentionPosition> position,
                                    Generator& gen)
-    : Module("TransformerBlock"), config_(config) {
+    : Module("TransformerBlock"), config_(resolved(config)) {
   const BlockConfig& c = config_;
-  NF_CHECK(c.attention.dim == c.norm.dim && c.mlp.dim == c.norm.dim, "TransformerBlock: attention.dim ",
-           c.attention.dim, ", mlp.dim ", c.mlp.dim, " and norm.dim ", c.norm.dim, " must be equal");
-  NF_CHECK(c.residual_dropout >= 0.0 && c.residual_dropout < 1.0, "TransformerBlock: residual_dropout ",
-           c.residual_dropout, " outside [0, 1)");
-  NF_CHECK(c.deepnorm_alpha > 0.0 && std::isfinite(c.deepnorm_alpha), "TransformerBlock: deepnorm_alpha ",
-           c.deepnorm_alpha, " must be positive");
-  NF_CHECK(c.placement == NormPlacement::deepnorm || c.deepnorm_alpha == 1.0, "TransformerBlock: deepnorm_alpha ",
-           c.deepnorm_alpha, " is set but norm placement is ", norm_placement_name(c.placement));
   const bool sandwich = c.placement == NormPlacement::sandwich;
   attn_norm = register_module("attn_norm", make_norm(c.norm));
   attn = register_module("attn", std::make_shared<MultiHeadAttention>(c.attention, position, gen));
   if (sandwich) attn_out_norm = register_module("attn_out_norm", make_norm(c.norm));
   if (c.cross) {
-    NF_CHECK(c.cross->dim == c.norm.dim, "TransformerBlock: cross.dim ", c.cross->dim, " differs from norm.dim ",
-             c.norm.dim);
     cross_attn_norm = register_module("cross_attn_norm", make_norm(c.norm));
     cross_attn = register_module("cross_attn", std::make_shared<MultiHeadAttention>(*c.cross, nullptr, gen));
     if (sandwich) cross_attn_out_norm = register_module("cross_attn_out_norm", make_norm(c.norm));
@@ -133,33 +152,6 @@ Tensor TransformerBlock::forward(const Tensor& x, const BlockInputs& in) {
 }
 
 Tensor TransformerBlock::aux_loss() const { return moe ? moe->aux_loss() : Tensor(); }
-
-BlockConfig gpt2_block(int64_t dim, int64_t n_heads, bool gelu_tanh, double dropout) {
-  BlockConfig c;
-  c.attention = {.dim = dim, .n_heads = n_heads, .bias = true, .dropout = dropout, .causal = true};
-  c.mlp = {.kind = gelu_tanh ? MLPKind::gelu_tanh : MLPKind::gelu, .dim = dim, .bias = true, .dropout = dropout};
-  c.norm = {.kind = NormKind::layernorm, .dim = dim, .eps = 1e-5};
-  return c;
-}
-
-BlockConfig minimind_block(int64_t dim, int64_t n_heads, int64_t n_kv_heads, int64_t multiple_of) {
-  BlockConfig c;
-  c.attention = {.dim = dim, .n_heads = n_heads, .n_kv_heads = n_kv_heads, .bias = false, .causal = true};
-  c.mlp = {.kind = MLPKind::swiglu, .dim = dim, .multiple_of = multiple_of, .bias = false};
-  c.norm = {.kind = NormKind::rmsnorm, .dim = dim, .eps = 1e-5};
-  return c;
-}
-
-BlockConfig nanochat_block(int64_t dim, int64_t n_heads, int64_t n_kv_heads) {
-  // F.rms_norm(x, (dim,)) with eps=None uses the dtype's machine epsilon
-  const double eps = std::numeric_limits<float>::epsilon();
-  BlockConfig c;
-  c.attention = {.dim = dim, .n_heads = n_heads, .n_kv_heads = n_kv_heads, .bias = false, .qk_norm = true,
-                 .qk_norm_eps = eps, .causal = true};
-  c.mlp = {.kind = MLPKind::relu2, .dim = dim, .bias = false};
-  c.norm = {.kind = NormKind::rmsnorm_no_weight, .dim = dim, .eps = eps};
-  return c;
-}
 
 BlockConfig encoder_layer(int64_t dim, int64_t n_heads, int64_t ffn_hidden, double dropout) {
   BlockConfig c;

@@ -122,30 +122,37 @@ MLPKind mlp_kind_from_name(const std::string& name) {
   NF_FAIL("MLP kind: unknown kind '", name, "' (known: ", known, ")");
 }
 
-int64_t mlp_hidden_dim(const MLPConfig& c) {
+MLPConfig resolved(const MLPConfig& config) {
+  MLPConfig c = config;
   NF_CHECK(c.dim > 0, "make_mlp: dim must be positive, got ", c.dim);
   NF_CHECK(c.hidden >= 0, "make_mlp: hidden must be positive (or 0 to derive it), got ", c.hidden);
   NF_CHECK(c.multiple_of > 0, "make_mlp: multiple_of must be positive, got ", c.multiple_of);
-  if (c.hidden > 0) return c.hidden;
-  return c.kind == MLPKind::swiglu ? swiglu_hidden_dim(c.dim, c.multiple_of) : 4 * c.dim;
-}
-
-int64_t mlp_parameter_count(const MLPConfig& c) {
-  const int64_t hidden = mlp_hidden_dim(c);
-  const int64_t up_projections = c.kind == MLPKind::swiglu ? 2 : 1;  // SwiGLU's w1 and w3
-  // up (D -> hidden) and down (hidden -> D) Linears
-  return up_projections * (c.dim * hidden + (c.bias ? hidden : 0)) + hidden * c.dim + (c.bias ? c.dim : 0);
-}
-
-std::shared_ptr<UnaryModule> make_mlp(const MLPConfig& c, Generator& gen) {
-  const int64_t hidden = mlp_hidden_dim(c);
   check_dropout("make_mlp", c.dropout);
+  if (c.hidden == 0) c.hidden = c.kind == MLPKind::swiglu ? swiglu_hidden_dim(c.dim, c.multiple_of) : 4 * c.dim;
+  return c;
+}
+
+int64_t mlp_hidden_dim(const MLPConfig& config) { return resolved(config).hidden; }
+
+template <class N>
+N mlp_parameter_count(const MLPConfig& config) {
+  const MLPConfig c = resolved(config);
+  const N up_projections = N(c.kind == MLPKind::swiglu ? 2 : 1);  // SwiGLU's w1 and w3
+  // up (dim -> hidden) and down (hidden -> dim) Linears
+  return up_projections * linear_parameter_count(N(c.dim), N(c.hidden), c.bias) +
+         linear_parameter_count(N(c.hidden), N(c.dim), c.bias);
+}
+template int64_t mlp_parameter_count<int64_t>(const MLPConfig&);
+template long double mlp_parameter_count<long double>(const MLPConfig&);
+
+std::shared_ptr<UnaryModule> make_mlp(const MLPConfig& config, Generator& gen) {
+  const MLPConfig c = resolved(config);
   switch (c.kind) {
-    case MLPKind::relu: return std::make_shared<FeedForward>(c.dim, hidden, c.bias, c.dropout, gen);
-    case MLPKind::gelu: return std::make_shared<GeluMLP>(c.dim, hidden, false, c.bias, c.dropout, gen);
-    case MLPKind::gelu_tanh: return std::make_shared<GeluMLP>(c.dim, hidden, true, c.bias, c.dropout, gen);
-    case MLPKind::swiglu: return std::make_shared<SwiGLU>(c.dim, hidden, c.bias, c.dropout, gen);
-    case MLPKind::relu2: return std::make_shared<ReluSquaredMLP>(c.dim, hidden, c.bias, c.dropout, gen);
+    case MLPKind::relu: return std::make_shared<FeedForward>(c.dim, c.hidden, c.bias, c.dropout, gen);
+    case MLPKind::gelu: return std::make_shared<GeluMLP>(c.dim, c.hidden, false, c.bias, c.dropout, gen);
+    case MLPKind::gelu_tanh: return std::make_shared<GeluMLP>(c.dim, c.hidden, true, c.bias, c.dropout, gen);
+    case MLPKind::swiglu: return std::make_shared<SwiGLU>(c.dim, c.hidden, c.bias, c.dropout, gen);
+    case MLPKind::relu2: return std::make_shared<ReluSquaredMLP>(c.dim, c.hidden, c.bias, c.dropout, gen);
   }
   NF_FAIL("make_mlp: unknown kind ", static_cast<int>(c.kind));
 }

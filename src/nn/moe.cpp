@@ -13,9 +13,8 @@
 #include "nanoformer/ops/view.h"
 
 namespace nf::nn {
-namespace {
 
-const MoEConfig& checked(const MoEConfig& c) {
+MoEConfig resolved(const MoEConfig& c) {
   NF_CHECK(c.dim >= 1, "MoE: dim ", c.dim, " must be >= 1");
   NF_CHECK(c.n_experts >= 1, "MoE: n_experts ", c.n_experts, " must be >= 1");
   NF_CHECK(c.n_shared_experts >= 0, "MoE: n_shared_experts ", c.n_shared_experts, " must be >= 0");
@@ -30,10 +29,8 @@ const MoEConfig& checked(const MoEConfig& c) {
   return c;
 }
 
-}  // namespace
-
 MoE::MoE(const MoEConfig& config, const ExpertFactory& make_expert, Generator& gen)
-    : UnaryModule("MoE"), config_(checked(config)) {
+    : UnaryModule("MoE"), config_(resolved(config)) {
   gate = register_module("gate", std::make_shared<Linear>(config.dim, config.n_experts, config.gate_bias, gen));
   experts = register_module("experts", std::make_shared<ModuleList<UnaryModule>>());
   for (int64_t e = 0; e < config.n_experts; ++e) experts->push_back(make_expert(gen));

@@ -1,10 +1,11 @@
-// PositionalConfig names and the factories that build a scheme from it.
+// PositionalConfig names, the factories that build a scheme from it, and its parameter count.
 #include "nanoformer/nn/positional.h"
 
 #include <array>
 #include <utility>
 
 #include "nanoformer/core/error.h"
+#include "nanoformer/nn/linear.h"
 
 namespace nf::nn {
 namespace {
@@ -91,5 +92,24 @@ std::shared_ptr<AbsolutePosition> make_absolute_position(const PositionalConfig&
     default: return nullptr;
   }
 }
+
+template <class N>
+N positional_parameter_count(const PositionalConfig& cfg) {
+  switch (cfg.kind) {
+    case PositionKind::learned: return embedding_parameter_count(N(cfg.max_len), N(cfg.dim));
+    case PositionKind::t5_bias: return embedding_parameter_count(N(cfg.num_buckets), N(cfg.n_heads));
+    case PositionKind::xl_relative: {
+      const N width = N(cfg.n_heads) * N(cfg.head_dim);
+      return N(2) * width + linear_parameter_count(N(cfg.dim), width, false);  // u, v, pos_proj
+    }
+    case PositionKind::none:
+    case PositionKind::sinusoidal:
+    case PositionKind::rope:
+    case PositionKind::alibi: return N(0);
+  }
+  NF_FAIL("positional_parameter_count: unknown kind");
+}
+template int64_t positional_parameter_count<int64_t>(const PositionalConfig&);
+template long double positional_parameter_count<long double>(const PositionalConfig&);
 
 }  // namespace nf::nn

@@ -68,6 +68,10 @@ TEST(ModelConfig, BadValuesNameKeyAndValue) {
   EXPECT_THROW_WITH(with(R"("init": "nanochat")"), "'init'", "tie_embeddings false");
   EXPECT_THROW_WITH(with(R"("logit_softcap": -1)"), "'logit_softcap'", "-1");
   EXPECT_THROW_WITH(with(R"("moe": {"n_experts": 2, "top_k": 3})"), "'moe.top_k'", "3");
+  // dense gating has no load-balancing loss: refused while parsing, not when the MoE is built
+  EXPECT_THROW_WITH(with(R"("moe": {"n_experts": 2, "top_k": 1, "routing": "dense"})"), "c.json",
+                    "'moe.aux_loss_alpha'", "0.1", "dense routing");
+  EXPECT_THROW_WITH(with(R"("position": "rope", "head_dim": 5)"), "c.json", "'head_dim'", "5", "even for RoPE");
   EXPECT_THROW_WITH(parse_model_config(R"({"vocab_size": 64, "dim": 15, "n_layers": 2, "n_heads": 4,
       "max_seq_len": 8})"), "'n_heads'", "divide dim");
   EXPECT_THROW_WITH(parse_model_config("{\"dim\": 16,", "broken.json"), "broken.json", "not valid JSON");

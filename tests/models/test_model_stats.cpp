@@ -11,7 +11,7 @@ namespace {
 int64_t& part_of(ParameterCounts& p, const std::string& name) {
   auto has = [&](const char* s) { return name.find(s) != std::string::npos; };
   if (name.rfind("tok_embeddings.", 0) == 0) return p.embedding;
-  if (name.rfind("pos_embeddings.", 0) == 0) return p.positions;
+  if (name.rfind("pos_embeddings.", 0) == 0 || name.rfind("attention_position.", 0) == 0) return p.positions;
   if (name.rfind("output.", 0) == 0) return p.head;
   if (has("norm.")) return p.norms;
   if (has(".attn.")) return p.attention;
@@ -47,10 +47,23 @@ TEST(ModelStats, PartsSumToCountParametersForEveryPreset) {
   }
 }
 
-// Every preset at reduced size (every choice kept), and the small ones at full size: the parts
-// equal the built model's parameters grouped by name, and the total its num_parameters().
+// Every preset at reduced size (every choice kept), the small ones at full size, and configs that
+// set what no preset does (GQA with an explicit head_dim, dense and shared-expert MoE, gate biases,
+// untied heads, T5 bias, sandwich and deepnorm placement): the parts equal the built model's
+// parameters grouped by name, and the total its num_parameters().
 TEST(ModelStats, PartsEqualTheBuiltModelsParametersByName) {
+  const std::string base = R"("vocab_size": 96, "dim": 32, "n_layers": 2, "n_heads": 4, "max_seq_len": 16, )";
   std::vector<DecoderLMConfig> configs;
+  for (const char* extra : {
+           R"("name": "gqa-head-dim", "n_kv_heads": 2, "head_dim": 12, "position": "rope", "norm": "rmsnorm",
+              "mlp": "swiglu", "attention_bias": false, "mlp_bias": false, "tie_embeddings": false)",
+           R"("name": "dense-moe", "position": "alibi", "mlp": "gelu", "mlp_hidden": 24,
+              "moe": {"n_experts": 3, "top_k": 1, "routing": "dense", "aux_loss_alpha": 0, "gate_bias": true})",
+           R"("name": "mqa-shared-moe", "n_kv_heads": 1, "norm_placement": "deepnorm", "tie_embeddings": false,
+              "moe": {"n_experts": 4, "top_k": 2, "n_shared_experts": 2})",
+           R"("name": "t5-sandwich", "position": "t5_bias", "norm_placement": "sandwich", "embedding_norm": true,
+              "norm_bias": false, "qk_norm": true, "mlp_bias": false, "tie_embeddings": false)"})
+    configs.push_back(parse_model_config("{" + base + extra + "}", extra));
   for (const std::string& name : preset_names_of(DecoderLMConfig::kArchitecture)) {
     DecoderLMConfig c = preset_config(name);
     c.vocab_size = 96;

@@ -1,11 +1,15 @@
 // Transformer blocks against PyTorch (tools/golden/fixtures_blocks.py): the GPT-2 (000), MiniMind
-// (002) and nanochat (003) blocks as the documents write them, torch.nn.TransformerEncoderLayer and
-// TransformerDecoderLayer (post-norm, padding masks, cross-attention), sandwich and DeepNorm
-// placement (001); outputs and the gradients of the input and of every parameter. Then the
-// placements' algebra, DeepNet's constants and initialisation, MoE blocks and configuration errors.
+// (002) and nanochat (003) blocks as the documents write them, built as the presets' model configs
+// build them (models::block_config), torch.nn.TransformerEncoderLayer and TransformerDecoderLayer
+// (post-norm, padding masks, cross-attention), sandwich and DeepNorm placement (001); outputs and
+// the gradients of the input and of every parameter. Then the placements' algebra, DeepNet's
+// constants and initialisation, MoE blocks, the parameter counts by part and configuration errors.
 #include <cmath>
-#include <limits>
+#include <functional>
+#include <map>
 
+#include "nanoformer/models/model.h"
+#include "nanoformer/models/model_config.h"
 #include "nanoformer/nn/block.h"
 #include "nanoformer/nn/positional.h"
 #include "support/module_golden.h"
@@ -19,6 +23,30 @@ using testing::ModuleCase;
 
 constexpr int64_t D = 16, H = 4;
 
+// The block models::block_config builds for `preset` at width `dim` with `heads` heads (every other
+// choice the preset's), after `edit` changes the model config.
+BlockConfig preset_block(const std::string& preset, const std::function<void(models::DecoderLMConfig&)>& edit = {},
+                         int64_t dim = D, int64_t heads = H) {
+  models::DecoderLMConfig c = models::preset_config(preset);
+  c.dim = dim;
+  c.n_heads = heads;
+  if (edit) edit(c);
+  return models::block_config(c);
+}
+
+// GPT-2's block with document 000's exact (erf) GELU, as the golden fixtures compute it.
+BlockConfig gpt2_erf_block() {
+  return preset_block("gpt2-124m", [](models::DecoderLMConfig& c) { c.mlp = MLPKind::gelu; });
+}
+
+// MiniMind's block with 2 kv heads and SwiGLU hidden rounded to multiples of 8 (48 for dim 16).
+BlockConfig minimind_small_block(const std::string& preset = "minimind2-small") {
+  return preset_block(preset, [](models::DecoderLMConfig& c) {
+    c.n_kv_heads = 2;
+    c.mlp_multiple_of = 8;
+  });
+}
+
 std::shared_ptr<AttentionPosition> rope(RopeLayout layout, double theta) {
   return std::make_shared<RotaryPosition>(RopeOptions{.head_dim = D / H, .max_len = 16, .theta = theta, .layout = layout});
 }
@@ -27,13 +55,13 @@ Tensor run_self(TransformerBlock& block, const std::vector<Tensor>& in) { return
 
 TEST(BlockGolden, Gpt2BlockOf000) {
   const Golden golden("blocks");
-  TransformerBlock block(gpt2_block(D, H, /*gelu_tanh=*/false));
+  TransformerBlock block(gpt2_erf_block());
   testing::check_module_case(block, golden, "gpt2", {{"x"}}, [&](auto& in) { return run_self(block, in); });
 }
 
 TEST(BlockGolden, MiniMindBlockOf002) {
   const Golden golden("blocks");
-  BlockConfig c = minimind_block(D, H, 2, /*multiple_of=*/8);
+  BlockConfig c = minimind_small_block();
   EXPECT_EQ(mlp_hidden_dim(c.mlp), 48);
   TransformerBlock block(c, rope(RopeLayout::interleaved, 1e6));
   testing::check_module_case(block, golden, "minimind", {{"x"}}, [&](auto& in) { return run_self(block, in); });
@@ -41,7 +69,8 @@ TEST(BlockGolden, MiniMindBlockOf002) {
 
 TEST(BlockGolden, NanochatBlockOf003) {
   const Golden golden("blocks");
-  TransformerBlock block(nanochat_block(D, H, 1), rope(RopeLayout::half_negative, 10000.0));
+  TransformerBlock block(preset_block("nanochat-d6", [](models::DecoderLMConfig& c) { c.n_kv_heads = 1; }),
+                         rope(RopeLayout::half_negative, 10000.0));
   EXPECT_EQ(block.num_parameters(), 2 * D * D + 2 * D * (D / H) + 2 * 4 * D * D);  // MQA: k, v are (D/H, D)
   testing::check_module_case(block, golden, "nanochat", {{"x"}}, [&](auto& in) { return run_self(block, in); });
 }
@@ -66,7 +95,7 @@ TEST(BlockGolden, DecoderLayerWithCrossAttentionEqualsTorchTransformerDecoderLay
 
 TEST(BlockGolden, SandwichPlacementOf001) {
   const Golden golden("blocks");
-  BlockConfig c = gpt2_block(D, H, false);
+  BlockConfig c = gpt2_erf_block();
   c.placement = NormPlacement::sandwich;
   TransformerBlock block(c);
   testing::check_module_case(block, golden, "sandwich", {{"x"}}, [&](auto& in) { return run_self(block, in); });
@@ -74,9 +103,13 @@ TEST(BlockGolden, SandwichPlacementOf001) {
 
 TEST(BlockGolden, DeepNormPlacementOf001) {
   const Golden golden("blocks");
-  BlockConfig c = gpt2_block(D, H, false);
-  c.placement = NormPlacement::deepnorm;
-  c.deepnorm_alpha = deepnorm_constants(0, 6).decoder_alpha;
+  // a 6-layer deepnorm model: block_config gives its blocks deepnorm_constants(0, 6).decoder_alpha
+  const BlockConfig c = preset_block("gpt2-124m", [](models::DecoderLMConfig& m) {
+    m.mlp = MLPKind::gelu;
+    m.norm_placement = NormPlacement::deepnorm;
+    m.n_layers = 6;
+  });
+  EXPECT_EQ(c.placement, NormPlacement::deepnorm);
   EXPECT_NEAR(c.deepnorm_alpha, golden.cases()["deepnorm"]["alpha"].get<double>(), 1e-15);
   TransformerBlock block(c);
   testing::check_module_case(block, golden, "deepnorm", {{"x"}}, [&](auto& in) { return run_self(block, in); });
@@ -89,7 +122,7 @@ TEST(Block, PlacementsComposeAsTheirFormulas) {
   const Tensor x = randn({2, 3, D}, gen);
   for (NormPlacement p : {NormPlacement::pre, NormPlacement::post, NormPlacement::sandwich, NormPlacement::deepnorm}) {
     SCOPED_TRACE(norm_placement_name(p));
-    BlockConfig c = gpt2_block(D, H, true);
+    BlockConfig c = preset_block("gpt2-124m");
     c.placement = p;
     if (p == NormPlacement::deepnorm) c.deepnorm_alpha = 2.0;
     TransformerBlock block(c, nullptr, gen);
@@ -135,7 +168,7 @@ double sample_std(const Tensor& w) {
 TEST(Block, DeepNormInitScalesValueOutputAndMlpByBeta) {
   Generator gen(9);
   const int64_t d = 64;
-  BlockConfig c = gpt2_block(d, 4, true);
+  BlockConfig c = preset_block("gpt2-124m", {}, d, 4);
   c.placement = NormPlacement::deepnorm;
   TransformerBlock block(c, nullptr, gen);
   const double beta = 0.25;
@@ -156,8 +189,13 @@ TEST(Block, DeepNormInitScalesValueOutputAndMlpByBeta) {
 
 TEST(Block, MoEBlockReportsItsAuxLossAndTrains) {
   Generator gen(3);
-  BlockConfig c = minimind_block(D, H, 2, 8);
-  c.moe = MoEConfig{.n_experts = 4, .top_k = 2, .n_shared_experts = 1, .aux_loss_alpha = 0.1};
+  // minimind2-moe's experts: 4 routed (top 2) and 1 shared, aux_loss_alpha 0.1
+  const BlockConfig c = minimind_small_block("minimind2-moe");
+  ASSERT_TRUE(c.moe.has_value());
+  EXPECT_EQ(c.moe->n_experts, 4);
+  EXPECT_EQ(c.moe->top_k, 2);
+  EXPECT_EQ(c.moe->n_shared_experts, 1);
+  EXPECT_EQ(c.moe->aux_loss_alpha, 0.1);
   TransformerBlock block(c, rope(RopeLayout::interleaved, 1e6), gen);
   EXPECT_TRUE(block.moe != nullptr);
   EXPECT_TRUE(block.state_dict().count("mlp.experts.3.w2.weight"));
@@ -170,8 +208,52 @@ TEST(Block, MoEBlockReportsItsAuxLossAndTrains) {
   int64_t routed = 0;
   for (int64_t n : block.moe->tokens_per_expert()) routed += n;
   EXPECT_EQ(routed, 2 * 5 * 2);  // every token goes to top_k = 2 experts
-  TransformerBlock dense(minimind_block(D, H, 2, 8));
+  TransformerBlock dense(minimind_small_block());
   EXPECT_FALSE(dense.aux_loss().defined());
+}
+
+// block_parameter_counts: each part equals the built block's parameters of that part, grouped by
+// name, for every preset's block, MoE blocks (shared experts, a gate bias), sandwich placement, the
+// encoder-decoder layers (cross-attention) and ViT's output-only attention bias; long double agrees.
+TEST(Block, ParameterCountsByPartEqualTheBuiltBlock) {
+  std::vector<std::pair<std::string, BlockConfig>> configs;
+  for (const std::string& preset : models::preset_names_of(models::DecoderLMConfig::kArchitecture))
+    configs.emplace_back(preset, preset_block(preset, [](models::DecoderLMConfig& c) { c.n_kv_heads = 0; }));
+  configs.emplace_back("moe", minimind_small_block("minimind2-moe"));
+  configs.back().second.moe->gate_bias = true;
+  configs.emplace_back("sandwich", gpt2_erf_block());
+  configs.back().second.placement = NormPlacement::sandwich;
+  configs.emplace_back("encoder", encoder_layer(D, H, 2 * D));
+  configs.emplace_back("decoder", decoder_layer(D, H, 2 * D));
+  configs.emplace_back("vit", encoder_layer(D, H, 2 * D));
+  configs.back().second.attention.bias = false;
+  configs.back().second.attention.output_bias = true;
+  for (const auto& [name, config] : configs) {
+    SCOPED_TRACE(name);
+    std::map<std::string, int64_t> built;  // by part
+    const TransformerBlock block(config);
+    for (const auto& [param, t] : block.named_parameters()) {
+      const auto starts = [&](const char* prefix) { return param.rfind(prefix, 0) == 0; };
+      const char* part = starts("attn.")                 ? "attention"
+                         : starts("cross_attn.")         ? "cross_attention"
+                         : starts("mlp.experts.")        ? "routed_experts"
+                         : starts("mlp.shared_experts.") ? "shared_experts"
+                         : starts("mlp.gate.")           ? "router"
+                         : starts("mlp.")                ? "mlp"
+                                                         : "norms";
+      built[part] += t.numel();
+    }
+    const BlockParameterCounts p = block_parameter_counts(config);
+    EXPECT_EQ(p.attention, built["attention"]);
+    EXPECT_EQ(p.cross_attention, built["cross_attention"]);
+    EXPECT_EQ(p.mlp, built["mlp"]);
+    EXPECT_EQ(p.routed_experts, built["routed_experts"]);
+    EXPECT_EQ(p.shared_experts, built["shared_experts"]);
+    EXPECT_EQ(p.router, built["router"]);
+    EXPECT_EQ(p.norms, built["norms"]);
+    EXPECT_EQ(p.total, block.num_parameters());
+    EXPECT_EQ(block_parameter_counts<long double>(config).total, static_cast<long double>(p.total));
+  }
 }
 
 TEST(Block, ResidualDropoutActsOnlyInTraining) {
@@ -185,23 +267,22 @@ TEST(Block, ResidualDropoutActsOnlyInTraining) {
 }
 
 TEST(Block, BadConfigurationNamesTheOption) {
-  BlockConfig c = gpt2_block(D, H);
+  BlockConfig c = preset_block("gpt2-124m");
   c.mlp.dim = 8;
   EXPECT_THROW_WITH(TransformerBlock{c}, "TransformerBlock", "mlp.dim 8");
-  c = gpt2_block(D, H);
+  c = preset_block("gpt2-124m");
   c.deepnorm_alpha = 2.0;
   EXPECT_THROW_WITH(TransformerBlock{c}, "deepnorm_alpha 2", "pre");
   c.placement = NormPlacement::deepnorm;
   c.deepnorm_alpha = -1.0;
   EXPECT_THROW_WITH(TransformerBlock{c}, "deepnorm_alpha -1");
-  c = gpt2_block(D, H);
+  c = preset_block("gpt2-124m");
   c.residual_dropout = 1.0;
   EXPECT_THROW_WITH(TransformerBlock{c}, "residual_dropout 1");
-  c = gpt2_block(D, 5);
-  EXPECT_THROW_WITH(TransformerBlock{c}, "dim 16 is not divisible by n_heads 5");
-  c = minimind_block(D, H, 3);
-  EXPECT_THROW_WITH(TransformerBlock{c}, "n_heads 4 is not divisible by n_kv_heads 3");
-  c = minimind_block(D, H, 2);
+  EXPECT_THROW_WITH(TransformerBlock{preset_block("gpt2-124m", {}, D, 5)}, "dim 16 is not divisible by n_heads 5");
+  EXPECT_THROW_WITH(TransformerBlock{preset_block("minimind2-small", [](models::DecoderLMConfig& m) { m.n_kv_heads = 3; })},
+                    "n_heads 4 is not divisible by n_kv_heads 3");
+  c = minimind_small_block();
   c.moe = MoEConfig{.n_experts = 2, .top_k = 3};
   EXPECT_THROW_WITH(TransformerBlock{c}, "top_k", "3");
   EXPECT_THROW_WITH(norm_placement_from_name("middle"), "norm placement 'middle'", "sandwich");

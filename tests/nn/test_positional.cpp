@@ -1,7 +1,7 @@
 // Positional modules beyond PyTorch parity (test_positional_golden.cpp): a decoder step at an
 // offset equals the matching rows of the full sequence for every scheme; RoPE scores depend only
-// on relative positions; scaling identities; names in state_dict; the factories; and the errors
-// bad configurations raise at construction.
+// on relative positions; scaling identities; names in state_dict; the factories and the parameter
+// count; and the errors bad configurations raise at construction.
 #include <cmath>
 
 #include "support/testing.h"
@@ -149,6 +149,20 @@ TEST(Positional, FactoriesChooseTheScheme) {
   EXPECT_EQ(parse_rope_layout("half_negative"), RopeLayout::half_negative);
   EXPECT_EQ(parse_rope_scaling("ntk"), RopeScaling::ntk);
   EXPECT_STREQ(position_kind_name(PositionKind::xl_relative), "xl_relative");
+}
+
+// positional_parameter_count equals what both factories build, for every scheme (0 for the
+// buffers of sinusoidal and RoPE tables).
+TEST(Positional, ParameterCountEqualsTheBuiltModules) {
+  for (PositionKind kind : {PositionKind::none, PositionKind::learned, PositionKind::sinusoidal, PositionKind::rope,
+                            PositionKind::alibi, PositionKind::t5_bias, PositionKind::xl_relative}) {
+    SCOPED_TRACE(position_kind_name(kind));
+    const PositionalConfig cfg = config(kind);
+    const auto absolute = make_absolute_position(cfg);
+    const int64_t built = make_attention_position(cfg)->num_parameters() + (absolute ? absolute->num_parameters() : 0);
+    EXPECT_EQ(positional_parameter_count(cfg), built);
+    EXPECT_EQ(positional_parameter_count<long double>(cfg), static_cast<long double>(built));
+  }
 }
 
 TEST(Positional, SinusoidalInputScaleIsSqrtDim) {

@@ -50,13 +50,14 @@ std::string encoder_config_to_json(const EncoderConfig& config);
 // Throws nf::Error naming the first bad option.
 void validate_encoder_config(const EncoderConfig& config, const std::string& source = "<config>");
 
-// The components the model builds from: one block (every layer the same, bidirectional attention)
-// and the absolute positions.
+// The components the model builds from: one block (every layer the same, bidirectional attention;
+// resolved, see nn::resolved) and the absolute positions.
 nn::BlockConfig encoder_block_config(const EncoderConfig& config);
 nn::PositionalConfig encoder_positional_config(const EncoderConfig& config);
 
-// The exact parameter counts of the model `config` describes, by part, without building it:
-// embedding, positions, token types, attention, mlp, norms, pooler (parts the model lacks are 0).
+// The exact parameter counts of the model `config` describes, by part, without building it (the
+// layers' from nn::block_parameter_counts): embedding, positions, token types, attention, mlp,
+// norms, pooler (parts the model lacks are 0).
 std::vector<ParameterPart> encoder_parameter_parts(const EncoderConfig& config);
 
 }  // namespace nf::models

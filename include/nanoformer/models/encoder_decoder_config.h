@@ -49,11 +49,12 @@ std::string encoder_decoder_config_to_json(const EncoderDecoderConfig& config);
 // Throws nf::Error naming the first bad option.
 void validate_encoder_decoder_config(const EncoderDecoderConfig& config, const std::string& source = "<config>");
 
-// The component configs: 001/004's encoder and decoder layers (nn::encoder_layer, decoder_layer)
-// with the config's FFN, norm and placement, and the absolute positions.
-// The exact parameter count of the model `config` describes, without building it.
+// The exact parameter count of the model `config` describes, without building it (the layers' from
+// nn::block_parameter_counts).
 int64_t count_parameters(const EncoderDecoderConfig& config);
 
+// The component configs: 001/004's encoder and decoder layers (nn::encoder_layer, decoder_layer)
+// with the config's FFN, norm and placement, resolved (nn::resolved), and the absolute positions.
 nn::BlockConfig encoder_block_config(const EncoderDecoderConfig& config);
 nn::BlockConfig decoder_block_config(const EncoderDecoderConfig& config);
 nn::PositionalConfig encoder_decoder_positional_config(const EncoderDecoderConfig& config);

@@ -44,6 +44,12 @@ struct DecoderLMConfig {
   double rope_scale_factor = 1.0;
   bool qk_norm = false;          // parameter-free RMS norm of q and k (nanochat)
   double qk_norm_eps = 1e-6;
+  // Sliding-window attention: a windowed layer's query sees its sliding_window latest keys, itself
+  // included (Mistral's sliding_window; nanochat's flash-attn window (N, 0) is N + 1); 0 = none.
+  int64_t sliding_window = 0;
+  // Which layers are windowed, tiled across the layers: S = sliding_window, L = full attention; the
+  // last layer is always L (nanochat's window_pattern, e.g. "SSSL"). Empty: every layer (Mistral).
+  std::string window_pattern;
   nn::MLPKind mlp = nn::MLPKind::gelu_tanh;
   int64_t mlp_hidden = 0;        // 0 = derived (4 dim, or SwiGLU's from mlp_multiple_of)
   int64_t mlp_multiple_of = 64;
@@ -85,12 +91,36 @@ DecoderLMConfig preset_config(const std::string& name);
 // A path to a JSON file, or a preset name.
 DecoderLMConfig resolve_model_config(const std::string& name_or_path);
 
-// The component configs the model builds from: one block (every layer the same) and the
-// positional scheme (created once, shared by all layers).
+// The component configs the model builds from: one block (every layer the same), resolved
+// (nn::resolved: n_kv_heads, head_dim and the MLP's hidden filled in, so its fields are the built
+// modules' sizes), and the positional scheme (created once, shared by all layers).
 nn::BlockConfig block_config(const DecoderLMConfig& config);
+// Layer i's attention window (0 = full) as sliding_window and window_pattern say.
+int64_t layer_window(const DecoderLMConfig& config, int64_t layer);
 nn::PositionalConfig positional_config(const DecoderLMConfig& config);
 
-// The exact parameter count of the model `config` describes, without building it.
+// A DecoderLM's parameters by part, in arithmetic N (int64_t for ParameterCounts; long double
+// bounds a config before its exact count is known to fit). The parts sum to total.
+template <class N>
+struct BasicParameterCounts {
+  N embedding = 0;       // tok_embeddings
+  N positions = 0;       // learned position table or T5 bias table (sinusoidal ones are a buffer, RoPE/ALiBi have none)
+  N attention = 0;       // q, k, v, o projections (with biases) of every layer
+  N mlp = 0;             // the dense MLPs (0 with MoE)
+  N routed_experts = 0;  // MoE routed experts of every layer
+  N shared_experts = 0;  // MoE shared experts of every layer
+  N router = 0;          // MoE gates
+  N norms = 0;           // every norm (embedding norm, block norms, final norm)
+  N head = 0;            // the untied output matrix (0 when tied: the head is the embedding)
+  N total = 0;
+};
+using ParameterCounts = BasicParameterCounts<int64_t>;
+
+// The exact parameter counts of the model `config` describes, without building it: each part the
+// sum of the component counts (nn::block_parameter_counts of block_config, ...), so they equal
+// DecoderLM(config)'s parameters grouped by name. Validates the config first.
+ParameterCounts parameter_counts(const DecoderLMConfig& config);
+// parameter_counts(config).total
 int64_t count_parameters(const DecoderLMConfig& config);
 
 // Config names of the enums that have none elsewhere: "normal", "nanochat", "deepnet";

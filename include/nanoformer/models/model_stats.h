@@ -29,20 +29,6 @@
 
 namespace nf::models {
 
-// Exact parameter counts by part; the parts sum to total == count_parameters(config).
-struct ParameterCounts {
-  int64_t embedding = 0;       // tok_embeddings
-  int64_t positions = 0;       // learned position table (sinusoidal ones are a buffer, RoPE/ALiBi have none)
-  int64_t attention = 0;       // q, k, v, o projections (with biases) of every layer
-  int64_t mlp = 0;             // the dense MLPs (0 with MoE)
-  int64_t routed_experts = 0;  // MoE routed experts of every layer
-  int64_t shared_experts = 0;  // MoE shared experts of every layer
-  int64_t router = 0;          // MoE gates
-  int64_t norms = 0;           // every norm (embedding norm, block norms, final norm)
-  int64_t head = 0;            // the untied output matrix (0 when tied: the head is the embedding)
-  int64_t total = 0;
-};
-
 // Estimated bytes in one dtype (see the header comment for the formulas).
 struct MemoryEstimate {
   int64_t weights = 0;
@@ -60,7 +46,7 @@ struct StatsOptions {
 };
 
 struct ModelStats {
-  ParameterCounts parameters;
+  ParameterCounts parameters;           // parameter_counts(config); built_model_stats sets only total
   int64_t active_parameters = 0;        // per token: total less the routed experts a token skips
   int64_t active_matmul_weights = 0;    // per token, the N of the FLOPs formula
   int64_t context = 0, batch = 0;       // what the estimates below assume

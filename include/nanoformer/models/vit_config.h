@@ -37,12 +37,13 @@ std::string vit_config_to_json(const ViTConfig& config);
 void validate_vit_config(const ViTConfig& config, const std::string& source = "<config>");
 
 // The pieces the classifier builds from: every encoder layer (pre-norm LayerNorm, bidirectional
-// attention, GELU (erf) MLP) and the number of patches (image_size / patch_size)^2.
+// attention, GELU (erf) MLP; resolved, see nn::resolved) and the number of patches
+// (image_size / patch_size)^2.
 nn::BlockConfig vit_block_config(const ViTConfig& config);
 int64_t vit_num_patches(const ViTConfig& config);
 
-// Exact parameter counts by part, without building the model: patch embedding, class token +
-// positions, attention, mlp, norms, head.
+// Exact parameter counts by part, without building the model (the layers' from
+// nn::block_parameter_counts): patch embedding, class token + positions, attention, mlp, norms, head.
 std::vector<ParameterPart> vit_parameter_parts(const ViTConfig& config);
 int64_t count_parameters(const ViTConfig& config);
 

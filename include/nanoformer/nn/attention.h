@@ -63,8 +63,15 @@ struct AttentionInputs {
   std::span<const CachedAttention> caches{};
 };
 
-// MultiHeadAttention(config)'s num_parameters() without building it: q, k, v, o and their biases.
-int64_t attention_parameter_count(const AttentionConfig& config);
+// `config` validated (an error naming the field and value) with its defaults filled in: n_kv_heads,
+// head_dim, context_dim and output_bias. The one place they are resolved: the module, the count
+// below and the models' block configs all call it.
+AttentionConfig resolved(const AttentionConfig& config);
+
+// MultiHeadAttention(config)'s num_parameters() without building it: q, k, v, o and their biases;
+// in arithmetic N (int64_t, or long double to bound a config whose count might not fit).
+template <class N = int64_t>
+N attention_parameter_count(const AttentionConfig& config);
 
 class MultiHeadAttention : public Module {
  public:

@@ -40,6 +40,12 @@ struct BlockConfig {
   double deepnorm_alpha = 1.0;             // the residual scale of deepnorm placement
 };
 
+// `config` validated (the widths agree, dropout and deepnorm_alpha in range) with every component
+// resolved (nn::resolved of the attentions, the MLP and the MoE, whose dim 0 = the MLP's): the one
+// place a block's defaults are filled in. TransformerBlock, block_parameter_counts and the models'
+// block configs call it, so a resolved config's fields are the built modules' sizes.
+BlockConfig resolved(const BlockConfig& config);
+
 // What a block is given per call besides x: what its self-attention and its cross-attention
 // read (cross.context or cross.context_kv, the encoder output, for a block with cross-attention).
 struct BlockInputs {
@@ -60,7 +66,7 @@ class TransformerBlock : public Module {
   // The MoE's load-balancing loss of the last forward (a scalar), undefined without an MoE.
   Tensor aux_loss() const;
 
-  const BlockConfig& config() const { return config_; }
+  const BlockConfig& config() const { return config_; }  // resolved
   // Reports every stage (and, if it asks, the attention weights) to `recorder` until reset with
   // nullptr; the caller keeps the recorder alive meanwhile. Not with a KV cache.
   void set_recorder(BlockRecorder* recorder) { recorder_ = recorder; }
@@ -82,22 +88,28 @@ class TransformerBlock : public Module {
   std::shared_ptr<Dropout> dropout_;  // null when residual_dropout is 0
 };
 
-// TransformerBlock(config)'s num_parameters() without building it.
-int64_t block_parameter_count(const BlockConfig& config);
+// TransformerBlock(config)'s parameters by part, without building it (the sums of the component
+// counts: attention_parameter_count, mlp_parameter_count, norm_parameter_count), in arithmetic N:
+// int64_t, or long double to bound a config whose count might not fit.
+template <class N>
+struct BasicBlockParameterCounts {
+  N attention = 0;        // self-attention: q, k, v, o
+  N cross_attention = 0;  // cross-attention: q, k, v, o (0 without)
+  N mlp = 0;              // the MLP (0 with an MoE)
+  N routed_experts = 0;   // the MoE's routed experts
+  N shared_experts = 0;   // the MoE's shared experts
+  N router = 0;           // the MoE's gate
+  N norms = 0;            // every norm of the block
+  N total = 0;
+};
+using BlockParameterCounts = BasicBlockParameterCounts<int64_t>;
+template <class N = int64_t>
+BasicBlockParameterCounts<N> block_parameter_counts(const BlockConfig& config);
 
-// The blocks of the reference documents, as configurations of TransformerBlock:
-//   000 GPT-2: pre-norm LayerNorm, causal MHA with biases, GELU MLP (4 dim; `gelu_tanh` as GPT-2
-//       itself, 000's nn.GELU() is the erf form);
-//   002 MiniMind: pre-norm RMSNorm (eps 1e-5), causal GQA without biases, SwiGLU hidden from
-//       multiple_of (give it interleaved RoPE, theta 1e6);
-//   003 nanochat: pre-norm parameter-free RMSNorm (F.rms_norm's default eps, the f32 machine
-//       epsilon), causal MQA/GQA with QK-norm, relu^2 MLP (4 dim), no biases (give it half-split
-//       RoPE rotating by -theta);
-//   001/004 encoder layer: post-norm LayerNorm, bidirectional MHA with biases, ReLU FFN, dropout;
-//   001/004 decoder layer: the same with causal self-attention and cross-attention.
-BlockConfig gpt2_block(int64_t dim, int64_t n_heads, bool gelu_tanh = true, double dropout = 0.0);
-BlockConfig minimind_block(int64_t dim, int64_t n_heads, int64_t n_kv_heads, int64_t multiple_of = 64);
-BlockConfig nanochat_block(int64_t dim, int64_t n_heads, int64_t n_kv_heads);
+// The layers of the encoder-decoder Transformer (001/004), as configurations of TransformerBlock
+// (the decoder-only families' blocks come from their model configs: models::block_config):
+//   encoder layer: post-norm LayerNorm, bidirectional MHA with biases, ReLU FFN, dropout;
+//   decoder layer: the same with causal self-attention and cross-attention.
 BlockConfig encoder_layer(int64_t dim, int64_t n_heads, int64_t ffn_hidden, double dropout = 0.1);
 BlockConfig decoder_layer(int64_t dim, int64_t n_heads, int64_t ffn_hidden, double dropout = 0.1);
 

@@ -42,6 +42,13 @@ class Linear : public UnaryModule {
   double lora_scaling_ = 0.0;
 };
 
+// Linear(in, out, bias)'s parameters: in x out weights and out biases. In arithmetic N: int64_t for
+// the exact count, long double to bound a config whose exact count might not fit int64_t.
+template <class N>
+constexpr N linear_parameter_count(N in, N out, bool bias) {
+  return in * out + (bias ? out : N(0));
+}
+
 // y = weight[ids]:  ids (...) integer -> (..., dim);  weight (num_embeddings, dim) ~ normal(0, 1).
 class Embedding : public Module {
  public:
@@ -50,6 +57,12 @@ class Embedding : public Module {
   Tensor operator()(const Tensor& ids) { return forward(ids); }
   Tensor weight;
 };
+
+// Embedding(num_embeddings, dim)'s parameters (and a learned position table's), in arithmetic N.
+template <class N>
+constexpr N embedding_parameter_count(N num_embeddings, N dim) {
+  return num_embeddings * dim;
+}
 
 // In training: zero each element with probability p, scale the rest by 1 / (1 - p); in eval, the
 // identity. Draws its masks from its own generator (seeded), so runs are reproducible.

@@ -104,14 +104,20 @@ TwoLayerMLP::Names two_layer_mlp_names(MLPKind kind);
 std::string mlp_kind_name(MLPKind kind);
 MLPKind mlp_kind_from_name(const std::string& name);
 
-// The hidden size make_mlp uses for `config` (its own, or the derived one).
+// `config` validated (an error naming the option and value when dim <= 0, hidden < 0, multiple_of
+// <= 0 or dropout is outside [0, 1)) with hidden derived when 0: the one place it is resolved
+// (make_mlp, the count below and the models' block configs call it).
+MLPConfig resolved(const MLPConfig& config);
+// resolved(config).hidden: the hidden size make_mlp uses.
 int64_t mlp_hidden_dim(const MLPConfig& config);
 
-// Builds the configured MLP, initialising its Linears from `gen` (as torch.nn.Linear) and seeding
-// its dropout from it. Throws nf::Error naming the option and value when dim <= 0, hidden < 0,
-// multiple_of <= 0, dropout is outside [0, 1) or the kind is unknown.
-// make_mlp(config)->num_parameters() without building it.
-int64_t mlp_parameter_count(const MLPConfig& config);
+// make_mlp(config)->num_parameters() without building it; in arithmetic N (int64_t, or long double
+// to bound a config whose count might not fit).
+template <class N = int64_t>
+N mlp_parameter_count(const MLPConfig& config);
+
+// Builds the resolved MLP, initialising its Linears from `gen` (as torch.nn.Linear) and seeding its
+// dropout from it.
 std::shared_ptr<UnaryModule> make_mlp(const MLPConfig& config, Generator& gen = default_generator());
 
 }  // namespace nf::nn

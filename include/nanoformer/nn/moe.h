@@ -39,6 +39,11 @@ struct MoEConfig {
   bool seq_aux = true;
 };
 
+// `config` validated: an error naming the option and value when dim, n_experts or top_k is out of
+// range, or a load-balancing loss is asked of dense gating. An MoE has no defaults to fill in (a
+// block gives it its MLP's dim: see nn::resolved(BlockConfig)).
+MoEConfig resolved(const MoEConfig& config);
+
 struct MoEOutput {
   Tensor output;                          // x's shape
   Tensor aux_loss;                        // scalar (0 in eval mode or when alpha is 0)

@@ -56,4 +56,11 @@ std::shared_ptr<AttentionPosition> make_attention_position(const PositionalConfi
 // kinds that add nothing there (none and the in-attention ones).
 std::shared_ptr<AbsolutePosition> make_absolute_position(const PositionalConfig& cfg, Generator& gen = default_generator());
 
+// The parameters of both factories' modules without building them: a learned table max_len x dim,
+// a T5 bias table num_buckets x n_heads, Transformer-XL's u, v and position projection; 0 for the
+// others (sinusoidal tables and RoPE's are buffers). In arithmetic N (int64_t, or long double to
+// bound a config whose count might not fit).
+template <class N = int64_t>
+N positional_parameter_count(const PositionalConfig& cfg);
+
 }  // namespace nf::nn
