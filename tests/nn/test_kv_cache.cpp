@@ -80,6 +80,7 @@ TEST(KVCache, SlidingWindowLayersKeepARingOfTwiceTheWindow) {
   EXPECT_TRUE(cache.can_truncate(6));   // the window of position 6 reaches 4 and 5: held
   EXPECT_FALSE(cache.can_truncate(3));  // position 3's window reaches 1 and 2: dropped
   EXPECT_THROW_WITH(cache.truncate(3), "cannot truncate to 3", "sliding-window");
+  cache.reset();
   EXPECT_THROW_WITH(cache.begin(1, 5), "5 new tokens exceed the 4");
 }
 

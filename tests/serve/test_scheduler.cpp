@@ -143,11 +143,18 @@ TEST(Scheduler, RefusedPromptsEndWithAnErrorAndServingGoesOn) {
   const SequenceOutcome ok = outcome(fine);
   EXPECT_TRUE(ok.error.empty());
   EXPECT_EQ(ok.completion_tokens, 3);
-  // a full slot stops the sequence (finish reason length)
+  // past a slot's context the context shifts and the sequence goes on
   Tracked filling;
   ASSERT_TRUE(scheduler.submit(tracked(filling, std::vector<int64_t>(10, 2), {.temperature = 0}, 100)));
-  const SequenceOutcome full = outcome(filling);
-  EXPECT_EQ(full.reason, infer::StopReason::max_new_tokens);
+  const SequenceOutcome past = outcome(filling);
+  EXPECT_EQ(past.reason, infer::StopReason::max_new_tokens);
+  EXPECT_EQ(past.completion_tokens, 100);
+  // unless --keep holds the whole context: it stops full (finish reason length)
+  Scheduler keeping(*model, {.parallel = 1, .max_queue = 1, .context = 16, .keep = 16});
+  Tracked kept;
+  ASSERT_TRUE(keeping.submit(tracked(kept, std::vector<int64_t>(10, 2), {.temperature = 0}, 100)));
+  const SequenceOutcome full = outcome(kept);
+  EXPECT_EQ(full.reason, infer::StopReason::context_full);
   EXPECT_EQ(full.completion_tokens, 7);  // 10 prompt tokens + 6 fed = 16 columns; the 7th is sampled, not fed
   EXPECT_THROW(Scheduler(*model, {.parallel = 0}), Error);
   EXPECT_THROW(Scheduler(*model, {.parallel = 1, .max_queue = 1, .context = 49}), Error);
