@@ -1,6 +1,8 @@
 // model_stats: parameter counts by part, FLOPs, KV-cache bytes and memory, from the config alone.
 #include "nanoformer/models/model_stats.h"
 
+#include <algorithm>
+
 #include "nanoformer/core/error.h"
 #include "nanoformer/nn/block.h"
 #include "nanoformer/nn/linear.h"
@@ -82,8 +84,12 @@ ModelStats model_stats(const DecoderLMConfig& c, const StatsOptions& options) {
   const int64_t expert_weights = (s.up_projections + 1) * s.dim * s.hidden;
   m.active_matmul_weights = s.layers * (attention_weights + experts_per_token * expert_weights + s.dim * s.routed) +
                             s.vocab * s.dim;
-  // 2 N + 2 x 2 x L x T x H x hd  (QK^T and AV: 2 FLOPs per multiply-add)
-  m.forward_flops_per_token = 2 * m.active_matmul_weights + 2 * 2 * s.layers * m.context * s.heads * s.head_dim;
+  // 2 N + 2 x 2 x (sum over layers of the keys attended: T, or min(W, T) with a window) x H x hd
+  // (QK^T and AV: 2 FLOPs per multiply-add)
+  int64_t attended = 0;
+  for (int64_t i = 0; i < c.n_layers; ++i)
+    attended += layer_window(c, i) > 0 ? std::min(layer_window(c, i), m.context) : m.context;
+  m.forward_flops_per_token = 2 * m.active_matmul_weights + 2 * 2 * attended * s.heads * s.head_dim;
   m.training_flops_per_token = 3 * m.forward_flops_per_token;
   // 2 (k, v) x L x kv_heads x head_dim x bytes
   m.kv_cache_bytes_per_token_fp32 = 2 * s.layers * s.kv_width * 4;

@@ -95,14 +95,15 @@ TEST(ModelConfig, LoadsAFileNamingItInErrors) {
 //   minimind2: 6400*768 + 16*(2*768 + 768*768*2 + 768*192*2 + 3*768*2048) + 768 (tied)
 //   minimind2-moe: 6400*640 + 8*(2*640 + 640*640*2 + 640*160*2 + (4+1)*3*640*1728 + 640*4) + 640 (tied)
 //   nanochat-d20: 2*65536*1280 + 20*(4*1280*1280 + 2*1280*5120) (untied, no norm parameters)
-//   nanochat-d6: 2*65536*384 + 6*(4*384*384 + 2*384*1536)
+//   nanochat-d6: 2*65536*384 + 6*(4*384*384 + 2*384*1536) (nanochat-d6-sssl: the same, sliding windows of 513
+//     in layers 1-3 of every 4, as nanochat's window_pattern "SSSL" at sequence_len 2048)
 //   llama2c-stories260k: 512*64 + 5*(2*64 + 64*64*2 + 64*32*2 + 3*64*172) + 64 (tied)
 //   gpt-mini: 50257*192 + 256*192 + 6*(2*384 + 4*(192*192+192) + 192*768+768 + 768*192+192) + 384
 TEST(ModelConfig, PresetParameterCountsMatchTheDocuments) {
   const std::map<std::string, int64_t> expected{
       {"gpt2-124m", 124'439'808},       {"minimind2-small", 25'829'888}, {"minimind2", 104'030'976},
       {"minimind2-moe", 145'029'760},   {"nanochat-d20", 560'988'160},   {"nanochat-d6", 60'948'480},
-      {"llama2c-stories260k", 260'032}, {"gpt-mini", 12'368'064},
+      {"nanochat-d6-sssl", 60'948'480}, {"llama2c-stories260k", 260'032}, {"gpt-mini", 12'368'064},
   };
   EXPECT_EQ(preset_names_of(DecoderLMConfig::kArchitecture).size(), expected.size());
   for (const auto& [name, count] : expected) EXPECT_EQ(count_parameters(preset_config(name)), count) << name;
