@@ -24,15 +24,15 @@
 #include <memory>
 #include <string>
 
+#include "nanoformer/data/data.h"
 #include "nanoformer/dist/communicator.h"
 #include "nanoformer/dist/gradient_buckets.h"
 #include "nanoformer/models/decoder_lm.h"
-#include "nanoformer/train/data.h"
-#include "nanoformer/train/loss_scaler.h"
-#include "nanoformer/train/optimizer_set.h"
+#include "nanoformer/optim/loss_scaler.h"
+#include "nanoformer/optim/optimizer_set.h"
+#include "nanoformer/optim/zero_sharding.h"
 #include "nanoformer/train/train_checkpoint.h"
 #include "nanoformer/train/train_config.h"
-#include "nanoformer/train/zero_sharding.h"
 
 namespace nf::train {
 
