@@ -14,7 +14,7 @@ thinking branches). The script checks that both render the conversations identic
 tests/tokenizer/test_chat_template.cpp checks that nanoformer's "chatml" template and its SFT
 loader produce exactly these ids and masks.
 
-Usage: /work/main/.venv/bin/python tools/tokenizer/chat_template_golden.py [tests/fixtures/tokenizer]
+Usage: .venv/bin/python tools/tokenizer/chat_template_golden.py [tests/fixtures/tokenizer]
 (needs transformers; re-running gives byte-identical files).
 """
 import json
