@@ -9,8 +9,8 @@
 
 #include "bench_support.h"
 #include "nanoformer/autograd/grad_mode.h"
+#include "nanoformer/models/config/model_config.h"
 #include "nanoformer/models/decoder_lm.h"
-#include "nanoformer/models/model_config.h"
 
 namespace {
 

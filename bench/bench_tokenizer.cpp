@@ -17,7 +17,7 @@ namespace tk = nf::tokenizer;
 
 std::string data_path(const std::string& name) {
   const std::string here = __FILE__;  // .../bench/bench_tokenizer.cpp
-  return here.substr(0, here.rfind("/bench/")) + "/tests/data/tokenizer/" + name;
+  return here.substr(0, here.rfind("/bench/")) + "/tests/fixtures/tokenizer/" + name;
 }
 
 const tk::BpeTokenizer& tokenizer() {

@@ -16,8 +16,8 @@
 
 #include "nanoformer/nanoformer.h"
 #include "nanoformer/ops/autocast.h"
-#include "nanoformer/train/adam.h"
-#include "nanoformer/train/param_groups.h"
+#include "nanoformer/optim/adam.h"
+#include "nanoformer/optim/param_groups.h"
 
 namespace nf::bench {
 

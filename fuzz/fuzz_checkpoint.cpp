@@ -6,7 +6,7 @@
 // A training checkpoint's run state and config (train_state, train_config) parse or end in an
 // nf::Error naming the file.
 #include "fuzz_support.h"
-#include "nanoformer/models/checkpoint.h"
+#include "nanoformer/formats/checkpoint.h"
 #include "nanoformer/train/train_checkpoint.h"
 
 using namespace nf;

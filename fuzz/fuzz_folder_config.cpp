@@ -4,11 +4,11 @@
 // file; a config that parses and can be written back gives the same model config when that is
 // parsed again.
 #include "fuzz_support.h"
-#include "nanoformer/models/hf_bert.h"
-#include "nanoformer/models/hf_checkpoint.h"
-#include "nanoformer/models/hf_vit.h"
-#include "nanoformer/models/minimind_checkpoint.h"
-#include "nanoformer/models/nanochat_checkpoint.h"
+#include "nanoformer/formats/hf_bert.h"
+#include "nanoformer/formats/hf_checkpoint.h"
+#include "nanoformer/formats/hf_vit.h"
+#include "nanoformer/formats/minimind_checkpoint.h"
+#include "nanoformer/formats/nanochat_checkpoint.h"
 #include "nanoformer/nn/mlp.h"
 
 using namespace nf;

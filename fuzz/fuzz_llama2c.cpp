@@ -2,7 +2,7 @@
 // alone, and the whole file loaded or refused (truncated, oversized, bad fields) with an nf::Error
 // naming it; never an allocation sized by the header alone.
 #include "fuzz_support.h"
-#include "nanoformer/models/llama2c.h"
+#include "nanoformer/formats/llama2c.h"
 
 using namespace nf;
 using namespace nf::models;

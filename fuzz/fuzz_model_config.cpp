@@ -3,11 +3,11 @@
 // back to the same config (the writer's JSON is a fixed point), and its parameter count from the
 // config alone runs without overflow (UBSan) or an error other than nf::Error.
 #include "fuzz_support.h"
-#include "nanoformer/models/encoder_config.h"
-#include "nanoformer/models/encoder_decoder_config.h"
+#include "nanoformer/models/config/encoder_config.h"
+#include "nanoformer/models/config/encoder_decoder_config.h"
+#include "nanoformer/models/config/model_config.h"
+#include "nanoformer/models/config/vit_config.h"
 #include "nanoformer/models/model.h"
-#include "nanoformer/models/model_config.h"
-#include "nanoformer/models/vit_config.h"
 
 using namespace nf;
 using namespace nf::models;

@@ -5,8 +5,8 @@
 #include <fstream>
 
 #include "fuzz_support.h"
+#include "nanoformer/formats/hf_checkpoint.h"
 #include "nanoformer/io/safetensors.h"
-#include "nanoformer/models/hf_checkpoint.h"
 
 using namespace nf;
 using namespace nf::models;

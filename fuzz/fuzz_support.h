@@ -58,7 +58,7 @@ const std::string& scratch_file(const uint8_t* data, size_t size);
 // call for `name` and removed with its contents at exit, for parsers that read a folder.
 const std::string& scratch_directory(const std::string& name);
 
-// The fixture tokenizers, trained by Hugging Face on tests/data/tokenizer/corpus.txt.
+// The fixture tokenizers, trained by Hugging Face on tests/fixtures/tokenizer/corpus.txt.
 std::string fixture_path(const std::string& name);
 
 // Decodes ids that encode produced: every id is below vocab_size(), decoding cannot fail, and a

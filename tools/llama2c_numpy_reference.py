@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """An independent numpy forward of a llama2.c model file, for checking our loader on a real model:
 
-    .venv/bin/python tools/llama2c_numpy_reference.py ../shared/data/stories260K.bin /tmp/ref.safetensors
+    .venv/bin/python tools/llama2c_numpy_reference.py stories260K.bin /tmp/ref.safetensors
     NF_LLAMA2C_REFERENCE=/tmp/ref.safetensors build/test_llama2c --gtest_filter='*Stories260k*'
 
 Reads the file as run.c does (7-int32 header, fp32 tensors) and, as run.c does, computes the RoPE
 angles t / 10000^(2i/hs) itself (in float64) instead of using the file's fp32 freq_cis tables
 (`--file-tables` uses them; their rounding alone moves stories260K's logits by ~8e-5). Writes `ids` (1, T) int64 and `logits` (1, T, vocab) float32, computed in float64, with the .bin's
-path in the metadata (`bin`). Not part of `make test`: ../shared/ data stays out of the repository.
+path in the metadata (`bin`). Not part of `make test`: the model file (karpathy/tinyllamas) stays out of the repository.
 """
 from __future__ import annotations
 

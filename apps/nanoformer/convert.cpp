@@ -5,7 +5,7 @@
 #include <string>
 
 #include "command.h"
-#include "nanoformer/models/model_io.h"
+#include "nanoformer/formats/model_io.h"
 
 namespace nf::cli {
 

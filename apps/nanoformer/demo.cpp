@@ -1,5 +1,5 @@
 // `nanoformer demo`: the main job end to end on a built-in default, with nothing downloaded. It
-// generates a multi-digit addition task (train/addition_task.h) as prompt-completion pairs, trains
+// generates a multi-digit addition task (data/addition_task.h) as prompt-completion pairs, trains
 // a small LLaMA-style language model on them at character level with the trainer of `nanoformer
 // train` (the loss on the answers only, as in fine-tuning), then lets the model answer held-out
 // problems greedily and reports exact-match accuracy and the validation loss on the answers.
@@ -13,9 +13,9 @@
 #include "command.h"
 #include "nanoformer/core/error.h"
 #include "nanoformer/core/parallel.h"
+#include "nanoformer/data/addition_task.h"
 #include "nanoformer/infer/greedy.h"
 #include "nanoformer/tokenizer/char_tokenizer.h"
-#include "nanoformer/train/addition_task.h"
 #include "nanoformer/train/metrics_chart.h"
 #include "nanoformer/train/trainer.h"
 

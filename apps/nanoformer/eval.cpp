@@ -19,9 +19,9 @@
 #include "eval_report.h"
 #include "nanoformer/core/error.h"
 #include "nanoformer/core/parallel.h"
+#include "nanoformer/data/eval_data.h"
+#include "nanoformer/formats/model_io.h"
 #include "nanoformer/models/context_extension.h"
-#include "nanoformer/models/model_io.h"
-#include "nanoformer/train/eval_data.h"
 #include "nanoformer/train/perplexity.h"
 #include "nanoformer/util/progress_bar.h"
 

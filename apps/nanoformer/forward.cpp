@@ -10,11 +10,11 @@
 #include "command.h"
 #include "nanoformer/autograd/grad_mode.h"
 #include "nanoformer/core/error.h"
+#include "nanoformer/formats/model_io.h"
 #include "nanoformer/infer/prompt_ids.h"
 #include "nanoformer/io/safetensors.h"
 #include "nanoformer/models/encoder_decoder.h"
 #include "nanoformer/models/encoder_model.h"
-#include "nanoformer/models/model_io.h"
 #include "nanoformer/models/vit.h"
 #include "nanoformer/ops/view.h"
 

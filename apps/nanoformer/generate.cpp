@@ -9,10 +9,10 @@
 
 #include "command.h"
 #include "generation_options.h"
+#include "nanoformer/formats/model_io.h"
 #include "nanoformer/infer/prompt_ids.h"
 #include "nanoformer/infer/session.h"
 #include "nanoformer/infer/text_streamer.h"
-#include "nanoformer/models/model_io.h"
 #include "nanoformer/tokenizer/jsonl.h"
 #include "seq2seq_generate.h"
 

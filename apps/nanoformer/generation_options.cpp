@@ -4,7 +4,7 @@
 #include <filesystem>
 
 #include "nanoformer/core/error.h"
-#include "nanoformer/models/model_io.h"
+#include "nanoformer/formats/model_io.h"
 
 namespace nf::cli {
 

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "command.h"
-#include "nanoformer/models/checkpoint.h"
-#include "nanoformer/models/model_io.h"
+#include "nanoformer/formats/checkpoint.h"
+#include "nanoformer/formats/model_io.h"
 #include "nanoformer/models/model_stats.h"
 
 namespace nf::cli {

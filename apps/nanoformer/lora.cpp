@@ -6,8 +6,8 @@
 
 #include "command.h"
 #include "nanoformer/core/error.h"
-#include "nanoformer/models/lora_adapter.h"
-#include "nanoformer/models/model_io.h"
+#include "nanoformer/formats/lora_adapter.h"
+#include "nanoformer/formats/model_io.h"
 
 namespace nf::cli {
 

@@ -14,9 +14,9 @@
 
 #include "command.h"
 #include "nanoformer/core/error.h"
+#include "nanoformer/formats/model_io.h"
 #include "nanoformer/infer/prompt_ids.h"
 #include "nanoformer/models/block_probe.h"
-#include "nanoformer/models/model_io.h"
 #include "nanoformer/ops/view.h"
 #include "nanoformer/tokenizer/tokenizer.h"
 #include "nanoformer/util/plot.h"

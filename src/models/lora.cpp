@@ -7,7 +7,7 @@
 #include <memory>
 #include <set>
 
-#include "models/config_keys.h"
+#include "models/config/config_keys.h"
 #include "nanoformer/core/error.h"
 #include "nanoformer/nn/attention.h"
 #include "nanoformer/nn/lora.h"

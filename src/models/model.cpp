@@ -2,10 +2,10 @@
 #include "nanoformer/models/model.h"
 
 
+#include "nanoformer/models/config/model_config.h"
 #include "nanoformer/models/decoder_lm.h"
 #include "nanoformer/models/encoder_decoder.h"
 #include "nanoformer/models/encoder_model.h"
-#include "nanoformer/models/model_config.h"
 #include "nanoformer/models/vit.h"
 #include "util/json_input.h"
 

@@ -7,10 +7,10 @@
 #include <regex>
 
 #include "nanoformer/core/error.h"
+#include "nanoformer/formats/checkpoint.h"
+#include "nanoformer/formats/lora_adapter.h"
 #include "nanoformer/io/safetensors.h"
 #include "nanoformer/io/tensor_checksums.h"
-#include "nanoformer/models/checkpoint.h"
-#include "nanoformer/models/lora_adapter.h"
 #include "util/json_input.h"
 
 namespace nf::train {

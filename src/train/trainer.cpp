@@ -1,8 +1,6 @@
 // The training loop: build or restore, step, validate, checkpoint.
 #include "nanoformer/train/trainer.h"
 
-#include <unistd.h>
-
 #include <chrono>
 #include <cerrno>
 #include <cmath>
@@ -15,17 +13,18 @@
 
 #include "nanoformer/autograd/grad_mode.h"
 #include "nanoformer/core/error.h"
-#include "nanoformer/models/checkpoint.h"
-#include "nanoformer/models/lora_adapter.h"
-#include "nanoformer/models/model_io.h"
+#include "nanoformer/data/data_fingerprint.h"
+#include "nanoformer/data/sharded_batches.h"
+#include "nanoformer/formats/checkpoint.h"
+#include "nanoformer/formats/lora_adapter.h"
+#include "nanoformer/formats/model_io.h"
+#include "nanoformer/models/config/config_overrides.h"
 #include "nanoformer/models/model_stats.h"
 #include "nanoformer/ops/autocast.h"
 #include "nanoformer/ops/elementwise.h"
-#include "nanoformer/train/data_fingerprint.h"
-#include "nanoformer/train/grad_clip.h"
-#include "nanoformer/train/sharded_batches.h"
+#include "nanoformer/optim/grad_clip.h"
 #include "nanoformer/util/progress_bar.h"
-#include "util/json_input.h"
+#include "nanoformer/util/system_memory.h"
 
 namespace nf::train {
 namespace {
@@ -39,19 +38,6 @@ std::string gib(int64_t bytes) {
   return buf;
 }
 
-// The limit of a cgroup (v2 memory.max, v1 limit_in_bytes), or -1 when none is set.
-int64_t cgroup_limit_bytes() {
-  for (const char* path : {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
-    std::FILE* f = std::fopen(path, "r");
-    if (!f) continue;
-    long long v = -1;
-    const bool numeric = std::fscanf(f, "%lld", &v) == 1;
-    std::fclose(f);
-    if (numeric && v > 0) return v;
-  }
-  return -1;
-}
-
 // The autocast a precision asks for (none for fp32).
 std::optional<AutocastGuard> autocast_for(Precision precision) {
   switch (precision) {
@@ -63,83 +49,6 @@ std::optional<AutocastGuard> autocast_for(Precision precision) {
 }
 
 }  // namespace
-
-namespace {
-
-// `config` with "key=value" overrides: a value is JSON (numbers, true/false, null, quoted strings),
-// else a bare string (--set norm=rmsnorm).
-json with_overrides(json config, const std::string& source, const std::vector<std::string>& overrides) {
-  NF_CHECK(config.is_object(), source, ": a model config must be a JSON object");
-  for (const std::string& item : overrides) {
-    const size_t eq = item.find('=');
-    NF_CHECK(eq != std::string::npos && eq > 0, "--set '", item, "': expected key=value (e.g. vocab_size=65)");
-    const std::string key = item.substr(0, eq), text = item.substr(eq + 1);
-    json value;
-    try {
-      value = json::parse(text);
-    } catch (const json::exception&) {
-      value = text;
-    }
-    config[key] = value;
-  }
-  return config;
-}
-
-// "dim 32 -> 64, dropout 0.0 -> 0.1": the keys in which two configs differ, the name aside.
-std::string changed_keys(const json& from, const json& to) {
-  auto describe = [](const json& config, const std::string& key) {
-    return config.contains(key) ? util::json_excerpt(config.at(key)) : std::string("(absent)");
-  };
-  std::string out;
-  for (const std::string& key : util::differing_keys(from, to, {"name"}))
-    out += (out.empty() ? "" : ", ") + key + " " + describe(from, key) + " -> " + describe(to, key);
-  return out;
-}
-
-}  // namespace
-
-std::string model_config_with_overrides(const std::string& name_or_path, const std::vector<std::string>& overrides) {
-  const std::string path = models::resolve_config_path(name_or_path);
-  return with_overrides(util::parse_json(models::read_config_text(path), path + ": "), path, overrides).dump();
-}
-
-std::shared_ptr<models::DecoderLM> with_model_overrides(std::shared_ptr<models::DecoderLM> model,
-                                                        const std::vector<std::string>& overrides,
-                                                        const std::string& source, Generator& gen) {
-  if (overrides.empty()) return model;
-  const json before = json::parse(models::model_config_to_json(model->config()));
-  const models::DecoderLMConfig changed =
-      models::parse_model_config(with_overrides(before, source, overrides).dump(), source + " with --set");
-  const std::string changes = changed_keys(before, json::parse(models::model_config_to_json(changed)));
-  if (changes.empty()) return model;
-  auto refuse = [&] {
-    NF_FAIL("train --init-from ", source, ": --set would change its weights (", changes,
-            "); fine-tuning can change only settings that keep every weight's name and shape (dropout, rope_theta, ...)");
-  };
-  if (models::count_parameters(changed) != model->num_parameters()) refuse();
-  auto rebuilt = std::make_shared<models::DecoderLM>(changed, gen);
-  try {
-    rebuilt->load_state_dict(model->state_dict());
-  } catch (const Error&) {
-    refuse();
-  }
-  return rebuilt;
-}
-
-int64_t available_memory_bytes() {
-  int64_t available = -1;
-  if (std::FILE* f = std::fopen("/proc/meminfo", "r")) {
-    char line[256];
-    while (std::fgets(line, sizeof line, f)) {
-      long long kib = 0;
-      if (std::sscanf(line, "MemAvailable: %lld kB", &kib) == 1) available = kib * 1024;
-    }
-    std::fclose(f);
-  }
-  if (available < 0) available = static_cast<int64_t>(sysconf(_SC_AVPHYS_PAGES)) * sysconf(_SC_PAGESIZE);
-  const int64_t limit = cgroup_limit_bytes();
-  return limit > 0 ? std::min(available, limit) : available;
-}
 
 void check_training_memory(const models::DecoderLMConfig& config, int64_t batch, int64_t context,
                            int64_t available_bytes, int64_t lora_parameters) {
@@ -243,17 +152,17 @@ void Trainer::start_fresh(Generator& gen) {
   const int64_t batch = config_.data.batch_size, context = config_.data.context;
   const int64_t frozen = config_.lora ? 0 : -1;  // LoRA: the base's weights do not train
   if (!config_.init_from.empty()) {
-    model_ = with_model_overrides(models::load_decoder_lm(config_.init_from), config_.model_overrides,
+    model_ = models::with_model_overrides(models::load_decoder_lm(config_.init_from), config_.model_overrides,
                                   config_.init_from, gen);
-    check_training_memory(model_->config(), batch, context, available_memory_bytes(), frozen);
+    check_training_memory(model_->config(), batch, context, util::available_memory_bytes(), frozen);
   } else {
-    const std::string json_text = model_config_with_overrides(config_.model, config_.model_overrides);
+    const std::string json_text = models::model_config_with_overrides(config_.model, config_.model_overrides);
     const models::DecoderLMConfig model_config = models::parse_model_config(json_text, config_.model);
-    check_training_memory(model_config, batch, context, available_memory_bytes(), frozen);
+    check_training_memory(model_config, batch, context, util::available_memory_bytes(), frozen);
     model_ = std::make_shared<models::DecoderLM>(model_config, gen);
   }
   if (config_.lora)
-    check_training_memory(model_->config(), batch, context, available_memory_bytes(),
+    check_training_memory(model_->config(), batch, context, util::available_memory_bytes(),
                           models::lora_parameter_count(*model_, *config_.lora));
 }
 
@@ -291,12 +200,13 @@ void Trainer::resume_from(const std::string& checkpoint) {
   }
   if (config_.lora) {  // an adapter-only checkpoint: the base again, then its adapters
     model_ = models::load_decoder_lm(lora_base_path(config_));
-    check_training_memory(model_->config(), config_.data.batch_size, config_.data.context, available_memory_bytes());
+    check_training_memory(model_->config(), config_.data.batch_size, config_.data.context,
+                          util::available_memory_bytes());
     Generator gen(config_.seed);
     models::load_lora_adapter(*model_, checkpoint, gen);
   } else {
     check_training_memory(models::read_checkpoint_config(checkpoint), config_.data.batch_size, config_.data.context,
-                          available_memory_bytes());
+                          util::available_memory_bytes());
     model_ = models::model_as<models::DecoderLM>(models::load_checkpoint(checkpoint), checkpoint);
   }
   restore_generators(*model_, saved.state.generators, checkpoint);

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "nanoformer/models/model_io.h"
+#include "nanoformer/formats/model_io.h"
 #include "nanoformer/tokenizer/token_file.h"
 #include "support/cli_test.h"
 #include "support/lm_loss_by_hand.h"

@@ -8,9 +8,9 @@
 #include <filesystem>
 #include <sstream>
 
+#include "nanoformer/formats/model_io.h"
 #include "nanoformer/io/safetensors.h"
 #include "nanoformer/models/decoder_lm.h"
-#include "nanoformer/models/model_io.h"
 #include "support/cli_test.h"
 #include "support/testing.h"
 #include "tiny_chat_model.h"

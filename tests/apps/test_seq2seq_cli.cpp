@@ -2,9 +2,9 @@
 // are printed, greedy and with --num-beams / --length-penalty / --decoder-start / --eos equal to the
 // PyTorch reference of tools/golden/fixtures_seq2seq_generate.py; the beam flags are refused for a
 // decoder-only model, and sampling flags or a text prompt for an encoder-decoder one.
+#include "nanoformer/formats/model_io.h"
 #include "nanoformer/models/decoder_lm.h"
 #include "nanoformer/models/encoder_decoder.h"
-#include "nanoformer/models/model_io.h"
 #include "support/cli_test.h"
 #include "support/module_golden.h"
 #include "support/testing.h"

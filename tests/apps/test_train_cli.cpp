@@ -433,7 +433,7 @@ TEST_F(TrainCliTest, OptionsAreCheckedBeforeTheDiskAndNamed) {
   EXPECT_EQ(err().find("bad_alloc"), std::string::npos) << err();
   expect_refused(with(run_args("r", 3), "--data", path("missing.bin")), {"missing.bin"}, "r");
   const std::string init = path("init.safetensors");
-  models::save_checkpoint(models::DecoderLM(models::parse_model_config(train::model_config_with_overrides(
+  models::save_checkpoint(models::DecoderLM(models::parse_model_config(models::model_config_with_overrides(
                               "llama2c-stories260k", {"vocab_size=32", "dim=32", "max_seq_len=16"}))),
                           init);
   expect_refused(with(run_args("r", 3), "--init-from", init), {"--config", "--init-from", "give one"}, "r");
@@ -457,7 +457,7 @@ TEST_F(TrainCliTest, NoValidationIsSaidSo) {
 // change a weight's shape (dim) is refused before anything is written.
 TEST_F(TrainCliTest, SetWithInitFromAppliesWhatKeepsTheWeightsAndRefusesTheRest) {
   const std::string init = path("init.safetensors");
-  models::save_checkpoint(models::DecoderLM(models::parse_model_config(train::model_config_with_overrides(
+  models::save_checkpoint(models::DecoderLM(models::parse_model_config(models::model_config_with_overrides(
                               "llama2c-stories260k", {"vocab_size=32", "dim=32", "max_seq_len=16"}))),
                           init);
   std::vector<std::string> args = run_args("ft", 3);

@@ -12,8 +12,8 @@
 #include <string>
 
 #include "nanoformer/autograd/grad_mode.h"
+#include "nanoformer/formats/model_io.h"
 #include "nanoformer/models/decoder_lm.h"
-#include "nanoformer/models/model_io.h"
 #include "nanoformer/ops/elementwise.h"
 #include "nanoformer/ops/factory.h"
 #include "nanoformer/ops/view.h"

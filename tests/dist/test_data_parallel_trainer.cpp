@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <thread>
 
+#include "nanoformer/data/sharded_batches.h"
 #include "nanoformer/nanoformer.h"
-#include "nanoformer/train/sharded_batches.h"
 #include "nanoformer/train/trainer.h"
 #include "support/fake_communicator.h"
 #include "support/testing.h"

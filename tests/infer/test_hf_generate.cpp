@@ -4,9 +4,9 @@
 // tools/golden/hf_generate_fixtures.py (transformers decodes through its own KV cache).
 #include <gtest/gtest.h>
 
+#include "nanoformer/formats/model_io.h"
 #include "nanoformer/infer/greedy.h"
 #include "nanoformer/io/safetensors.h"
-#include "nanoformer/models/model_io.h"
 
 namespace nf::infer {
 namespace {

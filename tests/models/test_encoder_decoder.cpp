@@ -7,12 +7,12 @@
 #include <cstdio>
 #include <map>
 
-#include "models/interop_test_support.h"
+#include "nanoformer/formats/model_io.h"
 #include "nanoformer/models/encoder_decoder.h"
-#include "nanoformer/models/model_io.h"
 #include "nanoformer/ops/elementwise.h"
 #include "nanoformer/ops/reduce.h"
 #include "nanoformer/ops/view.h"
+#include "support/interop_test_support.h"
 #include "support/module_golden.h"
 #include "support/testing.h"
 

@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "nanoformer/nanoformer.h"
-#include "models/interop_test_support.h"
+#include "support/interop_test_support.h"
 #include "support/testing.h"
 
 namespace nf::models {

@@ -1,14 +1,14 @@
 // LoRA on whole models (models/lora.h, lora_adapter.h): fresh adapters leave the forward exactly
 // as the base's, names are PEFT's beside the untouched base names, only adapters train, merging
 // keeps the logits, adapter-only files round-trip, errors name what is wrong; and the adapted
-// tiny LLaMA of tests/data/hf/llama_gqa against Hugging Face PEFT (tools/golden/peft_lora_fixtures.py):
+// tiny LLaMA of tests/fixtures/hf/llama_gqa against Hugging Face PEFT (tools/golden/peft_lora_fixtures.py):
 // logits, loss, every adapter's gradient, merge_and_unload()'s weights and logits.
 #include <algorithm>
 #include <cstdio>
 
-#include "models/interop_test_support.h"
 #include "nanoformer/nanoformer.h"
-#include "nanoformer/train/adam.h"
+#include "nanoformer/optim/adam.h"
+#include "support/interop_test_support.h"
 #include "support/testing.h"
 
 namespace nf::models {
@@ -219,7 +219,7 @@ TEST_F(LoRATest, ErrorsNameTheCulprit) {
   EXPECT_THROW_WITH(save_lora_adapter(plain, {}, path("none.safetensors")), "has no LoRA adapters to save");
 }
 
-// The tiny LLaMA of tests/data/hf/llama_gqa with PEFT's adapters on every projection.
+// The tiny LLaMA of tests/fixtures/hf/llama_gqa with PEFT's adapters on every projection.
 TEST(LoRAAgainstPeft, LogitsLossGradientsAndMergeEqualPefts) {
   const std::string data = std::string(NF_TEST_DATA_DIR) + "/hf/";
   const auto expected = io::load_safetensors(data + "llama_gqa_lora.safetensors");

@@ -10,8 +10,8 @@
 #include <fstream>
 #include <iostream>
 
-#include "models/interop_test_support.h"
 #include "nanoformer/nanoformer.h"
+#include "support/interop_test_support.h"
 #include "support/testing.h"
 
 namespace nf::models {

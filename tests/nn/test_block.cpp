@@ -9,7 +9,7 @@
 #include <map>
 
 #include "nanoformer/models/model.h"
-#include "nanoformer/models/model_config.h"
+#include "nanoformer/models/config/model_config.h"
 #include "nanoformer/nn/block.h"
 #include "nanoformer/nn/positional.h"
 #include "support/module_golden.h"

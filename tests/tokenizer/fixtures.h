@@ -1,5 +1,5 @@
 #pragma once
-// Shared helpers for the tokenizer tests: paths of the fixtures in tests/data/tokenizer (made by
+// Shared helpers for the tokenizer tests: paths of the fixtures in tests/fixtures/tokenizer (made by
 // tools/tokenizer/make_fixtures.py with Hugging Face tokenizers) and readers for them.
 #include <gtest/gtest.h>
 #include <unistd.h>

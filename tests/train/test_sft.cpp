@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "nanoformer/core/parallel.h"
+#include "nanoformer/data/sft_data.h"
 #include "nanoformer/infer/greedy.h"
 #include "nanoformer/tokenizer/bpe_trainer.h"
 #include "nanoformer/tokenizer/chat_template.h"
-#include "nanoformer/train/sft_data.h"
 #include "nanoformer/train/trainer.h"
 
 namespace nf::train {

@@ -318,8 +318,8 @@ TEST_F(TrainerTest, LoRATrainsOnlyAdaptersAndResumesBitForBit) {
 }
 
 TEST_F(TrainerTest, LoRAFineTunesAnInitFromModelAndRefusesAnotherLoRAOnResume) {
-  models::DecoderLM pretrained(models::parse_model_config(model_config_with_overrides("llama2c-stories260k",
-                                                                                      config("x", 4, 1, 1).model_overrides)));
+  models::DecoderLM pretrained(models::parse_model_config(
+      models::model_config_with_overrides("llama2c-stories260k", config("x", 4, 1, 1).model_overrides)));
   const std::string init = (dir_ / "pretrained.safetensors").string();
   fs::create_directories(dir_);
   models::save_checkpoint(pretrained, init);
@@ -344,15 +344,6 @@ TEST_F(TrainerTest, LoRAFineTunesAnInitFromModelAndRefusesAnotherLoRAOnResume) {
   EXPECT_THROW_WITH(Trainer(bad, fixed_data(4)), "rank 0 must be >= 1");
   bad.lora = models::LoRAOptions{.targets = {"fc"}};
   EXPECT_THROW_WITH(Trainer(bad, fixed_data(4)), "target 'fc' names no layer", "q, k, v, o, gate, up, down");
-}
-
-TEST_F(TrainerTest, ModelOverridesAreChecked) {
-  EXPECT_THROW_WITH(model_config_with_overrides("gpt-mini", {"vocab_size"}), "--set 'vocab_size'", "key=value");
-  EXPECT_THROW_WITH(models::parse_model_config(model_config_with_overrides("gpt-mini", {"vocab_sise=3"}), "gpt-mini"),
-                    "vocab_sise");
-  const auto c = models::parse_model_config(model_config_with_overrides("gpt-mini", {"vocab_size=65", "norm=rmsnorm"}));
-  EXPECT_EQ(c.vocab_size, 65);
-  EXPECT_EQ(c.norm, nn::NormKind::rmsnorm);
 }
 
 }  // namespace

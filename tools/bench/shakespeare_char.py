@@ -26,7 +26,7 @@ The vocabulary is nanoGPT's: the sorted distinct characters of the whole file (6
 TinyShakespeare), the same ids as `nanoformer tokenizer train --char`.
 
 Usage (prints the validation loss every 250 steps, then one JSON line with the totals):
-    /work/main/.venv/bin/python tools/bench/shakespeare_char.py ../shared/data/tinyshakespeare.txt --threads 2
+    .venv/bin/python tools/bench/shakespeare_char.py tinyshakespeare.txt --threads 2
 """
 from __future__ import annotations
 

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Fixtures of document 004's full encoder for tests/models/test_encoder_model.cpp (PyTorch is the oracle).
 
-    .venv/bin/python tools/golden/encoder_004_fixtures.py tests/data/encoder
+    .venv/bin/python tools/golden/encoder_004_fixtures.py tests/fixtures/encoder
 
 The modules below are document 004's TransformerEncoder, rewritten from its description: token
 embedding scaled by sqrt(d_model), sinusoidal positions, dropout, then Post-LN blocks
 (norm(x + dropout(sublayer(x)))) or Pre-LN blocks with a final LayerNorm; multi-head attention with
 biases whose mask (B, 1, 1, T) fills padded keys with -1e9; the FFN linear2(dropout(relu(linear1(x)))).
-For each placement (post, pre) it writes tests/data/encoder/004_<placement>.safetensors holding
+For each placement (post, pre) it writes tests/fixtures/encoder/004_<placement>.safetensors holding
   ids, mask (2, T) int64 (the second row padded after 5 tokens), weight (2, T, 16): a fixed random tensor,
   out (2, T, 16): the encoder's output in eval mode,
   param.<name> and grad.<name> for every parameter (004's names): its value and the gradient of
@@ -124,4 +124,4 @@ def write(out_dir: Path) -> None:
 
 if __name__ == "__main__":
     torch.set_num_threads(1)
-    write(Path(sys.argv[1]) if len(sys.argv) > 1 else Path("tests/data/encoder"))
+    write(Path(sys.argv[1]) if len(sys.argv) > 1 else Path("tests/fixtures/encoder"))

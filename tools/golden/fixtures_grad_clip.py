@@ -1,5 +1,5 @@
 """torch.nn.utils.clip_grad_norm_ (2-norm), for nanoformer's clip_grad_norm
-(tests/train/test_grad_clip.cpp).
+(tests/optim/test_grad_clip.cpp).
 
 Re-run with all fixtures:  .venv/bin/python tools/golden/generate_all.py tests/golden   (make golden)
 

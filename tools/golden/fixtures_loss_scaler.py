@@ -1,5 +1,5 @@
 """torch.amp.GradScaler's dynamic loss scaling, for nanoformer's DynamicLossScaler
-(tests/train/test_loss_scaler.cpp).
+(tests/optim/test_loss_scaler.cpp).
 
 Re-run with all fixtures:  .venv/bin/python tools/golden/generate_all.py tests/golden   (make golden)
 

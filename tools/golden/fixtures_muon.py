@@ -1,4 +1,4 @@
-"""Muon's updates over 10 steps, for nanoformer's Muon (tests/train/test_muon.cpp).
+"""Muon's updates over 10 steps, for nanoformer's Muon (tests/optim/test_muon.cpp).
 
 Re-run with all fixtures:  .venv/bin/python tools/golden/generate_all.py tests/golden   (make golden)
 

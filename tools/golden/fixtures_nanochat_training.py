@@ -1,5 +1,5 @@
 """nanochat's optimizer setup training a small nanochat model, for nanoformer's "nanochat"
-OptimizerSet (tests/train/test_nanochat_training.cpp).
+OptimizerSet (tests/optim/test_nanochat_training.cpp).
 
 Re-run with all fixtures:  .venv/bin/python tools/golden/generate_all.py tests/golden   (make golden)
 

@@ -1,4 +1,4 @@
-"""torch.optim's updates over 10 steps, for nanoformer's optimizers (tests/train/test_optimizers.cpp).
+"""torch.optim's updates over 10 steps, for nanoformer's optimizers (tests/optim/test_optimizers.cpp).
 
 Each case has three parameters p0 (4, 3), p1 (3,) and p2 (2, 2, 2), in two parameter groups ({p0, p1}
 and {p2}, with their own lr and weight decay), and the loss sum_i sum(0.5 a_i p_i^2 + b_i p_i), whose

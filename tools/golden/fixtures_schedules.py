@@ -1,4 +1,4 @@
-"""Learning-rate schedules as PyTorch computes them, for nanoformer's (tests/train/test_schedules.cpp):
+"""Learning-rate schedules as PyTorch computes them, for nanoformer's (tests/optim/test_schedules.cpp):
 the lr of every step t = 0 .. T - 1 (f64) of an SGD optimizer driven by
   warmup_cosine    SequentialLR([LambdaLR(t / T_w), CosineAnnealingLR(T - T_w, min_lr)], [T_w]) (003)
   wsd              LambdaLR with nanochat's warmup-stable-decay multiplier

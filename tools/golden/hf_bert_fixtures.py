@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
-"""Hugging Face BertModel fixtures for tests/models/test_hf_bert.cpp, with `transformers` as the oracle.
+"""Hugging Face BertModel fixtures for tests/formats/test_hf_bert.cpp, with `transformers` as the oracle.
 
-    .venv/bin/python tools/golden/hf_bert_fixtures.py write tests/data/hf
+    .venv/bin/python tools/golden/hf_bert_fixtures.py write tests/fixtures/hf
         builds small random BertModels (vocab 64, dim 32, 4 heads, 16 positions; unit-scale weights as
-        hf_fixtures.py's randomise()) and saves each with save_pretrained into tests/data/hf/<case>/, with
-        tests/data/hf/<case>.outputs.safetensors holding, for a batch of 2 whose second row is padded:
+        hf_fixtures.py's randomise()) and saves each with save_pretrained into tests/fixtures/hf/<case>/, with
+        tests/fixtures/hf/<case>.outputs.safetensors holding, for a batch of 2 whose second row is padded:
           ids, token_type_ids, attention_mask (2, T) int64 (mask 1 = real token, padded ids = pad_token_id 0),
           last_hidden_state (2, T, 32), pooler_output (2, 32) (with a pooler),
           short_ids, short_token_type_ids (1, R) and short_last_hidden_state (1, R, 32): the second row's R
           real tokens alone, without padding;
-        and for the case `bert` also tests/data/hf/bert.grads.safetensors: `weight` (2, T, 32) and
+        and for the case `bert` also tests/fixtures/hf/bert.grads.safetensors: `weight` (2, T, 32) and
         `pooler_weight` (2, 32), fixed random tensors, and `grad.<HF name>` for every parameter: the gradient
         of loss = sum(last_hidden_state * weight) + sum(pooler_output * pooler_weight).
         Cases: bert (2 layers, intermediate 64, 2 token types, gelu, pooler) and bert_gelu_new (1 layer,

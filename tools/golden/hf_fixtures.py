@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Hugging Face fixtures for tests/models/test_hf_checkpoint.cpp, with `transformers` as the oracle.
+"""Hugging Face fixtures for tests/formats/test_hf_checkpoint.cpp, with `transformers` as the oracle.
 
-    .venv/bin/python tools/golden/hf_fixtures.py write tests/data/hf
+    .venv/bin/python tools/golden/hf_fixtures.py write tests/fixtures/hf
         builds small random GPT2LMHeadModel and LlamaForCausalLM models (vocab 64, dim 32, 2 layers),
-        saves each with save_pretrained into tests/data/hf/<case>/ and its logits for fixed ids into
-        tests/data/hf/<case>.logits.safetensors (`ids` (1, T) int64, `logits` (1, T, vocab) f32), and
-        into tests/data/hf/<case>.grads.safetensors the causal LM loss transformers computes,
+        saves each with save_pretrained into tests/fixtures/hf/<case>/ and its logits for fixed ids into
+        tests/fixtures/hf/<case>.logits.safetensors (`ids` (1, T) int64, `logits` (1, T, vocab) f32), and
+        into tests/fixtures/hf/<case>.grads.safetensors the causal LM loss transformers computes,
         model(ids, labels=ids).loss (`loss`: mean cross-entropy of logits[:, t] vs ids[:, t + 1]; `targets`:
         ids shifted left with -100 last, which gives nanoformer's loss the same value), and
         `grad.<name>` = d loss / d parameter for every parameter by its transformers name (eval mode).

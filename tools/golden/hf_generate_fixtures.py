@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """Greedy generation by transformers' `generate` for tests/infer/test_hf_generate.cpp:
 
-    .venv/bin/python tools/golden/hf_generate_fixtures.py tests/data/hf
+    .venv/bin/python tools/golden/hf_generate_fixtures.py tests/fixtures/hf
 
-loads each committed model folder of tools/golden/hf_fixtures.py (tests/data/hf/<case>/:
+loads each committed model folder of tools/golden/hf_fixtures.py (tests/fixtures/hf/<case>/:
 GPT2LMHeadModel with learned positions, LlamaForCausalLM with GQA, LlamaForCausalLM with linear
 RoPE scaling, tied head and biases) with AutoModelForCausalLM, and writes
-tests/data/hf/<case>.generate.safetensors:
+tests/fixtures/hf/<case>.generate.safetensors:
   prompt (2, P) int64, generated (2, N) int64 = generate(prompt, do_sample=False,
   max_new_tokens=N) without an end-of-sequence id (every row runs N steps, through transformers'
   own KV cache), P + N = the model's 16 positions;
@@ -53,4 +53,4 @@ def main(folder: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1] if len(sys.argv) > 1 else "tests/data/hf"))
+    main(Path(sys.argv[1] if len(sys.argv) > 1 else "tests/fixtures/hf"))

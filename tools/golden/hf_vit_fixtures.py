@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """Hugging Face ViT fixtures for tests/models/test_vit.cpp, with `transformers` as the oracle.
 
-    .venv/bin/python tools/golden/hf_vit_fixtures.py write tests/data/hf
+    .venv/bin/python tools/golden/hf_vit_fixtures.py write tests/fixtures/hf
         builds a small random ViTForImageClassification (image 16, patch 4, 3 channels, dim 32,
         2 layers, 4 heads, intermediate 64, 10 classes; unit-scale weights as hf_fixtures.py's
-        randomise()), saves it with save_pretrained into tests/data/hf/vit/, and into
-        tests/data/hf/vit.logits.safetensors: `pixel_values` (2, 3, 16, 16) f32, `labels` (2) int64,
+        randomise()), saves it with save_pretrained into tests/fixtures/hf/vit/, and into
+        tests/fixtures/hf/vit.logits.safetensors: `pixel_values` (2, 3, 16, 16) f32, `labels` (2) int64,
         `logits` (2, 10), `loss` () (transformers' cross-entropy with those labels) and
         `hidden.N` (2, 17, 32), the output of every layer (before the final norm); into
-        tests/data/hf/vit.grads.safetensors: d loss / d parameter for every parameter, under the
+        tests/fixtures/hf/vit.grads.safetensors: d loss / d parameter for every parameter, under the
         tensor names of the saved folder (written by save_pretrained itself from a copy of the model
         holding the gradients, so the names are exactly the checkpoint's).
     .venv/bin/python tools/golden/hf_vit_fixtures.py check DIR

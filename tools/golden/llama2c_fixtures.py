@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Writes the llama2.c fixtures of tests/models/test_llama2c.cpp into tests/data/llama2c/:
+"""Writes the llama2.c fixtures of tests/formats/test_llama2c.cpp into tests/fixtures/llama2c/:
 
-    .venv/bin/python tools/golden/llama2c_fixtures.py tests/data/llama2c
+    .venv/bin/python tools/golden/llama2c_fixtures.py tests/fixtures/llama2c
 
 For a tied and an untied tiny random LLaMA, `<name>.bin` in llama2.c's model-file format and
 `<name>.logits.safetensors` holding `ids` (1, T) int64 and the `logits` (1, T, vocab) of llama2.c's

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""MiniMind's Hugging Face form (MiniMind2's MiniMindForCausalLM, 2025) for tests/models/test_minimind_hf.cpp:
+"""MiniMind's Hugging Face form (MiniMind2's MiniMindForCausalLM, 2025) for tests/formats/test_minimind_hf.cpp:
 
-    .venv/bin/python tools/golden/minimind_hf_fixtures.py write tests/data/minimind_hf
+    .venv/bin/python tools/golden/minimind_hf_fixtures.py write tests/fixtures/minimind_hf
         writes the fixtures below.
     .venv/bin/python tools/golden/minimind_hf_fixtures.py check DIR
         for every DIR/<case>/ folder nanoformer exported (NF_MINIMIND_HF_EXPORT_DIR=DIR

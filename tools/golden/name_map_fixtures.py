@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""MiniMind2 (002) and nanochat (003) checkpoint fixtures for tests/models/test_name_map_formats.cpp:
+"""MiniMind2 (002) and nanochat (003) checkpoint fixtures for tests/formats/test_name_map_formats.cpp:
 
-    .venv/bin/python tools/golden/name_map_fixtures.py tests/golden/models.safetensors tests/data
+    .venv/bin/python tools/golden/name_map_fixtures.py tests/golden/models.safetensors tests/fixtures
 
 The models are those of fixtures_models.py (written from the documents: MiniMind2 dense and MoE,
 nanochat, dim 16, 2 layers, vocab 32), whose parameters and logits tests/golden/models.safetensors

@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """LoRA on a whole model with Hugging Face PEFT as the oracle, for tests/models/test_lora_model.cpp.
 
-    .venv/bin/python tools/golden/peft_lora_fixtures.py write tests/data/hf
+    .venv/bin/python tools/golden/peft_lora_fixtures.py write tests/fixtures/hf
         (needs `peft`: .venv/bin/pip install peft) loads the tiny LlamaForCausalLM of
-        tests/data/hf/llama_gqa (written by hf_fixtures.py), wraps it with
+        tests/fixtures/hf/llama_gqa (written by hf_fixtures.py), wraps it with
         peft.get_peft_model(LoraConfig(r=4, lora_alpha=8, every attention and MLP projection)), draws
         random adapters (B is zero at PEFT's initialisation; a trained-looking B makes every number
-        non-trivial) and writes tests/data/hf/llama_gqa_lora.safetensors:
+        non-trivial) and writes tests/fixtures/hf/llama_gqa_lora.safetensors:
           lora.<name>    every adapter tensor under nanoformer's name (PEFT's
                          base_model.model.model.layers.N.self_attn.q_proj.lora_A.weight ->
                          layers.N.attn.q_proj.lora_A.weight; mlp gate_proj / up_proj / down_proj ->

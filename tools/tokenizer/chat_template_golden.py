@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Golden ids and loss masks of MiniMind2's ChatML chat template, from Hugging Face transformers.
 
-Writes into tests/data/tokenizer:
+Writes into tests/fixtures/tokenizer:
   chat_minimind.jsonl   two conversations in MiniMind's SFT format ({"conversations": [...]})
   chat_minimind.golden  for each conversation, two lines: the ids `apply_chat_template(conv,
                         tokenize=True)` gives with MiniMind2's template over hf_gpt2.json (which has
@@ -14,7 +14,7 @@ thinking branches). The script checks that both render the conversations identic
 tests/tokenizer/test_chat_template.cpp checks that nanoformer's "chatml" template and its SFT
 loader produce exactly these ids and masks.
 
-Usage: /work/main/.venv/bin/python tools/tokenizer/chat_template_golden.py [tests/data/tokenizer]
+Usage: .venv/bin/python tools/tokenizer/chat_template_golden.py [tests/fixtures/tokenizer]
 (needs transformers; re-running gives byte-identical files).
 """
 import json
@@ -83,7 +83,7 @@ def minimind_loss_mask(input_ids, bos_id, eos_id, max_length):
 
 
 def main():
-    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "../../tests/data/tokenizer")
+    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "../../tests/fixtures/tokenizer")
     tok = PreTrainedTokenizerFast(tokenizer_file=os.path.join(out, "hf_gpt2.json"))
     bos_id = tok("<|im_start|>assistant", add_special_tokens=False).input_ids  # MiniMind: bos_token + "assistant"
     eos_id = tok("<|im_end|>", add_special_tokens=False).input_ids

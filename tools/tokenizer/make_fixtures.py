@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate the tokenizer test fixtures in tests/data/tokenizer with Hugging Face `tokenizers`.
+"""Generate the tokenizer test fixtures in tests/fixtures/tokenizer with Hugging Face `tokenizers`.
 
 Inputs (committed, written for the project): corpus.txt (training text) and the parity texts built
 below. Outputs:
@@ -14,7 +14,7 @@ below. Outputs:
 The C++ tests check that nanoformer loads these files and produces exactly these ids, and that its
 own trainer reproduces the merges of hf_gpt2.json / hf_gpt4.json from corpus.txt.
 
-Usage: python3 tools/tokenizer/make_fixtures.py [tests/data/tokenizer]
+Usage: python3 tools/tokenizer/make_fixtures.py [tests/fixtures/tokenizer]
 """
 import json
 import os
@@ -79,7 +79,7 @@ def write_ids(tok, path):
 
 
 def main():
-    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "../../tests/data/tokenizer")
+    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "../../tests/fixtures/tokenizer")
     corpus = os.path.join(out, "corpus.txt")
     with open(os.path.join(out, "parity.txt"), "w", encoding="utf-8", newline="") as f:
         f.write(SEPARATOR.join(PARITY_TEXTS))

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "nanoformer/core/generator.h"
+#include "nanoformer/models/config/model_config.h"
 #include "nanoformer/models/model.h"
-#include "nanoformer/models/model_config.h"
 #include "nanoformer/nn/block.h"
 #include "nanoformer/nn/kv_cache.h"
 #include "nanoformer/nn/positional.h"

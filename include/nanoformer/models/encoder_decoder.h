@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "nanoformer/core/generator.h"
-#include "nanoformer/models/encoder_decoder_config.h"
+#include "nanoformer/models/config/encoder_decoder_config.h"
 #include "nanoformer/models/model.h"
 #include "nanoformer/nn/block.h"
 #include "nanoformer/nn/kv_cache.h"

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "nanoformer/core/generator.h"
-#include "nanoformer/models/encoder_config.h"
+#include "nanoformer/models/config/encoder_config.h"
 #include "nanoformer/models/model.h"
 #include "nanoformer/nn/block.h"
 #include "nanoformer/nn/positional.h"

@@ -24,8 +24,8 @@
 //     allocator slack are not counted, so treat it as a lower bound.
 #include <cstdint>
 
+#include "nanoformer/models/config/model_config.h"
 #include "nanoformer/models/model.h"
-#include "nanoformer/models/model_config.h"
 
 namespace nf::models {
 

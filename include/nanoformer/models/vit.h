@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "nanoformer/core/generator.h"
+#include "nanoformer/models/config/vit_config.h"
 #include "nanoformer/models/model.h"
-#include "nanoformer/models/vit_config.h"
 #include "nanoformer/nn/absolute_position.h"
 #include "nanoformer/nn/block.h"
 #include "nanoformer/nn/patch_embed.h"

@@ -10,8 +10,8 @@
 #include <cstdint>
 #include <functional>
 
+#include "nanoformer/data/token_corpus.h"
 #include "nanoformer/models/decoder_lm.h"
-#include "nanoformer/train/token_corpus.h"
 
 namespace nf::train {
 

@@ -1,5 +1,5 @@
 #pragma once
-// A training checkpoint: a nanoformer model checkpoint (models/checkpoint.h: load_model and every
+// A training checkpoint: a nanoformer model checkpoint (formats/checkpoint.h: load_model and every
 // command read it as the model it holds) that also carries what a run needs to continue exactly:
 //   tensors "train/optimizer/<name>"  the optimizer state (OptimizerSet::state_dict)
 //   metadata "train_state"            {"step", "tokens", "loss_scale", "good_steps", "best_val_loss",
@@ -7,7 +7,7 @@
 //                                      "data_files": [{"path", "size", "hash"}], "next_batch_loss"}
 //   metadata "checksums"              every tensor's XXH3-64 (io/tensor_checksums.h), verified on load
 //   metadata "train_config"           the TrainConfig (train_config_to_json)
-// A LoRA run's checkpoint is an adapter-only file instead (models/lora_adapter.h: `nanoformer lora
+// A LoRA run's checkpoint is an adapter-only file instead (formats/lora_adapter.h: `nanoformer lora
 // merge` and load_lora_adapter read it): the adapters, their optimizer state and the same run
 // metadata, with the base named by lora_base_path.
 // Files are DIR/ckpt_<step, 8 digits>.safetensors, each written to a temporary file, fsynced and
@@ -19,9 +19,9 @@
 #include <utility>
 #include <vector>
 
+#include "nanoformer/data/data_fingerprint.h"
 #include "nanoformer/models/model.h"
-#include "nanoformer/train/data_fingerprint.h"
-#include "nanoformer/train/optimizer_set.h"
+#include "nanoformer/optim/optimizer_set.h"
 #include "nanoformer/train/train_config.h"
 
 namespace nf::train {

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "nanoformer/data/data.h"
 #include "nanoformer/models/lora.h"
-#include "nanoformer/train/data.h"
-#include "nanoformer/train/optimizer_set.h"
-#include "nanoformer/train/schedule.h"
+#include "nanoformer/optim/optimizer_set.h"
+#include "nanoformer/optim/schedule.h"
 
 namespace nf::train {
 
@@ -50,7 +50,7 @@ struct TrainConfig {
   bool resume = false;              // continue from the newest checkpoint in out_dir
   bool quiet = false;               // no progress bar
   // Data-parallel ranks (mpirun -np): each trains on batch_size rows of every batch of
-  // ranks x batch_size (train/sharded_batches.h); a resume needs the same number.
+  // ranks x batch_size (data/sharded_batches.h); a resume needs the same number.
   int64_t ranks = 1;
   DistributedOptions distributed;   // not saved in checkpoints
 };

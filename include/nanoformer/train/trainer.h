@@ -24,29 +24,18 @@
 #include <memory>
 #include <string>
 
+#include "nanoformer/data/data.h"
 #include "nanoformer/dist/communicator.h"
 #include "nanoformer/dist/gradient_buckets.h"
 #include "nanoformer/models/decoder_lm.h"
-#include "nanoformer/train/data.h"
-#include "nanoformer/train/loss_scaler.h"
-#include "nanoformer/train/optimizer_set.h"
+#include "nanoformer/optim/loss_scaler.h"
+#include "nanoformer/optim/optimizer_set.h"
+#include "nanoformer/optim/zero_sharding.h"
 #include "nanoformer/train/train_checkpoint.h"
 #include "nanoformer/train/train_config.h"
-#include "nanoformer/train/zero_sharding.h"
 
 namespace nf::train {
 
-// The model config JSON a fresh run builds: the preset or file, with "key=value" overrides.
-std::string model_config_with_overrides(const std::string& name_or_path, const std::vector<std::string>& overrides);
-// Bytes of memory a new allocation can take now (MemAvailable, capped by a cgroup limit).
-int64_t available_memory_bytes();
-// `model` (the --init-from model, loaded from `source`) with "key=value" overrides (--set) applied:
-// a setting that keeps every weight's name and shape (dropout, rope_theta, ...) changes (the model is
-// rebuilt from `gen` and given the weights); one that would change a weight is refused, naming the
-// changed keys. The model itself when nothing changes.
-std::shared_ptr<models::DecoderLM> with_model_overrides(std::shared_ptr<models::DecoderLM> model,
-                                                        const std::vector<std::string>& overrides,
-                                                        const std::string& source, Generator& gen);
 // Throws nf::Error, with the estimate's parts and the memory available, when training `config` at
 // batch x context cannot fit. lora_parameters < 0: every weight trains; >= 0: LoRA, the base frozen
 // (its weights and activations only) and this many adapter parameters trained (value, gradient,

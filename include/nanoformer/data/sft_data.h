@@ -1,0 +1,104 @@
+#pragma once
+// Supervised fine-tuning data, with the loss on the answer's tokens only: chat conversations
+// rendered by a chat template (tokenizer/chat_template.h), trained on the assistant's tokens, or
+// prompt-completion pairs ({"prompt": ..., "completion": ...}, the format of OpenAI's legacy
+// fine-tuning and TRL's prompt-completion datasets), trained on the completion's tokens.
+//
+// Each example is rendered whole and truncated to its first context + 1 tokens (as MiniMind
+// truncates input_ids[:max_length]); one that keeps no trained token is dropped (counted). Row b
+// of batch i takes example k = i * B + b of the order: shuffled by a permutation that is a pure
+// function of (seed, epoch = k / N) for training, file order for validation. Inputs are the
+// example's ids but the last, targets the ids shifted by one where the template trains on them and
+// kIgnoreIndex elsewhere; rows are padded (pad id as input, kIgnoreIndex as target) to the longest
+// row of the batch (nanochat) or to the context (MiniMind).
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "nanoformer/data/batch.h"
+#include "nanoformer/tokenizer/chat_template.h"
+#include "nanoformer/tokenizer/jsonl.h"
+
+namespace nf::train {
+
+using tokenizer::TokenId;
+
+class SftExamples {
+ public:
+  // Adds a rendered conversation, truncated to max_tokens; counts it as dropped and returns false
+  // when no token after the first is trained on. `file` indexes files(), `line` is the JSONL line.
+  bool add(const tokenizer::RenderedChat& chat, size_t max_tokens, uint32_t file, uint64_t line);
+  void add_file(std::string path) { files_.push_back(std::move(path)); }
+
+  size_t size() const { return offsets_.size() - 1; }
+  std::span<const TokenId> ids(size_t k) const;
+  std::span<const uint8_t> trained(size_t k) const;
+  // "sft.jsonl:12": where example k came from.
+  std::string origin(size_t k) const;
+  uint64_t tokens() const { return ids_.size(); }
+  uint64_t trained_tokens() const;
+  const std::vector<std::string>& files() const { return files_; }
+  // Throws nf::Error naming the example's file, line and position when an id is not below vocab_size.
+  void check_vocab(uint64_t vocab_size) const;
+  // Conversations left out by add() (no trained token within the limit).
+  size_t dropped() const { return dropped_; }
+
+ private:
+  std::vector<TokenId> ids_;
+  std::vector<uint8_t> trained_;
+  std::vector<uint64_t> offsets_{0};
+  std::vector<std::pair<uint32_t, uint64_t>> origins_;  // (file, line)
+  std::vector<std::string> files_;
+  size_t dropped_ = 0;
+};
+
+// Reads a chat JSONL file ({"conversations": [{"role": ..., "content": ...}, ...]} per line) into
+// examples, rendering the conversations in parallel. Throws nf::Error "<file>:<line>: ..." on
+// malformed JSON, a missing or non-string role or content, or a role the template refuses.
+void read_sft_jsonl(const std::string& path, const tokenizer::ChatTemplate& chat_template, size_t max_tokens,
+                    SftExamples& examples, const tokenizer::ByteProgress& progress = {});
+
+// The ids of a prompt-completion pair: encode(prompt) untrained, then encode(completion) and the
+// tokenizer's end-of-text token when it has one (as TRL appends EOS), trained.
+tokenizer::RenderedChat render_completion(const tokenizer::Tokenizer& tokenizer, const std::string& prompt,
+                                          const std::string& completion);
+// Reads a prompt-completion JSONL file ({"prompt": "...", "completion": "..."} per line) into
+// examples. Throws nf::Error "<file>:<line>: ..." on malformed JSON or a missing or non-string field.
+void read_completion_jsonl(const std::string& path, const tokenizer::Tokenizer& tokenizer, size_t max_tokens,
+                           SftExamples& examples, const tokenizer::ByteProgress& progress = {});
+
+class SftBatches final : public BatchSource {
+ public:
+  // Examples [begin, end) of `examples`; shuffle: a new seeded order each epoch, else file order.
+  SftBatches(std::shared_ptr<const SftExamples> examples, size_t begin, size_t end, int64_t batch_size,
+             int64_t context, bool shuffle, uint64_t seed, TokenId pad_id, bool pad_to_context, std::string part);
+
+  Batch batch(uint64_t index) const override;
+  int64_t batch_size() const override { return batch_size_; }
+  int64_t context() const override { return context_; }
+  std::string describe() const override;
+
+  // The example (index into examples) at row b of batch `index`.
+  size_t example_index(uint64_t index, int64_t b) const;
+
+ private:
+  // The epoch's order of [0, end - begin): Fisher-Yates with Philox draws keyed by the seed.
+  std::shared_ptr<const std::vector<uint32_t>> permutation(uint64_t epoch) const;
+
+  std::shared_ptr<const SftExamples> examples_;
+  size_t begin_, end_;
+  int64_t batch_size_, context_;
+  bool shuffle_;
+  uint64_t seed_;
+  TokenId pad_id_;
+  bool pad_to_context_;
+  std::string part_;
+  mutable std::mutex cache_mutex_;  // the last permutation made, reused by the epoch's batches
+  mutable uint64_t cached_epoch_ = 0;
+  mutable std::shared_ptr<const std::vector<uint32_t>> cached_;
+};
+
+}  // namespace nf::train

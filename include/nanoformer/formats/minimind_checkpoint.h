@@ -1,0 +1,66 @@
+#pragma once
+// MiniMind2 folders, in the two forms whose config.json says model_type "minimind" (told apart by
+// the config: `dim` is 002's form, `hidden_size` the Hugging Face form), read and write:
+//
+// 002's form (format "minimind"): config.json with 002's LMConfig fields (dim, n_layers, n_heads,
+// n_kv_heads, vocab_size, hidden_dim, multiple_of, norm_eps, max_seq_len, rope_theta, dropout,
+// flash_attn, use_moe, num_experts_per_tok, n_routed_experts, n_shared_experts, scoring_func,
+// aux_loss_alpha, seq_aux, norm_topk_prob, and tie_word_embeddings, default true as MiniMind2 ties)
+// and model.safetensors. Name map (ours <- theirs):
+//   tok_embeddings <- tok_embeddings, layers.N.attn_norm <- layers.N.attention_norm,
+//   layers.N.attn.{q,k,v,o}_proj <- layers.N.attention.w{q,k,v,o}, layers.N.mlp_norm <- layers.N.ffn_norm,
+//   layers.N.mlp.w{1,2,3} <- layers.N.feed_forward.w{1,2,3}; MoE: mlp.gate <- feed_forward.gate,
+//   mlp.experts.E.w* <- feed_forward.experts.E.w*, mlp.shared_experts.S.w* <- feed_forward.shared_experts.S.w*;
+//   norm <- norm, output <- output (untied; a tied file may carry it too). RoPE on interleaved pairs
+//   (002's complex pairs); 002's persistent causal-mask buffer (layers.N.attention.mask) is ignored.
+//
+// The Hugging Face form (format "minimind-hf"; MiniMindConfig / MiniMindForCausalLM, what
+// save_pretrained writes): config.json with hidden_size, num_hidden_layers, num_attention_heads,
+// num_key_value_heads, vocab_size, intermediate_size (null = 8/3 hidden_size rounded up to 64),
+// max_position_embeddings, rms_norm_eps, rope_theta, inference_rope_scaling, dropout, hidden_act,
+// flash_attn, the MoE keys above, and bookkeeping (architectures, auto_map, dtype, ...), and
+// model.safetensors or a sharded index. Name map: tok_embeddings <- model.embed_tokens (or a lone
+// lm_head.weight: the head is always tied), layers.N.attn_norm / mlp_norm <- model.layers.N.
+// input_layernorm / post_attention_layernorm, attn.{q,k,v,o}_proj <- self_attn.{q,k,v,o}_proj,
+// mlp.w1 / w3 / w2 <- mlp.gate_proj / up_proj / down_proj; MoE mlp.gate <- mlp.gate, mlp.experts.E.w1 /
+// w3 / w2 <- mlp.experts.E.gate_proj / up_proj / down_proj, the same for shared_experts.S; norm <-
+// model.norm. RoPE by rotate_half: our `half` layout. Refused by name: inference_rope_scaling true /
+// a rope_scaling (YaRN), tie_word_embeddings false, and the keys of MiniMind's newer form (head_dim,
+// num_experts, moe_intermediate_size, router_aux_loss_coef; its q_norm / k_norm tensors are unexpected).
+//
+// Both: RMSNorm, SwiGLU, no biases, MoE softmax then top-k (renormalised when top_k > 1 and
+// norm_topk_prob) plus unweighted shared experts. A model in the other RoPE layout (interleaved /
+// half) is saved with its q / k rows reordered (formats/rope_rows.h), so converting between the forms
+// keeps the logits.
+#include <map>
+#include <memory>
+#include <string>
+
+#include "nanoformer/models/decoder_lm.h"
+
+namespace nf::models {
+
+enum class MiniMindForm { lmconfig, hf };  // 002's LMConfig form, the Hugging Face form
+
+// A directory whose config.json says model_type "minimind".
+bool is_minimind_folder(const std::string& path);
+// Which form the folder's config.json is (hidden_size: the Hugging Face form).
+MiniMindForm minimind_folder_form(const std::string& dir);
+DecoderLMConfig config_from_minimind_json(const std::string& json_text, const std::string& source);
+DecoderLMConfig config_from_minimind_hf_json(const std::string& json_text, const std::string& source);
+// Throw naming the first option the form cannot express (hidden_dim null = derived, as ours;
+// intermediate_size is `mlp_hidden`, the resolved MLP width).
+std::string minimind_json_from_config(const DecoderLMConfig& config);
+std::string minimind_hf_json_from_config(const DecoderLMConfig& config, int64_t mlp_hidden);
+// A MiniMind state dict of `form` -> ours for a model of `config` (what the loader does with the
+// folder's tensors; also maps per-parameter gradients by MiniMind name). `source` prefixes errors.
+nn::StateDict state_from_minimind(const DecoderLMConfig& config, MiniMindForm form,
+                                  std::map<std::string, Tensor> tensors, const std::string& source);
+// Reads either form.
+std::shared_ptr<DecoderLM> load_minimind(const std::string& dir);
+// Write dir/config.json and the weights, as one model.safetensors or, when max_shard_bytes > 0,
+// shards of at most that size plus model.safetensors.index.json (folder_io.h).
+void save_minimind(const DecoderLM& model, const std::string& dir, int64_t max_shard_bytes = 0);
+void save_minimind_hf(const DecoderLM& model, const std::string& dir, int64_t max_shard_bytes = 0);
+
+}  // namespace nf::models

@@ -1,0 +1,307 @@
+// MiniMind2 folders in both forms (see minimind_checkpoint.h): 002's LMConfig and the later Hugging
+// Face MiniMindConfig, each translated to and from DecoderLMConfig, and one name map with each form's names.
+#include "nanoformer/formats/minimind_checkpoint.h"
+
+#include "formats/folder_io.h"
+#include "formats/name_map.h"
+#include "formats/rope_rows.h"
+#include "nanoformer/core/error.h"
+#include "util/json_input.h"
+
+namespace nf::models {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::set<std::string> kMiniMindKeys = {
+    "dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "hidden_dim", "multiple_of", "norm_eps",
+    "max_seq_len", "rope_theta", "dropout", "flash_attn", "use_moe", "num_experts_per_tok", "n_routed_experts",
+    "n_shared_experts", "scoring_func", "aux_loss_alpha", "seq_aux", "norm_topk_prob", "tie_word_embeddings"};
+const std::set<std::string> kMiniMindHfKeys = {
+    "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "vocab_size",
+    "intermediate_size", "max_position_embeddings", "rms_norm_eps", "rope_theta", "inference_rope_scaling",
+    "rope_scaling", "dropout", "hidden_act", "flash_attn", "use_moe", "num_experts_per_tok", "n_routed_experts",
+    "n_shared_experts", "scoring_func", "aux_loss_alpha", "seq_aux", "norm_topk_prob", "tie_word_embeddings",
+    "auto_map"};
+// Keys of MiniMind's newer form (per-head q_norm / k_norm, renamed MoE keys), which reads differently.
+const char* const kNewerFormKeys[] = {"head_dim", "num_experts", "moe_intermediate_size", "router_aux_loss_coef"};
+
+// The tensor names of one form; the map's shape (attention, SwiGLU or gate + routed + shared experts) is common.
+struct FormNames {
+  std::string embed, layers, attn_norm, q, k, v, o, mlp_norm, mlp, w1, w2, w3, norm, head;
+  RopeLayout rope_layout;  // the layout the form's RoPE rotates in
+};
+
+const FormNames& names_of(MiniMindForm form) {
+  static const FormNames lmconfig{"tok_embeddings", "layers.", "attention_norm", "attention.wq", "attention.wk",
+                                  "attention.wv", "attention.wo", "ffn_norm", "feed_forward", "w1", "w2", "w3",
+                                  "norm", "output", RopeLayout::interleaved};
+  static const FormNames hf{"model.embed_tokens", "model.layers.", "input_layernorm", "self_attn.q_proj",
+                            "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj", "post_attention_layernorm",
+                            "mlp", "gate_proj", "down_proj", "up_proj", "model.norm", "lm_head", RopeLayout::half};
+  return form == MiniMindForm::hf ? hf : lmconfig;
+}
+
+// n_shared_experts is a count, or (in some MiniMind versions) a bool meaning one.
+int64_t shared_experts(const Json& j, int64_t fallback, const std::string& source) {
+  if (j.contains("n_shared_experts") && j.at("n_shared_experts").is_boolean())
+    return j.at("n_shared_experts").get<bool>() ? 1 : 0;
+  return int_key(j, "n_shared_experts", fallback, source);
+}
+
+// What both forms share: RMSNorm, RoPE, SwiGLU without biases, the MoE keys (use_moe, ...).
+DecoderLMConfig minimind_base(const Json& j, MiniMindForm form, const std::string& source) {
+  NF_CHECK(j.value("model_type", std::string("minimind")) == "minimind", source, ": model_type '",
+           j.value("model_type", std::string()), "' is not minimind");
+  DecoderLMConfig c;
+  c.name = fs::path(source).parent_path().filename().string();
+  c.norm = nn::NormKind::rmsnorm;
+  c.norm_bias = false;
+  c.position = nn::PositionKind::rope;
+  c.rope_layout = names_of(form).rope_layout;
+  c.rope_theta = number_key(j, "rope_theta", 1e6, source);
+  c.dropout = number_key(j, "dropout", 0.0, source);
+  c.mlp = nn::MLPKind::swiglu;
+  c.attention_bias = false;
+  c.mlp_bias = false;
+  if (!bool_key(j, "use_moe", false, source)) return c;
+  const std::string scoring = j.value("scoring_func", std::string("softmax"));
+  NF_CHECK(scoring == "softmax", source, ": scoring_func '", scoring, "' is not supported (softmax)");
+  nn::MoEConfig moe;
+  moe.n_experts = int_key(j, "n_routed_experts", 4, source);
+  moe.top_k = int_key(j, "num_experts_per_tok", 2, source);
+  moe.n_shared_experts = shared_experts(j, form == MiniMindForm::hf ? 1 : 0, source);
+  moe.routing = nn::MoERouting::softmax_then_topk;
+  moe.norm_topk_prob = bool_key(j, "norm_topk_prob", true, source);
+  moe.aux_loss_alpha = number_key(j, "aux_loss_alpha", 0.1, source);
+  // MiniMindConfig's balance loss counts the fraction of the T k picks, ours (002) of the T tokens:
+  // alpha_ours = alpha / k gives the same loss.
+  if (form == MiniMindForm::hf) moe.aux_loss_alpha /= static_cast<double>(moe.top_k);
+  moe.seq_aux = bool_key(j, "seq_aux", true, source);
+  c.moe = moe;
+  return c;
+}
+
+void check_expressible(const DecoderLMConfig& c, MiniMindForm form) {
+  const char* writer = form == MiniMindForm::hf ? "save_minimind_hf" : "save_minimind";
+  const char* format = form == MiniMindForm::hf ? "a MiniMind Hugging Face config" : "a MiniMind config";
+  auto need = [&](bool ok, const std::string& option, const std::string& value) {
+    NF_CHECK(ok, writer, ": ", option, " ", value, " cannot be expressed by ", format);
+  };
+  need(c.norm == nn::NormKind::rmsnorm, "norm", nn::norm_kind_name(c.norm));
+  need(c.norm_placement == nn::NormPlacement::pre, "norm_placement", nn::norm_placement_name(c.norm_placement));
+  need(c.position == nn::PositionKind::rope, "position", nn::position_kind_name(c.position));
+  need(c.rope_layout == RopeLayout::interleaved || c.rope_layout == RopeLayout::half, "rope_layout",
+       rope_layout_name(c.rope_layout));
+  need(c.rope_scaling == nn::RopeScaling::none, "rope_scaling", "(set)");
+  need(c.mlp == nn::MLPKind::swiglu, "mlp", nn::mlp_kind_name(c.mlp));
+  need(!c.attention_bias && !c.mlp_bias, "attention_bias / mlp_bias", "true");
+  need(!c.embedding_norm, "embedding_norm", "true");
+  need(!c.qk_norm, "qk_norm", "true");
+  need(c.sliding_window == 0, "sliding_window", std::to_string(c.sliding_window));
+  need(c.logit_softcap == 0.0, "logit_softcap", std::to_string(c.logit_softcap));
+  need(c.head_dim == 0 || c.head_dim * c.n_heads == c.dim, "head_dim", std::to_string(c.head_dim));
+  if (form == MiniMindForm::hf) need(c.tie_embeddings, "tie_embeddings", "false");
+  if (c.moe) {
+    need(c.moe->routing == nn::MoERouting::softmax_then_topk, "moe.routing", moe_routing_name(c.moe->routing));
+    need(!c.moe->gate_bias, "moe.gate_bias", "true");
+  }
+}
+
+NameMap minimind_name_map(const DecoderLMConfig& c, int64_t hidden, MiniMindForm form) {
+  const FormNames& names = names_of(form);
+  const nn::AttentionConfig a = block_config(c).attention;  // resolved: head_dim, n_kv_heads
+  const int64_t D = c.dim, hd = a.head_dim, kv = a.n_kv_heads * hd;
+  NameMap map{{names.embed + ".weight", {c.vocab_size, D}, false, {"tok_embeddings.weight"}}};
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    const std::string theirs = names.layers + std::to_string(l) + ".", ours = "layers." + std::to_string(l) + ".";
+    auto add = [&](const std::string& their_name, const std::string& our_name, const Shape& shape) {
+      map.push_back({theirs + their_name + ".weight", shape, false, {ours + our_name + ".weight"}});
+    };
+    auto swiglu = [&](const std::string& their_mlp, const std::string& our_mlp) {
+      add(their_mlp + "." + names.w1, our_mlp + ".w1", {hidden, D});
+      add(their_mlp + "." + names.w2, our_mlp + ".w2", {D, hidden});
+      add(their_mlp + "." + names.w3, our_mlp + ".w3", {hidden, D});
+    };
+    add(names.attn_norm, "attn_norm", {D});
+    add(names.q, "attn.q_proj", {D, D});
+    add(names.k, "attn.k_proj", {kv, D});
+    add(names.v, "attn.v_proj", {kv, D});
+    add(names.o, "attn.o_proj", {D, D});
+    add(names.mlp_norm, "mlp_norm", {D});
+    if (!c.moe) {
+      swiglu(names.mlp, "mlp");
+      continue;
+    }
+    add(names.mlp + ".gate", "mlp.gate", {c.moe->n_experts, D});
+    for (int64_t e = 0; e < c.moe->n_experts; ++e)
+      swiglu(names.mlp + ".experts." + std::to_string(e), "mlp.experts." + std::to_string(e));
+    for (int64_t s = 0; s < c.moe->n_shared_experts; ++s)
+      swiglu(names.mlp + ".shared_experts." + std::to_string(s), "mlp.shared_experts." + std::to_string(s));
+  }
+  map.push_back({names.norm + ".weight", {D}, false, {"norm.weight"}});
+  if (!c.tie_embeddings) map.push_back({names.head + ".weight", {c.vocab_size, D}, false, {"output.weight"}});
+  return map;
+}
+
+// Tensors that may sit in a folder without being parameters: 002's causal-mask buffers, a tied head.
+std::set<std::string> ignored_names(const DecoderLMConfig& c, MiniMindForm form) {
+  std::set<std::string> ignored;
+  if (form == MiniMindForm::lmconfig)
+    for (int64_t l = 0; l < c.n_layers; ++l) ignored.insert("layers." + std::to_string(l) + ".attention.mask");
+  if (c.tie_embeddings) ignored.insert(names_of(form).head + ".weight");
+  return ignored;
+}
+
+void save_form(const DecoderLM& model, const std::string& dir, MiniMindForm form, int64_t max_shard_bytes) {
+  const DecoderLMConfig& c = model.config();
+  const int64_t hidden = nn::mlp_hidden_dim(block_config(c).mlp);
+  const std::string json = form == MiniMindForm::hf ? minimind_hf_json_from_config(c, hidden) : minimind_json_from_config(c);
+  const RopeLayout layout = names_of(form).rope_layout;
+  const nn::StateDict state = with_rope_layout(model.state_dict(), c, layout);
+  fs::create_directories(dir);
+  write_folder_tensors(dir, export_tensors(minimind_name_map(c, hidden, form), state), max_shard_bytes);
+  write_text_atomic(fs::path(dir) / kConfigFile, json);
+}
+
+}  // namespace
+
+bool is_minimind_folder(const std::string& path) {
+  const fs::path config = fs::path(path) / kConfigFile;
+  if (!fs::is_directory(path) || !fs::exists(config)) return false;
+  const Json j = Json::parse(read_text(config), nullptr, false);
+  return j.is_object() && j.contains("model_type") && j.at("model_type") == "minimind";
+}
+
+MiniMindForm minimind_folder_form(const std::string& dir) {
+  const Json j = Json::parse(read_text(fs::path(dir) / kConfigFile), nullptr, false);
+  return j.is_object() && j.contains("hidden_size") ? MiniMindForm::hf : MiniMindForm::lmconfig;
+}
+
+DecoderLMConfig config_from_minimind_json(const std::string& json_text, const std::string& source) {
+  return with_json_errors(source, [&] {
+    const Json j = parse_json_object(json_text, source);
+    check_known_keys(j, kMiniMindKeys, "MiniMind", source);
+    DecoderLMConfig c = minimind_base(j, MiniMindForm::lmconfig, source);
+    c.dim = int_key(j, "dim", source);
+    c.n_layers = int_key(j, "n_layers", source);
+    c.n_heads = int_key(j, "n_heads", source);
+    c.n_kv_heads = int_key(j, "n_kv_heads", c.n_heads, source);
+    c.vocab_size = int_key(j, "vocab_size", source);
+    c.mlp_hidden = int_key(j, "hidden_dim", 0, source);
+    c.mlp_multiple_of = int_key(j, "multiple_of", 64, source);
+    c.norm_eps = number_key(j, "norm_eps", 1e-5, source);
+    c.max_seq_len = int_key(j, "max_seq_len", source);
+    c.tie_embeddings = bool_key(j, "tie_word_embeddings", true, source);
+    validate_model_config(c, source);
+    return c;
+  });
+}
+
+DecoderLMConfig config_from_minimind_hf_json(const std::string& json_text, const std::string& source) {
+  return with_json_errors(source, [&] {
+    const Json j = parse_json_object(json_text, source);
+    for (const char* key : kNewerFormKeys)
+      NF_CHECK(!j.contains(key), source, ": config key '", key, "' belongs to MiniMind's newer form (q_norm / k_norm, ",
+               "num_experts), which is not supported");
+    check_known_keys(j, kMiniMindHfKeys, "MiniMind (Hugging Face form)", source);
+    NF_CHECK(!bool_key(j, "inference_rope_scaling", false, source), source,
+             ": inference_rope_scaling true (YaRN rope scaling) is not supported");
+    NF_CHECK(!j.contains("rope_scaling") || j.at("rope_scaling").is_null(), source, ": rope_scaling ",
+             util::json_excerpt(j.value("rope_scaling", Json())), " (YaRN) is not supported");
+    NF_CHECK(bool_key(j, "tie_word_embeddings", true, source), source,
+             ": tie_word_embeddings false is not supported (MiniMindForCausalLM always ties lm_head to embed_tokens)");
+    const std::string act = j.value("hidden_act", std::string("silu"));
+    NF_CHECK(act == "silu", source, ": hidden_act '", act, "' is not supported (silu)");
+    DecoderLMConfig c = minimind_base(j, MiniMindForm::hf, source);
+    c.dim = int_key(j, "hidden_size", source);
+    c.n_layers = int_key(j, "num_hidden_layers", 8, source);
+    c.n_heads = int_key(j, "num_attention_heads", 8, source);
+    c.n_kv_heads = int_key(j, "num_key_value_heads", 2, source);
+    c.vocab_size = int_key(j, "vocab_size", 6400, source);
+    c.mlp_hidden = int_key(j, "intermediate_size", 0, source);  // null: 8/3 hidden_size rounded up to 64
+    c.mlp_multiple_of = 64;
+    c.norm_eps = number_key(j, "rms_norm_eps", 1e-5, source);
+    c.max_seq_len = int_key(j, "max_position_embeddings", 32768, source);
+    c.tie_embeddings = true;
+    validate_model_config(c, source);
+    return c;
+  });
+}
+
+std::string minimind_json_from_config(const DecoderLMConfig& c) {
+  check_expressible(c, MiniMindForm::lmconfig);
+  nlohmann::ordered_json j = {
+      {"model_type", "minimind"}, {"dim", c.dim}, {"n_layers", c.n_layers}, {"n_heads", c.n_heads},
+      {"n_kv_heads", block_config(c).attention.n_kv_heads}, {"vocab_size", c.vocab_size},
+      {"hidden_dim", c.mlp_hidden ? Json(c.mlp_hidden) : Json(nullptr)}, {"multiple_of", c.mlp_multiple_of}, {"norm_eps", c.norm_eps},
+      {"max_seq_len", c.max_seq_len}, {"rope_theta", c.rope_theta}, {"dropout", c.dropout}, {"flash_attn", true},
+      {"use_moe", c.moe.has_value()}, {"tie_word_embeddings", c.tie_embeddings}};
+  if (c.moe) {
+    j["num_experts_per_tok"] = c.moe->top_k;
+    j["n_routed_experts"] = c.moe->n_experts;
+    j["n_shared_experts"] = c.moe->n_shared_experts;
+    j["scoring_func"] = "softmax";
+    j["aux_loss_alpha"] = c.moe->aux_loss_alpha;
+    j["seq_aux"] = c.moe->seq_aux;
+    j["norm_topk_prob"] = c.moe->norm_topk_prob;
+  }
+  return j.dump(2) + "\n";
+}
+
+std::string minimind_hf_json_from_config(const DecoderLMConfig& c, int64_t mlp_hidden) {
+  check_expressible(c, MiniMindForm::hf);
+  // MiniMindConfig writes its MoE keys for dense models too (with its defaults)
+  const nn::MoEConfig moe = c.moe ? *c.moe : nn::MoEConfig{.n_experts = 4, .top_k = 2, .n_shared_experts = 1};
+  nlohmann::ordered_json j = {
+      {"architectures", {"MiniMindForCausalLM"}}, {"model_type", "minimind"}, {"hidden_size", c.dim},
+      {"num_hidden_layers", c.n_layers}, {"num_attention_heads", c.n_heads},
+      {"num_key_value_heads", block_config(c).attention.n_kv_heads}, {"vocab_size", c.vocab_size},
+      {"intermediate_size", mlp_hidden}, {"max_position_embeddings", c.max_seq_len}, {"rms_norm_eps", c.norm_eps},
+      {"rope_theta", c.rope_theta}, {"inference_rope_scaling", false}, {"hidden_act", "silu"},
+      {"dropout", c.dropout}, {"flash_attn", true}, {"use_moe", c.moe.has_value()},
+      {"num_experts_per_tok", moe.top_k}, {"n_routed_experts", moe.n_experts},
+      {"n_shared_experts", moe.n_shared_experts}, {"scoring_func", "softmax"},
+      {"aux_loss_alpha", c.moe ? moe.aux_loss_alpha * static_cast<double>(moe.top_k) : moe.aux_loss_alpha},
+      {"seq_aux", moe.seq_aux}, {"norm_topk_prob", moe.norm_topk_prob}, {"dtype", "float32"}};
+  return j.dump(2) + "\n";
+}
+
+nn::StateDict state_from_minimind(const DecoderLMConfig& config, MiniMindForm form,
+                                  std::map<std::string, Tensor> tensors, const std::string& source) {
+  const FormNames& names = names_of(form);
+  const std::string embed = names.embed + ".weight", head = names.head + ".weight";
+  if (config.tie_embeddings && !tensors.count(embed) && tensors.count(head)) {  // a tied head saved under its name
+    tensors.emplace(embed, tensors.at(head));
+    tensors.erase(head);
+  }
+  const int64_t hidden = nn::mlp_hidden_dim(block_config(config).mlp);
+  return import_tensors(minimind_name_map(config, hidden, form), tensors, ignored_names(config, form), source);
+}
+
+std::shared_ptr<DecoderLM> load_minimind(const std::string& dir) {
+  NF_CHECK(is_minimind_folder(dir), dir, ": not a MiniMind folder (needs ", kConfigFile,
+           " with model_type \"minimind\")");
+  const fs::path config_path = fs::path(dir) / kConfigFile;
+  const std::string text = read_text(config_path);
+  const MiniMindForm form = minimind_folder_form(dir);
+  const DecoderLMConfig config = form == MiniMindForm::hf ? config_from_minimind_hf_json(text, config_path.string())
+                                                          : config_from_minimind_json(text, config_path.string());
+  // the tensors are checked against the config before the model is built, so that a config far
+  // larger than its files is an error naming the tensors, not an allocation sized by the config
+  const nn::StateDict state =
+      state_from_minimind(config, form, read_folder_tensors(dir, kWeightsFile, kIndexFile), dir);
+  auto model = std::make_shared<DecoderLM>(config);
+  model->load_state_dict(state);
+  return model;
+}
+
+void save_minimind(const DecoderLM& model, const std::string& dir, int64_t max_shard_bytes) {
+  save_form(model, dir, MiniMindForm::lmconfig, max_shard_bytes);
+}
+
+void save_minimind_hf(const DecoderLM& model, const std::string& dir, int64_t max_shard_bytes) {
+  save_form(model, dir, MiniMindForm::hf, max_shard_bytes);
+}
+
+}  // namespace nf::models

@@ -1,0 +1,138 @@
+// load_model / save_model: recognise a model file's format and dispatch to its reader or writer.
+#include "nanoformer/formats/model_io.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include "formats/folder_io.h"
+#include "nanoformer/core/error.h"
+#include "nanoformer/formats/checkpoint.h"
+#include "nanoformer/formats/hf_bert.h"
+#include "nanoformer/formats/hf_checkpoint.h"
+#include "nanoformer/formats/hf_vit.h"
+#include "nanoformer/formats/llama2c.h"
+#include "nanoformer/formats/minimind_checkpoint.h"
+#include "nanoformer/formats/nanochat_checkpoint.h"
+
+namespace nf::models {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool has_extension(const fs::path& p, const std::string& ext) { return p.extension() == ext; }
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+// A Hugging Face folder, by the reader of its config.json's model_type.
+std::shared_ptr<Model> load_hf_folder(const std::string& dir) {
+  const std::string type = hf_model_type(dir);
+  if (type == "gpt2" || type == "llama") return load_hf(dir);
+  if (type == "bert") return load_hf_bert(dir);
+  if (type == "vit") return load_hf_vit(dir);
+  NF_FAIL(dir, "/config.json: model_type '", type, "' is not supported (gpt2, llama, bert, vit)");
+}
+
+}  // namespace
+
+std::string model_format_name(ModelFormat format) {
+  switch (format) {
+    case ModelFormat::nanoformer: return "nanoformer";
+    case ModelFormat::hf: return "hf";
+    case ModelFormat::llama2c: return "llama2c";
+    case ModelFormat::minimind: return "minimind";
+    case ModelFormat::minimind_hf: return "minimind-hf";
+    case ModelFormat::nanochat: return "nanochat";
+    case ModelFormat::config: return "config";
+    case ModelFormat::preset: return "preset";
+  }
+  return "?";
+}
+
+const std::vector<std::string>& model_formats() {
+  static const std::vector<std::string> formats = {"nanoformer", "hf", "minimind", "minimind-hf", "nanochat",
+                                                     "llama2c"};
+  return formats;
+}
+
+ModelFormat detect_model_format(const std::string& path_or_preset) {
+  const fs::path p(path_or_preset);
+  if (fs::is_directory(p)) {
+    if (is_minimind_folder(path_or_preset))
+      return minimind_folder_form(path_or_preset) == MiniMindForm::hf ? ModelFormat::minimind_hf : ModelFormat::minimind;
+    if (is_nanochat_folder(path_or_preset)) return ModelFormat::nanochat;
+    NF_CHECK(is_hf_folder(path_or_preset), path_or_preset,
+             ": a folder, but not a model folder (Hugging Face or MiniMind: config.json + model.safetensors or "
+             "model.safetensors.index.json; nanochat: meta_<step>.json + model_<step>.safetensors)");
+    return ModelFormat::hf;
+  }
+  if (fs::is_regular_file(p)) {
+    if (has_extension(p, ".safetensors")) return ModelFormat::nanoformer;
+    if (has_extension(p, ".bin")) return ModelFormat::llama2c;
+    if (has_extension(p, ".json")) return ModelFormat::config;
+    NF_FAIL(path_or_preset, ": unknown model file type (expected .safetensors, .bin, .json or a folder)");
+  }
+  return ModelFormat::preset;
+}
+
+std::shared_ptr<Model> load_model(const std::string& path_or_preset) {
+  switch (detect_model_format(path_or_preset)) {
+    case ModelFormat::nanoformer: return load_checkpoint(path_or_preset);
+    case ModelFormat::hf: return load_hf_folder(path_or_preset);
+    case ModelFormat::llama2c: return load_llama2c(path_or_preset);
+    case ModelFormat::minimind:
+    case ModelFormat::minimind_hf: return load_minimind(path_or_preset);
+    case ModelFormat::nanochat: return load_nanochat(path_or_preset);
+    case ModelFormat::config:
+    case ModelFormat::preset: {
+      Generator gen(0);
+      return build_model_from(path_or_preset, gen);
+    }
+  }
+  NF_FAIL(path_or_preset, ": unknown model format");
+}
+
+std::shared_ptr<DecoderLM> load_decoder_lm(const std::string& path_or_preset) {
+  return model_as<DecoderLM>(load_model(path_or_preset), path_or_preset);
+}
+
+namespace {
+
+// The model as a DecoderLM, for the formats that hold nothing else.
+const DecoderLM& decoder_for(const Model& model, const std::string& format) {
+  const auto* lm = dynamic_cast<const DecoderLM*>(&model);
+  NF_CHECK(lm, "save_model: format '", format, "' holds decoder language models, not architecture '",
+           model.architecture(), "' (nanoformer holds every architecture)");
+  return *lm;
+}
+
+}  // namespace
+
+void save_model(const Model& model, const std::string& path, const std::string& format, const SaveOptions& options) {
+  const bool folder_of_shards = format == "hf" || format == "minimind" || format == "minimind-hf";
+  NF_CHECK(options.max_shard_bytes == 0 || folder_of_shards, "save_model: format '", format,
+           "' is not written in shards (a maximum shard size applies to hf, minimind and minimind-hf)");
+  if (format == "nanoformer")
+    save_checkpoint(model, path);
+  else if (const auto* vit = dynamic_cast<const ViTClassifier*>(&model); vit && format == "hf")
+    save_hf_vit(*vit, path, options.max_shard_bytes);
+  else if (format == "hf" && dynamic_cast<const EncoderModel*>(&model))
+    save_hf_bert(dynamic_cast<const EncoderModel&>(model), path, options.max_shard_bytes);
+  else if (format == "hf")
+    save_hf(decoder_for(model, format), path, options.max_shard_bytes);
+  else if (format == "minimind")
+    save_minimind(decoder_for(model, format), path, options.max_shard_bytes);
+  else if (format == "minimind-hf")
+    save_minimind_hf(decoder_for(model, format), path, options.max_shard_bytes);
+  else if (format == "nanochat")
+    save_nanochat(decoder_for(model, format), path);
+  else if (format == "llama2c")
+    save_llama2c(decoder_for(model, format), path);
+  else
+    NF_FAIL("save_model: format '", format, "' is unknown (known: ", joined(model_formats()), ")");
+}
+
+}  // namespace nf::models

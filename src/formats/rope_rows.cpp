@@ -1,0 +1,59 @@
+// q / k rows reordered between the interleaved and half RoPE layouts (see rope_rows.h).
+#include "formats/rope_rows.h"
+
+#include <cstring>
+#include <vector>
+
+#include "nanoformer/core/error.h"
+
+namespace nf::models {
+namespace {
+
+// Row `j` of a head in layout `to` is row perm[j] of the head in the other layout.
+std::vector<int64_t> head_permutation(int64_t head_dim, RopeLayout to) {
+  const int64_t half = head_dim / 2;
+  std::vector<int64_t> perm(static_cast<size_t>(head_dim));
+  for (int64_t i = 0; i < half; ++i) {
+    if (to == RopeLayout::half) {  // half i <- interleaved 2i, half i + d/2 <- interleaved 2i + 1
+      perm[static_cast<size_t>(i)] = 2 * i;
+      perm[static_cast<size_t>(i + half)] = 2 * i + 1;
+    } else {  // interleaved 2i <- half i, interleaved 2i + 1 <- half i + d/2
+      perm[static_cast<size_t>(2 * i)] = i;
+      perm[static_cast<size_t>(2 * i + 1)] = i + half;
+    }
+  }
+  return perm;
+}
+
+// The rows of `t` (heads * head_dim, ...) reordered head by head.
+Tensor permuted_rows(const Tensor& t, const std::vector<int64_t>& perm) {
+  const Tensor src = t.detach().to(DType::f32).contiguous();
+  Tensor out = Tensor::empty(src.shape());
+  const int64_t head_dim = static_cast<int64_t>(perm.size()), row = src.numel() / src.size(0);
+  const float* from = src.data<float>();
+  float* to = out.data<float>();
+  for (int64_t r = 0; r < src.size(0); ++r) {
+    const int64_t source = r - r % head_dim + perm[static_cast<size_t>(r % head_dim)];
+    std::memcpy(to + r * row, from + source * row, static_cast<size_t>(row) * sizeof(float));
+  }
+  return out;
+}
+
+}  // namespace
+
+nn::StateDict with_rope_layout(nn::StateDict state, const DecoderLMConfig& config, RopeLayout to) {
+  if (config.rope_layout == to) return state;
+  auto convertible = [](RopeLayout l) { return l == RopeLayout::interleaved || l == RopeLayout::half; };
+  NF_CHECK(convertible(config.rope_layout) && convertible(to), "rope_layout ", rope_layout_name(config.rope_layout),
+           " cannot be converted to ", rope_layout_name(to), " (only interleaved <-> half)");
+  const std::vector<int64_t> perm = head_permutation(block_config(config).attention.head_dim, to);
+  for (int64_t l = 0; l < config.n_layers; ++l)
+    for (const char* proj : {"q_proj", "k_proj"})
+      for (const char* kind : {"weight", "bias"}) {
+        auto it = state.find("layers." + std::to_string(l) + ".attn." + proj + "." + kind);
+        if (it != state.end()) it->second = permuted_rows(it->second, perm);
+      }
+  return state;
+}
+
+}  // namespace nf::models

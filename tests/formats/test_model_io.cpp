@@ -1,0 +1,85 @@
+// load_model / save_model: every format round-trips through the dispatcher with identical logits,
+// formats are recognised from the path, presets and config files build fresh models, and unknown
+// paths and formats are refused by name.
+#include <filesystem>
+#include <unistd.h>
+
+#include "nanoformer/nanoformer.h"
+#include "support/interop_test_support.h"
+#include "support/testing.h"
+
+namespace nf::models {
+namespace {
+
+namespace fs = std::filesystem;
+
+using ModelIoTest = TempDirTest;
+
+Tensor logits_of(DecoderLM& model) {
+  model.eval();
+  return model.forward(Tensor::of({3, 1, 4, 1, 5, 9, 2, 6}, {1, 8}, DType::i64)).logits;
+}
+
+TEST_F(ModelIoTest, EveryFormatRoundTripsThroughTheDispatcher) {
+  const std::string fixture = std::string(NF_TEST_DATA_DIR) + "/hf/llama_gqa";
+  EXPECT_EQ(detect_model_format(fixture), ModelFormat::hf);
+  const auto model = load_decoder_lm(fixture);
+  const Tensor expected = logits_of(*model);
+  const std::pair<std::string, std::string> targets[] = {{"nanoformer", "m.safetensors"}, {"hf", "m_hf"}};
+  for (const auto& [format, name] : targets) {
+    save_model(*model, path(name), format);
+    EXPECT_EQ(model_format_name(detect_model_format(path(name))), format);
+    EXPECT_TENSOR_CLOSE(logits_of(*load_decoder_lm(path(name))), expected, 0.0, 0.0) << format;
+  }
+  DecoderLMConfig interleaved = model->config();  // what llama2.c expresses: interleaved RoPE, eps 1e-5
+  interleaved.rope_layout = RopeLayout::interleaved;
+  interleaved.norm_eps = 1e-5;
+  DecoderLM llama2c(interleaved);
+  save_model(llama2c, path("m.bin"), "llama2c");
+  EXPECT_EQ(detect_model_format(path("m.bin")), ModelFormat::llama2c);
+  EXPECT_TENSOR_CLOSE(logits_of(*load_decoder_lm(path("m.bin"))), logits_of(llama2c), 0.0, 0.0);
+}
+
+TEST_F(ModelIoTest, MiniMindAndNanochatFoldersAreRecognised) {
+  const std::string data = NF_TEST_DATA_DIR;
+  EXPECT_EQ(detect_model_format(data + "/minimind/moe"), ModelFormat::minimind);
+  EXPECT_EQ(detect_model_format(data + "/minimind_hf/moe"), ModelFormat::minimind_hf);
+  EXPECT_EQ(model_format_name(ModelFormat::minimind_hf), "minimind-hf");
+  EXPECT_EQ(detect_model_format(data + "/nanochat/d2"), ModelFormat::nanochat);
+  const auto minimind = load_decoder_lm(data + "/minimind/dense");
+  save_model(*minimind, path("mm"), "minimind");
+  EXPECT_TENSOR_CLOSE(logits_of(*load_decoder_lm(path("mm"))), logits_of(*minimind), 0.0, 0.0);
+  save_model(*minimind, path("mm_hf"), "minimind-hf");  // 002's form -> the Hugging Face form
+  EXPECT_EQ(detect_model_format(path("mm_hf")), ModelFormat::minimind_hf);
+  EXPECT_TENSOR_CLOSE(logits_of(*load_decoder_lm(path("mm_hf"))), logits_of(*minimind), 1e-5, 1e-5);
+  const auto minimind_hf = load_decoder_lm(data + "/minimind_hf/dense");
+  save_model(*minimind_hf, path("mm_hf"), "minimind-hf", {.max_shard_bytes = 10000});
+  EXPECT_TRUE(fs::exists(path("mm_hf") + "/model.safetensors.index.json"));
+  EXPECT_FALSE(fs::exists(path("mm_hf") + "/model.safetensors"));
+  EXPECT_TENSOR_CLOSE(logits_of(*load_decoder_lm(path("mm_hf"))), logits_of(*minimind_hf), 0.0, 0.0);
+  const auto nanochat = load_decoder_lm(data + "/nanochat/d2");
+  save_model(*nanochat, path("nc"), "nanochat");
+  EXPECT_TENSOR_CLOSE(logits_of(*load_decoder_lm(path("nc"))), logits_of(*nanochat), 0.0, 0.0);
+}
+
+TEST_F(ModelIoTest, PresetsAndConfigFilesBuildFreshModels) {
+  EXPECT_EQ(detect_model_format("llama2c-stories260k"), ModelFormat::preset);
+  EXPECT_EQ(load_decoder_lm("llama2c-stories260k")->num_parameters(), 260032);
+  const std::string config = configs_directory() + "/llama2c-stories260k.json";
+  EXPECT_EQ(detect_model_format(config), ModelFormat::config);
+  EXPECT_EQ(load_decoder_lm(config)->config().name, "llama2c-stories260k");
+}
+
+TEST_F(ModelIoTest, UnknownPathsAndFormatsAreNamed) {
+  EXPECT_THROW_WITH(load_decoder_lm("gpt3-175b"), "preset 'gpt3-175b' is unknown");
+  fs::create_directories(path("empty"));
+  EXPECT_THROW_WITH(load_decoder_lm(path("empty")), "a folder, but not a model folder");
+  DecoderLM model(preset_config("llama2c-stories260k"));
+  EXPECT_THROW_WITH(save_model(model, path("x"), "onnx"), "format 'onnx' is unknown",
+                    "nanoformer, hf, minimind, minimind-hf, nanochat, llama2c");
+  EXPECT_THROW_WITH(save_model(model, path("x.bin"), "llama2c", {.max_shard_bytes = 1 << 20}),
+                    "format 'llama2c' is not written in shards");
+}
+
+}  // namespace
+}  // namespace nf::models
