@@ -17,11 +17,14 @@
 //
 //   bench_inference [--presets minimind2-small,minimind2,minimind2-moe,gpt2-124m] [--prompt 512]
 //                   [--new 256] [--threads 2] [--rounds 3] [--python .venv/bin/python]
+//                   [--baseline OLD/bench_inference]   also an older build's decode worker, alternating
+//                                                      (before/after a change, in the same invocation)
 //   bench_inference --worker decode|bandwidth|kernel|gemm --preset P ...   one process's part
 //                   (with NF_PROFILE=1 the decode worker prints its per-op tables of prefill and decode)
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -48,6 +51,7 @@ struct Options {
   std::string python = std::string(NF_SOURCE_DIR) + "/.venv/bin/python";
   std::string torch_script = std::string(NF_SOURCE_DIR) + "/tools/bench/torch_decode.py";
   std::string worker;  // non-empty: run one part and print its JSON
+  std::string baseline;  // another build's bench_inference, measured beside ours
 };
 
 Options parse(int argc, char** argv) {
@@ -64,6 +68,7 @@ Options parse(int argc, char** argv) {
     else if (flag == "--rounds") o.rounds = std::stoi(value);
     else if (flag == "--python") o.python = value;
     else if (flag == "--worker") o.worker = value;
+    else if (flag == "--baseline") o.baseline = value;
     else NF_FAIL("bench_inference: unknown flag ", flag);
   }
   NF_CHECK(o.prompt > 0 && o.new_tokens > 1 && o.rounds > 0, "bench_inference: --prompt, --rounds must be positive and --new above 1");
@@ -223,7 +228,7 @@ bool run_into(const std::vector<std::string>& command, const std::vector<std::pa
 }
 
 void measure_preset(const Options& o, const std::string& self, const std::string& preset, bool torch, Results& ours,
-                    Results& theirs, int round) {
+                    Results& theirs, Results& before, int round) {
   const std::vector<std::string> common{"--preset", preset, "--prompt", std::to_string(o.prompt), "--new",
                                         std::to_string(o.new_tokens), "--threads", std::to_string(o.threads)};
   const auto with = [&common](std::vector<std::string> head) {
@@ -244,14 +249,21 @@ void measure_preset(const Options& o, const std::string& self, const std::string
       run_into(with({o.python, o.torch_script}),
                {{"prefill_tokens_per_s", &theirs["prefill"]}, {"decode_tokens_per_s", &theirs["decode"]}}, &theirs["peak"]);
   };
-  if (round % 2 == 0) run_ours(), run_torch();
-  else run_torch(), run_ours();
+  const auto run_before = [&] {
+    if (!o.baseline.empty())
+      run_into(with({o.baseline, "--worker", "decode"}),
+               {{"prefill_tokens_per_s", &before["prefill"]}, {"decode_tokens_per_s", &before["decode"]}}, &before["peak"]);
+  };
+  if (round % 2 == 0) run_ours(), run_before(), run_torch();
+  else run_torch(), run_before(), run_ours();
   // ratios within the round
   const double limit = ours["bandwidth"].last_of_round.value_or(0) * 1e9 /
                        weight_bytes_per_token(nf::models::preset_config(preset));
   for (const char* phase : {"prefill", "decode"}) {
     const Series &a = ours[phase], &b = theirs[phase];
     if (a.last_of_round && b.last_of_round) ours[std::string(phase) + "/torch"].add(*a.last_of_round / *b.last_of_round);
+    const Series& old = before[phase];
+    if (a.last_of_round && old.last_of_round) ours[std::string(phase) + "/before"].add(*a.last_of_round / *old.last_of_round);
   }
   for (auto [side, key] : {std::pair{&ours, "prefill/gemm limit"}, std::pair{&theirs, "prefill/gemm limit"}}) {
     const Series &p = (*side)["prefill"], &l = ours["prefill limit"];
@@ -287,9 +299,10 @@ int driver(const Options& o, const std::string& self) {
   std::printf("%d rounds; every measurement in its own process, ours and torch alternating\n\n", o.rounds);
   std::fflush(stdout);
 
-  std::map<std::string, Results> ours, theirs;
+  std::map<std::string, Results> ours, theirs, before;
   for (int round = 0; round < o.rounds; ++round)
-    for (const std::string& preset : o.presets) measure_preset(o, self, preset, info.has_value(), ours[preset], theirs[preset], round);
+    for (const std::string& preset : o.presets)
+      measure_preset(o, self, preset, info.has_value(), ours[preset], theirs[preset], before[preset], round);
 
   std::printf("\n%-16s %9s %9s %8s | %8s %8s %8s %8s %8s %7s | %8s %8s %8s %8s\n", "", "prefill", "torch", "ours/", "decode",
               "torch", "ours/", "limit", "ours/", "read", "weights", "cache", "peak", "torch");
@@ -325,6 +338,27 @@ int driver(const Options& o, const std::string& self) {
                 cell(b["prefill/gemm limit"], "%.0f%%", 150).c_str());
   }
   std::printf("\n");
+  if (!o.baseline.empty()) {
+    std::printf("before (--baseline %s) and after (this build), alternating in each round; spread = (max - min) / median "
+                "of ours over the rounds:\n", o.baseline.c_str());
+    std::printf("%-16s %14s %14s %10s %9s | %13s %13s %10s %9s\n", "preset", "prefill before", "prefill after",
+                "after/bef.", "spread", "decode before", "decode after", "after/bef.", "spread");
+    const auto spread = [](const Series& s) {
+      if (s.values.size() < 2) return std::string("-");
+      const auto [lo, hi] = std::minmax_element(s.values.begin(), s.values.end());
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.1f%%", 100 * (*hi - *lo) / median(s.values));
+      return std::string(buf);
+    };
+    for (const std::string& preset : o.presets) {
+      Results &a = ours[preset], &b = before[preset];
+      std::printf("%-16s %14s %14s %10s %9s | %13s %13s %10s %9s\n", preset.c_str(), cell(b["prefill"], "%.0f").c_str(),
+                  cell(a["prefill"], "%.0f").c_str(), cell(a["prefill/before"], "%.3fx").c_str(), spread(a["prefill"]).c_str(),
+                  cell(b["decode"], "%.1f").c_str(), cell(a["decode"], "%.1f").c_str(), cell(a["decode/before"], "%.3fx").c_str(),
+                  spread(a["decode"]).c_str());
+    }
+    std::printf("\n");
+  }
   std::printf("the linear kernel alone, one token's weight matrices (x of 1 row; every routed expert):\n");
   std::printf("%-16s %16s %16s %12s %14s\n", "preset", "linear GB/s", "sgemm GB/s", "read GB/s", "linear/read");
   for (const std::string& preset : o.presets) {

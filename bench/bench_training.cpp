@@ -40,6 +40,7 @@ struct Options {
   std::string python = std::string(NF_SOURCE_DIR) + "/.venv/bin/python";
   std::string torch_script = std::string(NF_SOURCE_DIR) + "/tools/bench/torch_training.py";
   std::string worker;  // non-empty: run one side and print its JSON
+  std::string baseline;  // another build's bench_training, measured beside ours (before/after a change)
   bool limits = true;
   int curve_steps = 50;  // the bf16 loss curve against fp32 over this many steps (0: skipped)
 };
@@ -64,6 +65,7 @@ Options parse(int argc, char** argv) {
     else if (flag == "--precisions") o.precisions = split(value, ',');
     else if (flag == "--python") o.python = value;
     else if (flag == "--worker") o.worker = value;
+    else if (flag == "--baseline") o.baseline = value;
     else if (flag == "--curve-steps") o.curve_steps = std::stoi(value);
     else NF_FAIL("bench_training: unknown flag ", flag);
   }
@@ -217,7 +219,7 @@ int driver(const Options& o, const std::string& self) {
 
   json shapes = json::array();
   for (const auto& g : gemms) shapes.push_back({g.M, g.N, g.K, g.trans_a, g.trans_b, g.count, g.per_head});
-  std::map<std::string, Series> gflops, ours, torch, ours_peak, torch_peak, vs_torch, vs_limit;
+  std::map<std::string, Series> gflops, ours, torch, ours_peak, torch_peak, vs_torch, vs_limit, before, vs_before;
   Series torch_bf16_gflops;
   for (int round = 0; round < o.rounds; ++round) {
     if (o.limits) {
@@ -233,8 +235,13 @@ int driver(const Options& o, const std::string& self) {
         if (info) measure(torch_command(o, "train", {"--precision", precision}), "tokens_per_s", b, &torch_peak[precision]);
         else b.note = "skipped (no torch)";
       };
-      if (round % 2 == 0) run_ours(), run_torch();
-      else run_torch(), run_ours();
+      const auto run_before = [&] {
+        if (!o.baseline.empty()) measure(ours_command(o, o.baseline, precision), "tokens_per_s", before[precision]);
+      };
+      if (round % 2 == 0) run_ours(), run_before(), run_torch();
+      else run_torch(), run_before(), run_ours();
+      if (a.last_of_round && before[precision].last_of_round)
+        vs_before[precision].values.push_back(*a.last_of_round / *before[precision].last_of_round);
       // ratios within the round: ours / torch, ours / this round's limit
       if (a.last_of_round && b.last_of_round) vs_torch[precision].values.push_back(*a.last_of_round / *b.last_of_round);
       const Series& g = gflops[precision];
@@ -266,6 +273,17 @@ int driver(const Options& o, const std::string& self) {
   }
   std::printf("(medians over rounds; ours/torch and ours/limit are medians of the ratios within each round; peak = "
               "the RSS high-water mark of each process)\n");
+  if (!o.baseline.empty()) {
+    std::printf("\nbefore (--baseline %s) and after (this build), alternating in each round:\n", o.baseline.c_str());
+    for (const std::string& precision : o.precisions)
+      std::printf("%-6s before %s tok/s, after %s tok/s, after/before %s (rounds of ours: %s)\n", precision.c_str(),
+                  cell(before[precision], "%.0f").c_str(), cell(ours[precision], "%.0f").c_str(),
+                  cell(vs_before[precision], "%.3fx").c_str(), [&] {
+                    std::string all;
+                    for (const double v : ours[precision].values) all += std::to_string(static_cast<int>(v)) + " ";
+                    return all;
+                  }().c_str());
+  }
   if (o.curve_steps > 0) print_loss_curves(o, self);
   return 0;
 }

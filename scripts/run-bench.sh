@@ -9,7 +9,8 @@
 #   scripts/run-bench.sh [build-dir] [extra Google Benchmark flags...]
 # Environment: NF_BENCH=all|kernels|training|inference (default all), NF_BENCH_REPETITIONS (kernels,
 # 5), NF_TRAIN_BENCH_ROUNDS (3), NF_INFER_BENCH_ROUNDS (3), NF_BENCH_THREADS (training and
-# inference, 2), NF_PYTHON (.venv/bin/python).
+# inference, 2), NF_PYTHON (.venv/bin/python), NF_BENCH_BASELINE (a build directory of an older commit:
+# training and inference also measure its binaries, alternating, and print before/after).
 set -euo pipefail
 build=${1:-build}
 shift || true
@@ -29,13 +30,13 @@ fi
 if { [ "$which" = all ] || [ "$which" = training ]; } && [ -x "$build/bench_training" ]; then
   echo "=== bench_training ==="
   "$build/bench_training" --python "${NF_PYTHON:-.venv/bin/python}" --rounds "${NF_TRAIN_BENCH_ROUNDS:-3}" \
-      --threads "${NF_BENCH_THREADS:-2}" || status=1
+      --threads "${NF_BENCH_THREADS:-2}" ${NF_BENCH_BASELINE:+--baseline "$NF_BENCH_BASELINE/bench_training"} || status=1
   echo
 fi
 if { [ "$which" = all ] || [ "$which" = inference ]; } && [ -x "$build/bench_inference" ]; then
   echo "=== bench_inference ==="
   "$build/bench_inference" --python "${NF_PYTHON:-.venv/bin/python}" --rounds "${NF_INFER_BENCH_ROUNDS:-3}" \
-      --threads "${NF_BENCH_THREADS:-2}" || status=1
+      --threads "${NF_BENCH_THREADS:-2}" ${NF_BENCH_BASELINE:+--baseline "$NF_BENCH_BASELINE/bench_inference"} || status=1
   echo
 fi
 exit $status
