@@ -130,6 +130,7 @@ Tensor DecoderLM::forward_cached(const Tensor& ids, std::span<nn::KVCache* const
   for (nn::KVCache* cache : caches) {
     NF_CHECK(cache->shape().n_layers == c.n_layers, "DecoderLM: the cache has ", cache->shape().n_layers,
              " layers, the model ", c.n_layers);
+    cache->check_room(ids.size(0) / n, ids.size(1));  // before any chunk changes the cache
     chunk = std::min(chunk, cache->max_step());
   }
   NoGradGuard no_grad;

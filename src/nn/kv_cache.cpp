@@ -59,7 +59,7 @@ int64_t KVCache::max_step() const {
   return most;
 }
 
-KVCacheStep KVCache::begin(int64_t batch, int64_t new_tokens) {
+void KVCache::check_room(int64_t batch, int64_t new_tokens) const {
   NF_CHECK(batch > 0 && new_tokens > 0, "KVCache: a forward needs at least one row and one token, got batch ", batch,
            " and ", new_tokens, " tokens");
   NF_CHECK(batch <= shape_.max_batch, "KVCache: batch ", batch, " exceeds the cache's maximum batch ", shape_.max_batch);
@@ -67,6 +67,10 @@ KVCacheStep KVCache::begin(int64_t batch, int64_t new_tokens) {
            " rows already cached (reset the cache to change it)");
   NF_CHECK(position_ + new_tokens <= shape_.max_len, "KVCache: ", new_tokens, " new tokens after ", position_,
            " cached exceed the cache's maximum context ", shape_.max_len);
+}
+
+KVCacheStep KVCache::begin(int64_t batch, int64_t new_tokens) {
+  check_room(batch, new_tokens);
   NF_CHECK(new_tokens <= max_step(), "KVCache: ", new_tokens, " new tokens exceed the ", max_step(),
            " a step of this cache's sliding-window layers takes (feed them in chunks)");
   KVCacheStep step{.batch = batch, .new_tokens = new_tokens, .position = position_, .columns = {}};

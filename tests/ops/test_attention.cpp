@@ -7,61 +7,19 @@
 #include <limits>
 
 #include "ops/cpu/attention.h"  // the tile sizes, to choose lengths across tile borders
+#include "support/attention_parity.h"
 #include "support/testing.h"
 
 namespace nf {
 namespace {
 
 using testing::random_leaf;
-
-// A length past one tile of queries and of keys.
-constexpr int64_t kTile = std::max(cpu::kQueryBlock, cpu::kKeyBlock);
-
-Tensor randn_leaf(const Shape& shape, uint64_t seed, DType dtype = DType::f32) {
-  Generator gen(seed);
-  return randn(shape, gen, dtype).set_requires_grad();
-}
-
-// Random bool (true with probability `p_true`) of `shape`.
-Tensor random_mask(const Shape& shape, uint64_t seed, double p_true) {
-  Generator gen(seed);
-  return lt(rand(shape, gen, DType::f64), p_true);
-}
-
-struct Result {
-  Tensor out, dq, dk, dv, dmask;
-};
-
-// Forward with `kernel`, then backward of sum(out * grad_out).
-Result run(AttentionKernel kernel, const Tensor& q, const Tensor& k, const Tensor& v, AttentionOptions options,
-        uint64_t dropout_seed = 0) {
-  for (const Tensor* t : {&q, &k, &v, const_cast<const Tensor*>(&options.mask)}) {
-    if (t->defined() && t->requires_grad()) t->zero_grad();
-  }
-  options.kernel = kernel;
-  Generator gen(dropout_seed);
-  const Tensor out = scaled_dot_product_attention(q, k, v, options, gen);
-  Generator g_gen(99);
-  const Tensor grad_out = randn(out.shape(), g_gen, out.dtype());
-  out.backward(grad_out);
-  const bool mask_grad = options.mask.defined() && options.mask.requires_grad();
-  return {out.detach(), q.grad(), k.grad(), v.grad(), mask_grad ? options.mask.grad() : Tensor()};
-}
-
-void expect_fused_equals_plain(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& options,
-                               uint64_t dropout_seed = 0) {
-  const bool wide = q.dtype() == DType::f64;
-  const double atol = wide ? 1e-12 : 1e-5, rtol = wide ? 1e-10 : 1e-5;
-  const Result plain = run(AttentionKernel::plain, q, k, v, options, dropout_seed);
-  const Result fused = run(AttentionKernel::fused, q, k, v, options, dropout_seed);
-  EXPECT_TENSOR_CLOSE(fused.out, plain.out, atol, rtol);
-  EXPECT_TENSOR_CLOSE(fused.dq, plain.dq, atol, rtol);
-  EXPECT_TENSOR_CLOSE(fused.dk, plain.dk, atol, rtol);
-  EXPECT_TENSOR_CLOSE(fused.dv, plain.dv, atol, rtol);
-  if (plain.dmask.defined()) {
-    EXPECT_TENSOR_CLOSE(fused.dmask, plain.dmask, atol, rtol);
-  }
-}
+using testing::AttentionResult;
+using testing::expect_fused_equals_plain;
+using testing::kTile;
+using testing::random_mask;
+using testing::randn_leaf;
+using testing::run_attention;
 
 struct Geometry {
   const char* name;
@@ -236,7 +194,7 @@ TEST(Attention, FullyMaskedRowsGiveZerosAndNoGradient) {
     const Tensor q = randn_leaf({1, 2, 4, 8}, 32), k = randn_leaf({1, 2, 6, 8}, 33), v = randn_leaf({1, 2, 6, 8}, 34);
     Tensor keep = ones({4, 6}, DType::boolean);
     for (int64_t j = 0; j < 6; ++j) keep.set({2, j}, 0.0);  // query 2 sees nothing
-    const Result r = run(kernel, q, k, v, {.mask = keep, .kernel = kernel});
+    const AttentionResult r = run_attention(kernel, q, k, v, {.mask = keep, .kernel = kernel});
     for (int64_t h = 0; h < 2; ++h) {
       for (int64_t d = 0; d < 8; ++d) {
         EXPECT_EQ(r.out.at({0, h, 2, d}), 0.0);

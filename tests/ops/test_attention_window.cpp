@@ -8,58 +8,19 @@
 
 #include "ops/cpu/attention.h"         // the tile sizes, to choose lengths across tile borders
 #include "ops/cpu/attention_decode.h"  // which geometries decoding's kernel takes
+#include "support/attention_parity.h"
 #include "support/testing.h"
 
 namespace nf {
 namespace {
 
 using testing::random_leaf;
-
-constexpr int64_t kTile = std::max(cpu::kQueryBlock, cpu::kKeyBlock);
-
-Tensor randn_leaf(const Shape& shape, uint64_t seed) {
-  Generator gen(seed);
-  return randn(shape, gen).set_requires_grad();
-}
-
-Tensor random_mask(const Shape& shape, uint64_t seed, double p_true) {
-  Generator gen(seed);
-  return lt(rand(shape, gen, DType::f64), p_true);
-}
-
-struct Result {
-  Tensor out, dq, dk, dv, dmask;
-};
-
-// Forward with `kernel`, then backward of sum(out * grad_out).
-Result run(AttentionKernel kernel, const Tensor& q, const Tensor& k, const Tensor& v, AttentionOptions options,
-           uint64_t dropout_seed = 0) {
-  for (const Tensor* t : {&q, &k, &v, const_cast<const Tensor*>(&options.mask)}) {
-    if (t->defined() && t->requires_grad()) t->zero_grad();
-  }
-  options.kernel = kernel;
-  Generator gen(dropout_seed);
-  const Tensor out = scaled_dot_product_attention(q, k, v, options, gen);
-  Generator g_gen(99);
-  out.backward(randn(out.shape(), g_gen, out.dtype()));
-  const bool mask_grad = options.mask.defined() && options.mask.requires_grad();
-  return {out.detach(), q.grad(), k.grad(), v.grad(), mask_grad ? options.mask.grad() : Tensor()};
-}
-
-void expect_fused_equals_plain(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& options,
-                               uint64_t dropout_seed = 0) {
-  const bool wide = q.dtype() == DType::f64;
-  const double atol = wide ? 1e-12 : 1e-5, rtol = wide ? 1e-10 : 1e-5;
-  const Result plain = run(AttentionKernel::plain, q, k, v, options, dropout_seed);
-  const Result fused = run(AttentionKernel::fused, q, k, v, options, dropout_seed);
-  EXPECT_TENSOR_CLOSE(fused.out, plain.out, atol, rtol);
-  EXPECT_TENSOR_CLOSE(fused.dq, plain.dq, atol, rtol);
-  EXPECT_TENSOR_CLOSE(fused.dk, plain.dk, atol, rtol);
-  EXPECT_TENSOR_CLOSE(fused.dv, plain.dv, atol, rtol);
-  if (plain.dmask.defined()) {
-    EXPECT_TENSOR_CLOSE(fused.dmask, plain.dmask, atol, rtol);
-  }
-}
+using testing::AttentionResult;
+using testing::expect_fused_equals_plain;
+using testing::kTile;
+using testing::random_mask;
+using testing::randn_leaf;
+using testing::run_attention;
 
 struct Geometry {
   const char* name;
@@ -168,8 +129,8 @@ TEST(AttentionWindow, WeightsCoverExactlyTheWindowMostRecentKeys) {
 
 TEST(AttentionWindow, WindowAtLeastTheKeysIsCausal) {
   const Tensor q = randn_leaf({1, 2, 70, 8}, 33), k = randn_leaf({1, 2, 90, 8}, 34), v = randn_leaf({1, 2, 90, 8}, 35);
-  const Result causal = run(AttentionKernel::fused, q, k, v, {.causal = true});
-  const Result windowed = run(AttentionKernel::fused, q, k, v, {.causal = true, .window = 90});
+  const AttentionResult causal = run_attention(AttentionKernel::fused, q, k, v, {.causal = true});
+  const AttentionResult windowed = run_attention(AttentionKernel::fused, q, k, v, {.causal = true, .window = 90});
   EXPECT_TENSOR_CLOSE(windowed.out, causal.out, 1e-6, 1e-5);
   EXPECT_TENSOR_CLOSE(windowed.dk, causal.dk, 1e-6, 1e-5);
 }
@@ -183,7 +144,7 @@ TEST(AttentionWindow, KeysOutsideEveryWindowAreNeverRead) {
     SCOPED_TRACE("Tq = " + std::to_string(tq));
     const AttentionOptions options{.causal = true, .window = window};
     const Tensor q = randn_leaf({1, 4, tq, 16}, 36), k = randn_leaf({1, 2, Tk, 16}, 37), v = randn_leaf({1, 2, Tk, 16}, 38);
-    const Result clean = run(AttentionKernel::fused, q, k, v, options);
+    const AttentionResult clean = run_attention(AttentionKernel::fused, q, k, v, options);
     // the same inputs with NaN in every key and value no query's window reaches (a shorter suffix reaches fewer)
     Tensor poisoned_k = k.detach().clone(), poisoned_v = v.detach().clone();
     for (int64_t hk = 0; hk < 2; ++hk) {
@@ -194,7 +155,7 @@ TEST(AttentionWindow, KeysOutsideEveryWindowAreNeverRead) {
         }
       }
     }
-    const Result dirty = run(AttentionKernel::fused, q, poisoned_k.set_requires_grad(), poisoned_v.set_requires_grad(), options);
+    const AttentionResult dirty = run_attention(AttentionKernel::fused, q, poisoned_k.set_requires_grad(), poisoned_v.set_requires_grad(), options);
     EXPECT_TENSOR_CLOSE(dirty.out, clean.out, 0.0, 0.0);
     EXPECT_TENSOR_CLOSE(dirty.dq, clean.dq, 0.0, 0.0);
     EXPECT_TENSOR_CLOSE(dirty.dk, clean.dk, 0.0, 0.0);

@@ -74,6 +74,8 @@ class KVCache {
   // room in the ring-buffered layers, and describes that forward; `commit` records it once every
   // layer has written its columns. `at(i, step)` is layer i's part of it.
   KVCacheStep begin(int64_t batch, int64_t new_tokens);
+  // The checks of begin() but the step size: that batch rows can take new_tokens more positions.
+  void check_room(int64_t batch, int64_t new_tokens) const;
   CachedAttention at(int64_t layer, const KVCacheStep& step) const;
   void commit(const KVCacheStep& step);
 
