@@ -41,11 +41,6 @@ const LayerKV& KVCache::layer(int64_t i) const {
   return layers_[static_cast<size_t>(i)].kv;
 }
 
-int64_t KVCache::window(int64_t i) const {
-  layer(i);  // checks i
-  return layers_[static_cast<size_t>(i)].window;
-}
-
 int64_t KVCache::bytes() const {
   int64_t n = 0;
   for (const Layer& l : layers_) n += 2 * l.kv.keys.numel() * static_cast<int64_t>(dtype_size(shape_.dtype));

@@ -64,7 +64,6 @@ class KVCache {
   const KVCacheShape& shape() const { return shape_; }
   int64_t length() const { return position_; }  // positions filled: the next token's position
   int64_t batch() const { return batch_; }       // rows in use (0 when empty)
-  int64_t window(int64_t layer) const;           // 0 = full attention
   // The most new tokens one forward may take: max_len, or less with ring-buffered windowed layers.
   int64_t max_step() const;
   const LayerKV& layer(int64_t i) const;
