@@ -1,0 +1,89 @@
+#pragma once
+// GGUF, llama.cpp's model file (ggml/docs/gguf.md), version 2 and 3, little-endian:
+//   "GGUF" u32 version | u64 tensor_count | u64 kv_count
+//   kv_count x (string key, u32 value_type, value)        strings are u64 length + bytes (no NUL)
+//   tensor_count x (string name, u32 n_dims, u64 dims[n_dims] (innermost first), u32 type, u64 offset)
+//   padding to general.alignment (default 32), then the data section; each tensor at its offset
+//   (a multiple of the alignment) from the data section's start.
+// Value types: 0 u8, 1 i8, 2 u16, 3 i16, 4 u32, 5 i32, 6 f32, 7 bool, 8 string,
+// 9 array (u32 item type, u64 count, items), 10 u64, 11 i64, 12 f64.
+// Reading memory-maps the file and validates every count, length and offset against the file's
+// size before anything is allocated from it; tensors are views into the mapping (used in place).
+// Writing goes to a temporary file that is renamed into place.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "nanoformer/core/quant_type.h"
+#include "nanoformer/core/quantized_tensor.h"
+#include "nanoformer/core/tensor.h"
+
+namespace nf::io {
+
+// One metadata value. Arrays hold one vector of their item type (arrays of arrays are refused).
+using GGUFValue = std::variant<uint8_t, int8_t, uint16_t, int16_t, uint32_t, int32_t, float, bool, std::string,
+                               uint64_t, int64_t, double, std::vector<uint8_t>, std::vector<int8_t>,
+                               std::vector<uint16_t>, std::vector<int16_t>, std::vector<uint32_t>,
+                               std::vector<int32_t>, std::vector<float>, std::vector<bool>,
+                               std::vector<std::string>, std::vector<uint64_t>, std::vector<int64_t>,
+                               std::vector<double>>;
+
+struct GGUFTensorInfo {
+  std::string name;
+  QuantType type = QuantType::f32;
+  std::vector<int64_t> shape;  // outermost first, as a Tensor's (GGUF stores innermost first)
+  uint64_t offset = 0;         // from the data section's start
+  size_t nbytes = 0;
+};
+
+class GGUFFile {
+ public:
+  // Opens and validates `path`; throws nf::Error naming the file and the field at fault.
+  static GGUFFile open(const std::string& path);
+
+  const std::string& path() const { return path_; }
+  uint32_t version() const { return version_; }
+  const std::map<std::string, GGUFValue>& metadata() const { return metadata_; }
+  bool has(const std::string& key) const { return metadata_.count(key) != 0; }
+  // Typed metadata: throws naming the file and key when it is missing or of another type. Integer
+  // keys accept any integer type whose value fits (writers differ: u32 or i32, u64).
+  std::string get_string(const std::string& key) const;
+  int64_t get_int(const std::string& key) const;
+  double get_float(const std::string& key) const;   // f32 or f64
+  bool get_bool(const std::string& key) const;
+  const GGUFValue& get(const std::string& key) const;
+
+  const std::vector<GGUFTensorInfo>& tensors() const { return tensors_; }  // in file order
+  bool contains(const std::string& name) const;
+  const GGUFTensorInfo& tensor(const std::string& name) const;  // throws naming file and tensor
+  // The tensor's bytes in place (a view that keeps the mapping alive): a 2-D (or higher, rows
+  // flattened) tensor of a block type as a QuantizedTensor; an f32 / f16 / bf16 one as a Tensor
+  // (dtype f32 / f16 / bf16, copied only when the mapping's alignment does not suit it).
+  QuantizedTensor quantized(const std::string& name) const;
+  Tensor dense(const std::string& name) const;
+
+ private:
+  std::string path_;
+  uint32_t version_ = 0;
+  std::shared_ptr<void> mapping_;
+  const unsigned char* data_ = nullptr;  // start of the data section
+  std::map<std::string, GGUFValue> metadata_;
+  std::vector<GGUFTensorInfo> tensors_;
+  std::map<std::string, size_t> index_;
+};
+
+// What a GGUF writer is given: metadata in order, then tensors (dense or quantised) in order.
+struct GGUFTensorSource {
+  std::string name;
+  Tensor dense;               // f32 / f16 / bf16, any shape; or
+  QuantizedTensor quantized;  // (rows, cols), written with shape (rows, cols)
+};
+// Writes version 3, alignment 32 (general.alignment written only when another is asked), keys in
+// the order given, atomically (temporary + rename).
+void write_gguf(const std::string& path, const std::vector<std::pair<std::string, GGUFValue>>& metadata,
+                const std::vector<GGUFTensorSource>& tensors, uint32_t alignment = 32);
+
+}  // namespace nf::io

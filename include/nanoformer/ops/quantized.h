@@ -1,0 +1,25 @@
+#pragma once
+// Math over block-quantised weights (core/quantized_tensor.h). Quantising and dequantising are
+// bit-identical to the reference of the `gguf` Python package (gguf.quants) for every type; the
+// products quantise the activations on the fly (to Q8_0, or Q8_K for the K types, as llama.cpp)
+// and take integer dot products per block. Gradients flow to the activations only (a quantised
+// weight is frozen), through the dequantised weight: that is what LoRA over a quantised base needs.
+#include "nanoformer/core/quantized_tensor.h"
+#include "nanoformer/core/tensor.h"
+
+namespace nf {
+
+// A 2-D float tensor (rows, cols), cols a multiple of the type's block size -> its blocks.
+QuantizedTensor quantize(const Tensor& weight, QuantType type);
+// -> f32 (rows, cols).
+Tensor dequantize(const QuantizedTensor& weight);
+// Rows `begin`..`end` of `weight` -> f32 (end - begin, cols).
+Tensor dequantize_rows(const QuantizedTensor& weight, int64_t begin, int64_t end);
+
+// linear(x, W, b) = x W^T + b:  x (..., in) f32, W (out, in) quantised, b (out) or undefined -> (..., out).
+// Backward: dx = dy W (W dequantised), db = sum of dy; W gets no gradient.
+Tensor linear(const Tensor& x, const QuantizedTensor& weight, const Tensor& bias = {});
+// embedding(W (V, D) quantised, ids (...)) -> (..., D) f32: the rows dequantised; no gradient.
+Tensor embedding(const QuantizedTensor& weight, const Tensor& ids);
+
+}  // namespace nf
