@@ -1,0 +1,543 @@
+// Activation quantisation, per-block integer dot products and the decode product over quantised
+// weights (quant_matmul.h). Each weight type is a small struct: its block, its scale(s), and its
+// 32 values per block as int8 (signed after the offset, or unsigned 0..31 for the types with a
+// minimum); the tiles below multiply any of them into up to 4 rows of x at once.
+#include "ops/cpu/quant_matmul.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "nanoformer/core/dtype.h"
+#include "nanoformer/core/error.h"
+#include "ops/cpu/loops.h"
+#include "ops/cpu/quant_blocks.h"
+
+namespace nf::cpu {
+namespace {
+
+inline float fp16(uint16_t h) {
+#if defined(__F16C__)
+  return _cvtsh_ss(h);
+#else
+  return f16_bits_to_float(h);
+#endif
+}
+
+// ---- activation quantisation ---------------------------------------------------------------
+
+// q = round(x * id), ties away from zero (roundf), for |x * id| <= 127
+inline int8_t round_to_int8(float v) { return static_cast<int8_t>(std::roundf(v)); }
+
+// q[0..n) = round(x / d) with d = max|x| / 127 (the formula of Q8_0 and Q8_K); returns d unrounded.
+[[maybe_unused]] float quantize_block_scalar(const float* x, int n, int8_t* q) {
+  float amax = 0.0f;
+  for (int j = 0; j < n; ++j) amax = std::fmax(amax, std::fabs(x[j]));
+  const float d = amax / 127.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  for (int j = 0; j < n; ++j) q[j] = round_to_int8(x[j] * id);
+  return d;
+}
+
+#if defined(__AVX2__) && defined(__FMA__)
+inline float hmax(__m256 v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+}
+
+// roundf on 8 lanes: truncate, then step away from zero when the dropped fraction is >= 1/2
+// (x - trunc(x) is exact, so this is roundf's result bit for bit)
+inline __m256 round_away(__m256 v) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  const __m256 t = _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  const __m256 frac = _mm256_andnot_ps(sign, _mm256_sub_ps(v, t));
+  const __m256 step = _mm256_or_ps(_mm256_and_ps(v, sign), _mm256_set1_ps(1.0f));
+  return _mm256_add_ps(t, _mm256_and_ps(_mm256_cmp_ps(frac, _mm256_set1_ps(0.5f), _CMP_GE_OQ), step));
+}
+
+// the AVX2 form of quantize_block_scalar, n a multiple of 32, same bits
+float quantize_block_avx2(const float* x, int n, int8_t* q) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  __m256 amax = _mm256_setzero_ps();
+  for (int j = 0; j < n; j += 8) amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + j)));
+  const float d = hmax(amax) / 127.0f;
+  const __m256 id = _mm256_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);  // undoes the packs' lane interleave
+  for (int j = 0; j < n; j += 32) {
+    __m256i i[4];
+    for (int v = 0; v < 4; ++v) i[v] = _mm256_cvtps_epi32(round_away(_mm256_mul_ps(_mm256_loadu_ps(x + j + 8 * v), id)));
+    const __m256i packed = _mm256_packs_epi16(_mm256_packs_epi32(i[0], i[1]), _mm256_packs_epi32(i[2], i[3]));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + j), _mm256_permutevar8x32_epi32(packed, order));
+  }
+  return d;
+}
+#endif
+
+float quantize_block(const float* x, int n, int8_t* q) {
+#if defined(__AVX2__) && defined(__FMA__)
+  return quantize_block_avx2(x, n, q);
+#else
+  return quantize_block_scalar(x, n, q);
+#endif
+}
+
+// ---- the 32-value weight types ---------------------------------------------------------------
+// values(): the block's 32 integers as int8 in order: q - offset for the symmetric types (signed),
+// q itself (0..31) for the types with a minimum (kMin); scale() d, minimum() m.
+
+inline void nibbles_scalar(const uint8_t* qs, int8_t* v) {
+  for (int j = 0; j < 16; ++j) {
+    v[j] = static_cast<int8_t>(qs[j] & 0x0f);
+    v[j + 16] = static_cast<int8_t>(qs[j] >> 4);
+  }
+}
+
+inline uint32_t load_u32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+#if defined(__AVX2__) && defined(__FMA__)
+// 16 bytes of nibbles -> 32 bytes: the low nibbles (values 0..15), then the high ones (16..31)
+inline __m256i nibbles_avx2(const uint8_t* qs) {
+  const __m128i t = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  const __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(t), _mm_srli_epi16(t, 4), 1);
+  return _mm256_and_si256(v, _mm256_set1_epi8(0x0f));
+}
+
+// 32 bits -> 32 bytes, byte j 0xff where bit j is set: byte j/8 of the bits spread to byte j, then
+// every bit but bit j%8 set, so the byte is all ones exactly when bit j was
+inline __m256i bits_to_bytes(uint32_t bits) {
+  const __m256i spread = _mm256_shuffle_epi8(
+      _mm256_set1_epi32(static_cast<int>(bits)),
+      _mm256_setr_epi64x(0x0000000000000000, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303));
+  return _mm256_cmpeq_epi8(_mm256_or_si256(spread, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe)), _mm256_set1_epi64x(-1));
+}
+#endif
+
+struct Q8_0W {
+  using Block = BlockQ8_0;
+  static constexpr bool kMin = false;
+  static float scale(const Block& b) { return fp16(b.d); }
+  static float minimum(const Block&) { return 0.0f; }
+  static void values(const Block& b, int8_t* v) { std::memcpy(v, b.qs, 32); }
+#if defined(__AVX2__) && defined(__FMA__)
+  static __m256i values(const Block& b) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs)); }
+#endif
+};
+
+struct Q4_0W {
+  using Block = BlockQ4_0;
+  static constexpr bool kMin = false;
+  static float scale(const Block& b) { return fp16(b.d); }
+  static float minimum(const Block&) { return 0.0f; }
+  static void values(const Block& b, int8_t* v) {
+    nibbles_scalar(b.qs, v);
+    for (int j = 0; j < 32; ++j) v[j] = static_cast<int8_t>(v[j] - 8);
+  }
+#if defined(__AVX2__) && defined(__FMA__)
+  static __m256i values(const Block& b) { return _mm256_sub_epi8(nibbles_avx2(b.qs), _mm256_set1_epi8(8)); }
+#endif
+};
+
+struct Q4_1W {
+  using Block = BlockQ4_1;
+  static constexpr bool kMin = true;
+  static float scale(const Block& b) { return fp16(b.d); }
+  static float minimum(const Block& b) { return fp16(b.m); }
+  static void values(const Block& b, int8_t* v) { nibbles_scalar(b.qs, v); }
+#if defined(__AVX2__) && defined(__FMA__)
+  static __m256i values(const Block& b) { return nibbles_avx2(b.qs); }
+#endif
+};
+
+// the fifth bit of value j is bit j of qh
+struct Q5_0W {
+  using Block = BlockQ5_0;
+  static constexpr bool kMin = false;
+  static float scale(const Block& b) { return fp16(b.d); }
+  static float minimum(const Block&) { return 0.0f; }
+  static void values(const Block& b, int8_t* v) {
+    nibbles_scalar(b.qs, v);
+    const uint32_t qh = load_u32(b.qh);
+    for (int j = 0; j < 32; ++j) v[j] = static_cast<int8_t>((v[j] | (((qh >> j) & 1u) << 4)) - 16);
+  }
+#if defined(__AVX2__) && defined(__FMA__)
+  // q - 16 is the nibble when the fifth bit is set, else the nibble - 16 = the nibble | 0xf0 as int8
+  static __m256i values(const Block& b) {
+    const __m256i unset = _mm256_andnot_si256(bits_to_bytes(load_u32(b.qh)), _mm256_set1_epi8(static_cast<char>(0xf0)));
+    return _mm256_or_si256(nibbles_avx2(b.qs), unset);
+  }
+#endif
+};
+
+struct Q5_1W {
+  using Block = BlockQ5_1;
+  static constexpr bool kMin = true;
+  static float scale(const Block& b) { return fp16(b.d); }
+  static float minimum(const Block& b) { return fp16(b.m); }
+  static void values(const Block& b, int8_t* v) {
+    nibbles_scalar(b.qs, v);
+    const uint32_t qh = load_u32(b.qh);
+    for (int j = 0; j < 32; ++j) v[j] = static_cast<int8_t>(v[j] | (((qh >> j) & 1u) << 4));
+  }
+#if defined(__AVX2__) && defined(__FMA__)
+  static __m256i values(const Block& b) {
+    return _mm256_or_si256(nibbles_avx2(b.qs), _mm256_and_si256(bits_to_bytes(load_u32(b.qh)), _mm256_set1_epi8(0x10)));
+  }
+#endif
+};
+
+// The rows of x a tile multiplies into: activation rows r0 .. r0 + R of `a` (quantised types) or
+// of x itself (the float types), and where the outputs go.
+struct TileArgs {
+  const unsigned char* w;      // the first weight row of the tile
+  size_t row_bytes;            // bytes between weight rows
+  const unsigned char* ahead;  // the same rows of the next group, prefetched meanwhile, or null
+  int64_t k;                   // values per row
+  const QuantizedActivations* a;
+  const float* x;
+  int64_t ldx;
+  int64_t r0;
+  float* y;  // y[r * ldy + c] for r < R, c < C
+  int64_t ldy;
+  const float* bias;  // bias[c], or null
+};
+
+inline void prefetch(const unsigned char* p) { _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T1); }
+
+// y[r][c] = sum over blocks b of d_w d_x(r) isum(b, r, c) (+ m_w s_x(r)), portable integers
+template <class W, int R, int C>
+void tile32_scalar(const TileArgs& t) {
+  using Block = typename W::Block;
+  const int64_t nb = t.k / 32;
+  float acc[R][C] = {};
+  for (int64_t b = 0; b < nb; ++b)
+    for (int c = 0; c < C; ++c) {
+      const Block& blk = reinterpret_cast<const Block*>(t.w + c * t.row_bytes)[b];
+      int8_t v[32];
+      W::values(blk, v);
+      const float dw = W::scale(blk);
+      for (int r = 0; r < R; ++r) {
+        const int8_t* qx = t.a->row_q(t.r0 + r) + b * 32;
+        int32_t isum = 0;
+        for (int j = 0; j < 32; ++j) isum += static_cast<int32_t>(v[j]) * qx[j];
+        acc[r][c] += dw * t.a->row_d(t.r0 + r)[b] * static_cast<float>(isum);
+        if constexpr (W::kMin) acc[r][c] += W::minimum(blk) * t.a->row_s(t.r0 + r)[b];
+      }
+    }
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) t.y[r * t.ldy + c] = acc[r][c] + (t.bias ? t.bias[c] : 0.0f);
+}
+
+#if defined(__AVX2__) && defined(__FMA__)
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
+
+// The same sums on AVX2: maddubs multiplies unsigned by signed bytes into pairs of int16, so a
+// signed weight block is multiplied as |w| times x carrying w's sign; madd with ones adds the pairs
+// into 8 int32 lanes (no overflow: |pair| <= 2 * 128 * 127), converted and scaled in f32 lanes.
+template <class W, int R, int C, bool kPrefetch>
+void tile32_avx2(const TileArgs& t) {
+  using Block = typename W::Block;
+  const int64_t nb = t.k / 32;
+  const __m256i ones = _mm256_set1_epi16(1);
+  const int8_t* qx[R];
+  const float* dx[R];
+  const float* sx[R];
+  for (int r = 0; r < R; ++r) {
+    qx[r] = t.a->row_q(t.r0 + r);
+    dx[r] = t.a->row_d(t.r0 + r);
+    sx[r] = W::kMin ? t.a->row_s(t.r0 + r) : nullptr;
+  }
+  __m256 acc[R][C];
+  float macc[R][C] = {};
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    for (int c = 0; c < C; ++c) {
+      const Block& blk = reinterpret_cast<const Block*>(t.w + c * t.row_bytes)[b];
+      if constexpr (kPrefetch) prefetch(t.ahead + c * t.row_bytes + b * sizeof(Block));
+      const __m256i v = W::values(blk);
+      const __m256i uv = W::kMin ? v : _mm256_sign_epi8(v, v);  // |v|
+      const float dw = W::scale(blk);
+      for (int r = 0; r < R; ++r) {
+        __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qx[r] + b * 32));
+        if constexpr (!W::kMin) x = _mm256_sign_epi8(x, v);
+        const __m256i isum = _mm256_madd_epi16(_mm256_maddubs_epi16(uv, x), ones);
+        acc[r][c] = _mm256_fmadd_ps(_mm256_set1_ps(dw * dx[r][b]), _mm256_cvtepi32_ps(isum), acc[r][c]);
+        if constexpr (W::kMin) macc[r][c] += W::minimum(blk) * sx[r][b];
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) t.y[r * t.ldy + c] = hsum(acc[r][c]) + macc[r][c] + (t.bias ? t.bias[c] : 0.0f);
+}
+#endif
+
+// ---- the float weight types: converted and multiplied into x ---------------------------------
+
+struct F32W {
+  static float get(const unsigned char* w, int64_t i) { return reinterpret_cast<const float*>(w)[i]; }
+#if defined(__AVX2__) && defined(__FMA__)
+  static __m256 load8(const unsigned char* w, int64_t i) { return _mm256_loadu_ps(reinterpret_cast<const float*>(w) + i); }
+#endif
+  static constexpr int64_t kBytes = 4;
+};
+struct F16W {
+  static float get(const unsigned char* w, int64_t i) { return fp16(reinterpret_cast<const uint16_t*>(w)[i]); }
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+  static __m256 load8(const unsigned char* w, int64_t i) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(reinterpret_cast<const uint16_t*>(w) + i)));
+  }
+#endif
+  static constexpr int64_t kBytes = 2;
+};
+struct BF16W {
+  static float get(const unsigned char* w, int64_t i) { return bf16_bits_to_float(reinterpret_cast<const uint16_t*>(w)[i]); }
+#if defined(__AVX2__) && defined(__FMA__)
+  static __m256 load8(const unsigned char* w, int64_t i) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(reinterpret_cast<const uint16_t*>(w) + i));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  }
+#endif
+  static constexpr int64_t kBytes = 2;
+};
+
+template <class W>
+constexpr bool has_avx2_load() {
+  return requires(const unsigned char* w) { W::load8(w, int64_t{0}); };
+}
+
+// y[r][c] = sum_k x[r][k] w[c][k]: 8 values at a time where the build has AVX2, the tail scalar
+template <class W, int R, int C, bool kPrefetch>
+void tile_float(const TileArgs& t) {
+  float sums[R][C] = {};
+  int64_t k = 0;
+#if defined(__AVX2__) && defined(__FMA__)
+  if constexpr (has_avx2_load<W>()) {
+    __m256 acc[R][C];
+    for (int r = 0; r < R; ++r)
+      for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
+    for (; k + 8 <= t.k; k += 8) {
+      for (int c = 0; c < C; ++c) {
+        const unsigned char* wc = t.w + c * t.row_bytes;
+        if constexpr (kPrefetch)
+          if ((k * W::kBytes) % 64 == 0) prefetch(t.ahead + c * t.row_bytes + k * W::kBytes);
+        const __m256 wv = W::load8(wc, k);
+        for (int r = 0; r < R; ++r) acc[r][c] = _mm256_fmadd_ps(_mm256_loadu_ps(t.x + (t.r0 + r) * t.ldx + k), wv, acc[r][c]);
+      }
+    }
+    for (int r = 0; r < R; ++r)
+      for (int c = 0; c < C; ++c) sums[r][c] = hsum(acc[r][c]);
+  }
+#endif
+  for (; k < t.k; ++k)
+    for (int c = 0; c < C; ++c)
+      for (int r = 0; r < R; ++r) sums[r][c] += t.x[(t.r0 + r) * t.ldx + k] * W::get(t.w + c * t.row_bytes, k);
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) t.y[r * t.ldy + c] = sums[r][c] + (t.bias ? t.bias[c] : 0.0f);
+}
+
+// ---- the product -----------------------------------------------------------------------------
+
+// Weight rows are taken in groups of kGroupRows (four streams the prefetchers follow, the next
+// group prefetched into L2 meanwhile); each group meets the rows of x 4 at a time, so a group read
+// from memory once stays in L1 for every later pass. A tile of R rows of x covers the group whole
+// (C = 4) for R <= 2, in halves (C = 2) above, keeping R * C accumulators in registers.
+constexpr int64_t kGroupRows = 4;
+constexpr int64_t kPassRows = 4;
+
+template <template <int, int, bool> class Kernel>
+void gemv_groups(TileArgs base, int64_t m, int64_t n) {
+  const int64_t groups = (n + kGroupRows - 1) / kGroupRows;
+  const int64_t grain = std::max<int64_t>(1, kParallelGrain / (kGroupRows * std::max<int64_t>(base.k, 1)));
+  parallel_for(groups, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t g = begin; g < end; ++g) {
+      const int64_t n0 = g * kGroupRows;
+      const bool full = n0 + kGroupRows <= n;
+      const bool next_full = g + 1 < end && n0 + 2 * kGroupRows <= n;
+      for (int64_t r0 = 0; r0 < m; r0 += kPassRows) {
+        const int64_t rows = std::min(kPassRows, m - r0);
+        TileArgs t = base;
+        t.r0 = r0;
+        t.bias = base.bias ? base.bias + n0 : nullptr;
+        t.w = base.w + n0 * base.row_bytes;
+        t.y = base.y + r0 * base.ldy + n0;
+        if (!full) {  // the last rows, one at a time
+          for (int64_t c = n0; c < n; ++c, t.w += t.row_bytes, ++t.y, t.bias = t.bias ? t.bias + 1 : nullptr) {
+            switch (rows) {
+              case 1: Kernel<1, 1, false>::run(t); break;
+              case 2: Kernel<2, 1, false>::run(t); break;
+              case 3: Kernel<3, 1, false>::run(t); break;
+              default: Kernel<4, 1, false>::run(t); break;
+            }
+          }
+          continue;
+        }
+        const bool fetch = r0 == 0 && next_full;  // the first pass brings the group in
+        t.ahead = t.w + kGroupRows * base.row_bytes;
+        const auto halves = [&]<int R>() {
+          for (int h = 0; h < 2; ++h) {
+            TileArgs half = t;
+            half.w += 2 * h * t.row_bytes, half.ahead += 2 * h * t.row_bytes, half.y += 2 * h;
+            half.bias = t.bias ? t.bias + 2 * h : nullptr;
+            fetch ? Kernel<R, 2, true>::run(half) : Kernel<R, 2, false>::run(half);
+          }
+        };
+        switch (rows) {
+          case 1: fetch ? Kernel<1, 4, true>::run(t) : Kernel<1, 4, false>::run(t); break;
+          case 2: fetch ? Kernel<2, 4, true>::run(t) : Kernel<2, 4, false>::run(t); break;
+          case 3: halves.template operator()<3>(); break;
+          default: halves.template operator()<4>(); break;
+        }
+      }
+    }
+  });
+}
+
+template <class W>
+struct Quant32Kernel {
+  template <int R, int C, bool P>
+  struct K {
+    static void run(const TileArgs& t) {
+#if defined(__AVX2__) && defined(__FMA__)
+      tile32_avx2<W, R, C, P>(t);
+#else
+      tile32_scalar<W, R, C>(t);
+#endif
+    }
+  };
+};
+
+template <class W>
+struct FloatKernel {
+  template <int R, int C, bool P>
+  struct K {
+    static void run(const TileArgs& t) { tile_float<W, R, C, P>(t); }
+  };
+};
+
+// the activation buffers of the calling thread, reused across calls (no allocation per token)
+QuantizedActivations& activation_buffer() {
+  thread_local QuantizedActivations a;
+  return a;
+}
+
+template <class W>
+float dot32(const void* w, const QuantizedActivations& a, int64_t r, bool scalar) {
+  float y = 0.0f;
+  TileArgs t{static_cast<const unsigned char*>(w), 0, nullptr, a.cols, &a, nullptr, 0, r, &y, 1, nullptr};
+#if defined(__AVX2__) && defined(__FMA__)
+  if (!scalar) {
+    tile32_avx2<W, 1, 1, false>(t);
+    return y;
+  }
+#endif
+  tile32_scalar<W, 1, 1>(t);
+  return y;
+}
+
+}  // namespace
+
+int64_t activation_block(QuantType weight_type) {
+  switch (weight_type) {
+    case QuantType::q8_0:
+    case QuantType::q4_0:
+    case QuantType::q4_1:
+    case QuantType::q5_0:
+    case QuantType::q5_1: return 32;
+    default: return 0;
+  }
+}
+
+void quantize_activations(const float* x, int64_t ldx, int64_t rows, int64_t cols, int64_t block,
+                          QuantizedActivations& out) {
+  NF_CHECK(block == 32 || block == 256, "quantize_activations: block ", block, " is not 32 or 256");
+  NF_CHECK(cols % block == 0, "quantize_activations: ", cols, " values are not whole blocks of ", block);
+  out.rows = rows, out.cols = cols, out.block = block;
+  const int64_t nb = cols / block;
+  const auto grow = [](auto& v, int64_t size) {
+    if (static_cast<int64_t>(v.size()) < size) v.resize(static_cast<size_t>(size));
+  };
+  grow(out.q, rows * cols);
+  grow(out.d, rows * nb);
+  if (block == 32) grow(out.s, rows * nb);
+  else grow(out.sums, rows * (cols / 16));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t b = 0; b < nb; ++b) {
+      int8_t* q = out.q.data() + r * cols + b * block;
+      const float d = quantize_block(x + r * ldx + b * block, static_cast<int>(block), q);
+      if (block == 32) {
+        const float dh = fp16(float_to_f16_bits(d));  // Q8_0 stores d as f16
+        int32_t sum = 0;
+        for (int j = 0; j < 32; ++j) sum += q[j];
+        out.d[static_cast<size_t>(r * nb + b)] = dh;
+        out.s[static_cast<size_t>(r * nb + b)] = dh * static_cast<float>(sum);
+      } else {
+        out.d[static_cast<size_t>(r * nb + b)] = d;
+        for (int g = 0; g < block / 16; ++g) {
+          int32_t sum = 0;
+          for (int j = 0; j < 16; ++j) sum += q[g * 16 + j];
+          out.sums[static_cast<size_t>(r * (cols / 16) + b * (block / 16) + g)] = static_cast<int16_t>(sum);
+        }
+      }
+    }
+}
+
+float quant_dot(QuantType type, const void* w, const QuantizedActivations& a, int64_t r, bool scalar) {
+  NF_CHECK(activation_block(type) == a.block, "quant_dot: ", quant_type_name(type), " needs activations in blocks of ",
+           activation_block(type), ", got ", a.block);
+  switch (type) {
+    case QuantType::q8_0: return dot32<Q8_0W>(w, a, r, scalar);
+    case QuantType::q4_0: return dot32<Q4_0W>(w, a, r, scalar);
+    case QuantType::q4_1: return dot32<Q4_1W>(w, a, r, scalar);
+    case QuantType::q5_0: return dot32<Q5_0W>(w, a, r, scalar);
+    case QuantType::q5_1: return dot32<Q5_1W>(w, a, r, scalar);
+    default: NF_FAIL("quant_dot: no product for ", quant_type_name(type));
+  }
+}
+
+bool quant_gemv_applies(const Tensor& x, const QuantizedTensor& weight) {
+  const QuantType type = weight.type();
+  const bool supported = activation_block(type) != 0 || type == QuantType::f32 || type == QuantType::f16 ||
+                         type == QuantType::bf16;
+  return supported && x.dtype() == DType::f32 && x.dim() == 2 && x.size(0) >= 1 && x.size(0) <= kQuantGemvMaxRows &&
+         x.size(1) == weight.cols() && (x.size(1) <= 1 || x.stride(1) == 1);
+}
+
+void quant_linear_gemv(const Tensor& y, const Tensor& x, const QuantizedTensor& weight, const Tensor& bias) {
+  NF_CHECK(quant_gemv_applies(x, weight) && y.is_contiguous(), "quant_linear_gemv: unsupported operands x ",
+           shape_str(x.shape()), " and ", quant_type_name(weight.type()), " weight (", weight.rows(), ", ",
+           weight.cols(), ")");
+  const int64_t m = x.size(0), n = weight.rows(), k = weight.cols();
+  const Tensor b = bias.defined() ? bias.contiguous() : Tensor();
+  TileArgs base{static_cast<const unsigned char*>(weight.data()), weight.row_bytes(), nullptr, k, nullptr,
+                x.data<float>(), x.stride(0), 0, y.data<float>(), n, b.defined() ? b.data<float>() : nullptr};
+  const int64_t block = activation_block(weight.type());
+  if (block != 0) {
+    QuantizedActivations& a = activation_buffer();
+    quantize_activations(x.data<float>(), x.stride(0), m, k, block, a);
+    base.a = &a;
+  }
+  switch (weight.type()) {
+    case QuantType::q8_0: return gemv_groups<Quant32Kernel<Q8_0W>::K>(base, m, n);
+    case QuantType::q4_0: return gemv_groups<Quant32Kernel<Q4_0W>::K>(base, m, n);
+    case QuantType::q4_1: return gemv_groups<Quant32Kernel<Q4_1W>::K>(base, m, n);
+    case QuantType::q5_0: return gemv_groups<Quant32Kernel<Q5_0W>::K>(base, m, n);
+    case QuantType::q5_1: return gemv_groups<Quant32Kernel<Q5_1W>::K>(base, m, n);
+    case QuantType::f32: return gemv_groups<FloatKernel<F32W>::K>(base, m, n);
+    case QuantType::f16: return gemv_groups<FloatKernel<F16W>::K>(base, m, n);
+    case QuantType::bf16: return gemv_groups<FloatKernel<BF16W>::K>(base, m, n);
+    default: NF_FAIL("quant_linear_gemv: no product for ", quant_type_name(weight.type()));
+  }
+}
+
+}  // namespace nf::cpu

@@ -1,0 +1,393 @@
+// The decode product over quantised weights (ops/cpu/quant_matmul.h) and linear(x, QuantizedTensor):
+// activation quantisation bit for bit against the reference Q8_0 rows, each per-block dot product
+// (AVX2 and scalar) against the formulas of quant_blocks.h decoded here independently, the product
+// against x's quantised values times the decoded weight in f64, and against the f32 linear within
+// the error that quantising x allows; odd shapes, thread counts, bias and gradients.
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "nanoformer/core/parallel.h"
+#include "nanoformer/ops/quantized.h"
+#include "ops/cpu/quant_blocks.h"
+#include "ops/cpu/quant_matmul.h"
+#include "ops/cpu/quant_rows.h"
+#include "support/testing.h"
+
+namespace nf {
+namespace {
+
+using cpu::QuantizedActivations;
+
+const std::vector<QuantType> kBlock32Types{QuantType::q8_0, QuantType::q4_0, QuantType::q4_1, QuantType::q5_0,
+                                           QuantType::q5_1};
+
+// ---- the weight formulas of quant_blocks.h, written out: row -> (integer values, per-block d, m) ----
+
+struct DecodedRow {
+  std::vector<int> q;        // the stored integers (before any offset)
+  std::vector<double> d, m;  // per block of 32
+  int offset = 0;            // x = d * (q - offset) + m
+  double value(int64_t i) const { return d[static_cast<size_t>(i / 32)] * (q[static_cast<size_t>(i)] - offset) + m[static_cast<size_t>(i / 32)]; }
+};
+
+double f16(uint16_t h) { return f16_bits_to_float(h); }
+
+DecodedRow decode_row(QuantType type, const void* row, int64_t k) {
+  DecodedRow out;
+  const auto* p = static_cast<const unsigned char*>(row);
+  for (int64_t b = 0; b < k / 32; ++b) {
+    int q[32];
+    double d = 0, m = 0;
+    switch (type) {
+      case QuantType::q8_0: {
+        const auto& blk = reinterpret_cast<const cpu::BlockQ8_0*>(p)[b];
+        d = f16(blk.d);
+        for (int j = 0; j < 32; ++j) q[j] = blk.qs[j];
+        break;
+      }
+      case QuantType::q4_0:
+      case QuantType::q4_1: {
+        const uint8_t* qs = type == QuantType::q4_0 ? reinterpret_cast<const cpu::BlockQ4_0*>(p)[b].qs
+                                                    : reinterpret_cast<const cpu::BlockQ4_1*>(p)[b].qs;
+        if (type == QuantType::q4_0) d = f16(reinterpret_cast<const cpu::BlockQ4_0*>(p)[b].d);
+        else d = f16(reinterpret_cast<const cpu::BlockQ4_1*>(p)[b].d), m = f16(reinterpret_cast<const cpu::BlockQ4_1*>(p)[b].m);
+        for (int j = 0; j < 16; ++j) q[j] = qs[j] & 15, q[j + 16] = qs[j] >> 4;
+        out.offset = type == QuantType::q4_0 ? 8 : 0;
+        break;
+      }
+      case QuantType::q5_0:
+      case QuantType::q5_1: {
+        const uint8_t *qs, *qh;
+        if (type == QuantType::q5_0) {
+          const auto& blk = reinterpret_cast<const cpu::BlockQ5_0*>(p)[b];
+          d = f16(blk.d), qs = blk.qs, qh = blk.qh;
+        } else {
+          const auto& blk = reinterpret_cast<const cpu::BlockQ5_1*>(p)[b];
+          d = f16(blk.d), m = f16(blk.m), qs = blk.qs, qh = blk.qh;
+        }
+        for (int j = 0; j < 32; ++j) {
+          const int low = j < 16 ? qs[j] & 15 : qs[j - 16] >> 4;
+          const int high = (qh[j / 8] >> (j % 8)) & 1;
+          q[j] = low | (high << 4);
+        }
+        out.offset = type == QuantType::q5_0 ? 16 : 0;
+        break;
+      }
+      default: ADD_FAILURE() << "no decoder for " << quant_type_name(type);
+    }
+    out.q.insert(out.q.end(), q, q + 32);
+    out.d.push_back(d);
+    out.m.push_back(m);
+  }
+  return out;
+}
+
+// The f16 fields of a block: its d and, for the types with a minimum, m.
+std::vector<size_t> scale_offsets(QuantType type) {
+  switch (type) {
+    case QuantType::q8_0: return {offsetof(cpu::BlockQ8_0, d)};
+    case QuantType::q4_0: return {offsetof(cpu::BlockQ4_0, d)};
+    case QuantType::q4_1: return {offsetof(cpu::BlockQ4_1, d), offsetof(cpu::BlockQ4_1, m)};
+    case QuantType::q5_0: return {offsetof(cpu::BlockQ5_0, d)};
+    case QuantType::q5_1: return {offsetof(cpu::BlockQ5_1, d), offsetof(cpu::BlockQ5_1, m)};
+    default: return {};
+  }
+}
+
+// rows x cols of `type` with random integers and scales; `unit_scales` sets every d and m to 1
+QuantizedTensor random_weight(QuantType type, int64_t rows, int64_t cols, std::mt19937& rng, bool unit_scales = false) {
+  QuantizedTensor w = QuantizedTensor::empty(type, rows, cols);
+  auto* bytes = static_cast<unsigned char*>(w.mutable_data());
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (size_t i = 0; i < w.nbytes(); ++i) bytes[i] = static_cast<unsigned char>(byte(rng));
+  if (type == QuantType::q8_0)  // Q8_0 stores [-127, 127]
+    for (size_t i = 0; i < w.nbytes(); ++i)
+      if (i % sizeof(cpu::BlockQ8_0) >= 2 && bytes[i] == 0x80) bytes[i] = 0x81;
+  std::uniform_real_distribution<float> scale(-0.02f, 0.02f);
+  const size_t block_bytes = static_cast<size_t>(quant_type_info(type).block_bytes);
+  for (size_t b = 0; b < w.nbytes() / block_bytes; ++b)
+    for (size_t off : scale_offsets(type)) {
+      const uint16_t h = float_to_f16_bits(unit_scales ? 1.0f : scale(rng));
+      std::memcpy(bytes + b * block_bytes + off, &h, 2);
+    }
+  return w;
+}
+
+// ---- activation quantisation ----
+
+TEST(QuantActivations, Block32EqualsTheReferenceQ8_0RowsBitForBit) {
+  Generator gen(1);
+  Tensor x = randn({3, 256}, gen);
+  float* p = x.data<float>();
+  for (int j = 0; j < 32; ++j) p[32 + j] = 0.0f;  // an all-zero block: d = 0, q = 0
+  // a block with max 127 (d = 1): the ties x.5 round away from zero as roundf (not to even)
+  const float ties[] = {127.0f, 2.5f, -3.5f, 0.5f, -0.5f, 1.5f, -126.5f};
+  for (int j = 0; j < 32; ++j) p[64 + j] = j < 7 ? ties[j] : static_cast<float>(j) - 16.25f;
+  QuantizedActivations a;
+  cpu::quantize_activations(x.data<float>(), 256, 3, 256, 32, a);
+  for (int64_t r = 0; r < 3; ++r) {
+    std::vector<cpu::BlockQ8_0> ref(8);
+    cpu::quantize_row(QuantType::q8_0, p + r * 256, ref.data(), 256);
+    for (int64_t b = 0; b < 8; ++b) {
+      EXPECT_EQ(a.row_d(r)[b], f16_bits_to_float(ref[static_cast<size_t>(b)].d)) << "row " << r << " block " << b;
+      int32_t sum = 0;
+      for (int j = 0; j < 32; ++j) {
+        ASSERT_EQ(a.row_q(r)[b * 32 + j], ref[static_cast<size_t>(b)].qs[j]) << "row " << r << " value " << b * 32 + j;
+        sum += a.row_q(r)[b * 32 + j];
+      }
+      EXPECT_EQ(a.row_s(r)[b], a.row_d(r)[b] * static_cast<float>(sum));
+    }
+  }
+  const int8_t expected_ties[] = {127, 3, -4, 1, -1, 2, -127};
+  for (int j = 0; j < 7; ++j) EXPECT_EQ(a.row_q(0)[64 + j], expected_ties[j]) << "tie " << ties[j];
+}
+
+TEST(QuantActivations, Block256FollowsQ8_KFormula) {
+  Generator gen(2);
+  const Tensor x = randn({2, 512}, gen);
+  QuantizedActivations a;
+  cpu::quantize_activations(x.data<float>(), 512, 2, 512, 256, a);
+  for (int64_t r = 0; r < 2; ++r)
+    for (int64_t b = 0; b < 2; ++b) {
+      const float* v = x.data<float>() + r * 512 + b * 256;
+      float amax = 0;
+      for (int j = 0; j < 256; ++j) amax = std::fmax(amax, std::fabs(v[j]));
+      const float d = amax / 127.0f, id = 1.0f / d;
+      EXPECT_EQ(a.row_d(r)[b], d);
+      for (int g = 0; g < 16; ++g) {
+        int sum = 0;
+        for (int j = 0; j < 16; ++j) {
+          const int q = static_cast<int>(std::roundf(v[g * 16 + j] * id));
+          ASSERT_EQ(a.row_q(r)[b * 256 + g * 16 + j], q);
+          sum += q;
+        }
+        EXPECT_EQ(a.row_sums(r)[b * 16 + g], sum);
+      }
+    }
+}
+
+// ---- per-block dot products ----
+
+// activations with d = 1 and integers q in [-127, 127] (s = sum q)
+QuantizedActivations unit_activations(int64_t cols, std::mt19937& rng) {
+  QuantizedActivations a;
+  a.rows = 1, a.cols = cols, a.block = 32;
+  std::uniform_int_distribution<int> value(-127, 127);
+  for (int64_t b = 0; b < cols / 32; ++b) {
+    int sum = 0;
+    for (int j = 0; j < 32; ++j) sum += a.q.emplace_back(static_cast<int8_t>(value(rng)));
+    a.d.push_back(1.0f);
+    a.s.push_back(static_cast<float>(sum));
+  }
+  return a;
+}
+
+TEST(QuantDot, IntegerSumsAreExactWithUnitScales) {
+  // every scale 1: the dot is sum_k (q_w - offset + m) q_x, an integer below 2^24, exact in f32
+  std::mt19937 rng(3);
+  for (QuantType type : kBlock32Types) {
+    SCOPED_TRACE(quant_type_name(type));
+    const int64_t k = 256;
+    const QuantizedTensor w = random_weight(type, 1, k, rng, true);
+    const QuantizedActivations a = unit_activations(k, rng);
+    const DecodedRow row = decode_row(type, w.row(0), k);
+    int64_t expected = 0;
+    for (int64_t i = 0; i < k; ++i) expected += static_cast<int64_t>(row.value(i)) * a.q[static_cast<size_t>(i)];
+    EXPECT_EQ(cpu::quant_dot(type, w.row(0), a, 0), static_cast<float>(expected));
+    EXPECT_EQ(cpu::quant_dot(type, w.row(0), a, 0, /*scalar=*/true), static_cast<float>(expected));
+  }
+}
+
+// |f32 dot - f64 dot| for nb blocks: each block's scale product and its product with the exact
+// integer sum round once each, and the 8 lanes (AVX2) or the blocks are summed in f32: at most
+// (nb + 12) u times the sum of the magnitudes of the block terms (u = 2^-24)
+double dot_bound(int64_t nb, double magnitude) { return static_cast<double>(nb + 12) * std::ldexp(1.0, -24) * magnitude + 1e-30; }
+
+TEST(QuantDot, RandomScalesMatchTheDecodedFormulasInF64) {
+  std::mt19937 rng(4);
+  Generator gen(4);
+  for (QuantType type : kBlock32Types)
+    for (int64_t k : {32, 96, 4096}) {
+      SCOPED_TRACE(std::string(quant_type_name(type)) + " k " + std::to_string(k));
+      const QuantizedTensor w = random_weight(type, 3, k, rng);
+      const Tensor x = randn({2, k}, gen);
+      QuantizedActivations a;
+      cpu::quantize_activations(x.data<float>(), k, 2, k, 32, a);
+      for (int64_t n = 0; n < 3; ++n)
+        for (int64_t r = 0; r < 2; ++r) {
+          const DecodedRow row = decode_row(type, w.row(n), k);
+          double expected = 0, magnitude = 0;
+          for (int64_t b = 0; b < k / 32; ++b) {
+            double block = 0;  // sum over the block of w x, x = d_x q_x
+            for (int64_t j = b * 32; j < b * 32 + 32; ++j) block += row.value(j) * a.row_d(r)[b] * a.row_q(r)[j];
+            expected += block;
+            magnitude += std::abs(block) + std::abs(row.m[static_cast<size_t>(b)] * a.row_s(r)[b]);
+          }
+          const double bound = dot_bound(k / 32, magnitude);
+          EXPECT_NEAR(cpu::quant_dot(type, w.row(n), a, r), expected, bound) << "row " << n << " x row " << r;
+          EXPECT_NEAR(cpu::quant_dot(type, w.row(n), a, r, true), expected, bound) << "scalar, row " << n << " x row " << r;
+        }
+    }
+}
+
+// ---- the product ----
+
+// y = x^ W^T + b in f64, x^ = x quantised as the kernel quantises it, W decoded by the formulas;
+// bound[i] = 1e-5 of the sum of |x^_k w_k| (the f32 error of a k-term dot stays below it for k <= 4096)
+struct Expected {
+  std::vector<double> y, bound;
+};
+
+Expected quantised_reference(const Tensor& x, const QuantizedTensor& w, const Tensor& bias) {
+  const int64_t m = x.size(0), k = x.size(1);
+  std::vector<double> xq(static_cast<size_t>(m * k));
+  const int64_t block = cpu::activation_block(w.type());
+  const Tensor xc = contiguous(x);
+  QuantizedActivations a;
+  if (block != 0) cpu::quantize_activations(xc.data<float>(), k, m, k, block, a);
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t i = 0; i < k; ++i)
+      xq[static_cast<size_t>(r * k + i)] = block != 0 ? static_cast<double>(a.row_d(r)[i / block]) * a.row_q(r)[i]
+                                                      : xc.data<float>()[r * k + i];
+  std::vector<std::vector<double>> wv(static_cast<size_t>(w.rows()), std::vector<double>(static_cast<size_t>(k)));
+  for (int64_t n = 0; n < w.rows(); ++n) {
+    if (block != 0) {
+      const DecodedRow row = decode_row(w.type(), w.row(n), k);
+      for (int64_t i = 0; i < k; ++i) wv[static_cast<size_t>(n)][static_cast<size_t>(i)] = row.value(i);
+    } else {
+      std::vector<float> f(static_cast<size_t>(k));
+      cpu::dequantize_row(w.type(), w.row(n), f.data(), k);
+      for (int64_t i = 0; i < k; ++i) wv[static_cast<size_t>(n)][static_cast<size_t>(i)] = f[static_cast<size_t>(i)];
+    }
+  }
+  Expected e;
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t n = 0; n < w.rows(); ++n) {
+      const std::vector<double>& wn = wv[static_cast<size_t>(n)];
+      double s = bias.defined() ? bias.at({n}) : 0.0, magnitude = std::abs(s);
+      for (int64_t i = 0; i < k; ++i) {
+        s += xq[static_cast<size_t>(r * k + i)] * wn[static_cast<size_t>(i)];
+        magnitude += std::abs(xq[static_cast<size_t>(r * k + i)] * wn[static_cast<size_t>(i)]);
+      }
+      e.y.push_back(s);
+      e.bound.push_back(1e-5 * magnitude + 1e-30);
+    }
+  return e;
+}
+
+void expect_matches(const Tensor& y, const Expected& e, const std::string& what) {
+  const Tensor flat = contiguous(y).reshape({-1});
+  ASSERT_EQ(flat.numel(), static_cast<int64_t>(e.y.size())) << what;
+  for (int64_t i = 0; i < flat.numel(); ++i)
+    ASSERT_NEAR(flat.at({i}), e.y[static_cast<size_t>(i)], e.bound[static_cast<size_t>(i)]) << what << ", element " << i;
+}
+
+QuantizedTensor float_weight(QuantType type, int64_t rows, int64_t cols, Generator& gen) {
+  return quantize(randn({rows, cols}, gen), type);  // f32 / f16 / bf16 rows
+}
+
+TEST(QuantLinear, EqualsQuantisedActivationsTimesDecodedWeightAtOddShapes) {
+  std::mt19937 rng(5);
+  Generator gen(5);
+  std::vector<QuantType> types = kBlock32Types;
+  types.insert(types.end(), {QuantType::f16, QuantType::bf16, QuantType::f32});
+  for (QuantType type : types)
+    for (int64_t k : {32, 4096})
+      for (int64_t n : {1, 3, 7, 33, 130}) {
+        if (k == 4096 && n > 33) continue;  // keeps the f64 reference quick
+        const QuantizedTensor w = cpu::activation_block(type) != 0 ? random_weight(type, n, k, rng) : float_weight(type, n, k, gen);
+        for (int64_t m = 1; m <= 9; ++m) {
+          const bool with_bias = m % 2 == 1;
+          const Tensor x = randn({m, k}, gen), b = with_bias ? randn({n}, gen) : Tensor();
+          ASSERT_TRUE(cpu::quant_gemv_applies(x, w));
+          expect_matches(linear(x, w, b), quantised_reference(x, w, b),
+                         std::string(quant_type_name(type)) + " m " + std::to_string(m) + " n " + std::to_string(n) +
+                             " k " + std::to_string(k) + (with_bias ? " with bias" : ""));
+        }
+      }
+}
+
+TEST(QuantLinear, ThreadCountDoesNotChangeTheBitsAndRowsAreIndependent) {
+  std::mt19937 rng(6);
+  Generator gen(6);
+  const QuantizedTensor w = random_weight(QuantType::q4_0, 1001, 320, rng);
+  const Tensor x = randn({9, 320}, gen), b = randn({1001}, gen);
+  const int threads = num_threads();
+  set_num_threads(1);
+  const Tensor one = linear(x, w, b);
+  set_num_threads(3);
+  const Tensor three = linear(x, w, b);
+  set_num_threads(threads);
+  EXPECT_TENSOR_CLOSE(one, three, 0.0, 0.0);
+  // a row alone gives the bits it gives among 9 (each pass of rows is independent)
+  EXPECT_TENSOR_CLOSE(linear(narrow(x, 0, 6, 1), w, b), narrow(one, 0, 6, 1), 0.0, 0.0);
+}
+
+// Against the f32 linear on the dequantised weight: x^ - x per value is at most d (1/2 + 127 2^-11)
+// (q rounds to nearest: d/2; d itself rounds to f16, off by up to 2^-11 d, times |q| <= 127), so
+// |y_q - y_f32| <= sum over blocks of that times sum_{k in block} |w_k|, plus f32 rounding.
+TEST(QuantLinear, AgreesWithF32LinearWithinTheActivationQuantisationBound) {
+  Generator gen(7);
+  for (QuantType type : {QuantType::q8_0, QuantType::q4_0})
+    for (int64_t m : {1, 4, 8}) {
+      const int64_t n = 70, k = 512;
+      const Tensor weight = randn({n, k}, gen, DType::f32), x = randn({2, m / 2 + 1, k}, gen), b = randn({n}, gen);
+      const QuantizedTensor w = quantize(weight, type);
+      const Tensor wd = dequantize(w);
+      const Tensor y = linear(x, w, b), y32 = linear(x, wd, b);
+      ASSERT_EQ(y.shape(), y32.shape());
+      const Tensor x2 = x.reshape({-1, k});
+      for (int64_t r = 0; r < x2.size(0); ++r)
+        for (int64_t j = 0; j < n; ++j) {
+          double bound = 0, magnitude = 0;
+          for (int64_t blk = 0; blk < k / 32; ++blk) {
+            double amax = 0, wsum = 0;
+            for (int64_t i = blk * 32; i < blk * 32 + 32; ++i) {
+              amax = std::max(amax, std::abs(static_cast<double>(x2.at({r, i}))));
+              wsum += std::abs(wd.at({j, i}));
+              magnitude += std::abs(x2.at({r, i}) * wd.at({j, i}));
+            }
+            bound += amax / 127 * (0.5 + 127 * std::ldexp(1.0, -11)) * wsum;
+          }
+          bound += 1e-5 * magnitude;
+          ASSERT_NEAR(y.reshape({-1, n}).at({r, j}), y32.reshape({-1, n}).at({r, j}), bound)
+              << quant_type_name(type) << " row " << r << " output " << j;
+        }
+    }
+}
+
+TEST(QuantLinear, ManyRowsTakeTheDequantisedPath) {
+  Generator gen(8);
+  const QuantizedTensor w = quantize(randn({40, 64}, gen), QuantType::q8_0);
+  const Tensor x = randn({cpu::kQuantGemvMaxRows + 1, 64}, gen), b = randn({40}, gen);
+  EXPECT_FALSE(cpu::quant_gemv_applies(x, w));
+  EXPECT_TENSOR_CLOSE(linear(x, w, b), linear(x, dequantize(w), b), 1e-5, 1e-5);
+}
+
+TEST(QuantLinear, GradientsEqualThoseOfF32LinearOnTheDequantisedWeight) {
+  Generator gen(9);
+  // 300 x 4096 is more than one backward tile of W (2^20 values): dx sums over tiles
+  for (int64_t rows : {3, 20})
+    for (auto [n, k] : {std::pair<int64_t, int64_t>{37, 64}, {300, 4096}}) {
+      const QuantizedTensor w = quantize(randn({n, k}, gen), QuantType::q4_0);
+      const Tensor x0 = randn({rows, k}, gen), b0 = randn({n}, gen), g = randn({rows, n}, gen);
+      const Tensor x = clone(x0).set_requires_grad(), b = clone(b0).set_requires_grad();
+      linear(x, w, b).backward(g);
+      const Tensor xr = clone(x0).set_requires_grad(), br = clone(b0).set_requires_grad();
+      linear(xr, dequantize(w), br).backward(g);
+      EXPECT_TENSOR_CLOSE(x.grad(), xr.grad(), 1e-5, 1e-5);
+      EXPECT_TENSOR_CLOSE(b.grad(), br.grad(), 1e-5, 1e-5);
+    }
+}
+
+TEST(QuantLinear, BadOperandsNameTheShapes) {
+  Generator gen(10);
+  const QuantizedTensor w = quantize(randn({8, 64}, gen), QuantType::q8_0);
+  EXPECT_THROW_WITH(linear(randn({2, 32}, gen), w), "linear: input (2, 32) does not match the q8_0 weight (8, 64)");
+  EXPECT_THROW_WITH(linear(randn({2, 64}, gen, DType::f64), w), "linear: input must be f32", "f64");
+  EXPECT_THROW_WITH(linear(randn({2, 64}, gen), w, randn({7}, gen)), "linear: bias f32 (7)", "(8, 64)");
+}
+
+}  // namespace
+}  // namespace nf
