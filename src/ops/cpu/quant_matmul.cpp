@@ -85,8 +85,13 @@ float quantize_block(const float* x, int n, int8_t* q) {
 }
 
 // ---- the 32-value weight types ---------------------------------------------------------------
-// values(): the block's 32 integers as int8 in order: q - offset for the symmetric types (signed),
-// q itself (0..31) for the types with a minimum (kMin); scale() d, minimum() m.
+// Scalar, every type gives values(): its 32 integers as int8 in order, q - offset for the
+// symmetric types, q itself for the types with a minimum (kMin); scale() d, minimum() m.
+// On AVX2, Q8_0 gives its signed values per block; the 4- and 5-bit types (kOffset 8 / 16, or
+// kMin) unpack two blocks at once, unsigned, into lo = [q 0..15 of block b, of block b + 1] and
+// hi = [q 16..31 of b, of b + 1] (the nibbles as they lie in one 32-byte register, no lane
+// crossing); the activations are laid out to match (PairedActivations) and the offset is taken
+// off in integers as offset * sum x.
 
 inline void nibbles_scalar(const uint8_t* qs, int8_t* v) {
   for (int j = 0; j < 16; ++j) {
@@ -102,11 +107,14 @@ inline uint32_t load_u32(const uint8_t* p) {
 }
 
 #if defined(__AVX2__) && defined(__FMA__)
-// 16 bytes of nibbles -> 32 bytes: the low nibbles (values 0..15), then the high ones (16..31)
-inline __m256i nibbles_avx2(const uint8_t* qs) {
-  const __m128i t = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-  const __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(t), _mm_srli_epi16(t, 4), 1);
-  return _mm256_and_si256(v, _mm256_set1_epi8(0x0f));
+// the nibbles of two blocks' 16 bytes (the second null: zeros) as lo / hi above
+inline void nibble_pair(const uint8_t* qs0, const uint8_t* qs1, __m256i& lo, __m256i& hi) {
+  const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs0));
+  const __m128i b = qs1 ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs1)) : _mm_setzero_si128();
+  const __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(a), b, 1);
+  const __m256i mask = _mm256_set1_epi8(0x0f);
+  lo = _mm256_and_si256(v, mask);
+  hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
 }
 
 // 32 bits -> 32 bytes, byte j 0xff where bit j is set: byte j/8 of the bits spread to byte j, then
@@ -117,11 +125,25 @@ inline __m256i bits_to_bytes(uint32_t bits) {
       _mm256_setr_epi64x(0x0000000000000000, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303));
   return _mm256_cmpeq_epi8(_mm256_or_si256(spread, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe)), _mm256_set1_epi64x(-1));
 }
+
+// the fifth bits (bit j of qh is value j's) added as 16 to lo / hi of a pair
+inline void fifth_bits(uint32_t qh0, uint32_t qh1, __m256i& lo, __m256i& hi) {
+  const __m256i sixteen = _mm256_set1_epi8(0x10);
+  lo = _mm256_or_si256(lo, _mm256_and_si256(bits_to_bytes((qh0 & 0xffffu) | (qh1 << 16)), sixteen));
+  hi = _mm256_or_si256(hi, _mm256_and_si256(bits_to_bytes((qh0 >> 16) | (qh1 & 0xffff0000u)), sixteen));
+}
+
+// two f16 -> [a, a, a, a, b, b, b, b]
+inline __m256 scale_pair(uint16_t a, uint16_t b) {
+  const __m128 f = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(a | (static_cast<uint32_t>(b) << 16))));
+  return _mm256_permutevar8x32_ps(_mm256_castps128_ps256(f), _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
+}
 #endif
 
 struct Q8_0W {
   using Block = BlockQ8_0;
-  static constexpr bool kMin = false;
+  static constexpr bool kMin = false, kPairs = false;
+  static constexpr int kOffset = 0;
   static float scale(const Block& b) { return fp16(b.d); }
   static float minimum(const Block&) { return 0.0f; }
   static void values(const Block& b, int8_t* v) { std::memcpy(v, b.qs, 32); }
@@ -132,52 +154,55 @@ struct Q8_0W {
 
 struct Q4_0W {
   using Block = BlockQ4_0;
-  static constexpr bool kMin = false;
+  static constexpr bool kMin = false, kPairs = true;
+  static constexpr int kOffset = 8;
   static float scale(const Block& b) { return fp16(b.d); }
   static float minimum(const Block&) { return 0.0f; }
   static void values(const Block& b, int8_t* v) {
     nibbles_scalar(b.qs, v);
-    for (int j = 0; j < 32; ++j) v[j] = static_cast<int8_t>(v[j] - 8);
+    for (int j = 0; j < 32; ++j) v[j] = static_cast<int8_t>(v[j] - kOffset);
   }
 #if defined(__AVX2__) && defined(__FMA__)
-  static __m256i values(const Block& b) { return _mm256_sub_epi8(nibbles_avx2(b.qs), _mm256_set1_epi8(8)); }
+  static void pair(const Block& b0, const Block* b1, __m256i& lo, __m256i& hi) { nibble_pair(b0.qs, b1 ? b1->qs : nullptr, lo, hi); }
 #endif
 };
 
 struct Q4_1W {
   using Block = BlockQ4_1;
-  static constexpr bool kMin = true;
+  static constexpr bool kMin = true, kPairs = true;
+  static constexpr int kOffset = 0;
   static float scale(const Block& b) { return fp16(b.d); }
   static float minimum(const Block& b) { return fp16(b.m); }
   static void values(const Block& b, int8_t* v) { nibbles_scalar(b.qs, v); }
 #if defined(__AVX2__) && defined(__FMA__)
-  static __m256i values(const Block& b) { return nibbles_avx2(b.qs); }
+  static void pair(const Block& b0, const Block* b1, __m256i& lo, __m256i& hi) { nibble_pair(b0.qs, b1 ? b1->qs : nullptr, lo, hi); }
 #endif
 };
 
 // the fifth bit of value j is bit j of qh
 struct Q5_0W {
   using Block = BlockQ5_0;
-  static constexpr bool kMin = false;
+  static constexpr bool kMin = false, kPairs = true;
+  static constexpr int kOffset = 16;
   static float scale(const Block& b) { return fp16(b.d); }
   static float minimum(const Block&) { return 0.0f; }
   static void values(const Block& b, int8_t* v) {
     nibbles_scalar(b.qs, v);
     const uint32_t qh = load_u32(b.qh);
-    for (int j = 0; j < 32; ++j) v[j] = static_cast<int8_t>((v[j] | (((qh >> j) & 1u) << 4)) - 16);
+    for (int j = 0; j < 32; ++j) v[j] = static_cast<int8_t>((v[j] | (((qh >> j) & 1u) << 4)) - kOffset);
   }
 #if defined(__AVX2__) && defined(__FMA__)
-  // q - 16 is the nibble when the fifth bit is set, else the nibble - 16 = the nibble | 0xf0 as int8
-  static __m256i values(const Block& b) {
-    const __m256i unset = _mm256_andnot_si256(bits_to_bytes(load_u32(b.qh)), _mm256_set1_epi8(static_cast<char>(0xf0)));
-    return _mm256_or_si256(nibbles_avx2(b.qs), unset);
+  static void pair(const Block& b0, const Block* b1, __m256i& lo, __m256i& hi) {
+    nibble_pair(b0.qs, b1 ? b1->qs : nullptr, lo, hi);
+    fifth_bits(load_u32(b0.qh), b1 ? load_u32(b1->qh) : 0u, lo, hi);
   }
 #endif
 };
 
 struct Q5_1W {
   using Block = BlockQ5_1;
-  static constexpr bool kMin = true;
+  static constexpr bool kMin = true, kPairs = true;
+  static constexpr int kOffset = 0;
   static float scale(const Block& b) { return fp16(b.d); }
   static float minimum(const Block& b) { return fp16(b.m); }
   static void values(const Block& b, int8_t* v) {
@@ -186,11 +211,50 @@ struct Q5_1W {
     for (int j = 0; j < 32; ++j) v[j] = static_cast<int8_t>(v[j] | (((qh >> j) & 1u) << 4));
   }
 #if defined(__AVX2__) && defined(__FMA__)
-  static __m256i values(const Block& b) {
-    return _mm256_or_si256(nibbles_avx2(b.qs), _mm256_and_si256(bits_to_bytes(load_u32(b.qh)), _mm256_set1_epi8(0x10)));
+  static void pair(const Block& b0, const Block* b1, __m256i& lo, __m256i& hi) {
+    nibble_pair(b0.qs, b1 ? b1->qs : nullptr, lo, hi);
+    fifth_bits(load_u32(b0.qh), b1 ? load_u32(b1->qh) : 0u, lo, hi);
   }
 #endif
 };
+
+// x's integers and scales laid out for the pairs of blocks of the 4- and 5-bit types: pair p holds
+// blocks 2p and 2p + 1 (zeros past the row's end) as lo / hi meet them, q = [x_2p 0..15,
+// x_2p+1 0..15, x_2p 16..31, x_2p+1 16..31]; d8 = [d_2p x4, d_2p+1 x4]; c8 = -offset sum q of
+// each block in lanes 0 and 4 (the offset, in integers), s8 = s of each block in lanes 0 and 4
+// (for the minimum); other lanes 0.
+struct PairedActivations {
+  int64_t rows = 0, pairs = 0;
+  std::vector<int8_t> q;     // (rows, pairs, 64)
+  std::vector<float> d8, s8;  // (rows, pairs, 8)
+  std::vector<int32_t> c8;    // (rows, pairs, 8)
+  const int8_t* row_q(int64_t r) const { return q.data() + r * pairs * 64; }
+  const float* row_d8(int64_t r) const { return d8.data() + r * pairs * 8; }
+  const float* row_s8(int64_t r) const { return s8.data() + r * pairs * 8; }
+  const int32_t* row_c8(int64_t r) const { return c8.data() + r * pairs * 8; }
+};
+
+void pair_activations(const QuantizedActivations& a, int offset, PairedActivations& out) {
+  const int64_t nb = a.blocks_per_row();
+  out.rows = a.rows, out.pairs = (nb + 1) / 2;
+  const size_t pairs = static_cast<size_t>(a.rows * out.pairs);
+  out.q.assign(pairs * 64, 0);
+  out.d8.assign(pairs * 8, 0.0f);
+  out.s8.assign(pairs * 8, 0.0f);
+  out.c8.assign(pairs * 8, 0);
+  for (int64_t r = 0; r < a.rows; ++r)
+    for (int64_t b = 0; b < nb; ++b) {
+      const size_t p = static_cast<size_t>(r * out.pairs + b / 2), half = static_cast<size_t>(b % 2);
+      const int8_t* q = a.row_q(r) + b * 32;
+      std::memcpy(&out.q[p * 64 + half * 16], q, 16);
+      std::memcpy(&out.q[p * 64 + 32 + half * 16], q + 16, 16);
+      int32_t sum = 0;
+      for (int j = 0; j < 32; ++j) sum += q[j];
+      for (size_t l = 0; l < 4; ++l) out.d8[p * 8 + half * 4 + l] = a.row_d(r)[b];
+      out.s8[p * 8 + half * 4] = a.row_s(r)[b];
+      out.c8[p * 8 + half * 4] = -offset * sum;
+    }
+}
 
 // The rows of x a tile multiplies into: activation rows r0 .. r0 + R of `a` (quantised types) or
 // of x itself (the float types), and where the outputs go.
@@ -206,6 +270,7 @@ struct TileArgs {
   float* y;  // y[r * ldy + c] for r < R, c < C
   int64_t ldy;
   const float* bias;  // bias[c], or null
+  const PairedActivations* pairs = nullptr;  // x laid out for the 4- and 5-bit types (AVX2)
 };
 
 inline void prefetch(const unsigned char* p) { _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T1); }
@@ -279,6 +344,55 @@ void tile32_avx2(const TileArgs& t) {
   }
   for (int r = 0; r < R; ++r)
     for (int c = 0; c < C; ++c) t.y[r * t.ldy + c] = hsum(acc[r][c]) + macc[r][c] + (t.bias ? t.bias[c] : 0.0f);
+}
+
+// The 4- and 5-bit types two blocks at a time: lo and hi times x's matching halves (maddubs:
+// unsigned q times signed x, |pair| <= 2 * 31 * 127, and lo + hi still fits int16), madd into 8
+// int32 lanes, 4 per block, plus c8 (the offset in integers: lanes 0-3 then sum to
+// sum (q - offset) x of block b, 4-7 of b + 1), scaled by [d_w d_x] per block; the minimum as
+// m_w s_x in lanes 0 and 4.
+template <class W, int R, int C, bool kPrefetch>
+void tile_pairs_avx2(const TileArgs& t) {
+  using Block = typename W::Block;
+  const int64_t nb = t.k / 32;
+  const __m256i ones = _mm256_set1_epi16(1);
+  const PairedActivations& a = *t.pairs;
+  const int8_t* qx[R];
+  const float* dx[R];
+  const float* sx[R];
+  const int32_t* cx[R];
+  for (int r = 0; r < R; ++r) {
+    qx[r] = a.row_q(t.r0 + r), dx[r] = a.row_d8(t.r0 + r), sx[r] = a.row_s8(t.r0 + r), cx[r] = a.row_c8(t.r0 + r);
+  }
+  __m256 acc[R][C];
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
+  const auto step = [&]<bool kSingle>(int64_t p) {
+    for (int c = 0; c < C; ++c) {
+      const Block* blk = reinterpret_cast<const Block*>(t.w + c * t.row_bytes) + 2 * p;
+      if constexpr (kPrefetch) prefetch(t.ahead + c * t.row_bytes + 2 * p * sizeof(Block));
+      __m256i lo, hi;
+      W::pair(blk[0], kSingle ? nullptr : blk + 1, lo, hi);
+      const __m256 dw = scale_pair(blk[0].d, kSingle ? uint16_t{0} : blk[1].d);
+      __m256 mw;
+      if constexpr (W::kMin) mw = scale_pair(blk[0].m, kSingle ? uint16_t{0} : blk[1].m);
+      for (int r = 0; r < R; ++r) {
+        const __m256i* xq = reinterpret_cast<const __m256i*>(qx[r] + p * 64);
+        __m256i isum = _mm256_add_epi16(_mm256_maddubs_epi16(lo, _mm256_loadu_si256(xq)),
+                                        _mm256_maddubs_epi16(hi, _mm256_loadu_si256(xq + 1)));
+        isum = _mm256_madd_epi16(isum, ones);
+        if constexpr (W::kOffset != 0)
+          isum = _mm256_add_epi32(isum, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(cx[r] + p * 8)));
+        const __m256 d = _mm256_mul_ps(dw, _mm256_loadu_ps(dx[r] + p * 8));
+        acc[r][c] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(isum), acc[r][c]);
+        if constexpr (W::kMin) acc[r][c] = _mm256_fmadd_ps(mw, _mm256_loadu_ps(sx[r] + p * 8), acc[r][c]);
+      }
+    }
+  };
+  for (int64_t p = 0; p < nb / 2; ++p) step.template operator()<false>(p);
+  if (nb % 2 != 0) step.template operator()<true>(nb / 2);
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) t.y[r * t.ldy + c] = hsum(acc[r][c]) + (t.bias ? t.bias[c] : 0.0f);
 }
 #endif
 
@@ -409,7 +523,8 @@ struct Quant32Kernel {
   struct K {
     static void run(const TileArgs& t) {
 #if defined(__AVX2__) && defined(__FMA__)
-      tile32_avx2<W, R, C, P>(t);
+      if constexpr (W::kPairs) tile_pairs_avx2<W, R, C, P>(t);
+      else tile32_avx2<W, R, C, P>(t);
 #else
       tile32_scalar<W, R, C>(t);
 #endif
@@ -430,6 +545,25 @@ QuantizedActivations& activation_buffer() {
   thread_local QuantizedActivations a;
   return a;
 }
+PairedActivations& paired_buffer() {
+  thread_local PairedActivations a;
+  return a;
+}
+
+// Runs the product of weight type W: x quantised (and paired for the 4- and 5-bit types on AVX2).
+template <class W>
+void gemv_quantised(TileArgs base, int64_t m, int64_t n) {
+  QuantizedActivations& a = activation_buffer();
+  quantize_activations(base.x, base.ldx, m, base.k, 32, a);
+  base.a = &a;
+#if defined(__AVX2__) && defined(__FMA__)
+  if constexpr (W::kPairs) {
+    pair_activations(a, W::kOffset, paired_buffer());
+    base.pairs = &paired_buffer();
+  }
+#endif
+  gemv_groups<Quant32Kernel<W>::template K>(base, m, n);
+}
 
 template <class W>
 float dot32(const void* w, const QuantizedActivations& a, int64_t r, bool scalar) {
@@ -437,7 +571,10 @@ float dot32(const void* w, const QuantizedActivations& a, int64_t r, bool scalar
   TileArgs t{static_cast<const unsigned char*>(w), 0, nullptr, a.cols, &a, nullptr, 0, r, &y, 1, nullptr};
 #if defined(__AVX2__) && defined(__FMA__)
   if (!scalar) {
-    tile32_avx2<W, 1, 1, false>(t);
+    PairedActivations pairs;
+    if constexpr (W::kPairs) pair_activations(a, W::kOffset, pairs);
+    t.pairs = &pairs;
+    Quant32Kernel<W>::template K<1, 1, false>::run(t);
     return y;
   }
 #endif
@@ -521,18 +658,12 @@ void quant_linear_gemv(const Tensor& y, const Tensor& x, const QuantizedTensor& 
   const Tensor b = bias.defined() ? bias.contiguous() : Tensor();
   TileArgs base{static_cast<const unsigned char*>(weight.data()), weight.row_bytes(), nullptr, k, nullptr,
                 x.data<float>(), x.stride(0), 0, y.data<float>(), n, b.defined() ? b.data<float>() : nullptr};
-  const int64_t block = activation_block(weight.type());
-  if (block != 0) {
-    QuantizedActivations& a = activation_buffer();
-    quantize_activations(x.data<float>(), x.stride(0), m, k, block, a);
-    base.a = &a;
-  }
   switch (weight.type()) {
-    case QuantType::q8_0: return gemv_groups<Quant32Kernel<Q8_0W>::K>(base, m, n);
-    case QuantType::q4_0: return gemv_groups<Quant32Kernel<Q4_0W>::K>(base, m, n);
-    case QuantType::q4_1: return gemv_groups<Quant32Kernel<Q4_1W>::K>(base, m, n);
-    case QuantType::q5_0: return gemv_groups<Quant32Kernel<Q5_0W>::K>(base, m, n);
-    case QuantType::q5_1: return gemv_groups<Quant32Kernel<Q5_1W>::K>(base, m, n);
+    case QuantType::q8_0: return gemv_quantised<Q8_0W>(base, m, n);
+    case QuantType::q4_0: return gemv_quantised<Q4_0W>(base, m, n);
+    case QuantType::q4_1: return gemv_quantised<Q4_1W>(base, m, n);
+    case QuantType::q5_0: return gemv_quantised<Q5_0W>(base, m, n);
+    case QuantType::q5_1: return gemv_quantised<Q5_1W>(base, m, n);
     case QuantType::f32: return gemv_groups<FloatKernel<F32W>::K>(base, m, n);
     case QuantType::f16: return gemv_groups<FloatKernel<F16W>::K>(base, m, n);
     case QuantType::bf16: return gemv_groups<FloatKernel<BF16W>::K>(base, m, n);

@@ -1,0 +1,153 @@
+// Decoding's product over quantised weights (ops/cpu/quant_matmul.h), y (m, n) = x (m, k) W^T,
+// beside the f32 matrix-vector kernel (ops/cpu/gemv.h), for W in f32, F16, Q8_0 and Q4_0. Decoding
+// is bound by the bytes of W read, so each case reports GB/s of weight bytes and `of_bw`, that
+// divided by the machine's read bandwidth measured at start-up with the same threads
+// (bench/memory_bandwidth.h):
+//   BM_<type>_matrix/n/k/m   one matrix at the linear shapes of minimind2-small (dim 512, kv 128,
+//                            hidden 1408, vocab 6400) and gpt2-124m (768, qkv 2304, 3072), read
+//                            from memory: the calls cycle through copies of W totalling 256 MiB
+//                            (8x the last-level cache), so no copy is cached when it is read
+//                            (cold 1), or one copy, cached (cold 0: the kernel's own speed);
+//   BM_<type>_token/preset   one token's linear layers of a whole model (every 2-D weight but the
+//                            embedding lookup, the tied head included) in layer order, as decode
+//                            reads them: per-call fixed costs included, caches as decode finds them.
+// The reporter prints the time ratio of each quantised case to f32 at the same arguments.
+//   NANOFORMER_THREADS=2 ./build/bench_quant_gemv --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <memory>
+
+#include "bench_support.h"
+#include "memory_bandwidth.h"
+#include "nanoformer/autograd/grad_mode.h"
+#include "nanoformer/models/config/model_config.h"
+#include "nanoformer/models/decoder_lm.h"
+#include "nanoformer/nanoformer.h"
+#include "nanoformer/ops/quantized.h"
+
+namespace {
+
+using namespace nf;
+
+constexpr int64_t kColdBytes = int64_t{256} << 20;
+
+double read_bandwidth() {
+  static const double gb_per_s = bench::measure_read_bandwidth(num_threads()).read_gb_per_s;
+  return gb_per_s;
+}
+
+void report(benchmark::State& state, double bytes_per_iteration) {
+  const double bytes = bytes_per_iteration * static_cast<double>(state.iterations());
+  state.counters["GB/s"] = benchmark::Counter(bytes / 1e9, benchmark::Counter::kIsRate);
+  state.counters["of_bw"] = benchmark::Counter(bytes / 1e9 / read_bandwidth(), benchmark::Counter::kIsRate);
+}
+
+// A weight in one of the benchmarked types: an f32 Tensor (the f32 gemv) or a QuantizedTensor.
+struct Weight {
+  Tensor f32;
+  QuantizedTensor q;
+  double bytes() const { return f32.defined() ? 4.0 * static_cast<double>(f32.numel()) : static_cast<double>(q.nbytes()); }
+  Tensor linear(const Tensor& x) const { return f32.defined() ? nf::linear(x, f32) : nf::linear(x, q); }
+};
+
+Weight make_weight(const Tensor& w, QuantType type) {
+  return type == QuantType::f32 ? Weight{contiguous(w), {}} : Weight{{}, quantize(w, type)};
+}
+
+Weight copy_of(const Weight& w) {
+  if (w.f32.defined()) return {clone(w.f32), {}};
+  QuantizedTensor q = QuantizedTensor::empty(w.q.type(), w.q.rows(), w.q.cols());
+  std::memcpy(q.mutable_data(), w.q.data(), w.q.nbytes());
+  return {{}, q};
+}
+
+void matrix(benchmark::State& state, QuantType type) {
+  const int64_t n = state.range(0), k = state.range(1), m = state.range(2);
+  const bool cold = state.range(3) != 0;
+  Generator gen(1);
+  NoGradGuard no_grad;
+  std::vector<Weight> copies{make_weight(randn({n, k}, gen), type)};
+  while (cold && static_cast<double>(copies.size()) * copies[0].bytes() < static_cast<double>(kColdBytes))
+    copies.push_back(copy_of(copies[0]));
+  const Tensor x = randn({m, k}, gen);
+  size_t i = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(copies[i].linear(x).raw_data());
+    i = (i + 1) % copies.size();
+  }
+  report(state, copies[0].bytes());
+}
+
+// one token's linear layers of `preset` in the model's order
+const std::vector<Tensor>& token_weights(const std::string& preset) {
+  static std::map<std::string, std::vector<Tensor>> cache;
+  auto [it, added] = cache.try_emplace(preset);
+  if (added) {
+    Generator gen(1);
+    const models::DecoderLM lm(models::preset_config(preset), gen);
+    for (const auto& [name, w] : lm.named_parameters())
+      if (w.dim() == 2 && name.rfind("pos_embeddings", 0) != 0 && (name.rfind("tok_embeddings", 0) != 0 || !lm.output))
+        it->second.push_back(w.detach());
+  }
+  return it->second;
+}
+
+const char* kPresets[] = {"minimind2-small", "gpt2-124m"};
+
+void token(benchmark::State& state, QuantType type) {
+  NoGradGuard no_grad;
+  std::vector<Weight> weights;
+  std::vector<Tensor> inputs;
+  double bytes = 0;
+  Generator gen(2);
+  for (const Tensor& w : token_weights(kPresets[state.range(0)])) {
+    weights.push_back(make_weight(w, type));
+    inputs.push_back(randn({1, w.size(1)}, gen));
+    bytes += weights.back().bytes();
+  }
+  for (auto _ : state)
+    for (size_t i = 0; i < weights.size(); ++i) benchmark::DoNotOptimize(weights[i].linear(inputs[i]).raw_data());
+  report(state, bytes);
+  state.SetLabel(kPresets[state.range(0)]);
+}
+
+#define NF_QUANT_BENCH(type)                                                                    \
+  void BM_##type##_matrix(benchmark::State& state) { matrix(state, QuantType::type); }          \
+  void BM_##type##_token(benchmark::State& state) { token(state, QuantType::type); }
+NF_QUANT_BENCH(f32)
+NF_QUANT_BENCH(f16)
+NF_QUANT_BENCH(q8_0)
+NF_QUANT_BENCH(q4_0)
+
+void matrix_shapes(benchmark::internal::Benchmark* b) {
+  // minimind2-small: attention (512, 512), kv (128, 512), MLP (1408, 512) and (512, 1408), head (6400, 512);
+  // gpt2-124m: (768, 768), qkv (2304, 768), MLP (3072, 768) and (768, 3072)
+  const int64_t shapes[][2] = {{512, 512}, {128, 512}, {1408, 512}, {512, 1408}, {6400, 512},
+                               {768, 768}, {2304, 768}, {3072, 768}, {768, 3072}};
+  for (const auto& s : shapes) b->Args({s[0], s[1], 1, 1});
+  for (int64_t m : {4, 8}) b->Args({1408, 512, m, 1});  // the server's batched rows
+  for (int64_t m : {1, 4}) b->Args({1408, 512, m, 0});   // one copy, cached: the kernel's own speed
+  b->ArgNames({"n", "k", "m", "cold"})->UseRealTime();
+}
+
+void token_presets(benchmark::internal::Benchmark* b) { b->Arg(0)->Arg(1)->ArgName("preset")->Unit(benchmark::kMillisecond)->UseRealTime(); }
+
+}  // namespace
+
+BENCHMARK(BM_f32_matrix)->Apply(matrix_shapes);
+BENCHMARK(BM_f16_matrix)->Apply(matrix_shapes);
+BENCHMARK(BM_q8_0_matrix)->Apply(matrix_shapes);
+BENCHMARK(BM_q4_0_matrix)->Apply(matrix_shapes);
+BENCHMARK(BM_f32_token)->Apply(token_presets);
+BENCHMARK(BM_f16_token)->Apply(token_presets);
+BENCHMARK(BM_q8_0_token)->Apply(token_presets);
+BENCHMARK(BM_q4_0_token)->Apply(token_presets);
+
+int main(int argc, char** argv) {
+  benchmark::AddCustomContext("read_gb_per_s", std::to_string(read_bandwidth()));
+  return nf::bench::run_benchmarks(argc, argv,
+                                   {{"BM_q8_0_matrix", "BM_f32_matrix"}, {"BM_q4_0_matrix", "BM_f32_matrix"},
+                                    {"BM_f16_matrix", "BM_f32_matrix"}, {"BM_q8_0_token", "BM_f32_token"},
+                                    {"BM_q4_0_token", "BM_f32_token"}, {"BM_f16_token", "BM_f32_token"}});
+}
