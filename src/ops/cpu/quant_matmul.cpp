@@ -396,6 +396,194 @@ void tile_pairs_avx2(const TileArgs& t) {
 }
 #endif
 
+// ---- the K types: super-blocks of 256 values against Q8_K activations ---------------------------
+// Q4_K: x = d sc_j q - dmin mn_j over sub-blocks j of 32, q in 0..15 (group g of 32 bytes of qs
+// holds sub-block 2g in its low nibbles, 2g + 1 in its high ones); its dot with a Q8_K block is
+//   d d_x sum_j sc_j sum_{i in j} q_i x_i  -  dmin d_x sum_j mn_j (sum of x over j).
+// Q6_K: x = d sc_j (q - 32) over sub-blocks j of 16, q in 0..63; the dot is
+//   d d_x (sum_j sc_j sum_{i in j} q_i x_i  -  32 sum_j sc_j (sum of x over j)).
+// The sums of x per 16 are Q8_K's; all sums are integers until the last multiplication.
+
+// Q4_K's 12 bytes of 6-bit scales and mins -> 16 bytes, sc[0..7] then mn[0..7]: sub-blocks 0-3
+// keep the low 6 bits of bytes 0-3 (sc) and 4-7 (mn); 4-7 take the nibbles of bytes 8-11 with
+// the top 2 bits of bytes 0-3 (sc) and 4-7 (mn) above them.
+inline void q4_k_scales(const uint8_t* s, uint8_t* out) {
+  constexpr uint32_t kLow6 = 0x3f3f3f3f, kLow4 = 0x0f0f0f0f, kTop2 = 0x03030303;
+  const uint32_t a = load_u32(s), b = load_u32(s + 4), c = load_u32(s + 8);
+  const uint32_t words[4] = {a & kLow6, (c & kLow4) | (((a >> 6) & kTop2) << 4), b & kLow6,
+                             ((c >> 4) & kLow4) | (((b >> 6) & kTop2) << 4)};
+  std::memcpy(out, words, 16);
+}
+
+inline void prefetch_bytes(const unsigned char* p, size_t bytes) {
+  for (size_t off = 0; off < bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(p + off), _MM_HINT_T1);
+  _mm_prefetch(reinterpret_cast<const char*>(p + bytes - 1), _MM_HINT_T1);
+}
+
+#if defined(__AVX2__) && defined(__FMA__)
+// int16 lane j of v (both 128-bit halves holding the same 8) in all 16 lanes
+inline __m256i broadcast_i16(__m256i v, int j) { return _mm256_shuffle_epi8(v, _mm256_set1_epi16(static_cast<short>((2 * j + 1) << 8 | 2 * j))); }
+// int8 scales j and j + 1 of 16 -> [s_j x8, s_j+1 x8] as int16
+inline __m256i scale_halves(__m128i scales, int j) {
+  return _mm256_cvtepi8_epi16(_mm_shuffle_epi8(scales, _mm_setr_epi8(j, j, j, j, j, j, j, j, j + 1, j + 1, j + 1, j + 1,
+                                                                      j + 1, j + 1, j + 1, j + 1)));
+}
+#endif
+
+struct Q4_KW {
+  using Block = BlockQ4_K;
+  static constexpr bool kSuper = true;
+  static float dot_scalar(const Block& b, const int8_t* x, const int16_t* sums, float dx) {
+    uint8_t sm[16];
+    q4_k_scales(b.scales, sm);
+    int32_t sumi = 0, summ = 0;
+    for (int j = 0; j < 8; ++j) {
+      int32_t isum = 0;
+      for (int l = 0; l < 32; ++l) {
+        const uint8_t byte = b.qs[32 * (j / 2) + l];
+        isum += (j % 2 == 0 ? byte & 0x0f : byte >> 4) * x[32 * j + l];
+      }
+      sumi += sm[j] * isum;
+      summ += sm[8 + j] * (sums[2 * j] + sums[2 * j + 1]);
+    }
+    return fp16(b.d) * dx * static_cast<float>(sumi) - fp16(b.dmin) * dx * static_cast<float>(summ);
+  }
+#if defined(__AVX2__) && defined(__FMA__)
+  // per group of 64: maddubs of the nibbles with x, madd with the sub-block's scale; the minimum
+  // as madd of mn with the sums of x per 32 (hadd of Q8_K's sums per 16)
+  template <int R, int C, bool kPrefetch>
+  static void tile(const TileArgs& t) {
+    const QuantizedActivations& a = *t.a;
+    const int64_t nb = t.k / 256;
+    __m256 acc[R][C];
+    for (int r = 0; r < R; ++r)
+      for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
+    const __m256i nibble = _mm256_set1_epi8(0x0f);
+    for (int64_t b = 0; b < nb; ++b)
+      for (int c = 0; c < C; ++c) {
+        const Block& blk = reinterpret_cast<const Block*>(t.w + c * t.row_bytes)[b];
+        if constexpr (kPrefetch) prefetch_bytes(t.ahead + c * t.row_bytes + b * sizeof(Block), sizeof(Block));
+        alignas(16) uint8_t sm[16];
+        q4_k_scales(blk.scales, sm);
+        const __m128i sm8 = _mm_load_si128(reinterpret_cast<const __m128i*>(sm));
+        const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm8));
+        const __m128i mn16 = _mm_cvtepu8_epi16(_mm_srli_si128(sm8, 8));
+        const float d = fp16(blk.d), dmin = fp16(blk.dmin);
+        __m256i sumi[R];
+        for (int r = 0; r < R; ++r) sumi[r] = _mm256_setzero_si256();
+        for (int g = 0; g < 4; ++g) {
+          const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qs + 32 * g));
+          const __m256i lo = _mm256_and_si256(v, nibble), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
+          const __m256i s_lo = broadcast_i16(sc16, 2 * g), s_hi = broadcast_i16(sc16, 2 * g + 1);
+          for (int r = 0; r < R; ++r) {
+            const __m256i* x = reinterpret_cast<const __m256i*>(a.row_q(t.r0 + r) + b * 256 + 64 * g);
+            const __m256i p_lo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, _mm256_loadu_si256(x)), s_lo);
+            const __m256i p_hi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, _mm256_loadu_si256(x + 1)), s_hi);
+            sumi[r] = _mm256_add_epi32(sumi[r], _mm256_add_epi32(p_lo, p_hi));
+          }
+        }
+        for (int r = 0; r < R; ++r) {
+          const float dx = a.row_d(t.r0 + r)[b];
+          const __m128i* sums = reinterpret_cast<const __m128i*>(a.row_sums(t.r0 + r) + b * 16);
+          const __m128i per32 = _mm_hadd_epi16(_mm_loadu_si128(sums), _mm_loadu_si128(sums + 1));
+          const __m256i mins = _mm256_zextsi128_si256(_mm_madd_epi16(mn16, per32));
+          acc[r][c] = _mm256_fmadd_ps(_mm256_set1_ps(d * dx), _mm256_cvtepi32_ps(sumi[r]), acc[r][c]);
+          acc[r][c] = _mm256_fmadd_ps(_mm256_set1_ps(-dmin * dx), _mm256_cvtepi32_ps(mins), acc[r][c]);
+        }
+      }
+    for (int r = 0; r < R; ++r)
+      for (int c = 0; c < C; ++c) t.y[r * t.ldy + c] = hsum(acc[r][c]) + (t.bias ? t.bias[c] : 0.0f);
+  }
+#endif
+};
+
+struct Q6_KW {
+  using Block = BlockQ6_K;
+  static constexpr bool kSuper = true;
+  // q of value 128 h + 32 t + l (h < 2, t < 4, l < 32), as ggml's dequantize_row_q6_K interleaves it
+  static int value(const Block& b, int h, int t, int l) {
+    const uint8_t ql = b.ql[64 * h + l + (t % 2) * 32], qh = b.qh[32 * h + l];
+    return (t < 2 ? ql & 0x0f : ql >> 4) | (((qh >> (2 * t)) & 3) << 4);
+  }
+  static float dot_scalar(const Block& b, const int8_t* x, const int16_t* sums, float dx) {
+    int32_t group[16] = {};
+    for (int h = 0; h < 2; ++h)
+      for (int t = 0; t < 4; ++t)
+        for (int l = 0; l < 32; ++l) {
+          const int i = 128 * h + 32 * t + l;
+          group[i / 16] += value(b, h, t, l) * x[i];
+        }
+    int32_t sumi = 0;
+    for (int j = 0; j < 16; ++j) sumi += b.scales[j] * (group[j] - 32 * sums[j]);
+    return fp16(b.d) * dx * static_cast<float>(sumi);
+  }
+#if defined(__AVX2__) && defined(__FMA__)
+  // per half of 128: the four 32-value vectors assembled from ql's nibbles and qh's bit pairs,
+  // maddubs with x, madd with their two sub-block scales; the offset as 32 sum_j sc_j sums_j
+  template <int R, int C, bool kPrefetch>
+  static void tile(const TileArgs& t) {
+    const QuantizedActivations& a = *t.a;
+    const int64_t nb = t.k / 256;
+    __m256 acc[R][C];
+    for (int r = 0; r < R; ++r)
+      for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
+    const __m256i nibble = _mm256_set1_epi8(0x0f);
+    for (int64_t b = 0; b < nb; ++b)
+      for (int c = 0; c < C; ++c) {
+        const Block& blk = reinterpret_cast<const Block*>(t.w + c * t.row_bytes)[b];
+        if constexpr (kPrefetch) prefetch_bytes(t.ahead + c * t.row_bytes + b * sizeof(Block), sizeof(Block));
+        const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.scales));
+        __m256i sumi[R];
+        for (int r = 0; r < R; ++r) sumi[r] = _mm256_setzero_si256();
+        for (int h = 0; h < 2; ++h) {
+          const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.ql + 64 * h));
+          const __m256i ql1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.ql + 64 * h + 32));
+          const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qh + 32 * h));
+          const __m256i q[4] = {
+              _mm256_or_si256(_mm256_and_si256(ql0, nibble), _mm256_slli_epi16(_mm256_and_si256(qh, _mm256_set1_epi8(0x03)), 4)),
+              _mm256_or_si256(_mm256_and_si256(ql1, nibble), _mm256_slli_epi16(_mm256_and_si256(qh, _mm256_set1_epi8(0x0c)), 2)),
+              _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), nibble), _mm256_and_si256(qh, _mm256_set1_epi8(0x30))),
+              _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), nibble),
+                              _mm256_srli_epi16(_mm256_and_si256(qh, _mm256_set1_epi8(static_cast<char>(0xc0))), 2))};
+          for (int v = 0; v < 4; ++v) {
+            const __m256i s = scale_halves(sc8, 8 * h + 2 * v);
+            for (int r = 0; r < R; ++r) {
+              const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.row_q(t.r0 + r) + b * 256 + 128 * h + 32 * v));
+              sumi[r] = _mm256_add_epi32(sumi[r], _mm256_madd_epi16(_mm256_maddubs_epi16(q[v], x), s));
+            }
+          }
+        }
+        const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
+        const float d = fp16(blk.d);
+        for (int r = 0; r < R; ++r) {
+          const __m256i sums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.row_sums(t.r0 + r) + b * 16));
+          const __m256i offset = _mm256_slli_epi32(_mm256_madd_epi16(sc16, sums), 5);
+          acc[r][c] = _mm256_fmadd_ps(_mm256_set1_ps(d * a.row_d(t.r0 + r)[b]), _mm256_cvtepi32_ps(_mm256_sub_epi32(sumi[r], offset)),
+                                      acc[r][c]);
+        }
+      }
+    for (int r = 0; r < R; ++r)
+      for (int c = 0; c < C; ++c) t.y[r * t.ldy + c] = hsum(acc[r][c]) + (t.bias ? t.bias[c] : 0.0f);
+  }
+#endif
+};
+
+// the K types, portable: each block's integer sums in scalar code
+template <class W, int R, int C>
+void tile_super_scalar(const TileArgs& t) {
+  using Block = typename W::Block;
+  const QuantizedActivations& a = *t.a;
+  float acc[R][C] = {};
+  for (int64_t b = 0; b < t.k / 256; ++b)
+    for (int c = 0; c < C; ++c) {
+      const Block& blk = reinterpret_cast<const Block*>(t.w + c * t.row_bytes)[b];
+      for (int r = 0; r < R; ++r)
+        acc[r][c] += W::dot_scalar(blk, a.row_q(t.r0 + r) + b * 256, a.row_sums(t.r0 + r) + b * 16, a.row_d(t.r0 + r)[b]);
+    }
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) t.y[r * t.ldy + c] = acc[r][c] + (t.bias ? t.bias[c] : 0.0f);
+}
+
 // ---- the float weight types: converted and multiplied into x ---------------------------------
 
 struct F32W {
@@ -518,15 +706,22 @@ void gemv_groups(TileArgs base, int64_t m, int64_t n) {
 }
 
 template <class W>
-struct Quant32Kernel {
+constexpr bool is_super() {
+  return requires { W::kSuper; };
+}
+
+template <class W>
+struct QuantKernel {
   template <int R, int C, bool P>
   struct K {
     static void run(const TileArgs& t) {
 #if defined(__AVX2__) && defined(__FMA__)
-      if constexpr (W::kPairs) tile_pairs_avx2<W, R, C, P>(t);
+      if constexpr (is_super<W>()) W::template tile<R, C, P>(t);
+      else if constexpr (W::kPairs) tile_pairs_avx2<W, R, C, P>(t);
       else tile32_avx2<W, R, C, P>(t);
 #else
-      tile32_scalar<W, R, C>(t);
+      if constexpr (is_super<W>()) tile_super_scalar<W, R, C>(t);
+      else tile32_scalar<W, R, C>(t);
 #endif
     }
   };
@@ -550,35 +745,42 @@ PairedActivations& paired_buffer() {
   return a;
 }
 
+template <class W>
+constexpr bool is_paired() {
+  if constexpr (is_super<W>()) return false;
+  else return W::kPairs;
+}
+
 // Runs the product of weight type W: x quantised (and paired for the 4- and 5-bit types on AVX2).
 template <class W>
 void gemv_quantised(TileArgs base, int64_t m, int64_t n) {
   QuantizedActivations& a = activation_buffer();
-  quantize_activations(base.x, base.ldx, m, base.k, 32, a);
+  quantize_activations(base.x, base.ldx, m, base.k, is_super<W>() ? 256 : 32, a);
   base.a = &a;
 #if defined(__AVX2__) && defined(__FMA__)
-  if constexpr (W::kPairs) {
+  if constexpr (is_paired<W>()) {
     pair_activations(a, W::kOffset, paired_buffer());
     base.pairs = &paired_buffer();
   }
 #endif
-  gemv_groups<Quant32Kernel<W>::template K>(base, m, n);
+  gemv_groups<QuantKernel<W>::template K>(base, m, n);
 }
 
 template <class W>
-float dot32(const void* w, const QuantizedActivations& a, int64_t r, bool scalar) {
+float dot(const void* w, const QuantizedActivations& a, int64_t r, bool scalar) {
   float y = 0.0f;
   TileArgs t{static_cast<const unsigned char*>(w), 0, nullptr, a.cols, &a, nullptr, 0, r, &y, 1, nullptr};
 #if defined(__AVX2__) && defined(__FMA__)
   if (!scalar) {
     PairedActivations pairs;
-    if constexpr (W::kPairs) pair_activations(a, W::kOffset, pairs);
+    if constexpr (is_paired<W>()) pair_activations(a, W::kOffset, pairs);
     t.pairs = &pairs;
-    Quant32Kernel<W>::template K<1, 1, false>::run(t);
+    QuantKernel<W>::template K<1, 1, false>::run(t);
     return y;
   }
 #endif
-  tile32_scalar<W, 1, 1>(t);
+  if constexpr (is_super<W>()) tile_super_scalar<W, 1, 1>(t);
+  else tile32_scalar<W, 1, 1>(t);
   return y;
 }
 
@@ -591,6 +793,8 @@ int64_t activation_block(QuantType weight_type) {
     case QuantType::q4_1:
     case QuantType::q5_0:
     case QuantType::q5_1: return 32;
+    case QuantType::q4_k:
+    case QuantType::q6_k: return 256;
     default: return 0;
   }
 }
@@ -633,11 +837,13 @@ float quant_dot(QuantType type, const void* w, const QuantizedActivations& a, in
   NF_CHECK(activation_block(type) == a.block, "quant_dot: ", quant_type_name(type), " needs activations in blocks of ",
            activation_block(type), ", got ", a.block);
   switch (type) {
-    case QuantType::q8_0: return dot32<Q8_0W>(w, a, r, scalar);
-    case QuantType::q4_0: return dot32<Q4_0W>(w, a, r, scalar);
-    case QuantType::q4_1: return dot32<Q4_1W>(w, a, r, scalar);
-    case QuantType::q5_0: return dot32<Q5_0W>(w, a, r, scalar);
-    case QuantType::q5_1: return dot32<Q5_1W>(w, a, r, scalar);
+    case QuantType::q8_0: return dot<Q8_0W>(w, a, r, scalar);
+    case QuantType::q4_0: return dot<Q4_0W>(w, a, r, scalar);
+    case QuantType::q4_1: return dot<Q4_1W>(w, a, r, scalar);
+    case QuantType::q5_0: return dot<Q5_0W>(w, a, r, scalar);
+    case QuantType::q5_1: return dot<Q5_1W>(w, a, r, scalar);
+    case QuantType::q4_k: return dot<Q4_KW>(w, a, r, scalar);
+    case QuantType::q6_k: return dot<Q6_KW>(w, a, r, scalar);
     default: NF_FAIL("quant_dot: no product for ", quant_type_name(type));
   }
 }
@@ -664,6 +870,8 @@ void quant_linear_gemv(const Tensor& y, const Tensor& x, const QuantizedTensor& 
     case QuantType::q4_1: return gemv_quantised<Q4_1W>(base, m, n);
     case QuantType::q5_0: return gemv_quantised<Q5_0W>(base, m, n);
     case QuantType::q5_1: return gemv_quantised<Q5_1W>(base, m, n);
+    case QuantType::q4_k: return gemv_quantised<Q4_KW>(base, m, n);
+    case QuantType::q6_k: return gemv_quantised<Q6_KW>(base, m, n);
     case QuantType::f32: return gemv_groups<FloatKernel<F32W>::K>(base, m, n);
     case QuantType::f16: return gemv_groups<FloatKernel<F16W>::K>(base, m, n);
     case QuantType::bf16: return gemv_groups<FloatKernel<BF16W>::K>(base, m, n);
