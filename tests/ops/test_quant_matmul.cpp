@@ -147,47 +147,52 @@ TEST(QuantActivations, Block32EqualsTheReferenceQ8_0RowsBitForBit) {
   // a block with max 127 (d = 1): the ties x.5 round away from zero as roundf (not to even)
   const float ties[] = {127.0f, 2.5f, -3.5f, 0.5f, -0.5f, 1.5f, -126.5f};
   for (int j = 0; j < 32; ++j) p[64 + j] = j < 7 ? ties[j] : static_cast<float>(j) - 16.25f;
-  QuantizedActivations a;
-  cpu::quantize_activations(x.data<float>(), 256, 3, 256, 32, a);
-  for (int64_t r = 0; r < 3; ++r) {
-    std::vector<cpu::BlockQ8_0> ref(8);
-    cpu::quantize_row(QuantType::q8_0, p + r * 256, ref.data(), 256);
-    for (int64_t b = 0; b < 8; ++b) {
-      EXPECT_EQ(a.row_d(r)[b], f16_bits_to_float(ref[static_cast<size_t>(b)].d)) << "row " << r << " block " << b;
-      int32_t sum = 0;
-      for (int j = 0; j < 32; ++j) {
-        ASSERT_EQ(a.row_q(r)[b * 32 + j], ref[static_cast<size_t>(b)].qs[j]) << "row " << r << " value " << b * 32 + j;
-        sum += a.row_q(r)[b * 32 + j];
+  for (bool scalar : {false, true}) {
+    SCOPED_TRACE(scalar ? "scalar" : "as built");
+    QuantizedActivations a;
+    cpu::quantize_activations(x.data<float>(), 256, 3, 256, 32, a, scalar);
+    for (int64_t r = 0; r < 3; ++r) {
+      std::vector<cpu::BlockQ8_0> ref(8);
+      cpu::quantize_row(QuantType::q8_0, p + r * 256, ref.data(), 256);
+      for (int64_t b = 0; b < 8; ++b) {
+        EXPECT_EQ(a.row_d(r)[b], f16_bits_to_float(ref[static_cast<size_t>(b)].d)) << "row " << r << " block " << b;
+        int32_t sum = 0;
+        for (int j = 0; j < 32; ++j) {
+          ASSERT_EQ(a.row_q(r)[b * 32 + j], ref[static_cast<size_t>(b)].qs[j]) << "row " << r << " value " << b * 32 + j;
+          sum += a.row_q(r)[b * 32 + j];
+        }
+        EXPECT_EQ(a.row_s(r)[b], a.row_d(r)[b] * static_cast<float>(sum));
       }
-      EXPECT_EQ(a.row_s(r)[b], a.row_d(r)[b] * static_cast<float>(sum));
     }
+    const int8_t expected_ties[] = {127, 3, -4, 1, -1, 2, -127};
+    for (int j = 0; j < 7; ++j) EXPECT_EQ(a.row_q(0)[64 + j], expected_ties[j]) << "tie " << ties[j];
   }
-  const int8_t expected_ties[] = {127, 3, -4, 1, -1, 2, -127};
-  for (int j = 0; j < 7; ++j) EXPECT_EQ(a.row_q(0)[64 + j], expected_ties[j]) << "tie " << ties[j];
 }
 
 TEST(QuantActivations, Block256FollowsQ8_KFormula) {
   Generator gen(2);
   const Tensor x = randn({2, 512}, gen);
-  QuantizedActivations a;
-  cpu::quantize_activations(x.data<float>(), 512, 2, 512, 256, a);
-  for (int64_t r = 0; r < 2; ++r)
-    for (int64_t b = 0; b < 2; ++b) {
-      const float* v = x.data<float>() + r * 512 + b * 256;
-      float amax = 0;
-      for (int j = 0; j < 256; ++j) amax = std::fmax(amax, std::fabs(v[j]));
-      const float d = amax / 127.0f, id = 1.0f / d;
-      EXPECT_EQ(a.row_d(r)[b], d);
-      for (int g = 0; g < 16; ++g) {
-        int sum = 0;
-        for (int j = 0; j < 16; ++j) {
-          const int q = static_cast<int>(std::roundf(v[g * 16 + j] * id));
-          ASSERT_EQ(a.row_q(r)[b * 256 + g * 16 + j], q);
-          sum += q;
+  for (bool scalar : {false, true}) {
+    QuantizedActivations a;
+    cpu::quantize_activations(x.data<float>(), 512, 2, 512, 256, a, scalar);
+    for (int64_t r = 0; r < 2; ++r)
+      for (int64_t b = 0; b < 2; ++b) {
+        const float* v = x.data<float>() + r * 512 + b * 256;
+        float amax = 0;
+        for (int j = 0; j < 256; ++j) amax = std::fmax(amax, std::fabs(v[j]));
+        const float d = amax / 127.0f, id = 1.0f / d;
+        EXPECT_EQ(a.row_d(r)[b], d);
+        for (int g = 0; g < 16; ++g) {
+          int sum = 0;
+          for (int j = 0; j < 16; ++j) {
+            const int q = static_cast<int>(std::roundf(v[g * 16 + j] * id));
+            ASSERT_EQ(a.row_q(r)[b * 256 + g * 16 + j], q);
+            sum += q;
+          }
+          EXPECT_EQ(a.row_sums(r)[b * 16 + g], sum);
         }
-        EXPECT_EQ(a.row_sums(r)[b * 16 + g], sum);
       }
-    }
+  }
 }
 
 // ---- per-block dot products ----

@@ -32,7 +32,7 @@ inline float fp16(uint16_t h) {
 inline int8_t round_to_int8(float v) { return static_cast<int8_t>(std::roundf(v)); }
 
 // q[0..n) = round(x / d) with d = max|x| / 127 (the formula of Q8_0 and Q8_K); returns d unrounded.
-[[maybe_unused]] float quantize_block_scalar(const float* x, int n, int8_t* q) {
+float quantize_block_scalar(const float* x, int n, int8_t* q) {
   float amax = 0.0f;
   for (int j = 0; j < n; ++j) amax = std::fmax(amax, std::fabs(x[j]));
   const float d = amax / 127.0f;
@@ -76,12 +76,11 @@ float quantize_block_avx2(const float* x, int n, int8_t* q) {
 }
 #endif
 
-float quantize_block(const float* x, int n, int8_t* q) {
+float quantize_block(const float* x, int n, int8_t* q, bool scalar) {
 #if defined(__AVX2__) && defined(__FMA__)
-  return quantize_block_avx2(x, n, q);
-#else
-  return quantize_block_scalar(x, n, q);
+  if (!scalar) return quantize_block_avx2(x, n, q);
 #endif
+  return quantize_block_scalar(x, n, q);
 }
 
 // ---- the 32-value weight types ---------------------------------------------------------------
@@ -143,7 +142,6 @@ inline __m256 scale_pair(uint16_t a, uint16_t b) {
 struct Q8_0W {
   using Block = BlockQ8_0;
   static constexpr bool kMin = false, kPairs = false;
-  static constexpr int kOffset = 0;
   static float scale(const Block& b) { return fp16(b.d); }
   static float minimum(const Block&) { return 0.0f; }
   static void values(const Block& b, int8_t* v) { std::memcpy(v, b.qs, 32); }
@@ -800,7 +798,7 @@ int64_t activation_block(QuantType weight_type) {
 }
 
 void quantize_activations(const float* x, int64_t ldx, int64_t rows, int64_t cols, int64_t block,
-                          QuantizedActivations& out) {
+                          QuantizedActivations& out, bool scalar) {
   NF_CHECK(block == 32 || block == 256, "quantize_activations: block ", block, " is not 32 or 256");
   NF_CHECK(cols % block == 0, "quantize_activations: ", cols, " values are not whole blocks of ", block);
   out.rows = rows, out.cols = cols, out.block = block;
@@ -815,7 +813,7 @@ void quantize_activations(const float* x, int64_t ldx, int64_t rows, int64_t col
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t b = 0; b < nb; ++b) {
       int8_t* q = out.q.data() + r * cols + b * block;
-      const float d = quantize_block(x + r * ldx + b * block, static_cast<int>(block), q);
+      const float d = quantize_block(x + r * ldx + b * block, static_cast<int>(block), q, scalar);
       if (block == 32) {
         const float dh = fp16(float_to_f16_bits(d));  // Q8_0 stores d as f16
         int32_t sum = 0;

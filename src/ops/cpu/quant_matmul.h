@@ -44,9 +44,10 @@ struct QuantizedActivations {
 int64_t activation_block(QuantType weight_type);
 
 // Quantises `rows` rows of x (row i at x + i * ldx) of `cols` values into `out` (its buffers
-// reused when large enough), blocks of `block` values (32 or 256). AVX2 or scalar, same bits.
+// reused when large enough), blocks of `block` values (32 or 256). AVX2 or scalar (`scalar`
+// forces it, to test both), the same bits.
 void quantize_activations(const float* x, int64_t ldx, int64_t rows, int64_t cols, int64_t block,
-                          QuantizedActivations& out);
+                          QuantizedActivations& out, bool scalar = false);
 
 // One output: sum over the row's blocks of the per-block dot products of weight row `w` (cols
 // values of `type`) with row r of `a` (quantised for the type, activation_block). The same
