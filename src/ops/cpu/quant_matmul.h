@@ -32,7 +32,7 @@ struct QuantizedActivations {
   std::vector<float> d, s;    // (rows, cols / block); s for 32-value blocks only
   std::vector<int16_t> sums;  // (rows, cols / 16), 256-value blocks only
 
-  int64_t blocks_per_row() const { return cols / block; }
+  int64_t blocks_per_row() const { return block == 32 ? cols / 32 : cols / 256; }  // constant divisors: no division in loops
   const int8_t* row_q(int64_t r) const { return q.data() + r * cols; }
   const float* row_d(int64_t r) const { return d.data() + r * blocks_per_row(); }
   const float* row_s(int64_t r) const { return s.data() + r * blocks_per_row(); }
