@@ -31,13 +31,18 @@ inline float fp16(uint16_t h) {
 // q = round(x * id), ties away from zero (roundf), for |x * id| <= 127
 inline int8_t round_to_int8(float v) { return static_cast<int8_t>(std::roundf(v)); }
 
-// q[0..n) = round(x / d) with d = max|x| / 127 (the formula of Q8_0 and Q8_K); returns d unrounded.
-float quantize_block_scalar(const float* x, int n, int8_t* q) {
+// q[0..n) = round(x / d) with d = max|x| / 127 (the formula of Q8_0 and Q8_K), sums16[i] = the sum
+// of q over values 16 i .. 16 i + 15; returns d unrounded.
+float quantize_block_scalar(const float* x, int n, int8_t* q, int32_t* sums16) {
   float amax = 0.0f;
   for (int j = 0; j < n; ++j) amax = std::fmax(amax, std::fabs(x[j]));
   const float d = amax / 127.0f;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   for (int j = 0; j < n; ++j) q[j] = round_to_int8(x[j] * id);
+  for (int i = 0; i < n / 16; ++i) {
+    sums16[i] = 0;
+    for (int j = 16 * i; j < 16 * i + 16; ++j) sums16[i] += q[j];
+  }
   return d;
 }
 
@@ -58,8 +63,14 @@ inline __m256 round_away(__m256 v) {
   return _mm256_add_ps(t, _mm256_and_ps(_mm256_cmp_ps(frac, _mm256_set1_ps(0.5f), _CMP_GE_OQ), step));
 }
 
+inline int32_t hsum_i32(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+  return _mm_cvtsi128_si32(_mm_add_epi32(s, _mm_shuffle_epi32(s, 1)));
+}
+
 // the AVX2 form of quantize_block_scalar, n a multiple of 32, same bits
-float quantize_block_avx2(const float* x, int n, int8_t* q) {
+float quantize_block_avx2(const float* x, int n, int8_t* q, int32_t* sums16) {
   const __m256 sign = _mm256_set1_ps(-0.0f);
   __m256 amax = _mm256_setzero_ps();
   for (int j = 0; j < n; j += 8) amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + j)));
@@ -69,6 +80,8 @@ float quantize_block_avx2(const float* x, int n, int8_t* q) {
   for (int j = 0; j < n; j += 32) {
     __m256i i[4];
     for (int v = 0; v < 4; ++v) i[v] = _mm256_cvtps_epi32(round_away(_mm256_mul_ps(_mm256_loadu_ps(x + j + 8 * v), id)));
+    sums16[j / 16] = hsum_i32(_mm256_add_epi32(i[0], i[1]));
+    sums16[j / 16 + 1] = hsum_i32(_mm256_add_epi32(i[2], i[3]));
     const __m256i packed = _mm256_packs_epi16(_mm256_packs_epi32(i[0], i[1]), _mm256_packs_epi32(i[2], i[3]));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + j), _mm256_permutevar8x32_epi32(packed, order));
   }
@@ -76,11 +89,20 @@ float quantize_block_avx2(const float* x, int n, int8_t* q) {
 }
 #endif
 
-float quantize_block(const float* x, int n, int8_t* q, bool scalar) {
+float quantize_block(const float* x, int n, int8_t* q, int32_t* sums16, bool scalar) {
 #if defined(__AVX2__) && defined(__FMA__)
-  if (!scalar) return quantize_block_avx2(x, n, q);
+  if (!scalar) return quantize_block_avx2(x, n, q, sums16);
 #endif
-  return quantize_block_scalar(x, n, q);
+  return quantize_block_scalar(x, n, q, sums16);
+}
+
+// d rounded to f16 and back, as Q8_0 stores it
+inline float round_to_f16(float d) {
+#if defined(__F16C__)
+  return _cvtsh_ss(_cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT));
+#else
+  return f16_bits_to_float(float_to_f16_bits(d));
+#endif
 }
 
 // ---- the 32-value weight types ---------------------------------------------------------------
@@ -877,21 +899,16 @@ void quantize_activations(const float* x, int64_t ldx, int64_t rows, int64_t col
   else grow(out.sums, rows * (cols / 16));
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t b = 0; b < nb; ++b) {
-      int8_t* q = out.q.data() + r * cols + b * block;
-      const float d = quantize_block(x + r * ldx + b * block, static_cast<int>(block), q, scalar);
+      int32_t sums16[16];
+      const float d = quantize_block(x + r * ldx + b * block, static_cast<int>(block), out.q.data() + r * cols + b * block,
+                                     sums16, scalar);
+      const size_t i = static_cast<size_t>(r * nb + b);
       if (block == 32) {
-        const float dh = fp16(float_to_f16_bits(d));  // Q8_0 stores d as f16
-        int32_t sum = 0;
-        for (int j = 0; j < 32; ++j) sum += q[j];
-        out.d[static_cast<size_t>(r * nb + b)] = dh;
-        out.s[static_cast<size_t>(r * nb + b)] = dh * static_cast<float>(sum);
+        out.d[i] = round_to_f16(d);
+        out.s[i] = out.d[i] * static_cast<float>(sums16[0] + sums16[1]);
       } else {
-        out.d[static_cast<size_t>(r * nb + b)] = d;
-        for (int g = 0; g < block / 16; ++g) {
-          int32_t sum = 0;
-          for (int j = 0; j < 16; ++j) sum += q[g * 16 + j];
-          out.sums[static_cast<size_t>(r * (cols / 16) + b * (block / 16) + g)] = static_cast<int16_t>(sum);
-        }
+        out.d[i] = d;
+        for (size_t g = 0; g < 16; ++g) out.sums[i * 16 + g] = static_cast<int16_t>(sums16[g]);
       }
     }
 }
