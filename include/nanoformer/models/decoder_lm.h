@@ -71,9 +71,9 @@ class DecoderLM : public Model {
   // The parts of model_stats' ParameterCounts (routed / shared experts and router with MoE, else mlp).
   std::vector<ParameterPart> parameter_parts() const override;
   int64_t max_context() const override { return config_.max_seq_len; }
-  int64_t tied_head_weights() const override { return output ? 0 : head_weight().numel(); }
-  // The head's weight (vocab_size, dim): output->weight, or tok_embeddings->weight when tied.
-  const Tensor& head_weight() const;
+  int64_t tied_head_weights() const override { return output ? 0 : config_.vocab_size * config_.dim; }
+  // The dtype activations and the KV cache take: the embedding table's, f32 when it is quantised.
+  DType compute_dtype() const;
 
   std::shared_ptr<nn::Embedding> tok_embeddings;
   std::shared_ptr<nn::AbsolutePosition> pos_embeddings;      // learned or sinusoidal, else null
