@@ -1,7 +1,7 @@
 // Quantising and dequantising rows of every weight type against the committed fixture of
 // tools/quant/make_quant_fixtures.py: gguf.quants' blocks and dequantised floats bit for bit, and
-// llama.cpp's reference blocks for the types gguf cannot quantise (Q4_K, Q6_K, Q8_K) where the
-// fixture holds them; the K types' round-trip error; nf::quantize / nf::dequantize over tensors.
+// llama.cpp's reference blocks for the types gguf cannot quantise (Q4_K, Q6_K, Q8_K, Q8_1); the K
+// types' round-trip error; nf::quantize / nf::dequantize over tensors.
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -121,9 +121,10 @@ std::vector<std::string> block_arrays(bool random) {
     for (size_t i = 0; i < row_bytes; ++i)
       if (got[i] != want[i]) {
         const size_t block = i / block_bytes;
-        return ::testing::AssertionFailure() << name << " row " << r << ": block " << block << " differs at byte "
-                                             << i % block_bytes << "\n  got      " << hex(&got[block * block_bytes], block_bytes)
-                                             << "\n  expected " << hex(want + block * block_bytes, block_bytes);
+        return ::testing::AssertionFailure()
+               << name << " row " << r << ": block " << block << " differs at byte " << i % block_bytes
+               << "\n  got      " << hex(&got[block * block_bytes], block_bytes)
+               << "\n  expected " << hex(want + block * block_bytes, block_bytes);
       }
   }
   return ::testing::AssertionSuccess();
@@ -135,10 +136,11 @@ TEST(QuantRows, QuantizeGivesTheOraclesBlocksByteForByte) {
     EXPECT_TRUE(quantizes_to_oracle(name));
     cases_of[QuantFixture::get().at(name).type].insert(split_name(name).first);
   }
-  // every type gguf.quants quantises, on every case (normal, outliers, zero blocks, ties, tiny, huge,
-  // negative max, a real tensor)
+  // every type, on every case (normal, outliers, zero blocks, ties, tiny, huge, negative max, a real
+  // tensor): gguf.quants' bytes, and llama.cpp's for the types gguf.quants does not quantise
   for (QuantType type : {QuantType::f16, QuantType::bf16, QuantType::q8_0, QuantType::q4_0, QuantType::q4_1,
-                         QuantType::q5_0, QuantType::q5_1})
+                         QuantType::q5_0, QuantType::q5_1, QuantType::q4_k, QuantType::q6_k, QuantType::q8_k,
+                         QuantType::q8_1})
     EXPECT_EQ(cases_of[type].size(), 8u) << quant_type_name(type);
 }
 
@@ -217,12 +219,13 @@ double span(const float* x) {
   return hi - lo;
 }
 
-const std::vector<std::string> kCases = {"normal", "outliers", "zero_blocks", "ties", "tiny", "huge", "negative_max", "real"};
+const std::vector<std::string> kCases = {"normal", "outliers", "zero_blocks", "ties",
+                                         "tiny",   "huge",     "negative_max", "real"};
 
-// gguf.quants has no Q4_K / Q6_K / Q8_K quantiser: whatever the fixture's llama.cpp oracle says (above),
-// the round trip keeps each value within a step of its super-block's grid, and the RMS error is no
-// worse than that of the legacy type of as many bits (Q4_1 for Q4_K, Q5_1 for Q6_K). In "huge" the
-// legacy types' f16 scales overflow (inf), and so does Q4_K's dmin = max min / 63 (as in llama.cpp).
+// gguf.quants has no Q4_K / Q6_K / Q8_K quantiser; beside llama.cpp's bytes (above) the round trip
+// keeps each value within a step of its super-block's grid, and the RMS error is no worse than that of
+// the legacy type of as many bits (Q4_1 for Q4_K, Q5_1 for Q6_K). In "huge" the legacy types' f16
+// scales overflow (inf), and so does Q4_K's dmin = max min / 63 (as in llama.cpp).
 TEST(QuantRows, KTypesRoundTripWithinTheirError) {
   for (const std::string& c : kCases) {
     const FixtureArray& x = QuantFixture::get().at(c + "/x");
@@ -298,7 +301,7 @@ TEST(QuantizedTensor, QuantizeAndDequantizeAWholeTensorAsTheOracle) {
   const QuantFixture& fixture = QuantFixture::get();
   const FixtureArray& x = fixture.at("ties/x");  // two rows
   ASSERT_EQ(x.rows, 2);
-  for (const char* name : {"f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1"}) {
+  for (const char* name : {"f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_k", "q6_k", "q8_k", "q8_1"}) {
     const FixtureArray& expected = fixture.at(std::string("ties/") + name);
     const QuantizedTensor q = quantize(tensor_of(x), expected.type);
     ASSERT_EQ(q.nbytes(), expected.bytes.size()) << name;

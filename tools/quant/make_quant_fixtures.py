@@ -3,21 +3,24 @@
 
 The oracle is the `gguf` Python package's reference, gguf.quants (pinned in scripts/install-python.sh):
 it quantises f16, bf16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and dequantises all of those and Q4_K, Q6_K.
-gguf.quants cannot quantise Q4_K / Q6_K / Q8_K; for those the oracle is llama.cpp's own
+gguf.quants cannot quantise Q4_K / Q6_K / Q8_K / Q8_1; for those the oracle is llama.cpp's own
 quantize_row_*_ref, called through ctypes in the libggml-base of a llama-cpp-python install
-(tools/llamacpp/install.sh), when one is found (--llamacpp, $LLAMACPP_VENV, .venv-llamacpp); without
-it those bytes are left out and the C++ test checks only their round-trip error.
+(tools/llamacpp/install.sh: --llamacpp, else $LLAMACPP_VENV, else .venv-llamacpp). The C++ test expects
+those bytes, so the script refuses to run without it; with it, it also checks that llama.cpp's
+reference gives gguf.quants' bytes for the types both quantise.
 
 Run (re-runnable; same numpy / gguf / llama.cpp versions -> byte-identical file):
-    bash scripts/install-python.sh && .venv/bin/python tools/quant/make_quant_fixtures.py
-    (or `make quant-fixtures`; any Python with numpy and gguf==0.19.0 works)
+    bash tools/llamacpp/install.sh            # once: builds llama.cpp into .venv-llamacpp (10-30 minutes)
+    make quant-fixtures                       # = scripts/install-python.sh + .venv/bin/python <this script>
+    (any Python with numpy and gguf==0.19.0 works: python3 tools/quant/make_quant_fixtures.py --llamacpp VENV)
 
 Output: tests/fixtures/quant/quants.bin, a list of named arrays:
     b"NFQUANT1", u32 length + JSON metadata (versions, seed, cases), u32 count, then per array
     u32 name length, name (ASCII), u32 GGUF type number (0 = f32), u32 rows, u32 cols,
     rows * row_bytes(type, cols) bytes (little-endian, rows of blocks as in a GGUF tensor).
 Names: "<case>/x" f32 input; "<case>/<type>" its blocks from the oracle; "<case>/<type>/y" those
-blocks dequantised by gguf.quants; "random/<type>" random valid blocks and "random/<type>/y".
+blocks dequantised by gguf.quants (case "real" only); "random/<type>" random valid blocks (NaN-free
+scales) and "random/<type>/y".
 """
 from __future__ import annotations
 
@@ -43,9 +46,9 @@ COLS = 256  # one Q4_K / Q6_K super-block, eight 32-value blocks
 
 SMALL = {"f16": T.F16, "bf16": T.BF16, "q8_0": T.Q8_0, "q4_0": T.Q4_0, "q4_1": T.Q4_1, "q5_0": T.Q5_0, "q5_1": T.Q5_1}
 K_TYPES = {"q4_k": T.Q4_K, "q6_k": T.Q6_K}  # gguf dequantises them; llama.cpp quantises them
-Q8_K = 15  # GGUF's number for Q8_K: neither gguf.quants nor GGML_QUANT_SIZES' quantisers cover it
+ACTIVATIONS = {"q8_k": (15, 256, 292), "q8_1": (9, 32, 36)}  # GGUF number, block size and bytes: llama.cpp only
 SIZES = {**{int(t): gguf.GGML_QUANT_SIZES[t] for t in list(SMALL.values()) + list(K_TYPES.values())},
-         0: (1, 4), Q8_K: (256, 292)}
+         0: (1, 4), **{t: (block, size) for t, block, size in ACTIVATIONS.values()}}
 
 
 def f32(a) -> np.ndarray:
@@ -150,8 +153,8 @@ def case_ties(rng):
         block = [anchor]
         for level in range(divisor):
             target = np.float32(level - divisor + 0.5)  # x * id at a boundary of trunc(. + offset)
-            v = nudge_until(target / id_, lambda v: abs(v) < abs(anchor) and np.trunc(np.float32(v * id_) + np.float32(offset))
-                            != np.trunc(fused(v, id_, offset)))
+            v = nudge_until(target / id_, lambda v: abs(v) < abs(anchor) and
+                            np.trunc(np.float32(v * id_) + np.float32(offset)) != np.trunc(fused(v, id_, offset)))
             if v is not None:
                 block.append(v)
         found = len(block) - 1
@@ -221,21 +224,25 @@ def random_blocks(rng, qtype, n_blocks):
     return raw
 
 
-# ---- llama.cpp's reference quantisers through ctypes (optional) ---------------------------------
+# ---- llama.cpp's reference quantisers through ctypes ---------------------------------------------
 
 def find_libggml(explicit: str | None) -> Path | None:
+    if explicit and os.path.isfile(explicit):
+        return Path(explicit)
     venvs = [explicit] if explicit else [os.environ.get("LLAMACPP_VENV"), str(ROOT / ".venv-llamacpp")]
     for venv in filter(None, venvs):
-        hits = sorted(glob.glob(os.path.join(venv, "lib", "python3*", "site-packages", "llama_cpp", "lib", "libggml-base.so")))
+        pattern = os.path.join(venv, "lib", "python3*", "site-packages", "llama_cpp", "lib", "libggml-base.so")
+        hits = sorted(glob.glob(pattern))
         if hits:
             return Path(hits[0])
         if explicit:
-            sys.exit(f"--llamacpp {explicit}: no llama_cpp/lib/libggml-base.so in it (tools/llamacpp/install.sh makes one)")
+            sys.exit(f"--llamacpp {explicit}: no llama_cpp/lib/libggml-base.so in it "
+                     "(tools/llamacpp/install.sh makes one)")
     return None
 
 
 class LlamaCpp:
-    """quantize_row_{q4_K,q6_K,q8_K}_ref and the small types' refs of a libggml-base."""
+    """quantize_row_<type>_ref of a libggml-base (ggml-quants.c, built without FMA: nothing fused)."""
 
     def __init__(self, path: Path):
         self.path = path
@@ -254,7 +261,8 @@ class LlamaCpp:
         block, size = SIZES[type_id]
         rows = []
         for row in np.ascontiguousarray(x, dtype=np.float32):
-            out = np.zeros(row.size // block * size, dtype=np.uint8)  # zeroed: Q8_K leaves bsums of a zero block as they were
+            # zeroed: Q8_K leaves the bsums of a zero block as they were
+            out = np.zeros(row.size // block * size, dtype=np.uint8)
             fn(row.ctypes.data, out.ctypes.data, row.size)
             rows.append(out)
         return np.stack(rows)
@@ -283,13 +291,17 @@ def write(path: Path, meta: dict, arrays: list[tuple[str, int, int, int, np.ndar
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=str(ROOT / "tests/fixtures/quant/quants.bin"), help="the fixture file to write")
-    ap.add_argument("--llamacpp", help="a llama-cpp-python venv (default: $LLAMACPP_VENV, then .venv-llamacpp)")
+    ap.add_argument("--llamacpp", help="a llama-cpp-python venv, or its libggml-base.so "
+                    "(default: $LLAMACPP_VENV, then .venv-llamacpp)")
     args = ap.parse_args()
     out = Path(args.out)
     if not out.parent.is_dir():
         sys.exit(f"--out {out}: folder {out.parent} does not exist")
     lib_path = find_libggml(args.llamacpp)
-    llama = LlamaCpp(lib_path) if lib_path else None
+    if lib_path is None:
+        sys.exit("no llama.cpp found (--llamacpp, $LLAMACPP_VENV, .venv-llamacpp): its quantize_row_*_ref is "
+                 "the oracle of Q4_K, Q6_K, Q8_K and Q8_1; build it with tools/llamacpp/install.sh")
+    llama = LlamaCpp(lib_path)
 
     np.seterr(all="ignore")  # scales that overflow f16 (case huge, random inf) are meant
     rng = np.random.default_rng(SEED)
@@ -305,17 +317,18 @@ def main() -> None:
             if case in WITH_DEQUANTISED:
                 y = quants.dequantize(blocks, qtype).astype(np.float32)
                 arrays.append((f"{case}/{name}/y", 0, rows, cols, as_bytes(y, rows)))
-            if llama and name.startswith("q"):  # the two oracles agree (a check, not stored)
+            if name.startswith("q"):  # the two oracles agree (a check, not stored)
                 if not np.array_equal(llama.quantize(name, x, int(qtype)), blocks):
                     mismatches.append(f"{case}/{name}")
-        if llama:
-            for name, qtype in K_TYPES.items():
-                blocks = llama.quantize(name.replace("_k", "_K"), x, int(qtype))
-                arrays.append((f"{case}/{name}", int(qtype), rows, cols, blocks))
-                if case in WITH_DEQUANTISED:
-                    y = quants.dequantize(blocks, qtype).astype(np.float32)
-                    arrays.append((f"{case}/{name}/y", 0, rows, cols, as_bytes(y, rows)))
-            arrays.append((f"{case}/q8_k", Q8_K, rows, cols, llama.quantize("q8_K", x, Q8_K)))
+        for name, qtype in K_TYPES.items():
+            blocks = llama.quantize(name.replace("_k", "_K"), x, int(qtype))
+            arrays.append((f"{case}/{name}", int(qtype), rows, cols, blocks))
+            if case in WITH_DEQUANTISED:
+                y = quants.dequantize(blocks, qtype).astype(np.float32)
+                arrays.append((f"{case}/{name}/y", 0, rows, cols, as_bytes(y, rows)))
+        for name, (type_id, _, _) in ACTIVATIONS.items():
+            blocks = llama.quantize(name.replace("_k", "_K"), x, type_id)
+            arrays.append((f"{case}/{name}", type_id, rows, cols, blocks))
     for name, qtype in {**SMALL, **K_TYPES}.items():
         block, _ = gguf.GGML_QUANT_SIZES[qtype]
         rows, cols = (2, 2 * COLS) if block == 256 else (1, COLS)  # 4 super-blocks, or 8 blocks
@@ -325,18 +338,17 @@ def main() -> None:
         arrays.append((f"random/{name}/y", 0, rows, cols, as_bytes(y, rows)))
 
     if mismatches:
-        print("warning: gguf.quants and llama.cpp's reference differ on " + ", ".join(mismatches), file=sys.stderr)
+        sys.exit("gguf.quants and llama.cpp's reference differ on " + ", ".join(mismatches) + ": which is the oracle?")
     meta = {
         "generator": "tools/quant/make_quant_fixtures.py",
         "seed": SEED,
         "gguf_version": metadata.version("gguf"),
         "numpy_version": np.__version__,
-        "llama_cpp_python_version": llama.version if llama else None,
-        "cases": {case: (make.__doc__ or "").split("\n")[0] for case, make in CASES},
+        "llama_cpp_python_version": llama.version,
+        "cases": {case: " ".join((make.__doc__ or "").split()) for case, make in CASES},
     }
     write(out, meta, arrays)
-    print(f"wrote {out} ({out.stat().st_size} bytes, {len(arrays)} arrays; "
-          f"K-type quantise oracle: {'llama.cpp ' + llama.version if llama else 'none (no llama-cpp-python found)'})")
+    print(f"wrote {out} ({out.stat().st_size} bytes, {len(arrays)} arrays; llama.cpp {llama.version} at {llama.path})")
 
 
 if __name__ == "__main__":
