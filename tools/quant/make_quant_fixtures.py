@@ -247,12 +247,17 @@ class LlamaCpp:
     def __init__(self, path: Path):
         self.path = path
         self.lib = ctypes.CDLL(str(path))
-        self.version = "unknown"
-        version_file = path.parents[1] / "__init__.py"
+        self.version = "ggml"
+        for field in ("ggml_version", "ggml_commit"):  # exported by recent ggml
+            fn = getattr(self.lib, field, None)
+            if fn is not None:
+                fn.restype = ctypes.c_char_p
+                self.version += " " + fn().decode()
+        version_file = path.parents[1] / "__init__.py"  # llama_cpp/__init__.py beside llama_cpp/lib/
         if version_file.exists():
             for line in version_file.read_text().splitlines():
                 if line.startswith("__version__"):
-                    self.version = line.split("=")[1].strip().strip("\"'")
+                    self.version += ", llama-cpp-python " + line.split("=")[1].strip().strip("\"'")
 
     def quantize(self, name: str, x: np.ndarray, type_id: int) -> np.ndarray:
         fn = getattr(self.lib, f"quantize_row_{name}_ref")
@@ -344,11 +349,11 @@ def main() -> None:
         "seed": SEED,
         "gguf_version": metadata.version("gguf"),
         "numpy_version": np.__version__,
-        "llama_cpp_python_version": llama.version,
+        "llama_cpp_version": llama.version,
         "cases": {case: " ".join((make.__doc__ or "").split()) for case, make in CASES},
     }
     write(out, meta, arrays)
-    print(f"wrote {out} ({out.stat().st_size} bytes, {len(arrays)} arrays; llama.cpp {llama.version} at {llama.path})")
+    print(f"wrote {out} ({out.stat().st_size} bytes, {len(arrays)} arrays; {llama.version} at {llama.path})")
 
 
 if __name__ == "__main__":
