@@ -25,9 +25,12 @@
 namespace nf::cpu {
 namespace {
 
+// The tile's loops over rows, panels and groups unrolled, so its dots and accumulators stay in registers.
+#define NF_UNROLL _Pragma("GCC unroll 8")
+
 constexpr int kPanelRows = 8;         // rows of W per panel: one lane each
 constexpr int kGroups = kQK8_0 / 4;   // 4-value groups per block
-constexpr int64_t kUnitRows = 64;     // rows of x per work unit
+constexpr int64_t kUnitRows = 48;     // rows of x per work unit
 
 // One block of a panel: the 8 rows' scales, then group g's values of row r at q[g][4r .. 4r + 3]
 // (Q8_0: the int8 values; Q4_0: the nibbles q in [0, 15]).
@@ -93,27 +96,27 @@ void tile(const PanelBlock* panels, int64_t nb, const BlockQ8_0* x, const XBlock
           int64_t ldy, int64_t cols) {
   const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc[R][P];
-  for (int i = 0; i < R; ++i)
-    for (int p = 0; p < P; ++p) acc[i][p] = _mm256_setzero_ps();
+  NF_UNROLL for (int i = 0; i < R; ++i)
+    NF_UNROLL for (int p = 0; p < P; ++p) acc[i][p] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     __m256i dot[R][P];  // Q4_0: i16 pairs; Q8_0: i32
-    for (int i = 0; i < R; ++i)
-      for (int p = 0; p < P; ++p)
+    NF_UNROLL for (int i = 0; i < R; ++i)
+      NF_UNROLL for (int p = 0; p < P; ++p)
         dot[i][p] = W == QuantType::q4_0 ? _mm256_set1_epi32(xinfo[i * ldx + b].start) : _mm256_setzero_si256();
-    for (int g = 0; g < kGroups; ++g) {
+    NF_UNROLL for (int g = 0; g < kGroups; ++g) {
       __m256i wv[P];
-      for (int p = 0; p < P; ++p) wv[p] = _mm256_load_si256(reinterpret_cast<const __m256i*>(panels[p * nb + b].q[g]));
+      NF_UNROLL for (int p = 0; p < P; ++p) wv[p] = _mm256_load_si256(reinterpret_cast<const __m256i*>(panels[p * nb + b].q[g]));
       if constexpr (W == QuantType::q4_0) {
-        for (int i = 0; i < R; ++i) {
+        NF_UNROLL for (int i = 0; i < R; ++i) {
           const __m256i xv = _mm256_set1_epi32(load_word(x[i * ldx + b].qs + 4 * g));
-          for (int p = 0; p < P; ++p) dot[i][p] = _mm256_add_epi16(dot[i][p], _mm256_maddubs_epi16(wv[p], xv));
+          NF_UNROLL for (int p = 0; p < P; ++p) dot[i][p] = _mm256_add_epi16(dot[i][p], _mm256_maddubs_epi16(wv[p], xv));
         }
       } else {
         __m256i wabs[P];
-        for (int p = 0; p < P; ++p) wabs[p] = _mm256_abs_epi8(wv[p]);
-        for (int i = 0; i < R; ++i) {
+        NF_UNROLL for (int p = 0; p < P; ++p) wabs[p] = _mm256_abs_epi8(wv[p]);
+        NF_UNROLL for (int i = 0; i < R; ++i) {
           const __m256i xv = _mm256_set1_epi32(load_word(x[i * ldx + b].qs + 4 * g));
-          for (int p = 0; p < P; ++p) {
+          NF_UNROLL for (int p = 0; p < P; ++p) {
             const __m256i pairs = _mm256_maddubs_epi16(wabs[p], _mm256_sign_epi8(xv, wv[p]));
             dot[i][p] = _mm256_add_epi32(dot[i][p], _mm256_madd_epi16(pairs, ones));
           }
@@ -121,17 +124,17 @@ void tile(const PanelBlock* panels, int64_t nb, const BlockQ8_0* x, const XBlock
       }
     }
     __m256 dw[P];
-    for (int p = 0; p < P; ++p) dw[p] = _mm256_load_ps(panels[p * nb + b].d);
-    for (int i = 0; i < R; ++i) {
+    NF_UNROLL for (int p = 0; p < P; ++p) dw[p] = _mm256_load_ps(panels[p * nb + b].d);
+    NF_UNROLL for (int i = 0; i < R; ++i) {
       const __m256 dx = _mm256_set1_ps(xinfo[i * ldx + b].d);
-      for (int p = 0; p < P; ++p) {
+      NF_UNROLL for (int p = 0; p < P; ++p) {
         const __m256i sum = W == QuantType::q4_0 ? _mm256_madd_epi16(dot[i][p], ones) : dot[i][p];
         acc[i][p] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(dx, dw[p]), acc[i][p]);
       }
     }
   }
-  for (int i = 0; i < R; ++i)
-    for (int p = 0; p < P; ++p) {
+  NF_UNROLL for (int i = 0; i < R; ++i)
+    NF_UNROLL for (int p = 0; p < P; ++p) {
       float* out = y + i * ldy + p * kPanelRows;
       const int64_t valid = cols - p * kPanelRows;
       if (valid >= kPanelRows) {
@@ -170,11 +173,11 @@ template <QuantType W>
 struct TileShape;
 template <>
 struct TileShape<QuantType::q4_0> {
-  static constexpr int rows = 4, panels = 1;
+  static constexpr int rows = 6, panels = 1;
 };
 template <>
 struct TileShape<QuantType::q8_0> {
-  static constexpr int rows = 4, panels = 1;
+  static constexpr int rows = 6, panels = 1;
 };
 
 // Rows [i0, i1) of x against one group of panels, in tiles of up to R rows.
