@@ -1,5 +1,6 @@
 // The prefill product over quantised weights (ops/cpu/quant_gemm.h) against the blockwise formula
-// in f64, y[i, j] = sum_b d_x d_w sum_t q_x q_w, within the rounding of its f32 sum, at shapes that
+// in f64, y[i, j] = sum_b d_x (d_w sum_t q_x w_t + m_w sum_t q_x) (m_w: Q4_1's min, else 0),
+// within the rounding of its f32 sum, for Q8_0, Q4_0, Q5_0 and Q4_1 weights, at shapes that
 // are not multiples of the kernel's tiles, at the extreme integers of each type (where an i16
 // partial sum would overflow or saturate), across thread counts, into a strided y.
 #include <cmath>
@@ -15,15 +16,9 @@ namespace nf {
 namespace {
 
 using cpu::BlockQ4_0;
+using cpu::BlockQ4_1;
+using cpu::BlockQ5_0;
 using cpu::BlockQ8_0;
-
-// rows x cols values quantised row by row to `type`
-std::vector<uint8_t> quantized(QuantType type, const std::vector<float>& values, int64_t rows, int64_t cols) {
-  const size_t row_bytes = quant_row_bytes(type, cols);
-  std::vector<uint8_t> out(row_bytes * static_cast<size_t>(rows));
-  for (int64_t r = 0; r < rows; ++r) cpu::quantize_row(type, values.data() + r * cols, out.data() + r * row_bytes, cols);
-  return out;
-}
 
 std::vector<float> normal_values(int64_t count, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -33,49 +28,103 @@ std::vector<float> normal_values(int64_t count, uint32_t seed) {
   return v;
 }
 
+// m rows of k values quantised to Q8_0 as the activations are
 std::vector<BlockQ8_0> quantized_x(const std::vector<float>& values, int64_t m, int64_t k) {
-  const std::vector<uint8_t> bytes = quantized(QuantType::q8_0, values, m, k);
   std::vector<BlockQ8_0> x(static_cast<size_t>(m * k / 32));
-  std::memcpy(x.data(), bytes.data(), bytes.size());
+  for (int64_t r = 0; r < m; ++r) cpu::quantize_row(QuantType::q8_0, values.data() + r * k, x.data() + r * k / 32, k);
   return x;
 }
 
-// The scale and integer of value t of a weight row, read from the blocks as quant_blocks.h lays them out.
-double weight_scale(QuantType type, const uint8_t* row, int64_t block) {
-  return type == QuantType::q8_0 ? f16_bits_to_float(reinterpret_cast<const BlockQ8_0*>(row)[block].d)
-                                 : f16_bits_to_float(reinterpret_cast<const BlockQ4_0*>(row)[block].d);
-}
-int weight_int(QuantType type, const uint8_t* row, int64_t block, int t) {
-  if (type == QuantType::q8_0) return reinterpret_cast<const BlockQ8_0*>(row)[block].qs[t];
-  const uint8_t byte = reinterpret_cast<const BlockQ4_0*>(row)[block].qs[t % 16];
-  return (t < 16 ? byte & 0x0f : byte >> 4) - 8;
+// n rows of k values of `type` with random integers (every bit pattern a file may hold) and
+// scales (and mins) of a trained layer's size
+std::vector<uint8_t> random_weights(QuantType type, int64_t n, int64_t k, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> w(quant_row_bytes(type, k) * static_cast<size_t>(n));
+  for (uint8_t& byte : w) byte = static_cast<uint8_t>(rng());
+  std::normal_distribution<float> scale(0.0f, 0.01f);
+  const size_t block_bytes = static_cast<size_t>(quant_type_info(type).block_bytes);
+  for (size_t at = 0; at < w.size(); at += block_bytes) {  // d (and m for Q4_1) lead every block
+    const uint16_t d = float_to_f16_bits(scale(rng)), min = float_to_f16_bits(scale(rng));
+    std::memcpy(&w[at], &d, 2);
+    if (type == QuantType::q4_1) std::memcpy(&w[at + 2], &min, 2);
+  }
+  return w;
 }
 
-// y from quant_gemm equals sum_b d_x d_w (integer dot of block b) within 1.01 (nb + 2) u sum_b |term|
-// (u = 2^-24: the f32 product of the two scales and one rounding per block's accumulation).
+// A weight block's d, m (0 without one) and integer w_t with value = d w_t + m, read as
+// quant_blocks.h lays the blocks out.
+struct WeightBlock {
+  double d = 0, m = 0;
+  int w[32] = {};
+};
+WeightBlock weight_block(QuantType type, const uint8_t* row, int64_t b) {
+  WeightBlock out;
+  const auto nibbles = [&](const uint8_t* qs, int offset) {
+    for (int t = 0; t < 32; ++t) out.w[t] = (t < 16 ? qs[t] & 0x0f : qs[t - 16] >> 4) - offset;
+  };
+  switch (type) {
+    case QuantType::q8_0: {
+      const auto& block = reinterpret_cast<const BlockQ8_0*>(row)[b];
+      out.d = f16_bits_to_float(block.d);
+      for (int t = 0; t < 32; ++t) out.w[t] = block.qs[t];
+      break;
+    }
+    case QuantType::q4_0: {
+      const auto& block = reinterpret_cast<const BlockQ4_0*>(row)[b];
+      out.d = f16_bits_to_float(block.d);
+      nibbles(block.qs, 8);
+      break;
+    }
+    case QuantType::q4_1: {
+      const auto& block = reinterpret_cast<const BlockQ4_1*>(row)[b];
+      out.d = f16_bits_to_float(block.d);
+      out.m = f16_bits_to_float(block.m);
+      nibbles(block.qs, 0);
+      break;
+    }
+    case QuantType::q5_0: {
+      const auto& block = reinterpret_cast<const BlockQ5_0*>(row)[b];
+      out.d = f16_bits_to_float(block.d);
+      nibbles(block.qs, 16);
+      const uint32_t qh = block.qh[0] | block.qh[1] << 8 | block.qh[2] << 16 | static_cast<uint32_t>(block.qh[3]) << 24;
+      for (int t = 0; t < 32; ++t) out.w[t] += static_cast<int>(qh >> t & 1) << 4;
+      break;
+    }
+    default: ADD_FAILURE() << "no reference for " << quant_type_name(type);
+  }
+  return out;
+}
+
+// y from quant_gemm equals sum_b d_x (d_w dot_b(q_x, w) + m_w sum q_x) within 1.01 (2 nb + 2) u
+// sum_b |term| (u = 2^-24: the f32 products of the scales and two roundings per block's
+// accumulation).
 void expect_matches_reference(QuantType type, const std::vector<uint8_t>& w, int64_t n, int64_t k,
                               const std::vector<BlockQ8_0>& x, int64_t m, const std::vector<float>& y, int64_t ldy) {
   const int64_t nb = k / 32;
   const size_t row_bytes = quant_row_bytes(type, k);
   const double u = std::ldexp(1.0, -24);
   int failures = 0;
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < n; ++j) {
-      const uint8_t* row = w.data() + static_cast<size_t>(j) * row_bytes;
+  for (int64_t j = 0; j < n; ++j) {
+    std::vector<WeightBlock> row(static_cast<size_t>(nb));
+    for (int64_t b = 0; b < nb; ++b) row[static_cast<size_t>(b)] = weight_block(type, w.data() + j * row_bytes, b);
+    for (int64_t i = 0; i < m; ++i) {
       double sum = 0.0, magnitude = 0.0;
       for (int64_t b = 0; b < nb; ++b) {
         const BlockQ8_0& xb = x[static_cast<size_t>(i * nb + b)];
-        int64_t dot = 0;
-        for (int t = 0; t < 32; ++t) dot += xb.qs[t] * weight_int(type, row, b, t);
-        const double term = f16_bits_to_float(xb.d) * weight_scale(type, row, b) * static_cast<double>(dot);
-        sum += term;
-        magnitude += std::abs(term);
+        const WeightBlock& wb = row[static_cast<size_t>(b)];
+        int32_t dot = 0, xsum = 0;
+        for (int t = 0; t < 32; ++t) dot += xb.qs[t] * wb.w[t], xsum += xb.qs[t];
+        const double dx = f16_bits_to_float(xb.d);
+        const double term = dx * wb.d * static_cast<double>(dot), min_term = dx * wb.m * static_cast<double>(xsum);
+        sum += term + min_term;
+        magnitude += std::abs(term) + std::abs(min_term);
       }
       const double got = y[static_cast<size_t>(i * ldy + j)];
-      if (std::abs(got - sum) > 1.01 * static_cast<double>(nb + 2) * u * magnitude && ++failures <= 5)
+      if (!(std::abs(got - sum) <= 1.01 * static_cast<double>(2 * nb + 2) * u * magnitude) && ++failures <= 5)
         ADD_FAILURE() << quant_type_name(type) << " m " << m << " n " << n << " k " << k << ": y[" << i << ", " << j
                       << "] = " << got << ", reference " << sum;
     }
+  }
   EXPECT_EQ(failures, 0);
 }
 
@@ -93,32 +142,36 @@ TEST_P(QuantGemm, MatchesTheBlockwiseReferenceAtShapesOffTheTiles) {
   for (const int64_t k : {32, 64, 768, 2048})
     for (const int64_t m : {1, 3, 5, 17, 64, 130})
       for (const int64_t n : {1, 3, 5, 17, 64, 130}) {
-        const auto w = quantized(type, normal_values(n * k, static_cast<uint32_t>(n * k)), n, k);
+        const auto w = random_weights(type, n, k, static_cast<uint32_t>(n * k));
         const auto x = quantized_x(normal_values(m * k, static_cast<uint32_t>(m + k)), m, k);
         expect_matches_reference(type, w, n, k, x, m, run_gemm(type, w, n, k, x, m, n), n);
       }
 }
 
-// Every integer at its type's extremes (Q8_0's -128 included, which a file may hold though
-// quantising never writes it), with signs that make whole blocks add up: where a product pair or
-// a block's i16 lane would saturate or overflow in a kernel that let it.
+// Sets value t of a block to its type's lowest or highest integer (Q8_0: -128, which a file may
+// hold though quantising never writes it, or 127; the others: u = 0 or the largest u).
+void set_extreme(QuantType type, uint8_t* block, int t, bool high) {
+  if (type == QuantType::q8_0) {
+    block[2 + t] = high ? 127 : 0x80;
+    return;
+  }
+  uint8_t* qs = block + (type == QuantType::q4_0 ? 2 : type == QuantType::q4_1 ? 4 : 6);
+  const int shift = t < 16 ? 0 : 4;
+  qs[t % 16] = static_cast<uint8_t>((qs[t % 16] & ~(0x0f << shift)) | (high ? 0x0f << shift : 0));
+  if (type == QuantType::q5_0) block[2 + t / 8] = static_cast<uint8_t>((block[2 + t / 8] & ~(1 << t % 8)) | (high << t % 8));
+}
+
+// Every integer at its type's extremes against x at +-127, in blocks all low, all high or mixed,
+// with signs that make whole blocks add up: where a product pair or a block's i16 lane would
+// saturate or overflow in a kernel that let it.
 TEST_P(QuantGemm, ExactAtTheExtremeIntegers) {
   const QuantType type = GetParam();
   const int64_t m = 9, n = 19, k = 256, nb = k / 32;
   std::mt19937 rng(7);
-  std::vector<uint8_t> w(quant_row_bytes(type, k) * n);
-  for (int64_t j = 0; j < n * nb; ++j) {
-    if (type == QuantType::q8_0) {
-      auto& block = reinterpret_cast<BlockQ8_0*>(w.data())[j];
-      block.d = float_to_f16_bits(0.5f);
-      const int8_t pick[] = {-128, -127, 127};
-      for (int8_t& q : block.qs) q = j % 3 < 2 ? pick[j % 3 * 2] : pick[rng() % 3];
-    } else {
-      auto& block = reinterpret_cast<BlockQ4_0*>(w.data())[j];
-      block.d = float_to_f16_bits(0.5f);
-      for (uint8_t& q : block.qs) q = j % 3 == 0 ? 0x00 : j % 3 == 1 ? 0xff : static_cast<uint8_t>(rng() % 2 ? 0x0f : 0xf0);
-    }
-  }
+  std::vector<uint8_t> w = random_weights(type, n, k, 5);
+  const size_t block_bytes = static_cast<size_t>(quant_type_info(type).block_bytes);
+  for (int64_t j = 0; j < n * nb; ++j)
+    for (int t = 0; t < 32; ++t) set_extreme(type, &w[static_cast<size_t>(j) * block_bytes], t, j % 3 == 2 ? rng() % 2 : j % 3);
   std::vector<BlockQ8_0> x(static_cast<size_t>(m * nb));
   for (size_t b = 0; b < x.size(); ++b) {
     x[b].d = float_to_f16_bits(0.25f);
@@ -130,7 +183,7 @@ TEST_P(QuantGemm, ExactAtTheExtremeIntegers) {
 TEST_P(QuantGemm, WritesOnlyItsColumnsOfAStridedY) {
   const QuantType type = GetParam();
   const int64_t m = 7, n = 13, k = 96, ldy = n + 5;
-  const auto w = quantized(type, normal_values(n * k, 1), n, k);
+  const auto w = random_weights(type, n, k, 1);
   const auto x = quantized_x(normal_values(m * k, 2), m, k);
   const std::vector<float> y = run_gemm(type, w, n, k, x, m, ldy);
   expect_matches_reference(type, w, n, k, x, m, y, ldy);
@@ -142,7 +195,7 @@ TEST_P(QuantGemm, WritesOnlyItsColumnsOfAStridedY) {
 TEST_P(QuantGemm, SameBitsOnAnyThreadCount) {
   const QuantType type = GetParam();
   const int64_t m = 150, n = 70, k = 320;
-  const auto w = quantized(type, normal_values(n * k, 3), n, k);
+  const auto w = random_weights(type, n, k, 3);
   const auto x = quantized_x(normal_values(m * k, 4), m, k);
   const int saved = num_threads();
   set_num_threads(1);
@@ -153,7 +206,7 @@ TEST_P(QuantGemm, SameBitsOnAnyThreadCount) {
   EXPECT_EQ(one, three);
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, QuantGemm, ::testing::Values(QuantType::q8_0, QuantType::q4_0),
+INSTANTIATE_TEST_SUITE_P(Types, QuantGemm, ::testing::Values(QuantType::q8_0, QuantType::q4_0, QuantType::q5_0, QuantType::q4_1),
                          [](const auto& info) { return std::string(quant_type_name(info.param)); });
 
 TEST(QuantGemmErrors, NameTheTypeAndTheShape) {
