@@ -9,7 +9,7 @@
 //    signed one; each i16 lane starts at -o sum x over its 16 positions (o = 8, 16, 0: the
 //    offset in w = d (u - o)) and collects the whole block, ending at sum (u - o) x, at most
 //    16 * 16 * 127 in size: exact in i16 (additions wrap; only the result must fit). Q4_1's
-//    x = d u + m adds m * (d_x sum q_x) per block.
+//    w = d u + m adds m * (d_x sum q_x) per block.
 //  - Q8_0: both operands are signed, so |w| is the unsigned operand and x takes w's sign
 //    (_mm256_sign_epi8); a pair of products reaches 2 * 128 * 127, so each group goes to i32
 //    (_mm256_madd_epi16). Splitting w into two nibble planes instead (two maddubs, i16 sums)
