@@ -11,15 +11,22 @@
 // is set beside the GEMM limit: the prompt tokens/s the measured fp32 SGEMM speed at the prefill's
 // GEMM shapes allows (bench/prefill_gemm_limit.h), for ours and PyTorch's.
 //
+// With quantised weights (--types f32,q8_0,q4_0): each preset is also written as a GGUF of that
+// type (every Linear weight and the table in the type, norms f32: llama-quantize --pure), and our
+// decode and prefill run on that file beside llama.cpp's on the same file (tools/llamacpp/bench.py,
+// when tools/llamacpp/install.sh has made .venv-llamacpp), with the same depth of cache; the limit is
+// then the read bandwidth over the bytes of that file's weights a token reads.
+//
 // Each measurement runs in its own process (peak memory = the RSS high-water mark, from wait4);
 // ours and PyTorch's alternate over rounds (the first side swaps each round) so that load from
 // other work hits both alike; the table gives medians over rounds and medians of per-round ratios.
 //
 //   bench_inference [--presets minimind2-small,minimind2,minimind2-moe,gpt2-124m] [--prompt 512]
 //                   [--new 256] [--threads 2] [--rounds 3] [--python .venv/bin/python]
+//                   [--types f32,q8_0,q4_0] [--llamacpp .venv-llamacpp/bin/python]
 //                   [--baseline OLD/bench_inference]   also an older build's decode worker, alternating
 //                                                      (before/after a change, in the same invocation)
-//   bench_inference --worker decode|bandwidth|kernel|gemm --preset P ...   one process's part
+//   bench_inference --worker decode|bandwidth|kernel|gemm|gguf --preset P [--model F.gguf] ...   one process's part
 //                   (with NF_PROFILE=1 the decode worker prints its per-op tables of prefill and decode)
 #include <sys/resource.h>
 #include <unistd.h>
@@ -35,7 +42,11 @@
 #include "bench_process.h"
 #include "memory_bandwidth.h"
 #include "prefill_gemm_limit.h"
+#include <filesystem>
+
 #include "nanoformer/autograd/grad_mode.h"
+#include "nanoformer/formats/model_io.h"
+#include "nanoformer/models/quantize.h"
 #include "nanoformer/nanoformer.h"
 
 namespace {
@@ -52,6 +63,10 @@ struct Options {
   std::string torch_script = std::string(NF_SOURCE_DIR) + "/tools/bench/torch_decode.py";
   std::string worker;  // non-empty: run one part and print its JSON
   std::string baseline;  // another build's bench_inference, measured beside ours
+  std::vector<std::string> types{"f32", "q8_0", "q4_0"};  // weight types, each beside llama.cpp's on one GGUF
+  std::string llamacpp = std::string(NF_SOURCE_DIR) + "/.venv-llamacpp/bin/python";
+  std::string llamacpp_script = std::string(NF_SOURCE_DIR) + "/tools/llamacpp/bench.py";
+  std::string type = "f32", model;  // a worker's: the weight type, and the GGUF it writes or reads
 };
 
 Options parse(int argc, char** argv) {
@@ -69,6 +84,10 @@ Options parse(int argc, char** argv) {
     else if (flag == "--python") o.python = value;
     else if (flag == "--worker") o.worker = value;
     else if (flag == "--baseline") o.baseline = value;
+    else if (flag == "--types") o.types = split(value, ',');
+    else if (flag == "--type") o.type = value;
+    else if (flag == "--model") o.model = value;
+    else if (flag == "--llamacpp") o.llamacpp = value;
     else NF_FAIL("bench_inference: unknown flag ", flag);
   }
   NF_CHECK(o.prompt > 0 && o.new_tokens > 1 && o.rounds > 0, "bench_inference: --prompt, --rounds must be positive and --new above 1");
@@ -86,6 +105,37 @@ double weight_bytes_per_token(const nf::models::DecoderLMConfig& c) {
   const double read = static_cast<double>(p.attention + p.mlp + p.shared_experts + p.router + p.norms + p.head) + routed +
                       (c.tie_embeddings ? static_cast<double>(p.embedding) : 0.0);
   return 4.0 * read;
+}
+
+// The same for a built model, whatever its weights' types: dense parameters at their item size,
+// quantised ones at their bytes (a GGUF's); the table counts when it is the (tied) head.
+// With per_token false: every weight's bytes (the model's size).
+double model_bytes_per_token(const nf::models::DecoderLM& lm, bool per_token = true) {
+  const nf::models::DecoderLMConfig& c = lm.config();
+  const auto counts = [&](const std::string& name) {
+    if (!per_token) return 1.0;
+    if (name.rfind("pos_embeddings", 0) == 0) return 0.0;
+    if (name.rfind("tok_embeddings", 0) == 0) return c.tie_embeddings ? 1.0 : 0.0;
+    if (c.moe && name.find(".experts.") != std::string::npos)
+      return static_cast<double>(c.moe->top_k) / static_cast<double>(c.moe->n_experts);
+    return 1.0;
+  };
+  double bytes = 0;
+  for (const auto& [name, p] : lm.named_parameters()) bytes += counts(name) * static_cast<double>(p.numel() * p.itemsize());
+  for (const auto& [name, q] : lm.named_quantized()) bytes += counts(name) * static_cast<double>(q.nbytes());
+  return bytes;
+}
+
+// The preset's model with fresh weights (seed 1), its Linear weights and table in `type` (f32: as
+// built), as llama-quantize --pure makes a file.
+std::shared_ptr<nf::models::DecoderLM> preset_model(const std::string& preset, const std::string& type) {
+  nf::Generator gen(1);
+  auto lm = std::make_shared<nf::models::DecoderLM>(nf::models::preset_config(preset), gen);
+  if (type != "f32") {
+    const nf::QuantType t = nf::quant_type_from_name(type);
+    nf::models::quantize_weights(*lm, {.type = t, .output_type = t, .embedding_type = t});
+  }
+  return lm;
 }
 
 int64_t argmax_token(const nf::Tensor& logits) {
@@ -113,7 +163,10 @@ void print_profile(const char* phase, double calls, double seconds) {
 // then new - 1 greedy steps of one token each.
 int decode_worker(const Options& o) {
   nf::Generator gen(1);
-  nf::models::DecoderLM lm(nf::models::preset_config(o.preset), gen);
+  const std::shared_ptr<nf::models::DecoderLM> model =
+      o.model.empty() ? std::make_shared<nf::models::DecoderLM>(nf::models::preset_config(o.preset), gen)
+                      : nf::models::load_decoder_lm(o.model);
+  nf::models::DecoderLM& lm = *model;
   lm.eval();
   const double loaded_mib = max_rss_mib();
   nf::NoGradGuard no_grad;
@@ -135,7 +188,8 @@ int decode_worker(const Options& o) {
   print_profile("decode by op, per token", static_cast<double>(o.new_tokens - 1), decode);
   std::printf("%s\n", json{{"prefill_tokens_per_s", static_cast<double>(o.prompt) / prefill},
                            {"decode_tokens_per_s", static_cast<double>(o.new_tokens - 1) / decode},
-                           {"weights_mib", 4.0 * static_cast<double>(lm.num_parameters()) / (1 << 20)},
+                           {"weights_mib", model_bytes_per_token(lm, false) / (1 << 20)},
+                           {"bytes_per_token", model_bytes_per_token(lm)},
                            {"cache_mib", static_cast<double>(cache.bytes()) / (1 << 20)},
                            {"loaded_mib", loaded_mib}}
                           .dump()
@@ -181,6 +235,12 @@ int kernel_worker(const Options& o) {
 int worker(const Options& o) {
   nf::set_num_threads(o.threads);
   if (o.worker == "decode") return decode_worker(o);
+  if (o.worker == "gguf") {  // the preset in o.type, written to o.model
+    const auto lm = preset_model(o.preset, o.type);
+    nf::models::save_model(*lm, o.model, "gguf");
+    std::printf("%s\n", json{{"bytes_per_token", model_bytes_per_token(*lm)}}.dump().c_str());
+    return 0;
+  }
   if (o.worker == "kernel") return kernel_worker(o);
   if (o.worker == "gemm") {
     nf::Generator gen(1);
@@ -284,6 +344,82 @@ void measure_preset(const Options& o, const std::string& self, const std::string
   std::fflush(stdout);
 }
 
+// The quantised-weights table: per preset (not MoE: GGUF's llama / gpt2 have no such experts here)
+// and type, ours and llama.cpp's on one GGUF, alternating within each round.
+struct QuantRow {
+  std::string preset, type, file;
+  Results ours, llama;
+  double bytes_per_token = 0;
+};
+
+void measure_quantized(const Options& o, const std::string& self, QuantRow& row, const Series& bandwidth, bool llama,
+                       int round) {
+  const std::string prompt = std::to_string(o.prompt), steps = std::to_string(o.new_tokens - 1);
+  const auto run_ours = [&] {
+    run_into({self, "--worker", "decode", "--preset", row.preset, "--model", row.file, "--prompt", prompt, "--new",
+              std::to_string(o.new_tokens), "--threads", std::to_string(o.threads)},
+             {{"prefill_tokens_per_s", &row.ours["prefill"]}, {"decode_tokens_per_s", &row.ours["decode"]}}, &row.ours["peak"]);
+  };
+  const auto run_llama = [&] {  // decode at the same depth as ours: after a prompt of the same length
+    if (llama)
+      run_into({o.llamacpp, o.llamacpp_script, row.file, "--threads", std::to_string(o.threads), "--prompt", prompt,
+                "--depth", prompt, "--gen", steps, "--reps", "1", "--cache-type", "f32"},
+               {{"prefill_tokens_per_s", &row.llama["prefill"]}, {"decode_tokens_per_s", &row.llama["decode"]}},
+               &row.llama["peak"]);
+  };
+  if (round % 2 == 0) run_ours(), run_llama();
+  else run_llama(), run_ours();
+  for (const char* phase : {"prefill", "decode"}) {
+    const Series &a = row.ours[phase], &b = row.llama[phase];
+    if (a.last_of_round && b.last_of_round) row.ours[std::string(phase) + "/llama"].add(*a.last_of_round / *b.last_of_round);
+  }
+  if (bandwidth.last_of_round && row.bytes_per_token > 0) {
+    const double limit = *bandwidth.last_of_round * 1e9 / row.bytes_per_token;
+    row.ours["limit"].add(limit);
+    for (Results* side : {&row.ours, &row.llama})
+      if ((*side)["decode"].last_of_round) (*side)["decode/limit"].add(*(*side)["decode"].last_of_round / limit);
+  }
+  std::printf("round %d %-16s %-5s prefill ours %s llama.cpp %s tok/s; decode ours %s llama.cpp %s tok/s\n", round + 1,
+              row.preset.c_str(), row.type.c_str(), cell(row.ours["prefill"], "%.0f").c_str(),
+              cell(row.llama["prefill"], "%.0f").c_str(), cell(row.ours["decode"], "%.1f").c_str(),
+              cell(row.llama["decode"], "%.1f").c_str());
+  std::fflush(stdout);
+}
+
+void print_quantized(const std::vector<QuantRow>& rows, bool llama) {
+  std::printf("quantised weights, ours and llama.cpp on the same GGUF (types as llama-quantize --pure: every Linear "
+              "weight and the table in the type, norms f32); decode after a prompt of the same length on both sides, "
+              "fp32 KV cache; limit = read GB/s / the file's weight bytes a token reads:\n");
+  if (!llama) std::printf("(llama.cpp: skipped: no .venv-llamacpp; run tools/llamacpp/install.sh)\n");
+  std::printf("%-16s %-5s %8s | %9s %9s %8s %9s | %8s %8s %8s %8s %8s %8s | %8s\n", "preset", "type", "MiB/tok", "prefill",
+              "llama.cpp", "ours/", "ours/", "decode", "llama.cpp", "ours/", "limit", "ours/", "llama/", "peak");
+  std::printf("%-16s %-5s %8s | %9s %9s %8s %9s | %8s %8s %8s %8s %8s %8s | %8s\n", "", "", "", "tok/s", "tok/s", "llama",
+              "ours f32", "tok/s", "tok/s", "llama", "tok/s", "limit", "limit", "MiB");
+  for (const QuantRow& r : rows) {
+    Results a = r.ours, b = r.llama;
+    const QuantRow* f32 = nullptr;
+    for (const QuantRow& other : rows)
+      if (other.preset == r.preset && other.type == "f32") f32 = &other;
+    std::string vs_f32 = "-";
+    if (f32 && !a["prefill"].values.empty() && !f32->ours.at("prefill").values.empty()) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.2fx", median(a["prefill"].values) / median(f32->ours.at("prefill").values));
+      vs_f32 = buf;
+    }
+    std::printf("%-16s %-5s %8.1f | %9s %9s %8s %9s | %8s %8s %8s %8s %8s %8s | %8s\n", r.preset.c_str(), r.type.c_str(),
+                r.bytes_per_token / (1 << 20), cell(a["prefill"], "%.0f").c_str(), cell(b["prefill"], "%.0f").c_str(),
+                cell(a["prefill/llama"], "%.2fx").c_str(), vs_f32.c_str(), cell(a["decode"], "%.1f").c_str(),
+                cell(b["decode"], "%.1f").c_str(), cell(a["decode/llama"], "%.2fx").c_str(), cell(a["limit"], "%.0f").c_str(),
+                cell(a["decode/limit"], "%.0f%%", 100).c_str(), cell(b["decode/limit"], "%.0f%%", 100).c_str(),
+                cell(a["peak"], "%.0f").c_str());
+    for (const auto& [name, s] : a)
+      if (!s.note.empty()) std::printf("  ours %s: %s\n", name.c_str(), s.note.c_str());
+    for (const auto& [name, s] : b)
+      if (!s.note.empty()) std::printf("  llama.cpp %s: %s\n", name.c_str(), s.note.c_str());
+  }
+  std::printf("(medians over rounds; ratios are medians of the ratios within each round)\n\n");
+}
+
 int driver(const Options& o, const std::string& self) {
   nf::set_num_threads(o.threads);
   const std::optional<json> info =
@@ -299,10 +435,30 @@ int driver(const Options& o, const std::string& self) {
   std::printf("%d rounds; every measurement in its own process, ours and torch alternating\n\n", o.rounds);
   std::fflush(stdout);
 
+  // the GGUF of every (preset, type) first, written once by our own writer
+  std::vector<QuantRow> quantized;
+  const std::filesystem::path gguf_dir =
+      std::filesystem::temp_directory_path() / ("nf_bench_inference_" + std::to_string(::getpid()));
+  const bool llama = !o.types.empty() && std::filesystem::exists(o.llamacpp);
+  if (!o.types.empty()) std::filesystem::create_directories(gguf_dir);
+  for (const std::string& preset : o.presets) {
+    if (nf::models::preset_config(preset).moe) continue;
+    for (const std::string& type : o.types) {
+      QuantRow row{preset, type, (gguf_dir / (preset + "-" + type + ".gguf")).string(), {}, {}, 0};
+      Series bytes;
+      if (run_into({self, "--worker", "gguf", "--preset", preset, "--type", type, "--model", row.file}, {{"bytes_per_token", &bytes}}))
+        row.bytes_per_token = bytes.values[0];
+      quantized.push_back(row);
+    }
+  }
+
   std::map<std::string, Results> ours, theirs, before;
-  for (int round = 0; round < o.rounds; ++round)
+  for (int round = 0; round < o.rounds; ++round) {
     for (const std::string& preset : o.presets)
       measure_preset(o, self, preset, info.has_value(), ours[preset], theirs[preset], before[preset], round);
+    for (QuantRow& row : quantized) measure_quantized(o, self, row, ours[row.preset]["bandwidth"], llama, round);
+  }
+  if (!o.types.empty()) std::filesystem::remove_all(gguf_dir);
 
   std::printf("\n%-16s %9s %9s %8s | %8s %8s %8s %8s %8s %7s | %8s %8s %8s %8s\n", "", "prefill", "torch", "ours/", "decode",
               "torch", "ours/", "limit", "ours/", "read", "weights", "cache", "peak", "torch");
@@ -359,6 +515,7 @@ int driver(const Options& o, const std::string& self) {
     }
     std::printf("\n");
   }
+  if (!quantized.empty()) print_quantized(quantized, llama);
   std::printf("the linear kernel alone, one token's weight matrices (x of 1 row; every routed expert):\n");
   std::printf("%-16s %16s %16s %12s %14s\n", "preset", "linear GB/s", "sgemm GB/s", "read GB/s", "linear/read");
   for (const std::string& preset : o.presets) {
