@@ -2,7 +2,7 @@
 
 Session(path, n_threads, n_ctx, ...) loads a GGUF on the CPU; decode(tokens, pos, all_logits)
 runs one batch at positions pos.. and returns its logits (every position's, or the last one's);
-clear() empties the KV cache. Shared by logits.py and bench.py.
+clear() empties the KV cache; vocab_only=True loads the tokenizer alone. Shared by logits.py and bench.py.
 """
 import ctypes
 import sys
@@ -27,15 +27,21 @@ def _quiet(level, text, user_data):
 
 class Session:
     def __init__(self, path, n_threads=2, n_ctx=1024, n_batch=2048, n_ubatch=512, cache_type="f16",
-                 flash_attn="auto", verbose=False):
+                 flash_attn="auto", verbose=False, vocab_only=False):
         if not verbose:
             llama_cpp.llama_log_set(_quiet, ctypes.c_void_p(0))
         llama_cpp.llama_backend_init()
         mp = llama_cpp.llama_model_default_params()
         mp.n_gpu_layers = 0
+        mp.vocab_only = vocab_only
         self.model = llama_cpp.llama_model_load_from_file(str(path).encode(), mp)
         if not self.model:
             sys.exit(f"llama.cpp could not load {path} (rerun with --verbose for its log)")
+        self.vocab = llama_cpp.llama_model_get_vocab(self.model)
+        self.n_vocab = llama_cpp.llama_vocab_n_tokens(self.vocab)
+        self.ctx = self.batch = None
+        if vocab_only:  # the tokenizer alone: tokenize, detokenize, n_vocab
+            return
         cp = llama_cpp.llama_context_default_params()
         cp.n_ctx, cp.n_batch, cp.n_ubatch = n_ctx, min(n_batch, n_ctx), min(n_ubatch, n_batch, n_ctx)
         cp.n_threads = cp.n_threads_batch = n_threads
@@ -46,8 +52,6 @@ class Session:
         if not self.ctx:
             sys.exit(f"llama.cpp could not make a context for {path} (n_ctx {n_ctx}, cache {cache_type}, "
                      f"flash_attn {flash_attn}; rerun with --verbose)")
-        self.vocab = llama_cpp.llama_model_get_vocab(self.model)
-        self.n_vocab = llama_cpp.llama_vocab_n_tokens(self.vocab)
         self.n_ctx = n_ctx
         self.n_batch = cp.n_batch
         self.batch = llama_cpp.llama_batch_init(self.n_batch, 0, 1)
@@ -111,8 +115,9 @@ class Session:
         return out.decode("utf-8", errors="replace")
 
     def close(self):
-        llama_cpp.llama_batch_free(self.batch)
-        llama_cpp.llama_free(self.ctx)
+        if self.ctx:
+            llama_cpp.llama_batch_free(self.batch)
+            llama_cpp.llama_free(self.ctx)
         llama_cpp.llama_model_free(self.model)
 
 

@@ -68,10 +68,9 @@ def main():
         ap.error(f"model: no file {a.model}")
 
     # The context holds the input and the greedy tokens; the batch holds the whole input.
-    probe = lcs.Session(a.model, n_threads=a.threads, n_ctx=256, verbose=a.verbose) if a.text is not None else None
-    tokens = read_tokens(a, probe)
-    if probe:
-        probe.close()
+    vocab = lcs.Session(a.model, verbose=a.verbose, vocab_only=True)
+    tokens = read_tokens(a, vocab)
+    vocab.close()
     if not tokens:
         sys.exit("logits: the input has no tokens")
     n_ctx = max(256, len(tokens) + a.greedy)

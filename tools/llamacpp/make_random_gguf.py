@@ -212,7 +212,7 @@ def main():
     tokens, merges, types = make_tokenizer(vocab, specials, corpus(a.corpus))
     eot = vocab - len(specials)
     w.add_tokenizer_model("gpt2")
-    w.add_tokenizer_pre("gpt2")
+    w.add_tokenizer_pre("gpt-2")  # llama.cpp's name of GPT-2's pre-tokenizer regex
     w.add_token_list(tokens)
     w.add_token_types(types)
     w.add_token_merges(merges)
