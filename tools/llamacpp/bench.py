@@ -7,10 +7,15 @@ n_ubatch 512, as llama-bench), timed to llama_synchronize; tokens/s = prompt / s
 decode: the cache cleared, a --depth-token random prompt decoded untimed, then --gen tokens, one
 llama_decode + llama_synchronize each with a random next token (no sampling: llama-bench's tg);
 tokens/s = gen / seconds. One untimed warm-up of each, then --reps runs; the median is the number,
-min and max say how noisy the machine was. KV cache f16 and flash attention auto by default
+min and max say how noisy the machine was, and cpu_share (the process's CPU seconds over wall
+seconds x threads, median) says whether it had its cores: well below 1, other processes had them
+and the numbers are the machine's load, not llama.cpp's speed. (llama.cpp's OpenMP threads spin at
+barriers, so on an oversubscribed machine 2 threads can be slower than 1; OMP_WAIT_POLICY=passive
+makes them sleep instead.) KV cache f16 and flash attention auto by default
 (llama-bench's defaults). Prints one JSON object per model:
   {"model", "threads", "prefill_tokens_per_s", "prefill_runs", "decode_tokens_per_s", "decode_runs",
-   "prompt", "gen", "depth", "cache_type", "flash_attn", "llama_cpp_python"}
+   "prefill_cpu_share", "decode_cpu_share", "prompt", "gen", "depth", "cache_type", "flash_attn",
+   "llama_cpp_python"}
 
   bench.py a.gguf b.gguf --threads 2 --reps 5
 """
@@ -27,11 +32,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import llamacpp_session as lcs  # noqa: E402
 
 
+def timed(fn):
+    """(wall seconds, CPU seconds of this process) of fn()."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    fn()
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
 def prefill_seconds(s, tokens):
     s.clear()
-    start = time.perf_counter()
-    s.decode(tokens, 0)
-    return time.perf_counter() - start
+    return timed(lambda: s.decode(tokens, 0))
 
 
 def decode_seconds(s, depth_tokens, gen_tokens):
@@ -39,10 +49,7 @@ def decode_seconds(s, depth_tokens, gen_tokens):
     if depth_tokens:
         s.decode(depth_tokens, 0)
     pos = len(depth_tokens)
-    start = time.perf_counter()
-    for i, t in enumerate(gen_tokens):
-        s.decode_one(t, pos + i)
-    return time.perf_counter() - start
+    return timed(lambda: [s.decode_one(t, pos + i) for i, t in enumerate(gen_tokens)])
 
 
 def bench(path, a):
@@ -54,16 +61,22 @@ def bench(path, a):
     gen = rng.integers(0, s.n_vocab, a.gen).tolist()
     prefill_seconds(s, prompt)  # warm-up (page faults, weight repacking, thread start)
     decode_seconds(s, depth, gen[:8])
-    pp, tg = [], []
+    pp, tg, pp_share, tg_share = [], [], [], []
     for _ in range(a.reps):  # alternate, so a burst of load on the machine hits both alike
         if a.prompt:
-            pp.append(a.prompt / prefill_seconds(s, prompt))
+            wall, cpu = prefill_seconds(s, prompt)
+            pp.append(a.prompt / wall)
+            pp_share.append(cpu / (wall * a.threads))
         if a.gen:
-            tg.append(a.gen / decode_seconds(s, depth, gen))
+            wall, cpu = decode_seconds(s, depth, gen)
+            tg.append(a.gen / wall)
+            tg_share.append(cpu / (wall * a.threads))
     s.close()
+    median = lambda xs: statistics.median(xs) if xs else None  # noqa: E731
     return {"model": str(path), "threads": a.threads,
-            "prefill_tokens_per_s": statistics.median(pp) if pp else None, "prefill_runs": [round(x, 1) for x in pp],
-            "decode_tokens_per_s": statistics.median(tg) if tg else None, "decode_runs": [round(x, 1) for x in tg],
+            "prefill_tokens_per_s": median(pp), "prefill_runs": [round(x, 1) for x in pp],
+            "decode_tokens_per_s": median(tg), "decode_runs": [round(x, 1) for x in tg],
+            "prefill_cpu_share": median(pp_share), "decode_cpu_share": median(tg_share),
             "prompt": a.prompt, "gen": a.gen, "depth": a.depth, "cache_type": a.cache_type,
             "flash_attn": a.flash_attn, "llama_cpp_python": lcs.version()}
 
@@ -94,7 +107,8 @@ def main():
         r = bench(m, a)
         print(json.dumps(r), flush=True)
         print(f"# {Path(m).name}: prefill {r['prefill_tokens_per_s'] or 0:.1f} tok/s "
-              f"(runs {r['prefill_runs']}), decode {r['decode_tokens_per_s'] or 0:.1f} tok/s (runs {r['decode_runs']})",
+              f"(runs {r['prefill_runs']}, cpu share {r['prefill_cpu_share'] or 0:.2f}), decode "
+              f"{r['decode_tokens_per_s'] or 0:.1f} tok/s (runs {r['decode_runs']}, cpu share {r['decode_cpu_share'] or 0:.2f})",
               file=sys.stderr, flush=True)
 
 
