@@ -20,10 +20,37 @@ namespace {
 // The two products of one query row, over n keys of D values stored in rows ldk / ldv bytes apart:
 //   scores:        s_j = q . k_j
 //   weighted_sum:  out = scale sum_j p_j v_j
+using Scores = void (*)(const float* q, const unsigned char* k, int64_t ldk, int64_t n, int64_t D, float* s);
+using WeightedSum = void (*)(const float* p, const unsigned char* v, int64_t ldv, int64_t n, int64_t D, float scale,
+                             float* out);
+
+// The same for m query rows that share their keys (the heads of a KV head's group at one query
+// position): row r's scores go to s + r lds, its output to out[r]. A stored type whose values are
+// widened per load (Q8_0) converts each key once for several rows; f32 and the 16-bit floats take
+// the rows one at a time.
 struct RowProducts {
-  void (*scores)(const float* q, const unsigned char* k, int64_t ldk, int64_t n, int64_t D, float* s);
-  void (*weighted_sum)(const float* p, const unsigned char* v, int64_t ldv, int64_t n, int64_t D, float scale, float* out);
+  void (*scores)(const float* const* q, int64_t m, const unsigned char* k, int64_t ldk, int64_t n, int64_t D, float* s,
+                 int64_t lds);
+  void (*weighted_sum)(const float* const* p, int64_t m, const unsigned char* v, int64_t ldv, int64_t n, int64_t D,
+                       const float* scale, float* const* out);
 };
+
+template <Scores one>
+void scores_each_row(const float* const* q, int64_t m, const unsigned char* k, int64_t ldk, int64_t n, int64_t D,
+                     float* s, int64_t lds) {
+  for (int64_t r = 0; r < m; ++r) one(q[r], k, ldk, n, D, s + r * lds);
+}
+
+template <WeightedSum one>
+void weighted_sum_each_row(const float* const* p, int64_t m, const unsigned char* v, int64_t ldv, int64_t n, int64_t D,
+                           const float* scale, float* const* out) {
+  for (int64_t r = 0; r < m; ++r) one(p[r], v, ldv, n, D, scale[r], out[r]);
+}
+
+template <Scores scores, WeightedSum weighted_sum>
+RowProducts each_row() {
+  return {scores_each_row<scores>, weighted_sum_each_row<weighted_sum>};
+}
 
 // How rows of floating values are stored: T per value, `width` of them widened to floats by load.
 struct F32Values {
@@ -125,77 +152,101 @@ template <class F>
 RowProducts float_row_products(int64_t D) {
   const int64_t nv = D % Simd::width == 0 ? D / Simd::width : 0;
   switch (Simd::width > 1 ? nv : 0) {
-    case 1: return {scores_fixed<F, 1>, weighted_sum_fixed<F, 1>};
-    case 2: return {scores_fixed<F, 2>, weighted_sum_fixed<F, 2>};
-    case 4: return {scores_fixed<F, 4>, weighted_sum_fixed<F, 4>};
-    case 8: return {scores_fixed<F, 8>, weighted_sum_fixed<F, 8>};
-    default: return {scores_any<F>, weighted_sum_any<F>};
+    case 1: return each_row<scores_fixed<F, 1>, weighted_sum_fixed<F, 1>>();
+    case 2: return each_row<scores_fixed<F, 2>, weighted_sum_fixed<F, 2>>();
+    case 4: return each_row<scores_fixed<F, 4>, weighted_sum_fixed<F, 4>>();
+    case 8: return each_row<scores_fixed<F, 8>, weighted_sum_fixed<F, 8>>();
+    default: return each_row<scores_any<F>, weighted_sum_any<F>>();
   }
 }
 
-// Q8_0 rows (D a multiple of 32): the int8 values are widened to floats in registers, each block's
-// products summed, then scaled by its d:  q . k = sum over blocks b of d_b sum_i q_bi x_bi.
+// Q8_0 rows (D a multiple of 32): each block's int8 values are widened to floats in registers once
+// for up to four query rows, and each row's products over the block summed, then scaled by its d:
+//   q . k = sum over blocks b of d_b sum_i q_bi x_bi
 constexpr int64_t kVectorsPerQ8Block = kQK8_0 / Simd::width;
 
-Simd::V dot_q8_0(const float* q, const BlockQ8_0* blocks, int64_t n_blocks) {
-  Simd::V total = Simd::zero();
-  for (int64_t b = 0; b < n_blocks; ++b, q += kQK8_0) {
-    Simd::V acc = Simd::zero();
-    for (int64_t c = 0; c < kVectorsPerQ8Block; ++c)
-      acc = Simd::fma(Simd::load(q + c * Simd::width), Simd::load_i8(blocks[b].qs + c * Simd::width), acc);
-    total = Simd::fma(Simd::broadcast(f16_to_float(blocks[b].d)), acc, total);
+struct Q8Block {
+  Simd::V x[kVectorsPerQ8Block];
+  Simd::V d;
+  explicit Q8Block(const BlockQ8_0& block) : d(Simd::broadcast(f16_to_float(block.d))) {
+    for (int64_t c = 0; c < kVectorsPerQ8Block; ++c) x[c] = Simd::load_i8(block.qs + c * Simd::width);
   }
-  return total;
-}
+};
 
-void scores_q8_0(const float* q, const unsigned char* k, int64_t ldk, int64_t n, int64_t D, float* s) {
+template <int M>
+void scores_q8_0_rows(const float* const* q, const unsigned char* k, int64_t ldk, int64_t n, int64_t D, float* s,
+                      int64_t lds) {
   const int64_t n_blocks = D / kQK8_0;
-  const auto dot = [&](int64_t j) { return dot_q8_0(q, reinterpret_cast<const BlockQ8_0*>(k + j * ldk), n_blocks); };
-  int64_t j = 0;
-  for (; j + 4 <= n; j += 4) Simd::sum4(dot(j), dot(j + 1), dot(j + 2), dot(j + 3), s + j);
-  for (; j < n; ++j) s[j] = Simd::sum(dot(j));
-}
-
-// out = scale sum_j p_j v_j, v_j's block b adding (p_j d_jb) x_jb: D = NV vector widths of sums in
-// registers (NV > 0), or in memory (NV = 0: any D).
-template <int NV>
-void weighted_sum_q8_0(const float* p, const unsigned char* v, int64_t ldv, int64_t n, int64_t D, float scale, float* out) {
-  const int64_t n_vectors = NV > 0 ? NV : D / Simd::width;
-  Simd::V sums[NV > 0 ? NV : 1];
-  if constexpr (NV > 0) {
-    for (int c = 0; c < NV; ++c) sums[c] = Simd::zero();
-  } else {
-    std::fill_n(out, D, 0.0f);
-  }
   for (int64_t j = 0; j < n; ++j) {
-    const auto* blocks = reinterpret_cast<const BlockQ8_0*>(v + j * ldv);
-    for (int64_t c = 0; c < n_vectors; ++c) {
-      const BlockQ8_0& block = blocks[c / kVectorsPerQ8Block];
-      const Simd::V w = Simd::broadcast(p[j] * f16_to_float(block.d));
-      const Simd::V x = Simd::load_i8(block.qs + c % kVectorsPerQ8Block * Simd::width);
-      if constexpr (NV > 0) {
-        sums[c] = Simd::fma(w, x, sums[c]);
-      } else {
-        Simd::store(out + c * Simd::width, Simd::fma(w, x, Simd::load(out + c * Simd::width)));
+    const auto* blocks = reinterpret_cast<const BlockQ8_0*>(k + j * ldk);
+    Simd::V total[M];
+    for (int r = 0; r < M; ++r) total[r] = Simd::zero();
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      const Q8Block block(blocks[b]);
+      for (int r = 0; r < M; ++r) {
+        const float* qb = q[r] + b * kQK8_0;
+        Simd::V acc = Simd::zero();
+        for (int64_t c = 0; c < kVectorsPerQ8Block; ++c) acc = Simd::fma(Simd::load(qb + c * Simd::width), block.x[c], acc);
+        total[r] = Simd::fma(block.d, acc, total[r]);
       }
     }
-  }
-  const Simd::V sv = Simd::broadcast(scale);
-  for (int64_t c = 0; c < n_vectors; ++c) {
-    if constexpr (NV > 0) {
-      Simd::store(out + c * Simd::width, sums[c] * sv);
+    if constexpr (M == 4) {
+      float sums[4];
+      Simd::sum4(total[0], total[1], total[2], total[3], sums);
+      for (int r = 0; r < 4; ++r) s[r * lds + j] = sums[r];
     } else {
-      Simd::store(out + c * Simd::width, Simd::load(out + c * Simd::width) * sv);
+      for (int r = 0; r < M; ++r) s[r * lds + j] = Simd::sum(total[r]);
     }
   }
 }
 
-RowProducts q8_0_row_products(int64_t D) {
-  switch (D / Simd::width) {
-    case 2: return {scores_q8_0, weighted_sum_q8_0<2>};
-    case 4: return {scores_q8_0, weighted_sum_q8_0<4>};
-    case 8: return {scores_q8_0, weighted_sum_q8_0<8>};
-    default: return {scores_q8_0, weighted_sum_q8_0<0>};
+void scores_q8_0(const float* const* q, int64_t m, const unsigned char* k, int64_t ldk, int64_t n, int64_t D, float* s,
+                 int64_t lds) {
+  for (int64_t r = 0; r < m; r += 4, q += 4, s += 4 * lds) {
+    switch (std::min<int64_t>(4, m - r)) {
+      case 4: scores_q8_0_rows<4>(q, k, ldk, n, D, s, lds); break;
+      case 3: scores_q8_0_rows<3>(q, k, ldk, n, D, s, lds); break;
+      case 2: scores_q8_0_rows<2>(q, k, ldk, n, D, s, lds); break;
+      default: scores_q8_0_rows<1>(q, k, ldk, n, D, s, lds); break;
+    }
+  }
+}
+
+// out_r = scale_r sum_j p_r[j] v_j for M <= 2 rows, block by block of v's columns: v_j's block
+// adds (p_r[j] d) x to the block's sums of each row, its values widened once for both rows.
+template <int M>
+void weighted_sum_q8_0_rows(const float* const* p, const unsigned char* v, int64_t ldv, int64_t n, int64_t D,
+                            const float* scale, float* const* out) {
+  for (int64_t b = 0; b < D / kQK8_0; ++b) {
+    Simd::V sums[M][kVectorsPerQ8Block];
+    for (int r = 0; r < M; ++r)
+      for (int64_t c = 0; c < kVectorsPerQ8Block; ++c) sums[r][c] = Simd::zero();
+    for (int64_t j = 0; j < n; ++j) {
+      const BlockQ8_0& stored = reinterpret_cast<const BlockQ8_0*>(v + j * ldv)[b];
+      const float d = f16_to_float(stored.d);
+      Simd::V x[kVectorsPerQ8Block];
+      for (int64_t c = 0; c < kVectorsPerQ8Block; ++c) x[c] = Simd::load_i8(stored.qs + c * Simd::width);
+      for (int r = 0; r < M; ++r) {
+        const Simd::V w = Simd::broadcast(p[r][j] * d);
+        for (int64_t c = 0; c < kVectorsPerQ8Block; ++c) sums[r][c] = Simd::fma(w, x[c], sums[r][c]);
+      }
+    }
+    for (int r = 0; r < M; ++r) {
+      const Simd::V sv = Simd::broadcast(scale[r]);
+      for (int64_t c = 0; c < kVectorsPerQ8Block; ++c)
+        Simd::store(out[r] + b * kQK8_0 + c * Simd::width, sums[r][c] * sv);
+    }
+  }
+}
+
+void weighted_sum_q8_0(const float* const* p, int64_t m, const unsigned char* v, int64_t ldv, int64_t n, int64_t D,
+                       const float* scale, float* const* out) {
+  for (int64_t r = 0; r < m; r += 2) {
+    if (m - r >= 2) {
+      weighted_sum_q8_0_rows<2>(p + r, v, ldv, n, D, scale + r, out + r);
+    } else {
+      weighted_sum_q8_0_rows<1>(p + r, v, ldv, n, D, scale + r, out + r);
+    }
   }
 }
 
@@ -206,7 +257,7 @@ RowProducts row_products(QuantType type, int64_t D) {
     case QuantType::f16: return float_row_products<F16Values>(D);
     case QuantType::q8_0:
       NF_CHECK(D % kQK8_0 == 0, "attention: Q8_0 keys of head size ", D, ", not a multiple of ", kQK8_0);
-      return q8_0_row_products(D);
+      return {scores_q8_0, weighted_sum_q8_0};
     default: NF_FAIL("attention: keys and values stored as ", quant_type_name(type), " are not read by decoding's kernel");
   }
 }
@@ -245,32 +296,44 @@ void attention_decode_forward(const AttentionProblem& p, const Tensor& q, const 
   const RowProducts products = row_products(k.type, D), value_products = row_products(v.type, D);
   float* L = lse.data<float>();
   parallel_for(p.B * p.Hkv, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> s(static_cast<size_t>(rows * row_len));
+    std::vector<float> s(static_cast<size_t>(rows * row_len)), scales(static_cast<size_t>(group));
+    std::vector<const float*> inputs(static_cast<size_t>(group));
+    std::vector<float*> outputs(static_cast<size_t>(group));
     for (int64_t task = begin; task < end; ++task) {
       const int64_t b = task / p.Hkv, hk = task % p.Hkv;
       const unsigned char* k_rows = k.data + b * k.batch_stride + hk * k.head_stride;
       const unsigned char* v_rows = v.data + b * v.batch_stride + hk * v.head_stride;
-      // the rows' scores first, so that the group's keys are read while they are in cache
-      for (int64_t r = 0; r < rows; ++r) {
-        const int64_t i = r % p.Tq, j0 = first_key(i);
-        products.scores(query(q, b, hk * group + r / p.Tq, i), k_rows + j0 * k.row_stride, k.row_stride, end_key(i) - j0,
-                        D, s.data() + r * row_len);
+      // the rows' scores first, so that the group's keys are read while they are in cache: the
+      // group's heads at query i share keys [first_key(i), end_key(i))
+      for (int64_t i = 0; i < p.Tq; ++i) {
+        const int64_t j0 = first_key(i);
+        for (int64_t g = 0; g < group; ++g) inputs[static_cast<size_t>(g)] = query(q, b, hk * group + g, i);
+        products.scores(inputs.data(), group, k_rows + j0 * k.row_stride, k.row_stride, end_key(i) - j0, D,
+                        s.data() + i * row_len, p.Tq * row_len);
       }
-      for (int64_t r = 0; r < rows; ++r) {
-        const int64_t h = hk * group + r / p.Tq, i = r % p.Tq, j0 = first_key(i), keys = end_key(i) - j0;
-        float* row = s.data() + r * row_len;
-        float* o = out.data<float>() + b * out.stride(0) + h * out.stride(1) + i * out.stride(2);
-        // p = e^(s - max s) after scale, bias and masks; out = p v / sum p, lse = max s + log sum p;
-        // a row whose keys are all masked gets out = 0, lse = +inf
-        masks.apply(row, keys, b, h, i, j0);
-        const float m = keys > 0 ? row_max(row, keys) : -kInf;
-        const float l = m == -kInf ? 0.0f : lane_sum<float>(keys, [&](int64_t c) { return row[c] = vmath::exp(row[c] - m); });
-        if (l > 0.0f) {
-          value_products.weighted_sum(row, v_rows + j0 * v.row_stride, v.row_stride, keys, D, 1.0f / l, o);
-        } else {
-          std::fill_n(o, D, 0.0f);
+      for (int64_t i = 0; i < p.Tq; ++i) {
+        const int64_t j0 = first_key(i), keys = end_key(i) - j0;
+        int64_t attending = 0;  // rows with a key left after the masks
+        for (int64_t g = 0; g < group; ++g) {
+          const int64_t h = hk * group + g;
+          float* row = s.data() + (g * p.Tq + i) * row_len;
+          float* o = out.data<float>() + b * out.stride(0) + h * out.stride(1) + i * out.stride(2);
+          // p = e^(s - max s) after scale, bias and masks; out = p v / sum p, lse = max s + log sum p;
+          // a row whose keys are all masked gets out = 0, lse = +inf
+          masks.apply(row, keys, b, h, i, j0);
+          const float m = keys > 0 ? row_max(row, keys) : -kInf;
+          const float l = m == -kInf ? 0.0f : lane_sum<float>(keys, [&](int64_t c) { return row[c] = vmath::exp(row[c] - m); });
+          L[(b * p.H + h) * p.Tq + i] = l > 0.0f ? m + std::log(l) : kInf;
+          if (l > 0.0f) {
+            inputs[static_cast<size_t>(attending)] = row;
+            scales[static_cast<size_t>(attending)] = 1.0f / l;
+            outputs[static_cast<size_t>(attending++)] = o;
+          } else {
+            std::fill_n(o, D, 0.0f);
+          }
         }
-        L[(b * p.H + h) * p.Tq + i] = l > 0.0f ? m + std::log(l) : kInf;
+        value_products.weighted_sum(inputs.data(), attending, v_rows + j0 * v.row_stride, v.row_stride, keys, D,
+                                    scales.data(), outputs.data());
       }
     }
   });
