@@ -310,8 +310,13 @@ void measure_long_context(const Options& o, const std::string& self, const std::
              {{"decode_tokens_per_s", &r["decode " + type]}, {"cache_mib", &r["cache " + type]}});
   const Series &f32 = r["decode f32"], &q8 = r["decode q8_0"];
   if (f32.last_of_round && q8.last_of_round) r["q8_0/f32"].add(*q8.last_of_round / *f32.last_of_round);
+  const auto now = [](const Series& series) {  // this round's value, or "-"
+    char buf[32] = "-";
+    if (series.last_of_round) std::snprintf(buf, sizeof buf, "%.1f", *series.last_of_round);
+    return std::string(buf);
+  };
   std::printf("round %d %-16s decode at a %lld-token context: f32 cache %s, q8_0 cache %s tok/s\n", round + 1,
-              preset.c_str(), static_cast<long long>(context), cell(f32, "%.1f").c_str(), cell(q8, "%.1f").c_str());
+              preset.c_str(), static_cast<long long>(context), now(f32).c_str(), now(q8).c_str());
   std::fflush(stdout);
 }
 
@@ -405,8 +410,8 @@ int driver(const Options& o, const std::string& self) {
     std::printf("\ndecode at a long context by KV cache type (--cache-type; a prompt of context - %lld tokens, then %lld "
                 "new): limit = read GB/s / (weight bytes + the cache's bytes) per token\n",
                 static_cast<long long>(o.long_new), static_cast<long long>(o.long_new));
-    std::printf("%-16s %8s | %9s %9s %9s | %9s %9s | %9s %9s %8s %8s\n", "preset", "context", "f32 tok/s", "q8_0 tok/s",
-                "q8_0/f32", "f32 MiB", "q8_0 MiB", "f32 limit", "q8_0 lim.", "f32/lim.", "q8_0/lim.");
+    std::printf("%-16s %8s | %10s %10s %9s | %9s %9s | %10s %10s %9s %9s\n", "preset", "context", "f32 tok/s",
+                "q8_0 tok/s", "q8_0/f32", "f32 MiB", "q8_0 MiB", "f32 limit", "q8_0 limit", "f32/lim.", "q8_0/lim.");
     for (const std::string& preset : o.presets) {
       Results& r = long_decode[preset];
       const double read = ours[preset]["bandwidth"].values.empty() ? 0.0 : median(ours[preset]["bandwidth"].values);
@@ -421,7 +426,7 @@ int driver(const Options& o, const std::string& self) {
         if (!decode.values.empty() && limit(type) > 0) std::snprintf(buf, sizeof buf, "%.0f%%", 100 * median(decode.values) / limit(type));
         return std::string(buf);
       };
-      std::printf("%-16s %8lld | %9s %9s %9s | %9s %9s | %9.0f %9.0f %8s %8s\n", preset.c_str(),
+      std::printf("%-16s %8lld | %10s %10s %9s | %9s %9s | %10.0f %10.0f %9s %9s\n", preset.c_str(),
                   static_cast<long long>(long_context(o, preset)), cell(r["decode f32"], "%.1f").c_str(),
                   cell(r["decode q8_0"], "%.1f").c_str(), cell(r["q8_0/f32"], "%.2fx").c_str(),
                   cell(r["cache f32"], "%.1f").c_str(), cell(r["cache q8_0"], "%.1f").c_str(), limit("f32"), limit("q8_0"),
