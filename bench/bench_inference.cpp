@@ -9,7 +9,10 @@
 // weight matrices stream through linear (the matrix-vector kernel, ops/cpu/gemv.h) and through
 // sgemm with one row (what linear used before), beside the read bandwidth. Prefill, compute-bound,
 // is set beside the GEMM limit: the prompt tokens/s the measured fp32 SGEMM speed at the prefill's
-// GEMM shapes allows (bench/prefill_gemm_limit.h), for ours and PyTorch's.
+// GEMM shapes allows (bench/prefill_gemm_limit.h), for ours and PyTorch's. Decode at a long context
+// (--long-context, default 4096 or the preset's max_seq_len) is measured with an f32 and a q8_0 KV
+// cache (--cache-type): the cache's bytes are then a large part of what a token reads, and the
+// limit counts them (weights + the cache's keys and values at that context).
 //
 // With quantised weights (--types f32,q8_0,q4_0): each preset is also written as a GGUF of that
 // type (every Linear weight and the table in the type, norms f32: llama-quantize --pure), and our
@@ -26,7 +29,9 @@
 //                   [--types f32,q8_0,q4_0] [--llamacpp .venv-llamacpp/bin/python]
 //                   [--baseline OLD/bench_inference]   also an older build's decode worker, alternating
 //                                                      (before/after a change, in the same invocation)
-//   bench_inference --worker decode|bandwidth|kernel|gemm|gguf --preset P [--model F.gguf] ...   one process's part
+//                   [--long-context 4096] [--long-new 64]   the KV cache types' decode (0: skipped)
+//   bench_inference --worker decode|bandwidth|kernel|gemm|gguf --preset P [--model F.gguf] [--cache-type q8_0] ...
+//                   one process's part
 //                   (with NF_PROFILE=1 the decode worker prints its per-op tables of prefill and decode)
 #include <sys/resource.h>
 #include <unistd.h>
@@ -67,6 +72,8 @@ struct Options {
   std::string llamacpp = std::string(NF_SOURCE_DIR) + "/.venv-llamacpp/bin/python";
   std::string llamacpp_script = std::string(NF_SOURCE_DIR) + "/tools/llamacpp/bench.py";
   std::string type = "f32", model;  // a worker's: the weight type, and the GGUF it writes or reads
+  std::string cache_type = "f32";  // the decode worker's KV cache type
+  int64_t long_context = 4096, long_new = 64;  // the cache types' decode at a long context (0: skipped)
 };
 
 Options parse(int argc, char** argv) {
@@ -88,6 +95,9 @@ Options parse(int argc, char** argv) {
     else if (flag == "--type") o.type = value;
     else if (flag == "--model") o.model = value;
     else if (flag == "--llamacpp") o.llamacpp = value;
+    else if (flag == "--cache-type") o.cache_type = value;
+    else if (flag == "--long-context") o.long_context = std::stoll(value);
+    else if (flag == "--long-new") o.long_new = std::stoll(value);
     else NF_FAIL("bench_inference: unknown flag ", flag);
   }
   NF_CHECK(o.prompt > 0 && o.new_tokens > 1 && o.rounds > 0, "bench_inference: --prompt, --rounds must be positive and --new above 1");
@@ -170,7 +180,7 @@ int decode_worker(const Options& o) {
   lm.eval();
   const double loaded_mib = max_rss_mib();
   nf::NoGradGuard no_grad;
-  nf::nn::KVCache cache = lm.make_cache(1, o.prompt + o.new_tokens);
+  nf::nn::KVCache cache = lm.make_cache(1, o.prompt + o.new_tokens, nf::nn::kv_cache_type_from_name(o.cache_type));
   const nf::Tensor ids = nf::randint(0, lm.config().vocab_size, {1, o.prompt}, gen);
   lm.forward_cached(nf::narrow(ids, 1, 0, std::min<int64_t>(16, o.prompt)), cache, true);  // warm-up
   cache.reset();
@@ -420,6 +430,33 @@ void print_quantized(const std::vector<QuantRow>& rows, bool llama) {
   std::printf("(medians over rounds; ratios are medians of the ratios within each round)\n\n");
 }
 
+// The context of the long-context decode: --long-context, at most the preset's max_seq_len.
+int64_t long_context(const Options& o, const std::string& preset) {
+  return std::min(o.long_context, nf::models::preset_config(preset).max_seq_len);
+}
+
+// Decode at a long context with an f32 and a q8_0 KV cache (the order swapping each round): keys
+// "decode f32", "cache f32", ... and the ratio "q8_0/f32" within the round.
+void measure_long_context(const Options& o, const std::string& self, const std::string& preset, Results& r, int round) {
+  const int64_t context = long_context(o, preset);
+  std::vector<std::string> types{"f32", "q8_0"};
+  if (round % 2) std::swap(types[0], types[1]);
+  for (const std::string& type : types)
+    run_into({self, "--worker", "decode", "--preset", preset, "--prompt", std::to_string(context - o.long_new), "--new",
+              std::to_string(o.long_new), "--threads", std::to_string(o.threads), "--cache-type", type},
+             {{"decode_tokens_per_s", &r["decode " + type]}, {"cache_mib", &r["cache " + type]}});
+  const Series &f32 = r["decode f32"], &q8 = r["decode q8_0"];
+  if (f32.last_of_round && q8.last_of_round) r["q8_0/f32"].add(*q8.last_of_round / *f32.last_of_round);
+  const auto now = [](const Series& series) {  // this round's value, or "-"
+    char buf[32] = "-";
+    if (series.last_of_round) std::snprintf(buf, sizeof buf, "%.1f", *series.last_of_round);
+    return std::string(buf);
+  };
+  std::printf("round %d %-16s decode at a %lld-token context: f32 cache %s, q8_0 cache %s tok/s\n", round + 1,
+              preset.c_str(), static_cast<long long>(context), now(f32).c_str(), now(q8).c_str());
+  std::fflush(stdout);
+}
+
 int driver(const Options& o, const std::string& self) {
   nf::set_num_threads(o.threads);
   const std::optional<json> info =
@@ -452,13 +489,16 @@ int driver(const Options& o, const std::string& self) {
     }
   }
 
-  std::map<std::string, Results> ours, theirs, before;
+  std::map<std::string, Results> ours, theirs, before, long_decode;
   for (int round = 0; round < o.rounds; ++round) {
     for (const std::string& preset : o.presets)
       measure_preset(o, self, preset, info.has_value(), ours[preset], theirs[preset], before[preset], round);
     for (QuantRow& row : quantized) measure_quantized(o, self, row, ours[row.preset]["bandwidth"], llama, round);
   }
   if (!o.types.empty()) std::filesystem::remove_all(gguf_dir);
+  if (o.long_context > o.long_new)
+    for (int round = 0; round < o.rounds; ++round)
+      for (const std::string& preset : o.presets) measure_long_context(o, self, preset, long_decode[preset], round);
 
   std::printf("\n%-16s %9s %9s %8s | %8s %8s %8s %8s %8s %7s | %8s %8s %8s %8s\n", "", "prefill", "torch", "ours/", "decode",
               "torch", "ours/", "limit", "ours/", "read", "weights", "cache", "peak", "torch");
@@ -523,6 +563,35 @@ int driver(const Options& o, const std::string& self) {
     std::printf("%-16s %16s %16s %12s %13.0f%%\n", preset.c_str(), cell(a["gemv"], "%.1f").c_str(),
                 cell(a["sgemm"], "%.1f").c_str(), cell(a["bandwidth"], "%.1f").c_str(),
                 a["bandwidth"].values.empty() ? 0.0 : 100 * median(a["gemv"].values) / median(a["bandwidth"].values));
+  }
+  if (o.long_context > o.long_new) {
+    std::printf("\ndecode at a long context by KV cache type (--cache-type; a prompt of context - %lld tokens, then %lld "
+                "new): limit = read GB/s / (weight bytes + the cache's bytes) per token\n",
+                static_cast<long long>(o.long_new), static_cast<long long>(o.long_new));
+    std::printf("%-16s %8s | %10s %10s %9s | %9s %9s | %10s %10s %9s %9s\n", "preset", "context", "f32 tok/s",
+                "q8_0 tok/s", "q8_0/f32", "f32 MiB", "q8_0 MiB", "f32 limit", "q8_0 limit", "f32/lim.", "q8_0/lim.");
+    for (const std::string& preset : o.presets) {
+      Results& r = long_decode[preset];
+      const double read = ours[preset]["bandwidth"].values.empty() ? 0.0 : median(ours[preset]["bandwidth"].values);
+      const double weights = weight_bytes_per_token(nf::models::preset_config(preset));
+      const auto limit = [&](const char* type) {  // tokens/s, or 0 when a number is missing
+        const Series& cache = r[std::string("cache ") + type];
+        return cache.values.empty() || read == 0 ? 0.0 : read * 1e9 / (weights + median(cache.values) * (1 << 20));
+      };
+      const auto of_limit = [&](const char* type) {
+        const Series& decode = r[std::string("decode ") + type];
+        char buf[32] = "n/a";
+        if (!decode.values.empty() && limit(type) > 0) std::snprintf(buf, sizeof buf, "%.0f%%", 100 * median(decode.values) / limit(type));
+        return std::string(buf);
+      };
+      std::printf("%-16s %8lld | %10s %10s %9s | %9s %9s | %10.0f %10.0f %9s %9s\n", preset.c_str(),
+                  static_cast<long long>(long_context(o, preset)), cell(r["decode f32"], "%.1f").c_str(),
+                  cell(r["decode q8_0"], "%.1f").c_str(), cell(r["q8_0/f32"], "%.2fx").c_str(),
+                  cell(r["cache f32"], "%.1f").c_str(), cell(r["cache q8_0"], "%.1f").c_str(), limit("f32"), limit("q8_0"),
+                  of_limit("f32").c_str(), of_limit("q8_0").c_str());
+      for (const auto& [name, series] : r)
+        if (!series.note.empty()) std::printf("  %s: %s\n", name.c_str(), series.note.c_str());
+    }
   }
   return 0;
 }
