@@ -13,6 +13,7 @@
 #include "nanoformer/formats/llama2c.h"
 #include "nanoformer/formats/minimind_checkpoint.h"
 #include "nanoformer/formats/nanochat_checkpoint.h"
+#include "nanoformer/models/quantize.h"
 
 namespace nf::models {
 namespace {
@@ -115,6 +116,8 @@ void save_model(const Model& model, const std::string& path, const std::string& 
   const bool folder_of_shards = format == "hf" || format == "minimind" || format == "minimind-hf";
   NF_CHECK(options.max_shard_bytes == 0 || folder_of_shards, "save_model: format '", format,
            "' is not written in shards (a maximum shard size applies to hf, minimind and minimind-hf)");
+  if (format != "gguf")
+    check_dense(model, "save_model: " + path, "format '" + format + "' stores dense weights: write gguf, or dequantise first");
   if (format == "nanoformer")
     save_checkpoint(model, path);
   else if (const auto* vit = dynamic_cast<const ViTClassifier*>(&model); vit && format == "hf")

@@ -49,7 +49,10 @@ std::vector<ParameterPart> DecoderLM::parameter_parts() const {
   return parts;
 }
 
-const Tensor& DecoderLM::head_weight() const { return output ? output->weight : tok_embeddings->weight; }
+DType DecoderLM::compute_dtype() const {
+  const Tensor& table = tok_embeddings->weight;  // quantised weights compute in f32
+  return table.defined() ? table.dtype() : DType::f32;
+}
 
 Tensor DecoderLM::embed(const Tensor& ids, const std::vector<int64_t>& positions, int64_t rows_per_position) {
   Tensor x = tok_embeddings->forward(ids);  // (B, T, D)
@@ -81,7 +84,8 @@ Tensor DecoderLM::blocks(Tensor x, std::span<nn::KVCache* const> caches, const s
 }
 
 Tensor DecoderLM::head(const Tensor& x) {
-  Tensor logits = linear(norm->forward(x), head_weight());                                           // (B, T, V)
+  const Tensor h = norm->forward(x);
+  Tensor logits = output ? output->forward(h) : tok_embeddings->attend(h);                           // (B, T, V)
   if (config_.logit_softcap > 0) logits = tanh(logits / config_.logit_softcap) * config_.logit_softcap;  // c tanh(z / c)
   return logits;
 }
@@ -108,7 +112,7 @@ LMOutput DecoderLM::forward(const Tensor& ids, const Tensor& targets, bool retur
 }
 
 
-nn::KVCache DecoderLM::make_cache(int64_t max_batch, int64_t max_len) const {
+nn::KVCache DecoderLM::make_cache(int64_t max_batch, int64_t max_len, QuantType cache_type) const {
   const nn::AttentionConfig& a = (*layers)[0]->attn->config();  // resolved: n_kv_heads and head_dim set
   if (max_len == 0) max_len = config_.max_seq_len;
   NF_CHECK(max_len <= config_.max_seq_len, "DecoderLM: a cache of ", max_len, " tokens exceeds max_seq_len ",
@@ -116,7 +120,8 @@ nn::KVCache DecoderLM::make_cache(int64_t max_batch, int64_t max_len) const {
   std::vector<int64_t> windows;
   for (const auto& layer : *layers) windows.push_back(layer->attn->config().window);
   return nn::KVCache({.n_layers = config_.n_layers, .max_batch = max_batch, .n_kv_heads = a.n_kv_heads,
-                      .head_dim = a.head_dim, .max_len = max_len, .dtype = head_weight().dtype(), .windows = windows});
+                      .head_dim = a.head_dim, .max_len = max_len, .dtype = compute_dtype(),
+                      .cache_type = cache_type, .windows = windows});
 }
 
 Tensor DecoderLM::forward_cached(const Tensor& ids, std::span<nn::KVCache* const> caches, bool last_only) {

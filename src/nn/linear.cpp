@@ -9,6 +9,7 @@
 #include "nanoformer/ops/factory.h"
 #include "nanoformer/ops/indexing.h"
 #include "nanoformer/ops/matmul.h"
+#include "nanoformer/ops/quantized.h"
 
 namespace nf::nn {
 
@@ -24,17 +25,50 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool bias, Generator& 
 Tensor Linear::forward(const Tensor& x) {
   NF_CHECK(x.dim() >= 1 && x.size(-1) == in_, "Linear: input ", shape_str(x.shape()), " does not end in in_features ",
            in_);
-  const Tensor base = linear(x, weight, bias);
+  const Tensor base = is_quantized() ? linear(x, quantized_weight_, bias) : linear(x, weight, bias);
   return has_lora() ? add(base, lora_update(x)) : base;
 }
 
-Embedding::Embedding(int64_t num_embeddings, int64_t dim, Generator& gen) : Module("Embedding") {
+void Linear::set_quantized_weight(QuantizedTensor q) {
+  quantize_parameter("weight", q);  // checks the shape
+  quantized_weight_ = std::move(q);
+  weight = Tensor();
+}
+
+void Linear::set_dense_weight(Tensor w) {
+  NF_CHECK(w.shape() == Shape({out_, in_}), "Linear(", in_, ", ", out_, "): weight ", shape_str(w.shape()),
+           " is not (", out_, ", ", in_, ")");
+  weight = w;
+  replace_tensor("weight", weight);  // the entry and the member share the tensor
+  quantized_weight_ = {};
+}
+
+Embedding::Embedding(int64_t num_embeddings, int64_t dim, Generator& gen)
+    : Module("Embedding"), num_embeddings_(num_embeddings), dim_(dim) {
   NF_CHECK(num_embeddings > 0 && dim > 0, "Embedding: num_embeddings and dim must be positive, got ", num_embeddings,
            " and ", dim);
   weight = register_parameter("weight", randn({num_embeddings, dim}, gen));
 }
 
-Tensor Embedding::forward(const Tensor& ids) { return embedding(weight, ids); }
+Tensor Embedding::forward(const Tensor& ids) {
+  return is_quantized() ? embedding(quantized_weight_, ids) : embedding(weight, ids);
+}
+
+Tensor Embedding::attend(const Tensor& x) { return is_quantized() ? linear(x, quantized_weight_) : linear(x, weight); }
+
+void Embedding::set_quantized_weight(QuantizedTensor q) {
+  quantize_parameter("weight", q);
+  quantized_weight_ = std::move(q);
+  weight = Tensor();
+}
+
+void Embedding::set_dense_weight(Tensor w) {
+  NF_CHECK(w.shape() == Shape({num_embeddings_, dim_}), "Embedding(", num_embeddings_, ", ", dim_, "): weight ",
+           shape_str(w.shape()), " is not (", num_embeddings_, ", ", dim_, ")");
+  weight = w;
+  replace_tensor("weight", weight);
+  quantized_weight_ = {};
+}
 
 Dropout::Dropout(double p, uint64_t seed) : UnaryModule("Dropout"), p_(p), gen_(seed) {
   NF_CHECK(p >= 0.0 && p < 1.0, "Dropout: p must be in [0, 1), got ", p);

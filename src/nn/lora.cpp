@@ -5,6 +5,7 @@
 #include "nanoformer/core/error.h"
 #include "nanoformer/ops/elementwise.h"
 #include "nanoformer/ops/matmul.h"
+#include "nanoformer/ops/quantized.h"
 
 namespace nf::nn {
 
@@ -17,7 +18,7 @@ void check_lora_config(const LoRAConfig& c) {
 void Linear::add_lora(const LoRAConfig& config, Generator& gen) {
   check_lora_config(config);
   NF_CHECK(!has_lora(), "Linear(", in_, ", ", out_, "): already has a LoRA adapter");
-  weight.set_requires_grad(false);
+  if (weight.defined()) weight.set_requires_grad(false);  // a quantised weight is frozen already
   if (bias.defined()) bias.set_requires_grad(false);
   lora_A = register_module("lora_A", std::make_shared<Linear>(in_, config.rank, false, gen));
   lora_B = register_module("lora_B", std::make_shared<Linear>(config.rank, out_, false, gen));
@@ -40,6 +41,7 @@ void Linear::merge_lora() {
   NF_CHECK(has_lora(), "Linear(", in_, ", ", out_, "): merge_lora() on a layer without a LoRA adapter");
   {
     autograd::NoGradGuard no_grad;
+    if (is_quantized()) set_dense_weight(dequantize(quantized_weight_));  // merged: the dequantised base + the update
     add_(weight, mul(matmul(lora_B->weight, lora_A->weight), lora_scaling_));  // W0 += (alpha / r) B A
   }
   remove_module("lora_A");

@@ -24,7 +24,7 @@ Tensor Module::register_parameter(const std::string& name, Tensor value, bool re
   Tensor p = value.is_leaf() ? value : value.detach();
   p.set_requires_grad(requires_grad);
   p.set_name(name);
-  tensors_.push_back({name, p, true, true});
+  tensors_.push_back({name, p, {}, true, true});
   return p;
 }
 
@@ -33,19 +33,33 @@ Tensor Module::register_buffer(const std::string& name, Tensor value, bool persi
   NF_CHECK(value.defined(), type_name_, ": buffer '", name, "' is undefined");
   Tensor b = value.detach();
   b.set_name(name);
-  tensors_.push_back({name, b, false, persistent});
+  tensors_.push_back({name, b, {}, false, persistent});
   return b;
 }
 
 void Module::replace_tensor(const std::string& name, Tensor value) {
   for (Entry& e : tensors_) {
     if (e.name != name) continue;
-    if (e.is_parameter) value.set_requires_grad(e.tensor.requires_grad());
+    if (e.is_parameter) value.set_requires_grad(e.quantized.defined() ? false : e.tensor.requires_grad());
     value.set_name(name);
     e.tensor = value;
+    e.quantized = {};
     return;
   }
   NF_FAIL(type_name_, ": no parameter or buffer named '", name, "' to replace");
+}
+
+void Module::quantize_parameter(const std::string& name, QuantizedTensor quantized) {
+  for (Entry& e : tensors_) {
+    if (e.name != name || !e.is_parameter) continue;
+    const Shape shape = e.tensor.defined() ? e.tensor.shape() : Shape{e.quantized.rows(), e.quantized.cols()};
+    NF_CHECK(quantized.defined() && shape == Shape({quantized.rows(), quantized.cols()}), type_name_, ": parameter '",
+             name, "' is ", shape_str(shape), ", the quantised weight (", quantized.rows(), ", ", quantized.cols(), ")");
+    e.tensor = Tensor();
+    e.quantized = std::move(quantized);
+    return;
+  }
+  NF_FAIL(type_name_, ": no parameter named '", name, "' to quantise");
 }
 
 void Module::add_child(const std::string& name, std::shared_ptr<Module> child) {
@@ -64,6 +78,7 @@ void Module::remove_module(const std::string& name) {
 void Module::collect(const std::string& prefix, bool parameters, bool buffers, bool persistent_only,
                      std::vector<NamedTensor>& out) const {
   for (const Entry& e : tensors_) {
+    if (e.quantized.defined()) continue;  // named_quantized()
     if (e.is_parameter ? !parameters : (!buffers || (persistent_only && !e.persistent))) continue;
     out.emplace_back(prefix + e.name, e.tensor);
   }
@@ -89,6 +104,20 @@ std::vector<NamedTensor> Module::named_buffers() const {
 }
 
 std::vector<std::pair<std::string, std::shared_ptr<Module>>> Module::named_children() const { return children_; }
+
+std::vector<NamedQuantized> Module::named_quantized() const {
+  std::vector<NamedQuantized> out;
+  for (const Entry& e : tensors_)
+    if (e.quantized.defined()) out.emplace_back(e.name, e.quantized);
+  for (const auto& [name, child] : children_)
+    for (auto& [sub, q] : child->named_quantized()) out.emplace_back(name + "." + sub, q);
+  return out;
+}
+
+void Module::apply(const std::function<void(const std::string&, Module&)>& fn, const std::string& prefix) {
+  fn(prefix, *this);
+  for (auto& [name, child] : children_) child->apply(fn, prefix.empty() ? name : prefix + "." + name);
+}
 
 std::vector<std::pair<std::string, Generator*>> Module::named_generators() {
   std::vector<std::pair<std::string, Generator*>> out;
@@ -161,6 +190,8 @@ int64_t Module::num_parameters(bool trainable_only) const {
   int64_t n = 0;
   for (auto& [name, p] : named_parameters())
     if (!trainable_only || p.requires_grad()) n += p.numel();
+  if (!trainable_only)
+    for (auto& [name, q] : named_quantized()) n += q.rows() * q.cols();
   return n;
 }
 
@@ -171,6 +202,11 @@ void describe_into(const Module& m, const std::string& name, int depth, std::ost
   for (const auto& [pname, p] : m.named_parameters()) {
     if (pname.find('.') != std::string::npos) continue;  // only this module's own
     os << (first ? " [" : ", ") << pname << " " << shape_str(p.shape()) << (p.requires_grad() ? "" : " frozen");
+    first = false;
+  }
+  for (const auto& [qname, q] : m.named_quantized()) {
+    if (qname.find('.') != std::string::npos) continue;
+    os << (first ? " [" : ", ") << qname << " (" << q.rows() << ", " << q.cols() << ") " << quant_type_name(q.type());
     first = false;
   }
   os << (first ? "" : "]") << "\n";

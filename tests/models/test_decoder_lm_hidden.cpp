@@ -17,7 +17,7 @@ TEST(DecoderLMHidden, OneStatePerBlockAndTheLastGivesTheLogits) {
   ASSERT_EQ(out.hidden.size(), 3u);
   for (const Tensor& h : out.hidden) EXPECT_EQ(h.shape(), (Shape{1, 6, 16}));
   EXPECT_TENSOR_CLOSE(out.logits, plain.logits, 0.0, 0.0);
-  EXPECT_TENSOR_CLOSE(linear(model.norm->forward(out.hidden.back()), model.head_weight()), out.logits, 0.0, 0.0);
+  EXPECT_TENSOR_CLOSE(model.output->forward(model.norm->forward(out.hidden.back())), out.logits, 0.0, 0.0);
   EXPECT_TENSOR_CLOSE(out.hidden[1], (*model.layers)[1]->forward(out.hidden[0]), 0.0, 0.0);
 }
 

@@ -21,8 +21,18 @@ class Linear : public UnaryModule {
 
   int64_t in_features() const { return in_; }
   int64_t out_features() const { return out_; }
-  Tensor weight;
-  Tensor bias;  // undefined without bias
+  Tensor weight;  // undefined while the weight is quantised
+  Tensor bias;    // undefined without bias
+
+  // The weight held block-quantised from now on (nf::quantize of it, or a GGUF tensor in place):
+  // forward multiplies by the blocks (ops/quantized.h), `weight` becomes undefined and leaves the
+  // parameters (Module::named_quantized lists it). A LoRA adapter trains over it as over a frozen
+  // dense weight; merging dequantises it. Throws when the shape is not (out, in).
+  void set_quantized_weight(QuantizedTensor q);
+  // A dense weight again (after a quantised one: dequantised, or merged); a frozen one stays frozen.
+  void set_dense_weight(Tensor w);
+  const QuantizedTensor& quantized_weight() const { return quantized_weight_; }
+  bool is_quantized() const { return quantized_weight_.defined(); }
 
   // LoRA (defined in src/nn/lora.cpp): add_lora freezes weight and bias and registers the adapter's
   // children lora_A (r, in), lora_B (out, r) = 0 [and lora_dropout], so the layer starts equal to
@@ -40,6 +50,7 @@ class Linear : public UnaryModule {
 
   int64_t in_, out_;
   double lora_scaling_ = 0.0;
+  QuantizedTensor quantized_weight_;
 };
 
 // Linear(in, out, bias)'s parameters: in x out weights and out biases. In arithmetic N: int64_t for
@@ -50,12 +61,27 @@ constexpr N linear_parameter_count(N in, N out, bool bias) {
 }
 
 // y = weight[ids]:  ids (...) integer -> (..., dim);  weight (num_embeddings, dim) ~ normal(0, 1).
+// attend(x) = x weight^T: the table as an output head (tied embeddings), as flax's Embed.attend.
 class Embedding : public Module {
  public:
   Embedding(int64_t num_embeddings, int64_t dim, Generator& gen = default_generator());
   Tensor forward(const Tensor& ids);
   Tensor operator()(const Tensor& ids) { return forward(ids); }
-  Tensor weight;
+  Tensor attend(const Tensor& x);
+  Tensor weight;  // undefined while the table is quantised
+
+  // The table held block-quantised from now on (rows read dequantised), as Linear's.
+  void set_quantized_weight(QuantizedTensor q);
+  // A dense weight again (after a quantised one: dequantised, or merged); a frozen one stays frozen.
+  void set_dense_weight(Tensor w);
+  const QuantizedTensor& quantized_weight() const { return quantized_weight_; }
+  bool is_quantized() const { return quantized_weight_.defined(); }
+  int64_t num_embeddings() const { return num_embeddings_; }
+  int64_t dim() const { return dim_; }
+
+ private:
+  int64_t num_embeddings_, dim_;
+  QuantizedTensor quantized_weight_;
 };
 
 // Embedding(num_embeddings, dim)'s parameters (and a learned position table's), in arithmetic N.

@@ -13,6 +13,7 @@
 // forward() is not virtual here because its signature differs by kind; modules with one tensor in
 // and one out derive from UnaryModule, so a block can hold "a norm" or "an MLP" of any kind.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -20,12 +21,14 @@
 #include <vector>
 
 #include "nanoformer/core/generator.h"
+#include "nanoformer/core/quantized_tensor.h"
 #include "nanoformer/core/tensor.h"
 
 namespace nf::nn {
 
 using NamedTensor = std::pair<std::string, Tensor>;
 using StateDict = std::map<std::string, Tensor>;
+using NamedQuantized = std::pair<std::string, QuantizedTensor>;
 
 class Module {
  public:
@@ -44,6 +47,12 @@ class Module {
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_children() const;
   // This module (name "") and every descendant, depth first.
   std::vector<std::pair<std::string, const Module*>> named_modules() const;
+
+  // Weights held block-quantised (Linear::set_quantized_weight ...), by dotted name, in registration
+  // order. They are frozen and outside named_parameters() and state_dict().
+  std::vector<NamedQuantized> named_quantized() const;
+  // Calls fn(dotted name, module) on this module (name "") and every descendant, depth first.
+  void apply(const std::function<void(const std::string&, Module&)>& fn, const std::string& prefix = "");
 
   // Every random generator of this module and its descendants (dropout masks), by dotted name of
   // its module ("layers.0.attention"), so that a training checkpoint can store their positions.
@@ -64,7 +73,7 @@ class Module {
   // requires_grad of every parameter (freeze with false).
   void requires_grad_(bool on);
   void zero_grad() const;
-  // Number of parameter elements; trainable_only counts those with requires_grad.
+  // Number of parameter elements, quantised weights included; trainable_only counts those with requires_grad.
   int64_t num_parameters(bool trainable_only = false) const;
 
  protected:
@@ -79,8 +88,12 @@ class Module {
   }
   // Unregisters a child (e.g. a LoRA adapter once merged); throws when there is none of that name.
   void remove_module(const std::string& name);
-  // Replaces a registered parameter or buffer's tensor (e.g. after LoRA merging changes shape).
+  // Replaces a registered parameter or buffer's tensor (e.g. after LoRA merging changes shape); a
+  // quantised parameter becomes dense again.
   void replace_tensor(const std::string& name, Tensor value);
+  // Holds parameter `name` as `quantized` from now on: it leaves named_parameters() and state_dict()
+  // for named_quantized(). Throws when `name` is no parameter or the shapes differ.
+  void quantize_parameter(const std::string& name, QuantizedTensor quantized);
   // The generator this module draws from itself, or null (the default).
   virtual Generator* own_generator() { return nullptr; }
   // Called by train() on every module; override to react (the default does nothing more).
@@ -89,7 +102,8 @@ class Module {
  private:
   struct Entry {
     std::string name;
-    Tensor tensor;
+    Tensor tensor;               // undefined while quantized is set
+    QuantizedTensor quantized;
     bool is_parameter = true;
     bool persistent = true;
   };
