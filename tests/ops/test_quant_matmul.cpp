@@ -169,29 +169,28 @@ TEST(QuantActivations, Block32EqualsTheReferenceQ8_0RowsBitForBit) {
   }
 }
 
-TEST(QuantActivations, Block256FollowsQ8_KFormula) {
+TEST(QuantActivations, Block256EqualsTheReferenceQ8_KRowsBitForBit) {
   Generator gen(2);
-  const Tensor x = randn({2, 512}, gen);
+  Tensor x = randn({2, 768}, gen);
+  float* p = x.data<float>();
+  for (int j = 256; j < 512; ++j) p[j] = 0.0f;  // an all-zero block: d = 0, q = 0
+  p[0] = 3.5f, p[1] = -3.5f;                    // ties of largest magnitude: the first, with its sign
+  p[512] = -2.0f;                               // the other sign: d < 0
+  for (int j = 513; j < 768; ++j) p[j] = static_cast<float>(j % 9) * 0.25f - 1.0f;
   for (bool scalar : {false, true}) {
+    SCOPED_TRACE(scalar ? "scalar" : "as built");
     QuantizedActivations a;
-    cpu::quantize_activations(x.data<float>(), 512, 2, 512, 256, a, scalar);
-    for (int64_t r = 0; r < 2; ++r)
-      for (int64_t b = 0; b < 2; ++b) {
-        const float* v = x.data<float>() + r * 512 + b * 256;
-        float amax = 0;
-        for (int j = 0; j < 256; ++j) amax = std::fmax(amax, std::fabs(v[j]));
-        const float d = amax / 127.0f, id = 1.0f / d;
-        EXPECT_EQ(a.row_d(r)[b], d);
-        for (int g = 0; g < 16; ++g) {
-          int sum = 0;
-          for (int j = 0; j < 16; ++j) {
-            const int q = static_cast<int>(std::roundf(v[g * 16 + j] * id));
-            ASSERT_EQ(a.row_q(r)[b * 256 + g * 16 + j], q);
-            sum += q;
-          }
-          EXPECT_EQ(a.row_sums(r)[b * 16 + g], sum);
-        }
+    cpu::quantize_activations(p, 768, 2, 768, 256, a, scalar);
+    for (int64_t r = 0; r < 2; ++r) {
+      std::vector<cpu::BlockQ8_K> ref(3);
+      cpu::quantize_row(QuantType::q8_k, p + r * 768, ref.data(), 768);
+      for (int64_t b = 0; b < 3; ++b) {
+        const cpu::BlockQ8_K& blk = ref[static_cast<size_t>(b)];
+        EXPECT_EQ(a.row_d(r)[b], blk.d) << "row " << r << " block " << b;
+        for (int j = 0; j < 256; ++j) ASSERT_EQ(a.row_q(r)[b * 256 + j], blk.qs[j]) << "row " << r << " value " << b * 256 + j;
+        for (int g = 0; g < 16; ++g) EXPECT_EQ(a.row_sums(r)[b * 16 + g], blk.bsums[g]) << "row " << r << " group " << b * 16 + g;
       }
+    }
   }
 }
 
@@ -406,11 +405,14 @@ TEST(QuantLinear, AgreesWithF32LinearWithinTheActivationQuantisationBound) {
 }
 
 TEST(QuantLinear, ManyRowsTakeTheDequantisedPath) {
+  std::mt19937 rng(8);
   Generator gen(8);
-  const QuantizedTensor w = quantize(randn({40, 64}, gen), QuantType::q8_0);
-  const Tensor x = randn({cpu::kQuantGemvMaxRows + 1, 64}, gen), b = randn({40}, gen);
-  EXPECT_FALSE(cpu::quant_gemv_applies(x, w));
-  EXPECT_TENSOR_CLOSE(linear(x, w, b), linear(x, dequantize(w), b), 1e-5, 1e-5);
+  for (QuantType type : kTypes) {
+    const QuantizedTensor w = random_weight(type, 40, 256, rng);
+    const Tensor x = randn({cpu::kQuantGemvMaxRows + 1, 256}, gen), b = randn({40}, gen);
+    EXPECT_FALSE(cpu::quant_gemv_applies(x, w));
+    EXPECT_TENSOR_CLOSE(linear(x, w, b), linear(x, dequantize(w), b), 1e-5, 1e-5) << quant_type_name(type);
+  }
 }
 
 TEST(QuantLinear, GradientsEqualThoseOfF32LinearOnTheDequantisedWeight) {

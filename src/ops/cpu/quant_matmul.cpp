@@ -14,36 +14,50 @@
 #include "nanoformer/core/error.h"
 #include "ops/cpu/loops.h"
 #include "ops/cpu/quant_blocks.h"
+#include "ops/cpu/simd.h"
 
 namespace nf::cpu {
 namespace {
 
-inline float fp16(uint16_t h) {
-#if defined(__F16C__)
-  return _cvtsh_ss(h);
-#else
-  return f16_bits_to_float(h);
-#endif
-}
-
 // ---- activation quantisation ---------------------------------------------------------------
 
-// q = round(x * id), ties away from zero (roundf), for |x * id| <= 127
-inline int8_t round_to_int8(float v) { return static_cast<int8_t>(std::roundf(v)); }
+// Two formulas, both giving x ~ d q with q in [-127, 127], and sums16[i] = the sum of q over values
+// 16 i .. 16 i + 15:
+//   Q8_0 (blocks of 32): d = max|x| / 127, q = round(x * id), id = 1 / d (roundf: ties away from 0),
+//     as quantize_row(q8_0); d is returned unrounded (the caller rounds it to f16 as Q8_0 stores it);
+//   Q8_K (blocks of 256): s = -127 / max (max: the x of largest magnitude, with its sign, the first
+//     on ties), q = min(127, nearest(s x)) (ties to even), d = 1 / s, as quantize_row(q8_k) and
+//     llama.cpp's quantize_row_q8_K.
+inline float signed_absmax(const float* x, int n) {
+  float amax = 0.0f, max = 0.0f;
+  for (int j = 0; j < n; ++j)
+    if (std::fabs(x[j]) > amax) amax = std::fabs(x[j]), max = x[j];
+  return max;
+}
 
-// q[0..n) = round(x / d) with d = max|x| / 127 (the formula of Q8_0 and Q8_K), sums16[i] = the sum
-// of q over values 16 i .. 16 i + 15; returns d unrounded.
-float quantize_block_scalar(const float* x, int n, int8_t* q, int32_t* sums16) {
-  float amax = 0.0f;
-  for (int j = 0; j < n; ++j) amax = std::fmax(amax, std::fabs(x[j]));
-  const float d = amax / 127.0f;
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  for (int j = 0; j < n; ++j) q[j] = round_to_int8(x[j] * id);
+inline void sums_of_16(const int8_t* q, int n, int32_t* sums16) {
   for (int i = 0; i < n / 16; ++i) {
     sums16[i] = 0;
     for (int j = 16 * i; j < 16 * i + 16; ++j) sums16[i] += q[j];
   }
+}
+
+float quantize_q8_0_scalar(const float* x, int n, int8_t* q, int32_t* sums16) {
+  float amax = 0.0f;
+  for (int j = 0; j < n; ++j) amax = std::fmax(amax, std::fabs(x[j]));
+  const float d = amax / 127.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  for (int j = 0; j < n; ++j) q[j] = static_cast<int8_t>(std::roundf(x[j] * id));
+  sums_of_16(q, n, sums16);
   return d;
+}
+
+float quantize_q8_k_scalar(const float* x, int n, int8_t* q, int32_t* sums16) {
+  const float max = signed_absmax(x, n);
+  const float s = max != 0.0f ? -127.0f / max : 0.0f;
+  for (int j = 0; j < n; ++j) q[j] = static_cast<int8_t>(std::min(127, static_cast<int>(std::nearbyint(s * x[j]))));
+  sums_of_16(q, n, sums16);
+  return max != 0.0f ? 1.0f / s : 0.0f;
 }
 
 #if defined(__AVX2__) && defined(__FMA__)
@@ -69,37 +83,60 @@ inline int32_t hsum_i32(__m256i v) {
   return _mm_cvtsi128_si32(_mm_add_epi32(s, _mm_shuffle_epi32(s, 1)));
 }
 
-// the AVX2 form of quantize_block_scalar, n a multiple of 32, same bits
-float quantize_block_avx2(const float* x, int n, int8_t* q, int32_t* sums16) {
+inline float absmax_avx2(const float* x, int n) {
   const __m256 sign = _mm256_set1_ps(-0.0f);
   __m256 amax = _mm256_setzero_ps();
   for (int j = 0; j < n; j += 8) amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + j)));
-  const float d = hmax(amax) / 127.0f;
-  const __m256 id = _mm256_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
+  return hmax(amax);
+}
+
+// q[j] for 32 values at a time: `level` maps 8 floats to 8 int32; packed to int8 (saturating) in order
+template <class Level>
+void store_levels(const float* x, int n, int8_t* q, int32_t* sums16, Level level) {
   const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);  // undoes the packs' lane interleave
   for (int j = 0; j < n; j += 32) {
     __m256i i[4];
-    for (int v = 0; v < 4; ++v) i[v] = _mm256_cvtps_epi32(round_away(_mm256_mul_ps(_mm256_loadu_ps(x + j + 8 * v), id)));
+    for (int v = 0; v < 4; ++v) i[v] = level(_mm256_loadu_ps(x + j + 8 * v));
     sums16[j / 16] = hsum_i32(_mm256_add_epi32(i[0], i[1]));
     sums16[j / 16 + 1] = hsum_i32(_mm256_add_epi32(i[2], i[3]));
     const __m256i packed = _mm256_packs_epi16(_mm256_packs_epi32(i[0], i[1]), _mm256_packs_epi32(i[2], i[3]));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + j), _mm256_permutevar8x32_epi32(packed, order));
   }
+}
+
+// the AVX2 forms, n a multiple of 32, the same bits
+float quantize_q8_0_avx2(const float* x, int n, int8_t* q, int32_t* sums16) {
+  const float d = absmax_avx2(x, n) / 127.0f;
+  const __m256 id = _mm256_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
+  store_levels(x, n, q, sums16, [&](__m256 v) { return _mm256_cvtps_epi32(round_away(_mm256_mul_ps(v, id))); });
   return d;
+}
+
+// nearest with ties to even is the conversion's default rounding; |s x| <= 127 up to rounding, and
+// the packs saturate a 128 to 127 as min(127, .) does
+float quantize_q8_k_avx2(const float* x, int n, int8_t* q, int32_t* sums16) {
+  const float amax = absmax_avx2(x, n);
+  int first = 0;
+  while (first + 1 < n && std::fabs(x[first]) != amax) ++first;  // the first value of largest magnitude, with its sign
+  const float max = x[first];
+  const __m256 s = _mm256_set1_ps(max != 0.0f ? -127.0f / max : 0.0f);
+  store_levels(x, n, q, sums16, [&](__m256 v) { return _mm256_cvtps_epi32(_mm256_mul_ps(v, s)); });
+  return max != 0.0f ? 1.0f / (-127.0f / max) : 0.0f;
 }
 #endif
 
+// Q8_0's formula for 32 values, Q8_K's for 256; returns d (Q8_0's unrounded)
 float quantize_block(const float* x, int n, int8_t* q, int32_t* sums16, bool scalar) {
 #if defined(__AVX2__) && defined(__FMA__)
-  if (!scalar) return quantize_block_avx2(x, n, q, sums16);
+  if (!scalar) return n == 32 ? quantize_q8_0_avx2(x, n, q, sums16) : quantize_q8_k_avx2(x, n, q, sums16);
 #endif
-  return quantize_block_scalar(x, n, q, sums16);
+  return n == 32 ? quantize_q8_0_scalar(x, n, q, sums16) : quantize_q8_k_scalar(x, n, q, sums16);
 }
 
 // d rounded to f16 and back, as Q8_0 stores it
 inline float round_to_f16(float d) {
 #if defined(__F16C__)
-  return _cvtsh_ss(_cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT));
+  return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtps_ph(_mm_set_ss(d), _MM_FROUND_TO_NEAREST_INT)));
 #else
   return f16_bits_to_float(float_to_f16_bits(d));
 #endif
@@ -159,7 +196,7 @@ inline void fifth_bits(uint32_t qh0, uint32_t qh1, __m256i& lo, __m256i& hi) {
 struct Q8_0W {
   using Block = BlockQ8_0;
   static constexpr bool kMin = false, kPairs = false;
-  static float scale(const Block& b) { return fp16(b.d); }
+  static float scale(const Block& b) { return f16_to_float(b.d); }
   static float minimum(const Block&) { return 0.0f; }
   static void values(const Block& b, int8_t* v) { std::memcpy(v, b.qs, 32); }
 #if defined(__AVX2__) && defined(__FMA__)
@@ -171,7 +208,7 @@ struct Q4_0W {
   using Block = BlockQ4_0;
   static constexpr bool kMin = false, kPairs = true;
   static constexpr int kOffset = 8;
-  static float scale(const Block& b) { return fp16(b.d); }
+  static float scale(const Block& b) { return f16_to_float(b.d); }
   static float minimum(const Block&) { return 0.0f; }
   static void values(const Block& b, int8_t* v) {
     nibbles_scalar(b.qs, v);
@@ -186,8 +223,8 @@ struct Q4_1W {
   using Block = BlockQ4_1;
   static constexpr bool kMin = true, kPairs = true;
   static constexpr int kOffset = 0;
-  static float scale(const Block& b) { return fp16(b.d); }
-  static float minimum(const Block& b) { return fp16(b.m); }
+  static float scale(const Block& b) { return f16_to_float(b.d); }
+  static float minimum(const Block& b) { return f16_to_float(b.m); }
   static void values(const Block& b, int8_t* v) { nibbles_scalar(b.qs, v); }
 #if defined(__AVX2__) && defined(__FMA__)
   static void pair(const Block& b0, const Block* b1, __m256i& lo, __m256i& hi) { nibble_pair(b0.qs, b1 ? b1->qs : nullptr, lo, hi); }
@@ -199,7 +236,7 @@ struct Q5_0W {
   using Block = BlockQ5_0;
   static constexpr bool kMin = false, kPairs = true;
   static constexpr int kOffset = 16;
-  static float scale(const Block& b) { return fp16(b.d); }
+  static float scale(const Block& b) { return f16_to_float(b.d); }
   static float minimum(const Block&) { return 0.0f; }
   static void values(const Block& b, int8_t* v) {
     nibbles_scalar(b.qs, v);
@@ -218,8 +255,8 @@ struct Q5_1W {
   using Block = BlockQ5_1;
   static constexpr bool kMin = true, kPairs = true;
   static constexpr int kOffset = 0;
-  static float scale(const Block& b) { return fp16(b.d); }
-  static float minimum(const Block& b) { return fp16(b.m); }
+  static float scale(const Block& b) { return f16_to_float(b.d); }
+  static float minimum(const Block& b) { return f16_to_float(b.m); }
   static void values(const Block& b, int8_t* v) {
     nibbles_scalar(b.qs, v);
     const uint32_t qh = load_u32(b.qh);
@@ -494,7 +531,7 @@ struct Q4_KW {
       sumi += sm[j] * isum;
       summ += sm[8 + j] * (sums[2 * j] + sums[2 * j + 1]);
     }
-    return fp16(b.d) * dx * static_cast<float>(sumi) - fp16(b.dmin) * dx * static_cast<float>(summ);
+    return f16_to_float(b.d) * dx * static_cast<float>(sumi) - f16_to_float(b.dmin) * dx * static_cast<float>(summ);
   }
 #if defined(__AVX2__) && defined(__FMA__)
   // per group of 64: maddubs of the nibbles with x, madd with the sub-block's scale; the minimum
@@ -516,7 +553,7 @@ struct Q4_KW {
         const __m128i sm8 = _mm_load_si128(reinterpret_cast<const __m128i*>(sm));
         const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm8));
         const __m128i mn16 = _mm_cvtepu8_epi16(_mm_srli_si128(sm8, 8));
-        const float d = fp16(blk.d), dmin = fp16(blk.dmin);
+        const float d = f16_to_float(blk.d), dmin = f16_to_float(blk.dmin);
         __m256i sumi[R];
         for (int r = 0; r < R; ++r) sumi[r] = _mm256_setzero_si256();
         for (int g = 0; g < 4; ++g) {
@@ -563,7 +600,7 @@ struct Q6_KW {
         }
     int32_t sumi = 0;
     for (int j = 0; j < 16; ++j) sumi += b.scales[j] * (group[j] - 32 * sums[j]);
-    return fp16(b.d) * dx * static_cast<float>(sumi);
+    return f16_to_float(b.d) * dx * static_cast<float>(sumi);
   }
 #if defined(__AVX2__) && defined(__FMA__)
   // per half of 128: the four 32-value vectors assembled from ql's nibbles and qh's bit pairs,
@@ -602,7 +639,7 @@ struct Q6_KW {
           }
         }
         const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
-        const float d = fp16(blk.d);
+        const float d = f16_to_float(blk.d);
         for (int r = 0; r < R; ++r) {
           const __m256i sums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.row_sums(t.r0 + r) + b * 16));
           const __m256i offset = _mm256_slli_epi32(_mm256_madd_epi16(sc16, sums), 5);
@@ -642,7 +679,7 @@ struct F32W {
   static constexpr int64_t kBytes = 4;
 };
 struct F16W {
-  static float get(const unsigned char* w, int64_t i) { return fp16(reinterpret_cast<const uint16_t*>(w)[i]); }
+  static float get(const unsigned char* w, int64_t i) { return f16_to_float(reinterpret_cast<const uint16_t*>(w)[i]); }
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
   static __m256 load8(const unsigned char* w, int64_t i) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(reinterpret_cast<const uint16_t*>(w) + i)));

@@ -22,10 +22,10 @@ namespace nf::cpu {
 inline constexpr int64_t kQuantGemvMaxRows = 16;
 
 // Rows of x quantised per block for the integer dot products. 32-value blocks (the partner of
-// Q4_0 .. Q8_0): d = max|x| / 127 rounded to f16 (Q8_0's formula, bit-identical to
-// quantize_row(q8_0)), q = round(x / d), s = d * sum q (Q8_1's s, for Q4_1 / Q5_1). 256-value
-// blocks (Q8_K, the partner of the K types): d = max|x| / 127 as f32, q = round(x / d), and
-// sums[i] = sum of q over the i-th group of 16.
+// Q4_0 .. Q8_0): Q8_0's formula, d = max|x| / 127 rounded to f16, q = round(x / d) (bit-identical
+// to quantize_row(q8_0)), and s = d * sum q (Q8_1's s unrounded, for Q4_1 / Q5_1's minimum).
+// 256-value blocks (the partner of the K types): Q8_K's formula, d and q bit-identical to
+// quantize_row(q8_k) (llama.cpp's), sums[i] = sum of q over the i-th group of 16.
 struct QuantizedActivations {
   int64_t rows = 0, cols = 0, block = 32;  // block: 32 or 256
   std::vector<int8_t> q;      // (rows, cols)
