@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "nanoformer/io/gguf.h"
 #include "nanoformer/nanoformer.h"
 #include "nanoformer/tokenizer/bpe_trainer.h"
 #include "nanoformer/tokenizer/char_tokenizer.h"
@@ -67,6 +68,49 @@ void safetensors_seeds() {
                         std::string("\x01\x00\x00\x80\x3f\x00\x00\x00\x40", 9)));
   write("safetensors", "bool_byte_2.safetensors",
         raw_safetensors(R"({"m":{"dtype":"BOOL","shape":[2],"data_offsets":[0,2]}})", std::string("\x01\x02", 2)));
+}
+
+// GGUF: the reference writer's fixtures (tests/fixtures/gguf/), files of our writer (alignment 1,
+// empty values, no tensors), and fixtures with one field made to lie (fuzz/corpus/gguf/ holds a copy).
+std::string with_u64(std::string bytes, size_t pos, uint64_t value) {
+  for (int i = 0; i < 8; ++i) bytes[pos + static_cast<size_t>(i)] = static_cast<char>((value >> (8 * i)) & 0xFF);
+  return bytes;
+}
+
+void gguf_seeds() {
+  const fs::path d = dir("gguf");
+  const std::string fixtures = std::string(NF_TEST_DATA_DIR) + "/gguf/";
+  for (const char* name : {"metadata.gguf", "tensors.gguf", "align8.gguf", "nested_array.gguf"})
+    fs::copy_file(fixtures + name, d / name, fs::copy_options::overwrite_existing);
+  QuantizedTensor q8 = QuantizedTensor::empty(QuantType::q8_0, 2, 32), q4 = QuantizedTensor::empty(QuantType::q4_0, 1, 64);
+  for (QuantizedTensor* q : {&q8, &q4})
+    for (size_t i = 0; i < q->nbytes(); ++i) static_cast<unsigned char*>(q->mutable_data())[i] = static_cast<unsigned char>(i * 37);
+  io::write_gguf((d / "alignment1.gguf").string(),
+                 {{"general.architecture", std::string("llama")}, {"general.alignment", uint32_t{1}}},
+                 {{"half", Tensor::of({1, -2, 3}, {3}, DType::f16), {}},
+                  {"w", Tensor::of({0.5, 1.5, -2, 4}, {2, 2}), {}},
+                  {"q8", Tensor(), q8},
+                  {"brain", Tensor::of({1, 2}, {1, 2}, DType::bf16), {}},
+                  {"q4", Tensor(), q4}});
+  io::write_gguf((d / "empty_values.gguf").string(),
+                 {{"s", std::string()}, {"strings", std::vector<std::string>{}}, {"bools", std::vector<bool>{true}},
+                  {"i64", std::vector<int64_t>{}}},
+                 {{"empty", Tensor::empty({0, 3}), {}}, {"scalar", Tensor::scalar(1.0), {}}});
+  io::write_gguf((d / "no_tensors.gguf").string(), {{"general.name", std::string("n")}}, {});
+
+  // tensors.gguf with one lie each: counts, a type nanoformer does not read, a misaligned or
+  // overlapping offset, a cut in the tensor infos.
+  const std::string good = read_file(fixtures + "tensors.gguf");
+  const size_t q_type = good.find("blk.0.attn_q.weight") + 19 + 4 + 16;
+  const size_t up_offset = good.find("blk.0.ffn_up.weight") + 19 + 4 + 16 + 4;
+  write("gguf", "lie-kv-count.gguf", with_u64(good, 16, uint64_t{1} << 40));
+  write("gguf", "lie-tensor-count.gguf", with_u64(good, 8, 1000));
+  std::string iq4_nl = good;
+  iq4_nl[q_type] = 20;
+  write("gguf", "lie-type-iq4_nl.gguf", iq4_nl);
+  write("gguf", "lie-offset-misaligned.gguf", with_u64(good, up_offset, 8));
+  write("gguf", "lie-offset-overlap.gguf", with_u64(good, up_offset, 256 + 192));
+  write("gguf", "cut-in-infos.gguf", good.substr(0, up_offset));
 }
 
 // A hand-written tokenizer.json in the smallest form we accept (mutations stay cheap).
@@ -195,6 +239,7 @@ int main(int argc, char** argv) {
   g_out = argv[1];
   try {
     safetensors_seeds();
+    gguf_seeds();
     tokenizer_json_seeds();
     bpe_roundtrip_seeds();
     char_vocab_seeds();

@@ -3,21 +3,15 @@
 // header has been checked, and no access ever goes past the end of the mapping.
 #include "nanoformer/io/safetensors.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <bit>
-#include <cerrno>
 #include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <system_error>
 
 #include "nanoformer/core/error.h"
+#include "io/mapped_file.h"
 #include "io/safetensors_internal.h"
 #include "util/json_input.h"
 
@@ -34,37 +28,6 @@ constexpr uint64_t kMaxHeaderBytes = 100'000'000;  // the reference (Rust) reade
 // A safetensors header nests three levels ({name: {"shape": [...]}}); allow slack for unknown
 // fields but refuse pathological nesting, which would only cost memory.
 constexpr int kMaxJsonDepth = 16;
-
-std::string errno_message(int err) { return std::system_category().message(err); }
-
-// A read-only private mapping of a whole file, unmapped when the last owner lets go.
-std::shared_ptr<void> map_file(const std::string& path, size_t& size) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int err = errno;
-    NF_FAIL(file_context(path), "cannot open: ", errno_message(err));
-  }
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    NF_FAIL(file_context(path), "cannot stat: ", errno_message(err));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    NF_FAIL(file_context(path), "not a regular file");
-  }
-  size = static_cast<size_t>(st.st_size);
-  if (size < 8) {
-    ::close(fd);
-    NF_FAIL(file_context(path), "file is ", size, " bytes, too short for the 8-byte header length (truncated?)");
-  }
-  void* addr = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  const int err = errno;
-  ::close(fd);  // the mapping keeps its own reference to the file
-  NF_CHECK(addr != MAP_FAILED, file_context(path), "cannot map ", size, " bytes: ", errno_message(err));
-  return std::shared_ptr<void>(addr, [size](void* p) { ::munmap(p, size); });
-}
 
 json parse_header(const std::string& path, const char* text, size_t length) {
   std::set<std::string> top_level_keys;
@@ -210,9 +173,12 @@ DType dtype_from_safetensors(const std::string& code, const std::string& context
 SafetensorsFile SafetensorsFile::open(const std::string& path) {
   SafetensorsFile file;
   file.path_ = path;
-  size_t file_size = 0;
-  file.mapping_ = map_file(path, file_size);
-  const auto* bytes = static_cast<const unsigned char*>(file.mapping_.get());
+  const MappedFile mapped = map_file(path, file_context(path));
+  const size_t file_size = mapped.size;
+  NF_CHECK(file_size >= 8, file_context(path), "file is ", file_size,
+           " bytes, too short for the 8-byte header length (truncated?)");
+  file.mapping_ = mapped.mapping;
+  const unsigned char* bytes = mapped.bytes();
 
   uint64_t header_size = 0;
   for (int i = 7; i >= 0; --i) header_size = (header_size << 8) | bytes[i];

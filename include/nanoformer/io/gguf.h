@@ -9,7 +9,9 @@
 // 9 array (u32 item type, u64 count, items), 10 u64, 11 i64, 12 f64.
 // Reading memory-maps the file and validates every count, length and offset against the file's
 // size before anything is allocated from it; tensors are views into the mapping (used in place).
-// Writing goes to a temporary file that is renamed into place.
+// Every error is one line that starts with the path and names the key or tensor at fault.
+// Writing goes to a temporary file that is renamed into place; its bytes are those of the `gguf`
+// Python package's GGUFWriter given the same keys and tensors in the same order.
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -23,13 +25,17 @@
 
 namespace nf::io {
 
-// One metadata value. Arrays hold one vector of their item type (arrays of arrays are refused).
+// One metadata value. Arrays hold one vector of their item type (arrays of arrays are refused, as
+// llama.cpp refuses them).
 using GGUFValue = std::variant<uint8_t, int8_t, uint16_t, int16_t, uint32_t, int32_t, float, bool, std::string,
                                uint64_t, int64_t, double, std::vector<uint8_t>, std::vector<int8_t>,
                                std::vector<uint16_t>, std::vector<int16_t>, std::vector<uint32_t>,
                                std::vector<int32_t>, std::vector<float>, std::vector<bool>,
                                std::vector<std::string>, std::vector<uint64_t>, std::vector<int64_t>,
                                std::vector<double>>;
+
+// "u32", "string", "array of f32": the GGUF type of a value, for messages.
+std::string gguf_value_type_name(const GGUFValue& value);
 
 struct GGUFTensorInfo {
   std::string name;
@@ -46,7 +52,9 @@ class GGUFFile {
 
   const std::string& path() const { return path_; }
   uint32_t version() const { return version_; }
+  uint32_t alignment() const { return alignment_; }  // general.alignment, 32 when absent
   const std::map<std::string, GGUFValue>& metadata() const { return metadata_; }
+  const std::vector<std::string>& keys() const { return keys_; }  // in file order
   bool has(const std::string& key) const { return metadata_.count(key) != 0; }
   // Typed metadata: throws naming the file and key when it is missing or of another type. Integer
   // keys accept any integer type whose value fits (writers differ: u32 or i32, u64).
@@ -62,15 +70,20 @@ class GGUFFile {
   // The tensor's bytes in place (a view that keeps the mapping alive): a 2-D (or higher, rows
   // flattened) tensor of a block type as a QuantizedTensor; an f32 / f16 / bf16 one as a Tensor
   // (dtype f32 / f16 / bf16, copied only when the mapping's alignment does not suit it).
+  // Any type (f32 / f16 / bf16 too) reads as a QuantizedTensor of (product of the outer sizes, the
+  // innermost size); only f32 / f16 / bf16 read as a Tensor. Views stay in place unless the bytes
+  // are not aligned for the type (a file with a small general.alignment): then they are copied.
   QuantizedTensor quantized(const std::string& name) const;
   Tensor dense(const std::string& name) const;
 
  private:
   std::string path_;
   uint32_t version_ = 0;
+  uint32_t alignment_ = 32;
   std::shared_ptr<void> mapping_;
   const unsigned char* data_ = nullptr;  // start of the data section
   std::map<std::string, GGUFValue> metadata_;
+  std::vector<std::string> keys_;
   std::vector<GGUFTensorInfo> tensors_;
   std::map<std::string, size_t> index_;
 };
@@ -81,9 +94,12 @@ struct GGUFTensorSource {
   Tensor dense;               // f32 / f16 / bf16, any shape; or
   QuantizedTensor quantized;  // (rows, cols), written with shape (rows, cols)
 };
-// Writes version 3, alignment 32 (general.alignment written only when another is asked), keys in
-// the order given, atomically (temporary + rename).
+// Writes version 3, keys in the order given, then the tensor infos, then each tensor padded with
+// zeros to the alignment, atomically (temporary + rename). The alignment is the metadata's
+// general.alignment (a u32 power of two, as GGUFWriter.add_custom_alignment writes it), else 32.
+// Names must be unique, tensor names shorter than 64 bytes (llama.cpp's limit), dense tensors
+// f32 / f16 / bf16 of at most 4 dimensions; everything is checked before the file is created.
 void write_gguf(const std::string& path, const std::vector<std::pair<std::string, GGUFValue>>& metadata,
-                const std::vector<GGUFTensorSource>& tensors, uint32_t alignment = 32);
+                const std::vector<GGUFTensorSource>& tensors);
 
 }  // namespace nf::io

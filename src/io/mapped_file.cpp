@@ -1,0 +1,48 @@
+// Mapping a whole file read-only (mmap), unmapped when the last owner lets go.
+#include "io/mapped_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <system_error>
+
+#include "nanoformer/core/error.h"
+
+namespace nf::io {
+
+MappedFile map_file(const std::string& path, const std::string& context) {
+  const auto errno_message = [](int err) { return std::system_category().message(err); };
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    NF_FAIL(context, "cannot open: ", errno_message(err));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    NF_FAIL(context, "cannot stat: ", errno_message(err));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    NF_FAIL(context, "not a regular file");
+  }
+  MappedFile file;
+  file.size = static_cast<size_t>(st.st_size);
+  if (file.size == 0) {
+    ::close(fd);
+    return file;
+  }
+  void* addr = ::mmap(nullptr, file.size, PROT_READ, MAP_PRIVATE, fd, 0);
+  const int err = errno;
+  ::close(fd);  // the mapping keeps its own reference to the file
+  NF_CHECK(addr != MAP_FAILED, context, "cannot map ", file.size, " bytes: ", errno_message(err));
+  const size_t size = file.size;
+  file.mapping = std::shared_ptr<void>(addr, [size](void* p) { ::munmap(p, size); });
+  return file;
+}
+
+}  // namespace nf::io

@@ -1,0 +1,20 @@
+#pragma once
+// A read-only memory mapping of a whole file, shared by the readers of safetensors and GGUF.
+#include <cstddef>
+#include <memory>
+#include <string>
+
+namespace nf::io {
+
+struct MappedFile {
+  std::shared_ptr<void> mapping;  // unmapped when the last owner (the file, a view) lets go; null when empty
+  size_t size = 0;
+  const unsigned char* bytes() const { return static_cast<const unsigned char*>(mapping.get()); }
+};
+
+// Maps `path` privately and read-only; throws nf::Error starting with `context` ("<format>: <path>: ")
+// when it cannot be opened, is not a regular file, or cannot be mapped. An empty file gives an
+// empty mapping (mmap refuses zero bytes).
+MappedFile map_file(const std::string& path, const std::string& context);
+
+}  // namespace nf::io
