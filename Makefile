@@ -7,6 +7,8 @@
 #                   benchmarks beside PyTorch and the machine's measured limits (scripts/run-bench.sh)
 #   make study-extrapolation / study-norms   rerun a study of docs/studies/ (one core, ~15 minutes)
 #   make golden     regenerate tests/golden/*.safetensors from PyTorch (needs PyPI)
+#   make quant-fixtures  regenerate tests/fixtures/quant/quants.bin from gguf.quants (and llama.cpp's
+#                   reference where tools/llamacpp/install.sh has built it; tools/quant/make_quant_fixtures.py)
 #   make fuzz       every libFuzzer target for FUZZ_SECONDS (default 60) each, clang + ASan + UBSan
 #                   (FUZZ_TARGETS="safetensors ..." for some only; docs/FUZZING.md)
 JOBS ?= $(shell nproc)
@@ -18,7 +20,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?=
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build demo test test-asan bench golden fuzz clean study-extrapolation study-norms
+.PHONY: all deps build demo test test-asan bench golden quant-fixtures fuzz clean study-extrapolation study-norms
 
 all: build
 
@@ -58,6 +60,10 @@ study-norms: build
 golden:
 	@bash scripts/install-python.sh
 	@.venv/bin/python tools/golden/generate_all.py tests/golden
+
+quant-fixtures:
+	@bash scripts/install-python.sh
+	@.venv/bin/python tools/quant/make_quant_fixtures.py
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

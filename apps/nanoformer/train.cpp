@@ -123,6 +123,8 @@ void add_train_command(CLI::App& app) {
       "LoRA (--lora-rank): trains adapters only; checkpoints hold the adapters alone, and\n"
       "`nanoformer lora merge --adapter runs/lora/ckpt_<step>.safetensors --out merged.safetensors` folds one\n"
       "into its base (--init-from, or the fresh base written to <out>/base.safetensors).\n"
+      "QLoRA (--lora-base-type q4_0): the frozen base's Linear weights held in 4 or 8 bits while the adapters\n"
+      "train over them (a base too large for fp32 training memory); merging folds them into the dequantised base.\n"
       "Data: token files (nanoformer tokenizer prepare), text files or JSONL ({\"text\": ...} per line;\n"
       "{\"conversations\": [...]} for chat fine-tuning, loss on the assistant's tokens only; or\n"
       "{\"prompt\": ..., \"completion\": ...}, loss on the completion only).\n"
@@ -175,6 +177,7 @@ void add_train_command(CLI::App& app) {
     int64_t rank = 0;
     double alpha = 0, dropout = 0;
     std::string targets = "q,k,v,o";
+    std::string base_type;
   };
   auto lora = std::make_shared<LoRAFlags>();
   cmd->add_option("--lora-rank", lora->rank, "LoRA: train rank-R adapters only, the base frozen (models/lora.h)");
@@ -183,6 +186,8 @@ void add_train_command(CLI::App& app) {
                   "LoRA: layers by role, of q, k, v, o, gate, up, down (SwiGLU), fc, proj (2-layer MLPs)")
       ->capture_default_str();
   cmd->add_option("--lora-dropout", lora->dropout, "LoRA: dropout on the adapters' input")->capture_default_str();
+  cmd->add_option("--lora-base-type", lora->base_type,
+                  "QLoRA: hold the frozen base's Linear weights in this type (q8_0, q4_0, ...) while the adapters train");
   cmd->add_option("--out,-o", c->out_dir, "Run directory: checkpoints and metrics.jsonl")->capture_default_str();
   cmd->add_flag("--resume", c->resume, "Continue the run in --out from its newest checkpoint");
   auto dist_flags = std::make_shared<std::pair<double, double>>(25.0, 300.0);  // bucket MiB, timeout s
@@ -212,14 +217,16 @@ void add_train_command(CLI::App& app) {
     if (cmd->count("--weight-decay") == 0) c->optimizer.weight_decay = train::default_weight_decay(c->optimizer.name);
     if (!c->resume) refuse_unused_flags(*cmd, *c);
     const size_t lora_flags = cmd->count("--lora-rank") + cmd->count("--lora-alpha") + cmd->count("--lora-targets") +
-                              cmd->count("--lora-dropout");
+                              cmd->count("--lora-dropout") + cmd->count("--lora-base-type");
     if (cmd->count("--lora-rank") > 0)
       c->lora = models::LoRAOptions{.rank = lora->rank,
                                     .alpha = cmd->count("--lora-alpha") > 0 ? lora->alpha : 2.0 * static_cast<double>(lora->rank),
                                     .dropout = lora->dropout,
-                                    .targets = models::parse_lora_targets(lora->targets)};
+                                    .targets = models::parse_lora_targets(lora->targets),
+                                    .base_type = lora->base_type.empty() ? std::nullopt
+                                                                         : std::optional(quant_type_from_name(lora->base_type))};
     else
-      NF_CHECK(lora_flags == 0, "train: --lora-alpha, --lora-targets and --lora-dropout need --lora-rank");
+      NF_CHECK(lora_flags == 0, "train: --lora-alpha, --lora-targets, --lora-dropout and --lora-base-type need --lora-rank");
     train::TrainConfig config = *c;
     if (c->resume && !train::list_checkpoints(c->out_dir).empty()) {
       // the run's options, from the checkpoint the trainer will resume (a damaged newer one is set aside)

@@ -5,6 +5,7 @@
 
 #include "nanoformer/core/error.h"
 #include "nanoformer/io/safetensors.h"
+#include "nanoformer/models/quantize.h"
 #include "nanoformer/io/tensor_checksums.h"
 #include "nanoformer/ops/factory.h"
 
@@ -56,6 +57,7 @@ std::map<std::string, std::string> checkpoint_metadata(const Model& model) {
 }
 
 void save_checkpoint(const Model& model, const std::string& path) {
+  check_dense(model, "save_checkpoint: " + path, "a nanoformer checkpoint stores dense weights: write gguf, or dequantise first");
   // registration order: parameters, then persistent buffers
   std::vector<nn::NamedTensor> ordered = model.named_parameters();
   const nn::StateDict state = model.state_dict();

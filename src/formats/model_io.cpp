@@ -14,6 +14,7 @@
 #include "nanoformer/formats/llama2c.h"
 #include "nanoformer/formats/minimind_checkpoint.h"
 #include "nanoformer/formats/nanochat_checkpoint.h"
+#include "nanoformer/models/quantize.h"
 
 namespace nf::models {
 namespace {
@@ -122,6 +123,8 @@ void save_model(const Model& model, const std::string& path, const std::string& 
            "' is not written in shards (a maximum shard size applies to hf, minimind and minimind-hf)");
   NF_CHECK(options.tokenizer.empty() || format == "gguf", "save_model: format '", format,
            "' does not embed a tokenizer (gguf does)");
+  if (format != "gguf")
+    check_dense(model, "save_model: " + path, "format '" + format + "' stores dense weights: write gguf, or dequantise first");
   if (format == "nanoformer")
     save_checkpoint(model, path);
   else if (const auto* vit = dynamic_cast<const ViTClassifier*>(&model); vit && format == "hf")

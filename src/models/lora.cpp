@@ -9,6 +9,7 @@
 
 #include "models/config/config_keys.h"
 #include "nanoformer/core/error.h"
+#include "nanoformer/models/quantize.h"
 #include "nanoformer/nn/attention.h"
 #include "nanoformer/nn/lora.h"
 #include "nanoformer/nn/mlp.h"
@@ -32,11 +33,6 @@ struct RoleLayer {
 };
 
 // Visits `module` and every descendant (depth first, registration order) with its dotted path.
-void walk(nn::Module& module, const std::string& path, const std::function<void(const std::string&, nn::Module&)>& visit) {
-  visit(path, module);
-  for (const auto& [name, child] : module.named_children()) walk(*child, path.empty() ? name : path + "." + name, visit);
-}
-
 // The child of `parent` that is `layer`, as a dotted path under `path`.
 std::string child_path(const nn::Module& parent, const std::string& path, const nn::Linear* layer) {
   for (const auto& [name, child] : parent.named_children())
@@ -51,7 +47,7 @@ std::vector<RoleLayer> role_layers(Model& model) {
                  const std::shared_ptr<nn::Linear>& layer) {
     out.push_back({role, child_path(parent, path, layer.get()), layer});
   };
-  walk(model, "", [&](const std::string& path, nn::Module& m) {
+  model.apply([&](const std::string& path, nn::Module& m) {
     if (auto* attention = dynamic_cast<nn::MultiHeadAttention*>(&m)) {
       add("q", *attention, path, attention->q_proj);
       add("k", *attention, path, attention->k_proj);
@@ -108,8 +104,9 @@ std::vector<std::string> parse_lora_targets(const std::string& comma_separated) 
 }
 
 std::string lora_options_to_json(const LoRAOptions& options) {
-  return json{{"rank", options.rank}, {"alpha", options.alpha}, {"dropout", options.dropout}, {"targets", options.targets}}
-      .dump();
+  json j{{"rank", options.rank}, {"alpha", options.alpha}, {"dropout", options.dropout}, {"targets", options.targets}};
+  if (options.base_type) j["base_type"] = quant_type_name(*options.base_type);
+  return j.dump();
 }
 
 LoRAOptions lora_options_from_json(const std::string& json_text, const std::string& source) {
@@ -124,8 +121,11 @@ LoRAOptions lora_options_from_json(const std::string& json_text, const std::stri
              source, ": key 'targets' has value ", util::json_excerpt(*targets), ": expected an array of strings");
     options.targets = targets->get<std::vector<std::string>>();
   }
+  std::string base_type;
+  reader.value("base_type", base_type);
   reader.finish();
   try {
+    if (!base_type.empty()) options.base_type = quant_type_from_name(base_type);
     check_lora_options(options);
   } catch (const Error& e) {
     NF_FAIL(source, ": ", e.what());
@@ -136,6 +136,8 @@ LoRAOptions lora_options_from_json(const std::string& json_text, const std::stri
 void check_lora_options(const LoRAOptions& options) {
   nn::check_lora_config({options.rank, options.alpha, options.dropout});
   check_targets(options.targets);
+  NF_CHECK(!options.base_type || is_block_quantized(*options.base_type), "LoRA: base type ",
+           options.base_type ? quant_type_name(*options.base_type) : "", " is no block-quantised type (q8_0, q4_0, ...)");
 }
 
 // The Linears of `model` that `options` targets; throws, naming the problem, on bad options, a model
@@ -160,6 +162,12 @@ std::vector<RoleLayer> targeted_layers(Model& model, const LoRAOptions& options)
 std::vector<std::string> apply_lora(Model& model, const LoRAOptions& options, Generator& gen) {
   const std::vector<RoleLayer> layers = targeted_layers(model, options);
   const nn::LoRAConfig config{options.rank, options.alpha, options.dropout};
+  if (options.base_type) {
+    auto* lm = dynamic_cast<DecoderLM*>(&model);
+    NF_CHECK(lm != nullptr, "LoRA: a quantised base (base_type ", quant_type_name(*options.base_type),
+             ") needs a decoder LM, not a ", model.architecture());
+    quantize_weights(*lm, {.type = *options.base_type, .output_type = QuantType::f32, .embedding_type = QuantType::f32});
+  }
   model.requires_grad_(false);
   std::vector<std::string> adapted;
   for (const RoleLayer& l : layers) {
@@ -193,9 +201,10 @@ std::vector<nn::NamedTensor> lora_parameters(const Model& model) {
 
 void merge_lora(Model& model) {
   NF_CHECK(has_lora(model), "LoRA: merge_lora on a ", model.type_name(), " without adapters");
-  walk(model, "", [](const std::string&, nn::Module& m) {
+  model.apply([](const std::string&, nn::Module& m) {
     if (auto* layer = dynamic_cast<nn::Linear*>(&m); layer && layer->has_lora()) layer->merge_lora();
   });
+  dequantize_weights(model);  // a quantised base (QLoRA, a GGUF) merges into its dense form
   model.requires_grad_(true);
 }
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "nanoformer/core/error.h"
 #include "nanoformer/nn/linear.h"
 #include "nanoformer/ops/quantized.h"
 
@@ -49,6 +50,25 @@ std::vector<QuantizedWeight> quantize_weights(DecoderLM& model, const QuantizeSp
     }
   });
   return done;
+}
+
+void dequantize_weights(nn::Module& model) {
+  model.apply([](const std::string&, nn::Module& m) {
+    if (auto* linear = dynamic_cast<nn::Linear*>(&m); linear && linear->is_quantized())
+      linear->set_dense_weight(dequantize(linear->quantized_weight()));
+    else if (auto* embedding = dynamic_cast<nn::Embedding*>(&m); embedding && embedding->is_quantized())
+      embedding->set_dense_weight(dequantize(embedding->quantized_weight()));
+  });
+}
+
+void check_dense(const nn::Module& model, const std::string& what, const std::string& advice) {
+  const std::vector<nn::NamedQuantized> quantized = model.named_quantized();
+  if (quantized.empty()) return;
+  std::string names;
+  for (size_t i = 0; i < std::min<size_t>(quantized.size(), 3); ++i)
+    names += (i ? ", " : "") + quantized[i].first + " " + quant_type_name(quantized[i].second.type());
+  NF_FAIL(what, ": the model holds ", quantized.size(), " quantised weights (", names, quantized.size() > 3 ? ", ..." : "",
+          "); ", advice);
 }
 
 }  // namespace nf::models

@@ -35,6 +35,14 @@ void Linear::set_quantized_weight(QuantizedTensor q) {
   weight = Tensor();
 }
 
+void Linear::set_dense_weight(Tensor w) {
+  NF_CHECK(w.shape() == Shape({out_, in_}), "Linear(", in_, ", ", out_, "): weight ", shape_str(w.shape()),
+           " is not (", out_, ", ", in_, ")");
+  weight = w;
+  replace_tensor("weight", weight);  // the entry and the member share the tensor
+  quantized_weight_ = {};
+}
+
 Embedding::Embedding(int64_t num_embeddings, int64_t dim, Generator& gen)
     : Module("Embedding"), num_embeddings_(num_embeddings), dim_(dim) {
   NF_CHECK(num_embeddings > 0 && dim > 0, "Embedding: num_embeddings and dim must be positive, got ", num_embeddings,
@@ -52,6 +60,14 @@ void Embedding::set_quantized_weight(QuantizedTensor q) {
   quantize_parameter("weight", q);
   quantized_weight_ = std::move(q);
   weight = Tensor();
+}
+
+void Embedding::set_dense_weight(Tensor w) {
+  NF_CHECK(w.shape() == Shape({num_embeddings_, dim_}), "Embedding(", num_embeddings_, ", ", dim_, "): weight ",
+           shape_str(w.shape()), " is not (", num_embeddings_, ", ", dim_, ")");
+  weight = w;
+  replace_tensor("weight", weight);
+  quantized_weight_ = {};
 }
 
 Dropout::Dropout(double p, uint64_t seed) : UnaryModule("Dropout"), p_(p), gen_(seed) {

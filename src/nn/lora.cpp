@@ -41,11 +41,7 @@ void Linear::merge_lora() {
   NF_CHECK(has_lora(), "Linear(", in_, ", ", out_, "): merge_lora() on a layer without a LoRA adapter");
   {
     autograd::NoGradGuard no_grad;
-    if (is_quantized()) {  // the merged weight is the dequantised base plus the update, dense
-      weight = dequantize(quantized_weight_);
-      replace_tensor("weight", weight);  // the same tensor: the entry and the member share it
-      quantized_weight_ = {};
-    }
+    if (is_quantized()) set_dense_weight(dequantize(quantized_weight_));  // merged: the dequantised base + the update
     add_(weight, mul(matmul(lora_B->weight, lora_A->weight), lora_scaling_));  // W0 += (alpha / r) B A
   }
   remove_module("lora_A");

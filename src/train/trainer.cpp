@@ -17,6 +17,7 @@
 #include "nanoformer/data/sharded_batches.h"
 #include "nanoformer/formats/checkpoint.h"
 #include "nanoformer/formats/lora_adapter.h"
+#include "nanoformer/models/quantize.h"
 #include "nanoformer/formats/model_io.h"
 #include "nanoformer/models/config/config_overrides.h"
 #include "nanoformer/models/model_stats.h"
@@ -164,6 +165,9 @@ void Trainer::start_fresh(Generator& gen) {
   if (config_.lora)
     check_training_memory(model_->config(), batch, context, util::available_memory_bytes(),
                           models::lora_parameter_count(*model_, *config_.lora));
+  else
+    models::check_dense(*model_, "train: " + config_.init_from,
+                        "full training needs dense weights: train LoRA adapters over them (--lora-rank)");
 }
 
 void Trainer::resume_from(const std::string& checkpoint) {
@@ -226,7 +230,7 @@ std::string Trainer::describe() const {
   if (config_.lora)
     os << "lora: rank " << config_.lora->rank << ", alpha " << config_.lora->alpha << ", dropout " << config_.lora->dropout
        << ", " << models::lora_parameters(*model_).size() / 2 << " adapted layers; base " << lora_base_path(config_)
-       << "\n";
+       << (config_.lora->base_type ? std::string(" held in ") + quant_type_name(*config_.lora->base_type) : "") << "\n";
   os << "optimizer:\n" << optimizer_->describe();
   os << "steps: " << config_.schedule.total_steps << " x " << config_.grad_accum << " x " << config_.data.batch_size
      << " x " << config_.data.context << " tokens, " << schedule_kind_name(config_.schedule.kind) << " lr "

@@ -419,6 +419,38 @@ TEST_F(TrainCliTest, LoRARunWritesAdaptersThatLoraMergeFolds) {
   EXPECT_NE(err().find("unknown target 'wq' (known: q, k, v, o, gate, up, down, fc, proj)"), std::string::npos) << err();
 }
 
+// QLoRA: the base's Linear weights held in Q4_0 while the adapters train; the adapter file records
+// the base type, so resuming and merging hold the base the same way, and the merged model is the
+// dequantised base plus the adapters.
+TEST_F(TrainCliTest, QLoRATrainsOverAQ4_0BaseResumesAndMerges) {
+  auto args = run_args("qlora", 4);
+  args.insert(args.end(), {"--lora-rank", "2", "--lora-targets", "q,v,down", "--lora-base-type", "q4_0"});
+  args.erase(std::find(args.begin(), args.end(), "--quiet"));  // the run's summary names the base type
+  ASSERT_EQ(run(args), 0) << err();
+  EXPECT_NE(err().find("adapted layers; base " + path("qlora") + "/base.safetensors held in q4_0"), std::string::npos)
+      << err();
+  const std::string last = train::list_checkpoints(path("qlora")).back().second;
+  EXPECT_EQ(models::read_lora_adapter_info(last).options.base_type, QuantType::q4_0);
+  ASSERT_EQ(run({"train", "--out", path("qlora"), "--resume", "--steps", "6", "--quiet"}), 0) << err();
+  const std::string resumed = train::list_checkpoints(path("qlora")).back().second;
+  ASSERT_EQ(run({"lora", "merge", "--adapter", resumed, "--out", path("merged.safetensors")}), 0) << err();
+  const auto merged = models::load_decoder_lm(path("merged.safetensors"));
+  const auto adapted = models::load_decoder_lm(path("qlora") + "/base.safetensors");
+  models::load_lora_adapter(*adapted, resumed);
+  EXPECT_FALSE(adapted->named_quantized().empty());  // loading the adapter quantised the base again
+  EXPECT_TRUE(merged->named_quantized().empty());
+  const Tensor ids = Tensor::of({1, 2, 3, 4, 5, 6, 7, 8}, {1, 8}, DType::i64);
+  merged->eval();
+  adapted->eval();
+  // equal but for the activations' 8-bit rounding in the adapted model's quantised layers
+  const Tensor a = adapted->forward(ids).logits, m = merged->forward(ids).logits;
+  EXPECT_LT(max(abs(a - m)).item(), 0.02 * max(abs(a)).item());
+  // dense formats refuse a quantised model instead of dropping its weights
+  models::save_checkpoint(*merged, path("dense.safetensors"));
+  EXPECT_THROW_WITH(models::save_checkpoint(*adapted, path("nope.safetensors")), "quantised weights", "q4_0",
+                    "write gguf");
+}
+
 // Options are checked before anything is written, each refusal one line naming the flag: --lr 0,
 // --context beyond max_seq_len, --warmup with a schedule that has none, a huge --lora-rank (the
 // memory estimate counts the adapters), --config with --init-from.

@@ -10,10 +10,12 @@
 // norms and the head are never adapted. State-dict names keep the base's and add PEFT's
 // ("layers.0.attn.q_proj.lora_A.weight"), so a base checkpoint loads into an adapted model.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "nanoformer/core/generator.h"
+#include "nanoformer/core/quant_type.h"
 #include "nanoformer/models/model.h"
 
 namespace nf::models {
@@ -23,6 +25,10 @@ struct LoRAOptions {
   double alpha = 16.0;   // > 0; updates are scaled by alpha / r
   double dropout = 0.0;  // in [0, 1): on each adapter's input, in training
   std::vector<std::string> targets{"q", "k", "v", "o"};
+  // QLoRA: the frozen base's Linear weights held block-quantised in this type (q8_0, q4_0, ...;
+  // models/quantize.h) while the adapters train over them; embeddings, head and norms stay dense.
+  // Merging folds the adapters into the dequantised base.
+  std::optional<QuantType> base_type = {};
 };
 
 // The target names above, in that order.
@@ -49,7 +55,7 @@ bool has_lora(const Model& model);
 // The adapter tensors, "<layer>.lora_A.weight" and "<layer>.lora_B.weight", in registration order.
 std::vector<nn::NamedTensor> lora_parameters(const Model& model);
 // W0 += (alpha / r) B A for every adapter, then removes the adapters and unfreezes every parameter:
-// a plain model whose forward equals the adapted one. Throws when the model has no adapter.
+// a plain model whose forward equals the adapted one. A quantised base comes out dense (dequantised). Throws when the model has no adapter.
 void merge_lora(Model& model);
 
 }  // namespace nf::models

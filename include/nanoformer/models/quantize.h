@@ -26,6 +26,11 @@ struct QuantizedWeight {
 
 // Quantises `model`'s weights in place; returns what each 2-D weight became, in module order.
 std::vector<QuantizedWeight> quantize_weights(DecoderLM& model, const QuantizeSpec& spec);
+// Every quantised weight of `model` made dense again (f32, its blocks dequantised), in place.
+void dequantize_weights(nn::Module& model);
+// Throws naming `what`, the model's first quantised weights and `advice` when it holds any: for
+// writers of formats that store dense weights only.
+void check_dense(const nn::Module& model, const std::string& what, const std::string& advice);
 // The type llama.cpp gives the head for a model quantised to `type` (Q6_K, or Q8_0 for Q8_0).
 QuantType default_output_type(QuantType type);
 

@@ -29,6 +29,8 @@ class Linear : public UnaryModule {
   // parameters (Module::named_quantized lists it). A LoRA adapter trains over it as over a frozen
   // dense weight; merging dequantises it. Throws when the shape is not (out, in).
   void set_quantized_weight(QuantizedTensor q);
+  // A dense weight again (after a quantised one: dequantised, or merged); a frozen one stays frozen.
+  void set_dense_weight(Tensor w);
   const QuantizedTensor& quantized_weight() const { return quantized_weight_; }
   bool is_quantized() const { return quantized_weight_.defined(); }
 
@@ -70,6 +72,8 @@ class Embedding : public Module {
 
   // The table held block-quantised from now on (rows read dequantised), as Linear's.
   void set_quantized_weight(QuantizedTensor q);
+  // A dense weight again (after a quantised one: dequantised, or merged); a frozen one stays frozen.
+  void set_dense_weight(Tensor w);
   const QuantizedTensor& quantized_weight() const { return quantized_weight_; }
   bool is_quantized() const { return quantized_weight_.defined(); }
   int64_t num_embeddings() const { return num_embeddings_; }

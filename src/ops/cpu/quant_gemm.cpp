@@ -1,0 +1,270 @@
+// y = x W^T over Q8_0 rows of x and block-quantised W, register-blocked for AVX2 without VNNI.
+// W is repacked per call, a panel of 8 rows at a time, so that one 256-bit register holds 4
+// consecutive values of each of the 8 rows (value t of row r at byte 4r + t % 4); x's matching 4
+// bytes are broadcast, and _mm256_maddubs_epi16 (u8 x i8, adjacent products summed to i16) adds
+// the 8 rows' partial dots into 16 i16 lanes: 32 multiply-adds an instruction, where an f32 FMA
+// does 8. A tile is 6 rows of x by one panel; per block its integer dots are scaled by
+// d_x * d_w (8 lanes) into f32 accumulators.
+//  - Q4_0, Q5_0, Q4_1: the stored integers u (4 or 5 bits) are the unsigned operand and x the
+//    signed one; each i16 lane starts at -o sum x over its 16 positions (o = 8, 16, 0: the
+//    offset in w = d (u - o)) and collects the whole block, ending at sum (u - o) x, at most
+//    16 * 16 * 127 in size: exact in i16 (additions wrap; only the result must fit). Q4_1's
+//    w = d u + m adds m * (d_x sum q_x) per block.
+//  - Q8_0: both operands are signed, so |w| is the unsigned operand and x takes w's sign
+//    (_mm256_sign_epi8); a pair of products reaches 2 * 128 * 127, so each group goes to i32
+//    (_mm256_madd_epi16). Splitting w into two nibble planes instead (two maddubs, i16 sums)
+//    measured slower on Zen 3: 1.0x sgemm against 1.3x.
+#include "ops/cpu/quant_gemm.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include "nanoformer/core/dtype.h"
+#include "nanoformer/core/error.h"
+#include "ops/cpu/loops.h"
+
+namespace nf::cpu {
+namespace {
+
+// The tile's loops over rows and groups unrolled, so its dots and accumulators stay in registers.
+#define NF_UNROLL _Pragma("GCC unroll 8")
+
+constexpr int kPanelRows = 8;        // rows of W per panel: one lane each
+constexpr int kGroups = kQK8_0 / 4;  // 4-value groups per block
+constexpr int kTileRows = 6;         // rows of x per tile: 6 accumulators + 6 dots + W + x in 16 registers
+constexpr int64_t kUnitRows = 48;    // rows of x per work unit
+
+// A weight type's block: w = d (u - offset) (+ m when has_min), u as stored (Q8_0: signed).
+template <QuantType W>
+struct Kind;
+template <>
+struct Kind<QuantType::q8_0> {
+  using Block = BlockQ8_0;
+  static constexpr int offset = 0;
+  static constexpr bool has_min = false;
+};
+template <>
+struct Kind<QuantType::q4_0> {
+  using Block = BlockQ4_0;
+  static constexpr int offset = 8;
+  static constexpr bool has_min = false;
+};
+template <>
+struct Kind<QuantType::q5_0> {
+  using Block = BlockQ5_0;
+  static constexpr int offset = 16;
+  static constexpr bool has_min = false;
+};
+template <>
+struct Kind<QuantType::q4_1> {
+  using Block = BlockQ4_1;
+  static constexpr int offset = 0;
+  static constexpr bool has_min = true;
+};
+
+struct PanelScales {
+  alignas(32) float d[kPanelRows];
+};
+struct PanelScalesAndMins {
+  alignas(32) float d[kPanelRows];
+  alignas(32) float m[kPanelRows];
+};
+// One block of a panel: the 8 rows' scales (and mins), then group g's integers of row r at q[g][4r .. 4r + 3].
+template <QuantType W>
+struct PanelBlock : std::conditional_t<Kind<W>::has_min, PanelScalesAndMins, PanelScales> {
+  alignas(32) uint8_t q[kGroups][4 * kPanelRows];
+};
+
+// The integers u of a block, in order, with its d (and m).
+void unpack(const BlockQ8_0& b, uint8_t* u) { std::memcpy(u, b.qs, kQK8_0); }
+void unpack(const BlockQ4_0& b, uint8_t* u) {
+  for (int j = 0; j < kQK4_0 / 2; ++j) u[j] = b.qs[j] & 0x0f, u[j + kQK4_0 / 2] = b.qs[j] >> 4;
+}
+void unpack(const BlockQ4_1& b, uint8_t* u) {
+  for (int j = 0; j < kQK4_1 / 2; ++j) u[j] = b.qs[j] & 0x0f, u[j + kQK4_1 / 2] = b.qs[j] >> 4;
+}
+void unpack(const BlockQ5_0& b, uint8_t* u) {
+  uint32_t qh;
+  std::memcpy(&qh, b.qh, sizeof qh);
+  for (int j = 0; j < kQK5_0 / 2; ++j) {
+    u[j] = static_cast<uint8_t>((b.qs[j] & 0x0f) | ((qh >> j & 1) << 4));
+    u[j + kQK5_0 / 2] = static_cast<uint8_t>((b.qs[j] >> 4) | ((qh >> (j + kQK5_0 / 2) & 1) << 4));
+  }
+}
+
+// Packs W's rows [row0, row0 + 8) (those below n; the rest zero) into nb panel blocks.
+template <QuantType W>
+void pack_panel(const void* w, int64_t nb, int64_t row0, int64_t n, PanelBlock<W>* panel) {
+  using Block = typename Kind<W>::Block;
+  std::memset(static_cast<void*>(panel), 0, static_cast<size_t>(nb) * sizeof(PanelBlock<W>));
+  for (int r = 0; r < kPanelRows && row0 + r < n; ++r) {
+    const Block* row = static_cast<const Block*>(w) + (row0 + r) * nb;
+    for (int64_t b = 0; b < nb; ++b) {
+      uint8_t u[kQK8_0];
+      unpack(row[b], u);
+      panel[b].d[r] = f16_bits_to_float(row[b].d);
+      if constexpr (Kind<W>::has_min) panel[b].m[r] = f16_bits_to_float(row[b].m);
+      for (int g = 0; g < kGroups; ++g) std::memcpy(&panel[b].q[g][4 * r], u + 4 * g, 4);
+    }
+  }
+}
+
+// What a tile needs of x's block (i, b) besides its integers: d as f32, s = d sum q (for a type
+// with a min), and the i16 starting values of a row's two lanes, -offset times the sum of q over
+// positions t % 4 < 2 (low half) and t % 4 >= 2 (high half).
+struct XBlockInfo {
+  float d, s;
+  int32_t start;
+};
+
+template <QuantType W>
+XBlockInfo x_block_info(const BlockQ8_0& x) {
+  int32_t low = 0, high = 0;
+  for (int t = 0; t < kQK8_0; ++t) (t % 4 < 2 ? low : high) += x.qs[t];
+  const auto half = [](int32_t sum) { return static_cast<uint32_t>(static_cast<uint16_t>(-Kind<W>::offset * sum)); };
+  const float d = f16_bits_to_float(x.d);
+  return {d, d * static_cast<float>(low + high), static_cast<int32_t>(half(low) | (half(high) << 16))};
+}
+
+inline int32_t load_word(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// y[i, l] for i < R, l < cols: the dots of R rows of x (nb blocks each, ldx apart) with a panel.
+#if defined(__AVX2__) && defined(__FMA__)
+// Keeps v in a register at this point: without it GCC may regroup the additions of a block's
+// groups (integer additions reassociate) into a tree whose products wait on the stack, which
+// measured 1.5x slower.
+inline void in_register(__m256i& v) { __asm__("" : "+x"(v)); }
+
+template <QuantType W, int R>
+void tile(const PanelBlock<W>* panel, int64_t nb, const BlockQ8_0* x, const XBlockInfo* xinfo, int64_t ldx, float* y,
+          int64_t ldy, int64_t cols) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc[R];
+  NF_UNROLL for (int i = 0; i < R; ++i) acc[i] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    __m256i dot[R];  // Q8_0: i32; the others: i16 pairs
+    NF_UNROLL for (int i = 0; i < R; ++i)
+      dot[i] = W == QuantType::q8_0 ? _mm256_setzero_si256() : _mm256_set1_epi32(xinfo[i * ldx + b].start);
+    NF_UNROLL for (int g = 0; g < kGroups; ++g) {
+      const __m256i wv = _mm256_load_si256(reinterpret_cast<const __m256i*>(panel[b].q[g]));
+      if constexpr (W == QuantType::q8_0) {
+        const __m256i wabs = _mm256_abs_epi8(wv);
+        NF_UNROLL for (int i = 0; i < R; ++i) {
+          const __m256i xv = _mm256_set1_epi32(load_word(x[i * ldx + b].qs + 4 * g));
+          const __m256i pairs = _mm256_maddubs_epi16(wabs, _mm256_sign_epi8(xv, wv));
+          dot[i] = _mm256_add_epi32(dot[i], _mm256_madd_epi16(pairs, ones));
+        }
+      } else {
+        NF_UNROLL for (int i = 0; i < R; ++i) {
+          const __m256i xv = _mm256_set1_epi32(load_word(x[i * ldx + b].qs + 4 * g));
+          dot[i] = _mm256_add_epi16(dot[i], _mm256_maddubs_epi16(wv, xv));
+        }
+      }
+      NF_UNROLL for (int i = 0; i < R; ++i) in_register(dot[i]);
+    }
+    const __m256 dw = _mm256_load_ps(panel[b].d);
+    NF_UNROLL for (int i = 0; i < R; ++i) {
+      const XBlockInfo& xb = xinfo[i * ldx + b];
+      const __m256i sum = W == QuantType::q8_0 ? dot[i] : _mm256_madd_epi16(dot[i], ones);
+      acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(_mm256_set1_ps(xb.d), dw), acc[i]);
+      if constexpr (Kind<W>::has_min) acc[i] = _mm256_fmadd_ps(_mm256_load_ps(panel[b].m), _mm256_set1_ps(xb.s), acc[i]);
+    }
+  }
+  NF_UNROLL for (int i = 0; i < R; ++i) {
+    if (cols >= kPanelRows) {
+      _mm256_storeu_ps(y + i * ldy, acc[i]);
+    } else {
+      alignas(32) float lanes[kPanelRows];
+      _mm256_store_ps(lanes, acc[i]);
+      std::copy(lanes, lanes + cols, y + i * ldy);
+    }
+  }
+}
+#else
+template <QuantType W, int R>
+void tile(const PanelBlock<W>* panel, int64_t nb, const BlockQ8_0* x, const XBlockInfo* xinfo, int64_t ldx, float* y,
+          int64_t ldy, int64_t cols) {
+  for (int i = 0; i < R; ++i)
+    for (int r = 0; r < cols; ++r) {
+      float acc = 0.0f;
+      for (int64_t b = 0; b < nb; ++b) {
+        int32_t dot = 0;
+        for (int t = 0; t < kQK8_0; ++t) {
+          const uint8_t u = panel[b].q[t / 4][4 * r + t % 4];
+          dot += x[i * ldx + b].qs[t] * (W == QuantType::q8_0 ? static_cast<int8_t>(u) : u - Kind<W>::offset);
+        }
+        const XBlockInfo& xb = xinfo[i * ldx + b];
+        acc = std::fma(static_cast<float>(dot), xb.d * panel[b].d[r], acc);
+        if constexpr (Kind<W>::has_min) acc = std::fma(panel[b].m[r], xb.s, acc);
+      }
+      y[i * ldy + r] = acc;
+    }
+}
+#endif
+
+// Rows [i0, i1) of x against a panel, in tiles of up to R rows.
+template <QuantType W, int R = kTileRows>
+void rows_against_panel(const PanelBlock<W>* panel, int64_t nb, const BlockQ8_0* x, const XBlockInfo* xinfo, int64_t i0,
+                        int64_t i1, float* y, int64_t ldy, int64_t cols) {
+  for (; i0 + R <= i1; i0 += R) tile<W, R>(panel, nb, x + i0 * nb, xinfo + i0 * nb, nb, y + i0 * ldy, ldy, cols);
+  if constexpr (R > 1) {
+    if (i0 < i1) rows_against_panel<W, R - 1>(panel, nb, x, xinfo, i0, i1, y, ldy, cols);
+  }
+}
+
+template <QuantType W>
+void gemm(const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t m, float* y, int64_t ldy) {
+  const int64_t nb = k / kQK8_0;
+  std::vector<XBlockInfo> xinfo(static_cast<size_t>(m * nb));
+  parallel_for(m, std::max<int64_t>(1, kParallelGrain / k), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin * nb; i < end * nb; ++i) xinfo[static_cast<size_t>(i)] = x_block_info<W>(xq[i]);
+  });
+  const int64_t panels = (n + kPanelRows - 1) / kPanelRows, row_units = (m + kUnitRows - 1) / kUnitRows;
+  // Units are (panel, rows of x), panel-major, so a thread's run of units packs each panel once.
+  parallel_for(panels * row_units, 1, [&](int64_t begin, int64_t end) {
+    std::vector<PanelBlock<W>> packed(static_cast<size_t>(nb));
+    int64_t packed_panel = -1;
+    for (int64_t unit = begin; unit < end; ++unit) {
+      const int64_t panel = unit / row_units, i0 = unit % row_units * kUnitRows, j0 = panel * kPanelRows;
+      if (panel != packed_panel) pack_panel<W>(w, nb, j0, n, packed.data()), packed_panel = panel;
+      rows_against_panel<W>(packed.data(), nb, xq, xinfo.data(), i0, std::min(m, i0 + kUnitRows), y + j0, ldy,
+                            std::min<int64_t>(kPanelRows, n - j0));
+    }
+  });
+}
+
+}  // namespace
+
+bool quant_gemm_supports(QuantType wtype) {
+  return wtype == QuantType::q8_0 || wtype == QuantType::q4_0 || wtype == QuantType::q5_0 || wtype == QuantType::q4_1;
+}
+
+void quant_gemm(QuantType wtype, const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t m, float* y,
+                int64_t ldy) {
+  NF_CHECK(quant_gemm_supports(wtype), "quant_gemm: weights of type ", quant_type_name(wtype),
+           " are not supported (expects q8_0, q4_0, q5_0 or q4_1)");
+  NF_CHECK(k % kQK8_0 == 0, "quant_gemm: k = ", k, " is not a multiple of the block size ", kQK8_0);
+  NF_CHECK(n >= 0 && m >= 0 && ldy >= n, "quant_gemm: bad shape m = ", m, ", n = ", n, ", ldy = ", ldy);
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    for (int64_t i = 0; i < m; ++i) std::fill(y + i * ldy, y + i * ldy + n, 0.0f);
+    return;
+  }
+  switch (wtype) {
+    case QuantType::q8_0: return gemm<QuantType::q8_0>(w, n, k, xq, m, y, ldy);
+    case QuantType::q4_0: return gemm<QuantType::q4_0>(w, n, k, xq, m, y, ldy);
+    case QuantType::q5_0: return gemm<QuantType::q5_0>(w, n, k, xq, m, y, ldy);
+    default: return gemm<QuantType::q4_1>(w, n, k, xq, m, y, ldy);
+  }
+}
+
+}  // namespace nf::cpu
