@@ -9,7 +9,9 @@
 #include "command.h"
 #include "generation_options.h"
 #include "nanoformer/core/error.h"
+#include "nanoformer/formats/gguf_checkpoint.h"
 #include "nanoformer/formats/model_io.h"
+#include "nanoformer/models/quantize.h"
 #include "quantize_spec.h"
 
 namespace nf::cli {
@@ -38,6 +40,7 @@ void add_convert_command(CLI::App& app) {
       "model.safetensors.index.json, as transformers' save_pretrained(max_shard_size=...).\n"
       "Example: nanoformer convert minimind2-small mm2.safetensors --to nanoformer\n"
       "Example: nanoformer convert gpt2-124m gpt2_hf --to hf --max-shard-size 200MB\n"
+      "A model holding quantised weights (a GGUF) is dequantised to f32 for the other formats.\n"
       "Example: nanoformer convert runs/sft/model.safetensors mm2.gguf --to gguf --type q8_0");
   struct Args {
     std::string model, out, to, type, tokenizer;
@@ -60,9 +63,15 @@ void add_convert_command(CLI::App& app) {
                " is for --to gguf (a GGUF file holds quantised weights and its tokenizer)");
     const std::optional<models::QuantizeSpec> spec =
         a->type.empty() ? std::nullopt : std::optional(quantize_spec(a->type));
-    auto model = models::load_model(a->model);
-    if (spec) models::quantize_weights(*models::model_as<models::DecoderLM>(model, a->model), *spec);
     const std::string tokenizer = a->to != "gguf" || !a->tokenizer.empty() ? a->tokenizer : tokenizer_beside(a->model);
+    if (!tokenizer.empty()) models::check_gguf_tokenizer(tokenizer);
+    auto model = models::load_model(a->model);
+    if (spec) requantize(*models::model_as<models::DecoderLM>(model, a->model), *spec);
+    if (a->to != "gguf" && !model->named_quantized().empty()) {  // a dense format: the blocks dequantised
+      std::fprintf(stderr, "convert: %zu quantised weights dequantised to f32 for %s\n", model->named_quantized().size(),
+                   a->to.c_str());
+      models::dequantize_weights(*model);
+    }
     models::save_model(*model, a->out, a->to, {.max_shard_bytes = a->max_shard_bytes, .tokenizer = tokenizer});
     std::printf("wrote %s (%s, %lld parameters)\n", a->out.c_str(), a->to.c_str(),
                 static_cast<long long>(model->num_parameters()));

@@ -9,11 +9,11 @@
 #include "command.h"
 #include "generation_options.h"
 #include "nanoformer/core/error.h"
+#include "nanoformer/formats/gguf_checkpoint.h"
 #include "nanoformer/formats/model_io.h"
 #include "nanoformer/io/gguf.h"
 #include "nanoformer/models/model_stats.h"
 #include "nanoformer/models/quantize.h"
-#include "nanoformer/ops/quantized.h"
 #include "number_text.h"
 #include "quantize_spec.h"
 #include "weight_table.h"
@@ -21,15 +21,17 @@
 namespace nf::cli {
 namespace {
 
-// `name` as a weight type this build can quantise to; throws naming `flag` otherwise.
-QuantType quantizable_type(const std::string& name, const std::string& flag) {
+// `name` as a weight type llama.cpp computes with (Q8_1 and Q8_K are its activation types); throws
+// naming `flag` otherwise.
+QuantType weight_type(const std::string& name, const std::string& flag) {
   QuantType type{};
   try {
     type = quant_type_from_name(name);
   } catch (const Error& e) {
     NF_FAIL(flag, ": ", e.what());
   }
-  NF_CHECK(can_quantize(type), flag, " ", name, ": this build cannot quantise to ", quant_type_name(type), " yet");
+  NF_CHECK(type != QuantType::q8_1 && type != QuantType::q8_k, flag, " ", name,
+           ": an activation type, which llama.cpp does not multiply weights in");
   return type;
 }
 
@@ -52,16 +54,19 @@ std::vector<models::WeightTypeStats> file_weight_stats(const std::string& path) 
 
 models::QuantizeSpec quantize_spec(const std::string& type, const std::string& output_type,
                                    const std::string& embedding_type) {
-  models::QuantizeSpec spec{.type = quantizable_type(type, "--type")};
-  if (!output_type.empty()) spec.output_type = quantizable_type(output_type, "--output-type");
-  if (!embedding_type.empty()) spec.embedding_type = quantizable_type(embedding_type, "--embedding-type");
-  if (!spec.output_type) {
-    const QuantType head = models::default_output_type(spec.type);
-    quantizable_type(quant_type_name(head),
-                     "--type " + type + " puts the head in " + quant_type_name(head) +
-                         " (llama.cpp's choice; --output-type chooses another):");
-  }
+  models::QuantizeSpec spec{.type = weight_type(type, "--type")};
+  if (!output_type.empty()) spec.output_type = weight_type(output_type, "--output-type");
+  if (!embedding_type.empty()) spec.embedding_type = weight_type(embedding_type, "--embedding-type");
   return spec;
+}
+
+void requantize(models::DecoderLM& model, const models::QuantizeSpec& spec) {
+  if (const auto held = model.named_quantized(); !held.empty()) {
+    std::fprintf(stderr, "requantising: %zu weights are held quantised (%s, ...); dequantised first\n", held.size(),
+                 quant_type_name(held.front().second.type()));
+    models::dequantize_weights(model);
+  }
+  models::quantize_weights(model, spec);
 }
 
 namespace {
@@ -73,9 +78,10 @@ struct QuantizeArgs {
 void run_quantize(const QuantizeArgs& a) {
   const models::QuantizeSpec spec = quantize_spec(a.type, a.output_type, a.embedding_type);
   const std::string tokenizer = a.tokenizer.empty() ? tokenizer_beside(a.model) : a.tokenizer;
+  if (!tokenizer.empty()) models::check_gguf_tokenizer(tokenizer);
   const std::shared_ptr<models::DecoderLM> model = models::load_decoder_lm(a.model);
   const auto before = models::weight_type_stats(*model);
-  models::quantize_weights(*model, spec);
+  requantize(*model, spec);
   models::save_model(*model, a.out, "gguf", {.tokenizer = tokenizer});
   const auto after = file_weight_stats(a.out);
   std::printf("%s -> %s (%s)\nweights before\n%sweights in %s\n%s", a.model.c_str(), a.out.c_str(), quant_type_name(spec.type),
@@ -99,7 +105,7 @@ void add_quantize_command(CLI::App& app) {
       "nanoformer loads: a checkpoint, a Hugging Face, MiniMind or nanochat folder, a llama2.c .bin,\n"
       "a GGUF file. The tokenizer (--tokenizer, else the model's own or the tokenizer.json beside it)\n"
       "is embedded, so generate / chat / serve / eval and llama.cpp take OUT.gguf alone.\n"
-      "Types: q8_0, q4_0, q4_1, q5_0, q4_k, q6_k, f16, bf16 (those this build's quantisers make).\n"
+      "Types: q8_0, q6_k, q5_1, q5_0, q4_k, q4_1, q4_0, bf16, f16, f32.\n"
       "Example: nanoformer quantize runs/sft/model.safetensors mm2-q8_0.gguf --type q8_0\n"
       "Example: nanoformer quantize mm2.gguf mm2-q4_0.gguf --type q4_0 --output-type q8_0");
   auto a = std::make_shared<QuantizeArgs>();

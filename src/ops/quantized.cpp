@@ -2,41 +2,13 @@
 // The kernels are in src/ops/cpu/quant_rows.cpp (reference quantising) and quant_matmul.cpp.
 #include "nanoformer/ops/quantized.h"
 
-#include <vector>
-
 #include "nanoformer/core/error.h"
 #include "nanoformer/ops/matmul.h"
 #include "ops/cpu/quant_rows.h"
 
 namespace nf {
 
-// One block through the type's row kernel, serially: a type without one throws there.
-bool can_quantize(QuantType type) {
-  const QuantTypeInfo& info = quant_type_info(type);
-  std::vector<float> values(static_cast<size_t>(info.block_size));
-  std::vector<unsigned char> block(static_cast<size_t>(info.block_bytes));
-  try {
-    cpu::quantize_row(type, values.data(), block.data(), info.block_size);
-    return true;
-  } catch (const Error&) {
-    return false;
-  }
-}
-
-bool can_dequantize(QuantType type) {
-  const QuantTypeInfo& info = quant_type_info(type);
-  std::vector<unsigned char> block(static_cast<size_t>(info.block_bytes));  // zero scales: valid blocks
-  std::vector<float> values(static_cast<size_t>(info.block_size));
-  try {
-    cpu::dequantize_row(type, block.data(), values.data(), info.block_size);
-    return true;
-  } catch (const Error&) {
-    return false;
-  }
-}
-
 QuantizedTensor quantize(const Tensor& weight, QuantType type) {
-  NF_CHECK(can_quantize(type), "quantize: ", quant_type_name(type), " is not supported yet");
   NF_CHECK(weight.defined() && weight.dim() == 2, "quantize: weight must be 2-D (rows, cols), got ",
            weight.defined() ? shape_str(weight.shape()) : std::string("undefined"));
   const int64_t rows = weight.size(0), cols = weight.size(1);
@@ -55,7 +27,6 @@ QuantizedTensor quantize(const Tensor& weight, QuantType type) {
 
 Tensor dequantize_rows(const QuantizedTensor& weight, int64_t begin, int64_t end) {
   NF_CHECK(weight.defined(), "dequantize: weight is undefined");
-  NF_CHECK(can_dequantize(weight.type()), "dequantize: ", quant_type_name(weight.type()), " is not supported yet");
   NF_CHECK(0 <= begin && begin <= end && end <= weight.rows(), "dequantize: rows ", begin, "..", end,
            " outside a weight of ", weight.rows(), " rows");
   const int64_t cols = weight.cols();

@@ -47,5 +47,8 @@ struct GGUFSaveOptions {
 };
 // Writes `model` to `path` (atomically). Throws naming what GGUF's llama / gpt2 cannot express.
 void save_gguf(const DecoderLM& model, const std::string& path, const GGUFSaveOptions& options = {});
+// Throws naming what GGUF cannot hold of a tokenizer file (GGUFSaveOptions::tokenizer), before a
+// model is loaded; save_gguf checks it against the model's vocabulary again.
+void check_gguf_tokenizer(const std::string& tokenizer);
 
 }  // namespace nf::models

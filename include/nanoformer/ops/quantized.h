@@ -9,11 +9,6 @@
 
 namespace nf {
 
-// Whether this build's reference rows (src/ops/cpu/quant_rows.cpp) make / read `type`; quantize and
-// dequantize check it first and throw naming the type (never from inside their parallel loops).
-bool can_quantize(QuantType type);
-bool can_dequantize(QuantType type);
-
 // A 2-D float tensor (rows, cols), cols a multiple of the type's block size -> its blocks.
 QuantizedTensor quantize(const Tensor& weight, QuantType type);
 // -> f32 (rows, cols).
