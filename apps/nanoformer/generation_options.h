@@ -32,7 +32,7 @@ struct LoadedModel {
   std::shared_ptr<models::DecoderLM> model;
   std::unique_ptr<tokenizer::Tokenizer> tokenizer;  // null when none was given or found
   std::string tokenizer_path;
-  std::vector<int64_t> end_ids;  // the ids a GGUF tokenizer says end generation (eos, eot); else empty
+  std::vector<int64_t> end_ids = {};  // the ids a GGUF tokenizer says end generation (eos, eot); else empty
 };
 
 // The tokenizer a model brings: the model itself when it is a GGUF file holding one; else the

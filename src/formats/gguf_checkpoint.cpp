@@ -44,10 +44,13 @@ const std::set<std::string> kGpt2Keys = {
     "attention.head_count", "attention.head_count_kv", "attention.layer_norm_epsilon", "expert_count",
     "expert_used_count", "attention.causal", "tensor_data_layout"};
 
-// Sizes above these are refused before anything is built: every GGUF size is a u32 in llama.cpp, and
-// RoPE tables are made for the whole context (2^20 positions of 128 channels: 512 MiB).
+// Sizes above this are refused before anything is built: every GGUF size is a u32 in llama.cpp.
 constexpr int64_t kMaxSize = int64_t{1} << 31;
-constexpr int64_t kMaxContext = int64_t{1} << 20;
+// RoPE tables (cos and sin, context x head_dim / 2 floats each) are built for the whole context; a
+// context whose tables would outweigh the file's tensors (and 64 MiB) is a lying key, refused
+// before they are allocated. Real files hold far more than their tables (1M positions of 128
+// channels, 512 MiB, come with a 7B model).
+constexpr int64_t kMinTableBudget = int64_t{64} << 20;
 
 // {arch}.* keys of one file, with errors naming the file and the key.
 class ArchKeys {
@@ -200,7 +203,7 @@ DecoderLMConfig llama_config(const io::GGUFFile& f) {
   c.n_heads = k.size("attention.head_count");
   c.n_kv_heads = k.size_or("attention.head_count_kv", c.n_heads);
   c.mlp_hidden = k.size("feed_forward_length");
-  c.max_seq_len = k.size("context_length", kMaxContext);
+  c.max_seq_len = k.size("context_length");
   const int64_t head = k.size_or("attention.key_length", c.dim / c.n_heads);
   NF_CHECK(k.size_or("attention.value_length", head) == head, at(f), "key '", k.key("attention.value_length"),
            "' differs from the key length ", head, ", which nanoformer's attention does not support");
@@ -245,7 +248,7 @@ DecoderLMConfig gpt2_config(const io::GGUFFile& f) {
            k.key("attention.head_count_kv"), "' differs from the head count ", c.n_heads,
            ": grouped-query attention is not supported for gpt2");
   c.mlp_hidden = k.size("feed_forward_length");
-  c.max_seq_len = k.size("context_length", kMaxContext);
+  c.max_seq_len = k.size("context_length");
   c.norm = nn::NormKind::layernorm;
   c.norm_eps = k.number("attention.layer_norm_epsilon");
   c.norm_bias = true;
@@ -297,6 +300,22 @@ QuantizedTensor row_range(const QuantizedTensor& q, int64_t begin, int64_t rows)
   return QuantizedTensor::from_storage(std::move(storage), q.type(), rows, q.cols());
 }
 
+// Sizes the tensors do not check before the model is built: layers (the name map has a dozen entries
+// per layer) and a RoPE context (its tables).
+void check_sizes_against_the_file(const io::GGUFFile& f, GGUFArch arch, const DecoderLMConfig& c) {
+  const ArchKeys k(f, arch);
+  NF_CHECK(c.n_layers <= static_cast<int64_t>(f.tensors().size()), at(f), "key '", k.key("block_count"), "' is ",
+           c.n_layers, " but the file holds ", f.tensors().size(), " tensors");
+  if (c.position != nn::PositionKind::rope) return;
+  int64_t tensor_bytes = 0;
+  for (const io::GGUFTensorInfo& t : f.tensors()) tensor_bytes += static_cast<int64_t>(t.nbytes);
+  const long double table_bytes = static_cast<long double>(c.max_seq_len) *
+                                  static_cast<long double>(c.head_dim > 0 ? c.head_dim : c.dim / c.n_heads) * 4;
+  NF_CHECK(table_bytes <= static_cast<long double>(std::max(tensor_bytes, kMinTableBudget)), at(f), "key '",
+           k.key("context_length"), "' is ", c.max_seq_len, ": its RoPE tables (", static_cast<double>(table_bytes),
+           " bytes) would outweigh the file's ", tensor_bytes, " bytes of tensors");
+}
+
 }  // namespace
 
 DecoderLMConfig config_from_gguf(const io::GGUFFile& f) {
@@ -305,7 +324,11 @@ DecoderLMConfig config_from_gguf(const io::GGUFFile& f) {
              ": a model split across files is not supported (join it with llama-gguf-split --merge)");
   const GGUFArch arch = arch_of(f);
   DecoderLMConfig c = arch == GGUFArch::llama ? llama_config(f) : gpt2_config(f);
-  c.vocab_size = f.tensor("token_embd.weight").shape.front();
+  const io::GGUFTensorInfo& embedding = f.tensor("token_embd.weight");
+  NF_CHECK(embedding.shape.size() == 2, at(f), "tensor 'token_embd.weight' has ", embedding.shape.size(),
+           " dimensions, not 2 (vocabulary, width)");
+  c.vocab_size = embedding.shape.front();
+  check_sizes_against_the_file(f, arch, c);
   if (const ArchKeys k(f, arch); k.has("vocab_size"))
     NF_CHECK(k.size("vocab_size") == c.vocab_size, at(f), "key '", k.key("vocab_size"), "' is ", k.size("vocab_size"),
              " but token_embd.weight has ", c.vocab_size, " rows");

@@ -165,19 +165,27 @@ TEST_F(GGUFCheckpointTest, QuantisedWeightsAreViewsIntoTheMappedFile) {
 }
 
 // tools/gguf/make_gguf_model_fixtures.py: the `gguf` package wrote the files, numpy computed the
-// logits in float64 from the dequantised weights (llama.cpp's graphs: adjacent-pair RoPE, GQA,
-// Qwen-style q / k / v biases without an output bias; GPT-2's fused qkv, learned positions, GELU
-// tanh). F16 layers agree to float rounding; Q8_0 products may quantise the activations per block of
-// 32 (llama.cpp's way: a relative error near 2^-8 per product), which the 2e-2 tolerance allows for
-// logits of magnitude ~3.
+// logits in float64 from the dequantised weights, following llama.cpp's graphs (adjacent-pair RoPE,
+// GQA, Qwen-style q / k / v biases without an output bias; GPT-2's fused qkv, learned positions,
+// GELU tanh). llama.cpp itself gives these logits to 1e-6 (llama; gpt2 3e-3, its GELU is a table)
+// when the same models are written in F32. Read with its blocks dequantised, the model is that
+// function to float rounding: every name, layout and key of the file is read as meant. As loaded,
+// its Q8_0 products quantise the activations per block of 32, as llama.cpp's do, which moves these
+// logits (up to 10 in magnitude) by up to about 0.07 (llama.cpp's own Q8_0 / F16 run of llama.gguf
+// differs from numpy by 0.06): the looser bound checks only that the quantised model is that model.
 TEST_F(GGUFCheckpointTest, PythonWrittenFixturesGiveTheNumpyLogits) {
   const auto expected = io::load_safetensors(fixture("expected.safetensors"));
   for (const std::string name : {"llama", "gpt2"}) {
     const auto model = load_decoder_lm(fixture(name + ".gguf"));
     const Tensor ids = expected.at(name + ".ids").reshape({1, -1});
-    const Tensor got = logits(*model, ids).reshape({ids.size(1), -1});
-    EXPECT_TENSOR_CLOSE(got, expected.at(name + ".logits"), 2e-2, 1e-2) << name;
-    std::cout << name << ": max abs logit error vs numpy " << max_abs_diff(got, expected.at(name + ".logits")) << "\n";
+    const Tensor& numpy = expected.at(name + ".logits");
+    const Tensor quantised = logits(*model, ids).reshape({ids.size(1), -1});
+    dequantize_weights(*model);
+    const Tensor dense = logits(*model, ids).reshape({ids.size(1), -1});
+    EXPECT_TENSOR_CLOSE(dense, numpy, 1e-5, 1e-5) << name;
+    EXPECT_TENSOR_CLOSE(quantised, numpy, 0.15, 0.0) << name;
+    std::cout << name << ": max abs logit error vs numpy " << max_abs_diff(dense, numpy) << " dequantised, "
+              << max_abs_diff(quantised, numpy) << " as loaded\n";
   }
   const auto llama = load_decoder_lm(fixture("llama.gguf"));
   const DecoderLMConfig& c = llama->config();
@@ -335,7 +343,11 @@ TEST_F(GGUFCheckpointTest, UnsupportedKeysAreRefusedByName) {
       {[](Contents& c) { c.set("llama.attention.head_count", std::vector<uint32_t>{4, 2}); },
        {"key 'llama.attention.head_count' differs between layers"}},
       {[](Contents& c) { c.set("llama.context_length", uint32_t{1} << 30); },
-       {"key 'llama.context_length' is 1073741824 (must be in 1..1048576)"}},
+       {"key 'llama.context_length' is 1073741824: its RoPE tables (6.87195e+10 bytes) would outweigh the file's"}},
+      {[](Contents& c) { c.set("llama.block_count", uint32_t{1} << 30); },
+       {"key 'llama.block_count' is 1073741824 but the file holds 21 tensors"}},
+      {[](Contents& c) { c.set("llama.embedding_length", uint64_t{1} << 40); },
+       {"key 'llama.embedding_length' is 1099511627776 (must be in 1..2147483648)"}},
       {[](Contents& c) { c.erase("llama.attention.layer_norm_rms_epsilon"); },
        {"no metadata key 'llama.attention.layer_norm_rms_epsilon'"}},
       {[](Contents& c) { c.set("split.count", uint16_t{2}); }, {"key 'split.count' is 2", "split across files"}},

@@ -43,7 +43,7 @@ std::shared_ptr<DecoderLM> load_gguf(const std::string& path);
 struct GGUFSaveOptions {
   // A tokenizer file to embed (tokenizer.json, or a .gguf whose tokenizer.* keys are copied as they
   // are); "" writes none.
-  std::string tokenizer;
+  std::string tokenizer = {};
 };
 // Writes `model` to `path` (atomically). Throws naming what GGUF's llama / gpt2 cannot express.
 void save_gguf(const DecoderLM& model, const std::string& path, const GGUFSaveOptions& options = {});

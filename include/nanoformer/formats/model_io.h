@@ -41,7 +41,7 @@ struct SaveOptions {
   // 0: one model.safetensors.
   int64_t max_shard_bytes = 0;
   // gguf: a tokenizer file to embed (tokenizer.json, or a .gguf's tokenizer); "" = none.
-  std::string tokenizer;
+  std::string tokenizer = {};
 };
 // Throws nf::Error naming an unknown format (and the known ones), a format that cannot hold the
 // model's architecture, what the format cannot express, or a shard size for a format without shards.
