@@ -84,8 +84,8 @@ void run_quantize(const QuantizeArgs& a) {
   requantize(*model, spec);
   models::save_model(*model, a.out, "gguf", {.tokenizer = tokenizer});
   const auto after = file_weight_stats(a.out);
-  std::printf("%s -> %s (%s)\nweights before\n%sweights in %s\n%s", a.model.c_str(), a.out.c_str(), quant_type_name(spec.type),
-              weight_table(before).c_str(), a.out.c_str(), weight_table(after).c_str());
+  std::printf("%s -> %s (%s)\nweights before\n%sweights in %s\n%s", a.model.c_str(), a.out.c_str(),
+              quant_type_name(spec.type), weight_table(before).c_str(), a.out.c_str(), weight_table(after).c_str());
   const double ratio = static_cast<double>(total_bytes(before)) / static_cast<double>(total_bytes(after));
   std::printf("weights %s -> %s (%.2fx smaller)%s\n", byte_size(total_bytes(before)).c_str(),
               byte_size(total_bytes(after)).c_str(), ratio,

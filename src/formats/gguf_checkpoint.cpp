@@ -67,7 +67,6 @@ class ArchKeys {
     return v;
   }
   int64_t size_or(const std::string& k, int64_t fallback) const { return has(k) ? size(k) : fallback; }
-  int64_t integer_or(const std::string& k, int64_t fallback) const { return has(k) ? uniform_int(key(k)) : fallback; }
   double number(const std::string& k) const { return f_.get_float(key(k)); }
   double number_or(const std::string& k, double fallback) const { return has(k) ? number(k) : fallback; }
 
@@ -551,7 +550,8 @@ void check_gguf_tokenizer(const std::string& tokenizer) { (void)tokenizer_metada
 void save_gguf(const DecoderLM& model, const std::string& path, const GGUFSaveOptions& options) {
   const DecoderLMConfig& c = model.config();
   const GGUFArch arch = arch_for(c);
-  const Metadata tokenizer_keys = options.tokenizer.empty() ? Metadata{} : tokenizer_metadata(options.tokenizer, c.vocab_size);
+  const Metadata tokenizer_keys =
+      options.tokenizer.empty() ? Metadata{} : tokenizer_metadata(options.tokenizer, c.vocab_size);
   // llama.cpp's llama rotates adjacent pairs: a half-layout model's q / k rows are reordered
   const RopeLayout layout = arch == GGUFArch::llama ? RopeLayout::interleaved : c.rope_layout;
   const nn::StateDict dense = with_rope_layout(model.state_dict(), c, layout);

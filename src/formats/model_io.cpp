@@ -74,7 +74,7 @@ ModelFormat detect_model_format(const std::string& path_or_preset) {
   }
   if (fs::is_regular_file(p)) {
     if (io::is_gguf_file(path_or_preset)) return ModelFormat::gguf;  // by its magic, whatever its name
-    if (has_extension(p, ".gguf")) NF_FAIL(path_or_preset, ": named .gguf but not a GGUF file (it does not start with 'GGUF')");
+    NF_CHECK(!has_extension(p, ".gguf"), path_or_preset, ": named .gguf but not a GGUF file (it does not start with 'GGUF')");
     if (has_extension(p, ".safetensors")) return ModelFormat::nanoformer;
     if (has_extension(p, ".bin")) return ModelFormat::llama2c;
     if (has_extension(p, ".json")) return ModelFormat::config;

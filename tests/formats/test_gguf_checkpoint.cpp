@@ -159,7 +159,8 @@ TEST_F(GGUFCheckpointTest, QuantisedWeightsAreViewsIntoTheMappedFile) {
   // the fused attn_qkv splits into three row ranges of the file's tensor
   for (const auto& [name, q] : loaded->named_quantized()) {
     const auto at = reinterpret_cast<uintptr_t>(q.data());
-    const bool inside = std::any_of(maps.begin(), maps.end(), [&](auto m) { return m.first <= at && at + q.nbytes() <= m.second; });
+    const bool inside =
+        std::any_of(maps.begin(), maps.end(), [&](auto m) { return m.first <= at && at + q.nbytes() <= m.second; });
     EXPECT_TRUE(inside) << name;
   }
 }
