@@ -9,7 +9,10 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "nanoformer/formats/gguf_checkpoint.h"
 #include "nanoformer/io/gguf.h"
+#include "nanoformer/models/quantize.h"
+#include "nanoformer/tokenizer/byte_level.h"
 #include "nanoformer/nanoformer.h"
 #include "nanoformer/tokenizer/bpe_trainer.h"
 #include "nanoformer/tokenizer/char_tokenizer.h"
@@ -206,6 +209,48 @@ void copy_corpus_seeds(const std::string& target) {
     fs::copy_file(e.path(), dir(target) / ("seed-" + e.path().filename().string()), fs::copy_options::overwrite_existing);
 }
 
+// GGUF models as our writer makes them: a tiny llama (Q8_0, with a byte-level tokenizer) and a tiny
+// gpt2 (F32, tied); then the committed corpus (fuzz/corpus/gguf_model/: the same, and lying keys).
+void gguf_model_seeds() {
+  const fs::path d = dir("gguf_model");
+  models::DecoderLMConfig llama = models::preset_config("llama2c-stories260k");
+  llama.vocab_size = 260, llama.dim = 32, llama.n_layers = 1, llama.n_heads = 2, llama.n_kv_heads = 1;
+  llama.max_seq_len = 16, llama.mlp_hidden = 32;
+  Generator gen(3);
+  models::DecoderLM tiny_llama(llama, gen);
+  models::quantize_weights(tiny_llama, {.type = QuantType::q8_0});
+  std::vector<AddedToken> specials = {{.id = 256, .content = "<|endoftext|>"}, {.id = 257, .content = "<|im_start|>"},
+                                      {.id = 258, .content = "<|im_end|>"}};
+  std::vector<std::optional<std::string>> bytes;
+  for (int b = 0; b < 256; ++b) bytes.push_back(byte_level::encode(std::string(1, static_cast<char>(b))));
+  BpeTokenizer(BpeModel(bytes, {}), specials).save((d / "tokenizer.json").string());
+  models::save_gguf(tiny_llama, (d / "llama_q8_0.gguf").string(), {.tokenizer = (d / "tokenizer.json").string()});
+  fs::remove(d / "tokenizer.json");
+  models::DecoderLMConfig gpt2 = models::preset_config("gpt-mini");
+  gpt2.vocab_size = 16, gpt2.dim = 8, gpt2.n_layers = 1, gpt2.n_heads = 2, gpt2.max_seq_len = 8, gpt2.mlp_hidden = 16;
+  models::save_gguf(models::DecoderLM(gpt2, gen), (d / "gpt2_f32.gguf").string());
+  // the llama with one key lying about a size the tensors do not check
+  const io::GGUFFile good = io::GGUFFile::open((d / "llama_q8_0.gguf").string());
+  for (const auto& [key, name] : {std::pair{"llama.context_length", "lie-context.gguf"},
+                                  std::pair{"llama.block_count", "lie-block-count.gguf"}}) {
+    std::vector<std::pair<std::string, io::GGUFValue>> metadata;
+    for (const std::string& k : good.keys())  // (the tokenizer left out: smaller)
+      if (!k.starts_with("tokenizer."))
+        metadata.emplace_back(k, k == key ? io::GGUFValue(uint32_t{1} << 30) : good.get(k));
+    std::vector<io::GGUFTensorSource> tensors;
+    for (const io::GGUFTensorInfo& t : good.tensors()) {
+      io::GGUFTensorSource source{.name = t.name, .dense = {}, .quantized = {}};
+      if (is_block_quantized(t.type))
+        source.quantized = good.quantized(t.name);
+      else
+        source.dense = good.dense(t.name);
+      tensors.push_back(source);
+    }
+    io::write_gguf((d / name).string(), metadata, tensors);
+  }
+  copy_corpus_seeds("gguf_model");
+}
+
 // A tiny checkpoint (format version 2: every tensor checksummed) and a tiny training checkpoint
 // (optimizer state, run state and config), as the library writes them; then the committed corpus.
 void checkpoint_seeds() {
@@ -240,6 +285,7 @@ int main(int argc, char** argv) {
   try {
     safetensors_seeds();
     gguf_seeds();
+    gguf_model_seeds();
     tokenizer_json_seeds();
     bpe_roundtrip_seeds();
     char_vocab_seeds();

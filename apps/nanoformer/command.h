@@ -12,6 +12,7 @@ void add_tokenizer_command(CLI::App& app);
 void add_inspect_command(CLI::App& app);
 void add_forward_command(CLI::App& app);
 void add_convert_command(CLI::App& app);
+void add_quantize_command(CLI::App& app);
 void add_train_command(CLI::App& app);
 void add_lora_command(CLI::App& app);
 void add_generate_command(CLI::App& app);

@@ -1,11 +1,18 @@
-// `nanoformer convert MODEL OUT --to FORMAT`: load a model from whatever it is stored as and save it
-// in another format (model_io.h says which formats this build reads and writes).
+// `nanoformer convert MODEL OUT --to FORMAT [--type T]`: load a model from whatever it is stored as
+// and save it in another format (model_io.h says which formats this build reads and writes); GGUF
+// with its tokenizer and, with --type, quantised weights.
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "command.h"
+#include "generation_options.h"
+#include "nanoformer/core/error.h"
+#include "nanoformer/formats/gguf_checkpoint.h"
 #include "nanoformer/formats/model_io.h"
+#include "nanoformer/models/quantize.h"
+#include "quantize_spec.h"
 
 namespace nf::cli {
 
@@ -24,13 +31,19 @@ void add_convert_command(CLI::App& app) {
       "              names model.layers.N.self_attn.q_proj, ...), as MiniMind's save_pretrained writes\n"
       "  nanochat    a nanochat folder (meta_<step>.json + model_<step>.safetensors)\n"
       "  llama2c     a llama2.c .bin file\n"
+      "  gguf        a GGUF file, llama.cpp's (architecture llama for LLaMA-style models, gpt2 for\n"
+      "              GPT-2-style ones), with the tokenizer embedded (--tokenizer, else the model's own\n"
+      "              or the tokenizer.json beside it); --type quantises the weights first, as\n"
+      "              `nanoformer quantize` does (default: the weights as held, f32 when dense)\n"
       "Either MiniMind form is read (told apart by its config keys). --max-shard-size splits the\n"
       "weights of an hf, minimind or minimind-hf folder into model-0000K-of-0000N.safetensors +\n"
       "model.safetensors.index.json, as transformers' save_pretrained(max_shard_size=...).\n"
       "Example: nanoformer convert minimind2-small mm2.safetensors --to nanoformer\n"
-      "Example: nanoformer convert gpt2-124m gpt2_hf --to hf --max-shard-size 200MB");
+      "Example: nanoformer convert gpt2-124m gpt2_hf --to hf --max-shard-size 200MB\n"
+      "A model holding quantised weights (a GGUF) is dequantised to f32 for the other formats.\n"
+      "Example: nanoformer convert runs/sft/model.safetensors mm2.gguf --to gguf --type q8_0");
   struct Args {
-    std::string model, out, to;
+    std::string model, out, to, type, tokenizer;
     int64_t max_shard_bytes = 0;
   };
   auto a = std::make_shared<Args>();
@@ -41,9 +54,25 @@ void add_convert_command(CLI::App& app) {
                   "hf / minimind / minimind-hf: shards of at most SIZE (2GB = 2e9 bytes, 2GiB = 2^31, "
                   "plain = bytes); 0 (default) = one model.safetensors")
       ->transform(CLI::AsSizeValue(true));
+  cmd->add_option("--type", a->type, "gguf: quantise the weights to this type first (q8_0, q4_0, f16, ...)");
+  cmd->add_option("--tokenizer,-t", a->tokenizer,
+                  "gguf: the tokenizer to embed (default: the model's own, or tokenizer.json beside it)");
   cmd->callback([a] {
+    for (const auto* flag : {&a->type, &a->tokenizer})
+      NF_CHECK(flag->empty() || a->to == "gguf", flag == &a->type ? "--type" : "--tokenizer",
+               " is for --to gguf (a GGUF file holds quantised weights and its tokenizer)");
+    const std::optional<models::QuantizeSpec> spec =
+        a->type.empty() ? std::nullopt : std::optional(quantize_spec(a->type));
+    const std::string tokenizer = a->to != "gguf" || !a->tokenizer.empty() ? a->tokenizer : tokenizer_beside(a->model);
+    if (!tokenizer.empty()) models::check_gguf_tokenizer(tokenizer);
     auto model = models::load_model(a->model);
-    models::save_model(*model, a->out, a->to, {.max_shard_bytes = a->max_shard_bytes});
+    if (spec) requantize(*models::model_as<models::DecoderLM>(model, a->model), *spec);
+    if (a->to != "gguf" && !model->named_quantized().empty()) {  // a dense format: the blocks dequantised
+      std::fprintf(stderr, "convert: %zu quantised weights dequantised to f32 for %s\n", model->named_quantized().size(),
+                   a->to.c_str());
+      models::dequantize_weights(*model);
+    }
+    models::save_model(*model, a->out, a->to, {.max_shard_bytes = a->max_shard_bytes, .tokenizer = tokenizer});
     std::printf("wrote %s (%s, %lld parameters)\n", a->out.c_str(), a->to.c_str(),
                 static_cast<long long>(model->num_parameters()));
   });

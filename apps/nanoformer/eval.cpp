@@ -22,6 +22,7 @@
 #include "nanoformer/core/parallel.h"
 #include "nanoformer/data/eval_data.h"
 #include "nanoformer/formats/model_io.h"
+#include "nanoformer/io/gguf.h"
 #include "nanoformer/models/context_extension.h"
 #include "nanoformer/train/perplexity.h"
 #include "nanoformer/util/progress_bar.h"
@@ -184,7 +185,9 @@ void run_eval(const EvalArgs& a, const CLI::App& cmd) {
   for (int64_t L : contexts) models::check_context_extension(*model, extension(L));
   (void)model->make_cache(1, 1, cache_type);  // refuses a cache type the model's head_dim does not take
 
-  const auto corpus = train::load_token_corpus(a.data, a.tokenizer, c.vocab_size, !a.quiet);
+  // a GGUF model brings its own tokenizer
+  const std::string tokenizer = a.tokenizer.empty() && io::is_gguf_file(a.model) ? tokenizer_beside(a.model) : a.tokenizer;
+  const auto corpus = train::load_token_corpus(a.data, tokenizer, c.vocab_size, !a.quiet);
   int64_t total_windows = 0;
   for (int64_t L : contexts) {
     const int64_t windows = train::perplexity_windows(corpus->size(), L, a.max_tokens);
@@ -244,7 +247,7 @@ void add_eval_command(CLI::App& app) {
   auto a = std::make_shared<EvalArgs>();
   cmd->add_option("model,--model,-m", a->model, "Model: checkpoint, HF / MiniMind / nanochat folder, llama2.c .bin");
   cmd->add_option("--data,-d", a->data, "Token files, text or JSONL documents (text and JSONL need --tokenizer)");
-  cmd->add_option("--tokenizer,-t", a->tokenizer, "tokenizer.json or character vocabulary, for text and JSONL data");
+  cmd->add_option("--tokenizer,-t", a->tokenizer, "tokenizer.json or character vocabulary, for text and JSONL data (default: a GGUF model's own)");
   cmd->add_option("--context,-T", a->contexts, "Context lengths, comma-separated: 256,512,1024");
   cmd->add_option("--max-tokens", a->max_tokens, "Targets scored per context, from the start of the data (0 = all)")
       ->capture_default_str();

@@ -66,8 +66,7 @@ void run_generate(const GenerateArgs& a, const CLI::App& cmd) {
   }
   NF_CHECK(a.prompt_ids.empty(), "--prompt-ids needs --ids (the new tokens are then printed as ids too)");
   const tokenizer::Tokenizer& tok = *loaded.tokenizer;
-  if (stop.eos_ids.empty())
-    if (const auto eot = tokenizer::end_of_text_id(tok)) stop.eos_ids.push_back(*eot);
+  if (stop.eos_ids.empty()) stop.eos_ids = default_end_ids(loaded);
   const auto encoded = tok.encode(a.prompt);
   NF_CHECK(!encoded.empty(), "--prompt: the prompt is empty; give some text, or --ids for BOS alone");
   const std::vector<int64_t> prompt(encoded.begin(), encoded.end());

@@ -1,20 +1,26 @@
 // The model, tokenizer, sampling and stopping flags of `generate` and `chat` (generation_options.h).
 #include "generation_options.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "nanoformer/core/error.h"
 #include "nanoformer/formats/model_io.h"
+#include "nanoformer/io/gguf.h"
+#include "nanoformer/tokenizer/gguf_tokenizer.h"
+#include "nanoformer/tokenizer/jsonl.h"
 
 namespace nf::cli {
 
 namespace fs = std::filesystem;
 
 void add_generation_flags(CLI::App& cmd, GenerationFlags& f) {
-  cmd.add_option("--model,-m", f.model, "Model: a checkpoint, a Hugging Face model folder, a llama2c .bin or a preset")
+  cmd.add_option("--model,-m", f.model,
+                 "Model: a checkpoint, a Hugging Face model folder, a GGUF file, a llama2c .bin or a preset")
       ->required();
   cmd.add_option("--tokenizer,-t", f.tokenizer,
-                 "tokenizer.json or character vocabulary (default: tokenizer.json beside the model)");
+                 "tokenizer.json, character vocabulary or GGUF file (default: a GGUF model's own, else "
+                 "tokenizer.json beside the model)");
   cmd.add_option("--context", f.context, "Tokens the KV cache holds (default: the model's max_seq_len)")
       ->check(CLI::NonNegativeNumber);
   cmd.add_option("--keep", f.keep,
@@ -35,8 +41,8 @@ void add_generation_flags(CLI::App& cmd, GenerationFlags& f) {
   cmd.add_option("--max-new-tokens,-n", f.stop.max_new_tokens, "Stop after this many new tokens")->capture_default_str();
   cmd.add_option("--stop", f.stop.stop_strings, "Stop when the text contains this string (repeatable; not printed)");
   cmd.add_option("--eos", f.stop.eos_ids,
-                 "Stop at this token id (repeatable; default: the tokenizer's end-of-text token, or the chat "
-                 "template's end of turn)");
+                 "Stop at this token id (repeatable; default: the tokenizer's end-of-text token and a GGUF's "
+                 "eos / eot ids, or the chat template's end of turn)");
 }
 
 void add_cache_type_flag(CLI::App& cmd, std::string& cache_type) {
@@ -60,10 +66,8 @@ void check_generation_flags(const GenerationFlags& f) {
   (void)nn::kv_cache_type_from_name(f.cache_type);
 }
 
-namespace {
-
-// tokenizer.json in the model's folder, or in the folder of the model's file; empty when none.
 std::string tokenizer_beside(const std::string& model) {
+  if (io::is_gguf_file(model) && tokenizer::has_gguf_tokenizer(io::GGUFFile::open(model))) return model;
   std::error_code ec;
   const fs::path path(model);
   if (!fs::exists(path, ec)) return {};  // a preset
@@ -72,7 +76,12 @@ std::string tokenizer_beside(const std::string& model) {
   return fs::is_regular_file(candidate, ec) ? candidate.string() : std::string();
 }
 
-}  // namespace
+std::vector<int64_t> default_end_ids(const LoadedModel& loaded) {
+  std::vector<int64_t> ids = loaded.end_ids;
+  if (const auto eot = tokenizer::end_of_text_id(*loaded.tokenizer))
+    if (std::find(ids.begin(), ids.end(), *eot) == ids.end()) ids.push_back(*eot);
+  return ids;
+}
 
 LoadedModel load_model_and_tokenizer(const GenerationFlags& f, bool required) {
   return load_model_and_tokenizer(f, required, models::load_model(f.model));
@@ -83,10 +92,13 @@ LoadedModel load_model_and_tokenizer(const GenerationFlags& f, bool required, co
   out.model = models::model_as<models::DecoderLM>(model, f.model);
   out.tokenizer_path = f.tokenizer.empty() ? tokenizer_beside(f.model) : f.tokenizer;
   NF_CHECK(!required || !out.tokenizer_path.empty(), "no tokenizer: ", f.model,
-           " has no tokenizer.json beside it; give --tokenizer FILE",
+           " has no tokenizer.json beside it (nor one of its own, for a GGUF file); give --tokenizer FILE",
            " (or --ids with --prompt-ids for a model without one)");
   if (out.tokenizer_path.empty()) return out;
   out.tokenizer = tokenizer::load_tokenizer(out.tokenizer_path);
+  if (io::is_gguf_file(out.tokenizer_path))
+    for (const tokenizer::TokenId id : tokenizer::gguf_end_ids(io::GGUFFile::open(out.tokenizer_path)))
+      out.end_ids.push_back(id);
   const auto tokenizer_vocab = static_cast<int64_t>(out.tokenizer->vocab_size());
   const int64_t model_vocab = out.model->config().vocab_size;
   NF_CHECK(tokenizer_vocab <= model_vocab, "tokenizer ", out.tokenizer_path, " has ", tokenizer_vocab,

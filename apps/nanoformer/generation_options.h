@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "nanoformer/infer/sampler.h"
 #include "nanoformer/infer/stop_criteria.h"
@@ -34,15 +35,21 @@ struct LoadedModel {
   std::shared_ptr<models::DecoderLM> model;
   std::unique_ptr<tokenizer::Tokenizer> tokenizer;  // null when none was given or found
   std::string tokenizer_path;
+  std::vector<int64_t> end_ids = {};  // the ids a GGUF tokenizer says end generation (eos, eot); else empty
 };
+
+// The tokenizer a model brings: the model itself when it is a GGUF file holding one; else the
+// tokenizer.json in the model's folder or in the folder of the model's file; "" when none.
+std::string tokenizer_beside(const std::string& model);
+// Where generation stops unless --eos says: the tokenizer's own end ids and its <|endoftext|>.
+std::vector<int64_t> default_end_ids(const LoadedModel& loaded);
 
 // The sampler's settings after --greedy (temperature 0), validated; with a tokenizer, ids beyond
 // its vocabulary (a model's padding) are never drawn.
 infer::SamplerConfig sampler_config(const GenerationFlags& flags, const LoadedModel& loaded);
 
-// The model (any checkpoint, model folder, llama2c file or preset), and --tokenizer or else the
-// tokenizer.json beside the model (in its folder, or the folder of the file); `required`: an
-// error when there is none. Throws nf::Error when the tokenizer has ids the model has not.
+// The model (any checkpoint, model folder, GGUF, llama2c file or preset), and --tokenizer or else
+// tokenizer_beside(model); `required`: an error when there is none. Throws nf::Error when the tokenizer has ids the model has not.
 LoadedModel load_model_and_tokenizer(const GenerationFlags& flags, bool required);
 // The same for a model already loaded from flags.model (an nf::Error when it is no DecoderLM).
 LoadedModel load_model_and_tokenizer(const GenerationFlags& flags, bool required, const std::shared_ptr<models::Model>& model);

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "command.h"
+#include "number_text.h"
+#include "weight_table.h"
 #include "nanoformer/formats/checkpoint.h"
 #include "nanoformer/formats/model_io.h"
 #include "nanoformer/models/model_stats.h"
@@ -33,27 +35,7 @@ std::string config_json_of(const std::string& model, std::string& source) {
   return "";
 }
 
-// 12368064 -> "12,368,064"
-std::string grouped(int64_t n) {
-  std::string digits = std::to_string(n < 0 ? -n : n), out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return n < 0 ? "-" + out : out;
-}
-
-// v in units of `base`: scaled(1536, 1024, {"B", "KiB", ...}) -> "1.50 KiB"
-std::string scaled(int64_t n, double base, const std::vector<const char*>& units) {
-  double v = static_cast<double>(n);
-  size_t u = 0;
-  while (v >= base && u + 1 < units.size()) v /= base, ++u;
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.2f %s", v, units[u]);
-  return buf;
-}
-
-std::string bytes(int64_t n) { return scaled(n, 1024, {"B", "KiB", "MiB", "GiB", "TiB"}); }
+std::string bytes(int64_t n) { return byte_size(n); }
 std::string flops(int64_t n) { return scaled(n, 1000, {"FLOP", "KFLOP", "MFLOP", "GFLOP", "TFLOP"}); }
 
 std::string architecture(const DecoderLMConfig& c) {
@@ -133,7 +115,23 @@ void add_costs_json(nlohmann::ordered_json& j, const ModelStats& s) {
   j["memory_bytes"] = {{"fp32", memory_json(s.fp32)}, {"bf16", memory_json(s.bf16)}};
 }
 
-void print_json(const DecoderLMConfig& c, const ModelStats& s) {
+using WeightStats = std::vector<models::WeightTypeStats>;
+
+// The weights as the file holds them (a model loaded from a file: checkpoint folders, GGUF, ...).
+void print_weights(const WeightStats& weights) {
+  if (weights.empty()) return;
+  std::printf("\nweights as held (quantised ones in their block types)\n%s", weight_table(weights).c_str());
+}
+
+void add_weights_json(nlohmann::ordered_json& j, const WeightStats& weights) {
+  if (weights.empty()) return;
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const auto& w : weights)
+    list.push_back({{"type", w.type}, {"tensors", w.tensors}, {"parameters", w.parameters}, {"bytes", w.bytes}});
+  j["weights_by_type"] = list;
+}
+
+void print_json(const DecoderLMConfig& c, const ModelStats& s, const WeightStats& weights) {
   const models::ParameterCounts& p = s.parameters;
   nlohmann::ordered_json j;
   j["name"] = c.name;
@@ -142,6 +140,7 @@ void print_json(const DecoderLMConfig& c, const ModelStats& s) {
                      {"shared_experts", p.shared_experts}, {"router", p.router}, {"norms", p.norms},
                      {"head", p.head},           {"total", p.total}};
   add_costs_json(j, s);
+  add_weights_json(j, weights);
   std::cout << j.dump(2) << "\n";
 }
 
@@ -161,7 +160,8 @@ void print_model_table(const models::Model& model, const std::string& name, cons
               "2 x kv_heads x head_dim x bytes per decoder attention");
 }
 
-void print_model_json(const models::Model& model, const std::string& name, const ModelStats& s) {
+void print_model_json(const models::Model& model, const std::string& name, const ModelStats& s,
+                      const WeightStats& weights) {
   nlohmann::ordered_json j;
   j["name"] = name;
   j["architecture"] = model.architecture();
@@ -170,6 +170,7 @@ void print_model_json(const models::Model& model, const std::string& name, const
   parts["total"] = model.num_parameters();
   j["parameters"] = parts;
   add_costs_json(j, s);
+  add_weights_json(j, weights);
   std::cout << j.dump(2) << "\n";
 }
 
@@ -189,6 +190,9 @@ void add_inspect_command(CLI::App& app) {
       "  training memory      = weights + gradients + AdamW's 2 moments + activations, where activations\n"
       "                         count what the backward reads per token (norm inputs/outputs, q, k, v,\n"
       "                         attention output and weights, MLP pre-activations, logits): a lower bound\n"
+      "A model loaded from its file (a model folder, a GGUF, ...; not a preset, config or nanoformer\n"
+      "checkpoint, read from its header alone) also gets its weights as held: tensors, parameters and\n"
+      "bytes per type (f32, bf16, q8_0, q4_0, ...).\n"
       "Example: nanoformer inspect gpt2-124m --context 1024 --batch 8");
   struct Args {
     std::string model;
@@ -196,7 +200,7 @@ void add_inspect_command(CLI::App& app) {
     int64_t context = 0, batch = 1;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("MODEL", a->model, "a preset name (gpt2-124m, ...), a config JSON file, or a checkpoint")->required();
+  cmd->add_option("MODEL", a->model, "a preset name (gpt2-124m, ...), a config JSON file, a checkpoint, or a GGUF file")->required();
   cmd->add_flag("--json", a->json, "print JSON instead of the table");
   cmd->add_option("--context", a->context, "tokens per sequence for FLOPs and memory (default: the model's max_seq_len)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
@@ -211,21 +215,20 @@ void add_inspect_command(CLI::App& app) {
       Generator gen(0);
       model = models::build_model(json, source, gen);
     }
+    // a model loaded from its file: its weights as held too
+    const WeightStats weights = json.empty() ? models::weight_type_stats(*model) : WeightStats{};
     if (model && !std::dynamic_pointer_cast<models::DecoderLM>(model)) {
       const ModelStats stats = models::built_model_stats(*model, {.context = a->context, .batch = a->batch});
-      if (a->json)
-        print_model_json(*model, a->model, stats);
-      else
-        print_model_table(*model, a->model, stats);
-      return;
+      if (a->json) return print_model_json(*model, a->model, stats, weights);
+      print_model_table(*model, a->model, stats);
+      return print_weights(weights);
     }
     const DecoderLMConfig config = model ? models::model_as<models::DecoderLM>(model, a->model)->config()
                                          : models::parse_model_config(json, source);
     const ModelStats stats = models::model_stats(config, {.context = a->context, .batch = a->batch});
-    if (a->json)
-      print_json(config, stats);
-    else
-      print_table(config, stats);
+    if (a->json) return print_json(config, stats, weights);
+    print_table(config, stats);
+    print_weights(weights);
   });
 }
 

@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   nf::cli::add_inspect_command(app);
   nf::cli::add_forward_command(app);
   nf::cli::add_convert_command(app);
+  nf::cli::add_quantize_command(app);
   nf::cli::add_train_command(app);
   nf::cli::add_generate_command(app);
   nf::cli::add_chat_command(app);

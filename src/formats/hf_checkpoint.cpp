@@ -7,7 +7,7 @@
 #include <set>
 
 #include "formats/folder_io.h"
-#include "formats/name_map.h"
+#include "formats/hf_name_maps.h"
 #include "formats/rope_rows.h"
 #include "nanoformer/core/error.h"
 #include "nanoformer/nn/mlp.h"
@@ -225,6 +225,10 @@ NameMap name_map(HfFamily family, const DecoderLMConfig& c, int64_t hidden) {
 }
 
 }  // namespace
+
+NameMap hf_decoder_name_map(const DecoderLMConfig& config) {
+  return name_map(family_for(config), config, nn::mlp_hidden_dim(block_config(config).mlp));
+}
 
 bool is_hf_folder(const std::string& path) {
   const fs::path dir(path);

@@ -7,6 +7,7 @@
 #include "formats/folder_io.h"
 #include "nanoformer/core/error.h"
 #include "nanoformer/formats/checkpoint.h"
+#include "nanoformer/formats/gguf_checkpoint.h"
 #include "nanoformer/formats/hf_bert.h"
 #include "nanoformer/formats/hf_checkpoint.h"
 #include "nanoformer/formats/hf_vit.h"
@@ -47,6 +48,7 @@ std::string model_format_name(ModelFormat format) {
     case ModelFormat::minimind: return "minimind";
     case ModelFormat::minimind_hf: return "minimind-hf";
     case ModelFormat::nanochat: return "nanochat";
+    case ModelFormat::gguf: return "gguf";
     case ModelFormat::config: return "config";
     case ModelFormat::preset: return "preset";
   }
@@ -55,7 +57,7 @@ std::string model_format_name(ModelFormat format) {
 
 const std::vector<std::string>& model_formats() {
   static const std::vector<std::string> formats = {"nanoformer", "hf", "minimind", "minimind-hf", "nanochat",
-                                                     "llama2c"};
+                                                     "llama2c", "gguf"};
   return formats;
 }
 
@@ -71,10 +73,12 @@ ModelFormat detect_model_format(const std::string& path_or_preset) {
     return ModelFormat::hf;
   }
   if (fs::is_regular_file(p)) {
+    if (io::is_gguf_file(path_or_preset)) return ModelFormat::gguf;  // by its magic, whatever its name
+    NF_CHECK(!has_extension(p, ".gguf"), path_or_preset, ": named .gguf but not a GGUF file (it does not start with 'GGUF')");
     if (has_extension(p, ".safetensors")) return ModelFormat::nanoformer;
     if (has_extension(p, ".bin")) return ModelFormat::llama2c;
     if (has_extension(p, ".json")) return ModelFormat::config;
-    NF_FAIL(path_or_preset, ": unknown model file type (expected .safetensors, .bin, .json or a folder)");
+    NF_FAIL(path_or_preset, ": unknown model file type (expected .safetensors, .gguf, .bin, .json or a folder)");
   }
   return ModelFormat::preset;
 }
@@ -87,6 +91,7 @@ std::shared_ptr<Model> load_model(const std::string& path_or_preset) {
     case ModelFormat::minimind:
     case ModelFormat::minimind_hf: return load_minimind(path_or_preset);
     case ModelFormat::nanochat: return load_nanochat(path_or_preset);
+    case ModelFormat::gguf: return load_gguf(path_or_preset);
     case ModelFormat::config:
     case ModelFormat::preset: {
       Generator gen(0);
@@ -116,6 +121,8 @@ void save_model(const Model& model, const std::string& path, const std::string& 
   const bool folder_of_shards = format == "hf" || format == "minimind" || format == "minimind-hf";
   NF_CHECK(options.max_shard_bytes == 0 || folder_of_shards, "save_model: format '", format,
            "' is not written in shards (a maximum shard size applies to hf, minimind and minimind-hf)");
+  NF_CHECK(options.tokenizer.empty() || format == "gguf", "save_model: format '", format,
+           "' does not embed a tokenizer (gguf does)");
   if (format != "gguf")
     check_dense(model, "save_model: " + path, "format '" + format + "' stores dense weights: write gguf, or dequantise first");
   if (format == "nanoformer")
@@ -134,6 +141,8 @@ void save_model(const Model& model, const std::string& path, const std::string& 
     save_nanochat(decoder_for(model, format), path);
   else if (format == "llama2c")
     save_llama2c(decoder_for(model, format), path);
+  else if (format == "gguf")
+    save_gguf(decoder_for(model, format), path, {.tokenizer = options.tokenizer});
   else
     NF_FAIL("save_model: format '", format, "' is unknown (known: ", joined(model_formats()), ")");
 }

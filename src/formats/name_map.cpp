@@ -42,25 +42,39 @@ Tensor concat_rows(const std::vector<Tensor>& parts) {
 
 }  // namespace
 
+void NameMapProblems::add_misshaped(const std::string& name, const Shape& actual, const Shape& expected) {
+  misshaped.push_back(name + " " + shape_text(actual) + ", expected " + shape_text(expected));
+}
+
+void NameMapProblems::fail(const std::string& source, const char* mistyped_label) const {
+  std::ostringstream os;
+  os << source << ": the tensors do not match the model's name map";
+  append_list(os, "missing", missing);
+  append_list(os, "unexpected", unexpected);
+  append_list(os, "mis-shaped", misshaped);
+  append_list(os, mistyped_label, mistyped);
+  throw Error(os.str());
+}
+
 nn::StateDict import_tensors(const NameMap& map, const std::map<std::string, Tensor>& external,
                              const std::set<std::string>& ignored, const std::string& source) {
-  std::vector<std::string> missing, unexpected, misshaped, mistyped;
+  NameMapProblems problems;
   std::set<std::string> used;
   nn::StateDict state;
   for (const MappedTensor& m : map) {
     auto it = external.find(m.external);
     if (it == external.end()) {
-      missing.push_back(m.external);
+      problems.missing.push_back(m.external);
       continue;
     }
     used.insert(m.external);
     const Tensor& t = it->second;
     if (!is_float(t.dtype())) {
-      mistyped.push_back(m.external + " (" + dtype_name(t.dtype()) + ", expected a float type)");
+      problems.mistyped.push_back(m.external + " (" + dtype_name(t.dtype()) + ", expected a float type)");
       continue;
     }
     if (t.shape() != m.external_shape) {
-      misshaped.push_back(m.external + " " + shape_text(t.shape()) + ", expected " + shape_text(m.external_shape));
+      problems.add_misshaped(m.external, t.shape(), m.external_shape);
       continue;
     }
     Tensor ours = m.transposed ? t.t() : t;  // (sum of parts, ...)
@@ -70,15 +84,9 @@ nn::StateDict import_tensors(const NameMap& map, const std::map<std::string, Ten
       state[m.ours[i]] = ours.narrow(0, static_cast<int64_t>(i) * rows, rows).to(DType::f32).contiguous();
   }
   for (const auto& [name, t] : external)
-    if (!used.count(name) && !ignored.count(name)) unexpected.push_back(name);
-  if (missing.empty() && unexpected.empty() && misshaped.empty() && mistyped.empty()) return state;
-  std::ostringstream os;
-  os << source << ": the tensors do not match the model's name map";
-  append_list(os, "missing", missing);
-  append_list(os, "unexpected", unexpected);
-  append_list(os, "mis-shaped", misshaped);
-  append_list(os, "wrong dtype", mistyped);
-  throw Error(os.str());
+    if (!used.count(name) && !ignored.count(name)) problems.unexpected.push_back(name);
+  if (!problems.empty()) problems.fail(source);
+  return state;
 }
 
 std::vector<nn::NamedTensor> export_tensors(const NameMap& map, const nn::StateDict& ours) {

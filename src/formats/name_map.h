@@ -22,6 +22,16 @@ struct MappedTensor {
 };
 using NameMap = std::vector<MappedTensor>;
 
+// What does not match a name map, reported as one nf::Error by fail(): "<source>: the tensors do not
+// match the model's name map; missing (n): ...; unexpected (n): ...; mis-shaped (n): ...; <label> (n): ...".
+struct NameMapProblems {
+  std::vector<std::string> missing, unexpected, misshaped, mistyped;
+  bool empty() const { return missing.empty() && unexpected.empty() && misshaped.empty() && mistyped.empty(); }
+  // Adds "name (a, b), expected (c, d)" to misshaped.
+  void add_misshaped(const std::string& name, const Shape& actual, const Shape& expected);
+  [[noreturn]] void fail(const std::string& source, const char* mistyped_label = "wrong dtype") const;
+};
+
 // External tensors -> our state dict. Names in `ignored` may be present or absent (buffers such as
 // GPT-2's attn.bias, a tied lm_head). Floating tensors of any float dtype convert to f32; others
 // are "wrong dtype". `source` (a path) prefixes the error.

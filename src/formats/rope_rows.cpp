@@ -39,21 +39,46 @@ Tensor permuted_rows(const Tensor& t, const std::vector<int64_t>& perm) {
   return out;
 }
 
-}  // namespace
+// The quantised rows of `q` reordered head by head (whole rows of blocks copied).
+QuantizedTensor permuted_rows(const QuantizedTensor& q, const std::vector<int64_t>& perm) {
+  QuantizedTensor out = QuantizedTensor::empty(q.type(), q.rows(), q.cols());
+  const int64_t head_dim = static_cast<int64_t>(perm.size());
+  auto* to = static_cast<unsigned char*>(out.mutable_data());
+  for (int64_t r = 0; r < q.rows(); ++r)
+    std::memcpy(to + r * q.row_bytes(), q.row(r - r % head_dim + perm[static_cast<size_t>(r % head_dim)]), q.row_bytes());
+  return out;
+}
 
-nn::StateDict with_rope_layout(nn::StateDict state, const DecoderLMConfig& config, RopeLayout to) {
-  if (config.rope_layout == to) return state;
+// Calls fn(name, perm) for every q / k weight and bias name of `config` when the layouts differ.
+template <class F>
+void for_each_rotated(const DecoderLMConfig& config, RopeLayout to, F&& fn) {
+  if (config.rope_layout == to) return;
   auto convertible = [](RopeLayout l) { return l == RopeLayout::interleaved || l == RopeLayout::half; };
   NF_CHECK(convertible(config.rope_layout) && convertible(to), "rope_layout ", rope_layout_name(config.rope_layout),
            " cannot be converted to ", rope_layout_name(to), " (only interleaved <-> half)");
   const std::vector<int64_t> perm = head_permutation(block_config(config).attention.head_dim, to);
   for (int64_t l = 0; l < config.n_layers; ++l)
     for (const char* proj : {"q_proj", "k_proj"})
-      for (const char* kind : {"weight", "bias"}) {
-        auto it = state.find("layers." + std::to_string(l) + ".attn." + proj + "." + kind);
-        if (it != state.end()) it->second = permuted_rows(it->second, perm);
-      }
+      for (const char* kind : {"weight", "bias"}) fn("layers." + std::to_string(l) + ".attn." + proj + "." + kind, perm);
+}
+
+}  // namespace
+
+nn::StateDict with_rope_layout(nn::StateDict state, const DecoderLMConfig& config, RopeLayout to) {
+  for_each_rotated(config, to, [&](const std::string& name, const std::vector<int64_t>& perm) {
+    auto it = state.find(name);
+    if (it != state.end()) it->second = permuted_rows(it->second, perm);
+  });
   return state;
+}
+
+std::vector<nn::NamedQuantized> with_rope_layout(std::vector<nn::NamedQuantized> weights,
+                                                 const DecoderLMConfig& config, RopeLayout to) {
+  for_each_rotated(config, to, [&](const std::string& name, const std::vector<int64_t>& perm) {
+    for (auto& [n, q] : weights)
+      if (n == name) q = permuted_rows(q, perm);
+  });
+  return weights;
 }
 
 }  // namespace nf::models

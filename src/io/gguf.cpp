@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <numeric>
 #include <ostream>
@@ -324,6 +326,14 @@ std::string gguf_value_type_name(const GGUFValue& value) {
   const uint32_t type = gguf::value_type(value);
   if (type != gguf::kArray) return gguf::value_type_name(type);
   return std::string("array of ") + gguf::value_type_name(gguf::array_item_type(value));
+}
+
+bool is_gguf_file(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;
+  std::ifstream in(path, std::ios::binary);
+  char magic[4] = {};
+  return in.read(magic, 4) && std::memcmp(magic, "GGUF", 4) == 0;
 }
 
 GGUFFile GGUFFile::open(const std::string& path) {

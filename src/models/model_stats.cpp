@@ -145,4 +145,20 @@ ModelStats built_model_stats(const Model& model, const StatsOptions& options) {
   return m;
 }
 
+std::vector<WeightTypeStats> weight_type_stats(const nn::Module& model) {
+  std::vector<WeightTypeStats> out;
+  auto add = [&](const std::string& type, int64_t parameters, int64_t bytes) {
+    auto it = std::find_if(out.begin(), out.end(), [&](const WeightTypeStats& s) { return s.type == type; });
+    if (it == out.end()) it = out.insert(out.end(), WeightTypeStats{.type = type});
+    it->tensors += 1;
+    it->parameters += parameters;
+    it->bytes += bytes;
+  };
+  for (const auto& [name, p] : model.named_parameters())
+    add(dtype_name(p.dtype()), p.numel(), p.numel() * static_cast<int64_t>(dtype_size(p.dtype())));
+  for (const auto& [name, q] : model.named_quantized())
+    add(quant_type_name(q.type()), q.rows() * q.cols(), static_cast<int64_t>(q.nbytes()));
+  return out;
+}
+
 }  // namespace nf::models

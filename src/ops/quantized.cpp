@@ -1,8 +1,11 @@
 // quantize, dequantize, and linear / embedding over quantised weights: checks, results, backward.
-// The kernels are in src/ops/cpu/quant_rows.cpp (reference quantising) and quant_matmul.cpp.
+// The kernels are in src/ops/cpu/quant_rows.cpp (reference quantising), quant_matmul.cpp (decode)
+// and quant_gemm.cpp (prefill).
 #include "nanoformer/ops/quantized.h"
 
 #include <algorithm>
+#include <cstring>
+#include <vector>
 
 #include "nanoformer/autograd/node.h"
 #include "nanoformer/core/dispatch.h"
@@ -12,6 +15,7 @@
 #include "nanoformer/ops/matmul.h"
 #include "nanoformer/ops/reduce.h"
 #include "nanoformer/ops/view.h"
+#include "ops/cpu/quant_gemm.h"
 #include "ops/cpu/quant_matmul.h"
 #include "ops/cpu/quant_rows.h"
 
@@ -21,10 +25,23 @@ namespace {
 using QuantLinearKernel = void (*)(const Tensor& y, const Tensor& x, const QuantizedTensor& weight, const Tensor& bias);
 const DeviceKernels<QuantLinearKernel> kQuantLinearGemv{.cpu = cpu::quant_linear_gemv};
 
-// y = x W^T + b for many rows of x (prefill, batches): W dequantised, then the f32 GEMM. The
-// matrix-matrix kernel over quantised weights (cpu::quant_gemm) is to replace this.
+// y = x W^T + b for many rows of x (prefill): x quantised to Q8_0 blocks once, then the
+// register-blocked integer GEMM (cpu::quant_gemm); types it does not take: W dequantised, then the
+// f32 GEMM.
 Tensor linear_many_rows(const Tensor& x, const QuantizedTensor& weight, const Tensor& bias) {
-  return linear(x, dequantize(weight), bias);
+  if (!cpu::quant_gemm_supports(weight.type())) return linear(x, dequantize(weight), bias);
+  const int64_t m = x.size(0), k = weight.cols(), n = weight.rows(), blocks = k / cpu::kQK8_0;
+  thread_local cpu::QuantizedActivations a;
+  cpu::quantize_activations(x.data<float>(), x.stride(0), m, k, cpu::kQK8_0, a);
+  std::vector<cpu::BlockQ8_0> xq(static_cast<size_t>(m * blocks));
+  for (int64_t i = 0; i < m * blocks; ++i) {  // d is an f16 value already: the conversion is exact
+    xq[i].d = float_to_f16_bits(a.d[i]);
+    std::memcpy(xq[i].qs, a.q.data() + i * cpu::kQK8_0, cpu::kQK8_0);
+  }
+  Tensor y = Tensor::empty({m, n});
+  cpu::quant_gemm(weight.type(), weight.data(), n, k, xq.data(), m, y.data<float>(), n);
+  if (bias.defined()) add_(y, bias);
+  return y;
 }
 
 // dx (M, K) = dy (M, N) W (N, K), W dequantised a tile of rows at a time (about 4 MiB of f32 each),

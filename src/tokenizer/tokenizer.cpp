@@ -7,7 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "nanoformer/core/error.h"
+#include "nanoformer/io/gguf.h"
 #include "nanoformer/tokenizer/char_tokenizer.h"
+#include "nanoformer/tokenizer/gguf_tokenizer.h"
 #include "nanoformer/tokenizer/tokenizer_json.h"
 
 namespace nf::tokenizer {
@@ -45,6 +47,8 @@ std::string read_file(const std::string& path) {
 }
 
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path) {
+  // a GGUF model file holds its tokenizer in its metadata (checked first: the file may be gigabytes)
+  if (io::is_gguf_file(path)) return std::make_unique<BpeTokenizer>(tokenizer_from_gguf(io::GGUFFile::open(path)));
   const std::string text = read_file(path);
   // A character-level vocabulary announces itself in its "type" field; anything else is read as
   // a Hugging Face tokenizer.json (whose errors then name the problem).

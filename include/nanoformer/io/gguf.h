@@ -45,6 +45,10 @@ struct GGUFTensorInfo {
   size_t nbytes = 0;
 };
 
+// Whether `path` is a regular file that starts with the bytes "GGUF" (reads 4 bytes; false when it
+// cannot be read): how model and tokenizer loaders tell a GGUF file from others whatever its name.
+bool is_gguf_file(const std::string& path);
+
 class GGUFFile {
  public:
   // Opens and validates `path`; throws nf::Error naming the file and the field at fault.

@@ -23,6 +23,8 @@
 //     for SwiGLU); plus the embedding output and the logits with their softmax. Temporaries and
 //     allocator slack are not counted, so treat it as a lower bound.
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "nanoformer/models/config/model_config.h"
 #include "nanoformer/models/model.h"
@@ -69,5 +71,16 @@ ModelStats model_stats(const DecoderLMConfig& config, const StatsOptions& option
 // v, output and weights; the KV cache counts causal self-attention and cross-attention, that is a
 // decoder's, whose cross-attention keys and values are counted per target token as a bound).
 ModelStats built_model_stats(const Model& model, const StatsOptions& options = {});
+
+// The weights a model holds, by how they are stored: dense parameters by dtype ("f32", "bf16"),
+// block-quantised ones by type ("q8_0", "f16", ...; core/quant_type.h); a tied matrix once.
+struct WeightTypeStats {
+  std::string type;
+  int64_t tensors = 0;
+  int64_t parameters = 0;
+  int64_t bytes = 0;
+};
+// One entry per type, in the order the types are first met (parameters first, then quantised weights).
+std::vector<WeightTypeStats> weight_type_stats(const nn::Module& model);
 
 }  // namespace nf::models

@@ -47,8 +47,9 @@ class Tokenizer {
   virtual void save(const std::string& path) const = 0;
 };
 
-// Loads a tokenizer file: a Hugging Face tokenizer.json (byte-level BPE) or a nanoformer
-// character-level vocabulary. Throws nf::Error naming the file and the problem.
+// Loads a tokenizer file: a Hugging Face tokenizer.json (byte-level BPE), a nanoformer
+// character-level vocabulary, or a GGUF model file's tokenizer (gguf_tokenizer.h). Throws nf::Error
+// naming the file and the problem.
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path);
 
 // Reads a whole file; throws nf::Error naming the file when it cannot be read.

@@ -1,0 +1,48 @@
+#pragma once
+// Byte-level BPE tokenizers in GGUF metadata, llama.cpp's tokenizer.ggml.* keys, read and written
+// as llama.cpp's convert_hf_to_gguf.py writes them:
+//   tokenizer.ggml.model       "gpt2" (byte-level BPE); any other model ("llama": SentencePiece, ...) is
+//                              refused by name
+//   tokenizer.ggml.tokens      every id's token: vocabulary entries in tokenizer.json's byte-level
+//                              spelling, added tokens as their text
+//   tokenizer.ggml.token_type  1 normal, 3 control (an added special token), 4 user-defined (an added
+//                              token that is not special), 5 unused (no token: a gap, written "[PAD<id>]");
+//                              2 unknown and 6 byte read as normal; absent: all normal
+//   tokenizer.ggml.merges      "a b", in rank order
+//   tokenizer.ggml.pre         the split before BPE, by llama.cpp's names: gpt-2 (phi-2, jina-es, ...:
+//                              GPT-2's regex) -> the GPT-2 pattern; llama-bpe (llama3, llama-v3, falcon3,
+//                              ...: LLaMA-3's regex) -> the GPT-4 pattern with ignore_merges, as llama.cpp
+//                              sets it. Any other name is refused, 'default' and an absent key too: they
+//                              mean llama.cpp's legacy split (punctuation runs first), which we do not have.
+//   tokenizer.ggml.{bos,eos,eot,eom,unknown,seperator,padding}_token_id  checked to be ids of the list
+//   tokenizer.chat_template    written for ChatML tokenizers (MiniMind2's template, which llama.cpp
+//                              recognises as chatml); not read: chat picks its template from the special
+//                              tokens (chat_template.h)
+// Added tokens' single_word / lstrip / rstrip options have no GGUF spelling: writing refuses them.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "nanoformer/io/gguf.h"
+#include "nanoformer/tokenizer/bpe_tokenizer.h"
+
+namespace nf::tokenizer {
+
+using GGUFMetadata = std::vector<std::pair<std::string, io::GGUFValue>>;
+
+// Whether the file holds a tokenizer (a tokenizer.ggml.model key).
+bool has_gguf_tokenizer(const io::GGUFFile& file);
+// The tokenizer of a GGUF file; throws nf::Error naming the file and the key or token at fault.
+BpeTokenizer tokenizer_from_gguf(const io::GGUFFile& file);
+// The ids a GGUF file says end generation: its eos, eot and eom ids (those present), in that order.
+std::vector<TokenId> gguf_end_ids(const io::GGUFFile& file);
+
+// The tokenizer.* keys of a GGUF file holding `tokenizer` for a model of `vocab_size` ids (the token
+// list is padded to it with unused "[PAD<id>]" entries): model, pre, tokens, token_type, merges, the
+// special ids (ChatML: bos <|im_start|>, eos <|im_end|>; else <|endoftext|> for both, as GPT-2's),
+// add_bos_token / add_eos_token false (nanoformer adds neither), and the ChatML chat template.
+// Throws naming `source` and what GGUF cannot express: a split llama.cpp has no name for (none, or
+// add_prefix_space), an added token's option, or more tokens than the model has ids.
+GGUFMetadata gguf_tokenizer_metadata(const BpeTokenizer& tokenizer, size_t vocab_size, const std::string& source);
+
+}  // namespace nf::tokenizer

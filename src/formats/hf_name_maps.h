@@ -1,0 +1,14 @@
+#pragma once
+// The name maps of hf_checkpoint.cpp (GPT2LMHeadModel / LlamaForCausalLM names <- ours), for the
+// formats that name tensors after those of transformers (GGUF renames them, gguf_checkpoint.cpp).
+// Internal to src/formats.
+#include "formats/name_map.h"
+#include "nanoformer/models/config/model_config.h"
+
+namespace nf::models {
+
+// The map of the Hugging Face class that holds `config` (learned positions: GPT-2, RoPE: LLaMA), in
+// transformers' tensor order; throws naming the first option neither class can express.
+NameMap hf_decoder_name_map(const DecoderLMConfig& config);
+
+}  // namespace nf::models
