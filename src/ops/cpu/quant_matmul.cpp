@@ -286,6 +286,7 @@ struct PairedActivations {
   const int32_t* row_c8(int64_t r) const { return c8.data() + r * pairs * 8; }
 };
 
+#if defined(__AVX2__) && defined(__FMA__)
 void pair_activations(const QuantizedActivations& a, int offset, PairedActivations& out) {
   const int64_t nb = a.blocks_per_row();
   out.rows = a.rows, out.pairs = (nb + 1) / 2;
@@ -309,6 +310,7 @@ void pair_activations(const QuantizedActivations& a, int offset, PairedActivatio
       }
     }
 }
+#endif
 
 // The rows of x a tile multiplies into: activation rows r0 .. r0 + R of `a` (quantised types) or
 // of x itself (the float types), and where the outputs go.
@@ -862,10 +864,12 @@ QuantizedActivations& activation_buffer() {
   thread_local QuantizedActivations a;
   return a;
 }
+#if defined(__AVX2__) && defined(__FMA__)
 PairedActivations& paired_buffer() {
   thread_local PairedActivations a;
   return a;
 }
+#endif
 
 template <class W>
 constexpr bool is_paired() {
