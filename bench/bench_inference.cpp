@@ -9,7 +9,16 @@
 // weight matrices stream through linear (the matrix-vector kernel, ops/cpu/gemv.h) and through
 // sgemm with one row (what linear used before), beside the read bandwidth. Prefill, compute-bound,
 // is set beside the GEMM limit: the prompt tokens/s the measured fp32 SGEMM speed at the prefill's
-// GEMM shapes allows (bench/prefill_gemm_limit.h), for ours and PyTorch's.
+// GEMM shapes allows (bench/prefill_gemm_limit.h), for ours and PyTorch's. Decode at a long context
+// (--long-context, default 4096 or the preset's max_seq_len) is measured with an f32 and a q8_0 KV
+// cache (--cache-type): the cache's bytes are then a large part of what a token reads, and the
+// limit counts them (weights + the cache's keys and values at that context).
+//
+// With quantised weights (--types f32,q8_0,q4_0): each preset is also written as a GGUF of that
+// type (every Linear weight and the table in the type, norms f32: llama-quantize --pure), and our
+// decode and prefill run on that file beside llama.cpp's on the same file (tools/llamacpp/bench.py,
+// when tools/llamacpp/install.sh has made .venv-llamacpp), with the same depth of cache; the limit is
+// then the read bandwidth over the bytes of that file's weights a token reads.
 //
 // Each measurement runs in its own process (peak memory = the RSS high-water mark, from wait4);
 // ours and PyTorch's alternate over rounds (the first side swaps each round) so that load from
@@ -17,9 +26,12 @@
 //
 //   bench_inference [--presets minimind2-small,minimind2,minimind2-moe,gpt2-124m] [--prompt 512]
 //                   [--new 256] [--threads 2] [--rounds 3] [--python .venv/bin/python]
+//                   [--types f32,q8_0,q4_0] [--llamacpp .venv-llamacpp/bin/python]
 //                   [--baseline OLD/bench_inference]   also an older build's decode worker, alternating
 //                                                      (before/after a change, in the same invocation)
-//   bench_inference --worker decode|bandwidth|kernel|gemm --preset P ...   one process's part
+//                   [--long-context 4096] [--long-new 64]   the KV cache types' decode (0: skipped)
+//   bench_inference --worker decode|bandwidth|kernel|gemm|gguf --preset P [--model F.gguf] [--cache-type q8_0] ...
+//                   one process's part
 //                   (with NF_PROFILE=1 the decode worker prints its per-op tables of prefill and decode)
 #include <sys/resource.h>
 #include <unistd.h>
@@ -35,7 +47,11 @@
 #include "bench_process.h"
 #include "memory_bandwidth.h"
 #include "prefill_gemm_limit.h"
+#include <filesystem>
+
 #include "nanoformer/autograd/grad_mode.h"
+#include "nanoformer/formats/model_io.h"
+#include "nanoformer/models/quantize.h"
 #include "nanoformer/nanoformer.h"
 
 namespace {
@@ -52,6 +68,12 @@ struct Options {
   std::string torch_script = std::string(NF_SOURCE_DIR) + "/tools/bench/torch_decode.py";
   std::string worker;  // non-empty: run one part and print its JSON
   std::string baseline;  // another build's bench_inference, measured beside ours
+  std::vector<std::string> types{"f32", "q8_0", "q4_0"};  // weight types, each beside llama.cpp's on one GGUF
+  std::string llamacpp = std::string(NF_SOURCE_DIR) + "/.venv-llamacpp/bin/python";
+  std::string llamacpp_script = std::string(NF_SOURCE_DIR) + "/tools/llamacpp/bench.py";
+  std::string type = "f32", model;  // a worker's: the weight type, and the GGUF it writes or reads
+  std::string cache_type = "f32";  // the decode worker's KV cache type
+  int64_t long_context = 4096, long_new = 64;  // the cache types' decode at a long context (0: skipped)
 };
 
 Options parse(int argc, char** argv) {
@@ -69,6 +91,13 @@ Options parse(int argc, char** argv) {
     else if (flag == "--python") o.python = value;
     else if (flag == "--worker") o.worker = value;
     else if (flag == "--baseline") o.baseline = value;
+    else if (flag == "--types") o.types = split(value, ',');
+    else if (flag == "--type") o.type = value;
+    else if (flag == "--model") o.model = value;
+    else if (flag == "--llamacpp") o.llamacpp = value;
+    else if (flag == "--cache-type") o.cache_type = value;
+    else if (flag == "--long-context") o.long_context = std::stoll(value);
+    else if (flag == "--long-new") o.long_new = std::stoll(value);
     else NF_FAIL("bench_inference: unknown flag ", flag);
   }
   NF_CHECK(o.prompt > 0 && o.new_tokens > 1 && o.rounds > 0, "bench_inference: --prompt, --rounds must be positive and --new above 1");
@@ -86,6 +115,37 @@ double weight_bytes_per_token(const nf::models::DecoderLMConfig& c) {
   const double read = static_cast<double>(p.attention + p.mlp + p.shared_experts + p.router + p.norms + p.head) + routed +
                       (c.tie_embeddings ? static_cast<double>(p.embedding) : 0.0);
   return 4.0 * read;
+}
+
+// The same for a built model, whatever its weights' types: dense parameters at their item size,
+// quantised ones at their bytes (a GGUF's); the table counts when it is the (tied) head.
+// With per_token false: every weight's bytes (the model's size).
+double model_bytes_per_token(const nf::models::DecoderLM& lm, bool per_token = true) {
+  const nf::models::DecoderLMConfig& c = lm.config();
+  const auto counts = [&](const std::string& name) {
+    if (!per_token) return 1.0;
+    if (name.rfind("pos_embeddings", 0) == 0) return 0.0;
+    if (name.rfind("tok_embeddings", 0) == 0) return c.tie_embeddings ? 1.0 : 0.0;
+    if (c.moe && name.find(".experts.") != std::string::npos)
+      return static_cast<double>(c.moe->top_k) / static_cast<double>(c.moe->n_experts);
+    return 1.0;
+  };
+  double bytes = 0;
+  for (const auto& [name, p] : lm.named_parameters()) bytes += counts(name) * static_cast<double>(p.numel() * p.itemsize());
+  for (const auto& [name, q] : lm.named_quantized()) bytes += counts(name) * static_cast<double>(q.nbytes());
+  return bytes;
+}
+
+// The preset's model with fresh weights (seed 1), its Linear weights and table in `type` (f32: as
+// built), as llama-quantize --pure makes a file.
+std::shared_ptr<nf::models::DecoderLM> preset_model(const std::string& preset, const std::string& type) {
+  nf::Generator gen(1);
+  auto lm = std::make_shared<nf::models::DecoderLM>(nf::models::preset_config(preset), gen);
+  if (type != "f32") {
+    const nf::QuantType t = nf::quant_type_from_name(type);
+    nf::models::quantize_weights(*lm, {.type = t, .output_type = t, .embedding_type = t});
+  }
+  return lm;
 }
 
 int64_t argmax_token(const nf::Tensor& logits) {
@@ -113,11 +173,14 @@ void print_profile(const char* phase, double calls, double seconds) {
 // then new - 1 greedy steps of one token each.
 int decode_worker(const Options& o) {
   nf::Generator gen(1);
-  nf::models::DecoderLM lm(nf::models::preset_config(o.preset), gen);
+  const std::shared_ptr<nf::models::DecoderLM> model =
+      o.model.empty() ? std::make_shared<nf::models::DecoderLM>(nf::models::preset_config(o.preset), gen)
+                      : nf::models::load_decoder_lm(o.model);
+  nf::models::DecoderLM& lm = *model;
   lm.eval();
   const double loaded_mib = max_rss_mib();
   nf::NoGradGuard no_grad;
-  nf::nn::KVCache cache = lm.make_cache(1, o.prompt + o.new_tokens);
+  nf::nn::KVCache cache = lm.make_cache(1, o.prompt + o.new_tokens, nf::nn::kv_cache_type_from_name(o.cache_type));
   const nf::Tensor ids = nf::randint(0, lm.config().vocab_size, {1, o.prompt}, gen);
   lm.forward_cached(nf::narrow(ids, 1, 0, std::min<int64_t>(16, o.prompt)), cache, true);  // warm-up
   cache.reset();
@@ -135,7 +198,8 @@ int decode_worker(const Options& o) {
   print_profile("decode by op, per token", static_cast<double>(o.new_tokens - 1), decode);
   std::printf("%s\n", json{{"prefill_tokens_per_s", static_cast<double>(o.prompt) / prefill},
                            {"decode_tokens_per_s", static_cast<double>(o.new_tokens - 1) / decode},
-                           {"weights_mib", 4.0 * static_cast<double>(lm.num_parameters()) / (1 << 20)},
+                           {"weights_mib", model_bytes_per_token(lm, false) / (1 << 20)},
+                           {"bytes_per_token", model_bytes_per_token(lm)},
                            {"cache_mib", static_cast<double>(cache.bytes()) / (1 << 20)},
                            {"loaded_mib", loaded_mib}}
                           .dump()
@@ -181,6 +245,12 @@ int kernel_worker(const Options& o) {
 int worker(const Options& o) {
   nf::set_num_threads(o.threads);
   if (o.worker == "decode") return decode_worker(o);
+  if (o.worker == "gguf") {  // the preset in o.type, written to o.model
+    const auto lm = preset_model(o.preset, o.type);
+    nf::models::save_model(*lm, o.model, "gguf");
+    std::printf("%s\n", json{{"bytes_per_token", model_bytes_per_token(*lm)}}.dump().c_str());
+    return 0;
+  }
   if (o.worker == "kernel") return kernel_worker(o);
   if (o.worker == "gemm") {
     nf::Generator gen(1);
@@ -284,6 +354,109 @@ void measure_preset(const Options& o, const std::string& self, const std::string
   std::fflush(stdout);
 }
 
+// The quantised-weights table: per preset (not MoE: GGUF's llama / gpt2 have no such experts here)
+// and type, ours and llama.cpp's on one GGUF, alternating within each round.
+struct QuantRow {
+  std::string preset, type, file;
+  Results ours, llama;
+  double bytes_per_token = 0;
+};
+
+void measure_quantized(const Options& o, const std::string& self, QuantRow& row, const Series& bandwidth, bool llama,
+                       int round) {
+  const std::string prompt = std::to_string(o.prompt), steps = std::to_string(o.new_tokens - 1);
+  const auto run_ours = [&] {
+    run_into({self, "--worker", "decode", "--preset", row.preset, "--model", row.file, "--prompt", prompt, "--new",
+              std::to_string(o.new_tokens), "--threads", std::to_string(o.threads)},
+             {{"prefill_tokens_per_s", &row.ours["prefill"]}, {"decode_tokens_per_s", &row.ours["decode"]}}, &row.ours["peak"]);
+  };
+  const auto run_llama = [&] {  // decode at the same depth as ours: after a prompt of the same length
+    if (llama)
+      run_into({o.llamacpp, o.llamacpp_script, row.file, "--threads", std::to_string(o.threads), "--prompt", prompt,
+                "--depth", prompt, "--gen", steps, "--reps", "1", "--cache-type", "f32"},
+               {{"prefill_tokens_per_s", &row.llama["prefill"]}, {"decode_tokens_per_s", &row.llama["decode"]}},
+               &row.llama["peak"]);
+  };
+  if (round % 2 == 0) run_ours(), run_llama();
+  else run_llama(), run_ours();
+  for (const char* phase : {"prefill", "decode"}) {
+    const Series &a = row.ours[phase], &b = row.llama[phase];
+    if (a.last_of_round && b.last_of_round) row.ours[std::string(phase) + "/llama"].add(*a.last_of_round / *b.last_of_round);
+  }
+  if (bandwidth.last_of_round && row.bytes_per_token > 0) {
+    const double limit = *bandwidth.last_of_round * 1e9 / row.bytes_per_token;
+    row.ours["limit"].add(limit);
+    for (Results* side : {&row.ours, &row.llama})
+      if ((*side)["decode"].last_of_round) (*side)["decode/limit"].add(*(*side)["decode"].last_of_round / limit);
+  }
+  std::printf("round %d %-16s %-5s prefill ours %s llama.cpp %s tok/s; decode ours %s llama.cpp %s tok/s\n", round + 1,
+              row.preset.c_str(), row.type.c_str(), cell(row.ours["prefill"], "%.0f").c_str(),
+              cell(row.llama["prefill"], "%.0f").c_str(), cell(row.ours["decode"], "%.1f").c_str(),
+              cell(row.llama["decode"], "%.1f").c_str());
+  std::fflush(stdout);
+}
+
+void print_quantized(const std::vector<QuantRow>& rows, bool llama) {
+  std::printf("quantised weights, ours and llama.cpp on the same GGUF (types as llama-quantize --pure: every Linear "
+              "weight and the table in the type, norms f32); decode after a prompt of the same length on both sides, "
+              "fp32 KV cache; limit = read GB/s / the file's weight bytes a token reads:\n");
+  if (!llama) std::printf("(llama.cpp: skipped: no .venv-llamacpp; run tools/llamacpp/install.sh)\n");
+  std::printf("%-16s %-5s %8s | %9s %9s %8s %9s | %8s %8s %8s %8s %8s %8s | %8s\n", "preset", "type", "MiB/tok", "prefill",
+              "llama.cpp", "ours/", "ours/", "decode", "llama.cpp", "ours/", "limit", "ours/", "llama/", "peak");
+  std::printf("%-16s %-5s %8s | %9s %9s %8s %9s | %8s %8s %8s %8s %8s %8s | %8s\n", "", "", "", "tok/s", "tok/s", "llama",
+              "ours f32", "tok/s", "tok/s", "llama", "tok/s", "limit", "limit", "MiB");
+  for (const QuantRow& r : rows) {
+    Results a = r.ours, b = r.llama;
+    const QuantRow* f32 = nullptr;
+    for (const QuantRow& other : rows)
+      if (other.preset == r.preset && other.type == "f32") f32 = &other;
+    std::string vs_f32 = "-";
+    if (f32 && !a["prefill"].values.empty() && !f32->ours.at("prefill").values.empty()) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.2fx", median(a["prefill"].values) / median(f32->ours.at("prefill").values));
+      vs_f32 = buf;
+    }
+    std::printf("%-16s %-5s %8.1f | %9s %9s %8s %9s | %8s %8s %8s %8s %8s %8s | %8s\n", r.preset.c_str(), r.type.c_str(),
+                r.bytes_per_token / (1 << 20), cell(a["prefill"], "%.0f").c_str(), cell(b["prefill"], "%.0f").c_str(),
+                cell(a["prefill/llama"], "%.2fx").c_str(), vs_f32.c_str(), cell(a["decode"], "%.1f").c_str(),
+                cell(b["decode"], "%.1f").c_str(), cell(a["decode/llama"], "%.2fx").c_str(), cell(a["limit"], "%.0f").c_str(),
+                cell(a["decode/limit"], "%.0f%%", 100).c_str(), cell(b["decode/limit"], "%.0f%%", 100).c_str(),
+                cell(a["peak"], "%.0f").c_str());
+    for (const auto& [name, s] : a)
+      if (!s.note.empty()) std::printf("  ours %s: %s\n", name.c_str(), s.note.c_str());
+    for (const auto& [name, s] : b)
+      if (!s.note.empty()) std::printf("  llama.cpp %s: %s\n", name.c_str(), s.note.c_str());
+  }
+  std::printf("(medians over rounds; ratios are medians of the ratios within each round)\n\n");
+}
+
+// The context of the long-context decode: --long-context, at most the preset's max_seq_len.
+int64_t long_context(const Options& o, const std::string& preset) {
+  return std::min(o.long_context, nf::models::preset_config(preset).max_seq_len);
+}
+
+// Decode at a long context with an f32 and a q8_0 KV cache (the order swapping each round): keys
+// "decode f32", "cache f32", ... and the ratio "q8_0/f32" within the round.
+void measure_long_context(const Options& o, const std::string& self, const std::string& preset, Results& r, int round) {
+  const int64_t context = long_context(o, preset);
+  std::vector<std::string> types{"f32", "q8_0"};
+  if (round % 2) std::swap(types[0], types[1]);
+  for (const std::string& type : types)
+    run_into({self, "--worker", "decode", "--preset", preset, "--prompt", std::to_string(context - o.long_new), "--new",
+              std::to_string(o.long_new), "--threads", std::to_string(o.threads), "--cache-type", type},
+             {{"decode_tokens_per_s", &r["decode " + type]}, {"cache_mib", &r["cache " + type]}});
+  const Series &f32 = r["decode f32"], &q8 = r["decode q8_0"];
+  if (f32.last_of_round && q8.last_of_round) r["q8_0/f32"].add(*q8.last_of_round / *f32.last_of_round);
+  const auto now = [](const Series& series) {  // this round's value, or "-"
+    char buf[32] = "-";
+    if (series.last_of_round) std::snprintf(buf, sizeof buf, "%.1f", *series.last_of_round);
+    return std::string(buf);
+  };
+  std::printf("round %d %-16s decode at a %lld-token context: f32 cache %s, q8_0 cache %s tok/s\n", round + 1,
+              preset.c_str(), static_cast<long long>(context), now(f32).c_str(), now(q8).c_str());
+  std::fflush(stdout);
+}
+
 int driver(const Options& o, const std::string& self) {
   nf::set_num_threads(o.threads);
   const std::optional<json> info =
@@ -299,10 +472,33 @@ int driver(const Options& o, const std::string& self) {
   std::printf("%d rounds; every measurement in its own process, ours and torch alternating\n\n", o.rounds);
   std::fflush(stdout);
 
-  std::map<std::string, Results> ours, theirs, before;
-  for (int round = 0; round < o.rounds; ++round)
+  // the GGUF of every (preset, type) first, written once by our own writer
+  std::vector<QuantRow> quantized;
+  const std::filesystem::path gguf_dir =
+      std::filesystem::temp_directory_path() / ("nf_bench_inference_" + std::to_string(::getpid()));
+  const bool llama = !o.types.empty() && std::filesystem::exists(o.llamacpp);
+  if (!o.types.empty()) std::filesystem::create_directories(gguf_dir);
+  for (const std::string& preset : o.presets) {
+    if (nf::models::preset_config(preset).moe) continue;
+    for (const std::string& type : o.types) {
+      QuantRow row{preset, type, (gguf_dir / (preset + "-" + type + ".gguf")).string(), {}, {}, 0};
+      Series bytes;
+      if (run_into({self, "--worker", "gguf", "--preset", preset, "--type", type, "--model", row.file}, {{"bytes_per_token", &bytes}}))
+        row.bytes_per_token = bytes.values[0];
+      quantized.push_back(row);
+    }
+  }
+
+  std::map<std::string, Results> ours, theirs, before, long_decode;
+  for (int round = 0; round < o.rounds; ++round) {
     for (const std::string& preset : o.presets)
       measure_preset(o, self, preset, info.has_value(), ours[preset], theirs[preset], before[preset], round);
+    for (QuantRow& row : quantized) measure_quantized(o, self, row, ours[row.preset]["bandwidth"], llama, round);
+  }
+  if (!o.types.empty()) std::filesystem::remove_all(gguf_dir);
+  if (o.long_context > o.long_new)
+    for (int round = 0; round < o.rounds; ++round)
+      for (const std::string& preset : o.presets) measure_long_context(o, self, preset, long_decode[preset], round);
 
   std::printf("\n%-16s %9s %9s %8s | %8s %8s %8s %8s %8s %7s | %8s %8s %8s %8s\n", "", "prefill", "torch", "ours/", "decode",
               "torch", "ours/", "limit", "ours/", "read", "weights", "cache", "peak", "torch");
@@ -359,6 +555,7 @@ int driver(const Options& o, const std::string& self) {
     }
     std::printf("\n");
   }
+  if (!quantized.empty()) print_quantized(quantized, llama);
   std::printf("the linear kernel alone, one token's weight matrices (x of 1 row; every routed expert):\n");
   std::printf("%-16s %16s %16s %12s %14s\n", "preset", "linear GB/s", "sgemm GB/s", "read GB/s", "linear/read");
   for (const std::string& preset : o.presets) {
@@ -366,6 +563,35 @@ int driver(const Options& o, const std::string& self) {
     std::printf("%-16s %16s %16s %12s %13.0f%%\n", preset.c_str(), cell(a["gemv"], "%.1f").c_str(),
                 cell(a["sgemm"], "%.1f").c_str(), cell(a["bandwidth"], "%.1f").c_str(),
                 a["bandwidth"].values.empty() ? 0.0 : 100 * median(a["gemv"].values) / median(a["bandwidth"].values));
+  }
+  if (o.long_context > o.long_new) {
+    std::printf("\ndecode at a long context by KV cache type (--cache-type; a prompt of context - %lld tokens, then %lld "
+                "new): limit = read GB/s / (weight bytes + the cache's bytes) per token\n",
+                static_cast<long long>(o.long_new), static_cast<long long>(o.long_new));
+    std::printf("%-16s %8s | %10s %10s %9s | %9s %9s | %10s %10s %9s %9s\n", "preset", "context", "f32 tok/s",
+                "q8_0 tok/s", "q8_0/f32", "f32 MiB", "q8_0 MiB", "f32 limit", "q8_0 limit", "f32/lim.", "q8_0/lim.");
+    for (const std::string& preset : o.presets) {
+      Results& r = long_decode[preset];
+      const double read = ours[preset]["bandwidth"].values.empty() ? 0.0 : median(ours[preset]["bandwidth"].values);
+      const double weights = weight_bytes_per_token(nf::models::preset_config(preset));
+      const auto limit = [&](const char* type) {  // tokens/s, or 0 when a number is missing
+        const Series& cache = r[std::string("cache ") + type];
+        return cache.values.empty() || read == 0 ? 0.0 : read * 1e9 / (weights + median(cache.values) * (1 << 20));
+      };
+      const auto of_limit = [&](const char* type) {
+        const Series& decode = r[std::string("decode ") + type];
+        char buf[32] = "n/a";
+        if (!decode.values.empty() && limit(type) > 0) std::snprintf(buf, sizeof buf, "%.0f%%", 100 * median(decode.values) / limit(type));
+        return std::string(buf);
+      };
+      std::printf("%-16s %8lld | %10s %10s %9s | %9s %9s | %10.0f %10.0f %9s %9s\n", preset.c_str(),
+                  static_cast<long long>(long_context(o, preset)), cell(r["decode f32"], "%.1f").c_str(),
+                  cell(r["decode q8_0"], "%.1f").c_str(), cell(r["q8_0/f32"], "%.2fx").c_str(),
+                  cell(r["cache f32"], "%.1f").c_str(), cell(r["cache q8_0"], "%.1f").c_str(), limit("f32"), limit("q8_0"),
+                  of_limit("f32").c_str(), of_limit("q8_0").c_str());
+      for (const auto& [name, series] : r)
+        if (!series.note.empty()) std::printf("  %s: %s\n", name.c_str(), series.note.c_str());
+    }
   }
   return 0;
 }

@@ -10,6 +10,7 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
 # openai and websocket-client: the serving scripts of tools/serve/ (the official client; Chromium's DevTools)
+# gguf: llama.cpp's reference GGUF writer and quantisers, for the fixtures of tools/gguf/ and tools/quant/
 want=(torch numpy safetensors tokenizers "unicodedata2==16.0.0" openai websocket-client "gguf==0.19.0")
 if ! .venv/bin/python -c "import torch, numpy, safetensors, tokenizers, unicodedata2, openai, websocket, gguf" 2>/dev/null; then
   .venv/bin/pip install -q "${want[@]}"

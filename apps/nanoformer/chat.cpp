@@ -35,7 +35,8 @@ void run_chat(const ChatArgs& a) {
   infer::Sampler sampler(sampler_config(a.flags, loaded));
   infer::StopCriteria stop = a.flags.stop;
   if (stop.eos_ids.empty()) stop.eos_ids.push_back(chat_template->end_token());
-  infer::Session session(*loaded.model, a.flags.context, {.keep = a.flags.keep});
+  infer::Session session(*loaded.model, a.flags.context, {.keep = a.flags.keep},
+                         nn::kv_cache_type_from_name(a.flags.cache_type));
 
   std::string system = a.system;
   std::vector<tokenizer::ChatMessage> messages;
@@ -44,8 +45,9 @@ void run_chat(const ChatArgs& a) {
     if (!system.empty()) messages.push_back({"system", system});
   };
   start_over();
-  std::fprintf(stderr, "nanoformer chat: %s, template %s, context %lld tokens; %s\n", a.flags.model.c_str(),
-               std::string(chat_template->name()).c_str(), static_cast<long long>(session.max_len()), kHelp);
+  std::fprintf(stderr, "nanoformer chat: %s, template %s, context %lld tokens (KV cache %s); %s\n", a.flags.model.c_str(),
+               std::string(chat_template->name()).c_str(), static_cast<long long>(session.max_len()),
+               quant_type_name(session.cache().shape().cache_type), kHelp);
   for (std::string line;;) {
     std::fprintf(stderr, "> ");
     if (!std::getline(std::cin, line) || line == "/quit" || line == "/exit") break;

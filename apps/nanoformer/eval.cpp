@@ -33,7 +33,7 @@ namespace {
 constexpr const char* kContextExample = "(example: --context 256,512,1024)";
 
 struct EvalArgs {
-  std::string model, tokenizer, contexts, json, rope_scaling, rope_factor = "1", label, plot, title;
+  std::string model, tokenizer, contexts, json, rope_scaling, rope_factor = "1", label, plot, title, cache_type = "f32";
   std::vector<std::string> data, combine;
   uint64_t max_tokens = 131072;
   int64_t batch_tokens = 4096;
@@ -134,6 +134,7 @@ nlohmann::json report_json(const EvalArgs& a, const nlohmann::json& config, uint
           {"data_tokens", stream_tokens},
           {"max_tokens", a.max_tokens},
           {"rope_scaling", scaling},
+          {"cache_type", a.cache_type},
           {"model_config", config},
           {"results", results}};
 }
@@ -151,7 +152,7 @@ void write_json(const std::string& path, const nlohmann::json& report) {
 // --combine: earlier reports side by side, no model run.
 void run_combine(const EvalArgs& a, const CLI::App& cmd) {
   for (const char* flag : {"--model", "--data", "--context", "--tokenizer", "--rope-scaling", "--rope-factor", "--json",
-                           "--label", "--max-tokens", "--batch-tokens"})
+                           "--label", "--max-tokens", "--batch-tokens", "--cache-type"})
     NF_CHECK(cmd.count(flag) == 0, "--combine shows earlier reports; ", flag, " is for evaluating a model");
   std::vector<nlohmann::json> reports;
   for (const std::string& path : a.combine) reports.push_back(read_eval_report(path));
@@ -171,6 +172,7 @@ void run_eval(const EvalArgs& a, const CLI::App& cmd) {
   NF_CHECK(cmd.count("--rope-factor") == 0 || (scaling && *scaling != nn::RopeScaling::none),
            "--rope-factor needs --rope-scaling linear or ntk");
   NF_CHECK(a.batch_tokens > 0, "--batch-tokens: ", a.batch_tokens, " must be positive");
+  const QuantType cache_type = nn::kv_cache_type_from_name(a.cache_type);
 
   const std::shared_ptr<models::DecoderLM> model = models::load_decoder_lm(a.model);
   const models::DecoderLMConfig& c = model->config();
@@ -181,6 +183,7 @@ void run_eval(const EvalArgs& a, const CLI::App& cmd) {
                                     .rope_factor = scaling ? factor.at(L, c.max_seq_len) : c.rope_scale_factor};
   };
   for (int64_t L : contexts) models::check_context_extension(*model, extension(L));
+  (void)model->make_cache(1, 1, cache_type);  // refuses a cache type the model's head_dim does not take
 
   // a GGUF model brings its own tokenizer
   const std::string tokenizer = a.tokenizer.empty() && io::is_gguf_file(a.model) ? tokenizer_beside(a.model) : a.tokenizer;
@@ -193,10 +196,10 @@ void run_eval(const EvalArgs& a, const CLI::App& cmd) {
     total_windows += windows;
   }
   std::fprintf(stderr, "nanoformer eval: %s (%s positions, max_seq_len %lld); data %s: %llu tokens, at most %llu "
-               "scored per context; threads: %d\n", a.model.c_str(), nn::position_kind_name(c.position),
+               "scored per context; KV cache: %s; threads: %d\n", a.model.c_str(), nn::position_kind_name(c.position),
                static_cast<long long>(c.max_seq_len), corpus->sources().c_str(),
                static_cast<unsigned long long>(corpus->size()), static_cast<unsigned long long>(a.max_tokens),
-               num_threads());
+               cache_type == QuantType::f32 ? "none (f32 forward)" : quant_type_name(cache_type), num_threads());
 
   std::unique_ptr<ProgressBar> bar;
   if (!a.quiet) bar = std::make_unique<ProgressBar>(total_windows, "eval", "windows");
@@ -210,7 +213,7 @@ void run_eval(const EvalArgs& a, const CLI::App& cmd) {
     Row row;
     row.rope_factor = e.rope_factor;
     row.result = train::evaluate_perplexity(*extended, *corpus, {.context = L, .max_tokens = a.max_tokens,
-                                                                 .batch_tokens = a.batch_tokens},
+                                                                 .batch_tokens = a.batch_tokens, .cache_type = cache_type},
                                             [&](int64_t done) {
                                               if (bar) bar->update(windows_before + done, status);
                                             });
@@ -250,6 +253,7 @@ void add_eval_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--batch-tokens", a->batch_tokens, "Tokens per forward pass (windows per pass: this / context)")
       ->capture_default_str();
+  add_cache_type_flag(*cmd, a->cache_type);
   cmd->add_option("--rope-scaling", a->rope_scaling, "RoPE scaling at evaluation time: none, linear or ntk");
   cmd->add_option("--rope-factor", a->rope_factor, "Scale factor s >= 1 of --rope-scaling, or auto (context / max_seq_len)")
       ->capture_default_str();

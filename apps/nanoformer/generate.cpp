@@ -27,10 +27,12 @@ struct GenerateArgs {
   Seq2SeqFlags seq2seq;
 };
 
-void report(const infer::GenerationResult& r) {
-  std::fprintf(stderr, "\n[prompt: %lld tokens, %.1f tokens/s; generated: %zu tokens, %.1f tokens/s; stopped: %s]\n",
+void report(const infer::GenerationResult& r, const nn::KVCache& cache) {
+  std::fprintf(stderr, "\n[prompt: %lld tokens, %.1f tokens/s; generated: %zu tokens, %.1f tokens/s; stopped: %s; "
+               "KV cache: %s, %.1f KiB]\n",
                static_cast<long long>(r.prompt_tokens), r.prefill_tokens_per_s(), r.tokens.size(),
-               r.decode_tokens_per_s(), infer::stop_reason_name(r.reason));
+               r.decode_tokens_per_s(), infer::stop_reason_name(r.reason), quant_type_name(cache.shape().cache_type),
+               static_cast<double>(cache.bytes()) / 1024);
 }
 
 void run_generate(const GenerateArgs& a, const CLI::App& cmd) {
@@ -45,7 +47,8 @@ void run_generate(const GenerateArgs& a, const CLI::App& cmd) {
   const int64_t vocab = loaded.model->config().vocab_size;
   infer::Sampler sampler(sampler_config(a.flags, loaded));
   infer::StopCriteria stop = a.flags.stop;
-  infer::Session session(*loaded.model, a.flags.context, {.keep = a.flags.keep});
+  infer::Session session(*loaded.model, a.flags.context, {.keep = a.flags.keep},
+                         nn::kv_cache_type_from_name(a.flags.cache_type));
 
   if (a.ids) {
     NF_CHECK(a.prompt.empty(), "--prompt is text: with --ids give the prompt as --prompt-ids \"1 2 3\"");
@@ -58,7 +61,7 @@ void run_generate(const GenerateArgs& a, const CLI::App& cmd) {
       return true;
     });
     std::printf("\n");
-    report(result);
+    report(result, session.cache());
     return;
   }
   NF_CHECK(a.prompt_ids.empty(), "--prompt-ids needs --ids (the new tokens are then printed as ids too)");
@@ -75,7 +78,7 @@ void run_generate(const GenerateArgs& a, const CLI::App& cmd) {
     return !streamer.stopped();
   });
   std::printf("%s\n", streamer.finish().c_str());
-  report(result);
+  report(result, session.cache());
 }
 
 }  // namespace

@@ -27,6 +27,7 @@ void add_generation_flags(CLI::App& cmd, GenerationFlags& f) {
                  "Past the context, the tokens at its start that stay; the oldest half of the rest is dropped")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  add_cache_type_flag(cmd, f.cache_type);
   cmd.add_flag("--greedy", f.greedy, "Always the most likely token (the same as --temperature 0)");
   cmd.add_option("--temperature", f.sampler.temperature, "Sampling temperature; 0 = greedy")->capture_default_str();
   cmd.add_option("--top-k", f.sampler.top_k, "Keep the k most likely tokens (0 = off)")->capture_default_str();
@@ -44,6 +45,13 @@ void add_generation_flags(CLI::App& cmd, GenerationFlags& f) {
                  "eos / eot ids, or the chat template's end of turn)");
 }
 
+void add_cache_type_flag(CLI::App& cmd, std::string& cache_type) {
+  cmd.add_option("--cache-type", cache_type,
+                 "How the KV cache stores keys and values: f32, f16, bf16 or q8_0 (3.8x smaller than f32; head_dim a "
+                 "multiple of 32)")
+      ->capture_default_str();
+}
+
 infer::SamplerConfig sampler_config(const GenerationFlags& f, const LoadedModel& loaded) {
   infer::SamplerConfig c = f.sampler;
   if (f.greedy) c.temperature = 0;
@@ -55,6 +63,7 @@ infer::SamplerConfig sampler_config(const GenerationFlags& f, const LoadedModel&
 void check_generation_flags(const GenerationFlags& f) {
   f.stop.validate();
   (void)sampler_config(f, LoadedModel{});  // validates the sampling flags
+  (void)nn::kv_cache_type_from_name(f.cache_type);
 }
 
 std::string tokenizer_beside(const std::string& model) {

@@ -17,15 +17,18 @@ struct GenerationFlags {
   std::string model, tokenizer;
   int64_t context = 0;  // the cache's length; 0 = the model's max_seq_len
   int64_t keep = 0;     // past the context: tokens at its start never dropped (infer::ContextShift)
+  std::string cache_type = "f32";  // how the KV cache stores keys and values (nn/kv_cache.h)
   bool greedy = false;
   infer::SamplerConfig sampler{.temperature = 0.8, .top_k = 0, .top_p = 0.9, .min_p = 0.0, .repetition_penalty = 1.0,
                                .seed = 0};
   infer::StopCriteria stop;
 };
 
-// --model, --tokenizer, --context and the sampling and stopping flags.
+// --model, --tokenizer, --context, --cache-type and the sampling and stopping flags.
 void add_generation_flags(CLI::App& cmd, GenerationFlags& flags);
-// Throws nf::Error naming a sampling or stopping flag out of range; called before anything loads.
+// --cache-type (generate, chat, serve, eval), read with nn::kv_cache_type_from_name.
+void add_cache_type_flag(CLI::App& cmd, std::string& cache_type);
+// Throws nf::Error naming a sampling, stopping or --cache-type flag out of range; called before anything loads.
 void check_generation_flags(const GenerationFlags& flags);
 
 struct LoadedModel {

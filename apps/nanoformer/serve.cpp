@@ -32,6 +32,7 @@ void run_serve(ServeArgs& a) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  a.scheduler.cache_type = nn::kv_cache_type_from_name(a.flags.cache_type);  // checked before the model loads
   LoadedModel loaded = load_model_and_tokenizer(a.flags, /*required=*/true);
   const tokenizer::Tokenizer& tok = *loaded.tokenizer;
   const std::string template_name = a.chat_template.empty() ? tokenizer::detect_chat_template(tok) : a.chat_template;
@@ -48,10 +49,11 @@ void run_serve(ServeArgs& a) {
     server.stop();
   });
   std::fprintf(stderr,
-               "nanoformer serve: %s (chat template %s, context %lld, parallel %lld, queue %lld)\n"
+               "nanoformer serve: %s (chat template %s, context %lld, KV cache %s, parallel %lld, queue %lld)\n"
                "listening on http://%s:%d (Ctrl-C stops)\n",
                name.c_str(), template_name.empty() ? "none: /v1/completions only" : template_name.c_str(),
-               static_cast<long long>(scheduler.context()), static_cast<long long>(a.scheduler.parallel),
+               static_cast<long long>(scheduler.context()), quant_type_name(a.scheduler.cache_type),
+               static_cast<long long>(a.scheduler.parallel),
                static_cast<long long>(a.scheduler.max_queue), a.http.host.c_str(), server.port());
   server.serve();
   pthread_kill(stopper.native_handle(), SIGTERM);  // when the server ended on its own
@@ -80,6 +82,7 @@ void add_serve_command(CLI::App& app) {
                   "Past the context, the tokens at a sequence's start that stay; the oldest half of the rest is dropped")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  add_cache_type_flag(*cmd, a->flags.cache_type);
   cmd->add_option("--chat-template", a->chat_template,
                   "chatml, nanochat or a template file (default: told by the tokenizer's special tokens)");
   cmd->add_option("--name", a->name, "The model's name in responses and /v1/models (default: the model's file name)");

@@ -7,8 +7,8 @@
 
 namespace nf::infer {
 
-CachedSequence::CachedSequence(models::DecoderLM& model, int64_t max_len, ContextShift shift)
-    : model_(model), cache_(model.make_cache(1, max_len)), shift_(shift) {
+CachedSequence::CachedSequence(models::DecoderLM& model, int64_t max_len, ContextShift shift, QuantType cache_type)
+    : model_(model), cache_(model.make_cache(1, max_len, cache_type)), shift_(shift) {
   NF_CHECK(shift.keep >= 0, "--keep ", shift.keep, ": must be >= 0");
 }
 

@@ -25,8 +25,8 @@ double GenerationResult::decode_tokens_per_s() const {
   return decode_seconds > 0 ? decoded / decode_seconds : 0;
 }
 
-Session::Session(models::DecoderLM& model, int64_t max_len, ContextShift shift)
-    : model_(model), sequence_(model, max_len, shift) {
+Session::Session(models::DecoderLM& model, int64_t max_len, ContextShift shift, QuantType cache_type)
+    : model_(model), sequence_(model, max_len, shift, cache_type) {
   model_.eval();
 }
 

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <limits>
 #include <numeric>
+#include <ostream>
 
 #include "nanoformer/core/error.h"
 #include "io/gguf_internal.h"
@@ -65,6 +66,20 @@ const char* ggml_type_name(uint32_t type) {
   return type < std::size(kNames) ? kNames[type] : nullptr;
 }
 
+// What is being read, for messages: "key 'general.name'", or an item of an array "... item 3"
+// (the item number is kept apart so that reading a 150,000-token vocabulary builds no strings).
+struct Field {
+  Field(const std::string& field, int64_t index = -1) : name(field), item(index) {}  // implicit from a name
+  const std::string& name;
+  int64_t item;
+};
+
+std::ostream& operator<<(std::ostream& os, const Field& f) {
+  os << f.name;
+  if (f.item >= 0) os << " item " << f.item;
+  return os;
+}
+
 // Reads the header front to back. Every read first checks that its bytes are there.
 class Cursor {
  public:
@@ -75,13 +90,13 @@ class Cursor {
   size_t left() const { return size_ - pos_; }
 
   // Throws unless `n` more bytes follow; `what` names the field being read.
-  void need(size_t n, const std::string& what) const {
+  void need(size_t n, const Field& what) const {
     NF_CHECK(n <= left(), file_context(path_), what, " needs ", n, " bytes at offset ", pos_, " but the file ends ",
              left(), " bytes later (truncated?)");
   }
 
   template <class T>
-  T read(const std::string& what) {
+  T read(const Field& what) {
     need(sizeof(T), what);
     return read_unchecked<T>();
   }
@@ -95,7 +110,7 @@ class Cursor {
   }
 
   // A u64 length and that many bytes.
-  std::string read_string(const std::string& what) {
+  std::string read_string(const Field& what) {
     const uint64_t length = read<uint64_t>(what);
     NF_CHECK(length <= left(), file_context(path_), what, " is ", length, " bytes long but the file ends ", left(),
              " bytes after its length (truncated or corrupt?)");
@@ -112,7 +127,7 @@ class Cursor {
 };
 
 // bool is a byte that must be 0 or 1 (anything else would be undefined behaviour as a C++ bool).
-bool read_bool(Cursor& in, const std::string& path, const std::string& field) {
+bool read_bool(Cursor& in, const std::string& path, const Field& field) {
   const auto byte = in.read_unchecked<uint8_t>();
   NF_CHECK(byte <= 1, file_context(path), field, " holds the bool byte ", static_cast<int>(byte), ", not 0 or 1");
   return byte == 1;
@@ -146,9 +161,9 @@ GGUFValue read_array(Cursor& in, const std::string& path, const std::string& fie
   if constexpr (!std::is_same_v<T, std::string> && !std::is_same_v<T, bool>) items.reserve(static_cast<size_t>(count));
   for (uint64_t i = 0; i < count; ++i) {
     if constexpr (std::is_same_v<T, std::string>) {
-      items.push_back(in.read_string(field + " item " + std::to_string(i)));
+      items.push_back(in.read_string(Field(field, static_cast<int64_t>(i))));
     } else if constexpr (std::is_same_v<T, bool>) {
-      items.push_back(read_bool(in, path, field + " item " + std::to_string(i)));
+      items.push_back(read_bool(in, path, Field(field, static_cast<int64_t>(i))));
     } else {
       items.push_back(in.read_unchecked<T>());
     }
@@ -209,6 +224,7 @@ uint32_t read_alignment(const std::string& path, const std::map<std::string, GGU
 GGUFTensorInfo read_tensor_info(Cursor& in, const std::string& path, uint64_t index) {
   GGUFTensorInfo info;
   info.name = in.read_string("tensor #" + std::to_string(index) + " name");
+  NF_CHECK(!info.name.empty(), file_context(path), "tensor #", index, " has an empty name");
   const std::string field = "tensor '" + shown(info.name) + "'";
   const uint32_t n_dims = in.read<uint32_t>(field + " n_dims");
   NF_CHECK(n_dims <= gguf::kMaxDims, file_context(path), field, " has ", n_dims, " dimensions; GGUF allows at most ",
@@ -348,6 +364,7 @@ GGUFFile GGUFFile::open(const std::string& path) {
 
   for (uint64_t i = 0; i < kv_count; ++i) {
     std::string key = in.read_string("key #" + std::to_string(i));
+    NF_CHECK(!key.empty(), file_context(path), "key #", i, " has an empty name");
     const std::string field = "key '" + shown(key) + "'";
     NF_CHECK(file.metadata_.count(key) == 0, file_context(path), field, " appears twice");
     GGUFValue value = read_value(in, path, field);

@@ -110,6 +110,7 @@ Tensor MultiHeadAttention::attend(const Tensor& q, const Tensor& k, const Tensor
 }
 
 Tensor MultiHeadAttention::attend_cached(const Tensor& q, const Tensor& k, const Tensor& v, const CachedAttention& cache) {
+  if (cache.quantized.keys.defined()) return attend_quantized_cache(q, k, v, cache);
   const AttentionConfig& c = config_;
   const Tensor& storage = cache.kv.keys;
   NF_CHECK(storage.dim() == 4 && storage.size(1) == c.n_kv_heads && storage.size(3) == c.head_dim &&
@@ -125,6 +126,29 @@ Tensor MultiHeadAttention::attend_cached(const Tensor& q, const Tensor& k, const
   const Tensor values = narrow(narrow(cache.kv.values, 0, 0, B), 2, 0, cache.column + T);
   copy_into(narrow(keys, 2, cache.column, T), k_at);
   copy_into(narrow(values, 2, cache.column, T), v);
+  return attend(q_at, keys, values, {}, p, p - cache.column, nullptr);
+}
+
+Tensor MultiHeadAttention::attend_quantized_cache(const Tensor& q, const Tensor& k, const Tensor& v,
+                                                  const CachedAttention& cache) {
+  const AttentionConfig& c = config_;
+  const QuantizedLayerKV& storage = cache.quantized;
+  NF_CHECK(storage.keys.heads() == c.n_kv_heads && storage.keys.head_dim() == c.head_dim,
+           "MultiHeadAttention: the cache holds ", storage.keys.heads(), " KV heads of ", storage.keys.head_dim(),
+           " values, not n_kv_heads = ", c.n_kv_heads, " of head_dim = ", c.head_dim);
+  const KVCacheStep& step = *cache.step;
+  const int64_t B = step.batch, T = step.new_tokens, p = step.position, length = cache.column + T;
+  const auto [q_at, k_at] = positioned(q, k, p, p);
+  // the new keys and values are quantised into columns column .. column + T - 1; attention reads
+  // columns 0 .. column + T - 1 from the cache, the new ones included
+  storage.keys.write(cache.column, k_at);
+  storage.values.write(cache.column, v);
+  if (c.fused && q_at.dtype() == DType::f32 && !(position_ && position_->has_score_bias()))
+    return scaled_dot_product_attention(q_at, storage.keys, storage.values, length,
+                                        {.causal = c.causal, .window = c.window, .scale = c.scale});
+  // the plain kernel, another dtype, or a score bias (which reads the keys): over the cache dequantised
+  const Tensor keys = storage.keys.read(B, 0, length).to(q_at.dtype());
+  const Tensor values = storage.values.read(B, 0, length).to(q_at.dtype());
   return attend(q_at, keys, values, {}, p, p - cache.column, nullptr);
 }
 

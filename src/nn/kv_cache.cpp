@@ -1,8 +1,9 @@
-// KVCache: preallocated per-layer keys and values, ring-buffered sliding-window layers, the step a
-// cached forward takes, rollback, and the context shift.
+// KVCache: preallocated per-layer keys and values in the cache type, ring-buffered sliding-window
+// layers, the step a cached forward takes, rollback, and the context shift.
 #include "nanoformer/nn/kv_cache.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "nanoformer/core/error.h"
 #include "nanoformer/ops/factory.h"
@@ -18,7 +19,16 @@ Tensor columns_of(const Tensor& storage, int64_t rows, int64_t from, int64_t n) 
   return narrow(narrow(storage, 0, 0, rows), 2, from, n);
 }
 
+constexpr QuantType kCacheTypes[] = {QuantType::f32, QuantType::f16, QuantType::bf16, QuantType::q8_0};
+constexpr const char* kCacheTypeNames = "f32, f16, bf16 or q8_0";
+
 }  // namespace
+
+QuantType kv_cache_type_from_name(std::string_view name) {
+  for (const QuantType type : kCacheTypes)
+    if (name == quant_type_name(type)) return type;
+  NF_FAIL("--cache-type: '", name, "' is not a KV cache type (", kCacheTypeNames, ")");
+}
 
 KVCache::KVCache(const KVCacheShape& s) : shape_(s) {
   NF_CHECK(s.n_layers > 0 && s.max_batch > 0 && s.n_kv_heads > 0 && s.head_dim > 0 && s.max_len > 0,
@@ -26,13 +36,27 @@ KVCache::KVCache(const KVCacheShape& s) : shape_(s) {
            s.head_dim, " and max_len ", s.max_len, " must all be positive");
   NF_CHECK(s.windows.empty() || static_cast<int64_t>(s.windows.size()) == s.n_layers, "KVCache: ", s.windows.size(),
            " windows for ", s.n_layers, " layers");
+  NF_CHECK(std::find(std::begin(kCacheTypes), std::end(kCacheTypes), s.cache_type) != std::end(kCacheTypes),
+           "KVCache: cache type ", quant_type_name(s.cache_type), " is not one of ", kCacheTypeNames);
+  const bool quantized = s.cache_type != QuantType::f32;
+  const int64_t block = quant_type_info(s.cache_type).block_size;
+  NF_CHECK(s.head_dim % block == 0, "--cache-type ", quant_type_name(s.cache_type), " stores keys and values in blocks of ",
+           block, "; the model's head_dim ", s.head_dim, " is not a multiple of ", block, " (f32, f16 and bf16 take any)");
   for (int64_t i = 0; i < s.n_layers; ++i) {
     const int64_t window = s.windows.empty() ? 0 : s.windows[static_cast<size_t>(i)];
     NF_CHECK(window >= 0, "KVCache: layer ", i, " has window ", window, "; it must be >= 0 (0 = full attention)");
     // a ring of 2 W columns when that is less than the context: W - 1 kept + up to W + 1 new per step
     const int64_t columns = window > 0 && 2 * window < s.max_len ? 2 * window : s.max_len;
-    const Shape storage{s.max_batch, s.n_kv_heads, columns, s.head_dim};
-    layers_.push_back({{zeros(storage, s.dtype), zeros(storage, s.dtype)}, window, 0});
+    Layer layer;
+    layer.window = window, layer.columns = columns;
+    if (quantized) {
+      layer.quantized = {QuantizedKV(s.cache_type, s.max_batch, s.n_kv_heads, columns, s.head_dim),
+                         QuantizedKV(s.cache_type, s.max_batch, s.n_kv_heads, columns, s.head_dim)};
+    } else {
+      const Shape storage{s.max_batch, s.n_kv_heads, columns, s.head_dim};
+      layer.kv = {zeros(storage, s.dtype), zeros(storage, s.dtype)};
+    }
+    layers_.push_back(layer);
   }
 }
 
@@ -41,16 +65,23 @@ const LayerKV& KVCache::layer(int64_t i) const {
   return layers_[static_cast<size_t>(i)].kv;
 }
 
+const QuantizedLayerKV& KVCache::quantized_layer(int64_t i) const {
+  layer(i);  // checks i
+  return layers_[static_cast<size_t>(i)].quantized;
+}
+
 int64_t KVCache::bytes() const {
   int64_t n = 0;
-  for (const Layer& l : layers_) n += 2 * l.kv.keys.numel() * static_cast<int64_t>(dtype_size(shape_.dtype));
+  for (const Layer& l : layers_)
+    n += l.quantized.keys.defined() ? l.quantized.keys.bytes() + l.quantized.values.bytes()
+                                    : 2 * l.kv.keys.numel() * static_cast<int64_t>(dtype_size(shape_.dtype));
   return n;
 }
 
 int64_t KVCache::max_step() const {
   int64_t most = shape_.max_len;
   for (const Layer& l : layers_)
-    if (l.columns() < shape_.max_len) most = std::min(most, l.columns() - (l.window - 1));
+    if (l.columns < shape_.max_len) most = std::min(most, l.columns - (l.window - 1));
   return most;
 }
 
@@ -70,10 +101,15 @@ KVCacheStep KVCache::begin(int64_t batch, int64_t new_tokens) {
            " a step of this cache's sliding-window layers takes (feed them in chunks)");
   KVCacheStep step{.batch = batch, .new_tokens = new_tokens, .position = position_, .columns = {}};
   for (Layer& l : layers_) {
-    if (l.length + new_tokens > l.columns()) {  // a ring layer: keep the W - 1 keys the window still reaches
+    if (l.length + new_tokens > l.columns) {  // a ring layer: keep the W - 1 keys the window still reaches
       const int64_t kept = std::min(l.length, l.window - 1);
-      for (const Tensor& storage : {l.kv.keys, l.kv.values})
-        copy_into(columns_of(storage, batch, 0, kept), columns_of(storage, batch, l.length - kept, kept).contiguous());
+      if (l.quantized.keys.defined()) {
+        for (const QuantizedKV& storage : {l.quantized.keys, l.quantized.values})
+          storage.move_columns(batch, l.length - kept, 0, kept);
+      } else {
+        for (const Tensor& storage : {l.kv.keys, l.kv.values})
+          copy_into(columns_of(storage, batch, 0, kept), columns_of(storage, batch, l.length - kept, kept).contiguous());
+      }
       l.length = kept;
     }
     step.columns.push_back(l.length);
@@ -82,7 +118,7 @@ KVCacheStep KVCache::begin(int64_t batch, int64_t new_tokens) {
 }
 
 CachedAttention KVCache::at(int64_t i, const KVCacheStep& step) const {
-  return {layer(i), step.columns.at(static_cast<size_t>(i)), &step};
+  return {layer(i), quantized_layer(i), step.columns.at(static_cast<size_t>(i)), &step};
 }
 
 void KVCache::commit(const KVCacheStep& step) {
@@ -136,13 +172,22 @@ bool KVCache::shift(int64_t keep, int64_t discard, const Reposition& reposition)
     const int64_t gap_begin = std::clamp<int64_t>(keep - first, 0, l.length);
     const int64_t gap_end = std::clamp<int64_t>(keep + discard - first, 0, l.length);
     const int64_t tail = l.length - gap_end;
+    // the tail's keys re-positioned from columns `from` to columns `to`, its values moved as they are
+    const auto move = [&](int64_t from, int64_t to) {
+      if (const QuantizedLayerKV& q = l.quantized; q.keys.defined()) {  // dequantised, rotated, quantised again
+        q.keys.write(to, reposition(q.keys.read(batch_, from, tail).to(shape_.dtype), -discard));
+        q.values.move_columns(batch_, from, to, tail);
+        return;
+      }
+      const Tensor keys = columns_of(l.kv.keys, batch_, from, tail).contiguous();
+      copy_into(columns_of(l.kv.keys, batch_, to, tail), reposition(keys, -discard));
+      if (from != to)
+        copy_into(columns_of(l.kv.values, batch_, to, tail), columns_of(l.kv.values, batch_, from, tail).contiguous());
+    };
     if (gap_end > gap_begin && tail > 0) {
-      const Tensor keys = columns_of(l.kv.keys, batch_, gap_end, tail).contiguous();
-      copy_into(columns_of(l.kv.keys, batch_, gap_begin, tail), reposition(keys, -discard));
-      copy_into(columns_of(l.kv.values, batch_, gap_begin, tail), columns_of(l.kv.values, batch_, gap_end, tail).contiguous());
+      move(gap_end, gap_begin);
     } else if (gap_end == gap_begin && tail > 0 && first >= keep + discard) {  // the whole layer lies after the gap
-      const Tensor keys = columns_of(l.kv.keys, batch_, 0, tail).contiguous();
-      copy_into(columns_of(l.kv.keys, batch_, 0, tail), reposition(keys, -discard));
+      move(0, 0);
     }
     l.length -= gap_end - gap_begin;
   }
@@ -157,9 +202,14 @@ void KVCache::select_rows(const std::vector<int64_t>& rows) {
   for (const int64_t r : rows)
     NF_CHECK(r >= 0 && r < batch_, "KVCache: row ", r, " selected, but the cache holds ", batch_, " rows");
   const Tensor index = Tensor::from_vector(rows, {count});
-  for (const Layer& l : layers_)
+  for (const Layer& l : layers_) {
+    if (l.quantized.keys.defined()) {
+      for (const QuantizedKV& storage : {l.quantized.keys, l.quantized.values}) storage.select_rows(rows, l.length);
+      continue;
+    }
     for (const Tensor& storage : {l.kv.keys, l.kv.values})  // a copy first: rows may repeat
       copy_into(columns_of(storage, count, 0, l.length), index_select(columns_of(storage, batch_, 0, l.length), 0, index));
+  }
   batch_ = count;
 }
 

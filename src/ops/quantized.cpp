@@ -1,12 +1,64 @@
 // quantize, dequantize, and linear / embedding over quantised weights: checks, results, backward.
-// The kernels are in src/ops/cpu/quant_rows.cpp (reference quantising) and quant_matmul.cpp.
+// The kernels are in src/ops/cpu/quant_rows.cpp (reference quantising), quant_matmul.cpp (decode)
+// and quant_gemm.cpp (prefill).
 #include "nanoformer/ops/quantized.h"
 
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "nanoformer/autograd/node.h"
+#include "nanoformer/core/dispatch.h"
 #include "nanoformer/core/error.h"
+#include "nanoformer/ops/elementwise.h"
+#include "nanoformer/ops/factory.h"
 #include "nanoformer/ops/matmul.h"
+#include "nanoformer/ops/reduce.h"
+#include "nanoformer/ops/view.h"
+#include "ops/cpu/quant_gemm.h"
+#include "ops/cpu/quant_matmul.h"
 #include "ops/cpu/quant_rows.h"
 
 namespace nf {
+namespace {
+
+using QuantLinearKernel = void (*)(const Tensor& y, const Tensor& x, const QuantizedTensor& weight, const Tensor& bias);
+const DeviceKernels<QuantLinearKernel> kQuantLinearGemv{.cpu = cpu::quant_linear_gemv};
+
+// y = x W^T + b for many rows of x (prefill): x quantised to Q8_0 blocks once, then the
+// register-blocked integer GEMM (cpu::quant_gemm); types it does not take: W dequantised, then the
+// f32 GEMM.
+Tensor linear_many_rows(const Tensor& x, const QuantizedTensor& weight, const Tensor& bias) {
+  if (!cpu::quant_gemm_supports(weight.type())) return linear(x, dequantize(weight), bias);
+  const int64_t m = x.size(0), k = weight.cols(), n = weight.rows(), blocks = k / cpu::kQK8_0;
+  thread_local cpu::QuantizedActivations a;
+  cpu::quantize_activations(x.data<float>(), x.stride(0), m, k, cpu::kQK8_0, a);
+  std::vector<cpu::BlockQ8_0> xq(static_cast<size_t>(m * blocks));
+  for (int64_t i = 0; i < m * blocks; ++i) {  // d is an f16 value already: the conversion is exact
+    xq[i].d = float_to_f16_bits(a.d[i]);
+    std::memcpy(xq[i].qs, a.q.data() + i * cpu::kQK8_0, cpu::kQK8_0);
+  }
+  Tensor y = Tensor::empty({m, n});
+  cpu::quant_gemm(weight.type(), weight.data(), n, k, xq.data(), m, y.data<float>(), n);
+  if (bias.defined()) add_(y, bias);
+  return y;
+}
+
+// dx (M, K) = dy (M, N) W (N, K), W dequantised a tile of rows at a time (about 4 MiB of f32 each),
+// never the whole matrix at once
+Tensor linear_input_grad(const Tensor& dy, const QuantizedTensor& weight) {
+  const int64_t n = weight.rows(), tile = std::max<int64_t>(1, (int64_t{1} << 20) / std::max<int64_t>(weight.cols(), 1));
+  Tensor dx;
+  for (int64_t n0 = 0; n0 < n; n0 += tile) {
+    const int64_t rows = std::min(tile, n - n0);
+    const Tensor part = matmul(narrow(dy, 1, n0, rows), dequantize_rows(weight, n0, n0 + rows));
+    if (dx.defined()) add_(dx, part);
+    else dx = part;
+  }
+  return dx.defined() ? dx : zeros({dy.size(0), weight.cols()});
+}
+
+}  // namespace
 
 QuantizedTensor quantize(const Tensor& weight, QuantType type) {
   NF_CHECK(weight.defined() && weight.dim() == 2, "quantize: weight must be 2-D (rows, cols), got ",
@@ -41,10 +93,34 @@ Tensor dequantize(const QuantizedTensor& weight) { return dequantize_rows(weight
 
 Tensor linear(const Tensor& x, const QuantizedTensor& weight, const Tensor& bias) {
   NF_CHECK(weight.defined(), "linear: quantised weight is undefined");
+  NF_CHECK(x.defined() && x.dtype() == DType::f32, "linear: input must be f32 for a quantised weight, got ",
+           x.defined() ? dtype_name(x.dtype()) : "undefined");
   NF_CHECK(x.dim() >= 1 && x.size(-1) == weight.cols(), "linear: input ", shape_str(x.shape()),
            " does not match the ", quant_type_name(weight.type()), " weight (", weight.rows(), ", ", weight.cols(), ")");
-  // reference path: the weight dequantised, then the f32 product (quant_matmul.cpp replaces it)
-  return linear(x, dequantize(weight), bias);
+  if (bias.defined())
+    NF_CHECK(bias.dim() == 1 && bias.size(0) == weight.rows() && bias.dtype() == DType::f32, "linear: bias ",
+             dtype_name(bias.dtype()), " ", shape_str(bias.shape()), " does not match the ", quant_type_name(weight.type()),
+             " weight (", weight.rows(), ", ", weight.cols(), ") (expected f32 (", weight.rows(), "))");
+  Shape out_shape = x.shape();
+  out_shape.back() = weight.rows();
+  Tensor x2 = x.detach().reshape({-1, weight.cols()});
+  if (x2.size(1) > 1 && x2.stride(1) != 1) x2 = x2.contiguous();
+  Tensor out;
+  if (cpu::quant_gemv_applies(x2, weight)) {  // decoding: a few rows, W streamed once
+    out = Tensor::empty({x2.size(0), weight.rows()});
+    kQuantLinearGemv.get(x.device(), "linear")(out, x2, weight, bias.defined() ? bias.detach() : Tensor());
+  } else {
+    out = linear_many_rows(x2, weight, bias.defined() ? bias.detach() : Tensor());
+  }
+  out = out.view(out_shape);
+  autograd::record("linear", out, {x, bias}, [weight, in_shape = x.shape()](const Tensor& g, const autograd::Node& n) {
+    const Tensor g2 = g.reshape({-1, g.size(-1)});
+    std::vector<Tensor> grads(2);
+    if (n.needs_input_grad(0)) grads[0] = linear_input_grad(g2, weight).view(in_shape);
+    if (n.needs_input_grad(1)) grads[1] = sum(g2, {0});
+    return grads;
+  });
+  return out;
 }
 
 Tensor embedding(const QuantizedTensor& weight, const Tensor& ids) {

@@ -33,7 +33,7 @@ Scheduler::Scheduler(models::DecoderLM& model, const SchedulerOptions& options)
            ": must be in [2, the model's max_seq_len ", model.config().max_seq_len, "]");
   model_.eval();
   for (int64_t i = 0; i < options.parallel; ++i)
-    slots_.push_back({infer::CachedSequence(model_, context_, {.keep = options.keep}), false});
+    slots_.push_back({infer::CachedSequence(model_, context_, {.keep = options.keep}, options.cache_type), false});
   stats_.parallel = options.parallel;
   stats_.max_queue = options.max_queue;
   thread_ = std::thread([this] { run(); });

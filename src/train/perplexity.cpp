@@ -3,10 +3,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <vector>
 
 #include "nanoformer/autograd/grad_mode.h"
 #include "nanoformer/core/error.h"
+#include "nanoformer/ops/loss.h"
+#include "nanoformer/ops/view.h"
 
 namespace nf::train {
 
@@ -31,6 +34,8 @@ Perplexity evaluate_perplexity(models::DecoderLM& model, const TokenCorpus& corp
   model.eval();
   NoGradGuard no_grad;
   double loss_sum = 0.0;  // sum over targets of -log p(target)
+  std::optional<nn::KVCache> cache;
+  if (o.cache_type != QuantType::f32) cache.emplace(model.make_cache(std::min(per_pass, result.windows), L, o.cache_type));
   std::vector<TokenId> window(static_cast<size_t>(L) + 1);
   for (int64_t first = 0; first < result.windows; first += per_pass) {
     const int64_t B = std::min(per_pass, result.windows - first);
@@ -48,8 +53,15 @@ Perplexity evaluate_perplexity(models::DecoderLM& model, const TokenCorpus& corp
         y[b * L + t] = window[static_cast<size_t>(t) + 1];  // targets w[1:]
       }
     }
-    const models::LMOutput out = model.forward(inputs, targets);
-    loss_sum += out.token_loss.item() * static_cast<double>(B * L);
+    Tensor token_loss;
+    if (cache) {
+      cache->reset();
+      const Tensor logits = model.forward_cached(inputs, *cache);
+      token_loss = cross_entropy(reshape(logits, {-1, model.config().vocab_size}), reshape(targets, {-1}), -100);
+    } else {
+      token_loss = model.forward(inputs, targets).token_loss;
+    }
+    loss_sum += token_loss.item() * static_cast<double>(B * L);
     if (progress) progress(first + B);
   }
   result.tokens = result.windows * L;

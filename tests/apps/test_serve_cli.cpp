@@ -3,7 +3,7 @@
 // non-streamed greedy one (chat and text completions); max_tokens and stop strings cut the answer
 // where they should; /v1/models and /health; the API key; a full queue answers 503; a client that
 // disconnects mid-stream frees its sequence; bad requests get OpenAI's error JSON with the right
-// status, and the server keeps serving.
+// status, and the server keeps serving; a q8_0 KV cache answers as the f32 one does.
 #include <httplib.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -223,6 +223,23 @@ TEST_F(ServeCliTest, APaddedVocabularyIsNeverSampledBeyondTheTokenizer) {
     const json answer = post(client, "/v1/chat/completions", chat("Hello", sampling), 200);
     EXPECT_TRUE(answer["choices"][0]["message"].contains("content")) << answer;
   }
+}
+
+// --cache-type q8_0 (a model of head_dim 32: one q8_0 block per row) answers a greedy request with
+// what the f32 cache answers; a bad cache type is one line before the model loads.
+TEST_F(ServeCliTest, AQ8_0CacheAnswersAsTheF32CacheDoes) {
+  testing::save_tiny_chat_model(path("wide"), /*ascii_only=*/true, /*max_seq_len=*/256, 0, /*head_dim=*/32);
+  std::vector<json> answers;
+  for (const std::string type : {"f32", "q8_0"}) {
+    ServerProcess server(path(type + ".log"), {"--model", path("wide/model.safetensors"), "--cache-type", type});
+    httplib::Client client = server.client();
+    answers.push_back(post(client, "/v1/chat/completions", chat("Hello there", {{"max_tokens", 24}}), 200));
+    EXPECT_NE(testing::read_text(path(type + ".log")).find("KV cache " + type), std::string::npos) << type;
+  }
+  EXPECT_EQ(answers[1]["choices"][0]["message"]["content"], answers[0]["choices"][0]["message"]["content"]);
+  const auto bad = cli("serve --model '" + path("none/model.safetensors") + "' --cache-type q4 --port 0");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("--cache-type: 'q4' is not a KV cache type"), std::string::npos) << bad.err;
 }
 
 TEST_F(ServeCliTest, TheApiKeyIsRequired) {

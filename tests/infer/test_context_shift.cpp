@@ -4,8 +4,9 @@
 // QK-norm and GQA), ALiBi keys left as they are, learned positions re-encoded. (With one layer the
 // shifted keys and values are exactly those a fresh forward computes; deeper, the kept tokens'
 // hidden states remember what was dropped, as in llama.cpp's shift, so only learned positions,
-// which re-encode, are compared at depth 2.) A windowed model decodes past its window from a
-// ring buffer. --keep that holds the whole context stops with "context full".
+// which re-encode, are compared at depth 2.) A cache of q8_0 or bf16 keys shifts as well (keys
+// dequantised, rotated, quantised again), within its rounding. A windowed model decodes past its
+// window from a ring buffer. --keep that holds the whole context stops with "context full".
 #include <cstdio>
 
 #include "nanoformer/autograd/grad_mode.h"
@@ -36,13 +37,15 @@ std::vector<int64_t> tokens(int64_t n, int64_t seed) {
   return t;
 }
 
-// Fills a 16-position cache, shifts it (keep 3: positions 3 .. 8 dropped), feeds one more token;
-// returns the largest difference of its logits from a fresh forward over the kept tokens and it.
-double shift_error(const models::DecoderLMConfig& config) {
+// Fills a 16-position cache of cache_type, shifts it (keep 3: positions 3 .. 8 dropped), feeds one
+// more token; returns the largest difference of its logits from a fresh forward over the kept
+// tokens and it, and the largest of those logits.
+std::pair<double, double> shift_error_and_scale(const models::DecoderLMConfig& config,
+                                                QuantType cache_type = QuantType::f32) {
   models::DecoderLM model(config);
   model.eval();
   NoGradGuard no_grad;
-  CachedSequence sequence(model, 0, {.keep = 3});
+  CachedSequence sequence(model, 0, {.keep = 3}, cache_type);
   const std::vector<int64_t> first = tokens(16, 1);
   sequence.feed(first);
   EXPECT_TRUE(sequence.make_room(1));
@@ -52,8 +55,11 @@ double shift_error(const models::DecoderLMConfig& config) {
   const Tensor next = sequence.feed({42});
   kept.push_back(42);
   const Tensor fresh = model.forward(Tensor::from_vector(kept, {1, static_cast<int64_t>(kept.size())})).logits;
-  return max(abs(reshape(next, {-1}) - select(select(fresh, 0, 0), 0, fresh.size(1) - 1))).item();
+  const Tensor last = select(select(fresh, 0, 0), 0, fresh.size(1) - 1);
+  return {max(abs(reshape(next, {-1}) - last)).item(), max(abs(last)).item()};
 }
+
+double shift_error(const models::DecoderLMConfig& config) { return shift_error_and_scale(config).first; }
 
 TEST(ContextShift, NextLogitsEqualAFreshForwardOverTheKeptTokens) {
   const std::vector<std::pair<const char*, models::DecoderLMConfig>> cases = {
@@ -67,6 +73,22 @@ TEST(ContextShift, NextLogitsEqualAFreshForwardOverTheKeptTokens) {
     const double error = shift_error(config);
     std::printf("  %-22s max abs logit error after a shift %.2e\n", label, error);
     EXPECT_LE(error, 1e-5) << label;
+  }
+}
+
+// The bound is the cache type's rounding (tests/models/test_cached_decoding.cpp), 5 times d / 2 of
+// the logits' largest magnitude: the shifted keys are rounded twice (stored, then stored again
+// rotated), and without the rotation the RoPE model's error is many times that.
+TEST(ContextShift, AQuantisedCacheShiftsItsKeysWithinItsRounding) {
+  for (const bool rope : {true, false}) {
+    models::DecoderLMConfig c = tiny(rope ? nn::PositionKind::rope : nn::PositionKind::alibi, 1, 2, rope);
+    c.head_dim = 32;  // a whole q8_0 block per row
+    for (const auto& [type, bound] : {std::pair{QuantType::q8_0, 5 / 254.0}, std::pair{QuantType::bf16, 5 * 0x1p-9}}) {
+      const auto [error, scale] = shift_error_and_scale(c, type);
+      std::printf("  %-22s %-5s max abs logit error after a shift %.2e (logits up to %.2f)\n",
+                  rope ? "rope GQA + QK-norm" : "alibi GQA", quant_type_name(type), error, scale);
+      EXPECT_LE(error, bound * scale) << quant_type_name(type);
+    }
   }
 }
 

@@ -424,6 +424,10 @@ TEST_F(GGUF, BadValuesAreRefusedNamingTheKey) {
   b = good;
   std::memcpy(b.data() + find(b, "test.i8"), "test.u8", 7);
   expect_refused(b, {"key 'test.u8' appears twice"});
+  b = good;  // the first key's name cut to nothing (our writer refuses to write one)
+  put<uint64_t>(b, 24, 0);
+  b.erase(b.begin() + 32, b.begin() + 32 + 20);
+  expect_refused(b, {"key #0 has an empty name"});
   expect_refused(read_bytes(kFixtures + "nested_array.gguf"),
                  {"key 'test.nested' is an array of arrays, which nanoformer (like llama.cpp) does not read"});
 }
@@ -474,6 +478,10 @@ TEST_F(GGUF, BadTensorInfosAreRefusedNamingTheTensor) {
   put<uint64_t>(b, cube.dims + 16, 1);
   expect_refused(b, {"tensor 'cube' of f32 with dimensions [2305843009213693952, 2, 1] (innermost first) would take "
                      "more than 2^63 bytes"});
+  b = good;  // a name cut to nothing (found by fuzz_gguf: our writer refused to write the file back)
+  put<uint64_t>(b, find(b, "cube") - 8, 0);
+  b.erase(b.begin() + static_cast<std::ptrdiff_t>(find(b, "cube")), b.begin() + static_cast<std::ptrdiff_t>(find(b, "cube") + 4));
+  expect_refused(b, {"tensor #3 has an empty name"});
   b = good;
   std::memcpy(b.data() + find(b, "half"), "cube", 4);
   expect_refused(b, {"tensor 'cube' appears twice"});

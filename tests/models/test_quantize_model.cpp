@@ -68,9 +68,11 @@ TEST(QuantizedLinear, ForwardMultipliesByTheBlocksAndTheWeightLeavesTheParameter
     EXPECT_EQ(layer.state_dict().count("weight"), 0u);
     EXPECT_EQ(layer.num_parameters(), 64 * 24 + 24);
     EXPECT_NE(nn::describe(layer).find(std::string("weight (24, 64) ") + quant_type_name(type)), std::string::npos);
-    const Tensor x = randn({5, 64}, gen);
     const Tensor w = dequantize(layer.quantized_weight());
-    EXPECT_TENSOR_CLOSE(layer(x), linear(x, w, layer.bias), q8_activation_bound(x, w), 0.0);
+    for (int64_t rows : {1, 5, 70}) {  // decode's matrix-vector kernel, a few rows, prefill's GEMM
+      const Tensor x = randn({rows, 64}, gen);
+      EXPECT_TENSOR_CLOSE(layer(x), linear(x, w, layer.bias), q8_activation_bound(x, w), 0.0) << rows << " rows";
+    }
   }
 }
 

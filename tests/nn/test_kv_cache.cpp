@@ -1,15 +1,19 @@
-// KVCache: its storage (only the KV heads; rings of twice the window for sliding-window layers),
-// the step of a cached forward (position, per-layer columns), commit, rollback and reset, the
-// context shift, and bad input naming the numbers. MultiHeadAttention's cached forward against
-// its full forward for the schemes a decoder LM does not take (T5 bias, Transformer-XL) and QK-norm,
-// with both kernels.
+// KVCache: its storage (only the KV heads; rings of twice the window for sliding-window layers; the
+// bytes of each cache type), the step of a cached forward (position, per-layer columns), commit,
+// rollback and reset, the context shift, beams' rows, also in a q8_0 cache, and bad input naming
+// the numbers, the cache type and head_dim. MultiHeadAttention's cached forward against its full
+// forward for the schemes a decoder LM does not take (T5 bias, Transformer-XL) and QK-norm, with
+// both kernels; over a quantised cache, its decoding kernel (reading the rows in place) against
+// the plain kernel over the dequantised cache.
 #include <cstdio>
+#include <functional>
 
 #include "nanoformer/nn/attention.h"
 #include "nanoformer/nn/kv_cache.h"
 #include "nanoformer/nn/positional.h"
 #include "nanoformer/ops/elementwise.h"
 #include "nanoformer/ops/factory.h"
+#include "nanoformer/ops/join.h"
 #include "nanoformer/ops/reduce.h"
 #include "nanoformer/ops/view.h"
 #include "support/testing.h"
@@ -125,29 +129,138 @@ TEST(KVCache, BadInputNamesTheNumbers) {
                     "1 windows for 2 layers");
 }
 
-// The attention layer fed its sequence through a cache (prefill 5, one token at a time, then a
-// chunk of 3) against its full causal forward; returns the largest difference.
-double cached_attention_error(const AttentionConfig& config, std::shared_ptr<AttentionPosition> position) {
+// Each cache type's bytes: f32 4 per value, f16 and bf16 2, q8_0 34 per 32 (3.76 times less than f32).
+TEST(KVCache, EachCacheTypeCountsItsBytes) {
+  KVCacheShape shape{.n_layers = 2, .max_batch = 3, .n_kv_heads = 2, .head_dim = 64, .max_len = 10, .windows = {0, 3}};
+  const int64_t values = 2 * 3 * 2 * (10 + 6) * 64;  // keys and values; a full layer and a ring of 6
+  EXPECT_EQ(KVCache(shape).bytes(), values * 4);
+  for (const QuantType type : {QuantType::f16, QuantType::bf16}) {
+    shape.cache_type = type;
+    EXPECT_EQ(KVCache(shape).bytes(), values * 2) << quant_type_name(type);
+  }
+  shape.cache_type = QuantType::q8_0;
+  const KVCache q8(shape);
+  EXPECT_EQ(q8.bytes(), values / 32 * 34);
+  std::printf("  q8_0 cache: %lld bytes, f32 / q8_0 = %.2f\n", static_cast<long long>(q8.bytes()),
+              static_cast<double>(values * 4) / static_cast<double>(q8.bytes()));
+  EXPECT_FALSE(q8.layer(0).keys.defined());
+  const QuantizedKV& ring = q8.quantized_layer(1).keys;
+  EXPECT_EQ(ring.type(), QuantType::q8_0);
+  EXPECT_EQ(std::vector<int64_t>({ring.batch(), ring.heads(), ring.columns(), ring.head_dim()}),
+            std::vector<int64_t>({3, 2, 6, 64}));
+  EXPECT_FALSE(KVCache(small_shape()).quantized_layer(0).keys.defined());
+}
+
+TEST(KVCache, CacheTypesByNameAndTheHeadDimsQ8_0Takes) {
+  EXPECT_EQ(kv_cache_type_from_name("f32"), QuantType::f32);
+  EXPECT_EQ(kv_cache_type_from_name("f16"), QuantType::f16);
+  EXPECT_EQ(kv_cache_type_from_name("bf16"), QuantType::bf16);
+  EXPECT_EQ(kv_cache_type_from_name("q8_0"), QuantType::q8_0);
+  EXPECT_THROW_WITH(kv_cache_type_from_name("q4"), "--cache-type: 'q4' is not a KV cache type (f32, f16, bf16 or q8_0)");
+  KVCacheShape shape = small_shape();  // head_dim 4
+  shape.cache_type = QuantType::q8_0;
+  EXPECT_THROW_WITH(KVCache(shape), "--cache-type q8_0", "blocks of 32", "head_dim 4 is not a multiple of 32");
+  shape.head_dim = 32, shape.cache_type = QuantType::q4_0;
+  EXPECT_THROW_WITH(KVCache(shape), "cache type q4_0 is not one of f32, f16, bf16 or q8_0");
+}
+
+// (B, H, T, D) with every value of row (b, h, t) value(b, h, t).
+Tensor rows_of(int64_t B, int64_t H, int64_t T, int64_t D, const std::function<double(int64_t, int64_t, int64_t)>& value) {
+  Tensor x = Tensor::empty({B, H, T, D});
+  for (int64_t r = 0; r < B * H * T; ++r)
+    std::fill_n(x.data<float>() + r * D, D, static_cast<float>(value(r / (H * T), r / T % H, r % T)));
+  return x;
+}
+
+// Q8_0 stores a row of 32 equal values 127 n exactly (d = n, q = 127), so where rows move to can be
+// read back exactly: the ring's unrolling, the shift (keys dequantised, re-positioned, quantised
+// again; values moved as they are) and beams' rows.
+TEST(KVCache, AQ8_0CacheMovesItsRowsForTheRingTheShiftAndBeams) {
+  const auto n_at = [](const Tensor& rows, int64_t b, int64_t h, int64_t t) {  // n of row (b, h, t) of read()
+    return rows.data<float>()[((b * rows.size(1) + h) * rows.size(2) + t) * rows.size(3)] / 127.0f;
+  };
+  {  // a layer of window 3 in a context of 10: a ring of 6 columns
+    KVCache cache({.n_layers = 2, .max_batch = 1, .n_kv_heads = 2, .head_dim = 32, .max_len = 10,
+                   .cache_type = QuantType::q8_0, .windows = {0, 3}});
+    const auto write = [&](const KVCacheStep& step) {
+      for (int64_t l = 0; l < 2; ++l)
+        cache.quantized_layer(l).keys.write(
+            step.columns[static_cast<size_t>(l)],
+            rows_of(1, 2, step.new_tokens, 32, [&](int64_t, int64_t, int64_t t) { return 127.0 * (step.position + t); }));
+      cache.commit(step);
+    };
+    write(cache.begin(1, 4));
+    write(cache.begin(1, 2));
+    const KVCacheStep step = cache.begin(1, 1);
+    EXPECT_EQ(step.columns, (std::vector<int64_t>{6, 2}));
+    const Tensor ring = cache.quantized_layer(1).keys.read(1, 0, 2);
+    EXPECT_EQ(n_at(ring, 0, 1, 0), 4.0f);  // positions 4 and 5 moved to columns 0 and 1
+    EXPECT_EQ(n_at(ring, 0, 1, 1), 5.0f);
+  }
+  {  // drop positions 2 .. 4 of 8: keys re-positioned by -3 (the function adds 100 delta)
+    KVCache cache({.n_layers = 1, .max_batch = 1, .n_kv_heads = 1, .head_dim = 32, .max_len = 8,
+                   .cache_type = QuantType::q8_0});
+    const KVCacheStep step = cache.begin(1, 8);
+    const QuantizedLayerKV& layer = cache.quantized_layer(0);
+    layer.keys.write(0, rows_of(1, 1, 8, 32, [](int64_t, int64_t, int64_t t) { return 127.0 * t; }));
+    layer.values.write(0, rows_of(1, 1, 8, 32, [](int64_t, int64_t, int64_t t) { return 127.0 * 10 * t; }));
+    cache.commit(step);
+    ASSERT_TRUE(cache.shift(2, 3, [](const Tensor& keys, int64_t delta) { return keys + 127.0 * 100 * delta; }));
+    const Tensor keys = layer.keys.read(1, 0, 5), values = layer.values.read(1, 0, 5);
+    const std::vector<float> want_keys{0, 1, 5 - 300, 6 - 300, 7 - 300}, want_values{0, 10, 50, 60, 70};
+    for (int64_t t = 0; t < 5; ++t) {
+      EXPECT_EQ(n_at(keys, 0, 0, t), want_keys[static_cast<size_t>(t)]) << t;
+      EXPECT_EQ(n_at(values, 0, 0, t), want_values[static_cast<size_t>(t)]) << t;
+    }
+  }
+  {  // beams: rows 2, 0, 2 of 3
+    KVCache cache({.n_layers = 1, .max_batch = 3, .n_kv_heads = 2, .head_dim = 32, .max_len = 4,
+                   .cache_type = QuantType::q8_0});
+    const KVCacheStep step = cache.begin(3, 2);
+    for (const QuantizedKV& storage : {cache.quantized_layer(0).keys, cache.quantized_layer(0).values})
+      storage.write(0, rows_of(3, 2, 2, 32, [](int64_t b, int64_t h, int64_t t) { return 127.0 * (100 * b + 10 * h + t); }));
+    cache.commit(step);
+    cache.select_rows({2, 0, 2});
+    const std::vector<int64_t> parent{2, 0, 2};
+    for (const QuantizedKV& storage : {cache.quantized_layer(0).keys, cache.quantized_layer(0).values}) {
+      const Tensor rows = storage.read(3, 0, 2);
+      for (int64_t b = 0; b < 3; ++b)
+        for (int64_t h = 0; h < 2; ++h)
+          for (int64_t t = 0; t < 2; ++t)
+            EXPECT_EQ(n_at(rows, b, h, t), static_cast<float>(100 * parent[static_cast<size_t>(b)] + 10 * h + t));
+    }
+  }
+}
+
+// The attention layer fed its sequence through a cache of cache_type (prefill 5, one token at a
+// time, then a chunk of 3): its outputs, and those of its full causal forward.
+std::pair<Tensor, Tensor> cached_attention(const AttentionConfig& config, std::shared_ptr<AttentionPosition> position,
+                                           QuantType cache_type = QuantType::f32) {
   Generator gen(3);
   MultiHeadAttention attn(config, position, gen);
   attn.eval();
   if (position) position->eval();
   const int64_t B = 2, T = 11;
   const Tensor x = randn({B, T, config.dim}, gen);
-  const Tensor full_out = attn.forward(x);
   const AttentionConfig& c = attn.config();
-  KVCache cache({.n_layers = 1, .max_batch = B, .n_kv_heads = c.n_kv_heads, .head_dim = c.head_dim, .max_len = 12});
-  double error = 0;
+  KVCache cache({.n_layers = 1, .max_batch = B, .n_kv_heads = c.n_kv_heads, .head_dim = c.head_dim, .max_len = 12,
+                 .cache_type = cache_type});
+  std::vector<Tensor> outputs;
   int64_t column = 0;
   for (const int64_t n : {5, 1, 1, 1, 3}) {
     const KVCacheStep step = cache.begin(B, n);
     const CachedAttention layer = cache.at(0, step);
-    const Tensor out = attn.forward(narrow(x, 1, column, n), {.caches = {&layer, 1}});
+    outputs.push_back(attn.forward(narrow(x, 1, column, n), {.caches = {&layer, 1}}));
     cache.commit(step);
-    error = std::max(error, max(abs(out - narrow(full_out, 1, column, n))).item());
     column += n;
   }
-  return error;
+  return {cat(outputs, 1), attn.forward(x)};
+}
+
+// The largest difference of the cached forward from the full forward.
+double cached_attention_error(const AttentionConfig& config, std::shared_ptr<AttentionPosition> position) {
+  const auto [cached, full] = cached_attention(config, std::move(position));
+  return max(abs(cached - full)).item();
 }
 
 TEST(KVCacheAttention, CachedForwardEqualsTheFullForwardForEveryScheme) {
@@ -175,6 +288,47 @@ TEST(KVCacheAttention, CachedForwardEqualsTheFullForwardForEveryScheme) {
     const double error = cached_attention_error(config, position);
     std::printf("  %-26s max abs error %.2e\n", label, error);
     EXPECT_LE(error, 1e-5) << label;
+  }
+}
+
+// Over an f16, bf16 or q8_0 cache the fused kernel decodes from the rows in place; the plain kernel
+// (and any scheme with a score bias) attends over the cache dequantised: the two agree to f32
+// rounding. Both stay near the f32 forward, as the cache type rounds: each stored value is within
+// 2^-11 (f16) or 2^-9 (bf16) of itself relatively, and a Q8_0 value within d / 2 = max|x| / 254 of
+// its block's largest magnitude (0.4 %); the output, a mix of rounded values and weights that
+// rounded keys move by as little, moves by a like fraction of its scale: the bound is 5 times
+// that fraction of the outputs' largest magnitude.
+TEST(KVCacheAttention, AQuantizedCacheIsReadInPlaceAsTheDequantizedCacheWouldBe) {
+  const AttentionConfig gqa{.dim = 64, .n_heads = 4, .n_kv_heads = 2, .head_dim = 32, .causal = true};
+  const auto rope = [](const AttentionConfig& c) {
+    return make_attention_position({.kind = PositionKind::rope, .max_len = 16, .head_dim = c.head_dim});
+  };
+  AttentionConfig nanochat = gqa;
+  nanochat.qk_norm = true;
+  AttentionConfig windowed = gqa;
+  windowed.window = 4;
+  const std::vector<std::tuple<const char*, AttentionConfig, std::shared_ptr<AttentionPosition>>> cases = {
+      {"rope GQA", gqa, rope(gqa)},
+      {"rope + QK-norm", nanochat, rope(nanochat)},
+      {"rope, window 4", windowed, rope(windowed)},
+      {"ALiBi", gqa, std::make_shared<AlibiBias>(4)},
+      {"none", gqa, nullptr},
+  };
+  const std::vector<std::pair<QuantType, double>> types = {
+      {QuantType::f16, 5 * 0x1p-11}, {QuantType::bf16, 5 * 0x1p-9}, {QuantType::q8_0, 5 / 254.0}};
+  for (const auto& [label, config, position] : cases) {
+    for (const auto& [type, tolerance] : types) {
+      AttentionConfig plain = config;
+      plain.fused = false;
+      const auto [fused_out, full] = cached_attention(config, position, type);
+      const Tensor plain_out = cached_attention(plain, position, type).first;
+      const double kernels = max(abs(fused_out - plain_out)).item(), rounding = max(abs(fused_out - full)).item();
+      std::printf("  %-16s %-5s fused vs plain %.2e, vs the f32 forward %.2e (outputs up to %.2f)\n", label,
+                  quant_type_name(type), kernels, rounding, max(abs(full)).item());
+      EXPECT_LE(kernels, 1e-5) << label << " " << quant_type_name(type);
+      EXPECT_LE(rounding, tolerance * max(abs(full)).item()) << label << " " << quant_type_name(type);
+      EXPECT_GT(rounding, 0.0) << label << " " << quant_type_name(type);  // the cache did round
+    }
   }
 }
 

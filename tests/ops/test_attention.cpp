@@ -1,7 +1,7 @@
 // scaled_dot_product_attention: the fused kernel equals the plain composition forward and backward
 // (MHA, GQA, MQA, causal and not, masks of every kind, T = 1, Tq != Tk, T across tile borders,
 // decoding's few-query kernel, strided inputs, dropout), f64 finite-difference gradients of the fused kernel, fully masked rows,
-// errors, and the fused kernel's memory at long T.
+// errors, attention over a KV cache stored as f16, bf16 or Q8_0, and the fused kernel's memory at long T.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -234,6 +234,44 @@ TEST(Attention, ErrorsNameShapesAndValues) {
                     "key_padding", "(2, 6)", "(2, 5)");
   EXPECT_THROW_WITH(scaled_dot_product_attention(q, k2, k2, {.dropout_p = 1.0}), "dropout_p = 1");
   EXPECT_THROW_WITH(scaled_dot_product_attention(q, k2.to(DType::f64), k2), "f32", "f64");
+}
+
+// ---- over a KV cache stored in a type of its own (ops/quantized_kv.h) ----
+
+// Decoding's kernel reads f16, bf16 and Q8_0 rows where they are stored and equals attention over
+// the same keys and values dequantised to f32, up to f32 rounding (Q8_0's scale multiplies each
+// block's sum instead of each value): head dims of 1, 2, 4 blocks and 3 (no register-held path),
+// GQA, MQA, a chunk of 3 queries, a sliding window, a cache with more columns and rows than are
+// read, and a prefill-sized chunk (80 query rows per KV head) that attends over the dequantised rows.
+TEST(Attention, OverAQuantizedCacheEqualsAttentionOverItsDequantizedValues) {
+  const Geometry geometries[] = {
+      {"decode_gqa_d64", 2, 8, 2, 1, 133, 64}, {"decode_mha_d128", 1, 3, 3, 2, 70, 128},
+      {"decode_chunk_d32", 1, 4, 1, 3, 19, 32}, {"decode_d96", 1, 2, 1, 1, 10, 96},
+      {"prefill_chunk_d32", 1, 4, 2, 40, 50, 32},
+  };
+  const AttentionOptions options[] = {{.causal = true}, {.causal = true, .window = 7}, {.scale = 0.3}};
+  for (const QuantType type : {QuantType::f16, QuantType::bf16, QuantType::q8_0}) {
+    for (const Geometry& g : geometries) {
+      // the cache holds one row and 5 columns more than attention reads
+      const QuantizedKV k(type, g.B + 1, g.Hkv, g.Tk + 5, g.D), v(type, g.B + 1, g.Hkv, g.Tk + 5, g.D);
+      Generator gen(7);
+      k.write(0, randn({g.B + 1, g.Hkv, g.Tk + 5, g.D}, gen));
+      v.write(0, randn({g.B + 1, g.Hkv, g.Tk + 5, g.D}, gen));
+      const Tensor q = randn({g.B, g.H, g.Tq, g.D}, gen);
+      const Tensor keys = k.read(g.B, 0, g.Tk), values = v.read(g.B, 0, g.Tk);
+      for (const AttentionOptions& o : options) {
+        const Tensor got = scaled_dot_product_attention(q, k, v, g.Tk, o);
+        const Tensor want = scaled_dot_product_attention(q, keys, values, o);
+        EXPECT_TENSOR_CLOSE(got, want, 1e-5, 1e-5) << quant_type_name(type) << " " << g.name << " window " << o.window;
+      }
+    }
+  }
+  const QuantizedKV k(QuantType::q8_0, 1, 2, 8, 32);
+  EXPECT_THROW_WITH(scaled_dot_product_attention(zeros({2, 4, 1, 32}), k, k, 8), "B <= 1", "(2, 4, 1, 32)");
+  EXPECT_THROW_WITH(scaled_dot_product_attention(zeros({1, 4, 1, 32}), k, k, 9), "9 keys of a cache of 8 columns");
+  EXPECT_THROW_WITH(scaled_dot_product_attention(zeros({1, 4, 1, 32}), k, k, 8, {.dropout_p = 0.1}), "no mask",
+                    "dropout");
+  EXPECT_THROW_WITH(QuantizedKV(QuantType::q8_0, 1, 2, 8, 48), "q8_0", "blocks of 32", "head_dim 48");
 }
 
 // ---- memory ----

@@ -2,7 +2,8 @@
 // different prompts, lengths and samplers, each get exactly the tokens a Session gives them alone,
 // while the steps really decode several rows at once; the queue bound; cancelling a queued or a
 // running sequence; a refused prompt; a slot's prefix reused by the next turn; stop from on_token;
-// an on_token that throws ends its own sequence only.
+// an on_token that throws ends its own sequence only; slots with q8_0 caches give what a q8_0 Session
+// gives alone.
 // Every wait has a deadline: a scheduler that never answers fails the test instead of hanging it.
 #include "nanoformer/serve/scheduler.h"
 
@@ -80,6 +81,26 @@ TEST(Scheduler, BatchedSequencesGetWhatEachGetsAlone) {
   EXPECT_EQ(stats.completed, 7);
   // 7 sequences over 3 slots: later ones joined while others ran, and steps decoded several rows
   EXPECT_GT(stats.decoded_rows, 2 * stats.decode_steps) << stats.decoded_rows << " rows in " << stats.decode_steps << " steps";
+}
+
+TEST(Scheduler, Q8_0CachesGiveWhatAQ8_0SessionGivesAlone) {
+  const auto model = testing::tiny_lm(48, /*head_dim=*/32);
+  const std::vector<std::vector<int64_t>> prompts{{5, 9, 13}, {1}, {7, 7, 7, 7, 2}, {3, 4}};
+  const std::vector<int64_t> lengths{12, 20, 9, 16};
+  std::vector<std::vector<int64_t>> alone;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    infer::Session session(*model, 0, {}, QuantType::q8_0);
+    infer::Sampler sampler({.temperature = 0});
+    alone.push_back(session.generate(prompts[i], sampler, {.max_new_tokens = lengths[i]}).tokens);
+  }
+  std::vector<Tracked> runs(prompts.size());
+  {
+    Scheduler scheduler(*model, {.parallel = 2, .max_queue = 8, .context = 0, .cache_type = QuantType::q8_0});
+    for (size_t i = 0; i < prompts.size(); ++i)
+      ASSERT_TRUE(scheduler.submit(tracked(runs[i], prompts[i], {.temperature = 0}, lengths[i])));
+    for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(outcome(runs[i]).completion_tokens, lengths[i]);
+  }
+  for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(runs[i].tokens, alone[i]) << "sequence " << i;
 }
 
 TEST(Scheduler, TheQueueIsBoundedAndCancellingFreesTheSequence) {

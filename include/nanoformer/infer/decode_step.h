@@ -29,11 +29,13 @@ struct ContextShift {
 // A sequence in its own KV cache: tokens() are what the cache holds, in order.
 class CachedSequence {
  public:
-  // A cache of one row and max_len positions (0: the model's max_seq_len).
-  CachedSequence(models::DecoderLM& model, int64_t max_len = 0, ContextShift shift = {});
+  // A cache of one row and max_len positions (0: the model's max_seq_len), of cache_type (nn/kv_cache.h).
+  CachedSequence(models::DecoderLM& model, int64_t max_len = 0, ContextShift shift = {},
+                 QuantType cache_type = QuantType::f32);
 
   const std::vector<int64_t>& tokens() const { return tokens_; }
   nn::KVCache& cache() { return cache_; }
+  const nn::KVCache& cache() const { return cache_; }
   int64_t max_len() const { return cache_.shape().max_len; }
   void reset();
 

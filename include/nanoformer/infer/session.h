@@ -28,9 +28,10 @@ struct GenerationResult {
 
 class Session {
  public:
-  // A cache for one sequence of up to max_len tokens (0: the model's max_seq_len), continued past
-  // that by `shift` (infer/decode_step.h).
-  explicit Session(models::DecoderLM& model, int64_t max_len = 0, ContextShift shift = {});
+  // A cache for one sequence of up to max_len tokens (0: the model's max_seq_len), stored as
+  // cache_type (nn/kv_cache.h), continued past that by `shift` (infer/decode_step.h).
+  explicit Session(models::DecoderLM& model, int64_t max_len = 0, ContextShift shift = {},
+                   QuantType cache_type = QuantType::f32);
 
   using OnToken = infer::OnToken;
   // `sequence` is the whole sequence to continue (the prompt; in a chat, the conversation so far).
@@ -46,6 +47,7 @@ class Session {
   // context shift, without the dropped tokens).
   const std::vector<int64_t>& cached_tokens() const { return sequence_.tokens(); }
   int64_t max_len() const { return sequence_.max_len(); }
+  const nn::KVCache& cache() const { return sequence_.cache(); }
   void reset() { sequence_.reset(); }
 
  private:

@@ -18,6 +18,7 @@ class AlibiBias : public AttentionPosition {
   explicit AlibiBias(int64_t n_heads);
   // (1, H, Tq, Tk) in q's dtype: -m_h |(q_offset + a) - (k_offset + b)|
   Tensor score_bias(const Tensor& q, const Tensor& k, int64_t q_offset, int64_t k_offset) override;
+  bool has_score_bias() const override { return true; }
   Tensor slopes;  // (H) f64, a non-persistent buffer
 
  private:

@@ -103,6 +103,8 @@ class MultiHeadAttention : public Module {
                 int64_t k_position, Tensor* weights);
   // One cache's rows: writes its new k, v and attends over its prefix and them.
   Tensor attend_cached(const Tensor& q, const Tensor& k, const Tensor& v, const CachedAttention& cache);
+  // The same over a cache of type f16, bf16 or q8_0: the new keys and values quantised in, and read in place.
+  Tensor attend_quantized_cache(const Tensor& q, const Tensor& k, const Tensor& v, const CachedAttention& cache);
 
   AttentionConfig config_;  // n_kv_heads, head_dim and context_dim resolved
   std::shared_ptr<AttentionPosition> position_;

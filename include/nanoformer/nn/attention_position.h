@@ -26,6 +26,9 @@ class AttentionPosition : public Module {
   // the scheme adds none (RoPE). q and k are the (rotated) queries and keys: Transformer-XL's
   // score depends on them, ALiBi's and T5's do not.
   virtual Tensor score_bias(const Tensor& q, const Tensor& k, int64_t q_offset, int64_t k_offset) { return {}; }
+  // Whether score_bias adds a bias (ALiBi, T5, Transformer-XL): a KV cache stored in a type of its own
+  // then hands attention its keys as a tensor.
+  virtual bool has_score_bias() const { return false; }
 };
 
 }  // namespace nf::nn

@@ -5,7 +5,10 @@
 // Storage: per layer, keys and values (max_batch, n_kv_heads, columns, head_dim), preallocated
 // (zeros): only the KV heads (GQA/MQA keep H / Hkv times less than H heads would), keys stored
 // after rotation (RoPE) and QK-norm, so a step rotates only its new tokens. Every row of a cache
-// sits at the same position (one sequence, or beams of one sequence).
+// sits at the same position (one sequence, or beams of one sequence). The cache type (--cache-type,
+// llama.cpp's -ctk / -ctv) says how they are stored: f32 as computed, in tensors of the model's
+// dtype; f16, bf16 or q8_0 quantised row by row as they are written (ops/quantized_kv.h; q8_0 is
+// 34 bytes per 32 values, 3.8 times less than f32), which decoding's attention reads in place.
 //
 // A full-attention layer has max_len columns: column t holds position t. A sliding-window layer
 // (window W: a query sees its W most recent keys, itself included) needs only its last W - 1 keys
@@ -20,9 +23,12 @@
 // in the middle to continue past max_len (the model re-positions the kept keys: DecoderLM::shift_context).
 #include <cstdint>
 #include <functional>
+#include <string_view>
 #include <vector>
 
+#include "nanoformer/core/quant_type.h"
 #include "nanoformer/core/tensor.h"
+#include "nanoformer/ops/quantized_kv.h"
 
 namespace nf::nn {
 
@@ -32,13 +38,23 @@ struct KVCacheShape {
   int64_t n_kv_heads = 0;
   int64_t head_dim = 0;
   int64_t max_len = 0;           // positions: the longest context the cache holds
-  DType dtype = DType::f32;
+  DType dtype = DType::f32;      // of the keys and values the model computes
+  // How they are stored: f32 (as computed, in dtype), f16, bf16 or q8_0 (head_dim a multiple of 32)
+  QuantType cache_type = QuantType::f32;
   std::vector<int64_t> windows{};  // per layer: the sliding window W, 0 = full attention; empty = all full
 };
+
+// A cache type by its name, as --cache-type takes it: f32, f16, bf16 or q8_0 (an nf::Error naming
+// the flag and the names otherwise).
+QuantType kv_cache_type_from_name(std::string_view name);
 
 // One layer's storage: keys and values (max_batch, n_kv_heads, columns, head_dim).
 struct LayerKV {
   Tensor keys, values;
+};
+// The same in a cache of type f16, bf16 or q8_0.
+struct QuantizedLayerKV {
+  QuantizedKV keys, values;
 };
 
 // What every layer of one cached forward shares: T new tokens for the cache's first `batch` rows,
@@ -52,7 +68,8 @@ struct KVCacheStep {
 // A layer's part of a cached forward: its storage, where the step's tokens go, and the step.
 // Column 0 sits at position step->position - column.
 struct CachedAttention {
-  LayerKV kv;
+  LayerKV kv;                  // a cache of type f32 (else undefined)
+  QuantizedLayerKV quantized;  // of another type (else undefined)
   int64_t column = 0;
   const KVCacheStep* step = nullptr;
 };
@@ -66,8 +83,9 @@ class KVCache {
   int64_t batch() const { return batch_; }       // rows in use (0 when empty)
   // The most new tokens one forward may take: max_len, or less with ring-buffered windowed layers.
   int64_t max_step() const;
-  const LayerKV& layer(int64_t i) const;
-  int64_t bytes() const;  // of the storage
+  const LayerKV& layer(int64_t i) const;                     // cache type f32 (else undefined tensors)
+  const QuantizedLayerKV& quantized_layer(int64_t i) const;  // the other types (else undefined)
+  int64_t bytes() const;  // of the storage, in the cache type
 
   // Checks that `new_tokens` more tokens for `batch` rows fit (naming the numbers when not), makes
   // room in the ring-buffered layers, and describes that forward; `commit` records it once every
@@ -98,9 +116,10 @@ class KVCache {
  private:
   struct Layer {
     LayerKV kv;
-    int64_t window = 0;  // 0 = full
-    int64_t length = 0;  // columns filled; column 0 holds position position_ - length
-    int64_t columns() const { return kv.keys.size(2); }
+    QuantizedLayerKV quantized;
+    int64_t window = 0;   // 0 = full
+    int64_t columns = 0;  // of the storage
+    int64_t length = 0;   // columns filled; column 0 holds position position_ - length
   };
   // Whether layer l, holding positions up to `position` (exclusive) from `first` on, still has
   // every key the window of the token at `position` reaches.

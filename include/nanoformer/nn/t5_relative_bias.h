@@ -25,6 +25,7 @@ class T5RelativeBias : public AttentionPosition {
                  Generator& gen = default_generator());
   // (1, H, Tq, Tk): w[bucket((k_offset + b) - (q_offset + a)), h]
   Tensor score_bias(const Tensor& q, const Tensor& k, int64_t q_offset, int64_t k_offset) override;
+  bool has_score_bias() const override { return true; }
   std::shared_ptr<Embedding> relative_attention_bias;
 
  private:

@@ -25,6 +25,7 @@ class XLRelativePosition : public AttentionPosition {
                      Generator& gen = default_generator());
   // q (B, H, Tq, D), k (B, Hkv, Tk, D) with H a multiple of Hkv -> (B, H, Tq, Tk)
   Tensor score_bias(const Tensor& q, const Tensor& k, int64_t q_offset, int64_t k_offset) override;
+  bool has_score_bias() const override { return true; }
 
   double score_scale() const { return scale_; }
   Tensor u, v;

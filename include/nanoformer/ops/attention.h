@@ -22,6 +22,7 @@
 
 #include "nanoformer/core/generator.h"
 #include "nanoformer/core/tensor.h"
+#include "nanoformer/ops/quantized_kv.h"
 
 namespace nf {
 
@@ -64,5 +65,13 @@ struct AttentionWithWeights {
 AttentionWithWeights scaled_dot_product_attention_with_weights(const Tensor& q, const Tensor& k, const Tensor& v,
                                                                const AttentionOptions& options = {},
                                                                Generator& gen = default_generator());
+
+// Inference over a KV cache stored in a type of its own (ops/quantized_kv.h): q (B, H, Tq, D) f32
+// attends over columns 0 .. length - 1 of rows b < B of k and v, (B, Hkv, length, D), as above; no
+// autograd. Decoding's queries (Tq x H / Hkv <= 16) read the keys and values where they are stored
+// (Q8_0: s = sum over blocks of d sum q x); longer ones attend over them dequantised to f32. Takes
+// causal, window and scale; no mask, key padding or dropout.
+Tensor scaled_dot_product_attention(const Tensor& q, const QuantizedKV& k, const QuantizedKV& v, int64_t length,
+                                    const AttentionOptions& options = {});
 
 }  // namespace nf

@@ -33,6 +33,7 @@ struct SchedulerOptions {
   int64_t max_queue = 64;   // sequences waiting for a slot at most; submit() refuses beyond
   int64_t context = 0;      // tokens per slot (0: the model's max_seq_len)
   int64_t keep = 0;         // --keep: tokens at a slot's start that its context shift never drops
+  QuantType cache_type = QuantType::f32;  // --cache-type: how the slots' caches store keys and values
 };
 
 struct SequenceOutcome {

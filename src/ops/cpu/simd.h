@@ -1,13 +1,25 @@
 #pragma once
 // The vector unit the build targets (-march=native): `Simd::V` holds `width` floats, with loads, a
 // load of the first n < width floats (the rest zero) for the tail of a row, fused multiply-add and
-// a horizontal sum. AVX-512, AVX2 + FMA, or scalar. Used by the hand-written f32 kernels of
+// a horizontal sum, and loads that widen `width` stored values to floats (bf16, f16, int8: a KV
+// cache's storage types). AVX-512, AVX2 + FMA, or scalar. Used by the hand-written f32 kernels of
 // decoding (gemv.cpp, attention_decode.cpp).
 #include <immintrin.h>
 
 #include <cstdint>
 
+#include "nanoformer/core/dtype.h"
+
 namespace nf::cpu {
+
+// An f16 bit pattern as a float: the F16C instruction where the build has it.
+inline float f16_to_float(uint16_t h) {
+#if defined(__F16C__)
+  return _cvtsh_ss(h);
+#else
+  return f16_bits_to_float(h);
+#endif
+}
 
 #if defined(__AVX512F__)
 struct Simd {
@@ -19,6 +31,14 @@ struct Simd {
   static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
   static V load_first(const float* p, int64_t n) { return _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1), p); }
   static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  // width stored values widened to floats: bf16 (the high half of an f32), f16, int8
+  static V load_bf16(const uint16_t* p) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16));
+  }
+  static V load_f16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+  static V load_i8(const int8_t* p) {
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  }
   static float sum(V v) {  // halves, then quarters, added within the register (the masked forms:
                            // GCC 12's unmasked ones trip -Wmaybe-uninitialized on their filler)
     v = _mm512_add_ps(v, _mm512_mask_shuffle_f32x4(v, 0xffff, v, v, 0b01001110));
@@ -52,6 +72,21 @@ struct Simd {
     return _mm256_maskload_ps(p, _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), lanes));  // lane < n
   }
   static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static V load_bf16(const uint16_t* p) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 16));
+  }
+  static V load_f16(const uint16_t* p) {
+#if defined(__F16C__)
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+#else
+    alignas(32) float x[8];
+    for (int i = 0; i < 8; ++i) x[i] = f16_bits_to_float(p[i]);
+    return _mm256_load_ps(x);
+#endif
+  }
+  static V load_i8(const int8_t* p) {
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+  }
   static float sum(V v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -73,6 +108,9 @@ struct Simd {
   static void store(float* p, V v) { *p = v; }
   static V load_first(const float* p, int64_t) { return *p; }
   static V fma(V a, V b, V c) { return a * b + c; }
+  static V load_bf16(const uint16_t* p) { return bf16_bits_to_float(*p); }
+  static V load_f16(const uint16_t* p) { return f16_bits_to_float(*p); }
+  static V load_i8(const int8_t* p) { return static_cast<float>(*p); }
   static float sum(V v) { return v; }
   static void sum4(V a, V b, V c, V d, float* out) { out[0] = a, out[1] = b, out[2] = c, out[3] = d; }
 };

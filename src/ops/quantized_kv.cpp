@@ -1,0 +1,82 @@
+// QuantizedKV: a KV cache layer's rows in a storage type, quantised as written (ops/quantized_kv.h).
+#include "nanoformer/ops/quantized_kv.h"
+
+#include <cstring>
+
+#include "nanoformer/core/error.h"
+#include "ops/cpu/loops.h"
+#include "ops/cpu/quant_rows.h"
+
+namespace nf {
+
+QuantizedKV::QuantizedKV(QuantType type, int64_t batch, int64_t heads, int64_t columns, int64_t head_dim)
+    : batch_(batch), heads_(heads), columns_(columns) {
+  NF_CHECK(batch > 0 && heads > 0 && columns > 0 && head_dim > 0, "QuantizedKV: batch ", batch, ", heads ", heads,
+           ", columns ", columns, " and head_dim ", head_dim, " must all be positive");
+  const int64_t block = quant_type_info(type).block_size;
+  NF_CHECK(head_dim % block == 0, "QuantizedKV: ", quant_type_name(type), " stores rows in blocks of ", block,
+           " values; head_dim ", head_dim, " is not a multiple of ", block);
+  rows_ = QuantizedTensor::empty(type, batch * heads * columns, head_dim);
+  std::memset(rows_.mutable_data(), 0, rows_.nbytes());  // zero bytes are zeros in every type
+}
+
+void QuantizedKV::check_range(const char* what, int64_t batch, int64_t from, int64_t n) const {
+  NF_CHECK(defined() && batch >= 0 && batch <= batch_ && from >= 0 && n >= 0 && from + n <= columns_, "QuantizedKV: ",
+           what, " of rows 0 .. ", batch - 1, ", columns ", from, " .. ", from + n - 1, " outside (", batch_, ", ",
+           heads_, ", ", columns_, ")");
+}
+
+void QuantizedKV::write(int64_t column, const Tensor& x) const {
+  NF_CHECK(x.dim() == 4 && x.size(1) == heads_ && x.size(3) == head_dim(), "QuantizedKV: writes (B, heads = ", heads_,
+           ", T, head_dim = ", head_dim(), "), got ", shape_str(x.shape()));
+  check_range("write", x.size(0), column, x.size(2));
+  // rows of contiguous f32 values, at any strides
+  Tensor f = x.to(DType::f32);
+  if (f.stride(3) != 1) f = f.contiguous();
+  const int64_t B = f.size(0), T = f.size(2), D = head_dim();
+  cpu::parallel_for(B * heads_ * T, kParallelGrain / D, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t b = r / (heads_ * T), h = r / T % heads_, t = r % T;
+      const float* src = f.data<float>() + b * f.stride(0) + h * f.stride(1) + t * f.stride(2);
+      cpu::quantize_row(type(), src, mutable_row(b, h, column + t), D);
+    }
+  });
+}
+
+Tensor QuantizedKV::read(int64_t batch, int64_t from, int64_t n) const {
+  check_range("read", batch, from, n);
+  const int64_t D = head_dim();
+  Tensor out = Tensor::empty({batch, heads_, n, D});
+  float* dst = out.data<float>();
+  cpu::parallel_for(batch * heads_ * n, kParallelGrain / D, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r)  // r = (b heads + h) n + t: out's row order
+      cpu::dequantize_row(type(), row(r / (heads_ * n), r / n % heads_, from + r % n), dst + r * D, D);
+  });
+  return out;
+}
+
+void QuantizedKV::move_columns(int64_t batch, int64_t from, int64_t to, int64_t n) const {
+  check_range("move", batch, from, n);
+  check_range("move", batch, to, n);
+  if (n == 0 || from == to) return;
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t h = 0; h < heads_; ++h)  // a head's columns are consecutive rows
+      std::memmove(mutable_row(b, h, to), row(b, h, from), static_cast<size_t>(n) * row_bytes());
+}
+
+void QuantizedKV::select_rows(const std::vector<int64_t>& rows, int64_t n) const {
+  const auto count = static_cast<int64_t>(rows.size());
+  check_range("select", count, 0, n);
+  for (const int64_t r : rows) NF_CHECK(r >= 0 && r < batch_, "QuantizedKV: row ", r, " selected of ", batch_);
+  const size_t head_bytes = static_cast<size_t>(n) * row_bytes();
+  std::vector<unsigned char> copy(static_cast<size_t>(count * heads_) * head_bytes);  // first: rows may repeat
+  for (int64_t r = 0; r < count; ++r)
+    for (int64_t h = 0; h < heads_; ++h)
+      std::memcpy(copy.data() + static_cast<size_t>(r * heads_ + h) * head_bytes, row(rows[static_cast<size_t>(r)], h, 0),
+                  head_bytes);
+  for (int64_t r = 0; r < count; ++r)
+    for (int64_t h = 0; h < heads_; ++h)
+      std::memcpy(mutable_row(r, h, 0), copy.data() + static_cast<size_t>(r * heads_ + h) * head_bytes, head_bytes);
+}
+
+}  // namespace nf

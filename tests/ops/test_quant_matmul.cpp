@@ -1,0 +1,448 @@
+// The decode product over quantised weights (ops/cpu/quant_matmul.h) and linear(x, QuantizedTensor):
+// activation quantisation bit for bit against the reference Q8_0 rows, each per-block dot product
+// (AVX2 and scalar) against the formulas of quant_blocks.h decoded here independently, the product
+// against x's quantised values times the decoded weight in f64, and against the f32 linear within
+// the error that quantising x allows; odd shapes, thread counts, bias and gradients.
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "nanoformer/core/parallel.h"
+#include "nanoformer/ops/quantized.h"
+#include "ops/cpu/quant_blocks.h"
+#include "ops/cpu/quant_gemm.h"
+#include "ops/cpu/quant_matmul.h"
+#include "ops/cpu/quant_rows.h"
+#include "support/testing.h"
+
+namespace nf {
+namespace {
+
+using cpu::QuantizedActivations;
+
+// ---- the weight formulas of quant_blocks.h, written out: row -> values ----
+
+// A row's values, and for each the sum of the magnitudes of the terms that make it (|d (q - o)| +
+// |m|, |d sc q| + |dmin mn|, ...): what bounds the rounding of a kernel that sums the terms apart.
+struct DecodedRow {
+  std::vector<double> value, magnitude;
+};
+
+double f16(uint16_t h) { return f16_bits_to_float(h); }
+
+template <class Block>
+const Block& block_at(const void* row, int64_t b) {
+  return static_cast<const Block*>(row)[b];
+}
+
+DecodedRow decode_row(QuantType type, const void* row, int64_t k) {
+  DecodedRow out;
+  const auto add = [&](double scale, int q, double m) {
+    out.value.push_back(scale * q + m);
+    out.magnitude.push_back(std::abs(scale * q) + std::abs(m));
+  };
+  const int64_t block = quant_type_info(type).block_size;
+  for (int64_t b = 0; b < k / block; ++b) {
+    switch (type) {
+      case QuantType::q8_0: {
+        const auto& blk = block_at<cpu::BlockQ8_0>(row, b);
+        for (int j = 0; j < 32; ++j) add(f16(blk.d), blk.qs[j], 0);
+        break;
+      }
+      case QuantType::q4_0:
+      case QuantType::q4_1: {  // q[j] low nibble of qs[j], q[j + 16] its high nibble
+        const bool min = type == QuantType::q4_1;
+        const uint8_t* qs = min ? block_at<cpu::BlockQ4_1>(row, b).qs : block_at<cpu::BlockQ4_0>(row, b).qs;
+        const double d = f16(min ? block_at<cpu::BlockQ4_1>(row, b).d : block_at<cpu::BlockQ4_0>(row, b).d);
+        const double m = min ? f16(block_at<cpu::BlockQ4_1>(row, b).m) : 0.0;
+        for (int j = 0; j < 32; ++j) add(d, (j < 16 ? qs[j] & 15 : qs[j - 16] >> 4) - (min ? 0 : 8), m);
+        break;
+      }
+      case QuantType::q5_0:
+      case QuantType::q5_1: {  // as Q4, plus bit j of qh as value j's fifth bit
+        const bool min = type == QuantType::q5_1;
+        const uint8_t* qs = min ? block_at<cpu::BlockQ5_1>(row, b).qs : block_at<cpu::BlockQ5_0>(row, b).qs;
+        const uint8_t* qh = min ? block_at<cpu::BlockQ5_1>(row, b).qh : block_at<cpu::BlockQ5_0>(row, b).qh;
+        const double d = f16(min ? block_at<cpu::BlockQ5_1>(row, b).d : block_at<cpu::BlockQ5_0>(row, b).d);
+        const double m = min ? f16(block_at<cpu::BlockQ5_1>(row, b).m) : 0.0;
+        for (int j = 0; j < 32; ++j) {
+          const int low = j < 16 ? qs[j] & 15 : qs[j - 16] >> 4, high = (qh[j / 8] >> (j % 8)) & 1;
+          add(d, (low | (high << 4)) - (min ? 0 : 16), m);
+        }
+        break;
+      }
+      case QuantType::q4_k: {  // ggml's get_scale_min_k4 and dequantize_row_q4_K
+        const auto& blk = block_at<cpu::BlockQ4_K>(row, b);
+        const uint8_t* q = blk.scales;
+        for (int j = 0; j < 8; ++j) {
+          const int sc = j < 4 ? q[j] & 63 : (q[j + 4] & 0xf) | ((q[j - 4] >> 6) << 4);
+          const int mn = j < 4 ? q[j + 4] & 63 : (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+          for (int l = 0; l < 32; ++l) {
+            const uint8_t byte = blk.qs[32 * (j / 2) + l];
+            add(f16(blk.d) * sc, j % 2 == 0 ? byte & 0xf : byte >> 4, -f16(blk.dmin) * mn);
+          }
+        }
+        break;
+      }
+      case QuantType::q6_k: {  // dequantize_row_q6_K: two halves of 128, four runs of 32 each
+        const auto& blk = block_at<cpu::BlockQ6_K>(row, b);
+        std::vector<int> q(256);
+        for (int h = 0; h < 2; ++h)
+          for (int l = 0; l < 32; ++l) {
+            const uint8_t* ql = blk.ql + 64 * h;
+            const uint8_t qh = blk.qh[32 * h + l];
+            q[128 * h + l] = (ql[l] & 0xf) | ((qh & 3) << 4);
+            q[128 * h + l + 32] = (ql[l + 32] & 0xf) | (((qh >> 2) & 3) << 4);
+            q[128 * h + l + 64] = (ql[l] >> 4) | (((qh >> 4) & 3) << 4);
+            q[128 * h + l + 96] = (ql[l + 32] >> 4) | (((qh >> 6) & 3) << 4);
+          }
+        for (int i = 0; i < 256; ++i) add(f16(blk.d) * blk.scales[i / 16], q[static_cast<size_t>(i)] - 32, 0);
+        break;
+      }
+      default: ADD_FAILURE() << "no decoder for " << quant_type_name(type);
+    }
+  }
+  return out;
+}
+
+// The f16 fields of a block: d, and m or dmin.
+std::vector<size_t> scale_offsets(QuantType type) {
+  switch (type) {
+    case QuantType::q8_0: return {offsetof(cpu::BlockQ8_0, d)};
+    case QuantType::q4_0: return {offsetof(cpu::BlockQ4_0, d)};
+    case QuantType::q4_1: return {offsetof(cpu::BlockQ4_1, d), offsetof(cpu::BlockQ4_1, m)};
+    case QuantType::q5_0: return {offsetof(cpu::BlockQ5_0, d)};
+    case QuantType::q5_1: return {offsetof(cpu::BlockQ5_1, d), offsetof(cpu::BlockQ5_1, m)};
+    case QuantType::q4_k: return {offsetof(cpu::BlockQ4_K, d), offsetof(cpu::BlockQ4_K, dmin)};
+    case QuantType::q6_k: return {offsetof(cpu::BlockQ6_K, d)};
+    default: return {};
+  }
+}
+
+// rows x cols of `type` with random integers and scales; `unit_scales` sets every f16 scale to 1
+QuantizedTensor random_weight(QuantType type, int64_t rows, int64_t cols, std::mt19937& rng, bool unit_scales = false) {
+  QuantizedTensor w = QuantizedTensor::empty(type, rows, cols);
+  auto* bytes = static_cast<unsigned char*>(w.mutable_data());
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (size_t i = 0; i < w.nbytes(); ++i) bytes[i] = static_cast<unsigned char>(byte(rng));
+  if (type == QuantType::q8_0)  // Q8_0 stores [-127, 127]
+    for (size_t i = 0; i < w.nbytes(); ++i)
+      if (i % sizeof(cpu::BlockQ8_0) >= 2 && bytes[i] == 0x80) bytes[i] = 0x81;
+  std::uniform_real_distribution<float> scale(-0.02f, 0.02f);
+  const size_t block_bytes = static_cast<size_t>(quant_type_info(type).block_bytes);
+  for (size_t b = 0; b < w.nbytes() / block_bytes; ++b)
+    for (size_t off : scale_offsets(type)) {
+      const uint16_t h = float_to_f16_bits(unit_scales ? 1.0f : scale(rng));
+      std::memcpy(bytes + b * block_bytes + off, &h, 2);
+    }
+  return w;
+}
+
+// ---- activation quantisation ----
+
+TEST(QuantActivations, Block32EqualsTheReferenceQ8_0RowsBitForBit) {
+  Generator gen(1);
+  Tensor x = randn({3, 256}, gen);
+  float* p = x.data<float>();
+  for (int j = 0; j < 32; ++j) p[32 + j] = 0.0f;  // an all-zero block: d = 0, q = 0
+  // a block with max 127 (d = 1): the ties x.5 round away from zero as roundf (not to even)
+  const float ties[] = {127.0f, 2.5f, -3.5f, 0.5f, -0.5f, 1.5f, -126.5f};
+  for (int j = 0; j < 32; ++j) p[64 + j] = j < 7 ? ties[j] : static_cast<float>(j) - 16.25f;
+  for (bool scalar : {false, true}) {
+    SCOPED_TRACE(scalar ? "scalar" : "as built");
+    QuantizedActivations a;
+    cpu::quantize_activations(x.data<float>(), 256, 3, 256, 32, a, scalar);
+    for (int64_t r = 0; r < 3; ++r) {
+      std::vector<cpu::BlockQ8_0> ref(8);
+      cpu::quantize_row(QuantType::q8_0, p + r * 256, ref.data(), 256);
+      for (int64_t b = 0; b < 8; ++b) {
+        EXPECT_EQ(a.row_d(r)[b], f16_bits_to_float(ref[static_cast<size_t>(b)].d)) << "row " << r << " block " << b;
+        int32_t sum = 0;
+        for (int j = 0; j < 32; ++j) {
+          ASSERT_EQ(a.row_q(r)[b * 32 + j], ref[static_cast<size_t>(b)].qs[j]) << "row " << r << " value " << b * 32 + j;
+          sum += a.row_q(r)[b * 32 + j];
+        }
+        EXPECT_EQ(a.row_s(r)[b], a.row_d(r)[b] * static_cast<float>(sum));
+      }
+    }
+    const int8_t expected_ties[] = {127, 3, -4, 1, -1, 2, -127};
+    for (int j = 0; j < 7; ++j) EXPECT_EQ(a.row_q(0)[64 + j], expected_ties[j]) << "tie " << ties[j];
+  }
+}
+
+TEST(QuantActivations, Block256EqualsTheReferenceQ8_KRowsBitForBit) {
+  Generator gen(2);
+  Tensor x = randn({2, 768}, gen);
+  float* p = x.data<float>();
+  for (int j = 256; j < 512; ++j) p[j] = 0.0f;  // an all-zero block: d = 0, q = 0
+  p[0] = 3.5f, p[1] = -3.5f;                    // ties of largest magnitude: the first, with its sign
+  p[512] = -2.0f;                               // the other sign: d < 0
+  for (int j = 513; j < 768; ++j) p[j] = static_cast<float>(j % 9) * 0.25f - 1.0f;
+  for (bool scalar : {false, true}) {
+    SCOPED_TRACE(scalar ? "scalar" : "as built");
+    QuantizedActivations a;
+    cpu::quantize_activations(p, 768, 2, 768, 256, a, scalar);
+    for (int64_t r = 0; r < 2; ++r) {
+      std::vector<cpu::BlockQ8_K> ref(3);
+      cpu::quantize_row(QuantType::q8_k, p + r * 768, ref.data(), 768);
+      for (int64_t b = 0; b < 3; ++b) {
+        const cpu::BlockQ8_K& blk = ref[static_cast<size_t>(b)];
+        EXPECT_EQ(a.row_d(r)[b], blk.d) << "row " << r << " block " << b;
+        for (int j = 0; j < 256; ++j) ASSERT_EQ(a.row_q(r)[b * 256 + j], blk.qs[j]) << "row " << r << " value " << b * 256 + j;
+        for (int g = 0; g < 16; ++g) EXPECT_EQ(a.row_sums(r)[b * 16 + g], blk.bsums[g]) << "row " << r << " group " << b * 16 + g;
+      }
+    }
+  }
+}
+
+// ---- per-block dot products ----
+
+// activations of `block` values with d = 1 and integers |q| <= qmax (s and the sums per 16 to match)
+QuantizedActivations unit_activations(int64_t cols, int64_t block, int qmax, std::mt19937& rng) {
+  QuantizedActivations a;
+  a.rows = 1, a.cols = cols, a.block = block;
+  std::uniform_int_distribution<int> value(-qmax, qmax);
+  for (int64_t b = 0; b < cols / block; ++b) {
+    int sum = 0;
+    for (int64_t j = 0; j < block; ++j) {
+      sum += a.q.emplace_back(static_cast<int8_t>(value(rng)));
+      if (j % 16 == 15) {
+        int16_t group = 0;
+        for (int i = 0; i < 16; ++i) group = static_cast<int16_t>(group + a.q[a.q.size() - 1 - static_cast<size_t>(i)]);
+        a.sums.push_back(group);
+      }
+    }
+    a.d.push_back(1.0f);
+    a.s.push_back(static_cast<float>(sum));
+  }
+  return a;
+}
+
+const std::vector<QuantType> kTypes{QuantType::q8_0, QuantType::q4_0, QuantType::q4_1, QuantType::q5_0,
+                                    QuantType::q5_1, QuantType::q4_k, QuantType::q6_k};
+
+TEST(QuantDot, IntegerSumsAreExactWithUnitScales) {
+  // every f16 scale 1 and d_x = 1: the dot is sum_k w_k q_k, an integer below 2^24 (|q| <= 127 for
+  // the 32-value types, 7 for the K types whose sub-block scales reach 63 / 128), exact in f32
+  std::mt19937 rng(3);
+  for (QuantType type : kTypes) {
+    SCOPED_TRACE(quant_type_name(type));
+    const int64_t k = 512, block = cpu::activation_block(type);
+    const QuantizedTensor w = random_weight(type, 1, k, rng, true);
+    const QuantizedActivations a = unit_activations(k, block, block == 32 ? 127 : 7, rng);
+    const DecodedRow row = decode_row(type, w.row(0), k);
+    int64_t expected = 0;
+    for (int64_t i = 0; i < k; ++i) expected += static_cast<int64_t>(row.value[static_cast<size_t>(i)]) * a.q[static_cast<size_t>(i)];
+    ASSERT_LT(std::abs(expected), int64_t{1} << 24);
+    EXPECT_EQ(cpu::quant_dot(type, w.row(0), a, 0), static_cast<float>(expected));
+    EXPECT_EQ(cpu::quant_dot(type, w.row(0), a, 0, /*scalar=*/true), static_cast<float>(expected));
+  }
+}
+
+// |f32 dot - f64 dot| for nb blocks: each block's scale product and its product with the exact
+// integer sum round once each, and the 8 lanes (AVX2) or the blocks are summed in f32: at most
+// (nb + 12) u times the sum of the magnitudes of the block terms (u = 2^-24)
+double dot_bound(int64_t nb, double magnitude) { return static_cast<double>(nb + 12) * std::ldexp(1.0, -24) * magnitude + 1e-30; }
+
+TEST(QuantDot, RandomScalesMatchTheDecodedFormulasInF64) {
+  std::mt19937 rng(4);
+  Generator gen(4);
+  for (QuantType type : kTypes)
+    for (int64_t k : {32, 96, 256, 4096}) {
+      const int64_t block = cpu::activation_block(type);
+      if (k % block != 0) continue;
+      SCOPED_TRACE(std::string(quant_type_name(type)) + " k " + std::to_string(k));
+      const QuantizedTensor w = random_weight(type, 3, k, rng);
+      const Tensor x = randn({2, k}, gen);
+      QuantizedActivations a;
+      cpu::quantize_activations(x.data<float>(), k, 2, k, block, a);
+      for (int64_t n = 0; n < 3; ++n)
+        for (int64_t r = 0; r < 2; ++r) {
+          const DecodedRow row = decode_row(type, w.row(n), k);
+          double expected = 0, magnitude = 0;  // sum of w x, x = d_x q_x
+          for (int64_t j = 0; j < k; ++j) {
+            const double x_j = static_cast<double>(a.row_d(r)[j / block]) * a.row_q(r)[j];
+            expected += row.value[static_cast<size_t>(j)] * x_j;
+            magnitude += row.magnitude[static_cast<size_t>(j)] * std::abs(x_j);
+          }
+          const double bound = dot_bound(k / 32, magnitude);
+          EXPECT_NEAR(cpu::quant_dot(type, w.row(n), a, r), expected, bound) << "row " << n << " x row " << r;
+          EXPECT_NEAR(cpu::quant_dot(type, w.row(n), a, r, true), expected, bound) << "scalar, row " << n << " x row " << r;
+        }
+    }
+}
+
+// ---- the product ----
+
+// y = x^ W^T + b in f64, x^ = x quantised as the kernel quantises it, W decoded by the formulas;
+// bound[i] = 1e-5 of the sum of |x^_k| times the magnitude of w_k's terms (the f32 error of a
+// k-term dot stays below it for k <= 4096: (k/32 + 12) 2^-24 < 1e-5)
+struct Expected {
+  std::vector<double> y, bound;
+};
+
+// W's rows decoded by the formulas (quantised types) or converted (float types)
+std::vector<DecodedRow> decode_weight(const QuantizedTensor& w) {
+  std::vector<DecodedRow> rows(static_cast<size_t>(w.rows()));
+  for (int64_t n = 0; n < w.rows(); ++n) {
+    DecodedRow& row = rows[static_cast<size_t>(n)];
+    if (cpu::activation_block(w.type()) != 0) {
+      row = decode_row(w.type(), w.row(n), w.cols());
+    } else {
+      std::vector<float> f(static_cast<size_t>(w.cols()));
+      cpu::dequantize_row(w.type(), w.row(n), f.data(), w.cols());
+      for (float v : f) row.value.push_back(v), row.magnitude.push_back(std::abs(v));
+    }
+  }
+  return rows;
+}
+
+Expected quantised_reference(const Tensor& x, const QuantizedTensor& w, const std::vector<DecodedRow>& wv, const Tensor& bias) {
+  const int64_t m = x.size(0), k = x.size(1);
+  std::vector<double> xq(static_cast<size_t>(m * k));
+  const int64_t block = cpu::activation_block(w.type());
+  const Tensor xc = contiguous(x);
+  QuantizedActivations a;
+  if (block != 0) cpu::quantize_activations(xc.data<float>(), k, m, k, block, a);
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t i = 0; i < k; ++i)
+      xq[static_cast<size_t>(r * k + i)] = block != 0 ? static_cast<double>(a.row_d(r)[i / block]) * a.row_q(r)[i]
+                                                      : xc.data<float>()[r * k + i];
+  Expected e;
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t n = 0; n < w.rows(); ++n) {
+      const DecodedRow& wn = wv[static_cast<size_t>(n)];
+      double s = bias.defined() ? bias.at({n}) : 0.0, magnitude = std::abs(s);
+      for (int64_t i = 0; i < k; ++i) {
+        s += xq[static_cast<size_t>(r * k + i)] * wn.value[static_cast<size_t>(i)];
+        magnitude += std::abs(xq[static_cast<size_t>(r * k + i)]) * wn.magnitude[static_cast<size_t>(i)];
+      }
+      e.y.push_back(s);
+      e.bound.push_back(1e-5 * magnitude + 1e-30);
+    }
+  return e;
+}
+
+void expect_matches(const Tensor& y, const Expected& e, const std::string& what) {
+  const Tensor flat = contiguous(y).reshape({-1});
+  ASSERT_EQ(flat.numel(), static_cast<int64_t>(e.y.size())) << what;
+  for (int64_t i = 0; i < flat.numel(); ++i)
+    ASSERT_NEAR(flat.at({i}), e.y[static_cast<size_t>(i)], e.bound[static_cast<size_t>(i)]) << what << ", element " << i;
+}
+
+QuantizedTensor float_weight(QuantType type, int64_t rows, int64_t cols, Generator& gen) {
+  return quantize(uniform({rows, cols}, -2.0, 2.0, gen), type);  // f32 / f16 / bf16 rows
+}
+
+TEST(QuantLinear, EqualsQuantisedActivationsTimesDecodedWeightAtOddShapes) {
+  std::mt19937 rng(5);
+  Generator gen(5);
+  std::vector<QuantType> types = kTypes;
+  types.insert(types.end(), {QuantType::f16, QuantType::bf16, QuantType::f32});
+  for (QuantType type : types)
+    for (int64_t k : {32, 256, 4096})
+      for (int64_t n : {1, 3, 7, 33, 130}) {
+        if (k % quant_type_info(type).block_size != 0 || (k != 32 && n > 33) || (k == 32 && n < 7)) continue;  // keeps it quick
+        const QuantizedTensor w = cpu::activation_block(type) != 0 ? random_weight(type, n, k, rng) : float_weight(type, n, k, gen);
+        const std::vector<DecodedRow> decoded = decode_weight(w);
+        for (int64_t m = 1; m <= 9; ++m) {
+          const bool with_bias = m % 2 == 1;
+          const Tensor x = uniform({m, k}, -2.0, 2.0, gen), b = with_bias ? uniform({n}, -1.0, 1.0, gen) : Tensor();
+          ASSERT_TRUE(cpu::quant_gemv_applies(x, w));
+          expect_matches(linear(x, w, b), quantised_reference(x, w, decoded, b),
+                         std::string(quant_type_name(type)) + " m " + std::to_string(m) + " n " + std::to_string(n) +
+                             " k " + std::to_string(k) + (with_bias ? " with bias" : ""));
+        }
+      }
+}
+
+TEST(QuantLinear, ThreadCountDoesNotChangeTheBitsAndRowsAreIndependent) {
+  std::mt19937 rng(6);
+  Generator gen(6);
+  const QuantizedTensor w = random_weight(QuantType::q4_0, 1001, 320, rng);
+  const Tensor x = randn({9, 320}, gen), b = randn({1001}, gen);
+  const int threads = num_threads();
+  set_num_threads(1);
+  const Tensor one = linear(x, w, b);
+  set_num_threads(3);
+  const Tensor three = linear(x, w, b);
+  set_num_threads(threads);
+  EXPECT_TENSOR_CLOSE(one, three, 0.0, 0.0);
+  // a row alone gives the bits it gives among 9 (each pass of rows is independent)
+  EXPECT_TENSOR_CLOSE(linear(narrow(x, 0, 6, 1), w, b), narrow(one, 0, 6, 1), 0.0, 0.0);
+}
+
+// Against the f32 linear on the dequantised weight: x^ - x per value is at most d (1/2 + 127 2^-11)
+// (q rounds to nearest: d/2; d itself rounds to f16, off by up to 2^-11 d, times |q| <= 127), so
+// |y_q - y_f32| <= sum over blocks of that times sum_{k in block} |w_k|, plus f32 rounding.
+TEST(QuantLinear, AgreesWithF32LinearWithinTheActivationQuantisationBound) {
+  Generator gen(7);
+  for (QuantType type : {QuantType::q8_0, QuantType::q4_0})
+    for (int64_t m : {1, 4, 8}) {
+      const int64_t n = 70, k = 512;
+      const Tensor weight = randn({n, k}, gen, DType::f32), x = randn({2, m / 2 + 1, k}, gen), b = randn({n}, gen);
+      const QuantizedTensor w = quantize(weight, type);
+      const Tensor wd = dequantize(w);
+      const Tensor y = linear(x, w, b), y32 = linear(x, wd, b);
+      ASSERT_EQ(y.shape(), y32.shape());
+      const Tensor x2 = x.reshape({-1, k});
+      for (int64_t r = 0; r < x2.size(0); ++r)
+        for (int64_t j = 0; j < n; ++j) {
+          double bound = 0, magnitude = 0;
+          for (int64_t blk = 0; blk < k / 32; ++blk) {
+            double amax = 0, wsum = 0;
+            for (int64_t i = blk * 32; i < blk * 32 + 32; ++i) {
+              amax = std::max(amax, std::abs(static_cast<double>(x2.at({r, i}))));
+              wsum += std::abs(wd.at({j, i}));
+              magnitude += std::abs(x2.at({r, i}) * wd.at({j, i}));
+            }
+            bound += amax / 127 * (0.5 + 127 * std::ldexp(1.0, -11)) * wsum;
+          }
+          bound += 1e-5 * magnitude;
+          ASSERT_NEAR(y.reshape({-1, n}).at({r, j}), y32.reshape({-1, n}).at({r, j}), bound)
+              << quant_type_name(type) << " row " << r << " output " << j;
+        }
+    }
+}
+
+// Many rows (prefill): x quantised to Q8_0 once, then the integer GEMM (cpu::quant_gemm) for the
+// types it takes, which equals the f32 product of the Q8_0-rounded x and the dequantised W to f32
+// rounding; the other types take the dequantised f32 path, equal to linear on dequantize(W).
+TEST(QuantLinear, ManyRowsTakeTheIntegerGEMMOrTheDequantisedPath) {
+  std::mt19937 rng(8);
+  Generator gen(8);
+  for (QuantType type : kTypes) {
+    const QuantizedTensor w = random_weight(type, 40, 256, rng);
+    const Tensor x = randn({cpu::kQuantGemvMaxRows + 1, 256}, gen), b = randn({40}, gen);
+    EXPECT_FALSE(cpu::quant_gemv_applies(x, w));
+    const Tensor rounded_x = cpu::quant_gemm_supports(type) ? dequantize(quantize(x, QuantType::q8_0)) : x;
+    EXPECT_TENSOR_CLOSE(linear(x, w, b), linear(rounded_x, dequantize(w), b), 1e-4, 1e-4) << quant_type_name(type);
+  }
+}
+
+TEST(QuantLinear, GradientsEqualThoseOfF32LinearOnTheDequantisedWeight) {
+  Generator gen(9);
+  // 300 x 4096 is more than one backward tile of W (2^20 values): dx sums over tiles
+  for (int64_t rows : {3, 20})
+    for (auto [n, k] : {std::pair<int64_t, int64_t>{37, 64}, {300, 4096}}) {
+      const QuantizedTensor w = quantize(randn({n, k}, gen), QuantType::q4_0);
+      const Tensor x0 = randn({rows, k}, gen), b0 = randn({n}, gen), g = randn({rows, n}, gen);
+      const Tensor x = clone(x0).set_requires_grad(), b = clone(b0).set_requires_grad();
+      linear(x, w, b).backward(g);
+      const Tensor xr = clone(x0).set_requires_grad(), br = clone(b0).set_requires_grad();
+      linear(xr, dequantize(w), br).backward(g);
+      EXPECT_TENSOR_CLOSE(x.grad(), xr.grad(), 1e-5, 1e-5);
+      EXPECT_TENSOR_CLOSE(b.grad(), br.grad(), 1e-5, 1e-5);
+    }
+}
+
+TEST(QuantLinear, BadOperandsNameTheShapes) {
+  Generator gen(10);
+  const QuantizedTensor w = quantize(randn({8, 64}, gen), QuantType::q8_0);
+  EXPECT_THROW_WITH(linear(randn({2, 32}, gen), w), "linear: input (2, 32) does not match the q8_0 weight (8, 64)");
+  EXPECT_THROW_WITH(linear(randn({2, 64}, gen, DType::f64), w), "linear: input must be f32", "f64");
+  EXPECT_THROW_WITH(linear(randn({2, 64}, gen), w, randn({7}, gen)), "linear: bias f32 (7)", "(8, 64)");
+}
+
+}  // namespace
+}  // namespace nf
