@@ -166,7 +166,7 @@ std::string config_to_json(const Config& config, Visit visit) {
   ObjectWriter w;
   w.object["architecture"] = Config::kArchitecture;
   visit(w, c);
-  return w.object.dump(2);
+  return w.object.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);  // names need not be UTF-8
 }
 
 // The largest sizes the encoder, encoder-decoder and ViT configs take: far beyond any model, and

@@ -219,7 +219,8 @@ std::string model_config_to_json(const DecoderLMConfig& config) {
     visit_moe_keys(moe, *c.moe);
     w.object["moe"] = moe.object;
   }
-  return w.object.dump(2);
+  // a name need not be UTF-8 (a folder's, a GGUF's general.name): its bad bytes become U+FFFD
+  return w.object.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string configs_directory() {

@@ -33,6 +33,16 @@ TEST(ModelConfig, EveryPresetRoundTripsThroughJson) {
   }
 }
 
+// A name from a folder or a GGUF's general.name may hold bytes that are not UTF-8: the JSON gets
+// U+FFFD for them (nlohmann::json's dump threw a type_error, no nf::Error, and took the CLI down).
+TEST(ModelConfig, ANameThatIsNotUtf8BecomesReplacementCharacters) {
+  DecoderLMConfig c = preset_config("gpt-mini");
+  c.name = "tiny\x99model";
+  DecoderLMConfig back;
+  ASSERT_NO_THROW(back = parse_model_config(model_config_to_json(c)));
+  EXPECT_EQ(back.name, "tiny\xef\xbf\xbdmodel");
+}
+
 TEST(ModelConfig, UnknownKeyIsNamedWithTheNearestKnownOne) {
   EXPECT_THROW_WITH(parse_model_config(R"({"vocab_size": 64, "n_layer": 2})", "my.json"), "my.json",
                     "unknown key 'n_layer'", "did you mean 'n_layers'");
