@@ -184,18 +184,23 @@ bool gpt2_tied(const io::GGUFFile& f) {
   return std::memcmp(a.data(), b.data(), a.nbytes()) == 0;
 }
 
+// Keys both architectures may carry that change the model into one nanoformer does not build.
+void refuse_moe_and_non_causal(const ArchKeys& k, const io::GGUFFile& f) {
+  k.require("expert_count", 0, "experts (MoE) are");
+  k.require("expert_used_count", 0, "experts (MoE) are");
+  if (k.has("attention.causal"))
+    NF_CHECK(f.get_bool(k.key("attention.causal")), at(f), "key '", k.key("attention.causal"),
+             "' is false: non-causal attention is not supported");
+}
+
 DecoderLMConfig llama_config(const io::GGUFFile& f) {
   const ArchKeys k(f, GGUFArch::llama);
   k.check_known(kLlamaKeys);
-  k.require("expert_count", 0, "experts (MoE) are");
-  k.require("expert_used_count", 0, "experts (MoE) are");
+  refuse_moe_and_non_causal(k, f);
   k.require("attention.sliding_window", 0, "sliding-window attention is");
   if (k.has("attention.max_alibi_bias"))
     NF_CHECK(k.number("attention.max_alibi_bias") == 0.0, at(f), "key '", k.key("attention.max_alibi_bias"), "' is ",
              k.number("attention.max_alibi_bias"), ": ALiBi is not supported");
-  if (k.has("attention.causal"))
-    NF_CHECK(f.get_bool(k.key("attention.causal")), at(f), "key '", k.key("attention.causal"),
-             "' is false: non-causal attention is not supported");
   DecoderLMConfig c;
   c.dim = k.size("embedding_length");
   c.n_layers = k.size("block_count");
@@ -234,11 +239,7 @@ DecoderLMConfig llama_config(const io::GGUFFile& f) {
 DecoderLMConfig gpt2_config(const io::GGUFFile& f) {
   const ArchKeys k(f, GGUFArch::gpt2);
   k.check_known(kGpt2Keys);
-  k.require("expert_count", 0, "experts (MoE) are");
-  k.require("expert_used_count", 0, "experts (MoE) are");
-  if (k.has("attention.causal"))
-    NF_CHECK(f.get_bool(k.key("attention.causal")), at(f), "key '", k.key("attention.causal"),
-             "' is false: non-causal attention is not supported");
+  refuse_moe_and_non_causal(k, f);
   DecoderLMConfig c;
   c.dim = k.size("embedding_length");
   c.n_layers = k.size("block_count");
