@@ -470,6 +470,7 @@ Metadata architecture_metadata(const DecoderLMConfig& c, GGUFArch arch, QuantTyp
   add(md, p + "embedding_length", u32(c.dim, "dim"));
   add(md, p + "feed_forward_length", u32(nn::mlp_hidden_dim(block_config(c).mlp), "mlp_hidden"));
   add(md, p + "attention.head_count", u32(a.n_heads, "n_heads"));
+  add(md, p + "vocab_size", u32(c.vocab_size, "vocab_size"));  // what a file without a vocabulary is read by
   if (arch == GGUFArch::gpt2) {
     add(md, p + "attention.layer_norm_epsilon", static_cast<float>(c.norm_eps));
     add(md, "general.file_type", file_type(type));
@@ -479,7 +480,6 @@ Metadata architecture_metadata(const DecoderLMConfig& c, GGUFArch arch, QuantTyp
   add(md, p + "rope.freq_base", static_cast<float>(c.rope_theta));
   add(md, p + "attention.layer_norm_rms_epsilon", static_cast<float>(c.norm_eps));
   add(md, "general.file_type", file_type(type));
-  add(md, p + "vocab_size", u32(c.vocab_size, "vocab_size"));
   add(md, p + "rope.dimension_count", u32(a.head_dim, "head_dim"));
   if (a.head_dim * a.n_heads != c.dim) {
     add(md, p + "attention.key_length", u32(a.head_dim, "head_dim"));
@@ -552,7 +552,7 @@ void save_gguf(const DecoderLM& model, const std::string& path, const GGUFSaveOp
   const DecoderLMConfig& c = model.config();
   const GGUFArch arch = arch_for(c);
   const Metadata tokenizer_keys =
-      options.tokenizer.empty() ? Metadata{} : tokenizer_metadata(options.tokenizer, c.vocab_size);
+      options.tokenizer.empty() ? tokenizer::gguf_no_tokenizer_metadata() : tokenizer_metadata(options.tokenizer, c.vocab_size);
   // llama.cpp's llama rotates adjacent pairs: a half-layout model's q / k rows are reordered
   const RopeLayout layout = arch == GGUFArch::llama ? RopeLayout::interleaved : c.rope_layout;
   const nn::StateDict dense = with_rope_layout(model.state_dict(), c, layout);

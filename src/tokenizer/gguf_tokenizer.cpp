@@ -15,6 +15,7 @@ namespace nf::tokenizer {
 namespace {
 
 constexpr const char* kModelKey = "tokenizer.ggml.model";
+constexpr const char* kNoTokenizer = "none";
 constexpr const char* kPreKey = "tokenizer.ggml.pre";
 constexpr const char* kTokensKey = "tokenizer.ggml.tokens";
 constexpr const char* kTypesKey = "tokenizer.ggml.token_type";
@@ -108,11 +109,18 @@ void add(GGUFMetadata& out, const std::string& key, T value) {
 
 }  // namespace
 
-bool has_gguf_tokenizer(const io::GGUFFile& file) { return file.has(kModelKey); }
+// "none" (or "no_vocab") is llama.cpp's vocabulary-less model: ids only, vocab_size dummy tokens.
+bool has_gguf_tokenizer(const io::GGUFFile& file) {
+  if (!file.has(kModelKey)) return false;
+  const io::GGUFValue& model = file.get(kModelKey);
+  const auto* name = std::get_if<std::string>(&model);
+  return !name || (*name != kNoTokenizer && *name != "no_vocab");
+}
 
 BpeTokenizer tokenizer_from_gguf(const io::GGUFFile& file) {
-  NF_CHECK(has_gguf_tokenizer(file), context(file), "no tokenizer (no key '", kModelKey,
-           "'); give one with --tokenizer");
+  NF_CHECK(has_gguf_tokenizer(file), context(file), "no tokenizer (key '", kModelKey, "' is ",
+           file.has(kModelKey) ? "'" + file.get_string(kModelKey) + "'" : std::string("absent"),
+           "); give one with --tokenizer");
   const std::string model = file.get_string(kModelKey);
   NF_CHECK(model == "gpt2", context(file), "key '", kModelKey, "' is '", model,
            "': that tokenizer is not supported (gpt2: byte-level BPE)");
@@ -220,6 +228,12 @@ GGUFMetadata gguf_tokenizer_metadata(const BpeTokenizer& tokenizer, size_t vocab
   add(out, "tokenizer.ggml.add_bos_token", false);
   add(out, "tokenizer.ggml.add_eos_token", false);
   if (chatml) add(out, "tokenizer.chat_template", std::string(kChatmlJinja));
+  return out;
+}
+
+GGUFMetadata gguf_no_tokenizer_metadata() {
+  GGUFMetadata out;
+  add(out, kModelKey, std::string(kNoTokenizer));
   return out;
 }
 

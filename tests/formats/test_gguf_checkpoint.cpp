@@ -319,6 +319,22 @@ TEST_F(GGUFCheckpointTest, ATokenizerIsEmbeddedAndAChatMLOneGetsItsTemplate) {
     }
 }
 
+// Without a tokenizer the file says "none" (llama.cpp refuses a file without tokenizer.ggml.model and
+// loads "none" as ids only); nanoformer reads it as a model with no tokenizer.
+TEST_F(GGUFCheckpointTest, AFileWrittenWithoutATokenizerSaysNone) {
+  for (const DecoderLMConfig& c : {llama_config(false, RopeLayout::interleaved, false), gpt2_config(true)}) {
+    save_gguf(*random_model(c), path("ids.gguf"));
+    const io::GGUFFile f = io::GGUFFile::open(path("ids.gguf"));
+    const std::string arch = f.get_string("general.architecture");
+    EXPECT_EQ(f.get_string("tokenizer.ggml.model"), "none") << arch;
+    EXPECT_EQ(f.get_int(arch + ".vocab_size"), c.vocab_size) << arch;  // llama.cpp's count of ids without a vocabulary
+    EXPECT_FALSE(tokenizer::has_gguf_tokenizer(f));
+    EXPECT_THROW_WITH(tokenizer::tokenizer_from_gguf(f), "ids.gguf",
+                      "no tokenizer (key 'tokenizer.ggml.model' is 'none')", "--tokenizer");
+    EXPECT_NO_THROW(load_gguf(path("ids.gguf")));
+  }
+}
+
 // Each unsupported file is refused in one line naming the file and the key or tensor.
 TEST_F(GGUFCheckpointTest, UnsupportedKeysAreRefusedByName) {
   const std::string base = base_file(dir_, "base.gguf");

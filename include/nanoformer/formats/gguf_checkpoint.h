@@ -42,7 +42,8 @@ std::shared_ptr<DecoderLM> load_gguf(const std::string& path);
 
 struct GGUFSaveOptions {
   // A tokenizer file to embed (tokenizer.json, or a .gguf whose tokenizer.* keys are copied as they
-  // are); "" writes none.
+  // are); "" writes tokenizer.ggml.model "none" (ids only, as llama.cpp loads a model without a
+  // vocabulary).
   std::string tokenizer = {};
 };
 // Writes `model` to `path` (atomically). Throws naming what GGUF's llama / gpt2 cannot express.

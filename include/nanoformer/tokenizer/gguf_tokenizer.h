@@ -30,7 +30,8 @@ namespace nf::tokenizer {
 
 using GGUFMetadata = std::vector<std::pair<std::string, io::GGUFValue>>;
 
-// Whether the file holds a tokenizer (a tokenizer.ggml.model key).
+// Whether the file holds a tokenizer: a tokenizer.ggml.model key that is not "none" / "no_vocab"
+// (llama.cpp's model without a vocabulary: ids only).
 bool has_gguf_tokenizer(const io::GGUFFile& file);
 // The tokenizer of a GGUF file; throws nf::Error naming the file and the key or token at fault.
 BpeTokenizer tokenizer_from_gguf(const io::GGUFFile& file);
@@ -44,5 +45,8 @@ std::vector<TokenId> gguf_end_ids(const io::GGUFFile& file);
 // Throws naming `source` and what GGUF cannot express: a split llama.cpp has no name for (none, or
 // add_prefix_space), an added token's option, or more tokens than the model has ids.
 GGUFMetadata gguf_tokenizer_metadata(const BpeTokenizer& tokenizer, size_t vocab_size, const std::string& source);
+// The tokenizer.* keys of a file written without a tokenizer: tokenizer.ggml.model "none", which
+// llama.cpp loads as a model of ids only (vocab_size dummy tokens) where no key would be refused.
+GGUFMetadata gguf_no_tokenizer_metadata();
 
 }  // namespace nf::tokenizer
