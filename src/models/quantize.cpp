@@ -10,11 +10,16 @@
 namespace nf::models {
 namespace {
 
-// `wanted`, or the fallback llama.cpp takes when a row is not whole blocks of it.
+// `wanted`, or the fallback llama.cpp's llama_tensor_get_type takes when a row is not whole blocks
+// of it: a K type's 32-value relative (q4_k -> q5_0, q6_k -> q8_0), and f16 when that does not fit
+// either.
 QuantType fitting_type(QuantType wanted, int64_t cols) {
-  if (cols % quant_type_info(wanted).block_size == 0) return wanted;
-  if (cols % quant_type_info(QuantType::q8_0).block_size == 0) return QuantType::q8_0;
-  return QuantType::f32;
+  const auto fits = [cols](QuantType t) { return cols % quant_type_info(t).block_size == 0; };
+  if (fits(wanted)) return wanted;
+  const QuantType relative = wanted == QuantType::q4_k   ? QuantType::q5_0
+                             : wanted == QuantType::q6_k ? QuantType::q8_0
+                                                         : wanted;
+  return fits(relative) ? relative : QuantType::f16;
 }
 
 bool ends_with(const std::string& s, const std::string& tail) {

@@ -103,24 +103,37 @@ TEST(QuantizeWeights, TypesFollowLlamaCppsChoices) {
   EXPECT_EQ(untied.tok_embeddings->quantized_weight().type(), QuantType::q8_0);
 }
 
+// As llama.cpp's llama_tensor_get_type: a K type falls back to its 32-value relative (q4_k -> q5_0,
+// q6_k -> q8_0), and a row that is not whole blocks of that either to f16.
 TEST(QuantizeWeights, RowsThatAreNotWholeBlocksFallBack) {
-  DecoderLM model(llama(R"("mlp_hidden": 80)"));  // the down projection's rows are 80 values
-  int dense = 0;
-  for (const QuantizedWeight& w : quantize_weights(model, {.type = QuantType::q4_0})) {
-    const nn::Module* m = nullptr;
-    for (const auto& [name, module] : model.named_modules())
-      if (name + ".weight" == w.name) m = module;
-    ASSERT_NE(m, nullptr) << w.name;
-    const auto* layer = dynamic_cast<const nn::Linear*>(m);
-    if (layer && layer->in_features() == 80) {  // 80 is no multiple of 32 (Q4_0, nor Q8_0): stays dense
-      EXPECT_EQ(w.type, QuantType::f32) << w.name;
-      EXPECT_TRUE(layer->weight.defined());
-      ++dense;
-    } else {
-      EXPECT_NE(w.type, QuantType::f32) << w.name;
+  struct Case {
+    const char* hidden;  // the down projection's row length
+    QuantType wanted, down;
+  };
+  for (const Case& c : {Case{R"("mlp_hidden": 80)", QuantType::q4_0, QuantType::f16},
+                        Case{R"("mlp_hidden": 96)", QuantType::q4_k, QuantType::q5_0},
+                        Case{R"("mlp_hidden": 96)", QuantType::q6_k, QuantType::q8_0},
+                        Case{R"("mlp_hidden": 80)", QuantType::q6_k, QuantType::f16}}) {
+    SCOPED_TRACE(std::string(c.hidden) + " " + quant_type_name(c.wanted));
+    DecoderLM model(llama(c.hidden));
+    const int64_t hidden = nn::mlp_hidden_dim(models::block_config(model.config()).mlp);
+    int down = 0;
+    for (const QuantizedWeight& w : quantize_weights(model, {.type = c.wanted, .output_type = c.wanted})) {
+      const nn::Module* m = nullptr;
+      for (const auto& [name, module] : model.named_modules())
+        if (name + ".weight" == w.name) m = module;
+      ASSERT_NE(m, nullptr) << w.name;
+      const auto* layer = dynamic_cast<const nn::Linear*>(m);
+      if (layer && layer->in_features() == hidden) {
+        EXPECT_EQ(w.type, c.down) << w.name;
+        EXPECT_EQ(layer->quantized_weight().type(), c.down) << w.name;
+        ++down;
+      } else if (is_block_quantized(c.wanted) && quant_type_info(c.wanted).block_size == 32) {
+        EXPECT_EQ(w.type, c.wanted) << w.name;
+      }
     }
+    EXPECT_EQ(down, 2);
   }
-  EXPECT_EQ(dense, 2);
 }
 
 TEST(QuantizeWeights, LogitsStayCloseToTheDenseModel) {

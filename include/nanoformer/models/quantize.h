@@ -3,7 +3,7 @@
 // Linear weight of the blocks in `type`; the head (or, when tied, the token embedding that serves
 // as the head) in Q6_K for every type but Q8_0, as llama.cpp's default output type; norms, biases,
 // position tables, MoE routers and LoRA adapters stay dense. A weight whose rows are not whole
-// blocks of its type falls back to Q8_0 (rows of 32), else stays dense, as llama.cpp falls back.
+// blocks of its type falls back as llama.cpp does: Q4_K to Q5_0, Q6_K to Q8_0, then F16.
 #include <optional>
 #include <string>
 #include <vector>
