@@ -19,8 +19,10 @@
 // With quantised weights (--types f32,q8_0,q4_0): each preset is also written as a GGUF of that
 // type (every Linear weight and the table in the type, norms f32: llama-quantize --pure), and our
 // decode and prefill run on that file beside llama.cpp's on the same file (tools/llamacpp/bench.py,
-// when tools/llamacpp/install.sh has made .venv-llamacpp), with the same depth of cache; the limit is
-// then the read bandwidth over the bytes of that file's weights a token reads.
+// when tools/llamacpp/install.sh has made .venv-llamacpp), with the same depth of cache and
+// llama.cpp's default f16 KV cache on both sides (llama.cpp's f32 cache decodes at half its speed);
+// the limit is then the read bandwidth over the bytes of that file's weights a token reads plus the
+// f16 cache's.
 //
 // Each measurement runs in its own process (peak memory = the RSS high-water mark, from wait4);
 // ours and PyTorch's alternate over rounds (the first side swaps each round) so that load from
@@ -363,6 +365,9 @@ void measure_preset(const Options& o, const std::string& self, const std::string
 
 // The quantised-weights table: per preset (not MoE: GGUF's llama / gpt2 have no such experts here)
 // and type, ours and llama.cpp's on one GGUF, alternating within each round.
+// The KV cache of both sides in that table: llama.cpp's default (llama-bench's), f16.
+constexpr const char* kQuantCache = "f16";
+
 struct QuantRow {
   std::string preset, type, file;
   Results ours, llama;
@@ -374,7 +379,7 @@ void measure_quantized(const Options& o, const std::string& self, QuantRow& row,
   const std::string prompt = std::to_string(o.prompt), steps = std::to_string(o.new_tokens - 1);
   const auto run_ours = [&] {
     run_into({self, "--worker", "decode", "--preset", row.preset, "--model", row.file, "--prompt", prompt, "--new",
-              std::to_string(o.new_tokens), "--threads", std::to_string(o.threads)},
+              std::to_string(o.new_tokens), "--threads", std::to_string(o.threads), "--cache-type", kQuantCache},
              {{"prefill_tokens_per_s", &row.ours["prefill"]}, {"decode_tokens_per_s", &row.ours["decode"]},
               {"kv_read_bytes_per_token", &row.ours["kv read"]}},
              &row.ours["peak"]);
@@ -382,7 +387,7 @@ void measure_quantized(const Options& o, const std::string& self, QuantRow& row,
   const auto run_llama = [&] {  // decode at the same depth as ours: after a prompt of the same length
     if (llama)
       run_into({o.llamacpp, o.llamacpp_script, row.file, "--threads", std::to_string(o.threads), "--prompt", prompt,
-                "--depth", prompt, "--gen", steps, "--reps", "1", "--cache-type", "f32"},
+                "--depth", prompt, "--gen", steps, "--reps", "1", "--cache-type", kQuantCache},
                {{"prefill_tokens_per_s", &row.llama["prefill"]}, {"decode_tokens_per_s", &row.llama["decode"]}},
                &row.llama["peak"]);
   };
@@ -409,7 +414,7 @@ void measure_quantized(const Options& o, const std::string& self, QuantRow& row,
 void print_quantized(const std::vector<QuantRow>& rows, bool llama) {
   std::printf("quantised weights, ours and llama.cpp on the same GGUF (types as llama-quantize --pure: every Linear "
               "weight and the table in the type, norms f32); decode after a prompt of the same length on both sides, "
-              "fp32 KV cache; limit = read GB/s / (the file's weight bytes a token reads + the KV cache's at the mean depth):\n");
+              "f16 KV cache (llama.cpp's default); limit = read GB/s / (the file's weight bytes a token reads + the KV cache's at the mean depth):\n");
   if (!llama) std::printf("(llama.cpp: skipped: no .venv-llamacpp; run tools/llamacpp/install.sh)\n");
   std::printf("%-16s %-5s %8s | %9s %9s %8s %9s | %8s %8s %8s %8s %8s %8s | %8s\n", "preset", "type", "MiB/tok", "prefill",
               "llama.cpp", "ours/", "ours/", "decode", "llama.cpp", "ours/", "limit", "ours/", "llama/", "peak");
