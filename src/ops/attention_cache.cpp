@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "nanoformer/core/error.h"
+#include "nanoformer/core/profile.h"
 #include "nanoformer/ops/attention.h"
 #include "ops/cpu/attention_decode.h"
 
@@ -45,6 +46,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const QuantizedKV& k, const
     const int64_t B = q.size(0);
     return scaled_dot_product_attention(q, k.read(B, 0, length), v.read(B, 0, length), options);
   }
+  const profile::Scope timed(kOp);  // as the kernels called through the dispatch table are
   const Tensor qt = q.stride(3) == 1 ? q.detach() : q.detach().contiguous();
   // out is a (B, Tq, H, D) buffer seen as (B, H, Tq, D), as the fused kernel's
   Tensor out = Tensor::empty({p.B, p.Tq, p.H, D}).transpose(1, 2);

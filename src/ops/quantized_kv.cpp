@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "nanoformer/core/error.h"
+#include "nanoformer/core/profile.h"
 #include "ops/cpu/loops.h"
 #include "ops/cpu/quant_rows.h"
 
@@ -27,6 +28,7 @@ void QuantizedKV::check_range(const char* what, int64_t batch, int64_t from, int
 }
 
 void QuantizedKV::write(int64_t column, const Tensor& x) const {
+  const profile::Scope timed("kv cache write");
   NF_CHECK(x.dim() == 4 && x.size(1) == heads_ && x.size(3) == head_dim(), "QuantizedKV: writes (B, heads = ", heads_,
            ", T, head_dim = ", head_dim(), "), got ", shape_str(x.shape()));
   check_range("write", x.size(0), column, x.size(2));

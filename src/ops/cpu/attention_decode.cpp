@@ -148,9 +148,90 @@ void weighted_sum_fixed(const float* p, const unsigned char* v, int64_t ldv, int
   for (int c = 0; c < NV; ++c) Simd::store(out + c * Simd::width, (even[c] + odd[c]) * sv);
 }
 
+// The rows of a KV group over one key at a time, D = NV vector widths: each key's values are
+// widened once for all M <= 4 rows (4 rows' sums reduced together).
+template <class F, int NV, int M>
+void scores_float_rows(const float* const* q, const unsigned char* k, int64_t ldk, int64_t n, float* s, int64_t lds) {
+  for (int64_t j = 0; j < n; ++j) {
+    const typename F::T* kj = values_at<F>(k + j * ldk);
+    Simd::V acc[M];
+    for (int r = 0; r < M; ++r) acc[r] = Simd::zero();
+    for (int c = 0; c < NV; ++c) {
+      const Simd::V kc = F::load(kj + c * Simd::width);
+      for (int r = 0; r < M; ++r) acc[r] = Simd::fma(Simd::load(q[r] + c * Simd::width), kc, acc[r]);
+    }
+    if constexpr (M == 4) {
+      float sums[4];
+      Simd::sum4(acc[0], acc[1], acc[2], acc[3], sums);
+      for (int r = 0; r < 4; ++r) s[r * lds + j] = sums[r];
+    } else {
+      for (int r = 0; r < M; ++r) s[r * lds + j] = Simd::sum(acc[r]);
+    }
+  }
+}
+
+template <class F, int NV>
+void scores_float(const float* const* q, int64_t m, const unsigned char* k, int64_t ldk, int64_t n, int64_t, float* s,
+                  int64_t lds) {
+  for (int64_t r = 0; r < m; r += 4, q += 4, s += 4 * lds) {
+    switch (std::min<int64_t>(4, m - r)) {
+      case 4: scores_float_rows<F, NV, 4>(q, k, ldk, n, s, lds); break;
+      case 3: scores_float_rows<F, NV, 3>(q, k, ldk, n, s, lds); break;
+      case 2: scores_float_rows<F, NV, 2>(q, k, ldk, n, s, lds); break;
+      default: scores_float_rows<F, NV, 1>(q, k, ldk, n, s, lds); break;
+    }
+  }
+}
+
+// out_r = scale_r sum_j p_r[j] v_j for M <= 2 rows, kChunk vector widths of v's columns at a time:
+// each v_j's chunk widened once for both rows (8 independent sums).
+constexpr int kChunk = 4;
+
+template <class F, int M>
+void weighted_sum_float_rows(const float* const* p, const unsigned char* v, int64_t ldv, int64_t n, int64_t D,
+                             const float* scale, float* const* out) {
+  for (int64_t d0 = 0; d0 < D; d0 += kChunk * Simd::width) {
+    Simd::V sums[M][kChunk];
+    for (int r = 0; r < M; ++r)
+      for (int c = 0; c < kChunk; ++c) sums[r][c] = Simd::zero();
+    for (int64_t j = 0; j < n; ++j) {
+      const typename F::T* vj = values_at<F>(v + j * ldv) + d0;
+      Simd::V x[kChunk];
+      for (int c = 0; c < kChunk; ++c) x[c] = F::load(vj + c * Simd::width);
+      for (int r = 0; r < M; ++r) {
+        const Simd::V w = Simd::broadcast(p[r][j]);
+        for (int c = 0; c < kChunk; ++c) sums[r][c] = Simd::fma(w, x[c], sums[r][c]);
+      }
+    }
+    for (int r = 0; r < M; ++r) {
+      const Simd::V sv = Simd::broadcast(scale[r]);
+      for (int c = 0; c < kChunk; ++c) Simd::store(out[r] + d0 + c * Simd::width, sums[r][c] * sv);
+    }
+  }
+}
+
+template <class F>
+void weighted_sum_float(const float* const* p, int64_t m, const unsigned char* v, int64_t ldv, int64_t n, int64_t D,
+                        const float* scale, float* const* out) {
+  for (int64_t r = 0; r < m; r += 2) {
+    if (m - r >= 2) weighted_sum_float_rows<F, 2>(p + r, v, ldv, n, D, scale + r, out + r);
+    else weighted_sum_float_rows<F, 1>(p + r, v, ldv, n, D, scale + r, out + r);
+  }
+}
+
 template <class F>
 RowProducts float_row_products(int64_t D) {
   const int64_t nv = D % Simd::width == 0 ? D / Simd::width : 0;
+  if (Simd::width > 1 && D % (kChunk * Simd::width) == 0 && nv <= 16) {
+    const auto grouped = [](auto scores) { return RowProducts{scores, weighted_sum_float<F>}; };
+    switch (nv) {
+      case 4: return grouped(scores_float<F, 4>);
+      case 8: return grouped(scores_float<F, 8>);
+      case 12: return grouped(scores_float<F, 12>);
+      case 16: return grouped(scores_float<F, 16>);
+      default: break;
+    }
+  }
   switch (Simd::width > 1 ? nv : 0) {
     case 1: return each_row<scores_fixed<F, 1>, weighted_sum_fixed<F, 1>>();
     case 2: return each_row<scores_fixed<F, 2>, weighted_sum_fixed<F, 2>>();

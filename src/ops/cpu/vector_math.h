@@ -1,6 +1,6 @@
 #pragma once
 // Elementwise math for the activation kernels, branch-free so that GCC vectorises the loops that
-// inline it (-O3 -march=native). f32 uses polynomial approximations fitted for relative error
+// inline it (-O3 -march=native -fno-trapping-math: with trapping math the clamps below stop it). f32 uses polynomial approximations fitted for relative error
 // (measured bounds are asserted in tests/ops/test_activations.cpp); f64 uses the std:: functions,
 // so gradcheck and the f64 references see exact math. Every function takes and returns T.
 #include <bit>
