@@ -128,7 +128,8 @@ def main():
     run_dir = work / "run"
     shutil.rmtree(run_dir, ignore_errors=True)
     run([nf, "train", "--config", str(config), "--data", str(corpus), "--tokenizer", str(tok), "--val-fraction", "0.05",
-         "--context", "128", "--batch-size", "16", "--steps", str(a.steps), "--lr", "3e-3", "--warmup", str(min(30, a.steps // 10)),
+         "--context", "128", "--batch-size", "16", "--steps", str(a.steps), "--lr", "3e-3",
+         "--warmup", str(min(30, a.steps // 10)),
          "--eval-every", "0", "--seed", str(a.seed), "--data-seed", str(a.seed), "--out", str(run_dir), "-q"])
     ckpt = sorted(run_dir.glob("ckpt_*.safetensors"))[-1]
     print((run_dir / "metrics.jsonl").read_text().strip().splitlines()[-1])
@@ -162,7 +163,8 @@ def main():
             tensors[f"{key}.greedy_logits"] = greedy_logits[GREEDY_ROWS]
             top2 = np.sort(greedy_logits, axis=1)[:, -2:]
             margins = top2[:, 1] - top2[:, 0]
-            print(f"{key}: {model.stat().st_size} bytes; logits std {logits.std():.3f}, |max| {np.abs(logits).max():.2f}; "
+            print(f"{key}: {model.stat().st_size} bytes; logits std {logits.std():.3f}, "
+                  f"|max| {np.abs(logits).max():.2f}; "
                   f"greedy {greedy}; smallest top-1 - top-2 margin {margins.min():.4f} at step {int(margins.argmin())}")
     (out / "expected.json.tmp").write_text(json.dumps(meta, indent=1, ensure_ascii=False) + "\n")
     os.replace(out / "expected.json.tmp", out / "expected.json")
