@@ -279,7 +279,8 @@ void add_eval_command(CLI::App& app) {
                   "(its config's name) with this label");
   cmd->add_option("--bounds", a->bounds, "With --baseline: dashed lines on the chart at these changes in %: 0.5,5")
       ->delimiter(',');
-  cmd->add_option("--plot", a->plot, "Draw perplexity against context (.png or .svg; with --baseline, the changes as bars)");
+  cmd->add_option("--plot", a->plot,
+                  "Draw perplexity against context (.png or .svg; with --baseline, the changes as bars)");
   cmd->add_option("--title", a->title, "The chart's title");
   cmd->add_flag("--quiet,-q", a->quiet, "No progress bar");
   cmd->callback([a, cmd] { run_eval(*a, *cmd); });

@@ -200,7 +200,7 @@ void write_change_chart(const std::string& path, const std::string& title, const
     const std::set<int64_t>& contexts = g.contexts.at(model);
     for (int64_t c : contexts) {
       plot::Series bars{.label = contexts.size() == 1 ? model : model + " (" + std::to_string(c) + ")",
-                        .style = plot::LineStyle::bars, .color = color++};
+                        .style = plot::LineStyle::bars, .color = color++, .value_decimals = 2};
       for (size_t i = 0; i < chart.x_categories.size(); ++i) {
         bars.x.push_back(static_cast<double>(i));
         bars.y.push_back(g.change(model, chart.x_categories[i], baseline, c).value_or(NAN));

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "nanoformer/core/error.h"
 #include "nanoformer/util/plot.h"
@@ -29,7 +30,8 @@ void check_chart(const std::string& path, const LineChart& chart) {
     for (const Series& s : chart.series)
       for (double x : s.x)
         NF_CHECK(x >= -0.5 && x <= static_cast<double>(chart.x_categories.size()) - 0.5, "plot '", path,
-                 "': series '", s.label, "' has x = ", x, " outside the ", chart.x_categories.size(), " named positions");
+                 "': series '", s.label, "' has x = ", x, " outside the ", chart.x_categories.size(),
+                 " named positions");
 }
 
 // PLplot line styles: 1 continuous, 2 short dashes, 4 dots (plstyl's built-in patterns).
@@ -63,7 +65,17 @@ struct BarSlot {
   int slot = 0, slots = 1;
 };
 
-void draw_bars(const Series& s, int color, const BarSlot& b) {
+// A bar's value written upwards from just above its top (or above 0 for a negative bar).
+void draw_bar_value(double x, double y, int decimals, const detail::Range& yr) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%+.*f", decimals, y);
+  plcol0(detail::kInk);
+  plschr(0, 0.7);
+  plptex(x, std::max(y, 0.0) + 0.015 * (yr.hi - yr.lo), 0, 1, 0, text);
+  plschr(0, 1.0);
+}
+
+void draw_bars(const Series& s, int color, const BarSlot& b, const detail::Range& yr) {
   const double width = 0.8 / b.slots;
   for (size_t i = 0; i < s.x.size(); ++i) {
     if (!std::isfinite(s.y[i])) continue;
@@ -74,12 +86,13 @@ void draw_bars(const Series& s, int color, const BarSlot& b) {
     plcol0(detail::series_color(color));
     const PLFLT tx[] = {x0, x0, x1, x1}, ty[] = {0, s.y[i], s.y[i], 0};
     plline(4, tx, ty);
+    if (s.value_decimals >= 0) draw_bar_value((x0 + x1) / 2, s.y[i], s.value_decimals, yr);
   }
 }
 
-void draw_series(const Series& s, int index, bool log_x, bool log_y, const BarSlot& bar) {
+void draw_series(const Series& s, int index, bool log_x, bool log_y, const BarSlot& bar, const detail::Range& yr) {
   const int color = s.color >= 0 ? s.color : index;
-  if (s.style == LineStyle::bars) return draw_bars(s, color, bar);
+  if (s.style == LineStyle::bars) return draw_bars(s, color, bar, yr);
   plcol0(detail::series_color(color));
   plwidth(2.0);
   for (auto& [x, y] : runs_of(s, log_x, log_y)) {
@@ -145,8 +158,9 @@ void draw_legend(const LineChart& chart, const LegendGrid& grid) {
            chart.legend_above ? PL_POSITION_TOP | PL_POSITION_OUTSIDE : PL_POSITION_TOP | PL_POSITION_RIGHT | PL_POSITION_INSIDE,
            0.01, 0.01, 0.05, detail::kBackground, detail::kGrid, 1, chart.legend_above ? grid.rows : 0,
            chart.legend_above ? grid.columns : 0, n,
-           options.data(), 0.8, 0.9, 1.8, 0.0, text_colors.data(), text_ptrs.data(), fill_colors.data(), patterns.data(),
-           box_scales.data(), widths.data(), colors.data(), styles.data(), widths.data(), colors.data(), symbol_scales.data(), symbol_numbers.data(),
+           options.data(), 0.8, 0.9, 1.8, 0.0, text_colors.data(), text_ptrs.data(), fill_colors.data(),
+           patterns.data(), box_scales.data(), widths.data(), colors.data(), styles.data(), widths.data(),
+           colors.data(), symbol_scales.data(), symbol_numbers.data(),
            symbols.data());
 }
 
@@ -167,14 +181,18 @@ void draw_panel(const detail::Figure& figure, const LineChart& chart, const Pixe
   const detail::Range xr = named ? detail::Range{-0.5, static_cast<double>(chart.x_categories.size()) - 0.5}
                                  : detail::data_range(xs, chart.log_x, 0.0);
   detail::Range yr = detail::data_range(ys, chart.log_y, 0.05);
-  const auto bar_series = static_cast<int>(
-      std::count_if(chart.series.begin(), chart.series.end(), [](const Series& s) { return s.style == LineStyle::bars; }));
+  const auto bar_series = static_cast<int>(std::count_if(chart.series.begin(), chart.series.end(),
+                                                         [](const Series& s) { return s.style == LineStyle::bars; }));
   if (bar_series > 0) yr = {std::min(yr.lo, 0.0), std::max(yr.hi, 0.0)};  // bars stand on 0
+  const bool bar_values = std::any_of(chart.series.begin(), chart.series.end(), [](const Series& s) {
+    return s.style == LineStyle::bars && s.value_decimals >= 0;
+  });
+  if (bar_values) yr.hi += 0.12 * (yr.hi - yr.lo);  // room for the values over the highest bars
   plwind(xr.lo, xr.hi, yr.lo, yr.hi);
   detail::draw_axes(xr, chart.log_x, !named, yr, chart.log_y);
   BarSlot bar{.slot = 0, .slots = std::max(bar_series, 1)};
   for (size_t i = 0; i < chart.series.size(); ++i) {
-    draw_series(chart.series[i], static_cast<int>(i), chart.log_x, chart.log_y, bar);
+    draw_series(chart.series[i], static_cast<int>(i), chart.log_x, chart.log_y, bar, yr);
     bar.slot += chart.series[i].style == LineStyle::bars;
   }
   if (bar_series > 0) {  // the bars' base

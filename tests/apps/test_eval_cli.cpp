@@ -216,16 +216,19 @@ TEST_F(EvalCliTest, ChangesFromABaselineMakeATableAndBars) {
   for (const std::string model : {"a", "b"})
     for (const std::string& type : types) {
       const std::string json = path(model + "_" + type + ".json");
-      const auto r = cli("eval " + path(model + ".safetensors") + " -d " + path("tokens.bin") + " -T 16 -q --cache-type " +
-                         type + " --label " + type + " --json " + json);
+      const auto r = cli("eval " + path(model + ".safetensors") + " -d " + path("tokens.bin") +
+                         " -T 16 -q --cache-type " + type + " --label " + type + " --json " + json);
       ASSERT_EQ(r.exit_code, 0) << r.err;
       reports += " " + json;
     }
   const auto r = cli("eval --combine" + reports + " --baseline f32 --bounds 0.5,5 --plot " + path("change.png") +
                      " --title 'cache types'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("| label | model-a ppl (16) | change | model-b ppl (16) | change |\n"), std::string::npos) << r.out;
-  auto ppl = [&](const std::string& name) { return read_json(name + ".json").at("results")[0].at("perplexity").get<double>(); };
+  EXPECT_NE(r.out.find("| label | model-a ppl (16) | change | model-b ppl (16) | change |\n"), std::string::npos)
+      << r.out;
+  auto ppl = [&](const std::string& name) {
+    return read_json(name + ".json").at("results")[0].at("perplexity").get<double>();
+  };
   for (const std::string& type : types) {
     const double a = ppl("a_" + type), b = ppl("b_" + type), a0 = ppl("a_f32"), b0 = ppl("b_f32");
     char row[200];
@@ -242,7 +245,8 @@ TEST_F(EvalCliTest, ChangesFromABaselineMakeATableAndBars) {
                {"--baseline q4_0: no report of model 'model-a' is labelled 'q4_0' (its labels: bf16, f32, q8_0)"});
   expect_error("--combine " + path("a_f32.json") + " " + path("a_f32.json") + " --baseline f32",
                {"two reports of model 'model-a' are labelled 'f32'"});
-  expect_error("--combine" + reports + " --baseline f32 --bounds 0.5", {"--bounds", "--baseline LABEL and --plot FILE"});
+  expect_error("--combine" + reports + " --baseline f32 --bounds 0.5",
+               {"--bounds", "--baseline LABEL and --plot FILE"});
   expect_error("--combine" + reports + " --bounds 0.5 --plot " + path("x.png"), {"--bounds", "--baseline"});
   expect_error(path("a.safetensors") + " -d " + path("tokens.bin") + " -T 16 --baseline f32",
                {"--baseline compares earlier reports", "--combine"});

@@ -20,6 +20,7 @@ struct Series {
   std::vector<double> x{}, y{};
   LineStyle style = LineStyle::solid;
   int color = -1;  // an index into the palette (repeats after 10); -1 = the series' position in the chart
+  int value_decimals = -1;  // bars: each bar's value written above it with this many decimals (-1: none)
 };
 
 struct LineChart {
