@@ -5,7 +5,8 @@
 #   make test-asan  all unit tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make bench      kernel benchmarks (against direct CBLAS calls), then training and inference
 #                   benchmarks beside PyTorch and the machine's measured limits (scripts/run-bench.sh)
-#   make study-extrapolation / study-norms   rerun a study of docs/studies/ (one core, ~15 minutes)
+#   make study-extrapolation / study-norms / study-quant   rerun a study of docs/studies/ (one core, ~15 minutes;
+#                   study-quant: docs/quantisation.md's accuracy table)
 #   make golden     regenerate tests/golden/*.safetensors from PyTorch (needs PyPI)
 #   make quant-fixtures  regenerate tests/fixtures/quant/quants.bin from gguf.quants (and llama.cpp's
 #                   reference where tools/llamacpp/install.sh has built it; tools/quant/make_quant_fixtures.py)
@@ -20,7 +21,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?=
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build demo test test-asan bench golden quant-fixtures fuzz clean study-extrapolation study-norms
+.PHONY: all deps build demo test test-asan bench golden quant-fixtures fuzz clean study-extrapolation study-norms study-quant
 
 all: build
 
@@ -56,6 +57,9 @@ study-extrapolation: build
 
 study-norms: build
 	@bash tools/studies/norm_placement.sh $(BUILD)
+
+study-quant: build
+	@bash tools/studies/quantisation.sh $(BUILD)
 
 golden:
 	@bash scripts/install-python.sh

@@ -33,8 +33,10 @@ namespace {
 constexpr const char* kContextExample = "(example: --context 256,512,1024)";
 
 struct EvalArgs {
-  std::string model, tokenizer, contexts, json, rope_scaling, rope_factor = "1", label, plot, title, cache_type = "f32";
+  std::string model, tokenizer, contexts, json, rope_scaling, rope_factor = "1", label, plot, title, cache_type = "f32",
+      baseline;
   std::vector<std::string> data, combine;
+  std::vector<double> bounds;
   uint64_t max_tokens = 131072;
   int64_t batch_tokens = 4096;
   bool quiet = false;
@@ -154,15 +156,25 @@ void run_combine(const EvalArgs& a, const CLI::App& cmd) {
   for (const char* flag : {"--model", "--data", "--context", "--tokenizer", "--rope-scaling", "--rope-factor", "--json",
                            "--label", "--max-tokens", "--batch-tokens", "--cache-type"})
     NF_CHECK(cmd.count(flag) == 0, "--combine shows earlier reports; ", flag, " is for evaluating a model");
+  NF_CHECK(cmd.count("--bounds") == 0 || (!a.baseline.empty() && !a.plot.empty()),
+           "--bounds are lines on the --baseline chart: give --baseline LABEL and --plot FILE");
+  for (double bound : a.bounds) NF_CHECK(std::isfinite(bound), "--bounds: ", bound, " is not a finite number");
   std::vector<nlohmann::json> reports;
   for (const std::string& path : a.combine) reports.push_back(read_eval_report(path));
-  std::printf("%s", comparison_table(reports).c_str());
-  if (!a.plot.empty()) write_eval_chart(a.plot, a.title, reports);
+  if (a.baseline.empty()) {
+    std::printf("%s", comparison_table(reports).c_str());
+    if (!a.plot.empty()) write_eval_chart(a.plot, a.title, reports);
+    return;
+  }
+  std::printf("%s", change_table(reports, a.baseline).c_str());
+  if (!a.plot.empty()) write_change_chart(a.plot, a.title, reports, a.baseline, a.bounds);
 }
 
 void run_eval(const EvalArgs& a, const CLI::App& cmd) {
   NF_CHECK(cmd.count("--title") == 0 || !a.plot.empty(), "--title is the --plot chart's title: give --plot FILE");
   if (!a.combine.empty()) return run_combine(a, cmd);
+  for (const char* flag : {"--baseline", "--bounds"})
+    NF_CHECK(cmd.count(flag) == 0, flag, " compares earlier reports: give --combine REPORT.json ...");
   NF_CHECK(!a.model.empty() && !a.data.empty() && !a.contexts.empty(),
            "eval: give MODEL, --data and --context (or --combine REPORT.json ... to compare earlier reports)");
   const std::vector<int64_t> contexts = parse_contexts(a.contexts);
@@ -243,7 +255,9 @@ void add_eval_command(CLI::App& app) {
       "T5 bias); a learned position table cannot be extended. --rope-scaling applies position\n"
       "interpolation (linear) or NTK-aware scaling at evaluation time; --rope-factor auto uses\n"
       "context / max_seq_len at each context.\n"
-      "  nanoformer eval --combine rope.json alibi.json --plot ppl.png   (earlier --json reports side by side)");
+      "  nanoformer eval --combine rope.json alibi.json --plot ppl.png   (earlier --json reports side by side)\n"
+      "  nanoformer eval --combine f32.json q8_0.json q4_0.json --baseline f32 --bounds 0.5,5 --plot change.png\n"
+      "      (each report's change from the report labelled f32 of the same model, as bars)");
   auto a = std::make_shared<EvalArgs>();
   cmd->add_option("model,--model,-m", a->model, "Model: checkpoint, HF / MiniMind / nanochat folder, llama2.c .bin");
   cmd->add_option("--data,-d", a->data, "Token files, text or JSONL documents (text and JSONL need --tokenizer)");
@@ -260,7 +274,13 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--json", a->json, "Also write the results to this JSON file");
   cmd->add_option("--label", a->label, "The model's name in --json reports, tables and charts (default: its path)");
   cmd->add_option("--combine", a->combine, "Instead of evaluating: print these --json reports as one table");
-  cmd->add_option("--plot", a->plot, "Draw perplexity against context (.png or .svg)");
+  cmd->add_option("--baseline", a->baseline,
+                  "With --combine: show each report's perplexity change from the report of the same model "
+                  "(its config's name) with this label");
+  cmd->add_option("--bounds", a->bounds, "With --baseline: dashed lines on the chart at these changes in %: 0.5,5")
+      ->delimiter(',');
+  cmd->add_option("--plot", a->plot,
+                  "Draw perplexity against context (.png or .svg; with --baseline, the changes as bars)");
   cmd->add_option("--title", a->title, "The chart's title");
   cmd->add_flag("--quiet,-q", a->quiet, "No progress bar");
   cmd->callback([a, cmd] { run_eval(*a, *cmd); });

@@ -2,8 +2,11 @@
 #include "eval_report.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -27,6 +30,65 @@ std::vector<Point> points_of(const nlohmann::json& report) {
 std::string label_of(const nlohmann::json& report) {
   return report.value("label", std::string()).empty() ? report.at("model").get<std::string>()
                                                        : report.at("label").get<std::string>();
+}
+
+std::string model_name_of(const nlohmann::json& report) {
+  const std::string name = report.value("model_config", nlohmann::json::object()).value("name", std::string());
+  return name.empty() ? "(unnamed)" : name;
+}
+
+std::optional<double> perplexity_at(const nlohmann::json& report, int64_t context) {
+  for (const Point& p : points_of(report))
+    if (p.context == context) return p.perplexity;
+  return std::nullopt;
+}
+
+// Reports grouped by model for --baseline: models and labels in order of first appearance, the
+// report of each (model, label), the contexts of each model.
+struct Groups {
+  std::vector<std::string> models, labels;
+  std::map<std::pair<std::string, std::string>, const nlohmann::json*> report;
+  std::map<std::string, std::set<int64_t>> contexts;
+  const nlohmann::json* find(const std::string& model, const std::string& label) const {
+    const auto it = report.find({model, label});
+    return it == report.end() ? nullptr : it->second;
+  }
+  // The change in % from the model's baseline at `context`; none when either lacks it.
+  std::optional<double> change(const std::string& model, const std::string& label, const std::string& baseline,
+                               int64_t context) const {
+    const nlohmann::json* r = find(model, label);
+    const std::optional<double> ppl = r ? perplexity_at(*r, context) : std::nullopt;
+    const std::optional<double> base = perplexity_at(*find(model, baseline), context);
+    if (!ppl || !base) return std::nullopt;
+    return 100.0 * (*ppl / *base - 1.0);
+  }
+};
+
+Groups group_reports(const std::vector<nlohmann::json>& reports, const std::string& baseline) {
+  Groups g;
+  for (const auto& r : reports) {
+    const std::string model = model_name_of(r), label = label_of(r);
+    if (std::find(g.models.begin(), g.models.end(), model) == g.models.end()) g.models.push_back(model);
+    if (std::find(g.labels.begin(), g.labels.end(), label) == g.labels.end()) g.labels.push_back(label);
+    NF_CHECK(g.report.emplace(std::make_pair(model, label), &r).second, "--baseline: two reports of model '", model,
+             "' are labelled '", label, "' (give each a distinct --label)");
+    for (const Point& p : points_of(r)) g.contexts[model].insert(p.context);
+  }
+  for (const std::string& model : g.models) {
+    if (g.find(model, baseline)) continue;
+    std::string labels;
+    for (const auto& [key, r] : g.report)
+      if (key.first == model) labels += (labels.empty() ? "" : ", ") + key.second;
+    NF_FAIL("--baseline ", baseline, ": no report of model '", model, "' is labelled '", baseline, "' (its labels: ",
+            labels, ")");
+  }
+  return g;
+}
+
+std::string format_number(const char* pattern, double value) {
+  char cell[32];
+  std::snprintf(cell, sizeof cell, pattern, value);
+  return cell;
 }
 
 }  // namespace
@@ -98,6 +160,58 @@ void write_eval_chart(const std::string& path, const std::string& title, const s
     chart.series.push_back(dots);
   }
   chart.log_y = low > 0 && high / low > 3;
+  plot::write_line_chart(path, chart);
+}
+
+std::string change_table(const std::vector<nlohmann::json>& reports, const std::string& baseline) {
+  const Groups g = group_reports(reports, baseline);
+  std::ostringstream out;
+  out << "| label |";
+  size_t columns = 0;
+  for (const std::string& model : g.models)
+    for (int64_t c : g.contexts.at(model)) out << " " << model << " ppl (" << c << ") | change |", columns += 2;
+  out << "\n| --- |";
+  for (size_t i = 0; i < columns; ++i) out << " ---: |";
+  out << "\n";
+  for (const std::string& label : g.labels) {
+    out << "| " << label << " |";
+    for (const std::string& model : g.models) {
+      const nlohmann::json* r = g.find(model, label);
+      for (int64_t c : g.contexts.at(model)) {
+        const std::optional<double> ppl = r ? perplexity_at(*r, c) : std::nullopt;
+        const std::optional<double> change = g.change(model, label, baseline, c);
+        out << " " << (ppl ? format_number("%.4f", *ppl) : "-") << " | "
+            << (label == baseline ? "baseline" : change ? format_number("%+.3f %%", *change) : "-") << " |";
+      }
+    }
+    out << "\n";
+  }
+  return out.str();
+}
+
+void write_change_chart(const std::string& path, const std::string& title, const std::vector<nlohmann::json>& reports,
+                        const std::string& baseline, const std::vector<double>& bounds) {
+  const Groups g = group_reports(reports, baseline);
+  plot::LineChart chart{.title = title, .y_label = "perplexity change from " + baseline + " (%)", .legend_above = true};
+  for (const std::string& label : g.labels)
+    if (label != baseline) chart.x_categories.push_back(label);
+  int color = 0;
+  for (const std::string& model : g.models) {
+    const std::set<int64_t>& contexts = g.contexts.at(model);
+    for (int64_t c : contexts) {
+      plot::Series bars{.label = contexts.size() == 1 ? model : model + " (" + std::to_string(c) + ")",
+                        .style = plot::LineStyle::bars, .color = color++, .value_decimals = 2};
+      for (size_t i = 0; i < chart.x_categories.size(); ++i) {
+        bars.x.push_back(static_cast<double>(i));
+        bars.y.push_back(g.change(model, chart.x_categories[i], baseline, c).value_or(NAN));
+      }
+      chart.series.push_back(bars);
+    }
+  }
+  const double right = static_cast<double>(chart.x_categories.size()) - 0.5;
+  for (double bound : bounds)
+    chart.series.push_back({.label = format_number("%g %%", bound), .x = {-0.5, right}, .y = {bound, bound},
+                            .style = plot::LineStyle::dashed, .color = color++});
   plot::write_line_chart(path, chart);
 }
 

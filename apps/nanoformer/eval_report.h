@@ -1,7 +1,7 @@
 #pragma once
 // The reports of `nanoformer eval` (its --json files) side by side: one table in reference
 // document 001's shape (a row per evaluated model, a column per context) and a chart of
-// perplexity against context, one line per report.
+// perplexity against context, one line per report; or each report's change from a baseline.
 #include <string>
 #include <vector>
 
@@ -15,5 +15,14 @@ nlohmann::json read_eval_report(const std::string& path);
 std::string comparison_table(const std::vector<nlohmann::json>& reports);
 // Perplexity against context (a log y axis when the values span more than a factor of 3).
 void write_eval_chart(const std::string& path, const std::string& title, const std::vector<nlohmann::json>& reports);
+
+// Against a baseline (--baseline LABEL): the reports grouped by model (model_config's "name"), each
+// group holding one report labelled `baseline`; every other report's perplexity beside its change
+// from its group's baseline at the same context, change = 100 (ppl / ppl_baseline - 1) %.
+// A row per label, a perplexity and a change column per model and context.
+std::string change_table(const std::vector<nlohmann::json>& reports, const std::string& baseline);
+// The changes in % as bars, one colour per model, a bar group per label; dashed lines at `bounds` %.
+void write_change_chart(const std::string& path, const std::string& title, const std::vector<nlohmann::json>& reports,
+                        const std::string& baseline, const std::vector<double>& bounds);
 
 }  // namespace nf::cli

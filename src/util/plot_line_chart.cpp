@@ -1,9 +1,11 @@
 // Line charts (util/plot.h): axes with ticks and a light grid, one line per series (broken at
-// non-finite points), a legend, numeric or named x positions, linear or logarithmic axes.
+// non-finite points) or bars at named positions, a legend, numeric or named x positions, linear or
+// logarithmic axes.
 #include <plplot.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "nanoformer/core/error.h"
 #include "nanoformer/util/plot.h"
@@ -18,11 +20,18 @@ void check_chart(const std::string& path, const LineChart& chart) {
   for (const Series& s : chart.series)
     NF_CHECK(s.x.size() == s.y.size(), "plot '", path, "': series '", s.label, "' has ", s.x.size(), " x and ",
              s.y.size(), " y values");
+  for (const Series& s : chart.series) {
+    if (s.style != LineStyle::bars) continue;
+    NF_CHECK(!chart.x_categories.empty(), "plot '", path, "': series '", s.label,
+             "' is drawn as bars, which need named x positions (x_categories)");
+    NF_CHECK(!chart.log_y, "plot '", path, "': series '", s.label, "' is drawn as bars, which need a linear y axis");
+  }
   if (!chart.x_categories.empty())
     for (const Series& s : chart.series)
       for (double x : s.x)
-        NF_CHECK(x >= 0 && x <= static_cast<double>(chart.x_categories.size() - 1), "plot '", path, "': series '",
-                 s.label, "' has x = ", x, " outside the ", chart.x_categories.size(), " named positions");
+        NF_CHECK(x >= -0.5 && x <= static_cast<double>(chart.x_categories.size()) - 0.5, "plot '", path,
+                 "': series '", s.label, "' has x = ", x, " outside the ", chart.x_categories.size(),
+                 " named positions");
 }
 
 // PLplot line styles: 1 continuous, 2 short dashes, 4 dots (plstyl's built-in patterns).
@@ -51,8 +60,40 @@ std::vector<std::pair<std::vector<double>, std::vector<double>>> runs_of(const S
   return runs;
 }
 
-void draw_series(const Series& s, int index, bool log_x, bool log_y) {
-  plcol0(detail::series_color(s.color >= 0 ? s.color : index));
+// Bar series `slot` of `slots`: its bars share the middle 80% of each named position's width.
+struct BarSlot {
+  int slot = 0, slots = 1;
+};
+
+// A bar's value written upwards from just above its top (or above 0 for a negative bar).
+void draw_bar_value(double x, double y, int decimals, const detail::Range& yr) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%+.*f", decimals, y);
+  plcol0(detail::kInk);
+  plschr(0, 0.7);
+  plptex(x, std::max(y, 0.0) + 0.015 * (yr.hi - yr.lo), 0, 1, 0, text);
+  plschr(0, 1.0);
+}
+
+void draw_bars(const Series& s, int color, const BarSlot& b, const detail::Range& yr) {
+  const double width = 0.8 / b.slots;
+  for (size_t i = 0; i < s.x.size(); ++i) {
+    if (!std::isfinite(s.y[i])) continue;
+    const double x0 = s.x[i] - 0.4 + b.slot * width, x1 = x0 + width;
+    const PLFLT bx[] = {x0, x1, x1, x0}, by[] = {0, 0, s.y[i], s.y[i]};
+    plcol0(detail::fill_color(color));
+    plfill(4, bx, by);
+    plcol0(detail::series_color(color));
+    const PLFLT tx[] = {x0, x0, x1, x1}, ty[] = {0, s.y[i], s.y[i], 0};
+    plline(4, tx, ty);
+    if (s.value_decimals >= 0) draw_bar_value((x0 + x1) / 2, s.y[i], s.value_decimals, yr);
+  }
+}
+
+void draw_series(const Series& s, int index, bool log_x, bool log_y, const BarSlot& bar, const detail::Range& yr) {
+  const int color = s.color >= 0 ? s.color : index;
+  if (s.style == LineStyle::bars) return draw_bars(s, color, bar, yr);
+  plcol0(detail::series_color(color));
   plwidth(2.0);
   for (auto& [x, y] : runs_of(s, log_x, log_y)) {
     if (x.empty()) continue;
@@ -87,14 +128,20 @@ LegendGrid legend_grid(const LineChart& chart, double width_px, double char_px) 
 }
 
 void draw_legend(const LineChart& chart, const LegendGrid& grid) {
-  std::vector<PLINT> options, colors, styles, symbol_numbers;
-  std::vector<PLFLT> widths, symbol_scales;
+  std::vector<PLINT> options, colors, fill_colors, patterns, styles, symbol_numbers;
+  std::vector<PLFLT> widths, box_scales, symbol_scales;
   std::vector<std::string> texts;
   for (size_t i = 0; i < chart.series.size(); ++i) {
     const Series& s = chart.series[i];
     if (s.label.empty()) continue;
-    options.push_back(s.style == LineStyle::points ? PL_LEGEND_SYMBOL : PL_LEGEND_LINE);
-    colors.push_back(detail::series_color(s.color >= 0 ? s.color : static_cast<int>(i)));
+    const int color = s.color >= 0 ? s.color : static_cast<int>(i);
+    options.push_back(s.style == LineStyle::points ? PL_LEGEND_SYMBOL
+                      : s.style == LineStyle::bars ? PL_LEGEND_COLOR_BOX
+                                                   : PL_LEGEND_LINE);
+    colors.push_back(detail::series_color(color));
+    fill_colors.push_back(detail::fill_color(color));
+    patterns.push_back(0);
+    box_scales.push_back(0.8);
     styles.push_back(plplot_line_style(s.style));
     widths.push_back(2.0);
     symbol_scales.push_back(1.0);
@@ -111,8 +158,9 @@ void draw_legend(const LineChart& chart, const LegendGrid& grid) {
            chart.legend_above ? PL_POSITION_TOP | PL_POSITION_OUTSIDE : PL_POSITION_TOP | PL_POSITION_RIGHT | PL_POSITION_INSIDE,
            0.01, 0.01, 0.05, detail::kBackground, detail::kGrid, 1, chart.legend_above ? grid.rows : 0,
            chart.legend_above ? grid.columns : 0, n,
-           options.data(), 0.8, 0.9, 1.8, 0.0, text_colors.data(), text_ptrs.data(), nullptr, nullptr, nullptr, nullptr,
-           colors.data(), styles.data(), widths.data(), colors.data(), symbol_scales.data(), symbol_numbers.data(),
+           options.data(), 0.8, 0.9, 1.8, 0.0, text_colors.data(), text_ptrs.data(), fill_colors.data(),
+           patterns.data(), box_scales.data(), widths.data(), colors.data(), styles.data(), widths.data(),
+           colors.data(), symbol_scales.data(), symbol_numbers.data(),
            symbols.data());
 }
 
@@ -132,11 +180,26 @@ void draw_panel(const detail::Figure& figure, const LineChart& chart, const Pixe
   const bool named = !chart.x_categories.empty();
   const detail::Range xr = named ? detail::Range{-0.5, static_cast<double>(chart.x_categories.size()) - 0.5}
                                  : detail::data_range(xs, chart.log_x, 0.0);
-  const detail::Range yr = detail::data_range(ys, chart.log_y, 0.05);
+  detail::Range yr = detail::data_range(ys, chart.log_y, 0.05);
+  const auto bar_series = static_cast<int>(std::count_if(chart.series.begin(), chart.series.end(),
+                                                         [](const Series& s) { return s.style == LineStyle::bars; }));
+  if (bar_series > 0) yr = {std::min(yr.lo, 0.0), std::max(yr.hi, 0.0)};  // bars stand on 0
+  const bool bar_values = std::any_of(chart.series.begin(), chart.series.end(), [](const Series& s) {
+    return s.style == LineStyle::bars && s.value_decimals >= 0;
+  });
+  if (bar_values) yr.hi += 0.12 * (yr.hi - yr.lo);  // room for the values over the highest bars
   plwind(xr.lo, xr.hi, yr.lo, yr.hi);
   detail::draw_axes(xr, chart.log_x, !named, yr, chart.log_y);
-  for (size_t i = 0; i < chart.series.size(); ++i)
-    draw_series(chart.series[i], static_cast<int>(i), chart.log_x, chart.log_y);
+  BarSlot bar{.slot = 0, .slots = std::max(bar_series, 1)};
+  for (size_t i = 0; i < chart.series.size(); ++i) {
+    draw_series(chart.series[i], static_cast<int>(i), chart.log_x, chart.log_y, bar, yr);
+    bar.slot += chart.series[i].style == LineStyle::bars;
+  }
+  if (bar_series > 0) {  // the bars' base
+    plcol0(detail::kInk);
+    const PLFLT zx[] = {xr.lo, xr.hi}, zy[] = {0, 0};
+    plline(2, zx, zy);
+  }
   plcol0(detail::kInk);
   if (named) {
     plschr(0, 0.85);

@@ -32,8 +32,10 @@ class EvalCliTest : public testing::CliTest {
     save(nn::PositionKind::learned, "learned.safetensors");
   }
   // A tiny model (vocab 32, max_seq_len 16) with `position`, saved as a nanoformer checkpoint.
-  void save(nn::PositionKind position, const std::string& name, int64_t head_dim = 0) const {
+  void save(nn::PositionKind position, const std::string& name, int64_t head_dim = 0,
+            const std::string& model_name = "") const {
     models::DecoderLMConfig c;
+    c.name = model_name;
     c.vocab_size = 32, c.dim = 16, c.n_layers = 2, c.n_heads = 2, c.max_seq_len = 16, c.position = position;
     c.head_dim = head_dim;
     c.init_std = 0.3;
@@ -201,6 +203,54 @@ TEST_F(EvalCliTest, CombinedReportsMakeOneTableAndAChart) {
                 learned[0].at("perplexity").get<double>());
   EXPECT_NE(r.out.find(row), std::string::npos) << r.out;  // no label: the model's path
   EXPECT_EQ(testing::read_text(path("ppl.png")).substr(1, 3), "PNG");
+}
+
+// --baseline: the reports grouped by model (its config's name), each beside its change from the
+// report of the same model labelled f32, 100 (ppl / ppl_f32 - 1) %; --plot draws the changes as bars
+// with --bounds' lines.
+TEST_F(EvalCliTest, ChangesFromABaselineMakeATableAndBars) {
+  save(nn::PositionKind::rope, "a.safetensors", /*head_dim=*/32, "model-a");
+  save(nn::PositionKind::alibi, "b.safetensors", /*head_dim=*/32, "model-b");
+  const std::vector<std::string> types = {"f32", "q8_0", "bf16"};
+  std::string reports;
+  for (const std::string model : {"a", "b"})
+    for (const std::string& type : types) {
+      const std::string json = path(model + "_" + type + ".json");
+      const auto r = cli("eval " + path(model + ".safetensors") + " -d " + path("tokens.bin") +
+                         " -T 16 -q --cache-type " + type + " --label " + type + " --json " + json);
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      reports += " " + json;
+    }
+  const auto r = cli("eval --combine" + reports + " --baseline f32 --bounds 0.5,5 --plot " + path("change.png") +
+                     " --title 'cache types'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("| label | model-a ppl (16) | change | model-b ppl (16) | change |\n"), std::string::npos)
+      << r.out;
+  auto ppl = [&](const std::string& name) {
+    return read_json(name + ".json").at("results")[0].at("perplexity").get<double>();
+  };
+  for (const std::string& type : types) {
+    const double a = ppl("a_" + type), b = ppl("b_" + type), a0 = ppl("a_f32"), b0 = ppl("b_f32");
+    char row[200];
+    if (type == "f32")
+      std::snprintf(row, sizeof row, "| f32 | %.4f | baseline | %.4f | baseline |\n", a, b);
+    else
+      std::snprintf(row, sizeof row, "| %s | %.4f | %+.3f %% | %.4f | %+.3f %% |\n", type.c_str(), a,
+                    100 * (a / a0 - 1), b, 100 * (b / b0 - 1));
+    EXPECT_NE(r.out.find(row), std::string::npos) << row << r.out;
+  }
+  EXPECT_EQ(testing::read_text(path("change.png")).substr(1, 3), "PNG");
+
+  expect_error("--combine" + reports + " --baseline q4_0",
+               {"--baseline q4_0: no report of model 'model-a' is labelled 'q4_0' (its labels: bf16, f32, q8_0)"});
+  expect_error("--combine " + path("a_f32.json") + " " + path("a_f32.json") + " --baseline f32",
+               {"two reports of model 'model-a' are labelled 'f32'"});
+  expect_error("--combine" + reports + " --baseline f32 --bounds 0.5",
+               {"--bounds", "--baseline LABEL and --plot FILE"});
+  expect_error("--combine" + reports + " --bounds 0.5 --plot " + path("x.png"), {"--bounds", "--baseline"});
+  expect_error(path("a.safetensors") + " -d " + path("tokens.bin") + " -T 16 --baseline f32",
+               {"--baseline compares earlier reports", "--combine"});
+  EXPECT_FALSE(std::filesystem::exists(path("x.png")));
 }
 
 TEST_F(EvalCliTest, BadCombineInputIsAnError) {

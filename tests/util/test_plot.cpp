@@ -88,6 +88,24 @@ TEST_F(PlotTest, NamedXPositionsAndPoints) {
   EXPECT_THROW_WITH(write_line_chart(path("d.png"), chart), "d.png", "x = 3", "3 named positions");
 }
 
+// Bars side by side at named positions (one negative, one missing; one series with its values
+// written), a dashed line across the positions' whole span; bars need named positions and a linear y axis.
+TEST_F(PlotTest, BarsAtNamedPositions) {
+  LineChart chart{.title = "change", .y_label = "%", .x_categories = {"q8_0", "q4_0", "q4_1"}, .legend_above = true};
+  chart.series = {{.label = "char", .x = {0, 1, 2}, .y = {0.1, 3.0, -0.5}, .style = LineStyle::bars,
+                   .value_decimals = 2},
+                  {.label = "bpe", .x = {0, 1, 2}, .y = {0.2, NAN, 2.0}, .style = LineStyle::bars},
+                  {.label = "5 %", .x = {-0.5, 2.5}, .y = {5, 5}, .style = LineStyle::dashed}};
+  write_line_chart(path("bars.png"), chart);
+  EXPECT_TRUE(is_png(read_bytes(path("bars.png"))));
+  chart.log_y = true;
+  EXPECT_THROW_WITH(write_line_chart(path("log.png"), chart), "log.png", "'char'", "bars", "linear y axis");
+  chart.log_y = false;
+  chart.x_categories.clear();
+  EXPECT_THROW_WITH(write_line_chart(path("plain.png"), chart), "plain.png", "'char'", "bars", "named x positions");
+  EXPECT_EQ(other_files("bars.png"), 0u);
+}
+
 TEST_F(PlotTest, HeatMapsAndHistograms) {
   HeatMap m{.title = "head 0", .rows = 3, .cols = 3, .values = {1, 0, 0, 0.5, 0.5, 0, 0.2, 0.3, 0.5},
             .row_labels = {"我", "爱", "你"}, .col_labels = {"我", "爱", "你"}};

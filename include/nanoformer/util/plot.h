@@ -11,13 +11,16 @@
 
 namespace nf::plot {
 
-enum class LineStyle { solid, dashed, dotted, points };
+// bars: a bar from 0 to y at each named position (LineChart::x_categories), the chart's bar series
+// side by side within a position, filled translucent with a solid outline (a linear y axis only).
+enum class LineStyle { solid, dashed, dotted, points, bars };
 
 struct Series {
   std::string label{};  // the legend entry ("" = not in the legend)
   std::vector<double> x{}, y{};
   LineStyle style = LineStyle::solid;
   int color = -1;  // an index into the palette (repeats after 10); -1 = the series' position in the chart
+  int value_decimals = -1;  // bars: each bar's value written above it with this many decimals (-1: none)
 };
 
 struct LineChart {
@@ -25,7 +28,7 @@ struct LineChart {
   bool log_x = false, log_y = false;  // points <= 0 are left out on a log axis
   std::vector<Series> series{};       // non-finite points break a line (a diverged loss, say)
   // Named x positions instead of numbers: the x values are 0, 1, 2, ... and these labels are drawn
-  // vertically under the axis (the stages of a block, say).
+  // vertically under the axis (the stages of a block, say); a line may span [-0.5, n - 0.5].
   std::vector<std::string> x_categories{};
   bool legend_above = false;  // the legend in one row above the axes instead of inside at the top right
 };
