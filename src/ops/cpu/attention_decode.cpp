@@ -148,6 +148,31 @@ void weighted_sum_fixed(const float* p, const unsigned char* v, int64_t ldv, int
   for (int c = 0; c < NV; ++c) Simd::store(out + c * Simd::width, (even[c] + odd[c]) * sv);
 }
 
+// Row r's sum over lanes to s[r lds + j] (four rows reduced together).
+template <int M>
+void store_sums(const Simd::V (&sums)[M], float* s, int64_t lds, int64_t j) {
+  if constexpr (M == 4) {
+    float out[4];
+    Simd::sum4(sums[0], sums[1], sums[2], sums[3], out);
+    for (int r = 0; r < 4; ++r) s[r * lds + j] = out[r];
+  } else {
+    for (int r = 0; r < M; ++r) s[r * lds + j] = Simd::sum(sums[r]);
+  }
+}
+
+// rows(std::integral_constant<int, M>, q, s) for the m query rows in groups of at most four
+template <class Rows>
+void in_fours(const float* const* q, int64_t m, float* s, int64_t lds, Rows rows) {
+  for (int64_t r = 0; r < m; r += 4, q += 4, s += 4 * lds) {
+    switch (std::min<int64_t>(4, m - r)) {
+      case 4: rows(std::integral_constant<int, 4>{}, q, s); break;
+      case 3: rows(std::integral_constant<int, 3>{}, q, s); break;
+      case 2: rows(std::integral_constant<int, 2>{}, q, s); break;
+      default: rows(std::integral_constant<int, 1>{}, q, s); break;
+    }
+  }
+}
+
 // The rows of a KV group over one key at a time, D = NV vector widths: each key's values are
 // widened once for all M <= 4 rows (4 rows' sums reduced together).
 template <class F, int NV, int M>
@@ -160,27 +185,16 @@ void scores_float_rows(const float* const* q, const unsigned char* k, int64_t ld
       const Simd::V kc = F::load(kj + c * Simd::width);
       for (int r = 0; r < M; ++r) acc[r] = Simd::fma(Simd::load(q[r] + c * Simd::width), kc, acc[r]);
     }
-    if constexpr (M == 4) {
-      float sums[4];
-      Simd::sum4(acc[0], acc[1], acc[2], acc[3], sums);
-      for (int r = 0; r < 4; ++r) s[r * lds + j] = sums[r];
-    } else {
-      for (int r = 0; r < M; ++r) s[r * lds + j] = Simd::sum(acc[r]);
-    }
+    store_sums<M>(acc, s, lds, j);
   }
 }
 
 template <class F, int NV>
 void scores_float(const float* const* q, int64_t m, const unsigned char* k, int64_t ldk, int64_t n, int64_t, float* s,
                   int64_t lds) {
-  for (int64_t r = 0; r < m; r += 4, q += 4, s += 4 * lds) {
-    switch (std::min<int64_t>(4, m - r)) {
-      case 4: scores_float_rows<F, NV, 4>(q, k, ldk, n, s, lds); break;
-      case 3: scores_float_rows<F, NV, 3>(q, k, ldk, n, s, lds); break;
-      case 2: scores_float_rows<F, NV, 2>(q, k, ldk, n, s, lds); break;
-      default: scores_float_rows<F, NV, 1>(q, k, ldk, n, s, lds); break;
-    }
-  }
+  in_fours(q, m, s, lds, [&](auto rows, const float* const* q4, float* s4) {
+    scores_float_rows<F, NV, decltype(rows)::value>(q4, k, ldk, n, s4, lds);
+  });
 }
 
 // out_r = scale_r sum_j p_r[j] v_j for M <= 2 rows, kChunk vector widths of v's columns at a time:
@@ -271,26 +285,15 @@ void scores_q8_0_rows(const float* const* q, const unsigned char* k, int64_t ldk
         total[r] = Simd::fma(block.d, acc, total[r]);
       }
     }
-    if constexpr (M == 4) {
-      float sums[4];
-      Simd::sum4(total[0], total[1], total[2], total[3], sums);
-      for (int r = 0; r < 4; ++r) s[r * lds + j] = sums[r];
-    } else {
-      for (int r = 0; r < M; ++r) s[r * lds + j] = Simd::sum(total[r]);
-    }
+    store_sums<M>(total, s, lds, j);
   }
 }
 
 void scores_q8_0(const float* const* q, int64_t m, const unsigned char* k, int64_t ldk, int64_t n, int64_t D, float* s,
                  int64_t lds) {
-  for (int64_t r = 0; r < m; r += 4, q += 4, s += 4 * lds) {
-    switch (std::min<int64_t>(4, m - r)) {
-      case 4: scores_q8_0_rows<4>(q, k, ldk, n, D, s, lds); break;
-      case 3: scores_q8_0_rows<3>(q, k, ldk, n, D, s, lds); break;
-      case 2: scores_q8_0_rows<2>(q, k, ldk, n, D, s, lds); break;
-      default: scores_q8_0_rows<1>(q, k, ldk, n, D, s, lds); break;
-    }
-  }
+  in_fours(q, m, s, lds, [&](auto rows, const float* const* q4, float* s4) {
+    scores_q8_0_rows<decltype(rows)::value>(q4, k, ldk, n, D, s4, lds);
+  });
 }
 
 // out_r = scale_r sum_j p_r[j] v_j for M <= 2 rows, block by block of v's columns: v_j's block
