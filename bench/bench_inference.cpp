@@ -279,6 +279,13 @@ struct Series {
   void add(double v) { values.push_back(v), last_of_round = v; }
 };
 
+// This round's value, or "-" (the round lines; the tables give medians).
+std::string this_round(const Series& s, const char* format) {
+  char buf[32] = "-";
+  if (s.last_of_round) std::snprintf(buf, sizeof buf, format, *s.last_of_round);
+  return buf;
+}
+
 std::string cell(const Series& s, const char* format, double scale = 1) {
   if (s.values.empty()) return "n/a";
   char buf[64];
@@ -352,14 +359,9 @@ void measure_preset(const Options& o, const std::string& self, const std::string
     ours["limit"].add(limit);
     ours["decode/limit"].add(*ours["decode"].last_of_round / limit);
   }
-  const auto now = [](const Series& s, const char* format) {  // this round's value, or "-"
-    char buf[32] = "-";
-    if (s.last_of_round) std::snprintf(buf, sizeof buf, format, *s.last_of_round);
-    return std::string(buf);
-  };
   std::printf("round %d %-16s prefill ours %s torch %s tok/s; decode ours %s torch %s limit %.0f tok/s\n", round + 1,
-              preset.c_str(), now(ours["prefill"], "%.0f").c_str(), now(theirs["prefill"], "%.0f").c_str(),
-              now(ours["decode"], "%.1f").c_str(), now(theirs["decode"], "%.1f").c_str(), limit);
+              preset.c_str(), this_round(ours["prefill"], "%.0f").c_str(), this_round(theirs["prefill"], "%.0f").c_str(),
+              this_round(ours["decode"], "%.1f").c_str(), this_round(theirs["decode"], "%.1f").c_str(), limit);
   std::fflush(stdout);
 }
 
@@ -405,9 +407,9 @@ void measure_quantized(const Options& o, const std::string& self, QuantRow& row,
       if ((*side)["decode"].last_of_round) (*side)["decode/limit"].add(*(*side)["decode"].last_of_round / limit);
   }
   std::printf("round %d %-16s %-5s prefill ours %s llama.cpp %s tok/s; decode ours %s llama.cpp %s tok/s\n", round + 1,
-              row.preset.c_str(), row.type.c_str(), cell(row.ours["prefill"], "%.0f").c_str(),
-              cell(row.llama["prefill"], "%.0f").c_str(), cell(row.ours["decode"], "%.1f").c_str(),
-              cell(row.llama["decode"], "%.1f").c_str());
+              row.preset.c_str(), row.type.c_str(), this_round(row.ours["prefill"], "%.0f").c_str(),
+              this_round(row.llama["prefill"], "%.0f").c_str(), this_round(row.ours["decode"], "%.1f").c_str(),
+              this_round(row.llama["decode"], "%.1f").c_str());
   std::fflush(stdout);
 }
 
@@ -462,13 +464,8 @@ void measure_long_context(const Options& o, const std::string& self, const std::
              {{"decode_tokens_per_s", &r["decode " + type]}, {"cache_mib", &r["cache " + type]}});
   const Series &f32 = r["decode f32"], &q8 = r["decode q8_0"];
   if (f32.last_of_round && q8.last_of_round) r["q8_0/f32"].add(*q8.last_of_round / *f32.last_of_round);
-  const auto now = [](const Series& series) {  // this round's value, or "-"
-    char buf[32] = "-";
-    if (series.last_of_round) std::snprintf(buf, sizeof buf, "%.1f", *series.last_of_round);
-    return std::string(buf);
-  };
   std::printf("round %d %-16s decode at a %lld-token context: f32 cache %s, q8_0 cache %s tok/s\n", round + 1,
-              preset.c_str(), static_cast<long long>(context), now(f32).c_str(), now(q8).c_str());
+              preset.c_str(), static_cast<long long>(context), this_round(f32, "%.1f").c_str(), this_round(q8, "%.1f").c_str());
   std::fflush(stdout);
 }
 
