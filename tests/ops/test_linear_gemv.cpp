@@ -6,6 +6,7 @@
 #include "nanoformer/core/parallel.h"
 #include "ops/cpu/gemv.h"
 #include "support/testing.h"
+#include "support/threads.h"
 
 namespace nf {
 namespace {
@@ -63,12 +64,8 @@ TEST(LinearGemv, MatchesNaiveAtOddSizesRowsAndBias) {
 TEST(LinearGemv, ThreadCountDoesNotChangeTheBits) {
   Generator gen(2);
   const Tensor x = randn({3, 300}, gen), w = randn({1001, 300}, gen), b = randn({1001}, gen);  // many blocks per thread
-  const int threads = num_threads();
-  set_num_threads(1);
-  const Tensor one = linear(x, w, b);
-  set_num_threads(3);
-  const Tensor three = linear(x, w, b);
-  set_num_threads(threads);
+  const Tensor one = testing::at_threads(1, [&] { return linear(x, w, b); });
+  const Tensor three = testing::at_threads(3, [&] { return linear(x, w, b); });
   EXPECT_TENSOR_CLOSE(one, three, 0.0, 0.0);
   expect_matches_reference(three, x, w, b);
 }

@@ -11,6 +11,7 @@
 #include "ops/cpu/quant_gemm.h"
 #include "ops/cpu/quant_rows.h"
 #include "support/testing.h"
+#include "support/threads.h"
 
 namespace nf {
 namespace {
@@ -197,12 +198,8 @@ TEST_P(QuantGemm, SameBitsOnAnyThreadCount) {
   const int64_t m = 150, n = 70, k = 320;
   const auto w = random_weights(type, n, k, 3);
   const auto x = quantized_x(normal_values(m * k, 4), m, k);
-  const int saved = num_threads();
-  set_num_threads(1);
-  const std::vector<float> one = run_gemm(type, w, n, k, x, m, n);
-  set_num_threads(3);
-  const std::vector<float> three = run_gemm(type, w, n, k, x, m, n);
-  set_num_threads(saved);
+  const std::vector<float> one = testing::at_threads(1, [&] { return run_gemm(type, w, n, k, x, m, n); });
+  const std::vector<float> three = testing::at_threads(3, [&] { return run_gemm(type, w, n, k, x, m, n); });
   EXPECT_EQ(one, three);
 }
 

@@ -14,6 +14,7 @@
 #include "ops/cpu/quant_matmul.h"
 #include "ops/cpu/quant_rows.h"
 #include "support/testing.h"
+#include "support/threads.h"
 
 namespace nf {
 namespace {
@@ -361,12 +362,8 @@ TEST(QuantLinear, ThreadCountDoesNotChangeTheBitsAndRowsAreIndependent) {
   Generator gen(6);
   const QuantizedTensor w = random_weight(QuantType::q4_0, 1001, 320, rng);
   const Tensor x = randn({9, 320}, gen), b = randn({1001}, gen);
-  const int threads = num_threads();
-  set_num_threads(1);
-  const Tensor one = linear(x, w, b);
-  set_num_threads(3);
-  const Tensor three = linear(x, w, b);
-  set_num_threads(threads);
+  const Tensor one = testing::at_threads(1, [&] { return linear(x, w, b); });
+  const Tensor three = testing::at_threads(3, [&] { return linear(x, w, b); });
   EXPECT_TENSOR_CLOSE(one, three, 0.0, 0.0);
   // a row alone gives the bits it gives among 9 (each pass of rows is independent)
   EXPECT_TENSOR_CLOSE(linear(narrow(x, 0, 6, 1), w, b), narrow(one, 0, 6, 1), 0.0, 0.0);

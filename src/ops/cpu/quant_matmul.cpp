@@ -538,48 +538,37 @@ struct Q4_KW {
 #if defined(__AVX2__) && defined(__FMA__)
   // per group of 64: maddubs of the nibbles with x, madd with the sub-block's scale; the minimum
   // as madd of mn with the sums of x per 32 (hadd of Q8_K's sums per 16)
-  template <int R, int C, bool kPrefetch>
-  static void tile(const TileArgs& t) {
+  template <int R>
+  [[gnu::always_inline]] static void block(const TileArgs& t, const Block& blk, int64_t b, __m256 (&acc)[R]) {
     const QuantizedActivations& a = *t.a;
-    const int64_t nb = t.k / 256;
-    __m256 acc[R][C];
-    for (int r = 0; r < R; ++r)
-      for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
     const __m256i nibble = _mm256_set1_epi8(0x0f);
-    for (int64_t b = 0; b < nb; ++b)
-      for (int c = 0; c < C; ++c) {
-        const Block& blk = reinterpret_cast<const Block*>(t.w + c * t.row_bytes)[b];
-        if constexpr (kPrefetch) prefetch_bytes(t.ahead + c * t.row_bytes + b * sizeof(Block), sizeof(Block));
-        alignas(16) uint8_t sm[16];
-        q4_k_scales(blk.scales, sm);
-        const __m128i sm8 = _mm_load_si128(reinterpret_cast<const __m128i*>(sm));
-        const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm8));
-        const __m128i mn16 = _mm_cvtepu8_epi16(_mm_srli_si128(sm8, 8));
-        const float d = f16_to_float(blk.d), dmin = f16_to_float(blk.dmin);
-        __m256i sumi[R];
-        for (int r = 0; r < R; ++r) sumi[r] = _mm256_setzero_si256();
-        for (int g = 0; g < 4; ++g) {
-          const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qs + 32 * g));
-          const __m256i lo = _mm256_and_si256(v, nibble), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
-          const __m256i s_lo = broadcast_i16(sc16, 2 * g), s_hi = broadcast_i16(sc16, 2 * g + 1);
-          for (int r = 0; r < R; ++r) {
-            const __m256i* x = reinterpret_cast<const __m256i*>(a.row_q(t.r0 + r) + b * 256 + 64 * g);
-            const __m256i p_lo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, _mm256_loadu_si256(x)), s_lo);
-            const __m256i p_hi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, _mm256_loadu_si256(x + 1)), s_hi);
-            sumi[r] = _mm256_add_epi32(sumi[r], _mm256_add_epi32(p_lo, p_hi));
-          }
-        }
-        for (int r = 0; r < R; ++r) {
-          const float dx = a.row_d(t.r0 + r)[b];
-          const __m128i* sums = reinterpret_cast<const __m128i*>(a.row_sums(t.r0 + r) + b * 16);
-          const __m128i per32 = _mm_hadd_epi16(_mm_loadu_si128(sums), _mm_loadu_si128(sums + 1));
-          const __m256i mins = _mm256_zextsi128_si256(_mm_madd_epi16(mn16, per32));
-          acc[r][c] = _mm256_fmadd_ps(_mm256_set1_ps(d * dx), _mm256_cvtepi32_ps(sumi[r]), acc[r][c]);
-          acc[r][c] = _mm256_fmadd_ps(_mm256_set1_ps(-dmin * dx), _mm256_cvtepi32_ps(mins), acc[r][c]);
-        }
+    alignas(16) uint8_t sm[16];
+    q4_k_scales(blk.scales, sm);
+    const __m128i sm8 = _mm_load_si128(reinterpret_cast<const __m128i*>(sm));
+    const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm8));
+    const __m128i mn16 = _mm_cvtepu8_epi16(_mm_srli_si128(sm8, 8));
+    const float d = f16_to_float(blk.d), dmin = f16_to_float(blk.dmin);
+    __m256i sumi[R];
+    for (int r = 0; r < R; ++r) sumi[r] = _mm256_setzero_si256();
+    for (int g = 0; g < 4; ++g) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qs + 32 * g));
+      const __m256i lo = _mm256_and_si256(v, nibble), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
+      const __m256i s_lo = broadcast_i16(sc16, 2 * g), s_hi = broadcast_i16(sc16, 2 * g + 1);
+      for (int r = 0; r < R; ++r) {
+        const __m256i* x = reinterpret_cast<const __m256i*>(a.row_q(t.r0 + r) + b * 256 + 64 * g);
+        const __m256i p_lo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, _mm256_loadu_si256(x)), s_lo);
+        const __m256i p_hi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, _mm256_loadu_si256(x + 1)), s_hi);
+        sumi[r] = _mm256_add_epi32(sumi[r], _mm256_add_epi32(p_lo, p_hi));
       }
-    for (int r = 0; r < R; ++r)
-      for (int c = 0; c < C; ++c) t.store(r, c, hsum(acc[r][c]));
+    }
+    for (int r = 0; r < R; ++r) {
+      const float dx = a.row_d(t.r0 + r)[b];
+      const __m128i* sums = reinterpret_cast<const __m128i*>(a.row_sums(t.r0 + r) + b * 16);
+      const __m128i per32 = _mm_hadd_epi16(_mm_loadu_si128(sums), _mm_loadu_si128(sums + 1));
+      const __m256i mins = _mm256_zextsi128_si256(_mm_madd_epi16(mn16, per32));
+      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * dx), _mm256_cvtepi32_ps(sumi[r]), acc[r]);
+      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(-dmin * dx), _mm256_cvtepi32_ps(mins), acc[r]);
+    }
   }
 #endif
 };
@@ -607,53 +596,61 @@ struct Q6_KW {
 #if defined(__AVX2__) && defined(__FMA__)
   // per half of 128: the four 32-value vectors assembled from ql's nibbles and qh's bit pairs,
   // maddubs with x, madd with their two sub-block scales; the offset as 32 sum_j sc_j sums_j
-  template <int R, int C, bool kPrefetch>
-  static void tile(const TileArgs& t) {
+  template <int R>
+  [[gnu::always_inline]] static void block(const TileArgs& t, const Block& blk, int64_t b, __m256 (&acc)[R]) {
     const QuantizedActivations& a = *t.a;
-    const int64_t nb = t.k / 256;
-    __m256 acc[R][C];
-    for (int r = 0; r < R; ++r)
-      for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
     const __m256i nibble = _mm256_set1_epi8(0x0f);
-    for (int64_t b = 0; b < nb; ++b)
-      for (int c = 0; c < C; ++c) {
-        const Block& blk = reinterpret_cast<const Block*>(t.w + c * t.row_bytes)[b];
-        if constexpr (kPrefetch) prefetch_bytes(t.ahead + c * t.row_bytes + b * sizeof(Block), sizeof(Block));
-        const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.scales));
-        __m256i sumi[R];
-        for (int r = 0; r < R; ++r) sumi[r] = _mm256_setzero_si256();
-        for (int h = 0; h < 2; ++h) {
-          const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.ql + 64 * h));
-          const __m256i ql1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.ql + 64 * h + 32));
-          const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qh + 32 * h));
-          const __m256i q[4] = {
-              _mm256_or_si256(_mm256_and_si256(ql0, nibble), _mm256_slli_epi16(_mm256_and_si256(qh, _mm256_set1_epi8(0x03)), 4)),
-              _mm256_or_si256(_mm256_and_si256(ql1, nibble), _mm256_slli_epi16(_mm256_and_si256(qh, _mm256_set1_epi8(0x0c)), 2)),
-              _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), nibble), _mm256_and_si256(qh, _mm256_set1_epi8(0x30))),
-              _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), nibble),
-                              _mm256_srli_epi16(_mm256_and_si256(qh, _mm256_set1_epi8(static_cast<char>(0xc0))), 2))};
-          for (int v = 0; v < 4; ++v) {
-            const __m256i s = scale_halves(sc8, 8 * h + 2 * v);
-            for (int r = 0; r < R; ++r) {
-              const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.row_q(t.r0 + r) + b * 256 + 128 * h + 32 * v));
-              sumi[r] = _mm256_add_epi32(sumi[r], _mm256_madd_epi16(_mm256_maddubs_epi16(q[v], x), s));
-            }
-          }
-        }
-        const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
-        const float d = f16_to_float(blk.d);
+    const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.scales));
+    __m256i sumi[R];
+    for (int r = 0; r < R; ++r) sumi[r] = _mm256_setzero_si256();
+    for (int h = 0; h < 2; ++h) {
+      const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.ql + 64 * h));
+      const __m256i ql1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.ql + 64 * h + 32));
+      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qh + 32 * h));
+      const __m256i q[4] = {
+          _mm256_or_si256(_mm256_and_si256(ql0, nibble), _mm256_slli_epi16(_mm256_and_si256(qh, _mm256_set1_epi8(0x03)), 4)),
+          _mm256_or_si256(_mm256_and_si256(ql1, nibble), _mm256_slli_epi16(_mm256_and_si256(qh, _mm256_set1_epi8(0x0c)), 2)),
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), nibble), _mm256_and_si256(qh, _mm256_set1_epi8(0x30))),
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), nibble),
+                          _mm256_srli_epi16(_mm256_and_si256(qh, _mm256_set1_epi8(static_cast<char>(0xc0))), 2))};
+      for (int v = 0; v < 4; ++v) {
+        const __m256i s = scale_halves(sc8, 8 * h + 2 * v);
         for (int r = 0; r < R; ++r) {
-          const __m256i sums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.row_sums(t.r0 + r) + b * 16));
-          const __m256i offset = _mm256_slli_epi32(_mm256_madd_epi16(sc16, sums), 5);
-          acc[r][c] = _mm256_fmadd_ps(_mm256_set1_ps(d * a.row_d(t.r0 + r)[b]), _mm256_cvtepi32_ps(_mm256_sub_epi32(sumi[r], offset)),
-                                      acc[r][c]);
+          const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.row_q(t.r0 + r) + b * 256 + 128 * h + 32 * v));
+          sumi[r] = _mm256_add_epi32(sumi[r], _mm256_madd_epi16(_mm256_maddubs_epi16(q[v], x), s));
         }
       }
-    for (int r = 0; r < R; ++r)
-      for (int c = 0; c < C; ++c) t.store(r, c, hsum(acc[r][c]));
+    }
+    const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
+    const float d = f16_to_float(blk.d);
+    for (int r = 0; r < R; ++r) {
+      const __m256i sums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.row_sums(t.r0 + r) + b * 16));
+      const __m256i offset = _mm256_slli_epi32(_mm256_madd_epi16(sc16, sums), 5);
+      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * a.row_d(t.r0 + r)[b]), _mm256_cvtepi32_ps(_mm256_sub_epi32(sumi[r], offset)),
+                                  acc[r]);
+    }
   }
 #endif
 };
+
+#if defined(__AVX2__) && defined(__FMA__)
+// the K types on AVX2: W::block adds each super-block's products for the tile's R rows, column by column
+template <class W, int R, int C, bool kPrefetch>
+void tile_super(const TileArgs& t) {
+  using Block = typename W::Block;
+  __m256 acc[C][R];
+  for (int c = 0; c < C; ++c)
+    for (int r = 0; r < R; ++r) acc[c][r] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < t.k / 256; ++b)
+    for (int c = 0; c < C; ++c) {
+      const Block& blk = reinterpret_cast<const Block*>(t.w + c * t.row_bytes)[b];
+      if constexpr (kPrefetch) prefetch_bytes(t.ahead + c * t.row_bytes + b * sizeof(Block), sizeof(Block));
+      W::template block<R>(t, blk, b, acc[c]);
+    }
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) t.store(r, c, hsum(acc[c][r]));
+}
+#endif
 
 // the K types, portable: each block's integer sums in scalar code
 template <class W, int R, int C>
@@ -833,7 +830,7 @@ struct QuantKernel {
     static constexpr bool kFourRows = !is_super<W>();
     static void run(const TileArgs& t) {
       if constexpr (is_super<W>()) {
-        W::template tile<R, C, P>(t);
+        tile_super<W, R, C, P>(t);
       } else {
         TileArgs u = t;
         if constexpr (C == 1) u.row_bytes = 0;
