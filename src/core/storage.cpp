@@ -1,10 +1,13 @@
 #include "nanoformer/core/storage.h"
 
+#include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cstdlib>
 #include <map>
 #include <mutex>
 #include <new>
+#include <vector>
 
 #include "nanoformer/core/error.h"
 
@@ -21,11 +24,20 @@ void count_allocation(size_t n) {
   }
 }
 
-// Large blocks are kept after free and handed out again for a request of the same rounded size.
-// Training and inference loops allocate the same shapes every step, and a fresh large block costs
-// a page fault per 4 KiB on first touch (glibc maps blocks above 32 MiB anew on every malloc).
-constexpr size_t kCacheMinBytes = 1 << 20;
+// Freed blocks are kept and handed out again for a request of the same rounded size. Training
+// and inference loops allocate the same shapes every step: a fresh large block costs a page fault
+// per 4 KiB on first touch (glibc maps blocks above 32 MiB anew on every malloc), and a small one
+// an aligned_alloc and free (glibc's memalign path, which its per-thread cache does not serve:
+// about a tenth of a decode step of a small model went there). Small sizes are rounded to 4
+// classes per power of two, large ones to pages. Under AddressSanitizer small blocks are not kept,
+// so a use after free is still caught.
+constexpr size_t kLargeBytes = 1 << 20;
 constexpr size_t kPage = 4096;
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kCacheSmall = false;
+#else
+constexpr bool kCacheSmall = true;
+#endif
 
 class BlockCache {
  public:
@@ -37,9 +49,9 @@ class BlockCache {
   void* take(size_t bytes) {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = free_.find(bytes);
-    if (it == free_.end()) return nullptr;
-    void* p = it->second;
-    free_.erase(it);
+    if (it == free_.end() || it->second.empty()) return nullptr;
+    void* p = it->second.back();
+    it->second.pop_back();
     cached_ -= bytes;
     return p;
   }
@@ -49,7 +61,7 @@ class BlockCache {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (cached_ + bytes <= limit_) {
-        free_.emplace(bytes, p);
+        free_[bytes].push_back(p);
         cached_ += bytes;
         return;
       }
@@ -59,7 +71,8 @@ class BlockCache {
 
   void release_all() {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (auto& [bytes, p] : free_) std::free(p);
+    for (auto& [bytes, blocks] : free_)
+      for (void* p : blocks) std::free(p);
     free_.clear();
     cached_ = 0;
   }
@@ -75,25 +88,32 @@ class BlockCache {
   }
 
   std::mutex mutex_;
-  std::multimap<size_t, void*> free_;
+  std::map<size_t, std::vector<void*>> free_;  // rounded size -> its free blocks
   size_t cached_ = 0;
   size_t limit_ = size_t{2} << 30;  // 2 GiB unless NANOFORMER_ALLOCATOR_CACHE_MB says otherwise
 };
 
-// Bytes actually requested from the system for `nbytes`: a multiple of the alignment, and of the
-// page size for cacheable blocks so near-equal requests share cache entries.
+// Bytes actually requested from the system for `nbytes`: below 1 MiB the next of 4 classes per
+// power of two (64, 128, 192, 256, 320, 384, 448, 512, 640, ...: at most a quarter more), above
+// that a page multiple.
 size_t block_size(size_t nbytes) {
-  const size_t aligned = (nbytes + kAlignment - 1) / kAlignment * kAlignment;
-  if (aligned < kCacheMinBytes) return aligned == 0 ? kAlignment : aligned;
-  return (aligned + kPage - 1) / kPage * kPage;
+  if (nbytes <= kAlignment) return kAlignment;
+  if (nbytes < kLargeBytes) {
+    const size_t top = size_t{1} << (std::bit_width(nbytes - 1) - 1);  // largest power of two below nbytes
+    const size_t step = std::max(top / 4, kAlignment);  // aligned_alloc takes multiples of the alignment
+    return (nbytes + step - 1) / step * step;
+  }
+  return (nbytes + kPage - 1) / kPage * kPage;
 }
+
+bool cacheable(size_t bytes) { return kCacheSmall || bytes >= kLargeBytes; }
 
 }  // namespace
 
 Storage::Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device) {
   NF_CHECK(device.type == DeviceType::cpu, "Storage: allocation on ", device.str(), " is not supported yet");
   const size_t bytes = block_size(nbytes);
-  if (bytes >= kCacheMinBytes) data_ = BlockCache::instance().take(bytes);
+  if (cacheable(bytes)) data_ = BlockCache::instance().take(bytes);
   if (data_ == nullptr) data_ = std::aligned_alloc(kAlignment, bytes);
   if (data_ == nullptr) throw std::bad_alloc();
   count_allocation(nbytes);
@@ -107,7 +127,7 @@ Storage::Storage(void* external, size_t nbytes, std::shared_ptr<void> owner, Dev
 Storage::~Storage() {
   if (owner_) return;  // external memory: the owner releases it
   const size_t bytes = block_size(nbytes_);
-  if (bytes >= kCacheMinBytes) {
+  if (cacheable(bytes)) {
     BlockCache::instance().give(data_, bytes);
   } else {
     std::free(data_);

@@ -53,6 +53,31 @@ TEST(Tensor, LargeFreedBlocksAreReusedForTheSameSize) {
   EXPECT_EQ(reinterpret_cast<uintptr_t>(c.raw_data()) % 64, 0u);
 }
 
+TEST(Tensor, SmallFreedBlocksAreReusedWithinTheirSizeClass) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "small blocks are not cached under AddressSanitizer (so use after free is caught)";
+#endif
+  memory::empty_cache();
+  void* first = nullptr;
+  {
+    Tensor a = Tensor::empty({100});  // 400 bytes: the class of 448 (256 + 3 steps of 64)
+    first = a.raw_data();
+  }
+  EXPECT_EQ(memory::cached_bytes(), 448u);
+  Tensor b = Tensor::empty({110});  // 440 bytes: the same class
+  EXPECT_EQ(b.raw_data(), first);
+  EXPECT_EQ(memory::cached_bytes(), 0u);
+  {
+    Tensor c = Tensor::empty({200});  // 800 bytes: the class of 896
+  }
+  EXPECT_EQ(memory::cached_bytes(), 896u);
+  Tensor d = Tensor::empty({120});  // 480 bytes: the class of 512, not served by the 896 block
+  EXPECT_EQ(memory::cached_bytes(), 896u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(d.raw_data()) % 64, 0u);
+  memory::empty_cache();
+  EXPECT_EQ(memory::cached_bytes(), 0u);
+}
+
 TEST(Tensor, ElementAccessAnyDtype) {
   for (DType dt : {DType::f32, DType::f64, DType::bf16, DType::f16, DType::i32, DType::i64}) {
     Tensor t = Tensor::of({1, 2, 3, 4, 5, 6}, {2, 3}, dt);

@@ -1,8 +1,9 @@
 #pragma once
 // A block of bytes on a device. CPU blocks are 64-byte aligned and counted, so current and peak
-// memory can be reported. Freed blocks of 1 MiB and more are cached and reused for requests of the
-// same (page-rounded) size, up to NANOFORMER_ALLOCATOR_CACHE_MB (default 2048) in all. A Storage may also wrap external memory (a memory-mapped file) that it
-// keeps alive through an owner handle and does not count.
+// memory can be reported. Freed blocks are cached and reused for requests of the same rounded size
+// (small ones to 4 classes per power of two, from 1 MiB to pages), up to
+// NANOFORMER_ALLOCATOR_CACHE_MB (default 2048) in all. A Storage may also wrap external memory (a
+// memory-mapped file) that it keeps alive through an owner handle and does not count.
 #include <cstddef>
 #include <memory>
 
