@@ -69,7 +69,8 @@ void run_generate(const GenerateArgs& a, const CLI::App& cmd) {
   if (stop.eos_ids.empty()) stop.eos_ids = default_end_ids(loaded);
   const auto encoded = tok.encode(a.prompt);
   NF_CHECK(!encoded.empty(), "--prompt: the prompt is empty; give some text, or --ids for BOS alone");
-  const std::vector<int64_t> prompt(encoded.begin(), encoded.end());
+  std::vector<int64_t> prompt(encoded.begin(), encoded.end());
+  if (loaded.prompt_bos) prompt.insert(prompt.begin(), *loaded.prompt_bos);  // as llama.cpp tokenises it
   infer::TextStreamer streamer(tok, stop);
   std::printf("%s", a.prompt.c_str());
   const auto result = session.generate(prompt, sampler, stop, [&](int64_t id) {

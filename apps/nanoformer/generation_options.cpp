@@ -96,9 +96,11 @@ LoadedModel load_model_and_tokenizer(const GenerationFlags& f, bool required, co
            " (or --ids with --prompt-ids for a model without one)");
   if (out.tokenizer_path.empty()) return out;
   out.tokenizer = tokenizer::load_tokenizer(out.tokenizer_path);
-  if (io::is_gguf_file(out.tokenizer_path))
-    for (const tokenizer::TokenId id : tokenizer::gguf_end_ids(io::GGUFFile::open(out.tokenizer_path)))
-      out.end_ids.push_back(id);
+  if (io::is_gguf_file(out.tokenizer_path)) {
+    const io::GGUFFile file = io::GGUFFile::open(out.tokenizer_path);
+    for (const tokenizer::TokenId id : tokenizer::gguf_end_ids(file)) out.end_ids.push_back(id);
+    out.prompt_bos = tokenizer::gguf_prompt_bos(file);
+  }
   const auto tokenizer_vocab = static_cast<int64_t>(out.tokenizer->vocab_size());
   const int64_t model_vocab = out.model->config().vocab_size;
   NF_CHECK(tokenizer_vocab <= model_vocab, "tokenizer ", out.tokenizer_path, " has ", tokenizer_vocab,

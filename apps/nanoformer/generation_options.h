@@ -3,6 +3,7 @@
 // sampling and stopping flags.
 #include <CLI/CLI.hpp>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,7 @@ struct LoadedModel {
   std::unique_ptr<tokenizer::Tokenizer> tokenizer;  // null when none was given or found
   std::string tokenizer_path;
   std::vector<int64_t> end_ids = {};  // the ids a GGUF tokenizer says end generation (eos, eot); else empty
+  std::optional<int64_t> prompt_bos = {};  // the id a GGUF tokenizer puts before prompts (add_bos_token)
 };
 
 // The tokenizer a model brings: the model itself when it is a GGUF file holding one; else the

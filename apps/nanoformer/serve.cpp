@@ -40,7 +40,7 @@ void run_serve(ServeArgs& a) {
   a.scheduler.context = a.flags.context;
   serve::Scheduler scheduler(*loaded.model, a.scheduler);
   const std::string name = a.name.empty() ? std::filesystem::path(a.flags.model).filename().string() : a.name;
-  serve::CompletionService service(scheduler, tok, chat_template.get(), name);
+  serve::CompletionService service(scheduler, tok, chat_template.get(), name, loaded.prompt_bos);
   serve::HttpServer server(service, a.http);
   server.bind();
   std::thread stopper([&] {

@@ -55,12 +55,14 @@ CompletionUpdate Completion::wait_all() {
 }
 
 CompletionService::CompletionService(Scheduler& scheduler, const tokenizer::Tokenizer& tokenizer,
-                                     const tokenizer::ChatTemplate* chat_template, std::string model_name)
+                                     const tokenizer::ChatTemplate* chat_template, std::string model_name,
+                                     std::optional<int64_t> prompt_bos)
     : scheduler_(scheduler),
       tokenizer_(tokenizer),
       chat_template_(chat_template),
       end_of_text_(tokenizer::end_of_text_id(tokenizer)),
-      model_name_(std::move(model_name)) {}
+      model_name_(std::move(model_name)),
+      prompt_bos_(prompt_bos) {}
 
 std::vector<int64_t> CompletionService::prompt_ids(const CompletionRequest& r) const {
   std::vector<tokenizer::TokenId> ids;
@@ -75,6 +77,7 @@ std::vector<int64_t> CompletionService::prompt_ids(const CompletionRequest& r) c
   } else {
     ids = tokenizer_.encode(r.prompt);
     if (ids.empty()) throw invalid_request("prompt", "'prompt' is empty");
+    if (prompt_bos_) ids.insert(ids.begin(), static_cast<tokenizer::TokenId>(*prompt_bos_));
   }
   return {ids.begin(), ids.end()};
 }

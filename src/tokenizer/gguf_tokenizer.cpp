@@ -5,6 +5,7 @@
 #include <array>
 #include <optional>
 #include <set>
+#include <variant>
 
 #include "nanoformer/core/error.h"
 #include "nanoformer/tokenizer/byte_level.h"
@@ -20,6 +21,8 @@ constexpr const char* kPreKey = "tokenizer.ggml.pre";
 constexpr const char* kTokensKey = "tokenizer.ggml.tokens";
 constexpr const char* kTypesKey = "tokenizer.ggml.token_type";
 constexpr const char* kMergesKey = "tokenizer.ggml.merges";
+constexpr const char* kAddBosKey = "tokenizer.ggml.add_bos_token";
+constexpr const char* kAddEosKey = "tokenizer.ggml.add_eos_token";
 
 // llama.cpp's token types (llama_token_type).
 enum TokenType : int32_t { kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6 };
@@ -183,6 +186,25 @@ std::vector<TokenId> gguf_end_ids(const io::GGUFFile& file) {
   return ends;
 }
 
+std::optional<TokenId> gguf_prompt_bos(const io::GGUFFile& file) {
+  const auto flag = [&](const char* key, bool absent) {
+    if (!file.has(key)) return absent;
+    NF_CHECK(std::holds_alternative<bool>(file.get(key)), context(file), "key '", key, "' is a ",
+             io::gguf_value_type_name(file.get(key)), ", not a bool");
+    return file.get_bool(key);
+  };
+  NF_CHECK(!flag(kAddEosKey, false), context(file), "key '", kAddEosKey,
+           "' is true: appending an end-of-sequence token to every prompt is not supported");
+  const std::string pre = file.has(kPreKey) ? file.get_string(kPreKey) : std::string();
+  const bool llama3 = std::find(kLlama3PreNames.begin(), kLlama3PreNames.end(), pre) != kLlama3PreNames.end();
+  if (!flag(kAddBosKey, llama3)) return std::nullopt;
+  const size_t n_tokens = file.has(kTokensKey) ? array_key<std::string>(file, kTokensKey, "strings").size() : 0;
+  for (const auto& [name, id] : special_ids(file, n_tokens))
+    if (name == "bos") return id;
+  NF_FAIL(context(file), "key '", kAddBosKey, "' ", file.has(kAddBosKey) ? "is true" : "is absent (true for this pre-tokenizer)",
+          " but the file has no tokenizer.ggml.bos_token_id");
+}
+
 GGUFMetadata gguf_tokenizer_metadata(const BpeTokenizer& tokenizer, size_t vocab_size, const std::string& source) {
   const PreTokenizerOptions& pre = tokenizer.pre_tokenizer();
   NF_CHECK(pre.pattern != SplitPattern::kNone && !pre.add_prefix_space, source, ": the tokenizer splits with ",
@@ -225,8 +247,8 @@ GGUFMetadata gguf_tokenizer_metadata(const BpeTokenizer& tokenizer, size_t vocab
   if (bos) add(out, "tokenizer.ggml.bos_token_id", static_cast<uint32_t>(*bos));
   if (eos) add(out, "tokenizer.ggml.eos_token_id", static_cast<uint32_t>(*eos));
   if (chatml && end_of_text) add(out, "tokenizer.ggml.padding_token_id", static_cast<uint32_t>(*end_of_text));
-  add(out, "tokenizer.ggml.add_bos_token", false);
-  add(out, "tokenizer.ggml.add_eos_token", false);
+  add(out, kAddBosKey, false);
+  add(out, kAddEosKey, false);
   if (chatml) add(out, "tokenizer.chat_template", std::string(kChatmlJinja));
   return out;
 }

@@ -2,7 +2,8 @@
 // weights by type before and after; generate, chat, eval and forward take that file alone;
 // `convert --to gguf` keeps the logits bit for bit at f32 and quantises with --type (and a GGUF
 // converted to a dense format is dequantised); `quantize` of a GGUF requantises; `inspect` shows
-// the bytes per weight type; bad types and flags are one line and a non-zero exit.
+// the bytes per weight type; bad types and flags are one line and a non-zero exit; generate puts
+// a GGUF tokenizer's bos before the prompt when its add_bos_token says so.
 #include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -63,6 +64,27 @@ TEST_F(GGUFCliTest, QuantizeWritesAGGUFThatGenerateChatEvalAndForwardTakeAlone) 
   EXPECT_NE(again.err.find("requantising: "), std::string::npos) << again.err;
   EXPECT_EQ(io::GGUFFile::open(path("q4.gguf")).get("tokenizer.ggml.tokens"), file.get("tokenizer.ggml.tokens"));
   EXPECT_EQ(io::GGUFFile::open(path("q4.gguf")).tensor("blk.0.attn_q.weight").type, QuantType::q4_0);
+}
+
+// The prompt length generate reports on stderr ("[prompt: N tokens").
+int64_t prompt_tokens(const std::string& err) {
+  const size_t at = err.find("[prompt: ");
+  return at == std::string::npos ? -1 : std::stoll(err.substr(at + 9));
+}
+
+TEST_F(GGUFCliTest, GeneratePutsBosBeforeThePromptWhenTheGGUFTokenizerSaysTo) {
+  ASSERT_EQ(cli("quantize '" + model + "' '" + path("q8.gguf") + "' --type q8_0").exit_code, 0);
+  const io::GGUFFile file = io::GGUFFile::open(path("q8.gguf"));
+  std::vector<std::pair<std::string, io::GGUFValue>> tokenizer;  // the file's tokenizer, add_bos_token true
+  for (const std::string& key : file.keys())
+    if (key.rfind("tokenizer.", 0) == 0) tokenizer.emplace_back(key, key == "tokenizer.ggml.add_bos_token" ? io::GGUFValue(true) : file.get(key));
+  io::write_gguf(path("bos.gguf"), tokenizer, {});
+  const std::string run = "generate -m '" + path("q8.gguf") + "' --prompt 'Hello' -n 2 --greedy";
+  const auto plain = cli(run), with_bos = cli(run + " -t '" + path("bos.gguf") + "'");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  ASSERT_EQ(with_bos.exit_code, 0) << with_bos.err;
+  ASSERT_GT(prompt_tokens(plain.err), 0) << plain.err;
+  EXPECT_EQ(prompt_tokens(with_bos.err), prompt_tokens(plain.err) + 1) << with_bos.err;
 }
 
 TEST_F(GGUFCliTest, ConvertToGGUFKeepsTheLogitsAndQuantisesWithType) {

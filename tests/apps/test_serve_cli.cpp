@@ -3,7 +3,8 @@
 // non-streamed greedy one (chat and text completions); max_tokens and stop strings cut the answer
 // where they should; /v1/models and /health; the API key; a full queue answers 503; a client that
 // disconnects mid-stream frees its sequence; bad requests get OpenAI's error JSON with the right
-// status, and the server keeps serving; a q8_0 KV cache answers as the f32 one does.
+// status, and the server keeps serving; a q8_0 KV cache answers as the f32 one does; a GGUF
+// tokenizer with add_bos_token puts its bos before a completion prompt.
 #include <httplib.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -13,6 +14,9 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "nanoformer/io/gguf.h"
+#include "nanoformer/tokenizer/gguf_tokenizer.h"
+#include "nanoformer/tokenizer/tokenizer_json.h"
 #include "support/cli_test.h"
 #include "tiny_chat_model.h"
 
@@ -177,6 +181,19 @@ TEST_F(ServeCliTest, StreamedAnswersEqualTheNonStreamedOnes) {
   EXPECT_EQ(ts.text, text["choices"][0]["text"]);
   EXPECT_EQ(ts.text.size(), 12u);
   EXPECT_TRUE(ts.done);
+}
+
+TEST_F(ServeCliTest, ACompletionPromptStartsWithBosWhenTheGGUFTokenizerSaysTo) {
+  const auto tok = tokenizer::load_tokenizer_json(path("model/tokenizer.json"));
+  auto metadata = tokenizer::gguf_tokenizer_metadata(tok, tok.vocab_size(), "tokenizer.json");
+  for (auto& [key, value] : metadata)
+    if (key == "tokenizer.ggml.add_bos_token") value = true;
+  io::write_gguf(path("bos.gguf"), metadata, {});
+  ServerProcess server = serve("--context 256 --tokenizer " + path("bos.gguf"));
+  httplib::Client client = server.client();
+  const json body = {{"prompt", "Hello"}, {"max_tokens", 1}, {"temperature", 0}};
+  EXPECT_EQ(post(client, "/v1/completions", body, 200)["usage"]["prompt_tokens"].get<size_t>(),
+            tok.encode("Hello").size() + 1);
 }
 
 TEST_F(ServeCliTest, MaxTokensAndStopStringsCutTheAnswer) {

@@ -224,6 +224,40 @@ tokenizer::BpeTokenizer expressible(const tokenizer::BpeTokenizer& tok) {
   return tokenizer::BpeTokenizer(tok.model(), added, tok.pre_tokenizer());
 }
 
+// `metadata` with `key` set to `value`, or removed when value is empty.
+tokenizer::GGUFMetadata with_key(tokenizer::GGUFMetadata metadata, const std::string& key,
+                                 std::optional<io::GGUFValue> value) {
+  std::erase_if(metadata, [&](const auto& kv) { return kv.first == key; });
+  if (value) metadata.emplace_back(key, *value);
+  return metadata;
+}
+
+TEST_F(GGUFCheckpointTest, APromptStartsWithBosWhenTheFileSaysToAddOneAsLlamaCppReadsIt) {
+  const auto gpt2 = expressible(tokenizer::load_tokenizer_json(tokenizer::testing::fixture("hf_gpt2.json")));
+  const auto gpt4 = expressible(tokenizer::load_tokenizer_json(tokenizer::testing::fixture("hf_gpt4.json")));
+  const auto written_gpt2 = tokenizer::gguf_tokenizer_metadata(gpt2, 610, "gpt2");
+  const auto written_llama3 = tokenizer::gguf_tokenizer_metadata(gpt4, 610, "gpt4");
+  const auto bos_of = [&](const tokenizer::GGUFMetadata& metadata) {
+    io::write_gguf(path("tok.gguf"), metadata, {});
+    return tokenizer::gguf_prompt_bos(io::GGUFFile::open(path("tok.gguf")));
+  };
+  const std::string add_bos = "tokenizer.ggml.add_bos_token", bos_id = "tokenizer.ggml.bos_token_id";
+  const auto bos = static_cast<tokenizer::TokenId>(std::get<uint32_t>(
+      std::find_if(written_gpt2.begin(), written_gpt2.end(), [&](const auto& kv) { return kv.first == bos_id; })->second));
+  EXPECT_EQ(bos_of(written_gpt2), std::nullopt);  // we write add_bos_token false
+  EXPECT_EQ(bos_of(written_llama3), std::nullopt);
+  EXPECT_EQ(bos_of(with_key(written_gpt2, add_bos, true)), bos);
+  // absent: llama.cpp's default, true for the LLaMA-3 split and false for GPT-2's
+  EXPECT_EQ(bos_of(with_key(written_llama3, add_bos, std::nullopt)), bos);
+  EXPECT_EQ(bos_of(with_key(written_gpt2, add_bos, std::nullopt)), std::nullopt);
+  EXPECT_THROW_WITH(bos_of(with_key(with_key(written_gpt2, add_bos, true), bos_id, std::nullopt)), "tok.gguf",
+                    "tokenizer.ggml.add_bos_token", "no tokenizer.ggml.bos_token_id");
+  EXPECT_THROW_WITH(bos_of(with_key(written_gpt2, add_bos, std::string("yes"))), "tok.gguf", "add_bos_token",
+                    "not a bool");
+  EXPECT_THROW_WITH(bos_of(with_key(written_gpt2, "tokenizer.ggml.add_eos_token", true)), "tok.gguf",
+                    "add_eos_token", "not supported");
+}
+
 TEST_F(GGUFCheckpointTest, TokenizerMetadataRoundTripsAndRefusesWhatGGUFCannotHold) {
   for (const char* name : {"hf_gpt2.json", "hf_gpt4.json"}) {
     const auto original = expressible(tokenizer::load_tokenizer_json(tokenizer::testing::fixture(name)));

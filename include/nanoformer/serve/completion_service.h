@@ -56,10 +56,12 @@ class Completion {
 
 class CompletionService {
  public:
-  // `chat_template` may be null: chat requests then answer 400. The scheduler, tokenizer and
-  // template must outlive the service.
+  // `chat_template` may be null: chat requests then answer 400. `prompt_bos`: an id put before each
+  // completion prompt (a GGUF tokenizer's add_bos_token). The scheduler, tokenizer and template
+  // must outlive the service.
   CompletionService(Scheduler& scheduler, const tokenizer::Tokenizer& tokenizer,
-                    const tokenizer::ChatTemplate* chat_template, std::string model_name);
+                    const tokenizer::ChatTemplate* chat_template, std::string model_name,
+                    std::optional<int64_t> prompt_bos = std::nullopt);
   // Throws ApiError: 400 for a prompt the context cannot hold or a chat the template refuses,
   // 503 when the queue is full.
   std::shared_ptr<Completion> start(const CompletionRequest& request);
@@ -74,6 +76,7 @@ class CompletionService {
   const tokenizer::ChatTemplate* chat_template_;
   std::optional<int64_t> end_of_text_;
   std::string model_name_;
+  std::optional<int64_t> prompt_bos_;
   std::atomic<int64_t> next_id_{1};
 };
 

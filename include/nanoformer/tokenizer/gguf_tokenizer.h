@@ -15,10 +15,13 @@
 //                              sets it. Any other name is refused, 'default' and an absent key too: they
 //                              mean llama.cpp's legacy split (punctuation runs first), which we do not have.
 //   tokenizer.ggml.{bos,eos,eot,eom,unknown,seperator,padding}_token_id  checked to be ids of the list
+//   tokenizer.ggml.add_bos_token  the bos id goes before prompts (gguf_prompt_bos); add_eos_token
+//                              true is refused
 //   tokenizer.chat_template    written for ChatML tokenizers (MiniMind2's template, which llama.cpp
 //                              recognises as chatml); not read: chat picks its template from the special
 //                              tokens (chat_template.h)
 // Added tokens' single_word / lstrip / rstrip options have no GGUF spelling: writing refuses them.
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,6 +38,11 @@ using GGUFMetadata = std::vector<std::pair<std::string, io::GGUFValue>>;
 bool has_gguf_tokenizer(const io::GGUFFile& file);
 // The tokenizer of a GGUF file; throws nf::Error naming the file and the key or token at fault.
 BpeTokenizer tokenizer_from_gguf(const io::GGUFFile& file);
+// The id llama.cpp puts before a prompt it tokenises: the bos id when tokenizer.ggml.add_bos_token
+// is true, or absent with a LLaMA-3 split (llama-bpe and its aliases, where llama.cpp defaults it to
+// true); none otherwise. Throws naming the file and key when it is true without a bos id, and when
+// tokenizer.ggml.add_eos_token is true (an end token after every prompt: not supported).
+std::optional<TokenId> gguf_prompt_bos(const io::GGUFFile& file);
 // The ids a GGUF file says end generation: its eos, eot and eom ids (those present), in that order.
 std::vector<TokenId> gguf_end_ids(const io::GGUFFile& file);
 
