@@ -11,7 +11,10 @@
 # 5), NF_TRAIN_BENCH_ROUNDS (3), NF_INFER_BENCH_ROUNDS (3), NF_BENCH_THREADS (training and
 # inference, 2), NF_PYTHON (.venv/bin/python), NF_BENCH_BASELINE (a build directory of an older commit:
 # training and inference also measure its binaries, alternating, and print before/after).
+# GOMP_SPINCOUNT is 10000 unless it or OMP_WAIT_POLICY is set, as the nanoformer CLI runs
+# (apps/nanoformer/openmp_defaults.cpp).
 set -euo pipefail
+if [ -z "${GOMP_SPINCOUNT:-}" ] && [ -z "${OMP_WAIT_POLICY:-}" ]; then export GOMP_SPINCOUNT=10000; fi
 build=${1:-build}
 shift || true
 which=${NF_BENCH:-all}

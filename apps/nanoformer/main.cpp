@@ -2,9 +2,11 @@
 #include <iostream>
 
 #include "command.h"
+#include "openmp_defaults.h"
 #include "nanoformer/core/error.h"
 
 int main(int argc, char** argv) {
+  nf::cli::reexec_with_openmp_defaults(argv);
   CLI::App app{"nanoformer: build, train and run transformer language models in native C++"};
   app.require_subcommand(1);
   nf::cli::add_demo_command(app);
