@@ -1,6 +1,7 @@
 // MultiHeadAttention: projections, positional hook, QK-norm, scaled_dot_product_attention, output.
 #include "nanoformer/nn/attention.h"
 
+#include <array>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -165,8 +166,12 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const AttentionInputs& in, T
     NF_CHECK(!weights, "MultiHeadAttention: the attention weights are not returned with a cache");
     inference.emplace();
   }
-  // q (B, H, Tq, Dh), k and v (B, Hkv, Tk, Dh): views of the projections, never copied
-  const Tensor q = split_heads(q_proj->forward(x), c.n_heads, c.head_dim);
+  // q (B, H, Tq, Dh), k and v (B, Hkv, Tk, Dh): views of the projections, never copied; of x
+  // alone (self-attention), the three in one go
+  const bool self = !in.context_kv && !cross;
+  const std::vector<Tensor> qkv =
+      self ? forward_together(std::array<Linear*, 3>{q_proj.get(), k_proj.get(), v_proj.get()}, x) : std::vector<Tensor>{};
+  const Tensor q = split_heads(self ? qkv[0] : q_proj->forward(x), c.n_heads, c.head_dim);
   Tensor k, v;
   if (in.context_kv) {
     const LayerKV& kv = *in.context_kv;
@@ -180,8 +185,8 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const AttentionInputs& in, T
     NF_CHECK(source.dim() == 3 && source.size(0) == B && source.size(2) == c.context_dim,
              "MultiHeadAttention: context must be (B = ", B, ", Tk, context_dim = ", c.context_dim, "), got ",
              shape_str(source.shape()));
-    k = split_heads(k_proj->forward(source), c.n_kv_heads, c.head_dim);
-    v = split_heads(v_proj->forward(source), c.n_kv_heads, c.head_dim);
+    k = split_heads(self ? qkv[1] : k_proj->forward(source), c.n_kv_heads, c.head_dim);
+    v = split_heads(self ? qkv[2] : v_proj->forward(source), c.n_kv_heads, c.head_dim);
   }
   Tensor y;
   if (cached) {

@@ -29,6 +29,29 @@ Tensor Linear::forward(const Tensor& x) {
   return has_lora() ? add(base, lora_update(x)) : base;
 }
 
+std::vector<Tensor> forward_together(std::span<Linear* const> layers, const Tensor& x) {
+  bool dense = true, quantized = true;
+  for (const Linear* l : layers) {
+    dense = dense && !l->is_quantized() && !l->has_lora();
+    quantized = quantized && l->is_quantized() && !l->has_lora() && l->quantized_weight().type() == layers[0]->quantized_weight().type();
+  }
+  std::vector<Tensor> biases;
+  for (const Linear* l : layers) biases.push_back(l->bias);
+  if (dense) {
+    std::vector<Tensor> weights;
+    for (const Linear* l : layers) weights.push_back(l->weight);
+    return linear_together(x, weights, biases);
+  }
+  if (quantized) {
+    std::vector<const QuantizedTensor*> weights;
+    for (const Linear* l : layers) weights.push_back(&l->quantized_weight());
+    return linear_together(x, weights, biases);
+  }
+  std::vector<Tensor> out;
+  for (Linear* l : layers) out.push_back(l->forward(x));
+  return out;
+}
+
 void Linear::set_quantized_weight(QuantizedTensor q) {
   quantize_parameter("weight", q);  // checks the shape
   quantized_weight_ = std::move(q);

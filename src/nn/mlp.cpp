@@ -90,7 +90,8 @@ SwiGLU::SwiGLU(int64_t dim, int64_t hidden, bool bias, double dropout_p, Generat
 // y = w2(silu(w1 x) * w3 x), then dropout
 Tensor SwiGLU::forward(const Tensor& x) {
   check_input("SwiGLU", x, dim());
-  Tensor y = w2->forward(swiglu(w1->forward(x), w3->forward(x)));
+  const std::vector<Tensor> gate_up = forward_together(std::array<Linear*, 2>{w1.get(), w3.get()}, x);
+  Tensor y = w2->forward(swiglu(gate_up[0], gate_up[1]));
   return dropout ? dropout->forward(y) : y;
 }
 

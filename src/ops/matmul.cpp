@@ -21,6 +21,8 @@ using MatmulKernel = void (*)(const Tensor& out, const Tensor& a, const Tensor& 
 const DeviceKernels<MatmulKernel> kMatmul{.cpu = cpu::matmul};
 using LinearKernel = void (*)(const Tensor& y, const Tensor& x, const Tensor& weight, const Tensor& bias);
 const DeviceKernels<LinearKernel> kLinearGemv{.cpu = cpu::linear_gemv};
+using LinearTogetherKernel = void (*)(std::span<const cpu::GemvProduct> products, const Tensor& x);
+const DeviceKernels<LinearTogetherKernel> kLinearGemvTogether{.cpu = cpu::linear_gemv};
 
 // C = A B over identical batch dims:  dA = dC B^T,  dB = A^T dC  (transposes are views)
 Tensor batched_matmul(const Tensor& a, const Tensor& b) {
@@ -167,6 +169,36 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                      if (n.needs_input_grad(2)) grads[2] = sum(g2, {0});
                      return grads;
                    });
+  return out;
+}
+
+std::vector<Tensor> linear_together(const Tensor& x, std::span<const Tensor> weights, std::span<const Tensor> biases) {
+  NF_CHECK(weights.size() == biases.size(), "linear_together: ", weights.size(), " weights and ", biases.size(), " biases");
+  const Tensor x2 = x.dim() >= 1 ? x.detach().reshape({-1, x.shape().back()}) : x;
+  bool together = weights.size() > 1 && !autograd::needs_record({&x});
+  for (size_t i = 0; i < weights.size() && together; ++i)
+    together = !autograd::needs_record({&weights[i], &biases[i]}) && autocast_operand_dtype(x, weights[i]) == DType::f32 &&
+               weights[i].dim() == 2 && weights[i].size(1) == x.shape().back() && cpu::gemv_applies(x2, weights[i]) &&
+               (!biases[i].defined() || (biases[i].dim() == 1 && biases[i].size(0) == weights[i].size(0) &&
+                                         biases[i].dtype() == DType::f32));
+  std::vector<Tensor> out;
+  if (!together) {
+    for (size_t i = 0; i < weights.size(); ++i) out.push_back(linear(x, weights[i], biases[i]));
+    return out;
+  }
+  std::vector<Tensor> ys;
+  std::vector<cpu::GemvProduct> products;
+  ys.reserve(weights.size());
+  for (size_t i = 0; i < weights.size(); ++i) {
+    ys.push_back(Tensor::empty({x2.size(0), weights[i].size(0)}, x.dtype(), x.device()));
+    products.push_back({&ys.back(), &weights[i], &biases[i]});
+  }
+  kLinearGemvTogether.get(x.device(), "linear")(products, x2);
+  for (size_t i = 0; i < weights.size(); ++i) {
+    Shape shape = x.shape();
+    shape.back() = weights[i].size(0);
+    out.push_back(ys[i].view(shape));
+  }
   return out;
 }
 

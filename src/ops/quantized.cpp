@@ -24,6 +24,8 @@ namespace {
 
 using QuantLinearKernel = void (*)(const Tensor& y, const Tensor& x, const QuantizedTensor& weight, const Tensor& bias);
 const DeviceKernels<QuantLinearKernel> kQuantLinearGemv{.cpu = cpu::quant_linear_gemv};
+using QuantLinearTogetherKernel = void (*)(std::span<const cpu::QuantGemvProduct> products, const Tensor& x);
+const DeviceKernels<QuantLinearTogetherKernel> kQuantLinearGemvTogether{.cpu = cpu::quant_linear_gemv};
 
 // y = x W^T + b for many rows of x (prefill): x quantised to Q8_0 blocks once, then the
 // register-blocked integer GEMM (cpu::quant_gemm); types it does not take: W dequantised, then the
@@ -120,6 +122,44 @@ Tensor linear(const Tensor& x, const QuantizedTensor& weight, const Tensor& bias
     if (n.needs_input_grad(1)) grads[1] = sum(g2, {0});
     return grads;
   });
+  return out;
+}
+
+std::vector<Tensor> linear_together(const Tensor& x, std::span<const QuantizedTensor* const> weights,
+                                    std::span<const Tensor> biases) {
+  NF_CHECK(weights.size() == biases.size(), "linear_together: ", weights.size(), " weights and ", biases.size(), " biases");
+  bool together = weights.size() > 1 && x.defined() && x.dtype() == DType::f32 && x.dim() >= 1 &&
+                  !autograd::needs_record({&x});
+  Tensor x2;
+  if (together) {
+    x2 = x.detach().reshape({-1, x.shape().back()});
+    if (x2.size(1) > 1 && x2.stride(1) != 1) x2 = x2.contiguous();
+  }
+  for (size_t i = 0; i < weights.size() && together; ++i)
+    together = weights[i]->defined() && weights[i]->type() == weights[0]->type() && cpu::quant_gemv_applies(x2, *weights[i]) &&
+               !autograd::needs_record({&biases[i]}) &&
+               (!biases[i].defined() || (biases[i].dim() == 1 && biases[i].size(0) == weights[i]->rows() &&
+                                         biases[i].dtype() == DType::f32));
+  std::vector<Tensor> out;
+  if (!together) {
+    for (size_t i = 0; i < weights.size(); ++i) out.push_back(linear(x, *weights[i], biases[i]));
+    return out;
+  }
+  std::vector<Tensor> ys, detached;
+  std::vector<cpu::QuantGemvProduct> products;
+  ys.reserve(weights.size());
+  detached.reserve(weights.size());
+  for (size_t i = 0; i < weights.size(); ++i) {
+    ys.push_back(Tensor::empty({x2.size(0), weights[i]->rows()}));
+    detached.push_back(biases[i].defined() ? biases[i].detach() : Tensor());
+    products.push_back({&ys.back(), weights[i], &detached.back()});
+  }
+  kQuantLinearGemvTogether.get(x.device(), "linear")(products, x2);
+  for (size_t i = 0; i < weights.size(); ++i) {
+    Shape shape = x.shape();
+    shape.back() = weights[i]->rows();
+    out.push_back(ys[i].view(shape));
+  }
   return out;
 }
 

@@ -3,6 +3,7 @@
 // strided and transposed operands, and its gradients.
 #include <cmath>
 
+#include "nanoformer/autograd/grad_mode.h"
 #include "nanoformer/core/parallel.h"
 #include "ops/cpu/gemv.h"
 #include "support/testing.h"
@@ -115,6 +116,34 @@ TEST(LinearGemv, GradientsEqualThoseOfTheGemmPath) {
   EXPECT_TENSOR_CLOSE(gemv[0], x.grad(), 1e-5, 1e-5);
   EXPECT_TENSOR_CLOSE(gemv[1], w.grad(), 1e-5, 1e-5);
   EXPECT_TENSOR_CLOSE(gemv[2], b.grad(), 1e-5, 1e-5);
+}
+
+// q, k and v (or gate and up) of one x in one hand-off: each output the bits linear gives alone, at
+// any thread count; with a gradient to record, each is linear's own (and gets its gradient).
+TEST(LinearGemv, TogetherEqualsEachAloneBitForBit) {
+  Generator gen(9);
+  const std::vector<Tensor> weights{randn({136, 96}, gen), randn({4, 96}, gen), randn({67, 96}, gen)};
+  const std::vector<Tensor> biases{randn({136}, gen), Tensor(), randn({67}, gen)};
+  for (int64_t m : {1, 3, 6}) {
+    const Tensor x = randn({1, m, 96}, gen);
+    for (int threads : {1, 2, 3}) {
+      const std::vector<Tensor> together = testing::at_threads(threads, [&] {
+        NoGradGuard no_grad;
+        return linear_together(x, weights, biases);
+      });
+      ASSERT_EQ(together.size(), 3u);
+      for (size_t i = 0; i < 3; ++i) {
+        EXPECT_EQ(together[i].shape(), (Shape{1, m, weights[i].size(0)}));
+        EXPECT_TENSOR_CLOSE(together[i], linear(x, weights[i], biases[i]), 0.0, 0.0) << "m " << m << " threads " << threads;
+      }
+    }
+  }
+  Tensor x = randn({1, 2, 96}, gen);
+  x.set_requires_grad();
+  const std::vector<Tensor> recorded = linear_together(x, weights, biases);
+  sum(recorded[0]).backward();
+  ASSERT_TRUE(x.grad().defined());
+  EXPECT_TENSOR_CLOSE(x.grad(), sum(weights[0], {0}).reshape({1, 1, 96}).expand({1, 2, 96}), 1e-5, 1e-5);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <random>
 
+#include "nanoformer/autograd/grad_mode.h"
 #include "nanoformer/core/parallel.h"
 #include "nanoformer/ops/quantized.h"
 #include "ops/cpu/quant_blocks.h"
@@ -367,6 +368,39 @@ TEST(QuantLinear, ThreadCountDoesNotChangeTheBitsAndRowsAreIndependent) {
   EXPECT_TENSOR_CLOSE(one, three, 0.0, 0.0);
   // a row alone gives the bits it gives among 9 (each pass of rows is independent)
   EXPECT_TENSOR_CLOSE(linear(narrow(x, 0, 6, 1), w, b), narrow(one, 0, 6, 1), 0.0, 0.0);
+}
+
+// q, k and v (or gate and up) of one x in one hand-off: each output the bits linear gives alone, at
+// any thread count, for shapes whose rows split unevenly between threads (a 4-row matrix among them)
+TEST(QuantLinear, TogetherEqualsEachAloneBitForBit) {
+  std::mt19937 rng(8);
+  Generator gen(8);
+  for (QuantType type : {QuantType::q8_0, QuantType::q4_0, QuantType::q4_k, QuantType::f16}) {
+    const int64_t k = 256;
+    std::vector<QuantizedTensor> weights;
+    std::vector<Tensor> biases;
+    for (int64_t n : {136, 4, 67}) {
+      weights.push_back(cpu::activation_block(type) != 0 ? random_weight(type, n, k, rng) : float_weight(type, n, k, gen));
+      biases.push_back(n == 4 ? Tensor() : randn({n}, gen));
+    }
+    const std::vector<const QuantizedTensor*> pointers{&weights[0], &weights[1], &weights[2]};
+    for (int64_t m : {1, 3, 6}) {
+      const Tensor x = randn({1, m, k}, gen);
+      for (int threads : {1, 2, 3}) {
+        const std::vector<Tensor> together = testing::at_threads(threads, [&] {
+          NoGradGuard no_grad;
+          return linear_together(x, pointers, biases);
+        });
+        ASSERT_EQ(together.size(), 3u);
+        for (size_t i = 0; i < 3; ++i) {
+          const std::string what = std::string(quant_type_name(type)) + " m " + std::to_string(m) + " threads " +
+                                   std::to_string(threads) + " weight " + std::to_string(i);
+          EXPECT_EQ(together[i].shape(), (Shape{1, m, weights[i].rows()})) << what;
+          EXPECT_TENSOR_CLOSE(together[i], linear(x, weights[i], biases[i]), 0.0, 0.0) << what;
+        }
+      }
+    }
+  }
 }
 
 // Against the f32 linear on the dequantised weight: x^ - x per value is at most d (1/2 + 127 2^-11)

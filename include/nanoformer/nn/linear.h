@@ -2,6 +2,8 @@
 // Linear, Embedding and Dropout: the modules every model starts from, named as torch.nn's.
 #include <cstdint>
 #include <memory>
+#include <span>
+#include <vector>
 
 #include "nanoformer/core/generator.h"
 #include "nanoformer/nn/module.h"
@@ -62,6 +64,11 @@ constexpr N linear_parameter_count(N in, N out, bool bias) {
 
 // y = weight[ids]:  ids (...) integer -> (..., dim);  weight (num_embeddings, dim) ~ normal(0, 1).
 // attend(x) = x weight^T: the table as an output head (tied embeddings), as flax's Embed.attend.
+// Each layer's forward of the same x, with the same values. Without LoRA adapters and with weights of
+// one kind (all dense, or all quantised in one type), by linear_together: decoding's q, k and v (or
+// gate and up) in one hand-off between the threads. Otherwise one at a time.
+std::vector<Tensor> forward_together(std::span<Linear* const> layers, const Tensor& x);
+
 class Embedding : public Module {
  public:
   Embedding(int64_t num_embeddings, int64_t dim, Generator& gen = default_generator());

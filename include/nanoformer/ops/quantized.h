@@ -4,6 +4,9 @@
 // products quantise the activations on the fly (to Q8_0, or Q8_K for the K types, as llama.cpp)
 // and take integer dot products per block. Gradients flow to the activations only (a quantised
 // weight is frozen), through the dequantised weight: that is what LoRA over a quantised base needs.
+#include <span>
+#include <vector>
+
 #include "nanoformer/core/quantized_tensor.h"
 #include "nanoformer/core/tensor.h"
 
@@ -19,6 +22,11 @@ Tensor dequantize_rows(const QuantizedTensor& weight, int64_t begin, int64_t end
 // linear(x, W, b) = x W^T + b:  x (..., in) f32, W (out, in) quantised, b (out) or undefined -> (..., out).
 // Backward: dx = dy W (W dequantised), db = sum of dy; W gets no gradient.
 Tensor linear(const Tensor& x, const QuantizedTensor& weight, const Tensor& bias = {});
+// linear(x, *weights[i], biases[i]) for each i, with the same values. Decoding's products of one x
+// (q, k and v; gate and up) over weights of one type, when no gradient is recorded: x quantised
+// once and one hand-off between the threads, each taking its share of every weight.
+std::vector<Tensor> linear_together(const Tensor& x, std::span<const QuantizedTensor* const> weights,
+                                    std::span<const Tensor> biases);
 // embedding(W (V, D) quantised, ids (...)) -> (..., D) f32: the rows dequantised; no gradient.
 Tensor embedding(const QuantizedTensor& weight, const Tensor& ids);
 

@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "nanoformer/core/error.h"
 #include "ops/cpu/loops.h"
@@ -44,21 +45,45 @@ template <int R, int Cols>
     for (int c = 0; c < Cols; ++c) y[r * ldy + c] = Simd::sum(acc[r][c]) + (bias ? bias[c] : 0.0f);
 }
 
+// One product's operands, r0 the first of this pass's rows of x.
+struct GemvOperands {
+  const float *x, *w, *bias;
+  int64_t ldx, ldw, N, K;
+  float* y;
+};
+
+// Blocks [begin, end) of kBlockRows rows of W (and outputs) for R rows of x.
 template <int R>
-void gemv_rows(const float* x, int64_t ldx, const float* w, int64_t ldw, int64_t N, int64_t K, const float* bias, float* y) {
-  const int64_t blocks = (N + kBlockRows - 1) / kBlockRows;
-  const int64_t grain = std::max<int64_t>(1, kParallelGrain / (kBlockRows * std::max<int64_t>(K, 1)));
-  parallel_for(blocks, grain, [&](int64_t begin, int64_t end) {
-    for (int64_t b = begin; b < end; ++b) {
-      const int64_t n0 = b * kBlockRows;
-      if (n0 + kBlockRows <= N) {
-        const bool next_is_full = b + 1 < end && n0 + 2 * kBlockRows <= N;  // else the block prefetches itself
-        const float* ahead = w + (next_is_full ? n0 + kBlockRows : n0) * ldw;
-        dot_block<R, kBlockRows>(x, ldx, w + n0 * ldw, ldw, K, bias ? bias + n0 : nullptr, y + n0, N, ahead);
-        continue;
-      }
-      for (int64_t n = n0; n < N; ++n) dot_block<R, 1>(x, ldx, w + n * ldw, ldw, K, bias ? bias + n : nullptr, y + n, N, w + n * ldw);
+void gemv_range(const GemvOperands& o, int64_t begin, int64_t end) {
+  for (int64_t b = begin; b < end; ++b) {
+    const int64_t n0 = b * kBlockRows;
+    if (n0 + kBlockRows <= o.N) {
+      const bool next_is_full = b + 1 < end && n0 + 2 * kBlockRows <= o.N;  // else the block prefetches itself
+      const float* ahead = o.w + (next_is_full ? n0 + kBlockRows : n0) * o.ldw;
+      dot_block<R, kBlockRows>(o.x, o.ldx, o.w + n0 * o.ldw, o.ldw, o.K, o.bias ? o.bias + n0 : nullptr, o.y + n0, o.N, ahead);
+      continue;
     }
+    for (int64_t n = n0; n < o.N; ++n)
+      dot_block<R, 1>(o.x, o.ldx, o.w + n * o.ldw, o.ldw, o.K, o.bias ? o.bias + n : nullptr, o.y + n, o.N, o.w + n * o.ldw);
+  }
+}
+
+int64_t blocks_of(const GemvOperands& o) { return (o.N + kBlockRows - 1) / kBlockRows; }
+
+// One product: its blocks split across the threads (on one when it is small). Several (q, k and
+// v; gate and up): one hand-off for all, each thread taking its share of every one.
+template <int R>
+void gemv_rows(std::span<const GemvOperands> products) {
+  if (products.size() == 1) {
+    const GemvOperands& o = products[0];
+    const int64_t grain = std::max<int64_t>(1, kParallelGrain / (kBlockRows * std::max<int64_t>(o.K, 1)));
+    parallel_for(blocks_of(o), grain, [&](int64_t begin, int64_t end) { gemv_range<R>(o, begin, end); });
+    return;
+  }
+  const int64_t threads = num_threads();
+  parallel_for(threads, 1, [&](int64_t first, int64_t last) {
+    for (int64_t p = first; p < last; ++p)
+      for (const GemvOperands& o : products) gemv_range<R>(o, blocks_of(o) * p / threads, blocks_of(o) * (p + 1) / threads);
   });
 }
 
@@ -70,23 +95,35 @@ bool gemv_applies(const Tensor& x, const Tensor& weight) {
          (weight.size(1) <= 1 || weight.stride(1) == 1);
 }
 
-void linear_gemv(const Tensor& y, const Tensor& x, const Tensor& weight, const Tensor& bias) {
-  NF_CHECK(gemv_applies(x, weight) && y.is_contiguous(), "linear_gemv: unsupported operands x ", shape_str(x.shape()),
-           " and weight ", shape_str(weight.shape()));
-  const int64_t R = x.size(0), N = weight.size(0), K = x.size(1);
-  const Tensor b = bias.defined() ? bias.contiguous() : Tensor();
-  for (int64_t r0 = 0; r0 < R; r0 += kGemvRowsPerPass) {  // one pass over W per 4 rows
-    const auto run = [&]<int Rows>() {
-      gemv_rows<Rows>(x.data<float>() + r0 * x.stride(0), x.stride(0), weight.data<float>(), weight.stride(0), N, K,
-                      b.defined() ? b.data<float>() : nullptr, y.data<float>() + r0 * N);
-    };
+void linear_gemv(std::span<const GemvProduct> products, const Tensor& x) {
+  NF_CHECK(!products.empty(), "linear_gemv: no products");
+  std::vector<Tensor> biases;  // contiguous
+  for (const GemvProduct& p : products) {
+    NF_CHECK(gemv_applies(x, *p.weight) && p.y->is_contiguous() && p.y->numel() == x.size(0) * p.weight->size(0),
+             "linear_gemv: unsupported operands x ", shape_str(x.shape()), " and weight ", shape_str(p.weight->shape()));
+    biases.push_back(p.bias->defined() ? p.bias->contiguous() : Tensor());
+  }
+  const int64_t R = x.size(0), K = x.size(1);
+  std::vector<GemvOperands> pass(products.size());
+  for (int64_t r0 = 0; r0 < R; r0 += kGemvRowsPerPass) {  // one pass over each W per 4 rows
+    for (size_t i = 0; i < products.size(); ++i) {
+      const Tensor& w = *products[i].weight;
+      const int64_t N = w.size(0);
+      pass[i] = {x.data<float>() + r0 * x.stride(0), w.data<float>(), biases[i].defined() ? biases[i].data<float>() : nullptr,
+                 x.stride(0), w.stride(0), N, K, products[i].y->data<float>() + r0 * N};
+    }
     switch (std::min(R - r0, kGemvRowsPerPass)) {
-      case 1: run.operator()<1>(); break;
-      case 2: run.operator()<2>(); break;
-      case 3: run.operator()<3>(); break;
-      default: run.operator()<4>(); break;
+      case 1: gemv_rows<1>(pass); break;
+      case 2: gemv_rows<2>(pass); break;
+      case 3: gemv_rows<3>(pass); break;
+      default: gemv_rows<4>(pass); break;
     }
   }
+}
+
+void linear_gemv(const Tensor& y, const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  const GemvProduct product{&y, &weight, &bias};
+  linear_gemv({&product, 1}, x);
 }
 
 }  // namespace nf::cpu

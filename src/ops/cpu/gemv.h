@@ -5,6 +5,8 @@
 // the memory bandwidth; here every element of W is loaded once and multiplied into 4 rows. Above 4
 // rows (continuous batching), groups of 4 rows each stream W: a minimind2-small decode step of 8
 // rows reads W twice and still takes half of sgemm's time.
+#include <span>
+
 #include "nanoformer/core/tensor.h"
 
 namespace nf::cpu {
@@ -20,5 +22,14 @@ bool gemv_applies(const Tensor& x, const Tensor& weight);
 // the thread count. Vectorised for AVX-512 or AVX2 (as compiled, -march=native), else scalar;
 // output rows split across the engine's threads.
 void linear_gemv(const Tensor& y, const Tensor& x, const Tensor& weight, const Tensor& bias);
+
+// One x times several weights (decoding's q, k and v; gate and up): y_i = x W_i^T + b_i, one
+// hand-off between the threads for all of them; each y_i as above.
+struct GemvProduct {
+  const Tensor* y;
+  const Tensor* weight;
+  const Tensor* bias;  // undefined: none
+};
+void linear_gemv(std::span<const GemvProduct> products, const Tensor& x);
 
 }  // namespace nf::cpu

@@ -788,30 +788,46 @@ void run_tile(const TileArgs& t, int64_t rows, bool fetch) {
   }
 }
 
+// Rows [begin, end) of W (and of y) for the m rows of x: the range read as kStreams streams.
 template <template <int, int, bool> class Kernel>
-void gemv_rows(const TileArgs& base, int64_t m, int64_t n) {
-  const int64_t grain = std::max<int64_t>(1, kGrainWeights / std::max<int64_t>(base.k, 1));
+void gemv_range(const TileArgs& base, int64_t m, int64_t begin, int64_t end) {
   const int64_t ahead = std::clamp<int64_t>(kPrefetchBytes / static_cast<int64_t>(base.row_bytes), 1, 16);
-  parallel_for(n, grain, [&](int64_t begin, int64_t end) {
-    const int64_t part = (end - begin) / kStreams;
-    const auto tile = [&](int64_t row, int64_t r0, int64_t stride, bool fetch) {
-      TileArgs t = base;
-      t.r0 = r0;
-      t.w = base.w + row * base.row_bytes;
-      t.row_bytes = stride * base.row_bytes;
-      t.ahead = t.w + ahead * base.row_bytes;
-      t.y = base.y + r0 * base.ldy + row;
-      t.ystride = stride;
-      t.bias = base.bias ? base.bias + row : nullptr;
-      return t;
-    };
-    for (int64_t i = 0; i < part; ++i)
-      for (int64_t r0 = 0; r0 < m; r0 += kPassRows) {
-        const bool fetch = r0 == 0 && i + ahead < part;  // the first pass brings the rows in
-        run_tile<Kernel, kStreams>(tile(begin + i, r0, part, fetch), std::min(kPassRows, m - r0), fetch);
-      }
-    for (int64_t row = begin + kStreams * part; row < end; ++row)
-      for (int64_t r0 = 0; r0 < m; r0 += kPassRows) run_tile<Kernel, 1>(tile(row, r0, 1, false), std::min(kPassRows, m - r0), false);
+  const int64_t part = (end - begin) / kStreams;
+  const auto tile = [&](int64_t row, int64_t r0, int64_t stride) {
+    TileArgs t = base;
+    t.r0 = r0;
+    t.w = base.w + row * base.row_bytes;
+    t.row_bytes = stride * base.row_bytes;
+    t.ahead = t.w + ahead * base.row_bytes;
+    t.y = base.y + r0 * base.ldy + row;
+    t.ystride = stride;
+    t.bias = base.bias ? base.bias + row : nullptr;
+    return t;
+  };
+  for (int64_t i = 0; i < part; ++i)
+    for (int64_t r0 = 0; r0 < m; r0 += kPassRows) {
+      const bool fetch = r0 == 0 && i + ahead < part;  // the first pass brings the rows in
+      run_tile<Kernel, kStreams>(tile(begin + i, r0, part), std::min(kPassRows, m - r0), fetch);
+    }
+  for (int64_t row = begin + kStreams * part; row < end; ++row)
+    for (int64_t r0 = 0; r0 < m; r0 += kPassRows) run_tile<Kernel, 1>(tile(row, r0, 1), std::min(kPassRows, m - r0), false);
+}
+
+// The products of one x with each of `bases` (base.ldy of W's rows each). One product: its rows
+// split across the threads, or on one when it is small. Several (q, k and v; gate and up): one
+// hand-off for all, each thread taking its share of every one.
+template <template <int, int, bool> class Kernel>
+void gemv_rows(std::span<const TileArgs> bases, int64_t m) {
+  if (bases.size() == 1) {
+    const TileArgs& base = bases[0];
+    const int64_t grain = std::max<int64_t>(1, kGrainWeights / std::max<int64_t>(base.k, 1));
+    parallel_for(base.ldy, grain, [&](int64_t begin, int64_t end) { gemv_range<Kernel>(base, m, begin, end); });
+    return;
+  }
+  const int64_t threads = num_threads();
+  parallel_for(threads, 1, [&](int64_t first, int64_t last) {
+    for (int64_t p = first; p < last; ++p)
+      for (const TileArgs& base : bases) gemv_range<Kernel>(base, m, base.ldy * p / threads, base.ldy * (p + 1) / threads);
   });
 }
 
@@ -876,17 +892,17 @@ constexpr bool is_paired() {
 
 // Runs the product of weight type W: x quantised (and paired for the 4- and 5-bit types on AVX2).
 template <class W>
-void gemv_quantised(TileArgs base, int64_t m, int64_t n) {
+void gemv_quantised(std::span<TileArgs> bases, int64_t m) {
   QuantizedActivations& a = activation_buffer();
-  quantize_activations(base.x, base.ldx, m, base.k, is_super<W>() ? 256 : 32, a);
-  base.a = &a;
+  quantize_activations(bases[0].x, bases[0].ldx, m, bases[0].k, is_super<W>() ? 256 : 32, a);
+  for (TileArgs& base : bases) base.a = &a;
 #if defined(__AVX2__) && defined(__FMA__)
   if constexpr (is_paired<W>()) {
     pair_activations(a, W::kOffset, paired_buffer());
-    base.pairs = &paired_buffer();
+    for (TileArgs& base : bases) base.pairs = &paired_buffer();
   }
 #endif
-  gemv_rows<QuantKernel<W>::template K>(base, m, n);
+  gemv_rows<QuantKernel<W>::template K>(bases, m);
 }
 
 template <class W>
@@ -974,27 +990,43 @@ bool quant_gemv_applies(const Tensor& x, const QuantizedTensor& weight) {
          x.size(1) == weight.cols() && (x.size(1) <= 1 || x.stride(1) == 1);
 }
 
-void quant_linear_gemv(const Tensor& y, const Tensor& x, const QuantizedTensor& weight, const Tensor& bias) {
-  NF_CHECK(quant_gemv_applies(x, weight) && y.is_contiguous(), "quant_linear_gemv: unsupported operands x ",
-           shape_str(x.shape()), " and ", quant_type_name(weight.type()), " weight (", weight.rows(), ", ",
-           weight.cols(), ")");
-  const int64_t m = x.size(0), n = weight.rows(), k = weight.cols();
-  const Tensor b = bias.defined() ? bias.contiguous() : Tensor();
-  TileArgs base{static_cast<const unsigned char*>(weight.data()), weight.row_bytes(), nullptr, k, nullptr,
-                x.data<float>(), x.stride(0), 0, y.data<float>(), n, b.defined() ? b.data<float>() : nullptr};
-  switch (weight.type()) {
-    case QuantType::q8_0: return gemv_quantised<Q8_0W>(base, m, n);
-    case QuantType::q4_0: return gemv_quantised<Q4_0W>(base, m, n);
-    case QuantType::q4_1: return gemv_quantised<Q4_1W>(base, m, n);
-    case QuantType::q5_0: return gemv_quantised<Q5_0W>(base, m, n);
-    case QuantType::q5_1: return gemv_quantised<Q5_1W>(base, m, n);
-    case QuantType::q4_k: return gemv_quantised<Q4_KW>(base, m, n);
-    case QuantType::q6_k: return gemv_quantised<Q6_KW>(base, m, n);
-    case QuantType::f32: return gemv_rows<FloatKernel<F32W>::K>(base, m, n);
-    case QuantType::f16: return gemv_rows<FloatKernel<F16W>::K>(base, m, n);
-    case QuantType::bf16: return gemv_rows<FloatKernel<BF16W>::K>(base, m, n);
-    default: NF_FAIL("quant_linear_gemv: no product for ", quant_type_name(weight.type()));
+void quant_linear_gemv(std::span<const QuantGemvProduct> products, const Tensor& x) {
+  NF_CHECK(!products.empty(), "quant_linear_gemv: no products");
+  const QuantType type = products[0].weight->type();
+  std::vector<TileArgs> bases;
+  std::vector<Tensor> biases;  // contiguous
+  biases.reserve(products.size());
+  for (const QuantGemvProduct& p : products) {
+    const QuantizedTensor& weight = *p.weight;
+    NF_CHECK(quant_gemv_applies(x, weight) && p.y->is_contiguous() && p.y->numel() == x.size(0) * weight.rows(),
+             "quant_linear_gemv: unsupported operands x ", shape_str(x.shape()), " and ", quant_type_name(weight.type()),
+             " weight (", weight.rows(), ", ", weight.cols(), ")");
+    NF_CHECK(weight.type() == type, "quant_linear_gemv: weights of one x must share a type, got ",
+             quant_type_name(type), " and ", quant_type_name(weight.type()));
+    biases.push_back(p.bias->defined() ? p.bias->contiguous() : Tensor());
+    bases.push_back(TileArgs{static_cast<const unsigned char*>(weight.data()), weight.row_bytes(), nullptr, weight.cols(),
+                             nullptr, x.data<float>(), x.stride(0), 0, p.y->data<float>(), weight.rows(),
+                             biases.back().defined() ? biases.back().data<float>() : nullptr});
   }
+  const int64_t m = x.size(0);
+  switch (type) {
+    case QuantType::q8_0: return gemv_quantised<Q8_0W>(bases, m);
+    case QuantType::q4_0: return gemv_quantised<Q4_0W>(bases, m);
+    case QuantType::q4_1: return gemv_quantised<Q4_1W>(bases, m);
+    case QuantType::q5_0: return gemv_quantised<Q5_0W>(bases, m);
+    case QuantType::q5_1: return gemv_quantised<Q5_1W>(bases, m);
+    case QuantType::q4_k: return gemv_quantised<Q4_KW>(bases, m);
+    case QuantType::q6_k: return gemv_quantised<Q6_KW>(bases, m);
+    case QuantType::f32: return gemv_rows<FloatKernel<F32W>::K>(bases, m);
+    case QuantType::f16: return gemv_rows<FloatKernel<F16W>::K>(bases, m);
+    case QuantType::bf16: return gemv_rows<FloatKernel<BF16W>::K>(bases, m);
+    default: NF_FAIL("quant_linear_gemv: no product for ", quant_type_name(type));
+  }
+}
+
+void quant_linear_gemv(const Tensor& y, const Tensor& x, const QuantizedTensor& weight, const Tensor& bias) {
+  const QuantGemvProduct product{&y, &weight, &bias};
+  quant_linear_gemv({&product, 1}, x);
 }
 
 }  // namespace nf::cpu

@@ -12,6 +12,7 @@
 // read from memory once for all m rows of x (its blocks stay in L1 while the rows of x pass);
 // output rows are split across the engine's threads. Decoding is bound by the bytes of W read.
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "nanoformer/core/quantized_tensor.h"
@@ -60,5 +61,14 @@ bool quant_gemv_applies(const Tensor& x, const QuantizedTensor& weight);
 
 // y (m, n) contiguous = x (m, k) W^T + b, b (n) f32 or undefined.
 void quant_linear_gemv(const Tensor& y, const Tensor& x, const QuantizedTensor& weight, const Tensor& bias);
+
+// One x times several weights of one type (decoding's q, k and v; gate and up): y_i = x W_i^T + b_i,
+// x quantised once and one hand-off between the threads for all of them; each y_i as above.
+struct QuantGemvProduct {
+  const Tensor* y;
+  const QuantizedTensor* weight;
+  const Tensor* bias;  // undefined: none
+};
+void quant_linear_gemv(std::span<const QuantGemvProduct> products, const Tensor& x);
 
 }  // namespace nf::cpu
