@@ -21,8 +21,7 @@ const std::set<std::string> kMiniMindHfKeys = {
     "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "vocab_size",
     "intermediate_size", "max_position_embeddings", "rms_norm_eps", "rope_theta", "inference_rope_scaling",
     "rope_scaling", "dropout", "hidden_act", "flash_attn", "use_moe", "num_experts_per_tok", "n_routed_experts",
-    "n_shared_experts", "scoring_func", "aux_loss_alpha", "seq_aux", "norm_topk_prob", "tie_word_embeddings",
-    "auto_map"};
+    "n_shared_experts", "scoring_func", "aux_loss_alpha", "seq_aux", "norm_topk_prob", "tie_word_embeddings"};
 // Keys of MiniMind's newer form (per-head q_norm / k_norm, renamed MoE keys), which reads differently.
 const char* const kNewerFormKeys[] = {"head_dim", "num_experts", "moe_intermediate_size", "router_aux_loss_coef"};
 
