@@ -47,7 +47,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const size_t length = static_cast<size_t>(std::to_chars(shortest, shortest + sizeof shortest, alpha).ptr - shortest);
       const double out = nlohmann::json::parse(written).at("aux_loss_alpha").get<double>();
       NF_FUZZ_CHECK(!(length <= 12 && alpha >= 1e-300 && alpha <= 1e300) || out == alpha,
-                    "MiniMind Hugging Face config: aux_loss_alpha ", alpha, " written back as ", out);
+                    "MiniMind Hugging Face config: aux_loss_alpha ", nlohmann::json(alpha).dump(), " written back as ",
+                    nlohmann::json(out).dump());
     }
   });
   fuzz::expect_nf_error_naming("config.json", [&] {
