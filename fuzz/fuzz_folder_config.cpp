@@ -36,7 +36,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const DecoderLMConfig c = config_from_minimind_hf_json(text, "config.json");
     const std::string written = minimind_hf_json_from_config(c, nn::mlp_hidden_dim(block_config(c).mlp));
     const DecoderLMConfig again = config_from_minimind_hf_json(written, "config.json");
-    NF_FUZZ_CHECK(model_config_to_json(again) == model_config_to_json(c), "MiniMind Hugging Face config: parse, write, parse");
+    NF_FUZZ_CHECK(model_config_to_json(again) == model_config_to_json(c),
+                  "MiniMind Hugging Face config: parse, write, parse");
     NF_FUZZ_CHECK(minimind_hf_json_from_config(again, nn::mlp_hidden_dim(block_config(again).mlp)) == written,
                   "MiniMind Hugging Face config: parse, write, parse, write (aux_loss_alpha / top_k)");
     // a short decimal aux_loss_alpha (read as alpha / top_k) is written back as it was
@@ -44,7 +45,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (c.moe && input.is_object() && input.contains("aux_loss_alpha") && input.at("aux_loss_alpha").is_number()) {
       const double alpha = input.at("aux_loss_alpha").get<double>();
       char shortest[64];
-      const size_t length = static_cast<size_t>(std::to_chars(shortest, shortest + sizeof shortest, alpha).ptr - shortest);
+      const char* end = std::to_chars(shortest, shortest + sizeof shortest, alpha).ptr;
+      const size_t length = static_cast<size_t>(end - shortest);
       const double out = nlohmann::json::parse(written).at("aux_loss_alpha").get<double>();
       NF_FUZZ_CHECK(!(length <= 12 && alpha >= 1e-300 && alpha <= 1e300) || out == alpha,
                     "MiniMind Hugging Face config: aux_loss_alpha ", nlohmann::json(alpha).dump(), " written back as ",

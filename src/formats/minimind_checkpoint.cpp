@@ -43,7 +43,8 @@ const FormNames& names_of(MiniMindForm form) {
                                   "norm", "output", RopeLayout::interleaved, false};
   static const FormNames hf{"model.embed_tokens", "model.layers.", "input_layernorm", "self_attn.q_proj",
                             "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj", "post_attention_layernorm",
-                            "mlp", "gate_proj", "down_proj", "up_proj", "model.norm", "lm_head", RopeLayout::half, true};
+                            "mlp", "gate_proj", "down_proj", "up_proj", "model.norm", "lm_head", RopeLayout::half,
+                            true};
   return form == MiniMindForm::hf ? hf : lmconfig;
 }
 
