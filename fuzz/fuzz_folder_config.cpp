@@ -2,7 +2,11 @@
 // config.json (GPT-2 / LLaMA, BERT, ViT), a MiniMind config.json (002's form and the Hugging Face
 // form) and a nanochat meta_<step>.json. Each parse succeeds or ends in an nf::Error naming the
 // file; a config that parses and can be written back gives the same model config when that is
-// parsed again.
+// parsed again (and, for MiniMind's Hugging Face form, the same file when written again, with a
+// short decimal aux_loss_alpha as it was read).
+#include <charconv>
+#include <nlohmann/json.hpp>
+
 #include "fuzz_support.h"
 #include "nanoformer/formats/hf_bert.h"
 #include "nanoformer/formats/hf_checkpoint.h"
@@ -31,8 +35,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::expect_nf_error_naming("config.json", [&] {
     const DecoderLMConfig c = config_from_minimind_hf_json(text, "config.json");
     const std::string written = minimind_hf_json_from_config(c, nn::mlp_hidden_dim(block_config(c).mlp));
-    NF_FUZZ_CHECK(model_config_to_json(config_from_minimind_hf_json(written, "config.json")) == model_config_to_json(c),
+    const DecoderLMConfig again = config_from_minimind_hf_json(written, "config.json");
+    NF_FUZZ_CHECK(model_config_to_json(again) == model_config_to_json(c),
                   "MiniMind Hugging Face config: parse, write, parse");
+    NF_FUZZ_CHECK(minimind_hf_json_from_config(again, nn::mlp_hidden_dim(block_config(again).mlp)) == written,
+                  "MiniMind Hugging Face config: parse, write, parse, write (aux_loss_alpha / top_k)");
+    // a short decimal aux_loss_alpha (read as alpha / top_k) is written back as it was
+    const nlohmann::json input = nlohmann::json::parse(text, nullptr, false);
+    if (c.moe && input.is_object() && input.contains("aux_loss_alpha") && input.at("aux_loss_alpha").is_number()) {
+      const double alpha = input.at("aux_loss_alpha").get<double>();
+      char shortest[64];
+      const char* end = std::to_chars(shortest, shortest + sizeof shortest, alpha).ptr;
+      const size_t length = static_cast<size_t>(end - shortest);
+      const double out = nlohmann::json::parse(written).at("aux_loss_alpha").get<double>();
+      NF_FUZZ_CHECK(!(length <= 12 && alpha >= 1e-300 && alpha <= 1e300) || out == alpha,
+                    "MiniMind Hugging Face config: aux_loss_alpha ", nlohmann::json(alpha).dump(), " written back as ",
+                    nlohmann::json(out).dump());
+    }
   });
   fuzz::expect_nf_error_naming("config.json", [&] {
     const EncoderConfig c = encoder_config_from_bert_json(text, "config.json");

@@ -6,6 +6,7 @@
 #include <regex>
 #include <sstream>
 
+#include "formats/pretrained_config_keys.h"
 #include "util/json_input.h"
 #include "nanoformer/core/error.h"
 #include "nanoformer/io/safetensors.h"
@@ -13,16 +14,6 @@
 namespace nf::models {
 
 namespace fs = std::filesystem;
-
-namespace {
-
-// Keys that describe bookkeeping, tokens or training only: accepted and ignored on read.
-const std::set<std::string> kCommonIgnoredKeys = {
-    "architectures", "model_type", "transformers_version", "dtype", "torch_dtype", "bos_token_id", "eos_token_id",
-    "pad_token_id", "initializer_range", "use_cache", "_name_or_path", "tokenizer_class", "output_attentions",
-    "output_hidden_states", "return_dict", "is_decoder", "task_specific_params"};
-
-}  // namespace
 
 std::string read_text(const fs::path& path) {
   std::ifstream in(path);
@@ -75,12 +66,12 @@ bool bool_key(const Json& j, const std::string& key, bool fallback, const std::s
   return j.at(key).get<bool>();
 }
 
-// Every key of `j` is mapped or ignorable; otherwise an error naming the first that is not.
+// Every key of `j` is mapped or one of transformers' generic keys; otherwise an error naming the first that is not.
 void check_known_keys(const Json& j, const std::set<std::string>& mapped, const std::string& family,
                       const std::string& source) {
   for (const auto& [key, value] : j.items())
-    NF_CHECK(mapped.count(key) || kCommonIgnoredKeys.count(key), source, ": unknown ", family, " config key '", key,
-             "'");
+    NF_CHECK(mapped.count(key) || is_generic_pretrained_config_key(key, value, source), source, ": unknown ", family,
+             " config key '", key, "'");
 }
 
 namespace {

@@ -44,8 +44,9 @@ auto with_json_errors(const std::string& source, F&& fn) {
   }
 }
 
-// Every key of `j` is in `mapped` or is bookkeeping (architectures, model_type, token ids, dtype, ...);
-// otherwise an error naming the first unknown key and `family`.
+// Every key of `j` is in `mapped` (read by the family's reader, which checks its value) or is one of
+// transformers' generic PretrainedConfig keys (pretrained_config_keys.h: ignored, or refused by name
+// where its value changes the architecture); otherwise an error naming the first unknown key and `family`.
 void check_known_keys(const Json& j, const std::set<std::string>& mapped, const std::string& family,
                       const std::string& source);
 

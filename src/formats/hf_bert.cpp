@@ -17,13 +17,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// BertConfig's keys we read, and those that only concern task heads or training bookkeeping.
+// BertConfig's keys we read, and those that only concern task heads (transformers' generic keys:
+// pretrained_config_keys.h).
 const std::set<std::string> kBertKeys = {
     "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "hidden_act",
     "hidden_dropout_prob", "attention_probs_dropout_prob", "max_position_embeddings", "type_vocab_size",
-    "layer_norm_eps", "position_embedding_type", "add_cross_attention", "is_encoder_decoder", "classifier_dropout",
-    "chunk_size_feed_forward", "gradient_checkpointing", "tie_word_embeddings", "id2label", "label2id",
-    "problem_type"};
+    "layer_norm_eps", "position_embedding_type", "is_decoder", "classifier_dropout", "tie_word_embeddings"};
 
 // The prefix of a BertFor* checkpoint's BertModel.
 constexpr const char* kBertPrefix = "bert.";
@@ -106,8 +105,8 @@ EncoderConfig encoder_config_from_bert_json(const std::string& json_text, const 
     const std::string position = j.value("position_embedding_type", std::string("absolute"));
     NF_CHECK(position == "absolute", source, ": position_embedding_type '", position,
              "' is not supported (absolute)");
-    for (const char* key : {"is_decoder", "add_cross_attention", "is_encoder_decoder"})
-      NF_CHECK(!bool_key(j, key, false, source), source, ": ", key, " true is not supported (an encoder-only BertModel)");
+    NF_CHECK(!bool_key(j, "is_decoder", false, source), source,
+             ": is_decoder true is not supported (an encoder-only BertModel)");
     EncoderConfig c;
     c.name = fs::path(source).parent_path().filename().string();
     c.vocab_size = int_key(j, "vocab_size", source);

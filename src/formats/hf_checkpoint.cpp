@@ -23,7 +23,7 @@ enum class HfFamily { gpt2, llama };
 const std::set<std::string> kGpt2Keys = {
     "vocab_size", "n_embd", "n_layer", "n_head", "n_positions", "n_ctx", "n_inner", "layer_norm_epsilon",
     "activation_function", "tie_word_embeddings", "resid_pdrop", "embd_pdrop", "attn_pdrop", "scale_attn_weights",
-    "scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn", "add_cross_attention", "summary_activation",
+    "scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn", "summary_activation",
     "summary_first_dropout", "summary_proj_to_labels", "summary_type", "summary_use_proj"};
 const std::set<std::string> kLlamaKeys = {
     "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
@@ -43,7 +43,6 @@ DecoderLMConfig gpt2_config(const Json& j, const std::string& source) {
   NF_CHECK(bool_key(j, "scale_attn_weights", true, source), source, ": scale_attn_weights false is not supported");
   NF_CHECK(!bool_key(j, "scale_attn_by_inverse_layer_idx", false, source), source,
            ": scale_attn_by_inverse_layer_idx true is not supported");
-  NF_CHECK(!bool_key(j, "add_cross_attention", false, source), source, ": add_cross_attention true is not supported");
   DecoderLMConfig c;
   c.vocab_size = int_key(j, "vocab_size", source);
   c.dim = int_key(j, "n_embd", source);

@@ -2,6 +2,11 @@
 // Face MiniMindConfig, each translated to and from DecoderLMConfig, and one name map with each form's names.
 #include "nanoformer/formats/minimind_checkpoint.h"
 
+#include <charconv>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+
 #include "formats/folder_io.h"
 #include "formats/name_map.h"
 #include "formats/rope_rows.h"
@@ -21,32 +26,62 @@ const std::set<std::string> kMiniMindHfKeys = {
     "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "vocab_size",
     "intermediate_size", "max_position_embeddings", "rms_norm_eps", "rope_theta", "inference_rope_scaling",
     "rope_scaling", "dropout", "hidden_act", "flash_attn", "use_moe", "num_experts_per_tok", "n_routed_experts",
-    "n_shared_experts", "scoring_func", "aux_loss_alpha", "seq_aux", "norm_topk_prob", "tie_word_embeddings",
-    "auto_map"};
+    "n_shared_experts", "scoring_func", "aux_loss_alpha", "seq_aux", "norm_topk_prob", "tie_word_embeddings"};
 // Keys of MiniMind's newer form (per-head q_norm / k_norm, renamed MoE keys), which reads differently.
 const char* const kNewerFormKeys[] = {"head_dim", "num_experts", "moe_intermediate_size", "router_aux_loss_coef"};
 
 // The tensor names of one form; the map's shape (attention, SwiGLU or gate + routed + shared experts) is common.
 struct FormNames {
   std::string embed, layers, attn_norm, q, k, v, o, mlp_norm, mlp, w1, w2, w3, norm, head;
-  RopeLayout rope_layout;  // the layout the form's RoPE rotates in
+  RopeLayout rope_layout;     // the layout the form's RoPE rotates in
+  bool shared_experts_list;  // shared_experts.S.* (a ModuleList); else one FeedForward, shared_experts.*
 };
 
 const FormNames& names_of(MiniMindForm form) {
   static const FormNames lmconfig{"tok_embeddings", "layers.", "attention_norm", "attention.wq", "attention.wk",
                                   "attention.wv", "attention.wo", "ffn_norm", "feed_forward", "w1", "w2", "w3",
-                                  "norm", "output", RopeLayout::interleaved};
+                                  "norm", "output", RopeLayout::interleaved, false};
   static const FormNames hf{"model.embed_tokens", "model.layers.", "input_layernorm", "self_attn.q_proj",
                             "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj", "post_attention_layernorm",
-                            "mlp", "gate_proj", "down_proj", "up_proj", "model.norm", "lm_head", RopeLayout::half};
+                            "mlp", "gate_proj", "down_proj", "up_proj", "model.norm", "lm_head", RopeLayout::half,
+                            true};
   return form == MiniMindForm::hf ? hf : lmconfig;
 }
 
-// n_shared_experts is a count, or (in some MiniMind versions) a bool meaning one.
-int64_t shared_experts(const Json& j, int64_t fallback, const std::string& source) {
+// n_shared_experts. The HF form (MiniMindConfig, default 1): a count (a bool: true = 1). 002's form
+// (LMConfig at jingyaogong/minimind@04b56ea, default True): MOEFeedForward builds one shared
+// FeedForward whenever the value is not None, so any value (even false or 0) is one, null none.
+int64_t shared_experts(const Json& j, MiniMindForm form, const std::string& source) {
+  if (form == MiniMindForm::lmconfig) {
+    if (!j.contains("n_shared_experts")) return 1;
+    const Json& v = j.at("n_shared_experts");
+    NF_CHECK(v.is_null() || v.is_boolean() || v.is_number_integer(), source, ": 'n_shared_experts' is ",
+             util::json_excerpt(v), ", expected null, true / false or an integer");
+    return v.is_null() ? 0 : 1;
+  }
   if (j.contains("n_shared_experts") && j.at("n_shared_experts").is_boolean())
     return j.at("n_shared_experts").get<bool>() ? 1 : 0;
-  return int_key(j, "n_shared_experts", fallback, source);
+  return int_key(j, "n_shared_experts", 1, source);
+}
+
+// MiniMindConfig's aux_loss_alpha for our alpha_ours = alpha / k (see minimind_base): of the doubles
+// next to alpha_ours * k that read back as alpha_ours exactly, the one with the shortest decimal
+// form (so a file's 0.11 with k = 5 is written back 0.11, not 0.10999999999999999).
+double minimind_hf_alpha(double ours, int64_t k) {
+  const double kd = static_cast<double>(k), product = ours * kd;
+  double best = product;
+  size_t best_digits = SIZE_MAX;
+  double candidate = product;
+  for (int i = 0; i < 4; ++i) candidate = std::nextafter(candidate, -HUGE_VAL);
+  for (int i = 0; i <= 8; ++i, candidate = std::nextafter(candidate, HUGE_VAL)) {
+    if (candidate / kd != ours) continue;
+    char text[64];
+    const auto end = std::to_chars(text, text + sizeof text, candidate).ptr;
+    const size_t digits = static_cast<size_t>(end - text);
+    if (digits < best_digits || (digits == best_digits && std::abs(candidate - product) < std::abs(best - product)))
+      best = candidate, best_digits = digits;
+  }
+  return best;
 }
 
 // What both forms share: RMSNorm, RoPE, SwiGLU without biases, the MoE keys (use_moe, ...).
@@ -70,7 +105,7 @@ DecoderLMConfig minimind_base(const Json& j, MiniMindForm form, const std::strin
   nn::MoEConfig moe;
   moe.n_experts = int_key(j, "n_routed_experts", 4, source);
   moe.top_k = int_key(j, "num_experts_per_tok", 2, source);
-  moe.n_shared_experts = shared_experts(j, form == MiniMindForm::hf ? 1 : 0, source);
+  moe.n_shared_experts = shared_experts(j, form, source);
   moe.routing = nn::MoERouting::softmax_then_topk;
   moe.norm_topk_prob = bool_key(j, "norm_topk_prob", true, source);
   moe.aux_loss_alpha = number_key(j, "aux_loss_alpha", 0.1, source);
@@ -102,6 +137,8 @@ void check_expressible(const DecoderLMConfig& c, MiniMindForm form) {
   need(c.logit_softcap == 0.0, "logit_softcap", std::to_string(c.logit_softcap));
   need(c.head_dim == 0 || c.head_dim * c.n_heads == c.dim, "head_dim", std::to_string(c.head_dim));
   if (form == MiniMindForm::hf) need(c.tie_embeddings, "tie_embeddings", "false");
+  if (form == MiniMindForm::lmconfig && c.moe)  // 04b56ea's MOEFeedForward: one shared FeedForward or none
+    need(c.moe->n_shared_experts <= 1, "moe.n_shared_experts", std::to_string(c.moe->n_shared_experts));
   if (c.moe) {
     need(c.moe->routing == nn::MoERouting::softmax_then_topk, "moe.routing", moe_routing_name(c.moe->routing));
     need(!c.moe->gate_bias, "moe.gate_bias", "true");
@@ -136,8 +173,11 @@ NameMap minimind_name_map(const DecoderLMConfig& c, int64_t hidden, MiniMindForm
     add(names.mlp + ".gate", "mlp.gate", {c.moe->n_experts, D});
     for (int64_t e = 0; e < c.moe->n_experts; ++e)
       swiglu(names.mlp + ".experts." + std::to_string(e), "mlp.experts." + std::to_string(e));
-    for (int64_t s = 0; s < c.moe->n_shared_experts; ++s)
-      swiglu(names.mlp + ".shared_experts." + std::to_string(s), "mlp.shared_experts." + std::to_string(s));
+    for (int64_t s = 0; s < c.moe->n_shared_experts; ++s) {
+      std::string shared = names.mlp + ".shared_experts";
+      if (names.shared_experts_list) shared.append(".").append(std::to_string(s));
+      swiglu(shared, "mlp.shared_experts." + std::to_string(s));
+    }
   }
   map.push_back({names.norm + ".weight", {D}, false, {"norm.weight"}});
   if (!c.tie_embeddings) map.push_back({names.head + ".weight", {c.vocab_size, D}, false, {"output.weight"}});
@@ -183,15 +223,17 @@ DecoderLMConfig config_from_minimind_json(const std::string& json_text, const st
     const Json j = parse_json_object(json_text, source);
     check_known_keys(j, kMiniMindKeys, "MiniMind", source);
     DecoderLMConfig c = minimind_base(j, MiniMindForm::lmconfig, source);
-    c.dim = int_key(j, "dim", source);
-    c.n_layers = int_key(j, "n_layers", source);
-    c.n_heads = int_key(j, "n_heads", source);
-    c.n_kv_heads = int_key(j, "n_kv_heads", c.n_heads, source);
-    c.vocab_size = int_key(j, "vocab_size", source);
+    // a missing key takes LMConfig's default (04b56ea): save_pretrained leaves out keys at their default
+    c.dim = int_key(j, "dim", 512, source);
+    c.n_layers = int_key(j, "n_layers", 8, source);
+    c.n_heads = int_key(j, "n_heads", 8, source);
+    // Attention: n_kv_heads None (null) means n_heads; the default is 2
+    c.n_kv_heads = j.contains("n_kv_heads") ? int_key(j, "n_kv_heads", c.n_heads, source) : 2;
+    c.vocab_size = int_key(j, "vocab_size", 6400, source);
     c.mlp_hidden = int_key(j, "hidden_dim", 0, source);
     c.mlp_multiple_of = int_key(j, "multiple_of", 64, source);
     c.norm_eps = number_key(j, "norm_eps", 1e-5, source);
-    c.max_seq_len = int_key(j, "max_seq_len", source);
+    c.max_seq_len = int_key(j, "max_seq_len", 8192, source);
     c.tie_embeddings = bool_key(j, "tie_word_embeddings", true, source);
     validate_model_config(c, source);
     return c;
@@ -217,7 +259,7 @@ DecoderLMConfig config_from_minimind_hf_json(const std::string& json_text, const
     c.dim = int_key(j, "hidden_size", source);
     c.n_layers = int_key(j, "num_hidden_layers", 8, source);
     c.n_heads = int_key(j, "num_attention_heads", 8, source);
-    c.n_kv_heads = int_key(j, "num_key_value_heads", 2, source);
+    c.n_kv_heads = j.contains("num_key_value_heads") ? int_key(j, "num_key_value_heads", c.n_heads, source) : 2;
     c.vocab_size = int_key(j, "vocab_size", 6400, source);
     c.mlp_hidden = int_key(j, "intermediate_size", 0, source);  // null: 8/3 hidden_size rounded up to 64
     c.mlp_multiple_of = 64;
@@ -240,7 +282,7 @@ std::string minimind_json_from_config(const DecoderLMConfig& c) {
   if (c.moe) {
     j["num_experts_per_tok"] = c.moe->top_k;
     j["n_routed_experts"] = c.moe->n_experts;
-    j["n_shared_experts"] = c.moe->n_shared_experts;
+    j["n_shared_experts"] = c.moe->n_shared_experts ? Json(true) : Json(nullptr);  // LMConfig: None = no shared expert
     j["scoring_func"] = "softmax";
     j["aux_loss_alpha"] = c.moe->aux_loss_alpha;
     j["seq_aux"] = c.moe->seq_aux;
@@ -262,7 +304,7 @@ std::string minimind_hf_json_from_config(const DecoderLMConfig& c, int64_t mlp_h
       {"dropout", c.dropout}, {"flash_attn", true}, {"use_moe", c.moe.has_value()},
       {"num_experts_per_tok", moe.top_k}, {"n_routed_experts", moe.n_experts},
       {"n_shared_experts", moe.n_shared_experts}, {"scoring_func", "softmax"},
-      {"aux_loss_alpha", c.moe ? moe.aux_loss_alpha * static_cast<double>(moe.top_k) : moe.aux_loss_alpha},
+      {"aux_loss_alpha", c.moe ? minimind_hf_alpha(moe.aux_loss_alpha, moe.top_k) : moe.aux_loss_alpha},
       {"seq_aux", moe.seq_aux}, {"norm_topk_prob", moe.norm_topk_prob}, {"dtype", "float32"}};
   return j.dump(2) + "\n";
 }

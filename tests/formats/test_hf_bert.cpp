@@ -199,7 +199,8 @@ TEST_F(HfBertTest, BadConfigsAreNamed) {
                     "position_embedding_type 'relative_key' is not supported");
   EXPECT_THROW_WITH(load_model(with(R"(, "hidden_act": "swish")")), "hidden_act 'swish' is not supported");
   EXPECT_THROW_WITH(load_model(with(R"(, "is_decoder": true)")), "is_decoder true is not supported");
-  EXPECT_THROW_WITH(load_model(with(R"(, "add_cross_attention": true)")), "add_cross_attention true");
+  EXPECT_THROW_WITH(load_model(with(R"(, "add_cross_attention": true)")), "'add_cross_attention' is true",
+                    "changes the architecture");
   EXPECT_THROW_WITH(load_model(with(R"(, "layer_norm_eps": "small")")), config, "'layer_norm_eps'");
   write_text(config, R"({"model_type": "bert", "hidden_size": 32})");
   EXPECT_THROW_WITH(load_model(folder), "missing key 'vocab_size'");

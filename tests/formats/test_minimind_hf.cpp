@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
 
 #include "nanoformer/nanoformer.h"
 #include "support/interop_test_support.h"
@@ -179,6 +181,29 @@ TEST_F(MiniMindHfTest, BadConfigsAreNamed) {
   EXPECT_THROW_WITH(load_minimind(with(R"(, "hidden_act": "gelu")")), "hidden_act 'gelu'");
   EXPECT_THROW_WITH(load_minimind(with(R"(, "use_moe": true, "scoring_func": "sigmoid")")), "scoring_func 'sigmoid'");
   EXPECT_THROW_WITH(load_minimind(with(R"(, "num_attention_heads": "4")")), config, "num_attention_heads");
+}
+
+// aux_loss_alpha reads as alpha / top_k; written back, the file's alpha comes out as it went in
+// (0.11 with top-2..8, not 0.10999999999999999), and reading that again gives our config unchanged.
+TEST_F(MiniMindHfTest, AuxLossAlphaSurvivesReadWriteRead) {
+  nlohmann::json base = nlohmann::json::parse(std::ifstream(hf_fixture("moe") + "/config.json"));
+  base["n_routed_experts"] = 8;
+  int drifted = 0;
+  for (int cents = 1; cents < 1000; ++cents)
+    for (int64_t k = 1; k <= 8; ++k) {
+      const double alpha = std::stod(std::to_string(cents / 100) + "." + std::to_string(100 + cents % 100).substr(1));
+      nlohmann::json j = base;
+      j["aux_loss_alpha"] = alpha;
+      j["num_experts_per_tok"] = k;
+      const DecoderLMConfig c = config_from_minimind_hf_json(j.dump(), "config.json");
+      const std::string written = minimind_hf_json_from_config(c, nn::mlp_hidden_dim(block_config(c).mlp));
+      const double written_alpha = nlohmann::json::parse(written).at("aux_loss_alpha").get<double>();
+      if (written_alpha != alpha && ++drifted <= 3)
+        ADD_FAILURE() << "aux_loss_alpha " << alpha << " with top_k " << k << " written back as "
+                      << nlohmann::json(written_alpha).dump();
+      EXPECT_EQ(model_config_to_json(config_from_minimind_hf_json(written, "config.json")), model_config_to_json(c));
+    }
+  EXPECT_EQ(drifted, 0);
 }
 
 TEST_F(MiniMindHfTest, ModelsTheFormCannotExpressAreRefused) {

@@ -1,10 +1,14 @@
 // MiniMind2 and nanochat checkpoints: the fixtures of tools/golden/name_map_fixtures.py (the
-// document-derived models of fixtures_models.py under each implementation's tensor names) load
-// with the reference's logits; save -> load is identical; unknown config keys, missing tensors and
-// models the format cannot express are refused by name.
+// document-derived models of fixtures_models.py under each implementation's tensor names) and of
+// tools/golden/minimind_04b56ea_fixtures.py (MiniMind's own model.py at 04b56ea, MoE) load with the
+// reference's logits; save -> load is identical; missing MiniMind keys take LMConfig's defaults;
+// unknown config keys, missing tensors and models the format cannot express are refused by name.
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <tuple>
 #include <unistd.h>
 
 #include "nanoformer/nanoformer.h"
@@ -82,6 +86,74 @@ TEST_F(NameMapFormatsTest, ModelsTheFormatCannotExpressAreRefused) {
   DecoderLM gpt(parse_model_config(R"({"vocab_size": 32, "dim": 16, "n_layers": 1, "n_heads": 4, "max_seq_len": 8})"));
   EXPECT_THROW_WITH(save_minimind(gpt, path("m")), "save_minimind: norm layernorm");
   EXPECT_THROW_WITH(save_nanochat(gpt, path("n")), "save_nanochat: norm layernorm");
+  DecoderLMConfig two_shared = load_minimind(fixture("minimind/moe"))->config();
+  two_shared.moe->n_shared_experts = 2;  // 04b56ea's MOEFeedForward builds one shared FeedForward or none
+  EXPECT_THROW_WITH(save_minimind(DecoderLM(two_shared), path("m")), "save_minimind: moe.n_shared_experts 2");
+}
+
+// tests/fixtures/minimind/moe_04b56ea: MiniMind's own model.py at jingyaogong/minimind@04b56ea
+// (tools/golden/minimind_04b56ea_fixtures.py), whose one shared expert is a FeedForward named
+// feed_forward.shared_experts.w1 (no list index).
+TEST_F(NameMapFormatsTest, MiniMindsOwnMoEAt04b56eaLoadsWithItsLogitsAndRoundTrips) {
+  const auto model = load_minimind(fixture("minimind/moe_04b56ea"));
+  ASSERT_TRUE(model->config().moe);
+  EXPECT_EQ(model->config().moe->n_shared_experts, 1);
+  const auto expected = io::load_safetensors(fixture("minimind/moe_04b56ea.logits.safetensors"));
+  const Tensor logits = eval_logits(*model, expected.at("ids"));
+  EXPECT_TENSOR_CLOSE(logits, expected.at("logits"), 1e-5, 1e-5);
+  std::cout << "minimind/moe_04b56ea: max abs logit error " << max_abs_diff(logits, expected.at("logits")) << "\n";
+
+  save_minimind(*model, path("out"));
+  const io::SafetensorsFile written = io::SafetensorsFile::open(path("out") + "/model.safetensors");
+  std::set<std::string> names;
+  for (const auto& e : written.entries()) names.insert(e.name);
+  EXPECT_TRUE(names.count("layers.1.feed_forward.shared_experts.w2.weight"));
+  EXPECT_FALSE(names.count("layers.1.feed_forward.shared_experts.0.w2.weight"));
+  const nlohmann::json config = nlohmann::json::parse(std::ifstream(path("out") + "/config.json"));
+  EXPECT_EQ(config.at("n_shared_experts"), true);
+  EXPECT_TENSOR_CLOSE(eval_logits(*load_minimind(path("out")), expected.at("ids")), logits, 0.0, 0.0);
+}
+
+// A key missing from 002's config.json takes LMConfig's default at 04b56ea (what MiniMind would build).
+TEST_F(NameMapFormatsTest, MissingMiniMindKeysTakeLMConfigsDefaults) {
+  // the 04b56ea folder with every key at LMConfig's default left out
+  const std::string folder = copy_folder(fixture("minimind/moe_04b56ea"));
+  {
+    nlohmann::json config = nlohmann::json::parse(std::ifstream(folder + "/config.json"));
+    for (const char* key : {"n_kv_heads", "norm_eps", "rope_theta", "dropout", "flash_attn", "num_experts_per_tok",
+                            "n_routed_experts", "n_shared_experts", "scoring_func", "aux_loss_alpha", "seq_aux",
+                            "norm_topk_prob"})
+      ASSERT_EQ(config.erase(key), 1u) << key;
+    std::ofstream(folder + "/config.json") << config.dump(2);
+  }
+  const auto expected = io::load_safetensors(fixture("minimind/moe_04b56ea.logits.safetensors"));
+  EXPECT_TENSOR_CLOSE(eval_logits(*load_minimind(folder), expected.at("ids")), expected.at("logits"), 1e-5, 1e-5);
+
+  const DecoderLMConfig d = config_from_minimind_json(R"({"model_type": "minimind"})", "config.json");
+  EXPECT_EQ(std::make_tuple(d.dim, d.n_layers, d.n_heads, d.n_kv_heads, d.vocab_size, d.max_seq_len, d.mlp_hidden,
+                            d.mlp_multiple_of),
+            std::make_tuple(512, 8, 8, 2, 6400, 8192, 0, 64));
+  EXPECT_EQ(d.rope_theta, 1e6);
+  EXPECT_EQ(d.norm_eps, 1e-5);
+  EXPECT_TRUE(d.tie_embeddings);
+  EXPECT_FALSE(d.moe);
+  const DecoderLMConfig m = config_from_minimind_json(R"({"model_type": "minimind", "use_moe": true})", "config.json");
+  ASSERT_TRUE(m.moe);
+  EXPECT_EQ(std::make_tuple(m.moe->n_experts, m.moe->top_k, m.moe->n_shared_experts, m.moe->aux_loss_alpha,
+                            m.moe->seq_aux, m.moe->norm_topk_prob),
+            std::make_tuple(4, 2, 1, 0.1, true, true));
+  // n_kv_heads None: n_heads (Attention); n_shared_experts: one FeedForward unless None
+  EXPECT_EQ(config_from_minimind_json(R"({"model_type": "minimind", "n_kv_heads": null})", "c").n_kv_heads, 8);
+  const std::pair<const char*, int64_t> shared[] = {{"true", 1}, {"false", 1}, {"0", 1}, {"2", 1}, {"null", 0}};
+  for (const auto& [value, count] : shared)
+    EXPECT_EQ(config_from_minimind_json(std::string(R"({"model_type": "minimind", "use_moe": true, "n_shared_experts": )") +
+                                            value + "}",
+                                        "c")
+                  .moe->n_shared_experts,
+              count)
+        << value;
+  EXPECT_THROW_WITH(config_from_minimind_json(R"({"use_moe": true, "n_shared_experts": "one"})", "config.json"),
+                    "config.json", "'n_shared_experts'");
 }
 
 }  // namespace

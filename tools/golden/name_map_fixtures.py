@@ -9,7 +9,8 @@ holds under nanoformer's names. This script renames the parameters as each imple
 state_dict() names them and writes the folder that implementation's checkpoint would be:
   minimind/dense, minimind/moe   config.json (002's LMConfig fields, model_type "minimind") and
                                  model.safetensors (layers.N.attention.wq, feed_forward.w1, gate,
-                                 experts.E, shared_experts.S; the dense one, like 002's state_dict,
+                                 experts.E, shared_experts (one FeedForward, as MiniMind's model.py at
+                                 04b56ea names it); the dense one, like 002's state_dict,
                                  also holds the tied output.weight and the causal-mask buffers)
   nanochat                       meta_000000.json (model_config) and model_000000.safetensors
                                  (transformer.wte, transformer.h.N.attn.c_q, mlp.c_fc, lm_head)
@@ -32,6 +33,8 @@ MINIMIND_NAMES = [  # (ours, MiniMind's) as regular expressions over one layer's
     (r"layers\.(\d+)\.attn\.([qkvo])_proj\.", r"layers.\1.attention.w\2."),
     (r"layers\.(\d+)\.mlp_norm\.", r"layers.\1.ffn_norm."),
     (r"layers\.(\d+)\.mlp\.", r"layers.\1.feed_forward."),
+    # 04b56ea's MOEFeedForward: one shared FeedForward (feed_forward.shared_experts.w1), not a list
+    (r"feed_forward\.shared_experts\.0\.", "feed_forward.shared_experts."),
 ]
 NANOCHAT_NAMES = [
     (r"^tok_embeddings\.", "transformer.wte."),

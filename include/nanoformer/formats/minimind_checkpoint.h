@@ -5,12 +5,16 @@
 // 002's form (format "minimind"): config.json with 002's LMConfig fields (dim, n_layers, n_heads,
 // n_kv_heads, vocab_size, hidden_dim, multiple_of, norm_eps, max_seq_len, rope_theta, dropout,
 // flash_attn, use_moe, num_experts_per_tok, n_routed_experts, n_shared_experts, scoring_func,
-// aux_loss_alpha, seq_aux, norm_topk_prob, and tie_word_embeddings, default true as MiniMind2 ties)
-// and model.safetensors. Name map (ours <- theirs):
+// aux_loss_alpha, seq_aux, norm_topk_prob, and tie_word_embeddings, default true as MiniMind2 ties;
+// a missing key takes LMConfig's default at jingyaogong/minimind@04b56ea: dim 512, 8 layers, 8 heads,
+// 2 kv heads (null: n_heads), vocab 6400, max_seq_len 8192, n_shared_experts True; n_shared_experts
+// is one shared expert unless null, as 04b56ea's MOEFeedForward builds it) and model.safetensors.
+// Name map (ours <- theirs):
 //   tok_embeddings <- tok_embeddings, layers.N.attn_norm <- layers.N.attention_norm,
 //   layers.N.attn.{q,k,v,o}_proj <- layers.N.attention.w{q,k,v,o}, layers.N.mlp_norm <- layers.N.ffn_norm,
 //   layers.N.mlp.w{1,2,3} <- layers.N.feed_forward.w{1,2,3}; MoE: mlp.gate <- feed_forward.gate,
-//   mlp.experts.E.w* <- feed_forward.experts.E.w*, mlp.shared_experts.S.w* <- feed_forward.shared_experts.S.w*;
+//   mlp.experts.E.w* <- feed_forward.experts.E.w*, mlp.shared_experts.0.w* <- feed_forward.shared_experts.w*
+//   (one FeedForward at 04b56ea, not a list);
 //   norm <- norm, output <- output (untied; a tied file may carry it too). RoPE on interleaved pairs
 //   (002's complex pairs); 002's persistent causal-mask buffer (layers.N.attention.mask) is ignored.
 //
