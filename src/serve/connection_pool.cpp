@@ -8,7 +8,7 @@ thread_local bool t_refusing = false;
 
 }  // namespace
 
-ConnectionPool::ConnectionPool(size_t capacity) : capacity_(capacity) {}
+ConnectionPool::ConnectionPool(size_t capacity, std::function<void()> idle) : capacity_(capacity), idle_(std::move(idle)) {}
 
 ConnectionPool::~ConnectionPool() { shutdown(); }
 
@@ -28,6 +28,10 @@ void ConnectionPool::enqueue(std::function<void()> connection) {
   t_refusing = true;  // the connection's own code answers it 503 and closes it
   connection();
   t_refusing = false;
+}
+
+void ConnectionPool::on_idle() {
+  if (idle_) idle_();
 }
 
 void ConnectionPool::work() {

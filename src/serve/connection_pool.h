@@ -3,7 +3,8 @@
 // are served at once, each on a thread of the pool (threads start as connections need them, up to
 // the capacity, and then stay). A connection beyond the capacity is not queued: enqueue() runs it
 // at once on the accepting thread with refusing() true, and the server answers it 503 and closes
-// it there (http_server.cpp), so that overflow costs no thread and waits for nothing.
+// it there (http_server.cpp), so that overflow costs no thread and waits for nothing. `idle` runs on
+// the accepting thread whenever it has waited a while for a connection (httplib's idle interval).
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -18,9 +19,10 @@ namespace nf::serve {
 
 class ConnectionPool final : public httplib::TaskQueue {
  public:
-  explicit ConnectionPool(size_t capacity);
+  explicit ConnectionPool(size_t capacity, std::function<void()> idle = nullptr);
   ~ConnectionPool() override;
   void enqueue(std::function<void()> connection) override;
+  void on_idle() override;
   // Serves the connections already taken, then joins the threads.
   void shutdown() override;
   // True on the thread running a connection that enqueue() refused.
@@ -30,6 +32,7 @@ class ConnectionPool final : public httplib::TaskQueue {
   void work();
 
   size_t capacity_;
+  std::function<void()> idle_;
   std::mutex mutex_;
   std::condition_variable ready_;
   std::deque<std::function<void()>> waiting_;  // taken, not yet on a thread

@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "connection_pool.h"
+#include "lingering_close.h"
 #include "nanoformer/core/error.h"
 #include "nanoformer/serve/api_error.h"
 #include "request_stream.h"
@@ -170,8 +171,10 @@ void stream(httplib::Response& res, std::shared_ptr<Completion> completion, bool
 // ConnectionPool, and a connection beyond the pool's capacity answered 503 where it was accepted.
 class GuardedServer final : public httplib::Server {
  public:
-  GuardedServer(const RequestLimits& limits, size_t max_connections) : limits_(limits), max_connections_(max_connections) {
-    new_task_queue = [max_connections] { return new ConnectionPool(max_connections); };
+  GuardedServer(const RequestLimits& limits, size_t max_connections)
+      : limits_(limits), max_connections_(max_connections), lingering_(std::chrono::seconds(1), max_connections) {
+    new_task_queue = [this] { return new ConnectionPool(max_connections_, [this] { lingering_.close_expired(); }); };
+    set_idle_interval(0, 200'000);  // the accepting thread closes lingering sockets when idle for 0.2 s
     set_keep_alive_timeout(std::max<time_t>(1, std::chrono::duration_cast<std::chrono::seconds>(limits.timeout).count()));
     set_keep_alive_max_count(1000);
   }
@@ -181,38 +184,41 @@ class GuardedServer final : public httplib::Server {
 
  private:
   bool process_and_close_socket(socket_t sock) override {
-    bool served = false;
     if (ConnectionPool::refusing() || sock >= FD_SETSIZE) {  // httplib 0.11 cannot select() on sockets past FD_SETSIZE
       refuse(sock);
-    } else {
-      RequestStream stream(sock, limits_, [this] { return svr_sock_ == INVALID_SOCKET; });
-      RequestStream::Scope current(stream);
-      for (size_t left = keep_alive_max_count_; left > 0 && stream.next_request(); --left) {
-        bool closed = false;
-        served = process_request(stream, /*close_connection=*/left == 1, closed, nullptr);
-        if (!served || closed || stream.must_close()) break;
-      }
+      return false;
     }
-    ::shutdown(sock, SHUT_RDWR);
-    ::close(sock);
+    RequestStream stream(sock, limits_, [this] { return svr_sock_ == INVALID_SOCKET; });
+    RequestStream::Scope current(stream);
+    bool served = false;
+    for (size_t left = keep_alive_max_count_; left > 0 && stream.next_request(); --left) {
+      bool closed = false;
+      served = process_request(stream, /*close_connection=*/left == 1, closed, nullptr);
+      if (!served || closed || stream.must_close()) break;
+    }
+    if (stream.must_close()) {  // answered before its request was read whole: the client may still be sending
+      lingering_.add(sock);
+    } else {
+      ::shutdown(sock, SHUT_RDWR);
+      ::close(sock);
+    }
     return served;
   }
 
-  // 503 at once, without waiting for the client: what it has sent is dropped (so that the close
-  // ends the connection cleanly when its request is in), the answer fits the socket's empty buffer.
-  void refuse(socket_t sock) const {
-    char scratch[4096];
-    for (int i = 0; i < 16 && ::recv(sock, scratch, sizeof(scratch), MSG_DONTWAIT) > 0; ++i) {
-    }
+  // 503 at once, without waiting for the client's request (the answer fits the new socket's empty
+  // buffer); the socket is closed a second later, so that a client still sending reads the answer.
+  void refuse(socket_t sock) {
     const std::string response = error_response(
         ApiError(503, "the server is serving its most connections (" + std::to_string(max_connections_) +
                           ", --max-connections); retry later",
                  "server_error", "", "too_many_connections"));
     ::send(sock, response.data(), response.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    lingering_.add(sock);
   }
 
   RequestLimits limits_;
   size_t max_connections_;
+  LingeringClose lingering_;
 };
 
 }  // namespace

@@ -421,6 +421,15 @@ TEST_F(ServeCliTest, AConnectionBeyondTheCapGets503AtOnce) {
   EXPECT_EQ(status_of(refused), 503) << refused;
   expect_error(body_of(refused), "most connections (3, --max-connections)");
   EXPECT_EQ(body_of(refused)["error"]["code"], "too_many_connections");
+  // a refused client still sending (its head, then its body, as Python's http.client does) is not
+  // reset: it sends both and reads the 503
+  RawConnection late(server.port());
+  const std::string body = chat("Hi").dump();
+  EXPECT_TRUE(late.send("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                        std::to_string(body.size()) + "\r\n\r\n"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_TRUE(late.send(body)) << "reset before it could read its answer";
+  EXPECT_EQ(status_of(late.receive_all()), 503);
 
   idle.front()->close();
   httplib::Client client = server.client();
