@@ -10,6 +10,7 @@ only. Against a running server (--url), or one it starts itself (--model, --toke
     python tools/serve/slowloris.py --url http://127.0.0.1:8998
 """
 import http.client
+import multiprocessing
 import os
 import random
 import selectors
@@ -55,19 +56,20 @@ class HealthProbe(threading.Thread):
         self.join()
 
 
-class Attackers(threading.Thread):
+class Attackers(multiprocessing.Process):
     """`count` connections that each send a request head a byte at a time, forever; one the server
-    drops is counted by how (408, 503 or closed) and replaced at once."""
+    drops is counted by how (408, 503 or closed) and replaced at once. A process of its own, as an
+    attacker is another machine: its work does not slow the measuring clients (one GIL)."""
 
     HEAD = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-Slow: "
 
     def __init__(self, host, port, count, trickle):
         super().__init__(daemon=True)
         self.host, self.port, self.count, self.trickle = host, port, count, trickle
-        self.stopped = threading.Event()
+        self.stopped = multiprocessing.Event()
+        self.report = multiprocessing.Queue()
         self.opened, self.refused_connect = 0, 0
         self.drops = {"408": 0, "503": 0, "other answer": 0, "closed": 0}
-        self.selector = selectors.DefaultSelector()
 
     def connect(self):
         try:
@@ -87,6 +89,7 @@ class Attackers(threading.Thread):
         key.fileobj.close()
 
     def run(self):
+        self.selector = selectors.DefaultSelector()
         for _ in range(self.count):
             self.connect()
         while not self.stopped.is_set():
@@ -108,15 +111,17 @@ class Attackers(threading.Thread):
                     self.drop(key, b"")
             for _ in range(self.count - len(self.selector.get_map())):
                 self.connect()
-
-    def alive(self):
-        return len(self.selector.get_map())
-
-    def stop(self):
-        self.stopped.set()
-        self.join()
+        self.report.put({"opened": self.opened, "refused_connect": self.refused_connect, "drops": self.drops,
+                         "open_at_end": len(self.selector.get_map())})
         for key in list(self.selector.get_map().values()):
             key.fileobj.close()
+
+    def stop(self):
+        """Stops the attack; what happened to its connections."""
+        self.stopped.set()
+        result = self.report.get(timeout=60)
+        self.join()
+        return result
 
 
 def run_clients(host, port, clients, requests, max_tokens, timeout):
@@ -144,25 +149,24 @@ def run_clients(host, port, clients, requests, max_tokens, timeout):
 
 
 def measure(host, port, a, attackers):
-    probe = HealthProbe(host, port)
-    probe.start()
     attack = None
-    if attackers:
+    if attackers:  # forked before this process starts a thread
         attack = Attackers(host, port, attackers, a.trickle)
         attack.start()
+    probe = HealthProbe(host, port)
+    probe.start()
+    if attack:
         time.sleep(a.settle)  # every attacker connected and trickling
     ttft, errors = run_clients(host, port, a.clients, a.requests, a.max_tokens, a.client_timeout)
-    alive = attack.alive() if attack else 0
-    if attack:
-        attack.stop()
+    attacked = attack.stop() if attack else None
     probe.stop()
     label = f"with {attackers} attackers" if attackers else "without attackers"
     print(f"{label:22s}: {len(ttft)} requests, first token p50 {percentile(ttft, 0.5) * 1000:.0f} ms, "
           f"p99 {percentile(ttft, 0.99) * 1000:.0f} ms, errors {len(errors)} {errors[:1]}; "
           f"/health {probe.answered}/{probe.probes} (slowest {probe.slowest * 1000:.0f} ms)", flush=True)
-    if attack:
-        print(f"{'':22s}  attackers: {attack.opened} connections opened, {alive} open at the end, dropped "
-              f"{attack.drops}, connects refused {attack.refused_connect}", flush=True)
+    if attacked:
+        print(f"{'':22s}  attackers: {attacked['opened']} connections opened, {attacked['open_at_end']} open at the end, "
+              f"dropped {attacked['drops']}, connects refused {attacked['refused_connect']}", flush=True)
     return ttft, errors, probe
 
 
@@ -176,7 +180,8 @@ def main():
     p.add_argument("--requests", type=int, default=4, help="streamed chats per client, one after another")
     p.add_argument("--max-tokens", type=int, default=16)
     p.add_argument("--trickle", type=float, default=1.0, help="seconds between two bytes of an attacker")
-    p.add_argument("--settle", type=float, default=3.0, help="seconds the attackers run before the clients start")
+    p.add_argument("--settle", type=float, default=12.0,
+                   help="seconds the attackers run before the clients start (past a first round of request deadlines)")
     p.add_argument("--threads", default="1", help="NANOFORMER_THREADS of the server started here")
     p.add_argument("--binary", default=os.path.join(ROOT, "build", "nanoformer"),
                    help="the nanoformer started here (another build to compare; default: %(default)s)")
