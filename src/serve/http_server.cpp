@@ -243,17 +243,24 @@ void HttpServer::routes() {
   httplib::Server& s = *server_;
   const std::string key = options_.api_key;
   const int64_t max_body = options_.max_body_bytes;
-  // before any of the body is read: the key, then what the headers say of the body
-  s.set_pre_routing_handler([key, max_body](const httplib::Request& req, httplib::Response& res) {
+  // Before any of the body is read (and before "100 Continue" invites it): the key, then what the
+  // headers say of the body. A refusal ends the connection after its answer: the body is unread.
+  const auto refused = [key, max_body](const httplib::Request& req, httplib::Response& res) {
     const bool open = req.path == "/" || req.path == "/health";
     std::optional<ApiError> refusal = refuse_body(req, max_body);
     if (!key.empty() && !open && !authorized(req, key))
       refusal = ApiError(401, "a valid API key is required: send the header 'Authorization: Bearer KEY'",
                          "authentication_error", "", "invalid_api_key");
-    if (!refusal) return httplib::Server::HandlerResponse::Unhandled;
+    if (!refusal) return false;
     send_error(res, *refusal);
-    if (RequestStream* connection = RequestStream::current()) connection->close_after_response();  // its body is unread
-    return httplib::Server::HandlerResponse::Handled;
+    if (RequestStream* connection = RequestStream::current()) connection->close_after_response();
+    return true;
+  };
+  s.set_expect_100_continue_handler([refused](const httplib::Request& req, httplib::Response& res) {
+    return refused(req, res) ? res.status : 100;
+  });
+  s.set_pre_routing_handler([refused](const httplib::Request& req, httplib::Response& res) {
+    return refused(req, res) ? httplib::Server::HandlerResponse::Handled : httplib::Server::HandlerResponse::Unhandled;
   });
   s.set_error_handler([max_body](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;  // an error this server already wrote

@@ -495,6 +495,10 @@ TEST_F(ServeCliTest, ANegativeOrAbsurdContentLengthIsAnsweredAtOnce) {
     EXPECT_EQ(status_of(response), status) << length << ": " << response;
     expect_error(body_of(response), message);
   }
+  // a client asking whether to send its body (curl does, past 1 MiB) is told 413, not "100 Continue"
+  RawConnection asking(server.port());
+  ASSERT_TRUE(asking.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5000\r\n\r\n"));
+  EXPECT_EQ(status_of(asking.receive_all()), 413);
   // a request with a body but neither length nor chunks: 411, not a wait for the connection's end
   RawConnection c(server.port());
   ASSERT_TRUE(c.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\n\r\n{}"));
