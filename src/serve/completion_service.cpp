@@ -48,12 +48,6 @@ CompletionUpdate Completion::wait(std::chrono::milliseconds timeout) {
   return update;
 }
 
-CompletionUpdate Completion::wait_all() {
-  std::unique_lock lock(mutex_);
-  changed_.wait(lock, [&] { return pending_.done; });
-  return pending_;
-}
-
 CompletionService::CompletionService(Scheduler& scheduler, const tokenizer::Tokenizer& tokenizer,
                                      const tokenizer::ChatTemplate* chat_template, std::string model_name,
                                      std::optional<int64_t> prompt_bos)

@@ -23,7 +23,7 @@ namespace nf::serve {
 namespace {
 
 using json = nlohmann::json;
-constexpr auto kPoll = std::chrono::milliseconds(50);  // how often a waiting stream checks its client
+constexpr auto kPoll = std::chrono::milliseconds(50);  // how often a waiting answer checks that its client is there
 
 // Generated text may hold invalid UTF-8 (a byte-level model's bytes): it becomes U+FFFD here.
 std::string dump(const json& body) { return body.dump(-1, ' ', false, json::error_handler_t::replace); }

@@ -35,8 +35,6 @@ class Completion {
   // Blocks until there is new text or the end, or until `timeout`; returns what arrived (nothing
   // new on a timeout).
   CompletionUpdate wait(std::chrono::milliseconds timeout);
-  // Waits for the end and returns the whole answer.
-  CompletionUpdate wait_all();
   // The client is gone: the scheduler frees the sequence before its next step.
   void cancel() { cancelled_->store(true); }
   const ResponseHeader& header() const { return header_; }
