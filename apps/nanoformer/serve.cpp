@@ -49,12 +49,14 @@ void run_serve(ServeArgs& a) {
     server.stop();
   });
   std::fprintf(stderr,
-               "nanoformer serve: %s (chat template %s, context %lld, KV cache %s, parallel %lld, queue %lld)\n"
+               "nanoformer serve: %s (chat template %s, context %lld, KV cache %s, parallel %lld, queue %lld, "
+               "connections %lld, timeout %g s)\n"
                "listening on http://%s:%d (Ctrl-C stops)\n",
                name.c_str(), template_name.empty() ? "none: /v1/completions only" : template_name.c_str(),
                static_cast<long long>(scheduler.context()), quant_type_name(a.scheduler.cache_type),
                static_cast<long long>(a.scheduler.parallel),
-               static_cast<long long>(a.scheduler.max_queue), a.http.host.c_str(), server.port());
+               static_cast<long long>(a.scheduler.max_queue), static_cast<long long>(a.http.max_connections),
+               a.http.timeout_s, a.http.host.c_str(), server.port());
   server.serve();
   pthread_kill(stopper.native_handle(), SIGTERM);  // when the server ended on its own
   stopper.join();
@@ -93,7 +95,14 @@ void add_serve_command(CLI::App& app) {
       ->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--queue", a->scheduler.max_queue, "Requests waiting at most; beyond, 503")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
-  cmd->add_option("--max-body", a->http.max_body_bytes, "Largest request body in bytes; beyond, 413")
+  cmd->add_option("--max-body", a->http.max_body_bytes,
+                  "Largest request body in bytes; beyond, 413 as soon as its length says so or it passes the limit")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--timeout", a->http.timeout_s,
+                  "Seconds in which each request, head and body, must arrive (else 408); an idle connection closes after them")
+      ->capture_default_str()->check(CLI::Range(0.001, 86400.0));
+  cmd->add_option("--max-connections", a->http.max_connections,
+                  "Connections served at once, a thread each (also the listen backlog); beyond, 503 at once")
       ->capture_default_str()->check(CLI::PositiveNumber);
   cmd->callback([a] { run_serve(*a); });
 }

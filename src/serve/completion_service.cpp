@@ -48,12 +48,6 @@ CompletionUpdate Completion::wait(std::chrono::milliseconds timeout) {
   return update;
 }
 
-CompletionUpdate Completion::wait_all() {
-  std::unique_lock lock(mutex_);
-  changed_.wait(lock, [&] { return pending_.done; });
-  return pending_;
-}
-
 CompletionService::CompletionService(Scheduler& scheduler, const tokenizer::Tokenizer& tokenizer,
                                      const tokenizer::ChatTemplate* chat_template, std::string model_name,
                                      std::optional<int64_t> prompt_bos)
@@ -82,7 +76,14 @@ std::vector<int64_t> CompletionService::prompt_ids(const CompletionRequest& r) c
   return {ids.begin(), ids.end()};
 }
 
+void CompletionService::check_model(const std::string& id) const {
+  if (!id.empty() && id != model_name_)
+    throw ApiError(404, "the model '" + id + "' does not exist: this server serves '" + model_name_ + "'",
+                   "invalid_request_error", "model", "model_not_found");
+}
+
 std::shared_ptr<Completion> CompletionService::start(const CompletionRequest& r) {
+  check_model(r.model);
   std::vector<int64_t> prompt = prompt_ids(r);
   const auto length = static_cast<int64_t>(prompt.size());
   const int64_t context = scheduler_.context();

@@ -2,16 +2,28 @@
 #include "nanoformer/serve/http_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <climits>
+#include <optional>
+#include <string_view>
+
+#include "connection_pool.h"
+#include "lingering_close.h"
 #include "nanoformer/core/error.h"
 #include "nanoformer/serve/api_error.h"
+#include "request_stream.h"
 #include "serve_web_page.h"  // generated from src/serve/web/index.html (CMakeLists.txt)
 
 namespace nf::serve {
 namespace {
 
 using json = nlohmann::json;
-constexpr auto kPoll = std::chrono::milliseconds(50);  // how often a waiting stream checks its client
+constexpr auto kPoll = std::chrono::milliseconds(50);  // how often a waiting answer checks that its client is there
 
 // Generated text may hold invalid UTF-8 (a byte-level model's bytes): it becomes U+FFFD here.
 std::string dump(const json& body) { return body.dump(-1, ' ', false, json::error_handler_t::replace); }
@@ -23,13 +35,95 @@ void send_json(httplib::Response& res, int status, const json& body) {
 
 void send_error(httplib::Response& res, const ApiError& e) { send_json(res, e.status(), e.body()); }
 
+bool equal_ignoring_case(std::string_view a, std::string_view b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
+    return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+  });
+}
+
+// "Authorization: Bearer KEY", the scheme in any case (RFC 7235: "bearer" is as good).
 bool authorized(const httplib::Request& req, const std::string& key) {
   const std::string given = req.get_header_value("Authorization");
-  const std::string expected = "Bearer " + key;
-  if (given.size() != expected.size()) return false;
+  const size_t space = given.find(' ');
+  if (space == std::string::npos || !equal_ignoring_case(std::string_view(given).substr(0, space), "bearer")) return false;
+  const std::string token = given.substr(std::min(given.find_first_not_of(' ', space), given.size()));
+  if (token.size() != key.size()) return false;
   unsigned char diff = 0;  // the same time whatever the first differing byte
-  for (size_t i = 0; i < given.size(); ++i) diff |= static_cast<unsigned char>(given[i] ^ expected[i]);
+  for (size_t i = 0; i < token.size(); ++i) diff |= static_cast<unsigned char>(token[i] ^ key[i]);
   return diff == 0;
+}
+
+constexpr const char* kChatPath = "/v1/chat/completions";
+constexpr const char* kTextPath = "/v1/completions";
+
+// The only requests whose body is read (through read_body's bound); any other body is refused unread.
+bool reads_body(const httplib::Request& req) {
+  return req.method == "POST" && (req.path == kChatPath || req.path == kTextPath);
+}
+
+// What the request's headers say of its body, checked before any of it is read: a Content-Length
+// that is not a plain decimal, or over the limit, is refused at once (httplib 0.11 would read
+// `Content-Length: -1` as 2^64 - 1 bytes and wait for them), and so is a body where none is read.
+std::optional<ApiError> refuse_body(const httplib::Request& req, int64_t max_body) {
+  const bool chunked = req.has_header("Transfer-Encoding");
+  if (chunked && !equal_ignoring_case(req.get_header_value("Transfer-Encoding"), "chunked"))
+    return ApiError(501, "only Transfer-Encoding: chunked is supported, got '" + req.get_header_value("Transfer-Encoding") + "'");
+  const bool sized = req.has_header("Content-Length");
+  int64_t length = 0;
+  if (sized) {
+    const std::string value = req.get_header_value("Content-Length");
+    const bool digits = !value.empty() && std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!digits || req.get_header_value_count("Content-Length") > 1 || chunked)
+      return ApiError(400, "the header Content-Length must be one non-negative decimal integer, without "
+                           "Transfer-Encoding; got '" + value + "'");
+    const std::string significant = value.substr(std::min(value.find_first_not_of('0'), value.size() - 1));
+    if (significant.size() > 18 || std::stoll(significant) > max_body)
+      return ApiError(413, "the request body is over the limit of " + std::to_string(max_body) + " bytes",
+                      "invalid_request_error", "", "request_too_large");
+    length = std::stoll(significant);
+  }
+  if (reads_body(req)) {
+    if (!sized && !chunked) return ApiError(411, "a request body needs a Content-Length or Transfer-Encoding: chunked");
+    if (req.is_multipart_form_data()) return ApiError(415, "the request body must be JSON, not multipart/form-data");
+    return std::nullopt;
+  }
+  // httplib reads a body for these methods even without a length: until the connection closes
+  const bool reads_anyway = req.method == "POST" || req.method == "PUT" || req.method == "PATCH" || req.method == "DELETE";
+  if (chunked || length > 0 || (reads_anyway && !sized))
+    return ApiError(404, "no such endpoint: " + req.method + " " + req.path + " with a request body",
+                    "invalid_request_error", "", "unknown_url");
+  return std::nullopt;
+}
+
+// The request's body, read as it arrives and refused (413) as soon as it passes `max_body`: a chunked
+// body over the limit is never read to its end. The connection then ends after the answer.
+std::string read_body(const httplib::ContentReader& read, int64_t max_body) {
+  std::string body;
+  bool over = false;
+  const bool whole = read([&](const char* data, size_t n) {
+    over = static_cast<int64_t>(body.size() + n) > max_body;
+    if (!over) body.append(data, n);
+    return !over;
+  });
+  if (over || !whole) {
+    if (RequestStream* connection = RequestStream::current()) connection->close_after_response();
+    if (over)
+      throw ApiError(413, "the request body is over the limit of " + std::to_string(max_body) + " bytes",
+                     "invalid_request_error", "", "request_too_large");
+    throw ApiError(400, "the request body could not be read: a malformed chunked encoding, or the client left");
+  }
+  return body;
+}
+
+// Whether the client of this thread's request has closed its connection.
+bool client_gone() {
+  const RequestStream* connection = RequestStream::current();
+  return connection && connection->client_gone();
+}
+
+json model_object(const CompletionService& service, int64_t context) {
+  return {{"id", service.model_name()}, {"object", "model"}, {"created", 0}, {"owned_by", "nanoformer"},
+          {"context_length", context}};
 }
 
 std::string sse(const json& chunk) { return "data: " + dump(chunk) + "\n\n"; }
@@ -72,15 +166,74 @@ void stream(httplib::Response& res, std::shared_ptr<Completion> completion, bool
       });
 }
 
+// httplib's server with each connection served by our loop instead of httplib's: its requests
+// read through a RequestStream (one deadline per request, bounded head and body), on a thread of a
+// ConnectionPool, and a connection beyond the pool's capacity answered 503 where it was accepted.
+class GuardedServer final : public httplib::Server {
+ public:
+  GuardedServer(const RequestLimits& limits, size_t max_connections)
+      : limits_(limits), max_connections_(max_connections), lingering_(std::chrono::seconds(1), max_connections) {
+    new_task_queue = [this] { return new ConnectionPool(max_connections_, [this] { lingering_.close_expired(); }); };
+    set_idle_interval(0, 200'000);  // the accepting thread closes lingering sockets when idle for 0.2 s
+    set_keep_alive_timeout(std::max<time_t>(1, std::chrono::duration_cast<std::chrono::seconds>(limits.timeout).count()));
+    set_keep_alive_max_count(1000);
+  }
+  // httplib 0.11 listens with a backlog of 5; listen() again on the bound socket sets ours (the
+  // kernel caps it at net.core.somaxconn).
+  void set_backlog(int backlog) { ::listen(svr_sock_, backlog); }
+
+ private:
+  bool process_and_close_socket(socket_t sock) override {
+    if (ConnectionPool::refusing() || sock >= FD_SETSIZE) {  // httplib 0.11 cannot select() on sockets past FD_SETSIZE
+      refuse(sock);
+      return false;
+    }
+    RequestStream stream(sock, limits_, [this] { return svr_sock_ == INVALID_SOCKET; });
+    RequestStream::Scope current(stream);
+    bool served = false;
+    for (size_t left = keep_alive_max_count_; left > 0 && stream.next_request(); --left) {
+      bool closed = false;
+      served = process_request(stream, /*close_connection=*/left == 1, closed, nullptr);
+      if (!served || closed || stream.must_close()) break;
+    }
+    if (stream.must_close()) {  // answered before its request was read whole: the client may still be sending
+      lingering_.add(sock);
+    } else {
+      ::shutdown(sock, SHUT_RDWR);
+      ::close(sock);
+    }
+    return served;
+  }
+
+  // 503 at once, without waiting for the client's request (the answer fits the new socket's empty
+  // buffer); the socket is closed a second later, so that a client still sending reads the answer.
+  void refuse(socket_t sock) {
+    const std::string response = error_response(
+        ApiError(503, "the server is serving its most connections (" + std::to_string(max_connections_) +
+                          ", --max-connections); retry later",
+                 "server_error", "", "too_many_connections"));
+    ::send(sock, response.data(), response.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    lingering_.add(sock);
+  }
+
+  RequestLimits limits_;
+  size_t max_connections_;
+  LingeringClose lingering_;
+};
+
 }  // namespace
 
-HttpServer::HttpServer(CompletionService& service, const HttpOptions& options)
-    : service_(service), options_(options), server_(std::make_unique<httplib::Server>()) {
-  const SchedulerStats s = service.scheduler().stats();
-  const auto threads = static_cast<size_t>(options.threads > 0 ? options.threads : s.parallel + s.max_queue + 16);
-  server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+HttpServer::HttpServer(CompletionService& service, const HttpOptions& options) : service_(service), options_(options) {
+  NF_CHECK(options.timeout_s > 0 && std::isfinite(options.timeout_s), "serve: --timeout must be > 0 seconds, got ",
+           options.timeout_s);
+  NF_CHECK(options.max_connections > 0, "serve: --max-connections must be >= 1, got ", options.max_connections);
+  NF_CHECK(options.max_body_bytes > 0, "serve: --max-body must be >= 1 byte, got ", options.max_body_bytes);
+  const RequestLimits limits{
+      .timeout = std::chrono::milliseconds(static_cast<int64_t>(std::ceil(options.timeout_s * 1000))),
+      .write_timeout = std::chrono::seconds(CPPHTTPLIB_WRITE_TIMEOUT_SECOND),
+      .max_body_bytes = options.max_body_bytes};
+  server_ = std::make_unique<GuardedServer>(limits, static_cast<size_t>(options.max_connections));
   server_->set_payload_max_length(static_cast<size_t>(options.max_body_bytes));
-  server_->set_keep_alive_max_count(1000);
   routes();
 }
 
@@ -89,14 +242,26 @@ HttpServer::~HttpServer() = default;
 void HttpServer::routes() {
   httplib::Server& s = *server_;
   const std::string key = options_.api_key;
-  s.set_pre_routing_handler([key](const httplib::Request& req, httplib::Response& res) {
-    const bool open = req.path == "/" || req.path == "/health";
-    if (key.empty() || open || authorized(req, key)) return httplib::Server::HandlerResponse::Unhandled;
-    send_error(res, ApiError(401, "a valid API key is required: send the header 'Authorization: Bearer KEY'",
-                             "authentication_error", "", "invalid_api_key"));
-    return httplib::Server::HandlerResponse::Handled;
-  });
   const int64_t max_body = options_.max_body_bytes;
+  // Before any of the body is read (and before "100 Continue" invites it): the key, then what the
+  // headers say of the body. A refusal ends the connection after its answer: the body is unread.
+  const auto refused = [key, max_body](const httplib::Request& req, httplib::Response& res) {
+    const bool open = req.path == "/" || req.path == "/health";
+    std::optional<ApiError> refusal = refuse_body(req, max_body);
+    if (!key.empty() && !open && !authorized(req, key))
+      refusal = ApiError(401, "a valid API key is required: send the header 'Authorization: Bearer KEY'",
+                         "authentication_error", "", "invalid_api_key");
+    if (!refusal) return false;
+    send_error(res, *refusal);
+    if (RequestStream* connection = RequestStream::current()) connection->close_after_response();
+    return true;
+  };
+  s.set_expect_100_continue_handler([refused](const httplib::Request& req, httplib::Response& res) {
+    return refused(req, res) ? res.status : 100;
+  });
+  s.set_pre_routing_handler([refused](const httplib::Request& req, httplib::Response& res) {
+    return refused(req, res) ? httplib::Server::HandlerResponse::Handled : httplib::Server::HandlerResponse::Unhandled;
+  });
   s.set_error_handler([max_body](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;  // an error this server already wrote
     if (res.status == 413)
@@ -131,20 +296,33 @@ void HttpServer::routes() {
   });
   s.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
     send_json(res, 200,
-              {{"object", "list"},
-               {"data", json::array({{{"id", service_.model_name()}, {"object", "model"}, {"created", 0},
-                                      {"owned_by", "nanoformer"}, {"context_length", service_.scheduler().context()}}})}});
+              {{"object", "list"}, {"data", json::array({model_object(service_, service_.scheduler().context())})}});
   });
-  for (const auto& route : {std::pair{"/v1/chat/completions", Endpoint::chat},
-                            std::pair{"/v1/completions", Endpoint::completion}}) {
-    s.Post(route.first, [this, endpoint = route.second](const httplib::Request& req, httplib::Response& res) {
+  s.Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
+    try {
+      service_.check_model(req.matches[1]);
+      send_json(res, 200, model_object(service_, service_.scheduler().context()));
+    } catch (const ApiError& e) {
+      send_error(res, e);
+    }
+  });
+  for (const auto& route : {std::pair{kChatPath, Endpoint::chat}, std::pair{kTextPath, Endpoint::completion}}) {
+    s.Post(route.first, [this, max_body, endpoint = route.second](const httplib::Request&, httplib::Response& res,
+                                                                  const httplib::ContentReader& content) {
       try {
-        const CompletionRequest request = parse_completion_request(req.body, endpoint);
+        const CompletionRequest request = parse_completion_request(read_body(content, max_body), endpoint);
         std::shared_ptr<Completion> completion = service_.start(request);
         if (request.stream) return stream(res, std::move(completion), request.include_usage);
-        const CompletionUpdate all = completion->wait_all();
-        if (!all.error.empty()) throw ApiError(500, all.error, "server_error");
-        send_json(res, 200, completion_body(completion->header(), all.text, all.finish_reason, all.usage));
+        std::string text;
+        for (;;) {  // polled, so that a client gone cancels the sequence
+          const CompletionUpdate update = completion->wait(kPoll);
+          text += update.text;
+          if (update.done) {
+            if (!update.error.empty()) throw ApiError(500, update.error, "server_error");
+            return send_json(res, 200, completion_body(completion->header(), text, update.finish_reason, update.usage));
+          }
+          if (client_gone()) return completion->cancel();
+        }
       } catch (const ApiError& e) {
         send_error(res, e);
       }
@@ -161,6 +339,7 @@ void HttpServer::bind() {
              options_.port, " (in use, or not an address of this machine)");
     port_ = options_.port;
   }
+  static_cast<GuardedServer&>(*server_).set_backlog(static_cast<int>(std::min<int64_t>(options_.max_connections, INT_MAX)));
 }
 
 void HttpServer::serve() { server_->listen_after_bind(); }

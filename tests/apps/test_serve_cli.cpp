@@ -4,15 +4,28 @@
 // where they should; /v1/models and /health; the API key; a full queue answers 503; a client that
 // disconnects mid-stream frees its sequence; bad requests get OpenAI's error JSON with the right
 // status, and the server keeps serving; a q8_0 KV cache answers as the f32 one does; a GGUF
-// tokenizer with add_bos_token puts its bos before a completion prompt.
+// tokenizer with add_bos_token puts its bos before a completion prompt. What a slow or hostile
+// client tries, over raw sockets: a request trickled byte by byte (408 at its deadline), more
+// connections than the cap (503 at once), a chunked body of 100 MiB (413, the server's memory flat),
+// a negative or absurd Content-Length (answered at once), a non-streamed client that leaves.
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "nanoformer/io/gguf.h"
 #include "nanoformer/tokenizer/gguf_tokenizer.h"
@@ -60,11 +73,81 @@ class ServerProcess {
     c.set_read_timeout(60);
     return c;
   }
+  int port() const { return port_; }
+  // The server's memory from /proc/PID/status, in bytes: "VmRSS" resident now, "VmHWM" its peak.
+  int64_t memory_bytes(const std::string& field) const {
+    std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind(field + ":", 0) == 0) return std::stoll(line.substr(field.size() + 1)) * 1024;
+    return -1;
+  }
 
  private:
   pid_t pid_ = -1;
   int port_ = 0;
 };
+
+// A raw TCP connection to the server, for what httplib::Client does not send: a request trickled
+// byte by byte, a chunked body, a bad Content-Length, a connection held open and idle.
+class RawConnection {
+ public:
+  explicit RawConnection(int port) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>(port));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0) << std::strerror(errno);
+    const timeval send_limit{.tv_sec = 60, .tv_usec = 0};  // a server that stops reading cannot hang the test
+    ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &send_limit, sizeof(send_limit));
+  }
+  ~RawConnection() { close(); }
+  void close() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+  // False once the server has closed the connection (or stopped reading for a minute).
+  bool send(const std::string& data) {
+    for (size_t at = 0; at < data.size();) {
+      const ssize_t n = ::send(fd_, data.data() + at, data.size() - at, MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      at += static_cast<size_t>(n);
+    }
+    return true;
+  }
+  // Whether the server has sent something (or closed) within `wait`.
+  bool answered(std::chrono::milliseconds wait) {
+    pollfd p{.fd = fd_, .events = POLLIN, .revents = 0};
+    return ::poll(&p, 1, static_cast<int>(wait.count())) > 0;
+  }
+  // What the server sends until it closes the connection, or until `limit`.
+  std::string receive_all(std::chrono::seconds limit = std::chrono::seconds(30)) {
+    std::string all;
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    char buffer[4096];
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0 || !answered(left)) break;
+      const ssize_t n = ::recv(fd_, buffer, sizeof(buffer), 0);
+      if (n <= 0) break;
+      all.append(buffer, static_cast<size_t>(n));
+    }
+    return all;
+  }
+
+ private:
+  int fd_;
+};
+
+// The status of a raw HTTP response ("HTTP/1.1 413 ..."), 0 when there is none.
+int status_of(const std::string& response) {
+  return response.rfind("HTTP/1.1 ", 0) == 0 ? std::atoi(response.c_str() + 9) : 0;
+}
+
+// The JSON body of a raw HTTP response.
+json body_of(const std::string& response) {
+  const size_t at = response.find("\r\n\r\n");
+  return at == std::string::npos ? json() : json::parse(response.substr(at + 4), nullptr, false);
+}
 
 json chat(const std::string& content, json extra = json::object()) {
   json body = {{"messages", {{{"role", "user"}, {"content", content}}}}, {"temperature", 0}, {"max_tokens", 16}};
@@ -272,6 +355,179 @@ TEST_F(ServeCliTest, TheApiKeyIsRequired) {
   client.set_bearer_token_auth("s3cret");
   EXPECT_EQ(client.Get("/v1/models")->status, 200);
   EXPECT_EQ(post(client, "/v1/chat/completions", chat("Hi"), 200)["object"], "chat.completion");
+  // the scheme is case-insensitive (RFC 7235); the key is not
+  for (const auto& [header, status] : {std::pair{"bearer s3cret", 200}, std::pair{"BEARER  s3cret", 200},
+                                       std::pair{"Basic s3cret", 401}, std::pair{"bearer S3CRET", 401},
+                                       std::pair{"bearers3cret", 401}}) {
+    httplib::Client plain = server.client();
+    EXPECT_EQ(plain.Get("/v1/models", {{"Authorization", header}})->status, status) << header;
+  }
+}
+
+// /v1/models/{id} answers the model served and 404 model_not_found for any other; a request naming
+// another model is refused the same way (as OpenAI and vLLM do), one naming none is served.
+TEST_F(ServeCliTest, OnlyTheModelServedIsFoundByItsName) {
+  ServerProcess server = serve("");
+  httplib::Client client = server.client();
+  auto found = client.Get("/v1/models/tiny");
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->status, 200) << found->body;
+  EXPECT_EQ(json::parse(found->body)["id"], "tiny");
+  EXPECT_EQ(json::parse(found->body)["object"], "model");
+  auto missing = client.Get("/v1/models/gpt-4o");
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->status, 404) << missing->body;
+  expect_error(json::parse(missing->body), "the model 'gpt-4o' does not exist: this server serves 'tiny'", "model");
+  EXPECT_EQ(json::parse(missing->body)["error"]["code"], "model_not_found");
+
+  json refused = post(client, "/v1/chat/completions", chat("Hi", {{"model", "gpt-4o"}}), 404);
+  expect_error(refused, "the model 'gpt-4o' does not exist", "model");
+  EXPECT_EQ(refused["error"]["code"], "model_not_found");
+  EXPECT_EQ(post(client, "/v1/completions", {{"prompt", "Hi"}, {"model", "other"}}, 404)["error"]["code"], "model_not_found");
+  EXPECT_EQ(post(client, "/v1/chat/completions", chat("Hi", {{"model", "tiny"}}), 200)["model"], "tiny");
+  EXPECT_EQ(post(client, "/v1/chat/completions", chat("Hi"), 200)["model"], "tiny");
+}
+
+// A client that sends its request a byte every 250 ms, faster than any per-recv timeout, is still
+// answered 408 and dropped once the request's deadline (--timeout 2) passes; others are served.
+TEST_F(ServeCliTest, ARequestTrickledByteByByteIsDroppedAtItsDeadline) {
+  ServerProcess server = serve("--timeout 2");
+  RawConnection slow(server.port());
+  const auto start = std::chrono::steady_clock::now();
+  const std::string request = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nX-Slow: " + std::string(200, 'a');
+  bool answered = false;
+  for (size_t i = 0; i < request.size() && !answered; ++i)  // up to 50 s
+    answered = !slow.send(request.substr(i, 1)) || slow.answered(std::chrono::milliseconds(250));
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(answered) << "the trickling client was never dropped";
+  EXPECT_GE(elapsed, 1.5);  // not before its deadline
+  const std::string response = slow.receive_all();
+  EXPECT_EQ(status_of(response), 408) << response;
+  expect_error(body_of(response), "did not arrive within 2 s (--timeout)");
+  httplib::Client client = server.client();
+  EXPECT_EQ(client.Get("/health")->status, 200);
+}
+
+// --max-connections 3: three idle connections take every place; a fourth gets 503 at once (not
+// after the others' 60 s timeout); when one leaves, its place serves again. The listen backlog is
+// the cap (httplib's own is 5).
+TEST_F(ServeCliTest, AConnectionBeyondTheCapGets503AtOnce) {
+  ServerProcess server = serve("--max-connections 3 --timeout 60");
+  std::vector<std::unique_ptr<RawConnection>> idle;
+  for (int i = 0; i < 3; ++i) idle.push_back(std::make_unique<RawConnection>(server.port()));
+  RawConnection extra(server.port());
+  ASSERT_TRUE(extra.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n"));
+  const std::string refused = extra.receive_all();  // closed at once: within the 30 s this waits
+  EXPECT_EQ(status_of(refused), 503) << refused;
+  expect_error(body_of(refused), "most connections (3, --max-connections)");
+  EXPECT_EQ(body_of(refused)["error"]["code"], "too_many_connections");
+  // a refused client still sending (its head, then its body, as Python's http.client does) is not
+  // reset: it sends both and reads the 503
+  RawConnection late(server.port());
+  const std::string body = chat("Hi").dump();
+  EXPECT_TRUE(late.send("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                        std::to_string(body.size()) + "\r\n\r\n"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_TRUE(late.send(body)) << "reset before it could read its answer";
+  EXPECT_EQ(status_of(late.receive_all()), 503);
+
+  idle.front()->close();
+  httplib::Client client = server.client();
+  int status = 0;
+  for (int i = 0; i < 300 && status != 200; ++i) {  // the server sees the close within its next poll
+    auto res = client.Get("/health");
+    status = res ? res->status : -1;
+    if (status != 200) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(status, 200);
+
+  // `ss -Hltn sport = :PORT`: "LISTEN 0 BACKLOG 127.0.0.1:PORT ..."
+  const std::string command = "ss -Hltn 'sport = :" + std::to_string(server.port()) + "' 2>/dev/null";
+  std::string listing;
+  if (FILE* ss = ::popen(command.c_str(), "r")) {
+    char line[512];
+    while (std::fgets(line, sizeof(line), ss)) listing += line;
+    ::pclose(ss);
+  }
+  std::istringstream fields(listing);
+  std::string state, received, backlog;
+  fields >> state >> received >> backlog;
+  EXPECT_EQ(backlog, "3") << listing;
+}
+
+// A chunked body of 100 MiB to a server taking 1 MiB is answered 413 once 1 MiB has passed, without
+// the rest being read, and the server's memory, now or at its peak, does not grow with it (httplib
+// 0.11 read it whole, and answered 400 after parsing it as JSON).
+TEST_F(ServeCliTest, AChunkedBodyOverTheLimitGets413WithoutBeingRead) {
+  ServerProcess server = serve("--max-body 1048576 --timeout 120");
+  httplib::Client client = server.client();
+  ASSERT_EQ(client.Get("/health")->status, 200);  // the connection thread exists before measuring
+  const int64_t rss_before = server.memory_bytes("VmRSS"), peak_before = server.memory_bytes("VmHWM");
+  RawConnection upload(server.port());
+  ASSERT_TRUE(upload.send("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                          "Transfer-Encoding: chunked\r\n\r\n"));
+  const std::string chunk = "10000\r\n" + std::string(1 << 16, 'a') + "\r\n";  // 64 KiB
+  int64_t sent = 0;
+  while (sent < (int64_t{100} << 20) && !upload.answered(std::chrono::milliseconds(0)) && upload.send(chunk))
+    sent += 1 << 16;
+  const std::string response = upload.receive_all();
+  EXPECT_EQ(status_of(response), 413) << response.substr(0, 200);
+  expect_error(body_of(response), "over the limit of 1048576");
+  EXPECT_LT(sent, int64_t{100} << 20) << "the whole body was read";
+  const int64_t rss_after = server.memory_bytes("VmRSS"), peak_after = server.memory_bytes("VmHWM");
+  EXPECT_LT(rss_after - rss_before, int64_t{10} << 20) << rss_before << " -> " << rss_after;
+  EXPECT_LT(peak_after - peak_before, int64_t{10} << 20) << "peak " << peak_before << " -> " << peak_after;
+  EXPECT_EQ(client.Get("/health")->status, 200);
+}
+
+// A Content-Length that is negative, not a number or absurd is answered at once (400 or 413), not
+// after waiting for a body that never comes (httplib 0.11 read -1 as 2^64 - 1 bytes to skip).
+TEST_F(ServeCliTest, ANegativeOrAbsurdContentLengthIsAnsweredAtOnce) {
+  ServerProcess server = serve("--max-body 4096 --timeout 120");
+  for (const auto& [length, status, message] :
+       {std::tuple{"-1", 400, "one non-negative decimal integer"}, std::tuple{"12abc", 400, "got '12abc'"},
+        std::tuple{"99999999999999999999999999", 413, "over the limit of 4096"},
+        std::tuple{"4097", 413, "over the limit of 4096"}}) {
+    RawConnection c(server.port());
+    ASSERT_TRUE(c.send(std::string("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: ") + length +
+                       "\r\n\r\n"));
+    const std::string response = c.receive_all();  // within 30 s, the server's timeout being 120 s
+    EXPECT_EQ(status_of(response), status) << length << ": " << response;
+    expect_error(body_of(response), message);
+  }
+  // a client asking whether to send its body (curl does, past 1 MiB) is told 413, not "100 Continue"
+  RawConnection asking(server.port());
+  ASSERT_TRUE(asking.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5000\r\n\r\n"));
+  EXPECT_EQ(status_of(asking.receive_all()), 413);
+  // a request with a body but neither length nor chunks: 411, not a wait for the connection's end
+  RawConnection c(server.port());
+  ASSERT_TRUE(c.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\n\r\n{}"));
+  EXPECT_EQ(status_of(c.receive_all()), 411);
+}
+
+// A non-streamed request whose client leaves is cancelled: the scheduler stops decoding it.
+TEST_F(ServeCliTest, ANonStreamedRequestWhoseClientLeftIsCancelled) {
+  ServerProcess server = serve("--parallel 1");
+  httplib::Client client = server.client();
+  RawConnection leaving(server.port());
+  // 100000 tokens, past the context (it shifts): tens of seconds uncancelled, so a failure ends too
+  const std::string body = chat("Hello", {{"max_tokens", 100000}}).dump();
+  ASSERT_TRUE(leaving.send("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                           "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body));
+  json health = json::object();
+  for (int i = 0; i < 600 && health.value("running", 0) == 0; ++i) {
+    health = json::parse(client.Get("/health")->body);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(health["running"], 1) << health;
+  leaving.close();
+  for (int i = 0; i < 600 && health["running"] != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    health = json::parse(client.Get("/health")->body);
+  }
+  EXPECT_EQ(health["running"], 0) << health;
+  EXPECT_EQ(health["cancelled"], 1) << health;
+  EXPECT_EQ(health["completed"], 0) << health;
 }
 
 TEST_F(ServeCliTest, BadRequestsGetOpenAIErrorsAndTheServerKeepsServing) {

@@ -20,11 +20,11 @@ PROMPTS = ["Tell me a story about a cat.", "What is the capital of France?", "Ex
            "Write a short poem about rain.", "How do I bake bread?", "Why is the sky blue?", "Say hello in five languages."]
 
 
-def one_request(host, port, max_tokens, rng):
+def one_request(host, port, max_tokens, rng, timeout=600):
     """One streamed chat completion: (time to first token in s, completion tokens)."""
     body = {"messages": [{"role": "user", "content": rng.choice(PROMPTS)}], "stream": True, "max_tokens": max_tokens,
             "temperature": 0.8, "stream_options": {"include_usage": True}}
-    connection = http.client.HTTPConnection(host, port, timeout=600)
+    connection = http.client.HTTPConnection(host, port, timeout=timeout)
     start = time.perf_counter()
     connection.request("POST", "/v1/chat/completions", json.dumps(body), {"Content-Type": "application/json"})
     response = connection.getresponse()

@@ -35,8 +35,6 @@ class Completion {
   // Blocks until there is new text or the end, or until `timeout`; returns what arrived (nothing
   // new on a timeout).
   CompletionUpdate wait(std::chrono::milliseconds timeout);
-  // Waits for the end and returns the whole answer.
-  CompletionUpdate wait_all();
   // The client is gone: the scheduler frees the sequence before its next step.
   void cancel() { cancelled_->store(true); }
   const ResponseHeader& header() const { return header_; }
@@ -62,9 +60,12 @@ class CompletionService {
   CompletionService(Scheduler& scheduler, const tokenizer::Tokenizer& tokenizer,
                     const tokenizer::ChatTemplate* chat_template, std::string model_name,
                     std::optional<int64_t> prompt_bos = std::nullopt);
-  // Throws ApiError: 400 for a prompt the context cannot hold or a chat the template refuses,
-  // 503 when the queue is full.
+  // Throws ApiError: 404 for a model name not this one's (check_model), 400 for a prompt the
+  // context cannot hold or a chat the template refuses, 503 when the queue is full.
   std::shared_ptr<Completion> start(const CompletionRequest& request);
+  // Throws ApiError 404 model_not_found (as OpenAI and vLLM answer) unless `id` names the model
+  // served; a request without a model name (empty) is served.
+  void check_model(const std::string& id) const;
   const std::string& model_name() const { return model_name_; }
   Scheduler& scheduler() { return scheduler_; }
 

@@ -3,11 +3,15 @@
 // server-sent events of a streamed completion; everything else is CompletionService's.
 //   GET  /                       the web chat page (embedded in the binary)
 //   GET  /health                 {"status": "ok", "running", "queued", "parallel", "max_queue", ...}
-//   GET  /v1/models              the one model served
+//   GET  /v1/models              the one model served; /v1/models/{id} that model, or 404 model_not_found
 //   POST /v1/chat/completions    OpenAI chat completions, streamed as "data: {chunk}\n\n" ... "data: [DONE]\n\n"
 //   POST /v1/completions         OpenAI text completions, the same
-// With an API key every request but / and /health needs "Authorization: Bearer KEY" (401). Bodies
-// over max_body_bytes answer 413; unknown paths 404; every error is OpenAI's error JSON.
+// With an API key every request but / and /health needs "Authorization: Bearer KEY" (the scheme in
+// any case; 401). Every error is OpenAI's error JSON.
+// What a client cannot do to it (request_stream.h, connection_pool.h): hold a connection by sending
+// its request slowly (a request's head and body arrive within timeout_s, else 408), send a body
+// over max_body_bytes (413 as soon as the Content-Length says so, or as a chunked body passes the
+// limit, never read to its end), or take more than max_connections threads (beyond, 503 at once).
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -25,9 +29,13 @@ struct HttpOptions {
   int port = 8998;              // 0: any free port (port() says which)
   std::string api_key;          // empty: no authentication
   int64_t max_body_bytes = 1 << 20;
-  int64_t context = 0;          // reported by /v1/models
-  // Connections served at once (httplib's threads): a streamed answer holds one for its duration.
-  int64_t threads = 0;          // 0: parallel + max_queue + 16, so that overflow gets its 503 at once
+  // Each request, head and body, arrives within it from the moment the server waits for it (the
+  // connection's opening, or the previous answer's end): else 408, or a quiet close when nothing of
+  // it came (an idle keep-alive connection).
+  double timeout_s = 10;
+  // Connections served at once, a thread each (a streamed answer holds one for its duration); one
+  // beyond gets 503 at once. Also the listen backlog.
+  int64_t max_connections = 256;
 };
 
 class HttpServer {

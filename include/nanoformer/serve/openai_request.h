@@ -3,7 +3,7 @@
 // (POST /v1/completions) request, parsed and validated into what generation needs. Every error is
 // an ApiError 400 naming the field (`param`) and the value at fault; unknown fields are ignored, as
 // llama.cpp's server does. Fields (OpenAI's, plus top_k, min_p, repetition_penalty):
-//   model               string, optional (the server serves one model)
+//   model               string, optional; another name than the served model's: 404 model_not_found
 //   messages            chat: non-empty array of {"role": system|developer|user|assistant,
 //                       "content": string or [{"type": "text", "text": ...}]}
 //   prompt              completion: a string (or an array of one string)
