@@ -28,9 +28,9 @@ void count_allocation(size_t n) {
 // and inference loops allocate the same shapes every step: a fresh large block costs a page fault
 // per 4 KiB on first touch (glibc maps blocks above 32 MiB anew on every malloc), and a small one
 // an aligned_alloc and free (glibc's memalign path, which its per-thread cache does not serve:
-// about a tenth of a decode step of a small model went there). Small sizes are rounded to 4
-// classes per power of two, large ones to pages. Under AddressSanitizer small blocks are not kept,
-// so a use after free is still caught.
+// about 7% of a small model's decode thread went there; caching them measured 1.02x decode).
+// Small sizes are rounded to 4 classes per power of two, large ones to pages. Under
+// AddressSanitizer small blocks are not kept, so a use after free is still caught.
 constexpr size_t kLargeBytes = 1 << 20;
 constexpr size_t kPage = 4096;
 #if defined(__SANITIZE_ADDRESS__)
