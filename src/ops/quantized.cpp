@@ -10,6 +10,7 @@
 #include "nanoformer/autograd/node.h"
 #include "nanoformer/core/dispatch.h"
 #include "nanoformer/core/error.h"
+#include "nanoformer/core/profile.h"
 #include "nanoformer/ops/elementwise.h"
 #include "nanoformer/ops/factory.h"
 #include "nanoformer/ops/matmul.h"
@@ -27,23 +28,28 @@ const DeviceKernels<QuantLinearKernel> kQuantLinearGemv{.cpu = cpu::quant_linear
 using QuantLinearTogetherKernel = void (*)(std::span<const cpu::QuantGemvProduct> products, const Tensor& x);
 const DeviceKernels<QuantLinearTogetherKernel> kQuantLinearGemvTogether{.cpu = cpu::quant_linear_gemv};
 
-// y = x W^T + b for many rows of x (prefill): x quantised to Q8_0 blocks once, then the
-// register-blocked integer GEMM (cpu::quant_gemm); types it does not take: W dequantised, then the
-// f32 GEMM.
-Tensor linear_many_rows(const Tensor& x, const QuantizedTensor& weight, const Tensor& bias) {
-  if (!cpu::quant_gemm_supports(weight.type())) return linear(x, dequantize(weight), bias);
-  const int64_t m = x.size(0), k = weight.cols(), n = weight.rows(), blocks = k / cpu::kQK8_0;
-  thread_local cpu::QuantizedActivations a;
-  cpu::quantize_activations(x.data<float>(), x.stride(0), m, k, cpu::kQK8_0, a);
-  std::vector<cpu::BlockQ8_0> xq(static_cast<size_t>(m * blocks));
-  for (int64_t i = 0; i < m * blocks; ++i) {  // d is an f16 value already: the conversion is exact
-    xq[i].d = float_to_f16_bits(a.d[i]);
-    std::memcpy(xq[i].qs, a.q.data() + i * cpu::kQK8_0, cpu::kQK8_0);
-  }
-  Tensor y = Tensor::empty({m, n});
-  cpu::quant_gemm(weight.type(), weight.data(), n, k, xq.data(), m, y.data<float>(), n);
+// x's rows (m, k) quantised to Q8_0 blocks for quant_gemm
+std::vector<cpu::BlockQ8_0> quantize_rows(const Tensor& x) {
+  const profile::Scope timed("linear: quantise x");
+  std::vector<cpu::BlockQ8_0> xq(static_cast<size_t>(x.size(0) * (x.size(1) / cpu::kQK8_0)));
+  cpu::quantize_activation_blocks(x.data<float>(), x.stride(0), x.size(0), x.size(1), xq.data());
+  return xq;
+}
+
+// y = xq W^T + b over the register-blocked integer GEMM (cpu::quant_gemm)
+Tensor gemm_rows(const std::vector<cpu::BlockQ8_0>& xq, int64_t m, const QuantizedTensor& weight, const Tensor& bias) {
+  const profile::Scope timed("linear");  // as the kernels called through a dispatch table are
+  Tensor y = Tensor::empty({m, weight.rows()});
+  cpu::quant_gemm(weight.type(), weight.data(), weight.rows(), weight.cols(), xq.data(), m, y.data<float>(), weight.rows());
   if (bias.defined()) add_(y, bias);
   return y;
+}
+
+// y = x W^T + b for many rows of x (prefill): x quantised to Q8_0 blocks once, then the integer
+// GEMM; types it does not take: W dequantised, then the f32 GEMM.
+Tensor linear_many_rows(const Tensor& x, const QuantizedTensor& weight, const Tensor& bias) {
+  if (!cpu::quant_gemm_supports(weight.type())) return linear(x, dequantize(weight), bias);
+  return gemm_rows(quantize_rows(x), x.size(0), weight, bias);
 }
 
 // dx (M, K) = dy (M, N) W (N, K), W dequantised a tile of rows at a time (about 4 MiB of f32 each),
@@ -135,14 +141,32 @@ std::vector<Tensor> linear_together(const Tensor& x, std::span<const QuantizedTe
     x2 = x.detach().reshape({-1, x.shape().back()});
     if (x2.size(1) > 1 && x2.stride(1) != 1) x2 = x2.contiguous();
   }
+  // a few rows: the products in one hand-off of the matrix-vector kernel; many (prefill): x
+  // quantised once for the GEMMs
+  const bool few_rows = together && x2.size(0) <= cpu::kQuantGemvMaxRows;
   for (size_t i = 0; i < weights.size() && together; ++i)
-    together = weights[i]->defined() && weights[i]->type() == weights[0]->type() && cpu::quant_gemv_applies(x2, *weights[i]) &&
+    together = weights[i]->defined() && weights[i]->type() == weights[0]->type() &&
+               (few_rows ? cpu::quant_gemv_applies(x2, *weights[i])
+                         : cpu::quant_gemm_supports(weights[i]->type()) && x2.size(1) == weights[i]->cols() &&
+                               (x2.size(1) <= 1 || x2.stride(1) == 1)) &&
                !autograd::needs_record({&biases[i]}) &&
                (!biases[i].defined() || (biases[i].dim() == 1 && biases[i].size(0) == weights[i]->rows() &&
                                          biases[i].dtype() == DType::f32));
   std::vector<Tensor> out;
   if (!together) {
     for (size_t i = 0; i < weights.size(); ++i) out.push_back(linear(x, *weights[i], biases[i]));
+    return out;
+  }
+  const auto shaped = [&](const Tensor& y, int64_t rows) {
+    Shape shape = x.shape();
+    shape.back() = rows;
+    return y.view(shape);
+  };
+  if (!few_rows) {
+    const std::vector<cpu::BlockQ8_0> xq = quantize_rows(x2);
+    for (size_t i = 0; i < weights.size(); ++i)
+      out.push_back(shaped(gemm_rows(xq, x2.size(0), *weights[i], biases[i].defined() ? biases[i].detach() : Tensor()),
+                           weights[i]->rows()));
     return out;
   }
   std::vector<Tensor> ys, detached;
@@ -155,11 +179,7 @@ std::vector<Tensor> linear_together(const Tensor& x, std::span<const QuantizedTe
     products.push_back({&ys.back(), weights[i], &detached.back()});
   }
   kQuantLinearGemvTogether.get(x.device(), "linear")(products, x2);
-  for (size_t i = 0; i < weights.size(); ++i) {
-    Shape shape = x.shape();
-    shape.back() = weights[i]->rows();
-    out.push_back(ys[i].view(shape));
-  }
+  for (size_t i = 0; i < weights.size(); ++i) out.push_back(shaped(ys[i], weights[i]->rows()));
   return out;
 }
 

@@ -3,6 +3,7 @@
 // within the rounding of its f32 sum, for Q8_0, Q4_0, Q5_0 and Q4_1 weights, at shapes that
 // are not multiples of the kernel's tiles, at the extreme integers of each type (where an i16
 // partial sum would overflow or saturate), across thread counts, into a strided y.
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -201,6 +202,22 @@ TEST_P(QuantGemm, SameBitsOnAnyThreadCount) {
   const std::vector<float> one = testing::at_threads(1, [&] { return run_gemm(type, w, n, k, x, m, n); });
   const std::vector<float> three = testing::at_threads(3, [&] { return run_gemm(type, w, n, k, x, m, n); });
   EXPECT_EQ(one, three);
+}
+
+// The AVX512-VNNI kernels (16-row panels, 12-row tiles) give the AVX2 kernels' y bit for bit:
+// both sum the integers exactly and scale them in the same f32 steps. Shapes off both tilings.
+TEST_P(QuantGemm, VnniEqualsAvx2BitForBit) {
+  if (!cpu::quant_gemm_vnni()) GTEST_SKIP() << "this CPU has no AVX512-VNNI (or NANOFORMER_QUANT_GEMM=avx2)";
+  const QuantType type = GetParam();
+  for (const auto& [m, n, k] : std::vector<std::array<int64_t, 3>>{{1, 1, 32}, {13, 17, 96}, {49, 33, 768}, {130, 130, 2048}}) {
+    const auto w = random_weights(type, n, k, static_cast<uint32_t>(n + k));
+    const auto x = quantized_x(normal_values(m * k, static_cast<uint32_t>(m * k)), m, k);
+    const std::vector<float> vnni = run_gemm(type, w, n, k, x, m, n);
+    cpu::force_quant_gemm_avx2(true);
+    const std::vector<float> avx2 = run_gemm(type, w, n, k, x, m, n);
+    cpu::force_quant_gemm_avx2(false);
+    EXPECT_EQ(vnni, avx2) << quant_type_name(type) << " m " << m << " n " << n << " k " << k;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, QuantGemm, ::testing::Values(QuantType::q8_0, QuantType::q4_0, QuantType::q5_0, QuantType::q4_1),

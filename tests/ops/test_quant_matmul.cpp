@@ -370,6 +370,24 @@ TEST(QuantLinear, ThreadCountDoesNotChangeTheBitsAndRowsAreIndependent) {
   EXPECT_TENSOR_CLOSE(linear(narrow(x, 0, 6, 1), w, b), narrow(one, 0, 6, 1), 0.0, 0.0);
 }
 
+// Prefill's quantisation of x into Q8_0 blocks, threaded over rows, gives quantize_activations'
+// integers and scales (as f16 bits), at any thread count.
+TEST(QuantActivations, BlocksEqualTheActivationsAtAnyThreadCount) {
+  Generator gen(9);
+  const int64_t m = 37, k = 320, nb = k / 32;
+  const Tensor x = mul(randn({m, k}, gen), full({m, k}, 3.0f));
+  cpu::QuantizedActivations a;
+  cpu::quantize_activations(x.data<float>(), k, m, k, 32, a);
+  for (int threads : {1, 3}) {
+    std::vector<cpu::BlockQ8_0> blocks(static_cast<size_t>(m * nb));
+    testing::at_threads(threads, [&] { cpu::quantize_activation_blocks(x.data<float>(), k, m, k, blocks.data()); return 0; });
+    for (int64_t i = 0; i < m * nb; ++i) {
+      ASSERT_EQ(blocks[i].d, float_to_f16_bits(a.d[i])) << "block " << i << " threads " << threads;
+      ASSERT_EQ(std::memcmp(blocks[i].qs, a.q.data() + i * 32, 32), 0) << "block " << i << " threads " << threads;
+    }
+  }
+}
+
 // q, k and v (or gate and up) of one x in one hand-off: each output the bits linear gives alone, at
 // any thread count, for shapes whose rows split unevenly between threads (a 4-row matrix among them)
 TEST(QuantLinear, TogetherEqualsEachAloneBitForBit) {
@@ -384,19 +402,23 @@ TEST(QuantLinear, TogetherEqualsEachAloneBitForBit) {
       biases.push_back(n == 4 ? Tensor() : randn({n}, gen));
     }
     const std::vector<const QuantizedTensor*> pointers{&weights[0], &weights[1], &weights[2]};
-    for (int64_t m : {1, 3, 6}) {
+    for (int64_t m : {1, 3, 6, 17, 50}) {  // 17 and 50: prefill's path, x quantised once for the GEMMs
       const Tensor x = randn({1, m, k}, gen);
       for (int threads : {1, 2, 3}) {
-        const std::vector<Tensor> together = testing::at_threads(threads, [&] {
+        // (alone at the same thread count: the f32 GEMM of the types quant_gemm does not take may
+        // split its work by the thread count)
+        const auto [together, alone] = testing::at_threads(threads, [&] {
           NoGradGuard no_grad;
-          return linear_together(x, pointers, biases);
+          std::vector<Tensor> each;
+          for (size_t i = 0; i < 3; ++i) each.push_back(linear(x, weights[i], biases[i]));
+          return std::pair(linear_together(x, pointers, biases), each);
         });
         ASSERT_EQ(together.size(), 3u);
         for (size_t i = 0; i < 3; ++i) {
           const std::string what = std::string(quant_type_name(type)) + " m " + std::to_string(m) + " threads " +
                                    std::to_string(threads) + " weight " + std::to_string(i);
           EXPECT_EQ(together[i].shape(), (Shape{1, m, weights[i].rows()})) << what;
-          EXPECT_TENSOR_CLOSE(together[i], linear(x, weights[i], biases[i]), 0.0, 0.0) << what;
+          EXPECT_TENSOR_CLOSE(together[i], alone[i], 0.0, 0.0) << what;
         }
       }
     }

@@ -22,9 +22,9 @@ Tensor dequantize_rows(const QuantizedTensor& weight, int64_t begin, int64_t end
 // linear(x, W, b) = x W^T + b:  x (..., in) f32, W (out, in) quantised, b (out) or undefined -> (..., out).
 // Backward: dx = dy W (W dequantised), db = sum of dy; W gets no gradient.
 Tensor linear(const Tensor& x, const QuantizedTensor& weight, const Tensor& bias = {});
-// linear(x, *weights[i], biases[i]) for each i, with the same values. Decoding's products of one x
-// (q, k and v; gate and up) over weights of one type, when no gradient is recorded: x quantised
-// once and one hand-off between the threads, each taking its share of every weight.
+// linear(x, *weights[i], biases[i]) for each i, with the same values. The products of one x (q, k
+// and v; gate and up) over weights of one type, when no gradient is recorded: x quantised once;
+// decoding's few rows in one hand-off between the threads, each taking its share of every weight.
 std::vector<Tensor> linear_together(const Tensor& x, std::span<const QuantizedTensor* const> weights,
                                     std::span<const Tensor> biases);
 // embedding(W (V, D) quantised, ids (...)) -> (..., D) f32: the rows dequantised; no gradient.

@@ -14,6 +14,12 @@
 //    (_mm256_sign_epi8); a pair of products reaches 2 * 128 * 127, so each group goes to i32
 //    (_mm256_madd_epi16). Splitting w into two nibble planes instead (two maddubs, i16 sums)
 //    measured slower on Zen 3: 1.0x sgemm against 1.3x.
+// With AVX512-VNNI (chosen at run time, quant_gemm_vnni()) a panel is 16 rows, one 512-bit
+// register per group, and _mm512_dpbusd_epi32 (u8 x i8, four adjacent products summed into i32)
+// takes each group of every type in one instruction: W's integers are the unsigned operand (Q8_0's
+// as w + 128) and x the signed one, each i32 lane starting at -offset sum q_x (Q8_0: offset 128).
+// Every integer sum is exact on both paths and the f32 steps are the same, so their y are equal
+// bit for bit.
 #include "ops/cpu/quant_gemm.h"
 
 #include <immintrin.h>
@@ -24,6 +30,10 @@
 #include <type_traits>
 #include <vector>
 
+#include <atomic>
+#include <cstdlib>
+#include <string_view>
+
 #include "nanoformer/core/dtype.h"
 #include "nanoformer/core/error.h"
 #include "ops/cpu/loops.h"
@@ -32,12 +42,14 @@ namespace nf::cpu {
 namespace {
 
 // The tile's loops over rows and groups unrolled, so its dots and accumulators stay in registers.
-#define NF_UNROLL _Pragma("GCC unroll 8")
+#define NF_UNROLL _Pragma("GCC unroll 16")
 
-constexpr int kPanelRows = 8;        // rows of W per panel: one lane each
 constexpr int kGroups = kQK8_0 / 4;  // 4-value groups per block
-constexpr int kTileRows = 6;         // rows of x per tile: 6 accumulators + 6 dots + W + x in 16 registers
 constexpr int64_t kUnitRows = 48;    // rows of x per work unit
+// rows of W per panel (one lane each) and rows of x per tile (R accumulators + R dots + W + x in
+// the registers): AVX2, 16 registers of 8 lanes; AVX512-VNNI, 32 of 16
+constexpr int kPanelRowsAvx2 = 8, kTileRowsAvx2 = 6;
+constexpr int kPanelRowsVnni = 16, kTileRowsVnni = 12;
 
 // A weight type's block: w = d (u - offset) (+ m when has_min), u as stored (Q8_0: signed).
 template <QuantType W>
@@ -67,17 +79,20 @@ struct Kind<QuantType::q4_1> {
   static constexpr bool has_min = true;
 };
 
+template <int P>
 struct PanelScales {
-  alignas(32) float d[kPanelRows];
+  alignas(64) float d[P];
 };
+template <int P>
 struct PanelScalesAndMins {
-  alignas(32) float d[kPanelRows];
-  alignas(32) float m[kPanelRows];
+  alignas(64) float d[P];
+  alignas(64) float m[P];
 };
-// One block of a panel: the 8 rows' scales (and mins), then group g's integers of row r at q[g][4r .. 4r + 3].
-template <QuantType W>
-struct PanelBlock : std::conditional_t<Kind<W>::has_min, PanelScalesAndMins, PanelScales> {
-  alignas(32) uint8_t q[kGroups][4 * kPanelRows];
+// One block of a panel of P rows: their scales (and mins), then group g's integers of row r at
+// q[g][4r .. 4r + 3].
+template <QuantType W, int P>
+struct PanelBlock : std::conditional_t<Kind<W>::has_min, PanelScalesAndMins<P>, PanelScales<P>> {
+  alignas(64) uint8_t q[kGroups][4 * P];
 };
 
 // The integers u of a block, in order, with its d (and m).
@@ -97,12 +112,12 @@ void unpack(const BlockQ5_0& b, uint8_t* u) {
   }
 }
 
-// Packs W's rows [row0, row0 + 8) (those below n; the rest zero) into nb panel blocks.
-template <QuantType W>
-void pack_panel(const void* w, int64_t nb, int64_t row0, int64_t n, PanelBlock<W>* panel) {
+// Packs W's rows [row0, row0 + P) (those below n; the rest zero) into nb panel blocks.
+template <QuantType W, int P>
+void pack_panel(const void* w, int64_t nb, int64_t row0, int64_t n, PanelBlock<W, P>* panel) {
   using Block = typename Kind<W>::Block;
-  std::memset(static_cast<void*>(panel), 0, static_cast<size_t>(nb) * sizeof(PanelBlock<W>));
-  for (int r = 0; r < kPanelRows && row0 + r < n; ++r) {
+  std::memset(static_cast<void*>(panel), 0, static_cast<size_t>(nb) * sizeof(PanelBlock<W, P>));
+  for (int r = 0; r < P && row0 + r < n; ++r) {
     const Block* row = static_cast<const Block*>(w) + (row0 + r) * nb;
     for (int64_t b = 0; b < nb; ++b) {
       uint8_t u[kQK8_0];
@@ -115,11 +130,11 @@ void pack_panel(const void* w, int64_t nb, int64_t row0, int64_t n, PanelBlock<W
 }
 
 // What a tile needs of x's block (i, b) besides its integers: d as f32, s = d sum q (for a type
-// with a min), and the i16 starting values of a row's two lanes, -offset times the sum of q over
-// positions t % 4 < 2 (low half) and t % 4 >= 2 (high half).
+// with a min), the AVX2 tile's i16 starting values of a row's two lanes, -offset times the sum of q
+// over positions t % 4 < 2 (low half) and t % 4 >= 2 (high half), and sum q itself.
 struct XBlockInfo {
   float d, s;
-  int32_t start;
+  int32_t start, sum;
 };
 
 template <QuantType W>
@@ -128,7 +143,7 @@ XBlockInfo x_block_info(const BlockQ8_0& x) {
   for (int t = 0; t < kQK8_0; ++t) (t % 4 < 2 ? low : high) += x.qs[t];
   const auto half = [](int32_t sum) { return static_cast<uint32_t>(static_cast<uint16_t>(-Kind<W>::offset * sum)); };
   const float d = f16_bits_to_float(x.d);
-  return {d, d * static_cast<float>(low + high), static_cast<int32_t>(half(low) | (half(high) << 16))};
+  return {d, d * static_cast<float>(low + high), static_cast<int32_t>(half(low) | (half(high) << 16)), low + high};
 }
 
 inline int32_t load_word(const void* p) {
@@ -145,8 +160,8 @@ inline int32_t load_word(const void* p) {
 inline void in_register(__m256i& v) { __asm__("" : "+x"(v)); }
 
 template <QuantType W, int R>
-void tile(const PanelBlock<W>* panel, int64_t nb, const BlockQ8_0* x, const XBlockInfo* xinfo, int64_t ldx, float* y,
-          int64_t ldy, int64_t cols) {
+void tile_avx2(const PanelBlock<W, kPanelRowsAvx2>* panel, int64_t nb, const BlockQ8_0* x, const XBlockInfo* xinfo,
+               int64_t ldx, float* y, int64_t ldy, int64_t cols) {
   const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc[R];
   NF_UNROLL for (int i = 0; i < R; ++i) acc[i] = _mm256_setzero_ps();
@@ -180,19 +195,58 @@ void tile(const PanelBlock<W>* panel, int64_t nb, const BlockQ8_0* x, const XBlo
     }
   }
   NF_UNROLL for (int i = 0; i < R; ++i) {
-    if (cols >= kPanelRows) {
+    if (cols >= kPanelRowsAvx2) {
       _mm256_storeu_ps(y + i * ldy, acc[i]);
     } else {
-      alignas(32) float lanes[kPanelRows];
+      alignas(32) float lanes[kPanelRowsAvx2];
       _mm256_store_ps(lanes, acc[i]);
       std::copy(lanes, lanes + cols, y + i * ldy);
     }
   }
 }
+
+#define NF_TARGET_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
+
+// The same sums on AVX512-VNNI: per group of every row one dpbusd (w's integers unsigned, Q8_0's
+// moved up by 128; x's 4 bytes broadcast), the i32 lane starting at -offset sum q_x. x comes
+// packed (gemm_vnni): its words and block infos at fixed offsets from one pointer per block.
+template <QuantType W, int R>
+NF_TARGET_VNNI void tile_vnni(const PanelBlock<W, kPanelRowsVnni>* panel, int64_t nb, const int32_t* xwords,
+                              const XBlockInfo* xinfo, float* y, int64_t ldy, int64_t cols) {
+  constexpr int32_t offset = W == QuantType::q8_0 ? 128 : Kind<W>::offset;
+  __m512 acc[R];
+  NF_UNROLL for (int i = 0; i < R; ++i) acc[i] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const int32_t* words = xwords + b * kGroups * kUnitRows;
+    const XBlockInfo* info = xinfo + b * kUnitRows;
+    __m512i dot[R];
+    NF_UNROLL for (int i = 0; i < R; ++i) dot[i] = _mm512_set1_epi32(-offset * info[i].sum);
+    NF_UNROLL for (int g = 0; g < kGroups; ++g) {
+      __m512i wv = _mm512_load_si512(panel[b].q[g]);
+      if constexpr (W == QuantType::q8_0) wv = _mm512_xor_si512(wv, _mm512_set1_epi8(static_cast<char>(0x80)));
+      NF_UNROLL for (int i = 0; i < R; ++i)
+        dot[i] = _mm512_dpbusd_epi32(dot[i], wv, _mm512_set1_epi32(words[g * kUnitRows + i]));
+    }
+    const __m512 dw = _mm512_load_ps(panel[b].d);
+    NF_UNROLL for (int i = 0; i < R; ++i) {
+      // (the masked form of cvtepi32_ps, whose unmasked one GCC 12 warns of: an undefined source)
+      const __m512 sum = _mm512_maskz_cvtepi32_ps(0xffff, dot[i]);
+      acc[i] = _mm512_fmadd_ps(sum, _mm512_mul_ps(_mm512_set1_ps(info[i].d), dw), acc[i]);
+      if constexpr (Kind<W>::has_min) acc[i] = _mm512_fmadd_ps(_mm512_load_ps(panel[b].m), _mm512_set1_ps(info[i].s), acc[i]);
+    }
+  }
+  const __mmask16 columns = cols >= kPanelRowsVnni ? 0xffff : static_cast<__mmask16>((1u << cols) - 1);
+  NF_UNROLL for (int i = 0; i < R; ++i) _mm512_mask_storeu_ps(y + i * ldy, columns, acc[i]);
+}
+
+bool cpu_has_vnni() {
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+}
 #else
 template <QuantType W, int R>
-void tile(const PanelBlock<W>* panel, int64_t nb, const BlockQ8_0* x, const XBlockInfo* xinfo, int64_t ldx, float* y,
-          int64_t ldy, int64_t cols) {
+void tile_avx2(const PanelBlock<W, kPanelRowsAvx2>* panel, int64_t nb, const BlockQ8_0* x, const XBlockInfo* xinfo,
+               int64_t ldx, float* y, int64_t ldy, int64_t cols) {
   for (int i = 0; i < R; ++i)
     for (int r = 0; r < cols; ++r) {
       float acc = 0.0f;
@@ -209,40 +263,115 @@ void tile(const PanelBlock<W>* panel, int64_t nb, const BlockQ8_0* x, const XBlo
       y[i * ldy + r] = acc;
     }
 }
+
+template <QuantType W, int R>
+void tile_vnni(const PanelBlock<W, kPanelRowsVnni>*, int64_t, const int32_t*, const XBlockInfo*, float*, int64_t,
+               int64_t) {
+  NF_FAIL("quant_gemm: AVX512-VNNI kernels are not built without AVX2");
+}
+
+bool cpu_has_vnni() { return false; }
 #endif
 
 // Rows [i0, i1) of x against a panel, in tiles of up to R rows.
-template <QuantType W, int R = kTileRows>
-void rows_against_panel(const PanelBlock<W>* panel, int64_t nb, const BlockQ8_0* x, const XBlockInfo* xinfo, int64_t i0,
-                        int64_t i1, float* y, int64_t ldy, int64_t cols) {
-  for (; i0 + R <= i1; i0 += R) tile<W, R>(panel, nb, x + i0 * nb, xinfo + i0 * nb, nb, y + i0 * ldy, ldy, cols);
+template <QuantType W, int R = kTileRowsAvx2>
+void rows_against_panel(const PanelBlock<W, kPanelRowsAvx2>* panel, int64_t nb, const BlockQ8_0* x,
+                        const XBlockInfo* xinfo, int64_t i0, int64_t i1, float* y, int64_t ldy, int64_t cols) {
+  for (; i0 + R <= i1; i0 += R) tile_avx2<W, R>(panel, nb, x + i0 * nb, xinfo + i0 * nb, nb, y + i0 * ldy, ldy, cols);
   if constexpr (R > 1) {
     if (i0 < i1) rows_against_panel<W, R - 1>(panel, nb, x, xinfo, i0, i1, y, ldy, cols);
   }
 }
 
 template <QuantType W>
-void gemm(const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t m, float* y, int64_t ldy) {
+void gemm_avx2(const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t m, float* y, int64_t ldy) {
+  constexpr int P = kPanelRowsAvx2;
   const int64_t nb = k / kQK8_0;
   std::vector<XBlockInfo> xinfo(static_cast<size_t>(m * nb));
   parallel_for(m, std::max<int64_t>(1, kParallelGrain / k), [&](int64_t begin, int64_t end) {
     for (int64_t i = begin * nb; i < end * nb; ++i) xinfo[static_cast<size_t>(i)] = x_block_info<W>(xq[i]);
   });
-  const int64_t panels = (n + kPanelRows - 1) / kPanelRows, row_units = (m + kUnitRows - 1) / kUnitRows;
+  const int64_t panels = (n + P - 1) / P, row_units = (m + kUnitRows - 1) / kUnitRows;
   // Units are (panel, rows of x), panel-major, so a thread's run of units packs each panel once.
   parallel_for(panels * row_units, 1, [&](int64_t begin, int64_t end) {
-    std::vector<PanelBlock<W>> packed(static_cast<size_t>(nb));
+    std::vector<PanelBlock<W, P>> packed(static_cast<size_t>(nb));
     int64_t packed_panel = -1;
     for (int64_t unit = begin; unit < end; ++unit) {
-      const int64_t panel = unit / row_units, i0 = unit % row_units * kUnitRows, j0 = panel * kPanelRows;
-      if (panel != packed_panel) pack_panel<W>(w, nb, j0, n, packed.data()), packed_panel = panel;
+      const int64_t panel = unit / row_units, i0 = unit % row_units * kUnitRows, j0 = panel * P;
+      if (panel != packed_panel) pack_panel<W, P>(w, nb, j0, n, packed.data()), packed_panel = panel;
       rows_against_panel<W>(packed.data(), nb, xq, xinfo.data(), i0, std::min(m, i0 + kUnitRows), y + j0, ldy,
-                            std::min<int64_t>(kPanelRows, n - j0));
+                            std::min<int64_t>(P, n - j0));
     }
   });
 }
 
+// Rows [i0, i1) of a unit of packed x against a panel, in tiles of up to R rows.
+template <QuantType W, int R = kTileRowsVnni>
+void unit_against_panel(const PanelBlock<W, kPanelRowsVnni>* panel, int64_t nb, const int32_t* xwords,
+                        const XBlockInfo* xinfo, int64_t i0, int64_t i1, float* y, int64_t ldy, int64_t cols) {
+  for (; i0 + R <= i1; i0 += R) tile_vnni<W, R>(panel, nb, xwords + i0, xinfo + i0, y + i0 * ldy, ldy, cols);
+  if constexpr (R > 1) {
+    if (i0 < i1) unit_against_panel<W, R - 1>(panel, nb, xwords, xinfo, i0, i1, y, ldy, cols);
+  }
+}
+
+// x packed per unit of kUnitRows rows (the last padded with zeros): the 4 bytes of group g of
+// block b of the unit's row i at words[((unit nb + b) kGroups + g) kUnitRows + i], its block info at
+// info[(unit nb + b) kUnitRows + i]; so a tile's loads are one pointer per block and constants.
+template <QuantType W>
+void gemm_vnni(const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t m, float* y, int64_t ldy) {
+  constexpr int P = kPanelRowsVnni;
+  const int64_t nb = k / kQK8_0, units = (m + kUnitRows - 1) / kUnitRows;
+  std::vector<int32_t> words(static_cast<size_t>(units * nb * kGroups * kUnitRows), 0);
+  std::vector<XBlockInfo> info(static_cast<size_t>(units * nb * kUnitRows), XBlockInfo{});
+  parallel_for(m, std::max<int64_t>(1, kParallelGrain / k), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t unit = i / kUnitRows, r = i % kUnitRows;
+      for (int64_t b = 0; b < nb; ++b) {
+        const BlockQ8_0& block = xq[i * nb + b];
+        info[static_cast<size_t>((unit * nb + b) * kUnitRows + r)] = x_block_info<W>(block);
+        for (int g = 0; g < kGroups; ++g)
+          words[static_cast<size_t>(((unit * nb + b) * kGroups + g) * kUnitRows + r)] = load_word(block.qs + 4 * g);
+      }
+    }
+  });
+  const int64_t panels = (n + P - 1) / P;
+  // Units are (panel, unit of x), panel-major, so a thread's run of units packs each panel once.
+  parallel_for(panels * units, 1, [&](int64_t begin, int64_t end) {
+    std::vector<PanelBlock<W, P>> packed(static_cast<size_t>(nb));
+    int64_t packed_panel = -1;
+    for (int64_t at = begin; at < end; ++at) {
+      const int64_t panel = at / units, unit = at % units, j0 = panel * P, i0 = unit * kUnitRows;
+      if (panel != packed_panel) pack_panel<W, P>(w, nb, j0, n, packed.data()), packed_panel = panel;
+      unit_against_panel<W>(packed.data(), nb, words.data() + unit * nb * kGroups * kUnitRows,
+                            info.data() + unit * nb * kUnitRows, 0, std::min(kUnitRows, m - i0), y + i0 * ldy + j0,
+                            ldy, std::min<int64_t>(P, n - j0));
+    }
+  });
+}
+
+template <QuantType W>
+void gemm(const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t m, float* y, int64_t ldy) {
+  if (quant_gemm_vnni()) return gemm_vnni<W>(w, n, k, xq, m, y, ldy);
+  gemm_avx2<W>(w, n, k, xq, m, y, ldy);
+}
+
+std::atomic<bool>& avx2_forced() {
+  static std::atomic<bool> forced = [] {
+    const char* env = std::getenv("NANOFORMER_QUANT_GEMM");
+    return env != nullptr && std::string_view(env) == "avx2";
+  }();
+  return forced;
+}
+
 }  // namespace
+
+bool quant_gemm_vnni() {
+  static const bool has_vnni = cpu_has_vnni();
+  return has_vnni && !avx2_forced().load();
+}
+
+void force_quant_gemm_avx2(bool force) { avx2_forced().store(force); }
 
 bool quant_gemm_supports(QuantType wtype) {
   return wtype == QuantType::q8_0 || wtype == QuantType::q4_0 || wtype == QuantType::q5_0 || wtype == QuantType::q4_1;

@@ -10,6 +10,11 @@
 
 namespace nf::cpu {
 
+// Whether quant_gemm runs on AVX512-VNNI: the CPU has it and the AVX2 kernels are not forced
+// (force_quant_gemm_avx2, or NANOFORMER_QUANT_GEMM=avx2 in the environment). Both give the same y.
+bool quant_gemm_vnni();
+void force_quant_gemm_avx2(bool force);
+
 // Whether quant_gemm takes weights of this type.
 bool quant_gemm_supports(QuantType wtype);
 

@@ -967,6 +967,19 @@ void quantize_activations(const float* x, int64_t ldx, int64_t rows, int64_t col
     }
 }
 
+void quantize_activation_blocks(const float* x, int64_t ldx, int64_t rows, int64_t cols, BlockQ8_0* out) {
+  NF_CHECK(cols % kQK8_0 == 0, "quantize_activation_blocks: ", cols, " values are not whole blocks of ", kQK8_0);
+  const int64_t nb = cols / kQK8_0;
+  parallel_for(rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(cols, 1)), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r)
+      for (int64_t b = 0; b < nb; ++b) {
+        int32_t sums16[16];
+        BlockQ8_0& block = out[r * nb + b];
+        block.d = float_to_f16_bits(quantize_block(x + r * ldx + b * kQK8_0, kQK8_0, block.qs, sums16, false));
+      }
+  });
+}
+
 float quant_dot(QuantType type, const void* w, const QuantizedActivations& a, int64_t r, bool scalar) {
   NF_CHECK(activation_block(type) == a.block, "quant_dot: ", quant_type_name(type), " needs activations in blocks of ",
            activation_block(type), ", got ", a.block);

@@ -17,6 +17,7 @@
 
 #include "nanoformer/core/quantized_tensor.h"
 #include "nanoformer/core/tensor.h"
+#include "quant_blocks.h"
 
 namespace nf::cpu {
 
@@ -49,6 +50,10 @@ int64_t activation_block(QuantType weight_type);
 // forces it, to test both), the same bits.
 void quantize_activations(const float* x, int64_t ldx, int64_t rows, int64_t cols, int64_t block,
                           QuantizedActivations& out, bool scalar = false);
+
+// The same quantisation into Q8_0 blocks (d as f16, the value quantize_activations rounds it to),
+// threaded over rows: the x of quant_gemm (prefill).
+void quantize_activation_blocks(const float* x, int64_t ldx, int64_t rows, int64_t cols, BlockQ8_0* out);
 
 // One output: sum over the row's blocks of the per-block dot products of weight row `w` (cols
 // values of `type`) with row r of `a` (quantised for the type, activation_block). The same
