@@ -102,6 +102,7 @@ BENCHMARK(BM_quant_gemm_q4_0_with_x)->Apply(shapes);
 }  // namespace
 
 int main(int argc, char** argv) {
+  benchmark::AddCustomContext("int8 kernels", nf::cpu::quant_gemm_vnni() ? "AVX512-VNNI" : "AVX2");
   return nf::bench::run_benchmarks(argc, argv,
                                    {{"BM_quant_gemm_q8_0", "BM_sgemm_nt"},
                                     {"BM_quant_gemm_q4_0", "BM_sgemm_nt"},

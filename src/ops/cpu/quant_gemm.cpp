@@ -37,6 +37,7 @@
 #include "nanoformer/core/dtype.h"
 #include "nanoformer/core/error.h"
 #include "ops/cpu/loops.h"
+#include "ops/cpu/simd.h"
 
 namespace nf::cpu {
 namespace {
@@ -112,18 +113,19 @@ void unpack(const BlockQ5_0& b, uint8_t* u) {
   }
 }
 
-// Packs W's rows [row0, row0 + P) (those below n; the rest zero) into nb panel blocks.
+// Packs W's rows [row0, row0 + P) (those below n; the rest zero) into nb panel blocks (every byte
+// of a full panel is written, so only a partial one is cleared first).
 template <QuantType W, int P>
 void pack_panel(const void* w, int64_t nb, int64_t row0, int64_t n, PanelBlock<W, P>* panel) {
   using Block = typename Kind<W>::Block;
-  std::memset(static_cast<void*>(panel), 0, static_cast<size_t>(nb) * sizeof(PanelBlock<W, P>));
+  if (row0 + P > n) std::memset(static_cast<void*>(panel), 0, static_cast<size_t>(nb) * sizeof(PanelBlock<W, P>));
   for (int r = 0; r < P && row0 + r < n; ++r) {
     const Block* row = static_cast<const Block*>(w) + (row0 + r) * nb;
     for (int64_t b = 0; b < nb; ++b) {
       uint8_t u[kQK8_0];
       unpack(row[b], u);
-      panel[b].d[r] = f16_bits_to_float(row[b].d);
-      if constexpr (Kind<W>::has_min) panel[b].m[r] = f16_bits_to_float(row[b].m);
+      panel[b].d[r] = f16_to_float(row[b].d);
+      if constexpr (Kind<W>::has_min) panel[b].m[r] = f16_to_float(row[b].m);
       for (int g = 0; g < kGroups; ++g) std::memcpy(&panel[b].q[g][4 * r], u + 4 * g, 4);
     }
   }
@@ -142,7 +144,7 @@ XBlockInfo x_block_info(const BlockQ8_0& x) {
   int32_t low = 0, high = 0;
   for (int t = 0; t < kQK8_0; ++t) (t % 4 < 2 ? low : high) += x.qs[t];
   const auto half = [](int32_t sum) { return static_cast<uint32_t>(static_cast<uint16_t>(-Kind<W>::offset * sum)); };
-  const float d = f16_bits_to_float(x.d);
+  const float d = f16_to_float(x.d);
   return {d, d * static_cast<float>(low + high), static_cast<int32_t>(half(low) | (half(high) << 16)), low + high};
 }
 

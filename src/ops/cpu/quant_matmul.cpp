@@ -90,15 +90,18 @@ inline float absmax_avx2(const float* x, int n) {
   return hmax(amax);
 }
 
-// q[j] for 32 values at a time: `level` maps 8 floats to 8 int32; packed to int8 (saturating) in order
+// q[j] for 32 values at a time: `level` maps 8 floats to 8 int32; packed to int8 (saturating) in
+// order; and the sums of each 16 (unless sums16 is null)
 template <class Level>
 void store_levels(const float* x, int n, int8_t* q, int32_t* sums16, Level level) {
   const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);  // undoes the packs' lane interleave
   for (int j = 0; j < n; j += 32) {
     __m256i i[4];
     for (int v = 0; v < 4; ++v) i[v] = level(_mm256_loadu_ps(x + j + 8 * v));
-    sums16[j / 16] = hsum_i32(_mm256_add_epi32(i[0], i[1]));
-    sums16[j / 16 + 1] = hsum_i32(_mm256_add_epi32(i[2], i[3]));
+    if (sums16 != nullptr) {
+      sums16[j / 16] = hsum_i32(_mm256_add_epi32(i[0], i[1]));
+      sums16[j / 16 + 1] = hsum_i32(_mm256_add_epi32(i[2], i[3]));
+    }
     const __m256i packed = _mm256_packs_epi16(_mm256_packs_epi32(i[0], i[1]), _mm256_packs_epi32(i[2], i[3]));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + j), _mm256_permutevar8x32_epi32(packed, order));
   }
@@ -973,9 +976,14 @@ void quantize_activation_blocks(const float* x, int64_t ldx, int64_t rows, int64
   parallel_for(rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(cols, 1)), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r)
       for (int64_t b = 0; b < nb; ++b) {
-        int32_t sums16[16];
         BlockQ8_0& block = out[r * nb + b];
-        block.d = float_to_f16_bits(quantize_block(x + r * ldx + b * kQK8_0, kQK8_0, block.qs, sums16, false));
+        const float* values = x + r * ldx + b * kQK8_0;
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+        block.d = _cvtss_sh(quantize_q8_0_avx2(values, kQK8_0, block.qs, nullptr), _MM_FROUND_TO_NEAREST_INT);
+#else
+        int32_t sums16[16];
+        block.d = float_to_f16_bits(quantize_block(values, kQK8_0, block.qs, sums16, false));
+#endif
       }
   });
 }
