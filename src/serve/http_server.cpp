@@ -14,6 +14,7 @@
 
 #include "connection_pool.h"
 #include "lingering_close.h"
+#include "metrics.h"
 #include "nanoformer/core/error.h"
 #include "nanoformer/serve/api_error.h"
 #include "request_stream.h"
@@ -223,7 +224,8 @@ class GuardedServer final : public httplib::Server {
 
 }  // namespace
 
-HttpServer::HttpServer(CompletionService& service, const HttpOptions& options) : service_(service), options_(options) {
+HttpServer::HttpServer(CompletionService& service, const HttpOptions& options)
+    : service_(service), options_(options), requests_(std::make_unique<RequestCounts>()) {
   NF_CHECK(options.timeout_s > 0 && std::isfinite(options.timeout_s), "serve: --timeout must be > 0 seconds, got ",
            options.timeout_s);
   NF_CHECK(options.max_connections > 0, "serve: --max-connections must be >= 1, got ", options.max_connections);
@@ -294,6 +296,11 @@ void HttpServer::routes() {
                {"parallel", st.parallel}, {"max_queue", st.max_queue}, {"completed", st.completed},
                {"cancelled", st.cancelled}, {"decode_steps", st.decode_steps}, {"decoded_rows", st.decoded_rows}});
   });
+  s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(prometheus_text(service_.model_name(), service_.scheduler().stats(), requests_->snapshot()),
+                    "text/plain; version=0.0.4; charset=utf-8");
+  });
+  s.set_logger([this](const httplib::Request& req, const httplib::Response& res) { requests_->add(req.path, res.status); });
   s.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
     send_json(res, 200,
               {{"object", "list"}, {"data", json::array({model_object(service_, service_.scheduler().context())})}});

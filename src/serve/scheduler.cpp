@@ -53,7 +53,7 @@ bool Scheduler::submit(SequenceRequest request) {
     std::lock_guard lock(mutex_);
     // waiting for a slot: those queued beyond the free slots
     if (static_cast<int64_t>(queue_.size()) + active_ >= options_.parallel + options_.max_queue) return false;
-    queue_.push_back(std::move(request));
+    queue_.push_back({std::move(request), Clock::now()});
     stats_.queued = static_cast<int64_t>(queue_.size());
   }
   wake_.notify_one();
@@ -68,7 +68,7 @@ SchedulerStats Scheduler::stats() const {
 void Scheduler::run() {
   NoGradGuard no_grad;  // grad mode is per thread
   for (;;) {
-    std::vector<SequenceRequest> joining;
+    std::vector<Queued> joining;
     {
       std::unique_lock lock(mutex_);
       wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || !running_.empty(); });
@@ -80,7 +80,7 @@ void Scheduler::run() {
       }
       stats_.queued = static_cast<int64_t>(queue_.size());
     }
-    for (SequenceRequest& request : joining) start(std::move(request));
+    for (Queued& queued : joining) start(std::move(queued));
     try {
       step();
     } catch (const std::exception& e) {  // never expected: end every running sequence, keep serving
@@ -92,22 +92,23 @@ void Scheduler::run() {
       running_.clear();
     }
   }
-  std::deque<SequenceRequest> left;
+  std::deque<Queued> left;
   {
     std::lock_guard lock(mutex_);
     left.swap(queue_);
   }
   for (Running& r : running_) r.request.cancelled->store(true);
   step();  // ends the running ones as cancelled
-  for (SequenceRequest& request : left) {
+  for (Queued& queued : left) {
     SequenceOutcome outcome;
     outcome.cancelled = true;
-    outcome.prompt_tokens = static_cast<int64_t>(request.prompt.size());
-    if (request.on_done) request.on_done(outcome);
+    outcome.prompt_tokens = static_cast<int64_t>(queued.request.prompt.size());
+    if (queued.request.on_done) queued.request.on_done(outcome);
   }
 }
 
-void Scheduler::start(SequenceRequest request) {
+void Scheduler::start(Queued queued) {
+  SequenceRequest& request = queued.request;
   const auto length = static_cast<int64_t>(request.prompt.size());
   SequenceOutcome outcome;
   outcome.prompt_tokens = length;
@@ -144,12 +145,25 @@ void Scheduler::start(SequenceRequest request) {
   }
   Slot& slot = slots_[best];
   Tensor logits;
+  const Clock::time_point prefill_start = Clock::now();
   try {
     outcome.cached_tokens = slot.sequence.keep_common_prefix(request.prompt);
     logits = slot.sequence.feed({request.prompt.begin() + outcome.cached_tokens, request.prompt.end()});
   } catch (const std::exception& e) {
     reset_slot(slot);
     return end_unstarted(e.what());
+  }
+  {
+    const Clock::time_point now = Clock::now();
+    const double ttft = std::chrono::duration<double>(now - queued.submitted).count();
+    std::lock_guard lock(mutex_);
+    stats_.prompt_tokens += length;
+    stats_.cached_tokens += outcome.cached_tokens;
+    ++stats_.generated_tokens;  // the first token, sampled from these logits below
+    stats_.prefill_seconds += std::chrono::duration<double>(now - prefill_start).count();
+    for (size_t i = 0; i < kTimeToFirstTokenBuckets.size(); ++i) stats_.ttft_buckets[i] += ttft <= kTimeToFirstTokenBuckets[i];
+    ++stats_.ttft_count;
+    stats_.ttft_sum += ttft;
   }
   slot.busy = true;
   infer::Sampler sampler(request.sampler);
@@ -213,6 +227,7 @@ void Scheduler::step() {
       slots_[r.slot].sequence.fed({r.pending});
     }
     const auto rows = static_cast<int64_t>(ids.size());
+    const Clock::time_point decode_start = Clock::now();
     const Tensor logits = model_.forward_cached(Tensor::from_vector(ids, {rows, 1}), caches, true);
     const int64_t vocab = model_.config().vocab_size;
     std::vector<Running> going;
@@ -221,9 +236,12 @@ void Scheduler::step() {
       if (accept(r, logits.data<float>() + i * vocab)) going.push_back(std::move(r));
     }
     running_ = std::move(going);
+    const double seconds = std::chrono::duration<double>(Clock::now() - decode_start).count();
     std::lock_guard lock(mutex_);
     ++stats_.decode_steps;
     stats_.decoded_rows += rows;
+    stats_.generated_tokens += rows;
+    stats_.decode_seconds += seconds;
   }
 }
 

@@ -21,8 +21,11 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
 #include <sstream>
 #include <thread>
 #include <tuple>
@@ -348,6 +351,7 @@ TEST_F(ServeCliTest, TheApiKeyIsRequired) {
   expect_error(post(client, "/v1/chat/completions", chat("Hi"), 401), "API key");
   auto models = client.Get("/v1/models");
   EXPECT_EQ(models->status, 401);
+  EXPECT_EQ(client.Get("/metrics")->status, 401);
   EXPECT_EQ(client.Get("/health")->status, 200);  // open: health checks and the page
   EXPECT_EQ(client.Get("/")->status, 200);
   client.set_bearer_token_auth("wrong");
@@ -361,6 +365,70 @@ TEST_F(ServeCliTest, TheApiKeyIsRequired) {
                                        std::pair{"bearers3cret", 401}}) {
     httplib::Client plain = server.client();
     EXPECT_EQ(plain.Get("/v1/models", {{"Authorization", header}})->status, status) << header;
+  }
+}
+
+// GET /metrics in Prometheus's text format: every line a sample with its HELP and TYPE, requests
+// counted by endpoint and status, tokens equal to the answers' usage, the time-to-first-token
+// histogram's buckets cumulative and its count one per sequence, the queue and slots idle after.
+TEST_F(ServeCliTest, MetricsCountRequestsTokensAndTheTimeToFirstToken) {
+  ServerProcess server = serve("--context 256 --parallel 3");
+  httplib::Client client = server.client();
+  const json chat_answer = post(client, "/v1/chat/completions", chat("Hello"), 200);
+  const Streamed text = stream(client, "/v1/completions",
+                               {{"prompt", "Once upon"}, {"temperature", 0}, {"max_tokens", 7}, {"stream_options", {{"include_usage", true}}}});
+  ASSERT_EQ(text.status, 200);
+  EXPECT_EQ(client.Get("/v1/models/other")->status, 404);
+  EXPECT_EQ(client.Get("/nowhere")->status, 404);
+
+  auto res = client.Get("/metrics");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->get_header_value("Content-Type").rfind("text/plain; version=0.0.4", 0), 0u) << res->get_header_value("Content-Type");
+  std::map<std::string, double> sample;  // "name{labels}" -> value
+  std::set<std::string> described, typed;
+  std::istringstream lines(res->body);
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch m;
+    if (std::regex_match(line, m, std::regex(R"(# HELP ([a-z_]+) .+)"))) described.insert(m[1]);
+    else if (std::regex_match(line, m, std::regex(R"(# TYPE ([a-z_]+) (counter|gauge|histogram))"))) typed.insert(m[1]);
+    else if (std::regex_match(line, m, std::regex(R"(([a-z_]+)(\{(?:[^"}]|"(?:[^"\\]|\\.)*")*\})? (\S+))"))) {
+      const std::string name = m[1];
+      const std::string family = std::regex_replace(name, std::regex("_(bucket|sum|count)$"), "");
+      EXPECT_TRUE(typed.count(name) || typed.count(family)) << "no TYPE before " << line;
+      sample[name + m[2].str()] = std::stod(m[3]);
+    } else {
+      ADD_FAILURE() << "not a line of the text format: '" << line << "'";
+    }
+  }
+  EXPECT_EQ(described, typed);
+  EXPECT_EQ(sample["nanoformer_info{model=\"tiny\"}"], 1);
+  EXPECT_EQ(sample["nanoformer_requests_total{endpoint=\"/v1/chat/completions\",code=\"200\"}"], 1);
+  EXPECT_EQ(sample["nanoformer_requests_total{endpoint=\"/v1/completions\",code=\"200\"}"], 1);
+  EXPECT_EQ(sample["nanoformer_requests_total{endpoint=\"/v1/models/{id}\",code=\"404\"}"], 1);
+  EXPECT_EQ(sample["nanoformer_requests_total{endpoint=\"other\",code=\"404\"}"], 1);
+  const json& text_usage = text.chunks.back()["usage"];
+  EXPECT_EQ(sample["nanoformer_prompt_tokens_total"],
+            chat_answer["usage"]["prompt_tokens"].get<int>() + text_usage["prompt_tokens"].get<int>());
+  EXPECT_EQ(sample["nanoformer_generated_tokens_total"], 16 + 7);
+  EXPECT_EQ(text_usage["completion_tokens"], 7);
+  EXPECT_EQ(sample["nanoformer_decoded_rows_total"], 16 + 7 - 2);  // the first token of each comes from its prefill
+  EXPECT_GT(sample["nanoformer_decode_seconds_total"], 0);
+  EXPECT_GT(sample["nanoformer_prefill_seconds_total"], 0);
+  EXPECT_GT(sample["nanoformer_decode_tokens_per_second"], 0);
+  EXPECT_EQ(sample["nanoformer_sequences_completed_total"], 2);
+  EXPECT_EQ(sample["nanoformer_queue_depth"], 0);
+  EXPECT_EQ(sample["nanoformer_slots_busy"], 0);
+  EXPECT_EQ(sample["nanoformer_slots"], 3);
+  EXPECT_EQ(sample["nanoformer_time_to_first_token_seconds_count"], 2);
+  EXPECT_EQ(sample["nanoformer_time_to_first_token_seconds_bucket{le=\"+Inf\"}"], 2);
+  EXPECT_GT(sample["nanoformer_time_to_first_token_seconds_sum"], 0);
+  double previous = 0;
+  for (const char* le : {"0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1", "2.5", "5", "10", "+Inf"}) {
+    const std::string key = std::string("nanoformer_time_to_first_token_seconds_bucket{le=\"") + le + "\"}";
+    ASSERT_TRUE(sample.count(key)) << key << "\n" << res->body;
+    EXPECT_GE(sample[key], previous) << key;
+    previous = sample[key];
   }
 }
 

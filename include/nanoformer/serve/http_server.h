@@ -6,6 +6,7 @@
 //   GET  /v1/models              the one model served; /v1/models/{id} that model, or 404 model_not_found
 //   POST /v1/chat/completions    OpenAI chat completions, streamed as "data: {chunk}\n\n" ... "data: [DONE]\n\n"
 //   POST /v1/completions         OpenAI text completions, the same
+//   GET  /metrics                Prometheus's text format: requests, tokens, queue, slots, time to first token
 // With an API key every request but / and /health needs "Authorization: Bearer KEY" (the scheme in
 // any case; 401). Every error is OpenAI's error JSON.
 // What a client cannot do to it (request_stream.h, connection_pool.h): hold a connection by sending
@@ -23,6 +24,8 @@ class Server;
 }
 
 namespace nf::serve {
+
+class RequestCounts;
 
 struct HttpOptions {
   std::string host = "127.0.0.1";
@@ -56,6 +59,7 @@ class HttpServer {
   HttpOptions options_;
   std::unique_ptr<httplib::Server> server_;
   int port_ = 0;
+  std::unique_ptr<RequestCounts> requests_;  // for /metrics
 };
 
 }  // namespace nf::serve

@@ -10,7 +10,9 @@
 //
 // Everything runs on the scheduler's own thread; callers talk to it through submit() and the
 // callbacks of their sequence, which run on that thread.
+#include <array>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -59,11 +61,23 @@ struct SequenceRequest {
   std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
 };
 
+// The upper bounds (seconds) of the time-to-first-token histogram's buckets (/metrics), +Inf after them.
+inline constexpr std::array<double, 10> kTimeToFirstTokenBuckets = {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+
 struct SchedulerStats {
   int64_t running = 0;  // taken from the queue and not yet ended
   int64_t queued = 0, parallel = 0, max_queue = 0;
   int64_t decode_steps = 0, decoded_rows = 0;  // batched steps, and the rows they decoded
   int64_t completed = 0, cancelled = 0;
+  int64_t prompt_tokens = 0;     // of the sequences started
+  int64_t cached_tokens = 0;     // of those, found in a slot's cache (not prefilled)
+  int64_t generated_tokens = 0;  // the first token of each started sequence + decoded_rows
+  double prefill_seconds = 0, decode_seconds = 0;  // in prefills, in the batched decode steps
+  // time to first token, from submit() to the first token sampled (queue wait and prefill):
+  // sequences whose time was <= kTimeToFirstTokenBuckets[i] (cumulative), their count and sum
+  std::array<int64_t, kTimeToFirstTokenBuckets.size()> ttft_buckets{};
+  int64_t ttft_count = 0;
+  double ttft_sum = 0;
 };
 
 class Scheduler {
@@ -84,7 +98,12 @@ class Scheduler {
   struct Slot;
   struct Running;
   void run();
-  void start(SequenceRequest request);  // prefill into the best slot and sample the first token
+  using Clock = std::chrono::steady_clock;
+  struct Queued {
+    SequenceRequest request;
+    Clock::time_point submitted;
+  };
+  void start(Queued queued);  // prefill into the best slot and sample the first token
   void step();                          // one decode step over every running sequence
   // Samples from logits row for sequence r, hands the token over; true while it goes on.
   bool accept(Running& r, const float* logits);
@@ -99,7 +118,7 @@ class Scheduler {
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;
-  std::deque<SequenceRequest> queue_;
+  std::deque<Queued> queue_;
   int64_t active_ = 0;  // taken from the queue and not yet ended
   bool stopping_ = false;
   SchedulerStats stats_;
