@@ -1,6 +1,8 @@
 // Requests to scheduled sequences and their text (serve/completion_service.h).
 #include "nanoformer/serve/completion_service.h"
 
+#include <algorithm>
+#include <iterator>
 #include <random>
 
 #include "nanoformer/core/error.h"
@@ -10,9 +12,24 @@
 namespace nf::serve {
 
 Completion::Completion(ResponseHeader header, const tokenizer::Tokenizer& tokenizer, const infer::StopCriteria& stop,
-                       int64_t prompt_tokens)
-    : header_(std::move(header)), streamer_(tokenizer, stop) {
+                       int64_t prompt_tokens, bool logprobs)
+    : header_(std::move(header)), tokenizer_(tokenizer), logprobs_(logprobs), streamer_(tokenizer, stop) {
   pending_.usage.prompt_tokens = prompt_tokens;
+}
+
+void Completion::on_logprobs(const infer::TokenLogprobs& logprobs) {
+  const auto bytes = [&](int64_t id) { return std::string(tokenizer_.token_bytes(static_cast<tokenizer::TokenId>(id))); };
+  LogprobEntry entry{.token = bytes(logprobs.id), .logprob = logprobs.logprob, .top = {}, .text_offset = token_bytes_};
+  for (const auto& [id, logprob] : logprobs.top) entry.top.emplace_back(bytes(id), logprob);
+  token_bytes_ += static_cast<int64_t>(entry.token.size());
+  held_.push_back(std::move(entry));
+}
+
+void Completion::release_logprobs() {  // mutex_ held
+  size_t released = 0;
+  while (released < held_.size() && held_[released].text_offset < text_bytes_) ++released;
+  std::move(held_.begin(), held_.begin() + static_cast<ptrdiff_t>(released), std::back_inserter(pending_.logprobs));
+  held_.erase(held_.begin(), held_.begin() + static_cast<ptrdiff_t>(released));
 }
 
 bool Completion::on_token(int64_t id) {
@@ -20,6 +37,8 @@ bool Completion::on_token(int64_t id) {
   {
     std::lock_guard lock(mutex_);
     pending_.text += text;
+    text_bytes_ += static_cast<int64_t>(text.size());
+    release_logprobs();
     pending_.usage.completion_tokens = streamer_.new_tokens();
   }
   changed_.notify_all();
@@ -31,6 +50,8 @@ void Completion::on_done(const SequenceOutcome& outcome) {
   {
     std::lock_guard lock(mutex_);
     pending_.text += text;
+    text_bytes_ += static_cast<int64_t>(text.size());
+    release_logprobs();  // the rest (an end token, a stop string's tokens) are not in the answer
     pending_.done = true;
     pending_.error = outcome.error;
     pending_.usage.completion_tokens = outcome.completion_tokens;
@@ -45,6 +66,7 @@ CompletionUpdate Completion::wait(std::chrono::milliseconds timeout) {
   changed_.wait_for(lock, timeout, [&] { return pending_.done || !pending_.text.empty(); });
   CompletionUpdate update = pending_;
   pending_.text.clear();
+  pending_.logprobs.clear();
   return update;
 }
 
@@ -106,13 +128,17 @@ std::shared_ptr<Completion> CompletionService::start(const CompletionRequest& r)
                                        .count(),
                         .model = model_name_,
                         .endpoint = r.endpoint};
-  auto completion = std::make_shared<Completion>(std::move(header), tokenizer_, stop, length);
+  auto completion = std::make_shared<Completion>(std::move(header), tokenizer_, stop, length, r.top_logprobs >= 0);
   SequenceRequest sequence{.prompt = std::move(prompt),
                            .sampler = r.sampler,
                            .stop = {.eos_ids = stop.eos_ids, .stop_strings = {}, .max_new_tokens = stop.max_new_tokens},
                            .on_token = [completion](int64_t id) { return completion->on_token(id); },
+                           .on_logprobs = nullptr,
+                           .top_logprobs = std::max<int64_t>(r.top_logprobs, 0),
                            .on_done = [completion](const SequenceOutcome& o) { completion->on_done(o); },
                            .cancelled = completion->cancelled_};
+  if (r.top_logprobs >= 0)
+    sequence.on_logprobs = [completion](const infer::TokenLogprobs& l) { completion->on_logprobs(l); };
   sequence.sampler.seed = r.seed ? *r.seed : std::random_device{}();
   sequence.sampler.vocab_limit = static_cast<int64_t>(tokenizer_.vocab_size());  // a padded model's extra ids are never drawn
   if (!scheduler_.submit(std::move(sequence)))

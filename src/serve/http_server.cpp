@@ -144,7 +144,7 @@ void stream(httplib::Response& res, std::shared_ptr<Completion> completion, bool
         const ResponseHeader& h = completion->header();
         std::string out;
         if (!update.text.empty() || (*first && h.endpoint == Endpoint::chat)) {
-          out += sse(completion_chunk(h, update.text, *first));
+          out += sse(completion_chunk(h, update.text, *first, "", completion->logprobs() ? &update.logprobs : nullptr));
           *first = false;
         }
         if (update.done) {
@@ -321,12 +321,15 @@ void HttpServer::routes() {
         std::shared_ptr<Completion> completion = service_.start(request);
         if (request.stream) return stream(res, std::move(completion), request.include_usage);
         std::string text;
+        std::vector<LogprobEntry> logprobs;
         for (;;) {  // polled, so that a client gone cancels the sequence
           const CompletionUpdate update = completion->wait(kPoll);
           text += update.text;
+          logprobs.insert(logprobs.end(), update.logprobs.begin(), update.logprobs.end());
           if (update.done) {
             if (!update.error.empty()) throw ApiError(500, update.error, "server_error");
-            return send_json(res, 200, completion_body(completion->header(), text, update.finish_reason, update.usage));
+            return send_json(res, 200, completion_body(completion->header(), text, update.finish_reason, update.usage,
+                                                       completion->logprobs() ? &logprobs : nullptr));
           }
           if (client_gone()) return completion->cancel();
         }

@@ -113,11 +113,25 @@ std::vector<std::string> parse_stop(const json& body) {
 void refuse_unsupported(const json& body) {
   if (const auto n = integer_field(body, "n", 1); n && *n != 1)
     throw invalid_request("n", "'n' must be 1: one choice per request, got " + std::to_string(*n));
-  for (const char* key : {"logprobs", "echo"})
-    if (body.contains(key) && !body[key].is_null() && body[key] != false)
-      throw invalid_request(key, std::string("'") + key + "' is not supported");
+  if (body.contains("echo") && !body["echo"].is_null() && body["echo"] != false)
+    throw invalid_request("echo", "'echo' is not supported");
   if (body.contains("suffix") && !body["suffix"].is_null())
     throw invalid_request("suffix", "'suffix' is not supported");
+}
+
+// The number of most likely tokens to report with each token's logprob, -1 for none. Chat:
+// logprobs true, top_logprobs in [0, 20] (which needs logprobs); completion: logprobs in [0, 5].
+int64_t parse_logprobs(const json& body, Endpoint endpoint) {
+  if (endpoint == Endpoint::completion) {
+    const auto n = integer_field(body, "logprobs", 0);
+    if (n && *n > 5) throw invalid_request("logprobs", "'logprobs' must be at most 5, got " + std::to_string(*n));
+    return n.value_or(-1);
+  }
+  const bool wanted = bool_field(body, "logprobs", "logprobs");
+  const auto top = integer_field(body, "top_logprobs", 0);
+  if (top && *top > 20) throw invalid_request("top_logprobs", "'top_logprobs' must be at most 20, got " + std::to_string(*top));
+  if (top && !wanted) throw invalid_request("top_logprobs", "'top_logprobs' needs 'logprobs': true");
+  return wanted ? top.value_or(0) : -1;
 }
 
 }  // namespace
@@ -147,6 +161,7 @@ CompletionRequest parse_completion_request(std::string_view text, Endpoint endpo
   r.max_tokens = integer_field(body, "max_tokens", 1);
   if (const auto m = integer_field(body, "max_completion_tokens", 1)) r.max_tokens = m;
   r.stop = parse_stop(body);
+  r.top_logprobs = parse_logprobs(body, endpoint);
   r.stream = bool_field(body, "stream", "stream");
   if (const auto it = body.find("stream_options"); it != body.end() && !it->is_null()) {
     if (!it->is_object())

@@ -15,6 +15,36 @@ json base(const ResponseHeader& h, bool chunk) {
 
 json finish(const std::string& reason) { return reason.empty() ? json(nullptr) : json(reason); }
 
+json byte_values(const std::string& token) {
+  json bytes = json::array();
+  for (const char c : token) bytes.push_back(static_cast<unsigned char>(c));
+  return bytes;
+}
+
+json logprobs_json(const std::vector<LogprobEntry>* entries, Endpoint endpoint) {
+  if (entries == nullptr) return nullptr;
+  if (endpoint == Endpoint::chat) {
+    json content = json::array();
+    for (const LogprobEntry& e : *entries) {
+      json top = json::array();
+      for (const auto& [token, logprob] : e.top)
+        top.push_back({{"token", token}, {"logprob", logprob}, {"bytes", byte_values(token)}});
+      content.push_back({{"token", e.token}, {"logprob", e.logprob}, {"bytes", byte_values(e.token)}, {"top_logprobs", top}});
+    }
+    return {{"content", content}};
+  }
+  json tokens = json::array(), token_logprobs = json::array(), top_logprobs = json::array(), offsets = json::array();
+  for (const LogprobEntry& e : *entries) {
+    tokens.push_back(e.token);
+    token_logprobs.push_back(e.logprob);
+    json top = json::object();
+    for (const auto& [token, logprob] : e.top) top[token] = logprob;
+    top_logprobs.push_back(top);
+    offsets.push_back(e.text_offset);
+  }
+  return {{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top_logprobs}, {"text_offset", offsets}};
+}
+
 }  // namespace
 
 json Usage::json() const {
@@ -23,9 +53,10 @@ json Usage::json() const {
           {"total_tokens", prompt_tokens + completion_tokens}};
 }
 
-json completion_body(const ResponseHeader& h, const std::string& text, const std::string& finish_reason, const Usage& usage) {
+json completion_body(const ResponseHeader& h, const std::string& text, const std::string& finish_reason, const Usage& usage,
+                     const std::vector<LogprobEntry>* logprobs) {
   json body = base(h, false);
-  json choice = {{"index", 0}, {"finish_reason", finish(finish_reason)}, {"logprobs", nullptr}};
+  json choice = {{"index", 0}, {"finish_reason", finish(finish_reason)}, {"logprobs", logprobs_json(logprobs, h.endpoint)}};
   if (h.endpoint == Endpoint::chat)
     choice["message"] = {{"role", "assistant"}, {"content", text}};
   else
@@ -35,9 +66,10 @@ json completion_body(const ResponseHeader& h, const std::string& text, const std
   return body;
 }
 
-json completion_chunk(const ResponseHeader& h, const std::string& text, bool first, const std::string& finish_reason) {
+json completion_chunk(const ResponseHeader& h, const std::string& text, bool first, const std::string& finish_reason,
+                      const std::vector<LogprobEntry>* logprobs) {
   json body = base(h, true);
-  json choice = {{"index", 0}, {"finish_reason", finish(finish_reason)}, {"logprobs", nullptr}};
+  json choice = {{"index", 0}, {"finish_reason", finish(finish_reason)}, {"logprobs", logprobs_json(logprobs, h.endpoint)}};
   if (h.endpoint == Endpoint::chat) {
     json delta = json::object();
     if (first) delta["role"] = "assistant";

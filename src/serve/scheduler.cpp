@@ -182,8 +182,17 @@ bool Scheduler::accept(Running& r, const float* logits) {
   SequenceOutcome& o = r.outcome;
   try {
     ++o.completion_tokens;
-    const infer::SampledToken t = infer::sample_step(r.sampler, {logits, static_cast<size_t>(vocab)}, r.history,
-                                                     r.request.stop, o.completion_tokens, r.request.on_token);
+    const std::span<const float> row{logits, static_cast<size_t>(vocab)};
+    const std::function<bool(int64_t)>* on_token = &r.request.on_token;
+    std::function<bool(int64_t)> reporting;  // on_token after on_logprobs
+    if (r.request.on_logprobs) {
+      reporting = [&](int64_t id) {
+        r.request.on_logprobs(infer::token_logprobs(row, r.sampler.config().vocab_limit, id, r.request.top_logprobs));
+        return !r.request.on_token || r.request.on_token(id);
+      };
+      on_token = &reporting;
+    }
+    const infer::SampledToken t = infer::sample_step(r.sampler, row, r.history, r.request.stop, o.completion_tokens, *on_token);
     r.pending = t.id;
     o.reason = t.reason;
     if (o.reason == infer::StopReason::none && !slots_[r.slot].sequence.make_room(1))

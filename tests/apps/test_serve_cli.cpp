@@ -368,6 +368,59 @@ TEST_F(ServeCliTest, TheApiKeyIsRequired) {
   }
 }
 
+// logprobs: one entry per token of the answer, whose tokens spell it (an end token and a stop
+// string's tokens are not in it), each with its top_logprobs most likely first; greedy picks the
+// first of them; streamed chunks carry the same entries as the whole answer.
+TEST_F(ServeCliTest, LogprobsComeWithEachTokenOfTheAnswer) {
+  ServerProcess server = serve("--context 256");
+  httplib::Client client = server.client();
+  EXPECT_TRUE(post(client, "/v1/chat/completions", chat("Hello"), 200)["choices"][0]["logprobs"].is_null());
+  const json asked = chat("Hello", {{"logprobs", true}, {"top_logprobs", 3}});
+  const json whole = post(client, "/v1/chat/completions", asked, 200);
+  const std::string content = whole["choices"][0]["message"]["content"];
+  const json entries = whole["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(entries.size(), 16u) << whole;
+  std::string spelled;
+  for (const json& e : entries) {
+    spelled += e["token"].get<std::string>();
+    EXPECT_LE(e["logprob"].get<double>(), 0.0);
+    ASSERT_EQ(e["top_logprobs"].size(), 3u);
+    EXPECT_EQ(e["top_logprobs"][0]["token"], e["token"]);  // greedy: the most likely
+    EXPECT_EQ(e["top_logprobs"][0]["logprob"], e["logprob"]);
+    EXPECT_GE(e["top_logprobs"][0]["logprob"].get<double>(), e["top_logprobs"][1]["logprob"].get<double>());
+    EXPECT_GE(e["top_logprobs"][1]["logprob"].get<double>(), e["top_logprobs"][2]["logprob"].get<double>());
+  }
+  EXPECT_EQ(spelled, content);
+
+  const Streamed s = stream(client, "/v1/chat/completions", asked);
+  json streamed = json::array();
+  for (const json& chunk : s.chunks)
+    if (!chunk["choices"].empty() && chunk["choices"][0]["logprobs"].is_object())
+      for (const json& e : chunk["choices"][0]["logprobs"]["content"]) streamed.push_back(e);
+  EXPECT_EQ(streamed, entries);
+
+  // a stop string from the middle: the entries spell the answer, which ends before it
+  json cut_body = asked;
+  cut_body["stop"] = content.substr(6, 3);
+  const json cut = post(client, "/v1/chat/completions", cut_body, 200);
+  std::string cut_spelled;
+  for (const json& e : cut["choices"][0]["logprobs"]["content"]) cut_spelled += e["token"].get<std::string>();
+  EXPECT_EQ(cut_spelled, cut["choices"][0]["message"]["content"]);
+  EXPECT_EQ(cut_spelled, content.substr(0, content.find(content.substr(6, 3))));
+
+  // text completions: the legacy columns
+  const json text = post(client, "/v1/completions", {{"prompt", "Once upon"}, {"temperature", 0}, {"max_tokens", 8}, {"logprobs", 2}}, 200);
+  const json& columns = text["choices"][0]["logprobs"];
+  ASSERT_EQ(columns["tokens"].size(), 8u) << text;
+  std::string joined;
+  for (size_t i = 0; i < 8; ++i) {
+    EXPECT_EQ(columns["text_offset"][i], joined.size());
+    joined += columns["tokens"][i].get<std::string>();
+    EXPECT_EQ(columns["top_logprobs"][i][columns["tokens"][i].get<std::string>()], columns["token_logprobs"][i]);
+  }
+  EXPECT_EQ(joined, text["choices"][0]["text"]);
+}
+
 // GET /metrics in Prometheus's text format: every line a sample with its HELP and TYPE, requests
 // counted by endpoint and status, tokens equal to the answers' usage, the time-to-first-token
 // histogram's buckets cumulative and its count one per sequence, the queue and slots idle after.

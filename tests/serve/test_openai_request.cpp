@@ -66,6 +66,19 @@ TEST(OpenAIRequest, DefaultsAndTextCompletions) {
   EXPECT_TRUE(nulls.stop.empty());
 }
 
+// logprobs: chat's boolean with top_logprobs, completion's integer; absent or false: none (-1).
+TEST(OpenAIRequest, Logprobs) {
+  const std::string user = R"("messages": [{"role": "user", "content": "hi"}])";
+  EXPECT_EQ(parse_completion_request("{" + user + "}", Endpoint::chat).top_logprobs, -1);
+  EXPECT_EQ(parse_completion_request("{" + user + R"(, "logprobs": false})", Endpoint::chat).top_logprobs, -1);
+  EXPECT_EQ(parse_completion_request("{" + user + R"(, "logprobs": true})", Endpoint::chat).top_logprobs, 0);
+  EXPECT_EQ(parse_completion_request("{" + user + R"(, "logprobs": true, "top_logprobs": 20})", Endpoint::chat).top_logprobs, 20);
+  EXPECT_EQ(parse_completion_request(R"({"prompt": "x"})", Endpoint::completion).top_logprobs, -1);
+  EXPECT_EQ(parse_completion_request(R"({"prompt": "x", "logprobs": null})", Endpoint::completion).top_logprobs, -1);
+  EXPECT_EQ(parse_completion_request(R"({"prompt": "x", "logprobs": 0})", Endpoint::completion).top_logprobs, 0);
+  EXPECT_EQ(parse_completion_request(R"({"prompt": "x", "logprobs": 5})", Endpoint::completion).top_logprobs, 5);
+}
+
 TEST(OpenAIRequest, BadInputNamesTheField) {
   const Endpoint chat = Endpoint::chat;
   const std::string user = R"("messages": [{"role": "user", "content": "hi"}])";
@@ -96,7 +109,13 @@ TEST(OpenAIRequest, BadInputNamesTheField) {
   expect_refused("{" + user + R"(, "stream_options": {"include_usage": 1}})", chat, "stream_options.include_usage",
                  "boolean");
   expect_refused("{" + user + R"(, "n": 2})", chat, "n", "must be 1");
-  expect_refused("{" + user + R"(, "logprobs": true})", chat, "logprobs", "not supported");
+  expect_refused("{" + user + R"(, "echo": true})", chat, "echo", "not supported");
+  expect_refused("{" + user + R"(, "logprobs": 1})", chat, "logprobs", "must be a boolean");
+  expect_refused("{" + user + R"(, "logprobs": true, "top_logprobs": 21})", chat, "top_logprobs", "at most 20");
+  expect_refused("{" + user + R"(, "top_logprobs": 2})", chat, "top_logprobs", "needs 'logprobs': true");
+  expect_refused("{" + user + R"(, "logprobs": true, "top_logprobs": -1})", chat, "top_logprobs", "at least 0");
+  expect_refused(R"({"prompt": "x", "logprobs": 6})", Endpoint::completion, "logprobs", "at most 5");
+  expect_refused(R"({"prompt": "x", "logprobs": true})", Endpoint::completion, "logprobs", "must be an integer");
   expect_refused(R"({"prompt": 5})", Endpoint::completion, "prompt", "must be a string");
   expect_refused(R"({"prompt": ["a", "b"]})", Endpoint::completion, "prompt", "must be a string");
   expect_refused(R"({"messages": []})", Endpoint::completion, "prompt", "'prompt' is required");
@@ -119,6 +138,23 @@ TEST(OpenAIResponse, Shapes) {
   const ResponseHeader text{.id = "cmpl-2", .created = 7, .model = "tiny", .endpoint = Endpoint::completion};
   EXPECT_EQ(completion_body(text, "x", "length", {})["choices"][0]["text"], "x");
   EXPECT_EQ(completion_chunk(text, "y", true)["object"], "text_completion");
+  EXPECT_TRUE(body["choices"][0]["logprobs"].is_null());
+  // with logprobs: chat's content list, completion's legacy columns
+  const std::vector<LogprobEntry> entries{{.token = "he", .logprob = -0.5f, .top = {{"he", -0.5f}, {"ha", -1.5f}}, .text_offset = 0},
+                                          {.token = "\xff", .logprob = -2.0f, .top = {}, .text_offset = 2}};
+  const json content = completion_body(chat, "he?", "stop", {}, &entries)["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(content.size(), 2u);
+  EXPECT_EQ(content[0], json({{"token", "he"}, {"logprob", -0.5}, {"bytes", {104, 101}},
+                              {"top_logprobs", {{{"token", "he"}, {"logprob", -0.5}, {"bytes", {104, 101}}},
+                                                {{"token", "ha"}, {"logprob", -1.5}, {"bytes", {104, 97}}}}}}));
+  EXPECT_EQ(content[1]["bytes"], json({255}));  // the token's own byte, whatever its string becomes in UTF-8
+  EXPECT_EQ(content[1]["top_logprobs"], json::array());
+  const ResponseHeader legacy{.id = "cmpl-3", .created = 7, .model = "tiny", .endpoint = Endpoint::completion};
+  const json columns = completion_chunk(legacy, "he", true, "", &entries)["choices"][0]["logprobs"];
+  EXPECT_EQ(columns["tokens"], json({"he", "\xff"}));
+  EXPECT_EQ(columns["token_logprobs"], json({-0.5, -2.0}));
+  EXPECT_EQ(columns["top_logprobs"], json({{{"he", -0.5}, {"ha", -1.5}}, json::object()}));
+  EXPECT_EQ(columns["text_offset"], json({0, 2}));
   const ApiError e = invalid_request("top_p", "bad", "code_x");
   EXPECT_EQ(e.body(), json({{"error", {{"message", "bad"}, {"type", "invalid_request_error"}, {"param", "top_p"}, {"code", "code_x"}}}}));
   EXPECT_TRUE(ApiError(503, "busy", "server_error").body()["error"]["param"].is_null());

@@ -22,6 +22,7 @@ namespace nf::serve {
 // What a Completion has produced since the last wait().
 struct CompletionUpdate {
   std::string text;
+  std::vector<LogprobEntry> logprobs;  // with logprobs: those of the tokens whose text starts in `text`
   bool done = false;
   std::string finish_reason;  // when done: "stop" (end of sequence, stop string) or "length"
   std::string error;          // when done and the sequence failed
@@ -31,21 +32,31 @@ struct CompletionUpdate {
 class Completion {
  public:
   Completion(ResponseHeader header, const tokenizer::Tokenizer& tokenizer, const infer::StopCriteria& stop,
-             int64_t prompt_tokens);
+             int64_t prompt_tokens, bool logprobs = false);
   // Blocks until there is new text or the end, or until `timeout`; returns what arrived (nothing
   // new on a timeout).
   CompletionUpdate wait(std::chrono::milliseconds timeout);
   // The client is gone: the scheduler frees the sequence before its next step.
   void cancel() { cancelled_->store(true); }
   const ResponseHeader& header() const { return header_; }
+  bool logprobs() const { return logprobs_; }
 
  private:
   friend class CompletionService;
   bool on_token(int64_t id);                  // scheduler's thread
+  void on_logprobs(const infer::TokenLogprobs& logprobs);  // scheduler's thread, before on_token
   void on_done(const SequenceOutcome& outcome);  // scheduler's thread
+  // Moves the held entries whose token's text starts within the text given so far to pending_.
+  void release_logprobs();
 
   ResponseHeader header_;
+  const tokenizer::Tokenizer& tokenizer_;
+  bool logprobs_;
   infer::TextStreamer streamer_;  // scheduler's thread only
+  // scheduler's thread only: entries whose text is not given yet (held back, or a stop string's),
+  // the bytes of the tokens so far, and of the text given so far
+  std::vector<LogprobEntry> held_;
+  int64_t token_bytes_ = 0, text_bytes_ = 0;
   std::shared_ptr<std::atomic<bool>> cancelled_ = std::make_shared<std::atomic<bool>>(false);
   std::mutex mutex_;
   std::condition_variable changed_;

@@ -12,7 +12,8 @@
 //   stop                a non-empty string or an array of up to 4 of them
 //   seed                an integer; absent: a seed drawn per request
 //   stream, stream_options.include_usage   booleans
-//   n                   1 only; logprobs / echo / suffix are refused when set
+//   logprobs            chat: a boolean, with top_logprobs in [0, 20]; completion: an integer in [0, 5]
+//   n                   1 only; echo / suffix are refused when set
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -36,6 +37,7 @@ struct CompletionRequest {
   std::optional<int64_t> max_tokens;
   std::vector<std::string> stop;
   bool stream = false, include_usage = false;
+  int64_t top_logprobs = -1;  // logprobs: -1 none; else each token's and this many most likely ones'
 };
 
 // Throws ApiError (400) for malformed JSON, a wrong type, a value out of range or a missing field.

@@ -6,8 +6,14 @@
 //                {"content"}), the last one a finish_reason; with include_usage one more chunk with
 //                no choices and the usage
 //   completion:  "text_completion" objects whose choices carry "text" (the same when streamed)
+// With logprobs, each choice's "logprobs" (else null) holds the tokens of its text (of a chunk's, when
+// streamed): chat {"content": [{"token", "logprob", "bytes", "top_logprobs": [{"token", "logprob",
+// "bytes"}]}]}; completion {"tokens", "token_logprobs", "top_logprobs": [{token: logprob}],
+// "text_offset"} (the legacy shape).
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -22,16 +28,27 @@ struct ResponseHeader {
   Endpoint endpoint = Endpoint::chat;
 };
 
+// One generated token with its log-probability (infer/logprobs.h), its bytes as the tokenizer
+// holds them, and where its text starts in the answer (in bytes).
+struct LogprobEntry {
+  std::string token;
+  float logprob = 0;
+  std::vector<std::pair<std::string, float>> top;
+  int64_t text_offset = 0;
+};
+
 struct Usage {
   int64_t prompt_tokens = 0, completion_tokens = 0;
   nlohmann::json json() const;  // {"prompt_tokens", "completion_tokens", "total_tokens"}
 };
 
+// `logprobs` null: none were asked for.
 nlohmann::json completion_body(const ResponseHeader& header, const std::string& text, const std::string& finish_reason,
-                               const Usage& usage);
+                               const Usage& usage, const std::vector<LogprobEntry>* logprobs = nullptr);
 // One streamed chunk: text (a chat's first chunk also gives the role) and, in the last, the finish reason.
 nlohmann::json completion_chunk(const ResponseHeader& header, const std::string& text, bool first,
-                                const std::string& finish_reason = "");
+                                const std::string& finish_reason = "",
+                                const std::vector<LogprobEntry>* logprobs = nullptr);
 // The chunk after the last one when stream_options.include_usage: no choices, the usage.
 nlohmann::json usage_chunk(const ResponseHeader& header, const Usage& usage);
 
