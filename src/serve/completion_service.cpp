@@ -133,10 +133,10 @@ std::shared_ptr<Completion> CompletionService::start(const CompletionRequest& r)
                            .sampler = r.sampler,
                            .stop = {.eos_ids = stop.eos_ids, .stop_strings = {}, .max_new_tokens = stop.max_new_tokens},
                            .on_token = [completion](int64_t id) { return completion->on_token(id); },
-                           .on_logprobs = nullptr,
-                           .top_logprobs = std::max<int64_t>(r.top_logprobs, 0),
                            .on_done = [completion](const SequenceOutcome& o) { completion->on_done(o); },
-                           .cancelled = completion->cancelled_};
+                           .cancelled = completion->cancelled_,
+                           .on_logprobs = nullptr,
+                           .top_logprobs = std::max<int64_t>(r.top_logprobs, 0)};
   if (r.top_logprobs >= 0)
     sequence.on_logprobs = [completion](const infer::TokenLogprobs& l) { completion->on_logprobs(l); };
   sequence.sampler.seed = r.seed ? *r.seed : std::random_device{}();

@@ -56,14 +56,14 @@ struct SequenceRequest {
   // After each new token, on the scheduler's thread: false ends the sequence (a stop string); an
   // exception ends it with that error, the other sequences going on.
   std::function<bool(int64_t id)> on_token;
-  // When set: before each on_token, on the scheduler's thread, the token's log-probability and
-  // those of the top_logprobs most likely ids (infer/logprobs.h).
-  std::function<void(const infer::TokenLogprobs&)> on_logprobs;
-  int64_t top_logprobs = 0;
   // Once, on the scheduler's thread, however the sequence ends (stats() already count it).
   std::function<void(const SequenceOutcome&)> on_done;
   // Set by the caller to drop the sequence (a client gone): it is freed before the next step.
   std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
+  // When set: before each on_token, on the scheduler's thread, the token's log-probability and
+  // those of the top_logprobs most likely ids (infer/logprobs.h).
+  std::function<void(const infer::TokenLogprobs&)> on_logprobs;
+  int64_t top_logprobs = 0;
 };
 
 // The upper bounds (seconds) of the time-to-first-token histogram's buckets (/metrics), +Inf after them.
