@@ -62,7 +62,7 @@ struct SequenceRequest {
   std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
   // When set: before each on_token, on the scheduler's thread, the token's log-probability and
   // those of the top_logprobs most likely ids (infer/logprobs.h).
-  std::function<void(const infer::TokenLogprobs&)> on_logprobs;
+  std::function<void(const infer::TokenLogprobs&)> on_logprobs = nullptr;
   int64_t top_logprobs = 0;
 };
 
