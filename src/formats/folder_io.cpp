@@ -10,6 +10,7 @@
 #include "util/json_input.h"
 #include "nanoformer/core/error.h"
 #include "nanoformer/io/safetensors.h"
+#include "nanoformer/io/torch_checkpoint.h"
 
 namespace nf::models {
 
@@ -133,11 +134,26 @@ std::map<std::string, Tensor> read_sharded(const fs::path& dir, const std::strin
 
 std::map<std::string, Tensor> read_folder_tensors(const fs::path& dir, const std::string& weights_file,
                                                   const std::string& index_file) {
-  if (!fs::exists(dir / weights_file)) return read_sharded(dir, index_file);
+  if (!fs::exists(dir / weights_file)) {
+    if (const std::string torch_file = torch_weights_in(dir); !torch_file.empty() && !fs::exists(dir / index_file))
+      return io::load_torch_checkpoint(torch_file);
+    return read_sharded(dir, index_file);
+  }
   const io::SafetensorsFile file = io::SafetensorsFile::open((dir / weights_file).string());
   std::map<std::string, Tensor> tensors;
   for (const io::TensorEntry& e : file.entries()) tensors[e.name] = file.view(e.name);
   return tensors;
+}
+
+std::string torch_weights_in(const fs::path& dir) {
+  if (fs::is_regular_file(dir / kTorchWeightsFile)) return (dir / kTorchWeightsFile).string();
+  std::vector<fs::path> pth;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec))
+    if (entry.path().extension() == ".pth" && entry.is_regular_file()) pth.push_back(entry.path());
+  NF_CHECK(pth.size() <= 1, dir.string(), ": ", pth.size(), " .pth files (", pth[0].filename().string(), ", ",
+           pth[1].filename().string(), ", ...): keep the one to load");
+  return pth.empty() ? std::string() : pth[0].string();
 }
 
 namespace {

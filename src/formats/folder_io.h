@@ -20,6 +20,7 @@ using Json = nlohmann::json;
 constexpr const char* kConfigFile = "config.json";
 constexpr const char* kWeightsFile = "model.safetensors";
 constexpr const char* kIndexFile = "model.safetensors.index.json";
+constexpr const char* kTorchWeightsFile = "pytorch_model.bin";  // transformers' torch.save form
 
 std::string read_text(const std::filesystem::path& path);
 // Writes `text` to path.tmp and renames it into place.
@@ -53,9 +54,13 @@ void check_known_keys(const Json& j, const std::set<std::string>& mapped, const 
 // The tensors of `dir`/`weights_file`, or, when that file is absent, of the shards that
 // `dir`/`index_file` lists ({"weight_map": {tensor: shard}}): a missing shard, a tensor listed
 // twice, a tensor in two shards or in a shard other than its listed one are errors naming them.
-// Views into the mapped files.
+// Views into the mapped files. Without either, a PyTorch checkpoint (io/torch_checkpoint.h):
+// pytorch_model.bin (transformers' older form), or the folder's only *.pth file (MiniMind's
+// weights, e.g. full_sft_512.pth), read into owned tensors.
 std::map<std::string, Tensor> read_folder_tensors(const std::filesystem::path& dir, const std::string& weights_file,
                                                   const std::string& index_file);
+// The PyTorch checkpoint read_folder_tensors falls back to ("" when none): see above.
+std::string torch_weights_in(const std::filesystem::path& dir);
 
 // Writes `tensors` (f32) into `dir` as transformers' save_pretrained(max_shard_size=...) does: one
 // model.safetensors when max_shard_bytes is 0 or they fit, else shards model-0000K-of-0000N.safetensors

@@ -154,7 +154,7 @@ std::string bert_json_from_config(const EncoderConfig& c, int64_t mlp_hidden) {
 
 std::shared_ptr<EncoderModel> load_hf_bert(const std::string& dir) {
   NF_CHECK(is_hf_folder(dir), dir, ": not a Hugging Face model folder (needs ", kConfigFile, " and ", kWeightsFile,
-           " or ", kIndexFile, ")");
+           ", ", kIndexFile, " or ", kTorchWeightsFile, ")");
   const fs::path config_path = fs::path(dir) / kConfigFile;
   EncoderConfig c = encoder_config_from_bert_json(read_text(config_path), config_path.string());
   const std::map<std::string, Tensor> tensors = bert_model_tensors(read_folder_tensors(dir, kWeightsFile, kIndexFile));

@@ -232,7 +232,7 @@ NameMap hf_decoder_name_map(const DecoderLMConfig& config) {
 bool is_hf_folder(const std::string& path) {
   const fs::path dir(path);
   return fs::is_directory(dir) && fs::exists(dir / kConfigFile) &&
-         (fs::exists(dir / kWeightsFile) || fs::exists(dir / kIndexFile));
+         (fs::exists(dir / kWeightsFile) || fs::exists(dir / kIndexFile) || fs::exists(dir / kTorchWeightsFile));
 }
 
 std::string hf_model_type(const std::string& dir) {
@@ -287,7 +287,7 @@ nn::StateDict state_from_hf(const DecoderLMConfig& config, const std::map<std::s
 
 std::shared_ptr<DecoderLM> load_hf(const std::string& dir) {
   NF_CHECK(is_hf_folder(dir), dir, ": not a Hugging Face model folder (needs ", kConfigFile, " and ", kWeightsFile,
-           " or ", kIndexFile, ")");
+           ", ", kIndexFile, " or ", kTorchWeightsFile, ")");
   const fs::path config_path = fs::path(dir) / kConfigFile;
   const DecoderLMConfig config = config_from_hf_json(read_text(config_path), config_path.string());
   // the tensors are checked against the config before the model is built, so that a config far

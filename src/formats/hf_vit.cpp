@@ -134,7 +134,7 @@ std::string hf_json_from_vit_config(const ViTConfig& c) {
 
 std::shared_ptr<ViTClassifier> load_hf_vit(const std::string& dir) {
   NF_CHECK(is_hf_folder(dir), dir, ": not a Hugging Face model folder (needs ", kConfigFile, " and ", kWeightsFile,
-           " or ", kIndexFile, ")");
+           ", ", kIndexFile, " or ", kTorchWeightsFile, ")");
   const fs::path config_path = fs::path(dir) / kConfigFile;
   const ViTConfig config = vit_config_from_hf_json(read_text(config_path), config_path.string());
   // the tensors are checked against the config before the model is built, so that a config far

@@ -7,6 +7,7 @@
 #include "formats/name_map.h"
 #include "nanoformer/core/error.h"
 #include "nanoformer/io/safetensors.h"
+#include "nanoformer/io/torch_checkpoint.h"
 
 namespace nf::models {
 namespace {
@@ -31,9 +32,21 @@ fs::path latest_meta(const fs::path& dir) {
   return best;
 }
 
+// model_<step>.safetensors, else model_<step>.pt as nanochat's torch.save wrote it
 fs::path model_file_of(const fs::path& meta) {
   const std::string step = meta.stem().string().substr(5);  // "meta_" + step
-  return meta.parent_path() / ("model_" + step + ".safetensors");
+  const fs::path safetensors = meta.parent_path() / ("model_" + step + ".safetensors");
+  return fs::exists(safetensors) ? safetensors : meta.parent_path() / ("model_" + step + ".pt");
+}
+
+// The state dict of model_<step>.pt, without torch.compile's "_orig_mod." prefix
+std::map<std::string, Tensor> read_pt_tensors(const fs::path& file) {
+  std::map<std::string, Tensor> tensors;
+  for (auto& [name, tensor] : io::load_torch_checkpoint(file.string())) {
+    const std::string bare = name.rfind("_orig_mod.", 0) == 0 ? name.substr(10) : name;
+    NF_CHECK(tensors.emplace(bare, std::move(tensor)).second, file.string(), ": tensor '", bare, "' is there twice (with and without _orig_mod.)");
+  }
+  return tensors;
 }
 
 DecoderLMConfig nanochat_architecture() {
@@ -127,14 +140,16 @@ DecoderLMConfig config_from_nanochat_meta(const std::string& json_text, const st
 
 std::shared_ptr<DecoderLM> load_nanochat(const std::string& dir) {
   NF_CHECK(is_nanochat_folder(dir), dir, ": not a nanochat checkpoint folder (needs meta_<step>.json and "
-           "model_<step>.safetensors)");
+           "model_<step>.safetensors or model_<step>.pt)");
   const fs::path meta = latest_meta(dir);
   const DecoderLMConfig config = config_from_nanochat_meta(read_text(meta), meta.string());
   const fs::path weights = model_file_of(meta);
   // the tensors are checked against the config before the model is built, so that a config far
   // larger than its files is an error naming the tensors, not an allocation sized by the config
   const nn::StateDict state = import_tensors(
-      nanochat_name_map(config), read_folder_tensors(dir, weights.filename().string(), ""), {}, weights.string());
+      nanochat_name_map(config),
+      weights.extension() == ".pt" ? read_pt_tensors(weights) : read_folder_tensors(dir, weights.filename().string(), ""),
+      {}, weights.string());
   auto model = std::make_shared<DecoderLM>(config);
   model->load_state_dict(state);
   return model;

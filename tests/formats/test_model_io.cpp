@@ -62,6 +62,32 @@ TEST_F(ModelIoTest, MiniMindAndNanochatFoldersAreRecognised) {
   EXPECT_TENSOR_CLOSE(logits_of(*load_decoder_lm(path("nc"))), logits_of(*nanochat), 0.0, 0.0);
 }
 
+// nanochat's own model_<step>.pt (torch.save of the compiled model's state dict, names prefixed
+// "_orig_mod."), read without Python: the same model as its safetensors form, to the bit.
+TEST_F(ModelIoTest, ANanochatFolderWithItsTorchCheckpointLoads) {
+  const std::string data = NF_TEST_DATA_DIR;
+  EXPECT_EQ(detect_model_format(data + "/nanochat/d2_pt"), ModelFormat::nanochat);
+  EXPECT_TENSOR_CLOSE(logits_of(*load_decoder_lm(data + "/nanochat/d2_pt")), logits_of(*load_decoder_lm(data + "/nanochat/d2")),
+                      0.0, 0.0);
+}
+
+// A Hugging Face folder with only transformers' older pytorch_model.bin, and a MiniMind folder with
+// its weights as MiniMind publishes them (a .pth beside config.json): the same models as their
+// safetensors forms, to the bit. Two .pth files are ambiguous and refused by name.
+TEST_F(ModelIoTest, FoldersWithTorchCheckpointsLoad) {
+  const std::string data = NF_TEST_DATA_DIR;
+  EXPECT_EQ(detect_model_format(data + "/hf/gpt2_bin"), ModelFormat::hf);
+  EXPECT_TENSOR_CLOSE(logits_of(*load_decoder_lm(data + "/hf/gpt2_bin")), logits_of(*load_decoder_lm(data + "/hf/gpt2")), 0.0, 0.0);
+  EXPECT_EQ(detect_model_format(data + "/minimind_hf/dense_pth"), ModelFormat::minimind_hf);
+  EXPECT_TENSOR_CLOSE(logits_of(*load_decoder_lm(data + "/minimind_hf/dense_pth")),
+                      logits_of(*load_decoder_lm(data + "/minimind_hf/dense")), 0.0, 0.0);
+  fs::create_directories(path("two"));
+  for (const char* name : {"config.json", "full_sft_512.pth"})
+    fs::copy_file(data + "/minimind_hf/dense_pth/" + name, path("two/") + name);
+  fs::copy_file(data + "/minimind_hf/dense_pth/full_sft_512.pth", path("two/rlhf_512.pth"));
+  EXPECT_THROW_WITH(load_decoder_lm(path("two")), "2 .pth files", "keep the one to load");
+}
+
 TEST_F(ModelIoTest, PresetsAndConfigFilesBuildFreshModels) {
   EXPECT_EQ(detect_model_format("llama2c-stories260k"), ModelFormat::preset);
   EXPECT_EQ(load_decoder_lm("llama2c-stories260k")->num_parameters(), 260032);

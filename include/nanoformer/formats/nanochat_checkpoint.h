@@ -1,9 +1,10 @@
 #pragma once
-// nanochat checkpoints (reference 003) as safetensors: a folder holding meta_<step>.json, whose
-// "model_config" gives sequence_len, vocab_size, n_layer, n_head, n_kv_head, n_embd (other keys of
-// the meta file are training state and are ignored; an unknown model_config key is an error), and
-// model_<step>.safetensors with nanochat's state-dict names (tools/nanochat_pt_to_safetensors.py
-// turns its model_<step>.pt into that). With several steps the highest is read.
+// nanochat checkpoints (reference 003): a folder holding meta_<step>.json, whose "model_config"
+// gives sequence_len, vocab_size, n_layer, n_head, n_kv_head, n_embd (other keys of the meta file
+// are training state and are ignored; an unknown model_config key is an error), and the weights
+// with nanochat's state-dict names: model_<step>.safetensors, or else the model_<step>.pt that
+// nanochat's torch.save wrote (read natively, io/torch_checkpoint.h; torch.compile's "_orig_mod."
+// prefix dropped). With several steps the highest is read.
 // Name map (ours <- theirs): tok_embeddings <- transformer.wte, layers.N.attn.{q,k,v,o}_proj <-
 // transformer.h.N.attn.{c_q,c_k,c_v,c_proj}, layers.N.mlp.{c_fc,c_proj} <- transformer.h.N.mlp.{c_fc,c_proj},
 // output <- lm_head. The architecture is fixed by 003: norm after the embedding, parameter-free
@@ -16,7 +17,7 @@
 
 namespace nf::models {
 
-// A directory holding a meta_*.json and its model_*.safetensors.
+// A directory holding a meta_*.json and its model_*.safetensors or model_*.pt.
 bool is_nanochat_folder(const std::string& path);
 // The model_config object of a meta file -> our config.
 DecoderLMConfig config_from_nanochat_meta(const std::string& json_text, const std::string& source);
