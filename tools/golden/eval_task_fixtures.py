@@ -10,7 +10,8 @@ writes into the folder:
     of every character the prompts hold;
   - llama_char/: a random-weight LlamaForCausalLM (vocab = the characters, dim 32, 2 layers, GQA 4/2,
     max_position_embeddings 512) saved with save_pretrained;
-  - expected.json: for every layout (and "arc_fewshot": arc with 2 shots from arc_dev.jsonl, seed 7),
+  - expected.json: lm-eval's _encode_pair ids of a few (context, continuation) pairs under a byte-level BPE
+    (tests/fixtures/tokenizer/hf_gpt2.json); for every layout (and "arc_fewshot": arc with 2 shots from arc_dev.jsonl, seed 7),
     each record's summed continuation log-probs, gold, and the task's acc and acc_norm; for gsm8k each
     record's greedy generation (transformers' generate, do_sample=False) cut at the stop strings.
 
@@ -205,6 +206,23 @@ def generate(model, tok: Chars, recs: list[dict], stop: list[str], max_new: int)
     return out
 
 
+BPE_PAIRS = [("Question: what is it?\nAnswer:", " the dog"), ("The cat ", "sat"), ("The cat  \n", "sat on"),
+             ("Ans", "wer: yes"), ("ques", "tion"), ("the d", "og runs")]
+
+
+def bpe_encode_pairs(path: Path) -> list[dict]:
+    """_encode_pair with a byte-level BPE (tests/fixtures/tokenizer/hf_gpt2.json, read by HF tokenizers), where
+    moving the context's trailing spaces and merges across the boundary change the ids."""
+    from tokenizers import Tokenizer
+    bpe = Tokenizer.from_file(str(path))
+
+    class Bpe:
+        def encode(self, text: str) -> list[int]:
+            return bpe.encode(text, add_special_tokens=False).ids
+    return [{"context": c, "continuation": k, "context_ids": ids[0], "continuation_ids": ids[1]}
+            for c, k in BPE_PAIRS for ids in [encode_pair(Bpe(), c, k)]]
+
+
 def main(out: Path) -> None:
     logging.getLogger("transformers").setLevel(logging.ERROR)
     torch.set_num_threads(1)
@@ -236,6 +254,7 @@ def main(out: Path) -> None:
     max_new = 24  # a stop string the first generation reaches (characters 8 and 9 of its uncut text), and lm-eval's
     stop = [generate(model, tok, recs["gsm8k"][:1], [], max_new)[0][8:10], "Question:"]
     expected["gsm8k"] = {"stop": stop, "max_new_tokens": max_new, "generated": generate(model, tok, recs["gsm8k"], stop, max_new)}
+    expected["bpe_encode_pair"] = bpe_encode_pairs(out.parent / "tokenizer" / "hf_gpt2.json")
     (out / "expected.json").write_text(json.dumps(expected, indent=1, ensure_ascii=False) + "\n")
     for layout in ("hellaswag", "arc", "mmlu", "ceval", "mc", "arc_fewshot"):
         print(f"{layout}: acc {expected[layout]['acc']:.3f} acc_norm {expected[layout]['acc_norm']:.3f}")
