@@ -48,6 +48,11 @@ class EvalTasksTest : public testing::CliTest {
     EXPECT_DOUBLE_EQ(report.at("acc").get<double>(), oracle.at("acc").get<double>()) << layout;
     EXPECT_DOUBLE_EQ(report.at("acc_norm").get<double>(), oracle.at("acc_norm").get<double>()) << layout;
   }
+  static std::string gsm8k_flags(const nlohmann::json& oracle) {
+    std::string flags = "--max-new-tokens " + std::to_string(oracle.at("max_new_tokens").get<int>());
+    for (const auto& s : oracle.at("stop")) flags += " --stop '" + s.get<std::string>() + "'";
+    return flags;
+  }
   // Runs eval and expects failure with one line naming every part, nothing on stdout.
   void expect_error(const std::string& args, const std::vector<std::string>& parts) const {
     const auto r = cli("eval " + args + " --quiet");
@@ -88,24 +93,25 @@ TEST_F(EvalTasksTest, FewShotExamplesFromADevSplitEqualTransformers) {
 }
 
 TEST_F(EvalTasksTest, Gsm8kGreedyGenerationStopsAtStopStringsAsTransformers) {
+  // the odd records' references are what lm-eval's gsm8k filters extract from transformers' generation
   const nlohmann::json oracle = expected().at("gsm8k");
-  std::string stops;
-  for (const auto& s : oracle.at("stop")) stops += " --stop '" + s.get<std::string>() + "'";
-  const nlohmann::json report = run_task(
-      "gsm8k", "gsm8k.jsonl", "--max-new-tokens " + std::to_string(oracle.at("max_new_tokens").get<int>()) + stops);
+  const nlohmann::json report = run_task("gsm8k", "gsm8k.jsonl", gsm8k_flags(oracle));
   const auto& rows = report.at("per_record");
   ASSERT_EQ(rows.size(), oracle.at("generated").size());
   double matches = 0;
   for (size_t i = 0; i < rows.size(); ++i) {
-    const std::string generated = oracle.at("generated")[i];
-    EXPECT_EQ(rows[i].at("generated"), generated) << "record " << i;
-    const auto extracted = train::extract_answer(generated);
-    const bool match = extracted && *extracted == rows[i].at("answer").get<std::string>();
-    EXPECT_EQ(rows[i].at("exact_match"), match ? 1 : 0);
-    matches += match;
+    EXPECT_EQ(rows[i].at("generated"), oracle.at("generated")[i]) << "record " << i;
+    EXPECT_EQ(rows[i].at("exact_match"), oracle.at("exact_match")[i]) << "record " << i << ": " << rows[i].dump();
+    matches += oracle.at("exact_match")[i].get<int>();
   }
+  EXPECT_GT(matches, 0);
   EXPECT_DOUBLE_EQ(report.at("exact_match").get<double>(), matches / static_cast<double>(rows.size()));
   EXPECT_EQ(rows[0].at("answer"), "1234") << "the fixture's first answer is #### 1,234 normalised";
+  // one shot, its whole answer shown
+  const nlohmann::json shot = run_task("gsm8k", "gsm8k.jsonl",
+                                       gsm8k_flags(oracle) + " --fewshot 1 --fewshot-file " + kFixtures + "gsm8k.jsonl --seed 7");
+  for (size_t i = 0; i < rows.size(); ++i)
+    EXPECT_EQ(shot.at("per_record")[i].at("generated"), expected().at("gsm8k_fewshot").at("generated")[i]) << i;
 }
 
 TEST_F(EvalTasksTest, RecordsInTheWrongLayoutNameFileLineAndField) {

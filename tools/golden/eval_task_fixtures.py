@@ -193,10 +193,12 @@ def score(model, tok: Chars, recs: list[dict], pool: list[dict] | None) -> dict:
     return {"acc": acc / len(recs), "acc_norm": acc_norm / len(recs), "records": rows}
 
 
-def generate(model, tok: Chars, recs: list[dict], stop: list[str], max_new: int) -> list[str]:
+def generate(model, tok: Chars, recs: list[dict], stop: list[str], max_new: int, pool: list[dict] | None = None,
+             shots: int = 0) -> list[str]:
     out = []
-    for r in recs:
-        ids = torch.tensor([tok.encode(context_of(r, []))])
+    for i, r in enumerate(recs):
+        shown = [pool[k] for k in splitmix_fewshot(FEWSHOT_SEED, i, len(pool), shots)] if pool else []
+        ids = torch.tensor([tok.encode(context_of(r, shown))])
         with torch.no_grad():
             new = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new, do_sample=False,
                                  eos_token_id=None, pad_token_id=0)  # the mask, else id 0 ("\n") is taken for padding
@@ -221,6 +223,22 @@ def bpe_encode_pairs(path: Path) -> list[dict]:
             return bpe.encode(text, add_special_tokens=False).ids
     return [{"context": c, "continuation": k, "context_ids": ids[0], "continuation_ids": ids[1]}
             for c, k in BPE_PAIRS for ids in [encode_pair(Bpe(), c, k)]]
+
+
+def normalise(text: str) -> str:
+    """lm-eval gsm8k's exact_match regexes_to_ignore: ",", "\\$", a trailing "\\."; and white space."""
+    text = re.sub(",|\\$", "", text.strip())
+    return re.sub("\\.$", "", text)
+
+
+def lm_eval_extract(text: str) -> str | None:
+    """lm-eval gsm8k's filters: strict "#### (\\-?[0-9\\.\\,]+)", else flexible
+    "(-?[$0-9.,]{2,})|(-?[0-9]+)" (the last match), normalised."""
+    strict = re.findall(r"#### (\-?[0-9\.\,]+)", text)
+    if strict:
+        return normalise(strict[0])
+    flexible = re.findall(r"(-?[$0-9.,]{2,})|(-?[0-9]+)", text)
+    return normalise([g for g in flexible[-1] if g][0]) if flexible else None
 
 
 def main(out: Path) -> None:
@@ -253,12 +271,27 @@ def main(out: Path) -> None:
                                **score(model, tok, recs["arc"], recs["arc_dev"])}
     max_new = 24  # a stop string the first generation reaches (characters 8 and 9 of its uncut text), and lm-eval's
     stop = [generate(model, tok, recs["gsm8k"][:1], [], max_new)[0][8:10], "Question:"]
-    expected["gsm8k"] = {"stop": stop, "max_new_tokens": max_new, "generated": generate(model, tok, recs["gsm8k"], stop, max_new)}
+    generated = generate(model, tok, recs["gsm8k"], stop, max_new)
+    # the odd records' reference becomes what lm-eval's filters extract from their generation (the prompt holds
+    # only the question, so the generation does not change), so that exact match is 1 on them
+    for i in range(1, len(generated), 2):
+        found = lm_eval_extract(generated[i])
+        if found is not None:
+            raw["gsm8k"][i]["answer"] = f"the model says {found}\n#### {found}"
+    (out / "gsm8k.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in raw["gsm8k"]))
+    golds = [normalise(r["answer"].split("####")[-1]) for r in raw["gsm8k"]]
+    matches = [int(lm_eval_extract(g) == gold) for g, gold in zip(generated, golds)]
+    expected["gsm8k"] = {"stop": stop, "max_new_tokens": max_new, "generated": generated, "exact_match": matches}
+    # 1-shot from the same file (a shot shows its whole answer, "#### N" included), seed 7
+    gsm8k = [doc("gsm8k", d) for d in raw["gsm8k"]]
+    expected["gsm8k_fewshot"] = {"fewshot": 1, "seed": FEWSHOT_SEED,
+                                 "generated": generate(model, tok, gsm8k, stop, max_new, gsm8k, 1)}
     expected["bpe_encode_pair"] = bpe_encode_pairs(out.parent / "tokenizer" / "hf_gpt2.json")
     (out / "expected.json").write_text(json.dumps(expected, indent=1, ensure_ascii=False) + "\n")
     for layout in ("hellaswag", "arc", "mmlu", "ceval", "mc", "arc_fewshot"):
         print(f"{layout}: acc {expected[layout]['acc']:.3f} acc_norm {expected[layout]['acc_norm']:.3f}")
     print("gsm8k:", expected["gsm8k"]["generated"])
+    print("gsm8k 1-shot:", expected["gsm8k_fewshot"]["generated"])
 
 
 if __name__ == "__main__":
