@@ -75,6 +75,25 @@ std::string generate_until(models::DecoderLM& model, const tokenizer::Tokenizer&
   }
 }
 
+// One record's row of the report: its choices' scores, or its generation and exact match.
+nlohmann::json evaluate_record(models::DecoderLM& model, const tokenizer::Tokenizer& tok, const Task& t,
+                               const TaskArgs& a, size_t i, const std::vector<std::string>& stop) {
+  const train::TaskRecord& r = t.records[i];
+  const std::string context = t.context(a, i);
+  if (train::is_multiple_choice(t.layout)) {
+    std::vector<std::string> continuations;
+    for (const std::string& choice : r.choices) continuations.push_back(r.delimiter + choice);
+    return score_record(r, train::continuation_logprobs(model, train::encode_choices(tok, context, continuations)));
+  }
+  const std::string generated = generate_until(model, tok, context, a, stop);
+  const std::optional<std::string> extracted = train::extract_answer(generated);
+  return {{"line", r.line},
+          {"answer", r.answer},
+          {"generated", generated},
+          {"extracted", extracted ? nlohmann::json(*extracted) : nlohmann::json(nullptr)},
+          {"exact_match", extracted && *extracted == r.answer ? 1 : 0}};
+}
+
 void print_table(const TaskArgs& a, const Task& t, double acc, double acc_norm, double seconds) {
   const bool mc = train::is_multiple_choice(t.layout);
   std::printf("| task | layout | records | shots | %s | seconds |\n", mc ? "acc | acc_norm" : "exact_match");
@@ -120,25 +139,15 @@ void run_task(const TaskArgs& a) {
   double acc = 0, acc_norm = 0;
   for (size_t i = 0; i < t.records.size(); ++i) {
     const train::TaskRecord& r = t.records[i];
-    const std::string context = t.context(a, i);
+    try {
+      rows.push_back(evaluate_record(*model, *tok, t, a, i, stop));
+    } catch (const Error& e) {  // a text the tokenizer or the model cannot take: which record
+      NF_FAIL(a.task, ":", r.line, ": ", e.what());
+    }
     if (train::is_multiple_choice(layout)) {
-      std::vector<std::string> continuations;
-      for (const std::string& choice : r.choices) continuations.push_back(r.delimiter + choice);
-      const std::vector<double> logprobs =
-          train::continuation_logprobs(*model, train::encode_choices(*tok, context, continuations));
-      nlohmann::json row = score_record(r, logprobs);
-      acc += row.at("acc").get<int>(), acc_norm += row.at("acc_norm").get<int>();
-      rows.push_back(row);
+      acc += rows.back().at("acc").get<int>(), acc_norm += rows.back().at("acc_norm").get<int>();
     } else {
-      const std::string generated = generate_until(*model, *tok, context, a, stop);
-      const std::optional<std::string> extracted = train::extract_answer(generated);
-      const bool match = extracted && *extracted == r.answer;
-      acc += match ? 1 : 0;
-      rows.push_back({{"line", r.line},
-                      {"answer", r.answer},
-                      {"generated", generated},
-                      {"extracted", extracted ? nlohmann::json(*extracted) : nlohmann::json(nullptr)},
-                      {"exact_match", match ? 1 : 0}});
+      acc += rows.back().at("exact_match").get<int>();
     }
     if (bar) bar->update(static_cast<int64_t>(i) + 1);
   }

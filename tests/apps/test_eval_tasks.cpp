@@ -138,6 +138,18 @@ TEST_F(EvalTasksTest, RecordsInTheWrongLayoutNameFileLineAndField) {
   expect_bad_record("arc", R"({"question": "q", )", {"not a JSON object"});
 }
 
+TEST_F(EvalTasksTest, TextTheTokenizerCannotTakeNamesItsRecord) {
+  std::ofstream(path("euro.jsonl")) << R"({"context": "the dog", "choices": [" runs", " red"], "gold": 0})" << "\n"
+                                    << R"({"context": "the \u20ac", "choices": [" runs", " red"], "gold": 0})" << "\n";
+  const auto r = cli("eval " + kFixtures + "llama_char -t " + kFixtures + "chars.json --task " + path("euro.jsonl") +
+                     " --layout mc -q");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(r.out, "");
+  // after the conditions line, one error line naming the record and the character
+  EXPECT_NE(r.err.find("\nnanoformer: " + path("euro.jsonl") + ":2: character tokenizer: U+20AC"), std::string::npos)
+      << r.err;
+}
+
 TEST_F(EvalTasksTest, BadTaskFlagsAreErrors) {
   const std::string model = kFixtures + "llama_char -t " + kFixtures + "chars.json ";
   const std::string arc = "--task " + kFixtures + "arc.jsonl ";
