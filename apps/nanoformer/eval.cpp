@@ -1,8 +1,9 @@
 // `nanoformer eval MODEL --data TOKENS --context 256,512,1024`: perplexity of a language model at
 // several context lengths in one command (train/perplexity.h), optionally past the model's
 // max_seq_len and with a RoPE scaling applied at evaluation time (models/context_extension.h).
-// A markdown table goes to stdout, progress and conditions to stderr, and --json writes the table
-// as JSON.
+// With a tokenizer, bits per byte beside perplexity. A markdown table goes to stdout, progress and
+// conditions to stderr, and --json writes the table as JSON. `--task FILE --layout NAME` runs a
+// benchmark instead (eval_tasks.h).
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -319,7 +320,7 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--max-new-tokens", a->task.max_new_tokens, "With --layout gsm8k: the longest answer generated")
       ->capture_default_str();
   cmd->add_option("--stop", a->task.stop,
-                  "With --layout gsm8k: stop strings (default lm-eval's: \"Question:\", \"</s>\", \"<|im_end|>\")");
+                  "With --layout gsm8k: a stop string, repeatable (default lm-eval's: \"Question:\", \"</s>\", \"<|im_end|>\")");
   cmd->add_flag("--quiet,-q", a->quiet, "No progress bar");
   cmd->callback([a, cmd] { run_eval(*a, *cmd); });
 }
