@@ -1,13 +1,12 @@
 // `nanoformer eval MODEL --data TOKENS --context 256,512,1024`: perplexity of a language model at
 // several context lengths in one command (train/perplexity.h), optionally past the model's
 // max_seq_len and with a RoPE scaling applied at evaluation time (models/context_extension.h).
-// A markdown table goes to stdout, progress and conditions to stderr, and --json writes the table
-// as JSON.
+// With a tokenizer, bits per byte beside perplexity. A markdown table goes to stdout, progress and
+// conditions to stderr, and --json writes the table as JSON. `--task FILE --layout NAME` runs a
+// benchmark instead (eval_tasks.h).
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -17,6 +16,7 @@
 
 #include "command.h"
 #include "eval_report.h"
+#include "eval_tasks.h"
 #include "generation_options.h"
 #include "nanoformer/core/error.h"
 #include "nanoformer/core/parallel.h"
@@ -24,6 +24,7 @@
 #include "nanoformer/formats/model_io.h"
 #include "nanoformer/io/gguf.h"
 #include "nanoformer/models/context_extension.h"
+#include "nanoformer/tokenizer/tokenizer.h"
 #include "nanoformer/train/perplexity.h"
 #include "nanoformer/util/progress_bar.h"
 
@@ -40,6 +41,7 @@ struct EvalArgs {
   uint64_t max_tokens = 131072;
   int64_t batch_tokens = 4096;
   bool quiet = false;
+  TaskArgs task;  // --task: a benchmark instead of perplexity
 };
 
 // "256,512, 1024" -> {256, 512, 1024}: positive integers, each once.
@@ -104,16 +106,17 @@ std::string scaling_text(const std::string& scaling, double factor) {
 }
 
 void print_table(const std::vector<Row>& rows, const models::DecoderLMConfig& c, const std::string& scaling) {
-  std::printf("| context | windows | tokens | loss | perplexity | positions | RoPE scaling |\n");
-  std::printf("| ---: | ---: | ---: | ---: | ---: | --- | --- |\n");
+  std::printf("| context | windows | tokens | loss | perplexity | bits/byte | positions | RoPE scaling |\n");
+  std::printf("| ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |\n");
   for (const Row& r : rows) {
     const int64_t L = r.result.context;
     const std::string positions = L <= c.max_seq_len ? "within max_seq_len"
                                                      : format("%gx max_seq_len", static_cast<double>(L) /
                                                                                      static_cast<double>(c.max_seq_len));
-    std::printf("| %lld | %lld | %lld | %.4f | %.3f | %s | %s |\n", static_cast<long long>(L),
+    const std::string bpb = std::isnan(r.result.bits_per_byte) ? "-" : format("%.4f", r.result.bits_per_byte);
+    std::printf("| %lld | %lld | %lld | %.4f | %.3f | %s | %s | %s |\n", static_cast<long long>(L),
                 static_cast<long long>(r.result.windows), static_cast<long long>(r.result.tokens), r.result.loss,
-                r.result.perplexity, positions.c_str(), scaling_text(scaling, r.rope_factor).c_str());
+                r.result.perplexity, bpb.c_str(), positions.c_str(), scaling_text(scaling, r.rope_factor).c_str());
   }
 }
 
@@ -127,6 +130,9 @@ nlohmann::json report_json(const EvalArgs& a, const nlohmann::json& config, uint
                        {"tokens", r.result.tokens},
                        {"loss", r.result.loss},
                        {"perplexity", r.result.perplexity},
+                       {"bytes", r.result.bytes},
+                       {"bits_per_byte", std::isnan(r.result.bits_per_byte) ? nlohmann::json(nullptr)
+                                                                            : nlohmann::json(r.result.bits_per_byte)},
                        {"past_max_seq_len", r.result.context > max_seq_len},
                        {"rope_factor", r.rope_factor},
                        {"seconds", r.seconds}});
@@ -139,16 +145,6 @@ nlohmann::json report_json(const EvalArgs& a, const nlohmann::json& config, uint
           {"cache_type", a.cache_type},
           {"model_config", config},
           {"results", results}};
-}
-
-void write_json(const std::string& path, const nlohmann::json& report) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << report.dump(2) << "\n";
-    NF_CHECK(out.good(), "--json: cannot write ", tmp);
-  }
-  std::filesystem::rename(tmp, path);
 }
 
 // --combine: earlier reports side by side, no model run.
@@ -170,7 +166,35 @@ void run_combine(const EvalArgs& a, const CLI::App& cmd) {
   if (!a.plot.empty()) write_change_chart(a.plot, a.title, reports, a.baseline, a.bounds);
 }
 
+// --task: a benchmark; the perplexity flags do not apply, the task flags only with it.
+void run_benchmark(EvalArgs a, const CLI::App& cmd) {
+  for (const char* flag : {"--data", "--context", "--rope-scaling", "--rope-factor", "--max-tokens", "--batch-tokens",
+                           "--cache-type", "--combine", "--baseline", "--bounds", "--plot", "--title"})
+    NF_CHECK(cmd.count(flag) == 0, flag, " is for perplexity; --task runs a benchmark");
+  NF_CHECK(!a.model.empty() && !a.task.layout.empty(), "--task needs MODEL and --layout hellaswag|arc|mmlu|ceval|mc|gsm8k");
+  a.task.model = a.model, a.task.tokenizer = a.tokenizer, a.task.json = a.json, a.task.label = a.label;
+  a.task.quiet = a.quiet;
+  run_task(a.task);
+}
+
+// The UTF-8 bytes of every id's text (0 for ids the tokenizer does not use), for bits per byte.
+std::vector<int64_t> token_byte_lengths(const std::string& tokenizer_path, int64_t vocab_size) {
+  if (tokenizer_path.empty()) return {};
+  const std::unique_ptr<tokenizer::Tokenizer> tok = tokenizer::load_tokenizer(tokenizer_path);
+  std::vector<int64_t> bytes(static_cast<size_t>(vocab_size), 0);
+  for (int64_t id = 0; id < vocab_size && static_cast<size_t>(id) < tok->vocab_size(); ++id) {
+    try {
+      bytes[static_cast<size_t>(id)] = static_cast<int64_t>(tok->token_bytes(static_cast<tokenizer::TokenId>(id)).size());
+    } catch (const Error&) {  // an unused id
+    }
+  }
+  return bytes;
+}
+
 void run_eval(const EvalArgs& a, const CLI::App& cmd) {
+  if (!a.task.task.empty()) return run_benchmark(a, cmd);
+  for (const char* flag : {"--layout", "--fewshot", "--fewshot-file", "--seed", "--max-new-tokens", "--stop"})
+    NF_CHECK(cmd.count(flag) == 0, flag, " is for benchmarks: give --task FILE");
   NF_CHECK(cmd.count("--title") == 0 || !a.plot.empty(), "--title is the --plot chart's title: give --plot FILE");
   if (!a.combine.empty()) return run_combine(a, cmd);
   for (const char* flag : {"--baseline", "--bounds"})
@@ -200,6 +224,7 @@ void run_eval(const EvalArgs& a, const CLI::App& cmd) {
   // a GGUF model brings its own tokenizer
   const std::string tokenizer = a.tokenizer.empty() && io::is_gguf_file(a.model) ? tokenizer_beside(a.model) : a.tokenizer;
   const auto corpus = train::load_token_corpus(a.data, tokenizer, c.vocab_size, !a.quiet);
+  const std::vector<int64_t> token_bytes = token_byte_lengths(tokenizer, c.vocab_size);
   int64_t total_windows = 0;
   for (int64_t L : contexts) {
     const int64_t windows = train::perplexity_windows(corpus->size(), L, a.max_tokens);
@@ -225,7 +250,8 @@ void run_eval(const EvalArgs& a, const CLI::App& cmd) {
     Row row;
     row.rope_factor = e.rope_factor;
     row.result = train::evaluate_perplexity(*extended, *corpus, {.context = L, .max_tokens = a.max_tokens,
-                                                                 .batch_tokens = a.batch_tokens, .cache_type = cache_type},
+                                                                 .batch_tokens = a.batch_tokens, .cache_type = cache_type,
+                                                                 .token_bytes = token_bytes},
                                             [&](int64_t done) {
                                               if (bar) bar->update(windows_before + done, status);
                                             });
@@ -236,7 +262,7 @@ void run_eval(const EvalArgs& a, const CLI::App& cmd) {
   if (bar) bar->finish();
   print_table(rows, c, used_scaling);
   const nlohmann::json report = report_json(a, config, corpus->size(), used_scaling, rows);
-  if (!a.json.empty()) write_json(a.json, report);
+  if (!a.json.empty()) write_eval_report(a.json, report);
   if (!a.plot.empty()) write_eval_chart(a.plot, a.title.empty() ? a.model : a.title, {report});
 }
 
@@ -257,7 +283,11 @@ void add_eval_command(CLI::App& app) {
       "context / max_seq_len at each context.\n"
       "  nanoformer eval --combine rope.json alibi.json --plot ppl.png   (earlier --json reports side by side)\n"
       "  nanoformer eval --combine f32.json q8_0.json q4_0.json --baseline f32 --bounds 0.5,5 --plot change.png\n"
-      "      (each report's change from the report labelled f32 of the same model, as bars)");
+      "      (each report's change from the report labelled f32 of the same model, as bars)\n"
+      "With a tokenizer, bits per byte beside perplexity. Benchmarks on local JSONL task files (docs/evaluation.md):\n"
+      "  nanoformer eval model/ -t tokenizer.json --task hellaswag_val.jsonl --layout hellaswag --json hs.json\n"
+      "  nanoformer eval model/ -t tokenizer.json --task arc_test.jsonl --layout arc --fewshot 5 --fewshot-file arc_dev.jsonl\n"
+      "  nanoformer eval model/ -t tokenizer.json --task gsm8k_test.jsonl --layout gsm8k --max-new-tokens 256");
   auto a = std::make_shared<EvalArgs>();
   cmd->add_option("model,--model,-m", a->model, "Model: checkpoint, HF / MiniMind / nanochat folder, llama2.c .bin");
   cmd->add_option("--data,-d", a->data, "Token files, text or JSONL documents (text and JSONL need --tokenizer)");
@@ -282,6 +312,15 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--plot", a->plot,
                   "Draw perplexity against context (.png or .svg; with --baseline, the changes as bars)");
   cmd->add_option("--title", a->title, "The chart's title");
+  cmd->add_option("--task", a->task.task, "Instead of perplexity: a benchmark on this local JSONL task file");
+  cmd->add_option("--layout", a->task.layout, "The --task file's record layout: hellaswag, arc, mmlu, ceval, mc, gsm8k");
+  cmd->add_option("--fewshot", a->task.fewshot, "With --task: few-shot examples before each record, from --fewshot-file");
+  cmd->add_option("--fewshot-file", a->task.fewshot_file, "With --task: the dev split the few-shot examples come from");
+  cmd->add_option("--seed", a->task.seed, "With --fewshot: which examples each record is shown")->capture_default_str();
+  cmd->add_option("--max-new-tokens", a->task.max_new_tokens, "With --layout gsm8k: the longest answer generated")
+      ->capture_default_str();
+  cmd->add_option("--stop", a->task.stop,
+                  "With --layout gsm8k: a stop string, repeatable (default lm-eval's: \"Question:\", \"</s>\", \"<|im_end|>\")");
   cmd->add_flag("--quiet,-q", a->quiet, "No progress bar");
   cmd->callback([a, cmd] { run_eval(*a, *cmd); });
 }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -92,6 +93,16 @@ std::string format_number(const char* pattern, double value) {
 }
 
 }  // namespace
+
+void write_eval_report(const std::string& path, const nlohmann::json& report) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << report.dump(2) << "\n";
+    NF_CHECK(out.good(), "--json: cannot write ", tmp);
+  }
+  std::filesystem::rename(tmp, path);
+}
 
 nlohmann::json read_eval_report(const std::string& path) {
   std::ifstream in(path);

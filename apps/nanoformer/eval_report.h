@@ -9,6 +9,8 @@
 
 namespace nf::cli {
 
+// Writes a report as JSON to a temporary beside `path`, then renames it (--json).
+void write_eval_report(const std::string& path, const nlohmann::json& report);
 // Reads an eval report; an nf::Error names the file and the key when it is not one.
 nlohmann::json read_eval_report(const std::string& path);
 // "| model | 128 | 256 | ... |" rows of perplexities, "-" where a report lacks a context.

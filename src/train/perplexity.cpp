@@ -31,6 +31,8 @@ Perplexity evaluate_perplexity(models::DecoderLM& model, const TokenCorpus& corp
            " hold no window of context ", L, " + 1 tokens");
   const int64_t per_pass = std::max<int64_t>(1, o.batch_tokens / L);
   const auto vocab = static_cast<uint64_t>(model.config().vocab_size);
+  NF_CHECK(o.token_bytes.empty() || o.token_bytes.size() == vocab, "perplexity: ", o.token_bytes.size(),
+           " token byte lengths for a vocabulary of ", vocab);
   model.eval();
   NoGradGuard no_grad;
   double loss_sum = 0.0;  // sum over targets of -log p(target)
@@ -51,6 +53,7 @@ Perplexity evaluate_perplexity(models::DecoderLM& model, const TokenCorpus& corp
       for (int64_t t = 0; t < L; ++t) {
         x[b * L + t] = window[static_cast<size_t>(t)];      // inputs  w[:-1]
         y[b * L + t] = window[static_cast<size_t>(t) + 1];  // targets w[1:]
+        if (!o.token_bytes.empty()) result.bytes += o.token_bytes[window[static_cast<size_t>(t) + 1]];
       }
     }
     Tensor token_loss;
@@ -67,6 +70,7 @@ Perplexity evaluate_perplexity(models::DecoderLM& model, const TokenCorpus& corp
   result.tokens = result.windows * L;
   result.loss = loss_sum / static_cast<double>(result.tokens);
   result.perplexity = std::exp(result.loss);
+  if (result.bytes > 0) result.bits_per_byte = loss_sum / (std::log(2.0) * static_cast<double>(result.bytes));
   return result;
 }
 

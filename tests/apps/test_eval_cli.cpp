@@ -87,6 +87,34 @@ TEST_F(EvalCliTest, PerplexityEqualsExpOfTheMeanTokenLossByHand) {
   EXPECT_NEAR(past.at("loss").get<double>(), by_hand, 1e-5 * by_hand);
 }
 
+// nanochat's loss_eval: bits per byte = summed target losses in nats / (ln 2 * UTF-8 bytes of the targets).
+TEST_F(EvalCliTest, BitsPerByteIsTheSummedLossOverLn2TimesTheTargetBytes) {
+  std::string text;
+  for (int i = 0; i < 30; ++i) text += "a\u00e9\u4e2d";  // characters of 1, 2 and 3 bytes
+  std::ofstream(path("text.txt")) << text;
+  ASSERT_EQ(cli("tokenizer train --char -i " + path("text.txt") + " -o " + path("chars.json")).exit_code, 0);
+  const auto r = cli("eval " + path("rope.safetensors") + " --data " + path("text.txt") + " -t " + path("chars.json") +
+                     " --context 8 --json " + path("bpb.json") + " -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json report = read_json("bpb.json");
+  const auto& row = report.at("results")[0];
+  ASSERT_EQ(row.at("tokens"), 88);  // 90 characters: 11 windows of 8 targets, characters 1 .. 88
+  int64_t bytes = 0;
+  for (int k = 1; k <= 88; ++k) bytes += k % 3 + 1;
+  EXPECT_EQ(row.at("bytes"), bytes);
+  const double expected = row.at("loss").get<double>() * 88 / (std::log(2.0) * static_cast<double>(bytes));
+  EXPECT_NEAR(row.at("bits_per_byte").get<double>(), expected, 1e-9 * expected);
+  char cell[32];
+  std::snprintf(cell, sizeof cell, "| %.4f |", expected);
+  EXPECT_NE(r.out.find(cell), std::string::npos) << r.out;
+  // token files without a tokenizer: no bytes to divide by
+  const auto ids = cli("eval " + path("rope.safetensors") + " --data " + path("tokens.bin") + " --context 8 --json " +
+                       path("ids.json") + " -q");
+  ASSERT_EQ(ids.exit_code, 0) << ids.err;
+  EXPECT_TRUE(read_json("ids.json").at("results")[0].at("bits_per_byte").is_null());
+  EXPECT_NE(ids.out.find("| - |"), std::string::npos) << ids.out;
+}
+
 TEST_F(EvalCliTest, RopeFactorAutoScalesPastMaxSeqLenOnly) {
   const auto plain = cli("eval " + path("rope.safetensors") + " -d " + path("tokens.bin") + " -T 16,32 --json " +
                          path("plain.json") + " -q");

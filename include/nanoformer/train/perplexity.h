@@ -6,9 +6,13 @@
 // Each window is one independent forward pass starting at position 0, so a target at offset i
 // sees i earlier tokens (the ALiBi paper's non-overlapping evaluation). Then
 //   loss = mean over all W L targets of -log softmax(logits)[target],  perplexity = exp(loss).
+// With the byte length of every token's text: bits per byte (nanochat's loss_eval), which does not
+// depend on the tokenizer:  bits_per_byte = sum of target losses / (ln 2 * bytes of the targets).
 // The same budget at every context scores the same tokens, so contexts compare like for like.
+#include <cmath>
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 #include "nanoformer/data/token_corpus.h"
 #include "nanoformer/models/decoder_lm.h"
@@ -22,6 +26,8 @@ struct PerplexityOptions {
   // f32: the plain forward. f16, bf16, q8_0: each pass prefilled into a KV cache of that type, its
   // attention reading the keys and values as the cache stores them (what the cache type costs).
   QuantType cache_type = QuantType::f32;
+  // The UTF-8 bytes of each id's text (tokenizer.token_bytes), vocab_size entries; empty: no bits per byte.
+  std::vector<int64_t> token_bytes = {};
 };
 
 struct Perplexity {
@@ -30,6 +36,8 @@ struct Perplexity {
   int64_t tokens = 0;       // targets scored: W L
   double loss = 0.0;        // mean cross-entropy per target, in nats
   double perplexity = 0.0;  // exp(loss)
+  int64_t bytes = 0;        // of the targets' text (0 without token_bytes)
+  double bits_per_byte = std::nan("");  // sum of losses / (ln 2 * bytes); nan without token_bytes
 };
 
 // W for a stream of `stream_tokens` tokens: floor(min(stream_tokens - 1, max_tokens) / L).

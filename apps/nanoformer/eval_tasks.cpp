@@ -1,0 +1,173 @@
+// Benchmarks on local task files: multiple choice by log-likelihood, GSM8K by generation (eval_tasks.h).
+#include "eval_tasks.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "eval_report.h"
+#include "generation_options.h"
+#include "nanoformer/autograd/grad_mode.h"
+#include "nanoformer/core/error.h"
+#include "nanoformer/formats/model_io.h"
+#include "nanoformer/infer/decode_step.h"
+#include "nanoformer/infer/stop_criteria.h"
+#include "nanoformer/io/gguf.h"
+#include "nanoformer/tokenizer/tokenizer.h"
+#include "nanoformer/train/answer_extraction.h"
+#include "nanoformer/train/choice_scoring.h"
+#include "nanoformer/train/task_records.h"
+#include "nanoformer/util/progress_bar.h"
+
+namespace nf::cli {
+namespace {
+
+struct Task {
+  train::TaskLayout layout;
+  std::vector<train::TaskRecord> records, shots;
+  // The context of record i, with its few-shot examples.
+  std::string context(const TaskArgs& a, size_t i) const {
+    std::vector<const train::TaskRecord*> shown;
+    for (size_t k : train::fewshot_indices(a.seed, i, shots.size(), static_cast<size_t>(a.fewshot)))
+      shown.push_back(&shots[k]);
+    return train::task_context(records[i], shown);
+  }
+};
+
+// acc and acc_norm of one record from its summed log-probs.
+nlohmann::json score_record(const train::TaskRecord& r, const std::vector<double>& logprobs) {
+  std::vector<double> normalised;
+  std::vector<int64_t> bytes;
+  for (size_t c = 0; c < logprobs.size(); ++c) {
+    bytes.push_back(static_cast<int64_t>(r.choices[c].size()));
+    normalised.push_back(logprobs[c] / static_cast<double>(std::max<size_t>(1, r.choices[c].size())));
+  }
+  const size_t pred = train::argmax(logprobs), pred_norm = train::argmax(normalised);
+  return {{"line", r.line},       {"gold", r.gold},           {"logprobs", logprobs}, {"bytes", bytes},
+          {"pred", pred},         {"pred_norm", pred_norm},   {"acc", pred == static_cast<size_t>(r.gold) ? 1 : 0},
+          {"acc_norm", pred_norm == static_cast<size_t>(r.gold) ? 1 : 0}};
+}
+
+// Greedy generation until a stop string (the text before it is the answer) or max_new_tokens.
+std::string generate_until(models::DecoderLM& model, const tokenizer::Tokenizer& tok, const std::string& prompt,
+                           const TaskArgs& a, const std::vector<std::string>& stop) {
+  std::vector<int64_t> ids;
+  for (tokenizer::TokenId id : tok.encode(prompt)) ids.push_back(static_cast<int64_t>(id));
+  NF_CHECK(!ids.empty(), "--task: a prompt encodes to no token");
+  const int64_t window = model.config().max_seq_len, V = model.config().vocab_size;
+  if (static_cast<int64_t>(ids.size()) > window) ids.erase(ids.begin(), ids.end() - window);
+  for (int64_t id : ids) NF_CHECK(id < V, "--task: token id ", id, " is not below the model's vocabulary size ", V);
+  infer::CachedSequence sequence(model, 0, {.crop = true});
+  Tensor logits = sequence.feed(ids);
+  infer::StopStringMatcher matcher(stop);
+  std::string text;
+  for (int64_t count = 1;; ++count) {
+    const Tensor z = logits.to(DType::f32).contiguous();
+    const float* row = z.data<float>();
+    const int64_t id = std::max_element(row, row + V) - row;
+    text += matcher.push(tok.token_bytes(static_cast<tokenizer::TokenId>(id)));
+    if (matcher.stopped()) return text;
+    if (count == a.max_new_tokens) return text + matcher.flush();
+    sequence.make_room(1);
+    logits = sequence.feed({id});
+  }
+}
+
+// One record's row of the report: its choices' scores, or its generation and exact match.
+nlohmann::json evaluate_record(models::DecoderLM& model, const tokenizer::Tokenizer& tok, const Task& t,
+                               const TaskArgs& a, size_t i, const std::vector<std::string>& stop) {
+  const train::TaskRecord& r = t.records[i];
+  const std::string context = t.context(a, i);
+  if (train::is_multiple_choice(t.layout)) {
+    std::vector<std::string> continuations;
+    for (const std::string& choice : r.choices) continuations.push_back(r.delimiter + choice);
+    return score_record(r, train::continuation_logprobs(model, train::encode_choices(tok, context, continuations)));
+  }
+  const std::string generated = generate_until(model, tok, context, a, stop);
+  const std::optional<std::string> extracted = train::extract_answer(generated);
+  return {{"line", r.line},
+          {"answer", r.answer},
+          {"generated", generated},
+          {"extracted", extracted ? nlohmann::json(*extracted) : nlohmann::json(nullptr)},
+          {"exact_match", extracted && *extracted == r.answer ? 1 : 0}};
+}
+
+void print_table(const TaskArgs& a, const Task& t, double acc, double acc_norm, double seconds) {
+  const bool mc = train::is_multiple_choice(t.layout);
+  std::printf("| task | layout | records | shots | %s | seconds |\n", mc ? "acc | acc_norm" : "exact_match");
+  std::printf("| --- | --- | ---: | ---: | ---: |%s ---: |\n", mc ? " ---: |" : "");
+  std::printf("| %s | %s | %zu | %lld | %.4f |", a.task.c_str(), a.layout.c_str(), t.records.size(),
+              static_cast<long long>(a.fewshot), acc);
+  if (mc) std::printf(" %.4f |", acc_norm);
+  std::printf(" %.1f |\n", seconds);
+}
+
+}  // namespace
+
+void run_task(const TaskArgs& a) {
+  const train::TaskLayout layout = train::task_layout_from_name(a.layout);
+  NF_CHECK(a.fewshot >= 0, "--fewshot: ", a.fewshot, " must be 0 or more");
+  NF_CHECK((a.fewshot > 0) == !a.fewshot_file.empty(), "--fewshot N and --fewshot-file FILE go together");
+  NF_CHECK(a.max_new_tokens > 0, "--max-new-tokens: ", a.max_new_tokens, " must be positive");
+  NF_CHECK(a.stop.empty() || layout == train::TaskLayout::gsm8k, "--stop is for generative tasks (--layout gsm8k)");
+  for (const std::string& s : a.stop) NF_CHECK(!s.empty(), "--stop: a stop string is empty");
+  const std::string tokenizer_path =
+      a.tokenizer.empty() && io::is_gguf_file(a.model) ? tokenizer_beside(a.model) : a.tokenizer;
+  NF_CHECK(!tokenizer_path.empty(), "--task needs --tokenizer (the model's tokenizer.json or character vocabulary)");
+
+  Task t{.layout = layout, .records = train::load_task_records(a.task, layout), .shots = {}};
+  if (a.fewshot > 0) {
+    t.shots = train::load_task_records(a.fewshot_file, layout);
+    NF_CHECK(static_cast<size_t>(a.fewshot) <= t.shots.size(), "--fewshot ", a.fewshot, ": ", a.fewshot_file,
+             " holds only ", t.shots.size(), " records");
+  }
+  const std::unique_ptr<tokenizer::Tokenizer> tok = tokenizer::load_tokenizer(tokenizer_path);
+  const std::shared_ptr<models::DecoderLM> model = models::load_decoder_lm(a.model);
+  model->eval();
+  NoGradGuard no_grad;
+  const std::vector<std::string> stop =
+      a.stop.empty() ? std::vector<std::string>{"Question:", "</s>", "<|im_end|>"} : a.stop;
+  std::fprintf(stderr, "nanoformer eval: %s on %s (%s layout, %zu records, %lld-shot)\n", a.model.c_str(),
+               a.task.c_str(), a.layout.c_str(), t.records.size(), static_cast<long long>(a.fewshot));
+
+  const auto start = std::chrono::steady_clock::now();
+  std::unique_ptr<ProgressBar> bar;
+  if (!a.quiet) bar = std::make_unique<ProgressBar>(static_cast<int64_t>(t.records.size()), "eval", "records");
+  nlohmann::json rows = nlohmann::json::array();
+  double acc = 0, acc_norm = 0;
+  for (size_t i = 0; i < t.records.size(); ++i) {
+    const train::TaskRecord& r = t.records[i];
+    try {
+      rows.push_back(evaluate_record(*model, *tok, t, a, i, stop));
+    } catch (const Error& e) {  // a text the tokenizer or the model cannot take: which record
+      NF_FAIL(a.task, ":", r.line, ": ", e.what());
+    }
+    if (train::is_multiple_choice(layout)) {
+      acc += rows.back().at("acc").get<int>(), acc_norm += rows.back().at("acc_norm").get<int>();
+    } else {
+      acc += rows.back().at("exact_match").get<int>();
+    }
+    if (bar) bar->update(static_cast<int64_t>(i) + 1);
+  }
+  if (bar) bar->finish();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const auto n = static_cast<double>(t.records.size());
+  acc /= n, acc_norm /= n;
+  print_table(a, t, acc, acc_norm, seconds);
+  if (a.json.empty()) return;
+  nlohmann::json report = {{"model", a.model},   {"label", a.label},     {"task", a.task},
+                           {"layout", a.layout}, {"fewshot", a.fewshot}, {"seed", a.seed},
+                           {"records", t.records.size()},                {"seconds", seconds},
+                           {"model_config", nlohmann::json::parse(model->config_json())}};
+  if (train::is_multiple_choice(layout)) {
+    report["acc"] = acc, report["acc_norm"] = acc_norm;
+  } else {
+    report["exact_match"] = acc, report["stop"] = stop, report["max_new_tokens"] = a.max_new_tokens;
+  }
+  report["per_record"] = rows;
+  write_eval_report(a.json, report);
+}
+
+}  // namespace nf::cli

@@ -1,0 +1,180 @@
+// `nanoformer eval --task`: benchmarks on local JSONL task files, against transformers. The fixtures
+// (tests/fixtures/eval, written by tools/golden/eval_task_fixtures.py) hold 50 records in each
+// multiple-choice layout, a random-weight LlamaForCausalLM saved with save_pretrained, a character
+// vocabulary, and what transformers computed: every choice's summed continuation log-prob, acc and
+// acc_norm, and greedy GSM8K generations cut at stop strings. The tolerance, 1e-4 on a sum of up
+// to ~40 log-probs of magnitude ~5: both sides run the same f32 model, but with different kernels,
+// summation orders and (here) a KV-cached prefix, so each logit differs by ~1e-6 relative; summed
+// over a continuation that is ~1e-5, and 1e-4 leaves room without hiding a wrong token (a wrong or
+// shifted token moves a sum by ~0.1 or more). Bad task files are one line naming file, line and
+// field, before the model is read.
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "nanoformer/train/answer_extraction.h"
+#include "support/cli_test.h"
+
+namespace nf {
+namespace {
+
+const std::string kFixtures = NF_SOURCE_DIR "/tests/fixtures/eval/";
+
+class EvalTasksTest : public testing::CliTest {
+ protected:
+  static nlohmann::json expected() {
+    return nlohmann::json::parse(testing::read_text(kFixtures + "expected.json"));
+  }
+  // Runs a task on the fixture model; returns its --json report.
+  nlohmann::json run_task(const std::string& layout, const std::string& file, const std::string& extra = "") const {
+    const auto r = cli("eval " + kFixtures + "llama_char -t " + kFixtures + "chars.json --task " + kFixtures + file +
+                       " --layout " + layout + " --json " + path("report.json") + " -q " + extra);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("| task | layout | records | shots |"), std::string::npos) << r.out;
+    return nlohmann::json::parse(testing::read_text(path("report.json")));
+  }
+  void expect_scores(const nlohmann::json& report, const nlohmann::json& oracle, const std::string& layout) const {
+    const auto& rows = report.at("per_record");
+    ASSERT_EQ(rows.size(), oracle.at("records").size()) << layout;
+    ASSERT_GE(rows.size(), 50u) << layout;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const auto& want = oracle.at("records")[i];
+      EXPECT_EQ(rows[i].at("gold"), want.at("gold")) << layout << " record " << i;
+      const auto got = rows[i].at("logprobs").get<std::vector<double>>();
+      const auto ref = want.at("logprobs").get<std::vector<double>>();
+      ASSERT_EQ(got.size(), ref.size()) << layout << " record " << i;
+      for (size_t c = 0; c < got.size(); ++c) EXPECT_NEAR(got[c], ref[c], 1e-4) << layout << " record " << i << " choice " << c;
+    }
+    EXPECT_DOUBLE_EQ(report.at("acc").get<double>(), oracle.at("acc").get<double>()) << layout;
+    EXPECT_DOUBLE_EQ(report.at("acc_norm").get<double>(), oracle.at("acc_norm").get<double>()) << layout;
+  }
+  static std::string gsm8k_flags(const nlohmann::json& oracle) {
+    std::string flags = "--max-new-tokens " + std::to_string(oracle.at("max_new_tokens").get<int>());
+    for (const auto& s : oracle.at("stop")) flags += " --stop '" + s.get<std::string>() + "'";
+    return flags;
+  }
+  // Runs eval and expects failure with one line naming every part, nothing on stdout.
+  void expect_error(const std::string& args, const std::vector<std::string>& parts) const {
+    const auto r = cli("eval " + args + " --quiet");
+    EXPECT_NE(r.exit_code, 0) << args;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    for (const auto& part : parts) EXPECT_NE(r.err.find(part), std::string::npos) << args << ": " << r.err;
+    EXPECT_EQ(r.out, "") << args;
+  }
+  // A task file of one record line (the model path does not exist: the task file is read first).
+  void expect_bad_record(const std::string& layout, const std::string& line, const std::vector<std::string>& parts) {
+    std::ofstream(path("bad.jsonl")) << "\n" << line << "\n";
+    std::vector<std::string> all = {"bad.jsonl:2"};
+    all.insert(all.end(), parts.begin(), parts.end());
+    expect_error(path("no_model") + " -t " + kFixtures + "chars.json --task " + path("bad.jsonl") + " --layout " + layout,
+                 all);
+  }
+};
+
+TEST_F(EvalTasksTest, MultipleChoiceLogLikelihoodsEqualTransformers) {
+  const nlohmann::json oracle = expected();
+  for (const std::string layout : {"hellaswag", "arc", "mmlu", "ceval", "mc"}) {
+    const nlohmann::json report = run_task(layout, layout + ".jsonl");
+    EXPECT_EQ(report.at("layout"), layout);
+    expect_scores(report, oracle.at(layout), layout);
+  }
+}
+
+TEST_F(EvalTasksTest, FewShotExamplesFromADevSplitEqualTransformers) {
+  const nlohmann::json oracle = expected().at("arc_fewshot");
+  const nlohmann::json report =
+      run_task("arc", "arc.jsonl", "--fewshot 2 --fewshot-file " + kFixtures + "arc_dev.jsonl --seed 7");
+  EXPECT_EQ(report.at("fewshot"), 2);
+  expect_scores(report, oracle, "arc 2-shot");
+  // another seed shows other examples: other scores
+  const nlohmann::json other =
+      run_task("arc", "arc.jsonl", "--fewshot 2 --fewshot-file " + kFixtures + "arc_dev.jsonl --seed 8");
+  EXPECT_NE(other.at("per_record")[0].at("logprobs"), report.at("per_record")[0].at("logprobs"));
+}
+
+TEST_F(EvalTasksTest, Gsm8kGreedyGenerationStopsAtStopStringsAsTransformers) {
+  // the odd records' references are what lm-eval's gsm8k filters extract from transformers' generation
+  const nlohmann::json oracle = expected().at("gsm8k");
+  const nlohmann::json report = run_task("gsm8k", "gsm8k.jsonl", gsm8k_flags(oracle));
+  const auto& rows = report.at("per_record");
+  ASSERT_EQ(rows.size(), oracle.at("generated").size());
+  double matches = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i].at("generated"), oracle.at("generated")[i]) << "record " << i;
+    EXPECT_EQ(rows[i].at("exact_match"), oracle.at("exact_match")[i]) << "record " << i << ": " << rows[i].dump();
+    matches += oracle.at("exact_match")[i].get<int>();
+  }
+  EXPECT_GT(matches, 0);
+  EXPECT_DOUBLE_EQ(report.at("exact_match").get<double>(), matches / static_cast<double>(rows.size()));
+  EXPECT_EQ(rows[0].at("answer"), "1234") << "the fixture's first answer is #### 1,234 normalised";
+  // one shot, its whole answer shown
+  const nlohmann::json shot = run_task("gsm8k", "gsm8k.jsonl",
+                                       gsm8k_flags(oracle) + " --fewshot 1 --fewshot-file " + kFixtures + "gsm8k.jsonl --seed 7");
+  for (size_t i = 0; i < rows.size(); ++i)
+    EXPECT_EQ(shot.at("per_record")[i].at("generated"), expected().at("gsm8k_fewshot").at("generated")[i]) << i;
+}
+
+TEST_F(EvalTasksTest, RecordsInTheWrongLayoutNameFileLineAndField) {
+  expect_bad_record("hellaswag", R"({"activity_label": "a", "ctx_a": "b", "endings": ["x", "y"], "label": "0"})",
+                    {"field 'ctx_b' is missing"});
+  expect_bad_record("hellaswag", R"({"activity_label": "a", "ctx_a": "b", "ctx_b": "c", "endings": ["x", "y"], "label": "7"})",
+                    {"field 'label' is 7", "2 choices"});
+  expect_bad_record("hellaswag", R"({"activity_label": "a", "ctx_a": "b", "ctx_b": "c", "endings": ["x", 3], "label": 0})",
+                    {"field 'endings[1]' must be a string"});
+  expect_bad_record("arc", R"({"question": "q", "choices": {"text": ["a", "b"], "label": ["A", "B"]}, "answerKey": "C"})",
+                    {"field 'answerKey'", "\"C\""});
+  expect_bad_record("arc", R"({"question": "q", "choices": ["a", "b"], "answerKey": "A"})", {"field 'choices'"});
+  expect_bad_record("mmlu", R"({"question": "q", "subject": "s", "choices": ["a", "b", "c", "d"], "answer": "B"})",
+                    {"field 'answer' must be an integer"});
+  expect_bad_record("mmlu", R"({"question": "q", "subject": "s", "choices": ["a", "b", "c", "d"], "answer": 4})",
+                    {"field 'answer' is 4"});
+  expect_bad_record("ceval", R"({"question": "q", "A": "a", "B": "b", "C": "c", "answer": "A"})", {"field 'D' is missing"});
+  expect_bad_record("ceval", R"({"question": "q", "A": "a", "B": "b", "C": "c", "D": "d", "answer": "E"})",
+                    {"field 'answer'", "\"E\""});
+  expect_bad_record("mc", R"({"context": "c", "choices": ["a", "b"], "gold": -1})", {"field 'gold' is -1"});
+  expect_bad_record("mc", R"({"context": "c", "choices": "ab", "gold": 0})", {"field 'choices' must be an array"});
+  expect_bad_record("gsm8k", R"({"question": "q", "answer": "42"})", {"field 'answer'", "####"});
+  expect_bad_record("gsm8k", R"({"question": 3, "answer": "#### 4"})", {"field 'question' must be a string"});
+  expect_bad_record("arc", R"({"question": "q", )", {"not a JSON object"});
+}
+
+TEST_F(EvalTasksTest, TextTheTokenizerCannotTakeNamesItsRecord) {
+  std::ofstream(path("euro.jsonl")) << R"({"context": "the dog", "choices": [" runs", " red"], "gold": 0})" << "\n"
+                                    << R"({"context": "the \u20ac", "choices": [" runs", " red"], "gold": 0})" << "\n";
+  const auto r = cli("eval " + kFixtures + "llama_char -t " + kFixtures + "chars.json --task " + path("euro.jsonl") +
+                     " --layout mc -q");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(r.out, "");
+  // after the conditions line, one error line naming the record and the character
+  EXPECT_NE(r.err.find("\nnanoformer: " + path("euro.jsonl") + ":2: character tokenizer: U+20AC"), std::string::npos)
+      << r.err;
+}
+
+TEST_F(EvalTasksTest, BadTaskFlagsAreErrors) {
+  const std::string model = kFixtures + "llama_char -t " + kFixtures + "chars.json ";
+  const std::string arc = "--task " + kFixtures + "arc.jsonl ";
+  expect_error(model + arc + "--layout squad", {"--layout", "'squad'", "hellaswag"});
+  expect_error(model + arc, {"--layout"});
+  expect_error(model + arc + "--layout arc --fewshot 2", {"--fewshot", "--fewshot-file"});
+  expect_error(model + arc + "--layout arc --fewshot 11 --fewshot-file " + kFixtures + "arc_dev.jsonl",
+               {"--fewshot 11", "arc_dev.jsonl", "10 records"});
+  expect_error(model + arc + "--layout arc --context 8", {"--context", "--task"});
+  expect_error(model + arc + "--layout arc --stop x", {"--stop", "gsm8k"});
+  expect_error(kFixtures + "llama_char " + arc + "--layout arc", {"--tokenizer"});
+  expect_error(model + "--task " + path("none.jsonl") + " --layout arc", {"none.jsonl", "cannot open"});
+  expect_error(model + "--data x.bin --context 8 --layout arc", {"--layout", "--task"});
+}
+
+TEST(AnswerExtraction, HashesFirstThenTheLastNumber) {
+  EXPECT_EQ(train::extract_answer("so 3 + 4 = 7\n#### 7").value(), "7");
+  EXPECT_EQ(train::extract_answer("#### $1,234.").value(), "1234");
+  EXPECT_EQ(train::extract_answer("#### -5 apples, not 6").value(), "-5");
+  EXPECT_EQ(train::extract_answer("she has 12 apples and gives 5, so 7.").value(), "7");
+  EXPECT_EQ(train::extract_answer("costs $1,000 in total").value(), "1000");
+  EXPECT_EQ(train::extract_answer("#### none, but 8").value(), "8");
+  EXPECT_FALSE(train::extract_answer("no digits here.").has_value());
+  EXPECT_EQ(train::normalize_answer(" 1,234. "), "1234");
+}
+
+}  // namespace
+}  // namespace nf
