@@ -644,6 +644,17 @@ TEST_F(DpoCliTest, IpoAndLoRATrainToo) {
   EXPECT_NE(err().find("reference: the base (LoRA adapters off)"), std::string::npos) << err();
 }
 
+TEST_F(DpoCliTest, AResumedRunKeepsTheStartingModelAsReference) {
+  // the reference after --resume is the --init-from model again, not the checkpoint: the resumed
+  // run's next-batch check passes and it ends bit-identical to the uninterrupted one
+  ASSERT_EQ(run(with(dpo_args("whole", 6), "--save-every", "3")), 0) << err();
+  ASSERT_EQ(run(with(dpo_args("parts", 3), "--save-every", "3")), 0) << err();
+  ASSERT_EQ(run({"train", "--out", path("parts"), "--resume", "--steps", "6", "--quiet"}), 0) << err();
+  expect_identical_files(path("whole/ckpt_00000006.safetensors"), path("parts/ckpt_00000006.safetensors"));
+  EXPECT_EQ(dpo_steps(path("whole/metrics.jsonl")).back()["rewards/margins"],
+            dpo_steps(path("parts/metrics.jsonl")).back()["rewards/margins"]);
+}
+
 TEST_F(DpoCliTest, WarnsWhenThePolicyStaysTheReference) {
   // an update too small to change a float: the policy stays the reference
   ASSERT_EQ(run(with(dpo_args("stuck", 6), "--lr", "1e-30")), 0) << err();
