@@ -49,7 +49,8 @@ void check_training_memory(const models::DecoderLMConfig& config, int64_t batch,
                            int64_t available_bytes, int64_t lora_parameters = -1);
 
 struct StepResult {
-  double loss = 0, token_loss = 0, aux_loss = 0;  // means over the step's micro-batches
+  double loss = 0, token_loss = 0, aux_loss = 0;  // means over the step's micro-batches (DPO: token_loss is
+                                                  // the DPO loss, the mean over the step's pairs)
   double lr = 0, grad_norm = 0;
   int64_t tokens = 0;      // target tokens
   bool skipped = false;    // fp16: a non-finite gradient, no update
