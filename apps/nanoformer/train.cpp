@@ -105,6 +105,10 @@ void refuse_unused_flags(const CLI::App& cmd, const train::TrainConfig& c) {
   refuse_unless(c.optimizer.name == "sgd", "--momentum", optimizer, "sgd");
   refuse_unless(adam, "--beta1", optimizer, "adam, adamw and muon");
   refuse_unless(adam, "--beta2", optimizer, "adam, adamw and muon");
+  refuse_unless(c.objective == train::Objective::dpo, "--dpo-beta", "--objective " + train::objective_name(c.objective),
+                "dpo");
+  refuse_unless(c.objective == train::Objective::dpo, "--dpo-loss", "--objective " + train::objective_name(c.objective),
+                "dpo");
   refuse_unless(c.optimizer.name != "nanochat", "--lr", optimizer + ", whose groups have their own rates,",
                 "sgd, adam, adamw and muon");
 }
@@ -120,6 +124,7 @@ void add_train_command(CLI::App& app) {
       "  nanoformer train --out runs/mini --resume          (continue after a crash or Ctrl-C)\n"
       "  nanoformer train --init-from model.safetensors --data chat.jsonl --tokenizer tokenizer.json --out runs/sft\n"
       "  nanoformer train --init-from base.safetensors --lora-rank 8 --lora-targets q,k,v,o --data d.txt -t t.json --out runs/lora\n"
+      "  nanoformer train --objective dpo --init-from runs/sft/ckpt_1000.safetensors --data dpo.jsonl -t tokenizer.json --out runs/dpo\n"
       "LoRA (--lora-rank): trains adapters only; checkpoints hold the adapters alone, and\n"
       "`nanoformer lora merge --adapter runs/lora/ckpt_<step>.safetensors --out merged.safetensors` folds one\n"
       "into its base (--init-from, or the fresh base written to <out>/base.safetensors).\n"
@@ -127,13 +132,15 @@ void add_train_command(CLI::App& app) {
       "train over them (a base too large for fp32 training memory); merging folds them into the dequantised base.\n"
       "Data: token files (nanoformer tokenizer prepare), text files or JSONL ({\"text\": ...} per line;\n"
       "{\"conversations\": [...]} for chat fine-tuning, loss on the assistant's tokens only; or\n"
-      "{\"prompt\": ..., \"completion\": ...}, loss on the completion only).\n"
+      "{\"prompt\": ..., \"completion\": ...}, loss on the completion only;\n"
+      "{\"chosen\": [...], \"rejected\": [...]} conversation pairs with --objective dpo: docs/post-training.md).\n"
       "Ctrl-C (or SIGTERM, SIGHUP) writes a checkpoint and stops (exit 130, 143, 129); a third signal exits at\n"
       "once, keeping the last complete checkpoint. Run again with --resume to continue.");
   auto c = std::make_shared<train::TrainConfig>();
   c->schedule.kind = train::ScheduleKind::warmup_cosine;
   auto schedule = std::make_shared<std::string>("warmup_cosine");
   auto precision = std::make_shared<std::string>("fp32");
+  auto objective = std::make_shared<std::pair<std::string, std::string>>("lm", "sigmoid");  // objective, DPO loss
   auto flags = std::make_shared<std::vector<Flag>>();
   using TC = train::TrainConfig;
   auto& f = *flags;
@@ -168,6 +175,13 @@ void add_train_command(CLI::App& app) {
   f.push_back(flag(cmd, "--grad-clip", *c, "Max gradient norm (0 = off)", [](auto& t) -> auto& { return t.grad_clip; }));
   f.push_back({cmd->add_option("--precision", *precision, "fp32, bf16 (autocast) or fp16 (autocast + loss scaling)")->capture_default_str(),
                [](TC& t, const TC& s) { t.precision = s.precision; }});
+  f.push_back({cmd->add_option("--objective", objective->first,
+                               "lm (next-token cross-entropy: pretraining, SFT) or dpo (preference pairs against the "
+                               "starting model, frozen)")->capture_default_str(),
+               [](TC& t, const TC& s) { t.objective = s.objective; }});
+  f.push_back(flag(cmd, "--dpo-beta", *c, "DPO: beta, the strength of the pull to the reference (rewards are beta (log pi - log ref))", [](auto& t) -> auto& { return t.dpo.beta; }));
+  f.push_back({cmd->add_option("--dpo-loss", objective->second, "DPO: sigmoid (-log sigmoid(beta z)) or ipo ((z - 1/(2 beta))^2)")->capture_default_str(),
+               [](TC& t, const TC& s) { t.dpo.loss = s.dpo.loss; }});
   f.push_back(flag(cmd, "--eval-every", *c, "Steps between validations (0 = at the end)", [](auto& t) -> auto& { return t.eval_every; }));
   f.push_back(flag(cmd, "--eval-batches", *c, "Batches per validation", [](auto& t) -> auto& { return t.eval_batches; }));
   f.push_back(flag(cmd, "--save-every", *c, "Steps between checkpoints (0 = at the end)", [](auto& t) -> auto& { return t.save_every; }));
@@ -199,7 +213,7 @@ void add_train_command(CLI::App& app) {
                   "Under mpirun: seconds a collective may wait before the job ends with an error")
       ->capture_default_str();
   cmd->add_flag("--quiet,-q", c->quiet, "No progress bar");
-  cmd->callback([c, flags, schedule, precision, lora, dist_flags, cmd] {
+  cmd->callback([c, flags, schedule, precision, objective, lora, dist_flags, cmd] {
     NF_CHECK(dist_flags->second > 0, "train: --dist-timeout must be > 0 seconds, got ", dist_flags->second);
     dist::Communicator& world = dist::world(dist_flags->second);
     c->ranks = world.size();
@@ -207,6 +221,16 @@ void add_train_command(CLI::App& app) {
     if (world.rank() != 0) c->quiet = true;  // rank 0 alone shows progress
     c->schedule.kind = train::schedule_kind_from_name(*schedule);
     c->precision = train::precision_from_name(*precision);
+    // "--objective: unknown objective 'x' (known: lm, dpo)"
+    auto parse = [](const char* flag_name, const auto& from_name, const std::string& value) {
+      try {
+        return from_name(value);
+      } catch (const Error& e) {
+        NF_FAIL("train: ", flag_name, ": ", e.what());
+      }
+    };
+    c->objective = parse("--objective", train::objective_from_name, objective->first);
+    c->dpo.loss = parse("--dpo-loss", preference_loss_from_name, objective->second);
     c->schedule.lr = c->optimizer.lr;
     if (cmd->count("--min-lr") == 0) c->schedule.min_lr = c->optimizer.lr / 10;
     if (cmd->count("--init-from") > 0) {

@@ -21,7 +21,7 @@ namespace {
 
 namespace tk = nf::tokenizer;
 
-enum class FileKind { token_file, text, jsonl_text, jsonl_chat, jsonl_completion };
+enum class FileKind { token_file, text, jsonl_text, jsonl_chat, jsonl_completion, jsonl_pairs };
 
 const char* kind_name(FileKind kind) {
   switch (kind) {
@@ -30,16 +30,19 @@ const char* kind_name(FileKind kind) {
     case FileKind::jsonl_text: return "JSONL of documents";
     case FileKind::jsonl_chat: return "JSONL of conversations";
     case FileKind::jsonl_completion: return "JSONL of prompt-completion pairs";
+    case FileKind::jsonl_pairs: return "JSONL of chosen/rejected preference pairs";
   }
   return "";
 }
 
 // Fine-tuning examples (loss on the answer only) rather than documents to pretrain on.
-bool is_examples(FileKind kind) { return kind == FileKind::jsonl_chat || kind == FileKind::jsonl_completion; }
+bool is_examples(FileKind kind) {
+  return kind == FileKind::jsonl_chat || kind == FileKind::jsonl_completion || kind == FileKind::jsonl_pairs;
+}
 
 // A token file by its magic; else JSONL by its name (of conversations when the first non-blank
 // line has a "conversations" field, of prompt-completion pairs when it has "prompt" and
-// "completion"); else text.
+// "completion", of preference pairs when it has "chosen" or "rejected"); else text.
 FileKind classify(const std::string& path) {
   std::error_code ec;
   NF_CHECK(!std::filesystem::is_directory(path, ec), path, ": is a directory, not a data file");
@@ -59,6 +62,7 @@ FileKind classify(const std::string& path) {
     const nlohmann::json first = util::parse_json(line, where);
     if (first.is_object() && first.contains("conversations")) return FileKind::jsonl_chat;
     if (first.is_object() && first.contains("prompt") && first.contains("completion")) return FileKind::jsonl_completion;
+    if (first.is_object() && (first.contains("chosen") || first.contains("rejected"))) return FileKind::jsonl_pairs;
     return FileKind::jsonl_text;
   }
   return FileKind::jsonl_text;
@@ -165,9 +169,11 @@ TrainingData load_pretraining(const DataOptions& o, const std::vector<FileKind>&
   return data;
 }
 
-// Conversations (kind jsonl_chat) or prompt-completion pairs (jsonl_completion) as padded batches.
+// Conversations (kind jsonl_chat), prompt-completion pairs (jsonl_completion) or preference pairs
+// (jsonl_pairs: groups of two examples) as padded batches.
 TrainingData load_examples(const DataOptions& o, const tk::Tokenizer& tokenizer, FileKind kind) {
-  const bool chat = kind == FileKind::jsonl_chat;
+  const bool chat = kind == FileKind::jsonl_chat || kind == FileKind::jsonl_pairs;
+  const int64_t group = kind == FileKind::jsonl_pairs ? 2 : 1;
   const auto chat_template = chat ? tk::make_chat_template(o.chat_template, tokenizer) : nullptr;
   const auto max_tokens = static_cast<size_t>(o.context) + 1;
   std::vector<FileKind> kinds(o.train_paths.size() + o.val_paths.size(), kind);
@@ -177,7 +183,9 @@ TrainingData load_examples(const DataOptions& o, const tk::Tokenizer& tokenizer,
   auto load = [&](const std::vector<std::string>& paths) {
     auto examples = std::make_shared<SftExamples>();
     for (const std::string& path : paths) {
-      if (chat)
+      if (kind == FileKind::jsonl_pairs)
+        read_preference_jsonl(path, *chat_template, max_tokens, *examples, progress.next_file(path));
+      else if (chat)
         read_sft_jsonl(path, *chat_template, max_tokens, *examples, progress.next_file(path));
       else
         read_completion_jsonl(path, tokenizer, max_tokens, *examples, progress.next_file(path));
@@ -207,19 +215,23 @@ TrainingData load_examples(const DataOptions& o, const tk::Tokenizer& tokenizer,
   auto batches = [&](const std::shared_ptr<SftExamples>& examples, size_t begin, size_t end, bool shuffle,
                      std::string part) {
     return std::make_unique<SftBatches>(examples, begin, end, o.batch_size, o.context, shuffle, o.seed, pad,
-                                        o.pad_to_context, std::move(part));
+                                        o.pad_to_context, std::move(part), group);
   };
+  const auto groups = [group](const SftExamples& examples) { return examples.size() / static_cast<size_t>(group); };
   if (val) {
-    data.train = batches(train, 0, train->size(), true, "training data");
-    data.val = batches(val, 0, val->size(), false, "validation data");
+    data.train = batches(train, 0, groups(*train), true, "training data");
+    data.val = batches(val, 0, groups(*val), false, "validation data");
     return data;
   }
   // split by position: the last val_fraction of the examples (at least one) is validation
-  const size_t n = train->size();
+  const size_t n = groups(*train);
   const size_t n_val =
       o.val_fraction > 0 ? std::max<size_t>(1, static_cast<size_t>(std::floor(static_cast<double>(n) * o.val_fraction))) : 0;
-  NF_CHECK(n > n_val, o.train_paths.front(), ": ", n, " usable examples, too few for a training part and a ",
-           "validation part of ", percent(o.val_fraction));
+  NF_CHECK(n > n_val, o.train_paths.front(), ": ", n, group == 2 ? " usable preference pairs" : " usable examples",
+           ", too few for a training part and a validation part of ", percent(o.val_fraction),
+           train->dropped() > 0 ? " (" + std::to_string(train->dropped()) + " left out: the response mask selects no " +
+                                      "token within --context + 1; a longer --context keeps them)"
+                                : std::string());
   data.train = batches(train, 0, n - n_val, true, n_val ? "training part" : "training data");
   if (n_val > 0) data.val = batches(train, n - n_val, n, false, "validation part (the last " + percent(o.val_fraction) + ")");
   return data;
@@ -236,16 +248,29 @@ TrainingData load_training_data(const DataOptions& o) {
   for (const std::string& path : o.train_paths) train_kinds.push_back(classify(path));
   for (const std::string& path : o.val_paths) val_kinds.push_back(classify(path));
 
-  // one kind of data: conversations, prompt-completion pairs, or documents (text or tokens) to pretrain on
-  const FileKind first = train_kinds.front();
+  // one kind of data: conversations, prompt-completion pairs, preference pairs, or documents (text
+  // or tokens) to pretrain on; preference pairs exactly when they are asked for (DPO)
+  const FileKind first = o.preference_pairs ? FileKind::jsonl_pairs : train_kinds.front();
   auto check_same = [&](const std::vector<std::string>& paths, const std::vector<FileKind>& kinds) {
-    for (size_t i = 0; i < paths.size(); ++i)
+    for (size_t i = 0; i < paths.size(); ++i) {
+      if (o.preference_pairs) {  // every line's fields are checked as the file is read
+        NF_CHECK(tk::is_jsonl_path(paths[i]), "data: ", paths[i], " is ", kind_name(kinds[i]),
+                 ": preference pairs (DPO) are read from JSONL files of {\"chosen\": [...], \"rejected\": [...]} lines");
+        continue;
+      }
+      NF_CHECK(kinds[i] != FileKind::jsonl_pairs, "data: ", paths[i], " holds chosen/rejected preference pairs: train ",
+               "on them with --objective dpo");
       NF_CHECK(is_examples(first) ? kinds[i] == first : !is_examples(kinds[i]), "data: ", paths[i], " is ",
                kind_name(kinds[i]), " but ", o.train_paths.front(), " is ", kind_name(first),
                ": a run trains on one kind of data (conversations, prompt-completion pairs, or documents)");
+    }
   };
   check_same(o.train_paths, train_kinds);
   check_same(o.val_paths, val_kinds);
+  if (o.preference_pairs) {
+    std::fill(train_kinds.begin(), train_kinds.end(), FileKind::jsonl_pairs);
+    std::fill(val_kinds.begin(), val_kinds.end(), FileKind::jsonl_pairs);
+  }
 
   std::unique_ptr<tk::Tokenizer> tokenizer;
   require_tokenizer(o.train_paths, train_kinds, o.tokenizer);

@@ -20,35 +20,55 @@ const std::string& string_field(const json& message, const char* key, size_t ind
   return it->get_ref<const std::string&>();
 }
 
-std::vector<ChatMessage> conversation_from_json(const json& doc, const std::string& where) {
+// The messages of doc[key] (an array of {"role", "content"} objects).
+std::vector<ChatMessage> conversation_from_json(const json& doc, const char* key, const std::string& where) {
   NF_CHECK(doc.is_object(), where, "expected a JSON object, got ", util::json_excerpt(doc));
-  const auto conversation = doc.find("conversations");
-  NF_CHECK(conversation != doc.end(), where, "no \"conversations\" field");
-  NF_CHECK(conversation->is_array(), where, "\"conversations\" is not an array but ",
+  const auto conversation = doc.find(key);
+  NF_CHECK(conversation != doc.end(), where, "no \"", key, "\" field");
+  NF_CHECK(conversation->is_array(), where, "\"", key, "\" is not an array of messages but ",
            util::json_excerpt(*conversation));
   std::vector<ChatMessage> messages;
+  const std::string field = where + "\"" + key + "\": ";
   for (size_t i = 0; i < conversation->size(); ++i) {
     const json& m = (*conversation)[i];
-    NF_CHECK(m.is_object(), where, "message ", i, " is not an object but ", util::json_excerpt(m));
-    messages.push_back({string_field(m, "role", i, where), string_field(m, "content", i, where)});
+    NF_CHECK(m.is_object(), field, "message ", i, " is not an object but ", util::json_excerpt(m));
+    messages.push_back({string_field(m, "role", i, field), string_field(m, "content", i, field)});
   }
   return messages;
 }
 
+// The conversation rendered by the template, its errors prefixed with `where`.
+tokenizer::RenderedChat render_chat(const tokenizer::ChatTemplate& chat_template,
+                                    const std::vector<ChatMessage>& messages, const std::string& where) {
+  try {
+    return chat_template.render(messages);
+  } catch (const Error& e) {
+    NF_FAIL(where, e.what());
+  }
+}
+
 }  // namespace
 
-bool SftExamples::add(const tokenizer::RenderedChat& chat, size_t max_tokens, uint32_t file, uint64_t line) {
+bool SftExamples::keeps_trained_token(const tokenizer::RenderedChat& chat, size_t max_tokens) {
   const size_t n = std::min(chat.ids.size(), max_tokens);
   // position 0 is never a target (targets are ids[1:])
-  if (n < 2 || std::none_of(chat.trained.begin() + 1, chat.trained.begin() + static_cast<std::ptrdiff_t>(n),
-                            [](uint8_t t) { return t != 0; })) {
+  return n >= 2 && std::any_of(chat.trained.begin() + 1, chat.trained.begin() + static_cast<std::ptrdiff_t>(n),
+                               [](uint8_t t) { return t != 0; });
+}
+
+bool SftExamples::add_group(std::span<const tokenizer::RenderedChat> chats, size_t max_tokens, uint32_t file,
+                            uint64_t line) {
+  if (!std::all_of(chats.begin(), chats.end(), [&](const auto& c) { return keeps_trained_token(c, max_tokens); })) {
     ++dropped_;
     return false;
   }
-  ids_.insert(ids_.end(), chat.ids.begin(), chat.ids.begin() + static_cast<std::ptrdiff_t>(n));
-  trained_.insert(trained_.end(), chat.trained.begin(), chat.trained.begin() + static_cast<std::ptrdiff_t>(n));
-  offsets_.push_back(ids_.size());
-  origins_.emplace_back(file, line);
+  for (const tokenizer::RenderedChat& chat : chats) {
+    const size_t n = std::min(chat.ids.size(), max_tokens);
+    ids_.insert(ids_.end(), chat.ids.begin(), chat.ids.begin() + static_cast<std::ptrdiff_t>(n));
+    trained_.insert(trained_.end(), chat.trained.begin(), chat.trained.begin() + static_cast<std::ptrdiff_t>(n));
+    offsets_.push_back(ids_.size());
+    origins_.emplace_back(file, line);
+  }
   return true;
 }
 
@@ -83,13 +103,14 @@ void SftExamples::check_vocab(uint64_t vocab_size) const {
 
 namespace {
 
-// Reads a JSONL file of examples, rendering its lines in parallel: render(line's JSON, where).
+// Reads a JSONL file of examples, rendering its lines in parallel: render(line's JSON, where) gives
+// a line's group of chats (one, or a preference pair).
 template <typename Render>
 void read_examples_jsonl(const std::string& path, size_t max_tokens, SftExamples& examples,
                          const tokenizer::ByteProgress& progress, const Render& render) {
   const auto file = static_cast<uint32_t>(examples.files().size());
   examples.add_file(path);
-  std::vector<tokenizer::RenderedChat> rendered;
+  std::vector<std::vector<tokenizer::RenderedChat>> rendered;
   tokenizer::read_jsonl_blocks(
       path, 8 << 20,
       [&](std::span<const tokenizer::JsonlLine> lines) {
@@ -98,7 +119,7 @@ void read_examples_jsonl(const std::string& path, size_t max_tokens, SftExamples
           const std::string where = path + ":" + std::to_string(lines[i].number) + ": ";
           rendered[i] = render(util::parse_json(lines[i].text, where), where);
         });
-        for (size_t i = 0; i < lines.size(); ++i) examples.add(rendered[i], max_tokens, file, lines[i].number);
+        for (size_t i = 0; i < lines.size(); ++i) examples.add_group(rendered[i], max_tokens, file, lines[i].number);
       },
       progress);
 }
@@ -116,12 +137,17 @@ const std::string& string_member(const json& doc, const char* key, const std::st
 void read_sft_jsonl(const std::string& path, const tokenizer::ChatTemplate& chat_template, size_t max_tokens,
                     SftExamples& examples, const tokenizer::ByteProgress& progress) {
   read_examples_jsonl(path, max_tokens, examples, progress, [&](const json& doc, const std::string& where) {
-    const auto messages = conversation_from_json(doc, where);
-    try {
-      return chat_template.render(messages);
-    } catch (const Error& e) {
-      NF_FAIL(where, e.what());
-    }
+    return std::vector{render_chat(chat_template, conversation_from_json(doc, "conversations", where), where)};
+  });
+}
+
+void read_preference_jsonl(const std::string& path, const tokenizer::ChatTemplate& chat_template, size_t max_tokens,
+                           SftExamples& examples, const tokenizer::ByteProgress& progress) {
+  read_examples_jsonl(path, max_tokens, examples, progress, [&](const json& doc, const std::string& where) {
+    const auto chosen = conversation_from_json(doc, "chosen", where);
+    const auto rejected = conversation_from_json(doc, "rejected", where);
+    return std::vector{render_chat(chat_template, chosen, where + "\"chosen\": "),
+                       render_chat(chat_template, rejected, where + "\"rejected\": ")};
   });
 }
 
@@ -139,13 +165,14 @@ tokenizer::RenderedChat render_completion(const tokenizer::Tokenizer& tokenizer,
 void read_completion_jsonl(const std::string& path, const tokenizer::Tokenizer& tokenizer, size_t max_tokens,
                            SftExamples& examples, const tokenizer::ByteProgress& progress) {
   read_examples_jsonl(path, max_tokens, examples, progress, [&](const json& doc, const std::string& where) {
-    return render_completion(tokenizer, string_member(doc, "prompt", where), string_member(doc, "completion", where));
+    return std::vector{
+        render_completion(tokenizer, string_member(doc, "prompt", where), string_member(doc, "completion", where))};
   });
 }
 
 SftBatches::SftBatches(std::shared_ptr<const SftExamples> examples, size_t begin, size_t end, int64_t batch_size,
                        int64_t context, bool shuffle, uint64_t seed, TokenId pad_id, bool pad_to_context,
-                       std::string part)
+                       std::string part, int64_t group)
     : examples_(std::move(examples)),
       begin_(begin),
       end_(end),
@@ -155,11 +182,16 @@ SftBatches::SftBatches(std::shared_ptr<const SftExamples> examples, size_t begin
       seed_(seed),
       pad_id_(pad_id),
       pad_to_context_(pad_to_context),
-      part_(std::move(part)) {
+      part_(std::move(part)),
+      group_(group) {
   NF_CHECK(batch_size > 0 && context > 0, "chat batches: batch size ", batch_size, " and context ", context,
            " must be positive");
-  NF_CHECK(begin < end && end <= examples_->size(), "chat batches: the ", part_, " has no conversations (examples [",
-           begin, ", ", end, ") of ", examples_->size(), ")");
+  NF_CHECK(group > 0 && examples_->size() % static_cast<size_t>(group) == 0, "chat batches: ", examples_->size(),
+           " examples do not make groups of ", group);
+  const size_t groups = examples_->size() / static_cast<size_t>(group);
+  NF_CHECK(begin < end && end <= groups, "chat batches: the ", part_, " has no ",
+           group == 2 ? "preference pairs" : "conversations", " (", group == 2 ? "pairs" : "examples", " [", begin,
+           ", ", end, ") of ", groups, ")");
   NF_CHECK(end - begin <= UINT32_MAX, "chat batches: more than 2^32 conversations");
 }
 
@@ -187,11 +219,11 @@ size_t SftBatches::example_index(uint64_t index, int64_t b) const {
 }
 
 Batch SftBatches::batch(uint64_t index) const {
-  const int64_t B = batch_size_;
+  const int64_t B = batch_size_ * group_;  // rows: the examples of batch_size_ groups
   std::vector<size_t> rows(static_cast<size_t>(B));
   int64_t T = 1;
   for (int64_t b = 0; b < B; ++b) {
-    rows[b] = example_index(index, b);
+    rows[b] = example_index(index, b / group_) * static_cast<size_t>(group_) + static_cast<size_t>(b % group_);
     T = std::max<int64_t>(T, static_cast<int64_t>(examples_->ids(rows[b]).size()) - 1);
   }
   if (pad_to_context_) T = context_;
@@ -218,11 +250,16 @@ Batch SftBatches::batch(uint64_t index) const {
 std::string SftBatches::describe() const {
   const auto& files = examples_->files();
   std::string out = files.front() + (files.size() > 1 ? " + " + std::to_string(files.size() - 1) + " more" : "") +
-                    ": " + part_ + ", " + std::to_string(end_ - begin_) + " examples" +
+                    ": " + part_ + ", " + std::to_string(end_ - begin_) +
+                    (group_ == 2 ? " preference pairs" : " examples") +
                     (shuffle_ ? " shuffled each epoch" : " in file order") + ", padded to " +
                     (pad_to_context_ ? "the context " + std::to_string(context_) : "the batch's longest");
-  if (examples_->dropped() > 0)
+  if (examples_->dropped() > 0 && group_ == 1)
     out += " (" + std::to_string(examples_->dropped()) + " left out: no trained token within context + 1)";
+  else if (examples_->dropped() > 0)
+    out += "\nwarning: " + std::to_string(examples_->dropped()) +
+           " preference pairs left out because the response mask of their chosen or rejected conversation selects "
+           "no token within --context + 1 (a prompt longer than the context, or a template that trains on nothing)";
   return out;
 }
 

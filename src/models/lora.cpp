@@ -208,4 +208,17 @@ void merge_lora(Model& model) {
   model.requires_grad_(true);
 }
 
+LoRAAdaptersOff::LoRAAdaptersOff(Model& model) {
+  model.apply([this](const std::string&, nn::Module& m) {
+    if (auto* layer = dynamic_cast<nn::Linear*>(&m); layer && layer->lora_active()) {
+      layer->set_lora_enabled(false);
+      layers_.push_back(layer);
+    }
+  });
+}
+
+LoRAAdaptersOff::~LoRAAdaptersOff() {
+  for (nn::Linear* layer : layers_) layer->set_lora_enabled(true);
+}
+
 }  // namespace nf::models

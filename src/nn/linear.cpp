@@ -26,14 +26,14 @@ Tensor Linear::forward(const Tensor& x) {
   NF_CHECK(x.dim() >= 1 && x.size(-1) == in_, "Linear: input ", shape_str(x.shape()), " does not end in in_features ",
            in_);
   const Tensor base = is_quantized() ? linear(x, quantized_weight_, bias) : linear(x, weight, bias);
-  return has_lora() ? add(base, lora_update(x)) : base;
+  return lora_active() ? add(base, lora_update(x)) : base;
 }
 
 std::vector<Tensor> forward_together(std::span<Linear* const> layers, const Tensor& x) {
   bool dense = true, quantized = true;
   for (const Linear* l : layers) {
-    dense = dense && !l->is_quantized() && !l->has_lora();
-    quantized = quantized && l->is_quantized() && !l->has_lora() && l->quantized_weight().type() == layers[0]->quantized_weight().type();
+    dense = dense && !l->is_quantized() && !l->lora_active();
+    quantized = quantized && l->is_quantized() && !l->lora_active() && l->quantized_weight().type() == layers[0]->quantized_weight().type();
   }
   std::vector<Tensor> biases;
   for (const Linear* l : layers) biases.push_back(l->bias);

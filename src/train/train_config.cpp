@@ -2,6 +2,7 @@
 #include "nanoformer/train/train_config.h"
 
 #include <array>
+#include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -78,7 +79,11 @@ json to_json(const TrainConfig& c) {
           {"out_dir", c.out_dir},
           {"seed", c.seed},
           {"ranks", c.ranks},
-          {"lora", c.lora ? json::parse(models::lora_options_to_json(*c.lora)) : json(nullptr)}};
+          {"lora", c.lora ? json::parse(models::lora_options_to_json(*c.lora)) : json(nullptr)},
+          {"objective", objective_name(c.objective)},
+          {"dpo", c.objective == Objective::dpo
+                      ? json{{"beta", c.dpo.beta}, {"loss", preference_loss_name(c.dpo.loss)}}
+                      : json(nullptr)}};
 }
 
 }  // namespace
@@ -93,6 +98,14 @@ Precision precision_from_name(const std::string& name) {
   for (const auto& [p, n] : kPrecisions)
     if (name == n) return p;
   NF_FAIL("unknown precision '", name, "' (known: fp32, bf16, fp16)");
+}
+
+std::string objective_name(Objective objective) { return objective == Objective::dpo ? "dpo" : "lm"; }
+
+Objective objective_from_name(const std::string& name) {
+  if (name == "lm") return Objective::lm;
+  if (name == "dpo") return Objective::dpo;
+  NF_FAIL("unknown objective '", name, "' (known: lm, dpo)");
 }
 
 void validate_train_config(const TrainConfig& c) {
@@ -112,6 +125,11 @@ void validate_train_config(const TrainConfig& c) {
   NF_CHECK(c.distributed.bucket_bytes > 0, "train: --bucket-mb must be > 0, got ",
            static_cast<double>(c.distributed.bucket_bytes) / (1 << 20));
   validate_schedule(c.schedule);
+  if (c.objective == Objective::dpo) {
+    NF_CHECK(c.dpo.beta > 0 && std::isfinite(c.dpo.beta), "train: --dpo-beta must be > 0, got ", c.dpo.beta);
+    NF_CHECK(c.ranks == 1, "train: --objective dpo runs in one process (", c.ranks,
+             " ranks asked for): data-parallel DPO is not supported yet");
+  }
   if (c.lora) {
     try {
       models::check_lora_options(*c.lora);
@@ -168,6 +186,11 @@ TrainConfig train_config_from_json(const std::string& json_text, const std::stri
     c.ranks = j.value("ranks", int64_t{1});  // checkpoints from before data parallelism: one process
     if (const json lora = j.value("lora", json(nullptr)); !lora.is_null())
       c.lora = models::lora_options_from_json(lora.dump(), source + ": lora");
+    c.objective = objective_from_name(j.value("objective", std::string("lm")));  // older runs: lm
+    if (const json dpo = j.value("dpo", json(nullptr)); !dpo.is_null()) {
+      c.dpo.beta = dpo.at("beta").get<double>();
+      c.dpo.loss = preference_loss_from_name(dpo.at("loss").get<std::string>());
+    }
     return c;
   } catch (const json::exception& e) {
     NF_FAIL(source, ": not a training config (", e.what(), ")");

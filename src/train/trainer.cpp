@@ -1,6 +1,7 @@
 // The training loop: build or restore, step, validate, checkpoint.
 #include "nanoformer/train/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cerrno>
 #include <cmath>
@@ -101,6 +102,7 @@ Trainer::Trainer(TrainConfig config, TrainingData data, dist::Communicator* comm
   NF_CHECK(config_.data.context <= max_seq_len, "train: --context ", config_.data.context,
            " exceeds the model's max_seq_len ", max_seq_len, ": give --context ", max_seq_len, " or less");
   config_.data.vocab_size = model_->config().vocab_size;
+  config_.data.preference_pairs = config_.objective == Objective::dpo;
   config_.data.show_progress = !config_.quiet && is_root();
   if (!data_.train) {
     DataOptions global = config_.data;  // the batches of all ranks together; each takes its rows
@@ -119,6 +121,12 @@ Trainer::Trainer(TrainConfig config, TrainingData data, dist::Communicator* comm
     const std::string base = lora_base_path(config_);
     if (base != config_.init_from && is_root()) models::save_checkpoint(*model_, base);
     models::apply_lora(*model_, *config_.lora, init);
+  }
+  if (config_.objective == Objective::dpo && !config_.lora) {  // LoRA: the reference is the adapters off
+    Generator start(config_.seed);  // the starting model again, also when resuming
+    reference_ = build_start_model(start);
+    reference_->requires_grad_(false);
+    reference_->eval();
   }
   optimizer_ = std::make_unique<OptimizerSet>(config_.optimizer, *model_);
   if (config_.distributed.zero == 1) zero_ = std::make_unique<ZeroSharding>(*optimizer_, *comm_);
@@ -149,19 +157,29 @@ Trainer::Trainer(TrainConfig config, TrainingData data, dist::Communicator* comm
 
 Trainer::~Trainer() = default;
 
+int64_t Trainer::rows_per_batch() const {
+  return config_.data.batch_size * (config_.objective == Objective::dpo ? 2 : 1);
+}
+
+std::shared_ptr<models::DecoderLM> Trainer::build_start_model(Generator& gen) const {
+  if (!config_.init_from.empty())
+    return models::with_model_overrides(models::load_decoder_lm(config_.init_from), config_.model_overrides,
+                                        config_.init_from, gen);
+  const std::string json_text = models::model_config_with_overrides(config_.model, config_.model_overrides);
+  return std::make_shared<models::DecoderLM>(models::parse_model_config(json_text, config_.model), gen);
+}
+
 void Trainer::start_fresh(Generator& gen) {
-  const int64_t batch = config_.data.batch_size, context = config_.data.context;
+  const int64_t batch = rows_per_batch(), context = config_.data.context;
   const int64_t frozen = config_.lora ? 0 : -1;  // LoRA: the base's weights do not train
-  if (!config_.init_from.empty()) {
-    model_ = models::with_model_overrides(models::load_decoder_lm(config_.init_from), config_.model_overrides,
-                                  config_.init_from, gen);
-    check_training_memory(model_->config(), batch, context, util::available_memory_bytes(), frozen);
-  } else {
+  if (config_.init_from.empty()) {  // the config's memory checked before its weights are drawn
     const std::string json_text = models::model_config_with_overrides(config_.model, config_.model_overrides);
-    const models::DecoderLMConfig model_config = models::parse_model_config(json_text, config_.model);
-    check_training_memory(model_config, batch, context, util::available_memory_bytes(), frozen);
-    model_ = std::make_shared<models::DecoderLM>(model_config, gen);
+    check_training_memory(models::parse_model_config(json_text, config_.model), batch, context,
+                          util::available_memory_bytes(), frozen);
   }
+  model_ = build_start_model(gen);
+  if (!config_.init_from.empty())
+    check_training_memory(model_->config(), batch, context, util::available_memory_bytes(), frozen);
   if (config_.lora)
     check_training_memory(model_->config(), batch, context, util::available_memory_bytes(),
                           models::lora_parameter_count(*model_, *config_.lora));
@@ -204,12 +222,12 @@ void Trainer::resume_from(const std::string& checkpoint) {
   }
   if (config_.lora) {  // an adapter-only checkpoint: the base again, then its adapters
     model_ = models::load_decoder_lm(lora_base_path(config_));
-    check_training_memory(model_->config(), config_.data.batch_size, config_.data.context,
+    check_training_memory(model_->config(), rows_per_batch(), config_.data.context,
                           util::available_memory_bytes());
     Generator gen(config_.seed);
     models::load_lora_adapter(*model_, checkpoint, gen);
   } else {
-    check_training_memory(models::read_checkpoint_config(checkpoint), config_.data.batch_size, config_.data.context,
+    check_training_memory(models::read_checkpoint_config(checkpoint), rows_per_batch(), config_.data.context,
                           util::available_memory_bytes());
     model_ = models::model_as<models::DecoderLM>(models::load_checkpoint(checkpoint), checkpoint);
   }
@@ -235,6 +253,10 @@ std::string Trainer::describe() const {
   os << "steps: " << config_.schedule.total_steps << " x " << config_.grad_accum << " x " << config_.data.batch_size
      << " x " << config_.data.context << " tokens, " << schedule_kind_name(config_.schedule.kind) << " lr "
      << config_.schedule.lr << ", " << precision_name(config_.precision) << "\n";
+  if (config_.objective == Objective::dpo)
+    os << "objective: dpo, " << preference_loss_name(config_.dpo.loss) << " loss, beta " << config_.dpo.beta
+       << ", reference: " << (reference_ ? "the starting model (a frozen copy)" : "the base (LoRA adapters off)")
+       << "\n";
   if (comm_->size() > 1) {
     os << "data-parallel: " << comm_->describe() << ", global batch " << config_.ranks * config_.data.batch_size
        << ", " << buckets_->num_buckets() << " gradient buckets of up to "
@@ -257,6 +279,24 @@ void Trainer::backward(const std::vector<Batch>& batches, StepResult& r) {
   const auto autocast = autocast_for(config_.precision);
   // aux losses are means over micro-batches and ranks
   const double aux_weight = 1.0 / static_cast<double>(config_.grad_accum * config_.ranks);
+  if (config_.objective == Objective::dpo) {  // each micro-batch's mean loss weighted by its share of the pairs
+    double pairs = 0;
+    for (const Batch& b : batches) pairs += static_cast<double>(b.inputs.size(0) / 2);
+    PreferenceMetrics metrics;
+    for (size_t m = 0; m < batches.size(); ++m) {
+      const Batch& b = batches[m];
+      if (m + 1 == batches.size()) buckets_->arm();
+      const DpoLoss d = dpo_batch_loss(*model_, reference_.get(), b, config_.dpo);
+      const double weight = static_cast<double>(b.inputs.size(0) / 2) / pairs;
+      r.token_loss += d.loss.item() * weight;
+      metrics.add(d);
+      Tensor objective = mul(d.loss, weight);
+      if (loss_scale != 1.0) objective = mul(objective, loss_scale);
+      objective.backward();
+    }
+    r.preference = metrics;
+    return;
+  }
   for (size_t m = 0; m < batches.size(); ++m) {
     const Batch& b = batches[m];
     if (m + 1 == batches.size()) buckets_->arm();  // ranks communicate on the last micro-batch only
@@ -325,21 +365,29 @@ StepResult Trainer::train_step() {
   return r;
 }
 
-double Trainer::evaluate() {
+std::pair<double, double> Trainer::eval_batch_loss(const Batch& b, PreferenceMetrics* preference) {
+  if (config_.objective == Objective::dpo) {
+    const DpoLoss d = dpo_batch_loss(*model_, reference_.get(), b, config_.dpo);
+    if (preference) preference->add(d);
+    const auto pairs = static_cast<double>(b.inputs.size(0) / 2);
+    return {d.loss.item() * pairs, pairs};
+  }
+  const models::LMOutput out = model_->forward(b.inputs, b.targets);
+  return {out.token_loss.item() * static_cast<double>(b.target_tokens), static_cast<double>(b.target_tokens)};
+}
+
+double Trainer::evaluate(PreferenceMetrics* preference) {
   NF_CHECK(data_.val, "train: no validation data (--val-data, or --val-fraction above 0)");
   NoGradGuard no_grad;
   model_->eval();
-  double loss_sum = 0;
-  int64_t tokens = 0;
+  double sums[2] = {0, 0};  // every rank evaluates its rows
   const auto autocast = autocast_for(config_.precision);
   for (int64_t i = 0; i < config_.eval_batches; ++i) {
-    const Batch b = data_.val->batch(static_cast<uint64_t>(i));
-    const models::LMOutput out = model_->forward(b.inputs, b.targets);
-    loss_sum += out.token_loss.item() * static_cast<double>(b.target_tokens);
-    tokens += b.target_tokens;
+    const auto [loss_sum, weight] = eval_batch_loss(data_.val->batch(static_cast<uint64_t>(i)), preference);
+    sums[0] += loss_sum;
+    sums[1] += weight;
   }
   model_->train();
-  double sums[2] = {loss_sum, static_cast<double>(tokens)};  // every rank evaluated its rows
   comm_->allreduce_sum(sums, 2, "the all-reduce of the validation loss");
   return sums[1] > 0 ? sums[0] / sums[1] : 0.0;
 }
@@ -348,10 +396,10 @@ double Trainer::next_batch_loss() {
   NoGradGuard no_grad;
   model_->eval();
   const auto autocast = autocast_for(config_.precision);
-  const Batch b = data_.train->batch(static_cast<uint64_t>(state_.step * config_.grad_accum));
-  const models::LMOutput out = model_->forward(b.inputs, b.targets);
+  const auto [loss_sum, weight] =
+      eval_batch_loss(data_.train->batch(static_cast<uint64_t>(state_.step * config_.grad_accum)), nullptr);
   model_->train();
-  double sums[2] = {out.token_loss.item() * static_cast<double>(b.target_tokens), static_cast<double>(b.target_tokens)};
+  double sums[2] = {loss_sum, weight};
   comm_->allreduce_sum(sums, 2, "the all-reduce of the next batch's loss");
   return sums[1] > 0 ? sums[0] / sums[1] : 0.0;
 }
@@ -422,6 +470,10 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
     }
   };
   double smoothed_rate = 0;
+  // DPO: a policy that still equals the reference after this many steps is reported
+  constexpr int64_t kDpoStillSteps = 5;
+  const int64_t first_step = state_.step;
+  double largest_reward = 0;  // over this run's steps: |rewards/chosen| and |rewards/rejected|
   while (state_.step < total) {
     const auto start = std::chrono::steady_clock::now();
     const StepResult r = train_step();
@@ -436,21 +488,55 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
       line["loss_scale"] = scaler_->scale();
       line["skipped"] = r.skipped;
     }
+    if (r.preference) {  // TRL's names
+      line["rewards/chosen"] = r.preference->chosen_reward;
+      line["rewards/rejected"] = r.preference->rejected_reward;
+      line["rewards/margins"] = r.preference->margin();
+      line["rewards/accuracies"] = r.preference->accuracy;
+      largest_reward = std::max({largest_reward, std::fabs(r.preference->chosen_reward),
+                                 std::fabs(r.preference->rejected_reward)});
+      if (state_.step - first_step == kDpoStillSteps && largest_reward < 1e-6) {
+        char text[400];
+        std::snprintf(text, sizeof text,
+                      "warning: DPO: after %lld steps the loss is still %.4f (%s) with zero rewards and margins: the "
+                      "policy equals the reference, nothing it trains changes its log-probs (is --lr 0? are the "
+                      "LoRA adapters' B still 0?)",
+                      static_cast<long long>(kDpoStillSteps), r.loss,
+                      config_.dpo.loss == PreferenceLossKind::sigmoid ? "ln 2" : "1 / (4 beta^2)");
+        report(text);
+      }
+    }
     log_metrics(line.dump());
     if (bar) {
       char status[160];
-      std::snprintf(status, sizeof status, "loss %.4f%s lr %.2e %s tok/s", r.loss, r.skipped ? " (skipped)" : "", r.lr,
-                    human_count(smoothed_rate).c_str());
+      if (r.preference)
+        std::snprintf(status, sizeof status, "loss %.4f margin %.3f acc %.2f%s lr %.2e %s tok/s", r.loss,
+                      r.preference->margin(), r.preference->accuracy, r.skipped ? " (skipped)" : "", r.lr,
+                      human_count(smoothed_rate).c_str());
+      else
+        std::snprintf(status, sizeof status, "loss %.4f%s lr %.2e %s tok/s", r.loss, r.skipped ? " (skipped)" : "",
+                      r.lr, human_count(smoothed_rate).c_str());
       bar->update(state_.step, status);
     }
     const bool at_end = state_.step == total;
     if (data_.val && ((config_.eval_every > 0 && state_.step % config_.eval_every == 0) || at_end)) {
-      const double val = evaluate();
+      std::optional<PreferenceMetrics> preference;
+      if (config_.objective == Objective::dpo) preference.emplace();
+      const double val = evaluate(preference ? &*preference : nullptr);
       if (state_.best_val_loss == 0 || val < state_.best_val_loss) state_.best_val_loss = val;
-      log_metrics(json{{"step", state_.step}, {"val_loss", val}, {"val_ppl", std::exp(val)}}.dump());
-      char text[128];
-      std::snprintf(text, sizeof text, "step %lld: val loss %.4f, perplexity %.2f", static_cast<long long>(state_.step),
-                    val, std::exp(val));
+      json val_line = {{"step", state_.step}, {"val_loss", val}};
+      char text[160];
+      if (preference) {
+        val_line["val_rewards/margins"] = preference->margin();
+        val_line["val_rewards/accuracies"] = preference->accuracy;
+        std::snprintf(text, sizeof text, "step %lld: val loss %.4f, margin %.4f, accuracy %.3f",
+                      static_cast<long long>(state_.step), val, preference->margin(), preference->accuracy);
+      } else {
+        val_line["val_ppl"] = std::exp(val);
+        std::snprintf(text, sizeof text, "step %lld: val loss %.4f, perplexity %.2f",
+                      static_cast<long long>(state_.step), val, std::exp(val));
+      }
+      log_metrics(val_line.dump());
       report(text);
     }
     bool stopping = stop && stop->load();

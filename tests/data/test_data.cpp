@@ -246,6 +246,65 @@ std::string conversation_line(const std::vector<std::pair<std::string, std::stri
   return nlohmann::json{{"conversations", conversation}}.dump() + "\n";
 }
 
+TEST(SftBatches, PreferencePairsAreTheSftRowsOfChosenThenRejected) {
+  using Messages = std::vector<std::pair<std::string, std::string>>;
+  auto messages_json = [](const Messages& messages) {
+    nlohmann::json conversation = nlohmann::json::array();
+    for (const auto& [role, content] : messages) conversation.push_back({{"role", role}, {"content", content}});
+    return conversation;
+  };
+  const std::vector<std::pair<Messages, Messages>> pairs = {
+      {{{"user", "Hi"}, {"assistant", "Yo"}}, {{"user", "Hi"}, {"assistant", "No"}}},
+      {{{"user", "a"}, {"assistant", "bb"}}, {{"user", "a"}, {"assistant", "c"}}},
+      // the rejected answer starts past context + 1: the pair goes, chosen included
+      {{{"user", "q"}, {"assistant", "ok"}}, {{"user", std::string(60, 'u')}, {"assistant", "late"}}}};
+  const std::string tokenizer = chatml_tokenizer_file(), path = temp_path("pairs.jsonl");
+  std::string lines;
+  for (const auto& [chosen, rejected] : pairs)
+    lines += nlohmann::json{{"chosen", messages_json(chosen)}, {"rejected", messages_json(rejected)}}.dump() + "\n";
+  write_text(path, lines);
+  DataOptions o;
+  o.train_paths = {path};
+  o.tokenizer = tokenizer;
+  o.batch_size = 2;
+  o.context = 64;
+  o.val_fraction = 0;
+  o.pad_to_context = true;
+  o.preference_pairs = true;
+  o.show_progress = false;
+  const TrainingData data = load_training_data(o);
+  const auto& batches = dynamic_cast<const SftBatches&>(*data.train);
+  EXPECT_EQ(batches.group(), 2);
+  EXPECT_NE(data.train->describe().find("2 preference pairs"), std::string::npos) << data.train->describe();
+  EXPECT_NE(data.train->describe().find("warning: 1 preference pairs left out because the response mask"),
+            std::string::npos)
+      << data.train->describe();
+  const Batch batch = data.train->batch(0);
+  ASSERT_EQ(batch.inputs.shape(), (Shape{4, 64}));
+  // each row equals the SFT batch of that conversation alone: same template, ids and mask
+  DataOptions sft = o;
+  sft.preference_pairs = false;
+  sft.batch_size = 1;
+  sft.train_paths = {temp_path("one.jsonl")};
+  int64_t targets = 0;
+  for (int64_t b = 0; b < 2; ++b) {
+    const auto& [chosen, rejected] = pairs.at(batches.example_index(0, b));
+    for (int64_t side = 0; side < 2; ++side) {
+      SCOPED_TRACE("pair row " + std::to_string(b) + (side ? " rejected" : " chosen"));
+      write_text(sft.train_paths[0], conversation_line(side ? rejected : chosen));
+      const Batch one = load_training_data(sft).train->batch(0);
+      EXPECT_EQ(values(batch.inputs.select(0, 2 * b + side)), values(one.inputs.select(0, 0)));
+      EXPECT_EQ(values(batch.targets.select(0, 2 * b + side)), values(one.targets.select(0, 0)));
+      targets += one.target_tokens;
+    }
+  }
+  EXPECT_EQ(batch.target_tokens, targets);
+  // without preference_pairs such a file is refused, naming the flag
+  o.preference_pairs = false;
+  EXPECT_THROW_WITH(load_training_data(o), path, "chosen/rejected preference pairs", "--objective dpo");
+  for (const auto& p : {tokenizer, path, sft.train_paths[0]}) std::remove(p.c_str());
+}
+
 TEST(SftBatches, LossMaskIsExactOnAHandCheckedConversation) {
   const std::string tokenizer = chatml_tokenizer_file(), path = temp_path("hand.jsonl");
   write_text(path, conversation_line({{"system", "S"}, {"user", "Hi"}, {"assistant", "Yo"}}));

@@ -6,6 +6,8 @@
 //               pretrain_hq.jsonl), each followed by <|endoftext|> when the tokenizer has it;
 //               {"conversations": [{"role": ..., "content": ...}, ...]} lines (detected from the
 //               first line) are chat examples for supervised fine-tuning (MiniMind's sft_*.jsonl);
+//               with preference_pairs, every file is {"chosen": [...], "rejected": [...]} lines,
+//               conversation pairs for DPO (MiniMind's dpo.jsonl);
 //   text        anything else, tokenised whole.
 // Text and JSONL are tokenised at load, in parallel (`nanoformer tokenizer prepare` does it once
 // into a token file instead). Pretraining data gives random windows of context + 1 tokens; chat
@@ -34,6 +36,8 @@ struct DataOptions {
   std::string jsonl_field = "text";      // the document field of pretraining JSONL
   bool pad_to_context = false;           // chat batches: pad to context (MiniMind) instead of to
                                          // the longest conversation in the batch (nanochat)
+  bool preference_pairs = false;         // JSONL of chosen/rejected conversation pairs (DPO): batches
+                                         // of batch_size pairs, 2 x batch_size rows (sft_data.h)
   bool show_progress = true;             // a progress bar while tokenising large inputs
 };
 

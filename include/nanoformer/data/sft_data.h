@@ -2,7 +2,9 @@
 // Supervised fine-tuning data, with the loss on the answer's tokens only: chat conversations
 // rendered by a chat template (tokenizer/chat_template.h), trained on the assistant's tokens, or
 // prompt-completion pairs ({"prompt": ..., "completion": ...}, the format of OpenAI's legacy
-// fine-tuning and TRL's prompt-completion datasets), trained on the completion's tokens.
+// fine-tuning and TRL's prompt-completion datasets), trained on the completion's tokens; or
+// preference pairs for DPO ({"chosen": [messages], "rejected": [messages]}, MiniMind's dpo.jsonl),
+// two conversations rendered by the same template, the response mask on their assistant tokens.
 //
 // Each example is rendered whole and truncated to its first context + 1 tokens (as MiniMind
 // truncates input_ids[:max_length]); one that keeps no trained token is dropped (counted). Row b
@@ -10,7 +12,9 @@
 // function of (seed, epoch = k / N) for training, file order for validation. Inputs are the
 // example's ids but the last, targets the ids shifted by one where the template trains on them and
 // kIgnoreIndex elsewhere; rows are padded (pad id as input, kIgnoreIndex as target) to the longest
-// row of the batch (nanochat) or to the context (MiniMind).
+// row of the batch (nanochat) or to the context (MiniMind). Preference pairs are groups of two
+// examples (chosen, then rejected) kept or dropped together and batched together: row 2b of a
+// batch is pair b's chosen conversation, row 2b + 1 its rejected one.
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -30,7 +34,14 @@ class SftExamples {
  public:
   // Adds a rendered conversation, truncated to max_tokens; counts it as dropped and returns false
   // when no token after the first is trained on. `file` indexes files(), `line` is the JSONL line.
-  bool add(const tokenizer::RenderedChat& chat, size_t max_tokens, uint32_t file, uint64_t line);
+  bool add(const tokenizer::RenderedChat& chat, size_t max_tokens, uint32_t file, uint64_t line) {
+    return add_group({&chat, 1}, max_tokens, file, line);
+  }
+  // Adds every chat of a group (a preference pair) or, when one of them keeps no trained token,
+  // none (the group counted as dropped once).
+  bool add_group(std::span<const tokenizer::RenderedChat> chats, size_t max_tokens, uint32_t file, uint64_t line);
+  // Whether `chat` truncated to max_tokens trains on a token after its first.
+  static bool keeps_trained_token(const tokenizer::RenderedChat& chat, size_t max_tokens);
   void add_file(std::string path) { files_.push_back(std::move(path)); }
 
   size_t size() const { return offsets_.size() - 1; }
@@ -43,7 +54,7 @@ class SftExamples {
   const std::vector<std::string>& files() const { return files_; }
   // Throws nf::Error naming the example's file, line and position when an id is not below vocab_size.
   void check_vocab(uint64_t vocab_size) const;
-  // Conversations left out by add() (no trained token within the limit).
+  // Conversations (groups) left out by add() and add_group() (no trained token within the limit).
   size_t dropped() const { return dropped_; }
 
  private:
@@ -69,20 +80,29 @@ tokenizer::RenderedChat render_completion(const tokenizer::Tokenizer& tokenizer,
 // examples. Throws nf::Error "<file>:<line>: ..." on malformed JSON or a missing or non-string field.
 void read_completion_jsonl(const std::string& path, const tokenizer::Tokenizer& tokenizer, size_t max_tokens,
                            SftExamples& examples, const tokenizer::ByteProgress& progress = {});
+// Reads a DPO JSONL file ({"chosen": [{"role": ..., "content": ...}, ...], "rejected": [...]} per
+// line) into groups of two examples, chosen then rejected. Throws nf::Error "<file>:<line>: ..."
+// naming the field ("chosen" or "rejected") that is missing or not an array of messages.
+void read_preference_jsonl(const std::string& path, const tokenizer::ChatTemplate& chat_template, size_t max_tokens,
+                           SftExamples& examples, const tokenizer::ByteProgress& progress = {});
 
 class SftBatches final : public BatchSource {
  public:
-  // Examples [begin, end) of `examples`; shuffle: a new seeded order each epoch, else file order.
+  // Groups [begin, end) of `group` consecutive examples each (1: single examples, 2: preference
+  // pairs), batch_size groups a batch (batch_size x group rows); shuffle: a new seeded order of the
+  // groups each epoch, else file order.
   SftBatches(std::shared_ptr<const SftExamples> examples, size_t begin, size_t end, int64_t batch_size,
-             int64_t context, bool shuffle, uint64_t seed, TokenId pad_id, bool pad_to_context, std::string part);
+             int64_t context, bool shuffle, uint64_t seed, TokenId pad_id, bool pad_to_context, std::string part,
+             int64_t group = 1);
 
   Batch batch(uint64_t index) const override;
   int64_t batch_size() const override { return batch_size_; }
   int64_t context() const override { return context_; }
   std::string describe() const override;
 
-  // The example (index into examples) at row b of batch `index`.
+  // The group (its first example is examples[group x it]) at position b of batch `index`.
   size_t example_index(uint64_t index, int64_t b) const;
+  int64_t group() const { return group_; }
 
  private:
   // The epoch's order of [0, end - begin): Fisher-Yates with Philox draws keyed by the seed.
@@ -96,6 +116,7 @@ class SftBatches final : public BatchSource {
   TokenId pad_id_;
   bool pad_to_context_;
   std::string part_;
+  int64_t group_;
   mutable std::mutex cache_mutex_;  // the last permutation made, reused by the epoch's batches
   mutable uint64_t cached_epoch_ = 0;
   mutable std::shared_ptr<const std::vector<uint32_t>> cached_;

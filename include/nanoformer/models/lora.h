@@ -17,6 +17,7 @@
 #include "nanoformer/core/generator.h"
 #include "nanoformer/core/quant_type.h"
 #include "nanoformer/models/model.h"
+#include "nanoformer/nn/linear.h"
 
 namespace nf::models {
 
@@ -57,5 +58,18 @@ std::vector<nn::NamedTensor> lora_parameters(const Model& model);
 // W0 += (alpha / r) B A for every adapter, then removes the adapters and unfreezes every parameter:
 // a plain model whose forward equals the adapted one. A quantised base comes out dense (dequantised). Throws when the model has no adapter.
 void merge_lora(Model& model);
+
+// While it lives, every adapter of `model` is off: the model computes its base's forward (a DPO
+// reference at no memory cost, as PEFT's disable_adapter()); the destructor turns them back on.
+class LoRAAdaptersOff {
+ public:
+  explicit LoRAAdaptersOff(Model& model);
+  ~LoRAAdaptersOff();
+  LoRAAdaptersOff(const LoRAAdaptersOff&) = delete;
+  LoRAAdaptersOff& operator=(const LoRAAdaptersOff&) = delete;
+
+ private:
+  std::vector<nn::Linear*> layers_;
+};
 
 }  // namespace nf::models

@@ -43,6 +43,9 @@ class Linear : public UnaryModule {
   void add_lora(const LoRAConfig& config, Generator& gen = default_generator());
   void merge_lora();
   bool has_lora() const { return lora_A != nullptr; }
+  // Off: forward is the base's alone, the adapter kept (a DPO reference: PEFT's disable_adapter()).
+  void set_lora_enabled(bool on) { lora_enabled_ = on; }
+  bool lora_active() const { return has_lora() && lora_enabled_; }
   double lora_scaling() const { return lora_scaling_; }  // alpha / r; 0 without an adapter
   std::shared_ptr<Linear> lora_A, lora_B;                // null without an adapter
   std::shared_ptr<Dropout> lora_dropout;                 // null without an adapter or dropout
@@ -52,6 +55,7 @@ class Linear : public UnaryModule {
 
   int64_t in_, out_;
   double lora_scaling_ = 0.0;
+  bool lora_enabled_ = true;
   QuantizedTensor quantized_weight_;
 };
 

@@ -10,6 +10,7 @@
 
 #include "nanoformer/data/data.h"
 #include "nanoformer/models/lora.h"
+#include "nanoformer/ops/preference_loss.h"
 #include "nanoformer/optim/optimizer_set.h"
 #include "nanoformer/optim/schedule.h"
 
@@ -19,6 +20,18 @@ enum class Precision { fp32, bf16, fp16 };
 // "fp32", "bf16", "fp16"; parsing an unknown name throws listing them.
 std::string precision_name(Precision precision);
 Precision precision_from_name(const std::string& name);
+
+// What a run minimises: lm, the next-token cross-entropy on the data's targets (pretraining, SFT);
+// dpo, DPO's loss on chosen/rejected conversation pairs against a frozen reference, the starting
+// model (docs/post-training.md). "lm", "dpo"; parsing an unknown name throws listing them.
+enum class Objective { lm, dpo };
+std::string objective_name(Objective objective);
+Objective objective_from_name(const std::string& name);
+
+struct DpoOptions {
+  double beta = 0.1;                                    // > 0: rewards are beta (log pi - log ref)
+  PreferenceLossKind loss = PreferenceLossKind::sigmoid;  // or ipo (ops/preference_loss.h)
+};
 
 // How a data-parallel run communicates (docs/scaling.md); runtime choices, not part of the run's
 // identity: a resume may change them.
@@ -35,6 +48,8 @@ struct TrainConfig {
   // LoRA (models/lora.h): adapters on the base (the fresh model or init_from), everything else
   // frozen; checkpoints then hold the adapters and their optimizer state only.
   std::optional<models::LoRAOptions> lora;
+  Objective objective = Objective::lm;  // dpo: data.preference_pairs follows (the trainer sets it)
+  DpoOptions dpo;                       // objective dpo only
   DataOptions data;
   OptimizerConfig optimizer;
   ScheduleConfig schedule;          // schedule.lr is the peak lr; total_steps is the run's length

@@ -8,6 +8,9 @@
 //     loss_m = token_loss_m * n_m / N + aux_loss_m / grad_accum    (N = target tokens of the step)
 //     backward(loss_m)                     (so the gradient is that of the whole step's mean loss)
 //   clip the global gradient norm; optimizer step (fp16: skipped when a gradient is not finite)
+// With objective dpo a micro-batch holds preference pairs and its loss is DPO's against a frozen
+// reference (train/dpo.h), weighted by its share of the step's pairs; rewards, margins and accuracy
+// are logged per step.
 // Validation every eval_every steps, a checkpoint every save_every steps, at the end, and when
 // the stop flag is raised (Ctrl-C); metrics.jsonl gets one line per step and per validation.
 // Everything a step does is a function of the checkpointed state, so a resumed run continues
@@ -22,6 +25,7 @@
 #include <cstdint>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "nanoformer/data/data.h"
@@ -31,6 +35,7 @@
 #include "nanoformer/optim/loss_scaler.h"
 #include "nanoformer/optim/optimizer_set.h"
 #include "nanoformer/optim/zero_sharding.h"
+#include "nanoformer/train/dpo.h"
 #include "nanoformer/train/train_checkpoint.h"
 #include "nanoformer/train/train_config.h"
 
@@ -44,11 +49,13 @@ void check_training_memory(const models::DecoderLMConfig& config, int64_t batch,
                            int64_t available_bytes, int64_t lora_parameters = -1);
 
 struct StepResult {
-  double loss = 0, token_loss = 0, aux_loss = 0;  // means over the step's micro-batches
+  double loss = 0, token_loss = 0, aux_loss = 0;  // means over the step's micro-batches (DPO: token_loss is
+                                                  // the DPO loss, the mean over the step's pairs)
   double lr = 0, grad_norm = 0;
   int64_t tokens = 0;      // target tokens
   bool skipped = false;    // fp16: a non-finite gradient, no update
   double comm_wait_seconds = 0;  // blocked waiting for the gradient all-reduce (data-parallel)
+  std::optional<PreferenceMetrics> preference;  // objective dpo: the step's rewards (means over pairs)
 };
 
 class Trainer {
@@ -63,8 +70,9 @@ class Trainer {
   Outcome run(const std::atomic<bool>* stop = nullptr);
   // One optimizer step (the loop's body without logging and checkpoints).
   StepResult train_step();
-  // Mean validation loss over eval_batches batches (token-weighted).
-  double evaluate();
+  // Mean validation loss over eval_batches batches (token-weighted; DPO: pair-weighted, with the
+  // rewards into *preference when given).
+  double evaluate(PreferenceMetrics* preference = nullptr);
   // Writes the checkpoint of the current step into out_dir and prunes old ones; returns its path.
   std::string save();
 
@@ -77,6 +85,13 @@ class Trainer {
  private:
   // The fresh (or --init-from) model, its weights drawn from `gen`, and the checks of its memory.
   void start_fresh(Generator& gen);
+  // The model a fresh run starts from (the preset or config with weights from `gen`, or init_from),
+  // with the model overrides; unchecked.
+  std::shared_ptr<models::DecoderLM> build_start_model(Generator& gen) const;
+  // Rows of a micro-batch: batch_size, or 2 x batch_size with DPO's pairs.
+  int64_t rows_per_batch() const;
+  // The loss of one batch in eval mode as (sum, weight): token loss x targets, or DPO loss x pairs.
+  std::pair<double, double> eval_batch_loss(const Batch& b, PreferenceMetrics* preference);
   void resume_from(const std::string& checkpoint);
   void log_metrics(const std::string& json_line);
   // Forward and backward of a step's micro-batches, each loss weighted by its share of targets;
@@ -96,6 +111,8 @@ class Trainer {
   std::unique_ptr<dist::Communicator> own_comm_;  // one process, when none is given
   dist::Communicator* comm_;
   std::shared_ptr<models::DecoderLM> model_;
+  // DPO's frozen reference, the starting model; null without DPO or with LoRA (the adapters off).
+  std::shared_ptr<models::DecoderLM> reference_;
   TrainingData data_;
   std::unique_ptr<OptimizerSet> optimizer_;
   std::unique_ptr<DynamicLossScaler> scaler_;  // fp16 only
