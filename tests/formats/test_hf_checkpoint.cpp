@@ -24,7 +24,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const char* kCases[] = {"gpt2", "llama_gqa", "llama_linear_rope"};
+// tools/golden/hf_fixtures.py's, then tools/golden/hf_llama_family_fixtures.py's (Qwen2 with q / k / v
+// biases and layer 1 windowed, Qwen3 with learned QK-norm and head_dim 16, Mistral windowed everywhere)
+const char* kCases[] = {"gpt2", "llama_gqa", "llama_linear_rope", "qwen2", "qwen3", "mistral"};
 
 std::string fixture(const std::string& name) { return std::string(NF_TEST_DATA_DIR) + "/hf/" + name; }
 
@@ -54,6 +56,17 @@ TEST_F(HfCheckpointTest, TransformersFoldersGiveTransformersLogits) {
   EXPECT_EQ(load_hf(fixture("llama_gqa"))->config().n_kv_heads, 2);
   EXPECT_EQ(load_hf(fixture("llama_linear_rope"))->config().rope_scaling, nn::RopeScaling::linear);
   EXPECT_EQ(load_hf(fixture("llama_linear_rope"))->config().rope_theta, 500.0);
+  const DecoderLMConfig qwen2 = load_hf(fixture("qwen2"))->config();
+  EXPECT_TRUE(qwen2.attention_bias && !qwen2.attention_output_bias);
+  EXPECT_EQ(qwen2.sliding_window, 4);
+  EXPECT_EQ(qwen2.window_layers, "LS");
+  const DecoderLMConfig qwen3 = load_hf(fixture("qwen3"))->config();
+  EXPECT_TRUE(qwen3.qk_norm && qwen3.qk_norm_weight && !qwen3.attention_bias);
+  EXPECT_EQ(qwen3.head_dim, 16);
+  EXPECT_EQ(qwen3.window_layers, "LS");
+  const DecoderLMConfig mistral = load_hf(fixture("mistral"))->config();
+  EXPECT_EQ(mistral.sliding_window, 4);
+  EXPECT_EQ(mistral.window_layers, "");
 }
 
 // The gradient of transformers' loss (model(ids, labels=ids).loss) for every parameter, by its HF
