@@ -200,6 +200,7 @@ DecoderLMConfig llama_family_config(const Json& j, HfFamily family, const std::s
   c.n_heads = size_key(j, "num_attention_heads", d.num_attention_heads, source);
   c.n_kv_heads = int_key(j, "num_key_value_heads", d.num_key_value_heads.value_or(c.n_heads), source);
   c.head_dim = int_key(j, "head_dim", d.head_dim.value_or(0), source);
+  if (c.head_dim * c.n_heads == c.dim) c.head_dim = 0;  // the derived width, kept as ours writes it: 0
   c.max_seq_len = size_key(j, "max_position_embeddings", d.max_position_embeddings, source);
   c.norm = nn::NormKind::rmsnorm;
   c.norm_eps = number_key(j, "rms_norm_eps", d.rms_norm_eps, source);

@@ -342,8 +342,9 @@ TEST_F(HfCheckpointTest, LlamaFamilyConfigsTakeTheirClassDefaults) {
   EXPECT_EQ(config_from_hf_json(R"({"model_type": "qwen2", "use_sliding_window": true, "sliding_window": null})",
                                 "q/config.json").sliding_window, 0);
 
-  const DecoderLMConfig qwen3 = config_from_hf_json(R"({"model_type": "qwen3", "rms_norm_eps": 1e-5})", "q/config.json");
-  EXPECT_EQ(qwen3.head_dim, 128);
+  const DecoderLMConfig qwen3 =
+      config_from_hf_json(R"({"model_type": "qwen3", "hidden_size": 1024, "rms_norm_eps": 1e-5})", "q/config.json");
+  EXPECT_EQ(qwen3.head_dim, 128);  // not hidden_size / num_attention_heads = 32
   EXPECT_EQ(qwen3.n_kv_heads, 32);
   EXPECT_TRUE(qwen3.qk_norm && qwen3.qk_norm_weight);
   EXPECT_EQ(qwen3.qk_norm_eps, 1e-5);  // q_norm / k_norm take rms_norm_eps
