@@ -35,7 +35,9 @@ const std::set<std::string> kLlamaKeys = {
     "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
     "num_key_value_heads", "head_dim", "max_position_embeddings", "rms_norm_eps", "rope_theta", "rope_scaling",
     "rope_parameters", "attention_bias", "mlp_bias", "hidden_act", "tie_word_embeddings", "attention_dropout",
-    "pretraining_tp"};
+    "pretraining_tp",
+    // nanotron's conversion leaves these in SmolLM / SmolLM2 folders; LlamaConfig keeps them unread
+    "is_llama_config", "rope_interleaved"};
 // MistralConfig's keys (transformers 5.24): LLaMA's without the biases, with sliding_window.
 const std::set<std::string> kMistralKeys = {
     "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
@@ -189,6 +191,9 @@ DecoderLMConfig llama_family_config(const Json& j, HfFamily family, const std::s
                    label, source);
   const std::string act = j.value("hidden_act", std::string("silu"));
   NF_CHECK(act == "silu", source, ": hidden_act '", act, "' is not supported (silu)");
+  // transformers rotates halves whatever it says; true would mean nanotron's other layout
+  NF_CHECK(!bool_key(j, "rope_interleaved", false, source), source,
+           ": rope_interleaved true is not supported (LlamaForCausalLM rotates halves)");
   NF_CHECK(number_key(j, "pretraining_tp", 1, source) == 1, source, ": pretraining_tp ", util::json_excerpt(j.at("pretraining_tp")),
            " is not supported (1)");
   const LlamaFamilyDefaults d = defaults_of(family);

@@ -315,6 +315,25 @@ TEST_F(HfCheckpointTest, InterleavedRopeGoesToHuggingFaceWithPermutedRows) {
   std::cout << "interleaved -> hf: max abs logit difference " << max_abs_diff(logits, expected) << "\n";
 }
 
+// SmolLM2's config.json (HuggingFaceTB/SmolLM2-135M: LlamaForCausalLM written by nanotron's converter)
+// carries is_llama_config and rope_interleaved false, which LlamaConfig keeps unread: such a folder
+// loads with transformers' logits; rope_interleaved true (nanotron's other layout) is refused by name.
+TEST_F(HfCheckpointTest, SmolLM2FoldersLoad) {
+  const std::string folder = copy_folder(fixture("llama_gqa"));
+  auto config = nlohmann::json::parse(read_text_file(folder + "/config.json"));
+  config["is_llama_config"] = true;
+  config["rope_interleaved"] = false;
+  config["rope_scaling"] = nullptr;
+  config["torch_dtype"] = "bfloat16";
+  config["pretraining_tp"] = 1;
+  write_text(folder + "/config.json", config.dump());
+  const auto expected = io::load_safetensors(fixture("llama_gqa.logits.safetensors"));
+  EXPECT_TENSOR_CLOSE(eval_logits(*load_hf(folder), expected.at("ids")), expected.at("logits"), 1e-5, 1e-5);
+  config["rope_interleaved"] = true;
+  write_text(folder + "/config.json", config.dump());
+  EXPECT_THROW_WITH(load_hf(folder), folder, "rope_interleaved true is not supported");
+}
+
 // A key missing from a Qwen2 / Qwen3 / Mistral config.json takes the default of transformers' own
 // config class (5.24: Qwen2Config, Qwen3Config, MistralConfig), windows as their __post_init__ sets them.
 TEST_F(HfCheckpointTest, LlamaFamilyConfigsTakeTheirClassDefaults) {
