@@ -146,6 +146,9 @@ int64_t size_key(const Json& j, const std::string& key, std::optional<int64_t> f
   return fallback ? int_key(j, key, *fallback, source) : int_key(j, key, source);
 }
 
+// The most layers a Qwen config may window one by one (window_layers holds a letter per layer).
+constexpr int64_t kMaxWindowLayers = int64_t{1} << 20;
+
 // Qwen2 / Qwen3's windowed layers as Qwen2Config.__post_init__ sets them: none unless use_sliding_window
 // (then sliding_window, null = none); layer_types when given, else the layers i >= max_window_layers.
 // Written into c as sliding_window and window_layers ("" when every layer is windowed).
@@ -166,8 +169,16 @@ void read_qwen_windows(const Json& j, DecoderLMConfig& c, const std::string& sou
       layers += type == "sliding_attention" ? 'S' : 'L';
     }
   } else {
-    const int64_t first = int_key(j, "max_window_layers", 28, source);
-    for (int64_t l = 0; l < c.n_layers; ++l) layers += l >= first ? 'S' : 'L';
+    const int64_t first = std::max<int64_t>(0, int_key(j, "max_window_layers", 28, source));
+    if (first >= c.n_layers) return;  // none
+    if (first == 0) {                  // every layer, without spelling them out
+      c.sliding_window = window;
+      return;
+    }
+    // one letter per layer: bounded before the string is (the config's own bounds come later)
+    NF_CHECK(c.n_layers <= kMaxWindowLayers, source, ": num_hidden_layers ", c.n_layers,
+             " is beyond the layers a per-layer window takes (at most ", kMaxWindowLayers, ")");
+    layers = std::string(static_cast<size_t>(first), 'L') + std::string(static_cast<size_t>(c.n_layers - first), 'S');
   }
   if (layers.find('S') == std::string::npos) return;  // no windowed layer
   c.sliding_window = window;
@@ -205,7 +216,8 @@ DecoderLMConfig llama_family_config(const Json& j, HfFamily family, const std::s
   c.n_heads = size_key(j, "num_attention_heads", d.num_attention_heads, source);
   c.n_kv_heads = int_key(j, "num_key_value_heads", d.num_key_value_heads.value_or(c.n_heads), source);
   c.head_dim = int_key(j, "head_dim", d.head_dim.value_or(0), source);
-  if (c.head_dim * c.n_heads == c.dim) c.head_dim = 0;  // the derived width, kept as ours writes it: 0
+  if (c.n_heads > 0 && c.dim % c.n_heads == 0 && c.head_dim == c.dim / c.n_heads)
+    c.head_dim = 0;  // the derived width, kept as ours writes it: 0
   c.max_seq_len = size_key(j, "max_position_embeddings", d.max_position_embeddings, source);
   c.norm = nn::NormKind::rmsnorm;
   c.norm_eps = number_key(j, "rms_norm_eps", d.rms_norm_eps, source);
@@ -434,15 +446,18 @@ std::string hf_json_from_config(const DecoderLMConfig& c, int64_t mlp_hidden) {
     if (family == HfFamily::llama || family == HfFamily::qwen3) j["attention_bias"] = c.attention_bias;
     if (family == HfFamily::llama) j["mlp_bias"] = c.mlp_bias;
     if (family == HfFamily::mistral) j["sliding_window"] = c.sliding_window > 0 ? nlohmann::ordered_json(c.sliding_window) : nlohmann::ordered_json();
-    if (family == HfFamily::qwen2 || family == HfFamily::qwen3) {  // Qwen2Config's window keys, layer_types explicit
-      std::vector<std::string> types;
-      for (int64_t l = 0; l < c.n_layers; ++l)
-        types.push_back(layer_window(c, l) > 0 ? "sliding_attention" : "full_attention");
-      const auto first = std::find(types.begin(), types.end(), "sliding_attention") - types.begin();
+    if (family == HfFamily::qwen2 || family == HfFamily::qwen3) {
+      // Qwen2Config's window keys: max_window_layers for none (all layers) or every layer (0), and
+      // per-layer windows as layer_types, which then take precedence
+      const size_t first = c.window_layers.find('S');
       j["use_sliding_window"] = c.sliding_window > 0;
       j["sliding_window"] = c.sliding_window > 0 ? nlohmann::ordered_json(c.sliding_window) : nlohmann::ordered_json();
-      j["max_window_layers"] = first;
-      j["layer_types"] = types;
+      j["max_window_layers"] = c.sliding_window == 0 ? c.n_layers : c.window_layers.empty() ? 0 : int64_t(first);
+      if (!c.window_layers.empty()) {
+        std::vector<std::string> types;
+        for (const char kind : c.window_layers) types.push_back(kind == 'S' ? "sliding_attention" : "full_attention");
+        j["layer_types"] = types;
+      }
     }
     j["hidden_act"] = "silu";
     j["attention_dropout"] = c.dropout;

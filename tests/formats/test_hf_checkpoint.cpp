@@ -398,6 +398,10 @@ TEST_F(HfCheckpointTest, LlamaFamilyKeysThatChangeTheModelAreNamed) {
   EXPECT_THROW_WITH(config(R"({"model_type": "qwen2", "rope_scaling": {"rope_type": "yarn", "factor": 4}})"),
                     "rope_type 'yarn' is not supported");
   EXPECT_THROW_WITH(config(R"({"model_type": "qwen3", "hidden_act": "gelu"})"), "hidden_act 'gelu'");
+  // the layers of a per-layer window are bounded before they are spelled out
+  EXPECT_THROW_WITH(config(R"({"model_type": "qwen2", "use_sliding_window": true, "num_hidden_layers": 100000000000,
+                               "max_window_layers": 3})"),
+                    "num_hidden_layers 100000000000", "at most 1048576");
   EXPECT_THROW_WITH(config(R"({"model_type": "gemma"})"), "model_type 'gemma' is not supported",
                     "mistral, qwen2, qwen3");
 }
@@ -420,6 +424,7 @@ TEST_F(HfCheckpointTest, EachModelGoesToTheClassItsOptionsNeed) {
   const auto qwen3 = written(R"("attention_bias": false, "qk_norm": true, "qk_norm_weight": true, "qk_norm_eps": 1e-5)");
   EXPECT_EQ(qwen3["model_type"], "qwen3");
   EXPECT_EQ(qwen3["use_sliding_window"], false);
+  EXPECT_FALSE(qwen3.contains("layer_types"));  // Qwen2Config's __post_init__ sets them: all full
 
   auto refused = [&](const std::string& extra) {
     DecoderLM model(parse_model_config(base + extra + "}"));
