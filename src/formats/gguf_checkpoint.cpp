@@ -402,7 +402,8 @@ GGUFArch arch_for(const DecoderLMConfig& c) {
     need(c.norm == nn::NormKind::layernorm && c.norm_bias, arch, "norm", nn::norm_kind_name(c.norm) +
          std::string(c.norm_bias ? "" : " without bias"));
     need(c.mlp == nn::MLPKind::gelu_tanh, arch, "mlp", nn::mlp_kind_name(c.mlp));
-    need(c.attention_bias && c.mlp_bias, arch, "attention_bias / mlp_bias", "false");
+    need(c.attention_bias && c.attention_output_bias && c.mlp_bias, arch,
+         "attention_bias / attention_output_bias / mlp_bias", "false");
     need(c.n_kv_heads == 0 || c.n_kv_heads == c.n_heads, arch, "n_kv_heads", std::to_string(c.n_kv_heads));
     need(c.head_dim == 0 || c.head_dim * c.n_heads == c.dim, arch, "head_dim", std::to_string(c.head_dim));
     return GGUFArch::gpt2;

@@ -32,10 +32,10 @@ std::string joined(const std::vector<std::string>& names) {
 // A Hugging Face folder, by the reader of its config.json's model_type.
 std::shared_ptr<Model> load_hf_folder(const std::string& dir) {
   const std::string type = hf_model_type(dir);
-  if (type == "gpt2" || type == "llama") return load_hf(dir);
+  if (type == "gpt2" || type == "llama" || type == "mistral" || type == "qwen2" || type == "qwen3") return load_hf(dir);
   if (type == "bert") return load_hf_bert(dir);
   if (type == "vit") return load_hf_vit(dir);
-  NF_FAIL(dir, "/config.json: model_type '", type, "' is not supported (gpt2, llama, bert, vit)");
+  NF_FAIL(dir, "/config.json: model_type '", type, "' is not supported (gpt2, llama, mistral, qwen2, qwen3, bert, vit)");
 }
 
 }  // namespace

@@ -82,6 +82,7 @@ void check_expressible(const DecoderLMConfig& c) {
   need(c.rope_theta == a.rope_theta && c.rope_scaling == nn::RopeScaling::none, "rope_theta",
        std::to_string(c.rope_theta));
   need(c.qk_norm && c.qk_norm_eps == a.qk_norm_eps, "qk_norm", c.qk_norm ? "(other eps)" : "false");
+  need(!c.qk_norm_weight, "qk_norm_weight", "true");
   need(c.mlp == a.mlp, "mlp", nn::mlp_kind_name(c.mlp));
   need(nn::mlp_hidden_dim(block_config(c).mlp) == 4 * c.dim, "mlp_hidden", std::to_string(c.mlp_hidden));
   need(!c.attention_bias && !c.mlp_bias, "attention_bias / mlp_bias", "true");

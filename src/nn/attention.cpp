@@ -35,6 +35,7 @@ AttentionConfig resolved(const AttentionConfig& config) {
   NF_CHECK(c.dropout >= 0.0 && c.dropout < 1.0, "MultiHeadAttention: dropout ", c.dropout, " outside [0, 1)");
   NF_CHECK(c.window >= 0 && (c.window == 0 || c.causal), "MultiHeadAttention: window ", c.window,
            " must be >= 0, and a sliding window needs causal attention");
+  NF_CHECK(!c.qk_norm_weight || c.qk_norm, "MultiHeadAttention: qk_norm_weight needs qk_norm");
   NF_CHECK(c.qk_norm_eps > 0.0, "MultiHeadAttention: qk_norm_eps must be positive, got ", c.qk_norm_eps);
   NF_CHECK(!c.scale || std::isfinite(*c.scale), "MultiHeadAttention: scale ", c.scale.value_or(0.0), " is not finite");
   return c;
@@ -47,10 +48,15 @@ N attention_parameter_count(const AttentionConfig& config) {
   // q: dim -> q_width, k and v: context_dim -> kv_width, o: q_width -> dim
   return linear_parameter_count(N(c.dim), q_width, c.bias) +
          N(2) * linear_parameter_count(N(c.context_dim), kv_width, c.bias) +
-         linear_parameter_count(q_width, N(c.dim), *c.output_bias);
+         linear_parameter_count(q_width, N(c.dim), *c.output_bias) + N(qk_norm_parameter_count(c));
 }
 template int64_t attention_parameter_count<int64_t>(const AttentionConfig&);
 template long double attention_parameter_count<long double>(const AttentionConfig&);
+
+int64_t qk_norm_parameter_count(const AttentionConfig& config) {
+  const AttentionConfig c = resolved(config);
+  return c.qk_norm_weight ? 2 * c.head_dim : 0;  // q_norm and k_norm, (head_dim) each
+}
 
 namespace {
 
@@ -77,16 +83,24 @@ MultiHeadAttention::MultiHeadAttention(const AttentionConfig& config, std::share
   k_proj = register_module("k_proj", std::make_shared<Linear>(c.context_dim, c.n_kv_heads * c.head_dim, c.bias, gen));
   v_proj = register_module("v_proj", std::make_shared<Linear>(c.context_dim, c.n_kv_heads * c.head_dim, c.bias, gen));
   o_proj = register_module("o_proj", std::make_shared<Linear>(c.n_heads * c.head_dim, c.dim, c.output_bias.value_or(c.bias), gen));
+  if (c.qk_norm_weight) {
+    q_norm = register_module("q_norm", std::make_shared<RMSNorm>(c.head_dim, c.qk_norm_eps));
+    k_norm = register_module("k_norm", std::make_shared<RMSNorm>(c.head_dim, c.qk_norm_eps));
+  }
   // Without an explicit seed, each layer's dropout draws its own stream from the model's generator.
   if (c.dropout > 0.0 && c.seed == 0) dropout_gen_ = Generator(draw_seed(gen));
 }
 
 std::pair<Tensor, Tensor> MultiHeadAttention::positioned(Tensor q, Tensor k, int64_t q_position, int64_t k_position) {
+  if (q_norm) {  // rms(x) * w over head_dim, before rotation (Qwen3Attention's q_norm / k_norm)
+    q = q_norm->forward(q);
+    if (k.defined()) k = k_norm->forward(k);
+  }
   if (position_) {
     q = position_->rotate_queries(q, q_position);
     if (k.defined()) k = position_->rotate_keys(k, k_position);
   }
-  if (config_.qk_norm) {
+  if (config_.qk_norm && !q_norm) {
     q = rms_norm(q, {}, config_.qk_norm_eps);  // x / sqrt(mean(x^2) + eps), fused, no weight
     if (k.defined()) k = rms_norm(k, {}, config_.qk_norm_eps);
   }
@@ -218,7 +232,8 @@ LayerKV MultiHeadAttention::context_kv(const Tensor& context) {
            c.context_dim, "), got ", shape_str(context.shape()));
   NoGradGuard no_grad;
   const Tensor k = split_heads(k_proj->forward(context), c.n_kv_heads, c.head_dim);
-  return {c.qk_norm ? rms_norm(k, {}, c.qk_norm_eps) : k, split_heads(v_proj->forward(context), c.n_kv_heads, c.head_dim)};
+  const Tensor k_normed = k_norm ? k_norm->forward(k) : c.qk_norm ? rms_norm(k, {}, c.qk_norm_eps) : k;
+  return {k_normed, split_heads(v_proj->forward(context), c.n_kv_heads, c.head_dim)};
 }
 
 }  // namespace nf::nn

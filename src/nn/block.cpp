@@ -59,7 +59,8 @@ BasicBlockParameterCounts<N> block_parameter_counts(const BlockConfig& config) {
   const N norm = N(norm_parameter_count(c.norm));
   const N sublayers = N(c.cross ? 3 : 2);  // attention, [cross-attention,] MLP
   BasicBlockParameterCounts<N> p;
-  p.attention = attention_parameter_count<N>(c.attention);
+  const N qk_norms = N(qk_norm_parameter_count(c.attention));  // counted with the norms (q_norm, k_norm)
+  p.attention = attention_parameter_count<N>(c.attention) - qk_norms;
   if (c.cross) p.cross_attention = attention_parameter_count<N>(*c.cross);
   const N mlp = mlp_parameter_count<N>(c.mlp);
   if (c.moe) {
@@ -70,7 +71,7 @@ BasicBlockParameterCounts<N> block_parameter_counts(const BlockConfig& config) {
     p.mlp = mlp;
   }
   // a norm per sublayer, and sandwich placement's *_out_norm after each
-  p.norms = sublayers * norm * N(c.placement == NormPlacement::sandwich ? 2 : 1);
+  p.norms = sublayers * norm * N(c.placement == NormPlacement::sandwich ? 2 : 1) + qk_norms;
   p.total = p.attention + p.cross_attention + p.mlp + p.routed_experts + p.shared_experts + p.router + p.norms;
   return p;
 }

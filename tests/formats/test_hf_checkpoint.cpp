@@ -24,7 +24,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const char* kCases[] = {"gpt2", "llama_gqa", "llama_linear_rope"};
+// tools/golden/hf_fixtures.py's, then tools/golden/hf_llama_family_fixtures.py's (Qwen2 with q / k / v
+// biases and layer 1 windowed, Qwen3 with learned QK-norm and head_dim 16, Mistral windowed everywhere)
+const char* kCases[] = {"gpt2", "llama_gqa", "llama_linear_rope", "qwen2", "qwen3", "mistral"};
 
 std::string fixture(const std::string& name) { return std::string(NF_TEST_DATA_DIR) + "/hf/" + name; }
 
@@ -54,6 +56,17 @@ TEST_F(HfCheckpointTest, TransformersFoldersGiveTransformersLogits) {
   EXPECT_EQ(load_hf(fixture("llama_gqa"))->config().n_kv_heads, 2);
   EXPECT_EQ(load_hf(fixture("llama_linear_rope"))->config().rope_scaling, nn::RopeScaling::linear);
   EXPECT_EQ(load_hf(fixture("llama_linear_rope"))->config().rope_theta, 500.0);
+  const DecoderLMConfig qwen2 = load_hf(fixture("qwen2"))->config();
+  EXPECT_TRUE(qwen2.attention_bias && !qwen2.attention_output_bias);
+  EXPECT_EQ(qwen2.sliding_window, 4);
+  EXPECT_EQ(qwen2.window_layers, "LS");
+  const DecoderLMConfig qwen3 = load_hf(fixture("qwen3"))->config();
+  EXPECT_TRUE(qwen3.qk_norm && qwen3.qk_norm_weight && !qwen3.attention_bias);
+  EXPECT_EQ(qwen3.head_dim, 16);
+  EXPECT_EQ(qwen3.window_layers, "LS");
+  const DecoderLMConfig mistral = load_hf(fixture("mistral"))->config();
+  EXPECT_EQ(mistral.sliding_window, 4);
+  EXPECT_EQ(mistral.window_layers, "");
 }
 
 // The gradient of transformers' loss (model(ids, labels=ids).loss) for every parameter, by its HF
@@ -300,6 +313,131 @@ TEST_F(HfCheckpointTest, InterleavedRopeGoesToHuggingFaceWithPermutedRows) {
   const Tensor expected = eval_logits(interleaved, ids), logits = eval_logits(*loaded, ids);
   EXPECT_TENSOR_CLOSE(logits, expected, 1e-5, 1e-5);
   std::cout << "interleaved -> hf: max abs logit difference " << max_abs_diff(logits, expected) << "\n";
+}
+
+// SmolLM2's config.json (HuggingFaceTB/SmolLM2-135M: LlamaForCausalLM written by nanotron's converter)
+// carries is_llama_config and rope_interleaved false, which LlamaConfig keeps unread: such a folder
+// loads with transformers' logits; rope_interleaved true (nanotron's other layout) is refused by name.
+TEST_F(HfCheckpointTest, SmolLM2FoldersLoad) {
+  const std::string folder = copy_folder(fixture("llama_gqa"));
+  auto config = nlohmann::json::parse(read_text_file(folder + "/config.json"));
+  config["is_llama_config"] = true;
+  config["rope_interleaved"] = false;
+  config["rope_scaling"] = nullptr;
+  config["torch_dtype"] = "bfloat16";
+  config["pretraining_tp"] = 1;
+  write_text(folder + "/config.json", config.dump());
+  const auto expected = io::load_safetensors(fixture("llama_gqa.logits.safetensors"));
+  EXPECT_TENSOR_CLOSE(eval_logits(*load_hf(folder), expected.at("ids")), expected.at("logits"), 1e-5, 1e-5);
+  config["rope_interleaved"] = true;
+  write_text(folder + "/config.json", config.dump());
+  EXPECT_THROW_WITH(load_hf(folder), folder, "rope_interleaved true is not supported");
+}
+
+// A key missing from a Qwen2 / Qwen3 / Mistral config.json takes the default of transformers' own
+// config class (5.24: Qwen2Config, Qwen3Config, MistralConfig), windows as their __post_init__ sets them.
+TEST_F(HfCheckpointTest, LlamaFamilyConfigsTakeTheirClassDefaults) {
+  const DecoderLMConfig qwen2 = config_from_hf_json(R"({"model_type": "qwen2"})", "q/config.json");
+  EXPECT_EQ(qwen2.vocab_size, 151936);
+  EXPECT_EQ(qwen2.dim, 4096);
+  EXPECT_EQ(qwen2.mlp_hidden, 22016);
+  EXPECT_EQ(qwen2.n_layers, 32);
+  EXPECT_EQ(qwen2.n_heads, 32);
+  EXPECT_EQ(qwen2.n_kv_heads, 32);
+  EXPECT_EQ(qwen2.max_seq_len, 32768);
+  EXPECT_EQ(qwen2.norm_eps, 1e-6);
+  EXPECT_EQ(qwen2.rope_theta, 10000.0);
+  EXPECT_FALSE(qwen2.tie_embeddings);
+  EXPECT_TRUE(qwen2.attention_bias && !qwen2.attention_output_bias && !qwen2.mlp_bias);
+  EXPECT_EQ(qwen2.sliding_window, 0);  // use_sliding_window false: sliding_window is ignored
+  EXPECT_EQ(config_from_hf_json(R"({"model_type": "qwen2", "sliding_window": 8})", "q/config.json").sliding_window, 0);
+  // use_sliding_window alone: sliding_window 4096 from layer max_window_layers = 28 on
+  const DecoderLMConfig windowed =
+      config_from_hf_json(R"({"model_type": "qwen2", "use_sliding_window": true})", "q/config.json");
+  EXPECT_EQ(windowed.sliding_window, 4096);
+  EXPECT_EQ(windowed.window_layers, std::string(28, 'L') + "SSSS");
+  EXPECT_EQ(config_from_hf_json(R"({"model_type": "qwen2", "use_sliding_window": true, "max_window_layers": 0,
+                                    "num_hidden_layers": 2})", "q/config.json").window_layers, "");  // every layer
+  EXPECT_EQ(config_from_hf_json(R"({"model_type": "qwen2", "use_sliding_window": true, "sliding_window": null})",
+                                "q/config.json").sliding_window, 0);
+
+  const DecoderLMConfig qwen3 =
+      config_from_hf_json(R"({"model_type": "qwen3", "hidden_size": 1024, "rms_norm_eps": 1e-5})", "q/config.json");
+  EXPECT_EQ(qwen3.head_dim, 128);  // not hidden_size / num_attention_heads = 32
+  EXPECT_EQ(qwen3.n_kv_heads, 32);
+  EXPECT_TRUE(qwen3.qk_norm && qwen3.qk_norm_weight);
+  EXPECT_EQ(qwen3.qk_norm_eps, 1e-5);  // q_norm / k_norm take rms_norm_eps
+  EXPECT_FALSE(qwen3.attention_bias);
+  EXPECT_TRUE(config_from_hf_json(R"({"model_type": "qwen3", "attention_bias": true})", "q/config.json").attention_bias);
+
+  const DecoderLMConfig mistral = config_from_hf_json(R"({"model_type": "mistral"})", "m/config.json");
+  EXPECT_EQ(mistral.vocab_size, 32000);
+  EXPECT_EQ(mistral.mlp_hidden, 14336);
+  EXPECT_EQ(mistral.n_kv_heads, 8);
+  EXPECT_EQ(mistral.head_dim, 0);  // hidden_size / num_attention_heads
+  EXPECT_EQ(mistral.max_seq_len, 131072);
+  EXPECT_EQ(mistral.sliding_window, 4096);
+  EXPECT_EQ(mistral.window_layers, "");  // every layer
+  EXPECT_FALSE(mistral.attention_bias);
+  EXPECT_EQ(config_from_hf_json(R"({"model_type": "mistral", "sliding_window": null})", "m/config.json").sliding_window, 0);
+}
+
+// What changes the model and is not expressed is refused naming the key (and the file).
+TEST_F(HfCheckpointTest, LlamaFamilyKeysThatChangeTheModelAreNamed) {
+  auto config = [](const std::string& json) { return config_from_hf_json(json, "f/config.json"); };
+  EXPECT_THROW_WITH(config(R"({"model_type": "qwen2", "num_experts": 4})"), "f/config.json",
+                    "unknown Qwen2 config key 'num_experts'");
+  EXPECT_THROW_WITH(config(R"({"model_type": "mistral", "attention_bias": true})"),
+                    "unknown Mistral config key 'attention_bias'");
+  EXPECT_THROW_WITH(config(R"({"model_type": "qwen3", "use_sliding_window": true, "num_hidden_layers": 2,
+                               "layer_types": ["full_attention", "chunked_attention"]})"),
+                    "layer_types holds 'chunked_attention'");
+  EXPECT_THROW_WITH(config(R"({"model_type": "qwen2", "use_sliding_window": true, "num_hidden_layers": 3,
+                               "layer_types": ["full_attention"]})"),
+                    "layer_types", "one type per layer (3)");
+  EXPECT_THROW_WITH(config(R"({"model_type": "qwen2", "rope_scaling": {"rope_type": "yarn", "factor": 4}})"),
+                    "rope_type 'yarn' is not supported");
+  EXPECT_THROW_WITH(config(R"({"model_type": "qwen3", "hidden_act": "gelu"})"), "hidden_act 'gelu'");
+  // the layers of a per-layer window are bounded before they are spelled out
+  EXPECT_THROW_WITH(config(R"({"model_type": "qwen2", "use_sliding_window": true, "num_hidden_layers": 100000000000,
+                               "max_window_layers": 3})"),
+                    "num_hidden_layers 100000000000", "at most 1048576");
+  EXPECT_THROW_WITH(config(R"({"model_type": "gemma"})"), "model_type 'gemma' is not supported",
+                    "mistral, qwen2, qwen3");
+}
+
+// save_hf picks the LLaMA-family class a model's options need, and refuses what none holds.
+TEST_F(HfCheckpointTest, EachModelGoesToTheClassItsOptionsNeed) {
+  const std::string base = R"({"vocab_size": 40, "dim": 16, "n_layers": 3, "n_heads": 2, "max_seq_len": 8,
+    "norm": "rmsnorm", "position": "rope", "mlp": "swiglu", "mlp_bias": false, )";
+  auto written = [&](const std::string& extra) {
+    const DecoderLMConfig c = parse_model_config(base + extra + "}");
+    return nlohmann::json::parse(hf_json_from_config(c, 32));
+  };
+  EXPECT_EQ(written(R"("attention_bias": false)")["model_type"], "llama");
+  EXPECT_EQ(written(R"("attention_bias": false, "sliding_window": 4)")["model_type"], "mistral");
+  EXPECT_EQ(written(R"("attention_bias": false, "sliding_window": 4)")["sliding_window"], 4);
+  const auto qwen2 = written(R"("attention_output_bias": false, "sliding_window": 4, "window_layers": "LSL")");
+  EXPECT_EQ(qwen2["architectures"][0], "Qwen2ForCausalLM");
+  EXPECT_EQ(qwen2["layer_types"], nlohmann::json({"full_attention", "sliding_attention", "full_attention"}));
+  EXPECT_EQ(qwen2["use_sliding_window"], true);
+  const auto qwen3 = written(R"("attention_bias": false, "qk_norm": true, "qk_norm_weight": true, "qk_norm_eps": 1e-5)");
+  EXPECT_EQ(qwen3["model_type"], "qwen3");
+  EXPECT_EQ(qwen3["use_sliding_window"], false);
+  EXPECT_FALSE(qwen3.contains("layer_types"));  // Qwen2Config's __post_init__ sets them: all full
+
+  auto refused = [&](const std::string& extra) {
+    DecoderLM model(parse_model_config(base + extra + "}"));
+    save_hf(model, path("out"));
+  };
+  EXPECT_THROW_WITH(refused(R"("attention_bias": false, "sliding_window": 4, "window_layers": "LSL")"),
+                    "window_layers \"LSL\" cannot be expressed by MistralForCausalLM");
+  EXPECT_THROW_WITH(refused(R"("sliding_window": 4)"), "sliding_window 4 (with attention biases)",
+                    "LlamaForCausalLM");
+  EXPECT_THROW_WITH(refused(R"("attention_bias": false, "qk_norm": true, "qk_norm_weight": true, "qk_norm_eps": 1e-6)"),
+                    "qk_norm_eps", "Qwen3ForCausalLM");
+  EXPECT_THROW_WITH(refused(R"("attention_bias": false, "sliding_window": 4, "window_pattern": "SL")"),
+                    "window_pattern \"SL\"");
 }
 
 TEST_F(HfCheckpointTest, ModelsNeitherClassExpressesAreRefused) {

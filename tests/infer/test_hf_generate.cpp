@@ -1,7 +1,9 @@
 // Greedy generation equals transformers' `generate(do_sample=False)` token for token, on the
 // random-weight Hugging Face folders of tools/golden/hf_fixtures.py (GPT-2 with learned positions,
-// LLaMA with GQA, LLaMA with linear RoPE scaling, tied head and biases); the tokens come from
-// tools/golden/hf_generate_fixtures.py (transformers decodes through its own KV cache).
+// LLaMA with GQA, LLaMA with linear RoPE scaling, tied head and biases) and of
+// tools/golden/hf_llama_family_fixtures.py (Qwen2, Qwen3, Mistral: 64 tokens, longer than their
+// sliding windows of 4 and 5); the tokens come from tools/golden/hf_generate_fixtures.py
+// (transformers decodes through its own KV cache, a sliding-window one where the model has windows).
 #include <gtest/gtest.h>
 
 #include "nanoformer/formats/model_io.h"
@@ -14,7 +16,7 @@ namespace {
 std::string fixture(const std::string& name) { return std::string(NF_TEST_DATA_DIR) + "/hf/" + name; }
 
 TEST(HfGenerate, GreedyEqualsTransformersTokenForToken) {
-  for (const std::string name : {"gpt2", "llama_gqa", "llama_linear_rope"}) {
+  for (const std::string name : {"gpt2", "llama_gqa", "llama_linear_rope", "qwen2", "qwen3", "mistral"}) {
     SCOPED_TRACE(name);
     const auto model = models::load_decoder_lm(fixture(name));
     const auto golden = io::load_safetensors(fixture(name + ".generate.safetensors"));

@@ -62,7 +62,10 @@ TEST(ModelStats, PartsEqualTheBuiltModelsParametersByName) {
            R"("name": "mqa-shared-moe", "n_kv_heads": 1, "norm_placement": "deepnorm", "tie_embeddings": false,
               "moe": {"n_experts": 4, "top_k": 2, "n_shared_experts": 2})",
            R"("name": "t5-sandwich", "position": "t5_bias", "norm_placement": "sandwich", "embedding_norm": true,
-              "norm_bias": false, "qk_norm": true, "mlp_bias": false, "tie_embeddings": false)"})
+              "norm_bias": false, "qk_norm": true, "mlp_bias": false, "tie_embeddings": false)",
+           R"("name": "qwen3-qwen2", "n_kv_heads": 2, "head_dim": 12, "position": "rope", "norm": "rmsnorm",
+              "mlp": "swiglu", "qk_norm": true, "qk_norm_weight": true, "attention_output_bias": false,
+              "mlp_bias": false)"})
     configs.push_back(parse_model_config("{" + base + extra + "}", extra));
   for (const std::string& name : preset_names_of(DecoderLMConfig::kArchitecture)) {
     DecoderLMConfig c = preset_config(name);

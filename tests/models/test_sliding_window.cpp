@@ -1,5 +1,6 @@
 // Sliding-window attention in a decoder LM: config keys sliding_window and window_pattern (nanochat's
-// "SSSL" tiling, the last layer full), a decode through the ring-buffered cache equal to the full
+// "SSSL" tiling, the last layer full) or window_layers (one letter per layer, Qwen2's), a decode
+// through the ring-buffered cache equal to the full
 // forward with the window at every step (prefill in chunks the ring takes, one token per step, a
 // chunk after a prefix, past several ring unrolls), the cache's memory independent of the context,
 // generation past the context of a windowed model, and bad keys named.
@@ -83,6 +84,20 @@ TEST(SlidingWindow, RingDecodeEqualsTheFullForwardWithTheWindow) {
   EXPECT_GT(max_abs_error(a.forward(ids).logits, b.forward(ids).logits), 1e-3);
 }
 
+// window_layers names each layer exactly, the last one too (Qwen2's layer_types: the layers from
+// max_window_layers on are windowed), and survives the config's JSON.
+TEST(SlidingWindow, WindowLayersNameEachLayerExactly) {
+  DecoderLMConfig c = windowed(nn::PositionKind::rope, 5, "", 4);
+  c.window_layers = "LSLS";
+  std::vector<int64_t> windows;
+  for (int64_t i = 0; i < c.n_layers; ++i) windows.push_back(layer_window(c, i));
+  EXPECT_EQ(windows, (std::vector<int64_t>{0, 5, 0, 5}));
+  DecoderLM model(c);
+  EXPECT_EQ((*model.layers)[3]->attn->config().window, 5);
+  EXPECT_EQ(parse_model_config(model_config_to_json(c)).window_layers, "LSLS");
+  EXPECT_LT(ring_decode_error(c), 1e-4);
+}
+
 TEST(SlidingWindow, TheCachesMemoryIsOfTheWindowNotTheContext) {
   DecoderLMConfig c = windowed(nn::PositionKind::rope, 8, "");
   c.max_seq_len = 4096;
@@ -111,6 +126,14 @@ TEST(SlidingWindow, BadKeysAreNamed) {
   EXPECT_THROW_WITH(validate_model_config(c, "w.json"), "window_pattern", "SXL", "only S");
   c = windowed(nn::PositionKind::rope, 0, "SSSL");
   EXPECT_THROW_WITH(validate_model_config(c, "w.json"), "window_pattern", "needs sliding_window > 0");
+  c = windowed(nn::PositionKind::rope, 4, "", 3);
+  c.window_layers = "LS";
+  EXPECT_THROW_WITH(validate_model_config(c, "w.json"), "window_layers", "\"LS\"", "one letter per layer");
+  c.window_layers = "LSX";
+  EXPECT_THROW_WITH(validate_model_config(c, "w.json"), "window_layers", "only S");
+  c = windowed(nn::PositionKind::rope, 4, "SL", 3);
+  c.window_layers = "LSS";
+  EXPECT_THROW_WITH(validate_model_config(c, "w.json"), "window_layers", "no window_pattern");
 }
 
 }  // namespace

@@ -1,10 +1,12 @@
 // MultiHeadAttention: against torch.nn.MultiheadAttention and a nanochat-style GQA + QK-norm layer
 // (golden "multihead_attention": outputs, weights, gradients of inputs and of every parameter,
 // both kernels), its parameter names and shapes, configuration errors, the positional hook, and
-// dropout in training only.
+// dropout in training only; the learned QK-norm (Qwen3's) before RoPE.
 #include <limits>
 
+#include "nanoformer/autograd/grad_mode.h"
 #include "nanoformer/nn/attention.h"
+#include "nanoformer/nn/positional.h"
 #include "support/golden.h"
 #include "support/module_golden.h"
 #include "support/testing.h"
@@ -140,6 +142,50 @@ TEST(MultiHeadAttention, PositionHookRotatesAndBiases) {
   EXPECT_TENSOR_CLOSE(cross.forward(x, {.context = context, .q_offset = 4}), by_hand(cross, x, context, 4, keep_all), 1e-6, 1e-5);
   EXPECT_EQ(position->seen_k_offset, 0);
   EXPECT_TRUE(cross.named_children().size() == 4u);  // the scheme is not a child
+}
+
+// Learned QK-norm (Qwen3Attention's q_norm / k_norm): rms(q) w_q and rms(k) w_k over head_dim, per
+// head, BEFORE the rotation, written out by hand with the real RoPE; the weights get the gradient of
+// that composition, and normalising after the rotation instead (where nanochat's parameter-free norm
+// sits, which commutes with it) gives other outputs.
+TEST(MultiHeadAttention, LearnedQkNormActsPerHeadBeforeRotation) {
+  Generator gen(5);
+  const auto rope = make_attention_position({.kind = PositionKind::rope, .max_len = 16, .head_dim = 8}, gen);
+  MultiHeadAttention attn({.dim = 16, .n_heads = 4, .n_kv_heads = 2, .head_dim = 8, .qk_norm = true,
+                           .qk_norm_weight = true, .qk_norm_eps = 1e-6, .causal = true},
+                          rope, gen);
+  ASSERT_TRUE(attn.q_norm && attn.k_norm);
+  EXPECT_EQ(attn.q_norm->weight.shape(), Shape({8}));
+  EXPECT_EQ(attention_parameter_count(attn.config()), attn.num_parameters());
+  {
+    NoGradGuard no_grad;  // weights away from 1, so that the order matters
+    copy_into(attn.q_norm->weight, 1.0 + 0.5 * randn({8}, gen));
+    copy_into(attn.k_norm->weight, 1.0 + 0.5 * randn({8}, gen));
+  }
+  const Tensor x = randn({2, 6, 16}, gen);
+  const auto heads = [](const Tensor& t, int64_t h) { return t.reshape({t.size(0), t.size(1), h, 8}).transpose(1, 2); };
+  const auto by_hand = [&](bool norm_first) {
+    Tensor q = heads(attn.q_proj->forward(x), 4), k = heads(attn.k_proj->forward(x), 2);
+    const Tensor v = heads(attn.v_proj->forward(x), 2);
+    const auto norm = [&](Tensor& t, const Tensor& w) { t = rms_norm(t, w, 1e-6); };
+    if (norm_first) norm(q, attn.q_norm->weight), norm(k, attn.k_norm->weight);
+    q = rope->rotate_queries(q, 3), k = rope->rotate_keys(k, 3);
+    if (!norm_first) norm(q, attn.q_norm->weight), norm(k, attn.k_norm->weight);
+    const Tensor y = scaled_dot_product_attention(q, k, v, {.causal = true, .kernel = AttentionKernel::plain});
+    return attn.o_proj->forward(y.transpose(1, 2).reshape({2, 6, 32}));
+  };
+  const Tensor expected = by_hand(true);
+  sum(expected).backward();
+  const Tensor q_grad = attn.q_norm->weight.grad(), k_grad = attn.k_norm->weight.grad();
+  attn.zero_grad();
+  const Tensor out = attn.forward(x, {.q_offset = 3});
+  EXPECT_TENSOR_CLOSE(out, expected, 1e-5, 1e-5);
+  sum(out).backward();
+  EXPECT_TENSOR_CLOSE(attn.q_norm->weight.grad(), q_grad, 1e-5, 1e-5);
+  EXPECT_TENSOR_CLOSE(attn.k_norm->weight.grad(), k_grad, 1e-5, 1e-5);
+  NoGradGuard no_grad;
+  EXPECT_GT(max(abs(by_hand(false) - out)).item(), 1e-3);
+  EXPECT_THROW_WITH(MultiHeadAttention({.dim = 8, .n_heads = 2, .qk_norm_weight = true}), "qk_norm_weight needs qk_norm");
 }
 
 TEST(MultiHeadAttention, DropoutOnlyInTrainingAndSameInBothKernels) {

@@ -28,28 +28,33 @@ CASES = ["gpt2", "llama_gqa", "llama_linear_rope"]
 P, N = 4, 12
 
 
+def write_generation(folder: Path, case: str, gen: torch.Generator, prompt_len: int = P, new_tokens: int = N) -> None:
+    """folder/<case>.generate.safetensors: greedy generate of folder/<case>/ from prompts drawn from gen."""
+    model = AutoModelForCausalLM.from_pretrained(folder / case).eval()
+    for _ in range(20):
+        prompt = torch.randint(0, model.config.vocab_size, (2, prompt_len), generator=gen)
+        with torch.no_grad():
+            out = model.generate(prompt, attention_mask=torch.ones_like(prompt), do_sample=False,
+                                 max_new_tokens=new_tokens, min_new_tokens=0, eos_token_id=None, pad_token_id=0,
+                                 output_logits=True, return_dict_in_generate=True)
+        top2 = torch.stack(out.logits, dim=1).topk(2, dim=-1).values
+        margin = (top2[..., 0] - top2[..., 1]).min().item()
+        if margin >= 1e-3:
+            break
+    assert margin >= 1e-3, f"{case}: no prompt without a near tie"
+    generated = out.sequences[:, prompt_len:]
+    assert generated.shape == (2, new_tokens), generated.shape
+    save_file({"prompt": prompt, "generated": generated.contiguous(), "margin": torch.tensor(margin)},
+              str(folder / f"{case}.generate.safetensors"))
+    print(f"{case}: {type(model).__name__}, generated {generated.tolist()}, smallest top-2 margin {margin:.4f}")
+
+
 def main(folder: Path) -> None:
     logging.getLogger("transformers").setLevel(logging.ERROR)
     torch.set_num_threads(1)
     gen = torch.Generator().manual_seed(5)
     for case in CASES:
-        model = AutoModelForCausalLM.from_pretrained(folder / case).eval()
-        for _ in range(20):
-            prompt = torch.randint(0, model.config.vocab_size, (2, P), generator=gen)
-            with torch.no_grad():
-                out = model.generate(prompt, attention_mask=torch.ones_like(prompt), do_sample=False,
-                                     max_new_tokens=N, min_new_tokens=0, eos_token_id=None, pad_token_id=0,
-                                     output_logits=True, return_dict_in_generate=True)
-            top2 = torch.stack(out.logits, dim=1).topk(2, dim=-1).values
-            margin = (top2[..., 0] - top2[..., 1]).min().item()
-            if margin >= 1e-3:
-                break
-        assert margin >= 1e-3, f"{case}: no prompt without a near tie"
-        generated = out.sequences[:, P:]
-        assert generated.shape == (2, N), generated.shape
-        save_file({"prompt": prompt, "generated": generated.contiguous(), "margin": torch.tensor(margin)},
-                  str(folder / f"{case}.generate.safetensors"))
-        print(f"{case}: {type(model).__name__}, generated {generated.tolist()}, smallest top-2 margin {margin:.4f}")
+        write_generation(folder, case, gen)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 #pragma once
-// Hugging Face model folders for GPT2LMHeadModel and LlamaForCausalLM, read and write (BertModel
+// Hugging Face model folders for GPT2LMHeadModel and the LLaMA family (LlamaForCausalLM, SmolLM2's
+// among them, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM), read and write (BertModel
 // folders: hf_bert.h; load_model picks the reader by config.json's model_type):
 //   config.json (the transformers config, translated to and from DecoderLMConfig) and
 //   model.safetensors, or a sharded model.safetensors.index.json ({"weight_map": {tensor: shard}})
@@ -16,6 +17,11 @@
 //          mlp.w1 / w3 / w2 <- mlp.gate_proj / up_proj / down_proj, norm <- model.norm, output <- lm_head
 //          (rotate_half RoPE = our `half` layout; rope_theta; rope_scaling linear); an `interleaved`
 //          model is written with its q / k rows reordered to the half layout (rope_rows.h)
+//   Mistral / Qwen2 / Qwen3  LLaMA's names; Qwen2 has q / k / v biases and no o bias; Qwen3 adds
+//          attn.q_norm / k_norm <- self_attn.q_norm / k_norm (learned per-head QK-norm, before RoPE);
+//          windows: Mistral's sliding_window on every layer, Qwen's on the layers of layer_types (or
+//          i >= max_window_layers) when use_sliding_window. A missing key takes the default of
+//          transformers' config class (5.24); save_hf picks the class a model's options need.
 // Refused, naming the culprit: an unknown config key, a config value that changes the forward in a
 // way DecoderLM does not express, missing / unexpected / mis-shaped / non-float tensors (all listed
 // in one error), a shard listed in the index but absent, a tensor in two shards or twice in the index.
@@ -33,10 +39,10 @@ bool is_hf_folder(const std::string& path);
 std::string hf_model_type(const std::string& dir);
 // config.json text -> our config (`source` prefixes errors; name = source's folder name).
 DecoderLMConfig config_from_hf_json(const std::string& json_text, const std::string& source);
-// Our config -> the config.json of GPT2LMHeadModel or LlamaForCausalLM (whichever the config is);
-// `mlp_hidden` is the resolved MLP width. Throws naming the first option neither can express.
+// Our config -> the config.json of GPT2LMHeadModel or the LLaMA-family class its options need;
+// `mlp_hidden` is the resolved MLP width. Throws naming the first option none can express.
 std::string hf_json_from_config(const DecoderLMConfig& config, int64_t mlp_hidden);
-// A transformers state dict (GPT2LMHeadModel / LlamaForCausalLM names) -> ours for a model of
+// A transformers state dict (GPT2LMHeadModel / LLaMA-family names) -> ours for a model of
 // `config`: what load_hf does with a folder's tensors (also maps per-parameter gradients by HF name:
 // c_attn split, Conv1D transposed). `source` prefixes errors.
 nn::StateDict state_from_hf(const DecoderLMConfig& config, const std::map<std::string, Tensor>& tensors,

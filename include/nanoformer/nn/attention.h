@@ -3,7 +3,8 @@
 // an optional positional scheme (RoPE rotates q and k, ALiBi / T5 / Transformer-XL add a score
 // bias), optional QK-norm, dropout on the weights:
 //   q = x Wq^T, k = c Wk^T, v = c Wv^T      (c = context for cross-attention, else x)
-//   q, k = rotate(q), rotate(k);  q, k = rms(q), rms(k) with qk_norm
+//   q, k = rms(q) w_q, rms(k) w_k with a learned qk_norm_weight (Qwen3), before rotation
+//   q, k = rotate(q), rotate(k);  q, k = rms(q), rms(k) with a parameter-free qk_norm (nanochat)
 //   y = softmax(scale q k^T + score_bias + mask) v,  out = y Wo^T
 // Parameters named as PyTorch models commonly do: q_proj, k_proj, v_proj, o_proj.
 #include <cstdint>
@@ -17,6 +18,7 @@
 #include "nanoformer/nn/kv_cache.h"
 #include "nanoformer/nn/linear.h"
 #include "nanoformer/nn/module.h"
+#include "nanoformer/nn/norm.h"
 #include "nanoformer/ops/attention.h"
 
 namespace nf::nn {
@@ -30,6 +32,9 @@ struct AttentionConfig {
   bool bias = false;        // biases in the four projections
   std::optional<bool> output_bias{};  // o_proj's bias; default `bias` (ViT: q, k, v without, o with)
   bool qk_norm = false;     // parameter-free RMS norm of q and k over head_dim, after rotation (nanochat)
+  // with qk_norm: a learned weight over head_dim per projection (q_norm, k_norm: Qwen3's RMSNorm),
+  // applied to q and k per head before rotation (a parameter-free norm commutes with it)
+  bool qk_norm_weight = false;
   double qk_norm_eps = 1e-6;
   double dropout = 0.0;     // on the attention weights, in training
   bool causal = false;      // bottom-right aligned (see ops/attention.h)
@@ -68,10 +73,13 @@ struct AttentionInputs {
 // below and the models' block configs all call it.
 AttentionConfig resolved(const AttentionConfig& config);
 
-// MultiHeadAttention(config)'s num_parameters() without building it: q, k, v, o and their biases;
-// in arithmetic N (int64_t, or long double to bound a config whose count might not fit).
+// MultiHeadAttention(config)'s num_parameters() without building it: q, k, v, o and their biases,
+// and the QK-norm weights; in arithmetic N (int64_t, or long double to bound a config whose count
+// might not fit).
 template <class N = int64_t>
 N attention_parameter_count(const AttentionConfig& config);
+// The QK-norm weights among them: 2 head_dim with qk_norm_weight, else 0 (a model counts them as norms).
+int64_t qk_norm_parameter_count(const AttentionConfig& config);
 
 class MultiHeadAttention : public Module {
  public:
@@ -80,7 +88,7 @@ class MultiHeadAttention : public Module {
                               Generator& gen = default_generator());
 
   // x (B, Tq, dim) -> (B, Tq, dim), one path for every use:
-  //   project q (and k, v unless a fixed cache gives them) -> position -> QK-norm
+  //   project q (and k, v unless a fixed cache gives them) -> [learned QK-norm] -> position -> [QK-norm]
   //   -> write k, v into the cache if one is given -> attend -> merge heads -> output projection.
   // With `weights`, the plain kernel runs and *weights receives the attention weights (B, H, Tq, Tk).
   Tensor forward(const Tensor& x, const AttentionInputs& in = {}, Tensor* weights = nullptr);
@@ -90,13 +98,14 @@ class MultiHeadAttention : public Module {
 
   const AttentionConfig& config() const { return config_; }
   std::shared_ptr<Linear> q_proj, k_proj, v_proj, o_proj;
+  std::shared_ptr<RMSNorm> q_norm, k_norm;  // qk_norm_weight only: (head_dim) weights
 
  protected:
   Generator* own_generator() override { return &dropout_gen_; }  // attention-weight dropout
 
  private:
   // q (B, H, Tq, Dh) and k (B, Hkv, Tk, Dh; may be undefined) at positions q_position.. and
-  // k_position..: rotated by the position scheme, then QK-normed
+  // k_position..: QK-normed with weights, rotated by the position scheme, or rotated then QK-normed
   std::pair<Tensor, Tensor> positioned(Tensor q, Tensor k, int64_t q_position, int64_t k_position);
   // softmax(scale q k^T + score bias + masks) v of positioned q and k: (B, H, Tq, Dh)
   Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionMasks& masks, int64_t q_position,

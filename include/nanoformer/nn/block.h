@@ -99,7 +99,7 @@ struct BasicBlockParameterCounts {
   N routed_experts = 0;   // the MoE's routed experts
   N shared_experts = 0;   // the MoE's shared experts
   N router = 0;           // the MoE's gate
-  N norms = 0;            // every norm of the block
+  N norms = 0;            // every norm of the block (the self-attention's learned QK-norm included)
   N total = 0;
 };
 using BlockParameterCounts = BasicBlockParameterCounts<int64_t>;

@@ -69,13 +69,16 @@ void visit_keys(Visitor& v, DecoderLMConfig& c) {
   v.choice("rope_scaling", c.rope_scaling, table_parser(kScalingNames), table_namer(kScalingNames));
   v.value("rope_scale_factor", c.rope_scale_factor);
   v.value("qk_norm", c.qk_norm);
+  v.value("qk_norm_weight", c.qk_norm_weight);
   v.value("qk_norm_eps", c.qk_norm_eps);
   v.value("sliding_window", c.sliding_window);
   v.value("window_pattern", c.window_pattern);
+  v.value("window_layers", c.window_layers);
   v.choice("mlp", c.mlp, nn::mlp_kind_from_name, nn::mlp_kind_name);
   v.value("mlp_hidden", c.mlp_hidden);
   v.value("mlp_multiple_of", c.mlp_multiple_of);
   v.value("attention_bias", c.attention_bias);
+  v.value("attention_output_bias", c.attention_output_bias);
   v.value("mlp_bias", c.mlp_bias);
   v.value("tie_embeddings", c.tie_embeddings);
   v.value("logit_softcap", c.logit_softcap);
@@ -163,6 +166,14 @@ void validate_model_config(const DecoderLMConfig& c, const std::string& source) 
         "\"" + c.window_pattern + "\"", "takes only S (sliding window) and L (full attention)");
   check(c.window_pattern.empty() || c.sliding_window > 0, source, "window_pattern", "\"" + c.window_pattern + "\"",
         "needs sliding_window > 0");
+  const std::string layers = "\"" + c.window_layers + "\"";
+  check(c.window_layers.find_first_not_of("SL") == std::string::npos, source, "window_layers", layers,
+        "takes only S (sliding window) and L (full attention)");
+  check(c.window_layers.empty() || (c.sliding_window > 0 && c.window_pattern.empty()), source, "window_layers", layers,
+        "needs sliding_window > 0 and no window_pattern");
+  check(c.window_layers.empty() || static_cast<int64_t>(c.window_layers.size()) == c.n_layers, source,
+        "window_layers", layers, "must give one letter per layer (n_layers)");
+  check(!c.qk_norm_weight || c.qk_norm, source, "qk_norm_weight", "true", "needs qk_norm true");
   check(c.logit_softcap >= 0 && std::isfinite(c.logit_softcap), source, "logit_softcap", c.logit_softcap,
         "must be >= 0 (0 = none)");
   check(c.dropout >= 0 && c.dropout < 1, source, "dropout", c.dropout, "must be in [0, 1)");
@@ -277,7 +288,8 @@ DecoderLMConfig resolve_model_config(const std::string& name_or_path) {
 nn::BlockConfig block_config(const DecoderLMConfig& c) {
   nn::BlockConfig b;
   b.attention = {.dim = c.dim, .n_heads = c.n_heads, .n_kv_heads = c.n_kv_heads, .head_dim = c.head_dim,
-                 .bias = c.attention_bias, .qk_norm = c.qk_norm, .qk_norm_eps = c.qk_norm_eps,
+                 .bias = c.attention_bias, .output_bias = c.attention_bias && c.attention_output_bias,
+                 .qk_norm = c.qk_norm, .qk_norm_weight = c.qk_norm_weight, .qk_norm_eps = c.qk_norm_eps,
                  .dropout = c.dropout, .causal = true};
   b.mlp = {.kind = c.mlp, .dim = c.dim, .hidden = c.mlp_hidden, .multiple_of = c.mlp_multiple_of,
            .bias = c.mlp_bias, .dropout = c.dropout};
@@ -295,6 +307,7 @@ nn::BlockConfig block_config(const DecoderLMConfig& c) {
 
 int64_t layer_window(const DecoderLMConfig& c, int64_t layer) {
   if (c.sliding_window == 0) return 0;
+  if (!c.window_layers.empty()) return c.window_layers[static_cast<size_t>(layer)] == 'S' ? c.sliding_window : 0;
   if (c.window_pattern.empty()) return c.sliding_window;
   const bool last = layer == c.n_layers - 1;  // always full, as nanochat's
   const char kind = c.window_pattern[static_cast<size_t>(layer) % c.window_pattern.size()];

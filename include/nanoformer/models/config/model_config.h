@@ -43,6 +43,7 @@ struct DecoderLMConfig {
   nn::RopeScaling rope_scaling = nn::RopeScaling::none;
   double rope_scale_factor = 1.0;
   bool qk_norm = false;          // parameter-free RMS norm of q and k (nanochat)
+  bool qk_norm_weight = false;   // with qk_norm: learned (head_dim) weights q_norm / k_norm, before rotation (Qwen3)
   double qk_norm_eps = 1e-6;
   // Sliding-window attention: a windowed layer's query sees its sliding_window latest keys, itself
   // included (Mistral's sliding_window; nanochat's flash-attn window (N, 0) is N + 1); 0 = none.
@@ -50,10 +51,14 @@ struct DecoderLMConfig {
   // Which layers are windowed, tiled across the layers: S = sliding_window, L = full attention; the
   // last layer is always L (nanochat's window_pattern, e.g. "SSSL"). Empty: every layer (Mistral).
   std::string window_pattern;
+  // Or exactly which layers are windowed: one letter per layer, S or L, no tiling and no rule for
+  // the last layer (Qwen2's layer_types); empty: window_pattern decides.
+  std::string window_layers;
   nn::MLPKind mlp = nn::MLPKind::gelu_tanh;
   int64_t mlp_hidden = 0;        // 0 = derived (4 dim, or SwiGLU's from mlp_multiple_of)
   int64_t mlp_multiple_of = 64;
   bool attention_bias = true;
+  bool attention_output_bias = true;  // with attention_bias: o_proj's bias too (false: q, k, v only, Qwen2)
   bool mlp_bias = true;
   bool tie_embeddings = true;    // the head reuses the token embedding matrix
   double logit_softcap = 0.0;    // > 0: logits = c tanh(logits / c) (nanochat: 15); 0 = none
