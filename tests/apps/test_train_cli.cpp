@@ -16,8 +16,9 @@
 // - --objective dpo raises the chosen-over-rejected accuracy and margin of a tiny chat model (full
 //   and LoRA, sigmoid and IPO), warns when the policy stays equal to the reference, and refuses a
 //   bad record in one line naming file, line and field;
-// - --objective distill lowers the KL from a frozen teacher (trained first in the test) with no nan,
-//   logs its CE and KL parts, starts at KL 0 when the student is the teacher, and refuses a
+// - --objective distill lowers the KL from a frozen teacher (trained first in the test), below what
+//   the cross-entropy alone reaches, with no nan, logs its CE and KL parts, starts at KL 0 when the
+//   student is the teacher, resumes with its teacher, and refuses a
 //   teacher of another vocabulary, --teacher without distill, T <= 0 and alpha outside [0, 1].
 #include <signal.h>
 #include <unistd.h>
@@ -732,26 +733,37 @@ class DistillCliTest : public TrainCliTest {
 };
 
 TEST_F(DistillCliTest, LowersTheKlFromTheTeacherWithoutNanAndLogsBothParts) {
-  ASSERT_EQ(run(with(distill_args("kd", 30), "--distill-temperature", "2")), 0) << err();
-  EXPECT_NE(err().find("objective: distill, teacher " + teacher() + ", temperature 2, alpha 0.5"), std::string::npos)
-      << err();
-  const auto steps = step_lines(path("kd/metrics.jsonl"));
-  ASSERT_EQ(steps.size(), 30u) << err();
-  for (const auto& s : steps) {
-    for (const char* key : {"loss", "ce_loss", "distill_loss"})
-      EXPECT_TRUE(std::isfinite(s[key].get<double>())) << key << " at " << s.dump();
-    // loss = alpha ce_loss + (1 - alpha) distill_loss, distill_loss = T^2 KL
-    EXPECT_NEAR(s["loss"].get<double>(), 0.5 * s["ce_loss"].get<double>() + 0.5 * s["distill_loss"].get<double>(),
-                1e-5)
-        << s.dump();
-  }
-  double first = 0, last = 0;  // the means of the first and last 5 steps
-  for (size_t i = 0; i < 5; ++i) {
-    first += steps[i]["distill_loss"].get<double>() / 5;
-    last += steps[steps.size() - 1 - i]["distill_loss"].get<double>() / 5;
-  }
-  EXPECT_GT(first, 0.1);
+  // the mean distill_loss (T^2 KL) of the first and of the last 5 steps of a run at `alpha`, T = 2
+  auto kl_first_and_last = [&](const std::string& out, const std::string& alpha) {
+    auto args = with(distill_args(out, 30), "--distill-temperature", "2");
+    args.insert(args.end(), {"--distill-alpha", alpha});
+    EXPECT_EQ(run(args), 0) << err();
+    EXPECT_NE(err().find("objective: distill, teacher " + teacher() + ", temperature 2, alpha " + alpha),
+              std::string::npos)
+        << err();
+    const auto steps = step_lines(path(out + "/metrics.jsonl"));
+    EXPECT_EQ(steps.size(), 30u) << err();
+    const double a = std::stod(alpha);
+    double first = 0, last = 0;
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const auto& s = steps[i];
+      for (const char* key : {"loss", "ce_loss", "distill_loss"})
+        EXPECT_TRUE(std::isfinite(s[key].get<double>())) << key << " at " << s.dump();
+      // loss = alpha ce_loss + (1 - alpha) distill_loss, distill_loss = T^2 KL
+      EXPECT_NEAR(s["loss"].get<double>(), a * s["ce_loss"].get<double>() + (1 - a) * s["distill_loss"].get<double>(),
+                  1e-5)
+          << s.dump();
+      if (i < 5) first += s["distill_loss"].get<double>() / 5;
+      if (i + 5 >= steps.size()) last += s["distill_loss"].get<double>() / 5;
+    }
+    return std::pair{first, last};
+  };
+  const auto [first, last] = kl_first_and_last("kd", "0");  // the teacher alone
+  EXPECT_GT(first, 0.05);
   EXPECT_LT(last, 0.5 * first) << "KL: first 5 steps " << first << ", last 5 " << last;
+  // the data alone (alpha 1: the KL weighs nothing) bring the student less close to the teacher
+  const auto [ce_first, ce_last] = kl_first_and_last("ce", "1");
+  EXPECT_LT(last, 0.5 * ce_last) << "KL after 30 steps: distilled " << last << ", cross-entropy only " << ce_last;
   // validation stays the student's cross-entropy (perplexity beside it)
   const std::string metrics = testing::read_text(path("kd/metrics.jsonl"));
   EXPECT_NE(metrics.find("val_ppl"), std::string::npos) << metrics;
@@ -764,6 +776,8 @@ TEST_F(DistillCliTest, AStudentThatIsTheTeacherStartsAtKlZero) {
                  "--warmup", "0", "--eval-every", "0", "--out", path("same"), "--quiet"}),
             0)
       << err();
+  EXPECT_NE(err().find("temperature 1, alpha 0.5 (loss = alpha CE + (1 - alpha) T^2 KL)"), std::string::npos)
+      << err();  // the defaults
   const auto steps = step_lines(path("same/metrics.jsonl"));
   ASSERT_EQ(steps.size(), 2u) << err();
   EXPECT_NEAR(steps[0]["distill_loss"].get<double>(), 0.0, 1e-6) << steps[0].dump();
