@@ -801,6 +801,37 @@ TEST_F(DistillCliTest, AResumedRunReloadsTheTeacherAndItsSettings) {
             step_lines(path("parts/metrics.jsonl")).back()["distill_loss"]);
 }
 
+TEST_F(DistillCliTest, OnChatDataTheCrossEntropyIsTheLmObjectivesOverTheResponseMask) {
+  // SFT data: the distillation's ce_loss at step 1 is the lm objective's loss on the same batch
+  // (the assistant's tokens only), and a teacher equal to the student adds KL 0
+  testing::save_tiny_chat_model(path("chat"));
+  {
+    std::ofstream chat(path("chat.jsonl"));
+    for (int i = 0; i < 16; ++i)
+      chat << R"({"conversations": [{"role": "user", "content": "say )" << static_cast<char>('a' + i)
+           << R"("}, {"role": "assistant", "content": "ok )" << static_cast<char>('a' + i) << R"("}]})" << "\n";
+  }
+  const auto sft = [&](const std::string& out) {
+    return std::vector<std::string>{"train", "--init-from", path("chat/model.safetensors"), "--tokenizer",
+                                    path("chat/tokenizer.json"), "--data", path("chat.jsonl"), "--batch-size", "4",
+                                    "--context", "64", "--steps", "1", "--warmup", "0", "--eval-every", "0",
+                                    "--out", path(out), "--quiet"};
+  };
+  ASSERT_EQ(run(sft("lm")), 0) << err();
+  auto kd = sft("kd");
+  kd.insert(kd.end(), {"--objective", "distill", "--teacher", path("chat/model.safetensors")});
+  ASSERT_EQ(run(kd), 0) << err();
+  const auto lm_step = step_lines(path("lm/metrics.jsonl")).at(0), kd_step = step_lines(path("kd/metrics.jsonl")).at(0);
+  EXPECT_NEAR(kd_step["ce_loss"].get<double>(), lm_step["loss"].get<double>(), 1e-6) << kd_step.dump();
+  EXPECT_EQ(kd_step["tokens"], lm_step["tokens"]);  // the target tokens: the answers'
+  EXPECT_NEAR(kd_step["distill_loss"].get<double>(), 0.0, 1e-6) << kd_step.dump();
+  // a teacher of nanochat's padded vocabulary (320) is not the student's (259)
+  testing::save_tiny_chat_model(path("padded"), false, 128, 320);
+  expect_refused(with(with(kd, "--teacher", path("padded/model.safetensors")), "--out", path("padded_kd")),
+                 {"--teacher " + path("padded/model.safetensors") + " has vocab_size 320 but the student has 259"},
+                 "padded_kd");
+}
+
 TEST_F(DistillCliTest, BadTeacherAndFlagsAreOneLineNamingTheFlag) {
   expect_refused(with(distill_args("vocab", 3), "--set", "vocab_size=48"),
                  {"--teacher " + teacher() + " has vocab_size 32 but the student has 48"}, "vocab");
