@@ -109,6 +109,9 @@ void refuse_unused_flags(const CLI::App& cmd, const train::TrainConfig& c) {
                 "dpo");
   refuse_unless(c.objective == train::Objective::dpo, "--dpo-loss", "--objective " + train::objective_name(c.objective),
                 "dpo");
+  for (const char* distill_flag : {"--teacher", "--distill-temperature", "--distill-alpha"})
+    refuse_unless(c.objective == train::Objective::distill, distill_flag,
+                  "--objective " + train::objective_name(c.objective), "distill");
   refuse_unless(c.optimizer.name != "nanochat", "--lr", optimizer + ", whose groups have their own rates,",
                 "sgd, adam, adamw and muon");
 }
@@ -125,6 +128,7 @@ void add_train_command(CLI::App& app) {
       "  nanoformer train --init-from model.safetensors --data chat.jsonl --tokenizer tokenizer.json --out runs/sft\n"
       "  nanoformer train --init-from base.safetensors --lora-rank 8 --lora-targets q,k,v,o --data d.txt -t t.json --out runs/lora\n"
       "  nanoformer train --objective dpo --init-from runs/sft/ckpt_1000.safetensors --data dpo.jsonl -t tokenizer.json --out runs/dpo\n"
+      "  nanoformer train --objective distill --teacher big.safetensors --init-from small.safetensors --data chat.jsonl -t tokenizer.json --out runs/kd\n"
       "LoRA (--lora-rank): trains adapters only; checkpoints hold the adapters alone, and\n"
       "`nanoformer lora merge --adapter runs/lora/ckpt_<step>.safetensors --out merged.safetensors` folds one\n"
       "into its base (--init-from, or the fresh base written to <out>/base.safetensors).\n"
@@ -176,12 +180,16 @@ void add_train_command(CLI::App& app) {
   f.push_back({cmd->add_option("--precision", *precision, "fp32, bf16 (autocast) or fp16 (autocast + loss scaling)")->capture_default_str(),
                [](TC& t, const TC& s) { t.precision = s.precision; }});
   f.push_back({cmd->add_option("--objective", objective->first,
-                               "lm (next-token cross-entropy: pretraining, SFT) or dpo (preference pairs against the "
-                               "starting model, frozen)")->capture_default_str(),
+                               "lm (next-token cross-entropy: pretraining, SFT), dpo (preference pairs against the "
+                               "starting model, frozen) or distill (cross-entropy and KL from --teacher, frozen)")
+                   ->capture_default_str(),
                [](TC& t, const TC& s) { t.objective = s.objective; }});
   f.push_back(flag(cmd, "--dpo-beta", *c, "DPO: beta, the strength of the pull to the reference (rewards are beta (log pi - log ref))", [](auto& t) -> auto& { return t.dpo.beta; }));
   f.push_back({cmd->add_option("--dpo-loss", objective->second, "DPO: sigmoid (-log sigmoid(beta z)) or ipo ((z - 1/(2 beta))^2)")->capture_default_str(),
                [](TC& t, const TC& s) { t.dpo.loss = s.dpo.loss; }});
+  f.push_back(flag(cmd, "--teacher", *c, "Distillation: the frozen teacher (what --init-from takes), of the student's vocabulary", [](auto& t) -> auto& { return t.distill.teacher; }));
+  f.push_back(flag(cmd, "--distill-temperature", *c, "Distillation: T > 0, both distributions softened as softmax(logits / T)", [](auto& t) -> auto& { return t.distill.temperature; }));
+  f.push_back(flag(cmd, "--distill-alpha", *c, "Distillation: in [0, 1]; loss = alpha CE + (1 - alpha) T^2 KL(teacher || student)", [](auto& t) -> auto& { return t.distill.alpha; }));
   f.push_back(flag(cmd, "--eval-every", *c, "Steps between validations (0 = at the end)", [](auto& t) -> auto& { return t.eval_every; }));
   f.push_back(flag(cmd, "--eval-batches", *c, "Batches per validation", [](auto& t) -> auto& { return t.eval_batches; }));
   f.push_back(flag(cmd, "--save-every", *c, "Steps between checkpoints (0 = at the end)", [](auto& t) -> auto& { return t.save_every; }));

@@ -83,7 +83,12 @@ json to_json(const TrainConfig& c) {
           {"objective", objective_name(c.objective)},
           {"dpo", c.objective == Objective::dpo
                       ? json{{"beta", c.dpo.beta}, {"loss", preference_loss_name(c.dpo.loss)}}
-                      : json(nullptr)}};
+                      : json(nullptr)},
+          {"distill", c.objective == Objective::distill
+                          ? json{{"teacher", c.distill.teacher},
+                                 {"temperature", c.distill.temperature},
+                                 {"alpha", c.distill.alpha}}
+                          : json(nullptr)}};
 }
 
 }  // namespace
@@ -100,12 +105,15 @@ Precision precision_from_name(const std::string& name) {
   NF_FAIL("unknown precision '", name, "' (known: fp32, bf16, fp16)");
 }
 
-std::string objective_name(Objective objective) { return objective == Objective::dpo ? "dpo" : "lm"; }
+std::string objective_name(Objective objective) {
+  return objective == Objective::dpo ? "dpo" : objective == Objective::distill ? "distill" : "lm";
+}
 
 Objective objective_from_name(const std::string& name) {
   if (name == "lm") return Objective::lm;
   if (name == "dpo") return Objective::dpo;
-  NF_FAIL("unknown objective '", name, "' (known: lm, dpo)");
+  if (name == "distill") return Objective::distill;
+  NF_FAIL("unknown objective '", name, "' (known: lm, dpo, distill)");
 }
 
 void validate_train_config(const TrainConfig& c) {
@@ -129,6 +137,15 @@ void validate_train_config(const TrainConfig& c) {
     NF_CHECK(c.dpo.beta > 0 && std::isfinite(c.dpo.beta), "train: --dpo-beta must be > 0, got ", c.dpo.beta);
     NF_CHECK(c.ranks == 1, "train: --objective dpo runs in one process (", c.ranks,
              " ranks asked for): data-parallel DPO is not supported yet");
+  }
+  if (c.objective == Objective::distill) {
+    NF_CHECK(!c.distill.teacher.empty(), "train: --objective distill needs --teacher MODEL (the frozen teacher)");
+    NF_CHECK(c.distill.temperature > 0 && std::isfinite(c.distill.temperature),
+             "train: --distill-temperature must be > 0, got ", c.distill.temperature);
+    NF_CHECK(c.distill.alpha >= 0 && c.distill.alpha <= 1, "train: --distill-alpha must be in [0, 1], got ",
+             c.distill.alpha);
+    NF_CHECK(c.ranks == 1, "train: --objective distill runs in one process (", c.ranks,
+             " ranks asked for): data-parallel distillation is not supported yet");
   }
   if (c.lora) {
     try {
@@ -156,6 +173,7 @@ TrainConfig with_resolved_paths(TrainConfig c) {
   for (std::string& path : c.data.val_paths) path = resolved_path(path);
   c.data.tokenizer = resolved_path(c.data.tokenizer);
   c.init_from = resolved_path(c.init_from);
+  c.distill.teacher = resolved_path(c.distill.teacher);
   c.out_dir = resolved_path(c.out_dir);
   std::error_code ec;
   if (std::filesystem::is_regular_file(c.model, ec)) c.model = resolved_path(c.model);  // else a preset's name
@@ -190,6 +208,11 @@ TrainConfig train_config_from_json(const std::string& json_text, const std::stri
     if (const json dpo = j.value("dpo", json(nullptr)); !dpo.is_null()) {
       c.dpo.beta = dpo.at("beta").get<double>();
       c.dpo.loss = preference_loss_from_name(dpo.at("loss").get<std::string>());
+    }
+    if (const json distill = j.value("distill", json(nullptr)); !distill.is_null()) {
+      c.distill.teacher = distill.at("teacher").get<std::string>();
+      c.distill.temperature = distill.at("temperature").get<double>();
+      c.distill.alpha = distill.at("alpha").get<double>();
     }
     return c;
   } catch (const json::exception& e) {

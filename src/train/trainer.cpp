@@ -102,6 +102,14 @@ Trainer::Trainer(TrainConfig config, TrainingData data, dist::Communicator* comm
   NF_CHECK(config_.data.context <= max_seq_len, "train: --context ", config_.data.context,
            " exceeds the model's max_seq_len ", max_seq_len, ": give --context ", max_seq_len, " or less");
   config_.data.vocab_size = model_->config().vocab_size;
+  if (config_.objective == Objective::distill) {  // before the run's directory is made
+    teacher_ = models::load_decoder_lm(config_.distill.teacher);
+    NF_CHECK(teacher_->config().vocab_size == model_->config().vocab_size, "train: --teacher ",
+             config_.distill.teacher, " has vocab_size ", teacher_->config().vocab_size, " but the student has ",
+             model_->config().vocab_size, ": distillation needs one vocabulary");
+    teacher_->requires_grad_(false);
+    teacher_->eval();
+  }
   config_.data.preference_pairs = config_.objective == Objective::dpo;
   config_.data.show_progress = !config_.quiet && is_root();
   if (!data_.train) {
@@ -257,6 +265,9 @@ std::string Trainer::describe() const {
     os << "objective: dpo, " << preference_loss_name(config_.dpo.loss) << " loss, beta " << config_.dpo.beta
        << ", reference: " << (reference_ ? "the starting model (a frozen copy)" : "the base (LoRA adapters off)")
        << "\n";
+  if (teacher_)
+    os << "objective: distill, teacher " << config_.distill.teacher << ", temperature " << config_.distill.temperature
+       << ", alpha " << config_.distill.alpha << " (loss = alpha CE + (1 - alpha) T^2 KL)\n";
   if (comm_->size() > 1) {
     os << "data-parallel: " << comm_->describe() << ", global batch " << config_.ranks * config_.data.batch_size
        << ", " << buckets_->num_buckets() << " gradient buckets of up to "
@@ -295,6 +306,22 @@ void Trainer::backward(const std::vector<Batch>& batches, StepResult& r) {
       objective.backward();
     }
     r.preference = metrics;
+    return;
+  }
+  if (config_.objective == Objective::distill) {  // each micro-batch's mean loss weighted by its share of targets
+    DistillMetrics metrics;
+    for (size_t m = 0; m < batches.size(); ++m) {
+      const Batch& b = batches[m];
+      if (m + 1 == batches.size()) buckets_->arm();
+      const DistillationLoss d = distill_batch_loss(*model_, *teacher_, b, config_.distill);
+      const double weight = static_cast<double>(b.target_tokens) / total;  // n_m / N
+      r.token_loss += d.loss.item() * weight;
+      metrics.add(d, config_.distill.temperature, b.target_tokens);
+      Tensor objective = mul(d.loss, weight);
+      if (loss_scale != 1.0) objective = mul(objective, loss_scale);
+      objective.backward();
+    }
+    r.distill = metrics;
     return;
   }
   for (size_t m = 0; m < batches.size(); ++m) {
@@ -506,10 +533,18 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
         report(text);
       }
     }
+    if (r.distill) {  // MiniMind's names: loss = alpha ce_loss + (1 - alpha) distill_loss
+      line["ce_loss"] = r.distill->ce;
+      line["distill_loss"] = r.distill->distill;
+    }
     log_metrics(line.dump());
     if (bar) {
       char status[160];
-      if (r.preference)
+      if (r.distill)
+        std::snprintf(status, sizeof status, "loss %.4f ce %.4f distill %.4f%s lr %.2e %s tok/s", r.loss,
+                      r.distill->ce, r.distill->distill, r.skipped ? " (skipped)" : "", r.lr,
+                      human_count(smoothed_rate).c_str());
+      else if (r.preference)
         std::snprintf(status, sizeof status, "loss %.4f margin %.3f acc %.2f%s lr %.2e %s tok/s", r.loss,
                       r.preference->margin(), r.preference->accuracy, r.skipped ? " (skipped)" : "", r.lr,
                       human_count(smoothed_rate).c_str());

@@ -15,7 +15,11 @@
 //   fresh base the run wrote; its flags are checked, and a resume may not change them;
 // - --objective dpo raises the chosen-over-rejected accuracy and margin of a tiny chat model (full
 //   and LoRA, sigmoid and IPO), warns when the policy stays equal to the reference, and refuses a
-//   bad record in one line naming file, line and field.
+//   bad record in one line naming file, line and field;
+// - --objective distill lowers the KL from a frozen teacher (trained first in the test), below what
+//   the cross-entropy alone reaches, with no nan, logs its CE and KL parts, starts at KL 0 when the
+//   student is the teacher, resumes with its teacher, and refuses a
+//   teacher of another vocabulary, --teacher without distill, T <= 0 and alpha outside [0, 1].
 #include <signal.h>
 #include <unistd.h>
 
@@ -695,10 +699,156 @@ TEST_F(DpoCliTest, BadRecordsAndFlagsAreOneLineNamingFileLineAndField) {
   expect_refused(with(dpo_args("loss", 3), "--dpo-loss", "hinge"),
                  {"--dpo-loss: unknown DPO loss \"hinge\" (known: sigmoid, ipo)"}, "loss");
   expect_refused(with(dpo_args("objective", 3), "--objective", "grpo"),
-                 {"--objective: unknown objective 'grpo' (known: lm, dpo)"}, "objective");
+                 {"--objective: unknown objective 'grpo' (known: lm, dpo, distill)"}, "objective");
   // a token file is not pairs
   expect_refused(with(dpo_args("tokens", 3), "--data", path("tokens.bin")),
                  {path("tokens.bin"), "preference pairs (DPO) are read from JSONL"}, "tokens");
+}
+
+// The per-step lines of a run's metrics.jsonl (those with a loss).
+std::vector<nlohmann::json> step_lines(const std::string& metrics) {
+  std::vector<nlohmann::json> steps;
+  std::ifstream in(metrics);
+  for (std::string line; std::getline(in, line);) {
+    nlohmann::json j = nlohmann::json::parse(line);
+    if (j.contains("loss")) steps.push_back(std::move(j));
+  }
+  return steps;
+}
+
+class DistillCliTest : public TrainCliTest {
+ protected:
+  void SetUp() override {
+    TrainCliTest::SetUp();
+    // the teacher: the pattern learned for a while by a model of the student's vocabulary
+    ASSERT_EQ(run(with(run_args("teacher", 40, "dim=48"), "--save-every", "40")), 0) << err();
+  }
+  std::string teacher() const { return path("teacher/ckpt_00000040.safetensors"); }
+  // A fresh, smaller student distilled from the teacher for `steps` steps into `out`.
+  std::vector<std::string> distill_args(const std::string& out, int steps) const {
+    auto args = with(with(run_args(out, steps, "dim=16"), "--save-every", std::to_string(steps)), "--lr", "1e-2");
+    args.insert(args.end(), {"--objective", "distill", "--teacher", teacher()});
+    return args;
+  }
+};
+
+TEST_F(DistillCliTest, LowersTheKlFromTheTeacherWithoutNanAndLogsBothParts) {
+  // the mean distill_loss (T^2 KL) of the first and of the last 5 steps of a run at `alpha`, T = 2
+  auto kl_first_and_last = [&](const std::string& out, const std::string& alpha) {
+    auto args = with(distill_args(out, 30), "--distill-temperature", "2");
+    args.insert(args.end(), {"--distill-alpha", alpha});
+    EXPECT_EQ(run(args), 0) << err();
+    EXPECT_NE(err().find("objective: distill, teacher " + teacher() + ", temperature 2, alpha " + alpha),
+              std::string::npos)
+        << err();
+    const auto steps = step_lines(path(out + "/metrics.jsonl"));
+    EXPECT_EQ(steps.size(), 30u) << err();
+    const double a = std::stod(alpha);
+    double first = 0, last = 0;
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const auto& s = steps[i];
+      for (const char* key : {"loss", "ce_loss", "distill_loss"})
+        EXPECT_TRUE(std::isfinite(s[key].get<double>())) << key << " at " << s.dump();
+      // loss = alpha ce_loss + (1 - alpha) distill_loss, distill_loss = T^2 KL
+      EXPECT_NEAR(s["loss"].get<double>(), a * s["ce_loss"].get<double>() + (1 - a) * s["distill_loss"].get<double>(),
+                  1e-5)
+          << s.dump();
+      if (i < 5) first += s["distill_loss"].get<double>() / 5;
+      if (i + 5 >= steps.size()) last += s["distill_loss"].get<double>() / 5;
+    }
+    return std::pair{first, last};
+  };
+  const auto [first, last] = kl_first_and_last("kd", "0");  // the teacher alone
+  EXPECT_GT(first, 0.05);
+  EXPECT_LT(last, 0.5 * first) << "KL: first 5 steps " << first << ", last 5 " << last;
+  // the data alone (alpha 1: the KL weighs nothing) bring the student less close to the teacher
+  const auto [ce_first, ce_last] = kl_first_and_last("ce", "1");
+  EXPECT_LT(last, 0.5 * ce_last) << "KL after 30 steps: distilled " << last << ", cross-entropy only " << ce_last;
+  // validation stays the student's cross-entropy (perplexity beside it)
+  const std::string metrics = testing::read_text(path("kd/metrics.jsonl"));
+  EXPECT_NE(metrics.find("val_ppl"), std::string::npos) << metrics;
+}
+
+TEST_F(DistillCliTest, AStudentThatIsTheTeacherStartsAtKlZero) {
+  // the teacher's logits are computed on the fly by a frozen copy: at step 1 they are the student's
+  ASSERT_EQ(run({"train", "--init-from", teacher(), "--objective", "distill", "--teacher", teacher(), "--data",
+                 path("tokens.bin"), "--batch-size", "4", "--context", "16", "--steps", "2", "--lr", "1e-2",
+                 "--warmup", "0", "--eval-every", "0", "--out", path("same"), "--quiet"}),
+            0)
+      << err();
+  EXPECT_NE(err().find("temperature 1, alpha 0.5 (loss = alpha CE + (1 - alpha) T^2 KL)"), std::string::npos)
+      << err();  // the defaults
+  const auto steps = step_lines(path("same/metrics.jsonl"));
+  ASSERT_EQ(steps.size(), 2u) << err();
+  EXPECT_NEAR(steps[0]["distill_loss"].get<double>(), 0.0, 1e-6) << steps[0].dump();
+  EXPECT_GT(steps[1]["distill_loss"].get<double>(), 1e-6) << steps[1].dump();  // the student moved, the teacher not
+}
+
+TEST_F(DistillCliTest, AResumedRunReloadsTheTeacherAndItsSettings) {
+  // the teacher, T and alpha are in the checkpoint's config: `--resume` alone continues the same run
+  const auto kd = [&](const std::string& out, int steps) {
+    auto args = with(with(distill_args(out, steps), "--save-every", "3"), "--distill-temperature", "1.5");
+    args.insert(args.end(), {"--distill-alpha", "0.2"});
+    return args;
+  };
+  ASSERT_EQ(run(kd("whole", 6)), 0) << err();
+  ASSERT_EQ(run(kd("parts", 3)), 0) << err();
+  ASSERT_EQ(run({"train", "--out", path("parts"), "--resume", "--steps", "6", "--quiet"}), 0) << err();
+  EXPECT_NE(err().find("objective: distill, teacher " + teacher() + ", temperature 1.5, alpha 0.2"), std::string::npos)
+      << err();
+  expect_identical_files(path("whole/ckpt_00000006.safetensors"), path("parts/ckpt_00000006.safetensors"));
+  EXPECT_EQ(step_lines(path("whole/metrics.jsonl")).back()["distill_loss"],
+            step_lines(path("parts/metrics.jsonl")).back()["distill_loss"]);
+}
+
+TEST_F(DistillCliTest, OnChatDataTheCrossEntropyIsTheLmObjectivesOverTheResponseMask) {
+  // SFT data: the distillation's ce_loss at step 1 is the lm objective's loss on the same batch
+  // (the assistant's tokens only), and a teacher equal to the student adds KL 0
+  testing::save_tiny_chat_model(path("chat"));
+  {
+    std::ofstream chat(path("chat.jsonl"));
+    for (int i = 0; i < 16; ++i)
+      chat << R"({"conversations": [{"role": "user", "content": "say )" << static_cast<char>('a' + i)
+           << R"("}, {"role": "assistant", "content": "ok )" << static_cast<char>('a' + i) << R"("}]})" << "\n";
+  }
+  const auto sft = [&](const std::string& out) {
+    return std::vector<std::string>{"train", "--init-from", path("chat/model.safetensors"), "--tokenizer",
+                                    path("chat/tokenizer.json"), "--data", path("chat.jsonl"), "--batch-size", "4",
+                                    "--context", "64", "--steps", "1", "--warmup", "0", "--eval-every", "0",
+                                    "--out", path(out), "--quiet"};
+  };
+  ASSERT_EQ(run(sft("lm")), 0) << err();
+  auto kd = sft("kd");
+  kd.insert(kd.end(), {"--objective", "distill", "--teacher", path("chat/model.safetensors")});
+  ASSERT_EQ(run(kd), 0) << err();
+  const auto lm_step = step_lines(path("lm/metrics.jsonl")).at(0), kd_step = step_lines(path("kd/metrics.jsonl")).at(0);
+  EXPECT_NEAR(kd_step["ce_loss"].get<double>(), lm_step["loss"].get<double>(), 1e-6) << kd_step.dump();
+  EXPECT_EQ(kd_step["tokens"], lm_step["tokens"]);  // the target tokens: the answers'
+  EXPECT_NEAR(kd_step["distill_loss"].get<double>(), 0.0, 1e-6) << kd_step.dump();
+  // a teacher of nanochat's padded vocabulary (320) is not the student's (259)
+  testing::save_tiny_chat_model(path("padded"), false, 128, 320);
+  expect_refused(with(with(kd, "--teacher", path("padded/model.safetensors")), "--out", path("padded_kd")),
+                 {"--teacher " + path("padded/model.safetensors") + " has vocab_size 320 but the student has 259"},
+                 "padded_kd");
+}
+
+TEST_F(DistillCliTest, BadTeacherAndFlagsAreOneLineNamingTheFlag) {
+  expect_refused(with(distill_args("vocab", 3), "--set", "vocab_size=48"),
+                 {"--teacher " + teacher() + " has vocab_size 32 but the student has 48"}, "vocab");
+  expect_refused(with(run_args("lm", 3), "--teacher", teacher()), {"--teacher would be ignored", "--objective lm"},
+                 "lm");
+  for (const std::string t : {"0", "-1"})
+    expect_refused(with(distill_args("temperature", 3), "--distill-temperature", t),
+                   {"--distill-temperature must be > 0, got " + t}, "temperature");
+  for (const std::string a : {"1.5", "-0.1"})
+    expect_refused(with(distill_args("alpha", 3), "--distill-alpha", a), {"--distill-alpha must be in [0, 1], got " + a},
+                   "alpha");
+  auto no_teacher = distill_args("none", 3);
+  no_teacher.erase(std::find(no_teacher.begin(), no_teacher.end(), "--teacher"),
+                   std::find(no_teacher.begin(), no_teacher.end(), "--teacher") + 2);
+  expect_refused(no_teacher, {"--objective distill needs --teacher MODEL"}, "none");
+  expect_refused(with(distill_args("missing", 3), "--teacher", path("nothing.safetensors")),
+                 {path("nothing.safetensors")}, "missing");
 }
 
 }  // namespace

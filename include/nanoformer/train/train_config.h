@@ -23,14 +23,22 @@ Precision precision_from_name(const std::string& name);
 
 // What a run minimises: lm, the next-token cross-entropy on the data's targets (pretraining, SFT);
 // dpo, DPO's loss on chosen/rejected conversation pairs against a frozen reference, the starting
-// model (docs/post-training.md). "lm", "dpo"; parsing an unknown name throws listing them.
-enum class Objective { lm, dpo };
+// model; distill, the cross-entropy mixed with the KL from a frozen teacher on the same targets
+// (docs/post-training.md). "lm", "dpo", "distill"; parsing an unknown name throws listing them.
+enum class Objective { lm, dpo, distill };
 std::string objective_name(Objective objective);
 Objective objective_from_name(const std::string& name);
 
 struct DpoOptions {
   double beta = 0.1;                                    // > 0: rewards are beta (log pi - log ref)
   PreferenceLossKind loss = PreferenceLossKind::sigmoid;  // or ipo (ops/preference_loss.h)
+};
+
+// Distillation (ops/distillation_loss.h): alpha CE + (1 - alpha) T^2 KL(teacher || student).
+struct DistillOptions {
+  std::string teacher;       // any model file or folder load_decoder_lm reads; frozen; the student's vocabulary
+  double temperature = 1.0;  // T > 0
+  double alpha = 0.5;        // in [0, 1]: the cross-entropy's share (MiniMind's default)
 };
 
 // How a data-parallel run communicates (docs/scaling.md); runtime choices, not part of the run's
@@ -50,6 +58,7 @@ struct TrainConfig {
   std::optional<models::LoRAOptions> lora;
   Objective objective = Objective::lm;  // dpo: data.preference_pairs follows (the trainer sets it)
   DpoOptions dpo;                       // objective dpo only
+  DistillOptions distill;               // objective distill only
   DataOptions data;
   OptimizerConfig optimizer;
   ScheduleConfig schedule;          // schedule.lr is the peak lr; total_steps is the run's length

@@ -10,7 +10,9 @@
 //   clip the global gradient norm; optimizer step (fp16: skipped when a gradient is not finite)
 // With objective dpo a micro-batch holds preference pairs and its loss is DPO's against a frozen
 // reference (train/dpo.h), weighted by its share of the step's pairs; rewards, margins and accuracy
-// are logged per step.
+// are logged per step. With objective distill a micro-batch is the lm objective's and its loss mixes
+// the cross-entropy with the KL from a frozen teacher (train/distill.h), weighted by its share of
+// the step's target tokens; its two parts are logged per step.
 // Validation every eval_every steps, a checkpoint every save_every steps, at the end, and when
 // the stop flag is raised (Ctrl-C); metrics.jsonl gets one line per step and per validation.
 // Everything a step does is a function of the checkpointed state, so a resumed run continues
@@ -35,6 +37,7 @@
 #include "nanoformer/optim/loss_scaler.h"
 #include "nanoformer/optim/optimizer_set.h"
 #include "nanoformer/optim/zero_sharding.h"
+#include "nanoformer/train/distill.h"
 #include "nanoformer/train/dpo.h"
 #include "nanoformer/train/train_checkpoint.h"
 #include "nanoformer/train/train_config.h"
@@ -56,6 +59,7 @@ struct StepResult {
   bool skipped = false;    // fp16: a non-finite gradient, no update
   double comm_wait_seconds = 0;  // blocked waiting for the gradient all-reduce (data-parallel)
   std::optional<PreferenceMetrics> preference;  // objective dpo: the step's rewards (means over pairs)
+  std::optional<DistillMetrics> distill;        // objective distill: the loss's parts (means over targets)
 };
 
 class Trainer {
@@ -113,6 +117,8 @@ class Trainer {
   std::shared_ptr<models::DecoderLM> model_;
   // DPO's frozen reference, the starting model; null without DPO or with LoRA (the adapters off).
   std::shared_ptr<models::DecoderLM> reference_;
+  // Distillation's frozen teacher (distill.teacher); null without distillation.
+  std::shared_ptr<models::DecoderLM> teacher_;
   TrainingData data_;
   std::unique_ptr<OptimizerSet> optimizer_;
   std::unique_ptr<DynamicLossScaler> scaler_;  // fp16 only
