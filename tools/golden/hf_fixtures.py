@@ -47,19 +47,26 @@ def randomise(model: torch.nn.Module, gen: torch.Generator) -> None:
                     else 0.15 * noise)
 
 
+def write_case(case: str, build, out_dir: Path, gen: torch.Generator, length: int):
+    """A random model of `build` saved into out_dir/<case>/, its logits on `length` random ids
+    (<case>.logits.safetensors) and its loss's gradients (<case>.grads.safetensors); returns the
+    model, its logits and the folder's size in bytes."""
+    torch.manual_seed(0)
+    model = build().eval()
+    randomise(model, gen)
+    model.save_pretrained(out_dir / case)
+    ids = torch.randint(0, 64, (1, length), generator=gen)
+    with torch.no_grad():
+        logits = model(ids).logits.float()
+    save_file({"ids": ids, "logits": logits.contiguous()}, str(out_dir / f"{case}.logits.safetensors"))
+    write_gradients(model, ids, out_dir / f"{case}.grads.safetensors")
+    return model, logits, sum(f.stat().st_size for f in (out_dir / case).iterdir())
+
+
 def write(out_dir: Path) -> None:
     gen = torch.Generator().manual_seed(11)
     for case, build in CASES.items():
-        torch.manual_seed(0)
-        model = build().eval()
-        randomise(model, gen)
-        model.save_pretrained(out_dir / case)
-        ids = torch.randint(0, 64, (1, T), generator=gen)
-        with torch.no_grad():
-            logits = model(ids).logits.float()
-        save_file({"ids": ids, "logits": logits.contiguous()}, str(out_dir / f"{case}.logits.safetensors"))
-        write_gradients(model, ids, out_dir / f"{case}.grads.safetensors")
-        size = sum(f.stat().st_size for f in (out_dir / case).iterdir())
+        _, logits, size = write_case(case, build, out_dir, gen, T)
         print(f"{case}: {size} bytes, |logits| max {logits.abs().max():.3f}")
 
 

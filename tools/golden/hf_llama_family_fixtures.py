@@ -29,11 +29,10 @@ import logging
 from pathlib import Path
 
 import torch
-from safetensors.torch import save_file
 from transformers import (MistralConfig, MistralForCausalLM, Qwen2Config, Qwen2ForCausalLM, Qwen3Config,
                           Qwen3ForCausalLM)
 
-from hf_fixtures import check, randomise, run, write_gradients
+from hf_fixtures import check, run, write_case
 from hf_generate_fixtures import write_generation
 
 T = 12
@@ -53,17 +52,8 @@ CASES = {
 def write(out_dir: Path) -> None:
     gen = torch.Generator().manual_seed(23)
     for case, build in CASES.items():
-        torch.manual_seed(0)
-        model = build().eval()
-        randomise(model, gen)
-        model.save_pretrained(out_dir / case)
-        ids = torch.randint(0, 64, (1, T), generator=gen)
-        with torch.no_grad():
-            logits = model(ids).logits.float()
-        save_file({"ids": ids, "logits": logits.contiguous()}, str(out_dir / f"{case}.logits.safetensors"))
-        write_gradients(model, ids, out_dir / f"{case}.grads.safetensors")
+        model, logits, size = write_case(case, build, out_dir, gen, T)
         windows = getattr(model.config, "layer_types", None) or ["sliding_window"] * model.config.num_hidden_layers
-        size = sum(f.stat().st_size for f in (out_dir / case).iterdir())
         print(f"{case}: {size} bytes, windows per layer {windows}, |logits| max {logits.abs().max():.3f}")
         write_generation(out_dir, case, gen, prompt_len=4, new_tokens=64)
 
