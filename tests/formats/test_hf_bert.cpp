@@ -205,7 +205,7 @@ TEST_F(HfBertTest, BadConfigsAreNamed) {
   write_text(config, R"({"model_type": "bert", "hidden_size": 32})");
   EXPECT_THROW_WITH(load_model(folder), "missing key 'vocab_size'");
   write_text(config, R"({"model_type": "roberta"})");
-  EXPECT_THROW_WITH(load_model(folder), "model_type 'roberta' is not supported (gpt2, llama, bert, vit)");
+  EXPECT_THROW_WITH(load_model(folder), "model_type 'roberta' is not supported (gpt2, llama, mistral, qwen2, qwen3, bert, vit)");
 }
 
 TEST_F(HfBertTest, ModelsBertModelCannotExpressAreRefused) {
