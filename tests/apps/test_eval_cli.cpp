@@ -43,13 +43,9 @@ class EvalCliTest : public testing::CliTest {
     models::save_model(models::DecoderLM(c, gen), path(name), "nanoformer");
   }
   nlohmann::json read_json(const std::string& name) const { return nlohmann::json::parse(testing::read_text(path(name))); }
-  // Runs eval and expects failure with one line naming every part.
+  // Runs eval and expects failure with one line naming every part, nothing on stdout.
   void expect_error(const std::string& args, const std::vector<std::string>& parts) const {
-    const auto r = cli("eval " + args + " --quiet");
-    EXPECT_NE(r.exit_code, 0) << args;
-    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-    for (const auto& part : parts) EXPECT_NE(r.err.find(part), std::string::npos) << args << ": " << r.err;
-    EXPECT_EQ(r.out, "") << args;
+    expect_one_line_error("eval " + args + " --quiet", parts);
   }
   std::vector<int64_t> stream;
 };

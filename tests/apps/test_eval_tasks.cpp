@@ -55,11 +55,7 @@ class EvalTasksTest : public testing::CliTest {
   }
   // Runs eval and expects failure with one line naming every part, nothing on stdout.
   void expect_error(const std::string& args, const std::vector<std::string>& parts) const {
-    const auto r = cli("eval " + args + " --quiet");
-    EXPECT_NE(r.exit_code, 0) << args;
-    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-    for (const auto& part : parts) EXPECT_NE(r.err.find(part), std::string::npos) << args << ": " << r.err;
-    EXPECT_EQ(r.out, "") << args;
+    expect_one_line_error("eval " + args + " --quiet", parts);
   }
   // A task file of one record line (the model path does not exist: the task file is read first).
   void expect_bad_record(const std::string& layout, const std::string& line, const std::vector<std::string>& parts) {

@@ -6,11 +6,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace nf::testing {
 
@@ -47,6 +49,15 @@ class CliTest : public ::testing::Test {
     r.out = read_text(path("stdout"));
     r.err = read_text(path("stderr"));
     return r;
+  }
+
+  // Runs `nanoformer <args>` and expects a failure: one line on stderr naming every part, nothing on stdout.
+  void expect_one_line_error(const std::string& args, const std::vector<std::string>& parts) const {
+    const CliRun r = cli(args);
+    EXPECT_NE(r.exit_code, 0) << args;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    for (const auto& part : parts) EXPECT_NE(r.err.find(part), std::string::npos) << args << ": " << r.err;
+    EXPECT_EQ(r.out, "") << args;
   }
 
   std::filesystem::path dir_;
