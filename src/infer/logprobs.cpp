@@ -20,6 +20,7 @@ TokenLogprobs token_logprobs(std::span<const float> logits, int64_t vocab_limit,
   const double log_normalizer = max + std::log(sum);
   const auto logprob = [&](int64_t i) { return static_cast<float>(static_cast<double>(logits[i]) - log_normalizer); };
   TokenLogprobs out{.id = id, .logprob = logprob(id), .top = {}};
+  if (top == 0) return out;
   std::vector<int64_t> order(static_cast<size_t>(n));
   std::iota(order.begin(), order.end(), int64_t{0});
   const auto k = static_cast<ptrdiff_t>(std::min(top, n));

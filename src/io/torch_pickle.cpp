@@ -33,7 +33,9 @@ struct Dict {
 };
 struct None {};
 struct Mark {};
-// A pickled value; containers are shared so that one mutated on the stack is mutated in the memo.
+// A pickled value; containers are shared so that one mutated on the stack is mutated in the memo
+// (the Machine empties them all when it ends: a pickle may nest them a million deep, or put a list
+// inside itself, which shared ownership alone would destroy recursively or never free).
 struct Node {
   std::variant<None, Mark, bool, int64_t, double, std::string, Global, Storage, List, Tuple, Dict, PickledTensor, DType> v;
 };
@@ -51,6 +53,15 @@ const std::map<std::string, DType>& storage_types() {
 class Machine {
  public:
   Machine(const unsigned char* data, size_t size, const std::string& source) : data_(data), size_(size), source_(source) {}
+  ~Machine() {
+    for (const Ref& c : containers_) {
+      if (auto* l = std::get_if<List>(&c->v)) l->items.clear();
+      if (auto* t = std::get_if<Tuple>(&c->v)) t->items.clear();
+      if (auto* d = std::get_if<Dict>(&c->v)) d->items.clear();
+    }
+  }
+  Machine(const Machine&) = delete;
+  Machine& operator=(const Machine&) = delete;
 
   Ref run() {
     for (;;) {
@@ -74,13 +85,13 @@ class Machine {
         case 0x8d: stack_.push_back(make(text(uint_le(8), at))); break;  // BINUNICODE8
         case 'U': stack_.push_back(make(text(byte(), at))); break;       // SHORT_BINSTRING
         case 'T': stack_.push_back(make(text(uint_le(4), at))); break;   // BINSTRING
-        case '}': stack_.push_back(make(Dict{})); break;
-        case ']': stack_.push_back(make(List{})); break;
-        case ')': stack_.push_back(make(Tuple{})); break;
-        case 't': stack_.push_back(make(Tuple{since_mark(at)})); break;
-        case 0x85: stack_.push_back(make(Tuple{last(1, at)})); break;  // TUPLE1
-        case 0x86: stack_.push_back(make(Tuple{last(2, at)})); break;  // TUPLE2
-        case 0x87: stack_.push_back(make(Tuple{last(3, at)})); break;  // TUPLE3
+        case '}': stack_.push_back(container(Dict{})); break;
+        case ']': stack_.push_back(container(List{})); break;
+        case ')': stack_.push_back(container(Tuple{})); break;
+        case 't': stack_.push_back(container(Tuple{since_mark(at)})); break;
+        case 0x85: stack_.push_back(container(Tuple{last(1, at)})); break;  // TUPLE1
+        case 0x86: stack_.push_back(container(Tuple{last(2, at)})); break;  // TUPLE2
+        case 0x87: stack_.push_back(container(Tuple{last(3, at)})); break;  // TUPLE3
         case 'q': memo_[byte()] = top(at); break;                      // BINPUT
         case 'r': memo_[uint_le(4)] = top(at); break;                  // LONG_BINPUT
         case 0x94: memo_[memo_.size()] = top(at); break;               // MEMOIZE
@@ -139,6 +150,10 @@ class Machine {
   }
 
  private:
+  Ref container(auto value) {
+    containers_.push_back(make(std::move(value)));
+    return containers_.back();
+  }
   static std::string hex(uint8_t b) {
     const char* digits = "0123456789abcdef";
     return {digits[b >> 4], digits[b & 15]};
@@ -240,7 +255,7 @@ class Machine {
   }
   Ref reduce(const Ref& callable, const std::vector<Ref>& args, size_t at) {
     const Global& g = as<Global>(callable, "a callable", at);
-    if (g.name == "OrderedDict") return make(Dict{});
+    if (g.name == "OrderedDict") return container(Dict{});
     if (g.name == "_rebuild_parameter") {  // (tensor, requires_grad, backward_hooks)
       NF_CHECK(!args.empty() && std::holds_alternative<PickledTensor>(args[0]->v), source_, ": pickle: _rebuild_parameter at byte ",
                at, " without a tensor");
@@ -263,13 +278,15 @@ class Machine {
   size_t pos_ = 0;
   std::vector<Ref> stack_;
   std::map<uint64_t, Ref> memo_;
+  std::vector<Ref> containers_;  // every list, tuple and dict made, emptied at the end
 };
 
 }  // namespace
 
 std::vector<std::pair<std::string, PickledTensor>> read_pickled_state_dict(const unsigned char* data, size_t size,
                                                                             const std::string& source) {
-  const Ref root = Machine(data, size, source).run();
+  Machine machine(data, size, source);  // its containers live until the state dict is copied out
+  const Ref root = machine.run();
   const Dict* dict = std::get_if<Dict>(&root->v);
   NF_CHECK(dict != nullptr, source, ": pickle: the file holds no dict of tensors (a state dict)");
   std::vector<std::pair<std::string, PickledTensor>> out;

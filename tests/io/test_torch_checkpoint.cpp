@@ -14,6 +14,7 @@
 #include <fstream>
 #include <random>
 
+#include "io/torch_pickle.h"
 #include "nanoformer/io/safetensors.h"
 #include "support/temp_dir.h"
 #include "support/testing.h"
@@ -65,6 +66,18 @@ TEST(TorchCheckpoint, FilesThatAreNotAStateDictAreRefusedByName) {
   EXPECT_THROW_WITH(io::load_torch_checkpoint(fixture("short_storage.pt")), "short_storage.pt", "should be");
   EXPECT_THROW_WITH(io::load_torch_checkpoint(fixture("missing.pt")), "missing.pt");
   EXPECT_THROW_WITH(io::load_torch_checkpoint(fixture("expected.safetensors")), "not a zip archive");
+}
+
+// A pickle may put a list inside itself, or nest tuples two million deep: refused as no state
+// dict, without a leak (ASan) and without a recursion as deep as the nesting when freed.
+TEST(TorchPickle, CyclesAndDeepNestingAreFreedAndRefused) {
+  const auto refused = [](const std::string& pickle) {
+    EXPECT_THROW_WITH(io::read_pickled_state_dict(reinterpret_cast<const unsigned char*>(pickle.data()), pickle.size(), "p.pkl"),
+                      "p.pkl", "no dict of tensors");
+  };
+  refused(std::string("\x80\x02]q\x00h\x00" "a.", 9));  // L = []; L.append(L)
+  // (((),),),... two million deep, only the outermost on the stack
+  refused(std::string("\x80\x02)", 3) + std::string(2000000, '\x85') + ".");
 }
 
 // Every prefix of the file is refused (the directory is at its end), and flipped bytes either load
