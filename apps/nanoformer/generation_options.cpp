@@ -37,6 +37,12 @@ void add_generation_flags(CLI::App& cmd, GenerationFlags& f) {
       ->capture_default_str();
   cmd.add_option("--repetition-penalty", f.sampler.repetition_penalty, "CTRL's penalty on tokens seen (1 = off)")
       ->capture_default_str();
+  cmd.add_option("--frequency-penalty", f.sampler.frequency_penalty,
+                 "Subtracted from a token's logit per time it was generated, in [-2, 2] (0 = off)")
+      ->capture_default_str();
+  cmd.add_option("--presence-penalty", f.sampler.presence_penalty,
+                 "Subtracted from the logit of every token generated so far, in [-2, 2] (0 = off)")
+      ->capture_default_str();
   cmd.add_option("--seed", f.sampler.seed, "Seed of the sampler: the same seed gives the same text")->capture_default_str();
   cmd.add_option("--max-new-tokens,-n", f.stop.max_new_tokens, "Stop after this many new tokens")->capture_default_str();
   cmd.add_option("--stop", f.stop.stop_strings, "Stop when the text contains this string (repeatable; not printed)");

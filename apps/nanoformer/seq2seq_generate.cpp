@@ -15,7 +15,7 @@ namespace {
 
 constexpr const char* kSeq2SeqFlags[] = {"--num-beams", "--length-penalty", "--decoder-start"};
 constexpr const char* kSamplingFlags[] = {"--temperature", "--top-k", "--top-p", "--min-p", "--repetition-penalty",
-                                          "--seed", "--stop"};
+                                          "--frequency-penalty", "--presence-penalty", "--seed", "--stop"};
 constexpr const char* kDecoderOnlyFlags[] = {"--context", "--tokenizer", "--bos", "--cache-type"};
 
 }  // namespace

@@ -54,7 +54,7 @@ Tensor CachedSequence::feed(const std::vector<int64_t>& ids) {
 SampledToken sample_step(Sampler& sampler, std::span<const float> logits, std::vector<int64_t>& history,
                          const StopCriteria& stop, int64_t count, const OnToken& on_token) {
   SampledToken t;
-  t.id = sampler.next(logits, history);
+  t.id = sampler.next(logits, history, static_cast<size_t>(count - 1));  // count - 1 generated so far
   history.push_back(t.id);
   t.reason = stop.after_token(t.id, count);
   if (on_token && !on_token(t.id) && t.reason == StopReason::none) t.reason = StopReason::stop_string;

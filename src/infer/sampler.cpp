@@ -46,6 +46,10 @@ void SamplerConfig::validate() const {
   NF_CHECK(min_p >= 0 && min_p <= 1, "--min-p ", min_p, ": min_p must be in [0, 1] (0 = no min-p)");
   NF_CHECK(repetition_penalty > 0 && std::isfinite(repetition_penalty), "--repetition-penalty ",
            repetition_penalty, ": the repetition penalty must be > 0 (1 = none)");
+  NF_CHECK(std::abs(frequency_penalty) <= 2, "--frequency-penalty ", frequency_penalty,
+           ": the frequency penalty must be in [-2, 2] (0 = none)");
+  NF_CHECK(std::abs(presence_penalty) <= 2, "--presence-penalty ", presence_penalty,
+           ": the presence penalty must be in [-2, 2] (0 = none)");
   NF_CHECK(vocab_limit >= 0, "sampler: vocab_limit ", vocab_limit, " must be >= 0 (0 = every id)");
 }
 
@@ -66,6 +70,23 @@ void apply_repetition_penalty(std::span<float> logits, std::span<const int64_t> 
              " logits)");
     float& x = logits[static_cast<size_t>(t)];
     x = x < 0 ? x * f : x / f;  // CTRL: x < 0 ? x * penalty : x / penalty
+  }
+}
+
+void apply_frequency_presence_penalties(std::span<float> logits, std::span<const int64_t> generated, double frequency,
+                                        double presence) {
+  if (frequency == 0.0 && presence == 0.0) return;
+  const auto vocab = static_cast<int64_t>(logits.size());
+  std::vector<int64_t> sorted(generated.begin(), generated.end());
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = 0; i < sorted.size();) {
+    const int64_t t = sorted[i];
+    NF_CHECK(t >= 0 && t < vocab, "frequency/presence penalty: token id ", t, " is outside the vocabulary (", vocab,
+             " logits)");
+    size_t count = 0;
+    for (; i < sorted.size() && sorted[i] == t; ++i) ++count;
+    // OpenAI: x_t <- x_t - c_t * frequency - (c_t > 0) * presence, c_t = times t was generated
+    logits[static_cast<size_t>(t)] -= static_cast<float>(static_cast<double>(count) * frequency + presence);
   }
 }
 
@@ -148,9 +169,12 @@ void apply_min_p(std::span<float> logits, double min_p) {
     if (p[i] < threshold) logits[i] = kRemoved;  // keep p_i >= min_p * p_max
 }
 
-void process_logits(std::span<float> logits, std::span<const int64_t> tokens, const SamplerConfig& config) {
+void process_logits(std::span<float> logits, std::span<const int64_t> tokens, const SamplerConfig& config,
+                    size_t generated) {
+  NF_CHECK(generated <= tokens.size(), "sampler: ", generated, " tokens generated of a sequence of ", tokens.size());
   apply_vocab_limit(logits, config.vocab_limit);
   apply_repetition_penalty(logits, tokens, config.repetition_penalty);
+  apply_frequency_presence_penalties(logits, tokens.last(generated), config.frequency_penalty, config.presence_penalty);
   if (config.greedy()) return;
   apply_temperature(logits, config.temperature);
   apply_top_k(logits, config.top_k);
@@ -181,32 +205,18 @@ int64_t sample_from_logits(std::span<const float> logits, double u) {
 
 Sampler::Sampler(const SamplerConfig& config) : config_(config), generator_(config.seed) { config_.validate(); }
 
-int64_t Sampler::next_row(std::span<const float> logits, std::span<const int64_t> tokens, uint64_t counter) {
+int64_t Sampler::next_row(std::span<const float> logits, std::span<const int64_t> tokens, size_t generated,
+                          uint64_t counter) {
   NF_CHECK(!logits.empty(), "sampler: empty row of logits");
   row_.assign(logits.begin(), logits.end());
-  process_logits(row_, tokens, config_);
+  process_logits(row_, tokens, config_, generated);
   if (config_.greedy()) return argmax(row_);
   const auto words = philox4x32(counter, 0, generator_.seed());
   return sample_from_logits(row_, uniform01_f64(words[0], words[1]));
 }
 
-int64_t Sampler::next(std::span<const float> logits, std::span<const int64_t> tokens) {
-  return next_row(logits, tokens, generator_.reserve(1));
-}
-
-std::vector<int64_t> Sampler::next(const Tensor& logits, std::span<const std::vector<int64_t>> tokens) {
-  NF_CHECK(logits.dim() == 2 && logits.dtype() == DType::f32, "sampler: logits must be (batch, vocab) f32, got ",
-           shape_str(logits.shape()), " ", dtype_name(logits.dtype()));
-  const int64_t batch = logits.size(0), vocab = logits.size(1);
-  NF_CHECK(static_cast<int64_t>(tokens.size()) == batch, "sampler: ", batch, " rows of logits but ", tokens.size(),
-           " token sequences");
-  const Tensor rows = logits.contiguous();
-  const uint64_t first = generator_.reserve(static_cast<uint64_t>(batch));
-  std::vector<int64_t> out(static_cast<size_t>(batch));
-  for (int64_t b = 0; b < batch; ++b)
-    out[static_cast<size_t>(b)] = next_row({rows.data<float>() + b * vocab, static_cast<size_t>(vocab)},
-                                           tokens[static_cast<size_t>(b)], first + static_cast<uint64_t>(b));
-  return out;
+int64_t Sampler::next(std::span<const float> logits, std::span<const int64_t> tokens, size_t generated) {
+  return next_row(logits, tokens, generated, generator_.reserve(1));
 }
 
 }  // namespace nf::infer

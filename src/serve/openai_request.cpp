@@ -156,6 +156,8 @@ CompletionRequest parse_completion_request(std::string_view text, Endpoint endpo
   r.sampler.min_p = number_field(body, "min_p", 0, 1, false, "[0, 1]").value_or(0.0);
   r.sampler.repetition_penalty =
       number_field(body, "repetition_penalty", 0, 1e6, true, "(0, 1e6]").value_or(1.0);
+  r.sampler.frequency_penalty = number_field(body, "frequency_penalty", -2, 2, false, "[-2, 2]").value_or(0.0);
+  r.sampler.presence_penalty = number_field(body, "presence_penalty", -2, 2, false, "[-2, 2]").value_or(0.0);
   r.sampler.top_k = integer_field(body, "top_k", 0).value_or(0);
   if (const auto seed = integer_field(body, "seed", INT64_MIN)) r.seed = static_cast<uint64_t>(*seed);
   r.max_tokens = integer_field(body, "max_tokens", 1);

@@ -109,6 +109,30 @@ TEST(Greedy, ArgmaxWithTheLowestIdOnTiesAfterThePenalty) {
   EXPECT_EQ(penalised.next(std::vector<float>{3, 2.9f}, std::vector<int64_t>{0}), 1);  // 3 / 1.1 < 2.9
 }
 
+// OpenAI's penalties: x_t - c_t * frequency - (c_t > 0) * presence, c_t counted over the tokens
+// generated only; the prompt's tokens are not penalised.
+TEST(Sampler, FrequencyAndPresencePenaltiesCountTheGeneratedTokensOnly) {
+  std::vector<float> x{1.0f, 2.0f, 3.0f, 4.0f};
+  apply_frequency_presence_penalties(x, std::vector<int64_t>{2, 0, 2}, 0.25, 0.5);
+  EXPECT_EQ(x, (std::vector<float>{1.0f - 0.25f - 0.5f, 2.0f, 3.0f - 0.5f - 0.5f, 4.0f}));
+  std::vector<float> negative{1.0f, 2.0f};
+  apply_frequency_presence_penalties(negative, std::vector<int64_t>{1}, -1.0, -0.5);  // negative: encouraged
+  EXPECT_EQ(negative, (std::vector<float>{1.0f, 3.5f}));
+  EXPECT_THROW_WITH(apply_frequency_presence_penalties(negative, std::vector<int64_t>{2}, 0.1, 0), "token id 2");
+
+  // tokens {prompt 0, generated 1}: with one generated only id 1 is penalised
+  const std::vector<int64_t> tokens{0, 1};
+  const SamplerConfig config{.temperature = 0, .presence_penalty = 0.5};
+  std::vector<float> row{3.0f, 2.9f, 2.8f};
+  process_logits(row, tokens, config, 1);
+  EXPECT_EQ(row, (std::vector<float>{3.0f, 2.4f, 2.8f}));
+  Sampler greedy({.temperature = 0, .presence_penalty = 0.5});
+  EXPECT_EQ(greedy.next(std::vector<float>{3.0f, 2.9f, 2.8f}, tokens, 0), 0);  // prompt only: nothing penalised
+  EXPECT_EQ(greedy.next(std::vector<float>{3.0f, 2.9f, 2.8f}, tokens, 1), 0);  // 2.4 < 3
+  EXPECT_EQ(greedy.next(std::vector<float>{3.0f, 2.9f, 2.8f}, tokens, 2), 2);  // 2.5, 2.4 < 2.8
+  EXPECT_THROW_WITH(greedy.next(std::vector<float>{3.0f, 2.9f, 2.8f}, tokens, 3), "3 tokens generated of a sequence of 2");
+}
+
 // Every case of the fixture, row by row, against what transformers computed.
 TEST(SamplerGolden, MatchesHuggingFaceLogitsProcessors) {
   const testing::Golden golden("sampling");
@@ -190,22 +214,6 @@ TEST(Sampler, SameSeedSameTokensWhateverTheThreadCount) {
   EXPECT_NE(a, c);
 }
 
-// A batch takes one counter per row in row order: the same tokens as the rows one by one.
-TEST(Sampler, BatchOfRowsEqualsRowsOneByOne) {
-  const std::vector<double> values{0.3, 0.1, 0.2, 0.9, 0.0, -0.5, 1.2, 0.4, 0.7, 0.1, -0.2, 0.3};
-  const Tensor logits = Tensor::of(values, {3, 4});
-  const std::vector<std::vector<int64_t>> tokens{{0}, {1, 2}, {}};
-  const SamplerConfig config{.temperature = 2.0, .repetition_penalty = 1.3, .seed = 5};
-  Sampler batched(config), single(config);
-  for (int step = 0; step < 20; ++step) {
-    const auto rows = batched.next(logits, tokens);
-    const auto x = logits.to_vector<float>();
-    for (size_t b = 0; b < 3; ++b)
-      EXPECT_EQ(rows[b], single.next(std::span<const float>(x.data() + 4 * b, 4), tokens[b])) << "step " << step;
-  }
-  EXPECT_THROW_WITH(batched.next(logits, std::span(tokens).first(2)), "3 rows of logits but 2 token sequences");
-}
-
 // A model's vocabulary padded beyond its tokenizer's: the padded ids are never drawn, greedy or
 // sampled, even when they carry by far the largest logits.
 TEST(Sampler, NeverDrawsIdsAtOrAboveTheVocabLimit) {
@@ -215,7 +223,7 @@ TEST(Sampler, NeverDrawsIdsAtOrAboveTheVocabLimit) {
   EXPECT_EQ(kept(logits, [](auto l) { apply_vocab_limit(l, 9); }).size(), 6u);  // covers the row
   Sampler greedy({.temperature = 0, .vocab_limit = 4});
   EXPECT_EQ(greedy.next(logits, {}), 0);
-  for (const SamplerConfig config : {SamplerConfig{.temperature = 1.0, .seed = 3, .vocab_limit = 4},
+  for (const SamplerConfig& config : {SamplerConfig{.temperature = 1.0, .seed = 3, .vocab_limit = 4},
                                      SamplerConfig{.temperature = 2.0, .top_k = 3, .top_p = 0.99, .seed = 4, .vocab_limit = 4},
                                      SamplerConfig{.temperature = 1.5, .repetition_penalty = 1.2, .seed = 5, .vocab_limit = 4}}) {
     Sampler sampler(config);
@@ -234,6 +242,8 @@ TEST(SamplerConfig, RejectsValuesOutOfRangeNamingTheFlag) {
   EXPECT_THROW_WITH(Sampler({.min_p = -0.1}), "--min-p -0.1", "[0, 1]");
   EXPECT_THROW_WITH(Sampler({.min_p = 2}), "--min-p 2", "[0, 1]");
   EXPECT_THROW_WITH(Sampler({.repetition_penalty = 0}), "--repetition-penalty 0", "> 0");
+  EXPECT_THROW_WITH(Sampler({.frequency_penalty = 2.5}), "--frequency-penalty 2.5", "[-2, 2]");
+  EXPECT_THROW_WITH(Sampler({.presence_penalty = -3}), "--presence-penalty -3", "[-2, 2]");
   EXPECT_THROW_WITH(Sampler({.temperature = std::nan("")}), "--temperature nan");
   Sampler ok({.temperature = 0.7, .top_k = 40, .top_p = 1, .min_p = 1, .repetition_penalty = 1.1});
   EXPECT_THROW_WITH(ok.next(std::vector<float>{-kInf, -kInf}, {}), "no token has a finite logit");

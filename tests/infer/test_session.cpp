@@ -29,6 +29,33 @@ TEST(Session, GreedyEqualsGreedyGenerate) {
   EXPECT_EQ(r.prompt_tokens, 3);
 }
 
+// The frequency and presence penalties read the tokens generated so far, not the prompt's: a
+// session equals a loop over the full forward that applies them to the generated tokens by hand.
+TEST(Session, FrequencyAndPresencePenaltiesReadTheGeneratedTokens) {
+  const auto model = tiny_model();
+  model->eval();
+  const SamplerConfig config{.temperature = 0, .frequency_penalty = 0.7, .presence_penalty = 1.3};
+  Session session(*model);
+  Sampler sampler(config);
+  const std::vector<int64_t> prompt{5, 9, 13, 9};
+  const GenerationResult r = session.generate(prompt, sampler, {.max_new_tokens = 12});
+
+  std::vector<int64_t> sequence = prompt, generated;
+  for (int i = 0; i < 12; ++i) {
+    const Tensor logits = model->forward(Tensor::from_vector(sequence, {1, static_cast<int64_t>(sequence.size())})).logits;
+    const int64_t vocab = logits.size(2);
+    std::vector<float> row = logits.contiguous().to_vector<float>();
+    row.erase(row.begin(), row.end() - vocab);
+    apply_frequency_presence_penalties(row, generated, 0.7, 1.3);  // x_t - c_t * 0.7 - (c_t > 0) * 1.3
+    generated.push_back(argmax(row));
+    sequence.push_back(generated.back());
+  }
+  EXPECT_EQ(r.tokens, generated);
+  Session plain_session(*model);
+  Sampler plain(greedy());
+  EXPECT_NE(plain_session.generate(prompt, plain, {.max_new_tokens = 12}).tokens, generated);  // the penalties mattered
+}
+
 TEST(Session, ContinuingPrefillsOnlyTheNewTokensAndEqualsAFreshSession) {
   const auto model = tiny_model();
   Session session(*model);

@@ -30,7 +30,7 @@ TEST(OpenAIRequest, ChatFields) {
           {"role": "user", "content": [{"type": "text", "text": "Hel"}, {"type": "text", "text": "lo"}]},
           {"role": "assistant", "content": "Hi"}, {"role": "user", "content": "Again"}],
           "temperature": 0.5, "top_p": 0.9, "top_k": 40, "min_p": 0.05, "repetition_penalty": 1.1,
-          "max_tokens": 7, "stop": "END", "seed": 42, "stream": true, "stream_options": {"include_usage": true},
+          "frequency_penalty": -0.5, "presence_penalty": 1.5, "max_tokens": 7, "stop": "END", "seed": 42, "stream": true, "stream_options": {"include_usage": true},
           "n": 1, "unknown_field": [1, 2]})",
       Endpoint::chat);
   ASSERT_EQ(r.messages.size(), 4u);
@@ -43,6 +43,8 @@ TEST(OpenAIRequest, ChatFields) {
   EXPECT_EQ(r.sampler.top_k, 40);
   EXPECT_DOUBLE_EQ(r.sampler.min_p, 0.05);
   EXPECT_DOUBLE_EQ(r.sampler.repetition_penalty, 1.1);
+  EXPECT_DOUBLE_EQ(r.sampler.frequency_penalty, -0.5);
+  EXPECT_DOUBLE_EQ(r.sampler.presence_penalty, 1.5);
   EXPECT_EQ(r.max_tokens, 7);
   EXPECT_EQ(r.stop, std::vector<std::string>{"END"});
   EXPECT_EQ(r.seed, 42u);
@@ -98,6 +100,8 @@ TEST(OpenAIRequest, BadInputNamesTheField) {
   expect_refused("{" + user + R"(, "temperature": "hot"})", chat, "temperature", "must be a number, got string");
   expect_refused("{" + user + R"(, "temperature": 2.5})", chat, "temperature", "[0, 2], got 2.5");
   expect_refused("{" + user + R"(, "top_p": 0})", chat, "top_p", "(0, 1]");
+  expect_refused("{" + user + R"(, "frequency_penalty": 2.5})", chat, "frequency_penalty", "[-2, 2], got 2.5");
+  expect_refused("{" + user + R"(, "presence_penalty": "x"})", chat, "presence_penalty", "must be a number");
   expect_refused("{" + user + R"(, "top_k": -1})", chat, "top_k", "at least 0");
   expect_refused("{" + user + R"(, "top_k": 1.5})", chat, "top_k", "must be an integer");
   expect_refused("{" + user + R"(, "max_tokens": 0})", chat, "max_tokens", "at least 1");

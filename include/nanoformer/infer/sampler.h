@@ -4,6 +4,8 @@
 //
 //   1. repetition penalty (CTRL): for every distinct id t in the tokens so far,
 //        x_t <- x_t < 0 ? x_t * penalty : x_t / penalty        (RepetitionPenaltyLogitsProcessor)
+//   1b. frequency and presence penalties (OpenAI's), over the tokens generated so far, c_t being
+//        how often t was generated:  x_t <- x_t - c_t * frequency - (c_t > 0) * presence
 //   2. temperature:  x_i <- x_i / T                             (TemperatureLogitsWarper)
 //   3. top-k:        x_i <- -inf where x_i < the k-th largest x (ties at the k-th value all kept)
 //   4. top-p:        keep the smallest set of most likely tokens whose probability reaches p:
@@ -16,10 +18,9 @@
 //
 // Ids at or above `vocab_limit` (when set) are removed first (logit -inf), so that neither greedy
 // nor sampling ever picks an id the tokenizer does not have.
-// Greedy (temperature 0, HF's do_sample=False) applies only the repetition penalty and takes the
+// Greedy (temperature 0, HF's do_sample=False) applies only the penalties and takes the
 // argmax (ties: the lowest id, as torch.argmax). Draws come from a Philox generator seeded by
-// `seed`: every row sampled takes the next counter of that stream (a batch takes one per row, in
-// row order) and draws u in [0, 1) from it, so the same seed gives the same tokens whatever the
+// `seed`: every row sampled takes the next counter of that stream and draws u in [0, 1) from it, so the same seed gives the same tokens whatever the
 // thread count.
 #include <cstdint>
 #include <span>
@@ -36,6 +37,8 @@ struct SamplerConfig {
   double top_p = 1.0;               // --top-p: in (0, 1]; 1 = off
   double min_p = 0.0;               // --min-p: in [0, 1]; 0 = off
   double repetition_penalty = 1.0;  // --repetition-penalty: > 0; 1 = off
+  double frequency_penalty = 0.0;   // --frequency-penalty: in [-2, 2]; 0 = off
+  double presence_penalty = 0.0;    // --presence-penalty: in [-2, 2]; 0 = off
   uint64_t seed = 0;                // --seed
   int64_t vocab_limit = 0;          // ids >= this are never drawn (a tokenizer smaller than the model's
                                     // padded vocabulary); 0 = all
@@ -47,14 +50,20 @@ struct SamplerConfig {
 
 // The transforms, each in place on one row of logits (exposed for tests; Sampler applies them).
 void apply_repetition_penalty(std::span<float> logits, std::span<const int64_t> tokens, double penalty);
+// `generated`: the tokens generated so far (not the prompt's).
+void apply_frequency_presence_penalties(std::span<float> logits, std::span<const int64_t> generated, double frequency,
+                                        double presence);
 void apply_temperature(std::span<float> logits, double temperature);
 void apply_top_k(std::span<float> logits, int64_t top_k);
 void apply_top_p(std::span<float> logits, double top_p);
 void apply_min_p(std::span<float> logits, double min_p);
 // x_i <- -inf for i >= vocab_limit (nothing when vocab_limit is 0 or covers the row).
 void apply_vocab_limit(std::span<float> logits, int64_t vocab_limit);
-// All that `config` turns on, in the order above (only the limit and the penalty when greedy).
-void process_logits(std::span<float> logits, std::span<const int64_t> tokens, const SamplerConfig& config);
+// All that `config` turns on, in the order above (only the limit and the penalties when greedy).
+// `tokens`: the sequence so far, of which the last `generated` were generated (the frequency and
+// presence penalties read those; the repetition penalty reads all).
+void process_logits(std::span<float> logits, std::span<const int64_t> tokens, const SamplerConfig& config,
+                    size_t generated = 0);
 
 // argmax, the lowest id among equal maxima.
 int64_t argmax(std::span<const float> logits);
@@ -66,15 +75,13 @@ class Sampler {
   explicit Sampler(const SamplerConfig& config);  // validates config
 
   // The next token for one row of logits (vocab floats); `tokens`: the sequence so far (prompt
-  // and generated), which the repetition penalty reads.
-  int64_t next(std::span<const float> logits, std::span<const int64_t> tokens);
-  // One token per row of (B, V) f32 logits; tokens[b]: row b's sequence so far.
-  std::vector<int64_t> next(const Tensor& logits, std::span<const std::vector<int64_t>> tokens);
+  // and generated), which the repetition penalty reads; its last `generated` were generated.
+  int64_t next(std::span<const float> logits, std::span<const int64_t> tokens, size_t generated = 0);
 
   const SamplerConfig& config() const { return config_; }
 
  private:
-  int64_t next_row(std::span<const float> logits, std::span<const int64_t> tokens, uint64_t counter);
+  int64_t next_row(std::span<const float> logits, std::span<const int64_t> tokens, size_t generated, uint64_t counter);
 
   SamplerConfig config_;
   Generator generator_;

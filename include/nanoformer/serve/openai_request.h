@@ -7,7 +7,8 @@
 //   messages            chat: non-empty array of {"role": system|developer|user|assistant,
 //                       "content": string or [{"type": "text", "text": ...}]}
 //   prompt              completion: a string (or an array of one string)
-//   temperature [0, 2], top_p (0, 1], top_k >= 0, min_p [0, 1], repetition_penalty > 0
+//   temperature [0, 2], top_p (0, 1], top_k >= 0, min_p [0, 1], repetition_penalty > 0,
+//   frequency_penalty and presence_penalty [-2, 2] (over the tokens generated, infer/sampler.h)
 //   max_tokens (or max_completion_tokens) >= 1; absent: up to the end of the context
 //   stop                a non-empty string or an array of up to 4 of them
 //   seed                an integer; absent: a seed drawn per request
