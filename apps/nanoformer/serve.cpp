@@ -1,17 +1,24 @@
 // `nanoformer serve --model MODEL`: an OpenAI-compatible HTTP server (chat completions, completions,
-// models, health) with a web chat page at /, decoding concurrent requests together (continuous
-// batching, serve/scheduler.h). Binds loopback by default; Ctrl-C stops it.
+// embeddings, models, health, metrics) with a web chat page at /, decoding concurrent requests
+// together (continuous batching, serve/scheduler.h). An encoder model (BERT, a sentence-transformers
+// folder) serves embeddings only. Binds loopback by default; Ctrl-C stops it.
 #include <pthread.h>
 
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 
 #include "command.h"
 #include "generation_options.h"
+#include "nanoformer/formats/model_io.h"
+#include "nanoformer/formats/sentence_transformers.h"
+#include "nanoformer/models/encoder_model.h"
+#include "nanoformer/serve/api_error.h"
 #include "nanoformer/serve/http_server.h"
 
 namespace nf::cli {
@@ -22,7 +29,46 @@ struct ServeArgs {
   std::string chat_template, name;
   serve::HttpOptions http;
   serve::SchedulerOptions scheduler;
+  std::string pooling;  // empty: the folder's sentence-transformers pooling, else mean (encoders) / last (decoders)
 };
+
+// How /v1/embeddings pools: --pooling over the folder's sentence-transformers modules over the
+// default; without a sentence-transformers folder the vectors are normalised.
+models::SentenceEmbedding embedding_options(const ServeArgs& a, bool encoder) {
+  std::error_code ec;
+  const bool folder = std::filesystem::is_directory(a.flags.model, ec);
+  models::SentenceEmbedding o = (folder ? models::read_sentence_transformers(a.flags.model) : std::nullopt)
+                                    .value_or(models::SentenceEmbedding{
+                                        .pooling = encoder ? models::Pooling::mean : models::Pooling::last,
+                                        .normalize = true, .max_tokens = 0});
+  if (!a.pooling.empty()) o.pooling = models::pooling_from_name(a.pooling);
+  return o;
+}
+
+// An encoder model: /v1/embeddings only, each request run at once (one at a time).
+void serve_embeddings(ServeArgs& a, const std::shared_ptr<models::Model>& model,
+                      const std::function<void(serve::HttpServer&)>& run) {
+  const std::string tokenizer_path = a.flags.tokenizer.empty() ? tokenizer_beside(a.flags.model) : a.flags.tokenizer;
+  const std::unique_ptr<tokenizer::Tokenizer> tok = tokenizer_path.empty() ? nullptr : tokenizer::load_tokenizer(tokenizer_path);
+  const models::SentenceEmbedding options = embedding_options(a, /*encoder=*/true);
+  std::mutex one_at_a_time;
+  serve::EmbeddingService embeddings(
+      *model,
+      [&tok](std::string_view text) -> std::vector<int64_t> {
+        if (!tok) throw serve::invalid_request("input", "this server has no tokenizer: send token ids");
+        const std::vector<tokenizer::TokenId> ids = tok->encode(text);
+        return {ids.begin(), ids.end()};
+      },
+      options, a.name, [&one_at_a_time](const std::function<void()>& job) {
+        std::lock_guard lock(one_at_a_time);
+        job();
+      });
+  serve::HttpServer http(nullptr, &embeddings, a.name, options.max_tokens ? options.max_tokens : model->max_context(), a.http);
+  std::fprintf(stderr, "nanoformer serve: %s, an encoder: /v1/embeddings only (%s pooling%s, %s)\n", a.name.c_str(),
+               models::pooling_name(options.pooling), options.normalize ? ", normalised" : "",
+               tok ? ("tokenizer " + tokenizer_path).c_str() : "no tokenizer: token ids only");
+  run(http);
+}
 
 void run_serve(ServeArgs& a) {
   // SIGINT / SIGTERM are taken by one thread (sigwait), so every other thread blocks them
@@ -33,34 +79,50 @@ void run_serve(ServeArgs& a) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   a.scheduler.cache_type = nn::kv_cache_type_from_name(a.flags.cache_type);  // checked before the model loads
-  LoadedModel loaded = load_model_and_tokenizer(a.flags, /*required=*/true);
+  if (!a.pooling.empty()) models::pooling_from_name(a.pooling);
+  if (a.name.empty()) a.name = std::filesystem::path(a.flags.model).filename().string();
+  const std::shared_ptr<models::Model> model = models::load_model(a.flags.model);
+  const auto run = [&](serve::HttpServer& http) {
+    http.bind();
+    std::thread stopper([&] {
+      int signal = 0;
+      sigwait(&signals, &signal);
+      http.stop();
+    });
+    std::fprintf(stderr, "listening on http://%s:%d (Ctrl-C stops)\n", a.http.host.c_str(), http.port());
+    http.serve();
+    pthread_kill(stopper.native_handle(), SIGTERM);  // when the server ended on its own
+    stopper.join();
+    std::fprintf(stderr, "nanoformer serve: stopped\n");
+  };
+  if (std::dynamic_pointer_cast<models::EncoderModel>(model)) return serve_embeddings(a, model, run);
+  LoadedModel loaded = load_model_and_tokenizer(a.flags, /*required=*/true, model);
   const tokenizer::Tokenizer& tok = *loaded.tokenizer;
   const std::string template_name = a.chat_template.empty() ? tokenizer::detect_chat_template(tok) : a.chat_template;
   const auto chat_template = template_name.empty() ? nullptr : tokenizer::make_chat_template(template_name, tok);
   a.scheduler.context = a.flags.context;
   serve::Scheduler scheduler(*loaded.model, a.scheduler);
-  const std::string name = a.name.empty() ? std::filesystem::path(a.flags.model).filename().string() : a.name;
-  serve::CompletionService service(scheduler, tok, chat_template.get(), name, loaded.prompt_bos);
-  serve::HttpServer server(service, a.http);
-  server.bind();
-  std::thread stopper([&] {
-    int signal = 0;
-    sigwait(&signals, &signal);
-    server.stop();
-  });
+  serve::CompletionService service(scheduler, tok, chat_template.get(), a.name, loaded.prompt_bos);
+  serve::EmbeddingService embeddings(
+      *loaded.model,
+      [&tok, &loaded](std::string_view text) {
+        std::vector<int64_t> ids;
+        if (loaded.prompt_bos) ids.push_back(*loaded.prompt_bos);
+        for (const tokenizer::TokenId id : tok.encode(text)) ids.push_back(id);
+        return ids;
+      },
+      embedding_options(a, /*encoder=*/false), a.name,
+      [&scheduler](std::function<void()> job) { scheduler.run_between_steps(std::move(job)); });
+  serve::HttpServer http(&service, &embeddings, a.name, scheduler.context(), a.http);
   std::fprintf(stderr,
                "nanoformer serve: %s (chat template %s, context %lld, KV cache %s, parallel %lld, queue %lld, "
-               "connections %lld, timeout %g s)\n"
-               "listening on http://%s:%d (Ctrl-C stops)\n",
-               name.c_str(), template_name.empty() ? "none: /v1/completions only" : template_name.c_str(),
+               "connections %lld, timeout %g s; embeddings: %s pooling)\n",
+               a.name.c_str(), template_name.empty() ? "none: /v1/completions only" : template_name.c_str(),
                static_cast<long long>(scheduler.context()), quant_type_name(a.scheduler.cache_type),
                static_cast<long long>(a.scheduler.parallel),
                static_cast<long long>(a.scheduler.max_queue), static_cast<long long>(a.http.max_connections),
-               a.http.timeout_s, a.http.host.c_str(), server.port());
-  server.serve();
-  pthread_kill(stopper.native_handle(), SIGTERM);  // when the server ended on its own
-  stopper.join();
-  std::fprintf(stderr, "nanoformer serve: stopped\n");
+               a.http.timeout_s, models::pooling_name(embeddings.options().pooling));
+  run(http);
 }
 
 }  // namespace
@@ -68,7 +130,8 @@ void run_serve(ServeArgs& a) {
 void add_serve_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "serve",
-      "Serve a language model over an OpenAI-compatible HTTP API, with a web chat page at /.\n"
+      "Serve a language model over an OpenAI-compatible HTTP API, with a web chat page at /;\n"
+      "an encoder (BERT, a sentence-transformers folder) serves /v1/embeddings only.\n"
       "  nanoformer serve -m minimind2-folder --port 8998\n"
       "  curl http://127.0.0.1:8998/v1/chat/completions -H 'Content-Type: application/json' \\\n"
       "       -d '{\"messages\": [{\"role\": \"user\", \"content\": \"Hello\"}]}'\n"
@@ -87,6 +150,9 @@ void add_serve_command(CLI::App& app) {
   add_cache_type_flag(*cmd, a->flags.cache_type);
   cmd->add_option("--chat-template", a->chat_template,
                   "chatml, nanochat or a template file (default: told by the tokenizer's special tokens)");
+  cmd->add_option("--pooling", a->pooling,
+                  "How /v1/embeddings pools the last hidden states: mean, cls, last or max (default: a "
+                  "sentence-transformers folder's pooling, else mean for an encoder and last for a decoder)");
   cmd->add_option("--name", a->name, "The model's name in responses and /v1/models (default: the model's file name)");
   cmd->add_option("--host", a->http.host, "Address to listen on (0.0.0.0: every interface)")->capture_default_str();
   cmd->add_option("--port", a->http.port, "Port (0: any free port, printed)")->capture_default_str()->check(CLI::Range(0, 65535));

@@ -56,10 +56,11 @@ bool authorized(const httplib::Request& req, const std::string& key) {
 
 constexpr const char* kChatPath = "/v1/chat/completions";
 constexpr const char* kTextPath = "/v1/completions";
+constexpr const char* kEmbeddingsPath = "/v1/embeddings";
 
 // The only requests whose body is read (through read_body's bound); any other body is refused unread.
 bool reads_body(const httplib::Request& req) {
-  return req.method == "POST" && (req.path == kChatPath || req.path == kTextPath);
+  return req.method == "POST" && (req.path == kChatPath || req.path == kTextPath || req.path == kEmbeddingsPath);
 }
 
 // What the request's headers say of its body, checked before any of it is read: a Content-Length
@@ -122,9 +123,12 @@ bool client_gone() {
   return connection && connection->client_gone();
 }
 
-json model_object(const CompletionService& service, int64_t context) {
-  return {{"id", service.model_name()}, {"object", "model"}, {"created", 0}, {"owned_by", "nanoformer"},
-          {"context_length", context}};
+json model_object(const std::string& name, int64_t context) {
+  return {{"id", name}, {"object", "model"}, {"created", 0}, {"owned_by", "nanoformer"}, {"context_length", context}};
+}
+
+ApiError not_served(const std::string& what) {
+  return ApiError(404, "this server's model does not serve " + what, "invalid_request_error", "", "unknown_url");
 }
 
 std::string sse(const json& chunk) { return "data: " + dump(chunk) + "\n\n"; }
@@ -224,8 +228,14 @@ class GuardedServer final : public httplib::Server {
 
 }  // namespace
 
-HttpServer::HttpServer(CompletionService& service, const HttpOptions& options)
-    : service_(service), options_(options), requests_(std::make_unique<RequestCounts>()) {
+HttpServer::HttpServer(CompletionService* completions, EmbeddingService* embeddings, std::string model_name,
+                       int64_t context, const HttpOptions& options)
+    : completions_(completions),
+      embeddings_(embeddings),
+      model_name_(std::move(model_name)),
+      context_(context),
+      options_(options),
+      requests_(std::make_unique<RequestCounts>()) {
   NF_CHECK(options.timeout_s > 0 && std::isfinite(options.timeout_s), "serve: --timeout must be > 0 seconds, got ",
            options.timeout_s);
   NF_CHECK(options.max_connections > 0, "serve: --max-connections must be >= 1, got ", options.max_connections);
@@ -289,26 +299,34 @@ void HttpServer::routes() {
   s.Get("/", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(reinterpret_cast<const char*>(kServeWebPage), sizeof(kServeWebPage), "text/html; charset=utf-8");
   });
-  s.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-    const SchedulerStats st = service_.scheduler().stats();
+  // an embedding-only server has no scheduler: its counts are zeros
+  const auto stats = [this] { return completions_ ? completions_->scheduler().stats() : SchedulerStats{}; };
+  s.Get("/health", [this, stats](const httplib::Request&, httplib::Response& res) {
+    const SchedulerStats st = stats();
     send_json(res, 200,
-              {{"status", "ok"}, {"model", service_.model_name()}, {"running", st.running}, {"queued", st.queued},
+              {{"status", "ok"}, {"model", model_name_}, {"running", st.running}, {"queued", st.queued},
                {"parallel", st.parallel}, {"max_queue", st.max_queue}, {"completed", st.completed},
                {"cancelled", st.cancelled}, {"decode_steps", st.decode_steps}, {"decoded_rows", st.decoded_rows}});
   });
-  s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(prometheus_text(service_.model_name(), service_.scheduler().stats(), requests_->snapshot()),
+  s.Get("/metrics", [this, stats](const httplib::Request&, httplib::Response& res) {
+    res.set_content(prometheus_text(model_name_, stats(), requests_->snapshot()),
                     "text/plain; version=0.0.4; charset=utf-8");
   });
   s.set_logger([this](const httplib::Request& req, const httplib::Response& res) { requests_->add(req.path, res.status); });
   s.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-    send_json(res, 200,
-              {{"object", "list"}, {"data", json::array({model_object(service_, service_.scheduler().context())})}});
+    send_json(res, 200, {{"object", "list"}, {"data", json::array({model_object(model_name_, context_)})}});
   });
   s.Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
+    if (req.matches[1] == model_name_) return send_json(res, 200, model_object(model_name_, context_));
+    send_error(res, ApiError(404, "the model '" + std::string(req.matches[1]) + "' does not exist: this server serves '" +
+                                      model_name_ + "'", "invalid_request_error", "model", "model_not_found"));
+  });
+  s.Post(kEmbeddingsPath, [this, max_body](const httplib::Request&, httplib::Response& res,
+                                           const httplib::ContentReader& content) {
     try {
-      service_.check_model(req.matches[1]);
-      send_json(res, 200, model_object(service_, service_.scheduler().context()));
+      const EmbeddingRequest request = parse_embedding_request(read_body(content, max_body));
+      if (!embeddings_) throw not_served("embeddings");
+      send_json(res, 200, embeddings_->embed(request));
     } catch (const ApiError& e) {
       send_error(res, e);
     }
@@ -318,7 +336,9 @@ void HttpServer::routes() {
                                                                   const httplib::ContentReader& content) {
       try {
         const CompletionRequest request = parse_completion_request(read_body(content, max_body), endpoint);
-        std::shared_ptr<Completion> completion = service_.start(request);
+        if (!completions_) throw not_served(endpoint == Endpoint::chat ? "chat completions (it embeds: /v1/embeddings)"
+                                                                      : "completions (it embeds: /v1/embeddings)");
+        std::shared_ptr<Completion> completion = completions_->start(request);
         if (request.stream) return stream(res, std::move(completion), request.include_usage);
         std::string text;
         std::vector<LogprobEntry> logprobs;

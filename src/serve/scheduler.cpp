@@ -60,6 +60,22 @@ bool Scheduler::submit(SequenceRequest request) {
   return true;
 }
 
+void Scheduler::run_between_steps(std::function<void()> job) {
+  std::packaged_task<void()> task(std::move(job));
+  std::future<void> done = task.get_future();
+  {
+    std::lock_guard lock(mutex_);
+    NF_CHECK(!stopping_, "the server is stopping");
+    jobs_.push_back(std::move(task));
+  }
+  wake_.notify_one();
+  try {
+    done.get();  // rethrows the job's exception
+  } catch (const std::future_error&) {  // broken_promise: the scheduler stopped before the job ran
+    throw Error("the server is stopping");
+  }
+}
+
 SchedulerStats Scheduler::stats() const {
   std::lock_guard lock(mutex_);
   return stats_;
@@ -69,10 +85,12 @@ void Scheduler::run() {
   NoGradGuard no_grad;  // grad mode is per thread
   for (;;) {
     std::vector<Queued> joining;
+    std::deque<std::packaged_task<void()>> jobs;
     {
       std::unique_lock lock(mutex_);
-      wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || !running_.empty(); });
+      wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || !running_.empty() || !jobs_.empty(); });
       if (stopping_) break;
+      jobs.swap(jobs_);
       while (!queue_.empty() && static_cast<int64_t>(running_.size() + joining.size()) < options_.parallel) {
         joining.push_back(std::move(queue_.front()));
         queue_.pop_front();
@@ -80,6 +98,7 @@ void Scheduler::run() {
       }
       stats_.queued = static_cast<int64_t>(queue_.size());
     }
+    for (auto& job : jobs) job();  // its exception goes to its caller through the future
     for (Queued& queued : joining) start(std::move(queued));
     try {
       step();
@@ -96,6 +115,7 @@ void Scheduler::run() {
   {
     std::lock_guard lock(mutex_);
     left.swap(queue_);
+    jobs_.clear();  // their callers' futures throw broken_promise
   }
   for (Running& r : running_) r.request.cancelled->store(true);
   step();  // ends the running ones as cancelled

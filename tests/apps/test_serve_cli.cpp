@@ -8,6 +8,8 @@
 // client tries, over raw sockets: a request trickled byte by byte (408 at its deadline), more
 // connections than the cap (503 at once), a chunked body of 100 MiB (413, the server's memory flat),
 // a negative or absurd Content-Length (answered at once), a non-streamed client that leaves.
+// /v1/embeddings: a sentence-transformers folder (an encoder: embeddings only) answers what
+// sentence-transformers computes, as floats and as base64; a decoder embeds beside its completions.
 #include <arpa/inet.h>
 #include <httplib.h>
 #include <netinet/in.h>
@@ -31,6 +33,7 @@
 #include <tuple>
 
 #include "nanoformer/io/gguf.h"
+#include "nanoformer/io/safetensors.h"
 #include "nanoformer/tokenizer/gguf_tokenizer.h"
 #include "nanoformer/tokenizer/tokenizer_json.h"
 #include "support/cli_test.h"
@@ -713,6 +716,96 @@ TEST_F(ServeCliTest, AFullQueueAnswers503AndADisconnectFreesTheSequence) {
   EXPECT_EQ(health["cancelled"], 1) << health;
   EXPECT_EQ(health["completed"], 0) << health;
   EXPECT_EQ(post(other, "/v1/chat/completions", chat("Hi", {{"max_tokens", 4}}), 200)["usage"]["completion_tokens"], 4);
+}
+
+// RFC 4648 base64 back to bytes (the test's own decoder of the server's base64 embeddings).
+std::string from_base64(const std::string& text) {
+  static const std::string kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  uint32_t bits = 0;
+  int count = 0;
+  for (const char c : text) {
+    if (c == '=') break;
+    bits = bits << 6 | static_cast<uint32_t>(kAlphabet.find(c));
+    if ((count += 6) >= 8) out += static_cast<char>((bits >> (count -= 8)) & 0xFF);
+  }
+  return out;
+}
+
+TEST_F(ServeCliTest, ASentenceTransformersFolderServesItsEmbeddings) {
+  const std::string data = NF_TEST_DATA_DIR;
+  const std::string folder = path("sentence_bert");
+  std::filesystem::copy(data + "/hf/sentence_bert", folder, std::filesystem::copy_options::recursive);
+  for (const char* file : {"config.json", "model.safetensors"})
+    std::filesystem::copy(data + "/hf/bert/" + file, folder + "/" + file);
+  const auto f = io::load_safetensors(data + "/hf/sentence_embedding.safetensors");
+  const auto ids = f.at("ids").to_vector<int64_t>(), mask = f.at("mask").to_vector<int64_t>();
+  const auto expected = f.at("encoder.mean_normalized").to_vector<float>();
+  json inputs = json::array();
+  for (int64_t r = 0; r < 3; ++r) {
+    json row = json::array();
+    for (int64_t t = 0; t < 9; ++t)
+      if (mask[static_cast<size_t>(r * 9 + t)]) row.push_back(ids[static_cast<size_t>(r * 9 + t)]);
+    inputs.push_back(row);
+  }
+  ServerProcess server(path("server.log"), {"--model", folder, "--name", "minilm"});
+  httplib::Client client = server.client();
+  EXPECT_EQ(json::parse(client.Get("/v1/models")->body)["data"][0]["context_length"], 12);  // max_seq_length
+  const json floats = post(client, "/v1/embeddings", {{"input", inputs}, {"model", "minilm"}}, 200);
+  const json b64 = post(client, "/v1/embeddings", {{"input", inputs}, {"encoding_format", "base64"}}, 200);
+  EXPECT_EQ(floats["object"], "list");
+  EXPECT_EQ(floats["model"], "minilm");
+  EXPECT_EQ(floats["usage"]["prompt_tokens"], 9 + 5 + 2);
+  ASSERT_EQ(floats["data"].size(), 3u);
+  double worst = 0;
+  for (size_t r = 0; r < 3; ++r) {
+    const json& item = floats["data"][r];
+    EXPECT_EQ(item["object"], "embedding");
+    EXPECT_EQ(item["index"], r);
+    const auto vector = item["embedding"].get<std::vector<float>>();
+    ASSERT_EQ(vector.size(), 32u);
+    const std::string bytes = from_base64(b64["data"][r]["embedding"].get<std::string>());
+    ASSERT_EQ(bytes.size(), 32 * sizeof(float));
+    std::vector<float> decoded(32);
+    std::memcpy(decoded.data(), bytes.data(), bytes.size());
+    for (size_t d = 0; d < 32; ++d) {
+      worst = std::max(worst, static_cast<double>(std::abs(vector[d] - expected[r * 32 + d])));
+      EXPECT_EQ(decoded[d], vector[d]);  // the same f32, both ways
+    }
+  }
+  EXPECT_LE(worst, 1e-5) << "vs sentence-transformers";
+  // one input of ids; what the server cannot do is named
+  EXPECT_EQ(post(client, "/v1/embeddings", {{"input", inputs[0]}}, 200)["data"].size(), 1u);
+  expect_error(post(client, "/v1/embeddings", {{"input", "Hello"}}, 400), "no tokenizer: send token ids", "input");
+  expect_error(post(client, "/v1/embeddings", {{"input", json::array({json::array({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13})})}}, 400),
+               "input 0 is 13 tokens, over the model's limit of 12", "input");
+  expect_error(post(client, "/v1/embeddings", {{"input", inputs}, {"dimensions", 16}}, 400), "cannot be cut", "dimensions");
+  expect_error(post(client, "/v1/embeddings", {{"input", json::array({1, -2})}}, 400), "token ids (integers >= 0)", "input");
+  expect_error(post(client, "/v1/embeddings", {{"input", json::array({"a", 3})}}, 400), "all strings or all arrays", "input[1]");
+  expect_error(post(client, "/v1/embeddings", {{"input", inputs}, {"encoding_format", "f16"}}, 400), "\"float\" or \"base64\"",
+               "encoding_format");
+  expect_error(post(client, "/v1/embeddings", {{"input", inputs}, {"model", "other"}}, 404), "does not exist", "model");
+  expect_error(post(client, "/v1/embeddings", json::object(), 400), "'input' is required", "input");
+  expect_error(post(client, "/v1/chat/completions", chat("Hi"), 404), "does not serve chat completions");
+  EXPECT_EQ(json::parse(client.Get("/health")->body)["status"], "ok");
+}
+
+TEST_F(ServeCliTest, ADecoderEmbedsTextBesideItsCompletions) {
+  ServerProcess server = serve("");
+  httplib::Client client = server.client();
+  const json body = post(client, "/v1/embeddings", {{"input", json::array({"Hello there", "Hello there", "Other"})}}, 200);
+  ASSERT_EQ(body["data"].size(), 3u);
+  const auto a = body["data"][0]["embedding"].get<std::vector<float>>();
+  const auto b = body["data"][1]["embedding"].get<std::vector<float>>();
+  const auto c = body["data"][2]["embedding"].get<std::vector<float>>();
+  ASSERT_EQ(a.size(), 32u);  // the tiny model's dim
+  double norm = 0;
+  for (float x : a) norm += static_cast<double>(x) * x;
+  EXPECT_NEAR(norm, 1.0, 1e-5);  // normalised
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  EXPECT_EQ(body["usage"]["prompt_tokens"], 11 + 11 + 5);  // the byte tokenizer: one token a byte
+  EXPECT_EQ(post(client, "/v1/chat/completions", chat("Hi", {{"max_tokens", 3}}), 200)["usage"]["completion_tokens"], 3);
 }
 
 }  // namespace

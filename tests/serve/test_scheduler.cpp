@@ -3,7 +3,8 @@
 // while the steps really decode several rows at once; the queue bound; cancelling a queued or a
 // running sequence; a refused prompt; a slot's prefix reused by the next turn; stop from on_token;
 // an on_token that throws ends its own sequence only; slots with q8_0 caches give what a q8_0 Session
-// gives alone.
+// gives alone; jobs run between steps on the scheduler's thread while sequences decode, which
+// still get what they get alone.
 // Every wait has a deadline: a scheduler that never answers fails the test instead of hanging it.
 #include "nanoformer/serve/scheduler.h"
 
@@ -15,6 +16,7 @@
 
 #include "infer/tiny_lm.h"
 #include "nanoformer/infer/session.h"
+#include "support/testing.h"
 
 namespace nf::serve {
 namespace {
@@ -81,6 +83,32 @@ TEST(Scheduler, BatchedSequencesGetWhatEachGetsAlone) {
   EXPECT_EQ(stats.completed, 7);
   // 7 sequences over 3 slots: later ones joined while others ran, and steps decoded several rows
   EXPECT_GT(stats.decoded_rows, 2 * stats.decode_steps) << stats.decoded_rows << " rows in " << stats.decode_steps << " steps";
+}
+
+TEST(Scheduler, JobsRunBetweenStepsOnItsThreadWhileSequencesDecode) {
+  const auto model = tiny_model();
+  const std::vector<int64_t> prompt{5, 9, 13};
+  infer::Session session(*model);
+  infer::Sampler greedy({.temperature = 0});
+  const std::vector<int64_t> alone = session.generate(prompt, greedy, {.max_new_tokens = 40}).tokens;
+  const Tensor expected = model->forward(Tensor::from_vector(prompt, {1, 3})).logits;
+
+  Tracked run;
+  Scheduler scheduler(*model, {.parallel = 2, .max_queue = 4, .context = 0});
+  ASSERT_TRUE(scheduler.submit(tracked(run, prompt, {.temperature = 0}, 40)));
+  std::thread::id job_thread;
+  int jobs = 0;
+  for (int i = 0; i < 5; ++i)  // a full forward on the model between decode steps, as embeddings do
+    scheduler.run_between_steps([&] {
+      job_thread = std::this_thread::get_id();
+      EXPECT_TENSOR_CLOSE(model->forward(Tensor::from_vector(prompt, {1, 3})).logits, expected, 0, 0);
+      ++jobs;
+    });
+  EXPECT_EQ(jobs, 5);
+  EXPECT_NE(job_thread, std::this_thread::get_id());
+  EXPECT_THROW_WITH(scheduler.run_between_steps([] { throw Error("the job's own error"); }), "the job's own error");
+  outcome(run);
+  EXPECT_EQ(run.tokens, alone);
 }
 
 TEST(Scheduler, Q8_0CachesGiveWhatAQ8_0SessionGivesAlone) {

@@ -6,6 +6,7 @@
 //   GET  /v1/models              the one model served; /v1/models/{id} that model, or 404 model_not_found
 //   POST /v1/chat/completions    OpenAI chat completions, streamed as "data: {chunk}\n\n" ... "data: [DONE]\n\n"
 //   POST /v1/completions         OpenAI text completions, the same
+//   POST /v1/embeddings          OpenAI embeddings (serve/embedding_service.h)
 //   GET  /metrics                Prometheus's text format: requests, tokens, queue, slots, time to first token
 // With an API key every request but / and /health needs "Authorization: Bearer KEY" (the scheme in
 // any case; 401). Every error is OpenAI's error JSON.
@@ -18,6 +19,7 @@
 #include <string>
 
 #include "nanoformer/serve/completion_service.h"
+#include "nanoformer/serve/embedding_service.h"
 
 namespace httplib {
 class Server;
@@ -43,7 +45,10 @@ struct HttpOptions {
 
 class HttpServer {
  public:
-  HttpServer(CompletionService& service, const HttpOptions& options);
+  // Either service may be null (an encoder model only embeds): its endpoints then answer 404.
+  // `model_name` and `context` are what /v1/models and /health tell of the model.
+  HttpServer(CompletionService* completions, EmbeddingService* embeddings, std::string model_name, int64_t context,
+             const HttpOptions& options);
   ~HttpServer();
   // Binds host:port; throws nf::Error naming them when it cannot.
   void bind();
@@ -55,7 +60,10 @@ class HttpServer {
  private:
   void routes();
 
-  CompletionService& service_;
+  CompletionService* completions_;
+  EmbeddingService* embeddings_;
+  std::string model_name_;
+  int64_t context_;
   HttpOptions options_;
   std::unique_ptr<httplib::Server> server_;
   int port_ = 0;

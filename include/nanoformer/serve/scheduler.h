@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -96,6 +97,10 @@ class Scheduler {
 
   // Queues a sequence; false (and no callback) when max_queue sequences are already waiting.
   bool submit(SequenceRequest request);
+  // Runs `job` on the scheduler's thread between two decode steps (other work on the model, such
+  // as embeddings, never runs beside a step) and waits for it; rethrows what it threw. Throws
+  // nf::Error when the scheduler stops first.
+  void run_between_steps(std::function<void()> job);
   SchedulerStats stats() const;
   int64_t context() const { return context_; }
 
@@ -124,6 +129,7 @@ class Scheduler {
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<Queued> queue_;
+  std::deque<std::packaged_task<void()>> jobs_;  // run_between_steps' jobs, waiting
   int64_t active_ = 0;  // taken from the queue and not yet ended
   bool stopping_ = false;
   SchedulerStats stats_;
