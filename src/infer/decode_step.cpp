@@ -12,6 +12,11 @@ CachedSequence::CachedSequence(models::DecoderLM& model, int64_t max_len, Contex
   NF_CHECK(shift.keep >= 0, "--keep ", shift.keep, ": must be >= 0");
 }
 
+void CachedSequence::copy_from(const CachedSequence& other) {
+  cache_.copy_from(other.cache_);
+  tokens_ = other.tokens_;
+}
+
 void CachedSequence::reset() {
   cache_.reset();
   tokens_.clear();

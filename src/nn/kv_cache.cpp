@@ -213,4 +213,29 @@ void KVCache::select_rows(const std::vector<int64_t>& rows) {
   batch_ = count;
 }
 
+void KVCache::copy_from(const KVCache& other) {
+  if (&other == this) return;
+  const KVCacheShape& a = shape_;
+  const KVCacheShape& b = other.shape_;
+  NF_CHECK(a.n_layers == b.n_layers && a.max_batch == b.max_batch && a.n_kv_heads == b.n_kv_heads &&
+               a.head_dim == b.head_dim && a.max_len == b.max_len && a.dtype == b.dtype &&
+               a.cache_type == b.cache_type && a.windows == b.windows,
+           "KVCache: cannot copy a cache of another shape");
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    Layer& to = layers_[i];
+    const Layer& from = other.layers_[i];
+    if (to.quantized.keys.defined()) {
+      to.quantized.keys.copy_columns_from(from.quantized.keys, other.batch_, from.length);
+      to.quantized.values.copy_columns_from(from.quantized.values, other.batch_, from.length);
+    } else if (from.length > 0) {
+      copy_into(columns_of(to.kv.keys, other.batch_, 0, from.length), columns_of(from.kv.keys, other.batch_, 0, from.length));
+      copy_into(columns_of(to.kv.values, other.batch_, 0, from.length),
+                columns_of(from.kv.values, other.batch_, 0, from.length));
+    }
+    to.length = from.length;
+  }
+  position_ = other.position_;
+  batch_ = other.batch_;
+}
+
 }  // namespace nf::nn

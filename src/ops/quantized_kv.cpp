@@ -81,4 +81,14 @@ void QuantizedKV::select_rows(const std::vector<int64_t>& rows, int64_t n) const
       std::memcpy(mutable_row(r, h, 0), copy.data() + static_cast<size_t>(r * heads_ + h) * head_bytes, head_bytes);
 }
 
+void QuantizedKV::copy_columns_from(const QuantizedKV& other, int64_t batch, int64_t n) const {
+  check_range("copy", batch, 0, n);
+  other.check_range("copy", batch, 0, n);
+  NF_CHECK(other.type() == type() && other.heads_ == heads_ && other.head_dim() == head_dim(),
+           "QuantizedKV: cannot copy columns between caches of different types or shapes");
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t h = 0; h < heads_; ++h)  // a head's columns are consecutive rows
+      std::memcpy(mutable_row(b, h, 0), other.row(b, h, 0), static_cast<size_t>(n) * row_bytes());
+}
+
 }  // namespace nf

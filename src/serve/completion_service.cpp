@@ -104,9 +104,9 @@ void CompletionService::check_model(const std::string& id) const {
                    "invalid_request_error", "model", "model_not_found");
 }
 
-std::shared_ptr<Completion> CompletionService::start(const CompletionRequest& r) {
+std::vector<std::shared_ptr<Completion>> CompletionService::start(const CompletionRequest& r) {
   check_model(r.model);
-  std::vector<int64_t> prompt = prompt_ids(r);
+  const std::vector<int64_t> prompt = prompt_ids(r);
   const auto length = static_cast<int64_t>(prompt.size());
   const int64_t context = scheduler_.context();
   if (length >= context)
@@ -127,23 +127,32 @@ std::shared_ptr<Completion> CompletionService::start(const CompletionRequest& r)
                                        std::chrono::system_clock::now().time_since_epoch())
                                        .count(),
                         .model = model_name_,
-                        .endpoint = r.endpoint};
-  auto completion = std::make_shared<Completion>(std::move(header), tokenizer_, stop, length, r.top_logprobs >= 0);
-  SequenceRequest sequence{.prompt = std::move(prompt),
-                           .sampler = r.sampler,
-                           .stop = {.eos_ids = stop.eos_ids, .stop_strings = {}, .max_new_tokens = stop.max_new_tokens},
-                           .on_token = [completion](int64_t id) { return completion->on_token(id); },
-                           .on_done = [completion](const SequenceOutcome& o) { completion->on_done(o); },
-                           .cancelled = completion->cancelled_,
-                           .on_logprobs = nullptr,
-                           .top_logprobs = std::max<int64_t>(r.top_logprobs, 0)};
-  if (r.top_logprobs >= 0)
-    sequence.on_logprobs = [completion](const infer::TokenLogprobs& l) { completion->on_logprobs(l); };
-  sequence.sampler.seed = r.seed ? *r.seed : std::random_device{}();
-  sequence.sampler.vocab_limit = static_cast<int64_t>(tokenizer_.vocab_size());  // a padded model's extra ids are never drawn
-  if (!scheduler_.submit(std::move(sequence)))
-    throw ApiError(503, "the server is busy: the queue is full; retry later", "server_error", "", "queue_full");
-  return completion;
+                        .endpoint = r.endpoint,
+                        .index = 0};
+  const uint64_t seed = r.seed ? *r.seed : std::random_device{}();
+  std::vector<std::shared_ptr<Completion>> choices;
+  for (int64_t i = 0; i < r.n; ++i) {
+    header.index = i;
+    auto completion = std::make_shared<Completion>(header, tokenizer_, stop, length, r.top_logprobs >= 0);
+    SequenceRequest sequence{.prompt = prompt,
+                             .sampler = r.sampler,
+                             .stop = {.eos_ids = stop.eos_ids, .stop_strings = {}, .max_new_tokens = stop.max_new_tokens},
+                             .on_token = [completion](int64_t id) { return completion->on_token(id); },
+                             .on_done = [completion](const SequenceOutcome& o) { completion->on_done(o); },
+                             .cancelled = completion->cancelled_,
+                             .on_logprobs = nullptr,
+                             .top_logprobs = std::max<int64_t>(r.top_logprobs, 0)};
+    if (r.top_logprobs >= 0)
+      sequence.on_logprobs = [completion](const infer::TokenLogprobs& l) { completion->on_logprobs(l); };
+    sequence.sampler.seed = seed + static_cast<uint64_t>(i);  // choice i: seed + i
+    sequence.sampler.vocab_limit = static_cast<int64_t>(tokenizer_.vocab_size());  // a padded model's extra ids are never drawn
+    if (!scheduler_.submit(std::move(sequence))) {
+      for (const auto& submitted : choices) submitted->cancel();  // none of them is answered
+      throw ApiError(503, "the server is busy: the queue is full; retry later", "server_error", "", "queue_full");
+    }
+    choices.push_back(std::move(completion));
+  }
+  return choices;
 }
 
 }  // namespace nf::serve

@@ -133,41 +133,84 @@ ApiError not_served(const std::string& what) {
 
 std::string sse(const json& chunk) { return "data: " + dump(chunk) + "\n\n"; }
 
-// Streams a completion as server-sent events; the client going away cancels it.
-void stream(httplib::Response& res, std::shared_ptr<Completion> completion, bool include_usage) {
-  auto first = std::make_shared<bool>(true);
+// The choices of one request, waited on together: each call hands over what every choice produced
+// since the last, blocking up to kPoll on the first choice still running (the choices decode in
+// the same steps, so what one has the others have too).
+class Choices {
+ public:
+  explicit Choices(std::vector<std::shared_ptr<Completion>> choices)
+      : choices_(std::move(choices)), done_(choices_.size(), false) {}
+  // (index, update) for every running choice, done ones included once; empty when all are done.
+  std::vector<std::pair<size_t, CompletionUpdate>> next() {
+    std::vector<std::pair<size_t, CompletionUpdate>> updates;
+    bool waited = false;
+    for (size_t i = 0; i < choices_.size(); ++i) {
+      if (done_[i]) continue;
+      CompletionUpdate update = choices_[i]->wait(waited ? std::chrono::milliseconds(0) : kPoll);
+      waited = true;
+      if (update.done) {
+        done_[i] = true;
+        usage_.prompt_tokens = update.usage.prompt_tokens;
+        usage_.completion_tokens += update.usage.completion_tokens;  // summed over the choices, as OpenAI
+      }
+      updates.emplace_back(i, std::move(update));
+    }
+    return updates;
+  }
+  bool all_done() const { return std::all_of(done_.begin(), done_.end(), [](bool d) { return d; }); }
+  void cancel() {
+    for (const auto& c : choices_) c->cancel();
+  }
+  const Completion& operator[](size_t i) const { return *choices_[i]; }
+  size_t size() const { return choices_.size(); }
+  const Usage& usage() const { return usage_; }
+
+ private:
+  std::vector<std::shared_ptr<Completion>> choices_;
+  std::vector<bool> done_;
+  Usage usage_;
+};
+
+// Streams a completion's choices as server-sent events; the client going away cancels them.
+void stream(httplib::Response& res, std::shared_ptr<Choices> choices, bool include_usage) {
+  auto first = std::make_shared<std::vector<bool>>(choices->size(), true);
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream",
-      [completion, first, include_usage](size_t, httplib::DataSink& sink) {
+      [choices, first, include_usage](size_t, httplib::DataSink& sink) {
         if (!sink.is_writable()) {
-          completion->cancel();
+          choices->cancel();
           return false;
         }
-        const CompletionUpdate update = completion->wait(kPoll);
-        const ResponseHeader& h = completion->header();
         std::string out;
-        if (!update.text.empty() || (*first && h.endpoint == Endpoint::chat)) {
-          out += sse(completion_chunk(h, update.text, *first, "", completion->logprobs() ? &update.logprobs : nullptr));
-          *first = false;
+        for (const auto& [i, update] : choices->next()) {
+          const Completion& choice = (*choices)[i];
+          const ResponseHeader& h = choice.header();
+          if (!update.text.empty() || ((*first)[i] && h.endpoint == Endpoint::chat)) {
+            out += sse(completion_chunk(h, update.text, (*first)[i], "", choice.logprobs() ? &update.logprobs : nullptr));
+            (*first)[i] = false;
+          }
+          if (update.done) {
+            if (!update.error.empty())
+              out += sse(ApiError(500, update.error, "server_error").body());
+            else
+              out += sse(completion_chunk(h, "", (*first)[i], update.finish_reason));
+          }
         }
-        if (update.done) {
-          if (!update.error.empty())
-            out += sse(ApiError(500, update.error, "server_error").body());
-          else
-            out += sse(completion_chunk(h, "", *first, update.finish_reason));
-          if (include_usage) out += sse(usage_chunk(h, update.usage));
+        const bool done = choices->all_done();
+        if (done) {
+          if (include_usage) out += sse(usage_chunk((*choices)[0].header(), choices->usage()));
           out += "data: [DONE]\n\n";
         }
         if (!out.empty() && !sink.write(out.data(), out.size())) {
-          completion->cancel();
+          choices->cancel();
           return false;
         }
-        if (update.done) sink.done();
+        if (done) sink.done();
         return true;
       },
-      [completion](bool success) {
-        if (!success) completion->cancel();
+      [choices](bool success) {
+        if (!success) choices->cancel();
       });
 }
 
@@ -338,21 +381,25 @@ void HttpServer::routes() {
         const CompletionRequest request = parse_completion_request(read_body(content, max_body), endpoint);
         if (!completions_) throw not_served(endpoint == Endpoint::chat ? "chat completions (it embeds: /v1/embeddings)"
                                                                       : "completions (it embeds: /v1/embeddings)");
-        std::shared_ptr<Completion> completion = completions_->start(request);
-        if (request.stream) return stream(res, std::move(completion), request.include_usage);
-        std::string text;
-        std::vector<LogprobEntry> logprobs;
-        for (;;) {  // polled, so that a client gone cancels the sequence
-          const CompletionUpdate update = completion->wait(kPoll);
-          text += update.text;
-          logprobs.insert(logprobs.end(), update.logprobs.begin(), update.logprobs.end());
-          if (update.done) {
-            if (!update.error.empty()) throw ApiError(500, update.error, "server_error");
-            return send_json(res, 200, completion_body(completion->header(), text, update.finish_reason, update.usage,
-                                                       completion->logprobs() ? &logprobs : nullptr));
+        auto choices = std::make_shared<Choices>(completions_->start(request));
+        if (request.stream) return stream(res, std::move(choices), request.include_usage);
+        std::vector<ChoiceOutput> outputs(choices->size());
+        std::vector<std::vector<LogprobEntry>> logprobs(choices->size());
+        while (!choices->all_done()) {  // polled, so that a client gone cancels the sequences
+          for (auto& [i, update] : choices->next()) {
+            outputs[i].text += update.text;
+            logprobs[i].insert(logprobs[i].end(), update.logprobs.begin(), update.logprobs.end());
+            if (!update.done) continue;
+            if (!update.error.empty()) {
+              choices->cancel();
+              throw ApiError(500, update.error, "server_error");
+            }
+            outputs[i].finish_reason = update.finish_reason;
+            if ((*choices)[i].logprobs()) outputs[i].logprobs = &logprobs[i];
           }
-          if (client_gone()) return completion->cancel();
+          if (!choices->all_done() && client_gone()) return choices->cancel();
         }
+        return send_json(res, 200, completion_body((*choices)[0].header(), outputs, choices->usage()));
       } catch (const ApiError& e) {
         send_error(res, e);
       }

@@ -111,8 +111,6 @@ std::vector<std::string> parse_stop(const json& body) {
 }
 
 void refuse_unsupported(const json& body) {
-  if (const auto n = integer_field(body, "n", 1); n && *n != 1)
-    throw invalid_request("n", "'n' must be 1: one choice per request, got " + std::to_string(*n));
   if (body.contains("echo") && !body["echo"].is_null() && body["echo"] != false)
     throw invalid_request("echo", "'echo' is not supported");
   if (body.contains("suffix") && !body["suffix"].is_null())
@@ -164,6 +162,8 @@ CompletionRequest parse_completion_request(std::string_view text, Endpoint endpo
   if (const auto m = integer_field(body, "max_completion_tokens", 1)) r.max_tokens = m;
   r.stop = parse_stop(body);
   r.top_logprobs = parse_logprobs(body, endpoint);
+  r.n = integer_field(body, "n", 1).value_or(1);
+  if (r.n > 128) throw invalid_request("n", "'n' must be at most 128, got " + std::to_string(r.n));
   r.stream = bool_field(body, "stream", "stream");
   if (const auto it = body.find("stream_options"); it != body.end() && !it->is_null()) {
     if (!it->is_object())

@@ -53,15 +53,18 @@ json Usage::json() const {
           {"total_tokens", prompt_tokens + completion_tokens}};
 }
 
-json completion_body(const ResponseHeader& h, const std::string& text, const std::string& finish_reason, const Usage& usage,
-                     const std::vector<LogprobEntry>* logprobs) {
+json completion_body(const ResponseHeader& h, const std::vector<ChoiceOutput>& choices, const Usage& usage) {
   json body = base(h, false);
-  json choice = {{"index", 0}, {"finish_reason", finish(finish_reason)}, {"logprobs", logprobs_json(logprobs, h.endpoint)}};
-  if (h.endpoint == Endpoint::chat)
-    choice["message"] = {{"role", "assistant"}, {"content", text}};
-  else
-    choice["text"] = text;
-  body["choices"] = json::array({choice});
+  body["choices"] = json::array();
+  for (size_t i = 0; i < choices.size(); ++i) {
+    const ChoiceOutput& c = choices[i];
+    json choice = {{"index", i}, {"finish_reason", finish(c.finish_reason)}, {"logprobs", logprobs_json(c.logprobs, h.endpoint)}};
+    if (h.endpoint == Endpoint::chat)
+      choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+    else
+      choice["text"] = c.text;
+    body["choices"].push_back(std::move(choice));
+  }
   body["usage"] = usage.json();
   return body;
 }
@@ -69,7 +72,7 @@ json completion_body(const ResponseHeader& h, const std::string& text, const std
 json completion_chunk(const ResponseHeader& h, const std::string& text, bool first, const std::string& finish_reason,
                       const std::vector<LogprobEntry>* logprobs) {
   json body = base(h, true);
-  json choice = {{"index", 0}, {"finish_reason", finish(finish_reason)}, {"logprobs", logprobs_json(logprobs, h.endpoint)}};
+  json choice = {{"index", h.index}, {"finish_reason", finish(finish_reason)}, {"logprobs", logprobs_json(logprobs, h.endpoint)}};
   if (h.endpoint == Endpoint::chat) {
     json delta = json::object();
     if (first) delta["role"] = "assistant";

@@ -163,10 +163,21 @@ void Scheduler::start(Queued queued) {
         std::mismatch(cached.begin(), cached.end(), request.prompt.begin(), request.prompt.end()).first - cached.begin());
     if (common > best_common) best = i, best_common = common;
   }
+  // a running sequence that shares a longer prefix (the first of n choices of this prompt, the same
+  // system prompt): its cache is copied rather than that prefix prefilled again
+  const Slot* donor = nullptr;
+  for (const Slot& s : slots_) {
+    if (!s.busy) continue;
+    const auto& cached = s.sequence.tokens();
+    const auto common = static_cast<int64_t>(
+        std::mismatch(cached.begin(), cached.end(), request.prompt.begin(), request.prompt.end()).first - cached.begin());
+    if (common > best_common + 1) donor = &s, best_common = common;
+  }
   Slot& slot = slots_[best];
   Tensor logits;
   const Clock::time_point prefill_start = Clock::now();
   try {
+    if (donor) slot.sequence.copy_from(donor->sequence);
     outcome.cached_tokens = slot.sequence.keep_common_prefix(request.prompt);
     logits = slot.sequence.feed({request.prompt.begin() + outcome.cached_tokens, request.prompt.end()});
   } catch (const std::exception& e) {

@@ -8,6 +8,7 @@
 // client tries, over raw sockets: a request trickled byte by byte (408 at its deadline), more
 // connections than the cap (503 at once), a chunked body of 100 MiB (413, the server's memory flat),
 // a negative or absurd Content-Length (answered at once), a non-streamed client that leaves.
+// n choices: each equals the request with its seed (seed + i) alone, streamed or not.
 // /v1/embeddings: a sentence-transformers folder (an encoder: embeddings only) answers what
 // sentence-transformers computes, as floats and as base64; a decoder embeds beside its completions.
 #include <arpa/inet.h>
@@ -716,6 +717,51 @@ TEST_F(ServeCliTest, AFullQueueAnswers503AndADisconnectFreesTheSequence) {
   EXPECT_EQ(health["cancelled"], 1) << health;
   EXPECT_EQ(health["completed"], 0) << health;
   EXPECT_EQ(post(other, "/v1/chat/completions", chat("Hi", {{"max_tokens", 4}}), 200)["usage"]["completion_tokens"], 4);
+}
+
+TEST_F(ServeCliTest, NChoicesEqualTheirSeedsRunOneAtATime) {
+  ServerProcess server = serve("--parallel 4");
+  httplib::Client client = server.client();
+  const json sampled = {{"temperature", 1.0}, {"max_tokens", 12}, {"seed", 7}};
+  for (const char* path : {"/v1/chat/completions", "/v1/completions"}) {
+    const bool is_chat = std::string(path) == "/v1/chat/completions";
+    json request = is_chat ? chat("Tell me", sampled) : json{{"prompt", "Once upon"}};
+    request.update(sampled);
+    request["n"] = 3;
+    const json body = post(client, path, request, 200);
+    ASSERT_EQ(body["choices"].size(), 3u) << body;
+    int64_t tokens = 0;
+    std::set<std::string> distinct;
+    for (int i = 0; i < 3; ++i) {
+      json alone_request = request;
+      alone_request["n"] = 1;
+      alone_request["seed"] = 7 + i;
+      const json alone = post(client, path, alone_request, 200);
+      const json& choice = body["choices"][static_cast<size_t>(i)];
+      EXPECT_EQ(choice["index"], i);
+      const auto text = [&](const json& c) { return is_chat ? c["message"]["content"] : c["text"]; };
+      EXPECT_EQ(text(choice), text(alone["choices"][0])) << path << " choice " << i;
+      EXPECT_EQ(choice["finish_reason"], alone["choices"][0]["finish_reason"]);
+      tokens += alone["usage"]["completion_tokens"].get<int64_t>();
+      distinct.insert(text(choice).get<std::string>());
+    }
+    EXPECT_EQ(body["usage"]["completion_tokens"], tokens);  // summed over the choices
+    EXPECT_GT(distinct.size(), 1u);
+    // streamed: each chunk names its choice; the texts per index equal the non-streamed ones
+    const Streamed streamed = stream(client, path, request);
+    EXPECT_TRUE(streamed.done);
+    std::map<int, std::string> texts;
+    for (const json& chunk : streamed.chunks) {
+      if (chunk["choices"].empty()) continue;
+      const json& c = chunk["choices"][0];
+      const int index = c["index"];
+      if (c.contains("delta") && c["delta"].contains("content")) texts[index] += c["delta"]["content"].get<std::string>();
+      if (c.contains("text")) texts[index] += c["text"].get<std::string>();
+    }
+    for (int i = 0; i < 3; ++i)
+      EXPECT_EQ(texts[i], (is_chat ? body["choices"][i]["message"]["content"] : body["choices"][i]["text"]).get<std::string>())
+          << path << " streamed choice " << i;
+  }
 }
 
 // RFC 4648 base64 back to bytes (the test's own decoder of the server's base64 embeddings).

@@ -50,6 +50,8 @@ TEST(OpenAIRequest, ChatFields) {
   EXPECT_EQ(r.seed, 42u);
   EXPECT_TRUE(r.stream);
   EXPECT_TRUE(r.include_usage);
+  EXPECT_EQ(r.n, 1);
+  EXPECT_EQ(parse_completion_request(R"({"prompt": "x", "n": 3})", Endpoint::completion).n, 3);
 }
 
 TEST(OpenAIRequest, DefaultsAndTextCompletions) {
@@ -112,7 +114,8 @@ TEST(OpenAIRequest, BadInputNamesTheField) {
   expect_refused("{" + user + R"(, "stream": "yes"})", chat, "stream", "must be a boolean");
   expect_refused("{" + user + R"(, "stream_options": {"include_usage": 1}})", chat, "stream_options.include_usage",
                  "boolean");
-  expect_refused("{" + user + R"(, "n": 2})", chat, "n", "must be 1");
+  expect_refused("{" + user + R"(, "n": 0})", chat, "n", "at least 1");
+  expect_refused("{" + user + R"(, "n": 129})", chat, "n", "at most 128");
   expect_refused("{" + user + R"(, "echo": true})", chat, "echo", "not supported");
   expect_refused("{" + user + R"(, "logprobs": 1})", chat, "logprobs", "must be a boolean");
   expect_refused("{" + user + R"(, "logprobs": true, "top_logprobs": 21})", chat, "top_logprobs", "at most 20");
@@ -127,7 +130,7 @@ TEST(OpenAIRequest, BadInputNamesTheField) {
 
 TEST(OpenAIResponse, Shapes) {
   const ResponseHeader chat{.id = "chatcmpl-1", .created = 7, .model = "tiny", .endpoint = Endpoint::chat};
-  const json body = completion_body(chat, "hello", "stop", {.prompt_tokens = 3, .completion_tokens = 2});
+  const json body = completion_body(chat, {{.text = "hello", .finish_reason = "stop"}}, {.prompt_tokens = 3, .completion_tokens = 2});
   EXPECT_EQ(body["object"], "chat.completion");
   EXPECT_EQ(body["choices"][0]["message"], json({{"role", "assistant"}, {"content", "hello"}}));
   EXPECT_EQ(body["choices"][0]["finish_reason"], "stop");
@@ -140,13 +143,22 @@ TEST(OpenAIResponse, Shapes) {
   EXPECT_EQ(last["choices"][0]["finish_reason"], "length");
   EXPECT_EQ(usage_chunk(chat, {.prompt_tokens = 1, .completion_tokens = 1})["choices"], json::array());
   const ResponseHeader text{.id = "cmpl-2", .created = 7, .model = "tiny", .endpoint = Endpoint::completion};
-  EXPECT_EQ(completion_body(text, "x", "length", {})["choices"][0]["text"], "x");
+  EXPECT_EQ(completion_body(text, {{.text = "x", .finish_reason = "length"}}, {})["choices"][0]["text"], "x");
   EXPECT_EQ(completion_chunk(text, "y", true)["object"], "text_completion");
   EXPECT_TRUE(body["choices"][0]["logprobs"].is_null());
+  // n choices: one body with each at its index; a chunk names its choice
+  const json two = completion_body(text, {{.text = "a", .finish_reason = "stop"}, {.text = "b", .finish_reason = "length"}}, {});
+  ASSERT_EQ(two["choices"].size(), 2u);
+  EXPECT_EQ(two["choices"][1]["index"], 1);
+  EXPECT_EQ(two["choices"][1]["text"], "b");
+  EXPECT_EQ(two["choices"][1]["finish_reason"], "length");
+  ResponseHeader second = text;
+  second.index = 1;
+  EXPECT_EQ(completion_chunk(second, "y", true)["choices"][0]["index"], 1);
   // with logprobs: chat's content list, completion's legacy columns
   const std::vector<LogprobEntry> entries{{.token = "he", .logprob = -0.5f, .top = {{"he", -0.5f}, {"ha", -1.5f}}, .text_offset = 0},
                                           {.token = "\xff", .logprob = -2.0f, .top = {}, .text_offset = 2}};
-  const json content = completion_body(chat, "he?", "stop", {}, &entries)["choices"][0]["logprobs"]["content"];
+  const json content = completion_body(chat, {{.text = "he?", .finish_reason = "stop", .logprobs = &entries}}, {})["choices"][0]["logprobs"]["content"];
   ASSERT_EQ(content.size(), 2u);
   EXPECT_EQ(content[0], json({{"token", "he"}, {"logprob", -0.5}, {"bytes", {104, 101}},
                               {"top_logprobs", {{{"token", "he"}, {"logprob", -0.5}, {"bytes", {104, 101}}},

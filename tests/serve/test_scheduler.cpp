@@ -3,7 +3,7 @@
 // while the steps really decode several rows at once; the queue bound; cancelling a queued or a
 // running sequence; a refused prompt; a slot's prefix reused by the next turn; stop from on_token;
 // an on_token that throws ends its own sequence only; slots with q8_0 caches give what a q8_0 Session
-// gives alone; jobs run between steps on the scheduler's thread while sequences decode, which
+// gives alone; choices of one prompt share its prefill; jobs run between steps on the scheduler's thread while sequences decode, which
 // still get what they get alone.
 // Every wait has a deadline: a scheduler that never answers fails the test instead of hanging it.
 #include "nanoformer/serve/scheduler.h"
@@ -109,6 +109,30 @@ TEST(Scheduler, JobsRunBetweenStepsOnItsThreadWhileSequencesDecode) {
   EXPECT_THROW_WITH(scheduler.run_between_steps([] { throw Error("the job's own error"); }), "the job's own error");
   outcome(run);
   EXPECT_EQ(run.tokens, alone);
+}
+
+// n choices of one prompt, submitted together: the first prefills it, the others copy its cache and
+// feed only the prompt's last token; each still gets what it gets alone with its seed.
+TEST(Scheduler, ChoicesOfOnePromptShareItsPrefill) {
+  const auto model = tiny_model();
+  const std::vector<int64_t> prompt{5, 9, 13, 21, 8, 30, 2};
+  std::vector<std::vector<int64_t>> alone;
+  for (uint64_t seed = 0; seed < 3; ++seed) {
+    infer::Session session(*model);
+    infer::Sampler sampler({.temperature = 0.8, .seed = 40 + seed});
+    alone.push_back(session.generate(prompt, sampler, {.max_new_tokens = 15}).tokens);
+  }
+  std::vector<Tracked> runs(3);
+  std::vector<SequenceOutcome> outcomes;
+  {
+    Scheduler scheduler(*model, {.parallel = 3, .max_queue = 8, .context = 0});
+    for (uint64_t i = 0; i < 3; ++i) ASSERT_TRUE(scheduler.submit(tracked(runs[i], prompt, {.temperature = 0.8, .seed = 40 + i}, 15)));
+    for (Tracked& run : runs) outcomes.push_back(outcome(run));
+  }
+  EXPECT_EQ(outcomes[0].cached_tokens + outcomes[1].cached_tokens + outcomes[2].cached_tokens, 2 * 6)
+      << "the second and third choices found all but the prompt's last token cached";
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(runs[i].tokens, alone[i]) << "choice " << i;
+  EXPECT_NE(alone[0], alone[1]);
 }
 
 TEST(Scheduler, Q8_0CachesGiveWhatAQ8_0SessionGivesAlone) {

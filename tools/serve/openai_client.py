@@ -4,7 +4,8 @@
     python tools/serve/openai_client.py --url http://127.0.0.1:8998 --api-key KEY     # a running server
 
 Lists the models, asks for a chat completion and a text completion, each plain and streamed
-(greedy, so the streamed text must equal the plain one), with stop strings and max_tokens, and
+(greedy, so the streamed text must equal the plain one), with stop strings and max_tokens, n
+choices (each equal to its seed alone), frequency and presence penalties, and
 checks that a bad request raises the client's BadRequestError and a wrong key AuthenticationError.
 Prints what it did and exits non-zero on the first mismatch.
 """
@@ -44,6 +45,14 @@ def run(url, api_key):
     sampled = [client.chat.completions.create(model=name, messages=messages, temperature=0.8, seed=7, max_tokens=12)
                .choices[0].message.content for _ in range(2)]
     check(sampled[0] == sampled[1], "the same seed gives the same sampled answer")
+    several = client.chat.completions.create(model=name, messages=messages, temperature=0.8, seed=7, max_tokens=12, n=3)
+    alone = [client.chat.completions.create(model=name, messages=messages, temperature=0.8, seed=7 + i, max_tokens=12)
+             .choices[0].message.content for i in range(3)]
+    check([c.message.content for c in several.choices] == alone and [c.index for c in several.choices] == [0, 1, 2],
+          f"n=3 with seed 7: each choice equals seed 7 + i alone ({len(set(alone))} distinct)")
+    penalised = client.chat.completions.create(model=name, messages=messages, temperature=0, max_tokens=24,
+                                               frequency_penalty=1.5, presence_penalty=1.0)
+    check(penalised.choices[0].message.content is not None, f"frequency/presence penalties: {penalised.choices[0].message.content!r}")
 
     try:
         client.chat.completions.create(model=name, messages=messages, temperature=5)

@@ -34,6 +34,8 @@ class CachedSequence {
                  QuantType cache_type = QuantType::f32);
 
   const std::vector<int64_t>& tokens() const { return tokens_; }
+  // Becomes a copy of `other` (a sequence over the same model and cache shape): its tokens and cache.
+  void copy_from(const CachedSequence& other);
   nn::KVCache& cache() { return cache_; }
   const nn::KVCache& cache() const { return cache_; }
   int64_t max_len() const { return cache_.shape().max_len; }

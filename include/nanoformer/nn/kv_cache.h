@@ -112,6 +112,9 @@ class KVCache {
   // Row r becomes what row rows[r] held, for every layer (beam search: each beam continues from
   // its parent): the cache then holds rows.size() rows. A gather of the filled columns.
   void select_rows(const std::vector<int64_t>& rows);
+  // Becomes what `other` holds (a cache of the same shape): its filled columns copied, its length
+  // and rows (n choices of one prompt start from the cache of the first one's prefill).
+  void copy_from(const KVCache& other);
 
  private:
   struct Layer {

@@ -39,6 +39,9 @@ class QuantizedKV {
   void move_columns(int64_t batch, int64_t from, int64_t to, int64_t n) const;
   // Row r becomes what row rows[r] held in columns 0 .. n - 1 (rows may repeat).
   void select_rows(const std::vector<int64_t>& rows, int64_t n) const;
+  // Rows b < batch, columns 0 .. n - 1: copied as they are from `other` (the same type, heads and
+  // head_dim; at least n columns).
+  void copy_columns_from(const QuantizedKV& other, int64_t batch, int64_t n) const;
 
  private:
   void* mutable_row(int64_t b, int64_t h, int64_t j) const { return const_cast<void*>(row(b, h, j)); }

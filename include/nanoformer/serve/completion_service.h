@@ -71,9 +71,11 @@ class CompletionService {
   CompletionService(Scheduler& scheduler, const tokenizer::Tokenizer& tokenizer,
                     const tokenizer::ChatTemplate* chat_template, std::string model_name,
                     std::optional<int64_t> prompt_bos = std::nullopt);
-  // Throws ApiError: 404 for a model name not this one's (check_model), 400 for a prompt the
-  // context cannot hold or a chat the template refuses, 503 when the queue is full.
-  std::shared_ptr<Completion> start(const CompletionRequest& request);
+  // One Completion per choice (request.n; choice i samples with seed + i), submitted together so
+  // that the later ones share the first one's prefill (scheduler.h). Throws ApiError: 404 for a
+  // model name not this one's (check_model), 400 for a prompt the context cannot hold or a chat
+  // the template refuses, 503 when the queue cannot take every choice (none is then served).
+  std::vector<std::shared_ptr<Completion>> start(const CompletionRequest& request);
   // Throws ApiError 404 model_not_found (as OpenAI and vLLM answer) unless `id` names the model
   // served; a request without a model name (empty) is served.
   void check_model(const std::string& id) const;

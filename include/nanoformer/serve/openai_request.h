@@ -14,7 +14,8 @@
 //   seed                an integer; absent: a seed drawn per request
 //   stream, stream_options.include_usage   booleans
 //   logprobs            chat: a boolean, with top_logprobs in [0, 20]; completion: an integer in [0, 5]
-//   n                   1 only; echo / suffix are refused when set
+//   n                   choices, in [1, 128]; with a seed s, choice i samples with seed s + i
+//   echo / suffix are refused when set
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -39,6 +40,7 @@ struct CompletionRequest {
   std::vector<std::string> stop;
   bool stream = false, include_usage = false;
   int64_t top_logprobs = -1;  // logprobs: -1 none; else each token's and this many most likely ones'
+  int64_t n = 1;              // choices
 };
 
 // Throws ApiError (400) for malformed JSON, a wrong type, a value out of range or a missing field.

@@ -26,6 +26,7 @@ struct ResponseHeader {
   int64_t created = 0;  // Unix seconds
   std::string model;
   Endpoint endpoint = Endpoint::chat;
+  int64_t index = 0;  // the choice (of n) this header's chunks belong to
 };
 
 // One generated token with its log-probability (infer/logprobs.h), its bytes as the tokenizer
@@ -42,10 +43,16 @@ struct Usage {
   nlohmann::json json() const;  // {"prompt_tokens", "completion_tokens", "total_tokens"}
 };
 
-// `logprobs` null: none were asked for.
-nlohmann::json completion_body(const ResponseHeader& header, const std::string& text, const std::string& finish_reason,
-                               const Usage& usage, const std::vector<LogprobEntry>* logprobs = nullptr);
-// One streamed chunk: text (a chat's first chunk also gives the role) and, in the last, the finish reason.
+// One choice of an answer; `logprobs` null: none were asked for.
+struct ChoiceOutput {
+  std::string text;
+  std::string finish_reason;
+  const std::vector<LogprobEntry>* logprobs = nullptr;
+};
+// The answer with its choices (index i = choices[i]); usage sums them.
+nlohmann::json completion_body(const ResponseHeader& header, const std::vector<ChoiceOutput>& choices, const Usage& usage);
+// One streamed chunk of choice header.index: text (a chat's first chunk also gives the role) and,
+// in the last, the finish reason.
 nlohmann::json completion_chunk(const ResponseHeader& header, const std::string& text, bool first,
                                 const std::string& finish_reason = "",
                                 const std::vector<LogprobEntry>* logprobs = nullptr);

@@ -6,7 +6,8 @@
 // layers once over the stacked rows, attention per slot at its own length), so a sequence that
 // joins does not wait for the others to finish, and each gets the tokens it would get alone.
 // A slot keeps its tokens after its sequence ends; a new sequence takes the free slot sharing the
-// longest prefix with its prompt and prefills only the rest (a chat's next turn).
+// longest prefix with its prompt and prefills only the rest (a chat's next turn), or copies the
+// cache of a running sequence that shares a longer one (n choices of one prompt: one prefill).
 //
 // Everything runs on the scheduler's own thread; callers talk to it through submit() and the
 // callbacks of their sequence, which run on that thread.
