@@ -438,7 +438,12 @@ TEST_F(ServeCliTest, MetricsCountRequestsTokensAndTheTimeToFirstToken) {
   EXPECT_EQ(client.Get("/v1/models/other")->status, 404);
   EXPECT_EQ(client.Get("/nowhere")->status, 404);
 
-  auto res = client.Get("/metrics");
+  // a request is counted once its answer is written, which the client may see first: wait for it
+  httplib::Result res = client.Get("/metrics");
+  for (int i = 0; i < 100 && res && res->body.find("endpoint=\"/v1/completions\",code=\"200\"") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    res = client.Get("/metrics");
+  }
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 200);
   EXPECT_EQ(res->get_header_value("Content-Type").rfind("text/plain; version=0.0.4", 0), 0u) << res->get_header_value("Content-Type");
