@@ -782,6 +782,22 @@ TEST_F(GrpoCliTest, CispoWithKLIterationsAndLoRARunWithoutNan) {
   EXPECT_EQ(steps.front()["kl"].get<double>(), 0.0);  // the adapters start at B = 0: the policy is the base
 }
 
+TEST_F(GrpoCliTest, AResumedRunSamplesAndEndsAsTheUninterruptedOne) {
+  // the rollouts' draws follow from --seed and the step: a resume continues bit for bit
+  auto args = [&](const std::string& out, int steps) {
+    return with(with(grpo_args(out, steps), "--save-every", "2"), "--grpo-beta", "0.04");
+  };
+  ASSERT_EQ(run(args("whole", 4)), 0) << err();
+  ASSERT_EQ(run(args("parts", 2)), 0) << err();
+  ASSERT_EQ(run({"train", "--out", path("parts"), "--resume", "--steps", "4", "--quiet"}), 0) << err();
+  EXPECT_NE(err().find("objective: grpo, grpo loss, 8 completions per prompt"), std::string::npos) << err();
+  expect_identical_files(path("whole/ckpt_00000004.safetensors"), path("parts/ckpt_00000004.safetensors"));
+  const auto whole = step_lines(path("whole/metrics.jsonl")), parts = step_lines(path("parts/metrics.jsonl"));
+  ASSERT_EQ(whole.size(), 4u);
+  ASSERT_EQ(parts.size(), 4u);
+  for (const char* key : {"reward", "kl", "grad_norm"}) EXPECT_EQ(whole.back()[key], parts.back()[key]) << key;
+}
+
 TEST_F(GrpoCliTest, AVerifierCommandGivesTheReward) {
   // echo ignores its stdin and prints {"reward": 1} for every completion: argv, no shell
   auto args = with(with(grpo_args("cmd", 2), "--verifier", "command"), "--verifier-command", R"(echo {"reward": 1})");
