@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -119,8 +120,31 @@ CommandResult run_command(const std::vector<std::string>& argv, const std::strin
   return r;
 }
 
+namespace {
+
+// Whether `program` can be executed as execvp would find it: a path with a '/', else a PATH entry.
+bool executable(const std::string& program) {
+  if (program.find('/') != std::string::npos) return ::access(program.c_str(), X_OK) == 0;
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  for (size_t begin = 0; begin <= dirs.size();) {
+    size_t end = dirs.find(':', begin);
+    if (end == std::string::npos) end = dirs.size();
+    const std::string dir = end > begin ? dirs.substr(begin, end - begin) : ".";
+    if (::access((dir + "/" + program).c_str(), X_OK) == 0) return true;
+    begin = end + 1;
+  }
+  return false;
+}
+
+}  // namespace
+
 RewardVerifier::RewardVerifier(const GrpoOptions& options)
-    : kind_(options.verifier), command_(options.verifier_command), timeout_seconds_(options.verifier_timeout) {}
+    : kind_(options.verifier), command_(options.verifier_command), timeout_seconds_(options.verifier_timeout) {
+  if (kind_ == "command")  // before the run's directory is made
+    NF_CHECK(!command_.empty() && executable(command_[0]), "train: --verifier-command '", joined(command_), "': ",
+             command_.empty() ? "empty" : command_[0] + " is not an executable program (no such file, or not in PATH)");
+}
 
 double RewardVerifier::reward(const TaskRecord& record, const std::string& prompt, const std::string& completion,
                               const std::string& where) const {

@@ -834,7 +834,11 @@ TEST_F(GrpoCliTest, BadRecordsVerifiersAndFlagsAreOneLine) {
   expect_verifier_error(verifier("false"), {"train: --verifier-command 'false': " + where, ": exited with status 1"});
   expect_verifier_error(verifier(R"(echo {"score": 1})"), {where, "printed no field 'reward': {\"score\":1}"});
   expect_verifier_error(verifier(R"(echo {"reward": "high"})"), {where, "field 'reward' is not a finite number but \"high\""});
-  expect_verifier_error(verifier(path("no-such-program")), {where, "cannot run " + path("no-such-program") + ": No such file"});
+  expect_refused(with(with(grpo_args("np", 2), "--verifier", "command"), "--verifier-command",
+                      path("no-such-program")),  // before the run's directory is made
+                 {"train: --verifier-command '" + path("no-such-program") + "': " + path("no-such-program") +
+                  " is not an executable program"},
+                 "np");
   expect_verifier_error(with(verifier("sleep 5"), "--verifier-timeout", "0.2"),
                  {"train: --verifier-command 'sleep 5': " + where, "no answer within --verifier-timeout 0.2 s"});
   // flags

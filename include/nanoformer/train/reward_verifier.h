@@ -17,6 +17,7 @@ namespace nf::train {
 
 class RewardVerifier {
  public:
+  // A command whose program cannot be found (a path with '/', else in PATH) is an nf::Error.
   explicit RewardVerifier(const GrpoOptions& options);
   // `where`: "FILE:LINE" of the record, for errors.
   double reward(const TaskRecord& record, const std::string& prompt, const std::string& completion,
