@@ -11,6 +11,7 @@
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <sstream>
 #include <vector>
 
 #include "command.h"
@@ -112,6 +113,11 @@ void refuse_unused_flags(const CLI::App& cmd, const train::TrainConfig& c) {
   for (const char* distill_flag : {"--teacher", "--distill-temperature", "--distill-alpha"})
     refuse_unless(c.objective == train::Objective::distill, distill_flag,
                   "--objective " + train::objective_name(c.objective), "distill");
+  for (const char* grpo_flag : {"--grpo-group", "--grpo-loss", "--grpo-epsilon", "--grpo-epsilon-high", "--grpo-beta",
+                                "--grpo-scale-rewards", "--grpo-iterations", "--temperature", "--top-k",
+                                "--max-new-tokens", "--stop", "--verifier", "--verifier-command", "--verifier-timeout"})
+    refuse_unless(c.objective == train::Objective::grpo, grpo_flag, "--objective " + train::objective_name(c.objective),
+                  "grpo");
   refuse_unless(c.optimizer.name != "nanochat", "--lr", optimizer + ", whose groups have their own rates,",
                 "sgd, adam, adamw and muon");
 }
@@ -128,6 +134,7 @@ void add_train_command(CLI::App& app) {
       "  nanoformer train --init-from model.safetensors --data chat.jsonl --tokenizer tokenizer.json --out runs/sft\n"
       "  nanoformer train --init-from base.safetensors --lora-rank 8 --lora-targets q,k,v,o --data d.txt -t t.json --out runs/lora\n"
       "  nanoformer train --objective dpo --init-from runs/sft/ckpt_1000.safetensors --data dpo.jsonl -t tokenizer.json --out runs/dpo\n"
+      "  nanoformer train --objective grpo --init-from runs/sft/ckpt_1000.safetensors --data gsm8k.jsonl -t tokenizer.json --out runs/grpo\n"
       "  nanoformer train --objective distill --teacher big.safetensors --init-from small.safetensors --data chat.jsonl -t tokenizer.json --out runs/kd\n"
       "LoRA (--lora-rank): trains adapters only; checkpoints hold the adapters alone, and\n"
       "`nanoformer lora merge --adapter runs/lora/ckpt_<step>.safetensors --out merged.safetensors` folds one\n"
@@ -181,7 +188,8 @@ void add_train_command(CLI::App& app) {
                [](TC& t, const TC& s) { t.precision = s.precision; }});
   f.push_back({cmd->add_option("--objective", objective->first,
                                "lm (next-token cross-entropy: pretraining, SFT), dpo (preference pairs against the "
-                               "starting model, frozen) or distill (cross-entropy and KL from --teacher, frozen)")
+                               "starting model, frozen), distill (cross-entropy and KL from --teacher, frozen) or grpo "
+                               "(completions sampled for a gsm8k-layout task file, rewarded by --verifier)")
                    ->capture_default_str(),
                [](TC& t, const TC& s) { t.objective = s.objective; }});
   f.push_back(flag(cmd, "--dpo-beta", *c, "DPO: beta, the strength of the pull to the reference (rewards are beta (log pi - log ref))", [](auto& t) -> auto& { return t.dpo.beta; }));
@@ -190,6 +198,24 @@ void add_train_command(CLI::App& app) {
   f.push_back(flag(cmd, "--teacher", *c, "Distillation: the frozen teacher (what --init-from takes), of the student's vocabulary", [](auto& t) -> auto& { return t.distill.teacher; }));
   f.push_back(flag(cmd, "--distill-temperature", *c, "Distillation: T > 0, both distributions softened as softmax(logits / T)", [](auto& t) -> auto& { return t.distill.temperature; }));
   f.push_back(flag(cmd, "--distill-alpha", *c, "Distillation: in [0, 1]; loss = alpha CE + (1 - alpha) T^2 KL(teacher || student)", [](auto& t) -> auto& { return t.distill.alpha; }));
+  f.push_back(flag(cmd, "--grpo-group", *c, "GRPO: completions sampled per prompt (G >= 2)", [](auto& t) -> auto& { return t.grpo.group_size; }));
+  f.push_back(flag(cmd, "--grpo-loss", *c, "GRPO: grpo, bnpo, dr_grpo, dapo, cispo (TRL's loss_type) or reinforce (nanochat)", [](auto& t) -> auto& { return t.grpo.loss; }));
+  f.push_back(flag(cmd, "--grpo-epsilon", *c, "GRPO: the ratio's lower clip, 1 - epsilon", [](auto& t) -> auto& { return t.grpo.epsilon_low; }));
+  f.push_back(flag(cmd, "--grpo-epsilon-high", *c, "GRPO: the ratio's upper clip, 1 + epsilon_high (cispo: the IS weight's bound)", [](auto& t) -> auto& { return t.grpo.epsilon_high; }));
+  f.push_back(flag(cmd, "--grpo-beta", *c, "GRPO: weight of the k3 KL to the starting model (0: no reference)", [](auto& t) -> auto& { return t.grpo.beta; }));
+  f.push_back(flag(cmd, "--grpo-scale-rewards", *c, "GRPO: advantages divided by the group's std (false: r - mean, Dr. GRPO)", [](auto& t) -> auto& { return t.grpo.scale_rewards; }));
+  f.push_back(flag(cmd, "--grpo-iterations", *c, "GRPO: optimizer steps on each step's rollouts (TRL's num_iterations)", [](auto& t) -> auto& { return t.grpo.iterations; }));
+  f.push_back(flag(cmd, "--temperature", *c, "GRPO: sampling temperature of the rollouts", [](auto& t) -> auto& { return t.grpo.temperature; }));
+  f.push_back(flag(cmd, "--top-k", *c, "GRPO: sample from the k likeliest tokens (0 = all)", [](auto& t) -> auto& { return t.grpo.top_k; }));
+  f.push_back(flag(cmd, "--max-new-tokens", *c, "GRPO: the longest completion", [](auto& t) -> auto& { return t.grpo.max_new_tokens; }));
+  f.push_back({cmd->add_option("--stop", c->grpo.stop, "GRPO: a stop string ending a completion (repeatable; default Question:, </s>, <|im_end|>)"),
+               [](TC& t, const TC& s) { t.grpo.stop = s.grpo.stop; }});
+  f.push_back(flag(cmd, "--verifier", *c, "GRPO: numeric (GSM8K's final number), exact, or command", [](auto& t) -> auto& { return t.grpo.verifier; }));
+  auto verifier_command = std::make_shared<std::string>();
+  f.push_back({cmd->add_option("--verifier-command", *verifier_command,
+                               "GRPO: PROGRAM ARGS split at spaces, run without a shell per completion: JSON on stdin, {\"reward\": R} on stdout"),
+               [](TC& t, const TC& s) { t.grpo.verifier_command = s.grpo.verifier_command; }});
+  f.push_back(flag(cmd, "--verifier-timeout", *c, "GRPO: seconds the verifier command may take per completion", [](auto& t) -> auto& { return t.grpo.verifier_timeout; }));
   f.push_back(flag(cmd, "--eval-every", *c, "Steps between validations (0 = at the end)", [](auto& t) -> auto& { return t.eval_every; }));
   f.push_back(flag(cmd, "--eval-batches", *c, "Batches per validation", [](auto& t) -> auto& { return t.eval_batches; }));
   f.push_back(flag(cmd, "--save-every", *c, "Steps between checkpoints (0 = at the end)", [](auto& t) -> auto& { return t.save_every; }));
@@ -221,7 +247,7 @@ void add_train_command(CLI::App& app) {
                   "Under mpirun: seconds a collective may wait before the job ends with an error")
       ->capture_default_str();
   cmd->add_flag("--quiet,-q", c->quiet, "No progress bar");
-  cmd->callback([c, flags, schedule, precision, objective, lora, dist_flags, cmd] {
+  cmd->callback([c, flags, schedule, precision, objective, lora, dist_flags, verifier_command, cmd] {
     NF_CHECK(dist_flags->second > 0, "train: --dist-timeout must be > 0 seconds, got ", dist_flags->second);
     dist::Communicator& world = dist::world(dist_flags->second);
     c->ranks = world.size();
@@ -259,6 +285,11 @@ void add_train_command(CLI::App& app) {
                                                                          : std::optional(quant_type_from_name(lora->base_type))};
     else
       NF_CHECK(lora_flags == 0, "train: --lora-alpha, --lora-targets, --lora-dropout and --lora-base-type need --lora-rank");
+    if (cmd->count("--verifier-command") > 0) {  // argv without a shell: words split at white space
+      std::istringstream words(*verifier_command);
+      c->grpo.verifier_command.clear();
+      for (std::string w; words >> w;) c->grpo.verifier_command.push_back(w);
+    }
     train::TrainConfig config = *c;
     if (c->resume && !train::list_checkpoints(c->out_dir).empty()) {
       // the run's options, from the checkpoint the trainer will resume (a damaged newer one is set aside)

@@ -88,7 +88,23 @@ json to_json(const TrainConfig& c) {
                           ? json{{"teacher", c.distill.teacher},
                                  {"temperature", c.distill.temperature},
                                  {"alpha", c.distill.alpha}}
-                          : json(nullptr)}};
+                          : json(nullptr)},
+          {"grpo", c.objective == Objective::grpo
+                       ? json{{"group_size", c.grpo.group_size},
+                              {"loss", c.grpo.loss},
+                              {"epsilon_low", c.grpo.epsilon_low},
+                              {"epsilon_high", c.grpo.epsilon_high},
+                              {"beta", c.grpo.beta},
+                              {"scale_rewards", c.grpo.scale_rewards},
+                              {"iterations", c.grpo.iterations},
+                              {"temperature", c.grpo.temperature},
+                              {"top_k", c.grpo.top_k},
+                              {"max_new_tokens", c.grpo.max_new_tokens},
+                              {"stop", c.grpo.stop},
+                              {"verifier", c.grpo.verifier},
+                              {"verifier_command", c.grpo.verifier_command},
+                              {"verifier_timeout", c.grpo.verifier_timeout}}
+                       : json(nullptr)}};
 }
 
 }  // namespace
@@ -106,14 +122,21 @@ Precision precision_from_name(const std::string& name) {
 }
 
 std::string objective_name(Objective objective) {
-  return objective == Objective::dpo ? "dpo" : objective == Objective::distill ? "distill" : "lm";
+  switch (objective) {
+    case Objective::dpo: return "dpo";
+    case Objective::distill: return "distill";
+    case Objective::grpo: return "grpo";
+    case Objective::lm: break;
+  }
+  return "lm";
 }
 
 Objective objective_from_name(const std::string& name) {
   if (name == "lm") return Objective::lm;
   if (name == "dpo") return Objective::dpo;
   if (name == "distill") return Objective::distill;
-  NF_FAIL("unknown objective '", name, "' (known: lm, dpo, distill)");
+  if (name == "grpo") return Objective::grpo;
+  NF_FAIL("unknown objective '", name, "' (known: lm, dpo, distill, grpo)");
 }
 
 void validate_train_config(const TrainConfig& c) {
@@ -146,6 +169,38 @@ void validate_train_config(const TrainConfig& c) {
              c.distill.alpha);
     NF_CHECK(c.ranks == 1, "train: --objective distill runs in one process (", c.ranks,
              " ranks asked for): data-parallel distillation is not supported yet");
+  }
+  if (c.objective == Objective::grpo) {
+    const GrpoOptions& g = c.grpo;
+    NF_CHECK(g.group_size >= 2, "train: --grpo-group must be >= 2 (advantages compare a prompt's completions), got ",
+             g.group_size);
+    static const std::set<std::string> kLosses = {"grpo", "bnpo", "dr_grpo", "dapo", "cispo", "reinforce"};
+    NF_CHECK(kLosses.count(g.loss), "train: --grpo-loss: unknown loss '", g.loss,
+             "' (known: grpo, bnpo, dr_grpo, dapo, cispo, reinforce)");
+    NF_CHECK(g.epsilon_low >= 0 && g.epsilon_low < 1, "train: --grpo-epsilon must be in [0, 1), got ", g.epsilon_low);
+    NF_CHECK(g.epsilon_high > 0, "train: --grpo-epsilon-high must be > 0, got ", g.epsilon_high);
+    NF_CHECK(g.beta >= 0 && std::isfinite(g.beta), "train: --grpo-beta must be >= 0, got ", g.beta);
+    NF_CHECK(g.iterations >= 1, "train: --grpo-iterations must be >= 1, got ", g.iterations);
+    NF_CHECK(g.temperature > 0, "train: --temperature must be > 0 for GRPO's rollouts, got ", g.temperature);
+    NF_CHECK(g.top_k >= 0, "train: --top-k must be >= 0, got ", g.top_k);
+    NF_CHECK(g.max_new_tokens >= 1, "train: --max-new-tokens must be >= 1, got ", g.max_new_tokens);
+    for (const std::string& s : g.stop) NF_CHECK(!s.empty(), "train: --stop: a stop string is empty");
+    NF_CHECK(g.verifier == "numeric" || g.verifier == "exact" || g.verifier == "command",
+             "train: --verifier: unknown verifier '", g.verifier, "' (known: numeric, exact, command)");
+    NF_CHECK(g.verifier != "command" || !g.verifier_command.empty(),
+             "train: --verifier command needs --verifier-command PROGRAM [ARGS...]");
+    NF_CHECK(g.verifier == "command" || g.verifier_command.empty(),
+             "train: --verifier-command is for --verifier command, not ", g.verifier);
+    NF_CHECK(g.verifier_timeout > 0, "train: --verifier-timeout must be > 0, got ", g.verifier_timeout);
+    NF_CHECK(!c.data.tokenizer.empty(), "train: --objective grpo needs --tokenizer (completions are scored as text)");
+    NF_CHECK(c.data.train_paths.size() == 1, "train: --objective grpo reads one task file (--data), got ",
+             c.data.train_paths.size());
+    NF_CHECK(c.data.val_paths.empty(), "train: --val-data is not used by --objective grpo (no validation pass)");
+    NF_CHECK(c.grad_accum == 1, "train: --grad-accum is not supported by --objective grpo (raise --batch-size)");
+    NF_CHECK(c.precision == Precision::fp32, "train: --objective grpo trains in fp32 only, got --precision ",
+             precision_name(c.precision));
+    NF_CHECK(c.ranks == 1, "train: --objective grpo runs in one process (", c.ranks,
+             " ranks asked for): data-parallel GRPO is not supported yet");
   }
   if (c.lora) {
     try {
@@ -213,6 +268,22 @@ TrainConfig train_config_from_json(const std::string& json_text, const std::stri
       c.distill.teacher = distill.at("teacher").get<std::string>();
       c.distill.temperature = distill.at("temperature").get<double>();
       c.distill.alpha = distill.at("alpha").get<double>();
+    }
+    if (const json g = j.value("grpo", json(nullptr)); !g.is_null()) {
+      c.grpo.group_size = g.at("group_size").get<int64_t>();
+      c.grpo.loss = g.at("loss").get<std::string>();
+      c.grpo.epsilon_low = g.at("epsilon_low").get<double>();
+      c.grpo.epsilon_high = g.at("epsilon_high").get<double>();
+      c.grpo.beta = g.at("beta").get<double>();
+      c.grpo.scale_rewards = g.at("scale_rewards").get<bool>();
+      c.grpo.iterations = g.at("iterations").get<int64_t>();
+      c.grpo.temperature = g.at("temperature").get<double>();
+      c.grpo.top_k = g.at("top_k").get<int64_t>();
+      c.grpo.max_new_tokens = g.at("max_new_tokens").get<int64_t>();
+      c.grpo.stop = g.at("stop").get<std::vector<std::string>>();
+      c.grpo.verifier = g.at("verifier").get<std::string>();
+      c.grpo.verifier_command = g.at("verifier_command").get<std::vector<std::string>>();
+      c.grpo.verifier_timeout = g.at("verifier_timeout").get<double>();
     }
     return c;
   } catch (const json::exception& e) {

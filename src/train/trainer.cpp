@@ -112,7 +112,10 @@ Trainer::Trainer(TrainConfig config, TrainingData data, dist::Communicator* comm
   }
   config_.data.preference_pairs = config_.objective == Objective::dpo;
   config_.data.show_progress = !config_.quiet && is_root();
-  if (!data_.train) {
+  if (config_.objective == Objective::grpo) {  // prompts, not batches
+    grpo_ = std::make_unique<GrpoStep>(config_);
+    if (state_.data_files.empty()) state_.data_files = fingerprint_data_files(config_.data);
+  } else if (!data_.train) {
     DataOptions global = config_.data;  // the batches of all ranks together; each takes its rows
     global.batch_size *= config_.ranks;
     data_ = load_training_data(global);
@@ -130,7 +133,9 @@ Trainer::Trainer(TrainConfig config, TrainingData data, dist::Communicator* comm
     if (base != config_.init_from && is_root()) models::save_checkpoint(*model_, base);
     models::apply_lora(*model_, *config_.lora, init);
   }
-  if (config_.objective == Objective::dpo && !config_.lora) {  // LoRA: the reference is the adapters off
+  const bool needs_reference =
+      config_.objective == Objective::dpo || (config_.objective == Objective::grpo && config_.grpo.beta > 0);
+  if (needs_reference && !config_.lora) {  // LoRA: the reference is the adapters off
     Generator start(config_.seed);  // the starting model again, also when resuming
     reference_ = build_start_model(start);
     reference_->requires_grad_(false);
@@ -166,6 +171,7 @@ Trainer::Trainer(TrainConfig config, TrainingData data, dist::Communicator* comm
 Trainer::~Trainer() = default;
 
 int64_t Trainer::rows_per_batch() const {
+  if (config_.objective == Objective::grpo) return config_.data.batch_size * config_.grpo.group_size;
   return config_.data.batch_size * (config_.objective == Objective::dpo ? 2 : 1);
 }
 
@@ -250,7 +256,10 @@ std::string Trainer::describe() const {
   os << "model: " << (c.name.empty() ? config_.model : c.name) << ", " << model_->num_parameters() << " parameters ("
      << model_->num_parameters(true) << " trained), " << c.n_layers << " layers, dim " << c.dim << ", vocab "
      << c.vocab_size << "\n";
-  os << "data: " << data_.train->describe() << "\n";
+  if (grpo_)
+    os << "data: " << grpo_->prompts() << " prompts of " << config_.data.train_paths[0] << " (gsm8k layout)\n";
+  else
+    os << "data: " << data_.train->describe() << "\n";
   if (!data_.vocab_check.empty()) os << data_.vocab_check << "\n";
   os << "validation: " << (data_.val ? data_.val->describe() : "none") << "\n";
   if (config_.lora)
@@ -265,6 +274,19 @@ std::string Trainer::describe() const {
     os << "objective: dpo, " << preference_loss_name(config_.dpo.loss) << " loss, beta " << config_.dpo.beta
        << ", reference: " << (reference_ ? "the starting model (a frozen copy)" : "the base (LoRA adapters off)")
        << "\n";
+  if (grpo_) {
+    const GrpoOptions& g = config_.grpo;
+    os << "objective: grpo, " << g.loss << " loss, " << g.group_size << " completions per prompt, advantages "
+       << (g.scale_rewards && g.loss != "reinforce" ? "(r - mean) / (std + 1e-4)" : "r - mean") << ", epsilon "
+       << g.epsilon_low << " / " << g.epsilon_high << ", beta " << g.beta;
+    if (g.beta > 0)
+      os << ", reference: " << (reference_ ? "the starting model (a frozen copy)" : "the base (LoRA adapters off)");
+    os << ", " << g.iterations << " iteration(s) per rollout; sampling: temperature " << g.temperature << ", top-k "
+       << g.top_k << ", max new tokens " << g.max_new_tokens << "; verifier: " << g.verifier;
+    if (g.verifier == "command")
+      for (const std::string& a : g.verifier_command) os << " " << a;
+    os << "\n";
+  }
   if (teacher_)
     os << "objective: distill, teacher " << config_.distill.teacher << ", temperature " << config_.distill.temperature
        << ", alpha " << config_.distill.alpha << " (loss = alpha CE + (1 - alpha) T^2 KL)\n";
@@ -340,21 +362,35 @@ void Trainer::backward(const std::vector<Batch>& batches, StepResult& r) {
   }
 }
 
+void Trainer::grpo_backward(StepResult& r) {
+  if (!rollouts_ || state_.step % config_.grpo.iterations == 0) rollouts_ = grpo_->rollout(*model_, state_.step);
+  model_->train();
+  r.tokens = rollouts_->completion_tokens;
+  const PolicyLoss loss = grpo_->loss(*model_, reference_.get(), *rollouts_);
+  r.token_loss = loss.loss.item();
+  r.grpo = grpo_->metrics(*rollouts_, loss);
+  buckets_->arm();
+  loss.loss.backward();
+}
+
 StepResult Trainer::train_step() {
   const int64_t t = state_.step;
   StepResult r;
   r.lr = learning_rate(config_.schedule, t);
   optimizer_->set_lr_factor(r.lr / config_.schedule.lr);
 
-  std::vector<Batch> batches;
-  for (int64_t m = 0; m < config_.grad_accum; ++m)
-    batches.push_back(data_.train->batch(static_cast<uint64_t>(t * config_.grad_accum + m)));
-  double tokens = 0;  // N: the target tokens of the step on every rank
-  for (const Batch& b : batches) tokens += static_cast<double>(b.target_tokens);
-  comm_->allreduce_sum(&tokens, 1, "the all-reduce of the step's token count");
-  r.tokens = static_cast<int64_t>(tokens);
-
-  backward(batches, r);
+  if (grpo_) {
+    grpo_backward(r);
+  } else {
+    std::vector<Batch> batches;
+    for (int64_t m = 0; m < config_.grad_accum; ++m)
+      batches.push_back(data_.train->batch(static_cast<uint64_t>(t * config_.grad_accum + m)));
+    double tokens = 0;  // N: the target tokens of the step on every rank
+    for (const Batch& b : batches) tokens += static_cast<double>(b.target_tokens);
+    comm_->allreduce_sum(&tokens, 1, "the all-reduce of the step's token count");
+    r.tokens = static_cast<int64_t>(tokens);
+    backward(batches, r);
+  }
   buckets_->finish();  // grad = sum over ranks of each rank's token-weighted gradient
   r.comm_wait_seconds = buckets_->last_wait_seconds();
   double losses[2] = {r.token_loss, r.aux_loss};
@@ -444,7 +480,8 @@ void Trainer::check_next_batch_loss() {
 
 std::string Trainer::save() {
   state_.generators = generator_states(*model_);
-  state_.next_batch_loss = next_batch_loss();  // collective: every rank saves
+  // collective: every rank saves; GRPO's next loss depends on its sampled rollouts: not checked
+  if (!grpo_) state_.next_batch_loss = next_batch_loss();
   const std::string path = checkpoint_path(config_.out_dir, state_.step);
   if (zero_) {
     const nn::StateDict optimizer_state = zero_->state_dict_on_root();  // collective
@@ -533,6 +570,15 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
         report(text);
       }
     }
+    if (r.grpo) {  // TRL's names
+      line["reward"] = r.grpo->reward;
+      line["reward_std"] = r.grpo->reward_std;
+      line["accuracy"] = r.grpo->accuracy;
+      if (config_.grpo.beta > 0) line["kl"] = r.grpo->kl;
+      line[config_.grpo.loss == "cispo" ? "cispo_clip_ratio" : "clip_ratio/region_mean"] = r.grpo->clip_fraction;
+      line["completions/mean_length"] = r.grpo->completion_length;
+      line["rollout_tokens_per_s"] = r.grpo->rollout_tokens_per_s;
+    }
     if (r.distill) {  // MiniMind's names: loss = alpha ce_loss + (1 - alpha) distill_loss
       line["ce_loss"] = r.distill->ce;
       line["distill_loss"] = r.distill->distill;
@@ -543,6 +589,10 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
       if (r.distill)
         std::snprintf(status, sizeof status, "loss %.4f ce %.4f distill %.4f%s lr %.2e %s tok/s", r.loss,
                       r.distill->ce, r.distill->distill, r.skipped ? " (skipped)" : "", r.lr,
+                      human_count(smoothed_rate).c_str());
+      else if (r.grpo)
+        std::snprintf(status, sizeof status, "loss %.4f reward %.3f acc %.2f len %.1f lr %.2e %s tok/s", r.loss,
+                      r.grpo->reward, r.grpo->accuracy, r.grpo->completion_length, r.lr,
                       human_count(smoothed_rate).c_str());
       else if (r.preference)
         std::snprintf(status, sizeof status, "loss %.4f margin %.3f acc %.2f%s lr %.2e %s tok/s", r.loss,

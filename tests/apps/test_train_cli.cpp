@@ -698,8 +698,8 @@ TEST_F(DpoCliTest, BadRecordsAndFlagsAreOneLineNamingFileLineAndField) {
   expect_refused(with(dpo_args("beta", 3), "--dpo-beta", "0"), {"--dpo-beta must be > 0, got 0"}, "beta");
   expect_refused(with(dpo_args("loss", 3), "--dpo-loss", "hinge"),
                  {"--dpo-loss: unknown DPO loss \"hinge\" (known: sigmoid, ipo)"}, "loss");
-  expect_refused(with(dpo_args("objective", 3), "--objective", "grpo"),
-                 {"--objective: unknown objective 'grpo' (known: lm, dpo, distill)"}, "objective");
+  expect_refused(with(dpo_args("objective", 3), "--objective", "ppo"),
+                 {"--objective: unknown objective 'ppo' (known: lm, dpo, distill, grpo)"}, "objective");
   // a token file is not pairs
   expect_refused(with(dpo_args("tokens", 3), "--data", path("tokens.bin")),
                  {path("tokens.bin"), "preference pairs (DPO) are read from JSONL"}, "tokens");
@@ -714,6 +714,141 @@ std::vector<nlohmann::json> step_lines(const std::string& metrics) {
     if (j.contains("loss")) steps.push_back(std::move(j));
   }
   return steps;
+}
+
+// GRPO on a task a fresh tiny model can learn from its own samples: gsm8k-layout prompts whose
+// answer is always 7, one new token per completion from a character vocabulary of 28, rewarded by
+// the numeric verifier (1 when the completion's number is 7).
+class GrpoCliTest : public TrainCliTest {
+ protected:
+  void SetUp() override {
+    TrainCliTest::SetUp();
+    {
+      std::ofstream chars(path("chars.txt"));
+      chars << "Question: copy 0123456789\nAnswer:#\n";
+    }
+    ASSERT_EQ(run({"tokenizer", "train", "--char", "--input", path("chars.txt"), "-o", path("vocab.txt")}), 0) << err();
+    std::ofstream tasks(path("tasks.jsonl"));
+    for (int i = 0; i < 16; ++i)
+      tasks << R"({"question": "copy )" << i % 10 << R"(", "answer": "copy it #### 7"})" << "\n";
+  }
+  std::vector<std::string> grpo_args(const std::string& out, int steps) const {
+    return {"train", "--objective", "grpo", "--config", "llama2c-stories260k", "--set", "vocab_size=28", "--set",
+            "dim=32", "--set", "max_seq_len=64", "--data", path("tasks.jsonl"), "--tokenizer", path("vocab.txt"),
+            "--batch-size", "2", "--context", "32", "--grpo-group", "8", "--max-new-tokens", "1", "--steps",
+            std::to_string(steps), "--lr", "3e-2", "--warmup", "0", "--schedule", "constant", "--out", path(out),
+            "--quiet"};
+  }
+};
+
+TEST_F(GrpoCliTest, TheMeanRewardRisesWithoutNan) {
+  ASSERT_EQ(run(grpo_args("grpo", 20)), 0) << err();
+  EXPECT_NE(err().find("objective: grpo, grpo loss, 8 completions per prompt, advantages (r - mean) / (std + 1e-4)"),
+            std::string::npos)
+      << err();
+  const auto steps = step_lines(path("grpo/metrics.jsonl"));
+  ASSERT_EQ(steps.size(), 20u) << err();
+  double first = 0, last = 0;  // mean reward of the first and of the last 5 steps
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const auto& s = steps[i];
+    for (const char* key : {"loss", "reward", "reward_std", "accuracy", "clip_ratio/region_mean",
+                            "completions/mean_length", "rollout_tokens_per_s", "grad_norm"})
+      EXPECT_TRUE(s.contains(key) && std::isfinite(s[key].get<double>())) << key << " at " << s.dump();
+    EXPECT_EQ(s["accuracy"].get<double>(), s["reward"].get<double>());  // a 0/1 verifier
+    EXPECT_EQ(s["completions/mean_length"].get<double>(), 1.0);
+    EXPECT_EQ(s["tokens"].get<int64_t>(), 16 * static_cast<int64_t>(i + 1));  // 2 prompts x 8 completions x 1 token
+    if (i < 5) first += s["reward"].get<double>() / 5;
+    if (i + 5 >= steps.size()) last += s["reward"].get<double>() / 5;
+  }
+  EXPECT_GT(last, first + 0.2) << "mean reward: first 5 steps " << first << ", last 5 " << last;
+}
+
+TEST_F(GrpoCliTest, CispoWithKLIterationsAndLoRARunWithoutNan) {
+  auto args = with(with(grpo_args("cispo", 4), "--grpo-loss", "cispo"), "--grpo-beta", "0.04");
+  args = with(with(args, "--grpo-iterations", "2"), "--grpo-epsilon-high", "5");
+  ASSERT_EQ(run(args), 0) << err();
+  EXPECT_NE(err().find("reference: the starting model (a frozen copy), 2 iteration(s) per rollout"), std::string::npos)
+      << err();
+  for (const auto& s : step_lines(path("cispo/metrics.jsonl")))
+    for (const char* key : {"loss", "kl", "cispo_clip_ratio"})
+      EXPECT_TRUE(s.contains(key) && std::isfinite(s[key].get<double>())) << key << " at " << s.dump();
+  auto lora = with(with(grpo_args("lora", 3), "--lora-rank", "4"), "--grpo-beta", "0.1");
+  lora = with(lora, "--grpo-loss", "reinforce");
+  ASSERT_EQ(run(lora), 0) << err();
+  EXPECT_NE(err().find("reinforce loss, 8 completions per prompt, advantages r - mean"), std::string::npos) << err();
+  EXPECT_NE(err().find("reference: the base (LoRA adapters off)"), std::string::npos) << err();
+  const auto steps = step_lines(path("lora/metrics.jsonl"));
+  ASSERT_EQ(steps.size(), 3u);
+  EXPECT_EQ(steps.front()["kl"].get<double>(), 0.0);  // the adapters start at B = 0: the policy is the base
+}
+
+TEST_F(GrpoCliTest, AResumedRunSamplesAndEndsAsTheUninterruptedOne) {
+  // the rollouts' draws follow from --seed and the step: a resume continues bit for bit
+  auto args = [&](const std::string& out, int steps) {
+    return with(with(grpo_args(out, steps), "--save-every", "2"), "--grpo-beta", "0.04");
+  };
+  ASSERT_EQ(run(args("whole", 4)), 0) << err();
+  ASSERT_EQ(run(args("parts", 2)), 0) << err();
+  ASSERT_EQ(run({"train", "--out", path("parts"), "--resume", "--steps", "4", "--quiet"}), 0) << err();
+  EXPECT_NE(err().find("objective: grpo, grpo loss, 8 completions per prompt"), std::string::npos) << err();
+  expect_identical_files(path("whole/ckpt_00000004.safetensors"), path("parts/ckpt_00000004.safetensors"));
+  const auto whole = step_lines(path("whole/metrics.jsonl")), parts = step_lines(path("parts/metrics.jsonl"));
+  ASSERT_EQ(whole.size(), 4u);
+  ASSERT_EQ(parts.size(), 4u);
+  for (const char* key : {"reward", "kl", "grad_norm"}) EXPECT_EQ(whole.back()[key], parts.back()[key]) << key;
+}
+
+TEST_F(GrpoCliTest, AVerifierCommandGivesTheReward) {
+  // echo ignores its stdin and prints {"reward": 1} for every completion: argv, no shell
+  auto args = with(with(grpo_args("cmd", 2), "--verifier", "command"), "--verifier-command", R"(echo {"reward": 1})");
+  ASSERT_EQ(run(args), 0) << err();
+  for (const auto& s : step_lines(path("cmd/metrics.jsonl"))) {
+    EXPECT_EQ(s["reward"].get<double>(), 1.0) << s.dump();
+    EXPECT_EQ(s["reward_std"].get<double>(), 0.0) << s.dump();
+  }
+}
+
+TEST_F(GrpoCliTest, BadRecordsVerifiersAndFlagsAreOneLine) {
+  {
+    std::ofstream bad(path("no_answer.jsonl"));
+    bad << R"({"question": "copy 1", "answer": "#### 7"})" << "\n" << R"({"question": "copy 2"})" << "\n";
+  }
+  expect_refused(with(grpo_args("bad", 2), "--data", path("no_answer.jsonl")),
+                 {path("no_answer.jsonl") + ":2: ", "field 'answer' is missing"}, "bad");
+  const std::string where = path("tasks.jsonl") + ":";
+  // a verifier fails during the first step, after the run's description: its error is the one
+  // line after it
+  auto expect_verifier_error = [&](const std::vector<std::string>& args, const std::vector<std::string>& parts) {
+    EXPECT_EQ(run(args), 1) << err();
+    const std::string e = err();
+    const std::string last = e.substr(e.rfind('\n', e.size() - 2) + 1);
+    EXPECT_EQ(e.find("nanoformer: "), e.find(last)) << e;  // no other error line before it
+    EXPECT_EQ(std::count(last.begin(), last.end(), '\n'), 1) << e;
+    for (const std::string& part : parts) EXPECT_NE(last.find(part), std::string::npos) << part << " in: " << e;
+  };
+  auto verifier = [&](const std::string& command) {
+    return with(with(grpo_args("v", 2), "--verifier", "command"), "--verifier-command", command);
+  };
+  expect_verifier_error(verifier("echo not-json"),
+                 {"train: --verifier-command 'echo not-json': " + where, "printed malformed JSON, not {\"reward\": R}: \"not-json\""});
+  expect_verifier_error(verifier("false"), {"train: --verifier-command 'false': " + where, ": exited with status 1"});
+  expect_verifier_error(verifier(R"(echo {"score": 1})"), {where, "printed no field 'reward': {\"score\":1}"});
+  expect_verifier_error(verifier(R"(echo {"reward": "high"})"), {where, "field 'reward' is not a finite number but \"high\""});
+  expect_refused(with(with(grpo_args("np", 2), "--verifier", "command"), "--verifier-command",
+                      path("no-such-program")),  // before the run's directory is made
+                 {"train: --verifier-command '" + path("no-such-program") + "': " + path("no-such-program") +
+                  " is not an executable program"},
+                 "np");
+  expect_verifier_error(with(verifier("sleep 5"), "--verifier-timeout", "0.2"),
+                 {"train: --verifier-command 'sleep 5': " + where, "no answer within --verifier-timeout 0.2 s"});
+  // flags
+  expect_refused(with(grpo_args("f", 2), "--grpo-loss", "ppo"),
+                 {"--grpo-loss: unknown loss 'ppo' (known: grpo, bnpo, dr_grpo, dapo, cispo, reinforce)"}, "f");
+  expect_refused(with(grpo_args("f", 2), "--grpo-group", "1"), {"--grpo-group must be >= 2"}, "f");
+  expect_refused(with(grpo_args("f", 2), "--verifier", "command"), {"--verifier command needs --verifier-command"}, "f");
+  expect_refused(with(grpo_args("f", 2), "--max-new-tokens", "40"),
+                 {path("tasks.jsonl") + ":1: the prompt's", "and --max-new-tokens 40 exceed --context 32"}, "f");
+  expect_refused(with(run_args("f", 2), "--grpo-beta", "0.1"), {"--grpo-beta would be ignored", "--objective lm"}, "f");
 }
 
 class DistillCliTest : public TrainCliTest {

@@ -23,9 +23,11 @@ Precision precision_from_name(const std::string& name);
 
 // What a run minimises: lm, the next-token cross-entropy on the data's targets (pretraining, SFT);
 // dpo, DPO's loss on chosen/rejected conversation pairs against a frozen reference, the starting
-// model; distill, the cross-entropy mixed with the KL from a frozen teacher on the same targets
-// (docs/post-training.md). "lm", "dpo", "distill"; parsing an unknown name throws listing them.
-enum class Objective { lm, dpo, distill };
+// model; distill, the cross-entropy mixed with the KL from a frozen teacher on the same targets;
+// grpo, GRPO on completions sampled from the policy for the prompts of a task file, scored by a
+// verifier (docs/post-training.md). "lm", "dpo", "distill", "grpo"; parsing an unknown name throws
+// listing them.
+enum class Objective { lm, dpo, distill, grpo };
 std::string objective_name(Objective objective);
 Objective objective_from_name(const std::string& name);
 
@@ -39,6 +41,27 @@ struct DistillOptions {
   std::string teacher;       // any model file or folder load_decoder_lm reads; frozen; the student's vocabulary
   double temperature = 1.0;  // T > 0
   double alpha = 0.5;        // in [0, 1]: the cross-entropy's share (MiniMind's default)
+};
+
+// GRPO (train/grpo.h, ops/policy_loss.h): batch_size prompts a step, group_size completions each.
+struct GrpoOptions {
+  int64_t group_size = 4;             // G completions per prompt
+  std::string loss = "grpo";          // TRL's loss_type: grpo, bnpo, dr_grpo, dapo, cispo; or reinforce
+                                      // (nanochat: advantages r - mean, token mean, no clipping)
+  double epsilon_low = 0.2, epsilon_high = 0.2;  // clip band; cispo: epsilon_high bounds the IS weight
+  double beta = 0.0;                  // the k3 KL to the frozen starting model; 0: no reference
+  bool scale_rewards = true;          // advantages (r - mean) / (std + 1e-4); false: r - mean (Dr. GRPO)
+  int64_t iterations = 1;             // optimizer steps on each step's rollouts (TRL's num_iterations)
+  // sampling the rollouts
+  double temperature = 1.0;
+  int64_t top_k = 0;
+  int64_t max_new_tokens = 64;
+  std::vector<std::string> stop;      // stop strings (the text before one is the completion)
+  // the reward: "numeric" (GSM8K's extracted final number equals the answer), "exact" (the trimmed
+  // completion equals the answer) or "command" (verifier_command reads JSON on stdin)
+  std::string verifier = "numeric";
+  std::vector<std::string> verifier_command;  // argv; no shell
+  double verifier_timeout = 10.0;              // seconds per completion
 };
 
 // How a data-parallel run communicates (docs/scaling.md); runtime choices, not part of the run's
@@ -59,6 +82,7 @@ struct TrainConfig {
   Objective objective = Objective::lm;  // dpo: data.preference_pairs follows (the trainer sets it)
   DpoOptions dpo;                       // objective dpo only
   DistillOptions distill;               // objective distill only
+  GrpoOptions grpo;                     // objective grpo only: data.train_paths[0] is a gsm8k task file
   DataOptions data;
   OptimizerConfig optimizer;
   ScheduleConfig schedule;          // schedule.lr is the peak lr; total_steps is the run's length

@@ -12,7 +12,9 @@
 // reference (train/dpo.h), weighted by its share of the step's pairs; rewards, margins and accuracy
 // are logged per step. With objective distill a micro-batch is the lm objective's and its loss mixes
 // the cross-entropy with the KL from a frozen teacher (train/distill.h), weighted by its share of
-// the step's target tokens; its two parts are logged per step.
+// the step's target tokens; its two parts are logged per step. With objective grpo a step samples
+// completions for batch_size prompts from the policy, scores them and takes GRPO's loss on them
+// (train/grpo.h); no validation pass.
 // Validation every eval_every steps, a checkpoint every save_every steps, at the end, and when
 // the stop flag is raised (Ctrl-C); metrics.jsonl gets one line per step and per validation.
 // Everything a step does is a function of the checkpointed state, so a resumed run continues
@@ -39,6 +41,7 @@
 #include "nanoformer/optim/zero_sharding.h"
 #include "nanoformer/train/distill.h"
 #include "nanoformer/train/dpo.h"
+#include "nanoformer/train/grpo.h"
 #include "nanoformer/train/train_checkpoint.h"
 #include "nanoformer/train/train_config.h"
 
@@ -60,6 +63,7 @@ struct StepResult {
   double comm_wait_seconds = 0;  // blocked waiting for the gradient all-reduce (data-parallel)
   std::optional<PreferenceMetrics> preference;  // objective dpo: the step's rewards (means over pairs)
   std::optional<DistillMetrics> distill;        // objective distill: the loss's parts (means over targets)
+  std::optional<GrpoMetrics> grpo;              // objective grpo: rewards, KL, clipping, lengths
 };
 
 class Trainer {
@@ -101,6 +105,8 @@ class Trainer {
   // Forward and backward of a step's micro-batches, each loss weighted by its share of targets;
   // adds their losses to r.
   void backward(const std::vector<Batch>& batches, StepResult& r);
+  // GRPO's forward and backward on the step's rollouts (sampled anew every grpo.iterations steps).
+  void grpo_backward(StepResult& r);
 
   // The loss of the next step's first micro-batch in eval mode (all ranks' rows), recorded in each
   // checkpoint and checked again after a resume, before the first step.
@@ -115,11 +121,14 @@ class Trainer {
   std::unique_ptr<dist::Communicator> own_comm_;  // one process, when none is given
   dist::Communicator* comm_;
   std::shared_ptr<models::DecoderLM> model_;
-  // DPO's frozen reference, the starting model; null without DPO or with LoRA (the adapters off).
+  // DPO's (and GRPO's, with a KL term) frozen reference, the starting model; null without them or
+  // with LoRA (the adapters off).
   std::shared_ptr<models::DecoderLM> reference_;
   // Distillation's frozen teacher (distill.teacher); null without distillation.
   std::shared_ptr<models::DecoderLM> teacher_;
   TrainingData data_;
+  std::unique_ptr<GrpoStep> grpo_;               // objective grpo: its prompts, tokenizer and verifier
+  std::optional<GrpoRollouts> rollouts_;         // the rollouts the current GRPO steps train on
   std::unique_ptr<OptimizerSet> optimizer_;
   std::unique_ptr<DynamicLossScaler> scaler_;  // fp16 only
   std::unique_ptr<ZeroSharding> zero_;         // --zero 1 only

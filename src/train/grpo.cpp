@@ -1,0 +1,230 @@
+// GRPO's rollouts (batched decode over one KV cache per completion), rewards, advantages and loss.
+#include "nanoformer/train/grpo.h"
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <optional>
+
+#include "nanoformer/autograd/grad_mode.h"
+#include "nanoformer/core/error.h"
+#include "nanoformer/infer/sampler.h"
+#include "nanoformer/infer/stop_criteria.h"
+#include "nanoformer/models/lora.h"
+#include "nanoformer/ops/elementwise.h"
+#include "nanoformer/ops/join.h"
+#include "nanoformer/ops/loss.h"
+#include "nanoformer/ops/view.h"
+
+namespace nf::train {
+
+std::vector<double> group_advantages(const std::vector<double>& rewards, int64_t group_size, bool scale_by_std) {
+  NF_CHECK(group_size > 0 && rewards.size() % static_cast<size_t>(group_size) == 0, "group_advantages: ",
+           rewards.size(), " rewards are not groups of ", group_size);
+  std::vector<double> out(rewards.size());
+  const auto G = static_cast<size_t>(group_size);
+  for (size_t g = 0; g < rewards.size(); g += G) {
+    double mean = 0, var = 0;
+    for (size_t i = g; i < g + G; ++i) mean += rewards[i] / static_cast<double>(G);
+    for (size_t i = g; i < g + G; ++i) var += (rewards[i] - mean) * (rewards[i] - mean) / static_cast<double>(G);
+    const double scale = scale_by_std ? 1.0 / (std::sqrt(var) + 1e-4) : 1.0;
+    for (size_t i = g; i < g + G; ++i) out[i] = (rewards[i] - mean) * scale;
+  }
+  return out;
+}
+
+Tensor token_log_probs(const Tensor& logits, const Tensor& targets) {
+  const int64_t rows = logits.size(0), T = logits.size(1);
+  const Tensor nll = cross_entropy(logits.reshape({rows * T, logits.size(2)}), targets.reshape({rows * T}),
+                                   kIgnoreIndex, Reduction::none);
+  return neg(nll.reshape({rows, T}));
+}
+
+namespace {
+
+PolicyLossOptions loss_options(const GrpoOptions& g, int64_t max_new_tokens) {
+  PolicyLossOptions o;
+  if (g.loss == "reinforce") {  // nanochat: token mean of -A logp, nothing clipped
+    o.type = {PolicyRatio::clip, PolicyAggregation::token};
+    o.epsilon_low = 1.0;
+    o.epsilon_high = std::numeric_limits<double>::infinity();
+  } else {
+    o.type = policy_loss_type_from_name(g.loss);
+    o.epsilon_low = g.epsilon_low;
+    o.epsilon_high = g.epsilon_high;
+  }
+  o.beta = g.beta;
+  o.max_completion_length = max_new_tokens;
+  return o;
+}
+
+}  // namespace
+
+GrpoStep::GrpoStep(const TrainConfig& config)
+    : config_(config), loss_options_(loss_options(config.grpo, config.grpo.max_new_tokens)),
+      verifier_(config.grpo) {
+  const std::string& path = config_.data.train_paths.at(0);
+  records_ = load_task_records(path, TaskLayout::gsm8k);
+  tokenizer_ = tokenizer::load_tokenizer(config_.data.tokenizer);
+  for (const TaskRecord& r : records_) {
+    std::vector<int64_t> ids;
+    for (tokenizer::TokenId id : tokenizer_->encode(task_context(r, {}))) ids.push_back(static_cast<int64_t>(id));
+    const auto n = static_cast<int64_t>(ids.size());
+    NF_CHECK(n + config_.grpo.max_new_tokens <= config_.data.context, "train: ", path, ":", r.line, ": the prompt's ",
+             n, " tokens and --max-new-tokens ", config_.grpo.max_new_tokens, " exceed --context ",
+             config_.data.context);
+    for (int64_t id : ids)
+      NF_CHECK(config_.data.vocab_size == 0 || id < config_.data.vocab_size, "train: ", path, ":", r.line,
+               ": token id ", id, " is not below the model's vocabulary size ", config_.data.vocab_size);
+    prompt_ids_.push_back(std::move(ids));
+  }
+}
+
+GrpoRollouts GrpoStep::rollout(models::DecoderLM& policy, int64_t step) const {
+  NoGradGuard no_grad;
+  const bool was_training = policy.is_training();
+  policy.eval();
+  const GrpoOptions& g = config_.grpo;
+  const int64_t B = config_.data.batch_size, G = g.group_size, R = B * G, N = prompts();
+  const int64_t V = policy.config().vocab_size;
+  // the prompts of batch `batch`: positions batch B .. batch B + B - 1 of the passes' shuffles
+  const int64_t batch = step / g.iterations;
+  std::vector<size_t> chosen;
+  for (int64_t i = 0; i < B; ++i) {
+    const int64_t k = batch * B + i;
+    chosen.push_back(fewshot_indices(config_.data.seed, static_cast<uint64_t>(k / N), static_cast<size_t>(N),
+                                     static_cast<size_t>(N))[static_cast<size_t>(k % N)]);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<nn::KVCache> caches;
+  caches.reserve(static_cast<size_t>(R));
+  for (int64_t r = 0; r < R; ++r) caches.push_back(policy.make_cache(1, config_.data.context));
+  std::vector<std::vector<int64_t>> history(static_cast<size_t>(R));
+  std::vector<Tensor> group_logits;  // each group's prompt prefilled once per cache in one forward
+  for (int64_t b = 0; b < B; ++b) {
+    const std::vector<int64_t>& prompt = prompt_ids_[chosen[static_cast<size_t>(b)]];
+    std::vector<nn::KVCache*> group;
+    std::vector<int64_t> ids;
+    for (int64_t j = 0; j < G; ++j) {
+      group.push_back(&caches[static_cast<size_t>(b * G + j)]);
+      history[static_cast<size_t>(b * G + j)] = prompt;
+      ids.insert(ids.end(), prompt.begin(), prompt.end());
+    }
+    const auto P = static_cast<int64_t>(prompt.size());
+    group_logits.push_back(policy.forward_cached(Tensor::from_vector(ids, {G, P}), group, true).reshape({G, V}));
+  }
+  Tensor logits = cat(group_logits, 0).to(DType::f32).contiguous();
+  infer::SamplerConfig sampling;
+  sampling.temperature = g.temperature;
+  sampling.top_k = g.top_k;
+  sampling.vocab_limit = std::min<int64_t>(V, static_cast<int64_t>(tokenizer_->vocab_size()));
+  sampling.seed = config_.seed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(step + 1));
+  infer::Sampler sampler(sampling);
+  const std::vector<std::string> stop =
+      g.stop.empty() ? std::vector<std::string>{"Question:", "</s>", "<|im_end|>"} : g.stop;
+  std::vector<infer::StopStringMatcher> matchers(static_cast<size_t>(R), infer::StopStringMatcher(stop));
+  GrpoRollouts out;
+  out.completions.assign(static_cast<size_t>(R), "");
+  std::vector<std::vector<int64_t>> completion(static_cast<size_t>(R));
+  std::vector<int64_t> active(static_cast<size_t>(R));
+  for (int64_t r = 0; r < R; ++r) active[static_cast<size_t>(r)] = r;
+  for (int64_t count = 1; !active.empty(); ++count) {
+    std::vector<std::vector<int64_t>> rows_history;
+    for (int64_t r : active) rows_history.push_back(history[static_cast<size_t>(r)]);
+    const std::vector<int64_t> next = sampler.next(logits, rows_history);
+    std::vector<int64_t> going, fed;
+    std::vector<nn::KVCache*> going_caches;
+    for (size_t a = 0; a < active.size(); ++a) {
+      const auto r = static_cast<size_t>(active[a]);
+      const int64_t id = next[a];
+      history[r].push_back(id);
+      completion[r].push_back(id);
+      out.completions[r] += matchers[r].push(tokenizer_->token_bytes(static_cast<tokenizer::TokenId>(id)));
+      if (matchers[r].stopped()) continue;
+      if (count == g.max_new_tokens) {
+        out.completions[r] += matchers[r].flush();
+        continue;
+      }
+      going.push_back(active[a]);
+      fed.push_back(id);
+      going_caches.push_back(&caches[r]);
+    }
+    active = std::move(going);
+    if (active.empty()) break;
+    const auto A = static_cast<int64_t>(active.size());
+    logits = policy.forward_cached(Tensor::from_vector(fed, {A, 1}), going_caches, true).reshape({A, V})
+                 .to(DType::f32).contiguous();
+  }
+  out.rollout_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // prompt + completion as inputs and targets shifted by one, right-padded; loss on the completion
+  int64_t L = 0;
+  for (int64_t r = 0; r < R; ++r)
+    L = std::max<int64_t>(L, static_cast<int64_t>(history[static_cast<size_t>(r)].size()) - 1);
+  std::vector<int64_t> inputs(static_cast<size_t>(R * L), 0), targets(static_cast<size_t>(R * L), kIgnoreIndex);
+  std::vector<float> mask(static_cast<size_t>(R * L), 0.0f);
+  for (int64_t r = 0; r < R; ++r) {
+    const std::vector<int64_t>& seq = history[static_cast<size_t>(r)];
+    const auto P = static_cast<int64_t>(seq.size() - completion[static_cast<size_t>(r)].size());
+    for (int64_t t = 0; t + 1 < static_cast<int64_t>(seq.size()); ++t) {
+      inputs[static_cast<size_t>(r * L + t)] = seq[static_cast<size_t>(t)];
+      if (t + 1 >= P) {
+        targets[static_cast<size_t>(r * L + t)] = seq[static_cast<size_t>(t + 1)];
+        mask[static_cast<size_t>(r * L + t)] = 1.0f;
+      }
+    }
+    out.completion_tokens += static_cast<int64_t>(completion[static_cast<size_t>(r)].size());
+  }
+  out.inputs = Tensor::from_vector(inputs, {R, L});
+  out.targets = Tensor::from_vector(targets, {R, L});
+  out.mask = Tensor::from_vector(mask, {R, L});
+  // rewards and advantages
+  const std::string& path = config_.data.train_paths.at(0);
+  for (int64_t r = 0; r < R; ++r) {
+    const TaskRecord& record = records_[chosen[static_cast<size_t>(r / G)]];
+    out.rewards.push_back(verifier_.reward(record, task_context(record, {}), out.completions[static_cast<size_t>(r)],
+                                           path + ":" + std::to_string(record.line)));
+  }
+  const std::vector<double> advantages =
+      group_advantages(out.rewards, G, g.scale_rewards && g.loss != "reinforce");
+  out.advantages = Tensor::from_vector(std::vector<float>(advantages.begin(), advantages.end()), {R});
+  if (g.iterations > 1) out.old_logps = token_log_probs(policy.forward(out.inputs).logits, out.targets).detach();
+  policy.train(was_training);
+  return out;
+}
+
+PolicyLoss GrpoStep::loss(models::DecoderLM& policy, models::DecoderLM* reference, const GrpoRollouts& rollouts) const {
+  Tensor ref_logps;
+  if (config_.grpo.beta > 0) {
+    NoGradGuard no_grad;
+    models::DecoderLM& ref = reference ? *reference : policy;
+    const bool was_training = ref.is_training();
+    std::optional<models::LoRAAdaptersOff> adapters_off;
+    if (!reference) adapters_off.emplace(policy);
+    ref.eval();
+    ref_logps = token_log_probs(ref.forward(rollouts.inputs).logits, rollouts.targets);
+    ref.train(was_training);
+  }
+  const Tensor logps = token_log_probs(policy.forward(rollouts.inputs).logits, rollouts.targets);
+  const DType dtype = logps.dtype();
+  return policy_loss(logps, rollouts.old_logps.defined() ? rollouts.old_logps.to(dtype) : Tensor(),
+                     ref_logps.defined() ? ref_logps.to(dtype) : Tensor(), rollouts.advantages.to(dtype),
+                     rollouts.mask.to(dtype), loss_options_);
+}
+
+GrpoMetrics GrpoStep::metrics(const GrpoRollouts& rollouts, const PolicyLoss& loss) const {
+  GrpoMetrics m;
+  const auto n = static_cast<double>(rollouts.rewards.size());
+  for (double r : rollouts.rewards) {
+    m.reward += r / n;
+    m.accuracy += (r >= 1.0 ? 1.0 : 0.0) / n;
+  }
+  for (double r : rollouts.rewards) m.reward_std += (r - m.reward) * (r - m.reward) / n;
+  m.reward_std = std::sqrt(m.reward_std);
+  m.kl = loss.kl;
+  m.clip_fraction = loss.clip_fraction();
+  m.completion_length = static_cast<double>(rollouts.completion_tokens) / n;
+  m.rollout_tokens_per_s = static_cast<double>(rollouts.completion_tokens) / std::max(rollouts.rollout_seconds, 1e-9);
+  return m;
+}
+
+}  // namespace nf::train

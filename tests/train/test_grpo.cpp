@@ -1,0 +1,150 @@
+// GRPO's pieces in the trainer (train/grpo.h, train/reward_verifier.h): group-normalised
+// advantages by hand; per-token log-probs equal log_softmax gathered; the batched decode's rollouts
+// at top-k 1 equal greedy generation of each prompt alone, with the completion mask on exactly the
+// sampled tokens; the verifiers; a command's stdin, exit status and timeout.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "infer/tiny_lm.h"
+#include "nanoformer/autograd/grad_mode.h"
+#include "nanoformer/infer/greedy.h"
+#include "nanoformer/ops/softmax.h"
+#include "nanoformer/tokenizer/tokenizer.h"
+#include "nanoformer/train/grpo.h"
+#include "support/testing.h"
+
+namespace nf::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(Grpo, GroupAdvantagesAreTheGroupsNormalisedRewards) {
+  const std::vector<double> rewards = {1, 0, 0, 1, 0.5, 0.5, 0.5, 0.5};
+  const std::vector<double> scaled = group_advantages(rewards, 4, true);
+  const double a = 0.5 / (0.5 + 1e-4);  // mean 0.5, biased std 0.5
+  const std::vector<double> expected = {a, -a, -a, a, 0, 0, 0, 0};
+  for (size_t i = 0; i < rewards.size(); ++i) EXPECT_NEAR(scaled[i], expected[i], 1e-12) << i;
+  const std::vector<double> centred = group_advantages(rewards, 4, false);
+  for (size_t i = 0; i < 4; ++i) EXPECT_NEAR(centred[i], rewards[i] - 0.5, 1e-12) << i;
+  EXPECT_THROW_WITH(group_advantages(rewards, 3, true), "group_advantages: 8 rewards are not groups of 3");
+}
+
+TEST(Grpo, TokenLogProbsAreLogSoftmaxAtTheTargets) {
+  const auto model = testing::tiny_lm();
+  const Tensor inputs = Tensor::from_vector(std::vector<int64_t>{3, 9, 4, 1, 7, 7, 2, 0}, {2, 4});
+  const Tensor targets = Tensor::from_vector(std::vector<int64_t>{kIgnoreIndex, 4, 1, 5, kIgnoreIndex, 2, 0, 9}, {2, 4});
+  NoGradGuard no_grad;
+  const Tensor logits = model->forward(inputs).logits;
+  const Tensor got = token_log_probs(logits, targets).to(DType::f64);
+  const Tensor log_p = log_softmax(logits.to(DType::f64), -1);
+  for (int64_t r = 0; r < 2; ++r)
+    for (int64_t t = 0; t < 4; ++t) {
+      const auto target = static_cast<int64_t>(targets.at({r, t}));
+      EXPECT_NEAR(got.at({r, t}), target == kIgnoreIndex ? 0.0 : log_p.at({r, t, target}), 1e-5) << r << "," << t;
+    }
+}
+
+class GrpoRolloutTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("nf_grpo_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+    std::ofstream vocab(path("vocab.txt"));  // 64 characters, the model's vocabulary: those of the prompts and more
+    vocab << R"({"code_points":[10,32,33,34,35,36,37,38,39,40,41,42,43,44,45,46,47,48,49,50,51,52,53,54,55,56,57,58,59,60,61,62,)"
+          << R"(63,64,65,66,67,68,69,70,71,72,73,74,75,76,77,78,79,80,81,82,99,101,105,110,111,112,114,115,116,117,119,121],"type":"nanoformer-char","version":1})";
+    std::ofstream tasks(path("tasks.jsonl"));
+    for (const char* q : {"copy 1", "copy 22", "copy 333"})
+      tasks << R"({"question": ")" << q << R"(", "answer": "#### 7"})" << "\n";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  TrainConfig config() const {
+    TrainConfig c;
+    c.data.train_paths = {path("tasks.jsonl")};
+    c.data.tokenizer = path("vocab.txt");
+    c.data.batch_size = 3;
+    c.data.context = 32;
+    c.data.vocab_size = 64;
+    c.objective = Objective::grpo;
+    c.grpo.group_size = 2;
+    c.grpo.top_k = 1;  // sampling among one token: greedy
+    c.grpo.max_new_tokens = 5;
+    c.grpo.stop = {"QQQQQQ"};  // longer than a completion: never complete
+    return c;
+  }
+  fs::path dir_;
+};
+
+TEST_F(GrpoRolloutTest, TheBatchedDecodeAtTopKOneIsGreedyGenerationOfEachPrompt) {
+  const auto model = testing::tiny_lm();
+  const TrainConfig c = config();
+  const GrpoStep step(c);
+  ASSERT_EQ(step.prompts(), 3);
+  const auto tok = tokenizer::load_tokenizer(path("vocab.txt"));
+  std::vector<std::vector<int64_t>> prompts;
+  for (const char* q : {"copy 1", "copy 22", "copy 333"}) {
+    std::vector<int64_t> ids;
+    for (auto id : tok->encode(std::string("Question: ") + q + "\nAnswer:")) ids.push_back(static_cast<int64_t>(id));
+    prompts.push_back(ids);
+  }
+  const GrpoRollouts r = step.rollout(*model, 0);
+  ASSERT_EQ(r.inputs.size(0), 6);
+  EXPECT_EQ(r.completion_tokens, 30);  // 3 prompts x 2 completions x 5 tokens, no stop
+  std::vector<int> uses(3, 0);
+  for (int64_t row = 0; row < 6; ++row) {
+    std::vector<int64_t> prompt, completion;
+    bool in_completion = false;
+    for (int64_t t = 0; t < r.inputs.size(1); ++t) {
+      const bool masked = r.mask.at({row, t}) == 1.0;
+      EXPECT_EQ(masked, static_cast<int64_t>(r.targets.at({row, t})) != kIgnoreIndex) << row << "," << t;
+      if (masked && !in_completion) {
+        in_completion = true;
+        for (int64_t p = 0; p <= t; ++p) prompt.push_back(static_cast<int64_t>(r.inputs.at({row, p})));
+      }
+      if (masked) completion.push_back(static_cast<int64_t>(r.targets.at({row, t})));
+    }
+    const auto which = std::find(prompts.begin(), prompts.end(), prompt) - prompts.begin();
+    ASSERT_LT(which, 3) << "row " << row << " starts with no prompt of the file";
+    ++uses[static_cast<size_t>(which)];
+    EXPECT_EQ(completion, infer::greedy_generate(*model, prompt, 5)) << "row " << row;
+    EXPECT_EQ(r.advantages.at({row}), 0.0);  // a group's completions are equal: no advantage
+  }
+  EXPECT_EQ(uses, (std::vector<int>{2, 2, 2}));  // one pass over the shuffled prompts, G = 2 each
+}
+
+TEST(RewardVerifier, BuiltInVerifiersMatchTheAnswer) {
+  TaskRecord record;
+  record.answer = "1234";
+  GrpoOptions o;
+  const RewardVerifier numeric(o);
+  EXPECT_EQ(numeric.reward(record, "", "so it is $1,234. #### 1,234", "f:1"), 1.0);
+  EXPECT_EQ(numeric.reward(record, "", "The answer is 1234.", "f:1"), 1.0);  // the last number
+  EXPECT_EQ(numeric.reward(record, "", "#### 123", "f:1"), 0.0);
+  o.verifier = "exact";
+  const RewardVerifier exact(o);
+  EXPECT_EQ(exact.reward(record, "", " 1234\n", "f:1"), 1.0);
+  EXPECT_EQ(exact.reward(record, "", "1234 apples", "f:1"), 0.0);
+}
+
+TEST(RewardVerifier, ACommandReadsTheRecordOnStdin) {
+  const CommandResult r = run_command({"cat"}, R"({"completion": "x"})", 5.0);
+  EXPECT_EQ(r.exit_status, 0);
+  EXPECT_EQ(r.out, R"({"completion": "x"})");
+  EXPECT_EQ(run_command({"false"}, "", 5.0).exit_status, 1);
+  EXPECT_TRUE(run_command({"sleep", "5"}, "", 0.1).timed_out);
+  EXPECT_THROW_WITH(run_command({"/no/such/program"}, "", 1.0), "cannot run /no/such/program: No such file or directory");
+  TaskRecord record;
+  record.answer = "7";
+  GrpoOptions o;
+  o.verifier = "command";
+  o.verifier_command = {"echo", "{\"reward\":", "0.25}"};
+  EXPECT_EQ(RewardVerifier(o).reward(record, "p", "c", "f:3"), 0.25);
+}
+
+}  // namespace
+}  // namespace nf::train
