@@ -3,6 +3,9 @@
 2026-08-21: model/model_minimind.py) builds it, for tests/formats/test_minimind_current.cpp:
 
     /work/venv-eval/bin/python tools/golden/minimind_d65ef2c_fixtures.py MINIMIND_GIT_DIR tests/fixtures
+    /work/venv-eval/bin/python tools/golden/minimind_d65ef2c_fixtures.py MINIMIND_GIT_DIR tests/fixtures --check DIR
+        loads DIR/dense and DIR/moe (what `nanoformer convert tests/fixtures/minimind_d65ef2c/<case> DIR/<case>
+        --to minimind-hf` wrote) with MiniMind's own code and compares their logits with the fixtures'.
 
 MINIMIND_GIT_DIR is a clone of jingyaogong/minimind (a bare one will do) holding commit d65ef2c; the
 script reads model/model_minimind.py at that commit with `git show` into a temporary directory (nothing
@@ -101,6 +104,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("minimind_git_dir", type=Path)
     parser.add_argument("out_dir", type=Path)
+    parser.add_argument("--check", type=Path, help="a folder of our minimind-hf exports to load with MiniMind's code")
     args = parser.parse_args()
     git_dir = args.minimind_git_dir / ".git" if (args.minimind_git_dir / ".git").exists() else args.minimind_git_dir
     torch.set_num_threads(1)
@@ -108,9 +112,27 @@ def main() -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as work:
         mm = load_minimind(git_dir.resolve(), Path(work))
+        if args.check:
+            return check(mm, args.check, out_dir)
         for case, kwargs in CASES.items():
             write_case(mm, case, kwargs, out_dir)
     return 0
+
+
+def check(mm, export_dir: Path, fixture_dir: Path) -> int:
+    from safetensors.torch import load_file
+    worst = 0.0
+    for case in CASES:
+        config = mm.MiniMindConfig(**json.loads((export_dir / case / "config.json").read_text()))
+        model = mm.MiniMindForCausalLM(config)
+        missing, unexpected = model.load_state_dict(load_file(str(export_dir / case / "model.safetensors")), strict=False)
+        assert not unexpected and set(missing) <= {"lm_head.weight"} and (not missing or config.tie_word_embeddings), (missing, unexpected)
+        golden = load_file(str(fixture_dir / f"{case}.golden.safetensors"))
+        with torch.no_grad():
+            error = (model.eval()(golden["ids"]).logits - golden["logits"]).abs().max().item()
+        print(f"{case}: MiniMind's code loads our export; max abs logit difference {error:.3g}")
+        worst = max(worst, error)
+    return 0 if worst <= 1e-4 else 1
 
 
 if __name__ == "__main__":
