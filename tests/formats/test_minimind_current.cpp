@@ -82,6 +82,19 @@ TEST_F(MiniMindCurrentTest, SaveThenLoadIsIdentical) {
   }
 }
 
+// A model rotating interleaved pairs is written in the form's half layout with its q / k rows reordered
+// head by head, and its per-head q / k norm weights with them: read back, the logits are the same.
+TEST_F(MiniMindCurrentTest, AnInterleavedModelIsWrittenWithItsQKNormWeightsReordered) {
+  const auto half = load_minimind(fixture("dense"));
+  DecoderLMConfig c = half->config();
+  c.rope_layout = RopeLayout::interleaved;
+  DecoderLM interleaved(c);
+  interleaved.load_state_dict(half->state_dict());  // the same weights, another (valid) model
+  save_minimind_hf(interleaved, path("interleaved"));
+  const Tensor ids = io::load_safetensors(fixture("dense.golden.safetensors")).at("ids");
+  EXPECT_TENSOR_CLOSE(eval_logits(*load_minimind(path("interleaved")), ids), eval_logits(interleaved, ids), 1e-5, 1e-5);
+}
+
 // save_pretrained leaves out every key at MiniMindConfig's default: the moe fixture's model described by
 // the sizes alone (head_dim 8 = 32 / 4, 4 experts, moe_intermediate_size = intermediate_size) gives the
 // same logits, told from the 2025 form by its q_norm tensors; the defaults fill what is missing.
