@@ -1,6 +1,6 @@
 // The config files of other implementations' model folders: the input is parsed as a Hugging Face
-// config.json (GPT-2 / LLaMA, BERT, ViT), a MiniMind config.json (002's form and the Hugging Face
-// form) and a nanochat meta_<step>.json. Each parse succeeds or ends in an nf::Error naming the
+// config.json (GPT-2 / LLaMA, BERT, ViT), a MiniMind config.json (002's form, the Hugging Face
+// form and the current form) and a nanochat meta_<step>.json. Each parse succeeds or ends in an nf::Error naming the
 // file; a config that parses and can be written back gives the same model config when that is
 // parsed again (and, for MiniMind's Hugging Face form, the same file when written again, with a
 // short decimal aux_loss_alpha as it was read).
@@ -52,6 +52,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                     "MiniMind Hugging Face config: aux_loss_alpha ", nlohmann::json(alpha).dump(), " written back as ",
                     nlohmann::json(out).dump());
     }
+  });
+  fuzz::expect_nf_error_naming("config.json", [&] {
+    const DecoderLMConfig c = config_from_minimind_current_json(text, "config.json");
+    const std::string written = minimind_current_json_from_config(c, nn::mlp_hidden_dim(block_config(c).mlp));
+    NF_FUZZ_CHECK(model_config_to_json(config_from_minimind_current_json(written, "config.json")) == model_config_to_json(c),
+                  "MiniMind current config: parse, write, parse");
   });
   fuzz::expect_nf_error_naming("config.json", [&] {
     const EncoderConfig c = encoder_config_from_bert_json(text, "config.json");

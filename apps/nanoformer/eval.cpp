@@ -206,7 +206,7 @@ void run_eval(const EvalArgs& a, const CLI::App& cmd) {
   std::optional<nn::RopeScaling> scaling;
   if (!a.rope_scaling.empty()) scaling = nn::parse_rope_scaling(a.rope_scaling);
   NF_CHECK(cmd.count("--rope-factor") == 0 || (scaling && *scaling != nn::RopeScaling::none),
-           "--rope-factor needs --rope-scaling linear or ntk");
+           "--rope-factor needs --rope-scaling linear, ntk or yarn");
   NF_CHECK(a.batch_tokens > 0, "--batch-tokens: ", a.batch_tokens, " must be positive");
   const QuantType cache_type = nn::kv_cache_type_from_name(a.cache_type);
 
@@ -279,7 +279,7 @@ void add_eval_command(CLI::App& app) {
       "each run from position 0; perplexity = exp(mean cross-entropy of every target). Contexts past\n"
       "max_seq_len are evaluated by extending the position tables (sinusoidal, RoPE) or as is (ALiBi,\n"
       "T5 bias); a learned position table cannot be extended. --rope-scaling applies position\n"
-      "interpolation (linear) or NTK-aware scaling at evaluation time; --rope-factor auto uses\n"
+      "interpolation (linear), NTK-aware scaling or YaRN at evaluation time; --rope-factor auto uses\n"
       "context / max_seq_len at each context.\n"
       "  nanoformer eval --combine rope.json alibi.json --plot ppl.png   (earlier --json reports side by side)\n"
       "  nanoformer eval --combine f32.json q8_0.json q4_0.json --baseline f32 --bounds 0.5,5 --plot change.png\n"
@@ -298,7 +298,7 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--batch-tokens", a->batch_tokens, "Tokens per forward pass (windows per pass: this / context)")
       ->capture_default_str();
   add_cache_type_flag(*cmd, a->cache_type);
-  cmd->add_option("--rope-scaling", a->rope_scaling, "RoPE scaling at evaluation time: none, linear or ntk");
+  cmd->add_option("--rope-scaling", a->rope_scaling, "RoPE scaling at evaluation time: none, linear, ntk or yarn");
   cmd->add_option("--rope-factor", a->rope_factor, "Scale factor s >= 1 of --rope-scaling, or auto (context / max_seq_len)")
       ->capture_default_str();
   cmd->add_option("--json", a->json, "Also write the results to this JSON file");

@@ -108,8 +108,9 @@ DecoderLMConfig gpt2_config(const Json& j, const std::string& source) {
   return c;
 }
 
-// rope_parameters {rope_type, rope_theta, factor} (transformers 5) or rope_theta + rope_scaling
-// {type | rope_type, factor} (transformers 4).
+// rope_parameters {rope_type, rope_theta, factor, ...} (transformers 5) or rope_theta + rope_scaling
+// {type | rope_type, factor, ...} (transformers 4); yarn with its keys as _compute_yarn_parameters reads
+// them (original_max_position_embeddings defaults to max_position_embeddings, attention_factor to 0.1 ln s + 1).
 void read_llama_rope(const Json& j, DecoderLMConfig& c, const std::string& source) {
   Json scaling = j.contains("rope_parameters") ? j.at("rope_parameters") : j.value("rope_scaling", Json());
   c.rope_theta = number_key(j, "rope_theta", 10000.0, source);
@@ -118,9 +119,22 @@ void read_llama_rope(const Json& j, DecoderLMConfig& c, const std::string& sourc
   c.rope_theta = number_key(scaling, "rope_theta", c.rope_theta, source);
   const std::string type = scaling.value("rope_type", scaling.value("type", std::string("default")));
   if (type == "default") return;
-  NF_CHECK(type == "linear", source, ": rope_type '", type, "' is not supported (default, linear)");
-  c.rope_scaling = nn::RopeScaling::linear;
+  NF_CHECK(type == "linear" || type == "yarn", source, ": rope_type '", type, "' is not supported (default, linear, yarn)");
+  c.rope_scaling = type == "yarn" ? nn::RopeScaling::yarn : nn::RopeScaling::linear;
   c.rope_scale_factor = number_key(scaling, "factor", 1.0, source);
+  if (type == "linear") return;
+  for (const char* key : {"mscale", "mscale_all_dim", "partial_rotary_factor"})
+    NF_CHECK(!scaling.contains(key) || scaling.at(key).is_null(), source, ": rope scaling key '", key, "' ",
+             util::json_excerpt(scaling.at(key)), " is not supported (yarn with factor, beta_fast, beta_slow, ",
+             "attention_factor, original_max_position_embeddings)");
+  NF_CHECK(bool_key(scaling, "truncate", true, source), source,
+           ": rope scaling key 'truncate' false is not supported (yarn rounds the ramp's bounds)");
+  c.rope_original_max_seq_len = int_key(scaling, "original_max_position_embeddings", 0, source);
+  // transformers: `beta_fast or 32`, `beta_slow or 1` (0 or null takes the default)
+  const double beta_fast = number_key(scaling, "beta_fast", 32.0, source), beta_slow = number_key(scaling, "beta_slow", 1.0, source);
+  c.rope_beta_fast = beta_fast == 0 ? 32.0 : beta_fast;
+  c.rope_beta_slow = beta_slow == 0 ? 1.0 : beta_slow;
+  c.rope_attention_factor = number_key(scaling, "attention_factor", 0.0, source);
 }
 
 // The defaults of a LLaMA-family config class where a key is missing (transformers 5.24's
@@ -432,9 +446,17 @@ std::string hf_json_from_config(const DecoderLMConfig& c, int64_t mlp_hidden) {
   } else {
     const HfFamily family = family_for(c);
     const nn::AttentionConfig a = block_config(c).attention;  // resolved: head_dim, n_kv_heads
-    nlohmann::ordered_json rope = {{"rope_type", c.rope_scaling == nn::RopeScaling::linear ? "linear" : "default"},
-                                   {"rope_theta", c.rope_theta}};
-    if (c.rope_scaling == nn::RopeScaling::linear) rope["factor"] = c.rope_scale_factor;
+    const char* rope_type = c.rope_scaling == nn::RopeScaling::linear ? "linear"
+                            : c.rope_scaling == nn::RopeScaling::yarn ? "yarn"
+                                                                      : "default";
+    nlohmann::ordered_json rope = {{"rope_type", rope_type}, {"rope_theta", c.rope_theta}};
+    if (c.rope_scaling != nn::RopeScaling::none) rope["factor"] = c.rope_scale_factor;
+    if (c.rope_scaling == nn::RopeScaling::yarn) {  // the keys left at 0 take the same defaults in transformers
+      if (c.rope_original_max_seq_len) rope["original_max_position_embeddings"] = c.rope_original_max_seq_len;
+      rope["beta_fast"] = c.rope_beta_fast;
+      rope["beta_slow"] = c.rope_beta_slow;
+      if (c.rope_attention_factor > 0) rope["attention_factor"] = c.rope_attention_factor;
+    }
     j = {{"architectures", {class_name(family)}}, {"model_type", model_type_name(family)}, {"vocab_size", c.vocab_size},
          {"hidden_size", c.dim}, {"intermediate_size", mlp_hidden}, {"num_hidden_layers", c.n_layers},
          {"num_attention_heads", c.n_heads}, {"num_key_value_heads", a.n_kv_heads}};

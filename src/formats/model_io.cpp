@@ -65,7 +65,7 @@ ModelFormat detect_model_format(const std::string& path_or_preset) {
   const fs::path p(path_or_preset);
   if (fs::is_directory(p)) {
     if (is_minimind_folder(path_or_preset))
-      return minimind_folder_form(path_or_preset) == MiniMindForm::hf ? ModelFormat::minimind_hf : ModelFormat::minimind;
+      return minimind_folder_form(path_or_preset) == MiniMindForm::lmconfig ? ModelFormat::minimind : ModelFormat::minimind_hf;
     if (is_nanochat_folder(path_or_preset)) return ModelFormat::nanochat;
     NF_CHECK(is_hf_folder(path_or_preset), path_or_preset,
              ": a folder, but not a model folder (Hugging Face or MiniMind: config.json + model.safetensors or "

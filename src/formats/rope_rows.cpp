@@ -49,7 +49,7 @@ QuantizedTensor permuted_rows(const QuantizedTensor& q, const std::vector<int64_
   return out;
 }
 
-// Calls fn(name, perm) for every q / k weight and bias name of `config` when the layouts differ.
+// Calls fn(name, perm) for every q / k weight and bias name (and learned q / k norm weight) of `config` when the layouts differ.
 template <class F>
 void for_each_rotated(const DecoderLMConfig& config, RopeLayout to, F&& fn) {
   if (config.rope_layout == to) return;
@@ -58,7 +58,7 @@ void for_each_rotated(const DecoderLMConfig& config, RopeLayout to, F&& fn) {
            " cannot be converted to ", rope_layout_name(to), " (only interleaved <-> half)");
   const std::vector<int64_t> perm = head_permutation(block_config(config).attention.head_dim, to);
   for (int64_t l = 0; l < config.n_layers; ++l)
-    for (const char* proj : {"q_proj", "k_proj"})
+    for (const char* proj : {"q_proj", "k_proj", "q_norm", "k_norm"})  // per-head q / k norm weights too
       for (const char* kind : {"weight", "bias"}) fn("layers." + std::to_string(l) + ".attn." + proj + "." + kind, perm);
 }
 

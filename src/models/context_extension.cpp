@@ -26,6 +26,9 @@ std::shared_ptr<DecoderLM> extend_context(const std::shared_ptr<DecoderLM>& mode
     changed = true;
   }
   if (e.rope_scaling && (*e.rope_scaling != c.rope_scaling || e.rope_factor != c.rope_scale_factor)) {
+    // YaRN's ramp is set by the context the model was trained at: its own max_seq_len unless it names one
+    if (*e.rope_scaling == nn::RopeScaling::yarn && c.rope_original_max_seq_len == 0)
+      c.rope_original_max_seq_len = model->config().max_seq_len;
     c.rope_scaling = *e.rope_scaling;
     c.rope_scale_factor = e.rope_factor;
     changed = true;

@@ -20,8 +20,10 @@ constexpr std::array<std::pair<const char*, PositionKind>, 7> kKinds{{{"none", P
 constexpr std::array<std::pair<const char*, RopeLayout>, 3> kLayouts{{{"interleaved", RopeLayout::interleaved},
                                                                      {"half", RopeLayout::half},
                                                                      {"half_negative", RopeLayout::half_negative}}};
-constexpr std::array<std::pair<const char*, RopeScaling>, 3> kScalings{
-    {{"none", RopeScaling::none}, {"linear", RopeScaling::linear}, {"ntk", RopeScaling::ntk}}};
+constexpr std::array<std::pair<const char*, RopeScaling>, 4> kScalings{{{"none", RopeScaling::none},
+                                                                        {"linear", RopeScaling::linear},
+                                                                        {"ntk", RopeScaling::ntk},
+                                                                        {"yarn", RopeScaling::yarn}}};
 
 template <class E, size_t N>
 E parse_name(const char* what, const std::array<std::pair<const char*, E>, N>& table, const std::string& name) {
@@ -59,7 +61,11 @@ std::shared_ptr<AttentionPosition> make_attention_position(const PositionalConfi
                                                           .theta = cfg.theta,
                                                           .layout = cfg.rope_layout,
                                                           .scaling = cfg.scaling,
-                                                          .scale_factor = cfg.scale_factor});
+                                                          .scale_factor = cfg.scale_factor,
+                                                          .original_max_len = cfg.original_max_len,
+                                                          .beta_fast = cfg.beta_fast,
+                                                          .beta_slow = cfg.beta_slow,
+                                                          .attention_factor = cfg.attention_factor});
     case PositionKind::alibi:
       require_positive(kind, "n_heads", cfg.n_heads);
       return std::make_shared<AlibiBias>(cfg.n_heads);

@@ -54,20 +54,28 @@ const char* rope_layout_name(RopeLayout layout) {
 
 // inv_freq_i = theta^(-2i/D);  angle(t, i) = (t / position_divisor) inv_freq_i
 RopeTables rope_tables(int64_t max_len, int64_t head_dim, double theta, double position_divisor, DType dtype) {
-  NF_CHECK(max_len > 0, "rope_tables: max_len ", max_len, " must be positive");
   NF_CHECK(head_dim > 0 && head_dim % 2 == 0, "rope_tables: head size ", head_dim, " must be positive and even");
   NF_CHECK(theta > 0, "rope_tables: theta ", theta, " must be positive");
+  std::vector<double> inv_freq(static_cast<size_t>(head_dim / 2));
+  for (size_t i = 0; i < inv_freq.size(); ++i)
+    inv_freq[i] = std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
+  return rope_tables(max_len, inv_freq, position_divisor, 1.0, dtype);
+}
+
+RopeTables rope_tables(int64_t max_len, const std::vector<double>& inv_freq, double position_divisor, double magnitude,
+                       DType dtype) {
+  NF_CHECK(max_len > 0, "rope_tables: max_len ", max_len, " must be positive");
+  NF_CHECK(!inv_freq.empty(), "rope_tables: no frequencies");
   NF_CHECK(position_divisor > 0, "rope_tables: position_divisor ", position_divisor, " must be positive");
-  const int64_t half = head_dim / 2;
+  const int64_t half = static_cast<int64_t>(inv_freq.size());
   Tensor cos = Tensor::empty({max_len, half}, DType::f64), sin = Tensor::empty({max_len, half}, DType::f64);
   double* pc = cos.data<double>();
   double* ps = sin.data<double>();
   for (int64_t i = 0; i < half; ++i) {
-    const double inv_freq = std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
     for (int64_t t = 0; t < max_len; ++t) {
-      const double angle = static_cast<double>(t) / position_divisor * inv_freq;
-      pc[t * half + i] = std::cos(angle);
-      ps[t * half + i] = std::sin(angle);
+      const double angle = static_cast<double>(t) / position_divisor * inv_freq[static_cast<size_t>(i)];
+      pc[t * half + i] = magnitude * std::cos(angle);
+      ps[t * half + i] = magnitude * std::sin(angle);
     }
   }
   return {cos.to(dtype), sin.to(dtype)};

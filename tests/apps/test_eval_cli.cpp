@@ -124,6 +124,14 @@ TEST_F(EvalCliTest, RopeFactorAutoScalesPastMaxSeqLenOnly) {
   EXPECT_EQ(s[1].at("rope_factor"), 2.0);
   EXPECT_EQ(s[0].at("loss"), p[0].at("loss"));  // factor 1 is no scaling
   EXPECT_NE(s[1].at("loss"), p[1].at("loss"));
+  const auto yarn = cli("eval " + path("rope.safetensors") + " -d " + path("tokens.bin") +
+                        " -T 16,32 --rope-scaling yarn --rope-factor auto --json " + path("yarn.json") + " -q");
+  ASSERT_EQ(yarn.exit_code, 0) << yarn.err;
+  EXPECT_NE(yarn.out.find("yarn x2"), std::string::npos) << yarn.out;
+  const auto y = read_json("yarn.json").at("results");
+  EXPECT_EQ(y[0].at("loss"), p[0].at("loss"));  // YaRN x1: the model's own tables (attention factor 1)
+  EXPECT_NE(y[1].at("loss"), p[1].at("loss"));
+  EXPECT_NE(y[1].at("loss"), s[1].at("loss"));  // not position interpolation
 }
 
 TEST_F(EvalCliTest, TextDataWithATokenizer) {
@@ -294,7 +302,7 @@ TEST_F(EvalCliTest, BadRopeFlagsAreErrors) {
   expect_error(path("rope.safetensors") + data + " --rope-scaling linear --rope-factor 0.5", {"--rope-factor", "'0.5'"});
   expect_error(path("rope.safetensors") + data + " --rope-scaling linear --rope-factor two", {"--rope-factor", "'two'"});
   expect_error(path("rope.safetensors") + data + " --rope-factor 2", {"--rope-factor needs --rope-scaling"});
-  expect_error(path("rope.safetensors") + data + " --rope-scaling cubic", {"cubic", "linear"});
+  expect_error(path("rope.safetensors") + data + " --rope-scaling cubic", {"cubic", "linear", "yarn"});
 }
 
 }  // namespace

@@ -49,6 +49,24 @@ TEST_F(GenerateCliTest, IdsModeGivesTransformersGreedyTokens) {
   EXPECT_NE(r.err.find("stopped: max new tokens"), std::string::npos) << r.err;
 }
 
+// MiniMind's current form (tools/golden/minimind_d65ef2c_fixtures.py): `inspect` reads the folder (the
+// dense one safetensors with YaRN, the MoE one a float16 .pth) and `generate --ids --greedy` gives the
+// tokens MiniMind's own generate gives through its KV cache.
+TEST_F(GenerateCliTest, MiniMindCurrentFormInspectsAndGeneratesMiniMindsTokens) {
+  for (const std::string name : {"dense", "moe"}) {
+    const std::string folder = std::string(NF_TEST_DATA_DIR) + "/minimind_d65ef2c/" + name;
+    const auto inspect = cli("inspect '" + folder + "'");
+    ASSERT_EQ(inspect.exit_code, 0) << inspect.err;
+    const int64_t parameters = models::count_parameters(models::load_decoder_lm(folder)->config());
+    EXPECT_NE(inspect.out.find("\nparameters: " + std::to_string(parameters) + "\n"), std::string::npos) << inspect.out;
+    const auto golden = io::load_safetensors(folder + ".generate.safetensors");
+    const auto r = cli("generate -m '" + folder + "' --ids --greedy -n 16 --prompt-ids '" +
+                       ids_text(golden.at("prompt").to_vector<int64_t>()) + "'");
+    ASSERT_EQ(r.exit_code, 0) << name << ": " << r.err;
+    EXPECT_EQ(r.out, ids_text(golden.at("generated").to_vector<int64_t>()) + "\n") << name;
+  }
+}
+
 // A tiny chat model (tiny_chat_model.h) in path("model").
 class ChatModelTest : public testing::CliTest {
  protected:

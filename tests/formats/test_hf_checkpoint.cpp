@@ -25,8 +25,9 @@ namespace {
 namespace fs = std::filesystem;
 
 // tools/golden/hf_fixtures.py's, then tools/golden/hf_llama_family_fixtures.py's (Qwen2 with q / k / v
-// biases and layer 1 windowed, Qwen3 with learned QK-norm and head_dim 16, Mistral windowed everywhere)
-const char* kCases[] = {"gpt2", "llama_gqa", "llama_linear_rope", "qwen2", "qwen3", "mistral"};
+// biases and layer 1 windowed, Qwen3 with learned QK-norm and head_dim 16, Mistral windowed everywhere),
+// then tools/golden/yarn_fixtures.py's (LLaMA with YaRN x4 from 16 positions, 40 tokens long)
+const char* kCases[] = {"gpt2", "llama_gqa", "llama_linear_rope", "qwen2", "qwen3", "mistral", "llama_yarn"};
 
 std::string fixture(const std::string& name) { return std::string(NF_TEST_DATA_DIR) + "/hf/" + name; }
 
@@ -56,6 +57,10 @@ TEST_F(HfCheckpointTest, TransformersFoldersGiveTransformersLogits) {
   EXPECT_EQ(load_hf(fixture("llama_gqa"))->config().n_kv_heads, 2);
   EXPECT_EQ(load_hf(fixture("llama_linear_rope"))->config().rope_scaling, nn::RopeScaling::linear);
   EXPECT_EQ(load_hf(fixture("llama_linear_rope"))->config().rope_theta, 500.0);
+  const DecoderLMConfig yarn = load_hf(fixture("llama_yarn"))->config();
+  EXPECT_EQ(yarn.rope_scaling, nn::RopeScaling::yarn);
+  EXPECT_EQ(yarn.rope_scale_factor, 4.0);
+  EXPECT_EQ(yarn.rope_original_max_seq_len, 16);
   const DecoderLMConfig qwen2 = load_hf(fixture("qwen2"))->config();
   EXPECT_TRUE(qwen2.attention_bias && !qwen2.attention_output_bias);
   EXPECT_EQ(qwen2.sliding_window, 4);
@@ -395,8 +400,12 @@ TEST_F(HfCheckpointTest, LlamaFamilyKeysThatChangeTheModelAreNamed) {
   EXPECT_THROW_WITH(config(R"({"model_type": "qwen2", "use_sliding_window": true, "num_hidden_layers": 3,
                                "layer_types": ["full_attention"]})"),
                     "layer_types", "one type per layer (3)");
-  EXPECT_THROW_WITH(config(R"({"model_type": "qwen2", "rope_scaling": {"rope_type": "yarn", "factor": 4}})"),
-                    "rope_type 'yarn' is not supported");
+  EXPECT_THROW_WITH(config(R"({"model_type": "qwen2", "rope_scaling": {"rope_type": "longrope", "factor": 4}})"),
+                    "rope_type 'longrope' is not supported", "yarn");
+  EXPECT_THROW_WITH(config(R"({"model_type": "qwen2", "rope_scaling": {"rope_type": "yarn", "factor": 4, "mscale": 0.7}})"),
+                    "rope scaling key 'mscale' 0.7 is not supported");
+  EXPECT_THROW_WITH(config(R"({"model_type": "qwen2", "rope_scaling": {"rope_type": "yarn", "factor": 4, "truncate": false}})"),
+                    "'truncate' false is not supported");
   EXPECT_THROW_WITH(config(R"({"model_type": "qwen3", "hidden_act": "gelu"})"), "hidden_act 'gelu'");
   // the layers of a per-layer window are bounded before they are spelled out
   EXPECT_THROW_WITH(config(R"({"model_type": "qwen2", "use_sliding_window": true, "num_hidden_layers": 100000000000,

@@ -89,6 +89,16 @@ TEST(ContextExtension, RopeScalingAtEvaluationTime) {
   ASSERT_TRUE(ntk);
   EXPECT_NEAR(ntk->effective_theta(), 10000.0 * std::pow(4.0, 8.0 / 6.0), 1e-6);  // head_dim 8
   EXPECT_EQ(ntk->position_divisor(), 1.0);
+  // YaRN: its ramp is set by the context trained at (the model's max_seq_len 8), cos / sin carry 0.1 ln s + 1
+  const auto yarn_model = extend_context(model, {.max_seq_len = 32, .rope_scaling = nn::RopeScaling::yarn, .rope_factor = 4.0});
+  EXPECT_EQ(yarn_model->config().rope_original_max_seq_len, 8);
+  const auto yarn = std::dynamic_pointer_cast<nn::RotaryPosition>(yarn_model->attention_position);
+  ASSERT_TRUE(yarn);
+  EXPECT_NEAR(yarn->attention_factor(), 0.1 * std::log(4.0) + 1.0, 1e-12);
+  const std::vector<double> expected = nn::rope_inverse_frequencies(
+      {.head_dim = 8, .max_len = 32, .theta = 10000.0, .scaling = nn::RopeScaling::yarn, .scale_factor = 4.0, .original_max_len = 8});
+  EXPECT_EQ(yarn->inverse_frequencies(), expected);
+  EXPECT_LT(expected.back(), plain->inverse_frequencies().back());  // the slowest pair is interpolated
 }
 
 TEST(ContextExtension, NothingToChangeGivesTheModelItself) {

@@ -3,6 +3,8 @@
 // on relative positions; scaling identities; names in state_dict; the factories and the parameter
 // count; and the errors bad configurations raise at construction.
 #include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "support/testing.h"
 
@@ -93,6 +95,36 @@ TEST(Positional, RopeScalingIdentities) {
   EXPECT_DOUBLE_EQ(ntk.effective_theta(), 1e4 * std::pow(4.0, 8.0 / 6.0));
   RotaryPosition same({.head_dim = 8, .max_len = 64, .theta = 1e4 * std::pow(4.0, 8.0 / 6.0)});
   EXPECT_TENSOR_CLOSE(ntk.rotate_queries(x, 3), same.rotate_queries(x, 3), 0.0, 0.0);
+}
+
+// YaRN: the inverse frequencies and attention factor transformers' _compute_yarn_parameters gives
+// (tools/golden/yarn_fixtures.py) for defaults, explicit betas and factor, MiniMind's values, bounds
+// that meet and bounds clamped; the tables are cos / sin of t f'_i times the attention factor.
+TEST(Positional, YarnMatchesTransformersInverseFrequencies) {
+  const nlohmann::json doc = nlohmann::json::parse(std::ifstream(std::string(NF_TEST_DATA_DIR) + "/yarn/inverse_frequencies.json"));
+  ASSERT_EQ(doc.at("cases").size(), 5u);
+  for (const auto& c : doc.at("cases")) {
+    const RopeOptions o{.head_dim = c.at("head_dim"), .max_len = 64, .theta = c.at("rope_theta"),
+                        .scaling = RopeScaling::yarn, .scale_factor = c.at("factor"),
+                        .original_max_len = c.at("original_max_position_embeddings"),
+                        .beta_fast = c.value("beta_fast", 32.0), .beta_slow = c.value("beta_slow", 1.0),
+                        .attention_factor = c.value("attention_factor", 0.0)};
+    RotaryPosition rotary(o);
+    const std::vector<double> expected = c.at("inv_freq");
+    ASSERT_EQ(rotary.inverse_frequencies().size(), expected.size()) << c.at("head_dim");
+    for (size_t i = 0; i < expected.size(); ++i)
+      EXPECT_NEAR(rotary.inverse_frequencies()[i], expected[i], 1e-6) << "head_dim " << c.at("head_dim") << " pair " << i;
+    EXPECT_NEAR(rotary.attention_factor(), c.at("attention_factor_out").get<double>(), 1e-6) << c.at("head_dim");
+    const int64_t last = c.at("head_dim").get<int64_t>() / 2 - 1;
+    const double angle = 7.0 * expected[static_cast<size_t>(last)];
+    EXPECT_NEAR(narrow(narrow(rotary.cos, 0, 7, 1), 1, last, 1).item(), rotary.attention_factor() * std::cos(angle), 1e-6);
+    EXPECT_NEAR(narrow(narrow(rotary.sin, 0, 7, 1), 1, last, 1).item(), rotary.attention_factor() * std::sin(angle), 1e-6);
+  }
+  // shifting cached keys stays a rotation: the attention factor is not applied twice
+  RotaryPosition yarn({.head_dim = 8, .max_len = 64, .theta = 1e4, .scaling = RopeScaling::yarn, .scale_factor = 4.0,
+                       .original_max_len = 16});
+  const Tensor k = randn_f32({1, 2, 3, 8}, 9);
+  EXPECT_TENSOR_CLOSE(yarn.reposition_keys(yarn.rotate_keys(k, 2), 5), yarn.rotate_keys(k, 7), 1e-5, 1e-5);
 }
 
 TEST(Positional, RopeF64InputsUseF64Tables) {
@@ -224,7 +256,8 @@ TEST(Positional, BadConfigurationsFailAtConstructionNamingTheValue) {
   }
   EXPECT_THROW_WITH(parse_position_kind("relative"), "unknown kind 'relative'", "xl_relative");
   EXPECT_THROW_WITH(parse_rope_layout("halves"), "rope_layout 'halves'", "half_negative");
-  EXPECT_THROW_WITH(parse_rope_scaling("yarn"), "scaling 'yarn'", "ntk");
+  EXPECT_EQ(parse_rope_scaling("yarn"), RopeScaling::yarn);
+  EXPECT_THROW_WITH(parse_rope_scaling("yarm"), "scaling 'yarm'", "ntk, yarn");
 }
 
 TEST(Positional, UseErrorsNameShapesAndPositions) {

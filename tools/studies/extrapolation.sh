@@ -5,7 +5,7 @@
 # learned, RoPE, ALiBi, T5 bias) are trained with `nanoformer train` on the first 90% of
 # tinyshakespeare at context 128, same data order, steps and seed; each is evaluated with
 # `nanoformer eval` on the last 10% at 1x, 2x, 4x and 8x that context (learned positions at 1x
-# only: their table has 128 rows), RoPE also with linear interpolation and NTK scaling applied at
+# only: their table has 128 rows), RoPE also with linear interpolation, NTK scaling and YaRN applied at
 # evaluation time (--rope-factor auto). nanochat's initialisation gives token embeddings unit scale,
 # the scale of the sinusoidal table added to them (with GPT-2's 0.02 the table drowns the tokens and
 # the sinusoidal model barely trains in this budget). One core (NANOFORMER_THREADS=1): about 11
@@ -56,6 +56,7 @@ evaluate learned "$(ckpt learned)" --context "$CONTEXT"
 evaluate rope "$(ckpt rope)" --context "$CONTEXTS"
 evaluate rope+linear "$(ckpt rope)" --context "$CONTEXTS" --rope-scaling linear --rope-factor auto
 evaluate rope+ntk "$(ckpt rope)" --context "$CONTEXTS" --rope-scaling ntk --rope-factor auto
+evaluate rope+yarn "$(ckpt rope)" --context "$CONTEXTS" --rope-scaling yarn --rope-factor auto
 evaluate alibi "$(ckpt alibi)" --context "$CONTEXTS"
 evaluate t5_bias "$(ckpt t5_bias)" --context "$CONTEXTS"
 
@@ -63,7 +64,7 @@ evaluate t5_bias "$(ckpt t5_bias)" --context "$CONTEXTS"
   echo "Perplexity on the held-out 10% of $(basename "$DATA") ($EVAL_TOKENS targets per context):"
   echo
   "$NF" eval --combine eval_sinusoidal.json eval_learned.json eval_rope.json eval_rope+linear.json \
-    eval_rope+ntk.json eval_alibi.json eval_t5_bias.json --plot "$ROOT/docs/studies/extrapolation.png" \
+    eval_rope+ntk.json eval_rope+yarn.json eval_alibi.json eval_t5_bias.json --plot "$ROOT/docs/studies/extrapolation.png" \
     --title "Perplexity past the training context ($CONTEXT)"
   echo
   echo "Conditions: $(machine);"

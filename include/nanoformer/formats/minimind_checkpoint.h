@@ -29,8 +29,21 @@
 // mlp.w1 / w3 / w2 <- mlp.gate_proj / up_proj / down_proj; MoE mlp.gate <- mlp.gate, mlp.experts.E.w1 /
 // w3 / w2 <- mlp.experts.E.gate_proj / up_proj / down_proj, the same for shared_experts.S; norm <-
 // model.norm. RoPE by rotate_half: our `half` layout. Refused by name: inference_rope_scaling true /
-// a rope_scaling (YaRN), tie_word_embeddings false, and the keys of MiniMind's newer form (head_dim,
-// num_experts, moe_intermediate_size, router_aux_loss_coef; its q_norm / k_norm tensors are unexpected).
+// a rope_scaling (YaRN), tie_word_embeddings false.
+//
+// MiniMind's current form (format "minimind-hf" too; model/model_minimind.py at jingyaogong/minimind@d65ef2c):
+// told apart by a key of its own (head_dim, num_experts, moe_intermediate_size, router_aux_loss_coef)
+// or, when save_pretrained left them all out, by its q_norm tensors. Keys and their defaults there:
+// hidden_size 768, num_hidden_layers 8, num_attention_heads 8, num_key_value_heads 4 (null: heads),
+// head_dim hidden / heads, vocab_size 6400, intermediate_size ceil(hidden pi / 64) 64,
+// max_position_embeddings 32768, rms_norm_eps 1e-6, rope_theta 1e6, tie_word_embeddings true,
+// use_moe false, num_experts 4, num_experts_per_tok 1, moe_intermediate_size intermediate_size,
+// norm_topk_prob true, router_aux_loss_coef 5e-4 (= our aux_loss_alpha, batch-level), and
+// inference_rope_scaling: YaRN factor 16 from 2048 positions, beta 32 / 1, attention factor 1, when
+// max_position_embeddings > 2048 (rope_scaling / rope_parameters are ignored, as MiniMindConfig
+// ignores them). Names as the 2025 form plus self_attn.q_norm / k_norm (our attn.q_norm / k_norm,
+// the learned per-head QK-norm, eps rms_norm_eps, before RoPE); no shared experts. Weights in
+// model.safetensors or the folder's only .pth (MiniMind's training scripts' torch.save state dicts).
 //
 // Both: RMSNorm, SwiGLU, no biases, MoE softmax then top-k (renormalised when top_k > 1 and
 // norm_topk_prob) plus unweighted shared experts. A model in the other RoPE layout (interleaved /
@@ -44,7 +57,8 @@
 
 namespace nf::models {
 
-enum class MiniMindForm { lmconfig, hf };  // 002's LMConfig form, the Hugging Face form
+// 002's LMConfig form, the Hugging Face form, and MiniMind's current Hugging Face form (d65ef2c)
+enum class MiniMindForm { lmconfig, hf, current };
 
 // A directory whose config.json says model_type "minimind".
 bool is_minimind_folder(const std::string& path);
@@ -52,19 +66,24 @@ bool is_minimind_folder(const std::string& path);
 MiniMindForm minimind_folder_form(const std::string& dir);
 DecoderLMConfig config_from_minimind_json(const std::string& json_text, const std::string& source);
 DecoderLMConfig config_from_minimind_hf_json(const std::string& json_text, const std::string& source);
+DecoderLMConfig config_from_minimind_current_json(const std::string& json_text, const std::string& source);
 // Throw naming the first option the form cannot express (hidden_dim null = derived, as ours;
 // intermediate_size is `mlp_hidden`, the resolved MLP width).
 std::string minimind_json_from_config(const DecoderLMConfig& config);
 std::string minimind_hf_json_from_config(const DecoderLMConfig& config, int64_t mlp_hidden);
+std::string minimind_current_json_from_config(const DecoderLMConfig& config, int64_t mlp_hidden);
 // A MiniMind state dict of `form` -> ours for a model of `config` (what the loader does with the
 // folder's tensors; also maps per-parameter gradients by MiniMind name). `source` prefixes errors.
 nn::StateDict state_from_minimind(const DecoderLMConfig& config, MiniMindForm form,
                                   std::map<std::string, Tensor> tensors, const std::string& source);
-// Reads either form.
+// Reads any form (a hidden_size config is the current form when it has a key of that form or its
+// weights have q_norm tensors).
 std::shared_ptr<DecoderLM> load_minimind(const std::string& dir);
 // Write dir/config.json and the weights, as one model.safetensors or, when max_shard_bytes > 0,
 // shards of at most that size plus model.safetensors.index.json (folder_io.h).
 void save_minimind(const DecoderLM& model, const std::string& dir, int64_t max_shard_bytes = 0);
+// save_minimind_hf writes the current form for a model with learned per-head q / k norms (all of that
+// form's models have them), else the 2025 form.
 void save_minimind_hf(const DecoderLM& model, const std::string& dir, int64_t max_shard_bytes = 0);
 
 }  // namespace nf::models

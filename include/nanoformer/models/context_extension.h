@@ -1,7 +1,8 @@
 #pragma once
 // Running a trained decoder LM at positions it was not built for, without touching its weights:
 // a longer context (max_seq_len) and, for RoPE, a scaling chosen at evaluation time (position
-// interpolation or NTK-aware, nn/rotary_position.h). What may be extended:
+// interpolation, NTK-aware or YaRN, nn/rotary_position.h;
+// YaRN's original context is the model's max_seq_len unless its config names one). What may be extended:
 //   learned      no: positions past the learned table have no embedding (an error names the table);
 //   sinusoidal   yes: the encoding is a formula, its table is recomputed for the longer context;
 //   rope         yes: the cos/sin tables are recomputed (with the scaling asked for);

@@ -30,6 +30,9 @@ struct PositionalConfig {
   double theta = 10000.0;
   RopeScaling scaling = RopeScaling::none;
   double scale_factor = 1.0;
+  int64_t original_max_len = 0;               // yarn (RopeOptions)
+  double beta_fast = 32.0, beta_slow = 1.0;   // yarn
+  double attention_factor = 0.0;              // yarn; 0 = 0.1 ln(scale_factor) + 1
   // sinusoidal: multiply x by sqrt(dim) before adding the encoding (004's embedding scale)
   bool scale_input = false;
   // t5_bias

@@ -4,6 +4,7 @@
 // once at construction and held as non-persistent buffers "cos" and "sin" (not in state_dict).
 #include <cstdint>
 #include <map>
+#include <vector>
 
 #include "nanoformer/nn/attention_position.h"
 #include "nanoformer/ops/rope.h"
@@ -12,8 +13,12 @@ namespace nf::nn {
 
 // How positions beyond the trained length are reached, with scale factor s:
 //   linear (position interpolation): angle uses t / s instead of t;
-//   ntk (NTK-aware): theta' = theta * s^(D / (D - 2)).
-enum class RopeScaling { none, linear, ntk };
+//   ntk (NTK-aware): theta' = theta * s^(D / (D - 2));
+//   yarn (YaRN, as transformers' _compute_yarn_parameters): per pair i, f'_i = f_i ((1 - r_i) + r_i / s) with
+//     r_i = clamp((i - low) / (high - low), 0, 1), low = floor(d(beta_fast)), high = ceil(d(beta_slow)),
+//     d(b) = D ln(L / (2 pi b)) / (2 ln theta) (L the original context, clamped to [0, D - 1]); and cos and
+//     sin multiplied by the attention factor (0.1 ln s + 1 unless given).
+enum class RopeScaling { none, linear, ntk, yarn };
 
 struct RopeOptions {
   int64_t head_dim = 0;
@@ -22,7 +27,17 @@ struct RopeOptions {
   RopeLayout layout = RopeLayout::half;
   RopeScaling scaling = RopeScaling::none;
   double scale_factor = 1.0;
+  // yarn only: the context the model was trained at (0 = max_len), the ramp's rotation bounds,
+  // and the factor on cos and sin (0 = 0.1 ln(scale_factor) + 1)
+  int64_t original_max_len = 0;
+  double beta_fast = 32.0, beta_slow = 1.0;
+  double attention_factor = 0.0;
 };
+
+// The inverse frequency of each channel pair (D/2 values) after `options.scaling`, and the factor
+// its cos and sin tables carry (1 except for yarn).
+std::vector<double> rope_inverse_frequencies(const RopeOptions& options);
+double rope_attention_factor(const RopeOptions& options);
 
 class RotaryPosition : public AttentionPosition {
  public:
@@ -35,6 +50,8 @@ class RotaryPosition : public AttentionPosition {
   // theta after NTK scaling, and the divisor of positions (s with linear scaling, else 1).
   double effective_theta() const { return theta_; }
   double position_divisor() const { return divisor_; }
+  const std::vector<double>& inverse_frequencies() const { return inv_freq_; }
+  double attention_factor() const { return attention_factor_; }
   Tensor cos, sin;  // f32 tables (max_len, D/2)
 
  private:
@@ -42,7 +59,8 @@ class RotaryPosition : public AttentionPosition {
   const RopeTables& tables_for(DType dtype);
 
   RopeOptions options_;
-  double theta_, divisor_;
+  double theta_, divisor_, attention_factor_;
+  std::vector<double> inv_freq_;
   std::map<DType, RopeTables> other_dtypes_;  // tables for f64 inputs, made on first use
 };
 

@@ -8,6 +8,7 @@
 // nothing is copied; the result is a contiguous (B, H, T, D) tensor. The backward writes the
 // gradient in x's memory order, so it flows back through such a view without a copy too.
 #include <cstdint>
+#include <vector>
 
 #include "nanoformer/core/tensor.h"
 
@@ -37,6 +38,11 @@ struct RopeTables {
 // angle(t, i) = (t / position_divisor) * theta^(-2i / D), computed in f64 and rounded to `dtype`.
 // position_divisor > 1 is position interpolation; NTK-aware scaling passes a larger theta.
 RopeTables rope_tables(int64_t max_len, int64_t head_dim, double theta, double position_divisor = 1.0,
+                       DType dtype = DType::f32);
+// The same with each channel pair's inverse frequency given (angle(t, i) = t / position_divisor *
+// inv_freq[i], D = 2 inv_freq.size()) and cos and sin both multiplied by `magnitude` (YaRN's
+// attention factor; 1 keeps them a rotation).
+RopeTables rope_tables(int64_t max_len, const std::vector<double>& inv_freq, double position_divisor, double magnitude,
                        DType dtype = DType::f32);
 
 // y = rotation of x (..., T, D) at positions offset .. offset + T - 1, reading rows offset.. of the

@@ -33,8 +33,10 @@ constexpr std::array<std::pair<nn::MoERouting, const char*>, 3> kRoutingNames{
 constexpr std::array<std::pair<nf::RopeLayout, const char*>, 3> kLayoutNames{
     {{nf::RopeLayout::interleaved, "interleaved"}, {nf::RopeLayout::half, "half"},
      {nf::RopeLayout::half_negative, "half_negative"}}};
-constexpr std::array<std::pair<nn::RopeScaling, const char*>, 3> kScalingNames{
-    {{nn::RopeScaling::none, "none"}, {nn::RopeScaling::linear, "linear"}, {nn::RopeScaling::ntk, "ntk"}}};
+constexpr std::array<std::pair<nn::RopeScaling, const char*>, 4> kScalingNames{{{nn::RopeScaling::none, "none"},
+                                                                              {nn::RopeScaling::linear, "linear"},
+                                                                              {nn::RopeScaling::ntk, "ntk"},
+                                                                              {nn::RopeScaling::yarn, "yarn"}}};
 
 template <class Visitor>
 void visit_moe_keys(Visitor& v, nn::MoEConfig& m) {
@@ -68,6 +70,10 @@ void visit_keys(Visitor& v, DecoderLMConfig& c) {
   v.value("rope_theta", c.rope_theta);
   v.choice("rope_scaling", c.rope_scaling, table_parser(kScalingNames), table_namer(kScalingNames));
   v.value("rope_scale_factor", c.rope_scale_factor);
+  v.value("rope_original_max_seq_len", c.rope_original_max_seq_len);
+  v.value("rope_beta_fast", c.rope_beta_fast);
+  v.value("rope_beta_slow", c.rope_beta_slow);
+  v.value("rope_attention_factor", c.rope_attention_factor);
   v.value("qk_norm", c.qk_norm);
   v.value("qk_norm_weight", c.qk_norm_weight);
   v.value("qk_norm_eps", c.qk_norm_eps);
@@ -159,6 +165,12 @@ void validate_model_config(const DecoderLMConfig& c, const std::string& source) 
         "a decoder LM takes none, learned, sinusoidal, rope, alibi or t5_bias");
   check(c.rope_theta > 0, source, "rope_theta", c.rope_theta, "must be > 0");
   check(c.rope_scale_factor >= 1.0, source, "rope_scale_factor", c.rope_scale_factor, "must be >= 1");
+  check(c.rope_original_max_seq_len >= 0, source, "rope_original_max_seq_len", c.rope_original_max_seq_len,
+        "must be >= 0 (0 = max_seq_len)");
+  check(c.rope_beta_fast > 0, source, "rope_beta_fast", c.rope_beta_fast, "must be > 0");
+  check(c.rope_beta_slow > 0, source, "rope_beta_slow", c.rope_beta_slow, "must be > 0");
+  check(c.rope_attention_factor >= 0, source, "rope_attention_factor", c.rope_attention_factor,
+        "must be >= 0 (0 = 0.1 ln(rope_scale_factor) + 1)");
   check(c.mlp_hidden >= 0, source, "mlp_hidden", c.mlp_hidden, "must be >= 0 (0 = derived)");
   check(c.mlp_multiple_of > 0, source, "mlp_multiple_of", c.mlp_multiple_of, "must be > 0");
   check(c.sliding_window >= 0, source, "sliding_window", c.sliding_window, "must be >= 0 (0 = none)");
@@ -325,6 +337,10 @@ nn::PositionalConfig positional_config(const DecoderLMConfig& c) {
   p.theta = c.rope_theta;
   p.scaling = c.rope_scaling;
   p.scale_factor = c.rope_scale_factor;
+  p.original_max_len = c.rope_original_max_seq_len;
+  p.beta_fast = c.rope_beta_fast;
+  p.beta_slow = c.rope_beta_slow;
+  p.attention_factor = c.rope_attention_factor;
   p.bidirectional = false;  // T5 bias: causal buckets (keys at or before the query)
   return p;
 }

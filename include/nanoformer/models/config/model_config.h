@@ -42,6 +42,9 @@ struct DecoderLMConfig {
   double rope_theta = 10000.0;
   nn::RopeScaling rope_scaling = nn::RopeScaling::none;
   double rope_scale_factor = 1.0;
+  // rope_scaling yarn: trained context (0 = max_seq_len), ramp bounds, cos/sin factor (0 = 0.1 ln s + 1)
+  int64_t rope_original_max_seq_len = 0;
+  double rope_beta_fast = 32.0, rope_beta_slow = 1.0, rope_attention_factor = 0.0;
   bool qk_norm = false;          // parameter-free RMS norm of q and k (nanochat)
   bool qk_norm_weight = false;   // with qk_norm: learned (head_dim) weights q_norm / k_norm, before rotation (Qwen3)
   double qk_norm_eps = 1e-6;
