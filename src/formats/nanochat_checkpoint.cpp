@@ -1,6 +1,7 @@
 // nanochat checkpoints (003): meta_<step>.json's model_config and the tensor name map (see nanochat_checkpoint.h).
 #include "nanoformer/formats/nanochat_checkpoint.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -100,7 +101,8 @@ void make_current(DecoderLMConfig& c, const std::string& window_pattern) {
   c.value_embeddings = c.residual_scalars = c.smear = c.backout = true;
   // a pattern of L only, or one whose S layers are only the last, is full attention everywhere
   bool windowed = false;
-  for (int64_t l = 0; l + 1 < c.n_layers; ++l)
+  const int64_t tiled = std::min<int64_t>(c.n_layers - 1, static_cast<int64_t>(window_pattern.size()));
+  for (int64_t l = 0; l < tiled; ++l)
     windowed = windowed || window_pattern[static_cast<size_t>(l) % window_pattern.size()] == 'S';
   c.sliding_window = windowed ? current_short_window(c.max_seq_len) : 0;
   c.window_pattern = windowed ? window_pattern : "";

@@ -118,8 +118,7 @@ BasicParameterCounts<N> counts_in(const DecoderLMConfig& c) {
   p.norms = L * layer.norms + N(c.embedding_norm ? 2 : 1) * norm;  // the layers', [embedding_norm,] norm
   p.head = c.tie_embeddings ? N(0) : nn::linear_parameter_count(D, V, false);
   if (c.value_embeddings) {
-    N layers = 0;
-    for (int64_t l = 0; l < c.n_layers; ++l) layers += N(nn::value_embedding_layer(l, c.n_layers) ? 1 : 0);
+    const N layers = N((c.n_layers + 1) / 2);  // n_layers - 1, n_layers - 3, ... (nn::value_embedding_layer)
     const nn::AttentionConfig& a = block.attention;
     p.value_embeddings = layers * nn::embedding_parameter_count(V, N(a.n_kv_heads) * N(a.head_dim));
     p.attention += layers * N(nn::kValueGateChannels) * N(a.n_kv_heads);
