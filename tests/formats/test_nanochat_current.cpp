@@ -5,9 +5,11 @@
 // equals the full forward; save -> load is identical; missing meta keys take the writer's defaults.
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "nanoformer/formats/gguf_checkpoint.h"
 #include "nanoformer/nanoformer.h"
 #include "support/interop_test_support.h"
 #include "support/testing.h"
@@ -119,6 +121,30 @@ TEST_F(NanochatCurrentTest, ModelsOutsideTheFormAreRefusedByOption) {
   c = load_nanochat(kFolder)->config();
   c.sliding_window = 64;
   EXPECT_THROW_WITH(save_nanochat(DecoderLM(c), path("n")), "save_nanochat", "sliding_window 64");
+}
+
+// The other writers cannot hold the current GPT's options: a LLaMA they all write is refused, naming
+// the option, once it sets one (before, save_hf and the rest wrote it without them).
+TEST_F(NanochatCurrentTest, OtherFormatsRefuseTheCurrentGPTsOptionsByName) {
+  const DecoderLMConfig llama = preset_config("llama2c-stories260k");
+  const std::pair<const char*, std::function<void(const DecoderLM&, const std::string&)>> writers[] = {
+      {"save_hf", [](const DecoderLM& m, const std::string& d) { save_hf(m, d); }},
+      {"save_gguf", [](const DecoderLM& m, const std::string& d) { save_gguf(m, d + ".gguf"); }},
+      {"save_minimind", [](const DecoderLM& m, const std::string& d) { save_minimind(m, d); }},
+      {"save_llama2c", [](const DecoderLM& m, const std::string& d) { save_llama2c(m, d + ".bin"); }}};
+  for (const char* option : {"attention_scale", "value_embeddings", "residual_scalars", "smear", "backout"}) {
+    DecoderLMConfig c = llama;
+    c.attention_scale = std::string(option) == "attention_scale" ? 0.5 : 0.0;
+    c.value_embeddings = std::string(option) == "value_embeddings";
+    c.residual_scalars = std::string(option) == "residual_scalars";
+    c.smear = std::string(option) == "smear";
+    c.backout = std::string(option) == "backout";
+    const DecoderLM model(c);
+    for (const auto& [writer, save] : writers) {
+      EXPECT_THROW_WITH(save(model, path(std::string(writer) + option)), writer, option) << writer << " " << option;
+    }
+  }
+  for (const auto& [writer, save] : writers) EXPECT_NO_THROW(save(DecoderLM(llama), path(writer))) << writer;
 }
 
 }  // namespace
