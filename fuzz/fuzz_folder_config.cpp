@@ -72,6 +72,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                       vit_config_to_json(c),
                   "ViT config: parse, write, parse");
   });
-  fuzz::expect_nf_error_naming("meta_000100.json", [&] { (void)config_from_nanochat_meta(text, "meta_000100.json"); });
+  for (const bool current : {false, true})
+    fuzz::expect_nf_error_naming("meta_000100.json", [&] { (void)config_from_nanochat_meta(text, "meta_000100.json", current); });
   return 0;
 }

@@ -47,6 +47,13 @@ std::string architecture(const DecoderLMConfig& c) {
   if (c.moe)
     s += ", MoE " + std::to_string(c.moe->n_experts) + " routed (top " + std::to_string(c.moe->top_k) + ") + " +
          std::to_string(c.moe->n_shared_experts) + " shared";
+  if (c.sliding_window > 0)
+    s += ", sliding window " + std::to_string(c.sliding_window) +
+         (c.window_pattern.empty() ? std::string() : " (" + c.window_pattern + ")");
+  if (c.value_embeddings) s += ", value embeddings";
+  if (c.residual_scalars) s += ", residual scalars";
+  if (c.smear) s += ", smear";
+  if (c.backout) s += ", backout";
   return s + (c.tie_embeddings ? ", tied head" : ", untied head");
 }
 
@@ -92,6 +99,8 @@ void print_table(const DecoderLMConfig& c, const ModelStats& s) {
     part("mlp", p.mlp);
   }
   part("norms", p.norms);
+  if (p.value_embeddings > 0) part("value embeddings", p.value_embeddings);
+  if (p.scalars > 0) part("scalars", p.scalars);
   part("head", p.head, c.tie_embeddings ? "  (tied: the head is the embedding)" : "");
   std::printf("parameters: %lld\n", static_cast<long long>(p.total));
   std::printf("active parameters per token: %lld%s\n\n", static_cast<long long>(s.active_parameters),
@@ -138,7 +147,7 @@ void print_json(const DecoderLMConfig& c, const ModelStats& s, const WeightStats
   j["parameters"] = {{"embedding", p.embedding}, {"positions", p.positions}, {"attention", p.attention},
                      {"mlp", p.mlp},             {"routed_experts", p.routed_experts},
                      {"shared_experts", p.shared_experts}, {"router", p.router}, {"norms", p.norms},
-                     {"head", p.head},           {"total", p.total}};
+                     {"value_embeddings", p.value_embeddings}, {"scalars", p.scalars}, {"head", p.head},           {"total", p.total}};
   add_costs_json(j, s);
   add_weights_json(j, weights);
   std::cout << j.dump(2) << "\n";

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "formats/hf_name_maps.h"
+#include "formats/nanochat_options.h"
 #include "formats/rope_rows.h"
 #include "nanoformer/core/error.h"
 #include "nanoformer/nn/linear.h"
@@ -392,6 +393,7 @@ GGUFArch arch_for(const DecoderLMConfig& c) {
        nn::position_kind_name(c.position));
   const bool gpt2 = c.position == nn::PositionKind::learned;
   const char* arch = gpt2 ? "gpt2" : "llama";
+  need(nanochat_option_set(c).empty(), arch, nanochat_option_set(c), "(nanochat's current GPT)");
   need(c.norm_placement == nn::NormPlacement::pre, arch, "norm_placement", nn::norm_placement_name(c.norm_placement));
   need(!c.embedding_norm, arch, "embedding_norm", "true");
   need(!c.qk_norm, arch, "qk_norm", "true");

@@ -11,6 +11,7 @@
 
 #include "formats/folder_io.h"
 #include "formats/hf_name_maps.h"
+#include "formats/nanochat_options.h"
 #include "formats/rope_rows.h"
 #include "nanoformer/core/error.h"
 #include "nanoformer/nn/mlp.h"
@@ -283,6 +284,7 @@ HfFamily family_for(const DecoderLMConfig& c) {
                           : c.sliding_window > 0 && !c.attention_bias ? HfFamily::mistral
                                                                   : HfFamily::llama;
   const char* cls = class_name(family);
+  need(nanochat_option_set(c).empty(), cls, nanochat_option_set(c), "(nanochat's current GPT)");
   need(c.norm_placement == nn::NormPlacement::pre, cls, "norm_placement", nn::norm_placement_name(c.norm_placement));
   need(!c.embedding_norm, cls, "embedding_norm", "true");
   need(!c.qk_norm || c.qk_norm_weight, cls, "qk_norm", "true");  // parameter-free: nanochat

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "formats/nanochat_options.h"
 #include "formats/rope_rows.h"
 #include "nanoformer/core/error.h"
 
@@ -126,6 +127,7 @@ void check_expressible(const DecoderLMConfig& c) {
     NF_CHECK(ok, "save_llama2c: ", option, " ", value, " cannot be written to a llama2.c file (it needs ", needed,
              ")");
   };
+  refuse(nanochat_option_set(c).empty(), nanochat_option_set(c), "(nanochat's current GPT)", "LLaMA's blocks only");
   refuse(c.norm == nn::NormKind::rmsnorm, "norm", nn::norm_kind_name(c.norm), "rmsnorm");
   refuse(c.norm_eps == kLlama2cNormEps, "norm_eps", std::to_string(c.norm_eps), "1e-5");
   refuse(c.norm_placement == nn::NormPlacement::pre, "norm_placement", nn::norm_placement_name(c.norm_placement),

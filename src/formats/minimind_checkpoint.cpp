@@ -11,6 +11,7 @@
 
 #include "formats/folder_io.h"
 #include "formats/name_map.h"
+#include "formats/nanochat_options.h"
 #include "formats/rope_rows.h"
 #include "nanoformer/core/error.h"
 #include "util/json_input.h"
@@ -147,6 +148,7 @@ void check_expressible(const DecoderLMConfig& c, MiniMindForm form) {
   auto need = [&](bool ok, const std::string& option, const std::string& value) {
     NF_CHECK(ok, writer, ": ", option, " ", value, " cannot be expressed by ", format);
   };
+  need(nanochat_option_set(c).empty(), nanochat_option_set(c), "(nanochat's current GPT)");
   need(c.norm == nn::NormKind::rmsnorm, "norm", nn::norm_kind_name(c.norm));
   need(c.norm_placement == nn::NormPlacement::pre, "norm_placement", nn::norm_placement_name(c.norm_placement));
   need(c.position == nn::PositionKind::rope, "position", nn::position_kind_name(c.position));

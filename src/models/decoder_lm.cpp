@@ -29,10 +29,17 @@ DecoderLM::DecoderLM(const DecoderLMConfig& config, Generator& gen) : Model("Dec
   for (int64_t i = 0; i < c.n_layers; ++i) {
     nn::BlockConfig layer = block;
     layer.attention.window = layer_window(c, i);
+    if (c.value_embeddings && nn::value_embedding_layer(i, c.n_layers)) layer.attention.value_gate_channels = nn::kValueGateChannels;
     layers->push_back(std::make_shared<nn::TransformerBlock>(layer, attention_position, gen));
   }
   norm = register_module("norm", nn::make_norm(block.norm));
   if (!c.tie_embeddings) output = register_module("output", std::make_shared<nn::Linear>(c.dim, c.vocab_size, false, gen));
+  if (c.value_embeddings)
+    value_embeds = register_module("value_embeds", std::make_shared<nn::ValueEmbeddings>(
+        c.vocab_size, block.attention.n_kv_heads * block.attention.head_dim, c.n_layers, gen));
+  if (c.residual_scalars) residual_scalars = register_module("residual_scalars", std::make_shared<nn::ResidualScalars>(c.n_layers));
+  if (c.smear) smear = register_module("smear", std::make_shared<nn::Smear>(c.dim, gen));
+  if (c.backout) backout = register_module("backout", std::make_shared<nn::Backout>());
   init_weights(*this, c.init, gen);
 }
 
@@ -45,7 +52,10 @@ std::vector<ParameterPart> DecoderLM::parameter_parts() const {
     parts.insert(parts.end(), {{"routed experts", p.routed_experts}, {"shared experts", p.shared_experts}, {"router", p.router}});
   else
     parts.push_back({"mlp", p.mlp});
-  parts.insert(parts.end(), {{"norms", p.norms}, {"head", p.head}});
+  parts.push_back({"norms", p.norms});
+  if (p.value_embeddings > 0) parts.push_back({"value embeddings", p.value_embeddings});
+  if (p.scalars > 0) parts.push_back({"scalars", p.scalars});
+  parts.push_back({"head", p.head});
   return parts;
 }
 
@@ -54,7 +64,8 @@ DType DecoderLM::compute_dtype() const {
   return table.defined() ? table.dtype() : DType::f32;
 }
 
-Tensor DecoderLM::embed(const Tensor& ids, const std::vector<int64_t>& positions, int64_t rows_per_position) {
+Tensor DecoderLM::embed(const Tensor& ids, const std::vector<int64_t>& positions, int64_t rows_per_position,
+                        std::span<nn::KVCache* const> caches) {
   Tensor x = tok_embeddings->forward(ids);  // (B, T, D)
   if (pos_embeddings) {
     if (std::all_of(positions.begin(), positions.end(), [&](int64_t p) { return p == positions[0]; })) {
@@ -69,18 +80,31 @@ Tensor DecoderLM::embed(const Tensor& ids, const std::vector<int64_t>& positions
   }
   if (dropout_) x = dropout_->forward(x);
   if (embedding_norm) x = embedding_norm->forward(x);
-  return x;
+  if (!smear) return x;
+  if (caches.empty()) return smear->forward(x);
+  std::vector<Tensor> parts;  // each cache's rows continue from the embedding it carries
+  for (size_t i = 0; i < caches.size(); ++i) {
+    const Tensor rows = narrow(x, 0, static_cast<int64_t>(i) * rows_per_position, rows_per_position);
+    parts.push_back(smear->forward(rows, caches[i]->length() > 0 ? caches[i]->carried() : Tensor()));
+    caches[i]->set_carried(narrow(rows, 1, rows.size(1) - 1, 1).contiguous());
+  }
+  return parts.size() == 1 ? parts[0] : cat(parts, 0);
 }
 
-Tensor DecoderLM::blocks(Tensor x, std::span<nn::KVCache* const> caches, const std::vector<nn::KVCacheStep>& steps,
-                         std::vector<Tensor>* hidden) {
+Tensor DecoderLM::blocks(Tensor x, const Tensor& ids, std::span<nn::KVCache* const> caches,
+                         const std::vector<nn::KVCacheStep>& steps, std::vector<Tensor>* hidden) {
   std::vector<nn::CachedAttention> layer_caches(caches.size());
+  const Tensor x0 = x;
+  Tensor mid;  // the output of layer n_layers / 2, for the backout
   for (int64_t i = 0; i < config_.n_layers; ++i) {
     for (size_t c = 0; c < caches.size(); ++c) layer_caches[c] = caches[c]->at(i, steps[c]);
-    x = (*layers)[static_cast<size_t>(i)]->forward(x, {.self = {.caches = layer_caches}});
+    if (residual_scalars) x = residual_scalars->forward(x, x0, i);  // resid_i x + x0_i x0
+    const Tensor ve = value_embeds ? value_embeds->forward(ids, i) : Tensor();
+    x = (*layers)[static_cast<size_t>(i)]->forward(x, {.self = {.caches = layer_caches, .value_embedding = ve}});
+    if (i == config_.n_layers / 2) mid = x;
     if (hidden) hidden->push_back(x);
   }
-  return x;
+  return backout ? backout->forward(x, mid) : x;  // x - lambda x_mid
 }
 
 Tensor DecoderLM::head(const Tensor& x) {
@@ -96,7 +120,7 @@ LMOutput DecoderLM::forward(const Tensor& ids, const Tensor& targets, bool retur
   NF_CHECK(ids.size(1) <= c.max_seq_len, "DecoderLM: sequence length ", ids.size(1), " exceeds max_seq_len ",
            c.max_seq_len);
   LMOutput out;
-  out.logits = head(blocks(embed(ids, {0}, ids.size(0)), {}, {}, return_hidden ? &out.hidden : nullptr));
+  out.logits = head(blocks(embed(ids, {0}, ids.size(0)), ids, {}, {}, return_hidden ? &out.hidden : nullptr));
   if (!targets.defined()) return out;
   NF_CHECK(targets.shape() == ids.shape(), "DecoderLM: targets ", shape_str(targets.shape()), " must match ids ",
            shape_str(ids.shape()));
@@ -148,7 +172,8 @@ Tensor DecoderLM::forward_cached(const Tensor& ids, std::span<nn::KVCache* const
       steps.push_back(cache->begin(ids.size(0) / n, T));
       positions.push_back(steps.back().position);
     }
-    Tensor x = blocks(embed(narrow(ids, 1, first, T), positions, ids.size(0) / n), caches, steps, nullptr);
+    const Tensor chunk_ids = narrow(ids, 1, first, T);
+    Tensor x = blocks(embed(chunk_ids, positions, ids.size(0) / n, caches), chunk_ids, caches, steps, nullptr);
     if (last_only) x = narrow(x, 1, T - 1, 1);
     if (!last_only || first + T == ids.size(1)) logits.push_back(head(x));
     for (size_t i = 0; i < caches.size(); ++i) caches[i]->commit(steps[i]);

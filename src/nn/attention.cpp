@@ -37,6 +37,8 @@ AttentionConfig resolved(const AttentionConfig& config) {
            " must be >= 0, and a sliding window needs causal attention");
   NF_CHECK(!c.qk_norm_weight || c.qk_norm, "MultiHeadAttention: qk_norm_weight needs qk_norm");
   NF_CHECK(c.qk_norm_eps > 0.0, "MultiHeadAttention: qk_norm_eps must be positive, got ", c.qk_norm_eps);
+  NF_CHECK(c.value_gate_channels >= 0 && c.value_gate_channels <= c.dim, "MultiHeadAttention: value_gate_channels ",
+           c.value_gate_channels, " outside [0, dim = ", c.dim, "]");
   NF_CHECK(!c.scale || std::isfinite(*c.scale), "MultiHeadAttention: scale ", c.scale.value_or(0.0), " is not finite");
   return c;
 }
@@ -48,7 +50,8 @@ N attention_parameter_count(const AttentionConfig& config) {
   // q: dim -> q_width, k and v: context_dim -> kv_width, o: q_width -> dim
   return linear_parameter_count(N(c.dim), q_width, c.bias) +
          N(2) * linear_parameter_count(N(c.context_dim), kv_width, c.bias) +
-         linear_parameter_count(q_width, N(c.dim), *c.output_bias) + N(qk_norm_parameter_count(c));
+         linear_parameter_count(q_width, N(c.dim), *c.output_bias) + N(qk_norm_parameter_count(c)) +
+         N(c.value_gate_channels) * N(c.n_kv_heads);
 }
 template int64_t attention_parameter_count<int64_t>(const AttentionConfig&);
 template long double attention_parameter_count<long double>(const AttentionConfig&);
@@ -87,6 +90,8 @@ MultiHeadAttention::MultiHeadAttention(const AttentionConfig& config, std::share
     q_norm = register_module("q_norm", std::make_shared<RMSNorm>(c.head_dim, c.qk_norm_eps));
     k_norm = register_module("k_norm", std::make_shared<RMSNorm>(c.head_dim, c.qk_norm_eps));
   }
+  if (c.value_gate_channels > 0)
+    ve_gate = register_module("ve_gate", std::make_shared<ValueEmbeddingGate>(c.value_gate_channels, c.n_kv_heads, gen));
   // Without an explicit seed, each layer's dropout draws its own stream from the model's generator.
   if (c.dropout > 0.0 && c.seed == 0) dropout_gen_ = Generator(draw_seed(gen));
 }
@@ -200,7 +205,13 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const AttentionInputs& in, T
              "MultiHeadAttention: context must be (B = ", B, ", Tk, context_dim = ", c.context_dim, "), got ",
              shape_str(source.shape()));
     k = split_heads(self ? qkv[1] : k_proj->forward(source), c.n_kv_heads, c.head_dim);
-    v = split_heads(self ? qkv[2] : v_proj->forward(source), c.n_kv_heads, c.head_dim);
+    Tensor v_flat = self ? qkv[2] : v_proj->forward(source);
+    if (ve_gate) {
+      NF_CHECK(self && in.value_embedding.defined(), "MultiHeadAttention: a value-embedding gate needs self-attention "
+               "and AttentionInputs::value_embedding");
+      v_flat = ve_gate->forward(v_flat, x, in.value_embedding);  // v + 3 sigmoid(x[:c] Wg^T) ve
+    }
+    v = split_heads(v_flat, c.n_kv_heads, c.head_dim);
   }
   Tensor y;
   if (cached) {

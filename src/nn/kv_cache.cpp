@@ -137,6 +137,7 @@ bool KVCache::reaches(const Layer& l, int64_t first, int64_t position) {
 
 bool KVCache::can_truncate(int64_t n) const {
   if (n < 0 || n > position_) return false;
+  if (carried_.defined() && n != 0 && n != position_) return false;  // what it carries belongs to the last position
   return std::all_of(layers_.begin(), layers_.end(), [&](const Layer& l) {
     return l.length >= position_ - n && reaches(l, position_ - l.length, n);
   });
@@ -155,6 +156,7 @@ void KVCache::reset() {
   for (Layer& l : layers_) l.length = 0;
   position_ = 0;
   batch_ = 0;
+  carried_ = Tensor();
 }
 
 bool KVCache::shift(int64_t keep, int64_t discard, const Reposition& reposition) {
@@ -210,6 +212,7 @@ void KVCache::select_rows(const std::vector<int64_t>& rows) {
     for (const Tensor& storage : {l.kv.keys, l.kv.values})  // a copy first: rows may repeat
       copy_into(columns_of(storage, count, 0, l.length), index_select(columns_of(storage, batch_, 0, l.length), 0, index));
   }
+  if (carried_.defined()) carried_ = index_select(carried_, 0, index);
   batch_ = count;
 }
 

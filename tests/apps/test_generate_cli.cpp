@@ -179,5 +179,26 @@ TEST_F(ChatModelTest, BadInputIsOneClearLine) {
                  "--cache-type q8_0 stores keys and values in blocks of 32; the model's head_dim 8 is not a multiple of 32");
 }
 
+// nanochat's current GPT (tests/fixtures/nanochat/current_92d63d4, nanochat@92d63d4's own gpt.py):
+// `inspect` names its parts, and `generate` continues a 150-token prompt (past its 129-key window)
+// with GPT.generate's greedy tokens, from the folder as nanochat wrote it and after `convert --to nanochat`.
+TEST_F(GenerateCliTest, NanochatsCurrentFolderInspectsAndGivesItsOwnGreedyTokens) {
+  const std::string folder = std::string(NF_TEST_DATA_DIR) + "/nanochat/current_92d63d4";
+  const auto inspect = cli("inspect '" + folder + "'");
+  ASSERT_EQ(inspect.exit_code, 0) << inspect.err;
+  EXPECT_NE(inspect.out.find("sliding window 129 (SSSL), value embeddings, residual scalars, smear, backout"),
+            std::string::npos) << inspect.out;
+  EXPECT_NE(inspect.out.find("value embeddings             1,600"), std::string::npos) << inspect.out;
+  const auto golden = io::load_safetensors(folder + ".golden.safetensors");
+  const std::string prompt = ids_text(golden.at("prompt").to_vector<int64_t>());
+  const std::string expected = ids_text(golden.at("generated").to_vector<int64_t>()) + "\n";
+  ASSERT_EQ(cli("convert '" + folder + "' '" + path("converted") + "' --to nanochat").exit_code, 0);
+  for (const std::string& model : {folder, path("converted")}) {
+    const auto r = cli("generate -m '" + model + "' --ids --greedy -n 20 --prompt-ids '" + prompt + "'");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, expected) << model;
+  }
+}
+
 }  // namespace
 }  // namespace nf

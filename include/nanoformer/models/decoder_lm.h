@@ -1,11 +1,14 @@
 #pragma once
 // A decoder-only language model built from a DecoderLMConfig, covering GPT-2 (000), MiniMind2
 // dense and MoE (002), nanochat (003) and llama2.c's LLaMA as configurations:
-//   ids -> tok_embeddings (-> + pos_embeddings) (-> dropout) (-> embedding_norm) -> layers
-//       -> norm -> head (output, or tok_embeddings.weight when tied) (-> c tanh(logits / c)) -> loss
+//   ids -> tok_embeddings (-> + pos_embeddings) (-> dropout) (-> embedding_norm) (-> smear) = x0
+//       -> layers (each: [x = resid_i x + x0_i x0], the block [with layer i's value embedding])
+//       (-> backout) -> norm -> head (output, or tok_embeddings.weight when tied) (-> c tanh(logits / c)) -> loss
+// (the bracketed parts are nanochat's current GPT: value_embeddings, residual_scalars, smear, backout)
 // Parameter names: tok_embeddings.weight, [pos_embeddings.weight], [embedding_norm.*],
 // layers.N.<TransformerBlock names>, norm.*, [output.weight] (absent when tied: the head then
-// uses tok_embeddings.weight itself, so state_dict lists the matrix once).
+// uses tok_embeddings.weight itself, so state_dict lists the matrix once), [value_embeds.N.weight],
+// [residual_scalars.{resid_lambdas,x0_lambdas}], [smear.{gate_weight,lambda}], [backout.lambda].
 #include <memory>
 #include <span>
 #include <string>
@@ -14,7 +17,11 @@
 #include "nanoformer/core/generator.h"
 #include "nanoformer/models/config/model_config.h"
 #include "nanoformer/models/model.h"
+#include "nanoformer/nn/backout.h"
 #include "nanoformer/nn/block.h"
+#include "nanoformer/nn/residual_scalars.h"
+#include "nanoformer/nn/smear.h"
+#include "nanoformer/nn/value_embedding.h"
 #include "nanoformer/nn/kv_cache.h"
 #include "nanoformer/nn/positional.h"
 
@@ -83,14 +90,19 @@ class DecoderLM : public Model {
   std::shared_ptr<nn::ModuleList<nn::TransformerBlock>> layers;
   std::shared_ptr<nn::UnaryModule> norm;
   std::shared_ptr<nn::Linear> output;                        // null when tied
+  std::shared_ptr<nn::ValueEmbeddings> value_embeds;         // null unless config.value_embeddings
+  std::shared_ptr<nn::ResidualScalars> residual_scalars;     // null unless config.residual_scalars
+  std::shared_ptr<nn::Smear> smear;                          // null unless config.smear
+  std::shared_ptr<nn::Backout> backout;                      // null unless config.backout
 
  private:
   // tok_embeddings (+ positions: rows [rows_at[i], rows_at[i + 1]) start at positions[i]) (-> dropout)
-  // (-> embedding_norm)
-  Tensor embed(const Tensor& ids, const std::vector<int64_t>& positions, int64_t rows_per_position);
-  // The blocks over x; with caches, layer i reads and extends caches[c]->at(i, steps[c]).
-  Tensor blocks(Tensor x, std::span<nn::KVCache* const> caches, const std::vector<nn::KVCacheStep>& steps,
-                std::vector<Tensor>* hidden);
+  // (-> embedding_norm) (-> smear, continuing from what each cache carries, which it then updates)
+  Tensor embed(const Tensor& ids, const std::vector<int64_t>& positions, int64_t rows_per_position,
+               std::span<nn::KVCache* const> caches = {});
+  // The blocks over x (the tokens ids); with caches, layer i reads and extends caches[c]->at(i, steps[c]).
+  Tensor blocks(Tensor x, const Tensor& ids, std::span<nn::KVCache* const> caches,
+                const std::vector<nn::KVCacheStep>& steps, std::vector<Tensor>* hidden);
   // norm -> head (-> softcap): (B, T, dim) -> (B, T, vocab_size)
   Tensor head(const Tensor& x);
 

@@ -3,6 +3,7 @@
 // an optional positional scheme (RoPE rotates q and k, ALiBi / T5 / Transformer-XL add a score
 // bias), optional QK-norm, dropout on the weights:
 //   q = x Wq^T, k = c Wk^T, v = c Wv^T      (c = context for cross-attention, else x)
+//   v = v + 3 sigmoid(x[..., :channels] Wg^T) ve with a value-embedding gate (nanochat; nn/value_embedding.h)
 //   q, k = rms(q) w_q, rms(k) w_k with a learned qk_norm_weight (Qwen3), before rotation
 //   q, k = rotate(q), rotate(k);  q, k = rms(q), rms(k) with a parameter-free qk_norm (nanochat)
 //   y = softmax(scale q k^T + score_bias + mask) v,  out = y Wo^T
@@ -19,6 +20,7 @@
 #include "nanoformer/nn/linear.h"
 #include "nanoformer/nn/module.h"
 #include "nanoformer/nn/norm.h"
+#include "nanoformer/nn/value_embedding.h"
 #include "nanoformer/ops/attention.h"
 
 namespace nf::nn {
@@ -40,6 +42,9 @@ struct AttentionConfig {
   bool causal = false;      // bottom-right aligned (see ops/attention.h)
   int64_t window = 0;       // sliding window (causal only): a query sees its `window` latest keys, itself included; 0 = all
   std::optional<double> scale{};  // multiplies q k^T; default 1 / sqrt(head_dim)
+  // > 0: self-attention mixes a value embedding into v through a ValueEmbeddingGate (ve_gate)
+  // reading x's first value_gate_channels channels (nanochat: 12); AttentionInputs::value_embedding
+  int64_t value_gate_channels = 0;
   bool fused = true;        // the fused kernel; false = the plain composition
   uint64_t seed = 0;        // of the dropout generator
 };
@@ -66,6 +71,8 @@ struct AttentionInputs {
   // prefix and themselves at its own positions (sequences at different lengths decoded together
   // compute what each computes alone). Positions come from the caches; masks and q_offset are unused.
   std::span<const CachedAttention> caches{};
+  // With value_gate_channels: the layer's value embedding of the tokens, (B, Tq, n_kv_heads * head_dim).
+  Tensor value_embedding{};
 };
 
 // `config` validated (an error naming the field and value) with its defaults filled in: n_kv_heads,
@@ -99,6 +106,7 @@ class MultiHeadAttention : public Module {
   const AttentionConfig& config() const { return config_; }
   std::shared_ptr<Linear> q_proj, k_proj, v_proj, o_proj;
   std::shared_ptr<RMSNorm> q_norm, k_norm;  // qk_norm_weight only: (head_dim) weights
+  std::shared_ptr<ValueEmbeddingGate> ve_gate;  // value_gate_channels only
 
  protected:
   Generator* own_generator() override { return &dropout_gen_; }  // attention-weight dropout

@@ -116,6 +116,13 @@ class KVCache {
   // and rows (n choices of one prompt start from the cache of the first one's prefill).
   void copy_from(const KVCache& other);
 
+  // What a model carries from one step to the next besides keys and values, per row (nanochat's
+  // smear: the last token's embedding, (batch, 1, dim)); undefined until a model sets it. reset()
+  // clears it, can_truncate() refuses to drop positions while it is set (the caller re-encodes),
+  // select_rows() gathers it, shift() keeps it (the last token stays).
+  const Tensor& carried() const { return carried_; }
+  void set_carried(Tensor value) { carried_ = std::move(value); }
+
  private:
   struct Layer {
     LayerKV kv;
@@ -131,6 +138,7 @@ class KVCache {
   KVCacheShape shape_;
   std::vector<Layer> layers_;
   int64_t position_ = 0, batch_ = 0;
+  Tensor carried_;
 };
 
 }  // namespace nf::nn

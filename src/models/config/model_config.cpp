@@ -15,6 +15,8 @@
 
 #include "models/config/config_keys.h"
 #include "nanoformer/core/error.h"
+#include "nanoformer/nn/smear.h"
+#include "nanoformer/nn/value_embedding.h"
 #include "util/json_input.h"
 
 namespace nf::models {
@@ -77,6 +79,7 @@ void visit_keys(Visitor& v, DecoderLMConfig& c) {
   v.value("qk_norm", c.qk_norm);
   v.value("qk_norm_weight", c.qk_norm_weight);
   v.value("qk_norm_eps", c.qk_norm_eps);
+  v.value("attention_scale", c.attention_scale);
   v.value("sliding_window", c.sliding_window);
   v.value("window_pattern", c.window_pattern);
   v.value("window_layers", c.window_layers);
@@ -87,6 +90,10 @@ void visit_keys(Visitor& v, DecoderLMConfig& c) {
   v.value("attention_output_bias", c.attention_output_bias);
   v.value("mlp_bias", c.mlp_bias);
   v.value("tie_embeddings", c.tie_embeddings);
+  v.value("value_embeddings", c.value_embeddings);
+  v.value("residual_scalars", c.residual_scalars);
+  v.value("smear", c.smear);
+  v.value("backout", c.backout);
   v.value("logit_softcap", c.logit_softcap);
   v.value("dropout", c.dropout);
   v.value("residual_dropout", c.residual_dropout);
@@ -116,8 +123,16 @@ BasicParameterCounts<N> counts_in(const DecoderLMConfig& c) {
   p.router = L * layer.router;
   p.norms = L * layer.norms + N(c.embedding_norm ? 2 : 1) * norm;  // the layers', [embedding_norm,] norm
   p.head = c.tie_embeddings ? N(0) : nn::linear_parameter_count(D, V, false);
+  if (c.value_embeddings) {
+    const N layers = N((c.n_layers + 1) / 2);  // n_layers - 1, n_layers - 3, ... (nn::value_embedding_layer)
+    const nn::AttentionConfig& a = block.attention;
+    p.value_embeddings = layers * nn::embedding_parameter_count(V, N(a.n_kv_heads) * N(a.head_dim));
+    p.attention += layers * N(nn::kValueGateChannels) * N(a.n_kv_heads);
+  }
+  p.scalars = (c.residual_scalars ? N(2) * L : N(0)) + (c.smear ? N(nn::Smear::kChannels + 1) : N(0)) +
+              (c.backout ? N(1) : N(0));
   p.total = p.embedding + p.positions + p.attention + p.mlp + p.routed_experts + p.shared_experts + p.router +
-            p.norms + p.head;
+            p.norms + p.value_embeddings + p.scalars + p.head;
   return p;
 }
 
@@ -186,6 +201,11 @@ void validate_model_config(const DecoderLMConfig& c, const std::string& source) 
   check(c.window_layers.empty() || static_cast<int64_t>(c.window_layers.size()) == c.n_layers, source,
         "window_layers", layers, "must give one letter per layer (n_layers)");
   check(!c.qk_norm_weight || c.qk_norm, source, "qk_norm_weight", "true", "needs qk_norm true");
+  check(c.attention_scale >= 0 && std::isfinite(c.attention_scale), source, "attention_scale", c.attention_scale,
+        "must be >= 0 (0 = 1 / sqrt(head_dim))");
+  check(!c.smear || c.dim >= nn::Smear::kChannels, source, "smear", "true", "needs dim >= 24 (its gate's channels)");
+  check(!c.value_embeddings || c.dim >= nn::kValueGateChannels, source, "value_embeddings", "true",
+        "needs dim >= 12 (its gates' channels)");
   check(c.logit_softcap >= 0 && std::isfinite(c.logit_softcap), source, "logit_softcap", c.logit_softcap,
         "must be >= 0 (0 = none)");
   check(c.dropout >= 0 && c.dropout < 1, source, "dropout", c.dropout, "must be in [0, 1)");
@@ -303,6 +323,7 @@ nn::BlockConfig block_config(const DecoderLMConfig& c) {
                  .bias = c.attention_bias, .output_bias = c.attention_bias && c.attention_output_bias,
                  .qk_norm = c.qk_norm, .qk_norm_weight = c.qk_norm_weight, .qk_norm_eps = c.qk_norm_eps,
                  .dropout = c.dropout, .causal = true};
+  if (c.attention_scale > 0) b.attention.scale = c.attention_scale;
   b.mlp = {.kind = c.mlp, .dim = c.dim, .hidden = c.mlp_hidden, .multiple_of = c.mlp_multiple_of,
            .bias = c.mlp_bias, .dropout = c.dropout};
   if (c.moe) {

@@ -48,6 +48,7 @@ struct DecoderLMConfig {
   bool qk_norm = false;          // parameter-free RMS norm of q and k (nanochat)
   bool qk_norm_weight = false;   // with qk_norm: learned (head_dim) weights q_norm / k_norm, before rotation (Qwen3)
   double qk_norm_eps = 1e-6;
+  double attention_scale = 0.0;  // multiplies q k^T; 0 = 1 / sqrt(head_dim) (nanochat's q, k * 1.2: 1.44 / sqrt(head_dim))
   // Sliding-window attention: a windowed layer's query sees its sliding_window latest keys, itself
   // included (Mistral's sliding_window; nanochat's flash-attn window (N, 0) is N + 1); 0 = none.
   int64_t sliding_window = 0;
@@ -64,6 +65,11 @@ struct DecoderLMConfig {
   bool attention_output_bias = true;  // with attention_bias: o_proj's bias too (false: q, k, v only, Qwen2)
   bool mlp_bias = true;
   bool tie_embeddings = true;    // the head reuses the token embedding matrix
+  // nanochat's current GPT (nn/value_embedding.h, residual_scalars.h, smear.h, backout.h):
+  bool value_embeddings = false;  // per-token value tables on alternating layers (last included), 12-channel gates
+  bool residual_scalars = false;  // x = resid_lambdas[i] x + x0_lambdas[i] x0 before layer i
+  bool smear = false;             // the embedding takes in the previous token's through a gate
+  bool backout = false;           // x - lambda x_mid (after layer n_layers / 2) before the final norm
   double logit_softcap = 0.0;    // > 0: logits = c tanh(logits / c) (nanochat: 15); 0 = none
   double dropout = 0.0;          // embeddings, attention weights, MLP (where make_mlp puts it)
   double residual_dropout = 0.0; // each sublayer's output before the residual sum (001/004)
@@ -119,6 +125,8 @@ struct BasicParameterCounts {
   N shared_experts = 0;  // MoE shared experts of every layer
   N router = 0;          // MoE gates
   N norms = 0;           // every norm (embedding norm, block norms, final norm)
+  N value_embeddings = 0; // value tables (their gates count as attention)
+  N scalars = 0;          // resid / x0 lambdas, smear gate and lambda, backout lambda
   N head = 0;            // the untied output matrix (0 when tied: the head is the embedding)
   N total = 0;
 };
