@@ -239,6 +239,7 @@ void KVCache::copy_from(const KVCache& other) {
   }
   position_ = other.position_;
   batch_ = other.batch_;
+  carried_ = other.carried_.defined() ? other.carried_.clone() : Tensor();  // the last position's (smear)
 }
 
 }  // namespace nf::nn
