@@ -42,6 +42,12 @@ class Tokenizer {
   // first bad id.
   virtual void decode(std::span<const TokenId> ids, std::string& out) const;
   std::string decode(std::span<const TokenId> ids) const;
+  // Like decode, leaving out the special tokens when skip_special is set (Hugging Face's
+  // skip_special_tokens); a tokenizer without special tokens decodes as decode does.
+  virtual void decode(std::span<const TokenId> ids, std::string& out, bool skip_special) const {
+    (void)skip_special;
+    decode(ids, out);
+  }
 
   // The id of a special/added token or of a vocabulary entry with exactly these bytes.
   virtual std::optional<TokenId> token_id(std::string_view content) const = 0;

@@ -56,7 +56,7 @@ class WordPieceTokenizer final : public Tokenizer {
   std::string_view token_bytes(TokenId id) const override;
   void decode(std::span<const TokenId> ids, std::string& out) const override { decode(ids, out, false); }
   // HF's decode(ids, skip_special_tokens).
-  void decode(std::span<const TokenId> ids, std::string& out, bool skip_special) const;
+  void decode(std::span<const TokenId> ids, std::string& out, bool skip_special) const override;
   bool is_special(TokenId id) const;
 
   std::optional<TokenId> token_id(std::string_view content) const override;
