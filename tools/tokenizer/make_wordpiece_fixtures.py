@@ -45,6 +45,7 @@ BERT_TEXTS = [
     "Ⓐⓑ ＡＢＣ ｆｕｌｌｗｉｄｔｈ ① ² ½ ⅻ ℌ ℍ Ω K Å",
     "unk chars: ꙮ 𓀀 ᚠᛇᚻ ߷ ⷶ 𝔘𝔫𝔦𝔠𝔬𝔡𝔢",
     "hello world hello [MASK] world <ent> ent <ENT>",
+    "unassigned \u0378 kept, x\u0378y \U0010FFFE",
 ]
 TEXTS = PARITY_TEXTS + BERT_TEXTS
 

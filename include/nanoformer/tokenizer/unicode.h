@@ -21,7 +21,7 @@ enum : uint8_t {
   kSpace = 4,   // \s: the White_Space property
   kWord = 8,    // \w as Rust's regex crate defines it (used by added tokens' single_word)
   kPunctuation = 16,     // P*: Pc Pd Ps Pe Pi Pf Po (BERT's punctuation, with ASCII symbols added)
-  kOther = 32,           // C*: Cc Cf Cn Co Cs (BERT's "control" characters)
+  kOther = 32,           // Cc Cf Co Cs (BERT's "control" characters; unassigned Cn is not, as in HF)
   kNonspacingMark = 64,  // Mn (the accents BERT's strip_accents removes after NFD)
 };
 
