@@ -79,6 +79,8 @@ std::string decode_checked(const tokenizer::Tokenizer& tok, const std::vector<to
   } catch (const Error& e) {
     finding(std::string("ids from encode do not decode: ") + e.what());
   }
+  // WordPiece decoding joins pieces with spaces (not the tokens' bytes back to back): no streaming
+  if (tok.kind() == "wordpiece") return decoded;
   tokenizer::StreamDecoder stream(tok);
   std::string streamed;
   for (tokenizer::TokenId id : ids) streamed += stream.push(id);

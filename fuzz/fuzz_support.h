@@ -62,7 +62,7 @@ const std::string& scratch_directory(const std::string& name);
 std::string fixture_path(const std::string& name);
 
 // Decodes ids that encode produced: every id is below vocab_size(), decoding cannot fail, and a
-// StreamDecoder fed the ids one by one gives the same bytes.
+// StreamDecoder fed the ids one by one gives the same bytes (byte-level and character tokenizers).
 std::string decode_checked(const tokenizer::Tokenizer& tok, const std::vector<tokenizer::TokenId>& ids);
 
 // Encodes and decodes kSampleTexts and `extra` (encode may refuse a text with nf::Error); when

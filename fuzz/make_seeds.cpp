@@ -146,6 +146,28 @@ void tokenizer_json_seeds() {
   write("tokenizer_json", "trained_290.json", tokenizer_to_json(train_bpe(words, options)));
 }
 
+// The smallest WordPiece tokenizer.json we accept with every part in use.
+std::string tiny_wordpiece() {
+  return R"({"truncation":null,"padding":null,"added_tokens":[{"id":0,"content":"[UNK]","special":true},)"
+         R"({"id":1,"content":"[CLS]","special":true},{"id":2,"content":"[SEP]","special":true},)"
+         R"({"id":7,"content":"<e>","normalized":true,"lstrip":true,"special":false}],)"
+         R"("normalizer":{"type":"BertNormalizer","clean_text":true,"handle_chinese_chars":true,"strip_accents":null,)"
+         R"("lowercase":true},"pre_tokenizer":{"type":"BertPreTokenizer"},"post_processor":{"type":"TemplateProcessing",)"
+         R"("single":[{"SpecialToken":{"id":"[CLS]","type_id":0}},{"Sequence":{"id":"A","type_id":0}},)"
+         R"({"SpecialToken":{"id":"[SEP]","type_id":0}}],"pair":[],"special_tokens":{"[CLS]":{"id":"[CLS]","ids":[1],)"
+         R"("tokens":["[CLS]"]},"[SEP]":{"id":"[SEP]","ids":[2],"tokens":["[SEP]"]}}},)"
+         R"("decoder":{"type":"WordPiece","prefix":"##","cleanup":true},"model":{"type":"WordPiece","unk_token":"[UNK]",)"
+         R"("continuing_subword_prefix":"##","max_input_chars_per_word":8,"vocab":{"[UNK]":0,"[CLS]":1,"[SEP]":2,)"
+         R"("ab":3,"##c":4,"a":5,"##b":6,"<e>":7,".":8,"机":9}}})";
+}
+
+void wordpiece_seeds() {
+  write("wordpiece", "wp_small.json", fixture("wp_small.json"));
+  write("wordpiece", "tiny.json", tiny_wordpiece());
+  write("wordpiece", "text_minilm", std::string(1, '\0') + "Héllo, WORLD! 机器学习 [CLS] naïve\ndon't\tstop\x01 \xff");
+  write("wordpiece", "text_small", std::string(1, '\1') + "The [MASK] <ent> cat sat.\nOn the mat " + std::string(30, 'x'));
+}
+
 // A bpe_roundtrip input: the selector byte (tokenizer 0 GPT-2, 1 GPT-4, 2 prefix space; + 4 for
 // encode_ordinary), then the text.
 std::string roundtrip_input(size_t selector, std::string_view text) {
@@ -287,6 +309,7 @@ int main(int argc, char** argv) {
     gguf_seeds();
     gguf_model_seeds();
     tokenizer_json_seeds();
+    wordpiece_seeds();
     bpe_roundtrip_seeds();
     char_vocab_seeds();
     token_file_seeds();

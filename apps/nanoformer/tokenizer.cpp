@@ -15,6 +15,7 @@
 #include "nanoformer/core/error.h"
 #include "nanoformer/tokenizer/bpe_tokenizer.h"
 #include "nanoformer/tokenizer/bpe_trainer.h"
+#include "nanoformer/tokenizer/wordpiece_tokenizer.h"
 #include "nanoformer/tokenizer/char_tokenizer.h"
 #include "nanoformer/tokenizer/corpus.h"
 #include "nanoformer/tokenizer/jsonl.h"
@@ -106,6 +107,7 @@ void add_encode(CLI::App& parent) {
   auto* cmd = parent.add_subcommand("encode", "Print the token ids of a text");
   struct Args {
     std::string tokenizer, text, input, split;
+    bool special_tokens = false;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("--tokenizer,-t", a->tokenizer, "tokenizer.json or character vocabulary")->required();
@@ -115,11 +117,22 @@ void add_encode(CLI::App& parent) {
   cmd->add_option("--split", a->split,
                   "Treat the input as several texts separated by this string (backslash escapes \\n \\t \\\\ allowed); "
                   "print one line of ids per text");
+  cmd->add_flag("--special-tokens", a->special_tokens,
+                "Add the special tokens the tokenizer puts around a text (BERT: [CLS] ... [SEP]), as Hugging Face's "
+                "encode with add_special_tokens=True");
   cmd->callback([a, text, input] {
     NF_CHECK(text->count() + input->count() == 1, "encode: give --text or --input");
     const auto tok = tk::load_tokenizer(a->tokenizer);
+    const auto encode = [&](std::string_view piece) {
+      std::vector<tk::TokenId> ids;
+      if (a->special_tokens)
+        tok->encode_with_special_tokens(piece, ids);
+      else
+        tok->encode(piece, ids);
+      return ids;
+    };
     const std::string all = input->count() ? tk::read_file(a->input) : a->text;
-    if (a->split.empty()) return print_ids(tok->encode(all));
+    if (a->split.empty()) return print_ids(encode(all));
     std::string sep;
     for (size_t i = 0; i < a->split.size(); ++i) {
       if (a->split[i] != '\\' || i + 1 == a->split.size()) {
@@ -131,8 +144,7 @@ void add_encode(CLI::App& parent) {
     }
     for (size_t pos = 0;;) {
       const size_t end = all.find(sep, pos);
-      print_ids(
-          tok->encode(std::string_view(all).substr(pos, end == std::string::npos ? std::string::npos : end - pos)));
+      print_ids(encode(std::string_view(all).substr(pos, end == std::string::npos ? std::string::npos : end - pos)));
       if (end == std::string::npos) break;
       pos = end + sep.size();
     }
@@ -170,10 +182,7 @@ void add_decode(CLI::App& parent) {
       }
     }
     std::string out;
-    if (const auto* bpe = dynamic_cast<const tk::BpeTokenizer*>(tok.get()))
-      bpe->decode(a->ids, out, a->skip_special);
-    else
-      tok->decode(a->ids, out);
+    tok->decode(a->ids, out, a->skip_special);
     std::cout.write(out.data(), static_cast<std::streamsize>(out.size()));
     if (isatty(STDOUT_FILENO)) std::cout << "\n";
   });
@@ -256,6 +265,16 @@ void add_info(CLI::App& parent) {
                 << "\npattern: " << tk::pattern_name(bpe->pre_tokenizer().pattern)
                 << "\nadd_prefix_space: " << (bpe->pre_tokenizer().add_prefix_space ? "true" : "false") << "\n";
       for (const tk::AddedToken& t : bpe->added().tokens())
+        std::cout << "added token " << t.id << ": " << t.content << (t.special ? " (special)" : "") << "\n";
+    }
+    if (const auto* wp = dynamic_cast<const tk::WordPieceTokenizer*>(tok.get())) {
+      const tk::WordPieceConfig& c = wp->config();
+      if (c.normalizer)
+        std::cout << "normalizer: lowercase " << (c.normalizer->lowercase ? "true" : "false") << ", strip_accents "
+                  << (c.normalizer->strips_accents() ? "true" : "false") << "\n";
+      std::cout << "special tokens around a text: " << c.prefix_ids.size() << " before, " << c.suffix_ids.size()
+                << " after\n";
+      for (const tk::AddedToken& t : wp->added().tokens())
         std::cout << "added token " << t.id << ": " << t.content << (t.special ? " (special)" : "") << "\n";
     }
   });

@@ -140,6 +140,16 @@ void AddedVocabulary::split(std::string_view text, std::vector<Segment>& out) co
   }
 }
 
+void AddedVocabulary::split(std::string_view text, Pass pass, std::vector<Segment>& out) const {
+  out.clear();
+  const Trie& trie = pass == Pass::kRaw ? raw_ : normalized_;
+  if (trie.empty()) {
+    if (!text.empty()) out.push_back({0, text.size(), false, 0});
+    return;
+  }
+  split_pass(trie, text, 0, out);
+}
+
 bool AddedVocabulary::any_contains(char c) const {
   for (const AddedToken& t : tokens_)
     if (t.content.find(c) != std::string::npos) return true;

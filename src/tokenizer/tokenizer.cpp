@@ -59,7 +59,7 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path) {
     if (j.is_object() && j.contains("type") && j["type"] == CharTokenizer::kFileType)
       return std::make_unique<CharTokenizer>(CharTokenizer::from_json(text, path));
   }
-  return std::make_unique<BpeTokenizer>(tokenizer_from_json(text, path));
+  return any_tokenizer_from_json(text, path);
 }
 
 }  // namespace nf::tokenizer

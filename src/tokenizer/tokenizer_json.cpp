@@ -5,94 +5,21 @@
 #include <nlohmann/json.hpp>
 
 #include "nanoformer/core/error.h"
+#include "tokenizer_json_fields.h"
 #include "util/json_input.h"
 
 namespace nf::tokenizer {
 namespace {
 
+using json_fields::added_tokens_json;
+using json_fields::boolean;
+using json_fields::IdLimit;
+using json_fields::parse_added_tokens;
+using json_fields::quote;
+using json_fields::Reader;
+using json_fields::require_null;
 using nlohmann::json;
 using util::json_excerpt;
-
-// Ids index the decoding tables, so an id alone must never size them: every id must be below the
-// number of vocabulary entries plus added tokens (real files use dense ids, so this only refuses
-// ids that leave more gaps than the file has tokens).
-struct IdLimit {
-  uint64_t entries = 0, added = 0;
-
-  static IdLimit of(const json& root) {
-    IdLimit limit;
-    const auto model = root.find("model");
-    if (model != root.end() && model->is_object()) {
-      const auto vocab = model->find("vocab");
-      if (vocab != model->end() && vocab->is_object()) limit.entries = vocab->size();
-    }
-    const auto added = root.find("added_tokens");
-    if (added != root.end() && added->is_array()) limit.added = added->size();
-    return limit;
-  }
-  uint64_t bound() const { return std::min<uint64_t>(entries + added, uint64_t{1} << 31); }
-  std::string describe() const {
-    return "ids must be below " + std::to_string(bound()) + " (" + std::to_string(entries) +
-           " vocabulary entries + " + std::to_string(added) + " added tokens)";
-  }
-};
-
-// Field access that names the file and the field path in every error.
-class Reader {
- public:
-  explicit Reader(std::string_view source) : source_(source) {}
-
-  [[noreturn]] void fail(const std::string& path, const std::string& problem) const {
-    NF_FAIL(source_, ": ", path.empty() ? "" : path + ": ", problem);
-  }
-
-  const json* optional(const json& obj, const std::string& path, const char* key) const {
-    if (!obj.is_object()) fail(path, "expected an object");
-    auto it = obj.find(key);
-    return it == obj.end() || it->is_null() ? nullptr : &*it;
-  }
-  const json& required(const json& obj, const std::string& path, const char* key) const {
-    const json* v = optional(obj, path, key);
-    if (!v) fail(join(path, key), "missing");
-    return *v;
-  }
-  std::string string(const json& v, const std::string& path) const {
-    if (!v.is_string()) fail(path, "expected a string, found " + std::string(v.type_name()));
-    return v.get<std::string>();
-  }
-  bool boolean(const json& obj, const std::string& path, const char* key, bool fallback) const {
-    const json* v = optional(obj, path, key);
-    if (!v) return fallback;
-    if (!v->is_boolean()) fail(join(path, key), "expected true or false, found " + std::string(v->type_name()));
-    return v->get<bool>();
-  }
-  uint32_t id(const json& v, const std::string& path, const IdLimit& limit) const {
-    if (!v.is_number_unsigned()) fail(path, "expected a token id (a non-negative integer), found " + json_excerpt(v));
-    if (v.get<uint64_t>() >= limit.bound())
-      fail(path, "id " + std::to_string(v.get<uint64_t>()) + " is out of range: " + limit.describe());
-    return static_cast<uint32_t>(v.get<uint64_t>());
-  }
-  std::string type(const json& obj, const std::string& path) const {
-    return string(required(obj, path, "type"), join(path, "type"));
-  }
-
-  static std::string join(const std::string& path, const std::string& key) {
-    return path.empty() ? key : path + "." + key;
-  }
-
- private:
-  std::string source_;
-};
-
-// Fields that must be null (or absent) because nanoformer does not implement them.
-void require_null(const Reader& r, const json& root, const char* key) {
-  if (const json* v = r.optional(root, "", key)) {
-    std::string what = v->is_object() && v->contains("type") && (*v)["type"].is_string()
-                           ? "'" + (*v)["type"].get<std::string>() + "' "
-                           : "";
-    r.fail(key, what + "is not supported (only null)");
-  }
-}
 
 PreTokenizerOptions parse_byte_level(const Reader& r, const json& p, const std::string& path) {
   PreTokenizerOptions pre;
@@ -198,27 +125,6 @@ BpeModel parse_model(const Reader& r, const json& root, const IdLimit& limit) {
   }
 }
 
-std::vector<AddedToken> parse_added_tokens(const Reader& r, const json& root, const IdLimit& limit) {
-  std::vector<AddedToken> out;
-  const json* list = r.optional(root, "", "added_tokens");
-  if (!list) return out;
-  if (!list->is_array()) r.fail("added_tokens", "expected an array");
-  for (size_t i = 0; i < list->size(); ++i) {
-    const json& e = (*list)[i];
-    const std::string path = "added_tokens[" + std::to_string(i) + "]";
-    AddedToken t;
-    t.id = r.id(r.required(e, path, "id"), path + ".id", limit);
-    t.content = r.string(r.required(e, path, "content"), path + ".content");
-    t.special = r.boolean(e, path, "special", false);
-    t.single_word = r.boolean(e, path, "single_word", false);
-    t.lstrip = r.boolean(e, path, "lstrip", false);
-    t.rstrip = r.boolean(e, path, "rstrip", false);
-    t.normalized = r.boolean(e, path, "normalized", !t.special);
-    out.push_back(std::move(t));
-  }
-  return out;
-}
-
 void check_pipeline(const Reader& r, const json& root) {
   require_null(r, root, "truncation");
   require_null(r, root, "padding");
@@ -238,11 +144,6 @@ void check_pipeline(const Reader& r, const json& root) {
   if (type != "ByteLevel") r.fail("decoder", "type '" + type + "' is not supported (only ByteLevel)");
 }
 
-// JSON writing helpers: strings escaped by nlohmann, structure written by hand so that the vocab
-// keeps id order (and 50k entries need no ordered-map inserts).
-std::string quote(std::string_view s) { return json(std::string(s)).dump(); }
-const char* boolean(bool b) { return b ? "true" : "false"; }
-
 std::string pre_tokenizer_json(const PreTokenizerOptions& pre) {
   auto byte_level = [](bool aps, bool use_regex) {
     return std::string("{\"type\": \"ByteLevel\", \"add_prefix_space\": ") + boolean(aps) +
@@ -257,9 +158,9 @@ std::string pre_tokenizer_json(const PreTokenizerOptions& pre) {
 
 }  // namespace
 
-BpeTokenizer tokenizer_from_json(std::string_view json_text, std::string_view source) {
-  const Reader r(source);
-  const json root = util::parse_json(json_text, std::string(source) + ": ");
+namespace json_fields {
+
+BpeTokenizer bpe_from_root(const json& root, const Reader& r) {
   if (!root.is_object()) r.fail("", "expected a JSON object at the top level");
   try {
     check_pipeline(r, root);
@@ -277,21 +178,28 @@ BpeTokenizer tokenizer_from_json(std::string_view json_text, std::string_view so
   }
 }
 
+}  // namespace json_fields
+
+BpeTokenizer tokenizer_from_json(std::string_view json_text, std::string_view source) {
+  return json_fields::bpe_from_root(util::parse_json(json_text, std::string(source) + ": "), Reader(source));
+}
+
 BpeTokenizer load_tokenizer_json(const std::string& path) { return tokenizer_from_json(read_file(path), path); }
+
+std::unique_ptr<Tokenizer> any_tokenizer_from_json(std::string_view json_text, std::string_view source) {
+  const json root = util::parse_json(json_text, std::string(source) + ": ");
+  const auto model = root.is_object() ? root.find("model") : root.end();
+  const bool wordpiece = model != root.end() && model->is_object() && model->contains("type") &&
+                         (*model)["type"] == "WordPiece";
+  const Reader r(source);
+  if (wordpiece) return std::make_unique<WordPieceTokenizer>(json_fields::wordpiece_from_root(root, r));
+  return std::make_unique<BpeTokenizer>(json_fields::bpe_from_root(root, r));
+}
 
 std::string tokenizer_to_json(const BpeTokenizer& tokenizer) {
   const BpeModel& model = tokenizer.model();
-  std::string out = "{\n  \"version\": \"1.0\",\n  \"truncation\": null,\n  \"padding\": null,\n  \"added_tokens\": [";
-  const auto& added = tokenizer.added().tokens();
-  for (size_t i = 0; i < added.size(); ++i) {
-    const AddedToken& t = added[i];
-    out += i ? ",\n    " : "\n    ";
-    out += "{\"id\": " + std::to_string(t.id) + ", \"content\": " + quote(t.content) +
-           ", \"single_word\": " + boolean(t.single_word) + ", \"lstrip\": " + boolean(t.lstrip) +
-           ", \"rstrip\": " + boolean(t.rstrip) + ", \"normalized\": " + boolean(t.normalized) +
-           ", \"special\": " + boolean(t.special) + "}";
-  }
-  out += added.empty() ? "],\n" : "\n  ],\n";
+  std::string out = "{\n  \"version\": \"1.0\",\n  \"truncation\": null,\n  \"padding\": null,\n  \"added_tokens\": ";
+  out += added_tokens_json(tokenizer.added().tokens()) + ",\n";
   out += "  \"normalizer\": null,\n  \"pre_tokenizer\": " + pre_tokenizer_json(tokenizer.pre_tokenizer()) + ",\n";
   out += "  \"post_processor\": null,\n";
   out +=
@@ -328,17 +236,7 @@ std::string tokenizer_to_json(const BpeTokenizer& tokenizer) {
 }
 
 void save_tokenizer_json(const BpeTokenizer& tokenizer, const std::string& path) {
-  std::string text;
-  try {
-    text = tokenizer_to_json(tokenizer);
-  } catch (const nlohmann::json::exception& e) {
-    NF_FAIL(path, ": cannot write the tokenizer (token contents must be valid UTF-8): ", e.what());
-  }
-  std::ofstream f(path, std::ios::binary);
-  NF_CHECK(f, path, ": cannot open for writing");
-  f.write(text.data(), static_cast<std::streamsize>(text.size()));
-  f.close();
-  NF_CHECK(f, path, ": write failed");
+  json_fields::write_json_file(path, [&] { return tokenizer_to_json(tokenizer); });
 }
 
 }  // namespace nf::tokenizer

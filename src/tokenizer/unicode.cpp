@@ -3,6 +3,7 @@
 // are stored once, so the table is small and a lookup is two loads.
 #include "nanoformer/tokenizer/unicode.h"
 
+#include <algorithm>
 #include <array>
 #include <map>
 #include <vector>
@@ -46,6 +47,71 @@ uint8_t classify_non_ascii(uint32_t cp) {
   if (cp >= 0x110000) return 0;
   const ClassTable& t = table();
   return t.blocks[(static_cast<size_t>(t.block_of[cp >> kBlockBits]) << kBlockBits) | (cp & (kBlockSize - 1))];
+}
+
+namespace {
+
+// The mapping of cp in a sorted table, or nullptr.
+const CodePointMapping* find_mapping(const CodePointMapping* table, unsigned count, uint32_t cp) {
+  const CodePointMapping* end = table + count;
+  const CodePointMapping* it =
+      std::lower_bound(table, end, cp, [](const CodePointMapping& m, uint32_t v) { return m.cp < v; });
+  return it != end && it->cp == cp ? it : nullptr;
+}
+
+void append_pool(const CodePointMapping& m, std::u32string& out) {
+  for (uint32_t k = 0; k < m.length; ++k) out += static_cast<char32_t>(kMappingPool[m.offset + k]);
+}
+
+// Hangul syllables decompose by formula (Unicode 3.12): S = SBase + (L * VCount + V) * TCount + T.
+constexpr uint32_t kSBase = 0xAC00, kLBase = 0x1100, kVBase = 0x1161, kTBase = 0x11A7;
+constexpr uint32_t kVCount = 21, kTCount = 28, kSCount = 19 * kVCount * kTCount;
+
+}  // namespace
+
+void append_nfd(uint32_t cp, std::u32string& out) {
+  if (cp >= kSBase && cp < kSBase + kSCount) {
+    const uint32_t s = cp - kSBase;
+    out += static_cast<char32_t>(kLBase + s / (kVCount * kTCount));
+    out += static_cast<char32_t>(kVBase + (s % (kVCount * kTCount)) / kTCount);
+    if (s % kTCount) out += static_cast<char32_t>(kTBase + s % kTCount);
+    return;
+  }
+  if (const CodePointMapping* m = find_mapping(kDecompositions, kDecompositionsCount, cp))
+    append_pool(*m, out);
+  else
+    out += static_cast<char32_t>(cp);
+}
+
+uint8_t combining_class(uint32_t cp) {
+  const CombiningClassRange* end = kCombiningClasses + kCombiningClassCount;
+  const CombiningClassRange* it = std::lower_bound(
+      kCombiningClasses, end, cp, [](const CombiningClassRange& r, uint32_t v) { return r.last < v; });
+  return it != end && it->first <= cp ? it->ccc : 0;
+}
+
+void canonical_order(std::u32string& s) {
+  for (size_t i = 0; i < s.size();) {
+    if (combining_class(s[i]) == 0) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < s.size() && combining_class(s[j]) != 0) ++j;
+    std::stable_sort(s.begin() + static_cast<std::ptrdiff_t>(i), s.begin() + static_cast<std::ptrdiff_t>(j),
+                     [](char32_t a, char32_t b) { return combining_class(a) < combining_class(b); });
+    i = j;
+  }
+}
+
+void append_lowercase(uint32_t cp, std::u32string& out) {
+  if (cp < 128) {
+    out += static_cast<char32_t>(cp >= 'A' && cp <= 'Z' ? cp + 32 : cp);
+  } else if (const CodePointMapping* m = find_mapping(kLowercase, kLowercaseCount, cp)) {
+    append_pool(*m, out);
+  } else {
+    out += static_cast<char32_t>(cp);
+  }
 }
 
 size_t encode_utf8(uint32_t cp, char* out) {

@@ -372,5 +372,22 @@ TEST_F(CliTest, InspectShowsTheTransformerBaseParts) {
   EXPECT_NE(r.out.find("cross-attention"), std::string::npos) << r.out;
 }
 
+// A BERT tokenizer (all-MiniLM-L6-v2's tokenizer.json): plain ids, ids with [CLS] ... [SEP] as
+// Hugging Face's encode gives them, and decoding with and without the special tokens.
+TEST_F(CliTest, TokenizerEncodesAndDecodesWithABertTokenizer) {
+  const std::string tok = "-t tests/fixtures/tokenizer/wp_minilm.json";
+  CliRun r = cli("tokenizer encode " + tok + " --text 'Hello, World!'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "7592 1010 2088 999\n");
+  r = cli("tokenizer encode " + tok + " --special-tokens --text 'Hello, World!'");
+  EXPECT_EQ(r.out, "101 7592 1010 2088 999 102\n") << r.err;
+  r = cli("tokenizer decode " + tok + " --ids 101 7592 1010 2088 999 102");
+  EXPECT_EQ(r.out, "[CLS] hello, world! [SEP]") << r.err;
+  r = cli("tokenizer decode " + tok + " --skip-special --ids 101 7592 1010 2088 999 102");
+  EXPECT_EQ(r.out, "hello, world!") << r.err;
+  r = cli("tokenizer info tests/fixtures/tokenizer/wp_minilm.json");
+  EXPECT_NE(r.out.find("kind: wordpiece\nvocabulary size: 30522\n"), std::string::npos) << r.out << r.err;
+}
+
 }  // namespace
 }  // namespace nf

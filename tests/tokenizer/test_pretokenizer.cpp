@@ -45,13 +45,50 @@ TEST(Unicode, ClassifiesLettersNumbersSpaces) {
   EXPECT_EQ(classify(0x0663) & kNumber, kNumber);  // Arabic-Indic 3
   EXPECT_EQ(classify(0x00BD) & kNumber, kNumber);  // ½ (No)
   EXPECT_EQ(classify(0x216B) & kNumber, kNumber);  // Ⅻ (Nl)
-  EXPECT_EQ(classify(0x3000), kSpace);
-  EXPECT_EQ(classify(0x0085), kSpace);
-  EXPECT_EQ(classify(0x001C), 0);      // not White_Space, although Python's isspace() says so
-  EXPECT_EQ(classify(0x0301), kWord);  // combining acute: \w but not \p{L}
-  EXPECT_EQ(classify('_'), kWord);
-  EXPECT_EQ(classify(0x1F999), 0);  // emoji: "other"
+  const auto regex_classes = [](uint32_t cp) { return classify(cp) & (kLetter | kNumber | kSpace | kWord); };
+  EXPECT_EQ(regex_classes(0x3000), kSpace);
+  EXPECT_EQ(regex_classes(0x0085), kSpace);
+  EXPECT_EQ(regex_classes(0x001C), 0);      // not White_Space, although Python's isspace() says so
+  EXPECT_EQ(regex_classes(0x0301), kWord);  // combining acute: \w but not \p{L}
+  EXPECT_EQ(regex_classes('_'), kWord);
+  EXPECT_EQ(regex_classes(0x1F999), 0);  // emoji: "other"
   EXPECT_EQ(classify(unicode::kInvalid), 0);
+}
+
+TEST(Unicode, ClassifiesBertCategories) {
+  using namespace unicode;
+  for (uint32_t cp : {uint32_t{'!'}, uint32_t{'_'}, uint32_t{'@'}, 0x00BFu, 0x3002u, 0x2014u, 0xFF01u})
+    EXPECT_TRUE(classify(cp) & kPunctuation) << cp;
+  for (uint32_t cp : {uint32_t{'$'}, uint32_t{'+'}, uint32_t{'^'}, uint32_t{'a'}, 0x00A2u})  // symbols, letters
+    EXPECT_FALSE(classify(cp) & kPunctuation) << cp;
+  for (uint32_t cp : {0x00u, 0x07u, 0x09u, 0x7Fu, 0x00ADu, 0x200Bu, 0xFEFFu, 0xE000u})  // Cc Cf Co
+    EXPECT_TRUE(classify(cp) & kOther) << cp;
+  EXPECT_FALSE(classify(' ') & kOther);
+  EXPECT_FALSE(classify(0x0378) & kOther);  // unassigned (Cn): HF's BERT normalizer keeps it
+  EXPECT_EQ(classify(0x0301) & kNonspacingMark, kNonspacingMark);
+  EXPECT_EQ(classify(0x0903) & kNonspacingMark, 0);  // Devanagari visarga is Mc
+}
+
+TEST(Unicode, DecomposesAndLowercasesLikePython) {
+  using namespace unicode;
+  std::u32string s;
+  append_nfd(0x00E9, s);  // é
+  EXPECT_EQ(s, U"e\u0301");
+  s.clear();
+  append_nfd(0x1E69, s);  // ṩ: s + dot below + dot above, recursively
+  EXPECT_EQ(s, U"s\u0323\u0307");
+  s.clear();
+  append_nfd(0xD55C, s);  // 한 (Hangul LVT)
+  EXPECT_EQ(s, U"\u1112\u1161\u11AB");
+  s = U"a\u0307\u0323";  // dot above (230) after dot below (220)
+  canonical_order(s);
+  EXPECT_EQ(s, U"a\u0323\u0307");
+  s.clear();
+  append_lowercase(0x0130, s);  // İ -> i + combining dot above
+  append_lowercase(0x03A3, s);  // Σ -> σ (one code point at a time: no final-sigma rule)
+  append_lowercase('Q', s);
+  append_lowercase(0x4E2D, s);
+  EXPECT_EQ(s, U"i\u0307\u03C3q\u4E2D");
 }
 
 TEST(ByteLevel, AlphabetIsABijectionOfPrintableCharacters) {

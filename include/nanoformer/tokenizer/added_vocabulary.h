@@ -4,8 +4,9 @@
 //
 // Matching follows Hugging Face tokenizers exactly: tokens are searched leftmost-longest (the
 // earliest match wins; among matches starting there, the longest), first the tokens with
-// normalized=false, then, inside the remaining text, those with normalized=true (nanoformer has
-// no normalizers, so both see the same text). Per-token options:
+// normalized=false, then, inside the remaining text, those with normalized=true (a tokenizer with
+// a normalizer runs the two passes itself, normalizing the text in between; without one, split()
+// runs both on the same text). Per-token options:
 //   single_word  the match only counts when not glued to a word character (\w) on either side;
 //                a rejected match still consumes its text for the search, as in HF;
 //   lstrip       the token also absorbs the whitespace to its left;
@@ -47,6 +48,9 @@ class AddedVocabulary {
 
   // Cuts text into segments covering it in order (appended to out, which is cleared first).
   void split(std::string_view text, std::vector<Segment>& out) const;
+  // One of the two passes of split(): only the tokens with normalized == false (kRaw) or true.
+  enum class Pass { kRaw, kNormalized };
+  void split(std::string_view text, Pass pass, std::vector<Segment>& out) const;
 
   const std::vector<AddedToken>& tokens() const { return tokens_; }
   bool empty() const { return tokens_.empty(); }

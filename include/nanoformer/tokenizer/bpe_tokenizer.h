@@ -43,7 +43,7 @@ class BpeTokenizer final : public Tokenizer {
   std::string_view token_bytes(TokenId id) const override;
   void decode(std::span<const TokenId> ids, std::string& out) const override;
   // Like decode, leaving out the special tokens when skip_special is set.
-  void decode(std::span<const TokenId> ids, std::string& out, bool skip_special) const;
+  void decode(std::span<const TokenId> ids, std::string& out, bool skip_special) const override;
   bool is_special(TokenId id) const;
 
   std::optional<TokenId> token_id(std::string_view content) const override;

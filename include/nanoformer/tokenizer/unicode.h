@@ -1,5 +1,6 @@
 #pragma once
-// UTF-8 decoding and the Unicode classes the pre-tokenizer needs (\p{L}, \p{N}, \s, \w).
+// UTF-8 decoding, the Unicode classes the pre-tokenizers need (\p{L}, \p{N}, \s, \w, P*, C*, Mn),
+// and the NFD / lowercase mappings of BERT's normalizer.
 //
 // Tokenizers see arbitrary bytes, not only valid UTF-8. decode_utf8() follows the strict rules
 // of Rust's str (no overlong forms, no surrogates, nothing above U+10FFFF); a byte that does not
@@ -8,6 +9,8 @@
 // inverses for any byte string.
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <string_view>
 
 namespace nf::tokenizer::unicode {
 
@@ -17,6 +20,9 @@ enum : uint8_t {
   kNumber = 2,  // \p{N}: Nd Nl No
   kSpace = 4,   // \s: the White_Space property
   kWord = 8,    // \w as Rust's regex crate defines it (used by added tokens' single_word)
+  kPunctuation = 16,     // P*: Pc Pd Ps Pe Pi Pf Po (BERT's punctuation, with ASCII symbols added)
+  kOther = 32,           // Cc Cf Co Cs (BERT's "control" characters; unassigned Cn is not, as in HF)
+  kNonspacingMark = 64,  // Mn (the accents BERT's strip_accents removes after NFD)
 };
 
 // The code point value given to an invalid byte: outside Unicode, so it has no class bits.
@@ -64,14 +70,28 @@ inline constexpr auto kAsciiClasses = [] {
     const bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
     const bool digit = c >= '0' && c <= '9';
     const bool space = c == ' ' || (c >= 0x09 && c <= 0x0D);
+    const bool control = c < 0x20 || c == 0x7F;  // Cc
+    // the ASCII characters of categories P*; $ + < = > ^ ` | ~ are symbols (S*)
+    const bool punctuation = c < 0x7F && std::string_view("!\"#%&'()*,-./:;?@[\\]_{}").find(static_cast<char>(c)) !=
+                                            std::string_view::npos;
     t.bits[c] = static_cast<uint8_t>((letter ? kLetter | kWord : 0) | (digit ? kNumber | kWord : 0) |
-                                     (space ? kSpace : 0) | (c == '_' ? kWord : 0));
+                                     (space ? kSpace : 0) | (c == '_' ? kWord : 0) | (control ? kOther : 0) |
+                                     (punctuation ? kPunctuation : 0));
   }
   return t;
 }();
 }  // namespace detail
 
 inline uint8_t classify(uint32_t cp) { return cp < 128 ? detail::kAsciiClasses.bits[cp] : classify_non_ascii(cp); }
+
+// Appends the full canonical decomposition of cp (NFD, not yet reordered) to out: cp itself
+// when it has none.
+void append_nfd(uint32_t cp, std::u32string& out);
+// Sorts each run of nonzero combining classes stably by class (the canonical ordering of NFD).
+void canonical_order(std::u32string& s);
+uint8_t combining_class(uint32_t cp);
+// Appends the full lowercase mapping of cp (one or more code points; cp itself when none).
+void append_lowercase(uint32_t cp, std::u32string& out);
 
 // Appends the UTF-8 encoding of a valid code point to a buffer of at least 4 bytes; returns the
 // number of bytes written.
