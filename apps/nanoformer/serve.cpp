@@ -56,7 +56,8 @@ void serve_embeddings(ServeArgs& a, const std::shared_ptr<models::Model>& model,
       *model,
       [&tok](std::string_view text) -> std::vector<int64_t> {
         if (!tok) throw serve::invalid_request("input", "this server has no tokenizer: send token ids");
-        const std::vector<tokenizer::TokenId> ids = tok->encode(text);
+        std::vector<tokenizer::TokenId> ids;
+        tok->encode_with_special_tokens(text, ids);  // a BERT tokenizer's [CLS] ... [SEP], as sentence-transformers feeds it
         return {ids.begin(), ids.end()};
       },
       options, a.name, [&one_at_a_time](const std::function<void()>& job) {
