@@ -29,6 +29,7 @@ struct ServeArgs {
   std::string chat_template, name;
   serve::HttpOptions http;
   serve::SchedulerOptions scheduler;
+  std::string reasoning_format = "auto";  // auto, deepseek or none (llama.cpp's names)
   std::string pooling;  // empty: the folder's sentence-transformers pooling, else mean (encoders) / last (decoders)
 };
 
@@ -81,6 +82,8 @@ void run_serve(ServeArgs& a) {
 
   a.scheduler.cache_type = nn::kv_cache_type_from_name(a.flags.cache_type);  // checked before the model loads
   if (!a.pooling.empty()) models::pooling_from_name(a.pooling);
+  NF_CHECK(a.reasoning_format == "auto" || a.reasoning_format == "deepseek" || a.reasoning_format == "none",
+           "--reasoning-format '", a.reasoning_format, "': auto, deepseek or none");
   if (a.name.empty()) a.name = std::filesystem::path(a.flags.model).filename().string();
   const std::shared_ptr<models::Model> model = models::load_model(a.flags.model);
   const auto run = [&](serve::HttpServer& http) {
@@ -103,7 +106,10 @@ void run_serve(ServeArgs& a) {
   const auto chat_template = template_name.empty() ? nullptr : tokenizer::make_chat_template(template_name, tok);
   a.scheduler.context = a.flags.context;
   serve::Scheduler scheduler(*loaded.model, a.scheduler);
-  serve::CompletionService service(scheduler, tok, chat_template.get(), a.name, loaded.prompt_bos);
+  // auto: the tokenizer has <think> and </think> as tokens of their own, as reasoning models' have
+  const bool split_reasoning = a.reasoning_format == "deepseek" ||
+                               (a.reasoning_format == "auto" && tok.token_id("<think>") && tok.token_id("</think>"));
+  serve::CompletionService service(scheduler, tok, chat_template.get(), a.name, loaded.prompt_bos, split_reasoning);
   serve::EmbeddingService embeddings(
       *loaded.model,
       [&tok, &loaded](std::string_view text) {
@@ -117,12 +123,13 @@ void run_serve(ServeArgs& a) {
   serve::HttpServer http(&service, &embeddings, a.name, scheduler.context(), a.http);
   std::fprintf(stderr,
                "nanoformer serve: %s (chat template %s, context %lld, KV cache %s, parallel %lld, queue %lld, "
-               "connections %lld, timeout %g s; embeddings: %s pooling)\n",
+               "connections %lld, timeout %g s; embeddings: %s pooling; reasoning %s)\n",
                a.name.c_str(), template_name.empty() ? "none: /v1/completions only" : template_name.c_str(),
                static_cast<long long>(scheduler.context()), quant_type_name(a.scheduler.cache_type),
                static_cast<long long>(a.scheduler.parallel),
                static_cast<long long>(a.scheduler.max_queue), static_cast<long long>(a.http.max_connections),
-               a.http.timeout_s, models::pooling_name(embeddings.options().pooling));
+               a.http.timeout_s, models::pooling_name(embeddings.options().pooling),
+               split_reasoning ? "<think> split into reasoning_content" : "left in the content");
   run(http);
 }
 
@@ -151,6 +158,10 @@ void add_serve_command(CLI::App& app) {
   add_cache_type_flag(*cmd, a->flags.cache_type);
   cmd->add_option("--chat-template", a->chat_template,
                   "chatml, nanochat or a template file (default: told by the tokenizer's special tokens)");
+  cmd->add_option("--reasoning-format", a->reasoning_format,
+                  "deepseek: a chat answer's <think> ... </think> becomes its reasoning_content; none: left in the "
+                  "content; auto: deepseek when the tokenizer has <think> and </think> tokens")
+      ->capture_default_str();
   cmd->add_option("--pooling", a->pooling,
                   "How /v1/embeddings pools the last hidden states: mean, cls, last or max (default: a "
                   "sentence-transformers folder's pooling, else mean for an encoder and last for a decoder)");
@@ -161,6 +172,9 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--parallel", a->scheduler.parallel, "Sequences decoded together at most")
       ->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--queue", a->scheduler.max_queue, "Requests waiting at most; beyond, 503")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--prefill-chunk", a->scheduler.prefill_chunk,
+                  "Prompt tokens prefilled per step at most, between decode steps (0: a whole prompt at once)")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--max-body", a->http.max_body_bytes,
                   "Largest request body in bytes; beyond, 413 as soon as its length says so or it passes the limit")

@@ -2,6 +2,7 @@
 #include "nanoformer/serve/completion_service.h"
 
 #include <algorithm>
+#include <cctype>
 #include <iterator>
 #include <random>
 
@@ -12,8 +13,12 @@
 namespace nf::serve {
 
 Completion::Completion(ResponseHeader header, const tokenizer::Tokenizer& tokenizer, const infer::StopCriteria& stop,
-                       int64_t prompt_tokens, bool logprobs)
-    : header_(std::move(header)), tokenizer_(tokenizer), logprobs_(logprobs), streamer_(tokenizer, stop) {
+                       int64_t prompt_tokens, bool logprobs, std::optional<ReasoningSplitter> reasoning)
+    : header_(std::move(header)),
+      tokenizer_(tokenizer),
+      logprobs_(logprobs),
+      streamer_(tokenizer, stop),
+      reasoning_(std::move(reasoning)) {
   pending_.usage.prompt_tokens = prompt_tokens;
 }
 
@@ -32,12 +37,22 @@ void Completion::release_logprobs() {  // mutex_ held
   held_.erase(held_.begin(), held_.begin() + static_cast<ptrdiff_t>(released));
 }
 
+void Completion::give(const std::string& text) {
+  text_bytes_ += static_cast<int64_t>(text.size());  // logprobs' offsets count the reasoning's bytes too
+  if (!reasoning_) {
+    pending_.text += text;
+    return;
+  }
+  const AnswerParts parts = reasoning_->push(text);
+  pending_.reasoning += parts.reasoning;
+  pending_.text += parts.content;
+}
+
 bool Completion::on_token(int64_t id) {
   std::string text = streamer_.push(id);
   {
     std::lock_guard lock(mutex_);
-    pending_.text += text;
-    text_bytes_ += static_cast<int64_t>(text.size());
+    give(text);
     release_logprobs();
     pending_.usage.completion_tokens = streamer_.new_tokens();
   }
@@ -49,8 +64,12 @@ void Completion::on_done(const SequenceOutcome& outcome) {
   std::string text = outcome.error.empty() ? streamer_.finish() : std::string();
   {
     std::lock_guard lock(mutex_);
-    pending_.text += text;
-    text_bytes_ += static_cast<int64_t>(text.size());
+    give(text);
+    if (reasoning_) {
+      const AnswerParts rest = reasoning_->finish();
+      pending_.reasoning += rest.reasoning;
+      pending_.text += rest.content;
+    }
     release_logprobs();  // the rest (an end token, a stop string's tokens) are not in the answer
     pending_.done = true;
     pending_.error = outcome.error;
@@ -63,22 +82,24 @@ void Completion::on_done(const SequenceOutcome& outcome) {
 
 CompletionUpdate Completion::wait(std::chrono::milliseconds timeout) {
   std::unique_lock lock(mutex_);
-  changed_.wait_for(lock, timeout, [&] { return pending_.done || !pending_.text.empty(); });
+  changed_.wait_for(lock, timeout, [&] { return pending_.done || !pending_.text.empty() || !pending_.reasoning.empty(); });
   CompletionUpdate update = pending_;
   pending_.text.clear();
+  pending_.reasoning.clear();
   pending_.logprobs.clear();
   return update;
 }
 
 CompletionService::CompletionService(Scheduler& scheduler, const tokenizer::Tokenizer& tokenizer,
                                      const tokenizer::ChatTemplate* chat_template, std::string model_name,
-                                     std::optional<int64_t> prompt_bos)
+                                     std::optional<int64_t> prompt_bos, bool split_reasoning)
     : scheduler_(scheduler),
       tokenizer_(tokenizer),
       chat_template_(chat_template),
       end_of_text_(tokenizer::end_of_text_id(tokenizer)),
       model_name_(std::move(model_name)),
-      prompt_bos_(prompt_bos) {}
+      prompt_bos_(prompt_bos),
+      split_reasoning_(split_reasoning) {}
 
 std::vector<int64_t> CompletionService::prompt_ids(const CompletionRequest& r) const {
   std::vector<tokenizer::TokenId> ids;
@@ -130,10 +151,18 @@ std::vector<std::shared_ptr<Completion>> CompletionService::start(const Completi
                         .endpoint = r.endpoint,
                         .index = 0};
   const uint64_t seed = r.seed ? *r.seed : std::random_device{}();
+  // a chat template that opens the reasoning itself leaves the answer inside it from its first token
+  std::optional<ReasoningSplitter> reasoning;
+  if (split_reasoning_ && chat) {
+    const size_t tail = std::min<size_t>(prompt.size(), 16);  // enough for <think> as single bytes
+    std::string end = tokenizer_.decode(std::vector<tokenizer::TokenId>(prompt.end() - static_cast<ptrdiff_t>(tail), prompt.end()));
+    while (!end.empty() && std::isspace(static_cast<unsigned char>(end.back()))) end.pop_back();
+    reasoning = ReasoningSplitter(end.size() >= 7 && end.compare(end.size() - 7, 7, "<think>") == 0);
+  }
   std::vector<std::shared_ptr<Completion>> choices;
   for (int64_t i = 0; i < r.n; ++i) {
     header.index = i;
-    auto completion = std::make_shared<Completion>(header, tokenizer_, stop, length, r.top_logprobs >= 0);
+    auto completion = std::make_shared<Completion>(header, tokenizer_, stop, length, r.top_logprobs >= 0, reasoning);
     SequenceRequest sequence{.prompt = prompt,
                              .sampler = r.sampler,
                              .stop = {.eos_ids = stop.eos_ids, .stop_strings = {}, .max_new_tokens = stop.max_new_tokens},

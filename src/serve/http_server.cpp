@@ -186,8 +186,9 @@ void stream(httplib::Response& res, std::shared_ptr<Choices> choices, bool inclu
         for (const auto& [i, update] : choices->next()) {
           const Completion& choice = (*choices)[i];
           const ResponseHeader& h = choice.header();
-          if (!update.text.empty() || ((*first)[i] && h.endpoint == Endpoint::chat)) {
-            out += sse(completion_chunk(h, update.text, (*first)[i], "", choice.logprobs() ? &update.logprobs : nullptr));
+          if (!update.text.empty() || !update.reasoning.empty() || ((*first)[i] && h.endpoint == Endpoint::chat)) {
+            out += sse(completion_chunk(h, update.text, (*first)[i], "", choice.logprobs() ? &update.logprobs : nullptr,
+                                        update.reasoning));
             (*first)[i] = false;
           }
           if (update.done) {
@@ -388,6 +389,7 @@ void HttpServer::routes() {
         while (!choices->all_done()) {  // polled, so that a client gone cancels the sequences
           for (auto& [i, update] : choices->next()) {
             outputs[i].text += update.text;
+            outputs[i].reasoning += update.reasoning;
             logprobs[i].insert(logprobs[i].end(), update.logprobs.begin(), update.logprobs.end());
             if (!update.done) continue;
             if (!update.error.empty()) {

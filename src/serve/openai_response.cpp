@@ -59,9 +59,10 @@ json completion_body(const ResponseHeader& h, const std::vector<ChoiceOutput>& c
   for (size_t i = 0; i < choices.size(); ++i) {
     const ChoiceOutput& c = choices[i];
     json choice = {{"index", i}, {"finish_reason", finish(c.finish_reason)}, {"logprobs", logprobs_json(c.logprobs, h.endpoint)}};
-    if (h.endpoint == Endpoint::chat)
+    if (h.endpoint == Endpoint::chat) {
       choice["message"] = {{"role", "assistant"}, {"content", c.text}};
-    else
+      if (!c.reasoning.empty()) choice["message"]["reasoning_content"] = c.reasoning;
+    } else
       choice["text"] = c.text;
     body["choices"].push_back(std::move(choice));
   }
@@ -70,13 +71,14 @@ json completion_body(const ResponseHeader& h, const std::vector<ChoiceOutput>& c
 }
 
 json completion_chunk(const ResponseHeader& h, const std::string& text, bool first, const std::string& finish_reason,
-                      const std::vector<LogprobEntry>* logprobs) {
+                      const std::vector<LogprobEntry>* logprobs, const std::string& reasoning) {
   json body = base(h, true);
   json choice = {{"index", h.index}, {"finish_reason", finish(finish_reason)}, {"logprobs", logprobs_json(logprobs, h.endpoint)}};
   if (h.endpoint == Endpoint::chat) {
     json delta = json::object();
     if (first) delta["role"] = "assistant";
-    if (!text.empty() || (first && finish_reason.empty())) delta["content"] = text;
+    if (!reasoning.empty()) delta["reasoning_content"] = reasoning;
+    if (!text.empty() || (first && finish_reason.empty() && reasoning.empty())) delta["content"] = text;
     choice["delta"] = delta;
   } else {
     choice["text"] = text;

@@ -16,6 +16,15 @@ struct Scheduler::Slot {
   bool busy = false;
 };
 
+// A sequence whose prompt is being prefilled, a chunk per step; its slot is taken at its first chunk.
+struct Scheduler::Prefill {
+  Queued queued;
+  size_t slot;          // slots_.size() until taken
+  int64_t fed;          // prompt tokens in the slot's cache
+  SequenceOutcome outcome;
+  double seconds;       // in its chunks
+};
+
 struct Scheduler::Running {
   SequenceRequest request;
   size_t slot = 0;
@@ -88,10 +97,13 @@ void Scheduler::run() {
     std::deque<std::packaged_task<void()>> jobs;
     {
       std::unique_lock lock(mutex_);
-      wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || !running_.empty() || !jobs_.empty(); });
+      wake_.wait(lock, [&] {
+        return stopping_ || !queue_.empty() || !running_.empty() || !prefilling_.empty() || !jobs_.empty();
+      });
       if (stopping_) break;
       jobs.swap(jobs_);
-      while (!queue_.empty() && static_cast<int64_t>(running_.size() + joining.size()) < options_.parallel) {
+      while (!queue_.empty() &&
+             static_cast<int64_t>(running_.size() + prefilling_.size() + joining.size()) < options_.parallel) {
         joining.push_back(std::move(queue_.front()));
         queue_.pop_front();
         stats_.running = ++active_;
@@ -99,7 +111,8 @@ void Scheduler::run() {
       stats_.queued = static_cast<int64_t>(queue_.size());
     }
     for (auto& job : jobs) job();  // its exception goes to its caller through the future
-    for (Queued& queued : joining) start(std::move(queued));
+    for (Queued& queued : joining) admit(std::move(queued));
+    if (!prefilling_.empty()) prefill_step();  // one chunk of the oldest prompt, then a decode step
     try {
       step();
     } catch (const std::exception& e) {  // never expected: end every running sequence, keep serving
@@ -119,6 +132,8 @@ void Scheduler::run() {
   }
   for (Running& r : running_) r.request.cancelled->store(true);
   step();  // ends the running ones as cancelled
+  for (Prefill& p : prefilling_) end_unstarted(p, "");
+  prefilling_.clear();
   for (Queued& queued : left) {
     SequenceOutcome outcome;
     outcome.cancelled = true;
@@ -127,22 +142,25 @@ void Scheduler::run() {
   }
 }
 
-void Scheduler::start(Queued queued) {
-  SequenceRequest& request = queued.request;
+void Scheduler::end_unstarted(Prefill& p, std::string error) {
+  if (p.slot < slots_.size()) reset_slot(slots_[p.slot]);
+  SequenceOutcome outcome = p.outcome;
+  outcome.error = std::move(error);
+  outcome.cancelled = outcome.error.empty();
+  {
+    std::lock_guard lock(mutex_);  // the stats first: a caller woken by on_done sees them
+    stats_.running = --active_;
+    if (outcome.cancelled) ++stats_.cancelled;
+  }
+  if (p.queued.request.on_done) p.queued.request.on_done(outcome);
+}
+
+void Scheduler::admit(Queued queued) {
+  Prefill p{.queued = std::move(queued), .slot = slots_.size(), .fed = 0, .outcome = {}, .seconds = 0};
+  SequenceRequest& request = p.queued.request;
   const auto length = static_cast<int64_t>(request.prompt.size());
-  SequenceOutcome outcome;
-  outcome.prompt_tokens = length;
-  auto end_unstarted = [&](std::string error) {  // cancelled while queued, or refused
-    outcome.error = std::move(error);
-    outcome.cancelled = outcome.error.empty();
-    {
-      std::lock_guard lock(mutex_);  // the stats first: a caller woken by on_done sees them
-      stats_.running = --active_;
-      if (outcome.cancelled) ++stats_.cancelled;
-    }
-    if (request.on_done) request.on_done(outcome);
-  };
-  if (request.cancelled->load()) return end_unstarted("");
+  p.outcome.prompt_tokens = length;
+  if (request.cancelled->load()) return end_unstarted(p, "");
   try {
     NF_CHECK(length > 0, "the prompt is empty");
     NF_CHECK(length < context_, "the prompt is ", length, " tokens, but the context holds ", context_,
@@ -151,55 +169,74 @@ void Scheduler::start(Queued queued) {
     request.stop.validate();
     request.sampler.validate();
   } catch (const Error& e) {
-    return end_unstarted(e.what());
+    return end_unstarted(p, e.what());
   }
+  prefilling_.push_back(std::move(p));
+}
+
+void Scheduler::take_slot(Prefill& p) {
+  const std::vector<int64_t>& prompt = p.queued.request.prompt;
+  const auto common_prefix = [&](const Slot& s) {
+    const auto& cached = s.sequence.tokens();
+    return static_cast<int64_t>(std::mismatch(cached.begin(), cached.end(), prompt.begin(), prompt.end()).first - cached.begin());
+  };
   // the free slot that shares the longest prefix with the prompt
   size_t best = slots_.size();
   int64_t best_common = -1;
-  for (size_t i = 0; i < slots_.size(); ++i) {
-    if (slots_[i].busy) continue;
-    const auto& cached = slots_[i].sequence.tokens();
-    const auto common = static_cast<int64_t>(
-        std::mismatch(cached.begin(), cached.end(), request.prompt.begin(), request.prompt.end()).first - cached.begin());
-    if (common > best_common) best = i, best_common = common;
-  }
-  // a running sequence that shares a longer prefix (the first of n choices of this prompt, the same
+  for (size_t i = 0; i < slots_.size(); ++i)
+    if (!slots_[i].busy && common_prefix(slots_[i]) > best_common) best = i, best_common = common_prefix(slots_[i]);
+  // a busy slot that shares a longer prefix (the first of n choices of this prompt, the same
   // system prompt): its cache is copied rather than that prefix prefilled again
   const Slot* donor = nullptr;
-  for (const Slot& s : slots_) {
-    if (!s.busy) continue;
-    const auto& cached = s.sequence.tokens();
-    const auto common = static_cast<int64_t>(
-        std::mismatch(cached.begin(), cached.end(), request.prompt.begin(), request.prompt.end()).first - cached.begin());
-    if (common > best_common + 1) donor = &s, best_common = common;
-  }
+  for (const Slot& s : slots_)
+    if (s.busy && common_prefix(s) > best_common + 1) donor = &s, best_common = common_prefix(s);
+  p.slot = best;
   Slot& slot = slots_[best];
+  slot.busy = true;
+  if (donor) slot.sequence.copy_from(donor->sequence);
+  p.fed = p.outcome.cached_tokens = slot.sequence.keep_common_prefix(prompt);
+}
+
+void Scheduler::prefill_step() {
+  Prefill& p = prefilling_.front();
+  SequenceRequest& request = p.queued.request;
+  const auto length = static_cast<int64_t>(request.prompt.size());
   Tensor logits;
-  const Clock::time_point prefill_start = Clock::now();
+  const Clock::time_point chunk_start = Clock::now();
   try {
-    if (donor) slot.sequence.copy_from(donor->sequence);
-    outcome.cached_tokens = slot.sequence.keep_common_prefix(request.prompt);
-    logits = slot.sequence.feed({request.prompt.begin() + outcome.cached_tokens, request.prompt.end()});
+    if (request.cancelled->load()) {
+      end_unstarted(p, "");
+      return prefilling_.pop_front();
+    }
+    if (p.slot == slots_.size()) take_slot(p);
+    // one chunk, so that the running sequences' next step waits for no more than it
+    const int64_t n = options_.prefill_chunk > 0 ? std::min(options_.prefill_chunk, length - p.fed) : length - p.fed;
+    logits = slots_[p.slot].sequence.feed({request.prompt.begin() + p.fed, request.prompt.begin() + p.fed + n});
+    p.fed += n;
   } catch (const std::exception& e) {
-    reset_slot(slot);
-    return end_unstarted(e.what());
+    end_unstarted(p, e.what());
+    return prefilling_.pop_front();
   }
+  const Clock::time_point now = Clock::now();
+  p.seconds += std::chrono::duration<double>(now - chunk_start).count();
+  if (p.fed < length) return;
   {
-    const Clock::time_point now = Clock::now();
-    const double ttft = std::chrono::duration<double>(now - queued.submitted).count();
+    const double ttft = std::chrono::duration<double>(now - p.queued.submitted).count();
     std::lock_guard lock(mutex_);
     stats_.prompt_tokens += length;
-    stats_.cached_tokens += outcome.cached_tokens;
+    stats_.cached_tokens += p.outcome.cached_tokens;
     ++stats_.generated_tokens;  // the first token, sampled from these logits below
-    stats_.prefill_seconds += std::chrono::duration<double>(now - prefill_start).count();
+    stats_.prefill_seconds += p.seconds;
     for (size_t i = 0; i < kTimeToFirstTokenBuckets.size(); ++i) stats_.ttft_buckets[i] += ttft <= kTimeToFirstTokenBuckets[i];
     ++stats_.ttft_count;
     stats_.ttft_sum += ttft;
   }
-  slot.busy = true;
   infer::Sampler sampler(request.sampler);
   std::vector<int64_t> history = request.prompt;
-  running_.push_back({std::move(request), best, std::move(sampler), std::move(history), 0, outcome});
+  const size_t slot = p.slot;
+  const SequenceOutcome outcome = p.outcome;
+  running_.push_back({std::move(request), slot, std::move(sampler), std::move(history), 0, outcome});
+  prefilling_.pop_front();
   if (!accept(running_.back(), logits.data<float>())) running_.pop_back();
 }
 

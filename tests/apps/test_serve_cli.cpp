@@ -769,6 +769,36 @@ TEST_F(ServeCliTest, NChoicesEqualTheirSeedsRunOneAtATime) {
   }
 }
 
+// --reasoning-format deepseek with a template that opens <think> in its generation prompt: the
+// random model never closes it, so its whole answer is reasoning_content (white space after the
+// tag dropped) and its content empty; the same answer is all content with --reasoning-format none.
+TEST_F(ServeCliTest, AReasoningOpenedByTheTemplateIsTheReasoningContent) {
+  std::ofstream(path("think.json")) << R"({"name": "think", "bos": "", "default_system": "",
+      "system": "<|im_start|>system\n{content}<|im_end|>\n", "user": "<|im_start|>user\n{content}<|im_end|>\n",
+      "assistant": "<|im_start|>assistant\n<think>\n{content}<|im_end|>\n", "end": "<|im_end|>"})";
+  std::string plain;
+  {
+    ServerProcess server = serve("--chat-template " + path("think.json") + " --reasoning-format none");
+    httplib::Client client = server.client();
+    plain = post(client, "/v1/chat/completions", chat("Why?"), 200)["choices"][0]["message"]["content"];
+  }
+  ASSERT_FALSE(plain.empty());
+  ASSERT_EQ(plain.find("</think>"), std::string::npos);
+  const std::string thought = plain.substr(std::min(plain.find_first_not_of(" \t\r\n"), plain.size()));
+  ServerProcess server = serve("--chat-template " + path("think.json") + " --reasoning-format deepseek");
+  httplib::Client client = server.client();
+  const json message = post(client, "/v1/chat/completions", chat("Why?"), 200)["choices"][0]["message"];
+  EXPECT_EQ(message["reasoning_content"], thought);
+  EXPECT_EQ(message["content"], "");
+  const Streamed streamed = stream(client, "/v1/chat/completions", chat("Why?"));
+  std::string reasoning;
+  for (const json& chunk : streamed.chunks)
+    if (!chunk["choices"].empty() && chunk["choices"][0]["delta"].contains("reasoning_content"))
+      reasoning += chunk["choices"][0]["delta"]["reasoning_content"].get<std::string>();
+  EXPECT_EQ(reasoning, thought);
+  EXPECT_EQ(streamed.text, "");
+}
+
 // RFC 4648 base64 back to bytes (the test's own decoder of the server's base64 embeddings).
 std::string from_base64(const std::string& text) {
   static const std::string kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";

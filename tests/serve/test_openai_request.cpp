@@ -146,6 +146,12 @@ TEST(OpenAIResponse, Shapes) {
   EXPECT_EQ(completion_body(text, {{.text = "x", .finish_reason = "length"}}, {})["choices"][0]["text"], "x");
   EXPECT_EQ(completion_chunk(text, "y", true)["object"], "text_completion");
   EXPECT_TRUE(body["choices"][0]["logprobs"].is_null());
+  // a reasoning: the message's reasoning_content, a chunk's delta's
+  const json thought = completion_body(chat, {{.text = "4", .reasoning = "2 + 2", .finish_reason = "stop"}}, {});
+  EXPECT_EQ(thought["choices"][0]["message"], json({{"role", "assistant"}, {"content", "4"}, {"reasoning_content", "2 + 2"}}));
+  EXPECT_EQ(completion_chunk(chat, "", true, "", nullptr, "hm")["choices"][0]["delta"],
+            json({{"role", "assistant"}, {"reasoning_content", "hm"}}));
+  EXPECT_FALSE(body["choices"][0]["message"].contains("reasoning_content"));
   // n choices: one body with each at its index; a chunk names its choice
   const json two = completion_body(text, {{.text = "a", .finish_reason = "stop"}, {.text = "b", .finish_reason = "length"}}, {});
   ASSERT_EQ(two["choices"].size(), 2u);

@@ -3,16 +3,18 @@
 // while the steps really decode several rows at once; the queue bound; cancelling a queued or a
 // running sequence; a refused prompt; a slot's prefix reused by the next turn; stop from on_token;
 // an on_token that throws ends its own sequence only; slots with q8_0 caches give what a q8_0 Session
-// gives alone; choices of one prompt share its prefill; jobs run between steps on the scheduler's thread while sequences decode, which
+// gives alone; a long prompt is prefilled a chunk per step; choices of one prompt share its prefill; jobs run between steps on the scheduler's thread while sequences decode, which
 // still get what they get alone.
 // Every wait has a deadline: a scheduler that never answers fails the test instead of hanging it.
 #include "nanoformer/serve/scheduler.h"
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <stdexcept>
+#include <thread>
 
 #include "infer/tiny_lm.h"
 #include "nanoformer/infer/session.h"
@@ -109,6 +111,40 @@ TEST(Scheduler, JobsRunBetweenStepsOnItsThreadWhileSequencesDecode) {
   EXPECT_THROW_WITH(scheduler.run_between_steps([] { throw Error("the job's own error"); }), "the job's own error");
   outcome(run);
   EXPECT_EQ(run.tokens, alone);
+}
+
+// A long prompt arriving while a sequence decodes is prefilled a chunk per step: the running
+// sequence gets a token between every two chunks instead of waiting for the whole prefill, and the
+// new sequence gets what it gets alone (a whole prefill).
+TEST(Scheduler, ALongPromptIsPrefilledAChunkBetweenDecodeSteps) {
+  const auto model = testing::tiny_lm(512);
+  std::vector<int64_t> long_prompt;
+  for (int64_t i = 0; i < 200; ++i) long_prompt.push_back((i * 7 + 3) % 64);
+  infer::Session session(*model);
+  infer::Sampler greedy({.temperature = 0});
+  const std::vector<int64_t> alone = session.generate(long_prompt, greedy, {.max_new_tokens = 8}).tokens;
+  for (const int64_t chunk : {int64_t{16}, int64_t{0}}) {
+    std::atomic<int64_t> running_tokens{0};
+    int64_t tokens_before_first = -1;
+    Tracked a, b;
+    Scheduler scheduler(*model, {.parallel = 2, .max_queue = 4, .context = 0, .prefill_chunk = chunk});
+    SequenceRequest first = tracked(a, {5, 9, 13}, {.temperature = 0}, 300);
+    first.on_token = [&](int64_t id) { a.tokens.push_back(id); ++running_tokens; return true; };
+    ASSERT_TRUE(scheduler.submit(std::move(first)));
+    while (running_tokens < 5) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const int64_t at_submit = running_tokens;
+    SequenceRequest second = tracked(b, long_prompt, {.temperature = 0}, 8);
+    second.on_token = [&](int64_t id) {
+      if (b.tokens.empty()) tokens_before_first = running_tokens - at_submit;
+      b.tokens.push_back(id);
+      return true;
+    };
+    ASSERT_TRUE(scheduler.submit(std::move(second)));
+    outcome(b);
+    EXPECT_EQ(b.tokens, alone) << "chunk " << chunk;
+    if (chunk == 16) EXPECT_GE(tokens_before_first, 200 / 16 - 1) << "the running sequence waited for the whole prefill";
+    else EXPECT_LE(tokens_before_first, 2) << "a whole prefill holds the running sequence";
+  }
 }
 
 // n choices of one prompt, submitted together: the first prefills it, the others copy its cache and

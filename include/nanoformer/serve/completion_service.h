@@ -13,6 +13,7 @@
 #include <string>
 
 #include "nanoformer/infer/text_streamer.h"
+#include "nanoformer/serve/reasoning_split.h"
 #include "nanoformer/serve/openai_response.h"
 #include "nanoformer/serve/scheduler.h"
 #include "nanoformer/tokenizer/chat_template.h"
@@ -22,6 +23,7 @@ namespace nf::serve {
 // What a Completion has produced since the last wait().
 struct CompletionUpdate {
   std::string text;
+  std::string reasoning;  // with a reasoning split: the reasoning's text since the last wait (text is the reply's)
   std::vector<LogprobEntry> logprobs;  // with logprobs: those of the tokens whose text starts in `text`
   bool done = false;
   std::string finish_reason;  // when done: "stop" (end of sequence, stop string) or "length"
@@ -31,8 +33,9 @@ struct CompletionUpdate {
 
 class Completion {
  public:
+  // `reasoning`: the answer's <think> part goes to CompletionUpdate::reasoning (serve/reasoning_split.h).
   Completion(ResponseHeader header, const tokenizer::Tokenizer& tokenizer, const infer::StopCriteria& stop,
-             int64_t prompt_tokens, bool logprobs = false);
+             int64_t prompt_tokens, bool logprobs = false, std::optional<ReasoningSplitter> reasoning = std::nullopt);
   // Blocks until there is new text or the end, or until `timeout`; returns what arrived (nothing
   // new on a timeout).
   CompletionUpdate wait(std::chrono::milliseconds timeout);
@@ -48,11 +51,14 @@ class Completion {
   void on_done(const SequenceOutcome& outcome);  // scheduler's thread
   // Moves the held entries whose token's text starts within the text given so far to pending_.
   void release_logprobs();
+  // Adds text that became final to pending_ (split into reasoning and reply when asked); mutex_ held.
+  void give(const std::string& text);
 
   ResponseHeader header_;
   const tokenizer::Tokenizer& tokenizer_;
   bool logprobs_;
   infer::TextStreamer streamer_;  // scheduler's thread only
+  std::optional<ReasoningSplitter> reasoning_;  // scheduler's thread only
   // scheduler's thread only: entries whose text is not given yet (held back, or a stop string's),
   // the bytes of the tokens so far, and of the text given so far
   std::vector<LogprobEntry> held_;
@@ -68,9 +74,10 @@ class CompletionService {
   // `chat_template` may be null: chat requests then answer 400. `prompt_bos`: an id put before each
   // completion prompt (a GGUF tokenizer's add_bos_token). The scheduler, tokenizer and template
   // must outlive the service.
+  // `split_reasoning`: a chat answer's <think> ... </think> becomes its reasoning_content.
   CompletionService(Scheduler& scheduler, const tokenizer::Tokenizer& tokenizer,
                     const tokenizer::ChatTemplate* chat_template, std::string model_name,
-                    std::optional<int64_t> prompt_bos = std::nullopt);
+                    std::optional<int64_t> prompt_bos = std::nullopt, bool split_reasoning = false);
   // One Completion per choice (request.n; choice i samples with seed + i), submitted together so
   // that the later ones share the first one's prefill (scheduler.h). Throws ApiError: 404 for a
   // model name not this one's (check_model), 400 for a prompt the context cannot hold or a chat
@@ -91,6 +98,7 @@ class CompletionService {
   std::optional<int64_t> end_of_text_;
   std::string model_name_;
   std::optional<int64_t> prompt_bos_;
+  bool split_reasoning_;
   std::atomic<int64_t> next_id_{1};
 };
 

@@ -1,7 +1,8 @@
 #pragma once
 // The JSON bodies the server answers, in OpenAI's shapes:
 //   chat:        {"id": "chatcmpl-..", "object": "chat.completion", "created", "model",
-//                 "choices": [{"index": 0, "message": {"role": "assistant", "content"}, "finish_reason"}], "usage"}
+//                 "choices": [{"index": 0, "message": {"role": "assistant", "content"[, "reasoning_content"]},
+//                              "finish_reason"}], "usage"}
 //   chat stream: "chat.completion.chunk" objects whose choices carry a "delta" ({"role"} first, then
 //                {"content"}), the last one a finish_reason; with include_usage one more chunk with
 //                no choices and the usage
@@ -46,6 +47,7 @@ struct Usage {
 // One choice of an answer; `logprobs` null: none were asked for.
 struct ChoiceOutput {
   std::string text;
+  std::string reasoning;  // chat: its reasoning_content when not empty
   std::string finish_reason;
   const std::vector<LogprobEntry>* logprobs = nullptr;
 };
@@ -53,9 +55,10 @@ struct ChoiceOutput {
 nlohmann::json completion_body(const ResponseHeader& header, const std::vector<ChoiceOutput>& choices, const Usage& usage);
 // One streamed chunk of choice header.index: text (a chat's first chunk also gives the role) and,
 // in the last, the finish reason.
+// `reasoning`: chat, the delta's reasoning_content when not empty.
 nlohmann::json completion_chunk(const ResponseHeader& header, const std::string& text, bool first,
                                 const std::string& finish_reason = "",
-                                const std::vector<LogprobEntry>* logprobs = nullptr);
+                                const std::vector<LogprobEntry>* logprobs = nullptr, const std::string& reasoning = "");
 // The chunk after the last one when stream_options.include_usage: no choices, the usage.
 nlohmann::json usage_chunk(const ResponseHeader& header, const Usage& usage);
 

@@ -1,8 +1,9 @@
 #pragma once
 // Continuous batching: one model serves many sequences at once. Sequences wait in a bounded queue;
 // up to `parallel` run, each in its own slot (a one-row KV cache that lives as long as the
-// scheduler, so nothing is allocated per request). A sequence that joins is prefilled alone, then
-// every step decodes all running sequences together (DecoderLM::forward_cached over their caches: the linear
+// scheduler, so nothing is allocated per request). A sequence that joins is prefilled alone, a
+// chunk of its prompt (prefill_chunk tokens) between two decode steps, then every step decodes
+// all running sequences together (DecoderLM::forward_cached over their caches: the linear
 // layers once over the stacked rows, attention per slot at its own length), so a sequence that
 // joins does not wait for the others to finish, and each gets the tokens it would get alone.
 // A slot keeps its tokens after its sequence ends; a new sequence takes the free slot sharing the
@@ -39,6 +40,9 @@ struct SchedulerOptions {
   int64_t context = 0;      // tokens per slot (0: the model's max_seq_len)
   int64_t keep = 0;         // --keep: tokens at a slot's start that its context shift never drops
   QuantType cache_type = QuantType::f32;  // --cache-type: how the slots' caches store keys and values
+  // --prefill-chunk: prompt tokens prefilled per step at most (0: a whole prompt at once); a long
+  // prompt then delays the running sequences' next token by one chunk's time, not its whole prefill
+  int64_t prefill_chunk = 512;
 };
 
 struct SequenceOutcome {
@@ -108,13 +112,18 @@ class Scheduler {
  private:
   struct Slot;
   struct Running;
+  struct Prefill;
   void run();
   using Clock = std::chrono::steady_clock;
   struct Queued {
     SequenceRequest request;
     Clock::time_point submitted;
   };
-  void start(Queued queued);  // prefill into the best slot and sample the first token
+  void admit(Queued queued);  // validates a sequence taken from the queue and queues its prefill
+  void take_slot(Prefill& p);  // the best slot for its prompt (a cached prefix, or a busy slot's copied)
+  // One chunk of the oldest prefill; at its prompt's end, samples its first token and runs it.
+  void prefill_step();
+  void end_unstarted(Prefill& p, std::string error);  // cancelled before its first token, or refused
   void step();                          // one decode step over every running sequence
   // Samples from logits row for sequence r, hands the token over; true while it goes on.
   bool accept(Running& r, const float* logits);
@@ -125,7 +134,8 @@ class Scheduler {
   SchedulerOptions options_;
   int64_t context_;
   std::vector<Slot> slots_;
-  std::vector<Running> running_;  // only the scheduler's thread touches slots_ and running_
+  std::vector<Running> running_;  // only the scheduler's thread touches slots_, running_ and prefilling_
+  std::deque<Prefill> prefilling_;  // prefilled one at a time, oldest first
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;
