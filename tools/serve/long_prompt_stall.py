@@ -1,0 +1,86 @@
+"""What a long prompt arriving mid-run costs the streams already running: C streaming clients
+decode while one client sends a prompt of L tokens; each running stream's longest gap between two
+tokens during that prefill is compared with its usual gap, for --prefill-chunk CHUNK and for 0
+(a whole prompt at once), each in a fresh server. A random-weight model of minimind2-small's shape
+with a context of L + 512 tokens (its config written to a temporary file).
+
+    python tools/serve/long_prompt_stall.py --prompt-tokens 16000 --clients 4 --chunk 512
+"""
+import http.client
+import json
+import os
+import statistics
+import tempfile
+import threading
+import time
+
+from server_process import argument_parser, ROOT, ServerProcess
+
+
+def stream_tokens(host, port, stamps, stop, prompt):
+    """A streamed text completion whose chunk arrival times go to `stamps` until `stop` is set."""
+    body = {"prompt": prompt, "stream": True, "max_tokens": 100000, "temperature": 0.8}
+    connection = http.client.HTTPConnection(host, port, timeout=600)
+    connection.request("POST", "/v1/completions", json.dumps(body), {"Content-Type": "application/json"})
+    response = connection.getresponse()
+    while not stop.is_set():
+        line = response.readline()
+        if not line:
+            break
+        if line.startswith(b"data: {"):
+            stamps.append(time.perf_counter())
+    connection.close()
+
+
+def run(url, clients, prompt_tokens):
+    host, port = url.split("//")[1].split(":")
+    port = int(port)
+    stop = threading.Event()
+    stamps = [[] for _ in range(clients)]
+    threads = [threading.Thread(target=stream_tokens, args=(host, port, stamps[i], stop, f"Story {i}:"))
+               for i in range(clients)]
+    for t in threads:
+        t.start()
+    time.sleep(3)  # the streams run
+    long_prompt = "the" + " the" * (prompt_tokens - 1)  # a token a word in byte-level BPE vocabularies
+    start = time.perf_counter()
+    connection = http.client.HTTPConnection(host, port, timeout=900)
+    connection.request("POST", "/v1/completions", json.dumps({"prompt": long_prompt, "max_tokens": 1}),
+                       {"Content-Type": "application/json"})
+    answer = json.loads(connection.getresponse().read())
+    end = time.perf_counter()
+    time.sleep(1)
+    stop.set()
+    for t in threads:
+        t.join()
+    gaps_before, gaps_during = [], []
+    for s in stamps:
+        for a, b in zip(s, s[1:]):
+            (gaps_during if a < end and b > start else gaps_before if b <= start else []).append(b - a)
+    return {"prompt_tokens": answer["usage"]["prompt_tokens"], "prefill_s": end - start,
+            "usual_gap_ms": 1000 * statistics.median(gaps_before), "longest_gap_during_ms": 1000 * max(gaps_during)}
+
+
+def main():
+    p = argument_parser(__doc__)
+    p.add_argument("--prompt-tokens", type=int, default=16000)
+    p.add_argument("--clients", type=int, default=4)
+    p.add_argument("--chunk", type=int, default=512)
+    p.add_argument("--threads", default="2")
+    a = p.parse_args()
+    config = json.load(open(os.path.join(ROOT, "configs", "minimind2-small.json")))
+    config["max_seq_len"] = a.prompt_tokens + 512
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(config, f)
+    for chunk in [a.chunk, 0]:
+        with ServerProcess(["--model", f.name, "--tokenizer", a.tokenizer, "--parallel", str(a.clients + 1),
+                            "--prefill-chunk", str(chunk), "--timeout", "900"],
+                           env={"NANOFORMER_THREADS": a.threads}) as server:
+            r = run(server.url, a.clients, a.prompt_tokens)
+        print(f"--prefill-chunk {chunk:5d}: a {r['prompt_tokens']}-token prompt prefilled in {r['prefill_s']:.1f} s; "
+              f"the running streams' usual gap {r['usual_gap_ms']:.0f} ms, longest during it {r['longest_gap_during_ms']:.0f} ms")
+    os.unlink(f.name)
+
+
+if __name__ == "__main__":
+    main()
