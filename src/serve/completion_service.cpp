@@ -7,6 +7,7 @@
 
 #include "nanoformer/core/error.h"
 #include "nanoformer/serve/api_error.h"
+#include "nanoformer/tokenizer/bpe_tokenizer.h"
 #include "nanoformer/tokenizer/jsonl.h"
 
 namespace nf::serve {
@@ -98,6 +99,23 @@ std::vector<int64_t> CompletionService::prompt_ids(const CompletionRequest& r) c
   return {ids.begin(), ids.end()};
 }
 
+std::shared_ptr<const infer::TokenTrie> CompletionService::token_trie() {
+  std::call_once(trie_once_, [&] {
+    const auto* bpe = dynamic_cast<const tokenizer::BpeTokenizer*>(&tokenizer_);
+    std::vector<std::string> bytes(tokenizer_.vocab_size());
+    for (size_t id = 0; id < bytes.size(); ++id) {
+      const auto t = static_cast<tokenizer::TokenId>(id);
+      if (bpe && bpe->is_special(t)) continue;  // no bytes: never allowed (an end id is added by the constraint)
+      try {
+        bytes[id] = std::string(tokenizer_.token_bytes(t));
+      } catch (const Error&) {  // an unused id
+      }
+    }
+    trie_ = std::make_shared<const infer::TokenTrie>(std::move(bytes));
+  });
+  return trie_;
+}
+
 void CompletionService::check_model(const std::string& id) const {
   if (!id.empty() && id != model_name_)
     throw ApiError(404, "the model '" + id + "' does not exist: this server serves '" + model_name_ + "'",
@@ -137,6 +155,7 @@ std::shared_ptr<Completion> CompletionService::start(const CompletionRequest& r)
                            .cancelled = completion->cancelled_,
                            .on_logprobs = nullptr,
                            .top_logprobs = std::max<int64_t>(r.top_logprobs, 0)};
+  if (r.grammar) sequence.constraint = std::make_shared<infer::GrammarConstraint>(r.grammar, token_trie(), stop.eos_ids);
   if (r.top_logprobs >= 0)
     sequence.on_logprobs = [completion](const infer::TokenLogprobs& l) { completion->on_logprobs(l); };
   sequence.sampler.seed = r.seed ? *r.seed : std::random_device{}();

@@ -11,7 +11,7 @@
 // Any other keyword (pattern, format, minimum, oneOf, ...) is refused: nf::Error naming it.
 // An empty schema {} (or true) is any JSON value. The JSON generated is compact but for optional
 // whitespace after { [ , : (one space, or a newline and up to 20 spaces or tabs); numbers have at
-// most 16 integer digits, 16 fraction digits and 3 exponent digits, so that every output can end.
+// most 16 integer digits, 16 fraction digits and 2 exponent digits, so that every output can end and parses as a double.
 #include <string>
 
 #include <nlohmann/json_fwd.hpp>
