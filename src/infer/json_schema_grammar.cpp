@@ -21,7 +21,7 @@ json-array ::= "[" ws ( json-value ws ( "," ws json-value ws )* )? "]"
 json-string ::= "\"" json-char* "\""
 json-char ::= [^"\\\x00-\x1F] | "\\" ( ["\\/bfnrt] | "u" [0-9a-fA-F]{4} )
 json-integer ::= "-"? ( "0" | [1-9] [0-9]{0,15} )
-json-number ::= json-integer ( "." [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,3} )?
+json-number ::= json-integer ( "." [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,2} )?
 json-boolean ::= "true" | "false"
 )";
 
