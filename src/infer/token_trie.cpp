@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <utility>
 
+#include "nanoformer/core/error.h"
+#include "nanoformer/tokenizer/bpe_tokenizer.h"
+
 namespace nf::infer {
 
 TokenTrie::TokenTrie(std::vector<std::string> bytes) : token_bytes_(std::move(bytes)) {
@@ -40,6 +43,20 @@ TokenTrie::TokenTrie(std::vector<std::string> bytes) : token_bytes_(std::move(by
     }
     nodes_[it.node].children_end = static_cast<uint32_t>(child_bytes_.size());
   }
+}
+
+std::shared_ptr<const TokenTrie> TokenTrie::of(const tokenizer::Tokenizer& tokenizer) {
+  const auto* bpe = dynamic_cast<const tokenizer::BpeTokenizer*>(&tokenizer);
+  std::vector<std::string> bytes(tokenizer.vocab_size());
+  for (size_t id = 0; id < bytes.size(); ++id) {
+    const auto t = static_cast<tokenizer::TokenId>(id);
+    if (bpe && bpe->is_special(t)) continue;  // no bytes: never allowed
+    try {
+      bytes[id] = std::string(tokenizer.token_bytes(t));
+    } catch (const Error&) {  // an unused id
+    }
+  }
+  return std::make_shared<const TokenTrie>(std::move(bytes));
 }
 
 }  // namespace nf::infer

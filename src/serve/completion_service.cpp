@@ -7,7 +7,6 @@
 
 #include "nanoformer/core/error.h"
 #include "nanoformer/serve/api_error.h"
-#include "nanoformer/tokenizer/bpe_tokenizer.h"
 #include "nanoformer/tokenizer/jsonl.h"
 
 namespace nf::serve {
@@ -100,19 +99,7 @@ std::vector<int64_t> CompletionService::prompt_ids(const CompletionRequest& r) c
 }
 
 std::shared_ptr<const infer::TokenTrie> CompletionService::token_trie() {
-  std::call_once(trie_once_, [&] {
-    const auto* bpe = dynamic_cast<const tokenizer::BpeTokenizer*>(&tokenizer_);
-    std::vector<std::string> bytes(tokenizer_.vocab_size());
-    for (size_t id = 0; id < bytes.size(); ++id) {
-      const auto t = static_cast<tokenizer::TokenId>(id);
-      if (bpe && bpe->is_special(t)) continue;  // no bytes: never allowed (an end id is added by the constraint)
-      try {
-        bytes[id] = std::string(tokenizer_.token_bytes(t));
-      } catch (const Error&) {  // an unused id
-      }
-    }
-    trie_ = std::make_shared<const infer::TokenTrie>(std::move(bytes));
-  });
+  std::call_once(trie_once_, [&] { trie_ = infer::TokenTrie::of(tokenizer_); });
   return trie_;
 }
 

@@ -4,8 +4,11 @@
 // find every token that keeps the output valid (grammar_constraint.h). Stored flat (nodes in
 // depth-first order, children contiguous) so that a walk touches little memory.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "nanoformer/tokenizer/tokenizer.h"
 
 namespace nf::infer {
 
@@ -17,6 +20,9 @@ class TokenTrie {
   };
   // token_bytes[id]: that id's bytes; an empty string leaves the id out (never allowed by a mask).
   explicit TokenTrie(std::vector<std::string> token_bytes);
+  // A tokenizer's vocabulary, its special tokens (and unused ids) left out: structured output never
+  // contains them (an end id is allowed by the constraint itself).
+  static std::shared_ptr<const TokenTrie> of(const tokenizer::Tokenizer& tokenizer);
 
   const std::vector<Node>& nodes() const { return nodes_; }  // nodes()[0]: the root (the empty prefix)
   const std::vector<uint8_t>& child_bytes() const { return child_bytes_; }
