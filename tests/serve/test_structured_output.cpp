@@ -40,8 +40,11 @@ std::vector<std::string> vocab() {
                             "\xA9", "\\n", "\\\"", "12", "ab", "]}", "\"x\"", "\"y\"", "\"ok\"", "\"tags\"", "\"extra\"",
                             "ag", "na", "me", "ok", "\"n", "\"a", "ta", "gs"})
     v.emplace_back(piece);
-  while (v.size() < 150) v.emplace_back("\"e" + std::to_string(v.size()));
-  while (v.size() < kEnd) v.emplace_back("~" + std::to_string(v.size()));
+  for (std::string piece; v.size() < kEnd; piece.clear()) {  // (appended: GCC 12's -Wrestrict misfires on "x" + s)
+    piece += v.size() < 150 ? "\"e" : "~";
+    piece += std::to_string(v.size());
+    v.push_back(piece);
+  }
   v.emplace_back("");
   return v;
 }
