@@ -15,6 +15,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <random>
 #include <vector>
 
 #include "bench_support.h"
@@ -24,6 +25,7 @@
 #include "nanoformer/infer/sampler.h"
 #include "nanoformer/models/config/model_config.h"
 #include "nanoformer/models/decoder_lm.h"
+#include "nanoformer/tokenizer/byte_level.h"
 #include "nanoformer/tokenizer/jsonl.h"
 
 namespace {
@@ -109,6 +111,45 @@ void decode(benchmark::State& state, bool constrained) {
   if (constrained) state.counters["mask_us_per_token"] = 1e6 * mask_seconds / static_cast<double>(state.iterations() * kNew);
 }
 
+// The constraint alone over GPT-2's 50257 byte strings (model.vocab of /work/shared/data/
+// gpt2_tokenizer.json or NF_BENCH_GPT2_VOCAB, read directly): one output of the schema, 64 steps,
+// each a mask from a fresh constraint's cache (so every state's first mask, the trie walked) and
+// a seeded pick among the allowed tokens taken; ms per output, and tokens/s.
+void BM_constraint_gpt2_vocab(benchmark::State& state) {
+  const char* env = std::getenv("NF_BENCH_GPT2_VOCAB");
+  const std::string path = env ? env : "/work/shared/data/gpt2_tokenizer.json";
+  if (!std::filesystem::exists(path)) {
+    state.SkipWithError("the GPT-2 tokenizer.json is missing");
+    return;
+  }
+  static const std::shared_ptr<const infer::TokenTrie> trie = [&] {
+    const auto j = nlohmann::json::parse(tokenizer::read_file(path));
+    std::vector<std::string> bytes(j["model"]["vocab"].size() + 1);
+    for (const auto& [token, id] : j["model"]["vocab"].items())
+      if (id.get<size_t>() < bytes.size()) bytes[id.get<size_t>()] = tokenizer::byte_level::decode(token).value_or("");
+    return std::make_shared<const infer::TokenTrie>(std::move(bytes));
+  }();
+  static const auto grammar = std::make_shared<const infer::Grammar>(
+      infer::compile_gbnf(infer::json_schema_to_gbnf(nlohmann::ordered_json::parse(kSchema))));
+  const int64_t end = static_cast<int64_t>(trie->vocab_size()) - 1;
+  uint64_t seed = 0;
+  int64_t tokens = 0;
+  for (auto _ : state) {
+    infer::GrammarConstraint constraint(grammar, trie, {end});
+    std::mt19937_64 pick(++seed);
+    for (int64_t t = 0; t < 64 && !constraint.finished(); ++t) {
+      const std::vector<uint64_t>& mask = constraint.allowed();
+      std::vector<int64_t> allowed;
+      for (int64_t id = 0; id < end; ++id)
+        if ((mask[static_cast<size_t>(id) / 64] >> (id % 64)) & 1) allowed.push_back(id);
+      if (allowed.empty()) break;
+      constraint.accept(allowed[pick() % allowed.size()]);
+      ++tokens;
+    }
+  }
+  state.SetItemsProcessed(tokens);
+}
+
 void BM_decode_json_schema(benchmark::State& state) { decode(state, true); }
 void BM_decode_free(benchmark::State& state) { decode(state, false); }
 
@@ -116,6 +157,7 @@ void BM_decode_free(benchmark::State& state) { decode(state, false); }
 
 BENCHMARK(BM_decode_json_schema)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_decode_free)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_constraint_gpt2_vocab)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 int main(int argc, char** argv) {
   return nf::bench::run_benchmarks(argc, argv, {{"BM_decode_json_schema", "BM_decode_free"}});
