@@ -8,43 +8,70 @@
 namespace nf::infer {
 namespace {
 
-constexpr size_t kMaxCachedMasks = 512;  // the cache is emptied when it holds this many
+constexpr size_t kMaxStates = 4096;  // the interned states (and their masks) are dropped beyond this
 
 }  // namespace
 
 GrammarConstraint::GrammarConstraint(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTrie> trie,
                                      std::vector<int64_t> eos_ids)
-    : matcher_(std::move(grammar)), trie_(std::move(trie)), eos_ids_(std::move(eos_ids)), buffers_(trie_->max_depth() + 1) {}
+    : matcher_(std::move(grammar)), trie_(std::move(trie)), eos_ids_(std::move(eos_ids)) {}
 
-void GrammarConstraint::walk(uint32_t node, const GrammarMatcher::State& state, size_t depth, std::vector<uint64_t>& mask) {
+int32_t GrammarConstraint::state_id(const GrammarMatcher::State& state) {
+  const auto [it, added] = state_ids_.try_emplace(state, static_cast<int32_t>(states_.size()));
+  if (added) {
+    states_.push_back(state);
+    std::array<int32_t, 256> unknown;
+    unknown.fill(kUnknown);
+    next_.push_back(unknown);
+    masks_.emplace_back();
+  }
+  return it->second;
+}
+
+int32_t GrammarConstraint::next_state(int32_t state, uint8_t byte) {
+  int32_t next = next_[static_cast<size_t>(state)][byte];
+  if (next != kUnknown) return next;
+  matcher_.advance(states_[static_cast<size_t>(state)], byte, scratch_);
+  next = scratch_.empty() ? kDead : state_id(scratch_);
+  next_[static_cast<size_t>(state)][byte] = next;  // indexed afresh: state_id may have grown next_
+  return next;
+}
+
+void GrammarConstraint::walk(uint32_t node, int32_t state, std::vector<uint64_t>& mask) {
   const TokenTrie::Node& n = trie_->nodes()[node];
-  GrammarMatcher::State& next = buffers_[depth];
   for (uint32_t c = n.children_begin; c < n.children_end; ++c) {
-    matcher_.advance(state, trie_->child_bytes()[c], next);
-    if (next.empty()) continue;
+    const int32_t next = next_state(state, trie_->child_bytes()[c]);
+    if (next == kDead) continue;
     const uint32_t child = trie_->child_nodes()[c];
     const TokenTrie::Node& m = trie_->nodes()[child];
     for (uint32_t t = m.tokens_begin; t < m.tokens_end; ++t) {
       const uint32_t id = trie_->token_ids()[t];
       mask[id / 64] |= uint64_t{1} << (id % 64);
     }
-    if (m.children_begin < m.children_end) walk(child, next, depth + 1, mask);
+    if (m.children_begin < m.children_end) walk(child, next, mask);
   }
 }
 
 const std::vector<uint64_t>& GrammarConstraint::allowed() {
-  const GrammarMatcher::State& state = matcher_.state();
-  if (const auto it = cache_.find(state); it != cache_.end()) return it->second;
-  if (cache_.size() >= kMaxCachedMasks) cache_.clear();
+  if (states_.size() >= kMaxStates) {  // between walks: nothing refers to the ids
+    states_.clear();
+    state_ids_.clear();
+    next_.clear();
+    masks_.clear();
+  }
+  const int32_t current = state_id(matcher_.state());
+  if (!masks_[static_cast<size_t>(current)].empty()) return masks_[static_cast<size_t>(current)];
   std::vector<uint64_t> mask((trie_->vocab_size() + 63) / 64, 0);
-  walk(0, state, 0, mask);
+  walk(0, current, mask);
+  const bool can_end = GrammarMatcher::can_end(matcher_.state());
   for (const int64_t id : eos_ids_) {
     if (id < 0 || id >= static_cast<int64_t>(trie_->vocab_size())) continue;
     const uint64_t bit = uint64_t{1} << (id % 64);
-    if (GrammarMatcher::can_end(state)) mask[static_cast<size_t>(id) / 64] |= bit;
+    if (can_end) mask[static_cast<size_t>(id) / 64] |= bit;
     else mask[static_cast<size_t>(id) / 64] &= ~bit;  // its bytes (if the trie has any) are not text here
   }
-  return cache_.emplace(state, std::move(mask)).first->second;
+  masks_[static_cast<size_t>(current)] = std::move(mask);
+  return masks_[static_cast<size_t>(current)];
 }
 
 void GrammarConstraint::apply(std::span<float> logits) {

@@ -3,9 +3,13 @@
 // output a prefix of the grammar's language, applied to the logits before sampling. The mask is a
 // walk of the vocabulary's TokenTrie with the matcher's state set: a child is visited only while
 // some stack survives its byte, so the walk costs the prefixes that stay valid, not the
-// vocabulary. Masks are cached per state (the states inside a string or a list repeat). An end id
+// vocabulary. The walk's states are interned and their transitions by byte remembered (the state
+// after an ASCII letter inside a string is the one before it, at every node of the trie), so a walk
+// costs about one table lookup per trie edge it follows. Masks are cached per state (the states
+// inside a string or a list repeat). An end id
 // (eos_ids) is allowed exactly where the grammar can end; ids with no bytes (special tokens the
 // trie leaves out) never.
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -34,13 +38,20 @@ class GrammarConstraint {
   bool finished() const { return GrammarMatcher::must_end(matcher_.state()); }
 
  private:
-  void walk(uint32_t node, const GrammarMatcher::State& state, size_t depth, std::vector<uint64_t>& mask);
+  static constexpr int32_t kUnknown = -1, kDead = -2;
+  int32_t state_id(const GrammarMatcher::State& state);
+  int32_t next_state(int32_t state, uint8_t byte);  // kDead: the byte is not allowed there
+  void walk(uint32_t node, int32_t state, std::vector<uint64_t>& mask);
 
   GrammarMatcher matcher_;
   std::shared_ptr<const TokenTrie> trie_;
   std::vector<int64_t> eos_ids_;
-  std::vector<GrammarMatcher::State> buffers_;  // one per trie depth
-  std::map<GrammarMatcher::State, std::vector<uint64_t>> cache_;
+  // interned states, their transitions by byte (kUnknown until followed) and masks (empty until computed)
+  std::vector<GrammarMatcher::State> states_;
+  std::map<GrammarMatcher::State, int32_t> state_ids_;
+  std::vector<std::array<int32_t, 256>> next_;
+  std::vector<std::vector<uint64_t>> masks_;
+  GrammarMatcher::State scratch_;
 };
 
 }  // namespace nf::infer
