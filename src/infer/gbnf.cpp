@@ -18,6 +18,7 @@ using CodeRange = std::pair<uint32_t, uint32_t>;  // [first, last] code points
 
 constexpr uint32_t kMaxCodePoint = 0x10FFFF;
 constexpr int64_t kMaxRepetition = 1000;  // {m,n} bounds above this are refused (each copy is a rule)
+constexpr size_t kMaxRules = size_t{1} << 18;  // a grammar expanding to more rules is refused (memory)
 
 // The UTF-8 bytes of a code point.
 std::string utf8(uint32_t c) {
@@ -141,6 +142,7 @@ class Compiler {
   }
 
   uint32_t new_rule(uint32_t parent) {
+    if (rules_.size() >= kMaxRules) fail("the grammar expands to more than " + std::to_string(kMaxRules) + " rules");
     const uint32_t id = static_cast<uint32_t>(rules_.size());
     rules_.emplace_back();
     names_.push_back(names_[parent] + "-" + std::to_string(id));

@@ -8,7 +8,7 @@
 namespace nf::infer {
 namespace {
 
-constexpr size_t kMaxStates = 4096;  // the interned states (and their masks) are dropped beyond this
+constexpr size_t kMaxStates = 1024;  // the interned states (and their masks) are dropped beyond this
 
 }  // namespace
 

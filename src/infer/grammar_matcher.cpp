@@ -8,7 +8,7 @@
 namespace nf::infer {
 namespace {
 
-constexpr size_t kMaxFrames = size_t{1} << 22;  // a grammar whose stacks keep growing is refused here
+constexpr size_t kMaxFrames = size_t{1} << 20;  // a grammar whose stacks keep growing is refused here
 constexpr int kMaxDepth = 4096;                  // expansions nested deeper than this are refused
 
 void sort_unique(GrammarMatcher::State& s) {

@@ -177,7 +177,7 @@ std::string error_of(F f) {
 }
 
 TEST(Grammar, BadGbnfIsRefusedWithOneLineNamingTheFault) {
-  const std::vector<std::pair<std::string, std::string>> cases = {
+  std::vector<std::pair<std::string, std::string>> cases = {
       {"root ::= \"a", "an unterminated literal at line 1, column 12"},
       {"root ::= x", "the rule 'x' is used but never defined"},
       {"a ::= \"x\"", "no rule 'root'"},
@@ -191,6 +191,9 @@ TEST(Grammar, BadGbnfIsRefusedWithOneLineNamingTheFault) {
       {"root ::= *", "'*' with nothing before it"},
       {"root ::= \"a\"\nroot ::= \"b\"", "the rule 'root' is defined twice"},
   };
+  std::string many = "root ::= ";
+  for (int i = 0; i < 300; ++i) many += "\"a\"{0,1000} ";
+  cases.emplace_back(many, "the grammar expands to more than 262144 rules");
   for (const auto& [text, message] : cases) {
     const std::string e = error_of([&] { compile_gbnf(text); });
     EXPECT_NE(e.find(message), std::string::npos) << text << " -> " << e;

@@ -12,7 +12,8 @@
 //   x* -> r ::= x r |      x+ -> x x*      x? -> r ::= x |      x{m,n} -> m times x, then n - m nested x?
 // Compiling refuses (nf::Error, one line naming the rule or the line:column): a syntax error, an
 // undefined rule, no `root`, a left-recursive rule (r ::= r "x", or a repetition of something that
-// can be empty: the matcher could expand it forever) and a rule that can never end (r ::= "x" r).
+// can be empty: the matcher could expand it forever), a rule that can never end (r ::= "x" r), and
+// a grammar whose repetitions expand to more than 2^18 rules.
 #include <bitset>
 #include <cstdint>
 #include <string>
