@@ -26,7 +26,8 @@ TokenLogprobs token_logprobs(std::span<const float> logits, int64_t vocab_limit,
   const auto k = static_cast<ptrdiff_t>(std::min(top, n));
   std::partial_sort(order.begin(), order.begin() + k, order.end(),
                     [&](int64_t a, int64_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
-  for (ptrdiff_t i = 0; i < k; ++i) out.top.emplace_back(order[i], logprob(order[i]));
+  for (ptrdiff_t i = 0; i < k && logits[order[i]] != -INFINITY; ++i)  // a masked id (-inf) is never listed
+    out.top.emplace_back(order[i], logprob(order[i]));
   return out;
 }
 

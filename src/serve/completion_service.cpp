@@ -119,6 +119,11 @@ std::vector<int64_t> CompletionService::prompt_ids(const CompletionRequest& r) c
   return {ids.begin(), ids.end()};
 }
 
+std::shared_ptr<const infer::TokenTrie> CompletionService::token_trie() {
+  std::call_once(trie_once_, [&] { trie_ = infer::TokenTrie::of(tokenizer_); });
+  return trie_;
+}
+
 void CompletionService::check_model(const std::string& id) const {
   if (!id.empty() && id != model_name_)
     throw ApiError(404, "the model '" + id + "' does not exist: this server serves '" + model_name_ + "'",
@@ -171,6 +176,8 @@ std::vector<std::shared_ptr<Completion>> CompletionService::start(const Completi
                              .cancelled = completion->cancelled_,
                              .on_logprobs = nullptr,
                              .top_logprobs = std::max<int64_t>(r.top_logprobs, 0)};
+    if (r.grammar)  // each choice walks the grammar on its own
+      sequence.constraint = std::make_shared<infer::GrammarConstraint>(r.grammar, token_trie(), stop.eos_ids);
     if (r.top_logprobs >= 0)
       sequence.on_logprobs = [completion](const infer::TokenLogprobs& l) { completion->on_logprobs(l); };
     sequence.sampler.seed = seed + static_cast<uint64_t>(i);  // choice i: seed + i

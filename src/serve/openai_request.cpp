@@ -3,6 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "nanoformer/core/error.h"
+#include "nanoformer/infer/json_schema_grammar.h"
 #include "nanoformer/serve/api_error.h"
 
 namespace nf::serve {
@@ -132,6 +134,53 @@ int64_t parse_logprobs(const json& body, Endpoint endpoint) {
   return wanted ? top.value_or(0) : -1;
 }
 
+// GBNF text compiled; a fault is a 400 naming `param` and the compiler's one line.
+std::shared_ptr<const infer::Grammar> compile(const std::string& gbnf, const std::string& param) {
+  try {
+    return std::make_shared<const infer::Grammar>(infer::compile_gbnf(gbnf));
+  } catch (const Error& e) {
+    throw invalid_request(param, "'" + param + "': " + e.what());
+  }
+}
+
+// The grammar that response_format or grammar asks for; null for free text.
+std::shared_ptr<const infer::Grammar> parse_grammar(const json& body, std::string_view text) {
+  const auto format = body.find("response_format");
+  const auto grammar = body.find("grammar");
+  const bool has_format = format != body.end() && !format->is_null();
+  const bool has_grammar = grammar != body.end() && !grammar->is_null();
+  if (has_grammar) {
+    if (has_format) throw invalid_request("grammar", "'grammar' and 'response_format' cannot both be given");
+    if (!grammar->is_string()) throw invalid_request("grammar", std::string("'grammar' must be a string of GBNF, got ") + type_name(*grammar));
+    return compile(grammar->get<std::string>(), "grammar");
+  }
+  if (!has_format) return nullptr;
+  if (!format->is_object() || !format->contains("type") || !(*format)["type"].is_string())
+    throw invalid_request("response_format", "'response_format' must be an object with a string 'type', got " + format->dump().substr(0, 80));
+  const std::string type = (*format)["type"].get<std::string>();
+  if (type == "text") return nullptr;
+  if (type == "json_object") return compile(infer::json_object_gbnf(), "response_format");
+  if (type != "json_schema")
+    throw invalid_request("response_format.type", "'response_format.type' is \"" + type +
+                                                      "\": the types are text, json_object and json_schema");
+  const auto spec = format->find("json_schema");
+  if (spec == format->end() || !spec->is_object())
+    throw invalid_request("response_format.json_schema", "'response_format.json_schema' must be an object with a 'schema'");
+  if (spec->contains("name") && !(*spec)["name"].is_string())
+    throw invalid_request("response_format.json_schema.name", "'response_format.json_schema.name' must be a string");
+  if (spec->contains("strict") && !(*spec)["strict"].is_null() && !(*spec)["strict"].is_boolean())
+    throw invalid_request("response_format.json_schema.strict", "'response_format.json_schema.strict' must be a boolean");
+  if (!spec->contains("schema")) throw invalid_request("response_format.json_schema.schema", "'response_format.json_schema.schema' is required");
+  std::string gbnf;
+  try {  // parsed again keeping the properties' order, which the output follows
+    const auto ordered = nlohmann::ordered_json::parse(text);
+    gbnf = infer::json_schema_to_gbnf(ordered["response_format"]["json_schema"]["schema"]);
+  } catch (const Error& e) {
+    throw invalid_request("response_format.json_schema.schema", std::string("'response_format.json_schema.schema': ") + e.what());
+  }
+  return compile(gbnf, "response_format.json_schema.schema");
+}
+
 }  // namespace
 
 CompletionRequest parse_completion_request(std::string_view text, Endpoint endpoint) {
@@ -164,6 +213,7 @@ CompletionRequest parse_completion_request(std::string_view text, Endpoint endpo
   r.top_logprobs = parse_logprobs(body, endpoint);
   r.n = integer_field(body, "n", 1).value_or(1);
   if (r.n > 128) throw invalid_request("n", "'n' must be at most 128, got " + std::to_string(r.n));
+  r.grammar = parse_grammar(body, text);
   r.stream = bool_field(body, "stream", "stream");
   if (const auto it = body.find("stream_options"); it != body.end() && !it->is_null()) {
     if (!it->is_object())

@@ -32,6 +32,7 @@ struct Scheduler::Running {
   std::vector<int64_t> history;  // prompt and generated: what the repetition penalty reads
   int64_t pending = 0;           // the last token sampled, fed at the next step
   SequenceOutcome outcome;
+  std::vector<float> masked = {};  // with a constraint: the row of logits it masked
 };
 
 Scheduler::Scheduler(models::DecoderLM& model, const SchedulerOptions& options)
@@ -250,7 +251,12 @@ bool Scheduler::accept(Running& r, const float* logits) {
   SequenceOutcome& o = r.outcome;
   try {
     ++o.completion_tokens;
-    const std::span<const float> row{logits, static_cast<size_t>(vocab)};
+    std::span<const float> row{logits, static_cast<size_t>(vocab)};
+    if (r.request.constraint) {  // the grammar's mask, before the sampler and the logprobs
+      r.masked.assign(row.begin(), row.end());
+      r.request.constraint->apply(r.masked);
+      row = r.masked;
+    }
     const std::function<bool(int64_t)>* on_token = &r.request.on_token;
     std::function<bool(int64_t)> reporting;  // on_token after on_logprobs
     if (r.request.on_logprobs) {
@@ -263,6 +269,10 @@ bool Scheduler::accept(Running& r, const float* logits) {
     const infer::SampledToken t = infer::sample_step(r.sampler, row, r.history, r.request.stop, o.completion_tokens, *on_token);
     r.pending = t.id;
     o.reason = t.reason;
+    if (r.request.constraint) {
+      r.request.constraint->accept(t.id);
+      if (o.reason == infer::StopReason::none && r.request.constraint->finished()) o.reason = infer::StopReason::end_of_sequence;
+    }
     if (o.reason == infer::StopReason::none && !slots_[r.slot].sequence.make_room(1))
       o.reason = infer::StopReason::context_full;
   } catch (const std::exception& e) {  // this sequence's own failure (its sampler, its text): it ends alone

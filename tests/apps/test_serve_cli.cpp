@@ -273,6 +273,43 @@ TEST_F(ServeCliTest, StreamedAnswersEqualTheNonStreamedOnes) {
   EXPECT_TRUE(ts.done);
 }
 
+// response_format json_schema and the grammar field, over HTTP: chat and text, plain and streamed,
+// seeded sampling; every answer is a sentence of the grammar and ends with finish_reason stop.
+TEST_F(ServeCliTest, StructuredOutputFollowsTheSchemaAndTheGrammar) {
+  ServerProcess server = serve("--context 512");
+  httplib::Client client = server.client();
+  const json schema = {{"type", "object"},
+                       {"properties", {{"n", {{"type", "integer"}}}, {"ok", {{"type", "boolean"}}},
+                                       {"tag", {{"enum", {"a", "b"}}}}}},
+                       {"required", {"n", "ok", "tag"}},
+                       {"additionalProperties", false}};
+  const json format = {{"type", "json_schema"}, {"json_schema", {{"name", "t"}, {"schema", schema}, {"strict", true}}}};
+  for (int seed = 0; seed < 4; ++seed) {
+    const json sampling = {{"temperature", 1.0}, {"seed", seed}, {"max_tokens", 300}, {"response_format", format}};
+    const json whole = post(client, "/v1/chat/completions", chat("Hi", sampling), 200);
+    json text_body = sampling;
+    text_body["prompt"] = "JSON:";
+    const Streamed streamed = stream(client, "/v1/completions", text_body);
+    for (const auto& [answer, finish] : {std::pair{whole["choices"][0]["message"]["content"].get<std::string>(),
+                                                   whole["choices"][0]["finish_reason"]},
+                                         std::pair{streamed.text, streamed.chunks.back()["choices"][0]["finish_reason"]}}) {
+      const json parsed = json::parse(answer, nullptr, false);
+      ASSERT_TRUE(parsed.is_object()) << answer;
+      EXPECT_TRUE(parsed["n"].is_number_integer() && parsed["ok"].is_boolean() && (parsed["tag"] == "a" || parsed["tag"] == "b") &&
+                  parsed.size() == 3)
+          << answer;
+      EXPECT_EQ(finish, "stop") << answer;
+    }
+  }
+  const json grammar = {{"prompt", "Well?"}, {"grammar", "root ::= \"yes\" | \"no\" | \"maybe \" [0-9]{1,2}"},
+                        {"temperature", 1.0}, {"seed", 5}};
+  const std::string text = post(client, "/v1/completions", grammar, 200)["choices"][0]["text"];
+  EXPECT_TRUE(text == "yes" || text == "no" || (text.rfind("maybe ", 0) == 0 && text.size() >= 7 && text.size() <= 8)) << text;
+  EXPECT_EQ(stream(client, "/v1/completions", grammar).text, text);
+  expect_error(post(client, "/v1/chat/completions", chat("Hi", {{"grammar", "root ::= x"}}), 400),
+               "the rule 'x' is used but never defined", "grammar");
+}
+
 TEST_F(ServeCliTest, ACompletionPromptStartsWithBosWhenTheGGUFTokenizerSaysTo) {
   const auto tok = tokenizer::load_tokenizer_json(path("model/tokenizer.json"));
   auto metadata = tokenizer::gguf_tokenizer_metadata(tok, tok.vocab_size(), "tokenizer.json");

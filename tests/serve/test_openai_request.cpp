@@ -83,6 +83,31 @@ TEST(OpenAIRequest, Logprobs) {
   EXPECT_EQ(parse_completion_request(R"({"prompt": "x", "logprobs": 5})", Endpoint::completion).top_logprobs, 5);
 }
 
+TEST(OpenAIRequest, StructuredOutput) {
+  const std::string user = R"("messages": [{"role": "user", "content": "hi"}])";
+  EXPECT_EQ(parse_completion_request("{" + user + "}", Endpoint::chat).grammar, nullptr);
+  EXPECT_EQ(parse_completion_request("{" + user + R"(, "response_format": {"type": "text"}})", Endpoint::chat).grammar, nullptr);
+  EXPECT_NE(parse_completion_request("{" + user + R"(, "response_format": {"type": "json_object"}})", Endpoint::chat).grammar, nullptr);
+  EXPECT_NE(parse_completion_request("{" + user + R"(, "response_format": {"type": "json_schema", "json_schema":
+      {"name": "p", "strict": true, "schema": {"type": "object", "properties": {"a": {"type": "string"}}}}}})",
+                                     Endpoint::chat).grammar, nullptr);
+  EXPECT_NE(parse_completion_request(R"({"prompt": "x", "grammar": "root ::= [a-z]+"})", Endpoint::completion).grammar, nullptr);
+  const Endpoint chat = Endpoint::chat;
+  expect_refused("{" + user + R"(, "response_format": {"type": "json_schema", "json_schema": {"schema":
+      {"type": "string", "pattern": "a+"}}}})", chat, "response_format.json_schema.schema",
+                 "the keyword 'pattern' at # is not supported");
+  expect_refused("{" + user + R"(, "response_format": {"type": "json_schema", "json_schema": {"name": "x"}}})", chat,
+                 "response_format.json_schema.schema", "is required");
+  expect_refused("{" + user + R"(, "response_format": {"type": "xml"}})", chat, "response_format.type",
+                 "the types are text, json_object and json_schema");
+  expect_refused("{" + user + R"(, "response_format": "json"})", chat, "response_format", "must be an object");
+  expect_refused("{" + user + R"(, "grammar": "root ::= x"})", chat, "grammar", "the rule 'x' is used but never defined");
+  expect_refused("{" + user + R"(, "grammar": "root ::= \"a"})", chat, "grammar", "an unterminated literal at line 1");
+  expect_refused("{" + user + R"(, "grammar": 5})", chat, "grammar", "must be a string of GBNF");
+  expect_refused("{" + user + R"(, "grammar": "root ::= \"a\"", "response_format": {"type": "json_object"}})", chat,
+                 "grammar", "cannot both be given");
+}
+
 TEST(OpenAIRequest, BadInputNamesTheField) {
   const Endpoint chat = Endpoint::chat;
   const std::string user = R"("messages": [{"role": "user", "content": "hi"}])";

@@ -16,7 +16,8 @@ struct TokenLogprobs {
   std::vector<std::pair<int64_t, float>> top;  // the most likely ids and theirs, most likely first (ties: lower id)
 };
 
-// Token `id`'s logprob and the `top` most likely ids' (0 <= top; fewer when the vocabulary is smaller).
+// Token `id`'s logprob and the `top` most likely ids' (0 <= top; fewer when the vocabulary is smaller
+// or when ids are masked out with -inf, as constrained decoding does: those are never listed).
 TokenLogprobs token_logprobs(std::span<const float> logits, int64_t vocab_limit, int64_t id, int64_t top);
 
 }  // namespace nf::infer

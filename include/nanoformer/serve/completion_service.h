@@ -91,6 +91,9 @@ class CompletionService {
 
  private:
   std::vector<int64_t> prompt_ids(const CompletionRequest& request) const;
+  // The tokenizer's vocabulary as a trie for grammar masks, built at the first constrained request
+  // (special tokens left out: they are never part of structured output).
+  std::shared_ptr<const infer::TokenTrie> token_trie();
 
   Scheduler& scheduler_;
   const tokenizer::Tokenizer& tokenizer_;
@@ -100,6 +103,8 @@ class CompletionService {
   std::optional<int64_t> prompt_bos_;
   bool split_reasoning_;
   std::atomic<int64_t> next_id_{1};
+  std::once_flag trie_once_;
+  std::shared_ptr<const infer::TokenTrie> trie_;
 };
 
 }  // namespace nf::serve

@@ -16,12 +16,18 @@
 //   logprobs            chat: a boolean, with top_logprobs in [0, 20]; completion: an integer in [0, 5]
 //   n                   choices, in [1, 128]; with a seed s, choice i samples with seed s + i
 //   echo / suffix are refused when set
+//   response_format     {"type": "text"}, {"type": "json_object"} (any JSON object) or {"type":
+//                       "json_schema", "json_schema": {"name", "schema", "strict"}}: constrained
+//                       decoding (infer/json_schema_grammar.h); a schema keyword not supported: 400
+//   grammar             llama.cpp's extension: GBNF text (infer/grammar.h); not with response_format
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "nanoformer/infer/grammar.h"
 #include "nanoformer/infer/sampler.h"
 #include "nanoformer/tokenizer/chat_template.h"
 
@@ -41,6 +47,7 @@ struct CompletionRequest {
   bool stream = false, include_usage = false;
   int64_t top_logprobs = -1;  // logprobs: -1 none; else each token's and this many most likely ones'
   int64_t n = 1;              // choices
+  std::shared_ptr<const infer::Grammar> grammar;  // response_format or grammar, compiled; null: free text
 };
 
 // Throws ApiError (400) for malformed JSON, a wrong type, a value out of range or a missing field.
