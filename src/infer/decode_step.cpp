@@ -49,9 +49,9 @@ bool CachedSequence::make_room(int64_t n) {
   return true;
 }
 
-Tensor CachedSequence::feed(const std::vector<int64_t>& ids) {
+Tensor CachedSequence::feed(const std::vector<int64_t>& ids, bool all_positions) {
   const auto T = static_cast<int64_t>(ids.size());
-  const Tensor logits = model_.forward_cached(Tensor::from_vector(ids, {1, T}), cache_, /*last_only=*/true);
+  const Tensor logits = model_.forward_cached(Tensor::from_vector(ids, {1, T}), cache_, /*last_only=*/!all_positions);
   fed(ids);
   return logits;
 }

@@ -13,13 +13,16 @@
 namespace nf::serve {
 
 Completion::Completion(ResponseHeader header, const tokenizer::Tokenizer& tokenizer, const infer::StopCriteria& stop,
-                       int64_t prompt_tokens, bool logprobs, std::optional<ReasoningSplitter> reasoning)
+                       int64_t prompt_tokens, bool logprobs, std::optional<ReasoningSplitter> reasoning,
+                       std::string echo)
     : header_(std::move(header)),
       tokenizer_(tokenizer),
       logprobs_(logprobs),
       streamer_(tokenizer, stop),
       reasoning_(std::move(reasoning)) {
   pending_.usage.prompt_tokens = prompt_tokens;
+  text_bytes_ = static_cast<int64_t>(echo.size());
+  pending_.text = std::move(echo);
 }
 
 void Completion::on_logprobs(const infer::TokenLogprobs& logprobs) {
@@ -28,6 +31,18 @@ void Completion::on_logprobs(const infer::TokenLogprobs& logprobs) {
   for (const auto& [id, logprob] : logprobs.top) entry.top.emplace_back(bytes(id), logprob);
   token_bytes_ += static_cast<int64_t>(entry.token.size());
   held_.push_back(std::move(entry));
+}
+
+void Completion::on_prompt_logprobs(int64_t first_id, const std::vector<infer::TokenLogprobs>& rest) {
+  const std::string first(tokenizer_.token_bytes(static_cast<tokenizer::TokenId>(first_id)));
+  held_.push_back({.token = first, .logprob = std::nullopt, .top = {}, .text_offset = token_bytes_});
+  token_bytes_ += static_cast<int64_t>(first.size());
+  for (const infer::TokenLogprobs& l : rest) on_logprobs(l);
+  {
+    std::lock_guard lock(mutex_);
+    release_logprobs();  // within the echoed text
+  }
+  changed_.notify_all();
 }
 
 void Completion::release_logprobs() {  // mutex_ held
@@ -142,6 +157,8 @@ std::vector<std::shared_ptr<Completion>> CompletionService::start(const Completi
                           "context_length_exceeded");
   // without max_tokens, to the end of the context; with it, past the end (the context shifts)
   infer::StopCriteria stop{.eos_ids = {}, .stop_strings = r.stop, .max_new_tokens = r.max_tokens.value_or(context - length)};
+  const int64_t max_new_tokens = stop.max_new_tokens;  // 0: the prompt scored only (echo)
+  stop.max_new_tokens = std::max<int64_t>(stop.max_new_tokens, 1);  // the text streamer's, which sees no token then
   if (r.endpoint == Endpoint::chat && chat_template_)
     stop.eos_ids.push_back(chat_template_->end_token());
   else if (end_of_text_)
@@ -167,10 +184,11 @@ std::vector<std::shared_ptr<Completion>> CompletionService::start(const Completi
   std::vector<std::shared_ptr<Completion>> choices;
   for (int64_t i = 0; i < r.n; ++i) {
     header.index = i;
-    auto completion = std::make_shared<Completion>(header, tokenizer_, stop, length, r.top_logprobs >= 0, reasoning);
+    auto completion = std::make_shared<Completion>(header, tokenizer_, stop, length, r.top_logprobs >= 0, reasoning,
+                                                   r.echo ? r.prompt : std::string());
     SequenceRequest sequence{.prompt = prompt,
                              .sampler = r.sampler,
-                             .stop = {.eos_ids = stop.eos_ids, .stop_strings = {}, .max_new_tokens = stop.max_new_tokens},
+                             .stop = {.eos_ids = stop.eos_ids, .stop_strings = {}, .max_new_tokens = max_new_tokens},
                              .on_token = [completion](int64_t id) { return completion->on_token(id); },
                              .on_done = [completion](const SequenceOutcome& o) { completion->on_done(o); },
                              .cancelled = completion->cancelled_,
@@ -180,6 +198,10 @@ std::vector<std::shared_ptr<Completion>> CompletionService::start(const Completi
       sequence.constraint = std::make_shared<infer::GrammarConstraint>(r.grammar, token_trie(), stop.eos_ids);
     if (r.top_logprobs >= 0)
       sequence.on_logprobs = [completion](const infer::TokenLogprobs& l) { completion->on_logprobs(l); };
+    if (r.top_logprobs >= 0 && r.echo)
+      sequence.on_prompt_logprobs = [completion, first = prompt.front()](const std::vector<infer::TokenLogprobs>& rest) {
+        completion->on_prompt_logprobs(first, rest);
+      };
     sequence.sampler.seed = seed + static_cast<uint64_t>(i);  // choice i: seed + i
     sequence.sampler.vocab_limit = static_cast<int64_t>(tokenizer_.vocab_size());  // a padded model's extra ids are never drawn
     if (!scheduler_.submit(std::move(sequence))) {

@@ -113,8 +113,6 @@ std::vector<std::string> parse_stop(const json& body) {
 }
 
 void refuse_unsupported(const json& body) {
-  if (body.contains("echo") && !body["echo"].is_null() && body["echo"] != false)
-    throw invalid_request("echo", "'echo' is not supported");
   if (body.contains("suffix") && !body["suffix"].is_null())
     throw invalid_request("suffix", "'suffix' is not supported");
 }
@@ -207,8 +205,11 @@ CompletionRequest parse_completion_request(std::string_view text, Endpoint endpo
   r.sampler.presence_penalty = number_field(body, "presence_penalty", -2, 2, false, "[-2, 2]").value_or(0.0);
   r.sampler.top_k = integer_field(body, "top_k", 0).value_or(0);
   if (const auto seed = integer_field(body, "seed", INT64_MIN)) r.seed = static_cast<uint64_t>(*seed);
-  r.max_tokens = integer_field(body, "max_tokens", 1);
-  if (const auto m = integer_field(body, "max_completion_tokens", 1)) r.max_tokens = m;
+  r.echo = bool_field(body, "echo", "echo");
+  if (r.echo && endpoint == Endpoint::chat) throw invalid_request("echo", "'echo' is for text completions (/v1/completions)");
+  // max_tokens 0 with echo: the prompt scored, nothing generated (a log-likelihood, as lm-eval asks)
+  r.max_tokens = integer_field(body, "max_tokens", r.echo ? 0 : 1);
+  if (const auto m = integer_field(body, "max_completion_tokens", r.echo ? 0 : 1)) r.max_tokens = m;
   r.stop = parse_stop(body);
   r.top_logprobs = parse_logprobs(body, endpoint);
   r.n = integer_field(body, "n", 1).value_or(1);

@@ -29,17 +29,18 @@ json logprobs_json(const std::vector<LogprobEntry>* entries, Endpoint endpoint) 
       json top = json::array();
       for (const auto& [token, logprob] : e.top)
         top.push_back({{"token", token}, {"logprob", logprob}, {"bytes", byte_values(token)}});
-      content.push_back({{"token", e.token}, {"logprob", e.logprob}, {"bytes", byte_values(e.token)}, {"top_logprobs", top}});
+      content.push_back({{"token", e.token}, {"logprob", e.logprob.value_or(0.0f)}, {"bytes", byte_values(e.token)},
+                         {"top_logprobs", top}});
     }
     return {{"content", content}};
   }
   json tokens = json::array(), token_logprobs = json::array(), top_logprobs = json::array(), offsets = json::array();
   for (const LogprobEntry& e : *entries) {
     tokens.push_back(e.token);
-    token_logprobs.push_back(e.logprob);
+    token_logprobs.push_back(e.logprob ? json(*e.logprob) : json(nullptr));
     json top = json::object();
     for (const auto& [token, logprob] : e.top) top[token] = logprob;
-    top_logprobs.push_back(top);
+    top_logprobs.push_back(e.logprob ? top : json(nullptr));
     offsets.push_back(e.text_offset);
   }
   return {{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top_logprobs}, {"text_offset", offsets}};

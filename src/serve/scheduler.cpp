@@ -8,6 +8,7 @@
 #include "nanoformer/core/error.h"
 #include "nanoformer/infer/prompt_ids.h"
 #include "nanoformer/infer/decode_step.h"
+#include "nanoformer/ops/view.h"
 
 namespace nf::serve {
 
@@ -23,6 +24,7 @@ struct Scheduler::Prefill {
   int64_t fed;          // prompt tokens in the slot's cache
   SequenceOutcome outcome;
   double seconds;       // in its chunks
+  std::vector<infer::TokenLogprobs> prompt_logprobs = {};  // with on_prompt_logprobs: those of the chunks so far
 };
 
 struct Scheduler::Running {
@@ -157,7 +159,7 @@ void Scheduler::end_unstarted(Prefill& p, std::string error) {
 }
 
 void Scheduler::admit(Queued queued) {
-  Prefill p{.queued = std::move(queued), .slot = slots_.size(), .fed = 0, .outcome = {}, .seconds = 0};
+  Prefill p{.queued = std::move(queued), .slot = slots_.size(), .fed = 0, .outcome = {}, .seconds = 0, .prompt_logprobs = {}};
   SequenceRequest& request = p.queued.request;
   const auto length = static_cast<int64_t>(request.prompt.size());
   p.outcome.prompt_tokens = length;
@@ -167,7 +169,7 @@ void Scheduler::admit(Queued queued) {
     NF_CHECK(length < context_, "the prompt is ", length, " tokens, but the context holds ", context_,
              ", leaving no room for a new token");
     infer::check_token_ids(request.prompt, model_.config().vocab_size, "the prompt");
-    request.stop.validate();
+    if (request.stop.max_new_tokens != 0) request.stop.validate();  // 0: the prompt only
     request.sampler.validate();
   } catch (const Error& e) {
     return end_unstarted(p, e.what());
@@ -194,6 +196,10 @@ void Scheduler::take_slot(Prefill& p) {
   p.slot = best;
   Slot& slot = slots_[best];
   slot.busy = true;
+  if (p.queued.request.on_prompt_logprobs) {  // every position's logits: from the start
+    slot.sequence.reset();
+    return;
+  }
   if (donor) slot.sequence.copy_from(donor->sequence);
   p.fed = p.outcome.cached_tokens = slot.sequence.keep_common_prefix(prompt);
 }
@@ -212,7 +218,15 @@ void Scheduler::prefill_step() {
     if (p.slot == slots_.size()) take_slot(p);
     // one chunk, so that the running sequences' next step waits for no more than it
     const int64_t n = options_.prefill_chunk > 0 ? std::min(options_.prefill_chunk, length - p.fed) : length - p.fed;
-    logits = slots_[p.slot].sequence.feed({request.prompt.begin() + p.fed, request.prompt.begin() + p.fed + n});
+    const bool scored = request.on_prompt_logprobs != nullptr;
+    logits = slots_[p.slot].sequence.feed({request.prompt.begin() + p.fed, request.prompt.begin() + p.fed + n}, scored);
+    const int64_t vocab = model_.config().vocab_size;
+    for (int64_t r = 0; scored && r < n && p.fed + r + 1 < length; ++r)  // row r predicts the token after it
+      p.prompt_logprobs.push_back(infer::token_logprobs({logits.data<float>() + r * vocab, static_cast<size_t>(vocab)},
+                                                        request.sampler.vocab_limit,
+                                                        request.prompt[static_cast<size_t>(p.fed + r + 1)],
+                                                        request.top_logprobs));
+    if (scored) logits = narrow(logits, 1, n - 1, 1).contiguous();  // the last position's, to sample from
     p.fed += n;
   } catch (const std::exception& e) {
     end_unstarted(p, e.what());
@@ -221,16 +235,27 @@ void Scheduler::prefill_step() {
   const Clock::time_point now = Clock::now();
   p.seconds += std::chrono::duration<double>(now - chunk_start).count();
   if (p.fed < length) return;
+  const bool generates = request.stop.max_new_tokens > 0;
   {
     const double ttft = std::chrono::duration<double>(now - p.queued.submitted).count();
     std::lock_guard lock(mutex_);
     stats_.prompt_tokens += length;
     stats_.cached_tokens += p.outcome.cached_tokens;
-    ++stats_.generated_tokens;  // the first token, sampled from these logits below
     stats_.prefill_seconds += p.seconds;
-    for (size_t i = 0; i < kTimeToFirstTokenBuckets.size(); ++i) stats_.ttft_buckets[i] += ttft <= kTimeToFirstTokenBuckets[i];
-    ++stats_.ttft_count;
-    stats_.ttft_sum += ttft;
+    if (generates) {
+      ++stats_.generated_tokens;  // the first token, sampled from these logits below
+      for (size_t i = 0; i < kTimeToFirstTokenBuckets.size(); ++i) stats_.ttft_buckets[i] += ttft <= kTimeToFirstTokenBuckets[i];
+      ++stats_.ttft_count;
+      stats_.ttft_sum += ttft;
+    }
+  }
+  if (request.on_prompt_logprobs) {
+    try {
+      request.on_prompt_logprobs(p.prompt_logprobs);
+    } catch (const std::exception& e) {
+      end_unstarted(p, e.what());
+      return prefilling_.pop_front();
+    }
   }
   infer::Sampler sampler(request.sampler);
   std::vector<int64_t> history = request.prompt;
@@ -238,6 +263,11 @@ void Scheduler::prefill_step() {
   const SequenceOutcome outcome = p.outcome;
   running_.push_back({std::move(request), slot, std::move(sampler), std::move(history), 0, outcome});
   prefilling_.pop_front();
+  if (!generates) {  // the prompt only: it ends here
+    running_.back().outcome.reason = infer::StopReason::max_new_tokens;
+    finish(running_.back(), running_.back().outcome);
+    return running_.pop_back();
+  }
   if (!accept(running_.back(), logits.data<float>())) running_.pop_back();
 }
 

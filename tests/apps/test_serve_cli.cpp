@@ -33,6 +33,7 @@
 #include <thread>
 #include <tuple>
 
+#include "nanoformer/formats/model_io.h"
 #include "nanoformer/io/gguf.h"
 #include "nanoformer/io/safetensors.h"
 #include "nanoformer/tokenizer/gguf_tokenizer.h"
@@ -834,6 +835,54 @@ TEST_F(ServeCliTest, AReasoningOpenedByTheTemplateIsTheReasoningContent) {
       reasoning += chunk["choices"][0]["delta"]["reasoning_content"].get<std::string>();
   EXPECT_EQ(reasoning, thought);
   EXPECT_EQ(streamed.text, "");
+}
+
+// echo with logprobs, as lm-evaluation-harness scores a continuation (max_tokens 1, or 0 for the
+// prompt alone): the text begins with the prompt, the first token's logprob is null, and every other
+// prompt token's is log_softmax of the logits a full forward over the prompt gives.
+TEST_F(ServeCliTest, EchoScoresThePromptWithTheForwardsLogSoftmax) {
+  const std::string prompt = "Once upon a time";
+  const auto tok = tokenizer::load_tokenizer(path("model/tokenizer.json"));
+  const std::vector<tokenizer::TokenId> encoded = tok->encode(prompt);
+  const std::vector<int64_t> ids(encoded.begin(), encoded.end());
+  const auto model = models::load_decoder_lm(path("model/model.safetensors"));
+  model->eval();
+  const Tensor logits = model->forward(Tensor::from_vector(ids, {1, static_cast<int64_t>(ids.size())})).logits.contiguous();
+  const int64_t vocab = logits.size(2);
+  const auto x = logits.to_vector<float>();
+  ServerProcess server = serve("--prefill-chunk 4");  // the scoring comes in chunks too
+  httplib::Client client = server.client();
+  for (const int max_tokens : {1, 0}) {
+    const json body = post(client, "/v1/completions",
+                           {{"prompt", prompt}, {"echo", true}, {"logprobs", 2}, {"max_tokens", max_tokens}, {"temperature", 0}}, 200);
+    const json& choice = body["choices"][0];
+    const std::string text = choice["text"];
+    EXPECT_EQ(text.substr(0, prompt.size()), prompt);
+    EXPECT_EQ(body["usage"]["completion_tokens"], max_tokens);
+    const json& lp = choice["logprobs"];
+    ASSERT_EQ(lp["tokens"].size(), ids.size() + static_cast<size_t>(max_tokens)) << lp;
+    EXPECT_TRUE(lp["token_logprobs"][0].is_null());
+    EXPECT_TRUE(lp["top_logprobs"][0].is_null());
+    double worst = 0;
+    for (size_t t = 1; t < ids.size(); ++t) {
+      const float* row = x.data() + (t - 1) * static_cast<size_t>(vocab);
+      double top = row[0], sum = 0;
+      for (int64_t v = 0; v < vocab; ++v) top = std::max<double>(top, row[v]);
+      for (int64_t v = 0; v < vocab; ++v) sum += std::exp(row[v] - top);
+      const double expected = row[ids[t]] - top - std::log(sum);  // log_softmax
+      worst = std::max(worst, std::abs(lp["token_logprobs"][t].get<double>() - expected));
+      EXPECT_EQ(lp["top_logprobs"][t].size(), 2u);
+      EXPECT_EQ(lp["text_offset"][t], lp["text_offset"][t - 1].get<int>() + static_cast<int>(lp["tokens"][t - 1].get<std::string>().size()));
+    }
+    EXPECT_LE(worst, 1e-4) << "max_tokens " << max_tokens;
+    if (max_tokens == 0) {
+      EXPECT_EQ(text, prompt);
+      EXPECT_EQ(choice["finish_reason"], "length");
+    }
+  }
+  // streamed, the prompt comes first
+  const Streamed streamed = stream(client, "/v1/completions", {{"prompt", prompt}, {"echo", true}, {"max_tokens", 3}});
+  EXPECT_EQ(streamed.text.substr(0, prompt.size()), prompt);
 }
 
 // RFC 4648 base64 back to bytes (the test's own decoder of the server's base64 embeddings).

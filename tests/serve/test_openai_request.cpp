@@ -52,6 +52,9 @@ TEST(OpenAIRequest, ChatFields) {
   EXPECT_TRUE(r.include_usage);
   EXPECT_EQ(r.n, 1);
   EXPECT_EQ(parse_completion_request(R"({"prompt": "x", "n": 3})", Endpoint::completion).n, 3);
+  const CompletionRequest scored = parse_completion_request(R"({"prompt": "x", "echo": true, "max_tokens": 0})", Endpoint::completion);
+  EXPECT_TRUE(scored.echo);
+  EXPECT_EQ(scored.max_tokens, 0);
 }
 
 TEST(OpenAIRequest, DefaultsAndTextCompletions) {
@@ -141,7 +144,9 @@ TEST(OpenAIRequest, BadInputNamesTheField) {
                  "boolean");
   expect_refused("{" + user + R"(, "n": 0})", chat, "n", "at least 1");
   expect_refused("{" + user + R"(, "n": 129})", chat, "n", "at most 128");
-  expect_refused("{" + user + R"(, "echo": true})", chat, "echo", "not supported");
+  expect_refused("{" + user + R"(, "echo": true})", chat, "echo", "is for text completions");
+  expect_refused(R"({"prompt": "x", "echo": 1})", Endpoint::completion, "echo", "must be a boolean");
+  expect_refused(R"({"prompt": "x", "max_tokens": 0})", Endpoint::completion, "max_tokens", "at least 1");
   expect_refused("{" + user + R"(, "logprobs": 1})", chat, "logprobs", "must be a boolean");
   expect_refused("{" + user + R"(, "logprobs": true, "top_logprobs": 21})", chat, "top_logprobs", "at most 20");
   expect_refused("{" + user + R"(, "top_logprobs": 2})", chat, "top_logprobs", "needs 'logprobs': true");

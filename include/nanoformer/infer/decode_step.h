@@ -48,8 +48,8 @@ class CachedSequence {
   // (the kept tokens leave no room).
   bool make_room(int64_t n);
   // Feeds ids after tokens() (which must have room: make_room); returns the last position's logits
-  // (1, 1, vocab_size).
-  Tensor feed(const std::vector<int64_t>& ids);
+  // (1, 1, vocab_size), or with all_positions every fed position's (1, T, vocab_size).
+  Tensor feed(const std::vector<int64_t>& ids, bool all_positions = false);
   // Records ids that a forward over several caches fed (the server's batched decode step).
   void fed(const std::vector<int64_t>& ids) { tokens_.insert(tokens_.end(), ids.begin(), ids.end()); }
 

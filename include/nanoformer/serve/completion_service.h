@@ -34,8 +34,10 @@ struct CompletionUpdate {
 class Completion {
  public:
   // `reasoning`: the answer's <think> part goes to CompletionUpdate::reasoning (serve/reasoning_split.h).
+  // `echo`: text the answer begins with (an echoed prompt).
   Completion(ResponseHeader header, const tokenizer::Tokenizer& tokenizer, const infer::StopCriteria& stop,
-             int64_t prompt_tokens, bool logprobs = false, std::optional<ReasoningSplitter> reasoning = std::nullopt);
+             int64_t prompt_tokens, bool logprobs = false, std::optional<ReasoningSplitter> reasoning = std::nullopt,
+             std::string echo = {});
   // Blocks until there is new text or the end, or until `timeout`; returns what arrived (nothing
   // new on a timeout).
   CompletionUpdate wait(std::chrono::milliseconds timeout);
@@ -48,6 +50,9 @@ class Completion {
   friend class CompletionService;
   bool on_token(int64_t id);                  // scheduler's thread
   void on_logprobs(const infer::TokenLogprobs& logprobs);  // scheduler's thread, before on_token
+  // An echoed prompt's logprobs (scheduler's thread, before any token): its first token's id (no
+  // logprob) and the others'.
+  void on_prompt_logprobs(int64_t first_id, const std::vector<infer::TokenLogprobs>& rest);
   void on_done(const SequenceOutcome& outcome);  // scheduler's thread
   // Moves the held entries whose token's text starts within the text given so far to pending_.
   void release_logprobs();

@@ -9,13 +9,15 @@
 //   prompt              completion: a string (or an array of one string)
 //   temperature [0, 2], top_p (0, 1], top_k >= 0, min_p [0, 1], repetition_penalty > 0,
 //   frequency_penalty and presence_penalty [-2, 2] (over the tokens generated, infer/sampler.h)
-//   max_tokens (or max_completion_tokens) >= 1; absent: up to the end of the context
+//   max_tokens (or max_completion_tokens) >= 1 (>= 0 with echo); absent: up to the end of the context
 //   stop                a non-empty string or an array of up to 4 of them
 //   seed                an integer; absent: a seed drawn per request
 //   stream, stream_options.include_usage   booleans
 //   logprobs            chat: a boolean, with top_logprobs in [0, 20]; completion: an integer in [0, 5]
 //   n                   choices, in [1, 128]; with a seed s, choice i samples with seed s + i
-//   echo / suffix are refused when set
+//   echo                completion: the answer's text (and logprobs) begin with the prompt's, the first
+//                       token's logprob null; max_tokens may then be 0 (the prompt scored only)
+//   suffix              refused when set
 //   response_format     {"type": "text"}, {"type": "json_object"} (any JSON object) or {"type":
 //                       "json_schema", "json_schema": {"name", "schema", "strict"}}: constrained
 //                       decoding (infer/json_schema_grammar.h); a schema keyword not supported: 400
@@ -47,6 +49,7 @@ struct CompletionRequest {
   bool stream = false, include_usage = false;
   int64_t top_logprobs = -1;  // logprobs: -1 none; else each token's and this many most likely ones'
   int64_t n = 1;              // choices
+  bool echo = false;          // completion: the prompt first in the answer
   std::shared_ptr<const infer::Grammar> grammar;  // response_format or grammar, compiled; null: free text
 };
 

@@ -12,6 +12,7 @@
 // "bytes"}]}]}; completion {"tokens", "token_logprobs", "top_logprobs": [{token: logprob}],
 // "text_offset"} (the legacy shape).
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,7 +35,7 @@ struct ResponseHeader {
 // holds them, and where its text starts in the answer (in bytes).
 struct LogprobEntry {
   std::string token;
-  float logprob = 0;
+  std::optional<float> logprob = 0.0f;  // none for an echoed prompt's first token (null, as OpenAI's)
   std::vector<std::pair<std::string, float>> top;
   int64_t text_offset = 0;
 };

@@ -59,7 +59,8 @@ struct SequenceOutcome {
 struct SequenceRequest {
   std::vector<int64_t> prompt;
   infer::SamplerConfig sampler;
-  infer::StopCriteria stop;  // eos ids and max new tokens (stop strings are on_token's business)
+  infer::StopCriteria stop;  // eos ids and max new tokens (stop strings are on_token's business); max new
+                             // tokens 0: the prompt is prefilled (and scored) and the sequence ends
   // After each new token, on the scheduler's thread: false ends the sequence (a stop string); an
   // exception ends it with that error, the other sequences going on.
   std::function<bool(int64_t id)> on_token;
@@ -71,6 +72,10 @@ struct SequenceRequest {
   // those of the top_logprobs most likely ids (infer/logprobs.h).
   std::function<void(const infer::TokenLogprobs&)> on_logprobs = nullptr;
   int64_t top_logprobs = 0;
+  // When set: once, after the prefill, the logprobs of the prompt's tokens after its first (each
+  // from the logits of the position before it, with top_logprobs most likely ids). The prompt is
+  // then prefilled from its start, no cached prefix used.
+  std::function<void(const std::vector<infer::TokenLogprobs>&)> on_prompt_logprobs = nullptr;
   // When set (structured output): each step's logits are masked to the ids the grammar allows
   // before sampling and before the logprobs (which are then those of the constrained
   // distribution); the sequence ends (end_of_sequence) once the grammar can only end.
