@@ -219,4 +219,19 @@ int64_t Sampler::next(std::span<const float> logits, std::span<const int64_t> to
   return next_row(logits, tokens, generated, generator_.reserve(1));
 }
 
+std::vector<int64_t> Sampler::next(const Tensor& logits, std::span<const std::vector<int64_t>> tokens, size_t generated) {
+  NF_CHECK(logits.dim() == 2 && logits.dtype() == DType::f32, "sampler: logits must be (batch, vocab) f32, got ",
+           shape_str(logits.shape()), " ", dtype_name(logits.dtype()));
+  const int64_t batch = logits.size(0), vocab = logits.size(1);
+  NF_CHECK(static_cast<int64_t>(tokens.size()) == batch, "sampler: ", batch, " rows of logits but ", tokens.size(),
+           " token sequences");
+  const Tensor rows = logits.contiguous();
+  const uint64_t first = generator_.reserve(static_cast<uint64_t>(batch));
+  std::vector<int64_t> out(static_cast<size_t>(batch));
+  for (int64_t b = 0; b < batch; ++b)
+    out[static_cast<size_t>(b)] = next_row({rows.data<float>() + b * vocab, static_cast<size_t>(vocab)},
+                                           tokens[static_cast<size_t>(b)], generated, first + static_cast<uint64_t>(b));
+  return out;
+}
+
 }  // namespace nf::infer

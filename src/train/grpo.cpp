@@ -131,7 +131,7 @@ GrpoRollouts GrpoStep::rollout(models::DecoderLM& policy, int64_t step) const {
   for (int64_t count = 1; !active.empty(); ++count) {
     std::vector<std::vector<int64_t>> rows_history;
     for (int64_t r : active) rows_history.push_back(history[static_cast<size_t>(r)]);
-    const std::vector<int64_t> next = sampler.next(logits, rows_history);
+    const std::vector<int64_t> next = sampler.next(logits, rows_history, static_cast<size_t>(count - 1));
     std::vector<int64_t> going, fed;
     std::vector<nn::KVCache*> going_caches;
     for (size_t a = 0; a < active.size(); ++a) {

@@ -214,6 +214,22 @@ TEST(Sampler, SameSeedSameTokensWhateverTheThreadCount) {
   EXPECT_NE(a, c);
 }
 
+// A batch takes one counter per row in row order: the same tokens as the rows one by one.
+TEST(Sampler, BatchOfRowsEqualsRowsOneByOne) {
+  const std::vector<double> values{0.3, 0.1, 0.2, 0.9, 0.0, -0.5, 1.2, 0.4, 0.7, 0.1, -0.2, 0.3};
+  const Tensor logits = Tensor::of(values, {3, 4});
+  const std::vector<std::vector<int64_t>> tokens{{0, 3}, {1, 2}, {2, 3}};
+  const SamplerConfig config{.temperature = 2.0, .repetition_penalty = 1.3, .presence_penalty = 0.7, .seed = 5};
+  Sampler batched(config), single(config);
+  for (int step = 0; step < 20; ++step) {
+    const auto rows = batched.next(logits, tokens, 1);
+    const auto x = logits.to_vector<float>();
+    for (size_t b = 0; b < 3; ++b)
+      EXPECT_EQ(rows[b], single.next(std::span<const float>(x.data() + 4 * b, 4), tokens[b], 1)) << "step " << step;
+  }
+  EXPECT_THROW_WITH(batched.next(logits, std::span(tokens).first(2)), "3 rows of logits but 2 token sequences");
+}
+
 // A model's vocabulary padded beyond its tokenizer's: the padded ids are never drawn, greedy or
 // sampled, even when they carry by far the largest logits.
 TEST(Sampler, NeverDrawsIdsAtOrAboveTheVocabLimit) {

@@ -20,7 +20,8 @@
 // nor sampling ever picks an id the tokenizer does not have.
 // Greedy (temperature 0, HF's do_sample=False) applies only the penalties and takes the
 // argmax (ties: the lowest id, as torch.argmax). Draws come from a Philox generator seeded by
-// `seed`: every row sampled takes the next counter of that stream and draws u in [0, 1) from it, so the same seed gives the same tokens whatever the
+// `seed`: every row sampled takes the next counter of that stream (a batch takes one per row, in
+// row order) and draws u in [0, 1) from it, so the same seed gives the same tokens whatever the
 // thread count.
 #include <cstdint>
 #include <span>
@@ -77,6 +78,9 @@ class Sampler {
   // The next token for one row of logits (vocab floats); `tokens`: the sequence so far (prompt
   // and generated), which the repetition penalty reads; its last `generated` were generated.
   int64_t next(std::span<const float> logits, std::span<const int64_t> tokens, size_t generated = 0);
+  // One token per row of (B, V) f32 logits, row b taking the next counter after row b - 1's;
+  // tokens[b]: row b's sequence so far, its last `generated` generated (the same count for every row).
+  std::vector<int64_t> next(const Tensor& logits, std::span<const std::vector<int64_t>> tokens, size_t generated = 0);
 
   const SamplerConfig& config() const { return config_; }
 
