@@ -35,7 +35,8 @@ void run_serve(ServeArgs& a) {
   a.scheduler.cache_type = nn::kv_cache_type_from_name(a.flags.cache_type);  // checked before the model loads
   LoadedModel loaded = load_model_and_tokenizer(a.flags, /*required=*/true);
   const tokenizer::Tokenizer& tok = *loaded.tokenizer;
-  const std::string template_name = a.chat_template.empty() ? tokenizer::detect_chat_template(tok) : a.chat_template;
+  const std::string template_name =
+      a.chat_template.empty() ? tokenizer::default_chat_template(tok, loaded.tokenizer_path) : a.chat_template;
   const auto chat_template = template_name.empty() ? nullptr : tokenizer::make_chat_template(template_name, tok);
   a.scheduler.context = a.flags.context;
   serve::Scheduler scheduler(*loaded.model, a.scheduler);
@@ -86,7 +87,7 @@ void add_serve_command(CLI::App& app) {
       ->capture_default_str();
   add_cache_type_flag(*cmd, a->flags.cache_type);
   cmd->add_option("--chat-template", a->chat_template,
-                  "chatml, nanochat or a template file (default: told by the tokenizer's special tokens)");
+                  "chatml, nanochat, a template file or a tokenizer_config.json (default: the chat_template of the tokenizer_config.json beside tokenizer.json, else told by the tokenizer's special tokens)");
   cmd->add_option("--name", a->name, "The model's name in responses and /v1/models (default: the model's file name)");
   cmd->add_option("--host", a->http.host, "Address to listen on (0.0.0.0: every interface)")->capture_default_str();
   cmd->add_option("--port", a->http.port, "Port (0: any free port, printed)")->capture_default_str()->check(CLI::Range(0, 65535));
