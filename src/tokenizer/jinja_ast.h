@@ -67,6 +67,7 @@ struct Node {
   std::vector<std::string> targets;                // for's names; set's name (and attribute)
   std::vector<std::pair<ExprPtr, Body>> branches;  // if / elif
   Body body, else_body;                            // for, set block, block; if's and for's else
+  bool uses_loop = false;                          // for: its body or filter names `loop`
 };
 
 struct Template::Parsed {

@@ -149,17 +149,19 @@ class Renderer {
       step(n.pos);
       scopes_.emplace_back();
       bind(n, items[static_cast<size_t>(i)]);
-      Dict loop;
-      loop.items = {{"index", Value::integer(i + 1)},
-                    {"index0", Value::integer(i)},
-                    {"first", Value::boolean(i == 0)},
-                    {"last", Value::boolean(i == length - 1)},
-                    {"length", Value::integer(length)},
-                    {"revindex", Value::integer(length - i)},
-                    {"revindex0", Value::integer(length - i - 1)}};
-      if (i > 0) loop.items.emplace_back("previtem", items[static_cast<size_t>(i - 1)]);
-      if (i + 1 < length) loop.items.emplace_back("nextitem", items[static_cast<size_t>(i + 1)]);
-      assign("loop", Value::dict(std::move(loop)));
+      if (n.uses_loop) {
+        Dict loop;
+        loop.items = {{"index", Value::integer(i + 1)},
+                      {"index0", Value::integer(i)},
+                      {"first", Value::boolean(i == 0)},
+                      {"last", Value::boolean(i == length - 1)},
+                      {"length", Value::integer(length)},
+                      {"revindex", Value::integer(length - i)},
+                      {"revindex0", Value::integer(length - i - 1)}};
+        if (i > 0) loop.items.emplace_back("previtem", items[static_cast<size_t>(i - 1)]);
+        if (i + 1 < length) loop.items.emplace_back("nextitem", items[static_cast<size_t>(i + 1)]);
+        assign("loop", Value::dict(std::move(loop)));
+      }
       const Flow flow = exec(n.body);
       scopes_.pop_back();
       if (flow == Flow::loop_break) break;

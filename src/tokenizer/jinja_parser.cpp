@@ -167,6 +167,7 @@ class Parser {
         node->else_body = parse_until({"endfor"}, end);
       }
       expect_close("endfor");
+      node->uses_loop = mentions_loop(node->filter.get()) || mentions_loop(node->body);
       return node;
     }
     if (word == "set") {
@@ -201,6 +202,28 @@ class Parser {
       return node;
     }
     fail(t.pos, "unsupported construct: {% ", word, " %}");
+  }
+
+  // Whether an expression or statements name the variable `loop` (a loop builds its loop object
+  // only then). Recursion is bounded by the nesting limit the tree was parsed under.
+  static bool mentions_loop(const Expr* e) {
+    if (!e) return false;
+    if (e->kind == Expr::Kind::name && e->name == "loop") return true;
+    for (const auto& a : e->args)
+      if (mentions_loop(a.get())) return true;
+    for (const auto& [key, value] : e->kwargs)
+      if (mentions_loop(value.get())) return true;
+    return false;
+  }
+  static bool mentions_loop(const Body& body) {
+    for (const auto& n : body) {
+      if (mentions_loop(n->expr.get()) || mentions_loop(n->filter.get()) || mentions_loop(n->body) ||
+          mentions_loop(n->else_body))
+        return true;
+      for (const auto& [cond, branch] : n->branches)
+        if (mentions_loop(cond.get()) || mentions_loop(branch)) return true;
+    }
+    return false;
   }
 
   ExprPtr make_expr(Expr::Kind kind, size_t pos, std::string name = {}) {
