@@ -5,6 +5,7 @@
 
 #include "nanoformer/core/error.h"
 #include "nanoformer/tokenizer/hf_chat_template.h"
+#include "util/json_input.h"
 
 namespace nf::tokenizer {
 namespace {
@@ -177,10 +178,11 @@ std::string default_chat_template(const Tokenizer& tokenizer, const std::string&
   if (path.filename() == "tokenizer.json") {
     const std::filesystem::path config = path.parent_path() / "tokenizer_config.json";
     std::error_code ec;
-    if (std::filesystem::is_regular_file(config, ec) &&
-        (std::filesystem::is_regular_file(path.parent_path() / "chat_template.jinja", ec) ||
-         read_file(config.string()).find("\"chat_template\"") != std::string::npos))
-      return config.string();
+    if (std::filesystem::is_regular_file(config, ec)) {
+      if (std::filesystem::is_regular_file(path.parent_path() / "chat_template.jinja", ec)) return config.string();
+      const auto doc = util::parse_json(read_file(config.string()), config.string() + ": ");
+      if (doc.is_object() && doc.contains("chat_template") && !doc["chat_template"].is_null()) return config.string();
+    }
   }
   return detect_chat_template(tokenizer);
 }

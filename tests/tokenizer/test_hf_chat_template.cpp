@@ -136,8 +136,10 @@ TEST(HfChatTemplate, AFolderWithAChatTemplateUsesIt) {
   EXPECT_EQ(tok->decode(make_chat_template(chosen, *tok)->render_for_completion(std::vector<ChatMessage>{{"user", "x"}})), "[x]<|im_end|>");
   // without a chat template, the special tokens decide as before
   std::filesystem::remove(dir / "chat_template.jinja");
-  std::ofstream(dir / "tokenizer_config.json") << R"({"eos_token": "<|im_end|>"})";
+  std::ofstream(dir / "tokenizer_config.json") << R"({"eos_token": "<|im_end|>", "chat_template": null})";
   EXPECT_EQ(default_chat_template(*tok, (dir / "tokenizer.json").string()), "chatml");
+  std::ofstream(dir / "tokenizer_config.json") << R"({"chat_template": )";
+  EXPECT_THROW_WITH(default_chat_template(*tok, (dir / "tokenizer.json").string()), "tokenizer_config.json", "not valid JSON");
   std::filesystem::remove_all(dir);
 }
 
