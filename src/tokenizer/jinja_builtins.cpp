@@ -136,19 +136,21 @@ std::string ascii_case(std::string s, int mode) {  // 0 lower, 1 upper, 2 capita
   return s;
 }
 
-Value as_list(const Value& v, std::string_view what) {
+// The items a filter iterates over, by value: a list's items, a string's characters, a dict's
+// keys, nothing for undefined. (By value, so a loop over the result never outlives it.)
+List as_list(const Value& v, std::string_view what) {
   switch (v.kind()) {
-    case Value::Kind::list: return v;
-    case Value::Kind::undefined: return Value::list({});
+    case Value::Kind::list: return v.as_list();
+    case Value::Kind::undefined: return {};
     case Value::Kind::string: {
       List items;
       for (const auto c : characters(v.as_string())) items.push_back(Value::string(std::string(c)));
-      return Value::list(std::move(items));
+      return items;
     }
     case Value::Kind::dict: {
       List keys;
       for (const auto& [key, value] : v.as_dict().items) keys.push_back(Value::string(key));
-      return Value::list(std::move(keys));
+      return keys;
     }
     default: NF_FAIL(what, ": a value of type ", v.type_name(), " is not iterable");
   }
@@ -284,9 +286,9 @@ Value call_method(const Value& object, std::string_view name, const CallArgs& ca
       check_arity(what, call, 1);
       NF_CHECK(call.args.size() == 1, what, " takes one argument");
       std::string out;
-      const Value items = as_list(call.args[0], what);
-      for (size_t i = 0; i < items.as_list().size(); ++i) {
-        out += (i ? s : "") + need_string(items.as_list()[i], what);
+      const List items = as_list(call.args[0], what);
+      for (size_t i = 0; i < items.size(); ++i) {
+        out += (i ? s : "") + need_string(items[i], what);
         check_size(out.size(), limits);
       }
       return Value::string(std::move(out));
@@ -407,25 +409,25 @@ Value apply_filter(std::string_view name, const Value& in, const CallArgs& call,
     }
     return arg(call, 0, "default", fallback);
   }
-  if (name == "list") return as_list(in, what);
+  if (name == "list") return Value::list(as_list(in, what));
   if (name == "join") {
     check_arity(what, call, 2, {"d", "attribute"});
     const Value empty = Value::string("");
     const std::string sep = arg(call, 0, "d", empty).str();
     const Value& attr = arg(call, 1, "attribute", none);
     std::string out;
-    const Value items = as_list(in, what);
-    for (size_t i = 0; i < items.as_list().size(); ++i) {
-      const Value& item = items.as_list()[i];
+    const List items = as_list(in, what);
+    for (size_t i = 0; i < items.size(); ++i) {
+      const Value& item = items[i];
       out += (i ? sep : "") + (attr.is_none() ? item : attribute(item, attr.str())).str();
       check_size(out.size(), limits);
     }
     return Value::string(std::move(out));
   }
   if (name == "first" || name == "last") {
-    const Value items = as_list(in, what);
-    if (items.as_list().empty()) return {};
-    return name == "first" ? items.as_list().front() : items.as_list().back();
+    const List items = as_list(in, what);
+    if (items.empty()) return {};
+    return name == "first" ? items.front() : items.back();
   }
   if (name == "reverse") {
     if (in.is_string()) {
@@ -434,13 +436,14 @@ Value apply_filter(std::string_view name, const Value& in, const CallArgs& call,
       for (auto it = cs.rbegin(); it != cs.rend(); ++it) out += *it;
       return Value::string(std::move(out));
     }
-    List items = as_list(in, what).as_list();
+    List items = as_list(in, what);
     std::reverse(items.begin(), items.end());
     return Value::list(std::move(items));
   }
   if (name == "unique") {
     List out;
-    for (const Value& v : as_list(in, what).as_list())
+    const List items = as_list(in, what);
+    for (const Value& v : items)
       if (std::none_of(out.begin(), out.end(), [&](const Value& x) { return equal(x, v); })) out.push_back(v);
     return Value::list(std::move(out));
   }
@@ -489,7 +492,8 @@ Value apply_filter(std::string_view name, const Value& in, const CallArgs& call,
     CallArgs test_args;
     test_args.args.assign(call.args.begin() + static_cast<std::ptrdiff_t>(std::min(call.args.size(), test_at + 1)), call.args.end());
     List out;
-    for (const Value& item : as_list(in, what).as_list()) {
+    const List items = as_list(in, what);
+    for (const Value& item : items) {
       const Value subject = by_attr ? attribute(item, call.args[0].str()) : item;
       const bool pass = call.args.size() > test_at ? apply_test(need_string(call.args[test_at], what), subject, test_args)
                                                    : subject.truthy();
@@ -503,7 +507,8 @@ Value apply_filter(std::string_view name, const Value& in, const CallArgs& call,
     NF_CHECK(!attr.is_none() || !call.args.empty(), what, " needs a filter name or attribute=");
     CallArgs rest;
     if (attr.is_none()) rest.args.assign(call.args.begin() + 1, call.args.end());
-    for (const Value& item : as_list(in, what).as_list())
+    const List items = as_list(in, what);
+    for (const Value& item : items)
       out.push_back(attr.is_none() ? apply_filter(need_string(call.args[0], what), item, rest, limits)
                                    : attribute(item, attr.str()));
     return Value::list(std::move(out));

@@ -164,6 +164,15 @@ TEST(HfChatTemplate, ConstructsOutsideTheSubsetAreOneLineErrorsWithTheirPlace) {
   }
 }
 
+// Filters iterate over undefined as over nothing (the list they build must outlive the loop: the
+// fuzzer found a read of a freed list here, fuzz/corpus/chat_template/crash-undefined-map-*).
+TEST(HfChatTemplate, FiltersIterateUndefinedAsEmpty) {
+  EXPECT_EQ(render("{{ nothing | map(attribute='role') | join(', ') }}|{{ nothing | select | list }}|"
+                   "{{ nothing | selectattr('a') | list }}|{{ nothing | unique | list }}|{{ nothing | map('upper') | list }}|"
+                   "{{ 'ab' | map('upper') | join }}|{{ {'k': 1} | list }}"),
+            "|[]|[]|[]|[]|AB|['k']");
+}
+
 TEST(HfChatTemplate, RunawayTemplatesStopAtTheLimits) {
   EXPECT_THROW_WITH(render("{% for i in range(2000) %}{% for j in range(2000) %}{% endfor %}{% endfor %}"),
                     "rendering took more than 1000000 steps");

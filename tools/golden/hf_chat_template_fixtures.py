@@ -95,6 +95,8 @@ SNIPPETS = [
     "{% for i in range(3) %}{% if i == 1 %}{% continue %}{% endif %}{{ i }}{% endfor %}|{% for i in range(10) %}{% if i > 2 %}{% break %}{% endif %}{{ i }}{% endfor %}|{% for x in [] %}x{% else %}empty{% endfor %}",
     "{% set block %}inner {{ n }}{% endset %}[{{ block }}] {{ messages[0].get('role') }} {{ messages[0].get('nope', 'dflt') }} {% for k, v in {'a': 1}.items() %}{{ k }}={{ v }}{% endfor %}",
     "{%- generation %}gen {{ n }}{% endgeneration -%}\n{{ \"\\u00e9\\t|\" }}{{ 'a' 'b' }} {{ (1, 2) }} {{ 10 - 2 * 3 }} {{ -2 ** 2 }}",
+    "{{ nothing | map(attribute='role') | join(', ') }}|{{ nothing | select | list }}|{{ nothing | selectattr('a') | list }}|"
+    "{{ nothing | unique | list }}|{{ nothing | map('upper') | list }}|{{ 'ab' | map('upper') | join }}|{{ {'k': 1} | list }}",
 ]
 
 
