@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <ctime>
 
 #include "nanoformer/core/error.h"
@@ -102,19 +103,23 @@ Value split(const std::string& s, const Value& sep, int64_t maxsplit) {
 
 std::string replace(const std::string& s, const std::string& old, const std::string& with, int64_t count,
                     const Limits& limits) {
+  const auto limit = count < 0 ? SIZE_MAX : static_cast<size_t>(count);
   std::string out;
-  size_t pos = 0;
-  for (int64_t n = 0; count < 0 || n < count; ++n) {
-    if (old.empty()) {  // Python inserts `with` before every character and at the end
-      const auto cs = characters(s.substr(pos));
-      std::string r;
-      for (const auto c : cs) {
-        r += with;
-        r += c;
-        check_size(out.size() + r.size(), limits);
+  if (old.empty()) {  // Python inserts `with` before every character and at the end (up to count times)
+    size_t inserted = 0;
+    for (const auto c : characters(s)) {
+      if (inserted < limit) {
+        out += with;
+        ++inserted;
       }
-      return out + r + with;
+      out += c;
+      check_size(out.size(), limits);
     }
+    if (inserted < limit) out += with;
+    return out;
+  }
+  size_t pos = 0;
+  for (size_t n = 0; n < limit; ++n) {
     const size_t at = s.find(old, pos);
     if (at == std::string::npos) break;
     out += s.substr(pos, at - pos) + with;

@@ -97,6 +97,7 @@ SNIPPETS = [
     "{%- generation %}gen {{ n }}{% endgeneration -%}\n{{ \"\\u00e9\\t|\" }}{{ 'a' 'b' }} {{ (1, 2) }} {{ 10 - 2 * 3 }} {{ -2 ** 2 }}",
     "{{ nothing | map(attribute='role') | join(', ') }}|{{ nothing | select | list }}|{{ nothing | selectattr('a') | list }}|"
     "{{ nothing | unique | list }}|{{ nothing | map('upper') | list }}|{{ 'ab' | map('upper') | join }}|{{ {'k': 1} | list }}",
+    "{{ 'abc'.replace('', '-') }} {{ 'abc'.replace('', '-', 2) }} {{ 'aaa'.replace('a', 'b', 2) }} {{ 'é'.replace('', '.') }}",
 ]
 
 
