@@ -2,6 +2,7 @@
 // x if c else y; or; and; not; comparisons and in; + -; ~; * / // %; **; unary - +; then a primary
 // with its postfixes (.attr [sub] [a:b:c] (call)), filters (|f) and tests (is t). Nesting deeper
 // than Limits::max_nesting is an error, so no input can overflow the stack.
+#include <charconv>
 #include <initializer_list>
 
 #include "jinja_ast.h"
@@ -377,10 +378,13 @@ class Parser {
       case Token::Kind::real: {
         next();
         auto e = make_expr(Expr::Kind::literal, t.pos);
-        try {
-          e->value = t.kind == Token::Kind::integer ? Value::integer(std::stoll(t.text)) : Value::real(std::stod(t.text));
-        } catch (const std::exception&) {
-          fail(t.pos, "the number ", t.text, " is out of range");
+        if (t.kind == Token::Kind::integer) {
+          e->value = Value::integer(integer(t));
+        } else {
+          double d = 0;
+          const auto [end, ec] = std::from_chars(t.text.data(), t.text.data() + t.text.size(), d);
+          if (ec != std::errc() || end != t.text.data() + t.text.size()) fail(t.pos, "the number ", t.text, " is out of range");
+          e->value = Value::real(d);
         }
         return e;
       }
@@ -433,13 +437,21 @@ class Parser {
     fail(t.pos, "expected an expression but found ", describe(t));
   }
 
+  // An integer literal's value; one past int64 is an error naming it.
+  int64_t integer(const Token& t) const {
+    int64_t i = 0;
+    const auto [end, ec] = std::from_chars(t.text.data(), t.text.data() + t.text.size(), i);
+    if (ec != std::errc() || end != t.text.data() + t.text.size()) fail(t.pos, "the number ", t.text, " is out of range");
+    return i;
+  }
+
   ExprPtr parse_postfix(ExprPtr e) {
     while (true) {
       if (is_op(".")) {
         const size_t pos = next().pos;
         if (peek().kind == Token::Kind::integer) {  // x.0 is x[0]
           auto index = make_expr(Expr::Kind::literal, peek().pos);
-          index->value = Value::integer(std::stoll(next().text));
+          index->value = Value::integer(integer(next()));
           e = binary(Expr::Kind::subscript, pos, "", std::move(e), std::move(index));
           continue;
         }

@@ -154,6 +154,10 @@ TEST(HfChatTemplate, ConstructsOutsideTheSubsetAreOneLineErrorsWithTheirPlace) {
   EXPECT_THROW_WITH(render("{% if true %}x"), "a block is not closed: expected {% elif %} or {% else %} or {% endif %}");
   EXPECT_THROW_WITH(render("{{ 1 + }}"), "line 1 col 8", "expected an expression but found '}}'");
   EXPECT_THROW_WITH(render("{{ x.y }}"), "'x' is undefined");
+  // found by fuzz_chat_template: an attribute index past int64 escaped as std::out_of_range
+  EXPECT_THROW_WITH(render("{{ ns.88888888888888888888 }}"), "line 1 col 7", "the number 88888888888888888888 is out of range");
+  EXPECT_THROW_WITH(render("{{ 99999999999999999999 }}"), "is out of range");
+  EXPECT_THROW_WITH(render("{{ 1e999 }}"), "the number 1e999 is out of range");
   EXPECT_THROW_WITH(render("{{ raise_exception('Conversation roles must alternate') }}"),
                     "raise_exception: Conversation roles must alternate");
   try {
