@@ -417,9 +417,11 @@ class Renderer {
     }
     if (op == "**") {
       if (real || j < 0) return Value::real(std::pow(x, y));
-      int64_t p = 1;
-      for (int64_t k = 0; k < j; ++k)
-        if (__builtin_mul_overflow(p, i, &p)) fail(e.pos, "integer overflow in **");
+      int64_t p = 1, base = i;  // by squaring: log2(j) steps, whatever j is
+      for (int64_t k = j; k > 0; k >>= 1) {
+        if ((k & 1) && __builtin_mul_overflow(p, base, &p)) fail(e.pos, "integer overflow in **");
+        if (k > 1 && __builtin_mul_overflow(base, base, &base)) fail(e.pos, "integer overflow in **");
+      }
       return Value::integer(p);
     }
     if (real) {

@@ -187,6 +187,10 @@ TEST(HfChatTemplate, RunawayTemplatesStopAtTheLimits) {
                     "would pass the limit of 1048576");
   EXPECT_THROW_WITH(render("{% for i in range(40000000) %}{% endfor %}"), "passes the limit of 1000000");
   EXPECT_THROW_WITH(render("{{ 'x' * 100000000 }}"), "would pass the limit");
+  // ** takes log2(exponent) steps: 1 ** (a huge exponent) is quick, 3 ** 41 overflows
+  EXPECT_EQ(render("{{ 1 ** 9000000000000000000 }} {{ (-1) ** 9000000000000000001 }} {{ 3 ** 39 }} {{ 0 ** 0 }}"),
+            "1 -1 4052555153018976267 1");
+  EXPECT_THROW_WITH(render("{{ 3 ** 41 }}"), "integer overflow in **");
   EXPECT_THROW_WITH(render_small("{% for i in range(70) %}{{ 'x' * 100000 }}{% endfor %}"), "the output passes the limit of 1048576");
   EXPECT_THROW_WITH(render("{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}"), "nests deeper than 200");
   EXPECT_THROW_WITH(render(std::string(3000, '{') + std::string(3000, '%')), "chat template");
