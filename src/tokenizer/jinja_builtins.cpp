@@ -143,11 +143,12 @@ std::string ascii_case(std::string s, int mode) {  // 0 lower, 1 upper, 2 capita
 
 // The items a filter iterates over, by value: a list's items, a string's characters, a dict's
 // keys, nothing for undefined. (By value, so a loop over the result never outlives it.)
-List as_list(const Value& v, std::string_view what) {
+List as_list(const Value& v, std::string_view what, const Limits& limits) {
   switch (v.kind()) {
     case Value::Kind::list: return v.as_list();
     case Value::Kind::undefined: return {};
     case Value::Kind::string: {
+      check_items(utf8_length(v.as_string()), limits);
       List items;
       for (const auto c : characters(v.as_string())) items.push_back(Value::string(std::string(c)));
       return items;
@@ -182,6 +183,11 @@ std::vector<std::string_view> characters(std::string_view s) {
 
 void check_size(size_t size, const Limits& limits) {
   NF_CHECK(size <= limits.max_output, "a string or list of ", size, " would pass the limit of ", limits.max_output,
+           " (a runaway template?)");
+}
+
+void check_items(size_t items, const Limits& limits) {
+  NF_CHECK(items <= limits.max_list, "a list of ", items, " items would pass the limit of ", limits.max_list,
            " (a runaway template?)");
 }
 
@@ -291,7 +297,7 @@ Value call_method(const Value& object, std::string_view name, const CallArgs& ca
       check_arity(what, call, 1);
       NF_CHECK(call.args.size() == 1, what, " takes one argument");
       std::string out;
-      const List items = as_list(call.args[0], what);
+      const List items = as_list(call.args[0], what, limits);
       for (size_t i = 0; i < items.size(); ++i) {
         out += (i ? s : "") + need_string(items[i], what);
         check_size(out.size(), limits);
@@ -414,14 +420,14 @@ Value apply_filter(std::string_view name, const Value& in, const CallArgs& call,
     }
     return arg(call, 0, "default", fallback);
   }
-  if (name == "list") return Value::list(as_list(in, what));
+  if (name == "list") return Value::list(as_list(in, what, limits));
   if (name == "join") {
     check_arity(what, call, 2, {"d", "attribute"});
     const Value empty = Value::string("");
     const std::string sep = arg(call, 0, "d", empty).str();
     const Value& attr = arg(call, 1, "attribute", none);
     std::string out;
-    const List items = as_list(in, what);
+    const List items = as_list(in, what, limits);
     for (size_t i = 0; i < items.size(); ++i) {
       const Value& item = items[i];
       out += (i ? sep : "") + (attr.is_none() ? item : attribute(item, attr.str())).str();
@@ -430,7 +436,7 @@ Value apply_filter(std::string_view name, const Value& in, const CallArgs& call,
     return Value::string(std::move(out));
   }
   if (name == "first" || name == "last") {
-    const List items = as_list(in, what);
+    const List items = as_list(in, what, limits);
     if (items.empty()) return {};
     return name == "first" ? items.front() : items.back();
   }
@@ -441,13 +447,13 @@ Value apply_filter(std::string_view name, const Value& in, const CallArgs& call,
       for (auto it = cs.rbegin(); it != cs.rend(); ++it) out += *it;
       return Value::string(std::move(out));
     }
-    List items = as_list(in, what);
+    List items = as_list(in, what, limits);
     std::reverse(items.begin(), items.end());
     return Value::list(std::move(items));
   }
   if (name == "unique") {
     List out;
-    const List items = as_list(in, what);
+    const List items = as_list(in, what, limits);
     for (const Value& v : items)
       if (std::none_of(out.begin(), out.end(), [&](const Value& x) { return equal(x, v); })) out.push_back(v);
     return Value::list(std::move(out));
@@ -497,7 +503,7 @@ Value apply_filter(std::string_view name, const Value& in, const CallArgs& call,
     CallArgs test_args;
     test_args.args.assign(call.args.begin() + static_cast<std::ptrdiff_t>(std::min(call.args.size(), test_at + 1)), call.args.end());
     List out;
-    const List items = as_list(in, what);
+    const List items = as_list(in, what, limits);
     for (const Value& item : items) {
       const Value subject = by_attr ? attribute(item, call.args[0].str()) : item;
       const bool pass = call.args.size() > test_at ? apply_test(need_string(call.args[test_at], what), subject, test_args)
@@ -512,7 +518,7 @@ Value apply_filter(std::string_view name, const Value& in, const CallArgs& call,
     NF_CHECK(!attr.is_none() || !call.args.empty(), what, " needs a filter name or attribute=");
     CallArgs rest;
     if (attr.is_none()) rest.args.assign(call.args.begin() + 1, call.args.end());
-    const List items = as_list(in, what);
+    const List items = as_list(in, what, limits);
     for (const Value& item : items)
       out.push_back(attr.is_none() ? apply_filter(need_string(call.args[0], what), item, rest, limits)
                                    : attribute(item, attr.str()));

@@ -25,7 +25,8 @@ bool is_function(std::string_view name);  // namespace, raise_exception, range, 
 // The Unicode characters of a UTF-8 string, each as its bytes (an invalid byte on its own).
 std::vector<std::string_view> characters(std::string_view s);
 
-// Throws nf::Error when a string or list built by the template would pass the output limit.
+// Throw nf::Error when a string (bytes) or list (items) built by the template would pass its limit.
 void check_size(size_t size, const Limits& limits);
+void check_items(size_t items, const Limits& limits);
 
 }  // namespace nf::tokenizer::jinja

@@ -125,6 +125,7 @@ class Renderer {
         for (const auto& [key, value] : iterable.as_dict().items) converted.push_back(Value::string(key));
         break;
       case Value::Kind::string:
+        check_items(utf8_length(iterable.as_string()), limits_);
         for (const auto c : characters(iterable.as_string())) converted.push_back(Value::string(std::string(c)));
         break;
       default: fail(n.expr->pos, "cannot loop over a value of type ", iterable.type_name());
@@ -396,7 +397,7 @@ class Renderer {
       return Value::string(a.as_string() + b.as_string());
     }
     if (op == "+" && a.is_list() && b.is_list()) {
-      check_size(a.as_list().size() + b.as_list().size(), limits_);
+      check_items(a.as_list().size() + b.as_list().size(), limits_);
       List items = a.as_list();
       items.insert(items.end(), b.as_list().begin(), b.as_list().end());
       return nested(Value::list(std::move(items)), e.pos);
@@ -458,7 +459,7 @@ class Renderer {
       for (int64_t k = 0; k < times; ++k) out += v.as_string();
       return Value::string(std::move(out));
     }
-    check_size(v.as_list().size() * static_cast<size_t>(std::min<int64_t>(times, INT32_MAX)), limits_);
+    check_items(v.as_list().size() * static_cast<size_t>(std::min<int64_t>(times, INT32_MAX)), limits_);
     List out;
     for (int64_t k = 0; k < times; ++k) out.insert(out.end(), v.as_list().begin(), v.as_list().end());
     return Value::list(std::move(out));

@@ -186,7 +186,12 @@ TEST(HfChatTemplate, RunawayTemplatesStopAtTheLimits) {
   EXPECT_THROW_WITH(render_small("{% set ns = namespace(s='ab') %}{% for i in range(64) %}{% set ns.s = ns.s + ns.s %}{% endfor %}"),
                     "would pass the limit of 1048576");
   EXPECT_THROW_WITH(render("{% for i in range(40000000) %}{% endfor %}"), "passes the limit of 1000000");
-  EXPECT_THROW_WITH(render("{{ 'x' * 100000000 }}"), "would pass the limit");
+  EXPECT_THROW_WITH(render("{{ 'x' * 100000000 }}"), "would pass the limit of 16777216");
+  // lists count items, not bytes: doubling a list, or looping over a long string's characters
+  EXPECT_THROW_WITH(render("{% set ns = namespace(l=[1]) %}{% for i in range(30) %}{% set ns.l = ns.l + ns.l %}{% endfor %}"),
+                    "a list of 1048576 items would pass the limit of 1000000");
+  EXPECT_THROW_WITH(render("{% for c in 'ab' * 600000 %}{% endfor %}"), "a list of 1200000 items");
+  EXPECT_THROW_WITH(render("{{ ('ab' * 600000) | list | length }}"), "a list of 1200000 items");
   // ** takes log2(exponent) steps: 1 ** (a huge exponent) is quick, 3 ** 41 overflows
   EXPECT_EQ(render("{{ 1 ** 9000000000000000000 }} {{ (-1) ** 9000000000000000001 }} {{ 3 ** 39 }} {{ 0 ** 0 }}"),
             "1 -1 4052555153018976267 1");

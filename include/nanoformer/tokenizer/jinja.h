@@ -31,8 +31,8 @@ namespace nf::tokenizer::jinja {
 
 struct Limits {
   size_t max_steps = 1'000'000;      // expressions evaluated and loop iterations, together
-  size_t max_output = 64u << 20;     // bytes of output, and of any one string or list built
-  size_t max_list = 1'000'000;       // items of a list built by range()
+  size_t max_output = 16u << 20;     // bytes of output, and of any one string built
+  size_t max_list = 1'000'000;       // items of any one list built (range(), +, *, a string's characters)
   size_t max_nesting = 200;          // depth of nested blocks and expressions when parsing
 };
 
