@@ -13,7 +13,7 @@ BUILD=${1:?usage: run-fuzz.sh <fuzz build dir> [target...]}
 shift
 SECONDS_PER_TARGET=${FUZZ_SECONDS:-60}
 ALL_TARGETS=(safetensors gguf gguf_model tokenizer_json wordpiece bpe_roundtrip char_vocab token_file load_tokenizer model_config llama2c
-             checkpoint folder_config shard_index openai_request metrics_log torch_checkpoint grammar)
+             checkpoint folder_config shard_index openai_request metrics_log torch_checkpoint grammar chat_template)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${ALL_TARGETS[@]}")
 
@@ -24,6 +24,7 @@ max_len() {
     checkpoint) echo 32768 ;;  # the seed checkpoints are 6.8-7.4 KB, the training checkpoint 27 KB
     gguf_model) echo 32768 ;;  # the seed models are 4.6-21 KB
     torch_checkpoint) echo 8192 ;;  # the seed files are 1.6-4.8 KB
+    chat_template) echo 8192 ;;  # the published templates are 0.4-4.6 KB
     *) echo 4096 ;;
   esac
 }

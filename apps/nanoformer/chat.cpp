@@ -1,6 +1,7 @@
 // `nanoformer chat --model MODEL`: an interactive conversation that keeps the KV cache across turns
-// (each turn prefills only what is new), rendered by the model's chat template: ChatML (MiniMind's)
-// or nanochat's, told by the tokenizer's special tokens, or --chat-template NAME|FILE.
+// (each turn prefills only what is new), rendered by the model's chat template: its folder's Jinja
+// chat_template (tokenizer_config.json), else ChatML (MiniMind's) or nanochat's, told by the
+// tokenizer's special tokens, or --chat-template NAME|FILE.
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -28,9 +29,11 @@ void run_chat(const ChatArgs& a) {
   check_generation_flags(a.flags);
   LoadedModel loaded = load_model_and_tokenizer(a.flags, /*required=*/true);
   const tokenizer::Tokenizer& tok = *loaded.tokenizer;
-  std::string template_name = a.chat_template.empty() ? tokenizer::detect_chat_template(tok) : a.chat_template;
+  std::string template_name =
+      a.chat_template.empty() ? tokenizer::default_chat_template(tok, loaded.tokenizer_path) : a.chat_template;
   NF_CHECK(!template_name.empty(), "tokenizer ", loaded.tokenizer_path,
-           " has neither ChatML's nor nanochat's special tokens: give --chat-template FILE (docs/inference.md)");
+           " has no chat_template in a tokenizer_config.json beside it and neither ChatML's nor nanochat's special tokens:"
+           " give --chat-template FILE (docs/inference.md)");
   const auto chat_template = tokenizer::make_chat_template(template_name, tok);
   infer::Sampler sampler(sampler_config(a.flags, loaded));
   infer::StopCriteria stop = a.flags.stop;
@@ -98,7 +101,7 @@ void add_chat_command(CLI::App& app) {
   auto a = std::make_shared<ChatArgs>();
   add_generation_flags(*cmd, a->flags);
   cmd->add_option("--chat-template", a->chat_template,
-                  "chatml, nanochat or a template file (default: told by the tokenizer's special tokens)");
+                  "chatml, nanochat, a template file or a tokenizer_config.json (default: the chat_template of the tokenizer_config.json beside tokenizer.json, else told by the tokenizer's special tokens)");
   cmd->add_option("--system", a->system, "The system prompt");
   cmd->add_flag("--stats", a->stats, "Print tokens/s after each answer");
   cmd->callback([a] { run_chat(*a); });

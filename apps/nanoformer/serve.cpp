@@ -102,7 +102,8 @@ void run_serve(ServeArgs& a) {
   if (std::dynamic_pointer_cast<models::EncoderModel>(model)) return serve_embeddings(a, model, run);
   LoadedModel loaded = load_model_and_tokenizer(a.flags, /*required=*/true, model);
   const tokenizer::Tokenizer& tok = *loaded.tokenizer;
-  const std::string template_name = a.chat_template.empty() ? tokenizer::detect_chat_template(tok) : a.chat_template;
+  const std::string template_name =
+      a.chat_template.empty() ? tokenizer::default_chat_template(tok, loaded.tokenizer_path) : a.chat_template;
   const auto chat_template = template_name.empty() ? nullptr : tokenizer::make_chat_template(template_name, tok);
   a.scheduler.context = a.flags.context;
   serve::Scheduler scheduler(*loaded.model, a.scheduler);
@@ -157,7 +158,7 @@ void add_serve_command(CLI::App& app) {
       ->capture_default_str();
   add_cache_type_flag(*cmd, a->flags.cache_type);
   cmd->add_option("--chat-template", a->chat_template,
-                  "chatml, nanochat or a template file (default: told by the tokenizer's special tokens)");
+                  "chatml, nanochat, a template file or a tokenizer_config.json (default: the chat_template of the tokenizer_config.json beside tokenizer.json, else told by the tokenizer's special tokens)");
   cmd->add_option("--reasoning-format", a->reasoning_format,
                   "deepseek: a chat answer's <think> ... </think> becomes its reasoning_content; none: left in the "
                   "content; auto: deepseek when the tokenizer has <think> and </think> tokens")

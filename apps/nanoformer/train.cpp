@@ -165,7 +165,7 @@ void add_train_command(CLI::App& app) {
                [](TC& t, const TC& s) { t.data.val_paths = s.data.val_paths; }});
   f.push_back(flag(cmd, "--val-fraction", *c, "Share of --data held out for validation", [](auto& t) -> auto& { return t.data.val_fraction; }));
   f.push_back(flag(cmd, "--tokenizer,-t", *c, "tokenizer.json or character vocabulary (text and JSONL data)", [](auto& t) -> auto& { return t.data.tokenizer; }));
-  f.push_back(flag(cmd, "--chat-template", *c, "Chat data rendering: chatml or nanochat", [](auto& t) -> auto& { return t.data.chat_template; }));
+  f.push_back(flag(cmd, "--chat-template", *c, "Chat data rendering: chatml, nanochat, a template file or a tokenizer_config.json (default: the tokenizer's own)", [](auto& t) -> auto& { return t.data.chat_template; }));
   f.push_back(flag(cmd, "--batch-size,-b", *c, "Sequences per micro-batch", [](auto& t) -> auto& { return t.data.batch_size; }));
   f.push_back(flag(cmd, "--context,-T", *c, "Tokens per sequence", [](auto& t) -> auto& { return t.data.context; }));
   f.push_back(flag(cmd, "--grad-accum", *c, "Micro-batches per optimizer step", [](auto& t) -> auto& { return t.grad_accum; }));

@@ -174,7 +174,13 @@ TrainingData load_pretraining(const DataOptions& o, const std::vector<FileKind>&
 TrainingData load_examples(const DataOptions& o, const tk::Tokenizer& tokenizer, FileKind kind) {
   const bool chat = kind == FileKind::jsonl_chat || kind == FileKind::jsonl_pairs;
   const int64_t group = kind == FileKind::jsonl_pairs ? 2 : 1;
-  const auto chat_template = chat ? tk::make_chat_template(o.chat_template, tokenizer) : nullptr;
+  // no template named: the tokenizer's own (its tokenizer_config.json's chat_template, or its special tokens')
+  const std::string template_name =
+      chat && o.chat_template.empty() ? tk::default_chat_template(tokenizer, o.tokenizer) : o.chat_template;
+  NF_CHECK(!chat || !template_name.empty(), "data: tokenizer ", o.tokenizer,
+           " has no chat_template in a tokenizer_config.json beside it and neither ChatML's nor nanochat's special "
+           "tokens: give --chat-template");
+  const auto chat_template = chat ? tk::make_chat_template(template_name, tokenizer) : nullptr;
   const auto max_tokens = static_cast<size_t>(o.context) + 1;
   std::vector<FileKind> kinds(o.train_paths.size() + o.val_paths.size(), kind);
   std::vector<std::string> all = o.train_paths;

@@ -4,6 +4,8 @@
 #include <filesystem>
 
 #include "nanoformer/core/error.h"
+#include "nanoformer/tokenizer/hf_chat_template.h"
+#include "util/json_input.h"
 
 namespace nf::tokenizer {
 namespace {
@@ -162,8 +164,27 @@ std::unique_ptr<ChatTemplate> make_chat_template(std::string_view name, const To
   if (name == "chatml") return std::make_unique<ChatMlTemplate>(tokenizer);
   if (name == "nanochat") return std::make_unique<NanochatTemplate>(tokenizer);
   std::error_code ec;
-  if (std::filesystem::is_regular_file(std::string(name), ec)) return make_chat_template_from_file(std::string(name), tokenizer);
-  NF_FAIL("unknown chat template '", name, "' (known: chatml, nanochat, or a template file's path)");
+  const std::filesystem::path path(name);
+  if (std::filesystem::is_regular_file(path, ec)) {
+    if (path.filename() == "tokenizer_config.json") return HfChatTemplate::from_config(path.string(), tokenizer);
+    return make_chat_template_from_file(path.string(), tokenizer);
+  }
+  NF_FAIL("unknown chat template '", name,
+          "' (known: chatml, nanochat, a template file's path, or a Hugging Face tokenizer_config.json)");
+}
+
+std::string default_chat_template(const Tokenizer& tokenizer, const std::string& tokenizer_path) {
+  const std::filesystem::path path(tokenizer_path);
+  if (path.filename() == "tokenizer.json") {
+    const std::filesystem::path config = path.parent_path() / "tokenizer_config.json";
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(config, ec)) {
+      if (std::filesystem::is_regular_file(path.parent_path() / "chat_template.jinja", ec)) return config.string();
+      const auto doc = util::parse_json(read_file(config.string()), config.string() + ": ");
+      if (doc.is_object() && doc.contains("chat_template") && !doc["chat_template"].is_null()) return config.string();
+    }
+  }
+  return detect_chat_template(tokenizer);
 }
 
 std::string detect_chat_template(const Tokenizer& tokenizer) {

@@ -7,11 +7,14 @@
 // a tokenizer without chat tokens) is one clear line and a non-zero exit.
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "nanoformer/formats/model_io.h"
 #include "nanoformer/io/safetensors.h"
 #include "nanoformer/models/decoder_lm.h"
+#include "nanoformer/tokenizer/hf_chat_template.h"
 #include "support/cli_test.h"
 #include "support/testing.h"
 #include "tiny_chat_model.h"
@@ -100,6 +103,28 @@ TEST_F(ChatModelTest, ChatKeepsTheConversationAndResets) {
     prefilled.push_back(std::stoll(r.err.substr(r.err.rfind('[', at) + 1)));
   ASSERT_EQ(prefilled.size(), 3u) << r.err;
   EXPECT_LT(prefilled[1], prefilled[0]) << r.err;
+}
+
+// A folder whose tokenizer_config.json has a Jinja chat_template chats in it (SmolLM2's here):
+// the first prompt is that template's rendering, and a named template still wins.
+TEST_F(ChatModelTest, ChatUsesTheFoldersJinjaTemplate) {
+  const auto golden = nlohmann::ordered_json::parse(tokenizer::read_file(std::string(NF_TEST_DATA_DIR) +
+                                                                          "/tokenizer/hf_chat_templates.json"));
+  const auto& smol = golden.at("templates").at(3);
+  ASSERT_EQ(smol.at("name"), "smollm2");
+  nlohmann::ordered_json config = smol.at("special_tokens");
+  config["chat_template"] = smol.at("template");
+  std::ofstream(path("model/tokenizer_config.json")) << config.dump();
+  const std::string chat = "chat -m '" + path("model/model.safetensors") + "' -n 4 --greedy --stats";
+  const auto r = cli(chat, "hi\n/quit\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("template " + path("model/tokenizer_config.json")), std::string::npos) << r.err;
+  const auto tok = tokenizer::load_tokenizer(path("model/tokenizer.json"));
+  const tokenizer::HfChatTemplate smol_template("smollm2", smol.at("template").get<std::string>(), {}, *tok);
+  const auto prompt = smol_template.render_for_completion(std::vector<tokenizer::ChatMessage>{{"user", "hi"}});
+  EXPECT_NE(r.err.find("[" + std::to_string(prompt.size()) + " new prompt tokens"), std::string::npos) << r.err;
+  const auto named = cli(chat + " --chat-template chatml", "hi\n/quit\n");
+  EXPECT_NE(named.err.find("template chatml"), std::string::npos) << named.err;
 }
 
 // The KV cache's size from generate's last stderr line, "KV cache: TYPE, N KiB]".

@@ -37,6 +37,7 @@
 #include "nanoformer/io/gguf.h"
 #include "nanoformer/io/safetensors.h"
 #include "nanoformer/tokenizer/gguf_tokenizer.h"
+#include "nanoformer/tokenizer/hf_chat_template.h"
 #include "nanoformer/tokenizer/tokenizer_json.h"
 #include "support/cli_test.h"
 #include "tiny_chat_model.h"
@@ -322,6 +323,23 @@ TEST_F(ServeCliTest, ACompletionPromptStartsWithBosWhenTheGGUFTokenizerSaysTo) {
   const json body = {{"prompt", "Hello"}, {"max_tokens", 1}, {"temperature", 0}};
   EXPECT_EQ(post(client, "/v1/completions", body, 200)["usage"]["prompt_tokens"].get<size_t>(),
             tok.encode("Hello").size() + 1);
+}
+
+// A folder whose tokenizer_config.json has a Jinja chat_template serves chats in it (SmolLM2's,
+// whose default system message makes the prompt longer than ChatML's).
+TEST_F(ServeCliTest, AChatIsRenderedByTheFoldersJinjaTemplate) {
+  const json golden = json::parse(tokenizer::read_file(std::string(NF_TEST_DATA_DIR) + "/tokenizer/hf_chat_templates.json"));
+  const json& smol = golden.at("templates").at(3);
+  ASSERT_EQ(smol.at("name"), "smollm2");
+  json config = smol.at("special_tokens");
+  config["chat_template"] = smol.at("template");
+  std::ofstream(path("model/tokenizer_config.json")) << config.dump();
+  ServerProcess server = serve("--context 256");
+  httplib::Client client = server.client();
+  const auto tok = tokenizer::load_tokenizer(path("model/tokenizer.json"));
+  const tokenizer::HfChatTemplate smol_template("smollm2", smol.at("template").get<std::string>(), {}, *tok);
+  const size_t prompt = smol_template.render_for_completion(std::vector<tokenizer::ChatMessage>{{"user", "Hello"}}).size();
+  EXPECT_EQ(post(client, "/v1/chat/completions", chat("Hello"), 200)["usage"]["prompt_tokens"].get<size_t>(), prompt);
 }
 
 TEST_F(ServeCliTest, MaxTokensAndStopStringsCutTheAnswer) {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -15,6 +16,7 @@
 #include "nanoformer/data/sft_data.h"
 #include "nanoformer/data/token_windows.h"
 #include "nanoformer/tokenizer/char_tokenizer.h"
+#include "nanoformer/tokenizer/hf_chat_template.h"
 #include "nanoformer/tokenizer/corpus.h"
 #include "nanoformer/tokenizer/jsonl.h"
 #include "nanoformer/tokenizer/token_file.h"
@@ -507,6 +509,45 @@ TEST(SftBatches, PromptCompletionPairsTrainOnTheCompletionAndEndOfText) {
   EXPECT_THROW_WITH(load_training_data(o), "pair_chat.jsonl is JSONL of conversations",
                     "is JSONL of prompt-completion pairs", "one kind of data");
   for (const auto& p : {tokenizer, path, chars, chat}) std::remove(p.c_str());
+}
+
+// With no template named, chat data of a Hugging Face folder whose tokenizer_config.json has a
+// chat_template is rendered by that template (Qwen2.5's here: transformers' ids from
+// tools/golden/hf_chat_template_fixtures.py), not by ChatML (which adds MiniMind's system message).
+TEST(SftBatches, AFolderChatTemplateRendersTheConversations) {
+  const auto golden = nlohmann::ordered_json::parse(tk::read_file(tk::testing::fixture("hf_chat_templates.json")));
+  const auto& qwen = golden.at("templates").at(1);
+  ASSERT_EQ(qwen.at("name"), "qwen2.5");
+  const auto& c = qwen.at("cases").at(2);  // [user, assistant], no generation prompt
+  ASSERT_FALSE(c.at("add_generation_prompt").get<bool>());
+  ASSERT_EQ(c.at("messages").size(), 2u);
+  const auto folder = std::filesystem::path(temp_path("qwen_folder"));
+  std::filesystem::remove_all(folder);
+  std::filesystem::create_directories(folder);
+  std::filesystem::copy_file(tk::testing::fixture("hf_gpt2.json"), folder / "tokenizer.json");
+  nlohmann::ordered_json config = qwen.at("special_tokens");
+  config["chat_template"] = qwen.at("template");
+  write_text((folder / "tokenizer_config.json").string(), config.dump());
+  const std::string path = (folder / "chat.jsonl").string();
+  write_text(path, nlohmann::json{{"conversations", c.at("messages")}}.dump() + "\n");
+  DataOptions o;
+  o.train_paths = {path};
+  o.tokenizer = (folder / "tokenizer.json").string();
+  o.batch_size = 1;
+  o.context = 200;
+  o.val_fraction = 0;
+  o.show_progress = false;
+  const auto ids = c.at("ids").get<std::vector<int64_t>>();
+  const Batch batch = load_training_data(o).train->batch(0);
+  const auto inputs = values(batch.inputs);
+  EXPECT_EQ(std::vector<int64_t>(inputs.begin(), inputs.end()), std::vector<int64_t>(ids.begin(), ids.end() - 1));
+  // the targets are the reply and its <|im_end|>: what the template renders after the prompt
+  const auto tok = tk::load_tokenizer(o.tokenizer);
+  std::vector<TokenId> targets;
+  for (const int64_t t : values(batch.targets))
+    if (t != kIgnoreIndex) targets.push_back(static_cast<TokenId>(t));
+  EXPECT_EQ(tok->decode(targets), c.at("messages").at(1).at("content").get<std::string>() + "<|im_end|>");
+  std::filesystem::remove_all(folder);
 }
 
 // The SFT loader on MiniMind-format conversations gives the ids and mask of transformers'

@@ -31,7 +31,7 @@ struct DataOptions {
   int64_t batch_size = 8, context = 256;
   uint64_t seed = 1337;
   int64_t vocab_size = 0;                // the model's: every id must be below it (0: not checked)
-  std::string chat_template = "chatml";  // for chat data: "chatml" (MiniMind) or "nanochat"
+  std::string chat_template;  // for chat data: chatml, nanochat, a file (chat_template.h); empty: the tokenizer's own
   int64_t pad_id = -1;                   // chat padding id (default: the template's end token)
   std::string jsonl_field = "text";      // the document field of pretraining JSONL
   bool pad_to_context = false;           // chat batches: pad to context (MiniMind) instead of to

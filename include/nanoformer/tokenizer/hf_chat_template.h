@@ -1,0 +1,63 @@
+#pragma once
+// A Hugging Face chat template (the Jinja `chat_template` of tokenizer_config.json, or the
+// chat_template.jinja file transformers writes beside it) as a ChatTemplate: the text is what
+// `tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=...)` gives, the
+// ids are that text encoded in one call (as apply_chat_template(tokenize=True)).
+//
+// The template sees messages (role/content dicts), add_generation_prompt, tools and documents
+// (None unless given), and the tokenizer_config.json's special tokens (bos_token, eos_token,
+// unk_token, pad_token, ...), as transformers passes them.
+//
+// The SFT mask: for each assistant message i, the conversation before it is rendered with the
+// generation prompt; the assistant's part of the whole conversation's text starts where the two
+// part (the prompt's end, or inside the prompt when a reply opens otherwise, e.g. MiniMind's
+// prompt closes an empty <think> block and a reply may think) and ends with the first end token
+// (below) after that (or the text's end). The tokens that start inside a part are trained on.
+// A template whose whole text does not begin with the conversation before message i (rendered
+// without the prompt) cannot be masked: an error naming the message.
+//
+// The end token: the first added token that follows the assistant's content in a rendered
+// [user, assistant] exchange (tokenizer_config.json's eos_token when it is there), e.g.
+// <|im_end|> for ChatML templates, <|eot_id|> for Llama 3.
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "nanoformer/tokenizer/chat_template.h"
+#include "nanoformer/tokenizer/jinja.h"
+
+namespace nf::tokenizer {
+
+class HfChatTemplate final : public ChatTemplate {
+ public:
+  // `special_tokens`: ("bos_token", "<s>"), ... as the template sees them. Throws nf::Error naming
+  // `name` when the template does not parse, or a [user, assistant] exchange does not render
+  // or has no end token.
+  HfChatTemplate(std::string name, std::string_view source, std::vector<std::pair<std::string, std::string>> special_tokens,
+                 const Tokenizer& tokenizer);
+
+  // tokenizer_config.json's template and special tokens (the template from chat_template.jinja
+  // beside it when there is one); throws nf::Error naming the file and key.
+  static std::unique_ptr<HfChatTemplate> from_config(const std::string& tokenizer_config_path, const Tokenizer& tokenizer);
+
+  std::string_view name() const override { return name_; }
+  TokenId end_token() const override { return end_; }
+  RenderedChat render(std::span<const ChatMessage> messages) const override;
+  std::vector<TokenId> render_for_completion(std::span<const ChatMessage> messages) const override;
+
+  // The template's text; `extra` (a dict, or undefined) adds or replaces variables, e.g. tools.
+  std::string render_text(std::span<const ChatMessage> messages, bool add_generation_prompt,
+                          const jinja::Value& extra = {}) const;
+
+ private:
+  std::string name_;
+  jinja::Template template_;
+  std::vector<std::pair<std::string, std::string>> special_tokens_;
+  const Tokenizer& tokenizer_;
+  TokenId end_ = 0;
+  std::string end_text_;
+};
+
+}  // namespace nf::tokenizer

@@ -1,0 +1,223 @@
+// Hugging Face chat templates: the Jinja interpreter and HfChatTemplate against transformers'
+// apply_chat_template (tests/fixtures/tokenizer/hf_chat_templates.json, written by
+// tools/golden/hf_chat_template_fixtures.py: MiniMind's, Qwen2.5's, Qwen3's, SmolLM2's and
+// Llama 3.3's templates, and small templates over every construct); the SFT mask, the end token,
+// the choice of template for a tokenizer folder, and the errors and limits.
+#include "nanoformer/tokenizer/hf_chat_template.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "nanoformer/tokenizer/jinja.h"
+#include "support/testing.h"
+#include "tokenizer/fixtures.h"
+
+namespace nf::tokenizer {
+namespace {
+
+using testing::fixture;
+
+nlohmann::ordered_json golden() {
+  return nlohmann::ordered_json::parse(read_file(fixture("hf_chat_templates.json")));
+}
+
+std::vector<ChatMessage> messages_of(const nlohmann::ordered_json& j) {
+  std::vector<ChatMessage> out;
+  for (const auto& m : j) out.push_back({m.at("role").get<std::string>(), m.at("content").get<std::string>()});
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> special_of(const nlohmann::ordered_json& j) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& [k, v] : j.items()) out.emplace_back(k, v.get<std::string>());
+  return out;
+}
+
+std::string render(std::string_view source, const jinja::Value& context = jinja::Value::dict({})) {
+  return jinja::Template(source).render(context);
+}
+
+TEST(HfChatTemplate, PublishedTemplatesRenderAsTransformers) {
+  const auto doc = golden();
+  const auto tok = load_tokenizer(fixture(doc.at("tokenizer").get<std::string>()));
+  size_t texts = 0, ids = 0;
+  for (const auto& t : doc.at("templates")) {
+    const std::string name = t.at("name").get<std::string>();
+    const jinja::Template compiled(t.at("template").get<std::string>());
+    std::unique_ptr<HfChatTemplate> hf;
+    if (t.at("cases").at(0).contains("ids"))
+      hf = std::make_unique<HfChatTemplate>(name, t.at("template").get<std::string>(), special_of(t.at("special_tokens")), *tok);
+    for (const auto& c : t.at("cases")) {
+      const auto messages = messages_of(c.at("messages"));
+      const bool gen = c.at("add_generation_prompt").get<bool>();
+      jinja::Value context = jinja::from_json(nlohmann::ordered_json{{"messages", c.at("messages")},
+                                                                     {"add_generation_prompt", gen},
+                                                                     {"tools", nullptr},
+                                                                     {"documents", nullptr}});
+      jinja::Dict d = context.as_dict();
+      for (const auto& [k, v] : t.at("special_tokens").items()) d.set(k, jinja::Value::string(v.get<std::string>()));
+      const std::string expected = c.at("text").get<std::string>();
+      EXPECT_EQ(compiled.render(jinja::Value::dict(d)), expected) << name << " " << c.at("messages").dump();
+      ++texts;
+      if (!hf) continue;
+      EXPECT_EQ(hf->render_text(messages, gen), expected) << name;
+      const auto want = c.at("ids").get<std::vector<TokenId>>();
+      EXPECT_EQ(gen ? hf->render_for_completion(messages) : hf->render(messages).ids, want) << name << " " << c.at("messages").dump();
+      ++ids;
+    }
+  }
+  EXPECT_EQ(texts, 80u);
+  EXPECT_EQ(ids, 64u);
+}
+
+TEST(HfChatTemplate, ConstructsRenderAsJinja2) {
+  const auto doc = golden();
+  const jinja::Value context = jinja::from_json(doc.at("context"));
+  for (const auto& s : doc.at("snippets"))
+    EXPECT_EQ(jinja::Template(s.at("template").get<std::string>()).render(context), s.at("text").get<std::string>())
+        << s.at("template").get<std::string>();
+}
+
+// The trained tokens are exactly each assistant reply after its generation prompt and its end token.
+TEST(HfChatTemplate, MaskTrainsTheAssistantRepliesAndTheirEndToken) {
+  const auto doc = golden();
+  const auto tok = load_tokenizer(fixture("hf_gpt2.json"));
+  const std::vector<ChatMessage> conversation{{"system", "Be brief."}, {"user", "q1"}, {"assistant", "a1 first"},
+                                              {"user", "q2"}, {"assistant", "<think>\nr\n</think>\n\na2"}};
+  for (const auto& t : doc.at("templates")) {
+    if (!t.at("cases").at(0).contains("ids")) continue;
+    const std::string name = t.at("name").get<std::string>();
+    const HfChatTemplate hf(name, t.at("template").get<std::string>(), special_of(t.at("special_tokens")), *tok);
+    EXPECT_EQ(hf.end_token(), *tok->token_id("<|im_end|>")) << name;
+    const RenderedChat r = hf.render(conversation);
+    ASSERT_EQ(r.trained.size(), r.ids.size());
+    std::vector<TokenId> trained;
+    for (size_t i = 0; i < r.ids.size(); ++i)
+      if (r.trained[i]) trained.push_back(r.ids[i]);
+    // what the template renders after each reply's generation prompt, up to its end token
+    std::string expected;
+    const std::string text = hf.render_text(conversation, false);
+    for (size_t i : {size_t{2}, size_t{4}}) {
+      const std::string before = hf.render_text(std::span(conversation).first(i), true);
+      size_t begin = 0;
+      while (begin < before.size() && before[begin] == text[begin]) ++begin;
+      const size_t end = text.find("<|im_end|>", begin) + 10;
+      expected += text.substr(begin, end - begin);
+    }
+    EXPECT_EQ(tok->decode(trained), expected) << name;
+    EXPECT_NE(expected.find("a1 first<|im_end|>"), std::string::npos) << name;
+    EXPECT_EQ(expected.find("q2"), std::string::npos) << name;
+  }
+}
+
+TEST(HfChatTemplate, AFolderWithAChatTemplateUsesIt) {
+  const auto dir = std::filesystem::path(testing::temp_path("hf_chat_folder"));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(fixture("hf_gpt2.json"), dir / "tokenizer.json");
+  const auto doc = golden();
+  const auto& minimind = doc.at("templates").at(0);
+  ASSERT_EQ(minimind.at("name"), "minimind");
+  nlohmann::ordered_json config = minimind.at("special_tokens");
+  config["chat_template"] = minimind.at("template");
+  std::ofstream(dir / "tokenizer_config.json") << config.dump();
+  const auto tok = load_tokenizer((dir / "tokenizer.json").string());
+  const std::string chosen = default_chat_template(*tok, (dir / "tokenizer.json").string());
+  EXPECT_EQ(chosen, (dir / "tokenizer_config.json").string());
+  const auto tmpl = make_chat_template(chosen, *tok);
+  const auto& c = minimind.at("cases").at(3);  // [user, assistant] with the generation prompt
+  ASSERT_TRUE(c.at("add_generation_prompt").get<bool>());
+  EXPECT_EQ(tmpl->render_for_completion(messages_of(c.at("messages"))), c.at("ids").get<std::vector<TokenId>>());
+  // chat_template.jinja beside it wins, as in transformers
+  std::ofstream(dir / "chat_template.jinja") << "{% for m in messages %}[{{ m.content }}]<|im_end|>{% endfor %}";
+  EXPECT_EQ(tok->decode(make_chat_template(chosen, *tok)->render_for_completion(std::vector<ChatMessage>{{"user", "x"}})), "[x]<|im_end|>");
+  // without a chat template, the special tokens decide as before
+  std::filesystem::remove(dir / "chat_template.jinja");
+  std::ofstream(dir / "tokenizer_config.json") << R"({"eos_token": "<|im_end|>", "chat_template": null})";
+  EXPECT_EQ(default_chat_template(*tok, (dir / "tokenizer.json").string()), "chatml");
+  std::ofstream(dir / "tokenizer_config.json") << R"({"chat_template": )";
+  EXPECT_THROW_WITH(default_chat_template(*tok, (dir / "tokenizer.json").string()), "tokenizer_config.json", "not valid JSON");
+  std::filesystem::remove_all(dir);
+}
+
+TEST(HfChatTemplate, ConstructsOutsideTheSubsetAreOneLineErrorsWithTheirPlace) {
+  EXPECT_THROW_WITH(render("ab\n{% macro f() %}x{% endmacro %}"), "chat template line 2 col 4",
+                    "unsupported construct: {% macro %}");
+  EXPECT_THROW_WITH(render("{{ 'x' | wordwrap }}"), "line 1 col 10", "unsupported construct: the filter 'wordwrap'");
+  EXPECT_THROW_WITH(render("{{ 'x'.format(1) }}"), "unsupported construct: the method str.format()");
+  EXPECT_THROW_WITH(render("{% if x is callable_thing %}{% endif %}"), "unsupported construct: the test 'callable_thing'");
+  EXPECT_THROW_WITH(render("{% include 'other.j2' %}"), "unsupported construct: {% include %}");
+  EXPECT_THROW_WITH(render("{{ '%s' % 1 }}"), "unsupported construct: '%' string formatting");
+  EXPECT_THROW_WITH(render("{% if true %}x"), "a block is not closed: expected {% elif %} or {% else %} or {% endif %}");
+  EXPECT_THROW_WITH(render("{{ 1 + }}"), "line 1 col 8", "expected an expression but found '}}'");
+  EXPECT_THROW_WITH(render("{{ x.y }}"), "'x' is undefined");
+  // found by fuzz_chat_template: an attribute index past int64 escaped as std::out_of_range
+  EXPECT_THROW_WITH(render("{{ ns.88888888888888888888 }}"), "line 1 col 7", "the number 88888888888888888888 is out of range");
+  EXPECT_THROW_WITH(render("{{ 99999999999999999999 }}"), "is out of range");
+  EXPECT_THROW_WITH(render("{{ 1e999 }}"), "the number 1e999 is out of range");
+  EXPECT_THROW_WITH(render("{{ raise_exception('Conversation roles must alternate') }}"),
+                    "raise_exception: Conversation roles must alternate");
+  try {
+    render("{% for a in [1] %}\n  {{ a | nope }}\n{% endfor %}");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+  }
+}
+
+// Filters iterate over undefined as over nothing (the list they build must outlive the loop: the
+// fuzzer found a read of a freed list here, fuzz/corpus/chat_template/crash-undefined-map-*).
+TEST(HfChatTemplate, FiltersIterateUndefinedAsEmpty) {
+  EXPECT_EQ(render("{{ nothing | map(attribute='role') | join(', ') }}|{{ nothing | select | list }}|"
+                   "{{ nothing | selectattr('a') | list }}|{{ nothing | unique | list }}|{{ nothing | map('upper') | list }}|"
+                   "{{ 'ab' | map('upper') | join }}|{{ {'k': 1} | list }}"),
+            "|[]|[]|[]|[]|AB|['k']");
+}
+
+TEST(HfChatTemplate, RunawayTemplatesStopAtTheLimits) {
+  EXPECT_THROW_WITH(render("{% for i in range(2000) %}{% for j in range(2000) %}{% endfor %}{% endfor %}"),
+                    "rendering took more than 1000000 steps");
+  // the output limits, at 1 MiB to keep the test quick (the default is 64 MiB)
+  const jinja::Limits small{.max_output = 1u << 20};
+  auto render_small = [&](std::string_view source) { return jinja::Template(source, small).render(jinja::Value::dict({})); };
+  EXPECT_THROW_WITH(render_small("{% set ns = namespace(s='ab') %}{% for i in range(64) %}{% set ns.s = ns.s + ns.s %}{% endfor %}"),
+                    "would pass the limit of 1048576");
+  EXPECT_THROW_WITH(render("{% for i in range(40000000) %}{% endfor %}"), "passes the limit of 1000000");
+  EXPECT_THROW_WITH(render("{{ 'x' * 100000000 }}"), "would pass the limit of 16777216");
+  // lists count items, not bytes: doubling a list, or looping over a long string's characters
+  EXPECT_THROW_WITH(render("{% set ns = namespace(l=[1]) %}{% for i in range(30) %}{% set ns.l = ns.l + ns.l %}{% endfor %}"),
+                    "a list of 1048576 items would pass the limit of 1000000");
+  EXPECT_THROW_WITH(render("{% for c in 'ab' * 600000 %}{% endfor %}"), "a list of 1200000 items");
+  EXPECT_THROW_WITH(render("{{ ('ab' * 600000) | list | length }}"), "a list of 1200000 items");
+  // ** takes log2(exponent) steps: 1 ** (a huge exponent) is quick, 3 ** 41 overflows
+  EXPECT_EQ(render("{{ 1 ** 9000000000000000000 }} {{ (-1) ** 9000000000000000001 }} {{ 3 ** 39 }} {{ 0 ** 0 }}"),
+            "1 -1 4052555153018976267 1");
+  EXPECT_THROW_WITH(render("{{ 3 ** 41 }}"), "integer overflow in **");
+  EXPECT_THROW_WITH(render_small("{% for i in range(70) %}{{ 'x' * 100000 }}{% endfor %}"), "the output passes the limit of 1048576");
+  EXPECT_THROW_WITH(render("{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}"), "nests deeper than 200");
+  EXPECT_THROW_WITH(render(std::string(3000, '{') + std::string(3000, '%')), "chat template");
+  EXPECT_THROW_WITH(render("{% set ns = namespace(x=1) %}{% for i in range(300) %}{% set ns.x = [ns.x] %}{% endfor %}"),
+                    "lists and dicts nest deeper than 200");
+  // a namespace holding itself is freed when rendering ends (the leak checker of `make fuzz` sees it)
+  EXPECT_EQ(render("{% set ns = namespace() %}{% set ns.me = ns %}{{ ns.me.me is defined }}"), "True");
+}
+
+TEST(HfChatTemplate, TemplatesWithoutAnEndTokenOrPrefixAreRefused) {
+  const auto tok = load_tokenizer(fixture("hf_gpt2.json"));
+  EXPECT_THROW_WITH(HfChatTemplate("plain", "{% for m in messages %}{{ m.content }}\n{% endfor %}", {}, *tok),
+                    "plain: no special token ends the assistant's turn");
+  // earlier turns that change when a later one is added cannot be masked
+  const HfChatTemplate changing("changing",
+                                "{% for m in messages %}{{ m.content }}{% if not loop.last %}!{% endif %}<|im_end|>{% endfor %}"
+                                "{% if add_generation_prompt %}<|im_start|>{% endif %}",
+                                {}, *tok);
+  const std::vector<ChatMessage> exchange{{"user", "u"}, {"assistant", "a"}};
+  EXPECT_THROW_WITH(changing.render(exchange), "changing: message 1",
+                    "does not begin with the conversation before it");
+}
+
+}  // namespace
+}  // namespace nf::tokenizer
