@@ -115,7 +115,7 @@ void Scheduler::run() {
     }
     for (auto& job : jobs) job();  // its exception goes to its caller through the future
     for (Queued& queued : joining) admit(std::move(queued));
-    if (!prefilling_.empty()) prefill_step();  // one chunk of the oldest prompt, then a decode step
+    prefill();  // a chunk's worth of the oldest prompts, then a decode step
     try {
       step();
     } catch (const std::exception& e) {  // never expected: end every running sequence, keep serving
@@ -204,20 +204,26 @@ void Scheduler::take_slot(Prefill& p) {
   p.fed = p.outcome.cached_tokens = slot.sequence.keep_common_prefix(prompt);
 }
 
-void Scheduler::prefill_step() {
+void Scheduler::prefill() {
+  const int64_t chunk = options_.prefill_chunk;  // 0: every prompt whole
+  for (int64_t budget = chunk; !prefilling_.empty() && (chunk == 0 || budget > 0);) budget -= prefill_step(budget);
+}
+
+int64_t Scheduler::prefill_step(int64_t limit) {
   Prefill& p = prefilling_.front();
   SequenceRequest& request = p.queued.request;
   const auto length = static_cast<int64_t>(request.prompt.size());
   Tensor logits;
+  int64_t n = 0;  // prompt tokens fed in this chunk
   const Clock::time_point chunk_start = Clock::now();
   try {
     if (request.cancelled->load()) {
       end_unstarted(p, "");
-      return prefilling_.pop_front();
+      prefilling_.pop_front();
+      return 0;
     }
     if (p.slot == slots_.size()) take_slot(p);
-    // one chunk, so that the running sequences' next step waits for no more than it
-    const int64_t n = options_.prefill_chunk > 0 ? std::min(options_.prefill_chunk, length - p.fed) : length - p.fed;
+    n = limit > 0 ? std::min(limit, length - p.fed) : length - p.fed;
     const bool scored = request.on_prompt_logprobs != nullptr;
     logits = slots_[p.slot].sequence.feed({request.prompt.begin() + p.fed, request.prompt.begin() + p.fed + n}, scored);
     const int64_t vocab = model_.config().vocab_size;
@@ -230,11 +236,12 @@ void Scheduler::prefill_step() {
     p.fed += n;
   } catch (const std::exception& e) {
     end_unstarted(p, e.what());
-    return prefilling_.pop_front();
+    prefilling_.pop_front();
+    return n;
   }
   const Clock::time_point now = Clock::now();
   p.seconds += std::chrono::duration<double>(now - chunk_start).count();
-  if (p.fed < length) return;
+  if (p.fed < length) return n;
   const bool generates = request.stop.max_new_tokens > 0;
   {
     const double ttft = std::chrono::duration<double>(now - p.queued.submitted).count();
@@ -254,7 +261,8 @@ void Scheduler::prefill_step() {
       request.on_prompt_logprobs(p.prompt_logprobs);
     } catch (const std::exception& e) {
       end_unstarted(p, e.what());
-      return prefilling_.pop_front();
+      prefilling_.pop_front();
+      return n;
     }
   }
   infer::Sampler sampler(request.sampler);
@@ -266,9 +274,11 @@ void Scheduler::prefill_step() {
   if (!generates) {  // the prompt only: it ends here
     running_.back().outcome.reason = infer::StopReason::max_new_tokens;
     finish(running_.back(), running_.back().outcome);
-    return running_.pop_back();
+    running_.pop_back();
+    return n;
   }
   if (!accept(running_.back(), logits.data<float>())) running_.pop_back();
+  return n;
 }
 
 void Scheduler::reset_slot(Slot& slot) {

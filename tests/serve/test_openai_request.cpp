@@ -177,7 +177,7 @@ TEST(OpenAIResponse, Shapes) {
   EXPECT_EQ(completion_chunk(text, "y", true)["object"], "text_completion");
   EXPECT_TRUE(body["choices"][0]["logprobs"].is_null());
   // a reasoning: the message's reasoning_content, a chunk's delta's
-  const json thought = completion_body(chat, {{.text = "4", .reasoning = "2 + 2", .finish_reason = "stop"}}, {});
+  const json thought = completion_body(chat, {{.text = "4", .finish_reason = "stop", .reasoning = "2 + 2"}}, {});
   EXPECT_EQ(thought["choices"][0]["message"], json({{"role", "assistant"}, {"content", "4"}, {"reasoning_content", "2 + 2"}}));
   EXPECT_EQ(completion_chunk(chat, "", true, "", nullptr, "hm")["choices"][0]["delta"],
             json({{"role", "assistant"}, {"reasoning_content", "hm"}}));

@@ -48,9 +48,9 @@ struct Usage {
 // One choice of an answer; `logprobs` null: none were asked for.
 struct ChoiceOutput {
   std::string text;
-  std::string reasoning;  // chat: its reasoning_content when not empty
   std::string finish_reason;
   const std::vector<LogprobEntry>* logprobs = nullptr;
+  std::string reasoning = {};  // chat: its reasoning_content when not empty
 };
 // The answer with its choices (index i = choices[i]); usage sums them.
 nlohmann::json completion_body(const ResponseHeader& header, const std::vector<ChoiceOutput>& choices, const Usage& usage);

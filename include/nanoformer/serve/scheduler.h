@@ -1,8 +1,9 @@
 #pragma once
 // Continuous batching: one model serves many sequences at once. Sequences wait in a bounded queue;
 // up to `parallel` run, each in its own slot (a one-row KV cache that lives as long as the
-// scheduler, so nothing is allocated per request). A sequence that joins is prefilled alone, a
-// chunk of its prompt (prefill_chunk tokens) between two decode steps, then every step decodes
+// scheduler, so nothing is allocated per request). Between two decode steps the scheduler prefills
+// up to prefill_chunk prompt tokens, the oldest prompts first (several short ones, or a chunk of a
+// long one, so a long prompt delays the running sequences by a chunk per step), then every step decodes
 // all running sequences together (DecoderLM::forward_cached over their caches: the linear
 // layers once over the stacked rows, attention per slot at its own length), so a sequence that
 // joins does not wait for the others to finish, and each gets the tokens it would get alone.
@@ -131,8 +132,11 @@ class Scheduler {
   };
   void admit(Queued queued);  // validates a sequence taken from the queue and queues its prefill
   void take_slot(Prefill& p);  // the best slot for its prompt (a cached prefix, or a busy slot's copied)
-  // One chunk of the oldest prefill; at its prompt's end, samples its first token and runs it.
-  void prefill_step();
+  // prefill_chunk prompt tokens at most (every prompt whole when 0), oldest prompts first.
+  void prefill();
+  // Up to `limit` (0: all) more tokens of the oldest prompt; at its end, samples its first token and
+  // runs it. Returns the tokens fed.
+  int64_t prefill_step(int64_t limit);
   void end_unstarted(Prefill& p, std::string error);  // cancelled before its first token, or refused
   void step();                          // one decode step over every running sequence
   // Samples from logits row for sequence r, hands the token over; true while it goes on.
