@@ -47,8 +47,9 @@ def main():
         floats = embeddings(client, name, "float")
         check(np.array_equal(ours, floats), "base64 (the client's default) and float answers are the same vectors")
         norms = np.linalg.norm(ours, axis=1)
-        check(np.allclose(norms, 1, atol=1e-5) and np.array_equal(ours[0], ours[-1]),
-              f"unit vectors of width {ours.shape[1]}; equal texts give equal vectors")
+        same = float(np.abs(ours[0] - ours[-1]).max())  # the same text at another row of the batch
+        check(np.allclose(norms, 1, atol=1e-5) and same <= 1e-6,
+              f"unit vectors of width {ours.shape[1]}; equal texts give vectors within {same:.1e}")
         if a.folder:
             from sentence_transformers import SentenceTransformer
             theirs = SentenceTransformer(a.folder, device="cpu").encode(SENTENCES, convert_to_numpy=True)
