@@ -187,12 +187,15 @@ void Scheduler::take_slot(Prefill& p) {
   size_t best = slots_.size();
   int64_t best_common = -1;
   for (size_t i = 0; i < slots_.size(); ++i)
-    if (!slots_[i].busy && common_prefix(slots_[i]) > best_common) best = i, best_common = common_prefix(slots_[i]);
+    if (const int64_t common = slots_[i].busy ? -1 : common_prefix(slots_[i]); common > best_common)
+      best = i, best_common = common;
   // a busy slot that shares a longer prefix (the first of n choices of this prompt, the same
   // system prompt): its cache is copied rather than that prefix prefilled again
   const Slot* donor = nullptr;
-  for (const Slot& s : slots_)
-    if (s.busy && common_prefix(s) > best_common + 1) donor = &s, best_common = common_prefix(s);
+  for (const Slot& s : slots_) {
+    if (!s.busy) continue;
+    if (const int64_t common = common_prefix(s); common > best_common + 1) donor = &s, best_common = common;
+  }
   p.slot = best;
   Slot& slot = slots_[best];
   slot.busy = true;

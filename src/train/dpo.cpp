@@ -46,21 +46,23 @@ std::pair<Tensor, Tensor> chosen_and_rejected(const Tensor& row_log_probs) {
 
 }  // namespace
 
+Tensor reference_logits(models::DecoderLM& policy, models::DecoderLM* reference, const Tensor& inputs) {
+  NoGradGuard no_grad;
+  models::DecoderLM& ref = reference ? *reference : policy;
+  const bool was_training = ref.is_training();
+  std::optional<models::LoRAAdaptersOff> adapters_off;
+  if (!reference) adapters_off.emplace(policy);
+  ref.eval();
+  Tensor logits = ref.forward(inputs).logits;
+  ref.train(was_training);
+  return logits;
+}
+
 DpoLoss dpo_batch_loss(models::DecoderLM& policy, models::DecoderLM* reference, const Batch& batch,
                               const DpoOptions& options) {
   NF_CHECK(batch.inputs.dim() == 2 && batch.inputs.size(0) % 2 == 0, "DPO: a batch of ",
            shape_str(batch.inputs.shape()), " is not rows of chosen/rejected pairs");
-  Tensor ref_row_log_probs;
-  {
-    NoGradGuard no_grad;
-    models::DecoderLM& ref = reference ? *reference : policy;
-    const bool was_training = ref.is_training();
-    std::optional<models::LoRAAdaptersOff> adapters_off;
-    if (!reference) adapters_off.emplace(policy);
-    ref.eval();
-    ref_row_log_probs = sequence_log_probs(ref.forward(batch.inputs).logits, batch.targets);
-    ref.train(was_training);
-  }
+  const Tensor ref_row_log_probs = sequence_log_probs(reference_logits(policy, reference, batch.inputs), batch.targets);
   const auto [pi_chosen, pi_rejected] =
       chosen_and_rejected(sequence_log_probs(policy.forward(batch.inputs).logits, batch.targets));
   const auto [ref_chosen, ref_rejected] = chosen_and_rejected(ref_row_log_probs);

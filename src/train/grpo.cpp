@@ -15,6 +15,7 @@
 #include "nanoformer/ops/join.h"
 #include "nanoformer/ops/loss.h"
 #include "nanoformer/ops/view.h"
+#include "nanoformer/train/dpo.h"
 
 namespace nf::train {
 
@@ -196,13 +197,7 @@ PolicyLoss GrpoStep::loss(models::DecoderLM& policy, models::DecoderLM* referenc
   Tensor ref_logps;
   if (config_.grpo.beta > 0) {
     NoGradGuard no_grad;
-    models::DecoderLM& ref = reference ? *reference : policy;
-    const bool was_training = ref.is_training();
-    std::optional<models::LoRAAdaptersOff> adapters_off;
-    if (!reference) adapters_off.emplace(policy);
-    ref.eval();
-    ref_logps = token_log_probs(ref.forward(rollouts.inputs).logits, rollouts.targets);
-    ref.train(was_training);
+    ref_logps = token_log_probs(reference_logits(policy, reference, rollouts.inputs), rollouts.targets);
   }
   const Tensor logps = token_log_probs(policy.forward(rollouts.inputs).logits, rollouts.targets);
   const DType dtype = logps.dtype();

@@ -17,6 +17,11 @@ namespace nf::train {
 // logits (R, T, V), targets (R, T) with kIgnoreIndex where no loss is taken -> (R) summed log-probs.
 Tensor sequence_log_probs(const Tensor& logits, const Tensor& targets);
 
+// The frozen reference's logits (R, T, V) over `inputs`, which DPO and GRPO's KL term share:
+// `reference`, or without one (nullptr) the policy with its LoRA adapters off; in eval mode, without
+// gradient, the model's own mode restored after.
+Tensor reference_logits(models::DecoderLM& policy, models::DecoderLM* reference, const Tensor& inputs);
+
 // Per-step means over pairs of what a DPO step logs (TRL's names: rewards/chosen, ...).
 struct PreferenceMetrics {
   double chosen_reward = 0, rejected_reward = 0;  // beta (logp - ref_logp)
