@@ -14,6 +14,7 @@
 #include "bench_support.h"
 #include "core/blas_library.h"
 #include "nanoformer/nanoformer.h"
+#include "ops/cpu/int8_isa.h"
 #include "ops/cpu/quant_gemm.h"
 #include "ops/cpu/quant_rows.h"
 
@@ -102,7 +103,7 @@ BENCHMARK(BM_quant_gemm_q4_0_with_x)->Apply(shapes);
 }  // namespace
 
 int main(int argc, char** argv) {
-  benchmark::AddCustomContext("int8 kernels", nf::cpu::quant_gemm_vnni() ? "AVX512-VNNI" : "AVX2");
+  benchmark::AddCustomContext("int8 kernels", std::string(nf::cpu::int8_isa_name(nf::cpu::int8_isa())));
   return nf::bench::run_benchmarks(argc, argv,
                                    {{"BM_quant_gemm_q8_0", "BM_sgemm_nt"},
                                     {"BM_quant_gemm_q4_0", "BM_sgemm_nt"},

@@ -11,6 +11,7 @@
 #include "nanoformer/core/parallel.h"
 #include "ops/cpu/quant_gemm.h"
 #include "ops/cpu/quant_rows.h"
+#include "support/int8_isas.h"
 #include "support/testing.h"
 #include "support/threads.h"
 
@@ -204,19 +205,21 @@ TEST_P(QuantGemm, SameBitsOnAnyThreadCount) {
   EXPECT_EQ(one, three);
 }
 
-// The AVX512-VNNI kernels (16-row panels, 12-row tiles) give the AVX2 kernels' y bit for bit:
-// both sum the integers exactly and scale them in the same f32 steps. Shapes off both tilings.
+// The VNNI kernels (AVX512-VNNI: 16-row panels, 12-row tiles; AVX-VNNI: AVX2's panels with
+// vpdpbusd) give the AVX2 kernels' y bit for bit: all sum the integers exactly and scale them in the
+// same f32 steps. Shapes off every tiling.
 TEST_P(QuantGemm, VnniEqualsAvx2BitForBit) {
-  if (!cpu::quant_gemm_vnni()) GTEST_SKIP() << "this CPU has no AVX512-VNNI (or NANOFORMER_QUANT_GEMM=avx2)";
+  const std::vector<cpu::Int8Isa> isas = testing::vnni_isas();
+  if (isas.empty()) GTEST_SKIP() << "this CPU has neither AVX512-VNNI nor AVX-VNNI";
   const QuantType type = GetParam();
   for (const auto& [m, n, k] : std::vector<std::array<int64_t, 3>>{{1, 1, 32}, {13, 17, 96}, {49, 33, 768}, {130, 130, 2048}}) {
     const auto w = random_weights(type, n, k, static_cast<uint32_t>(n + k));
     const auto x = quantized_x(normal_values(m * k, static_cast<uint32_t>(m * k)), m, k);
-    const std::vector<float> vnni = run_gemm(type, w, n, k, x, m, n);
-    cpu::force_quant_gemm_avx2(true);
-    const std::vector<float> avx2 = run_gemm(type, w, n, k, x, m, n);
-    cpu::force_quant_gemm_avx2(false);
-    EXPECT_EQ(vnni, avx2) << quant_type_name(type) << " m " << m << " n " << n << " k " << k;
+    const std::vector<float> avx2 = testing::on_int8_isa(cpu::Int8Isa::avx2, [&] { return run_gemm(type, w, n, k, x, m, n); });
+    for (cpu::Int8Isa isa : isas) {
+      const std::vector<float> vnni = testing::on_int8_isa(isa, [&] { return run_gemm(type, w, n, k, x, m, n); });
+      EXPECT_EQ(vnni, avx2) << cpu::int8_isa_name(isa) << " " << quant_type_name(type) << " m " << m << " n " << n << " k " << k;
+    }
   }
 }
 

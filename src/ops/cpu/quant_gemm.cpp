@@ -14,11 +14,13 @@
 //    (_mm256_sign_epi8); a pair of products reaches 2 * 128 * 127, so each group goes to i32
 //    (_mm256_madd_epi16). Splitting w into two nibble planes instead (two maddubs, i16 sums)
 //    measured slower on Zen 3: 1.0x sgemm against 1.3x.
-// With AVX512-VNNI (chosen at run time, quant_gemm_vnni()) a panel is 16 rows, one 512-bit
-// register per group, and _mm512_dpbusd_epi32 (u8 x i8, four adjacent products summed into i32)
-// takes each group of every type in one instruction: W's integers are the unsigned operand (Q8_0's
-// as w + 128) and x the signed one, each i32 lane starting at -offset sum q_x (Q8_0: offset 128).
-// Every integer sum is exact on both paths and the f32 steps are the same, so their y are equal
+// With AVX512-VNNI (chosen at run time, int8_isa.h) a panel is 16 rows, one 512-bit register per
+// group, and _mm512_dpbusd_epi32 (u8 x i8, four adjacent products summed into i32) takes each
+// group of every type in one instruction: W's integers are the unsigned operand (Q8_0's as
+// w + 128) and x the signed one, each i32 lane starting at -offset sum q_x (Q8_0: offset 128).
+// With AVX-VNNI alone (256 bits) the AVX2 panels and tiles are used with vpdpbusd in place of
+// maddubs + madd, the 4- and 5-bit types' i32 lanes starting at -offset sum q_x.
+// Every integer sum is exact on all paths and the f32 steps are the same, so their y are equal
 // bit for bit.
 #include "ops/cpu/quant_gemm.h"
 
@@ -26,16 +28,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <type_traits>
 #include <vector>
 
-#include <atomic>
-#include <cstdlib>
-#include <string_view>
-
 #include "nanoformer/core/dtype.h"
 #include "nanoformer/core/error.h"
+#include "ops/cpu/int8_dot.h"
+#include "ops/cpu/int8_isa.h"
 #include "ops/cpu/loops.h"
 #include "ops/cpu/simd.h"
 
@@ -133,7 +134,8 @@ void pack_panel(const void* w, int64_t nb, int64_t row0, int64_t n, PanelBlock<W
 
 // What a tile needs of x's block (i, b) besides its integers: d as f32, s = d sum q (for a type
 // with a min), the AVX2 tile's i16 starting values of a row's two lanes, -offset times the sum of q
-// over positions t % 4 < 2 (low half) and t % 4 >= 2 (high half), and sum q itself.
+// over positions t % 4 < 2 (low half) and t % 4 >= 2 (high half), and sum q itself (the VNNI
+// tiles' i32 lanes start at -offset sum q).
 struct XBlockInfo {
   float d, s;
   int32_t start, sum;
@@ -161,29 +163,36 @@ inline int32_t load_word(const void* p) {
 // measured 1.5x slower.
 inline void in_register(__m256i& v) { __asm__("" : "+x"(v)); }
 
-template <QuantType W, int R>
+// Dot: Int8DotAvx2, or a VNNI form (int8_dot.h) where the i32 lanes take the 4- and 5-bit types'
+// products directly.
+template <QuantType W, int R, class Dot>
 void tile_avx2(const PanelBlock<W, kPanelRowsAvx2>* panel, int64_t nb, const BlockQ8_0* x, const XBlockInfo* xinfo,
                int64_t ldx, float* y, int64_t ldy, int64_t cols) {
+  constexpr bool kI16 = W != QuantType::q8_0 && !Dot::kVnni;  // AVX2's 4- and 5-bit types: i16 pairs
   const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc[R];
   NF_UNROLL for (int i = 0; i < R; ++i) acc[i] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    __m256i dot[R];  // Q8_0: i32; the others: i16 pairs
-    NF_UNROLL for (int i = 0; i < R; ++i)
-      dot[i] = W == QuantType::q8_0 ? _mm256_setzero_si256() : _mm256_set1_epi32(xinfo[i * ldx + b].start);
+    __m256i dot[R];
+    NF_UNROLL for (int i = 0; i < R; ++i) {
+      const XBlockInfo& xb = xinfo[i * ldx + b];
+      dot[i] = W == QuantType::q8_0 ? _mm256_setzero_si256()
+               : kI16               ? _mm256_set1_epi32(xb.start)
+                                    : _mm256_set1_epi32(-Kind<W>::offset * xb.sum);
+    }
     NF_UNROLL for (int g = 0; g < kGroups; ++g) {
       const __m256i wv = _mm256_load_si256(reinterpret_cast<const __m256i*>(panel[b].q[g]));
       if constexpr (W == QuantType::q8_0) {
         const __m256i wabs = _mm256_abs_epi8(wv);
         NF_UNROLL for (int i = 0; i < R; ++i) {
           const __m256i xv = _mm256_set1_epi32(load_word(x[i * ldx + b].qs + 4 * g));
-          const __m256i pairs = _mm256_maddubs_epi16(wabs, _mm256_sign_epi8(xv, wv));
-          dot[i] = _mm256_add_epi32(dot[i], _mm256_madd_epi16(pairs, ones));
+          dot[i] = Dot::add(dot[i], wabs, _mm256_sign_epi8(xv, wv));
         }
       } else {
         NF_UNROLL for (int i = 0; i < R; ++i) {
           const __m256i xv = _mm256_set1_epi32(load_word(x[i * ldx + b].qs + 4 * g));
-          dot[i] = _mm256_add_epi16(dot[i], _mm256_maddubs_epi16(wv, xv));
+          if constexpr (kI16) dot[i] = _mm256_add_epi16(dot[i], _mm256_maddubs_epi16(wv, xv));
+          else dot[i] = Dot::add(dot[i], wv, xv);
         }
       }
       NF_UNROLL for (int i = 0; i < R; ++i) in_register(dot[i]);
@@ -191,7 +200,7 @@ void tile_avx2(const PanelBlock<W, kPanelRowsAvx2>* panel, int64_t nb, const Blo
     const __m256 dw = _mm256_load_ps(panel[b].d);
     NF_UNROLL for (int i = 0; i < R; ++i) {
       const XBlockInfo& xb = xinfo[i * ldx + b];
-      const __m256i sum = W == QuantType::q8_0 ? dot[i] : _mm256_madd_epi16(dot[i], ones);
+      const __m256i sum = kI16 ? _mm256_madd_epi16(dot[i], ones) : dot[i];
       acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(_mm256_set1_ps(xb.d), dw), acc[i]);
       if constexpr (Kind<W>::has_min) acc[i] = _mm256_fmadd_ps(_mm256_load_ps(panel[b].m), _mm256_set1_ps(xb.s), acc[i]);
     }
@@ -207,13 +216,11 @@ void tile_avx2(const PanelBlock<W, kPanelRowsAvx2>* panel, int64_t nb, const Blo
   }
 }
 
-#define NF_TARGET_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
-
 // The same sums on AVX512-VNNI: per group of every row one dpbusd (w's integers unsigned, Q8_0's
 // moved up by 128; x's 4 bytes broadcast), the i32 lane starting at -offset sum q_x. x comes
 // packed (gemm_vnni): its words and block infos at fixed offsets from one pointer per block.
 template <QuantType W, int R>
-NF_TARGET_VNNI void tile_vnni(const PanelBlock<W, kPanelRowsVnni>* panel, int64_t nb, const int32_t* xwords,
+NF_TARGET_AVX512_VNNI void tile_vnni(const PanelBlock<W, kPanelRowsVnni>* panel, int64_t nb, const int32_t* xwords,
                               const XBlockInfo* xinfo, float* y, int64_t ldy, int64_t cols) {
   constexpr int32_t offset = W == QuantType::q8_0 ? 128 : Kind<W>::offset;
   __m512 acc[R];
@@ -240,13 +247,75 @@ NF_TARGET_VNNI void tile_vnni(const PanelBlock<W, kPanelRowsVnni>* panel, int64_
   const __mmask16 columns = cols >= kPanelRowsVnni ? 0xffff : static_cast<__mmask16>((1u << cols) - 1);
   NF_UNROLL for (int i = 0; i < R; ++i) _mm512_mask_storeu_ps(y + i * ldy, columns, acc[i]);
 }
+// pack_panel for the 16-row panels, one gather per 4 bytes of the 16 rows' blocks (lane r reads
+// row row0 + r; lanes past n are masked off and give zeros, as pack_panel clears them): the same
+// bytes, a few instructions where pack_panel's scalar loops took hundreds a block.
+struct PanelGather {
+  __mmask16 rows;   // the rows there are
+  __m512i offsets;  // row r's block at r * a row's bytes
+};
 
-bool cpu_has_vnni() {
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+NF_TARGET_AVX512_VNNI inline __m512i gather_words(const PanelGather& g, const unsigned char* at) {
+  return _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), g.rows, g.offsets, at, 1);
+}
+
+// (the masked forms of shifts and conversions throughout: their unmasked ones have an undefined
+// source GCC 12 warns of)
+NF_TARGET_AVX512_VNNI inline __m512i shift_left(__m512i x, unsigned bits) { return _mm512_maskz_slli_epi32(0xffff, x, bits); }
+NF_TARGET_AVX512_VNNI inline __m512i shift_right(__m512i x, unsigned bits) { return _mm512_maskz_srli_epi32(0xffff, x, bits); }
+
+// the f16 at `at` (the low half of each gathered word) as f32
+NF_TARGET_AVX512_VNNI inline __m512 gather_f16(const PanelGather& g, const unsigned char* at) {
+  return _mm512_maskz_cvtph_ps(0xffff, _mm512_maskz_cvtepi32_epi16(0xffff, gather_words(g, at)));
+}
+
+// bits 0-3 of each word to bit 4 of its bytes 0-3: the fifth bits of a group of 4 values
+NF_TARGET_AVX512_VNNI inline __m512i fifth_bits(__m512i x) {
+  const __m512i b0 = shift_left(_mm512_and_si512(x, _mm512_set1_epi32(1)), 4);
+  const __m512i b1 = shift_left(_mm512_and_si512(x, _mm512_set1_epi32(2)), 11);
+  const __m512i b2 = shift_left(_mm512_and_si512(x, _mm512_set1_epi32(4)), 18);
+  const __m512i b3 = shift_left(_mm512_and_si512(x, _mm512_set1_epi32(8)), 25);
+  return _mm512_or_si512(_mm512_or_si512(b0, b1), _mm512_or_si512(b2, b3));
+}
+
+template <QuantType W>
+NF_TARGET_AVX512_VNNI void pack_panel_vnni(const void* w, int64_t nb, int64_t row0, int64_t n,
+                                           PanelBlock<W, kPanelRowsVnni>* panel) {
+  using Block = typename Kind<W>::Block;
+  const int64_t row_bytes = nb * static_cast<int64_t>(sizeof(Block));
+  const PanelGather g{row0 + kPanelRowsVnni <= n ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (n - row0)) - 1),
+                      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                         _mm512_set1_epi32(static_cast<int32_t>(row_bytes)))};
+  const auto* first = static_cast<const unsigned char*>(w) + row0 * row_bytes;
+  const __m512i nibble = _mm512_set1_epi8(0x0f);
+  for (int64_t b = 0; b < nb; ++b) {
+    const unsigned char* block = first + b * static_cast<int64_t>(sizeof(Block));
+    PanelBlock<W, kPanelRowsVnni>& out = panel[b];
+    _mm512_store_ps(out.d, gather_f16(g, block + offsetof(Block, d)));
+    if constexpr (Kind<W>::has_min) _mm512_store_ps(out.m, gather_f16(g, block + offsetof(Block, m)));
+    if constexpr (W == QuantType::q8_0) {
+      NF_UNROLL for (int j = 0; j < kGroups; ++j) _mm512_store_si512(out.q[j], gather_words(g, block + offsetof(Block, qs) + 4 * j));
+    } else {
+      // byte t of word j holds value 4j + t (low nibble) and 16 + 4j + t (high): groups j and j + 4
+      __m512i qh = _mm512_setzero_si512();
+      if constexpr (W == QuantType::q5_0) qh = gather_words(g, block + offsetof(Block, qh));
+      NF_UNROLL for (int j = 0; j < kGroups / 2; ++j) {
+        const __m512i v = gather_words(g, block + offsetof(Block, qs) + 4 * j);
+        __m512i lo = _mm512_and_si512(v, nibble), hi = _mm512_and_si512(shift_right(v, 4), nibble);
+        if constexpr (W == QuantType::q5_0) {
+          lo = _mm512_or_si512(lo, fifth_bits(shift_right(qh, 4 * j)));
+          hi = _mm512_or_si512(hi, fifth_bits(shift_right(qh, 16 + 4 * j)));
+        }
+        _mm512_store_si512(out.q[j], lo);
+        _mm512_store_si512(out.q[j + kGroups / 2], hi);
+      }
+    }
+  }
 }
 #else
-template <QuantType W, int R>
+struct Int8DotAvx2 {};  // the portable tile below
+
+template <QuantType W, int R, class>
 void tile_avx2(const PanelBlock<W, kPanelRowsAvx2>* panel, int64_t nb, const BlockQ8_0* x, const XBlockInfo* xinfo,
                int64_t ldx, float* y, int64_t ldy, int64_t cols) {
   for (int i = 0; i < R; ++i)
@@ -272,21 +341,42 @@ void tile_vnni(const PanelBlock<W, kPanelRowsVnni>*, int64_t, const int32_t*, co
   NF_FAIL("quant_gemm: AVX512-VNNI kernels are not built without AVX2");
 }
 
-bool cpu_has_vnni() { return false; }
+template <QuantType W>
+void pack_panel_vnni(const void*, int64_t, int64_t, int64_t, PanelBlock<W, kPanelRowsVnni>*) {
+  NF_FAIL("quant_gemm: AVX512-VNNI kernels are not built without AVX2");
+}
 #endif
 
 // Rows [i0, i1) of x against a panel, in tiles of up to R rows.
-template <QuantType W, int R = kTileRowsAvx2>
+template <QuantType W, class Dot, int R = kTileRowsAvx2>
 void rows_against_panel(const PanelBlock<W, kPanelRowsAvx2>* panel, int64_t nb, const BlockQ8_0* x,
                         const XBlockInfo* xinfo, int64_t i0, int64_t i1, float* y, int64_t ldy, int64_t cols) {
-  for (; i0 + R <= i1; i0 += R) tile_avx2<W, R>(panel, nb, x + i0 * nb, xinfo + i0 * nb, nb, y + i0 * ldy, ldy, cols);
+  for (; i0 + R <= i1; i0 += R) tile_avx2<W, R, Dot>(panel, nb, x + i0 * nb, xinfo + i0 * nb, nb, y + i0 * ldy, ldy, cols);
   if constexpr (R > 1) {
-    if (i0 < i1) rows_against_panel<W, R - 1>(panel, nb, x, xinfo, i0, i1, y, ldy, cols);
+    if (i0 < i1) rows_against_panel<W, Dot, R - 1>(panel, nb, x, xinfo, i0, i1, y, ldy, cols);
   }
 }
 
 template <QuantType W>
+using PanelRows = void (*)(const PanelBlock<W, kPanelRowsAvx2>*, int64_t, const BlockQ8_0*, const XBlockInfo*, int64_t,
+                           int64_t, float*, int64_t, int64_t);
+#if defined(__AVX2__) && defined(__FMA__)
+// the tiles compiled for AVX-VNNI's vpdpbusd (int8_dot.h)
+template <QuantType W>
+NF_TARGET_AVX_VNNI void rows_against_panel_avx_vnni(const PanelBlock<W, kPanelRowsAvx2>* panel, int64_t nb,
+                                                    const BlockQ8_0* x, const XBlockInfo* xinfo, int64_t i0, int64_t i1,
+                                                    float* y, int64_t ldy, int64_t cols) {
+  rows_against_panel<W, Int8DotAvxVnni>(panel, nb, x, xinfo, i0, i1, y, ldy, cols);
+}
+#endif
+
+// The 8-row panels: AVX2's tiles, or AVX-VNNI's.
+template <QuantType W>
 void gemm_avx2(const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t m, float* y, int64_t ldy) {
+  PanelRows<W> rows = rows_against_panel<W, Int8DotAvx2>;
+#if defined(__AVX2__) && defined(__FMA__)
+  if (int8_isa() == Int8Isa::avx_vnni) rows = rows_against_panel_avx_vnni<W>;
+#endif
   constexpr int P = kPanelRowsAvx2;
   const int64_t nb = k / kQK8_0;
   std::vector<XBlockInfo> xinfo(static_cast<size_t>(m * nb));
@@ -301,8 +391,7 @@ void gemm_avx2(const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t
     for (int64_t unit = begin; unit < end; ++unit) {
       const int64_t panel = unit / row_units, i0 = unit % row_units * kUnitRows, j0 = panel * P;
       if (panel != packed_panel) pack_panel<W, P>(w, nb, j0, n, packed.data()), packed_panel = panel;
-      rows_against_panel<W>(packed.data(), nb, xq, xinfo.data(), i0, std::min(m, i0 + kUnitRows), y + j0, ldy,
-                            std::min<int64_t>(P, n - j0));
+      rows(packed.data(), nb, xq, xinfo.data(), i0, std::min(m, i0 + kUnitRows), y + j0, ldy, std::min<int64_t>(P, n - j0));
     }
   });
 }
@@ -338,13 +427,19 @@ void gemm_vnni(const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t
     }
   });
   const int64_t panels = (n + P - 1) / P;
+  // the gathers' offsets, row r at r times a row's bytes, are 32-bit
+  const bool gathers = P * nb * static_cast<int64_t>(sizeof(typename Kind<W>::Block)) <= INT32_MAX;
   // Units are (panel, unit of x), panel-major, so a thread's run of units packs each panel once.
   parallel_for(panels * units, 1, [&](int64_t begin, int64_t end) {
     std::vector<PanelBlock<W, P>> packed(static_cast<size_t>(nb));
     int64_t packed_panel = -1;
     for (int64_t at = begin; at < end; ++at) {
       const int64_t panel = at / units, unit = at % units, j0 = panel * P, i0 = unit * kUnitRows;
-      if (panel != packed_panel) pack_panel<W, P>(w, nb, j0, n, packed.data()), packed_panel = panel;
+      if (panel != packed_panel) {
+        if (gathers) pack_panel_vnni<W>(w, nb, j0, n, packed.data());
+        else pack_panel<W, P>(w, nb, j0, n, packed.data());
+        packed_panel = panel;
+      }
       unit_against_panel<W>(packed.data(), nb, words.data() + unit * nb * kGroups * kUnitRows,
                             info.data() + unit * nb * kUnitRows, 0, std::min(kUnitRows, m - i0), y + i0 * ldy + j0,
                             ldy, std::min<int64_t>(P, n - j0));
@@ -354,26 +449,11 @@ void gemm_vnni(const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t
 
 template <QuantType W>
 void gemm(const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t m, float* y, int64_t ldy) {
-  if (quant_gemm_vnni()) return gemm_vnni<W>(w, n, k, xq, m, y, ldy);
+  if (int8_isa() == Int8Isa::avx512_vnni) return gemm_vnni<W>(w, n, k, xq, m, y, ldy);
   gemm_avx2<W>(w, n, k, xq, m, y, ldy);
 }
 
-std::atomic<bool>& avx2_forced() {
-  static std::atomic<bool> forced = [] {
-    const char* env = std::getenv("NANOFORMER_QUANT_GEMM");
-    return env != nullptr && std::string_view(env) == "avx2";
-  }();
-  return forced;
-}
-
 }  // namespace
-
-bool quant_gemm_vnni() {
-  static const bool has_vnni = cpu_has_vnni();
-  return has_vnni && !avx2_forced().load();
-}
-
-void force_quant_gemm_avx2(bool force) { avx2_forced().store(force); }
 
 bool quant_gemm_supports(QuantType wtype) {
   return wtype == QuantType::q8_0 || wtype == QuantType::q4_0 || wtype == QuantType::q5_0 || wtype == QuantType::q4_1;

@@ -10,17 +10,12 @@
 
 namespace nf::cpu {
 
-// Whether quant_gemm runs on AVX512-VNNI: the CPU has it and the AVX2 kernels are not forced
-// (force_quant_gemm_avx2, or NANOFORMER_QUANT_GEMM=avx2 in the environment). Both give the same y.
-bool quant_gemm_vnni();
-void force_quant_gemm_avx2(bool force);
-
 // Whether quant_gemm takes weights of this type.
 bool quant_gemm_supports(QuantType wtype);
 
 // y[i * ldy + j] = the dot of x's row i (k / 32 Q8_0 blocks at xq + i * k / 32) and W's row j
 // (n rows of k values of `wtype`, row after row, at w) for i < m, j < n; k is a multiple of 32.
-// Threaded over tiles of y.
+// Threaded over tiles of y. The int8 instructions are int8_isa()'s; all give the same y.
 void quant_gemm(QuantType wtype, const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t m, float* y,
                 int64_t ldy);
 

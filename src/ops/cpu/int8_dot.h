@@ -1,0 +1,37 @@
+#pragma once
+// The int8 kernels' one product, on 32-bit lanes: acc + the sum of 4 products of an unsigned byte
+// of u and a signed byte of s (int8_isa.h chooses which form runs):
+//   Int8DotAvx2       vpmaddubsw (adjacent pairs into i16, saturating) then vpmaddwd (into i32):
+//                     exact while a pair's sum fits i16, |pair| <= 32767, which the callers ensure
+//   Int8DotAvxVnni    vpdpbusd, VEX (AVX-VNNI)          exact
+//   Int8DotAvx512Vnni vpdpbusd, EVEX (AVX512-VNNI + VL) exact
+// The VNNI forms carry their target attribute: a kernel templated on one is compiled for that
+// target by calling it from a function with the same attribute and [[gnu::flatten]] (everything
+// inlined into it), so the rest of the binary stays AVX2 and runs on any AVX2 CPU.
+#include <immintrin.h>
+
+namespace nf::cpu {
+
+#if defined(__AVX2__) && defined(__FMA__)
+#define NF_TARGET_AVX_VNNI __attribute__((target("avxvnni"), flatten))
+#define NF_TARGET_AVX512_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"), flatten))
+
+struct Int8DotAvx2 {
+  static constexpr bool kVnni = false;
+  static __m256i add(__m256i acc, __m256i u, __m256i s) {
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
+  }
+};
+
+struct Int8DotAvxVnni {
+  static constexpr bool kVnni = true;
+  NF_TARGET_AVX_VNNI static __m256i add(__m256i acc, __m256i u, __m256i s) { return _mm256_dpbusd_avx_epi32(acc, u, s); }
+};
+
+struct Int8DotAvx512Vnni {
+  static constexpr bool kVnni = true;
+  NF_TARGET_AVX512_VNNI static __m256i add(__m256i acc, __m256i u, __m256i s) { return _mm256_dpbusd_epi32(acc, u, s); }
+};
+#endif
+
+}  // namespace nf::cpu

@@ -1,0 +1,33 @@
+#pragma once
+// Which instructions the int8 kernels multiply bytes with: quant_gemm's prefill tiles and
+// quant_matmul's decode tiles, over quantised weights. Chosen once, at run time, from what the CPU
+// reports (__builtin_cpu_supports), so a binary built with -march=native on an AVX2 machine still
+// uses VNNI where it runs on one:
+//   avx512_vnni  vpdpbusd, EVEX: 512-bit prefill panels, 256-bit decode tiles (Intel since Cascade
+//                Lake / Ice Lake, AMD Zen 4)
+//   avx_vnni     vpdpbusd, VEX: 256 bits (Intel client cores without AVX-512, Alder Lake on)
+//   avx2         vpmaddubsw then vpmaddwd (two instructions for what vpdpbusd does in one)
+// Every integer sum is exact on all three, so they give the same bits.
+// NANOFORMER_INT8=avx2 | avx-vnni | avx512-vnni in the environment (or force_int8_isa) picks one
+// the CPU has, to compare or test them.
+#include <optional>
+#include <string_view>
+
+namespace nf::cpu {
+
+enum class Int8Isa { avx2, avx_vnni, avx512_vnni };
+
+// Whether the CPU (and the build: AVX2 at least) has `isa`.
+bool int8_isa_available(Int8Isa isa);
+// The best the CPU has (avx2 also stands for the portable kernels of a build without AVX2).
+Int8Isa int8_isa_of_cpu();
+// The one the kernels use: the CPU's best, or the one forced.
+Int8Isa int8_isa();
+// Forces `isa` (nullopt: back to the CPU's best); one the CPU lacks is an error naming it.
+void force_int8_isa(std::optional<Int8Isa> isa);
+
+std::string_view int8_isa_name(Int8Isa isa);  // "AVX2", "AVX-VNNI", "AVX512-VNNI"
+// "avx2", "avx-vnni", "avx512-vnni" -> the ISA; anything else is an error naming `what`
+Int8Isa parse_int8_isa(std::string_view text, std::string_view what);
+
+}  // namespace nf::cpu
