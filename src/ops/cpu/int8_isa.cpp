@@ -1,5 +1,7 @@
 #include "ops/cpu/int8_isa.h"
 
+#include <cpuid.h>
+
 #include <atomic>
 #include <cstdlib>
 
@@ -13,7 +15,10 @@ bool int8_isa_available(Int8Isa isa) {
     case Int8Isa::avx512_vnni:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
-    case Int8Isa::avx_vnni: return __builtin_cpu_supports("avxvnni");
+    case Int8Isa::avx_vnni: {  // CPUID leaf 7 sub-leaf 1, EAX bit 4 (not every compiler's __builtin_cpu_supports knows it)
+      unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+      return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax >> 4 & 1u) != 0;
+    }
     case Int8Isa::avx2: return true;
   }
 #endif

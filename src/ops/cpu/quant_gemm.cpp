@@ -166,7 +166,7 @@ inline void in_register(__m256i& v) { __asm__("" : "+x"(v)); }
 // Dot: Int8DotAvx2, or a VNNI form (int8_dot.h) where the i32 lanes take the 4- and 5-bit types'
 // products directly.
 template <QuantType W, int R, class Dot>
-void tile_avx2(const PanelBlock<W, kPanelRowsAvx2>* panel, int64_t nb, const BlockQ8_0* x, const XBlockInfo* xinfo,
+[[gnu::always_inline]] inline void tile_avx2(const PanelBlock<W, kPanelRowsAvx2>* panel, int64_t nb, const BlockQ8_0* x, const XBlockInfo* xinfo,
                int64_t ldx, float* y, int64_t ldy, int64_t cols) {
   constexpr bool kI16 = W != QuantType::q8_0 && !Dot::kVnni;  // AVX2's 4- and 5-bit types: i16 pairs
   const __m256i ones = _mm256_set1_epi16(1);
@@ -247,9 +247,11 @@ NF_TARGET_AVX512_VNNI void tile_vnni(const PanelBlock<W, kPanelRowsVnni>* panel,
   const __mmask16 columns = cols >= kPanelRowsVnni ? 0xffff : static_cast<__mmask16>((1u << cols) - 1);
   NF_UNROLL for (int i = 0; i < R; ++i) _mm512_mask_storeu_ps(y + i * ldy, columns, acc[i]);
 }
-// pack_panel for the 16-row panels, one gather per 4 bytes of the 16 rows' blocks (lane r reads
-// row row0 + r; lanes past n are masked off and give zeros, as pack_panel clears them): the same
-// bytes, a few instructions where pack_panel's scalar loops took hundreds a block.
+// pack_panel for the 16-row panels by gathers, one per 4 bytes of the 16 rows' blocks (lane r
+// reads row row0 + r; lanes past n are masked off and give zeros, as pack_panel clears them): the
+// same bytes, a few instructions where pack_panel's scalar loops take hundreds a block. (The
+// masked forms of shifts and conversions: their unmasked ones have an undefined source that GCC 12
+// warns of.)
 struct PanelGather {
   __mmask16 rows;   // the rows there are
   __m512i offsets;  // row r's block at r * a row's bytes
@@ -259,23 +261,19 @@ NF_TARGET_AVX512_VNNI inline __m512i gather_words(const PanelGather& g, const un
   return _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), g.rows, g.offsets, at, 1);
 }
 
-// (the masked forms of shifts and conversions throughout: their unmasked ones have an undefined
-// source GCC 12 warns of)
-NF_TARGET_AVX512_VNNI inline __m512i shift_left(__m512i x, unsigned bits) { return _mm512_maskz_slli_epi32(0xffff, x, bits); }
-NF_TARGET_AVX512_VNNI inline __m512i shift_right(__m512i x, unsigned bits) { return _mm512_maskz_srli_epi32(0xffff, x, bits); }
-
 // the f16 at `at` (the low half of each gathered word) as f32
 NF_TARGET_AVX512_VNNI inline __m512 gather_f16(const PanelGather& g, const unsigned char* at) {
   return _mm512_maskz_cvtph_ps(0xffff, _mm512_maskz_cvtepi32_epi16(0xffff, gather_words(g, at)));
 }
 
+NF_TARGET_AVX512_VNNI inline __m512i shift_right(__m512i x, unsigned bits) { return _mm512_maskz_srli_epi32(0xffff, x, bits); }
+
 // bits 0-3 of each word to bit 4 of its bytes 0-3: the fifth bits of a group of 4 values
+NF_TARGET_AVX512_VNNI inline __m512i bit_to(__m512i x, int i, unsigned to) {
+  return _mm512_maskz_slli_epi32(0xffff, _mm512_and_si512(x, _mm512_set1_epi32(1 << i)), to - i);
+}
 NF_TARGET_AVX512_VNNI inline __m512i fifth_bits(__m512i x) {
-  const __m512i b0 = shift_left(_mm512_and_si512(x, _mm512_set1_epi32(1)), 4);
-  const __m512i b1 = shift_left(_mm512_and_si512(x, _mm512_set1_epi32(2)), 11);
-  const __m512i b2 = shift_left(_mm512_and_si512(x, _mm512_set1_epi32(4)), 18);
-  const __m512i b3 = shift_left(_mm512_and_si512(x, _mm512_set1_epi32(8)), 25);
-  return _mm512_or_si512(_mm512_or_si512(b0, b1), _mm512_or_si512(b2, b3));
+  return _mm512_or_si512(_mm512_or_si512(bit_to(x, 0, 4), bit_to(x, 1, 12)), _mm512_or_si512(bit_to(x, 2, 20), bit_to(x, 3, 28)));
 }
 
 template <QuantType W>
@@ -347,9 +345,17 @@ void pack_panel_vnni(const void*, int64_t, int64_t, int64_t, PanelBlock<W, kPane
 }
 #endif
 
+// Whether a panel's rows of nb blocks can be gathered: the gathers' offsets, row r at r times a
+// row's bytes, are 32-bit.
+template <QuantType W, int P>
+bool gatherable(int64_t nb) {
+  return P * nb * static_cast<int64_t>(sizeof(typename Kind<W>::Block)) <= INT32_MAX;
+}
+
 // Rows [i0, i1) of x against a panel, in tiles of up to R rows.
+// (always inlined, so that a VNNI caller's target reaches Dot::add in every compiler)
 template <QuantType W, class Dot, int R = kTileRowsAvx2>
-void rows_against_panel(const PanelBlock<W, kPanelRowsAvx2>* panel, int64_t nb, const BlockQ8_0* x,
+[[gnu::always_inline]] inline void rows_against_panel(const PanelBlock<W, kPanelRowsAvx2>* panel, int64_t nb, const BlockQ8_0* x,
                         const XBlockInfo* xinfo, int64_t i0, int64_t i1, float* y, int64_t ldy, int64_t cols) {
   for (; i0 + R <= i1; i0 += R) tile_avx2<W, R, Dot>(panel, nb, x + i0 * nb, xinfo + i0 * nb, nb, y + i0 * ldy, ldy, cols);
   if constexpr (R > 1) {
@@ -427,8 +433,7 @@ void gemm_vnni(const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t
     }
   });
   const int64_t panels = (n + P - 1) / P;
-  // the gathers' offsets, row r at r times a row's bytes, are 32-bit
-  const bool gathers = P * nb * static_cast<int64_t>(sizeof(typename Kind<W>::Block)) <= INT32_MAX;
+  const bool gathers = gatherable<W, P>(nb);
   // Units are (panel, unit of x), panel-major, so a thread's run of units packs each panel once.
   parallel_for(panels * units, 1, [&](int64_t begin, int64_t end) {
     std::vector<PanelBlock<W, P>> packed(static_cast<size_t>(nb));

@@ -399,7 +399,7 @@ void store_rows(const TileArgs& t, const __m256 (&acc)[R], int cols) {
 // block is multiplied as |w| times x carrying w's sign, into 8 int32 lanes of 4 products each (no
 // overflow in AVX2's i16 pairs: |pair| <= 2 * 128 * 127).
 template <int R, bool kPrefetch, class Dot>
-void tile_q8_0_x4(const TileArgs& t, int cols) {
+[[gnu::always_inline]] inline void tile_q8_0_x4(const TileArgs& t, int cols) {
   const int64_t nb = t.k / 32;
   const int8_t* qx[R];
   const float* dx[R];
@@ -476,7 +476,7 @@ template <class W, int R, bool kPrefetch, bool kSingle, class Dot>
 }
 
 template <class W, int R, bool kPrefetch, class Dot>
-void tile_pairs_x4(const TileArgs& t, int cols) {
+[[gnu::always_inline]] inline void tile_pairs_x4(const TileArgs& t, int cols) {
   const int64_t nb = t.k / 32;
   const PairedActivations& a = *t.pairs;
   PairRow x[R];
@@ -851,8 +851,9 @@ struct QuantKernel {
   struct K {
 #if defined(__AVX2__) && defined(__FMA__)
     static constexpr bool kFourRows = !is_super<W>();
+    // (the tiles always inlined, so that a VNNI caller's target reaches Dot::add in every compiler)
     template <class Dot>
-    static void run32(const TileArgs& t) {
+    [[gnu::always_inline]] static void run32(const TileArgs& t) {
       TileArgs u = t;
       if constexpr (C == 1) u.row_bytes = 0;
       if constexpr (W::kPairs) tile_pairs_x4<W, R, P, Dot>(u, C);
