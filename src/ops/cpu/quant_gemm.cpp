@@ -18,8 +18,10 @@
 // group, and _mm512_dpbusd_epi32 (u8 x i8, four adjacent products summed into i32) takes each
 // group of every type in one instruction: W's integers are the unsigned operand (Q8_0's as
 // w + 128) and x the signed one, each i32 lane starting at -offset sum q_x (Q8_0: offset 128).
-// With AVX-VNNI alone (256 bits) the AVX2 panels and tiles are used with vpdpbusd in place of
-// maddubs + madd, the 4- and 5-bit types' i32 lanes starting at -offset sum q_x.
+// With AVX-VNNI alone (256 bits) Q8_0's AVX2 tiles take vpdpbusd in place of maddubs + madd (one
+// instruction for three, the sign trick kept). The 4- and 5-bit types keep AVX2's i16 sums: a
+// vpdpbusd per group would chain each row's groups through its 5-cycle latency, where the i16
+// additions take one (measured on a Xeon with both: 0.9-1.0x sgemm with vpdpbusd, 1.1x without).
 // Every integer sum is exact on all paths and the f32 steps are the same, so their y are equal
 // bit for bit.
 #include "ops/cpu/quant_gemm.h"
@@ -163,12 +165,11 @@ inline int32_t load_word(const void* p) {
 // measured 1.5x slower.
 inline void in_register(__m256i& v) { __asm__("" : "+x"(v)); }
 
-// Dot: Int8DotAvx2, or a VNNI form (int8_dot.h) where the i32 lanes take the 4- and 5-bit types'
-// products directly.
+// Dot: the product of Q8_0's groups, Int8DotAvx2 or a VNNI form (int8_dot.h).
 template <QuantType W, int R, class Dot>
 [[gnu::always_inline]] inline void tile_avx2(const PanelBlock<W, kPanelRowsAvx2>* panel, int64_t nb, const BlockQ8_0* x, const XBlockInfo* xinfo,
                int64_t ldx, float* y, int64_t ldy, int64_t cols) {
-  constexpr bool kI16 = W != QuantType::q8_0 && !Dot::kVnni;  // AVX2's 4- and 5-bit types: i16 pairs
+  constexpr bool kI16 = W != QuantType::q8_0;  // the 4- and 5-bit types: i16 pairs
   const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc[R];
   NF_UNROLL for (int i = 0; i < R; ++i) acc[i] = _mm256_setzero_ps();
@@ -176,9 +177,7 @@ template <QuantType W, int R, class Dot>
     __m256i dot[R];
     NF_UNROLL for (int i = 0; i < R; ++i) {
       const XBlockInfo& xb = xinfo[i * ldx + b];
-      dot[i] = W == QuantType::q8_0 ? _mm256_setzero_si256()
-               : kI16               ? _mm256_set1_epi32(xb.start)
-                                    : _mm256_set1_epi32(-Kind<W>::offset * xb.sum);
+      dot[i] = kI16 ? _mm256_set1_epi32(xb.start) : _mm256_setzero_si256();
     }
     NF_UNROLL for (int g = 0; g < kGroups; ++g) {
       const __m256i wv = _mm256_load_si256(reinterpret_cast<const __m256i*>(panel[b].q[g]));
@@ -191,8 +190,7 @@ template <QuantType W, int R, class Dot>
       } else {
         NF_UNROLL for (int i = 0; i < R; ++i) {
           const __m256i xv = _mm256_set1_epi32(load_word(x[i * ldx + b].qs + 4 * g));
-          if constexpr (kI16) dot[i] = _mm256_add_epi16(dot[i], _mm256_maddubs_epi16(wv, xv));
-          else dot[i] = Dot::add(dot[i], wv, xv);
+          dot[i] = _mm256_add_epi16(dot[i], _mm256_maddubs_epi16(wv, xv));
         }
       }
       NF_UNROLL for (int i = 0; i < R; ++i) in_register(dot[i]);
@@ -381,7 +379,7 @@ template <QuantType W>
 void gemm_avx2(const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t m, float* y, int64_t ldy) {
   PanelRows<W> rows = rows_against_panel<W, Int8DotAvx2>;
 #if defined(__AVX2__) && defined(__FMA__)
-  if (int8_isa() == Int8Isa::avx_vnni) rows = rows_against_panel_avx_vnni<W>;
+  if (W == QuantType::q8_0 && int8_isa() == Int8Isa::avx_vnni) rows = rows_against_panel_avx_vnni<W>;
 #endif
   constexpr int P = kPanelRowsAvx2;
   const int64_t nb = k / kQK8_0;
