@@ -1,6 +1,7 @@
 // OpenAI request bodies to a CompletionRequest (serve/openai_request.h).
 #include "nanoformer/serve/openai_request.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "nanoformer/core/error.h"
@@ -82,17 +83,27 @@ std::string parse_tool_calls(const nlohmann::ordered_json& calls, const std::str
     if (!arguments.is_object())
       throw invalid_request(c + ".function.arguments", "'" + c + ".function.arguments' must be a JSON object's text, got " +
                                                            function.value("arguments", nlohmann::ordered_json()).dump().substr(0, 80));
-    nlohmann::ordered_json rendered = {{"type", "function"}, {"function", {{"name", function["name"]}, {"arguments", arguments}}}};
+    nlohmann::ordered_json rendered = nlohmann::ordered_json::object();  // OpenAI's order: id, type, function
     if (call.contains("id")) {
       if (!call["id"].is_string()) throw invalid_request(c + ".id", "'" + c + ".id' must be a string");
       rendered["id"] = call["id"];
     }
+    rendered["type"] = "function";
+    rendered["function"] = {{"name", function["name"]}, {"arguments", arguments}};
     out.push_back(std::move(rendered));
   }
   return out.dump();
 }
 
-// `ordered`: the body parsed keeping keys' order (tool calls' arguments are rendered in it).
+// Whether the chat has tools or tool calls: its body is then parsed again keeping keys' order.
+bool has_tools(const json& body) {
+  if (body.contains("tools") || body.contains("tool_choice") || body.contains("parallel_tool_calls")) return true;
+  const auto messages = body.find("messages");
+  return messages != body.end() && messages->is_array() &&
+         std::any_of(messages->begin(), messages->end(), [](const json& m) { return m.is_object() && m.contains("tool_calls"); });
+}
+
+// `ordered`: the body parsed keeping keys' order (tool calls' arguments are rendered in it), when has_tools.
 std::vector<tokenizer::ChatMessage> parse_messages(const json& body, const nlohmann::ordered_json& ordered) {
   const auto it = body.find("messages");
   if (it == body.end()) throw invalid_request("messages", "'messages' is required");
@@ -238,7 +249,7 @@ CompletionRequest parse_completion_request(std::string_view text, Endpoint endpo
     r.model = it->get<std::string>();
   }
   if (endpoint == Endpoint::chat) {
-    const auto ordered = nlohmann::ordered_json::parse(text);
+    const auto ordered = has_tools(body) ? nlohmann::ordered_json::parse(text) : nlohmann::ordered_json::object();
     r.messages = parse_messages(body, ordered);
     r.tool_use = parse_tool_request(ordered);
   } else if (body.contains("tools") || body.contains("tool_choice")) {

@@ -173,7 +173,7 @@ TEST(OpenAIRequest, ToolsAndToolMessages) {
   EXPECT_EQ(r.messages[1].content, "");
   // the arguments' text becomes an object, its keys in their order, as the template renders it
   EXPECT_EQ(r.messages[1].tool_calls,
-            R"([{"type":"function","function":{"name":"get_weather","arguments":{"city":"Paris","days":2}},"id":"call_1"}])");
+            R"([{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":{"city":"Paris","days":2}}}])");
   EXPECT_EQ(r.messages[2].role, "tool");
   EXPECT_EQ(r.messages[2].tool_call_id, "call_1");
   EXPECT_EQ(json::parse(r.tool_use.tools)[0]["function"]["name"], "get_weather");
@@ -286,6 +286,17 @@ TEST(OpenAIResponse, Shapes) {
   EXPECT_EQ(columns["token_logprobs"], json({-0.5, -2.0}));
   EXPECT_EQ(columns["top_logprobs"], json({{{"he", -0.5}, {"ha", -1.5}}, json::object()}));
   EXPECT_EQ(columns["text_offset"], json({0, 2}));
+  // tool calls: in the message (content null without text), and as a streamed call's two deltas
+  const ToolCall call{.id = "call_x", .name = "f", .arguments = R"({"a":1})"};
+  const json message = completion_body(chat, {{.text = "", .finish_reason = "tool_calls", .tool_calls = {call}}}, {})["choices"][0]["message"];
+  EXPECT_TRUE(message["content"].is_null());
+  EXPECT_EQ(message["tool_calls"], json::parse(R"([{"id": "call_x", "type": "function", "function": {"name": "f", "arguments": "{\"a\":1}"}}])"));
+  const std::vector<json> deltas = tool_call_chunks(chat, call, 2);
+  ASSERT_EQ(deltas.size(), 2u);
+  EXPECT_EQ(deltas[0]["choices"][0]["delta"], json::parse(R"({"tool_calls": [{"index": 2, "id": "call_x", "type": "function",
+                                                                             "function": {"name": "f", "arguments": ""}}]})"));
+  EXPECT_EQ(deltas[1]["choices"][0]["delta"], json::parse(R"({"tool_calls": [{"index": 2, "function": {"arguments": "{\"a\":1}"}}]})"));
+  EXPECT_EQ(deltas[1]["object"], "chat.completion.chunk");
   const ApiError e = invalid_request("top_p", "bad", "code_x");
   EXPECT_EQ(e.body(), json({{"error", {{"message", "bad"}, {"type", "invalid_request_error"}, {"param", "top_p"}, {"code", "code_x"}}}}));
   EXPECT_TRUE(ApiError(503, "busy", "server_error").body()["error"]["param"].is_null());
