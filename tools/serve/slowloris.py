@@ -233,7 +233,7 @@ def main():
         if before == before:  # known: a server started here
             check(after - before < 10, "the server's RSS grew by less than 10 MiB")
 
-    def run(url):
+    def run(url, rss):
         host, port = url.replace("http://", "").rstrip("/").split(":")
         port = int(port)
         run_clients(host, port, a.clients, 1, a.max_tokens, a.client_timeout)  # warm-up: threads, arenas, slot caches
@@ -241,19 +241,18 @@ def main():
         attacked, attacked_errors, attacked_probe = measure(host, port, a, a.attackers)
         ratio = percentile(attacked, 0.99) / percentile(base, 0.99)
         print(f"p99 with / without attackers: x{ratio:.2f}; p50 x{percentile(attacked, 0.5) / percentile(base, 0.5):.2f}")
+        flood(url, rss)
         check(not base_errors and not attacked_errors, "every normal request was answered")
         check(base_probe.answered == base_probe.probes and attacked_probe.answered == attacked_probe.probes,
               "/health answered every probe")
         check(ratio <= 2.0, "first-token p99 under attack within 2x of the run without")
 
     if a.url:
-        run(a.url)
-        flood(a.url, lambda: float("nan"))
+        run(a.url, lambda: float("nan"))
     else:
         args = ["--model", a.model, "--tokenizer", a.tokenizer] + a.serve_args.split()
         with ServerProcess(args, binary=a.binary, env={"NANOFORMER_THREADS": a.threads}) as server:
-            run(server.url)
-            flood(server.url, server.rss_mib)
+            run(server.url, server.rss_mib)
             print(f"server RSS {server.rss_mib():.1f} MiB, alive: {server.alive()}")
 
 
