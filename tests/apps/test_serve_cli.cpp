@@ -883,7 +883,8 @@ constexpr const char* kWeatherParameters = R"({"type": "object", "properties": {
 // Tools through MiniMind's current template (its tokenizer_config.json beside the model): with
 // tool_choice required or a named function the random model's answer is a call whose arguments
 // validate against the function's schema (the grammar allows nothing else), given as tool_calls
-// with finish_reason tool_calls, streamed as OpenAI's deltas; the call and its result (role tool)
+// with finish_reason tool_calls, streamed as OpenAI's deltas; with auto, a call the answer writes
+// (a grammar makes the random model write one) is parsed out of it; the call and its result (role tool)
 // come back in the next request and are rendered by the template; the built-in ChatML template
 // refuses tools with a 400.
 TEST_F(ServeCliTest, AForcedToolCallIsAValidCallAndComesBackInTheNextTurn) {
@@ -950,6 +951,22 @@ TEST_F(ServeCliTest, AForcedToolCallIsAValidCallAndComesBackInTheNextTurn) {
     EXPECT_EQ(name, "get_weather");
     EXPECT_EQ(arguments, first_call["tool_calls"][0]["function"]["arguments"]);
     EXPECT_EQ(streamed.text, "");
+
+    // auto: the answer's own <tool_call> text (written here through a grammar) is parsed, the text
+    // before it streamed as content, a malformed tag left as content
+    json automatic = question;
+    automatic["grammar"] = R"(root ::= "Let me see. <tool_call>{\"name\": \"get_time\", \"arguments\": {\"tz\": 1}}</tool_call>")";
+    const json told = post(client, "/v1/chat/completions", automatic, 200)["choices"][0];
+    EXPECT_EQ(told["finish_reason"], "tool_calls") << told;
+    EXPECT_EQ(told["message"]["content"], "Let me see.") << told;
+    EXPECT_EQ(told["message"]["tool_calls"].at(0)["function"], json({{"name", "get_time"}, {"arguments", R"({"tz":1})"}})) << told;
+    const Streamed told_streamed = stream(client, "/v1/chat/completions", automatic);
+    EXPECT_EQ(told_streamed.text, "Let me see.");
+    automatic["grammar"] = R"(root ::= "<tool_call>{\"name\": 7}</tool_call>")";
+    const json malformed = post(client, "/v1/chat/completions", automatic, 200)["choices"][0];
+    EXPECT_EQ(malformed["finish_reason"], "stop") << malformed;
+    EXPECT_EQ(malformed["message"]["content"], "<tool_call>{\"name\": 7}</tool_call>") << malformed;
+    EXPECT_FALSE(malformed["message"].contains("tool_calls")) << malformed;
 
     // the next turn: the call and its result, rendered by the template
     json turn = chat("Weather in Paris?", {{"tools", tools}, {"tool_choice", "none"}});
