@@ -23,6 +23,8 @@ void parse_one(std::string_view body, Endpoint endpoint) {
     NF_FUZZ_CHECK(r.n >= 1 && r.n <= 128, "n ", r.n, " accepted");
     NF_FUZZ_CHECK(r.stop.size() <= 4, r.stop.size(), " stop strings accepted");
     for (const std::string& s : r.stop) NF_FUZZ_CHECK(!s.empty(), "an empty stop string accepted");
+    NF_FUZZ_CHECK(!r.tool_use.forced() || r.grammar, "a forced tool call without its grammar");
+    NF_FUZZ_CHECK(endpoint == Endpoint::chat || r.tool_use.tools.empty(), "tools accepted for a text completion");
   } catch (const ApiError& e) {
     NF_FUZZ_CHECK(e.status() == 400, "status ", e.status(), " for a bad request body");
     NF_FUZZ_CHECK(std::string_view(e.what()).size() > 0, "an error without a message");

@@ -2,6 +2,7 @@
 #include "nanoformer/infer/json_schema_grammar.h"
 
 #include <map>
+#include <utility>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <vector>
@@ -53,18 +54,19 @@ std::string literal(const std::string& bytes) {
 
 class SchemaCompiler {
  public:
-  explicit SchemaCompiler(const json& root) : root_(root) {}
+  SchemaCompiler(const json& root, std::string name) : root_(root), name_(std::move(name)) {}
 
+  // The rule `name_` and its helpers (name_-0, name_-1, ...), without the shared JSON rules.
   std::string compile() {
     const std::string top = rule_for(root_, "#");
-    std::string out = "root ::= " + top + "\n";
+    std::string out = name_ + " ::= " + top + "\n";
     for (const std::string& r : rules_) out += r + "\n";
-    return out + kJsonRules;
+    return out;
   }
 
  private:
   std::string add_rule(const std::string& body) {
-    const std::string name = "schema-" + std::to_string(rules_.size());
+    const std::string name = name_ + "-" + std::to_string(rules_.size());
     rules_.push_back(name + " ::= " + body);
     return name;
   }
@@ -151,7 +153,7 @@ class SchemaCompiler {
     NF_CHECK(resolved, "json_schema: the $ref '", target, "' at ", where,
              " is not found (supported: \"#\", \"#/$defs/<name>\", \"#/definitions/<name>\")");
     // the rule is named before it is built, so that a recursive reference finds it
-    const std::string name = "schema-ref-" + std::to_string(refs_.size());
+    const std::string name = name_ + "-ref-" + std::to_string(refs_.size());
     refs_[target] = name;
     const std::string body = rule_for(*resolved, target);
     rules_.push_back(name + " ::= " + body);
@@ -223,6 +225,7 @@ class SchemaCompiler {
   }
 
   const json& root_;
+  std::string name_;
   std::vector<std::string> rules_;
   std::map<std::string, std::string> refs_;
   int depth_ = 0;
@@ -230,7 +233,13 @@ class SchemaCompiler {
 
 }  // namespace
 
-std::string json_schema_to_gbnf(const nlohmann::ordered_json& schema) { return SchemaCompiler(schema).compile(); }
+std::string json_schema_to_gbnf(const nlohmann::ordered_json& schema) { return SchemaCompiler(schema, "root").compile() + kJsonRules; }
+
+std::string json_schema_rules(const nlohmann::ordered_json& schema, const std::string& name) {
+  return SchemaCompiler(schema, name).compile();
+}
+
+std::string json_shared_rules() { return kJsonRules; }
 
 std::string json_object_gbnf() { return std::string("root ::= json-object\n") + kJsonRules; }
 

@@ -14,12 +14,13 @@ namespace nf::serve {
 
 Completion::Completion(ResponseHeader header, const tokenizer::Tokenizer& tokenizer, const infer::StopCriteria& stop,
                        int64_t prompt_tokens, bool logprobs, std::optional<ReasoningSplitter> reasoning,
-                       std::string echo)
+                       std::string echo, bool tool_calls)
     : header_(std::move(header)),
       tokenizer_(tokenizer),
       logprobs_(logprobs),
       streamer_(tokenizer, stop),
       reasoning_(std::move(reasoning)) {
+  if (tool_calls) tool_calls_.emplace();
   pending_.usage.prompt_tokens = prompt_tokens;
   text_bytes_ = static_cast<int64_t>(echo.size());
   pending_.text = std::move(echo);
@@ -52,15 +53,31 @@ void Completion::release_logprobs() {  // mutex_ held
   held_.erase(held_.begin(), held_.begin() + static_cast<ptrdiff_t>(released));
 }
 
-void Completion::give(const std::string& text) {
+void Completion::give(const std::string& text, bool end) {
   text_bytes_ += static_cast<int64_t>(text.size());  // logprobs' offsets count the reasoning's bytes too
-  if (!reasoning_) {
-    pending_.text += text;
+  std::string reply = text;
+  if (reasoning_) {
+    AnswerParts parts = reasoning_->push(text);
+    if (end) {
+      const AnswerParts rest = reasoning_->finish();
+      parts.reasoning += rest.reasoning, parts.content += rest.content;
+    }
+    pending_.reasoning += parts.reasoning;
+    reply = std::move(parts.content);
+  }
+  if (!tool_calls_) {
+    pending_.text += reply;
     return;
   }
-  const AnswerParts parts = reasoning_->push(text);
-  pending_.reasoning += parts.reasoning;
+  ToolCallParts parts = tool_calls_->push(reply);
+  if (end) {
+    ToolCallParts rest = tool_calls_->finish();
+    parts.content += rest.content;
+    std::move(rest.calls.begin(), rest.calls.end(), std::back_inserter(parts.calls));
+  }
   pending_.text += parts.content;
+  called_ = called_ || !parts.calls.empty();
+  std::move(parts.calls.begin(), parts.calls.end(), std::back_inserter(pending_.tool_calls));
 }
 
 bool Completion::on_token(int64_t id) {
@@ -79,28 +96,26 @@ void Completion::on_done(const SequenceOutcome& outcome) {
   std::string text = outcome.error.empty() ? streamer_.finish() : std::string();
   {
     std::lock_guard lock(mutex_);
-    give(text);
-    if (reasoning_) {
-      const AnswerParts rest = reasoning_->finish();
-      pending_.reasoning += rest.reasoning;
-      pending_.text += rest.content;
-    }
+    give(text, /*end=*/true);
     release_logprobs();  // the rest (an end token, a stop string's tokens) are not in the answer
     pending_.done = true;
     pending_.error = outcome.error;
     pending_.usage.completion_tokens = outcome.completion_tokens;
     const bool length = outcome.reason == infer::StopReason::max_new_tokens || outcome.reason == infer::StopReason::context_full;
-    pending_.finish_reason = length ? "length" : "stop";
+    pending_.finish_reason = length ? "length" : called_ ? "tool_calls" : "stop";
   }
   changed_.notify_all();
 }
 
 CompletionUpdate Completion::wait(std::chrono::milliseconds timeout) {
   std::unique_lock lock(mutex_);
-  changed_.wait_for(lock, timeout, [&] { return pending_.done || !pending_.text.empty() || !pending_.reasoning.empty(); });
+  changed_.wait_for(lock, timeout, [&] {
+    return pending_.done || !pending_.text.empty() || !pending_.reasoning.empty() || !pending_.tool_calls.empty();
+  });
   CompletionUpdate update = pending_;
   pending_.text.clear();
   pending_.reasoning.clear();
+  pending_.tool_calls.clear();
   pending_.logprobs.clear();
   return update;
 }
@@ -122,7 +137,7 @@ std::vector<int64_t> CompletionService::prompt_ids(const CompletionRequest& r) c
     if (!chat_template_)
       throw invalid_request("messages", "this model's tokenizer has no chat template: use /v1/completions");
     try {
-      ids = chat_template_->render_for_completion(r.messages);
+      ids = chat_template_->render_with_tools(r.messages, r.tool_use.tools);
     } catch (const Error& e) {
       throw invalid_request("messages", e.what());
     }
@@ -132,6 +147,11 @@ std::vector<int64_t> CompletionService::prompt_ids(const CompletionRequest& r) c
     if (prompt_bos_) ids.insert(ids.begin(), static_cast<tokenizer::TokenId>(*prompt_bos_));
   }
   return {ids.begin(), ids.end()};
+}
+
+std::string CompletionService::prompt_text(const CompletionRequest& r) const {
+  const std::vector<int64_t> ids = prompt_ids(r);
+  return tokenizer_.decode(std::vector<tokenizer::TokenId>(ids.begin(), ids.end()));
 }
 
 std::shared_ptr<const infer::TokenTrie> CompletionService::token_trie() {
@@ -185,7 +205,7 @@ std::vector<std::shared_ptr<Completion>> CompletionService::start(const Completi
   for (int64_t i = 0; i < r.n; ++i) {
     header.index = i;
     auto completion = std::make_shared<Completion>(header, tokenizer_, stop, length, r.top_logprobs >= 0, reasoning,
-                                                   r.echo ? r.prompt : std::string());
+                                                   r.echo ? r.prompt : std::string(), r.tool_use.parsed());
     SequenceRequest sequence{.prompt = prompt,
                              .sampler = r.sampler,
                              .stop = {.eos_ids = stop.eos_ids, .stop_strings = {}, .max_new_tokens = max_new_tokens},

@@ -57,10 +57,12 @@ bool authorized(const httplib::Request& req, const std::string& key) {
 constexpr const char* kChatPath = "/v1/chat/completions";
 constexpr const char* kTextPath = "/v1/completions";
 constexpr const char* kEmbeddingsPath = "/v1/embeddings";
+constexpr const char* kApplyTemplatePath = "/apply-template";
 
 // The only requests whose body is read (through read_body's bound); any other body is refused unread.
 bool reads_body(const httplib::Request& req) {
-  return req.method == "POST" && (req.path == kChatPath || req.path == kTextPath || req.path == kEmbeddingsPath);
+  return req.method == "POST" &&
+         (req.path == kChatPath || req.path == kTextPath || req.path == kEmbeddingsPath || req.path == kApplyTemplatePath);
 }
 
 // What the request's headers say of its body, checked before any of it is read: a Content-Length
@@ -174,10 +176,11 @@ class Choices {
 // Streams a completion's choices as server-sent events; the client going away cancels them.
 void stream(httplib::Response& res, std::shared_ptr<Choices> choices, bool include_usage) {
   auto first = std::make_shared<std::vector<bool>>(choices->size(), true);
+  auto calls = std::make_shared<std::vector<int64_t>>(choices->size(), 0);  // each choice's tool calls so far
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream",
-      [choices, first, include_usage](size_t, httplib::DataSink& sink) {
+      [choices, first, calls, include_usage](size_t, httplib::DataSink& sink) {
         if (!sink.is_writable()) {
           choices->cancel();
           return false;
@@ -191,6 +194,8 @@ void stream(httplib::Response& res, std::shared_ptr<Choices> choices, bool inclu
                                         update.reasoning));
             (*first)[i] = false;
           }
+          for (const ToolCall& call : update.tool_calls)
+            for (const json& chunk : tool_call_chunks(h, call, (*calls)[i]++)) out += sse(chunk);
           if (update.done) {
             if (!update.error.empty())
               out += sse(ApiError(500, update.error, "server_error").body());
@@ -375,6 +380,16 @@ void HttpServer::routes() {
       send_error(res, e);
     }
   });
+  s.Post(kApplyTemplatePath, [this, max_body](const httplib::Request&, httplib::Response& res,
+                                              const httplib::ContentReader& content) {
+    try {
+      const CompletionRequest request = parse_completion_request(read_body(content, max_body), Endpoint::chat);
+      if (!completions_) throw not_served("chat completions (it embeds: /v1/embeddings)");
+      send_json(res, 200, {{"prompt", completions_->prompt_text(request)}});
+    } catch (const ApiError& e) {
+      send_error(res, e);
+    }
+  });
   for (const auto& route : {std::pair{kChatPath, Endpoint::chat}, std::pair{kTextPath, Endpoint::completion}}) {
     s.Post(route.first, [this, max_body, endpoint = route.second](const httplib::Request&, httplib::Response& res,
                                                                   const httplib::ContentReader& content) {
@@ -390,6 +405,7 @@ void HttpServer::routes() {
           for (auto& [i, update] : choices->next()) {
             outputs[i].text += update.text;
             outputs[i].reasoning += update.reasoning;
+            outputs[i].tool_calls.insert(outputs[i].tool_calls.end(), update.tool_calls.begin(), update.tool_calls.end());
             logprobs[i].insert(logprobs[i].end(), update.logprobs.begin(), update.logprobs.end());
             if (!update.done) continue;
             if (!update.error.empty()) {

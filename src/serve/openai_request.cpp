@@ -1,11 +1,13 @@
 // OpenAI request bodies to a CompletionRequest (serve/openai_request.h).
 #include "nanoformer/serve/openai_request.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "nanoformer/core/error.h"
 #include "nanoformer/infer/json_schema_grammar.h"
 #include "nanoformer/serve/api_error.h"
+#include "nanoformer/serve/tool_request.h"
 
 namespace nf::serve {
 namespace {
@@ -60,7 +62,49 @@ std::string message_content(const json& content, size_t index) {
   return text;
 }
 
-std::vector<tokenizer::ChatMessage> parse_messages(const json& body) {
+// An assistant message's tool_calls ([{"id", "type": "function", "function": {"name", "arguments"}}]) as
+// the template sees them: the arguments (OpenAI's JSON text) as an object, as transformers documents
+// them and llama.cpp passes them.
+std::string parse_tool_calls(const nlohmann::ordered_json& calls, const std::string& at) {
+  const std::string param = at + ".tool_calls";
+  if (!calls.is_array()) throw invalid_request(param, "'" + param + "' must be an array, got " + calls.dump().substr(0, 80));
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (size_t k = 0; k < calls.size(); ++k) {
+    const std::string c = param + "[" + std::to_string(k) + "]";
+    const auto& call = calls[k];
+    if (!call.is_object() || call.value("type", nlohmann::ordered_json("function")) != "function" || !call.contains("function") ||
+        !call["function"].is_object())
+      throw invalid_request(c, "'" + c + "' must be {\"id\", \"type\": \"function\", \"function\": {\"name\", \"arguments\"}}");
+    const auto& function = call["function"];
+    if (!function.contains("name") || !function["name"].is_string())
+      throw invalid_request(c + ".function.name", "'" + c + ".function.name' must be a string");
+    nlohmann::ordered_json arguments = function.value("arguments", nlohmann::ordered_json::object());
+    if (arguments.is_string()) arguments = nlohmann::ordered_json::parse(arguments.get<std::string>(), nullptr, false);
+    if (!arguments.is_object())
+      throw invalid_request(c + ".function.arguments", "'" + c + ".function.arguments' must be a JSON object's text, got " +
+                                                           function.value("arguments", nlohmann::ordered_json()).dump().substr(0, 80));
+    nlohmann::ordered_json rendered = nlohmann::ordered_json::object();  // OpenAI's order: id, type, function
+    if (call.contains("id")) {
+      if (!call["id"].is_string()) throw invalid_request(c + ".id", "'" + c + ".id' must be a string");
+      rendered["id"] = call["id"];
+    }
+    rendered["type"] = "function";
+    rendered["function"] = {{"name", function["name"]}, {"arguments", arguments}};
+    out.push_back(std::move(rendered));
+  }
+  return out.dump();
+}
+
+// Whether the chat has tools or tool calls: its body is then parsed again keeping keys' order.
+bool has_tools(const json& body) {
+  if (body.contains("tools") || body.contains("tool_choice") || body.contains("parallel_tool_calls")) return true;
+  const auto messages = body.find("messages");
+  return messages != body.end() && messages->is_array() &&
+         std::any_of(messages->begin(), messages->end(), [](const json& m) { return m.is_object() && m.contains("tool_calls"); });
+}
+
+// `ordered`: the body parsed keeping keys' order (tool calls' arguments are rendered in it), when has_tools.
+std::vector<tokenizer::ChatMessage> parse_messages(const json& body, const nlohmann::ordered_json& ordered) {
   const auto it = body.find("messages");
   if (it == body.end()) throw invalid_request("messages", "'messages' is required");
   if (!it->is_array() || it->empty())
@@ -75,12 +119,25 @@ std::vector<tokenizer::ChatMessage> parse_messages(const json& body) {
       throw invalid_request(at + ".role", "'" + at + ".role' must be a string");
     std::string name = role->get<std::string>();
     if (name == "developer") name = "system";  // OpenAI's newer name for the system role
-    if (name != "system" && name != "user" && name != "assistant")
+    if (name != "system" && name != "user" && name != "assistant" && name != "tool")
       throw invalid_request(at + ".role", "'" + at + ".role' is " + role->dump() +
-                                              ": the roles are system, developer, user and assistant");
+                                              ": the roles are system, developer, user, assistant and tool");
+    tokenizer::ChatMessage message{.role = name, .content = ""};
+    const bool calls = name == "assistant" && m.contains("tool_calls") && !m["tool_calls"].is_null();
+    if (calls) message.tool_calls = parse_tool_calls(ordered["messages"][i]["tool_calls"], at);
     const auto content = m.find("content");
-    if (content == m.end()) throw invalid_request(at + ".content", "'" + at + ".content' is required");
-    messages.push_back({name, message_content(*content, i)});
+    if (content == m.end() || (content->is_null() && !calls)) {
+      if (!calls) throw invalid_request(at + ".content", "'" + at + ".content' is required");
+    } else if (!content->is_null()) {
+      message.content = message_content(*content, i);
+    }
+    if (name == "tool") {
+      const auto id = m.find("tool_call_id");
+      if (id == m.end() || !id->is_string())
+        throw invalid_request(at + ".tool_call_id", "'" + at + ".tool_call_id' must be the string id of the call this answers");
+      message.tool_call_id = id->get<std::string>();
+    }
+    messages.push_back(std::move(message));
   }
   return messages;
 }
@@ -191,9 +248,13 @@ CompletionRequest parse_completion_request(std::string_view text, Endpoint endpo
     if (!it->is_string()) throw invalid_request("model", std::string("'model' must be a string, got ") + type_name(*it));
     r.model = it->get<std::string>();
   }
-  if (endpoint == Endpoint::chat)
-    r.messages = parse_messages(body);
-  else
+  if (endpoint == Endpoint::chat) {
+    const auto ordered = has_tools(body) ? nlohmann::ordered_json::parse(text) : nlohmann::ordered_json::object();
+    r.messages = parse_messages(body, ordered);
+    r.tool_use = parse_tool_request(ordered);
+  } else if (body.contains("tools") || body.contains("tool_choice")) {
+    throw invalid_request(body.contains("tools") ? "tools" : "tool_choice", "tools are for chat completions (/v1/chat/completions)");
+  } else
     r.prompt = parse_prompt(body);
   refuse_unsupported(body);
   r.sampler.temperature = number_field(body, "temperature", 0, 2, false, "[0, 2]").value_or(1.0);
@@ -215,6 +276,12 @@ CompletionRequest parse_completion_request(std::string_view text, Endpoint endpo
   r.n = integer_field(body, "n", 1).value_or(1);
   if (r.n > 128) throw invalid_request("n", "'n' must be at most 128, got " + std::to_string(r.n));
   r.grammar = parse_grammar(body, text);
+  if (r.tool_use.forced()) {
+    if (r.grammar)
+      throw invalid_request("tool_choice", "'tool_choice' " + std::string(r.tool_use.choice == ToolChoice::required ? "\"required\"" : "naming a function") +
+                                               " cannot be combined with 'response_format' or 'grammar'");
+    r.grammar = compile(tool_call_gbnf(r.tool_use), "tools");
+  }
   r.stream = bool_field(body, "stream", "stream");
   if (const auto it = body.find("stream_options"); it != body.end() && !it->is_null()) {
     if (!it->is_object())

@@ -61,8 +61,14 @@ json completion_body(const ResponseHeader& h, const std::vector<ChoiceOutput>& c
     const ChoiceOutput& c = choices[i];
     json choice = {{"index", i}, {"finish_reason", finish(c.finish_reason)}, {"logprobs", logprobs_json(c.logprobs, h.endpoint)}};
     if (h.endpoint == Endpoint::chat) {
-      choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+      choice["message"] = {{"role", "assistant"}, {"content", c.text.empty() && !c.tool_calls.empty() ? json(nullptr) : json(c.text)}};
       if (!c.reasoning.empty()) choice["message"]["reasoning_content"] = c.reasoning;
+      if (!c.tool_calls.empty()) {
+        json calls = json::array();
+        for (const ToolCall& call : c.tool_calls)
+          calls.push_back({{"id", call.id}, {"type", "function"}, {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+        choice["message"]["tool_calls"] = std::move(calls);
+      }
     } else
       choice["text"] = c.text;
     body["choices"].push_back(std::move(choice));
@@ -86,6 +92,20 @@ json completion_chunk(const ResponseHeader& h, const std::string& text, bool fir
   }
   body["choices"] = json::array({choice});
   return body;
+}
+
+std::vector<json> tool_call_chunks(const ResponseHeader& h, const ToolCall& call, int64_t index) {
+  std::vector<json> chunks;
+  const json deltas[] = {
+      {{"index", index}, {"id", call.id}, {"type", "function"}, {"function", {{"name", call.name}, {"arguments", ""}}}},
+      {{"index", index}, {"function", {{"arguments", call.arguments}}}}};
+  for (const json& delta : deltas) {
+    json body = base(h, true);
+    body["choices"] = json::array({{{"index", h.index}, {"finish_reason", nullptr}, {"logprobs", nullptr},
+                                    {"delta", {{"tool_calls", json::array({delta})}}}}});
+    chunks.push_back(std::move(body));
+  }
+  return chunks;
 }
 
 json usage_chunk(const ResponseHeader& h, const Usage& usage) {

@@ -193,4 +193,12 @@ std::string detect_chat_template(const Tokenizer& tokenizer) {
   return {};
 }
 
+std::vector<TokenId> ChatTemplate::render_with_tools(std::span<const ChatMessage> messages, std::string_view tools) const {
+  NF_CHECK(tools.empty(), "the chat template '", name(), "' cannot render tools (a Hugging Face Jinja template can)");
+  for (size_t i = 0; i < messages.size(); ++i)
+    NF_CHECK(messages[i].tool_calls.empty(), "message ", i, ": the chat template '", name(),
+             "' cannot render tool calls (a Hugging Face Jinja template can)");
+  return render_for_completion(messages);
+}
+
 }  // namespace nf::tokenizer

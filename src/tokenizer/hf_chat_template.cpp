@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "nanoformer/core/error.h"
 #include "util/json_input.h"
@@ -15,6 +16,8 @@ jinja::Value messages_value(std::span<const ChatMessage> messages) {
   for (const ChatMessage& m : messages) {
     jinja::Dict d;
     d.items = {{"role", jinja::Value::string(m.role)}, {"content", jinja::Value::string(m.content)}};
+    if (!m.tool_calls.empty()) d.set("tool_calls", jinja::from_json(nlohmann::ordered_json::parse(m.tool_calls)));
+    if (!m.tool_call_id.empty()) d.set("tool_call_id", jinja::Value::string(m.tool_call_id));
     list.push_back(jinja::Value::dict(std::move(d)));
   }
   return jinja::Value::list(std::move(list));
@@ -144,6 +147,13 @@ RenderedChat HfChatTemplate::render(std::span<const ChatMessage> messages) const
 
 std::vector<TokenId> HfChatTemplate::render_for_completion(std::span<const ChatMessage> messages) const {
   return tokenizer_.encode(render_text(messages, true));
+}
+
+std::vector<TokenId> HfChatTemplate::render_with_tools(std::span<const ChatMessage> messages, std::string_view tools) const {
+  if (tools.empty()) return render_for_completion(messages);
+  jinja::Dict extra;
+  extra.set("tools", jinja::from_json(nlohmann::ordered_json::parse(tools)));
+  return tokenizer_.encode(render_text(messages, true, jinja::Value::dict(std::move(extra))));
 }
 
 }  // namespace nf::tokenizer

@@ -857,6 +857,142 @@ TEST_F(ServeCliTest, AReasoningOpenedByTheTemplateIsTheReasoningContent) {
   EXPECT_EQ(streamed.text, "");
 }
 
+// The UTF-8 characters of `s` (maxLength counts them).
+int64_t code_points(const std::string& s) {
+  int64_t n = 0;
+  for (const char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
+}
+
+// Whether a call's arguments (JSON text) validate against kWeatherParameters below.
+bool valid_weather_arguments(const std::string& text) {
+  const json a = json::parse(text, nullptr, false);
+  if (!a.is_object() || !a.contains("city") || !a.contains("days")) return false;
+  for (const auto& [key, value] : a.items()) {
+    if (key == "city" && !(value.is_string() && code_points(value.get<std::string>()) <= 8)) return false;
+    if (key == "days" && !value.is_number_integer()) return false;
+    if (key == "unit" && value != "c" && value != "f") return false;
+    if (key != "city" && key != "days" && key != "unit") return false;
+  }
+  return true;
+}
+
+constexpr const char* kWeatherParameters = R"({"type": "object", "properties": {"city": {"type": "string", "maxLength": 8},
+    "days": {"type": "integer"}, "unit": {"enum": ["c", "f"]}}, "required": ["city", "days"], "additionalProperties": false})";
+
+// Tools through MiniMind's current template (its tokenizer_config.json beside the model): with
+// tool_choice required or a named function the random model's answer is a call whose arguments
+// validate against the function's schema (the grammar allows nothing else), given as tool_calls
+// with finish_reason tool_calls, streamed as OpenAI's deltas; with auto, a call the answer writes
+// (a grammar makes the random model write one) is parsed out of it; the call and its result (role tool)
+// come back in the next request and are rendered by the template; the built-in ChatML template
+// refuses tools with a 400.
+TEST_F(ServeCliTest, AForcedToolCallIsAValidCallAndComesBackInTheNextTurn) {
+  const json golden = json::parse(tokenizer::read_file(std::string(NF_TEST_DATA_DIR) + "/tokenizer/hf_chat_templates.json"));
+  const json& minimind = golden.at("templates").at(0);
+  ASSERT_EQ(minimind.at("name"), "minimind");
+  json config = minimind.at("special_tokens");
+  config["chat_template"] = minimind.at("template");
+  std::ofstream(path("model/tokenizer_config.json")) << config.dump();
+  const json tools = {{{"type", "function"}, {"function", {{"name", "get_weather"}, {"parameters", json::parse(kWeatherParameters)}}}},
+                      {{"type", "function"}, {"function", {{"name", "get_time"}, {"parameters", {{"type", "object"}}}}}}};
+  const json question = chat("Weather in Paris?", {{"tools", tools}, {"max_tokens", 400}});
+  json first_call;
+  {
+    ServerProcess server = serve("--context 4096");
+    httplib::Client client = server.client();
+    // named: greedy, and sampled with seeds as n choices
+    json named = question;
+    named["tool_choice"] = {{"type", "function"}, {"function", {{"name", "get_weather"}}}};
+    for (const json& extra : {json{{"temperature", 0}}, json{{"temperature", 1.0}, {"seed", 11}, {"n", 4}}}) {
+      json body = named;
+      body.update(extra);
+      const json answer = post(client, "/v1/chat/completions", body, 200);
+      for (const json& choice : answer["choices"]) {
+        ASSERT_EQ(choice["finish_reason"], "tool_calls") << choice;
+        const json& calls = choice["message"]["tool_calls"];
+        ASSERT_EQ(calls.size(), 1u) << choice;
+        EXPECT_EQ(calls[0]["type"], "function");
+        EXPECT_EQ(calls[0]["id"].get<std::string>().rfind("call_", 0), 0u) << calls[0];
+        EXPECT_EQ(calls[0]["function"]["name"], "get_weather");
+        EXPECT_TRUE(valid_weather_arguments(calls[0]["function"]["arguments"].get<std::string>())) << calls[0];
+        EXPECT_TRUE(choice["message"]["content"].is_null()) << choice;
+      }
+      if (first_call.is_null()) first_call = answer["choices"][0]["message"];
+    }
+    // required: either function, with its own schema's arguments
+    json required = question;
+    required.update({{"tool_choice", "required"}, {"temperature", 1.0}, {"seed", 3}, {"n", 4}});
+    for (const json& choice : post(client, "/v1/chat/completions", required, 200)["choices"]) {
+      ASSERT_EQ(choice["finish_reason"], "tool_calls") << choice;
+      const json& call = choice["message"]["tool_calls"].at(0)["function"];
+      if (call["name"] == "get_weather")
+        EXPECT_TRUE(valid_weather_arguments(call["arguments"].get<std::string>())) << call;
+      else
+        EXPECT_TRUE(call["name"] == "get_time" && json::parse(call["arguments"].get<std::string>()).is_object()) << call;
+    }
+    // streamed: the call as deltas, its arguments those of the greedy answer
+    json streamed_body = named;
+    streamed_body["temperature"] = 0;
+    const Streamed streamed = stream(client, "/v1/chat/completions", streamed_body);
+    std::string name, id, arguments, finish;
+    for (const json& chunk : streamed.chunks) {
+      if (chunk["choices"].empty()) continue;
+      const json& choice = chunk["choices"][0];
+      if (!choice["finish_reason"].is_null()) finish = choice["finish_reason"];
+      if (!choice["delta"].contains("tool_calls")) continue;
+      const json& delta = choice["delta"]["tool_calls"].at(0);
+      EXPECT_EQ(delta["index"], 0);
+      if (delta.contains("id")) id = delta["id"], name = delta["function"]["name"];
+      arguments += delta["function"]["arguments"].get<std::string>();
+    }
+    EXPECT_EQ(finish, "tool_calls");
+    EXPECT_EQ(id.rfind("call_", 0), 0u);
+    EXPECT_EQ(name, "get_weather");
+    EXPECT_EQ(arguments, first_call["tool_calls"][0]["function"]["arguments"]);
+    EXPECT_EQ(streamed.text, "");
+
+    // auto: the answer's own <tool_call> text (written here through a grammar) is parsed, the text
+    // before it streamed as content, a malformed tag left as content
+    json automatic = question;
+    automatic["grammar"] = R"(root ::= "Let me see. <tool_call>{\"name\": \"get_time\", \"arguments\": {\"tz\": 1}}</tool_call>")";
+    const json told = post(client, "/v1/chat/completions", automatic, 200)["choices"][0];
+    EXPECT_EQ(told["finish_reason"], "tool_calls") << told;
+    EXPECT_EQ(told["message"]["content"], "Let me see.") << told;
+    EXPECT_EQ(told["message"]["tool_calls"].at(0)["function"], json({{"name", "get_time"}, {"arguments", R"({"tz":1})"}})) << told;
+    const Streamed told_streamed = stream(client, "/v1/chat/completions", automatic);
+    EXPECT_EQ(told_streamed.text, "Let me see.");
+    automatic["grammar"] = R"(root ::= "<tool_call>{\"name\": 7}</tool_call>")";
+    const json malformed = post(client, "/v1/chat/completions", automatic, 200)["choices"][0];
+    EXPECT_EQ(malformed["finish_reason"], "stop") << malformed;
+    EXPECT_EQ(malformed["message"]["content"], "<tool_call>{\"name\": 7}</tool_call>") << malformed;
+    EXPECT_FALSE(malformed["message"].contains("tool_calls")) << malformed;
+
+    // the next turn: the call and its result, rendered by the template
+    json turn = chat("Weather in Paris?", {{"tools", tools}, {"tool_choice", "none"}});
+    turn["messages"].push_back(first_call);
+    turn["messages"].push_back({{"role", "tool"}, {"tool_call_id", first_call["tool_calls"][0]["id"]}, {"content", "sunny, 21 C"}});
+    const json answer = post(client, "/v1/chat/completions", turn, 200);
+    EXPECT_TRUE(answer["choices"][0]["message"]["content"].is_string()) << answer;
+    EXPECT_FALSE(answer["choices"][0]["message"].contains("tool_calls")) << answer;
+    const std::string prompt = post(client, "/apply-template", turn, 200)["prompt"];
+    EXPECT_NE(prompt.find("<|im_start|>system\n# Tools"), std::string::npos) << prompt;
+    EXPECT_NE(prompt.find("\"name\": \"get_weather\""), std::string::npos) << prompt;
+    EXPECT_NE(prompt.find("<|im_start|>user\n<tool_response>\nsunny, 21 C\n</tool_response><|im_end|>\n"), std::string::npos) << prompt;
+    const std::string opening = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": ";
+    const size_t rendered = prompt.find(opening);
+    ASSERT_NE(rendered, std::string::npos) << prompt;
+    const size_t begin = rendered + opening.size();
+    EXPECT_EQ(json::parse(prompt.substr(begin, prompt.find("}\n</tool_call>", begin) - begin)),
+              json::parse(first_call["tool_calls"][0]["function"]["arguments"].get<std::string>()))
+        << prompt;
+  }
+  std::filesystem::remove(path("model/tokenizer_config.json"));  // the built-in ChatML template
+  ServerProcess server(path("server2.log"), {"--model", path("model/model.safetensors"), "--name", "tiny"});
+  httplib::Client client = server.client();
+  expect_error(post(client, "/v1/chat/completions", question, 400), "cannot render tools", "messages");
+}
+
 // echo with logprobs, as lm-evaluation-harness scores a continuation (max_tokens 1, or 0 for the
 // prompt alone): the text begins with the prompt, the first token's logprob is null, and every other
 // prompt token's is log_softmax of the logits a full forward over the prompt gives.

@@ -121,7 +121,7 @@ TEST(OpenAIRequest, BadInputNamesTheField) {
   expect_refused(R"({"messages": []})", chat, "messages", "non-empty array");
   expect_refused(R"({"messages": ["hi"]})", chat, "messages[0]", "must be an object");
   expect_refused(R"({"messages": [{"content": "hi"}]})", chat, "messages[0].role", "must be a string");
-  expect_refused(R"({"messages": [{"role": "tool", "content": "hi"}]})", chat, "messages[0].role", "\"tool\"");
+  expect_refused(R"({"messages": [{"role": "robot", "content": "hi"}]})", chat, "messages[0].role", "\"robot\"");
   expect_refused(R"({"messages": [{"role": "user"}]})", chat, "messages[0].content", "required");
   expect_refused(R"({"messages": [{"role": "user", "content": 5}]})", chat, "messages[0].content", "string or an array");
   expect_refused(R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})", chat, "messages[0].content",
@@ -156,6 +156,85 @@ TEST(OpenAIRequest, BadInputNamesTheField) {
   expect_refused(R"({"prompt": 5})", Endpoint::completion, "prompt", "must be a string");
   expect_refused(R"({"prompt": ["a", "b"]})", Endpoint::completion, "prompt", "must be a string");
   expect_refused(R"({"messages": []})", Endpoint::completion, "prompt", "'prompt' is required");
+}
+
+TEST(OpenAIRequest, ToolsAndToolMessages) {
+  const CompletionRequest r = parse_completion_request(
+      R"({"messages": [{"role": "user", "content": "Weather in Paris?"},
+          {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+           "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\", \"days\": 2}"}}]},
+          {"role": "tool", "tool_call_id": "call_1", "content": "sunny"}],
+          "tools": [{"type": "function", "function": {"name": "get_weather", "description": "d",
+                     "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+                                    "required": ["city"]}}}],
+          "tool_choice": "auto"})",
+      Endpoint::chat);
+  ASSERT_EQ(r.messages.size(), 3u);
+  EXPECT_EQ(r.messages[1].content, "");
+  // the arguments' text becomes an object, its keys in their order, as the template renders it
+  EXPECT_EQ(r.messages[1].tool_calls,
+            R"([{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":{"city":"Paris","days":2}}}])");
+  EXPECT_EQ(r.messages[2].role, "tool");
+  EXPECT_EQ(r.messages[2].tool_call_id, "call_1");
+  EXPECT_EQ(json::parse(r.tool_use.tools)[0]["function"]["name"], "get_weather");
+  EXPECT_TRUE(r.tool_use.parsed());
+  EXPECT_FALSE(r.tool_use.forced());
+  EXPECT_EQ(r.grammar, nullptr);
+
+  const std::string tools = R"("tools": [{"type": "function", "function": {"name": "a", "parameters": {"type": "object"}}},
+                                        {"type": "function", "function": {"name": "b"}}])";
+  const std::string user = R"("messages": [{"role": "user", "content": "hi"}])";
+  const CompletionRequest none = parse_completion_request("{" + user + ", " + tools + R"(, "tool_choice": "none"})", Endpoint::chat);
+  EXPECT_FALSE(none.tool_use.parsed());  // offered to the template, but never parsed or forced
+  EXPECT_FALSE(none.tool_use.tools.empty());
+  const CompletionRequest required = parse_completion_request("{" + user + ", " + tools + R"(, "tool_choice": "required"})", Endpoint::chat);
+  EXPECT_TRUE(required.tool_use.forced());
+  EXPECT_NE(required.grammar, nullptr);
+  const CompletionRequest named = parse_completion_request(
+      "{" + user + ", " + tools + R"(, "tool_choice": {"type": "function", "function": {"name": "b"}}, "parallel_tool_calls": true})",
+      Endpoint::chat);
+  EXPECT_EQ(named.tool_use.choice, ToolChoice::function);
+  EXPECT_EQ(named.tool_use.function, "b");
+  EXPECT_TRUE(named.tool_use.parallel);
+  EXPECT_NE(named.grammar, nullptr);
+}
+
+TEST(OpenAIRequest, BadToolsNameTheField) {
+  const Endpoint chat = Endpoint::chat;
+  const std::string user = R"("messages": [{"role": "user", "content": "hi"}])";
+  const auto with = [&](const std::string& fields) { return "{" + user + ", " + fields + "}"; };
+  const std::string tool_a = R"({"type": "function", "function": {"name": "a", "parameters": {"type": "object"}}})";
+  expect_refused(with(R"("tools": {})"), chat, "tools", "non-empty array");
+  expect_refused(with(R"("tools": [])"), chat, "tools", "non-empty array");
+  expect_refused(with(R"("tools": [3])"), chat, "tools[0]", "must be an object");
+  expect_refused(with(R"("tools": [{"type": "code_interpreter"}])"), chat, "tools[0].type", "\"function\"");
+  expect_refused(with(R"("tools": [{"type": "function"}])"), chat, "tools[0].function", "must be an object");
+  expect_refused(with(R"("tools": [{"type": "function", "function": {"description": "x"}}])"), chat, "tools[0].function.name", "got nothing");
+  expect_refused(with(R"("tools": [{"type": "function", "function": {"name": "a b"}}])"), chat, "tools[0].function.name", "letters, digits");
+  expect_refused(with(R"("tools": [{"type": "function", "function": {"name": "a", "parameters": "x"}}])"), chat,
+                 "tools[0].function.parameters", "JSON schema object");
+  expect_refused(with(R"("tools": [{"type": "function", "function": {"name": "a", "description": 1}}])"), chat,
+                 "tools[0].function.description", "must be a string");
+  expect_refused(with(R"("tools": [)" + tool_a + ", " + tool_a + "]"), chat, "tools[1].function.name", "earlier tool");
+  expect_refused(with(R"("tools": [)" + tool_a + R"(], "tool_choice": "sometimes")"), chat, "tool_choice", "\"sometimes\"");
+  expect_refused(with(R"("tools": [)" + tool_a + R"(], "tool_choice": {"type": "function"})"), chat, "tool_choice", "must be auto");
+  expect_refused(with(R"("tools": [)" + tool_a + R"(], "tool_choice": {"type": "function", "function": {"name": "zz"}})"), chat,
+                 "tool_choice.function.name", "not one of the tools");
+  expect_refused(with(R"("tool_choice": "required")"), chat, "tool_choice", "no 'tools'");
+  expect_refused(with(R"("tools": [)" + tool_a + R"(], "parallel_tool_calls": 1)"), chat, "parallel_tool_calls", "boolean");
+  expect_refused(with(R"("tools": [)" + tool_a + R"(], "tool_choice": "required", "response_format": {"type": "json_object"})"), chat,
+                 "tool_choice", "cannot be combined");
+  expect_refused(with(R"("tools": [{"type": "function", "function": {"name": "a", "parameters": {"type": "string", "pattern": "x"}}}], "tool_choice": "required")"),
+                 chat, "tools[0].function.parameters", "pattern");
+  expect_refused(R"({"prompt": "x", "tools": []})", Endpoint::completion, "tools", "chat completions");
+  // messages with tools
+  expect_refused(R"({"messages": [{"role": "tool", "content": "sunny"}]})", chat, "messages[0].tool_call_id", "id of the call");
+  expect_refused(R"({"messages": [{"role": "assistant", "tool_calls": {}}]})", chat, "messages[0].tool_calls", "must be an array");
+  expect_refused(R"({"messages": [{"role": "assistant", "tool_calls": [{"type": "function", "function": {"arguments": "{}"}}]}]})",
+                 chat, "messages[0].tool_calls[0].function.name", "must be a string");
+  expect_refused(R"({"messages": [{"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "a", "arguments": "{oops"}}]}]})",
+                 chat, "messages[0].tool_calls[0].function.arguments", "JSON object's text");
+  expect_refused(R"({"messages": [{"role": "assistant", "content": null}]})", chat, "messages[0].content", "required");
 }
 
 TEST(OpenAIResponse, Shapes) {
@@ -207,6 +286,17 @@ TEST(OpenAIResponse, Shapes) {
   EXPECT_EQ(columns["token_logprobs"], json({-0.5, -2.0}));
   EXPECT_EQ(columns["top_logprobs"], json({{{"he", -0.5}, {"ha", -1.5}}, json::object()}));
   EXPECT_EQ(columns["text_offset"], json({0, 2}));
+  // tool calls: in the message (content null without text), and as a streamed call's two deltas
+  const ToolCall call{.id = "call_x", .name = "f", .arguments = R"({"a":1})"};
+  const json message = completion_body(chat, {{.text = "", .finish_reason = "tool_calls", .tool_calls = {call}}}, {})["choices"][0]["message"];
+  EXPECT_TRUE(message["content"].is_null());
+  EXPECT_EQ(message["tool_calls"], json::parse(R"([{"id": "call_x", "type": "function", "function": {"name": "f", "arguments": "{\"a\":1}"}}])"));
+  const std::vector<json> deltas = tool_call_chunks(chat, call, 2);
+  ASSERT_EQ(deltas.size(), 2u);
+  EXPECT_EQ(deltas[0]["choices"][0]["delta"], json::parse(R"({"tool_calls": [{"index": 2, "id": "call_x", "type": "function",
+                                                                             "function": {"name": "f", "arguments": ""}}]})"));
+  EXPECT_EQ(deltas[1]["choices"][0]["delta"], json::parse(R"({"tool_calls": [{"index": 2, "function": {"arguments": "{\"a\":1}"}}]})"));
+  EXPECT_EQ(deltas[1]["object"], "chat.completion.chunk");
   const ApiError e = invalid_request("top_p", "bad", "code_x");
   EXPECT_EQ(e.body(), json({{"error", {{"message", "bad"}, {"type", "invalid_request_error"}, {"param", "top_p"}, {"code", "code_x"}}}}));
   EXPECT_TRUE(ApiError(503, "busy", "server_error").body()["error"]["param"].is_null());

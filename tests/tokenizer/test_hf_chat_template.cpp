@@ -1,7 +1,8 @@
 // Hugging Face chat templates: the Jinja interpreter and HfChatTemplate against transformers'
 // apply_chat_template (tests/fixtures/tokenizer/hf_chat_templates.json, written by
 // tools/golden/hf_chat_template_fixtures.py: MiniMind's, Qwen2.5's, Qwen3's, SmolLM2's and
-// Llama 3.3's templates, and small templates over every construct); the SFT mask, the end token,
+// Llama 3.3's templates, conversations with tools for the first three, and small templates over
+// every construct); the SFT mask, the end token,
 // the choice of template for a tokenizer folder, and the errors and limits.
 #include "nanoformer/tokenizer/hf_chat_template.h"
 
@@ -71,6 +72,30 @@ TEST(HfChatTemplate, PublishedTemplatesRenderAsTransformers) {
   }
   EXPECT_EQ(texts, 80u);
   EXPECT_EQ(ids, 64u);
+}
+
+// Conversations with tools, tool calls (arguments as objects) and tool results render as
+// apply_chat_template(tools=...) does, for the templates with tools (MiniMind's, Qwen2.5's, Qwen3's).
+TEST(HfChatTemplate, ToolsToolCallsAndToolResultsRenderAsTransformers) {
+  const auto doc = golden();
+  const auto tok = load_tokenizer(fixture(doc.at("tokenizer").get<std::string>()));
+  size_t cases = 0;
+  for (const auto& t : doc.at("templates")) {
+    if (!t.contains("tool_cases")) continue;
+    const std::string name = t.at("name").get<std::string>();
+    const HfChatTemplate hf(name, t.at("template").get<std::string>(), special_of(t.at("special_tokens")), *tok);
+    for (const auto& c : t.at("tool_cases")) {
+      std::vector<ChatMessage> messages;
+      for (const auto& m : c.at("messages"))
+        messages.push_back({.role = m.at("role").get<std::string>(), .content = m.at("content").get<std::string>(),
+                            .tool_calls = m.contains("tool_calls") ? m.at("tool_calls").dump() : "",
+                            .tool_call_id = m.value("tool_call_id", "")});
+      const std::vector<TokenId> ids = hf.render_with_tools(messages, c.at("tools").dump());
+      EXPECT_EQ(tok->decode(ids), c.at("text").get<std::string>()) << name << " " << c.at("messages").dump();
+      ++cases;
+    }
+  }
+  EXPECT_EQ(cases, 9u);
 }
 
 TEST(HfChatTemplate, ConstructsRenderAsJinja2) {

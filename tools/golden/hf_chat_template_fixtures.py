@@ -4,7 +4,8 @@
 Writes tests/fixtures/tokenizer/hf_chat_templates.json: for each template below, its source, its
 text, the special tokens it is rendered with, and for each conversation (system / user / assistant,
 1 to 4 turns) with and without the generation prompt, the text
-`apply_chat_template(messages, tokenize=False, add_generation_prompt=...)` gives and, for the
+`apply_chat_template(messages, tokenize=False, add_generation_prompt=...)` gives (and for the
+templates with tools, conversations with tool calls and results, rendered with tools=...) and, for the
 templates whose special tokens hf_gpt2.json has (<|endoftext|>, <|im_start|>, <|im_end|>), the ids
 of `apply_chat_template(..., tokenize=True)` over that tokenizer. tests/tokenizer/
 test_hf_chat_template.cpp checks nanoformer's Jinja interpreter and HfChatTemplate against them.
@@ -72,6 +73,28 @@ CONVERSATIONS = [
      {"role": "user", "content": "q2"}, {"role": "assistant", "content": "a2 with \"quotes\" and \\ slashes"}],
 ]
 
+# Conversations with tools, rendered with the generation prompt and apply_chat_template(tools=TOOLS):
+# an assistant's calls as transformers documents them (arguments objects; content "" where OpenAI's
+# is null, as the server passes it: Qwen3's template fails on None), and their results as role
+# "tool" messages with their tool_call_id.
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "The weather of a city.",
+                                           "parameters": {"type": "object", "properties": {"city": {"type": "string"},
+                                                                                           "days": {"type": "integer"}},
+                                                          "required": ["city"]}}},
+         {"type": "function", "function": {"name": "now", "description": "The time.", "parameters": {"type": "object"}}}]
+CALL = {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris", "days": 2}}}
+TOOL_CONVERSATIONS = [
+    [{"role": "user", "content": "Weather in Paris?"}],
+    [S, {"role": "user", "content": "Weather in Paris?"}, {"role": "assistant", "content": "", "tool_calls": [CALL]},
+     {"role": "tool", "tool_call_id": "call_1", "content": "{\"sky\": \"sunny\"}"}],
+    [{"role": "user", "content": "Weather and time?"},
+     {"role": "assistant", "content": "Let me look.",
+      "tool_calls": [CALL, {"id": "call_2", "type": "function", "function": {"name": "now", "arguments": {}}}]},
+     {"role": "tool", "tool_call_id": "call_1", "content": "sunny"}, {"role": "tool", "tool_call_id": "call_2", "content": "noon"},
+     {"role": "assistant", "content": "Sunny, at noon."}, {"role": "user", "content": "Thanks"}],
+]
+TOOL_TEMPLATES = {"minimind", "qwen2.5", "qwen3"}  # the templates that render tools in the <tool_call> syntax
+
 # Small templates over the interpreter's constructs, rendered by the same jinja2 environment as
 # apply_chat_template (transformers' _compile_jinja_template), with CONTEXT.
 CONTEXT = {"messages": [{"role": "user", "content": "  Hi there \n"}, {"role": "assistant", "content": "ok"}],
@@ -119,8 +142,13 @@ def main(out_dir):
                     ids = tok.apply_chat_template(messages, tokenize=True, add_generation_prompt=gen)
                     case["ids"] = list(ids["input_ids"] if hasattr(ids, "keys") else ids)
                 cases.append(case)
-        out["templates"].append({"name": name, "source": source, "file": "tools/golden/chat_templates/" + file,
-                                 "special_tokens": special, "template": template, "cases": cases})
+        entry = {"name": name, "source": source, "file": "tools/golden/chat_templates/" + file,
+                 "special_tokens": special, "template": template, "cases": cases}
+        if name in TOOL_TEMPLATES:
+            entry["tool_cases"] = [{"messages": messages, "tools": TOOLS,
+                                    "text": tok.apply_chat_template(messages, tools=TOOLS, tokenize=False, add_generation_prompt=True)}
+                                   for messages in TOOL_CONVERSATIONS]
+        out["templates"].append(entry)
     from transformers.utils.chat_template_utils import _compile_jinja_template
     out["context"] = CONTEXT
     out["snippets"] = [{"template": t, "text": _compile_jinja_template(t).render(**CONTEXT)} for t in SNIPPETS]

@@ -3,8 +3,11 @@ while many attacker connections each trickle an endless request head, a byte per
 --trickle seconds, reconnecting as soon as the server drops them (as slowloris does). Prints the
 normal clients' time to first token (p50, p99) in both runs and their ratio, whether /health
 answered every probe (one each 0.5 s, 5 s allowed), and how the server dealt with the attackers
-(408 at the request deadline, 503 beyond --max-connections, plain closes). Python's standard library
-only. Against a running server (--url), or one it starts itself (--model, --tokenizer, --serve-args).
+(408 at the request deadline, 503 beyond --max-connections, plain closes). Then one client sends a
+chunked body of --chunked-mib MiB (64 KiB chunks) to /v1/chat/completions: the status it gets (413
+once the body passes --max-body), how much it could send, and the server's RSS before and after
+(a server started here). Python's standard library only. Against a running server (--url), or one
+it starts itself (--model, --tokenizer, --serve-args).
 
     python tools/serve/slowloris.py --attackers 200 --clients 16
     python tools/serve/slowloris.py --url http://127.0.0.1:8998
@@ -170,6 +173,34 @@ def measure(host, port, a, attackers):
     return ttft, errors, probe
 
 
+def chunked_flood(host, port, mib):
+    """A chunked body of `mib` MiB sent until the server answers: its status and the bytes it took."""
+    sock = socket.create_connection((host, port), timeout=30)
+    sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 b"Transfer-Encoding: chunked\r\n\r\n")
+    chunk = b"10000\r\n" + b"a" * 65536 + b"\r\n"
+    sent, selector = 0, selectors.DefaultSelector()
+    selector.register(sock, selectors.EVENT_READ)
+    try:
+        while sent < mib << 20 and not selector.select(timeout=0):
+            sock.sendall(chunk)
+            sent += 65536
+    except OSError:  # the server closed the connection after its answer
+        pass
+    response = b""
+    try:
+        while True:
+            data = sock.recv(4096)
+            if not data:
+                break
+            response += data
+    except OSError:
+        pass
+    sock.close()
+    status = int(response.split(b" ")[1]) if response.startswith(b"HTTP/1.1 ") else 0
+    return status, sent
+
+
 def main():
     p = argument_parser(__doc__)
     p.add_argument("--url", help="a running server (default: start one with --model, --tokenizer, --serve-args)")
@@ -186,9 +217,23 @@ def main():
     p.add_argument("--binary", default=os.path.join(ROOT, "build", "nanoformer"),
                    help="the nanoformer started here (another build to compare; default: %(default)s)")
     p.add_argument("--client-timeout", type=float, default=60, help="seconds a normal request may take")
+    p.add_argument("--chunked-mib", type=int, default=100, help="MiB of the chunked body sent at the end (0: none)")
     a = p.parse_args()
 
-    def run(url):
+    def flood(url, rss):
+        if a.chunked_mib <= 0:
+            return
+        host, port = url.replace("http://", "").rstrip("/").split(":")
+        before = rss()
+        status, sent = chunked_flood(host, int(port), a.chunked_mib)
+        after = rss()
+        print(f"chunked body of {a.chunked_mib} MiB: {status} after {sent / 2**20:.2f} MiB sent; "
+              f"server RSS {before:.1f} -> {after:.1f} MiB ({after - before:+.1f})", flush=True)
+        check(status == 413 and sent < a.chunked_mib << 20, "the chunked body got 413 before it was all sent")
+        if before == before:  # known: a server started here
+            check(after - before < 10, "the server's RSS grew by less than 10 MiB")
+
+    def run(url, rss):
         host, port = url.replace("http://", "").rstrip("/").split(":")
         port = int(port)
         run_clients(host, port, a.clients, 1, a.max_tokens, a.client_timeout)  # warm-up: threads, arenas, slot caches
@@ -196,17 +241,18 @@ def main():
         attacked, attacked_errors, attacked_probe = measure(host, port, a, a.attackers)
         ratio = percentile(attacked, 0.99) / percentile(base, 0.99)
         print(f"p99 with / without attackers: x{ratio:.2f}; p50 x{percentile(attacked, 0.5) / percentile(base, 0.5):.2f}")
+        flood(url, rss)
         check(not base_errors and not attacked_errors, "every normal request was answered")
         check(base_probe.answered == base_probe.probes and attacked_probe.answered == attacked_probe.probes,
               "/health answered every probe")
         check(ratio <= 2.0, "first-token p99 under attack within 2x of the run without")
 
     if a.url:
-        run(a.url)
+        run(a.url, lambda: float("nan"))
     else:
         args = ["--model", a.model, "--tokenizer", a.tokenizer] + a.serve_args.split()
         with ServerProcess(args, binary=a.binary, env={"NANOFORMER_THREADS": a.threads}) as server:
-            run(server.url)
+            run(server.url, server.rss_mib)
             print(f"server RSS {server.rss_mib():.1f} MiB, alive: {server.alive()}")
 
 

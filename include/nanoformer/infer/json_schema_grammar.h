@@ -20,6 +20,11 @@ namespace nf::infer {
 
 // The GBNF of `schema` (an ordered_json: the properties keep their order); throws nf::Error naming the keyword or the $ref at fault.
 std::string json_schema_to_gbnf(const nlohmann::ordered_json& schema);
+// The rules of `schema` alone, for several schemas in one grammar (tool calls' arguments): its
+// rule is `name`, its helpers name-0, name-1, ...; they refer to json_shared_rules(), which the
+// grammar must hold once.
+std::string json_schema_rules(const nlohmann::ordered_json& schema, const std::string& name);
+std::string json_shared_rules();
 // The GBNF of any JSON object (response_format json_object).
 std::string json_object_gbnf();
 

@@ -16,6 +16,7 @@
 #include "nanoformer/serve/reasoning_split.h"
 #include "nanoformer/serve/openai_response.h"
 #include "nanoformer/serve/scheduler.h"
+#include "nanoformer/serve/tool_call_parser.h"
 #include "nanoformer/tokenizer/chat_template.h"
 
 namespace nf::serve {
@@ -25,8 +26,9 @@ struct CompletionUpdate {
   std::string text;
   std::string reasoning;  // with a reasoning split: the reasoning's text since the last wait (text is the reply's)
   std::vector<LogprobEntry> logprobs;  // with logprobs: those of the tokens whose text starts in `text`
+  std::vector<ToolCall> tool_calls;    // with tools: the calls parsed out of the reply since the last wait
   bool done = false;
-  std::string finish_reason;  // when done: "stop" (end of sequence, stop string) or "length"
+  std::string finish_reason;  // when done: "stop" (end of sequence, stop string), "length", or "tool_calls" (stopped after calls)
   std::string error;          // when done and the sequence failed
   Usage usage;
 };
@@ -34,10 +36,11 @@ struct CompletionUpdate {
 class Completion {
  public:
   // `reasoning`: the answer's <think> part goes to CompletionUpdate::reasoning (serve/reasoning_split.h).
-  // `echo`: text the answer begins with (an echoed prompt).
+  // `echo`: text the answer begins with (an echoed prompt). `tool_calls`: the reply's <tool_call>s
+  // go to CompletionUpdate::tool_calls (serve/tool_call_parser.h).
   Completion(ResponseHeader header, const tokenizer::Tokenizer& tokenizer, const infer::StopCriteria& stop,
              int64_t prompt_tokens, bool logprobs = false, std::optional<ReasoningSplitter> reasoning = std::nullopt,
-             std::string echo = {});
+             std::string echo = {}, bool tool_calls = false);
   // Blocks until there is new text or the end, or until `timeout`; returns what arrived (nothing
   // new on a timeout).
   CompletionUpdate wait(std::chrono::milliseconds timeout);
@@ -56,14 +59,17 @@ class Completion {
   void on_done(const SequenceOutcome& outcome);  // scheduler's thread
   // Moves the held entries whose token's text starts within the text given so far to pending_.
   void release_logprobs();
-  // Adds text that became final to pending_ (split into reasoning and reply when asked); mutex_ held.
-  void give(const std::string& text);
+  // Adds text that became final to pending_ (split into reasoning and reply, and the reply's tool
+  // calls, when asked; `end`: the answer's end, held text given too); mutex_ held.
+  void give(const std::string& text, bool end = false);
 
   ResponseHeader header_;
   const tokenizer::Tokenizer& tokenizer_;
   bool logprobs_;
   infer::TextStreamer streamer_;  // scheduler's thread only
   std::optional<ReasoningSplitter> reasoning_;  // scheduler's thread only
+  std::optional<ToolCallParser> tool_calls_;    // scheduler's thread only
+  bool called_ = false;                         // a tool call was parsed
   // scheduler's thread only: entries whose text is not given yet (held back, or a stop string's),
   // the bytes of the tokens so far, and of the text given so far
   std::vector<LogprobEntry> held_;
@@ -93,6 +99,10 @@ class CompletionService {
   void check_model(const std::string& id) const;
   const std::string& model_name() const { return model_name_; }
   Scheduler& scheduler() { return scheduler_; }
+
+  // The prompt's text as the model sees it (POST /apply-template): the chat rendered by the template
+  // with its tools, or the completion prompt. Throws ApiError 400 as start() does.
+  std::string prompt_text(const CompletionRequest& request) const;
 
  private:
   std::vector<int64_t> prompt_ids(const CompletionRequest& request) const;

@@ -7,6 +7,7 @@
 //   POST /v1/chat/completions    OpenAI chat completions, streamed as "data: {chunk}\n\n" ... "data: [DONE]\n\n"
 //   POST /v1/completions         OpenAI text completions, the same
 //   POST /v1/embeddings          OpenAI embeddings (serve/embedding_service.h)
+//   POST /apply-template         a chat request's prompt as the model sees it, {"prompt": text} (llama.cpp's)
 //   GET  /metrics                Prometheus's text format: requests, tokens, queue, slots, time to first token
 // With an API key every request but / and /health needs "Authorization: Bearer KEY" (the scheme in
 // any case; 401). Every error is OpenAI's error JSON.

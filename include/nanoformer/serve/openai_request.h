@@ -4,8 +4,10 @@
 // an ApiError 400 naming the field (`param`) and the value at fault; unknown fields are ignored, as
 // llama.cpp's server does. Fields (OpenAI's, plus top_k, min_p, repetition_penalty):
 //   model               string, optional; another name than the served model's: 404 model_not_found
-//   messages            chat: non-empty array of {"role": system|developer|user|assistant,
-//                       "content": string or [{"type": "text", "text": ...}]}
+//   messages            chat: non-empty array of {"role": system|developer|user|assistant|tool,
+//                       "content": string or [{"type": "text", "text": ...}]}; an assistant's may
+//                       carry "tool_calls" (its content then null or absent), a tool's needs "tool_call_id"
+//   tools, tool_choice, parallel_tool_calls   chat: serve/tool_request.h
 //   prompt              completion: a string (or an array of one string)
 //   temperature [0, 2], top_p (0, 1], top_k >= 0, min_p [0, 1], repetition_penalty > 0,
 //   frequency_penalty and presence_penalty [-2, 2] (over the tokens generated, infer/sampler.h)
@@ -31,6 +33,7 @@
 
 #include "nanoformer/infer/grammar.h"
 #include "nanoformer/infer/sampler.h"
+#include "nanoformer/serve/tool_request.h"
 #include "nanoformer/tokenizer/chat_template.h"
 
 namespace nf::serve {
@@ -50,7 +53,8 @@ struct CompletionRequest {
   int64_t top_logprobs = -1;  // logprobs: -1 none; else each token's and this many most likely ones'
   int64_t n = 1;              // choices
   bool echo = false;          // completion: the prompt first in the answer
-  std::shared_ptr<const infer::Grammar> grammar;  // response_format or grammar, compiled; null: free text
+  std::shared_ptr<const infer::Grammar> grammar;  // response_format, grammar or a forced tool call, compiled; null: free text
+  ToolRequest tool_use;                           // chat: the tools offered and tool_choice
 };
 
 // Throws ApiError (400) for malformed JSON, a wrong type, a value out of range or a missing field.

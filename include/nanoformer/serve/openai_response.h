@@ -1,11 +1,13 @@
 #pragma once
 // The JSON bodies the server answers, in OpenAI's shapes:
 //   chat:        {"id": "chatcmpl-..", "object": "chat.completion", "created", "model",
-//                 "choices": [{"index": 0, "message": {"role": "assistant", "content"[, "reasoning_content"]},
-//                              "finish_reason"}], "usage"}
+//                 "choices": [{"index": 0, "message": {"role": "assistant", "content"[, "reasoning_content"]
+//                              [, "tool_calls": [{"id", "type": "function", "function": {"name", "arguments"}}]]},
+//                              "finish_reason"}], "usage"}; content null when there are calls and no text
 //   chat stream: "chat.completion.chunk" objects whose choices carry a "delta" ({"role"} first, then
-//                {"content"}), the last one a finish_reason; with include_usage one more chunk with
-//                no choices and the usage
+//                {"content"}; a tool call as {"tool_calls": [{"index", "id", "type", "function": {"name",
+//                "arguments": ""}}]} then {"tool_calls": [{"index", "function": {"arguments"}}]}), the
+//                last one a finish_reason; with include_usage one more chunk with no choices and the usage
 //   completion:  "text_completion" objects whose choices carry "text" (the same when streamed)
 // With logprobs, each choice's "logprobs" (else null) holds the tokens of its text (of a chunk's, when
 // streamed): chat {"content": [{"token", "logprob", "bytes", "top_logprobs": [{"token", "logprob",
@@ -20,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "nanoformer/serve/openai_request.h"
+#include "nanoformer/serve/tool_call_parser.h"
 
 namespace nf::serve {
 
@@ -51,6 +54,7 @@ struct ChoiceOutput {
   std::string finish_reason;
   const std::vector<LogprobEntry>* logprobs = nullptr;
   std::string reasoning = {};  // chat: its reasoning_content when not empty
+  std::vector<ToolCall> tool_calls = {};  // chat: its tool calls
 };
 // The answer with its choices (index i = choices[i]); usage sums them.
 nlohmann::json completion_body(const ResponseHeader& header, const std::vector<ChoiceOutput>& choices, const Usage& usage);
@@ -60,6 +64,8 @@ nlohmann::json completion_body(const ResponseHeader& header, const std::vector<C
 nlohmann::json completion_chunk(const ResponseHeader& header, const std::string& text, bool first,
                                 const std::string& finish_reason = "",
                                 const std::vector<LogprobEntry>* logprobs = nullptr, const std::string& reasoning = "");
+// The two chunks of choice header.index's tool call number `index` (of its answer): its id and name, then its arguments.
+std::vector<nlohmann::json> tool_call_chunks(const ResponseHeader& header, const ToolCall& call, int64_t index);
 // The chunk after the last one when stream_options.include_usage: no choices, the usage.
 nlohmann::json usage_chunk(const ResponseHeader& header, const Usage& usage);
 

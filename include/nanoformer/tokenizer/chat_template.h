@@ -29,8 +29,10 @@
 namespace nf::tokenizer {
 
 struct ChatMessage {
-  std::string role;  // "system", "user" or "assistant"
+  std::string role;  // "system", "user" or "assistant" ("tool" too for Jinja templates)
   std::string content;
+  std::string tool_calls = {};    // assistant: the calls it made, a JSON array as OpenAI's (arguments objects); empty: none
+  std::string tool_call_id = {};  // tool: the id of the call whose result this is
 };
 
 struct RenderedChat {
@@ -47,6 +49,10 @@ class ChatTemplate {
   virtual RenderedChat render(std::span<const ChatMessage> messages) const = 0;
   // The conversation so far followed by the opening of the assistant's reply, for generation.
   virtual std::vector<TokenId> render_for_completion(std::span<const ChatMessage> messages) const = 0;
+  // As render_for_completion, with `tools` (a JSON array of OpenAI tools, as transformers'
+  // apply_chat_template(tools=...) takes them; empty: none) offered to the template. Only Jinja
+  // templates render tools and tool calls: the others throw nf::Error when there are any.
+  virtual std::vector<TokenId> render_with_tools(std::span<const ChatMessage> messages, std::string_view tools) const;
   // The token that ends an assistant turn: generation stops at it; SFT batches pad with it.
   virtual TokenId end_token() const = 0;
 };

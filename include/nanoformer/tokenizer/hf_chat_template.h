@@ -4,8 +4,8 @@
 // `tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=...)` gives, the
 // ids are that text encoded in one call (as apply_chat_template(tokenize=True)).
 //
-// The template sees messages (role/content dicts), add_generation_prompt, tools and documents
-// (None unless given), and the tokenizer_config.json's special tokens (bos_token, eos_token,
+// The template sees messages (role/content dicts, with tool_calls and tool_call_id when a message
+// has them), add_generation_prompt, tools and documents (None unless given), and the tokenizer_config.json's special tokens (bos_token, eos_token,
 // unk_token, pad_token, ...), as transformers passes them.
 //
 // The SFT mask: for each assistant message i, the conversation before it is rendered with the
@@ -46,6 +46,7 @@ class HfChatTemplate final : public ChatTemplate {
   TokenId end_token() const override { return end_; }
   RenderedChat render(std::span<const ChatMessage> messages) const override;
   std::vector<TokenId> render_for_completion(std::span<const ChatMessage> messages) const override;
+  std::vector<TokenId> render_with_tools(std::span<const ChatMessage> messages, std::string_view tools) const override;
 
   // The template's text; `extra` (a dict, or undefined) adds or replaces variables, e.g. tools.
   std::string render_text(std::span<const ChatMessage> messages, bool add_generation_prompt,
