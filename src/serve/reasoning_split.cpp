@@ -2,22 +2,13 @@
 #include "nanoformer/serve/reasoning_split.h"
 
 #include <algorithm>
-#include <cctype>
+
+#include "streamed_tags.h"
 
 namespace nf::serve {
 namespace {
 
 constexpr std::string_view kOpen = "<think>", kClose = "</think>";
-
-bool is_space(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
-
-// The length of the longest suffix of `text` that is a proper prefix of `tag`: what may still
-// become the tag with the next piece.
-size_t partial_tag(std::string_view text, std::string_view tag) {
-  for (size_t n = std::min(text.size(), tag.size() - 1); n > 0; --n)
-    if (text.substr(text.size() - n) == tag.substr(0, n)) return n;
-  return 0;
-}
 
 }  // namespace
 

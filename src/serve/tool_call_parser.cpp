@@ -2,11 +2,12 @@
 #include "nanoformer/serve/tool_call_parser.h"
 
 #include <algorithm>
-#include <cctype>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
 #include <utility>
+
+#include "streamed_tags.h"
 
 namespace nf::serve {
 namespace {
@@ -15,14 +16,6 @@ using json = nlohmann::ordered_json;  // arguments keep the model's order
 
 constexpr std::string_view kOpen = "<tool_call>", kClose = "</tool_call>";
 
-bool is_space(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
-
-// The length of the longest suffix of `text` that is a proper prefix of `tag`.
-size_t partial_tag(std::string_view text, std::string_view tag) {
-  for (size_t n = std::min(text.size(), tag.size() - 1); n > 0; --n)
-    if (text.substr(text.size() - n) == tag.substr(0, n)) return n;
-  return 0;
-}
 
 // The call a tag's body holds: {"name": string, "arguments": object or a string of one}; none when malformed.
 std::optional<ToolCall> parse_call(std::string_view body) {

@@ -236,6 +236,20 @@ class ServeCliTest : public testing::CliTest {
     for (std::string a; in >> a;) v.push_back(a);
     return ServerProcess(path("server.log"), v);
   }
+  // Gives the model folder the Jinja chat template (and its special tokens) of the golden file's
+  // template `name` (tests/data/tokenizer/hf_chat_templates.json); returns that entry.
+  json use_golden_template(const std::string& name) {
+    const json golden = json::parse(tokenizer::read_file(std::string(NF_TEST_DATA_DIR) + "/tokenizer/hf_chat_templates.json"));
+    for (const json& entry : golden.at("templates"))
+      if (entry.at("name") == name) {
+        json config = entry.at("special_tokens");
+        config["chat_template"] = entry.at("template");
+        std::ofstream(path("model/tokenizer_config.json")) << config.dump();
+        return entry;
+      }
+    ADD_FAILURE() << "no template " << name << " in hf_chat_templates.json";
+    return json();
+  }
 };
 
 TEST_F(ServeCliTest, StreamedAnswersEqualTheNonStreamedOnes) {
@@ -328,12 +342,7 @@ TEST_F(ServeCliTest, ACompletionPromptStartsWithBosWhenTheGGUFTokenizerSaysTo) {
 // A folder whose tokenizer_config.json has a Jinja chat_template serves chats in it (SmolLM2's,
 // whose default system message makes the prompt longer than ChatML's).
 TEST_F(ServeCliTest, AChatIsRenderedByTheFoldersJinjaTemplate) {
-  const json golden = json::parse(tokenizer::read_file(std::string(NF_TEST_DATA_DIR) + "/tokenizer/hf_chat_templates.json"));
-  const json& smol = golden.at("templates").at(3);
-  ASSERT_EQ(smol.at("name"), "smollm2");
-  json config = smol.at("special_tokens");
-  config["chat_template"] = smol.at("template");
-  std::ofstream(path("model/tokenizer_config.json")) << config.dump();
+  const json smol = use_golden_template("smollm2");
   ServerProcess server = serve("--context 256");
   httplib::Client client = server.client();
   const auto tok = tokenizer::load_tokenizer(path("model/tokenizer.json"));
@@ -888,12 +897,7 @@ constexpr const char* kWeatherParameters = R"({"type": "object", "properties": {
 // come back in the next request and are rendered by the template; the built-in ChatML template
 // refuses tools with a 400.
 TEST_F(ServeCliTest, AForcedToolCallIsAValidCallAndComesBackInTheNextTurn) {
-  const json golden = json::parse(tokenizer::read_file(std::string(NF_TEST_DATA_DIR) + "/tokenizer/hf_chat_templates.json"));
-  const json& minimind = golden.at("templates").at(0);
-  ASSERT_EQ(minimind.at("name"), "minimind");
-  json config = minimind.at("special_tokens");
-  config["chat_template"] = minimind.at("template");
-  std::ofstream(path("model/tokenizer_config.json")) << config.dump();
+  use_golden_template("minimind");
   const json tools = {{{"type", "function"}, {"function", {{"name", "get_weather"}, {"parameters", json::parse(kWeatherParameters)}}}},
                       {{"type", "function"}, {"function", {{"name", "get_time"}, {"parameters", {{"type", "object"}}}}}}};
   const json question = chat("Weather in Paris?", {{"tools", tools}, {"max_tokens", 400}});
