@@ -319,6 +319,7 @@ int main(int argc, char** argv) {
     copy_corpus_seeds("metrics_log");
     copy_corpus_seeds("grammar");
     copy_corpus_seeds("chat_template");
+    copy_corpus_seeds("sentence_transformers");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fuzz_make_seeds: %s\n", e.what());
     return 1;

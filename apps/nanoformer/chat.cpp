@@ -1,6 +1,6 @@
 // `nanoformer chat --model MODEL`: an interactive conversation that keeps the KV cache across turns
 // (each turn prefills only what is new), rendered by the model's chat template: its folder's Jinja
-// chat_template (tokenizer_config.json), else ChatML (MiniMind's) or nanochat's, told by the
+// chat_template (tokenizer_config.json) or a GGUF's, else ChatML (MiniMind's) or nanochat's, told by the
 // tokenizer's special tokens, or --chat-template NAME|FILE.
 #include <cstdio>
 #include <iostream>

@@ -158,7 +158,7 @@ void add_serve_command(CLI::App& app) {
       ->capture_default_str();
   add_cache_type_flag(*cmd, a->flags.cache_type);
   cmd->add_option("--chat-template", a->chat_template,
-                  "chatml, nanochat, a template file or a tokenizer_config.json (default: the chat_template of the tokenizer_config.json beside tokenizer.json, else told by the tokenizer's special tokens)");
+                  "chatml, nanochat, a template file, a tokenizer_config.json or a GGUF file (default: the chat_template of the tokenizer_config.json beside tokenizer.json, or of a GGUF tokenizer, else told by the tokenizer's special tokens)");
   cmd->add_option("--reasoning-format", a->reasoning_format,
                   "deepseek: a chat answer's <think> ... </think> becomes its reasoning_content; none: left in the "
                   "content; auto: deepseek when the tokenizer has <think> and </think> tokens")

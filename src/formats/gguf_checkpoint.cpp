@@ -18,7 +18,9 @@
 #include "nanoformer/ops/factory.h"
 #include "nanoformer/ops/join.h"
 #include "nanoformer/ops/quantized.h"
+#include "nanoformer/tokenizer/chat_template.h"
 #include "nanoformer/tokenizer/gguf_tokenizer.h"
+#include "nanoformer/tokenizer/hf_chat_template.h"
 #include "nanoformer/tokenizer/tokenizer.h"
 
 namespace nf::models {
@@ -495,8 +497,8 @@ Metadata architecture_metadata(const DecoderLMConfig& c, GGUFArch arch, QuantTyp
   return md;
 }
 
-// The tokenizer.* keys for `path`: a GGUF file's copied, a tokenizer file's built (vocab_size < 0:
-// the tokenizer's own, to check it alone).
+// The tokenizer.* keys for `path`: a GGUF file's copied, a tokenizer file's built with its folder's
+// chat template (vocab_size < 0: the tokenizer's own, to check it alone).
 Metadata tokenizer_metadata(const std::string& path, int64_t vocab_size) {
   if (io::is_gguf_file(path)) {
     const io::GGUFFile f = io::GGUFFile::open(path);
@@ -512,8 +514,9 @@ Metadata tokenizer_metadata(const std::string& path, int64_t vocab_size) {
   const std::unique_ptr<tokenizer::Tokenizer> tok = tokenizer::load_tokenizer(path);
   const auto* bpe = dynamic_cast<const tokenizer::BpeTokenizer*>(tok.get());
   NF_CHECK(bpe, "save_gguf: ", path, " is a ", tok->kind(), " tokenizer; GGUF holds byte-level BPE ones");
+  const std::string template_file = tokenizer::hf_chat_template_file(path);
   return tokenizer::gguf_tokenizer_metadata(*bpe, vocab_size < 0 ? bpe->vocab_size() : static_cast<size_t>(vocab_size),
-                                            path);
+                                            path, template_file.empty() ? "" : tokenizer::HfChatTemplate::read_source(template_file).text);
 }
 
 // One GGUF tensor from our parts (stacked along rows): their blocks when every part is quantised to

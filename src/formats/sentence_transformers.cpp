@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "folder_io.h"
+#include "util/json_input.h"
 
 namespace nf::models {
 namespace {
@@ -12,9 +13,9 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-json read_json(const fs::path& path) {
-  const json j = json::parse(read_text(path), nullptr, /*allow_exceptions=*/false);
-  NF_CHECK(j.is_object(), path.string(), ": not a JSON object");
+json parse_object(std::string_view text, const std::string& where) {
+  const json j = util::parse_json(text, where + ": ");
+  NF_CHECK(j.is_object(), where, ": not a JSON object");
   return j;
 }
 
@@ -30,19 +31,50 @@ Pooling pooling_mode(const std::string& mode, const std::string& where) {
   if (mode == "cls") return Pooling::cls;
   if (mode == "max") return Pooling::max;
   if (mode == "lasttoken") return Pooling::last;
-  throw Error(where + ": pooling mode '" + mode + "' is not supported (mean, cls, max and lasttoken are)");
+  throw Error(where + ": pooling mode '" + util::shorten(mode) + "' is not supported (mean, cls, max and lasttoken are)");
 }
 
-Pooling read_pooling(const fs::path& path) {
-  const json j = read_json(path);
-  const std::string where = path.string();
+}  // namespace
+
+SentenceTransformersModules parse_sentence_transformers_modules(std::string_view text, const std::string& where) {
+  const json modules = util::parse_json(text, where + ": ");
+  NF_CHECK(modules.is_array() && !modules.empty(), where, ": must be a non-empty JSON array of modules");
+  SentenceTransformersModules out;
+  bool pooled = false;
+  for (size_t i = 0; i < modules.size(); ++i) {
+    const json& m = modules[i];
+    const std::string at = where + " [" + std::to_string(i) + "]";
+    NF_CHECK(m.is_object() && m.contains("type") && m["type"].is_string(), at, ": a module needs a string \"type\"");
+    const std::string type = module_class(m["type"].get<std::string>());
+    const auto path = m.find("path");
+    NF_CHECK(path == m.end() || path->is_string(), at, ": \"path\" must be a string, got ", util::json_excerpt(*path));
+    if (type == "Transformer") {
+      NF_CHECK(i == 0, at, ": the Transformer module must come first");
+    } else if (type == "Pooling") {
+      NF_CHECK(i == 1, at, ": the Pooling module must follow the Transformer");
+      out.pooling_path = path == m.end() ? std::string() : path->get<std::string>();
+      pooled = true;
+    } else if (type == "Normalize") {
+      NF_CHECK(pooled, at, ": Normalize must follow Pooling");
+      out.normalize = true;
+    } else {
+      throw Error(at + ": module type '" + util::shorten(m["type"].get<std::string>()) +
+                  "' is not supported (Transformer, Pooling and Normalize are)");
+    }
+  }
+  NF_CHECK(pooled, where, ": no Pooling module");
+  return out;
+}
+
+Pooling parse_sentence_transformers_pooling(std::string_view text, const std::string& where) {
+  const json j = parse_object(text, where);
   if (const auto it = j.find("pooling_mode"); it != j.end()) {
     if (it->is_array()) {
-      NF_CHECK(it->size() == 1 && (*it)[0].is_string(), where, ": pooling_mode ", it->dump(),
+      NF_CHECK(it->size() == 1 && (*it)[0].is_string(), where, ": pooling_mode ", util::json_excerpt(*it),
                ": one mode is supported, not several concatenated");
       return pooling_mode((*it)[0].get<std::string>(), where);
     }
-    NF_CHECK(it->is_string(), where, ": pooling_mode must be a string, got ", it->dump());
+    NF_CHECK(it->is_string(), where, ": pooling_mode must be a string, got ", util::json_excerpt(*it));
     return pooling_mode(it->get<std::string>(), where);
   }
   // older files: one boolean per mode; none set means mean, as sentence-transformers reads them
@@ -54,55 +86,38 @@ Pooling read_pooling(const fs::path& path) {
   for (const auto& [key, mode] : kLegacy) {
     const auto it = j.find(key);
     if (it == j.end()) continue;
-    NF_CHECK(it->is_boolean(), where, ": ", key, " must be true or false, got ", it->dump());
+    NF_CHECK(it->is_boolean(), where, ": ", key, " must be true or false, got ", util::json_excerpt(*it));
     if (it->get<bool>()) on.push_back(mode);
   }
   NF_CHECK(on.size() <= 1, where, ": several pooling modes at once (", on[0], ", ", on[1], ") are not supported");
   return on.empty() ? Pooling::mean : pooling_mode(on[0], where);
 }
 
-}  // namespace
+int64_t parse_sentence_bert_config(std::string_view text, const std::string& where) {
+  const json j = parse_object(text, where);
+  int64_t max_tokens = 0;
+  if (const auto it = j.find("max_seq_length"); it != j.end() && !it->is_null()) {
+    NF_CHECK(it->is_number_integer() && it->get<int64_t>() > 0, where, ": max_seq_length must be a positive integer, got ",
+             util::json_excerpt(*it));
+    max_tokens = it->get<int64_t>();
+  }
+  const auto lower = j.find("do_lower_case");
+  NF_CHECK(lower == j.end() || lower->is_null() || *lower == false, where,
+           ": do_lower_case true is not supported (the tokenizer's own normalizer is)");
+  return max_tokens;
+}
 
 std::optional<SentenceEmbedding> read_sentence_transformers(const std::string& dir) {
   const fs::path modules_path = fs::path(dir) / "modules.json";
   if (!fs::exists(modules_path)) return std::nullopt;
-  const json modules = json::parse(read_text(modules_path), nullptr, false);
-  NF_CHECK(modules.is_array() && !modules.empty(), modules_path.string(), ": must be a non-empty JSON array of modules");
-  SentenceEmbedding out{.pooling = Pooling::mean, .normalize = false, .max_tokens = 0};
-  bool pooled = false;
-  for (size_t i = 0; i < modules.size(); ++i) {
-    const json& m = modules[i];
-    const std::string at = modules_path.string() + " [" + std::to_string(i) + "]";
-    NF_CHECK(m.is_object() && m.contains("type") && m["type"].is_string(), at, ": a module needs a string \"type\"");
-    const std::string type = module_class(m["type"].get<std::string>());
-    const std::string path = m.value("path", "");
-    if (type == "Transformer") {
-      NF_CHECK(i == 0, at, ": the Transformer module must come first");
-    } else if (type == "Pooling") {
-      NF_CHECK(i == 1, at, ": the Pooling module must follow the Transformer");
-      out.pooling = read_pooling(fs::path(dir) / path / "config.json");
-      pooled = true;
-    } else if (type == "Normalize") {
-      NF_CHECK(pooled, at, ": Normalize must follow Pooling");
-      out.normalize = true;
-    } else {
-      throw Error(at + ": module type '" + m["type"].get<std::string>() +
-                  "' is not supported (Transformer, Pooling and Normalize are)");
-    }
-  }
-  NF_CHECK(pooled, modules_path.string(), ": no Pooling module");
+  const SentenceTransformersModules modules =
+      parse_sentence_transformers_modules(read_text(modules_path), modules_path.string());
+  const fs::path pooling_path = fs::path(dir) / modules.pooling_path / "config.json";
+  SentenceEmbedding out{.pooling = parse_sentence_transformers_pooling(read_text(pooling_path), pooling_path.string()),
+                        .normalize = modules.normalize,
+                        .max_tokens = 0};
   const fs::path bert_config = fs::path(dir) / "sentence_bert_config.json";
-  if (fs::exists(bert_config)) {
-    const json j = read_json(bert_config);
-    if (const auto it = j.find("max_seq_length"); it != j.end() && !it->is_null()) {
-      NF_CHECK(it->is_number_integer() && it->get<int64_t>() > 0, bert_config.string(),
-               ": max_seq_length must be a positive integer, got ", it->dump());
-      out.max_tokens = it->get<int64_t>();
-    }
-    const auto lower = j.find("do_lower_case");
-    NF_CHECK(lower == j.end() || lower->is_null() || *lower == false, bert_config.string(),
-             ": do_lower_case true is not supported (the tokenizer's own normalizer is)");
-  }
+  if (fs::exists(bert_config)) out.max_tokens = parse_sentence_bert_config(read_text(bert_config), bert_config.string());
   return out;
 }
 

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "nanoformer/core/error.h"
+#include "nanoformer/io/gguf.h"
 #include "nanoformer/tokenizer/hf_chat_template.h"
 #include "util/json_input.h"
 
@@ -166,25 +167,31 @@ std::unique_ptr<ChatTemplate> make_chat_template(std::string_view name, const To
   std::error_code ec;
   const std::filesystem::path path(name);
   if (std::filesystem::is_regular_file(path, ec)) {
-    if (path.filename() == "tokenizer_config.json") return HfChatTemplate::from_config(path.string(), tokenizer);
+    if (path.filename() == "tokenizer_config.json" || io::is_gguf_file(path.string()))
+      return HfChatTemplate::from_file(path.string(), tokenizer);
     return make_chat_template_from_file(path.string(), tokenizer);
   }
   NF_FAIL("unknown chat template '", name,
-          "' (known: chatml, nanochat, a template file's path, or a Hugging Face tokenizer_config.json)");
+          "' (known: chatml, nanochat, a template file's path, a Hugging Face tokenizer_config.json or a GGUF file)");
+}
+
+std::string hf_chat_template_file(const std::string& tokenizer_path) {
+  const std::filesystem::path path(tokenizer_path);
+  if (io::is_gguf_file(tokenizer_path))
+    return io::GGUFFile::open(tokenizer_path).has("tokenizer.chat_template") ? tokenizer_path : std::string();
+  if (path.filename() != "tokenizer.json") return {};
+  const std::filesystem::path config = path.parent_path() / "tokenizer_config.json";
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(config, ec)) return {};
+  if (std::filesystem::is_regular_file(path.parent_path() / "chat_template.jinja", ec)) return config.string();
+  const auto doc = util::parse_json(read_file(config.string()), config.string() + ": ");
+  return doc.is_object() && doc.contains("chat_template") && !doc["chat_template"].is_null() ? config.string()
+                                                                                               : std::string();
 }
 
 std::string default_chat_template(const Tokenizer& tokenizer, const std::string& tokenizer_path) {
-  const std::filesystem::path path(tokenizer_path);
-  if (path.filename() == "tokenizer.json") {
-    const std::filesystem::path config = path.parent_path() / "tokenizer_config.json";
-    std::error_code ec;
-    if (std::filesystem::is_regular_file(config, ec)) {
-      if (std::filesystem::is_regular_file(path.parent_path() / "chat_template.jinja", ec)) return config.string();
-      const auto doc = util::parse_json(read_file(config.string()), config.string() + ": ");
-      if (doc.is_object() && doc.contains("chat_template") && !doc["chat_template"].is_null()) return config.string();
-    }
-  }
-  return detect_chat_template(tokenizer);
+  const std::string own = hf_chat_template_file(tokenizer_path);
+  return own.empty() ? detect_chat_template(tokenizer) : own;
 }
 
 std::string detect_chat_template(const Tokenizer& tokenizer) {

@@ -91,8 +91,15 @@ PreTokenizerOptions pre_tokenizer(const io::GGUFFile& file, BpeOptions& options)
           "LLaMA-3's); give the model's tokenizer.json with --tokenizer");
 }
 
-// The special ids the file names, each checked to be an id of the token list.
-std::vector<std::pair<std::string, TokenId>> special_ids(const io::GGUFFile& file, size_t n_tokens) {
+template <class T>
+void add(GGUFMetadata& out, const std::string& key, T value) {
+  out.emplace_back(key, io::GGUFValue(std::move(value)));
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, TokenId>> gguf_special_ids(const io::GGUFFile& file) {
+  const size_t n_tokens = file.has(kTokensKey) ? array_key<std::string>(file, kTokensKey, "strings").size() : 0;
   std::vector<std::pair<std::string, TokenId>> ids;
   for (const char* name : {"bos", "eos", "eot", "eom", "unknown", "seperator", "padding"}) {
     const std::string key = std::string("tokenizer.ggml.") + name + "_token_id";
@@ -104,13 +111,6 @@ std::vector<std::pair<std::string, TokenId>> special_ids(const io::GGUFFile& fil
   }
   return ids;
 }
-
-template <class T>
-void add(GGUFMetadata& out, const std::string& key, T value) {
-  out.emplace_back(key, io::GGUFValue(std::move(value)));
-}
-
-}  // namespace
 
 // "none" (or "no_vocab") is llama.cpp's vocabulary-less model: ids only, vocab_size dummy tokens.
 bool has_gguf_tokenizer(const io::GGUFFile& file) {
@@ -169,7 +169,7 @@ BpeTokenizer tokenizer_from_gguf(const io::GGUFFile& file) {
       merges.emplace_back(lines[i].substr(0, space), lines[i].substr(space + 1));
     }
   }
-  special_ids(file, tokens.size());  // checked, though nothing here needs them
+  gguf_special_ids(file);  // checked, though nothing here needs them
   try {
     return BpeTokenizer(BpeModel(std::move(vocab), merges, options), std::move(added), pre);
   } catch (const Error& e) {
@@ -178,9 +178,8 @@ BpeTokenizer tokenizer_from_gguf(const io::GGUFFile& file) {
 }
 
 std::vector<TokenId> gguf_end_ids(const io::GGUFFile& file) {
-  const size_t n_tokens = file.has(kTokensKey) ? array_key<std::string>(file, kTokensKey, "strings").size() : 0;
   std::vector<TokenId> ends;
-  for (const auto& [name, id] : special_ids(file, n_tokens))
+  for (const auto& [name, id] : gguf_special_ids(file))
     if (name == "eos" || name == "eot" || name == "eom")
       if (std::find(ends.begin(), ends.end(), id) == ends.end()) ends.push_back(id);
   return ends;
@@ -198,14 +197,14 @@ std::optional<TokenId> gguf_prompt_bos(const io::GGUFFile& file) {
   const std::string pre = file.has(kPreKey) ? file.get_string(kPreKey) : std::string();
   const bool llama3 = std::find(kLlama3PreNames.begin(), kLlama3PreNames.end(), pre) != kLlama3PreNames.end();
   if (!flag(kAddBosKey, llama3)) return std::nullopt;
-  const size_t n_tokens = file.has(kTokensKey) ? array_key<std::string>(file, kTokensKey, "strings").size() : 0;
-  for (const auto& [name, id] : special_ids(file, n_tokens))
+  for (const auto& [name, id] : gguf_special_ids(file))
     if (name == "bos") return id;
   NF_FAIL(context(file), "key '", kAddBosKey, "' ", file.has(kAddBosKey) ? "is true" : "is absent (true for this pre-tokenizer)",
           " but the file has no tokenizer.ggml.bos_token_id");
 }
 
-GGUFMetadata gguf_tokenizer_metadata(const BpeTokenizer& tokenizer, size_t vocab_size, const std::string& source) {
+GGUFMetadata gguf_tokenizer_metadata(const BpeTokenizer& tokenizer, size_t vocab_size, const std::string& source,
+                                     const std::string& chat_template) {
   const PreTokenizerOptions& pre = tokenizer.pre_tokenizer();
   NF_CHECK(pre.pattern != SplitPattern::kNone && !pre.add_prefix_space, source, ": the tokenizer splits with ",
            pre.add_prefix_space ? "add_prefix_space" : "no pattern",
@@ -249,7 +248,8 @@ GGUFMetadata gguf_tokenizer_metadata(const BpeTokenizer& tokenizer, size_t vocab
   if (chatml && end_of_text) add(out, "tokenizer.ggml.padding_token_id", static_cast<uint32_t>(*end_of_text));
   add(out, kAddBosKey, false);
   add(out, kAddEosKey, false);
-  if (chatml) add(out, "tokenizer.chat_template", std::string(kChatmlJinja));
+  if (!chat_template.empty()) add(out, "tokenizer.chat_template", chat_template);
+  else if (chatml) add(out, "tokenizer.chat_template", std::string(kChatmlJinja));
   return out;
 }
 

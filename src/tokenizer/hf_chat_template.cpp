@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "nanoformer/core/error.h"
+#include "nanoformer/io/gguf.h"
+#include "nanoformer/tokenizer/gguf_tokenizer.h"
 #include "util/json_input.h"
 
 namespace nf::tokenizer {
@@ -31,11 +33,35 @@ bool is_added_token(const Tokenizer& tokenizer, TokenId id) {
   return text.size() > 1 && tokenizer.token_id(text) == id && plain != std::vector<TokenId>{id};
 }
 
+// The template parsed, its errors (a construct outside the subset) naming the file it came from.
+jinja::Template compile(const std::string& name, std::string_view source) {
+  try {
+    return jinja::Template(source);
+  } catch (const Error& e) {
+    NF_FAIL(name, ": ", e.what());
+  }
+}
+
+// A GGUF file's tokenizer.chat_template, with the texts of its special ids as transformers names them.
+HfChatTemplate::Source gguf_source(const std::string& path) {
+  const io::GGUFFile file = io::GGUFFile::open(path);
+  const std::string key = "tokenizer.chat_template";
+  NF_CHECK(file.has(key), path, ": no key '", key, "'");
+  HfChatTemplate::Source out{.name = path + " (" + key + ")", .text = file.get_string(key), .special_tokens = {}};
+  const BpeTokenizer tokenizer = tokenizer_from_gguf(file);
+  for (const auto& [name, id] : gguf_special_ids(file)) {
+    const char* as = name == "bos" ? "bos_token" : name == "eos" ? "eos_token" : name == "unknown" ? "unk_token"
+                   : name == "seperator" ? "sep_token" : name == "padding" ? "pad_token" : nullptr;
+    if (as) out.special_tokens.emplace_back(as, std::string(tokenizer.token_bytes(id)));
+  }
+  return out;
+}
+
 }  // namespace
 
 HfChatTemplate::HfChatTemplate(std::string name, std::string_view source,
                                std::vector<std::pair<std::string, std::string>> special_tokens, const Tokenizer& tokenizer)
-    : name_(std::move(name)), template_(source), special_tokens_(std::move(special_tokens)), tokenizer_(tokenizer) {
+    : name_(std::move(name)), template_(compile(name_, source)), special_tokens_(std::move(special_tokens)), tokenizer_(tokenizer) {
   // the end token: what follows the assistant's content in a [user, assistant] exchange
   const std::string content = "Hello";
   const std::vector<ChatMessage> exchange{{"user", "Hi"}, {"assistant", content}};
@@ -64,7 +90,13 @@ HfChatTemplate::HfChatTemplate(std::string name, std::string_view source,
           "), so generation would not know where to stop");
 }
 
-std::unique_ptr<HfChatTemplate> HfChatTemplate::from_config(const std::string& path, const Tokenizer& tokenizer) {
+std::unique_ptr<HfChatTemplate> HfChatTemplate::from_file(const std::string& path, const Tokenizer& tokenizer) {
+  Source s = read_source(path);
+  return std::make_unique<HfChatTemplate>(std::move(s.name), s.text, std::move(s.special_tokens), tokenizer);
+}
+
+HfChatTemplate::Source HfChatTemplate::read_source(const std::string& path) {
+  if (io::is_gguf_file(path)) return gguf_source(path);
   const auto doc = util::parse_json(read_file(path), path + ": ");
   NF_CHECK(doc.is_object(), path, ": a tokenizer_config.json is a JSON object");
   std::vector<std::pair<std::string, std::string>> special;
@@ -79,7 +111,7 @@ std::unique_ptr<HfChatTemplate> HfChatTemplate::from_config(const std::string& p
   const std::filesystem::path jinja_file = std::filesystem::path(path).parent_path() / "chat_template.jinja";
   std::error_code ec;
   if (std::filesystem::is_regular_file(jinja_file, ec))
-    return std::make_unique<HfChatTemplate>(jinja_file.string(), read_file(jinja_file.string()), std::move(special), tokenizer);
+    return {.name = jinja_file.string(), .text = read_file(jinja_file.string()), .special_tokens = std::move(special)};
   const auto it = doc.find("chat_template");
   NF_CHECK(it != doc.end(), path, ": no \"chat_template\" key (and no chat_template.jinja beside it)");
   std::string source;
@@ -94,7 +126,7 @@ std::unique_ptr<HfChatTemplate> HfChatTemplate::from_config(const std::string& p
   } else {
     NF_FAIL(path, ": \"chat_template\" is not a string but ", util::json_excerpt(*it));
   }
-  return std::make_unique<HfChatTemplate>(path, source, std::move(special), tokenizer);
+  return {.name = path, .text = std::move(source), .special_tokens = std::move(special)};
 }
 
 std::string HfChatTemplate::render_text(std::span<const ChatMessage> messages, bool add_generation_prompt,

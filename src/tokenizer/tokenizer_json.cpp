@@ -13,9 +13,12 @@ namespace {
 
 using json_fields::added_tokens_json;
 using json_fields::boolean;
+using json_fields::construct;
 using json_fields::IdLimit;
 using json_fields::parse_added_tokens;
 using json_fields::quote;
+using json_fields::parse_root;
+using json_fields::parse_vocab;
 using json_fields::Reader;
 using json_fields::require_null;
 using nlohmann::json;
@@ -88,16 +91,7 @@ BpeModel parse_model(const Reader& r, const json& root, const IdLimit& limit) {
   options.fuse_unk = r.boolean(m, "model", "fuse_unk", false);
   if (const json* unk = r.optional(m, "model", "unk_token")) options.unk_token = r.string(*unk, "model.unk_token");
 
-  const json& vocab = r.required(m, "model", "vocab");
-  if (!vocab.is_object()) r.fail("model.vocab", "expected an object of token: id");
-  std::vector<std::optional<std::string>> tokens;
-  for (const auto& [token, value] : vocab.items()) {
-    const uint32_t id = r.id(value, "model.vocab['" + util::shorten(token) + "']", limit);
-    if (id >= tokens.size()) tokens.resize(size_t{id} + 1);
-    if (tokens[id])
-      r.fail("model.vocab", "id " + std::to_string(id) + " is given to both '" + *tokens[id] + "' and '" + token + "'");
-    tokens[id] = token;
-  }
+  std::vector<std::optional<std::string>> tokens = parse_vocab(r, m, limit);
 
   const json& merges_json = r.required(m, "model", "merges");
   if (!merges_json.is_array()) r.fail("model.merges", "expected an array");
@@ -161,21 +155,12 @@ std::string pre_tokenizer_json(const PreTokenizerOptions& pre) {
 namespace json_fields {
 
 BpeTokenizer bpe_from_root(const json& root, const Reader& r) {
-  if (!root.is_object()) r.fail("", "expected a JSON object at the top level");
-  try {
+  return parse_root(root, r, [&](const IdLimit& limit) {
     check_pipeline(r, root);
-    PreTokenizerOptions pre = parse_pre_tokenizer(r, root);
-    const IdLimit limit = IdLimit::of(root);
+    const PreTokenizerOptions pre = parse_pre_tokenizer(r, root);
     BpeModel model = parse_model(r, root, limit);
-    std::vector<AddedToken> added = parse_added_tokens(r, root, limit);
-    try {
-      return BpeTokenizer(std::move(model), std::move(added), pre);
-    } catch (const Error& e) {
-      r.fail("added_tokens", e.what());
-    }
-  } catch (const json::exception& e) {
-    r.fail("", e.what());
-  }
+    return construct<BpeTokenizer>(r, std::move(model), parse_added_tokens(r, root, limit), pre);
+  });
 }
 
 }  // namespace json_fields
@@ -211,15 +196,8 @@ std::string tokenizer_to_json(const BpeTokenizer& tokenizer) {
   out += ",\n    \"continuing_subword_prefix\": null,\n    \"end_of_word_suffix\": null,\n    \"fuse_unk\": ";
   out += std::string(boolean(o.fuse_unk)) +
          ",\n    \"byte_fallback\": false,\n    \"ignore_merges\": " + boolean(o.ignore_merges) + ",\n";
-  out += "    \"vocab\": {";
-  bool first = true;
-  for (TokenId id = 0; id < model.size(); ++id) {
-    if (!model.contains(id)) continue;
-    out += first ? "\n      " : ",\n      ";
-    first = false;
-    out += quote(model.spelling(id)) + ": " + std::to_string(id);
-  }
-  out += "\n    },\n    \"merges\": [";
+  out += "    \"vocab\": " + json_fields::vocab_json(model, [&](TokenId id) { return model.spelling(id); });
+  out += ",\n    \"merges\": [";
   const auto merges = model.merges();
   for (size_t i = 0; i < merges.size(); ++i) {
     const std::string& a = model.spelling(merges[i].first);

@@ -6,10 +6,12 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
-#include <vector>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "nanoformer/core/error.h"
 #include "nanoformer/tokenizer/added_vocabulary.h"
@@ -124,6 +126,45 @@ inline std::vector<AddedToken> parse_added_tokens(const Reader& r, const json& r
   return out;
 }
 
+// model.vocab, {token: id, ...}: the tokens by id (none at an id no token has), every id below
+// `limit` and given once.
+inline std::vector<std::optional<std::string>> parse_vocab(const Reader& r, const json& model, const IdLimit& limit) {
+  const json& vocab = r.required(model, "model", "vocab");
+  if (!vocab.is_object()) r.fail("model.vocab", "expected an object of token: id");
+  std::vector<std::optional<std::string>> tokens;
+  for (const auto& [token, value] : vocab.items()) {
+    const uint32_t id = r.id(value, "model.vocab['" + util::shorten(token) + "']", limit);
+    if (id >= tokens.size()) tokens.resize(size_t{id} + 1);
+    if (tokens[id])
+      r.fail("model.vocab", "id " + std::to_string(id) + " is given to both '" + *tokens[id] + "' and '" + token + "'");
+    tokens[id] = token;
+  }
+  return tokens;
+}
+
+// A tokenizer.json's root read by parse(IdLimit::of(root)): the root must be an object, and
+// nlohmann's exceptions on the way become errors naming the file.
+template <class Parse>
+auto parse_root(const json& root, const Reader& r, Parse&& parse) {
+  if (!root.is_object()) r.fail("", "expected a JSON object at the top level");
+  try {
+    return parse(IdLimit::of(root));
+  } catch (const json::exception& e) {
+    r.fail("", e.what());
+  }
+}
+
+// The tokenizer built from its parsed parts; what its constructor refuses (the added tokens,
+// checked against the model there) named as the file's added_tokens.
+template <class Tokenizer, class... Parts>
+Tokenizer construct(const Reader& r, Parts&&... parts) {
+  try {
+    return Tokenizer(std::forward<Parts>(parts)...);
+  } catch (const Error& e) {
+    r.fail("added_tokens", e.what());
+  }
+}
+
 // JSON writing helpers: strings escaped by nlohmann, structure written by hand so that the vocab
 // keeps id order (and 50k entries need no ordered-map inserts).
 inline std::string quote(std::string_view s) { return json(std::string(s)).dump(); }
@@ -142,6 +183,21 @@ inline std::string added_tokens_json(const std::vector<AddedToken>& added) {
   }
   out += added.empty() ? "]" : "\n  ]";
   return out;
+}
+
+// The model's "vocab" object in id order, `spelling(id)` for each id the model has, indented as
+// inside "model".
+template <class Model, class Spelling>
+std::string vocab_json(const Model& model, Spelling&& spelling) {
+  std::string out = "{";
+  bool first = true;
+  for (TokenId id = 0; id < model.size(); ++id) {
+    if (!model.contains(id)) continue;
+    out += first ? "\n      " : ",\n      ";
+    first = false;
+    out += quote(spelling(id)) + ": " + std::to_string(id);
+  }
+  return out + "\n    }";
 }
 
 // Writes the text make_text() returns to path through a temporary file renamed into place.

@@ -52,16 +52,7 @@ WordPieceModel parse_model(const Reader& r, const json& root, const IdLimit& lim
     if (key != "type" && key != "vocab" && key != "unk_token" && key != "continuing_subword_prefix" &&
         key != "max_input_chars_per_word")
       r.fail("model." + util::shorten(key), "is not a WordPiece field nanoformer knows");
-  const json& vocab = r.required(m, "model", "vocab");
-  if (!vocab.is_object()) r.fail("model.vocab", "expected an object of token: id");
-  std::vector<std::optional<std::string>> tokens;
-  for (const auto& [token, value] : vocab.items()) {
-    const uint32_t id = r.id(value, "model.vocab['" + util::shorten(token) + "']", limit);
-    if (id >= tokens.size()) tokens.resize(size_t{id} + 1);
-    if (tokens[id])
-      r.fail("model.vocab", "id " + std::to_string(id) + " is given to both '" + *tokens[id] + "' and '" + token + "'");
-    tokens[id] = token;
-  }
+  std::vector<std::optional<std::string>> tokens = parse_vocab(r, m, limit);
   try {
     return WordPieceModel(std::move(tokens), std::move(options));
   } catch (const Error& e) {
@@ -146,26 +137,18 @@ void parse_decoder(const Reader& r, const json& root, WordPieceConfig& config) {
 }  // namespace
 
 WordPieceTokenizer wordpiece_from_root(const json& root, const Reader& r) {
-  if (!root.is_object()) r.fail("", "expected a JSON object at the top level");
-  try {
+  return parse_root(root, r, [&](const IdLimit& limit) {
     WordPieceConfig config;
     config.truncation_json = kept_object(r, root, "truncation");
     config.padding_json = kept_object(r, root, "padding");
     config.normalizer = parse_normalizer(r, root);
     check_pre_tokenizer(r, root);
     parse_decoder(r, root, config);
-    const IdLimit limit = IdLimit::of(root);
     WordPieceModel model = parse_model(r, root, limit);
     std::vector<AddedToken> added = parse_added_tokens(r, root, limit);
     parse_post_processor(r, root, model, added, config);
-    try {
-      return WordPieceTokenizer(std::move(model), std::move(added), std::move(config));
-    } catch (const Error& e) {
-      r.fail("added_tokens", e.what());
-    }
-  } catch (const json::exception& e) {
-    r.fail("", e.what());
-  }
+    return construct<WordPieceTokenizer>(r, std::move(model), std::move(added), std::move(config));
+  });
 }
 
 }  // namespace json_fields
@@ -203,15 +186,8 @@ std::string tokenizer_to_json(const WordPieceTokenizer& tokenizer) {
   const WordPieceOptions& o = model.options();
   out += "  \"model\": {\n    \"type\": \"WordPiece\",\n    \"unk_token\": " + quote(o.unk_token) +
          ",\n    \"continuing_subword_prefix\": " + quote(o.continuing_subword_prefix) +
-         ",\n    \"max_input_chars_per_word\": " + std::to_string(o.max_input_chars_per_word) + ",\n    \"vocab\": {";
-  bool first = true;
-  for (TokenId id = 0; id < model.size(); ++id) {
-    if (!model.contains(id)) continue;
-    out += first ? "\n      " : ",\n      ";
-    first = false;
-    out += quote(model.token(id)) + ": " + std::to_string(id);
-  }
-  out += "\n    }\n  }\n}\n";
+         ",\n    \"max_input_chars_per_word\": " + std::to_string(o.max_input_chars_per_word) + ",\n    \"vocab\": ";
+  out += json_fields::vocab_json(model, [&](TokenId id) { return model.token(id); }) + "\n  }\n}\n";
   return out;
 }
 

@@ -49,7 +49,8 @@ TEST_F(GGUFCliTest, QuantizeWritesAGGUFThatGenerateChatEvalAndForwardTakeAlone) 
   EXPECT_GT(g.out.size(), std::string("Hello\n").size()) << g.out;
   const auto c = cli("chat -m '" + path("q8.gguf") + "' -n 4 --greedy", "hi there\n/quit\n");
   ASSERT_EQ(c.exit_code, 0) << c.err;
-  EXPECT_NE(c.err.find("chatml"), std::string::npos) << c.err;
+  // the template the GGUF carries (ChatML's, written for a ChatML tokenizer) through the Jinja path
+  EXPECT_NE(c.err.find("template " + path("q8.gguf") + " (tokenizer.chat_template)"), std::string::npos) << c.err;
   std::ofstream(path("text.txt")) << "the quick brown fox jumps over the lazy dog, again and again and again\n";
   const auto e = cli("eval '" + path("q8.gguf") + "' --data '" + path("text.txt") + "' --context 16 -q");
   ASSERT_EQ(e.exit_code, 0) << e.err;
@@ -103,6 +104,51 @@ TEST_F(GGUFCliTest, ConvertToGGUFKeepsTheLogitsAndQuantisesWithType) {
   const auto dense = cli("convert '" + path("q.gguf") + "' '" + path("q.safetensors") + "' --to nanoformer");
   ASSERT_EQ(dense.exit_code, 0) << dense.err;
   EXPECT_NE(dense.err.find("quantised weights dequantised to f32 for nanoformer"), std::string::npos) << dense.err;
+}
+
+// A folder's own chat template goes into the GGUF written from it; chat on that GGUF renders it as
+// on the folder, and refuses a construct outside the subset as it does on the folder, in one line.
+TEST_F(GGUFCliTest, ConvertToGGUFEmbedsTheFolderTemplateAndChatUsesIt) {
+  const std::string qwen_style =
+      "{%- if messages[0].role == 'system' %}{{- '<|im_start|>system\n' + messages[0].content + '<|im_end|>\n' }}"
+      "{%- else %}{{- '<|im_start|>system\nYou are Qwen.<|im_end|>\n' }}{%- endif %}"
+      "{%- for message in messages %}{%- if message.role != 'system' %}"
+      "{{- '<|im_start|>' + message.role + '\n' + message.content + '<|im_end|>' + '\n' }}{%- endif %}{%- endfor %}"
+      "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\n' }}{%- endif %}";
+  auto write_config = [&](const std::string& source) {
+    std::ofstream(path("model") + "/tokenizer_config.json")
+        << nlohmann::json{{"eos_token", "<|im_end|>"}, {"chat_template", source}}.dump();
+  };
+  write_config(qwen_style);
+  const auto r = cli("convert '" + model + "' '" + path("m.gguf") + "' --to gguf");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(io::GGUFFile::open(path("m.gguf")).get_string("tokenizer.chat_template"), qwen_style);
+  const std::string turn = "hi there\n/quit\n";
+  const auto on_folder = cli("chat -m '" + model + "' -n 4 --greedy --stats", turn);
+  const auto on_gguf = cli("chat -m '" + path("m.gguf") + "' -n 4 --greedy --stats", turn);
+  ASSERT_EQ(on_folder.exit_code, 0) << on_folder.err;
+  ASSERT_EQ(on_gguf.exit_code, 0) << on_gguf.err;
+  EXPECT_NE(on_folder.err.find("template " + path("model") + "/tokenizer_config.json"), std::string::npos) << on_folder.err;
+  EXPECT_NE(on_gguf.err.find("template " + path("m.gguf") + " (tokenizer.chat_template)"), std::string::npos) << on_gguf.err;
+  // the same prompt ("You are Qwen." as the system turn, not ChatML's default), so the same reply
+  // from f32 weights kept bit for bit
+  auto prompt_tokens = [](const std::string& err) {
+    const size_t at = err.find(" new prompt tokens");
+    return at == std::string::npos ? std::string("none") : err.substr(err.rfind('[', at) + 1, at - err.rfind('[', at) - 1);
+  };
+  EXPECT_NE(prompt_tokens(on_folder.err), "none") << on_folder.err;
+  EXPECT_EQ(prompt_tokens(on_gguf.err), prompt_tokens(on_folder.err)) << on_gguf.err;
+  EXPECT_EQ(on_gguf.out, on_folder.out);
+
+  write_config("{% macro turn(m) %}{{ m.content }}{% endmacro %}{% for m in messages %}{{ turn(m) }}{% endfor %}");
+  ASSERT_EQ(cli("convert '" + model + "' '" + path("macro.gguf") + "' --to gguf").exit_code, 0);
+  for (const auto& [m, name] : {std::pair{model, path("model") + "/tokenizer_config.json"},
+                                {path("macro.gguf"), path("macro.gguf") + " (tokenizer.chat_template)"}}) {
+    const auto c = cli("chat -m '" + m + "' -n 4 --greedy", "hi\n/quit\n");
+    EXPECT_NE(c.exit_code, 0) << m;
+    EXPECT_EQ(lines(c.err), 1) << c.err;
+    EXPECT_NE(c.err.find(name + ": chat template line 1 col 4: unsupported construct: {% macro %}"), std::string::npos) << c.err;
+  }
 }
 
 TEST_F(GGUFCliTest, InspectShowsTheBytesOfEachWeightType) {

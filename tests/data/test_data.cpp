@@ -15,7 +15,10 @@
 #include "nanoformer/core/parallel.h"
 #include "nanoformer/data/sft_data.h"
 #include "nanoformer/data/token_windows.h"
+#include "nanoformer/io/gguf.h"
 #include "nanoformer/tokenizer/char_tokenizer.h"
+#include "nanoformer/tokenizer/gguf_tokenizer.h"
+#include "nanoformer/tokenizer/tokenizer_json.h"
 #include "nanoformer/tokenizer/hf_chat_template.h"
 #include "nanoformer/tokenizer/corpus.h"
 #include "nanoformer/tokenizer/jsonl.h"
@@ -547,6 +550,16 @@ TEST(SftBatches, AFolderChatTemplateRendersTheConversations) {
   for (const int64_t t : values(batch.targets))
     if (t != kIgnoreIndex) targets.push_back(static_cast<TokenId>(t));
   EXPECT_EQ(tok->decode(targets), c.at("messages").at(1).at("content").get<std::string>() + "<|im_end|>");
+  // a GGUF tokenizer written from that folder carries the template as tokenizer.chat_template, which
+  // renders the same batch (the fixture's added tokens without the options GGUF cannot spell)
+  auto spellable = nlohmann::ordered_json::parse(tk::read_file(o.tokenizer));
+  for (auto& added : spellable.at("added_tokens")) added["lstrip"] = added["rstrip"] = added["single_word"] = false;
+  const tk::BpeTokenizer bpe = tk::tokenizer_from_json(spellable.dump(), "tokenizer.json");
+  o.tokenizer = (folder / "model.gguf").string();
+  io::write_gguf(o.tokenizer, tk::gguf_tokenizer_metadata(bpe, bpe.vocab_size(), "tokenizer.json", qwen.at("template")), {});
+  const Batch from_gguf = load_training_data(o).train->batch(0);
+  EXPECT_EQ(values(from_gguf.inputs), values(batch.inputs));
+  EXPECT_EQ(values(from_gguf.targets), values(batch.targets));
   std::filesystem::remove_all(folder);
 }
 

@@ -13,6 +13,7 @@
 #include "nanoformer/formats/model_io.h"
 #include "nanoformer/formats/sentence_transformers.h"
 #include "nanoformer/io/safetensors.h"
+#include "nanoformer/tokenizer/tokenizer.h"
 #include "support/interop_test_support.h"
 #include "support/testing.h"
 
@@ -144,6 +145,24 @@ TEST_F(SentenceTransformersFolder, ModulesAreReadAsSentenceTransformersReadsThem
   EXPECT_THROW_WITH(read_sentence_transformers(dir), "modules.json: no Pooling module");
   write_text(dir + "/modules.json", "{}");
   EXPECT_THROW_WITH(read_sentence_transformers(dir), "modules.json: must be a non-empty JSON array");
+  // a path that is not a string escaped as nlohmann's type_error (fuzz_sentence_transformers)
+  write_text(dir + "/modules.json", R"([{"type": "Transformer"}, {"type": "Pooling", "path": ["1_Pooling"]}])");
+  EXPECT_THROW_WITH(read_sentence_transformers(dir), "modules.json [1]: \"path\" must be a string, got [\"1_Pooling\"]");
+}
+
+// The text parsers behind the folder reader (fuzz/fuzz_sentence_transformers.cpp): a module's "path"
+// that is not a string escaped as nlohmann's type_error; bad JSON is refused naming the file.
+TEST(SentenceTransformersText, ModulesPoolingAndBertConfigParseFromText) {
+  const auto m = parse_sentence_transformers_modules(tokenizer::read_file(fixture("sentence_bert") + "/modules.json"), "modules.json");
+  EXPECT_EQ(m.pooling_path, "1_Pooling");
+  EXPECT_TRUE(m.normalize);
+  EXPECT_EQ(parse_sentence_transformers_pooling(R"({"pooling_mode": "max"})", "p.json"), Pooling::max);
+  EXPECT_EQ(parse_sentence_bert_config(R"({"max_seq_length": 256, "do_lower_case": false})", "s.json"), 256);
+  EXPECT_EQ(parse_sentence_bert_config(R"({"max_seq_length": null})", "s.json"), 0);
+  EXPECT_THROW_WITH(parse_sentence_transformers_modules(R"([{"type": "Transformer", "path": 0}])", "modules.json"),
+                    "modules.json [0]: \"path\" must be a string, got 0");
+  EXPECT_THROW_WITH(parse_sentence_transformers_modules("[{", "modules.json"), "modules.json: not valid JSON");
+  EXPECT_THROW_WITH(parse_sentence_transformers_pooling("[", "p.json"), "p.json: not valid JSON");
 }
 
 }  // namespace

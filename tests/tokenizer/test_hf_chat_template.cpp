@@ -12,6 +12,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "nanoformer/io/gguf.h"
+#include "nanoformer/tokenizer/gguf_tokenizer.h"
 #include "nanoformer/tokenizer/jinja.h"
 #include "support/testing.h"
 #include "tokenizer/fixtures.h"
@@ -165,6 +167,74 @@ TEST(HfChatTemplate, AFolderWithAChatTemplateUsesIt) {
   EXPECT_EQ(default_chat_template(*tok, (dir / "tokenizer.json").string()), "chatml");
   std::ofstream(dir / "tokenizer_config.json") << R"({"chat_template": )";
   EXPECT_THROW_WITH(default_chat_template(*tok, (dir / "tokenizer.json").string()), "tokenizer_config.json", "not valid JSON");
+  std::filesystem::remove_all(dir);
+}
+
+// A GGUF file's tokenizer.chat_template goes the folder's way: the same text, ids, mask and end
+// token as the tokenizer_config.json it was written from (Qwen2.5's template); a construct outside
+// the subset is refused naming the file, as a folder's is.
+TEST(HfChatTemplate, AGGUFWithAChatTemplateRendersAsTheFolderItCameFrom) {
+  const auto dir = std::filesystem::path(testing::temp_path("hf_chat_gguf"));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  // the fixture's added tokens without the options GGUF cannot spell (none of them is in the cases)
+  auto tokenizer_json = nlohmann::ordered_json::parse(read_file(fixture("hf_gpt2.json")));
+  for (auto& added : tokenizer_json.at("added_tokens")) added["lstrip"] = added["rstrip"] = added["single_word"] = false;
+  std::ofstream(dir / "tokenizer.json") << tokenizer_json.dump();
+  const auto doc = golden();
+  const auto& qwen = doc.at("templates").at(1);
+  ASSERT_EQ(qwen.at("name"), "qwen2.5");
+  auto write_folder = [&](const std::string& source) {
+    nlohmann::ordered_json config = qwen.at("special_tokens");
+    config["chat_template"] = source;
+    std::ofstream(dir / "tokenizer_config.json") << config.dump();
+  };
+  const std::string folder_tokenizer = (dir / "tokenizer.json").string(), gguf = (dir / "model.gguf").string();
+  const auto folder_tok = load_tokenizer(folder_tokenizer);
+  const auto* bpe = dynamic_cast<const BpeTokenizer*>(folder_tok.get());
+  ASSERT_NE(bpe, nullptr);
+  auto write_gguf = [&](const std::string& source) {
+    io::write_gguf(gguf, gguf_tokenizer_metadata(*bpe, bpe->vocab_size(), folder_tokenizer, source), {});
+  };
+  write_folder(qwen.at("template").get<std::string>());
+  write_gguf(HfChatTemplate::read_source(hf_chat_template_file(folder_tokenizer)).text);
+  const auto gguf_tok = load_tokenizer(gguf);
+  EXPECT_EQ(default_chat_template(*gguf_tok, gguf), gguf);
+  const auto from_folder = make_chat_template(default_chat_template(*folder_tok, folder_tokenizer), *folder_tok);
+  const auto from_gguf = make_chat_template(default_chat_template(*gguf_tok, gguf), *gguf_tok);
+  EXPECT_EQ(from_gguf->name(), gguf + " (tokenizer.chat_template)");
+  EXPECT_EQ(from_gguf->end_token(), from_folder->end_token());
+  const auto& folder_hf = dynamic_cast<const HfChatTemplate&>(*from_folder);
+  const auto& gguf_hf = dynamic_cast<const HfChatTemplate&>(*from_gguf);
+  for (const auto& c : qwen.at("cases")) {
+    const auto messages = messages_of(c.at("messages"));
+    const bool gen = c.at("add_generation_prompt").get<bool>();
+    EXPECT_EQ(gguf_hf.render_text(messages, gen), c.at("text").get<std::string>()) << c.at("messages").dump();
+    EXPECT_EQ(gguf_hf.render_text(messages, gen), folder_hf.render_text(messages, gen));
+    if (gen) {
+      EXPECT_EQ(from_gguf->render_for_completion(messages), from_folder->render_for_completion(messages));
+    } else {
+      EXPECT_EQ(from_gguf->render(messages).ids, from_folder->render(messages).ids);
+      EXPECT_EQ(from_gguf->render(messages).trained, from_folder->render(messages).trained);
+    }
+  }
+  // outside the subset: both routes refuse, naming their file and the construct
+  const std::string macro = "{% macro turn(m) %}{{ m.content }}{% endmacro %}{% for m in messages %}{{ turn(m) }}{% endfor %}";
+  write_folder(macro);
+  write_gguf(macro);
+  EXPECT_THROW_WITH(make_chat_template(default_chat_template(*folder_tok, folder_tokenizer), *folder_tok),
+                    (dir / "tokenizer_config.json").string() + ": chat template line 1 col 4: unsupported construct: {% macro %}");
+  EXPECT_THROW_WITH(make_chat_template(default_chat_template(*gguf_tok, gguf), *gguf_tok),
+                    gguf + " (tokenizer.chat_template): chat template line 1 col 4: unsupported construct: {% macro %}");
+  // without the key, the special tokens decide as before
+  io::write_gguf(gguf, gguf_tokenizer_metadata(*bpe, bpe->vocab_size(), folder_tokenizer), {});
+  EXPECT_FALSE(io::GGUFFile::open(gguf).get_string("tokenizer.chat_template").empty());  // ChatML's, for ChatML tokens
+  std::vector<std::pair<std::string, io::GGUFValue>> keys;
+  const io::GGUFFile with_chatml = io::GGUFFile::open(gguf);
+  for (const std::string& key : with_chatml.keys())
+    if (key != "tokenizer.chat_template") keys.emplace_back(key, with_chatml.get(key));
+  io::write_gguf(gguf, keys, {});
+  EXPECT_EQ(default_chat_template(*gguf_tok, gguf), "chatml");
   std::filesystem::remove_all(dir);
 }
 

@@ -57,8 +57,8 @@ class ChatTemplate {
   virtual TokenId end_token() const = 0;
 };
 
-// The template `name` ("chatml" or "nanochat", a template file's path, or a Hugging Face
-// tokenizer_config.json's path: its Jinja chat_template, hf_chat_template.h) over a tokenizer that
+// The template `name` ("chatml" or "nanochat", a template file's path, or the path of a Hugging Face
+// tokenizer_config.json or a GGUF file: its Jinja chat_template, hf_chat_template.h) over a tokenizer that
 // must have its special tokens as single tokens, and must outlive the template; throws nf::Error
 // naming an unknown template or the missing special token.
 std::unique_ptr<ChatTemplate> make_chat_template(std::string_view name, const Tokenizer& tokenizer);
@@ -81,9 +81,14 @@ std::unique_ptr<ChatTemplate> make_chat_template_from_file(const std::string& pa
 // "nanochat" with <|assistant_start|>; empty when neither.
 std::string detect_chat_template(const Tokenizer& tokenizer);
 
-// The template to use when none is named, for the tokenizer read from `tokenizer_path`: the
+// The file holding the Jinja template of the tokenizer read from `tokenizer_path`: the
 // tokenizer_config.json beside a tokenizer.json when it has a chat_template (or a
-// chat_template.jinja is beside it), else detect_chat_template's; empty when there is none.
+// chat_template.jinja is beside it), a GGUF file itself when it has tokenizer.chat_template; empty
+// when there is none.
+std::string hf_chat_template_file(const std::string& tokenizer_path);
+
+// The template to use when none is named: hf_chat_template_file's, else detect_chat_template's;
+// empty when there is none.
 std::string default_chat_template(const Tokenizer& tokenizer, const std::string& tokenizer_path);
 
 // The id of a special token that must encode as exactly that one id; throws nf::Error naming the

@@ -17,9 +17,10 @@
 //   tokenizer.ggml.{bos,eos,eot,eom,unknown,seperator,padding}_token_id  checked to be ids of the list
 //   tokenizer.ggml.add_bos_token  the bos id goes before prompts (gguf_prompt_bos); add_eos_token
 //                              true is refused
-//   tokenizer.chat_template    written for ChatML tokenizers (MiniMind2's template, which llama.cpp
-//                              recognises as chatml); not read: chat picks its template from the special
-//                              tokens (chat_template.h)
+//   tokenizer.chat_template    the model's own Jinja template (its tokenizer_config.json's), else for
+//                              ChatML tokenizers MiniMind2's template (which llama.cpp recognises as
+//                              chatml); read by chat, serve and SFT data as a folder's template is
+//                              (hf_chat_template.h)
 // Added tokens' single_word / lstrip / rstrip options have no GGUF spelling: writing refuses them.
 #include <optional>
 #include <string>
@@ -43,16 +44,21 @@ BpeTokenizer tokenizer_from_gguf(const io::GGUFFile& file);
 // true); none otherwise. Throws naming the file and key when it is true without a bos id, and when
 // tokenizer.ggml.add_eos_token is true (an end token after every prompt: not supported).
 std::optional<TokenId> gguf_prompt_bos(const io::GGUFFile& file);
+// The special ids the file names ("bos", "eos", "eot", "eom", "unknown", "seperator", "padding": the
+// tokenizer.ggml.<name>_token_id keys present), each checked to be an id of the token list.
+std::vector<std::pair<std::string, TokenId>> gguf_special_ids(const io::GGUFFile& file);
 // The ids a GGUF file says end generation: its eos, eot and eom ids (those present), in that order.
 std::vector<TokenId> gguf_end_ids(const io::GGUFFile& file);
 
 // The tokenizer.* keys of a GGUF file holding `tokenizer` for a model of `vocab_size` ids (the token
 // list is padded to it with unused "[PAD<id>]" entries): model, pre, tokens, token_type, merges, the
 // special ids (ChatML: bos <|im_start|>, eos <|im_end|>; else <|endoftext|> for both, as GPT-2's),
-// add_bos_token / add_eos_token false (nanoformer adds neither), and the ChatML chat template.
+// add_bos_token / add_eos_token false (nanoformer adds neither), and `chat_template` (the model's
+// Jinja source; empty: ChatML's for a ChatML tokenizer, else none).
 // Throws naming `source` and what GGUF cannot express: a split llama.cpp has no name for (none, or
 // add_prefix_space), an added token's option, or more tokens than the model has ids.
-GGUFMetadata gguf_tokenizer_metadata(const BpeTokenizer& tokenizer, size_t vocab_size, const std::string& source);
+GGUFMetadata gguf_tokenizer_metadata(const BpeTokenizer& tokenizer, size_t vocab_size, const std::string& source,
+                                     const std::string& chat_template = {});
 // The tokenizer.* keys of a file written without a tokenizer: tokenizer.ggml.model "none", which
 // llama.cpp loads as a model of ids only (vocab_size dummy tokens) where no key would be refused.
 GGUFMetadata gguf_no_tokenizer_metadata();

@@ -1,6 +1,7 @@
 #pragma once
-// A Hugging Face chat template (the Jinja `chat_template` of tokenizer_config.json, or the
-// chat_template.jinja file transformers writes beside it) as a ChatTemplate: the text is what
+// A Hugging Face chat template (the Jinja `chat_template` of tokenizer_config.json, the
+// chat_template.jinja file transformers writes beside it, or a GGUF file's tokenizer.chat_template,
+// which llama.cpp renders with the file's bos / eos tokens) as a ChatTemplate: the text is what
 // `tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=...)` gives, the
 // ids are that text encoded in one call (as apply_chat_template(tokenize=True)).
 //
@@ -33,14 +34,23 @@ namespace nf::tokenizer {
 class HfChatTemplate final : public ChatTemplate {
  public:
   // `special_tokens`: ("bos_token", "<s>"), ... as the template sees them. Throws nf::Error naming
-  // `name` when the template does not parse, or a [user, assistant] exchange does not render
-  // or has no end token.
+  // `name` when the template does not parse (a construct outside the subset: jinja.h), or a
+  // [user, assistant] exchange does not render or has no end token.
   HfChatTemplate(std::string name, std::string_view source, std::vector<std::pair<std::string, std::string>> special_tokens,
                  const Tokenizer& tokenizer);
 
-  // tokenizer_config.json's template and special tokens (the template from chat_template.jinja
-  // beside it when there is one); throws nf::Error naming the file and key.
-  static std::unique_ptr<HfChatTemplate> from_config(const std::string& tokenizer_config_path, const Tokenizer& tokenizer);
+  // What a file holds: its name for messages, the Jinja source, the special tokens.
+  struct Source {
+    std::string name, text;
+    std::vector<std::pair<std::string, std::string>> special_tokens;
+  };
+  // The template of a tokenizer_config.json (from chat_template.jinja beside it when there is one)
+  // or of a GGUF file (tokenizer.chat_template; bos_token, eos_token, unk_token, sep_token and
+  // pad_token are the texts of its tokenizer.ggml.*_token_id tokens); throws nf::Error naming the
+  // file and key.
+  static Source read_source(const std::string& path);
+  // read_source's template over `tokenizer`.
+  static std::unique_ptr<HfChatTemplate> from_file(const std::string& path, const Tokenizer& tokenizer);
 
   std::string_view name() const override { return name_; }
   TokenId end_token() const override { return end_; }
