@@ -223,6 +223,21 @@ TEST_P(QuantGemm, VnniEqualsAvx2BitForBit) {
   }
 }
 
+// NANOFORMER_INT8's values, and forcing what the CPU lacks, are one-line errors naming them.
+TEST(Int8Isa, NamesAreParsedAndWhatTheCpuLacksIsRefused) {
+  EXPECT_EQ(cpu::parse_int8_isa("avx2", "NANOFORMER_INT8"), cpu::Int8Isa::avx2);
+  EXPECT_EQ(cpu::parse_int8_isa("avx-vnni", "NANOFORMER_INT8"), cpu::Int8Isa::avx_vnni);
+  EXPECT_EQ(cpu::parse_int8_isa("avx512-vnni", "NANOFORMER_INT8"), cpu::Int8Isa::avx512_vnni);
+  EXPECT_THROW_WITH(cpu::parse_int8_isa("vnni", "NANOFORMER_INT8"), "NANOFORMER_INT8", "'vnni'", "avx512-vnni");
+  EXPECT_TRUE(cpu::int8_isa_available(cpu::Int8Isa::avx2));
+  EXPECT_TRUE(cpu::int8_isa_available(cpu::int8_isa_of_cpu()));
+  for (cpu::Int8Isa isa : {cpu::Int8Isa::avx_vnni, cpu::Int8Isa::avx512_vnni})
+    if (!cpu::int8_isa_available(isa)) {
+      EXPECT_THROW_WITH(cpu::force_int8_isa(isa), "this CPU has no", std::string(cpu::int8_isa_name(isa)));
+      EXPECT_EQ(cpu::int8_isa(), cpu::int8_isa_of_cpu());
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, QuantGemm, ::testing::Values(QuantType::q8_0, QuantType::q4_0, QuantType::q5_0, QuantType::q4_1),
                          [](const auto& info) { return std::string(quant_type_name(info.param)); });
 

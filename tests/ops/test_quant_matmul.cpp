@@ -14,7 +14,6 @@
 #include "ops/cpu/quant_gemm.h"
 #include "ops/cpu/quant_matmul.h"
 #include "ops/cpu/quant_rows.h"
-#include "support/int8_isas.h"
 #include "support/testing.h"
 #include "support/threads.h"
 
@@ -369,43 +368,6 @@ TEST(QuantLinear, ThreadCountDoesNotChangeTheBitsAndRowsAreIndependent) {
   EXPECT_TENSOR_CLOSE(one, three, 0.0, 0.0);
   // a row alone gives the bits it gives among 9 (each pass of rows is independent)
   EXPECT_TENSOR_CLOSE(linear(narrow(x, 0, 6, 1), w, b), narrow(one, 0, 6, 1), 0.0, 0.0);
-}
-
-// The decode tiles on each VNNI form the CPU has (vpdpbusd for maddubs + madd) give AVX2's bits:
-// every integer sum is exact on both. Types with and without an offset or minimum, an odd block
-// count (a pair's last block alone), rows left over from the four streams, and 1-16 rows of x.
-TEST(QuantLinear, VnniEqualsAvx2BitForBit) {
-  const std::vector<cpu::Int8Isa> isas = testing::vnni_isas();
-  if (isas.empty()) GTEST_SKIP() << "this CPU has neither AVX512-VNNI nor AVX-VNNI";
-  std::mt19937 rng(12);
-  Generator gen(12);
-  for (QuantType type : {QuantType::q8_0, QuantType::q4_0, QuantType::q4_1, QuantType::q5_0, QuantType::q5_1})
-    for (const auto& [n, k] : std::vector<std::pair<int64_t, int64_t>>{{1, 32}, {7, 96}, {130, 544}, {67, 2048}}) {
-      const QuantizedTensor w = random_weight(type, n, k, rng);
-      const Tensor b = randn({n}, gen);
-      for (int64_t m : {1, 3, 5, 16}) {
-        const Tensor x = randn({m, k}, gen);
-        const Tensor avx2 = testing::on_int8_isa(cpu::Int8Isa::avx2, [&] { return linear(x, w, b); });
-        for (cpu::Int8Isa isa : isas)
-          EXPECT_TENSOR_CLOSE(testing::on_int8_isa(isa, [&] { return linear(x, w, b); }), avx2, 0.0, 0.0)
-              << cpu::int8_isa_name(isa) << " " << quant_type_name(type) << " m " << m << " n " << n << " k " << k;
-      }
-    }
-}
-
-// NANOFORMER_INT8's values, and forcing what the CPU lacks, are one-line errors naming them.
-TEST(Int8Isa, NamesAreParsedAndWhatTheCpuLacksIsRefused) {
-  EXPECT_EQ(cpu::parse_int8_isa("avx2", "NANOFORMER_INT8"), cpu::Int8Isa::avx2);
-  EXPECT_EQ(cpu::parse_int8_isa("avx-vnni", "NANOFORMER_INT8"), cpu::Int8Isa::avx_vnni);
-  EXPECT_EQ(cpu::parse_int8_isa("avx512-vnni", "NANOFORMER_INT8"), cpu::Int8Isa::avx512_vnni);
-  EXPECT_THROW_WITH(cpu::parse_int8_isa("vnni", "NANOFORMER_INT8"), "NANOFORMER_INT8", "'vnni'", "avx512-vnni");
-  EXPECT_TRUE(cpu::int8_isa_available(cpu::Int8Isa::avx2));
-  EXPECT_TRUE(cpu::int8_isa_available(cpu::int8_isa_of_cpu()));
-  for (cpu::Int8Isa isa : {cpu::Int8Isa::avx_vnni, cpu::Int8Isa::avx512_vnni})
-    if (!cpu::int8_isa_available(isa)) {
-      EXPECT_THROW_WITH(cpu::force_int8_isa(isa), "this CPU has no", std::string(cpu::int8_isa_name(isa)));
-      EXPECT_EQ(cpu::int8_isa(), cpu::int8_isa_of_cpu());
-    }
 }
 
 // Prefill's quantisation of x into Q8_0 blocks, threaded over rows, gives quantize_activations'

@@ -1,13 +1,12 @@
 #pragma once
 // The int8 kernels' one product, on 32-bit lanes: acc + the sum of 4 products of an unsigned byte
 // of u and a signed byte of s (int8_isa.h chooses which form runs):
-//   Int8DotAvx2       vpmaddubsw (adjacent pairs into i16, saturating) then vpmaddwd (into i32):
-//                     exact while a pair's sum fits i16, |pair| <= 32767, which the callers ensure
-//   Int8DotAvxVnni    vpdpbusd, VEX (AVX-VNNI)          exact
-//   Int8DotAvx512Vnni vpdpbusd, EVEX (AVX512-VNNI + VL) exact
-// The VNNI forms carry their target attribute: a kernel templated on one is compiled for that
-// target by calling it from a function with the same attribute and [[gnu::flatten]] (everything
-// inlined into it), so the rest of the binary stays AVX2 and runs on any AVX2 CPU.
+//   Int8DotAvx2     vpmaddubsw (adjacent pairs into i16, saturating) then vpmaddwd (into i32):
+//                   exact while a pair's sum fits i16, |pair| <= 32767, which the callers ensure
+//   Int8DotAvxVnni  vpdpbusd, VEX (AVX-VNNI): exact
+// The VNNI form carries its target attribute: a kernel templated on it is compiled for that target
+// by calling it, always inlined, from a function with the same attribute (NF_TARGET_AVX_VNNI,
+// which also flattens it), so the rest of the binary stays AVX2 and runs on any AVX2 CPU.
 #include <immintrin.h>
 
 namespace nf::cpu {
@@ -26,11 +25,6 @@ struct Int8DotAvx2 {
 struct Int8DotAvxVnni {
   static constexpr bool kVnni = true;
   NF_TARGET_AVX_VNNI static __m256i add(__m256i acc, __m256i u, __m256i s) { return _mm256_dpbusd_avx_epi32(acc, u, s); }
-};
-
-struct Int8DotAvx512Vnni {
-  static constexpr bool kVnni = true;
-  NF_TARGET_AVX512_VNNI static __m256i add(__m256i acc, __m256i u, __m256i s) { return _mm256_dpbusd_epi32(acc, u, s); }
 };
 #endif
 

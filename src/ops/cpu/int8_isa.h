@@ -1,12 +1,12 @@
 #pragma once
-// Which instructions the int8 kernels multiply bytes with: quant_gemm's prefill tiles and
-// quant_matmul's decode tiles, over quantised weights. Chosen once, at run time, from what the CPU
-// reports (__builtin_cpu_supports), so a binary built with -march=native on an AVX2 machine still
-// uses VNNI where it runs on one:
-//   avx512_vnni  vpdpbusd, EVEX: 512-bit prefill panels, 256-bit decode tiles (Intel since Cascade
-//                Lake / Ice Lake, AMD Zen 4)
+// Which instructions prefill's int8 kernels (quant_gemm, over quantised weights) multiply bytes
+// with. Chosen once, at run time, from what the CPU reports (CPUID), so a binary built with
+// -march=native on an AVX2 machine still uses VNNI where it runs on one:
+//   avx512_vnni  vpdpbusd, EVEX: 512-bit panels (Intel since Cascade Lake / Ice Lake, AMD Zen 4)
 //   avx_vnni     vpdpbusd, VEX: 256 bits (Intel client cores without AVX-512, Alder Lake on)
 //   avx2         vpmaddubsw then vpmaddwd (two instructions for what vpdpbusd does in one)
+// (Decode's matrix-vector tiles, quant_matmul, stay on AVX2's: in VNNI form they measured no
+// faster, docs/quantisation.md.)
 // Every integer sum is exact on all three, so they give the same bits.
 // NANOFORMER_INT8=avx2 | avx-vnni | avx512-vnni in the environment (or force_int8_isa) picks one
 // the CPU has, to compare or test them.

@@ -12,8 +12,6 @@
 
 #include "nanoformer/core/dtype.h"
 #include "nanoformer/core/error.h"
-#include "ops/cpu/int8_dot.h"
-#include "ops/cpu/int8_isa.h"
 #include "ops/cpu/loops.h"
 #include "ops/cpu/quant_blocks.h"
 #include "ops/cpu/simd.h"
@@ -395,12 +393,13 @@ void store_rows(const TileArgs& t, const __m256 (&acc)[R], int cols) {
   }
 }
 
-// Q8_0: the int8 product (Dot, int8_dot.h) multiplies unsigned by signed bytes, so a signed weight
-// block is multiplied as |w| times x carrying w's sign, into 8 int32 lanes of 4 products each (no
-// overflow in AVX2's i16 pairs: |pair| <= 2 * 128 * 127).
-template <int R, bool kPrefetch, class Dot>
-[[gnu::always_inline]] inline void tile_q8_0_x4(const TileArgs& t, int cols) {
+// Q8_0: maddubs multiplies unsigned by signed bytes into pairs of int16, so a signed weight block
+// is multiplied as |w| times x carrying w's sign; madd with ones adds the pairs into 8 int32 lanes
+// (no overflow: |pair| <= 2 * 128 * 127).
+template <int R, bool kPrefetch>
+void tile_q8_0_x4(const TileArgs& t, int cols) {
   const int64_t nb = t.k / 32;
+  const __m256i ones = _mm256_set1_epi16(1);
   const int8_t* qx[R];
   const float* dx[R];
   for (int r = 0; r < R; ++r) qx[r] = t.a->row_q(t.r0 + r), dx[r] = t.a->row_d(t.r0 + r);
@@ -420,7 +419,7 @@ template <int R, bool kPrefetch, class Dot>
     for (int r = 0; r < R; ++r) {
       const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qx[r] + b * 32));
       __m256i s[4];
-      for (int c = 0; c < 4; ++c) s[c] = Dot::add(_mm256_setzero_si256(), u[c], _mm256_sign_epi8(x, v[c]));
+      for (int c = 0; c < 4; ++c) s[c] = _mm256_madd_epi16(_mm256_maddubs_epi16(u[c], _mm256_sign_epi8(x, v[c])), ones);
       const __m256 d = _mm256_mul_ps(dw, _mm256_broadcast_ss(dx[r] + b));
       acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(gather_rows(s[0], s[1], s[2], s[3])), acc[r]);
     }
@@ -428,9 +427,9 @@ template <int R, bool kPrefetch, class Dot>
   store_rows<R>(t, acc, cols);
 }
 
-// The 4- and 5-bit types two blocks at a time: lo and hi times x's matching halves into 8 int32
-// lanes, 4 per block (AVX2: maddubs, unsigned q times signed x, |pair| <= 2 * 31 * 127, lo + hi
-// still fits int16, then one madd; VNNI: two dpbusd); gathered over the rows, lanes 0-3 are block 2p of rows 0..3, lanes 4-7
+// The 4- and 5-bit types two blocks at a time: lo and hi times x's matching halves (maddubs:
+// unsigned q times signed x, |pair| <= 2 * 31 * 127, and lo + hi still fits int16), madd into 8
+// int32 lanes, 4 per block; gathered over the rows, lanes 0-3 are block 2p of rows 0..3, lanes 4-7
 // block 2p + 1; plus c8 (the offset in integers), scaled by d_w d_x, plus m_w s_x for the minimum.
 // x of one row of a tile, laid out in pairs (PairedActivations)
 struct PairRow {
@@ -440,7 +439,7 @@ struct PairRow {
 };
 
 // pair p of the tile's four rows into acc (kSingle: the row's last, odd block alone)
-template <class W, int R, bool kPrefetch, bool kSingle, class Dot>
+template <class W, int R, bool kPrefetch, bool kSingle>
 [[gnu::always_inline]] inline void pair_step(const TileArgs& t, const PairRow (&x)[R], int64_t p, __m256 (&acc)[R]) {
   using Block = typename W::Block;
   const __m256i ones = _mm256_set1_epi16(1);
@@ -463,10 +462,8 @@ template <class W, int R, bool kPrefetch, bool kSingle, class Dot>
     const __m256i* xq = reinterpret_cast<const __m256i*>(x[r].q + p * 64);
     const __m256i x_lo = _mm256_loadu_si256(xq), x_hi = _mm256_loadu_si256(xq + 1);
     __m256i s[4];
-    for (int c = 0; c < 4; ++c) {
-      if constexpr (Dot::kVnni) s[c] = Dot::add(Dot::add(_mm256_setzero_si256(), lo[c], x_lo), hi[c], x_hi);
-      else s[c] = _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(lo[c], x_lo), _mm256_maddubs_epi16(hi[c], x_hi)), ones);
-    }
+    for (int c = 0; c < 4; ++c)
+      s[c] = _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(lo[c], x_lo), _mm256_maddubs_epi16(hi[c], x_hi)), ones);
     __m256i sum = gather_rows(s[0], s[1], s[2], s[3]);
     if constexpr (W::kOffset != 0) sum = _mm256_add_epi32(sum, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r].c8 + p * 8)));
     const __m256 d = _mm256_mul_ps(dw, _mm256_loadu_ps(x[r].d8 + p * 8));
@@ -475,16 +472,16 @@ template <class W, int R, bool kPrefetch, bool kSingle, class Dot>
   }
 }
 
-template <class W, int R, bool kPrefetch, class Dot>
-[[gnu::always_inline]] inline void tile_pairs_x4(const TileArgs& t, int cols) {
+template <class W, int R, bool kPrefetch>
+void tile_pairs_x4(const TileArgs& t, int cols) {
   const int64_t nb = t.k / 32;
   const PairedActivations& a = *t.pairs;
   PairRow x[R];
   for (int r = 0; r < R; ++r) x[r] = {a.row_q(t.r0 + r), a.row_d8(t.r0 + r), a.row_s8(t.r0 + r), a.row_c8(t.r0 + r)};
   __m256 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
-  for (int64_t p = 0; p < nb / 2; ++p) pair_step<W, R, kPrefetch, false, Dot>(t, x, p, acc);
-  if (nb % 2 != 0) pair_step<W, R, kPrefetch, true, Dot>(t, x, nb / 2, acc);
+  for (int64_t p = 0; p < nb / 2; ++p) pair_step<W, R, kPrefetch, false>(t, x, p, acc);
+  if (nb % 2 != 0) pair_step<W, R, kPrefetch, true>(t, x, nb / 2, acc);
   store_rows<R>(t, acc, cols);
 }
 #endif
@@ -843,33 +840,21 @@ constexpr bool is_super() {
 }
 
 // A kernel's tile of R rows of x and C rows of W. kFourRows: the tile always takes 4 rows of W
-// (tile_*_x4), any R; a single row is its row repeated. The 32-value types' integer products run
-// on int8_isa()'s instructions (the K types' on AVX2's).
+// (tile_*_x4), any R; a single row is its row repeated.
 template <class W>
 struct QuantKernel {
   template <int R, int C, bool P>
   struct K {
 #if defined(__AVX2__) && defined(__FMA__)
     static constexpr bool kFourRows = !is_super<W>();
-    // (the tiles always inlined, so that a VNNI caller's target reaches Dot::add in every compiler)
-    template <class Dot>
-    [[gnu::always_inline]] static void run32(const TileArgs& t) {
-      TileArgs u = t;
-      if constexpr (C == 1) u.row_bytes = 0;
-      if constexpr (W::kPairs) tile_pairs_x4<W, R, P, Dot>(u, C);
-      else tile_q8_0_x4<R, P, Dot>(u, C);
-    }
-    NF_TARGET_AVX_VNNI static void run_avx_vnni(const TileArgs& t) { run32<Int8DotAvxVnni>(t); }
-    NF_TARGET_AVX512_VNNI static void run_avx512_vnni(const TileArgs& t) { run32<Int8DotAvx512Vnni>(t); }
     static void run(const TileArgs& t) {
       if constexpr (is_super<W>()) {
         tile_super<W, R, C, P>(t);
       } else {
-        switch (int8_isa()) {
-          case Int8Isa::avx512_vnni: return run_avx512_vnni(t);
-          case Int8Isa::avx_vnni: return run_avx_vnni(t);
-          case Int8Isa::avx2: return run32<Int8DotAvx2>(t);
-        }
+        TileArgs u = t;
+        if constexpr (C == 1) u.row_bytes = 0;
+        if constexpr (W::kPairs) tile_pairs_x4<W, R, P>(u, C);
+        else tile_q8_0_x4<R, P>(u, C);
       }
     }
 #else
@@ -911,7 +896,6 @@ constexpr bool is_paired() {
 // Runs the product of weight type W: x quantised (and paired for the 4- and 5-bit types on AVX2).
 template <class W>
 void gemv_quantised(std::span<TileArgs> bases, int64_t m) {
-  int8_isa();  // (its first call reads NANOFORMER_INT8, and may refuse it: here, not inside the threads)
   QuantizedActivations& a = activation_buffer();
   quantize_activations(bases[0].x, bases[0].ldx, m, bases[0].k, is_super<W>() ? 256 : 32, a);
   for (TileArgs& base : bases) base.a = &a;

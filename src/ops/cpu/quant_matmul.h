@@ -3,8 +3,8 @@
 // rows of x (one token per sequence: m <= kQuantGemvMaxRows), W in one of llama.cpp's weight
 // types (core/quant_type.h). As llama.cpp does, the rows of x are first quantised per block
 // (quantize_activations: Q8_0's formula for the 32-value types, Q8_K's for the K types), then
-// each weight block meets each activation block in an integer dot product (int8_isa()'s: AVX2's
-// maddubs/madd or VNNI's dpbusd; scalar without AVX2), scaled by the two blocks' scales:
+// each weight block meets each activation block in an integer dot product (AVX2's maddubs/madd,
+// or scalar), scaled by the two blocks' scales:
 //   Q8_0  d_w d_x sum q_w q_x                 Q4_0 / Q5_0  d_w d_x sum (q_w - 8 | 16) q_x
 //   Q4_1 / Q5_1  d_w d_x sum q_w q_x + m_w s_x (s_x = d_x sum q_x, Q8_1's s)
 //   Q4_K / Q6_K  per sub-block scales, against Q8_K (256 values, f32 d, sums of 16)
