@@ -477,7 +477,7 @@ int driver(const Options& o, const std::string& self) {
   std::printf("inference benchmark: batch 1, fp32, random weights; prefill of a %lld-token prompt, then %lld new tokens "
               "(greedy, one per step, KV cache)\n",
               static_cast<long long>(o.prompt), static_cast<long long>(o.new_tokens));
-  std::printf("cpu: %s; threads: %d on both sides; ours: BLAS %s, int8 products on %s\n", cpu_model().c_str(),
+  std::printf("cpu: %s; threads: %d on both sides; ours: BLAS %s, quantised prefill on %s\n", cpu_model().c_str(),
               o.threads, nf::blas_info(), std::string(nf::cpu::int8_isa_name(nf::cpu::int8_isa())).c_str());
   if (info) std::printf("torch: %s (tools/bench/torch_decode.py: plain PyTorch with a preallocated KV cache)\n",
                         (*info)["torch"].get<std::string>().c_str());
