@@ -30,7 +30,7 @@ DPO_BETA="${DPO_BETA:-0.5}"
 GRPO_STEPS="${GRPO_STEPS:-200}"
 GRPO_LR="${GRPO_LR:-5e-5}"
 GRPO_GROUP="${GRPO_GROUP:-8}"
-GRPO_TEMPERATURE="${GRPO_TEMPERATURE:-0.5}"
+GRPO_TEMPERATURE="${GRPO_TEMPERATURE:-0.7}"
 MAX_NEW=40
 EOT='<|endoftext|>'
 export NANOFORMER_THREADS=1 OMP_NUM_THREADS=1
@@ -57,18 +57,24 @@ JSON
 
 ckpt() { echo "$1/ckpt_$(printf '%08d' "$2").safetensors"; }
 # stage DIR STEPS ARGS...: `nanoformer train ARGS --out DIR`, unless DIR holds its final checkpoint
-# from the same ARGS (DIR/args), so a rerun with other GRPO settings retrains GRPO alone
-# (PIPELINE_RETRAIN=1: everything)
+# from the same ARGS and the same --data and --init-from contents (DIR/args), so a rerun with other
+# GRPO settings retrains GRPO alone (PIPELINE_RETRAIN=1: everything)
 stage() {
   local dir=$1 steps=$2
   shift 2
-  if [[ "${PIPELINE_RETRAIN:-0}" != 1 && -f "$(ckpt "$dir" "$steps")" && "$(cat "$dir/args" 2>/dev/null)" == "$*" ]]; then
+  local stamp="$*" prev=""
+  for arg in "$@"; do
+    [[ $prev == --data || $prev == --init-from ]] && stamp+=" $(md5sum < "$arg")"
+    prev=$arg
+  done
+  if [[ "${PIPELINE_RETRAIN:-0}" != 1 && -f "$(ckpt "$dir" "$steps")" && "$(cat "$dir/args" 2>/dev/null)" == "$stamp" ]]; then
     echo "   reusing $(ckpt "$dir" "$steps")"
     return
   fi
   rm -rf "$dir"
-  "$NF" train "$@" --steps "$steps" --save-every 0 --keep 1 --out "$dir" --quiet
-  echo "$*" > "$dir/args"
+  "$NF" train "$@" --steps "$steps" --save-every 0 --keep 1 --out "$dir" --quiet > "$dir.log" 2>&1 || { cat "$dir.log" >&2; exit 1; }
+  grep -E "^step [0-9]+: val|^finished" "$dir.log" | tail -2 || true
+  echo "$stamp" > "$dir/args"
 }
 # evaluate MODEL SEED STAGE: exact match on the held-out problems, preference accuracy on the held-out pairs
 evaluate() {

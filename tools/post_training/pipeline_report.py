@@ -8,8 +8,8 @@
 Reads REPORTS_DIR/<seed>_<stage>_exact.json (exact_match, GSM8K layout) and
 <seed>_<stage>_preference.json (acc, mc layout) for the stages pretrain, sft, dpo, grpo. The table:
 one row per stage, each seed's value, the mean and the sample standard deviation over seeds; then
-GRPO's gain in exact match over SFT per seed (mean +- std) and DPO's gain in preference accuracy over
-SFT.
+GRPO's gain in exact match over SFT and over DPO (its own stage) per seed, mean and std, and DPO's gain
+in preference accuracy over SFT.
 """
 import argparse
 import json
@@ -59,11 +59,13 @@ def main():
             lines.append(f"| {title} | {stage} | " + " | ".join(f"{v:.3f}" for v in row) + f" | {m:.3f} | {s:.3f} |")
     gains = {
         "grpo_over_sft_exact": [g - s for g, s in zip(values[("exact", "grpo")], values[("exact", "sft")])],
+        "grpo_over_dpo_exact": [g - d for g, d in zip(values[("exact", "grpo")], values[("exact", "dpo")])],
         "dpo_over_sft_preference": [d - s for d, s in zip(values[("preference", "dpo")],
                                                           values[("preference", "sft")])],
     }
     lines.append("")
     for name, title in [("grpo_over_sft_exact", "GRPO over SFT, exact match"),
+                        ("grpo_over_dpo_exact", "GRPO over DPO (the stage alone), exact match"),
                         ("dpo_over_sft_preference", "DPO over SFT, preference accuracy")]:
         m, s = mean_std(gains[name])
         lines.append(f"- {title}: {' '.join(f'{g:+.3f}' for g in gains[name])} (seeds {' '.join(a.seeds)}): "

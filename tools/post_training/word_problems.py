@@ -10,9 +10,11 @@ answered step by step as "3+4=7, 7-2=5 #### 5" (GSM8K's `#### N` convention).
 Writes to OUT_DIR (test problems never appear in any training file, their questions compared whole):
   pretrain.jsonl   documents ({"text"}): the training problems told as stories, plus sums and differences
   sft.jsonl        conversations ({"conversations": user question, assistant answer}) of the training problems,
-                   from a sloppy teacher: a share (--sft-errors, default 0.3) of the answers carry a wrong step,
-                   as the DPO rejected ones, so SFT learns the task but not to avoid those errors
-  dpo.jsonl        MiniMind DPO pairs: chosen the right answer, rejected one with a wrong step carried through
+                   from a sloppy teacher with one habit: in a share of its answers (--sft-errors, default 0.6)
+                   the last step's result is one too many (and the final answer with it), so SFT learns the
+                   format and the arithmetic but also the habit, which the preference pairs and the
+                   verifier's reward then have to remove
+  dpo.jsonl        MiniMind DPO pairs: chosen the right answer, rejected its last step off by 1 or 2
   grpo.jsonl       GSM8K layout ({"question", "answer"}) prompts of the training problems, for --objective grpo
   test.jsonl       held-out problems, GSM8K layout, for `nanoformer eval --layout gsm8k`
   preference.jsonl held-out pairs in the `mc` layout (context "Question: ...\\nAnswer:", choices
@@ -60,22 +62,18 @@ def answer_text(problem):
 
 
 def wrong_answer_text(problem, rng):
-    """The last step's result off by 1 or 2 (never negative), and the final answer with it."""
-    steps = problem["steps"]
-    k = len(steps) - 1
-    wrong = []
-    value = None
-    for i, (a, op, n, r) in enumerate(steps):
-        if value is not None:
-            a = value
-            r = a + n if op == "+" else a - n
-        if i == k:
-            r = max(0, r + rng.choice([-2, -1, 1, 2]))
-            if r == (a + n if op == "+" else a - n):
-                r += 1
-        wrong.append((a, op, n, r))
-        value = r
-    return f"{chain(wrong)} #### {value}"
+    """The last step's result off by 1 or 2 (never negative, never right), the final answer with it."""
+    *first, (a, op, n, r) = problem["steps"]
+    wrong = max(0, r + rng.choice([-2, -1, 1, 2]))
+    if wrong == r:
+        wrong += 1
+    return f"{chain(first + [(a, op, n, wrong)])} #### {wrong}"
+
+
+def sloppy_answer_text(problem):
+    """The sloppy teacher's habit: the last step's result one too many, the final answer with it."""
+    *first, (a, op, n, r) = problem["steps"]
+    return f"{chain(first + [(a, op, n, r + 1)])} #### {r + 1}"
 
 
 def story(problem):
@@ -101,7 +99,7 @@ def main():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--train", type=int, default=3000)
     p.add_argument("--test", type=int, default=200)
-    p.add_argument("--sft-errors", type=float, default=0.3, help="share of SFT answers with a wrong step")
+    p.add_argument("--sft-errors", type=float, default=0.6, help="share of SFT answers whose last step is one too many")
     a = p.parse_args()
     rng = random.Random(a.seed)
     seen, train, test = set(), [], []
@@ -124,7 +122,7 @@ def main():
         return {"role": "user", "content": q["question"]}
 
     def demonstration(q):
-        return wrong_answer_text(q, rng) if rng.random() < a.sft_errors else answer_text(q)
+        return sloppy_answer_text(q) if rng.random() < a.sft_errors else answer_text(q)
 
     write_jsonl(os.path.join(a.out, "sft.jsonl"),
                 [{"conversations": [user(q), {"role": "assistant", "content": demonstration(q)}]} for q in train])
