@@ -72,6 +72,7 @@ stage() {
     return
   fi
   rm -rf "$dir"
+  mkdir -p "$(dirname "$dir")"
   "$NF" train "$@" --steps "$steps" --save-every 0 --keep 1 --out "$dir" --quiet > "$dir.log" 2>&1 || { cat "$dir.log" >&2; exit 1; }
   grep -E "^step [0-9]+: val|^finished" "$dir.log" | tail -2 || true
   echo "$stamp" > "$dir/args"
