@@ -7,6 +7,8 @@
 #                   benchmarks beside PyTorch and the machine's measured limits (scripts/run-bench.sh)
 #   make study-extrapolation / study-norms / study-quant   rerun a study of docs/studies/ (one core, ~15 minutes;
 #                   study-quant: docs/quantisation.md's accuracy table)
+#   make post-training-pipeline   pretrain -> SFT -> DPO -> GRPO -> eval on generated word problems, 3 seeds
+#                   (one core, ~20 minutes; docs/post-training.md's table and chart; tools/post_training/)
 #   make golden     regenerate tests/golden/*.safetensors from PyTorch (needs PyPI)
 #   make quant-fixtures  regenerate tests/fixtures/quant/quants.bin from gguf.quants (and llama.cpp's
 #                   reference where tools/llamacpp/install.sh has built it; tools/quant/make_quant_fixtures.py)
@@ -21,7 +23,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?=
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build demo test test-asan bench golden quant-fixtures fuzz clean study-extrapolation study-norms study-quant
+.PHONY: all deps build demo test test-asan bench golden quant-fixtures fuzz clean study-extrapolation study-norms study-quant post-training-pipeline
 
 all: build
 
@@ -60,6 +62,9 @@ study-norms: build
 
 study-quant: build
 	@bash tools/studies/quantisation.sh $(BUILD)
+
+post-training-pipeline: build
+	@bash tools/post_training/pipeline.sh $(BUILD)
 
 golden:
 	@bash scripts/install-python.sh

@@ -157,6 +157,16 @@ void run_combine(const EvalArgs& a, const CLI::App& cmd) {
   for (double bound : a.bounds) NF_CHECK(std::isfinite(bound), "--bounds: ", bound, " is not a finite number");
   std::vector<nlohmann::json> reports;
   for (const std::string& path : a.combine) reports.push_back(read_eval_report(path));
+  for (size_t i = 1; i < reports.size(); ++i)
+    NF_CHECK(is_task_report(reports[i]) == is_task_report(reports[0]), "--combine: ", a.combine[i], " is a ",
+             is_task_report(reports[i]) ? "benchmark" : "perplexity", " report but ", a.combine[0], " a ",
+             is_task_report(reports[0]) ? "benchmark" : "perplexity", " report: combine reports of one kind");
+  if (is_task_report(reports[0])) {  // benchmarks across checkpoints
+    NF_CHECK(a.baseline.empty(), "--baseline compares perplexity reports; ", a.combine[0], " is a benchmark report");
+    std::printf("%s", task_table(reports).c_str());
+    if (!a.plot.empty()) write_task_chart(a.plot, a.title, reports);
+    return;
+  }
   if (a.baseline.empty()) {
     std::printf("%s", comparison_table(reports).c_str());
     if (!a.plot.empty()) write_eval_chart(a.plot, a.title, reports);

@@ -28,6 +28,12 @@ std::vector<Point> points_of(const nlohmann::json& report) {
   return points;
 }
 
+// The scores a benchmark report of `layout` holds: exact match for generative tasks, else both accuracies.
+std::vector<const char*> score_keys(const std::string& layout) {
+  if (layout == "gsm8k") return {"exact_match"};
+  return {"acc", "acc_norm"};
+}
+
 std::string label_of(const nlohmann::json& report) {
   return report.value("label", std::string()).empty() ? report.at("model").get<std::string>()
                                                        : report.at("label").get<std::string>();
@@ -110,6 +116,14 @@ nlohmann::json read_eval_report(const std::string& path) {
   nlohmann::json report;
   try {
     report = nlohmann::json::parse(in);
+    if (is_task_report(report)) {
+      NF_CHECK(report.contains("model") && report.at("layout").is_string() && report.at("task").is_string(), path,
+               ": a benchmark report without a string \"model\", \"task\" and \"layout\"");
+      for (const char* score : score_keys(report.at("layout").get<std::string>()))
+        NF_CHECK(report.contains(score) && report.at(score).is_number(), path, ": a ",
+                 report.at("layout").get<std::string>(), " report without a number \"", score, "\"");
+      return report;
+    }
     NF_CHECK(report.contains("model") && report.contains("results") && report.at("results").is_array(), path,
              ": not a report of nanoformer eval (no \"model\" and \"results\")");
     for (const auto& row : report.at("results")) {
@@ -121,6 +135,60 @@ nlohmann::json read_eval_report(const std::string& path) {
     NF_FAIL(path, ": not a report of nanoformer eval: ", e.what());
   }
   return report;
+}
+
+bool is_task_report(const nlohmann::json& report) { return report.is_object() && report.contains("layout"); }
+
+std::string task_table(const std::vector<nlohmann::json>& reports) {
+  std::ostringstream out;
+  out << "| label | task | layout | records | acc | acc_norm | exact_match |\n"
+         "| --- | --- | --- | ---: | ---: | ---: | ---: |\n";
+  for (const auto& r : reports) {
+    out << "| " << label_of(r) << " | " << r.at("task").get<std::string>() << " | " << r.at("layout").get<std::string>()
+        << " | " << (r.contains("records") ? r.at("records").dump() : "-") << " |";
+    for (const char* score : {"acc", "acc_norm", "exact_match"}) {
+      char cell[32] = "-";
+      if (r.contains(score)) std::snprintf(cell, sizeof cell, "%.4f", r.at(score).get<double>());
+      out << " " << cell << " |";
+    }
+    out << "\n";
+  }
+  return out.str();
+}
+
+void write_task_chart(const std::string& path, const std::string& title, const std::vector<nlohmann::json>& reports) {
+  std::vector<std::string> labels, lines;  // x positions; lines "task score", in order of first appearance
+  std::map<std::pair<std::string, std::string>, std::vector<double>> values;  // (line, label) -> scores
+  for (const auto& r : reports) {
+    const std::string label = label_of(r);
+    if (std::find(labels.begin(), labels.end(), label) == labels.end()) labels.push_back(label);
+    const std::string task = std::filesystem::path(r.at("task").get<std::string>()).filename().string();
+    for (const char* score : score_keys(r.at("layout").get<std::string>())) {
+      const std::string line = task + " " + score;
+      if (std::find(lines.begin(), lines.end(), line) == lines.end()) lines.push_back(line);
+      values[{line, label}].push_back(r.at(score).get<double>());
+    }
+  }
+  plot::LineChart chart{.title = title, .y_label = "score", .x_categories = labels, .legend_above = true};
+  for (size_t i = 0; i < lines.size(); ++i) {
+    plot::Series mean{.label = lines[i], .color = static_cast<int>(i)};
+    plot::Series dots{.style = plot::LineStyle::points, .color = static_cast<int>(i)};
+    for (size_t x = 0; x < labels.size(); ++x) {
+      const auto it = values.find({lines[i], labels[x]});
+      if (it == values.end()) continue;
+      double sum = 0;
+      for (double v : it->second) {
+        sum += v;
+        dots.x.push_back(static_cast<double>(x));
+        dots.y.push_back(v);
+      }
+      mean.x.push_back(static_cast<double>(x));
+      mean.y.push_back(sum / static_cast<double>(it->second.size()));
+    }
+    chart.series.push_back(mean);
+    chart.series.push_back(dots);
+  }
+  plot::write_line_chart(path, chart);
 }
 
 std::string comparison_table(const std::vector<nlohmann::json>& reports) {

@@ -18,6 +18,16 @@ std::string comparison_table(const std::vector<nlohmann::json>& reports);
 // Perplexity against context (a log y axis when the values span more than a factor of 3).
 void write_eval_chart(const std::string& path, const std::string& title, const std::vector<nlohmann::json>& reports);
 
+// Benchmark reports (`--task`: "task", "layout" and its scores: acc and acc_norm, or exact_match).
+bool is_task_report(const nlohmann::json& report);
+// "| label | task | layout | records | acc | acc_norm | exact_match |", a row per report ("-" for a
+// score its layout does not have).
+std::string task_table(const std::vector<nlohmann::json>& reports);
+// Scores across reports, such as the checkpoints of one run: the x axis the labels in order of
+// first appearance, a line per task and score through the mean of the reports sharing a label
+// (repeats: other seeds), and a dot per report.
+void write_task_chart(const std::string& path, const std::string& title, const std::vector<nlohmann::json>& reports);
+
 // Against a baseline (--baseline LABEL): the reports grouped by model (model_config's "name"), each
 // group holding one report labelled `baseline`; every other report's perplexity beside its change
 // from its group's baseline at the same context, change = 100 (ppl / ppl_baseline - 1) %.

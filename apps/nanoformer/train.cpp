@@ -110,7 +110,8 @@ void refuse_unused_flags(const CLI::App& cmd, const train::TrainConfig& c) {
                 "dpo");
   refuse_unless(c.objective == train::Objective::dpo, "--dpo-loss", "--objective " + train::objective_name(c.objective),
                 "dpo");
-  for (const char* distill_flag : {"--teacher", "--distill-temperature", "--distill-alpha"})
+  for (const char* distill_flag :
+       {"--teacher", "--teacher-logits", "--write-teacher-logits", "--distill-temperature", "--distill-alpha"})
     refuse_unless(c.objective == train::Objective::distill, distill_flag,
                   "--objective " + train::objective_name(c.objective), "distill");
   for (const char* grpo_flag : {"--grpo-group", "--grpo-loss", "--grpo-epsilon", "--grpo-epsilon-high", "--grpo-beta",
@@ -196,6 +197,7 @@ void add_train_command(CLI::App& app) {
   f.push_back({cmd->add_option("--dpo-loss", objective->second, "DPO: sigmoid (-log sigmoid(beta z)) or ipo ((z - 1/(2 beta))^2)")->capture_default_str(),
                [](TC& t, const TC& s) { t.dpo.loss = s.dpo.loss; }});
   f.push_back(flag(cmd, "--teacher", *c, "Distillation: the frozen teacher (what --init-from takes), of the student's vocabulary", [](auto& t) -> auto& { return t.distill.teacher; }));
+  f.push_back(flag(cmd, "--teacher-logits", *c, "Distillation: the teacher's logits on the run's batches, read from this file (written by --write-teacher-logits) instead of --teacher", [](auto& t) -> auto& { return t.distill.teacher_logits; }));
   f.push_back(flag(cmd, "--distill-temperature", *c, "Distillation: T > 0, both distributions softened as softmax(logits / T)", [](auto& t) -> auto& { return t.distill.temperature; }));
   f.push_back(flag(cmd, "--distill-alpha", *c, "Distillation: in [0, 1]; loss = alpha CE + (1 - alpha) T^2 KL(teacher || student)", [](auto& t) -> auto& { return t.distill.alpha; }));
   f.push_back(flag(cmd, "--grpo-group", *c, "GRPO: completions sampled per prompt (G >= 2)", [](auto& t) -> auto& { return t.grpo.group_size; }));
@@ -247,7 +249,11 @@ void add_train_command(CLI::App& app) {
                   "Under mpirun: seconds a collective may wait before the job ends with an error")
       ->capture_default_str();
   cmd->add_flag("--quiet,-q", c->quiet, "No progress bar");
-  cmd->callback([c, flags, schedule, precision, objective, lora, dist_flags, verifier_command, cmd] {
+  auto write_logits = std::make_shared<std::string>();
+  cmd->add_option("--write-teacher-logits", *write_logits,
+                  "Distillation: instead of training, write --teacher's logits on the batches this run would train on "
+                  "(--steps x --grad-accum, its data order) to this file, for --teacher-logits");
+  cmd->callback([c, flags, schedule, precision, objective, lora, dist_flags, verifier_command, write_logits, cmd] {
     NF_CHECK(dist_flags->second > 0, "train: --dist-timeout must be > 0 seconds, got ", dist_flags->second);
     dist::Communicator& world = dist::world(dist_flags->second);
     c->ranks = world.size();
@@ -289,6 +295,13 @@ void add_train_command(CLI::App& app) {
       std::istringstream words(*verifier_command);
       c->grpo.verifier_command.clear();
       for (std::string w; words >> w;) c->grpo.verifier_command.push_back(w);
+    }
+    if (cmd->count("--write-teacher-logits") > 0) {  // no run: the teacher's logits on its batches
+      NF_CHECK(!c->resume, "train: --write-teacher-logits writes a file for a new run; it does not take --resume");
+      const int64_t batches = train::write_teacher_logits(train::with_resolved_paths(*c), *write_logits);
+      std::printf("wrote the logits of %s on %lld batches to %s\n", c->distill.teacher.c_str(),
+                  static_cast<long long>(batches), write_logits->c_str());
+      return;
     }
     train::TrainConfig config = *c;
     if (c->resume && !train::list_checkpoints(c->out_dir).empty()) {

@@ -17,9 +17,8 @@ void DistillMetrics::add(const DistillationLoss& loss, double temperature, int64
 
 DistillationLoss distill_batch_loss(models::DecoderLM& student, models::DecoderLM& teacher, const Batch& batch,
                                     const DistillOptions& options) {
-  const int64_t vocab = student.config().vocab_size;
-  NF_CHECK(teacher.config().vocab_size == vocab, "distillation: the teacher's vocab_size ",
-           teacher.config().vocab_size, " differs from the student's ", vocab);
+  NF_CHECK(teacher.config().vocab_size == student.config().vocab_size, "distillation: the teacher's vocab_size ",
+           teacher.config().vocab_size, " differs from the student's ", student.config().vocab_size);
   Tensor teacher_logits;
   {
     NoGradGuard no_grad;
@@ -28,6 +27,14 @@ DistillationLoss distill_batch_loss(models::DecoderLM& student, models::DecoderL
     teacher_logits = teacher.forward(batch.inputs).logits;
     teacher.train(was_training);
   }
+  return distill_batch_loss(student, teacher_logits, batch, options);
+}
+
+DistillationLoss distill_batch_loss(models::DecoderLM& student, const Tensor& teacher_logits, const Batch& batch,
+                                    const DistillOptions& options) {
+  const int64_t vocab = student.config().vocab_size;
+  NF_CHECK(teacher_logits.dim() == 3 && teacher_logits.size(2) == vocab, "distillation: teacher logits ",
+           shape_str(teacher_logits.shape()), " are not over the student's vocab_size ", vocab);
   const Tensor student_logits = student.forward(batch.inputs).logits;
   return distillation_loss(reshape(student_logits, {-1, vocab}),
                            reshape(teacher_logits, {-1, vocab}).to(student_logits.dtype()),

@@ -86,6 +86,7 @@ json to_json(const TrainConfig& c) {
                       : json(nullptr)},
           {"distill", c.objective == Objective::distill
                           ? json{{"teacher", c.distill.teacher},
+                                 {"teacher_logits", c.distill.teacher_logits},
                                  {"temperature", c.distill.temperature},
                                  {"alpha", c.distill.alpha}}
                           : json(nullptr)},
@@ -162,7 +163,10 @@ void validate_train_config(const TrainConfig& c) {
              " ranks asked for): data-parallel DPO is not supported yet");
   }
   if (c.objective == Objective::distill) {
-    NF_CHECK(!c.distill.teacher.empty(), "train: --objective distill needs --teacher MODEL (the frozen teacher)");
+    NF_CHECK(!c.distill.teacher.empty() || !c.distill.teacher_logits.empty(),
+             "train: --objective distill needs --teacher MODEL (the frozen teacher) or --teacher-logits FILE");
+    NF_CHECK(c.distill.teacher.empty() || c.distill.teacher_logits.empty(), "train: --teacher ", c.distill.teacher,
+             " and --teacher-logits ", c.distill.teacher_logits, " both give the teacher: give one of them");
     NF_CHECK(c.distill.temperature > 0 && std::isfinite(c.distill.temperature),
              "train: --distill-temperature must be > 0, got ", c.distill.temperature);
     NF_CHECK(c.distill.alpha >= 0 && c.distill.alpha <= 1, "train: --distill-alpha must be in [0, 1], got ",
@@ -229,6 +233,7 @@ TrainConfig with_resolved_paths(TrainConfig c) {
   c.data.tokenizer = resolved_path(c.data.tokenizer);
   c.init_from = resolved_path(c.init_from);
   c.distill.teacher = resolved_path(c.distill.teacher);
+  c.distill.teacher_logits = resolved_path(c.distill.teacher_logits);
   c.out_dir = resolved_path(c.out_dir);
   std::error_code ec;
   if (std::filesystem::is_regular_file(c.model, ec)) c.model = resolved_path(c.model);  // else a preset's name
@@ -266,6 +271,7 @@ TrainConfig train_config_from_json(const std::string& json_text, const std::stri
     }
     if (const json distill = j.value("distill", json(nullptr)); !distill.is_null()) {
       c.distill.teacher = distill.at("teacher").get<std::string>();
+      c.distill.teacher_logits = distill.value("teacher_logits", std::string());  // older runs: none
       c.distill.temperature = distill.at("temperature").get<double>();
       c.distill.alpha = distill.at("alpha").get<double>();
     }

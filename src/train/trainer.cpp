@@ -102,7 +102,10 @@ Trainer::Trainer(TrainConfig config, TrainingData data, dist::Communicator* comm
   NF_CHECK(config_.data.context <= max_seq_len, "train: --context ", config_.data.context,
            " exceeds the model's max_seq_len ", max_seq_len, ": give --context ", max_seq_len, " or less");
   config_.data.vocab_size = model_->config().vocab_size;
-  if (config_.objective == Objective::distill) {  // before the run's directory is made
+  if (config_.objective == Objective::distill && !config_.distill.teacher_logits.empty()) {  // before the run's directory
+    teacher_logits_ = std::make_unique<TeacherLogitsFile>(config_.distill.teacher_logits, model_->config().vocab_size,
+                                                          config_.schedule.total_steps * config_.grad_accum);
+  } else if (config_.objective == Objective::distill) {  // before the run's directory is made
     teacher_ = models::load_decoder_lm(config_.distill.teacher);
     NF_CHECK(teacher_->config().vocab_size == model_->config().vocab_size, "train: --teacher ",
              config_.distill.teacher, " has vocab_size ", teacher_->config().vocab_size, " but the student has ",
@@ -287,8 +290,12 @@ std::string Trainer::describe() const {
       for (const std::string& a : g.verifier_command) os << " " << a;
     os << "\n";
   }
-  if (teacher_)
-    os << "objective: distill, teacher " << config_.distill.teacher << ", temperature " << config_.distill.temperature
+  if (teacher_ || teacher_logits_)
+    os << "objective: distill, teacher "
+       << (teacher_ ? config_.distill.teacher
+                    : "logits from " + teacher_logits_->path() + " (" + std::to_string(teacher_logits_->batches()) +
+                          " batches)")
+       << ", temperature " << config_.distill.temperature
        << ", alpha " << config_.distill.alpha << " (loss = alpha CE + (1 - alpha) T^2 KL)\n";
   if (comm_->size() > 1) {
     os << "data-parallel: " << comm_->describe() << ", global batch " << config_.ranks * config_.data.batch_size
@@ -335,7 +342,11 @@ void Trainer::backward(const std::vector<Batch>& batches, StepResult& r) {
     for (size_t m = 0; m < batches.size(); ++m) {
       const Batch& b = batches[m];
       if (m + 1 == batches.size()) buckets_->arm();
-      const DistillationLoss d = distill_batch_loss(*model_, *teacher_, b, config_.distill);
+      const DistillationLoss d =
+          teacher_logits_
+              ? distill_batch_loss(*model_, teacher_logits_->logits(static_cast<uint64_t>(state_.step * config_.grad_accum) + m, b),
+                                   b, config_.distill)
+              : distill_batch_loss(*model_, *teacher_, b, config_.distill);
       const double weight = static_cast<double>(b.target_tokens) / total;  // n_m / N
       r.token_loss += d.loss.item() * weight;
       metrics.add(d, config_.distill.temperature, b.target_tokens);

@@ -161,6 +161,50 @@ TEST_F(EvalTasksTest, BadTaskFlagsAreErrors) {
   expect_error(model + "--data x.bin --context 8 --layout arc", {"--layout", "--task"});
 }
 
+// --combine of benchmark reports (the checkpoints of one run, say): a row per report, and a chart of
+// each task's scores across the reports' labels (reports sharing a label are repeats: their mean).
+TEST_F(EvalTasksTest, BenchmarkReportsCombineIntoATableAndAChartAcrossCheckpoints) {
+  const std::string model = kFixtures + "llama_char -t " + kFixtures + "chars.json -q ";
+  const auto report = [&](const std::string& label, const std::string& layout, const std::string& file,
+                          const std::string& json, const std::string& extra = "") {
+    const auto r = cli("eval " + model + "--task " + kFixtures + file + " --layout " + layout + " --label '" + label +
+                       "' --json " + path(json) + " " + extra);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return path(json);
+  };
+  const std::vector<std::string> files = {
+      report("step 100", "mc", "mc.jsonl", "mc_100.json"), report("step 100", "arc", "arc.jsonl", "arc_100.json"),
+      report("step 200", "mc", "mc.jsonl", "mc_200.json"),
+      report("step 200", "gsm8k", "gsm8k.jsonl", "gsm8k_200.json", gsm8k_flags(expected().at("gsm8k")))};
+  std::string combine = "eval --combine";
+  for (const std::string& f : files) combine += " " + f;
+  const auto r = cli(combine + " --plot " + path("scores.png") + " --title 'one run'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("| label | task | layout | records | acc | acc_norm | exact_match |"), std::string::npos) << r.out;
+  for (const std::string& f : files) {
+    const auto j = nlohmann::json::parse(testing::read_text(f));
+    char scores[96];
+    if (j.contains("exact_match"))
+      std::snprintf(scores, sizeof scores, " | - | - | %.4f |", j.at("exact_match").get<double>());
+    else
+      std::snprintf(scores, sizeof scores, " | %.4f | %.4f | - |", j.at("acc").get<double>(), j.at("acc_norm").get<double>());
+    const std::string row = "| " + j.at("label").get<std::string>() + " | " + j.at("task").get<std::string>() + " | " +
+                            j.at("layout").get<std::string>() + " | " + j.at("records").dump() + scores + "\n";
+    EXPECT_NE(r.out.find(row), std::string::npos) << row << " in:\n" << r.out;
+  }
+  EXPECT_EQ(testing::read_text(path("scores.png")).substr(1, 3), "PNG");
+  // one kind at a time; a benchmark report without its scores; --baseline is for perplexity
+  std::ofstream(path("ppl.json")) << R"({"model": "m", "results": [{"context": 8, "perplexity": 3.5}]})";
+  expect_one_line_error("eval --combine " + files[0] + " " + path("ppl.json"),
+                        {"--combine: " + path("ppl.json") + " is a perplexity report but " + files[0] +
+                         " a benchmark report"});
+  std::ofstream(path("no_acc.json")) << R"({"model": "m", "task": "t.jsonl", "layout": "arc", "acc_norm": 0.5})";
+  expect_one_line_error("eval --combine " + path("no_acc.json"),
+                        {path("no_acc.json") + ": a arc report without a number \"acc\""});
+  expect_one_line_error("eval --combine " + files[0] + " --baseline x",
+                        {"--baseline compares perplexity reports; " + files[0] + " is a benchmark report"});
+}
+
 TEST(AnswerExtraction, HashesFirstThenTheLastNumber) {
   EXPECT_EQ(train::extract_answer("so 3 + 4 = 7\n#### 7").value(), "7");
   EXPECT_EQ(train::extract_answer("#### $1,234.").value(), "1234");

@@ -967,6 +967,81 @@ TEST_F(DistillCliTest, OnChatDataTheCrossEntropyIsTheLmObjectivesOverTheResponse
                  "padded_kd");
 }
 
+// `args` without `flag` and its value.
+std::vector<std::string> without(std::vector<std::string> args, const std::string& flag) {
+  const auto at = std::find(args.begin(), args.end(), flag);
+  if (at != args.end()) args.erase(at, at + 2);
+  return args;
+}
+
+TEST_F(DistillCliTest, TeacherLogitsReadFromAFileGiveTheOnTheFlyTeachersRun) {
+  // --write-teacher-logits runs the teacher on the run's batches (6 steps x 2 micro-batches) and trains
+  // nothing; --teacher-logits then trains bit-identically to the teacher computed on the fly
+  const std::string file = path("teacher_logits.safetensors");
+  const auto kd = [&](const std::string& out) {
+    return with(with(distill_args(out, 6), "--grad-accum", "2"), "--distill-temperature", "1.5");
+  };
+  ASSERT_EQ(run(with(kd("written"), "--write-teacher-logits", file)), 0) << err();
+  EXPECT_NE(out().find("wrote the logits of " + teacher() + " on 12 batches to " + file), std::string::npos) << out();
+  EXPECT_FALSE(fs::exists(path("written"))) << "no run directory for the file alone";
+  ASSERT_EQ(run(kd("on_the_fly")), 0) << err();
+  ASSERT_EQ(run(with(without(kd("from_file"), "--teacher"), "--teacher-logits", file)), 0) << err();
+  EXPECT_NE(err().find("objective: distill, teacher logits from " + file + " (12 batches), temperature 1.5"),
+            std::string::npos)
+      << err();
+  const auto fly = step_lines(path("on_the_fly/metrics.jsonl")), read = step_lines(path("from_file/metrics.jsonl"));
+  ASSERT_EQ(fly.size(), 6u);
+  ASSERT_EQ(read.size(), 6u);
+  for (size_t i = 0; i < fly.size(); ++i)
+    for (const char* key : {"loss", "ce_loss", "distill_loss"}) {
+      EXPECT_TRUE(std::isfinite(read[i][key].get<double>())) << read[i].dump();
+      EXPECT_EQ(read[i][key], fly[i][key]) << key << " at step " << i + 1;
+    }
+  expect_identical_files(path("on_the_fly/ckpt_00000006.safetensors"), path("from_file/ckpt_00000006.safetensors"));
+  // --resume reads the file again (its path is in the run's config)
+  ASSERT_EQ(run(with(with(without(kd("parts"), "--teacher"), "--teacher-logits", file), "--steps", "3")), 0) << err();
+  ASSERT_EQ(run({"train", "--out", path("parts"), "--resume", "--steps", "6", "--quiet"}), 0) << err();
+  expect_identical_files(path("on_the_fly/ckpt_00000006.safetensors"), path("parts/ckpt_00000006.safetensors"));
+}
+
+TEST_F(DistillCliTest, AMismatchedTeacherLogitsFileIsOneLineNamingIt) {
+  const std::string file = path("teacher_logits.safetensors");
+  ASSERT_EQ(run(with(distill_args("w", 3), "--write-teacher-logits", file)), 0) << err();
+  const auto from_file = [&](const std::string& out, int steps) {
+    return with(without(distill_args(out, steps), "--teacher"), "--teacher-logits", file);
+  };
+  // before the run's directory is made
+  expect_refused(from_file("long", 5),
+                 {"--teacher-logits " + file + ": holds 3 batches but the run trains on 5 (--steps x --grad-accum)"},
+                 "long");
+  expect_refused(with(from_file("vocab", 3), "--set", "vocab_size=48"),
+                 {"--teacher-logits " + file + ": logits over a vocabulary of 32 but the student has vocab_size 48"},
+                 "vocab");
+  expect_refused(with(from_file("model", 3), "--teacher-logits", teacher()),
+                 {"--teacher-logits " + teacher() + ": not a teacher-logits file"}, "model");
+  expect_refused(with(from_file("missing", 3), "--teacher-logits", path("nothing.safetensors")),
+                 {"--teacher-logits " + path("nothing.safetensors") + ": "}, "missing");
+  expect_refused(with(distill_args("both", 3), "--teacher-logits", file),
+                 {"--teacher " + teacher() + " and --teacher-logits " + file + " both give the teacher"}, "both");
+  expect_refused(with(run_args("lm", 3), "--teacher-logits", file), {"--teacher-logits would be ignored"}, "lm");
+  expect_refused(with(run_args("lm", 3), "--write-teacher-logits", file),
+                 {"--write-teacher-logits would be ignored"}, "lm");
+  expect_refused(with(from_file("no_teacher", 3), "--write-teacher-logits", path("other.safetensors")),
+                 {"--write-teacher-logits needs --objective distill and --teacher MODEL"}, "no_teacher");
+  // another batch: at the step that reads it, one line naming the file and the batch
+  const auto expect_last_line = [&](const std::vector<std::string>& args, const std::string& part) {
+    EXPECT_EQ(run(args), 1) << err();
+    const std::string e = err();
+    const std::string last = e.substr(e.rfind('\n', e.size() - 2) + 1);
+    EXPECT_EQ(last.rfind("nanoformer: ", 0), 0u) << e;
+    EXPECT_NE(last.find(part), std::string::npos) << part << " in: " << e;
+  };
+  expect_last_line(with(from_file("seed", 3), "--data-seed", "77"),
+                   "--teacher-logits " + file + ": batch 0 holds other input ids than the run's batch 0");
+  expect_last_line(with(from_file("context", 3), "--context", "8"),
+                   "--teacher-logits " + file + ": batch 0's inputs are i64 (4, 16) but the run's batch is i64 (4, 8)");
+}
+
 TEST_F(DistillCliTest, BadTeacherAndFlagsAreOneLineNamingTheFlag) {
   expect_refused(with(distill_args("vocab", 3), "--set", "vocab_size=48"),
                  {"--teacher " + teacher() + " has vocab_size 32 but the student has 48"}, "vocab");

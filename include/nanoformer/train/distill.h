@@ -1,7 +1,7 @@
 #pragma once
 // Distillation on a batch of the lm objective's rows (the same targets: pretraining tokens, or
 // SFT's assistant tokens; kIgnoreIndex elsewhere): the student's logits (with gradient) and the
-// frozen teacher's (eval mode, no gradient), computed on the fly, into
+// frozen teacher's (eval mode, no gradient), computed on the fly or read from a file, into
 //   loss = alpha CE(student, target) + (1 - alpha) T^2 KL(softmax(teacher / T) || softmax(student / T))
 // averaged over the batch's target tokens (ops/distillation_loss.h), as MiniMind's train_distillation.
 // An MoE student's load-balancing loss is not added (MiniMind adds it to the CE, weighted by alpha).
@@ -26,6 +26,9 @@ struct DistillMetrics {
 // The distillation loss of `batch` (DistillationLoss: loss, ce, kl, each the mean over its target
 // tokens). The teacher must share the student's vocabulary (the trainer checks it when it loads it).
 DistillationLoss distill_batch_loss(models::DecoderLM& student, models::DecoderLM& teacher, const Batch& batch,
+                                    const DistillOptions& options);
+// The same with the teacher's logits on the batch given (B, T, V): read from a file (train/teacher_logits.h).
+DistillationLoss distill_batch_loss(models::DecoderLM& student, const Tensor& teacher_logits, const Batch& batch,
                                     const DistillOptions& options);
 
 }  // namespace nf::train

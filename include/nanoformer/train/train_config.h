@@ -39,6 +39,7 @@ struct DpoOptions {
 // Distillation (ops/distillation_loss.h): alpha CE + (1 - alpha) T^2 KL(teacher || student).
 struct DistillOptions {
   std::string teacher;       // any model file or folder load_decoder_lm reads; frozen; the student's vocabulary
+  std::string teacher_logits;  // or its logits on the run's batches, read from this file (train/teacher_logits.h)
   double temperature = 1.0;  // T > 0
   double alpha = 0.5;        // in [0, 1]: the cross-entropy's share (MiniMind's default)
 };

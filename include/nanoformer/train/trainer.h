@@ -42,6 +42,7 @@
 #include "nanoformer/train/distill.h"
 #include "nanoformer/train/dpo.h"
 #include "nanoformer/train/grpo.h"
+#include "nanoformer/train/teacher_logits.h"
 #include "nanoformer/train/train_checkpoint.h"
 #include "nanoformer/train/train_config.h"
 
@@ -126,6 +127,8 @@ class Trainer {
   std::shared_ptr<models::DecoderLM> reference_;
   // Distillation's frozen teacher (distill.teacher); null without distillation.
   std::shared_ptr<models::DecoderLM> teacher_;
+  // Or its logits read from a file (distill.teacher_logits); null otherwise.
+  std::unique_ptr<TeacherLogitsFile> teacher_logits_;
   TrainingData data_;
   std::unique_ptr<GrpoStep> grpo_;               // objective grpo: its prompts, tokenizer and verifier
   std::optional<GrpoRollouts> rollouts_;         // the rollouts the current GRPO steps train on
