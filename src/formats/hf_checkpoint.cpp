@@ -157,8 +157,12 @@ LlamaFamilyDefaults defaults_of(HfFamily family) {
   }
 }
 
+// A size (vocabulary, widths, layers, heads, positions): positive. (A 0 would not be a model to
+// transformers, and to us it would mean "the default", which a written config spells out.)
 int64_t size_key(const Json& j, const std::string& key, std::optional<int64_t> fallback, const std::string& source) {
-  return fallback ? int_key(j, key, *fallback, source) : int_key(j, key, source);
+  const int64_t size = fallback ? int_key(j, key, *fallback, source) : int_key(j, key, source);
+  NF_CHECK(size > 0, source, ": ", key, " ", size, " must be positive");
+  return size;
 }
 
 // The most layers a Qwen config may window one by one (window_layers holds a letter per layer).

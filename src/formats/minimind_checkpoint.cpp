@@ -316,12 +316,15 @@ DecoderLMConfig config_from_minimind_hf_json(const std::string& json_text, const
     c.n_heads = int_key(j, "num_attention_heads", 8, source);
     c.n_kv_heads = j.contains("num_key_value_heads") ? int_key(j, "num_key_value_heads", c.n_heads, source) : 2;
     c.vocab_size = int_key(j, "vocab_size", 6400, source);
-    c.mlp_hidden = int_key(j, "intermediate_size", 0, source);  // null: 8/3 hidden_size rounded up to 64
+    c.mlp_hidden = int_key(j, "intermediate_size", 0, source);
     c.mlp_multiple_of = 64;
     c.norm_eps = number_key(j, "rms_norm_eps", 1e-5, source);
     c.max_seq_len = int_key(j, "max_position_embeddings", 32768, source);
     c.tie_embeddings = true;
     validate_model_config(c, source);
+    // missing or null: 8/3 hidden_size rounded up to 64, as MiniMindConfig derives it, spelled out
+    // (so that the config read is the config its written form reads as)
+    if (c.mlp_hidden == 0) c.mlp_hidden = nn::mlp_hidden_dim(block_config(c).mlp);
     return c;
   });
 }

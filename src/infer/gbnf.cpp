@@ -1,6 +1,7 @@
 // GBNF text to a byte-level Grammar (infer/grammar.h).
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <utility>
@@ -94,6 +95,15 @@ class Compiler {
   }
 
  private:
+  // A character of the text as an error shows it: 'c', or its byte's code when it is not printable
+  // (so that the error stays one line).
+  static std::string shown(char c) {
+    if (c >= 0x20 && c < 0x7f) return std::string("'") + c + "'";
+    char code[16];
+    std::snprintf(code, sizeof code, "byte 0x%02x", static_cast<unsigned>(static_cast<uint8_t>(c)));
+    return code;
+  }
+
   [[noreturn]] void fail(const std::string& what) const {
     size_t line = 1, column = 1;
     for (size_t i = 0; i < pos_ && i < text_.size(); ++i) {
@@ -127,7 +137,7 @@ class Compiler {
   std::string parse_name() {
     const size_t start = pos_;
     while (!at_end() && name_char(text_[pos_])) ++pos_;
-    if (pos_ == start) fail(at_end() ? "a rule name expected, found the end" : std::string("a rule name expected, found '") + peek() + "'");
+    if (pos_ == start) fail(at_end() ? "a rule name expected, found the end" : "a rule name expected, found " + shown(peek()));
     return std::string(text_.substr(start, pos_ - start));
   }
 
@@ -172,7 +182,7 @@ class Compiler {
     next_rule_ = false;
     rules_[id] = parse_alternatives(id, false);
     skip_space(false);
-    if (!at_end() && peek() != '\n' && !next_rule_) fail(std::string("unexpected '") + peek() + "'");
+    if (!at_end() && peek() != '\n' && !next_rule_) fail("unexpected " + shown(peek()));
   }
 
   std::vector<Sequence> parse_alternatives(uint32_t rule, bool nested) {
@@ -210,7 +220,7 @@ class Compiler {
         case 'u': return hex(4);
         case 'U': return hex(8);
         case '\\': case '"': case '\'': case '[': case ']': case '-': case '^': case '/': return static_cast<uint8_t>(e);
-        default: --pos_; fail(std::string("unknown escape '\\") + e + "'");
+        default: --pos_; fail("unknown escape: '\\' followed by " + shown(e));
       }
     }
     // UTF-8
@@ -373,7 +383,7 @@ class Compiler {
         skip_space(true);
         const uint32_t group = new_rule(rule);
         rules_[group] = parse_alternatives(group, true);
-        if (peek() != ')') fail(at_end() ? "')' expected, found the end" : std::string("')' expected, found '") + peek() + "'");
+        if (peek() != ')') fail(at_end() ? "')' expected, found the end" : "')' expected, found " + shown(peek()));
         ++pos_;
         seq.push_back({Kind::rule, group});
       } else if (name_char(c)) {

@@ -269,6 +269,17 @@ TEST_F(HfCheckpointTest, ConfigKeysOfTheWrongTypeNameTheFile) {
                     "l/config.json");
 }
 
+// A size that is not positive is refused naming the key (a fuzz finding: intermediate_size 0 was
+// read as "the default" and written back as the default's value, so read, write, read changed it).
+TEST_F(HfCheckpointTest, SizesMustBePositive) {
+  const std::string base = R"("model_type": "mistral", "hidden_size": 32, "num_attention_heads": 8, "vocab_size": 16)";
+  EXPECT_THROW_WITH(config_from_hf_json("{" + base + R"(, "num_hidden_layers": 1, "intermediate_size": 0})", "m/config.json"),
+                    "m/config.json", "intermediate_size 0 must be positive");
+  EXPECT_THROW_WITH(config_from_hf_json("{" + base + R"(, "num_hidden_layers": -2, "intermediate_size": 64})", "m/config.json"),
+                    "m/config.json", "num_hidden_layers -2 must be positive");
+  EXPECT_EQ(config_from_hf_json("{" + base + R"(, "num_hidden_layers": 1, "intermediate_size": 64})", "m/config.json").mlp_hidden, 64);
+}
+
 // A ReLU GPT-2 (our FeedForward, linear1 / linear2) goes to GPT2LMHeadModel's c_fc / c_proj and
 // back with identical logits; a transformers GPT-2 folder with "activation_function": "relu" loads.
 TEST_F(HfCheckpointTest, ReluGpt2GoesToAndFromHuggingFace) {

@@ -207,6 +207,22 @@ TEST_F(MiniMindHfTest, AuxLossAlphaSurvivesReadWriteRead) {
   EXPECT_EQ(drifted, 0);
 }
 
+// A config without intermediate_size (or with null) takes MiniMindConfig's 8/3 hidden_size rounded
+// up to 64, spelled out, so that reading its written form gives the same config (a fuzz finding:
+// it read as 0, "derived", and came back as 128).
+TEST_F(MiniMindHfTest, AMissingIntermediateSizeIsDerivedAsMiniMindDoes) {
+  for (const bool null : {false, true}) {
+    nlohmann::json j = nlohmann::json::parse(std::ifstream(hf_fixture("moe") + "/config.json"));
+    j.erase("intermediate_size");
+    if (null) j["intermediate_size"] = nullptr;
+    const DecoderLMConfig c = config_from_minimind_hf_json(j.dump(), "config.json");
+    const int64_t dim = j.at("hidden_size").get<int64_t>();
+    EXPECT_EQ(c.mlp_hidden, (dim * 8 / 3 + 63) / 64 * 64) << j.dump();
+    const std::string written = minimind_hf_json_from_config(c, nn::mlp_hidden_dim(block_config(c).mlp));
+    EXPECT_EQ(model_config_to_json(config_from_minimind_hf_json(written, "config.json")), model_config_to_json(c));
+  }
+}
+
 TEST_F(MiniMindHfTest, ModelsTheFormCannotExpressAreRefused) {
   DecoderLMConfig untied = load_minimind(hf_fixture("dense"))->config();
   untied.tie_embeddings = false;

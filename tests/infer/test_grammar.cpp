@@ -186,7 +186,8 @@ TEST(Grammar, BadGbnfIsRefusedWithOneLineNamingTheFault) {
       {"root ::= \"x\" root", "the rule 'root' can never end"},
       {"root ::= [b-a]", "a bad class range"},
       {"root ::= \"a\" ::= \"b\"", "unexpected ':'"},
-      {"root ::= \"\\q\"", "unknown escape '\\q'"},
+      {"root ::= \"\\q\"", "unknown escape: '\\' followed by 'q'"},
+      {"root ::= \"\\\n\"", "unknown escape: '\\' followed by byte 0x0a"},  // (a fuzz finding: a newline in the error)
       {"root ::= \"a\"{3,1}", "{m,n} with n < m"},
       {"root ::= *", "'*' with nothing before it"},
       {"root ::= \"a\"\nroot ::= \"b\"", "the rule 'root' is defined twice"},

@@ -5,6 +5,7 @@
 // the error that quantising x allows; odd shapes, thread counts, bias and gradients.
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 
 #include "nanoformer/autograd/grad_mode.h"
@@ -368,6 +369,18 @@ TEST(QuantLinear, ThreadCountDoesNotChangeTheBitsAndRowsAreIndependent) {
   EXPECT_TENSOR_CLOSE(one, three, 0.0, 0.0);
   // a row alone gives the bits it gives among 9 (each pass of rows is independent)
   EXPECT_TENSOR_CLOSE(linear(narrow(x, 0, 6, 1), w, b), narrow(one, 0, 6, 1), 0.0, 0.0);
+}
+
+// A block holding an infinity quantises to scales that are not finite, and no integer overflows
+// (a fuzz finding: inf * 0 levels are INT_MIN, and the two halves' sums overflowed an int, which
+// UBSan reports in make test-asan).
+TEST(QuantActivations, InfiniteValuesGiveScalesThatAreNotFinite) {
+  std::vector<float> x(32, 1.0f);
+  x[0] = x[16] = std::numeric_limits<float>::infinity();
+  cpu::QuantizedActivations a;
+  cpu::quantize_activations(x.data(), 32, 1, 32, 32, a);
+  EXPECT_FALSE(std::isfinite(a.d[0]));
+  EXPECT_FALSE(std::isfinite(a.s[0]));
 }
 
 // Prefill's quantisation of x into Q8_0 blocks, threaded over rows, gives quantize_activations'

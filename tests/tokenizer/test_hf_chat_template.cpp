@@ -272,6 +272,13 @@ TEST(HfChatTemplate, FiltersIterateUndefinedAsEmpty) {
             "|[]|[]|[]|[]|AB|['k']");
 }
 
+// Arithmetic on a real beyond int64's range stays a real, as Python's: an infinity prints as inf.
+// (A fuzz finding: the binary operators took every operand's integer value first, an undefined
+// conversion for inf that UBSan, make test-asan, reports.)
+TEST(HfChatTemplate, RealsBeyondTheIntegersStayReals) {
+  EXPECT_EQ(render("{{ 1e308 * 10 + 1 }}|{{ -1e308 * 10 - 1 }}"), "inf|-inf");
+}
+
 TEST(HfChatTemplate, RunawayTemplatesStopAtTheLimits) {
   EXPECT_THROW_WITH(render("{% for i in range(2000) %}{% for j in range(2000) %}{% endfor %}{% endfor %}"),
                     "rendering took more than 1000000 steps");

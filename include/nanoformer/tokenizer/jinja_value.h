@@ -49,7 +49,8 @@ class Value {
   bool is_number() const { return kind_ == Kind::integer || kind_ == Kind::real || kind_ == Kind::boolean; }
 
   bool as_bool() const { return b_; }
-  int64_t as_int() const { return kind_ == Kind::real ? static_cast<int64_t>(d_) : i_; }  // bool as 0/1
+  // bool as 0/1; a real truncated, clamped to int64's range (NaN as 0)
+  int64_t as_int() const { return kind_ == Kind::real ? real_to_int(d_) : i_; }
   double as_double() const { return kind_ == Kind::real ? d_ : static_cast<double>(i_); }
   const std::string& as_string() const { return s_; }  // the string, or a function's name
   const List& as_list() const { return *list_; }
@@ -69,6 +70,13 @@ class Value {
   std::string_view type_name() const;
 
  private:
+  static int64_t real_to_int(double d) {
+    if (!(d == d)) return 0;
+    if (d >= 9223372036854775807.0) return INT64_MAX;
+    if (d <= -9223372036854775808.0) return INT64_MIN;
+    return static_cast<int64_t>(d);
+  }
+
   Kind kind_ = Kind::undefined;
   bool b_ = false;
   int64_t i_ = 0;

@@ -962,7 +962,8 @@ void quantize_activations(const float* x, int64_t ldx, int64_t rows, int64_t col
       const size_t i = static_cast<size_t>(r * nb + b);
       if (block == 32) {
         out.d[i] = round_to_f16(d);
-        out.s[i] = out.d[i] * static_cast<float>(sums16[0] + sums16[1]);
+        // (in 64 bits: a block holding inf or NaN has levels of INT_MIN, sums16 too)
+        out.s[i] = out.d[i] * static_cast<float>(static_cast<int64_t>(sums16[0]) + sums16[1]);
       } else {
         out.d[i] = d;
         for (size_t g = 0; g < 16; ++g) out.sums[i * 16 + g] = static_cast<int16_t>(sums16[g]);
