@@ -32,7 +32,6 @@
 #include "nanoformer/models/decoder_lm.h"
 #include "nanoformer/nanoformer.h"
 #include "nanoformer/ops/quantized.h"
-#include "ops/cpu/int8_isa.h"
 #include "ops/cpu/loops.h"
 #include "ops/cpu/simd.h"
 
@@ -203,6 +202,5 @@ BENCHMARK(BM_q4_0_token)->Apply(token_presets);
 
 int main(int argc, char** argv) {
   benchmark::AddCustomContext("read_gb_per_s", std::to_string(read_bandwidth()));
-  benchmark::AddCustomContext("int8 kernels", std::string(nf::cpu::int8_isa_name(nf::cpu::int8_isa())));
   return nf::bench::run_benchmarks(argc, argv);
 }
