@@ -515,8 +515,10 @@ Metadata tokenizer_metadata(const std::string& path, int64_t vocab_size) {
   const auto* bpe = dynamic_cast<const tokenizer::BpeTokenizer*>(tok.get());
   NF_CHECK(bpe, "save_gguf: ", path, " is a ", tok->kind(), " tokenizer; GGUF holds byte-level BPE ones");
   const std::string template_file = tokenizer::hf_chat_template_file(path);
+  tokenizer::HfChatTemplate::Source config;  // the folder's tokenizer_config.json: template and special tokens
+  if (!template_file.empty()) config = tokenizer::HfChatTemplate::read_source(template_file);
   return tokenizer::gguf_tokenizer_metadata(*bpe, vocab_size < 0 ? bpe->vocab_size() : static_cast<size_t>(vocab_size),
-                                            path, template_file.empty() ? "" : tokenizer::HfChatTemplate::read_source(template_file).text);
+                                            path, config.text, config.special_tokens);
 }
 
 // One GGUF tensor from our parts (stacked along rows): their blocks when every part is quantised to

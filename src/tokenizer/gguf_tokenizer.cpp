@@ -204,7 +204,8 @@ std::optional<TokenId> gguf_prompt_bos(const io::GGUFFile& file) {
 }
 
 GGUFMetadata gguf_tokenizer_metadata(const BpeTokenizer& tokenizer, size_t vocab_size, const std::string& source,
-                                     const std::string& chat_template) {
+                                     const std::string& chat_template,
+                                     const std::vector<std::pair<std::string, std::string>>& special_tokens) {
   const PreTokenizerOptions& pre = tokenizer.pre_tokenizer();
   NF_CHECK(pre.pattern != SplitPattern::kNone && !pre.add_prefix_space, source, ": the tokenizer splits with ",
            pre.add_prefix_space ? "add_prefix_space" : "no pattern",
@@ -241,11 +242,19 @@ GGUFMetadata gguf_tokenizer_metadata(const BpeTokenizer& tokenizer, size_t vocab
   add(out, kMergesKey, std::move(merges));
   const bool chatml = detect_chat_template(tokenizer) == "chatml";
   const std::optional<TokenId> end_of_text = end_of_text_id(tokenizer);
-  const std::optional<TokenId> bos = chatml ? tokenizer.token_id("<|im_start|>") : end_of_text;
-  const std::optional<TokenId> eos = chatml ? tokenizer.token_id("<|im_end|>") : end_of_text;
+  // `key`'s token when special_tokens names one the tokenizer has, else `fallback`
+  const auto named = [&](std::string_view key, std::optional<TokenId> fallback) {
+    for (const auto& [k, text] : special_tokens)
+      if (k == key && !text.empty())
+        if (const std::optional<TokenId> id = tokenizer.token_id(text)) return id;
+    return fallback;
+  };
+  const std::optional<TokenId> bos = named("bos_token", chatml ? tokenizer.token_id("<|im_start|>") : end_of_text);
+  const std::optional<TokenId> eos = named("eos_token", chatml ? tokenizer.token_id("<|im_end|>") : end_of_text);
+  const std::optional<TokenId> pad = named("pad_token", chatml ? end_of_text : std::nullopt);
   if (bos) add(out, "tokenizer.ggml.bos_token_id", static_cast<uint32_t>(*bos));
   if (eos) add(out, "tokenizer.ggml.eos_token_id", static_cast<uint32_t>(*eos));
-  if (chatml && end_of_text) add(out, "tokenizer.ggml.padding_token_id", static_cast<uint32_t>(*end_of_text));
+  if (pad) add(out, "tokenizer.ggml.padding_token_id", static_cast<uint32_t>(*pad));
   add(out, kAddBosKey, false);
   add(out, kAddEosKey, false);
   if (!chat_template.empty()) add(out, "tokenizer.chat_template", chat_template);

@@ -353,6 +353,32 @@ TEST_F(GGUFCheckpointTest, ATokenizerIsEmbeddedAndAChatMLOneGetsItsTemplate) {
     }
 }
 
+// tokenizer_config.json's bos, eos and pad tokens become the file's ids (as convert_hf_to_gguf takes
+// them), so llama.cpp stops where the template ends a turn, not at GPT-2's <|endoftext|>.
+TEST_F(GGUFCheckpointTest, TheTokenizerConfigsSpecialTokensAreTheFilesIds) {
+  const std::string tokenizer_json = path("tokenizer.json");
+  tokenizer::testing::byte_tokenizer({"<|endoftext|>", "<s>", "</s>"}).save(tokenizer_json);  // ids 256, 257, 258
+  DecoderLMConfig c = llama_config(false, RopeLayout::interleaved, false);
+  c.vocab_size = 259;
+  const auto model = random_model(c);
+  save_gguf(*model, path("plain.gguf"), {.tokenizer = tokenizer_json});  // no tokenizer_config.json: GPT-2's ids
+  EXPECT_EQ(io::GGUFFile::open(path("plain.gguf")).get_int("tokenizer.ggml.eos_token_id"), 256);
+  std::ofstream(path("tokenizer_config.json"))
+      << R"({"bos_token": "<s>", "eos_token": {"content": "</s>", "special": true}, "pad_token": "<|endoftext|>",)"
+      << R"( "chat_template": "{% for m in messages %}{{ bos_token + m['content'] + eos_token }}{% endfor %}"})";
+  save_gguf(*model, path("config.gguf"), {.tokenizer = tokenizer_json});
+  const io::GGUFFile f = io::GGUFFile::open(path("config.gguf"));
+  EXPECT_EQ(f.get_int("tokenizer.ggml.bos_token_id"), 257);
+  EXPECT_EQ(f.get_int("tokenizer.ggml.eos_token_id"), 258);
+  EXPECT_EQ(f.get_int("tokenizer.ggml.padding_token_id"), 256);
+  EXPECT_EQ(tokenizer::gguf_end_ids(f), std::vector<tokenizer::TokenId>{258});
+  // a special token the tokenizer does not have keeps the default
+  std::ofstream(path("tokenizer_config.json"))
+      << R"({"eos_token": "<|eot|>", "chat_template": "{% for m in messages %}{{ m['content'] }}<|endoftext|>{% endfor %}"})";
+  save_gguf(*model, path("unknown.gguf"), {.tokenizer = tokenizer_json});
+  EXPECT_EQ(io::GGUFFile::open(path("unknown.gguf")).get_int("tokenizer.ggml.eos_token_id"), 256);
+}
+
 // Without a tokenizer the file says "none" (llama.cpp refuses a file without tokenizer.ggml.model and
 // loads "none" as ids only); nanoformer reads it as a model with no tokenizer.
 TEST_F(GGUFCheckpointTest, AFileWrittenWithoutATokenizerSaysNone) {

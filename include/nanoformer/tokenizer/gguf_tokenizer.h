@@ -52,13 +52,17 @@ std::vector<TokenId> gguf_end_ids(const io::GGUFFile& file);
 
 // The tokenizer.* keys of a GGUF file holding `tokenizer` for a model of `vocab_size` ids (the token
 // list is padded to it with unused "[PAD<id>]" entries): model, pre, tokens, token_type, merges, the
-// special ids (ChatML: bos <|im_start|>, eos <|im_end|>; else <|endoftext|> for both, as GPT-2's),
-// add_bos_token / add_eos_token false (nanoformer adds neither), and `chat_template` (the model's
-// Jinja source; empty: ChatML's for a ChatML tokenizer, else none).
+// special ids, add_bos_token / add_eos_token false (nanoformer adds neither), and `chat_template` (the
+// model's Jinja source; empty: ChatML's for a ChatML tokenizer, else none).
+// The special ids are those `special_tokens` names (tokenizer_config.json's bos_token, eos_token and
+// pad_token, as convert_hf_to_gguf takes them) where the tokenizer has the text as one token; the
+// others by default: ChatML's bos <|im_start|>, eos <|im_end|> and pad <|endoftext|>, else
+// <|endoftext|> for bos and eos, as GPT-2's.
 // Throws naming `source` and what GGUF cannot express: a split llama.cpp has no name for (none, or
 // add_prefix_space), an added token's option, or more tokens than the model has ids.
 GGUFMetadata gguf_tokenizer_metadata(const BpeTokenizer& tokenizer, size_t vocab_size, const std::string& source,
-                                     const std::string& chat_template = {});
+                                     const std::string& chat_template = {},
+                                     const std::vector<std::pair<std::string, std::string>>& special_tokens = {});
 // The tokenizer.* keys of a file written without a tokenizer: tokenizer.ggml.model "none", which
 // llama.cpp loads as a model of ids only (vocab_size dummy tokens) where no key would be refused.
 GGUFMetadata gguf_no_tokenizer_metadata();
