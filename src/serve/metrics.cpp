@@ -66,6 +66,9 @@ std::string prometheus_text(const std::string& model, const SchedulerStats& s,
   metric(out, "nanoformer_generated_tokens_total", "counter", "Tokens generated (sampled), every sequence's.",
          static_cast<double>(s.generated_tokens));
   metric(out, "nanoformer_prefill_seconds_total", "counter", "Seconds spent prefilling prompts.", s.prefill_seconds);
+  metric(out, "nanoformer_prefill_step_seconds_max", "gauge",
+         "The longest prefill step (a --prefill-chunk, or a whole prompt): the longest a running stream waited for one.",
+         s.longest_prefill_step_seconds);
   metric(out, "nanoformer_decode_seconds_total", "counter",
          "Seconds spent in batched decode steps (their tokens: generated minus one per sequence).", s.decode_seconds);
   metric(out, "nanoformer_decode_steps_total", "counter", "Batched decode steps.", static_cast<double>(s.decode_steps));

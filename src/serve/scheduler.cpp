@@ -243,7 +243,12 @@ int64_t Scheduler::prefill_step(int64_t limit) {
     return n;
   }
   const Clock::time_point now = Clock::now();
-  p.seconds += std::chrono::duration<double>(now - chunk_start).count();
+  const double step = std::chrono::duration<double>(now - chunk_start).count();
+  p.seconds += step;
+  {
+    std::lock_guard lock(mutex_);
+    stats_.longest_prefill_step_seconds = std::max(stats_.longest_prefill_step_seconds, step);
+  }
   if (p.fed < length) return n;
   const bool generates = request.stop.max_new_tokens > 0;
   {

@@ -542,6 +542,8 @@ TEST_F(ServeCliTest, MetricsCountRequestsTokensAndTheTimeToFirstToken) {
   EXPECT_EQ(sample["nanoformer_decoded_rows_total"], 16 + 7 - 2);  // the first token of each comes from its prefill
   EXPECT_GT(sample["nanoformer_decode_seconds_total"], 0);
   EXPECT_GT(sample["nanoformer_prefill_seconds_total"], 0);
+  EXPECT_GT(sample["nanoformer_prefill_step_seconds_max"], 0);
+  EXPECT_LE(sample["nanoformer_prefill_step_seconds_max"], sample["nanoformer_prefill_seconds_total"]);
   EXPECT_GT(sample["nanoformer_decode_tokens_per_second"], 0);
   EXPECT_EQ(sample["nanoformer_sequences_completed_total"], 2);
   EXPECT_EQ(sample["nanoformer_queue_depth"], 0);

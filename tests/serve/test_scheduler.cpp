@@ -141,7 +141,11 @@ TEST(Scheduler, ALongPromptIsPrefilledAChunkBetweenDecodeSteps) {
     };
     ASSERT_TRUE(scheduler.submit(std::move(second)));
     outcome(b);
+    const SchedulerStats stats = scheduler.stats();
     EXPECT_EQ(b.tokens, alone) << "chunk " << chunk;
+    EXPECT_GT(stats.longest_prefill_step_seconds, 0);
+    if (chunk == 16) EXPECT_LT(stats.longest_prefill_step_seconds, stats.prefill_seconds) << "one of 13 chunks";
+    else EXPECT_LE(stats.longest_prefill_step_seconds, stats.prefill_seconds);
     if (chunk == 16) EXPECT_GE(tokens_before_first, 200 / 16 - 1) << "the running sequence waited for the whole prefill";
     else EXPECT_LE(tokens_before_first, 2) << "a whole prefill holds the running sequence";
   }

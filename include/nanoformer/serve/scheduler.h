@@ -95,6 +95,8 @@ struct SchedulerStats {
   int64_t cached_tokens = 0;     // of those, found in a slot's cache (not prefilled)
   int64_t generated_tokens = 0;  // the first token of each started sequence + decoded_rows
   double prefill_seconds = 0, decode_seconds = 0;  // in prefills, in the batched decode steps
+  // the longest prefill step (one --prefill-chunk, or a whole prompt): what a running stream waits at most
+  double longest_prefill_step_seconds = 0;
   // time to first token, from submit() to the first token sampled (queue wait and prefill):
   // sequences whose time was <= kTimeToFirstTokenBuckets[i] (cumulative), their count and sum
   std::array<int64_t, kTimeToFirstTokenBuckets.size()> ttft_buckets{};
