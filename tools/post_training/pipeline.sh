@@ -19,7 +19,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BUILD="$(cd "${1:-$ROOT/build}" && pwd)"
 NF="$BUILD/nanoformer"
-OUT="$BUILD/post-training"
+OUT="${PIPELINE_OUT:-$BUILD/post-training}"  # PIPELINE_OUT: another folder (runs side by side)
 PYTHON="${PIPELINE_PYTHON:-python3}"  # only the standard library
 SEEDS="${PIPELINE_SEEDS:-1 2 3}"
 PRETRAIN_STEPS="${PRETRAIN_STEPS:-300}"
@@ -36,6 +36,7 @@ EOT='<|endoftext|>'
 export NANOFORMER_THREADS=1 OMP_NUM_THREADS=1
 [[ -x "$NF" ]] || { echo "pipeline: $NF not built (make build)" >&2; exit 1; }
 mkdir -p "$OUT" "$ROOT/docs/images"
+OUT="$(cd "$OUT" && pwd)"
 cd "$OUT"
 start=$SECONDS
 
