@@ -141,8 +141,10 @@ TEST_F(GrpoRolloutTest, TheLossGradientIsReinforceOnTheSampledTokensAtTheTempera
   c.grpo.top_k = 0;
   c.grpo.temperature = 0.5;
   c.grpo.max_new_tokens = 6;
+  c.grpo.stop = {"e", "o", "t"};  // some completions end early: rows of different lengths, padded
   const GrpoStep step(c);
   GrpoRollouts r = step.rollout(*model, 0);
+  const auto tok = tokenizer::load_tokenizer(path("vocab.txt"));
   const int64_t R = r.inputs.size(0), L = r.inputs.size(1);
   ASSERT_EQ(R, 6);
   const std::vector<float> advantages = {1.0f, -0.5f, 0.25f, -1.0f, 0.75f, -0.25f};
@@ -156,6 +158,7 @@ TEST_F(GrpoRolloutTest, TheLossGradientIsReinforceOnTheSampledTokensAtTheTempera
   model->zero_grad();
   Tensor total;
   bool distinct_rows = false;
+  std::vector<int64_t> lengths;
   for (int64_t row = 0; row < R; ++row) {
     std::vector<int64_t> seq;
     int64_t first = -1, n = 0;  // the position whose target is the first completion token; completion tokens
@@ -166,6 +169,13 @@ TEST_F(GrpoRolloutTest, TheLossGradientIsReinforceOnTheSampledTokensAtTheTempera
       }
     }
     ASSERT_GT(n, 0);
+    lengths.push_back(n);
+    std::vector<tokenizer::TokenId> sampled;  // the trained tokens are those whose text was scored
+    for (int64_t t = first; t < first + n; ++t) sampled.push_back(static_cast<tokenizer::TokenId>(r.targets.at({row, t})));
+    const std::string text = tok->decode(sampled), scored = r.completions[static_cast<size_t>(row)];
+    EXPECT_TRUE(text == scored || (n < c.grpo.max_new_tokens && text == scored + text.back() &&
+                                   std::string("eot").find(text.back()) != std::string::npos))
+        << "row " << row << ": trained \"" << text << "\", scored \"" << scored << "\"";
     for (int64_t t = 0; t < first + n; ++t) seq.push_back(static_cast<int64_t>(r.inputs.at({row, t})));
     seq.push_back(static_cast<int64_t>(r.targets.at({row, first + n - 1})));
     if (row > 0 && r.completions[static_cast<size_t>(row)] != r.completions[static_cast<size_t>(row - 1)])
@@ -182,6 +192,8 @@ TEST_F(GrpoRolloutTest, TheLossGradientIsReinforceOnTheSampledTokensAtTheTempera
     total = total.defined() ? add(total, term) : term;
   }
   EXPECT_TRUE(distinct_rows) << "sampling at temperature 0.5 drew the same completion for every row";
+  EXPECT_NE(*std::min_element(lengths.begin(), lengths.end()), *std::max_element(lengths.begin(), lengths.end()))
+      << "no completion ended at a stop string before the others";
   total.backward();
   const std::vector<Tensor> params = model->parameters();
   double largest = 0;
