@@ -34,9 +34,11 @@ std::vector<double> group_advantages(const std::vector<double>& rewards, int64_t
   return out;
 }
 
-Tensor token_log_probs(const Tensor& logits, const Tensor& targets) {
+Tensor token_log_probs(const Tensor& logits, const Tensor& targets, double temperature) {
+  NF_CHECK(temperature > 0, "token_log_probs: temperature must be > 0, got ", temperature);
   const int64_t rows = logits.size(0), T = logits.size(1);
-  const Tensor nll = cross_entropy(logits.reshape({rows * T, logits.size(2)}), targets.reshape({rows * T}),
+  const Tensor scaled = temperature == 1.0 ? logits : div(logits, temperature);  // the distribution sampled from
+  const Tensor nll = cross_entropy(scaled.reshape({rows * T, logits.size(2)}), targets.reshape({rows * T}),
                                    kIgnoreIndex, Reduction::none);
   return neg(nll.reshape({rows, T}));
 }
@@ -188,7 +190,8 @@ GrpoRollouts GrpoStep::rollout(models::DecoderLM& policy, int64_t step) const {
   const std::vector<double> advantages =
       group_advantages(out.rewards, G, g.scale_rewards && g.loss != "reinforce");
   out.advantages = Tensor::from_vector(std::vector<float>(advantages.begin(), advantages.end()), {R});
-  if (g.iterations > 1) out.old_logps = token_log_probs(policy.forward(out.inputs).logits, out.targets).detach();
+  if (g.iterations > 1)
+    out.old_logps = token_log_probs(policy.forward(out.inputs).logits, out.targets, g.temperature).detach();
   policy.train(was_training);
   return out;
 }
@@ -197,9 +200,12 @@ PolicyLoss GrpoStep::loss(models::DecoderLM& policy, models::DecoderLM* referenc
   Tensor ref_logps;
   if (config_.grpo.beta > 0) {
     NoGradGuard no_grad;
-    ref_logps = token_log_probs(reference_logits(policy, reference, rollouts.inputs), rollouts.targets);
+    ref_logps = token_log_probs(reference_logits(policy, reference, rollouts.inputs), rollouts.targets,
+                                config_.grpo.temperature);
   }
-  const Tensor logps = token_log_probs(policy.forward(rollouts.inputs).logits, rollouts.targets);
+  // at the sampling temperature, as TRL: the policy's log-probs are those of the distribution sampled
+  const Tensor logps = token_log_probs(policy.forward(rollouts.inputs).logits, rollouts.targets,
+                                       config_.grpo.temperature);
   const DType dtype = logps.dtype();
   return policy_loss(logps, rollouts.old_logps.defined() ? rollouts.old_logps.to(dtype) : Tensor(),
                      ref_logps.defined() ? ref_logps.to(dtype) : Tensor(), rollouts.advantages.to(dtype),

@@ -12,6 +12,9 @@
 #include "infer/tiny_lm.h"
 #include "nanoformer/autograd/grad_mode.h"
 #include "nanoformer/infer/greedy.h"
+#include "nanoformer/ops/elementwise.h"
+#include "nanoformer/ops/indexing.h"
+#include "nanoformer/ops/reduce.h"
 #include "nanoformer/ops/softmax.h"
 #include "nanoformer/tokenizer/tokenizer.h"
 #include "nanoformer/train/grpo.h"
@@ -46,6 +49,16 @@ TEST(Grpo, TokenLogProbsAreLogSoftmaxAtTheTargets) {
       const auto target = static_cast<int64_t>(targets.at({r, t}));
       EXPECT_NEAR(got.at({r, t}), target == kIgnoreIndex ? 0.0 : log_p.at({r, t, target}), 1e-5) << r << "," << t;
     }
+  // at a temperature: log_softmax(logits / T)
+  const Tensor got_cool = token_log_probs(logits, targets, 0.7).to(DType::f64);
+  const Tensor log_p_cool = log_softmax(div(logits.to(DType::f64), 0.7), -1);
+  for (int64_t r = 0; r < 2; ++r)
+    for (int64_t t = 0; t < 4; ++t) {
+      const auto target = static_cast<int64_t>(targets.at({r, t}));
+      EXPECT_NEAR(got_cool.at({r, t}), target == kIgnoreIndex ? 0.0 : log_p_cool.at({r, t, target}), 1e-5)
+          << r << "," << t;
+    }
+  EXPECT_THROW_WITH(token_log_probs(logits, targets, 0.0), "token_log_probs: temperature must be > 0, got 0");
 }
 
 class GrpoRolloutTest : public ::testing::Test {
@@ -115,6 +128,84 @@ TEST_F(GrpoRolloutTest, TheBatchedDecodeAtTopKOneIsGreedyGenerationOfEachPrompt)
     EXPECT_EQ(r.advantages.at({row}), 0.0);  // a group's completions are equal: no advantage
   }
   EXPECT_EQ(uses, (std::vector<int>{2, 2, 2}));  // one pass over the shuffled prompts, G = 2 each
+}
+
+// The loss's gradient is REINFORCE's on exactly the sampled tokens, at the sampling temperature:
+// for each row alone (its prompt and sampled completion, no padding), sum over its completion tokens
+// of -A / (its length * R) log softmax(logits / T) at the next token (TRL's per-token log-probs
+// divide the logits by the temperature); the parameters' gradients must equal those of the step's
+// loss on the padded batch, its rows paired with their advantages.
+TEST_F(GrpoRolloutTest, TheLossGradientIsReinforceOnTheSampledTokensAtTheTemperature) {
+  const auto model = testing::tiny_lm();
+  TrainConfig c = config();
+  c.grpo.top_k = 0;
+  c.grpo.temperature = 0.5;
+  c.grpo.max_new_tokens = 6;
+  c.grpo.stop = {"e", "o", "t"};  // some completions end early: rows of different lengths, padded
+  const GrpoStep step(c);
+  GrpoRollouts r = step.rollout(*model, 0);
+  const auto tok = tokenizer::load_tokenizer(path("vocab.txt"));
+  const int64_t R = r.inputs.size(0), L = r.inputs.size(1);
+  ASSERT_EQ(R, 6);
+  const std::vector<float> advantages = {1.0f, -0.5f, 0.25f, -1.0f, 0.75f, -0.25f};
+  r.advantages = Tensor::from_vector(advantages, {R});
+  model->train();
+  model->zero_grad();
+  step.loss(*model, nullptr, r).loss.backward();
+  std::vector<std::vector<double>> got;
+  for (const Tensor& p : model->parameters()) got.push_back(p.grad().to(DType::f64).to_vector<double>());
+
+  model->zero_grad();
+  Tensor total;
+  bool distinct_rows = false;
+  std::vector<int64_t> lengths;
+  for (int64_t row = 0; row < R; ++row) {
+    std::vector<int64_t> seq;
+    int64_t first = -1, n = 0;  // the position whose target is the first completion token; completion tokens
+    for (int64_t t = 0; t < L; ++t) {
+      if (r.mask.at({row, t}) == 1.0) {
+        if (first < 0) first = t;
+        ++n;
+      }
+    }
+    ASSERT_GT(n, 0);
+    lengths.push_back(n);
+    std::vector<tokenizer::TokenId> sampled;  // the trained tokens are those whose text was scored
+    for (int64_t t = first; t < first + n; ++t) sampled.push_back(static_cast<tokenizer::TokenId>(r.targets.at({row, t})));
+    const std::string text = tok->decode(sampled), scored = r.completions[static_cast<size_t>(row)];
+    EXPECT_TRUE(text == scored || (n < c.grpo.max_new_tokens && text == scored + text.back() &&
+                                   std::string("eot").find(text.back()) != std::string::npos))
+        << "row " << row << ": trained \"" << text << "\", scored \"" << scored << "\"";
+    for (int64_t t = 0; t < first + n; ++t) seq.push_back(static_cast<int64_t>(r.inputs.at({row, t})));
+    seq.push_back(static_cast<int64_t>(r.targets.at({row, first + n - 1})));
+    if (row > 0 && r.completions[static_cast<size_t>(row)] != r.completions[static_cast<size_t>(row - 1)])
+      distinct_rows = true;
+    const auto T = static_cast<int64_t>(seq.size()) - 1;
+    const std::vector<int64_t> in(seq.begin(), seq.end() - 1), next(seq.begin() + 1, seq.end());
+    const Tensor logits = model->forward(Tensor::from_vector(in, {1, T})).logits;
+    const Tensor log_p = log_softmax(div(logits, c.grpo.temperature), -1);
+    const Tensor picked = gather(log_p, 2, Tensor::from_vector(next, {1, T, 1})).reshape({T});
+    std::vector<float> w(static_cast<size_t>(T), 0.0f);
+    for (int64_t t = first; t < T; ++t)
+      w[static_cast<size_t>(t)] = -advantages[static_cast<size_t>(row)] / static_cast<float>(n * R);
+    const Tensor term = sum(mul(picked, Tensor::from_vector(w, {T})));
+    total = total.defined() ? add(total, term) : term;
+  }
+  EXPECT_TRUE(distinct_rows) << "sampling at temperature 0.5 drew the same completion for every row";
+  EXPECT_NE(*std::min_element(lengths.begin(), lengths.end()), *std::max_element(lengths.begin(), lengths.end()))
+      << "no completion ended at a stop string before the others";
+  total.backward();
+  const std::vector<Tensor> params = model->parameters();
+  double largest = 0;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const std::vector<double> want = params[i].grad().to(DType::f64).to_vector<double>();
+    ASSERT_EQ(want.size(), got[i].size());
+    for (size_t k = 0; k < want.size(); ++k) {
+      largest = std::max(largest, std::abs(want[k]));
+      EXPECT_NEAR(got[i][k], want[k], 1e-5 + 1e-4 * std::abs(want[k])) << "parameter " << i << " value " << k;
+    }
+  }
+  EXPECT_GT(largest, 1e-3);  // the gradient is not zero
 }
 
 TEST(RewardVerifier, BuiltInVerifiersMatchTheAnswer) {

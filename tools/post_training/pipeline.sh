@@ -4,7 +4,7 @@
 # Multi-step arithmetic word problems (tools/post_training/word_problems.py) train a tiny LLaMA-shaped
 # model with the nanoformer CLI alone: pretrain (stories and sums) -> SFT (question, worked answer)
 # -> DPO (the right answer over one with a wrong step) -> GRPO (sampled answers, numeric verifier),
-# once per seed (about 15 minutes for 3 seeds on one core). After each stage `nanoformer eval` scores the model on held-out problems: exact
+# once per seed (about 20 minutes for 3 seeds on one core). After each stage `nanoformer eval` scores the model on held-out problems: exact
 # match of the greedy answer (GSM8K layout) and the share of held-out preference pairs whose right
 # answer gets the higher log-likelihood (mc layout). One core (NANOFORMER_THREADS=1).
 # Outputs: BUILD_DIR/post-training/ (data, tokenizer, runs, eval reports, results.md, results.json),
@@ -19,7 +19,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BUILD="$(cd "${1:-$ROOT/build}" && pwd)"
 NF="$BUILD/nanoformer"
-OUT="$BUILD/post-training"
+OUT="${PIPELINE_OUT:-$BUILD/post-training}"  # PIPELINE_OUT: another folder (runs side by side)
 PYTHON="${PIPELINE_PYTHON:-python3}"  # only the standard library
 SEEDS="${PIPELINE_SEEDS:-1 2 3}"
 PRETRAIN_STEPS="${PRETRAIN_STEPS:-300}"
@@ -29,13 +29,14 @@ DPO_LR="${DPO_LR:-1e-5}"
 DPO_BETA="${DPO_BETA:-0.5}"
 GRPO_STEPS="${GRPO_STEPS:-200}"
 GRPO_LR="${GRPO_LR:-5e-5}"
-GRPO_GROUP="${GRPO_GROUP:-8}"
+GRPO_GROUP="${GRPO_GROUP:-16}"
 GRPO_TEMPERATURE="${GRPO_TEMPERATURE:-0.7}"
 MAX_NEW=40
 EOT='<|endoftext|>'
 export NANOFORMER_THREADS=1 OMP_NUM_THREADS=1
 [[ -x "$NF" ]] || { echo "pipeline: $NF not built (make build)" >&2; exit 1; }
 mkdir -p "$OUT" "$ROOT/docs/images"
+OUT="$(cd "$OUT" && pwd)"
 cd "$OUT"
 start=$SECONDS
 

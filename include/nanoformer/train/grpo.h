@@ -72,7 +72,9 @@ class GrpoStep {
   RewardVerifier verifier_;
 };
 
-// Per-token log-probs (R, T) of targets (R, T) under logits (R, T, V); 0 where the target is -100.
-Tensor token_log_probs(const Tensor& logits, const Tensor& targets);
+// Per-token log-probs (R, T) of targets (R, T) under softmax(logits / temperature) of logits (R, T, V);
+// 0 where the target is -100. GRPO passes its sampling temperature (as TRL), so that the log-probs
+// are those of the distribution the completions were drawn from.
+Tensor token_log_probs(const Tensor& logits, const Tensor& targets, double temperature = 1.0);
 
 }  // namespace nf::train
