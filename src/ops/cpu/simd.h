@@ -31,13 +31,18 @@ struct Simd {
   static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
   static V load_first(const float* p, int64_t n) { return _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1), p); }
   static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
-  // width stored values widened to floats: bf16 (the high half of an f32), f16, int8
+  // width stored values widened to floats: bf16 (the high half of an f32), f16, int8 (the
+  // zero-masked forms with every lane kept: GCC 12's unmasked ones trip -Wmaybe-uninitialized on
+  // their filler, as in sum)
   static V load_bf16(const uint16_t* p) {
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16));
+    const __m512i wide = _mm512_maskz_cvtepu16_epi32(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xffff, wide, 16));
   }
-  static V load_f16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+  static V load_f16(const uint16_t* p) {
+    return _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
   static V load_i8(const int8_t* p) {
-    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+    return _mm512_maskz_cvtepi32_ps(0xffff, _mm512_maskz_cvtepi8_epi32(0xffff, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
   }
   static float sum(V v) {  // halves, then quarters, added within the register (the masked forms:
                            // GCC 12's unmasked ones trip -Wmaybe-uninitialized on their filler)
