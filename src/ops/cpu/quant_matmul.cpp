@@ -331,8 +331,14 @@ struct TileArgs {
   const float* bias;  // bias[c * ystride], or null
   const PairedActivations* pairs = nullptr;  // x laid out for the 4- and 5-bit types (AVX2)
   int64_t ystride = 1;
+  // tiles run back to back (the x4 tiles at one row of x): tile i's weight rows i * next bytes
+  // further along each stream, its outputs i further along y (one call for a thread's range)
+  int64_t count = 1;
+  size_t next = 0;
 
-  void store(int r, int c, float v) const { y[r * ldy + c * ystride] = v + (bias ? bias[c * ystride] : 0.0f); }
+  void store(int r, int c, float v, int64_t i = 0) const {
+    y[r * ldy + c * ystride + i] = v + (bias ? bias[c * ystride + i] : 0.0f);
+  }
 };
 
 inline void prefetch(const unsigned char* p) { _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T1); }
@@ -375,8 +381,12 @@ inline float hsum(__m256 v) {
 // [row 0..3 of lanes 0-3 | row 0..3 of lanes 4-7], so one conversion, one scale vector and one
 // fma serve the four rows, and lane c + lane c + 4 is row c's output at the end. A row computed
 // alone (repeated) goes through the same lanes: the same bits whichever way the rows are cut.
+// (by unpacks and adds, the sums hadd would give: vphaddd is several uops a time on Zen 4, and
+// three of them per block were the tile's bottleneck, measured 25% slower in L1)
 inline __m256i gather_rows(__m256i s0, __m256i s1, __m256i s2, __m256i s3) {
-  return _mm256_hadd_epi32(_mm256_hadd_epi32(s0, s1), _mm256_hadd_epi32(s2, s3));
+  const __m256i t01 = _mm256_add_epi32(_mm256_unpacklo_epi32(s0, s1), _mm256_unpackhi_epi32(s0, s1));
+  const __m256i t23 = _mm256_add_epi32(_mm256_unpacklo_epi32(s2, s3), _mm256_unpackhi_epi32(s2, s3));
+  return _mm256_add_epi32(_mm256_unpacklo_epi64(t01, t23), _mm256_unpackhi_epi64(t01, t23));
 }
 
 // f16 fields of four blocks -> 4 f16 packed in 64 bits
@@ -385,11 +395,11 @@ inline uint64_t pack4(uint16_t a, uint16_t b, uint16_t c, uint16_t d) {
 }
 
 template <int R>
-void store_rows(const TileArgs& t, const __m256 (&acc)[R], int cols) {
+void store_rows(const TileArgs& t, const __m256 (&acc)[R], int cols, int64_t i = 0) {
   for (int r = 0; r < R; ++r) {
     alignas(16) float out[4];
     _mm_store_ps(out, _mm_add_ps(_mm256_castps256_ps128(acc[r]), _mm256_extractf128_ps(acc[r], 1)));
-    for (int c = 0; c < cols; ++c) t.store(r, c, out[c]);
+    for (int c = 0; c < cols; ++c) t.store(r, c, out[c], i);
   }
 }
 
@@ -403,28 +413,31 @@ void tile_q8_0_x4(const TileArgs& t, int cols) {
   const int8_t* qx[R];
   const float* dx[R];
   for (int r = 0; r < R; ++r) qx[r] = t.a->row_q(t.r0 + r), dx[r] = t.a->row_d(t.r0 + r);
-  __m256 acc[R];
-  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
-    const BlockQ8_0* blk[4];
-    __m256i v[4], u[4];
-    for (int c = 0; c < 4; ++c) {
-      blk[c] = reinterpret_cast<const BlockQ8_0*>(t.w + c * t.row_bytes) + b;
-      if constexpr (kPrefetch) prefetch(t.ahead + c * t.row_bytes + b * sizeof(BlockQ8_0));
-      v[c] = Q8_0W::values(*blk[c]);
-      u[c] = _mm256_sign_epi8(v[c], v[c]);  // |v|
+  for (int64_t i = 0; i < t.count; ++i) {
+    const unsigned char *w = t.w + i * t.next, *ahead = t.ahead + i * t.next;
+    __m256 acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      const BlockQ8_0* blk[4];
+      __m256i v[4], u[4];
+      for (int c = 0; c < 4; ++c) {
+        blk[c] = reinterpret_cast<const BlockQ8_0*>(w + c * t.row_bytes) + b;
+        if constexpr (kPrefetch) prefetch(ahead + c * t.row_bytes + b * sizeof(BlockQ8_0));
+        v[c] = Q8_0W::values(*blk[c]);
+        u[c] = _mm256_sign_epi8(v[c], v[c]);  // |v|
+      }
+      const __m128 d4 = _mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<long long>(pack4(blk[0]->d, blk[1]->d, blk[2]->d, blk[3]->d))));
+      const __m256 dw = _mm256_insertf128_ps(_mm256_castps128_ps256(d4), d4, 1);
+      for (int r = 0; r < R; ++r) {
+        const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qx[r] + b * 32));
+        __m256i s[4];
+        for (int c = 0; c < 4; ++c) s[c] = _mm256_madd_epi16(_mm256_maddubs_epi16(u[c], _mm256_sign_epi8(x, v[c])), ones);
+        const __m256 d = _mm256_mul_ps(dw, _mm256_broadcast_ss(dx[r] + b));
+        acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(gather_rows(s[0], s[1], s[2], s[3])), acc[r]);
+      }
     }
-    const __m128 d4 = _mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<long long>(pack4(blk[0]->d, blk[1]->d, blk[2]->d, blk[3]->d))));
-    const __m256 dw = _mm256_insertf128_ps(_mm256_castps128_ps256(d4), d4, 1);
-    for (int r = 0; r < R; ++r) {
-      const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qx[r] + b * 32));
-      __m256i s[4];
-      for (int c = 0; c < 4; ++c) s[c] = _mm256_madd_epi16(_mm256_maddubs_epi16(u[c], _mm256_sign_epi8(x, v[c])), ones);
-      const __m256 d = _mm256_mul_ps(dw, _mm256_broadcast_ss(dx[r] + b));
-      acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(gather_rows(s[0], s[1], s[2], s[3])), acc[r]);
-    }
+    store_rows<R>(t, acc, cols, i);
   }
-  store_rows<R>(t, acc, cols);
 }
 
 // The 4- and 5-bit types two blocks at a time: lo and hi times x's matching halves (maddubs:
@@ -478,11 +491,15 @@ void tile_pairs_x4(const TileArgs& t, int cols) {
   const PairedActivations& a = *t.pairs;
   PairRow x[R];
   for (int r = 0; r < R; ++r) x[r] = {a.row_q(t.r0 + r), a.row_d8(t.r0 + r), a.row_s8(t.r0 + r), a.row_c8(t.r0 + r)};
-  __m256 acc[R];
-  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
-  for (int64_t p = 0; p < nb / 2; ++p) pair_step<W, R, kPrefetch, false>(t, x, p, acc);
-  if (nb % 2 != 0) pair_step<W, R, kPrefetch, true>(t, x, nb / 2, acc);
-  store_rows<R>(t, acc, cols);
+  for (int64_t i = 0; i < t.count; ++i) {
+    TileArgs u = t;
+    u.w += i * t.next, u.ahead += i * t.next;
+    __m256 acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+    for (int64_t p = 0; p < nb / 2; ++p) pair_step<W, R, kPrefetch, false>(u, x, p, acc);
+    if (nb % 2 != 0) pair_step<W, R, kPrefetch, true>(u, x, nb / 2, acc);
+    store_rows<R>(t, acc, cols, i);
+  }
 }
 #endif
 
@@ -807,18 +824,34 @@ void gemv_range(const TileArgs& base, int64_t m, int64_t begin, int64_t end) {
     t.bias = base.bias ? base.bias + row : nullptr;
     return t;
   };
-  for (int64_t i = 0; i < part; ++i)
-    for (int64_t r0 = 0; r0 < m; r0 += kPassRows) {
-      const bool fetch = r0 == 0 && i + ahead < part;  // the first pass brings the rows in
-      run_tile<Kernel, kStreams>(tile(begin + i, r0, part), std::min(kPassRows, m - r0), fetch);
+  constexpr bool kFourRows = [] {
+    if constexpr (requires { Kernel<1, kStreams, false>::kFourRows; }) return Kernel<1, kStreams, false>::kFourRows;
+    return false;
+  }();
+  if (kFourRows && m == 1) {  // one call for the tiles that prefetch, one for the rest
+    const int64_t fetched = std::max<int64_t>(part - ahead, 0);
+    for (const auto& [first, count, fetch] : {std::tuple{int64_t{0}, fetched, true}, std::tuple{fetched, part - fetched, false}}) {
+      if (count == 0) continue;
+      TileArgs t = tile(begin + first, 0, part);
+      t.count = count, t.next = base.row_bytes;
+      run_tile<Kernel, kStreams>(t, 1, fetch);
     }
+  } else {
+    for (int64_t i = 0; i < part; ++i)
+      for (int64_t r0 = 0; r0 < m; r0 += kPassRows) {
+        const bool fetch = r0 == 0 && i + ahead < part;  // the first pass brings the rows in
+        run_tile<Kernel, kStreams>(tile(begin + i, r0, part), std::min(kPassRows, m - r0), fetch);
+      }
+  }
   for (int64_t row = begin + kStreams * part; row < end; ++row)
     for (int64_t r0 = 0; r0 < m; r0 += kPassRows) run_tile<Kernel, 1>(tile(row, r0, 1), std::min(kPassRows, m - r0), false);
 }
 
 // The products of one x with each of `bases` (base.ldy of W's rows each). One product: its rows
 // split across the threads, or on one when it is small. Several (q, k and v; gate and up): one
-// hand-off for all, each thread taking its share of every one.
+// hand-off for all, each thread taking its share of every one. (Handing out chunks of rows in turn
+// instead, so a thread that starts late takes fewer, measured slower: minimind2-small Q8_0 decode
+// 930 tok/s against 1,070 with chunks of 32 KiB, 890 against 980 with 128 KiB.)
 template <template <int, int, bool> class Kernel>
 void gemv_rows(std::span<const TileArgs> bases, int64_t m) {
   if (bases.size() == 1) {
