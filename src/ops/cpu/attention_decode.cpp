@@ -224,10 +224,18 @@ void weighted_sum_float_rows(const float* const* p, const unsigned char* v, int6
   }
 }
 
+// Four rows at a time where the registers hold their 16 sums (AVX-512's 32), two on AVX2's 16: each
+// v_j widened once for all of them (an f16 cache of 1,024 keys, 8 heads over 2: 32.9 -> 29.9 us a
+// call on one Zen 4 thread, bench_attention).
+constexpr int kSumRows = Simd::width >= 16 ? 4 : 2;
+
 template <class F>
 void weighted_sum_float(const float* const* p, int64_t m, const unsigned char* v, int64_t ldv, int64_t n, int64_t D,
                         const float* scale, float* const* out) {
-  for (int64_t r = 0; r < m; r += 2) {
+  int64_t r = 0;
+  if constexpr (kSumRows == 4)
+    for (; r + 4 <= m; r += 4) weighted_sum_float_rows<F, 4>(p + r, v, ldv, n, D, scale + r, out + r);
+  for (; r < m; r += 2) {
     if (m - r >= 2) weighted_sum_float_rows<F, 2>(p + r, v, ldv, n, D, scale + r, out + r);
     else weighted_sum_float_rows<F, 1>(p + r, v, ldv, n, D, scale + r, out + r);
   }
@@ -325,7 +333,10 @@ void weighted_sum_q8_0_rows(const float* const* p, const unsigned char* v, int64
 
 void weighted_sum_q8_0(const float* const* p, int64_t m, const unsigned char* v, int64_t ldv, int64_t n, int64_t D,
                        const float* scale, float* const* out) {
-  for (int64_t r = 0; r < m; r += 2) {
+  int64_t r = 0;
+  if constexpr (kSumRows == 4)
+    for (; r + 4 <= m; r += 4) weighted_sum_q8_0_rows<4>(p + r, v, ldv, n, D, scale + r, out + r);
+  for (; r < m; r += 2) {
     if (m - r >= 2) {
       weighted_sum_q8_0_rows<2>(p + r, v, ldv, n, D, scale + r, out + r);
     } else {
