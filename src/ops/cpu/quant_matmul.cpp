@@ -758,12 +758,15 @@ void tile_float(const TileArgs& t) {
 // in kStreams equal parts, a tile takes row i of every part, so each part is read front to back.
 // Short rows (a Q8_0 row of 512 values is 544 bytes) read 4 at a time side by side would be one
 // stream of 2 KiB steps; four streams far apart keep more reads in flight (measured on one Zen 4
-// core of a shared VM, Q8_0 1408 x 512 read from memory: 13 -> 21 GB/s). The rows D steps ahead in
-// each stream (about kPrefetchBytes) are prefetched into L2 meanwhile. Each tile meets the rows of
-// x kPassRows at a time, so rows read from memory once stay in L1 for every later pass. The
-// 32-value types' tiles take the four streams in one (tile_*_x4), any R; the others (per-row
-// accumulators) cover them whole (C = 4) for R <= 2, in halves (C = 2) above, keeping R * C
-// accumulators in registers. The rows left over (range % kStreams) go one at a time.
+// core of a shared VM, Q8_0 1408 x 512 read from memory: 13 -> 21 GB/s). With several rows of x,
+// the rows D steps ahead in each stream (about kPrefetchBytes) are prefetched into L2 meanwhile; at
+// one row (decode) the hardware's prefetchers do as well, and the prefetches' own loads cost more
+// than they gained once a thread's tiles ran in one call (minimind2-small Q8_0 decode 1,099 ->
+// 1,159 tok/s without them, medians of 6 interleaved runs on Zen 4; gpt2-124m 235 -> 252). Each
+// tile meets the rows of x kPassRows at a time, so rows read from memory once stay in L1 for every
+// later pass. The 32-value types' tiles take the four streams in one (tile_*_x4), any R; the
+// others (per-row accumulators) cover them whole (C = 4) for R <= 2, in halves (C = 2) above,
+// keeping R * C accumulators in registers. The rows left over (range % kStreams) go one at a time.
 constexpr int64_t kStreams = 4;
 constexpr int64_t kPassRows = 4;
 constexpr int64_t kPrefetchBytes = 2048;
@@ -828,13 +831,11 @@ void gemv_range(const TileArgs& base, int64_t m, int64_t begin, int64_t end) {
     if constexpr (requires { Kernel<1, kStreams, false>::kFourRows; }) return Kernel<1, kStreams, false>::kFourRows;
     return false;
   }();
-  if (kFourRows && m == 1) {  // one call for the tiles that prefetch, one for the rest
-    const int64_t fetched = std::max<int64_t>(part - ahead, 0);
-    for (const auto& [first, count, fetch] : {std::tuple{int64_t{0}, fetched, true}, std::tuple{fetched, part - fetched, false}}) {
-      if (count == 0) continue;
-      TileArgs t = tile(begin + first, 0, part);
-      t.count = count, t.next = base.row_bytes;
-      run_tile<Kernel, kStreams>(t, 1, fetch);
+  if (kFourRows && m == 1) {  // decode: the range's tiles in one call, without software prefetches
+    if (part > 0) {
+      TileArgs t = tile(begin, 0, part);
+      t.count = part, t.next = base.row_bytes;
+      run_tile<Kernel, kStreams>(t, 1, false);
     }
   } else {
     for (int64_t i = 0; i < part; ++i)
