@@ -381,8 +381,8 @@ inline float hsum(__m256 v) {
 // [row 0..3 of lanes 0-3 | row 0..3 of lanes 4-7], so one conversion, one scale vector and one
 // fma serve the four rows, and lane c + lane c + 4 is row c's output at the end. A row computed
 // alone (repeated) goes through the same lanes: the same bits whichever way the rows are cut.
-// (by unpacks and adds, the sums hadd would give: vphaddd is several uops a time on Zen 4, and
-// three of them per block were the tile's bottleneck, measured 25% slower in L1)
+// (by unpacks and adds, the sums hadd would give: vphaddd is several uops on Zen 4, and three a
+// block cost an AVX2 tile 5% of its time in L1)
 inline __m256i gather_rows(__m256i s0, __m256i s1, __m256i s2, __m256i s3) {
   const __m256i t01 = _mm256_add_epi32(_mm256_unpacklo_epi32(s0, s1), _mm256_unpackhi_epi32(s0, s1));
   const __m256i t23 = _mm256_add_epi32(_mm256_unpacklo_epi32(s2, s3), _mm256_unpackhi_epi32(s2, s3));
