@@ -80,6 +80,9 @@ void run_quantize(const QuantizeArgs& a) {
   const std::string tokenizer = a.tokenizer.empty() ? tokenizer_beside(a.model) : a.tokenizer;
   if (!tokenizer.empty()) models::check_gguf_tokenizer(tokenizer);
   const std::shared_ptr<models::DecoderLM> model = models::load_decoder_lm(a.model);
+  NF_CHECK(!model->config().moe, "quantize: ", a.model, " is a mixture-of-experts model, and the GGUF files quantize "
+           "writes hold dense models only (llama.cpp's llama architecture); MoE models are quantised in memory as a "
+           "QLoRA base (train --lora-base-type)");
   const auto before = models::weight_type_stats(*model);
   requantize(*model, spec);
   models::save_model(*model, a.out, "gguf", {.tokenizer = tokenizer});

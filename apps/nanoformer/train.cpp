@@ -257,6 +257,9 @@ void add_train_command(CLI::App& app) {
     NF_CHECK(dist_flags->second > 0, "train: --dist-timeout must be > 0 seconds, got ", dist_flags->second);
     dist::Communicator& world = dist::world(dist_flags->second);
     c->ranks = world.size();
+    NF_CHECK(c->distributed.zero == 0 || cmd->count("--zero") == 0 || world.size() > 1,
+             "train: --zero 1 shards the optimizer state across the ranks of mpirun, but this process runs alone "
+             "(start it with mpirun -n N, or drop --zero)");
     c->distributed.bucket_bytes = static_cast<int64_t>(dist_flags->first * (1 << 20));
     if (world.rank() != 0) c->quiet = true;  // rank 0 alone shows progress
     c->schedule.kind = train::schedule_kind_from_name(*schedule);

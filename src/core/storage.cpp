@@ -115,7 +115,9 @@ Storage::Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device
   const size_t bytes = block_size(nbytes);
   if (cacheable(bytes)) data_ = BlockCache::instance().take(bytes);
   if (data_ == nullptr) data_ = std::aligned_alloc(kAlignment, bytes);
-  if (data_ == nullptr) throw std::bad_alloc();
+  if (data_ == nullptr)
+    throw OutOfMemory(detail::concat("out of memory: a tensor of ", nbytes, " bytes (", static_cast<double>(nbytes) / (1 << 30),
+                                     " GiB) could not be allocated"));
   count_allocation(nbytes);
 }
 

@@ -83,7 +83,9 @@ ModelFormat detect_model_format(const std::string& path_or_preset) {
   return ModelFormat::preset;
 }
 
-std::shared_ptr<Model> load_model(const std::string& path_or_preset) {
+namespace {
+
+std::shared_ptr<Model> load_model_as_detected(const std::string& path_or_preset) {
   switch (detect_model_format(path_or_preset)) {
     case ModelFormat::nanoformer: return load_checkpoint(path_or_preset);
     case ModelFormat::hf: return load_hf_folder(path_or_preset);
@@ -99,6 +101,18 @@ std::shared_ptr<Model> load_model(const std::string& path_or_preset) {
     }
   }
   NF_FAIL(path_or_preset, ": unknown model format");
+}
+
+}  // namespace
+
+std::shared_ptr<Model> load_model(const std::string& path_or_preset) {
+  try {
+    return load_model_as_detected(path_or_preset);
+  } catch (const OutOfMemory& e) {  // the file's numbers asked for more than the machine has
+    throw OutOfMemory(path_or_preset + ": loading it ran " + e.what());
+  } catch (const std::bad_alloc&) {
+    throw OutOfMemory(path_or_preset + ": loading it ran out of memory");
+  }
 }
 
 std::shared_ptr<DecoderLM> load_decoder_lm(const std::string& path_or_preset) {

@@ -10,6 +10,9 @@ namespace nf::infer {
 CachedSequence::CachedSequence(models::DecoderLM& model, int64_t max_len, ContextShift shift, QuantType cache_type)
     : model_(model), cache_(model.make_cache(1, max_len, cache_type)), shift_(shift) {
   NF_CHECK(shift.keep >= 0, "--keep ", shift.keep, ": must be >= 0");
+  // keeping the whole context leaves nothing to drop: generation would end at the context's end
+  NF_CHECK(shift.keep < this->max_len(), "--keep ", shift.keep, " must be less than --context ", this->max_len(),
+           max_len == 0 ? " (the model's max_seq_len)" : "", ": the context shift drops what --keep leaves");
 }
 
 void CachedSequence::copy_from(const CachedSequence& other) {
@@ -54,6 +57,20 @@ Tensor CachedSequence::feed(const std::vector<int64_t>& ids, bool all_positions)
   const Tensor logits = model_.forward_cached(Tensor::from_vector(ids, {1, T}), cache_, /*last_only=*/!all_positions);
   fed(ids);
   return logits;
+}
+
+std::span<const float> constrained_row(GrammarConstraint* constraint, std::span<const float> logits,
+                                       std::vector<float>& masked) {
+  if (constraint == nullptr) return logits;
+  masked.assign(logits.begin(), logits.end());
+  constraint->apply(masked);
+  return masked;
+}
+
+StopReason after_constrained_token(GrammarConstraint* constraint, int64_t id, StopReason reason) {
+  if (constraint == nullptr) return reason;
+  constraint->accept(id);
+  return reason == StopReason::none && constraint->finished() ? StopReason::end_of_sequence : reason;
 }
 
 SampledToken sample_step(Sampler& sampler, std::span<const float> logits, std::vector<int64_t>& history,

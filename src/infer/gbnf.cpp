@@ -20,6 +20,7 @@ using CodeRange = std::pair<uint32_t, uint32_t>;  // [first, last] code points
 constexpr uint32_t kMaxCodePoint = 0x10FFFF;
 constexpr int64_t kMaxRepetition = 1000;  // {m,n} bounds above this are refused (each copy is a rule)
 constexpr size_t kMaxRules = size_t{1} << 18;  // a grammar expanding to more rules is refused (memory)
+constexpr int kMaxNesting = 256;  // groups nested deeper are refused (the parser recurses once a group)
 
 // The UTF-8 bytes of a code point.
 std::string utf8(uint32_t c) {
@@ -155,7 +156,7 @@ class Compiler {
     if (rules_.size() >= kMaxRules) fail("the grammar expands to more than " + std::to_string(kMaxRules) + " rules");
     const uint32_t id = static_cast<uint32_t>(rules_.size());
     rules_.emplace_back();
-    names_.push_back(names_[parent] + "-" + std::to_string(id));
+    names_.push_back(names_[top_rule_] + "-" + std::to_string(id));
     defined_.push_back(true);
     return id;
   }
@@ -164,10 +165,13 @@ class Compiler {
     sets_.push_back(set);
     return {Kind::bytes, static_cast<uint32_t>(sets_.size() - 1)};
   }
-  Element single_byte(uint8_t b) {
-    std::bitset<256> set;
-    set.set(b);
-    return byte_set(set);
+  Element single_byte(uint8_t b) {  // one set per byte value, however many literals use it
+    if (single_byte_sets_[b] == UINT32_MAX) {
+      std::bitset<256> set;
+      set.set(b);
+      single_byte_sets_[b] = byte_set(set).value;
+    }
+    return {Kind::bytes, single_byte_sets_[b]};
   }
 
   void parse_rule() {
@@ -178,6 +182,7 @@ class Compiler {
     const uint32_t id = rule_id(name);
     if (defined_[id]) fail("the rule '" + name + "' is defined twice");
     defined_[id] = true;
+    top_rule_ = id;
     skip_space(false);
     next_rule_ = false;
     rules_[id] = parse_alternatives(id, false);
@@ -212,13 +217,23 @@ class Compiler {
         }
         return v;
       };
+      const auto code_point = [&](int digits) {
+        const uint32_t v = hex(digits);
+        if (v >= 0xD800 && v <= 0xDFFF) {
+          pos_ -= static_cast<size_t>(digits) + 2;
+          char shown_code[16];
+          std::snprintf(shown_code, sizeof shown_code, "U+%04X", static_cast<unsigned>(v));
+          fail(std::string("the surrogate ") + shown_code + " is not a character (UTF-8 cannot encode it)");
+        }
+        return v;
+      };
       switch (e) {
         case 'n': return '\n';
         case 'r': return '\r';
         case 't': return '\t';
         case 'x': return hex(2);
-        case 'u': return hex(4);
-        case 'U': return hex(8);
+        case 'u': return code_point(4);
+        case 'U': return code_point(8);
         case '\\': case '"': case '\'': case '[': case ']': case '-': case '^': case '/': return static_cast<uint8_t>(e);
         default: --pos_; fail("unknown escape: '\\' followed by " + shown(e));
       }
@@ -379,12 +394,14 @@ class Compiler {
         ++pos_;
         seq.push_back(class_element({{0, 0xD7FF}, {0xE000, kMaxCodePoint}}, rule));
       } else if (c == '(') {
+        if (++nesting_ > kMaxNesting) fail("groups nested deeper than " + std::to_string(kMaxNesting));
         ++pos_;
         skip_space(true);
         const uint32_t group = new_rule(rule);
         rules_[group] = parse_alternatives(group, true);
         if (peek() != ')') fail(at_end() ? "')' expected, found the end" : "')' expected, found " + shown(peek()));
         ++pos_;
+        --nesting_;
         seq.push_back({Kind::rule, group});
       } else if (name_char(c)) {
         const size_t start = pos_;
@@ -436,21 +453,50 @@ class Compiler {
     return seq;
   }
 
-  // Which rules can match the empty string, and which can end at all; then refuses rules that
-  // never end and left recursion (a rule reachable from itself without consuming a byte).
+  // The rules that can match the empty string (`nullable`: an alternative of only nullable rules)
+  // or, otherwise, that can end at all (an alternative of bytes and rules that can end): a work
+  // list over the uses of each rule, so a long chain r0 ::= r1, r1 ::= r2, ... costs its length.
+  std::vector<bool> least_fixpoint(bool nullable) const {
+    const size_t n = rules_.size();
+    std::vector<uint32_t> alt_rule;        // alternative -> its rule
+    std::vector<size_t> missing;           // alternative -> its elements not yet known to qualify
+    std::vector<std::vector<uint32_t>> uses(n);  // rule -> the alternatives it appears in (once per use)
+    std::vector<uint32_t> ready;           // rules known to qualify, their uses not yet counted
+    std::vector<bool> holds(n, false);
+    for (size_t r = 0; r < n; ++r)
+      for (const Sequence& alt : rules_[r]) {
+        const auto a = static_cast<uint32_t>(alt_rule.size());
+        alt_rule.push_back(static_cast<uint32_t>(r));
+        size_t count = 0;
+        for (const Element& e : alt) {
+          if (e.kind == Kind::bytes) {
+            if (nullable) count = SIZE_MAX;  // a byte is never empty
+            if (count == SIZE_MAX) break;
+            continue;
+          }
+          ++count;
+          uses[e.value].push_back(a);
+        }
+        missing.push_back(count);
+        if (count == 0 && !holds[r]) holds[r] = true, ready.push_back(static_cast<uint32_t>(r));
+      }
+    while (!ready.empty()) {
+      const uint32_t s = ready.back();
+      ready.pop_back();
+      for (const uint32_t a : uses[s]) {
+        if (missing[a] == SIZE_MAX || --missing[a] > 0 || holds[alt_rule[a]]) continue;
+        holds[alt_rule[a]] = true;
+        ready.push_back(alt_rule[a]);
+      }
+    }
+    return holds;
+  }
+
+  // Refuses rules that never end and left recursion (a rule reachable from itself without
+  // consuming a byte).
   void check_ends_and_left_recursion() {
     const size_t n = rules_.size();
-    std::vector<bool> nullable(n, false), ends(n, false);
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (size_t r = 0; r < n; ++r)
-        for (const Sequence& alt : rules_[r]) {
-          const bool all_null = std::all_of(alt.begin(), alt.end(), [&](const Element& e) { return e.kind == Kind::rule && nullable[e.value]; });
-          const bool all_end = std::all_of(alt.begin(), alt.end(), [&](const Element& e) { return e.kind == Kind::bytes || ends[e.value]; });
-          if (all_null && !nullable[r]) nullable[r] = changed = true;
-          if (all_end && !ends[r]) ends[r] = changed = true;
-        }
-    }
+    const std::vector<bool> nullable = least_fixpoint(true), ends = least_fixpoint(false);
     for (size_t r = 0; r < n; ++r)
       NF_CHECK(ends[r], "grammar: the rule '", names_[r], "' can never end (every alternative leads back to it)");
     // left edges: r -> s where s can come first in one of r's alternatives
@@ -500,6 +546,9 @@ class Compiler {
 
   std::string_view text_;
   size_t pos_ = 0;
+  uint32_t top_rule_ = 0;  // the named rule being parsed: generated rules are named after it
+  int nesting_ = 0;        // groups open at pos_
+  std::vector<uint32_t> single_byte_sets_ = std::vector<uint32_t>(256, UINT32_MAX);  // byte -> its set's index
   bool next_rule_ = false;  // the rule being parsed ended where the next one starts (after a `|` and a newline)
   std::vector<std::vector<Sequence>> rules_;
   std::vector<std::string> names_;

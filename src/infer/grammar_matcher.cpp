@@ -8,8 +8,9 @@
 namespace nf::infer {
 namespace {
 
-constexpr size_t kMaxFrames = size_t{1} << 20;  // a grammar whose stacks keep growing is refused here
-constexpr int kMaxDepth = 4096;                  // expansions nested deeper than this are refused
+constexpr size_t kMaxFrames = size_t{1} << 20;     // a grammar whose stacks keep growing is refused here
+constexpr size_t kMaxExpansion = size_t{1} << 16;  // (element, parent) pairs one expansion may visit
+constexpr size_t kMaxStacks = size_t{1} << 16;     // stacks one state may hold
 
 void sort_unique(GrammarMatcher::State& s) {
   std::sort(s.begin(), s.end());
@@ -22,8 +23,8 @@ GrammarMatcher::GrammarMatcher(std::shared_ptr<const Grammar> grammar) : grammar
   frames_.push_back({0, kEnd});  // id 0: the empty stack
   after_.emplace_back();
   after_known_.push_back(true);
-  for (const uint32_t start : grammar_->alternatives[grammar_->root]) expand(start, kEnd, state_, 0);
-  sort_unique(state_);
+  for (const uint32_t start : grammar_->alternatives[grammar_->root]) visit(start, kEnd);
+  expand(state_);
 }
 
 uint32_t GrammarMatcher::intern(uint32_t element, uint32_t parent) {
@@ -39,37 +40,53 @@ uint32_t GrammarMatcher::intern(uint32_t element, uint32_t parent) {
   return it->second;
 }
 
-void GrammarMatcher::expand(uint32_t element, uint32_t parent, State& out, int depth) {
-  NF_CHECK(depth < kMaxDepth, "grammar: expanding the rules nests deeper than ", kMaxDepth);
-  const Grammar::Element& e = grammar_->elements[element];
-  switch (e.kind) {
-    case Grammar::Kind::bytes:
-      out.push_back(intern(element, parent));
-      return;
-    case Grammar::Kind::end:  // the rule is done: go on in the caller
-      if (parent == kEnd) {
-        out.push_back(kEnd);
-      } else {
-        const Frame caller = frames_[parent];
-        expand(caller.element, caller.parent, out, depth + 1);
+void GrammarMatcher::visit(uint32_t element, uint32_t parent) {
+  if (!visited_.insert((static_cast<uint64_t>(element) << 32) | parent).second) return;
+  if (visited_.size() > kMaxExpansion) {  // the matcher stays usable: the next expansion starts clean
+    visited_.clear();
+    pending_.clear();
+    NF_FAIL("grammar: one step of the grammar reaches more than ", kMaxExpansion,
+            " rule positions (it nests too deeply or is too ambiguous)");
+  }
+  pending_.push_back({element, parent});
+}
+
+void GrammarMatcher::expand(State& out) {
+  while (!pending_.empty()) {
+    const Frame at = pending_.back();
+    pending_.pop_back();
+    const Grammar::Element& e = grammar_->elements[at.element];
+    switch (e.kind) {
+      case Grammar::Kind::bytes:
+        out.push_back(intern(at.element, at.parent));
+        break;
+      case Grammar::Kind::end:  // the rule is done: go on in the caller
+        if (at.parent == kEnd) {
+          out.push_back(kEnd);
+        } else {
+          const Frame caller = frames_[at.parent];
+          visit(caller.element, caller.parent);
+        }
+        break;
+      case Grammar::Kind::rule: {
+        // where to go on after it; a call last in its alternative returns straight to the caller's caller
+        const bool tail = grammar_->elements[at.element + 1].kind == Grammar::Kind::end;
+        const uint32_t back = tail ? at.parent : intern(at.element + 1, at.parent);
+        for (const uint32_t start : grammar_->alternatives[e.value]) visit(start, back);
+        break;
       }
-      return;
-    case Grammar::Kind::rule: {
-      // where to go on after it; a call last in its alternative returns straight to the caller's caller
-      const bool tail = grammar_->elements[element + 1].kind == Grammar::Kind::end;
-      const uint32_t back = tail ? parent : intern(element + 1, parent);
-      for (const uint32_t start : grammar_->alternatives[e.value]) expand(start, back, out, depth + 1);
-      return;
     }
   }
+  visited_.clear();
+  sort_unique(out);
 }
 
 const GrammarMatcher::State& GrammarMatcher::after(uint32_t stack) {
   if (!after_known_[stack]) {
     State next;
     const Frame top = frames_[stack];
-    expand(top.element + 1, top.parent, next, 0);
-    sort_unique(next);
+    visit(top.element + 1, top.parent);
+    expand(next);
     after_[stack] = std::move(next);  // frames_ and after_ may have grown: index afresh
     after_known_[stack] = true;
   }
@@ -86,6 +103,8 @@ void GrammarMatcher::advance(const State& from, uint8_t byte, State& to) {
     to.insert(to.end(), next.begin(), next.end());
   }
   if (to.size() > 1) sort_unique(to);
+  NF_CHECK(to.size() <= kMaxStacks, "grammar: a state holds more than ", kMaxStacks,
+           " parse stacks (the grammar is too ambiguous)");
 }
 
 bool GrammarMatcher::accept(std::string_view bytes) {

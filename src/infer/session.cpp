@@ -31,7 +31,7 @@ Session::Session(models::DecoderLM& model, int64_t max_len, ContextShift shift, 
 }
 
 GenerationResult Session::generate(const std::vector<int64_t>& sequence, Sampler& sampler, const StopCriteria& stop,
-                                   const OnToken& on_token) {
+                                   const OnToken& on_token, GrammarConstraint* constraint) {
   stop.validate();
   NoGradGuard no_grad;
   const int64_t vocab = model_.config().vocab_size, context = max_len();
@@ -49,12 +49,14 @@ GenerationResult Session::generate(const std::vector<int64_t>& sequence, Sampler
   result.prefill_seconds = seconds_since(start);
 
   std::vector<int64_t> history = sequence;  // what the repetition penalty sees
+  std::vector<float> masked;
   start = std::chrono::steady_clock::now();
   for (int64_t count = 1;; ++count) {
-    const SampledToken t = sample_step(sampler, {logits.data<float>(), static_cast<size_t>(vocab)}, history, stop,
-                                       count, on_token);
+    const std::span<const float> row =
+        constrained_row(constraint, {logits.data<float>(), static_cast<size_t>(vocab)}, masked);
+    const SampledToken t = sample_step(sampler, row, history, stop, count, on_token);
     result.tokens.push_back(t.id);
-    result.reason = t.reason;
+    result.reason = after_constrained_token(constraint, t.id, t.reason);
     if (result.reason == StopReason::none && !sequence_.make_room(1)) result.reason = StopReason::context_full;
     if (result.reason != StopReason::none) break;
     logits = sequence_.feed({t.id});

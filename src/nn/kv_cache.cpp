@@ -1,4 +1,5 @@
-// KVCache: preallocated per-layer keys and values in the cache type, ring-buffered sliding-window
+// KVCache: per-layer keys and values in the cache type, grown as positions are filled (so a model
+// that claims a million positions costs what its sequences use), ring-buffered sliding-window
 // layers, the step a cached forward takes, rollback, and the context shift.
 #include "nanoformer/nn/kv_cache.h"
 
@@ -19,6 +20,8 @@ Tensor columns_of(const Tensor& storage, int64_t rows, int64_t from, int64_t n) 
   return narrow(narrow(storage, 0, 0, rows), 2, from, n);
 }
 
+constexpr int64_t kFirstColumns = 256;  // a layer's storage at first; doubled as it fills
+
 constexpr QuantType kCacheTypes[] = {QuantType::f32, QuantType::f16, QuantType::bf16, QuantType::q8_0};
 constexpr const char* kCacheTypeNames = "f32, f16, bf16 or q8_0";
 
@@ -38,26 +41,43 @@ KVCache::KVCache(const KVCacheShape& s) : shape_(s) {
            " windows for ", s.n_layers, " layers");
   NF_CHECK(std::find(std::begin(kCacheTypes), std::end(kCacheTypes), s.cache_type) != std::end(kCacheTypes),
            "KVCache: cache type ", quant_type_name(s.cache_type), " is not one of ", kCacheTypeNames);
-  const bool quantized = s.cache_type != QuantType::f32;
   const int64_t block = quant_type_info(s.cache_type).block_size;
   NF_CHECK(s.head_dim % block == 0, "--cache-type ", quant_type_name(s.cache_type), " stores keys and values in blocks of ",
            block, "; the model's head_dim ", s.head_dim, " is not a multiple of ", block, " (f32, f16 and bf16 take any)");
   for (int64_t i = 0; i < s.n_layers; ++i) {
     const int64_t window = s.windows.empty() ? 0 : s.windows[static_cast<size_t>(i)];
     NF_CHECK(window >= 0, "KVCache: layer ", i, " has window ", window, "; it must be >= 0 (0 = full attention)");
-    // a ring of 2 W columns when that is less than the context: W - 1 kept + up to W + 1 new per step
-    const int64_t columns = window > 0 && 2 * window < s.max_len ? 2 * window : s.max_len;
-    Layer layer;
-    layer.window = window, layer.columns = columns;
-    if (quantized) {
-      layer.quantized = {QuantizedKV(s.cache_type, s.max_batch, s.n_kv_heads, columns, s.head_dim),
-                         QuantizedKV(s.cache_type, s.max_batch, s.n_kv_heads, columns, s.head_dim)};
-    } else {
-      const Shape storage{s.max_batch, s.n_kv_heads, columns, s.head_dim};
-      layer.kv = {zeros(storage, s.dtype), zeros(storage, s.dtype)};
-    }
+    Layer layer;  // a ring of 2 W columns when that is less than the context: W - 1 kept + up to W + 1 new per step
+    layer.window = window;
+    layer.capacity = window > 0 && 2 * window < s.max_len ? 2 * window : s.max_len;
+    grow(layer, std::min(layer.capacity, kFirstColumns));
     layers_.push_back(layer);
   }
+}
+
+void KVCache::grow(Layer& l, int64_t needed) const {
+  if (needed <= l.columns) return;
+  const int64_t columns = std::min(l.capacity, std::max(needed, 2 * l.columns));
+  const KVCacheShape& s = shape_;
+  const int64_t rows = l.length > 0 ? batch_ : 0;  // filled columns are kept for the rows in use
+  if (s.cache_type != QuantType::f32) {
+    QuantizedLayerKV grown{QuantizedKV(s.cache_type, s.max_batch, s.n_kv_heads, columns, s.head_dim),
+                           QuantizedKV(s.cache_type, s.max_batch, s.n_kv_heads, columns, s.head_dim)};
+    if (rows > 0) {
+      grown.keys.copy_columns_from(l.quantized.keys, rows, l.length);
+      grown.values.copy_columns_from(l.quantized.values, rows, l.length);
+    }
+    l.quantized = std::move(grown);
+  } else {
+    const Shape storage{s.max_batch, s.n_kv_heads, columns, s.head_dim};
+    LayerKV grown{zeros(storage, s.dtype), zeros(storage, s.dtype)};
+    if (rows > 0) {
+      copy_into(columns_of(grown.keys, rows, 0, l.length), columns_of(l.kv.keys, rows, 0, l.length));
+      copy_into(columns_of(grown.values, rows, 0, l.length), columns_of(l.kv.values, rows, 0, l.length));
+    }
+    l.kv = std::move(grown);
+  }
+  l.columns = columns;
 }
 
 const LayerKV& KVCache::layer(int64_t i) const {
@@ -81,7 +101,7 @@ int64_t KVCache::bytes() const {
 int64_t KVCache::max_step() const {
   int64_t most = shape_.max_len;
   for (const Layer& l : layers_)
-    if (l.columns < shape_.max_len) most = std::min(most, l.columns - (l.window - 1));
+    if (l.capacity < shape_.max_len) most = std::min(most, l.capacity - (l.window - 1));
   return most;
 }
 
@@ -101,7 +121,7 @@ KVCacheStep KVCache::begin(int64_t batch, int64_t new_tokens) {
            " a step of this cache's sliding-window layers takes (feed them in chunks)");
   KVCacheStep step{.batch = batch, .new_tokens = new_tokens, .position = position_, .columns = {}};
   for (Layer& l : layers_) {
-    if (l.length + new_tokens > l.columns) {  // a ring layer: keep the W - 1 keys the window still reaches
+    if (l.length + new_tokens > l.capacity) {  // a ring layer: keep the W - 1 keys the window still reaches
       const int64_t kept = std::min(l.length, l.window - 1);
       if (l.quantized.keys.defined()) {
         for (const QuantizedKV& storage : {l.quantized.keys, l.quantized.values})
@@ -112,6 +132,7 @@ KVCacheStep KVCache::begin(int64_t batch, int64_t new_tokens) {
       }
       l.length = kept;
     }
+    grow(l, l.length + new_tokens);
     step.columns.push_back(l.length);
   }
   return step;
@@ -227,6 +248,8 @@ void KVCache::copy_from(const KVCache& other) {
   for (size_t i = 0; i < layers_.size(); ++i) {
     Layer& to = layers_[i];
     const Layer& from = other.layers_[i];
+    to.length = 0;  // nothing of its own is kept
+    grow(to, from.length);
     if (to.quantized.keys.defined()) {
       to.quantized.keys.copy_columns_from(from.quantized.keys, other.batch_, from.length);
       to.quantized.values.copy_columns_from(from.quantized.values, other.batch_, from.length);

@@ -1,4 +1,4 @@
-// RoPE inside attention: tables made once, queries and keys rotated by the fused op.
+// RoPE inside attention: tables grown to the positions used, queries and keys rotated by the fused op.
 #include "nanoformer/nn/rotary_position.h"
 
 #include <algorithm>
@@ -30,9 +30,6 @@ RotaryPosition::RotaryPosition(const RopeOptions& o) : AttentionPosition("Rotary
   divisor_ = o.scaling == RopeScaling::linear ? o.scale_factor : 1.0;
   inv_freq_ = rope_inverse_frequencies(o);
   attention_factor_ = rope_attention_factor(o);
-  const RopeTables t = rope_tables(o.max_len, inv_freq_, divisor_, attention_factor_, DType::f32);
-  cos = register_buffer("cos", t.cos, /*persistent=*/false);
-  sin = register_buffer("sin", t.sin, /*persistent=*/false);
 }
 
 // YaRN's ramp: d(b) = D ln(L / (2 pi b)) / (2 ln theta), low = max(floor(d(beta_fast)), 0),
@@ -63,19 +60,22 @@ double rope_attention_factor(const RopeOptions& o) {
   return o.scale_factor <= 1.0 ? 1.0 : 0.1 * std::log(o.scale_factor) + 1.0;
 }
 
-const RopeTables& RotaryPosition::tables_for(DType dtype) {
-  auto it = other_dtypes_.find(dtype);
-  if (it == other_dtypes_.end()) {
-    it = other_dtypes_.emplace(dtype, rope_tables(options_.max_len, inv_freq_, divisor_, attention_factor_, dtype)).first;
-  }
-  return it->second;
+RopeTables RotaryPosition::tables(DType dtype, int64_t rows) {
+  constexpr int64_t kFirstRows = 256;
+  const int64_t wanted = std::clamp<int64_t>(rows, 1, options_.max_len);
+  std::lock_guard lock(tables_mutex_);
+  RopeTables& t = tables_[dtype];
+  const int64_t have = t.cos.defined() ? t.cos.size(0) : 0;
+  if (have < wanted)  // each row is computed from its own position: a grown table repeats the old rows exactly
+    t = rope_tables(std::min(options_.max_len, std::max({wanted, 2 * have, kFirstRows})), inv_freq_, divisor_,
+                    attention_factor_, dtype);
+  return t;
 }
 
 Tensor RotaryPosition::rotate(const Tensor& x, int64_t offset) {
   NF_CHECK(x.dim() >= 2 && x.size(-1) == options_.head_dim, "RotaryPosition: input ", shape_str(x.shape()),
            " does not end in head_dim ", options_.head_dim);
-  if (x.dtype() == cos.dtype()) return rope(x, cos, sin, offset, options_.layout);
-  const RopeTables& t = tables_for(x.dtype());
+  const RopeTables t = tables(x.dtype(), offset + x.size(-2));
   return rope(x, t.cos, t.sin, offset, options_.layout);
 }
 
@@ -86,12 +86,10 @@ Tensor RotaryPosition::reposition_keys(const Tensor& k, int64_t delta) {
   const int64_t n = delta < 0 ? -delta : delta;
   NF_CHECK(n < options_.max_len, "RotaryPosition: a shift by ", delta, " positions exceeds the tables' ", options_.max_len);
   NF_CHECK(k.dim() >= 2, "RotaryPosition: keys ", shape_str(k.shape()), " must be (..., T, D)");
-  const bool same = k.dtype() == cos.dtype();
-  const Tensor& cos_table = same ? cos : tables_for(k.dtype()).cos;
-  const Tensor& sin_table = same ? sin : tables_for(k.dtype()).sin;
+  const RopeTables t = tables(k.dtype(), n + 1);
   // the angle of position |delta| at every row: cos(-a) = cos(a), sin(-a) = -sin(a)
   const Shape rows{k.size(-2), options_.head_dim / 2};
-  Tensor c = narrow(cos_table, 0, n, 1).expand(rows), s = narrow(sin_table, 0, n, 1).expand(rows);
+  Tensor c = narrow(t.cos, 0, n, 1).expand(rows), s = narrow(t.sin, 0, n, 1).expand(rows);
   if (attention_factor_ != 1.0) {  // the keys already carry the factor: rotate only
     c = mul(c, 1.0 / attention_factor_);
     s = mul(s, 1.0 / attention_factor_);

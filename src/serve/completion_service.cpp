@@ -23,7 +23,7 @@ Completion::Completion(ResponseHeader header, const tokenizer::Tokenizer& tokeni
   if (tool_calls) tool_calls_.emplace();
   pending_.usage.prompt_tokens = prompt_tokens;
   text_bytes_ = static_cast<int64_t>(echo.size());
-  pending_.text = std::move(echo);
+  (logprobs ? held_echo_ : pending_.text) = std::move(echo);
 }
 
 void Completion::on_logprobs(const infer::TokenLogprobs& logprobs) {
@@ -41,6 +41,8 @@ void Completion::on_prompt_logprobs(int64_t first_id, const std::vector<infer::T
   for (const infer::TokenLogprobs& l : rest) on_logprobs(l);
   {
     std::lock_guard lock(mutex_);
+    pending_.text.insert(0, held_echo_);  // the echoed text and its logprobs in one chunk
+    held_echo_.clear();
     release_logprobs();  // within the echoed text
   }
   changed_.notify_all();
@@ -96,6 +98,8 @@ void Completion::on_done(const SequenceOutcome& outcome) {
   std::string text = outcome.error.empty() ? streamer_.finish() : std::string();
   {
     std::lock_guard lock(mutex_);
+    pending_.text.insert(0, held_echo_);  // a sequence that failed before its prompt was scored
+    held_echo_.clear();
     give(text, /*end=*/true);
     release_logprobs();  // the rest (an end token, a stop string's tokens) are not in the answer
     pending_.done = true;
@@ -201,7 +205,11 @@ std::vector<std::shared_ptr<Completion>> CompletionService::start(const Completi
     while (!end.empty() && std::isspace(static_cast<unsigned char>(end.back()))) end.pop_back();
     reasoning = ReasoningSplitter(end.size() >= 7 && end.compare(end.size() - 7, 7, "<think>") == 0);
   }
+  if (r.n > scheduler_.capacity())
+    throw invalid_request("n", "'n' is " + std::to_string(r.n) + ", but this server holds at most " +
+                                   std::to_string(scheduler_.capacity()) + " sequences at once (--parallel + --queue)");
   std::vector<std::shared_ptr<Completion>> choices;
+  std::vector<SequenceRequest> sequences;
   for (int64_t i = 0; i < r.n; ++i) {
     header.index = i;
     auto completion = std::make_shared<Completion>(header, tokenizer_, stop, length, r.top_logprobs >= 0, reasoning,
@@ -224,12 +232,11 @@ std::vector<std::shared_ptr<Completion>> CompletionService::start(const Completi
       };
     sequence.sampler.seed = seed + static_cast<uint64_t>(i);  // choice i: seed + i
     sequence.sampler.vocab_limit = static_cast<int64_t>(tokenizer_.vocab_size());  // a padded model's extra ids are never drawn
-    if (!scheduler_.submit(std::move(sequence))) {
-      for (const auto& submitted : choices) submitted->cancel();  // none of them is answered
-      throw ApiError(503, "the server is busy: the queue is full; retry later", "server_error", "", "queue_full");
-    }
+    sequences.push_back(std::move(sequence));
     choices.push_back(std::move(completion));
   }
+  if (!scheduler_.submit(std::move(sequences)))  // all of the choices or none
+    throw ApiError(503, "the server is busy: the queue is full; retry later", "server_error", "", "queue_full");
   return choices;
 }
 

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "nanoformer/serve/api_error.h"
+#include "nanoformer/serve/json_depth.h"
 
 namespace nf::serve {
 namespace {
@@ -65,6 +66,8 @@ void parse_input(const json& input, EmbeddingRequest& r) {
 }  // namespace
 
 EmbeddingRequest parse_embedding_request(std::string_view text) {
+  if (json_depth(text) > kMaxJsonDepth)
+    throw invalid_request("", "the request body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
   const json body = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) throw invalid_request("", "the request body is not valid JSON");
   if (!body.is_object()) throw invalid_request("", std::string("the request body must be a JSON object, got ") + body.type_name());

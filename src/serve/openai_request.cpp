@@ -5,8 +5,10 @@
 #include <nlohmann/json.hpp>
 
 #include "nanoformer/core/error.h"
+#include "nanoformer/infer/grammar_matcher.h"
 #include "nanoformer/infer/json_schema_grammar.h"
 #include "nanoformer/serve/api_error.h"
+#include "nanoformer/serve/json_depth.h"
 #include "nanoformer/serve/tool_request.h"
 
 namespace nf::serve {
@@ -52,7 +54,9 @@ bool bool_field(const json& body, const char* key, const std::string& param) {
 std::string message_content(const json& content, size_t index) {
   const std::string param = "messages[" + std::to_string(index) + "].content";
   if (content.is_string()) return content.get<std::string>();
-  if (!content.is_array()) throw invalid_request(param, "'" + param + "' must be a string or an array of text parts, got " + type_name(content));
+  if (!content.is_array() || content.empty())
+    throw invalid_request(param, "'" + param + "' must be a string or a non-empty array of text parts, got " +
+                                     (content.is_array() ? std::string("[]") : type_name(content)));
   std::string text;
   for (const json& part : content) {
     if (!part.is_object() || part.value("type", json()) != "text" || !part.contains("text") || !part["text"].is_string())
@@ -79,7 +83,13 @@ std::string parse_tool_calls(const nlohmann::ordered_json& calls, const std::str
     if (!function.contains("name") || !function["name"].is_string())
       throw invalid_request(c + ".function.name", "'" + c + ".function.name' must be a string");
     nlohmann::ordered_json arguments = function.value("arguments", nlohmann::ordered_json::object());
-    if (arguments.is_string()) arguments = nlohmann::ordered_json::parse(arguments.get<std::string>(), nullptr, false);
+    if (arguments.is_string()) {
+      const std::string& arguments_text = arguments.get_ref<const std::string&>();
+      if (json_depth(arguments_text) > kMaxJsonDepth)
+        throw invalid_request(c + ".function.arguments", "'" + c + ".function.arguments' nests deeper than " +
+                                                             std::to_string(kMaxJsonDepth) + " levels");
+      arguments = nlohmann::ordered_json::parse(arguments_text, nullptr, false);
+    }
     if (!arguments.is_object())
       throw invalid_request(c + ".function.arguments", "'" + c + ".function.arguments' must be a JSON object's text, got " +
                                                            function.value("arguments", nlohmann::ordered_json()).dump().substr(0, 80));
@@ -189,10 +199,14 @@ int64_t parse_logprobs(const json& body, Endpoint endpoint) {
   return wanted ? top.value_or(0) : -1;
 }
 
-// GBNF text compiled; a fault is a 400 naming `param` and the compiler's one line.
+// GBNF text compiled, and its first state expanded (the step that meets a grammar's depth and
+// ambiguity first); a fault, a grammar over a budget included, is a 400 naming `param` and the
+// compiler's or the matcher's one line.
 std::shared_ptr<const infer::Grammar> compile(const std::string& gbnf, const std::string& param) {
   try {
-    return std::make_shared<const infer::Grammar>(infer::compile_gbnf(gbnf));
+    auto grammar = std::make_shared<const infer::Grammar>(infer::compile_gbnf(gbnf));
+    infer::GrammarMatcher{grammar};
+    return grammar;
   } catch (const Error& e) {
     throw invalid_request(param, "'" + param + "': " + e.what());
   }
@@ -239,6 +253,8 @@ std::shared_ptr<const infer::Grammar> parse_grammar(const json& body, std::strin
 }  // namespace
 
 CompletionRequest parse_completion_request(std::string_view text, Endpoint endpoint) {
+  if (json_depth(text) > kMaxJsonDepth)
+    throw invalid_request("", "the request body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
   const json body = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) throw invalid_request("", "the request body is not valid JSON");
   if (!body.is_object()) throw invalid_request("", std::string("the request body must be a JSON object, got ") + type_name(body));
@@ -281,6 +297,8 @@ CompletionRequest parse_completion_request(std::string_view text, Endpoint endpo
       throw invalid_request("tool_choice", "'tool_choice' " + std::string(r.tool_use.choice == ToolChoice::required ? "\"required\"" : "naming a function") +
                                                " cannot be combined with 'response_format' or 'grammar'");
     r.grammar = compile(tool_call_gbnf(r.tool_use), "tools");
+  } else if (!r.tool_use.tools.empty()) {
+    compile(tool_call_gbnf(r.tool_use), "tools");  // the tools' parameters are checked whether or not a call is forced
   }
   r.stream = bool_field(body, "stream", "stream");
   if (const auto it = body.find("stream_options"); it != body.end() && !it->is_null()) {

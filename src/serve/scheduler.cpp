@@ -60,12 +60,13 @@ Scheduler::~Scheduler() {
   thread_.join();
 }
 
-bool Scheduler::submit(SequenceRequest request) {
+bool Scheduler::submit(std::vector<SequenceRequest> requests) {
   {
     std::lock_guard lock(mutex_);
     // waiting for a slot: those queued beyond the free slots
-    if (static_cast<int64_t>(queue_.size()) + active_ >= options_.parallel + options_.max_queue) return false;
-    queue_.push_back({std::move(request), Clock::now()});
+    if (static_cast<int64_t>(queue_.size() + requests.size()) + active_ > capacity()) return false;
+    const auto now = Clock::now();
+    for (SequenceRequest& request : requests) queue_.push_back({std::move(request), now});
     stats_.queued = static_cast<int64_t>(queue_.size());
   }
   wake_.notify_one();
@@ -299,12 +300,9 @@ bool Scheduler::accept(Running& r, const float* logits) {
   SequenceOutcome& o = r.outcome;
   try {
     ++o.completion_tokens;
-    std::span<const float> row{logits, static_cast<size_t>(vocab)};
-    if (r.request.constraint) {  // the grammar's mask, before the sampler and the logprobs
-      r.masked.assign(row.begin(), row.end());
-      r.request.constraint->apply(r.masked);
-      row = r.masked;
-    }
+    // the grammar's mask, before the sampler and the logprobs
+    const std::span<const float> row =
+        infer::constrained_row(r.request.constraint.get(), {logits, static_cast<size_t>(vocab)}, r.masked);
     const std::function<bool(int64_t)>* on_token = &r.request.on_token;
     std::function<bool(int64_t)> reporting;  // on_token after on_logprobs
     if (r.request.on_logprobs) {
@@ -316,11 +314,7 @@ bool Scheduler::accept(Running& r, const float* logits) {
     }
     const infer::SampledToken t = infer::sample_step(r.sampler, row, r.history, r.request.stop, o.completion_tokens, *on_token);
     r.pending = t.id;
-    o.reason = t.reason;
-    if (r.request.constraint) {
-      r.request.constraint->accept(t.id);
-      if (o.reason == infer::StopReason::none && r.request.constraint->finished()) o.reason = infer::StopReason::end_of_sequence;
-    }
+    o.reason = infer::after_constrained_token(r.request.constraint.get(), t.id, t.reason);
     if (o.reason == infer::StopReason::none && !slots_[r.slot].sequence.make_room(1))
       o.reason = infer::StopReason::context_full;
   } catch (const std::exception& e) {  // this sequence's own failure (its sampler, its text): it ends alone

@@ -7,6 +7,7 @@
 #include <random>
 #include <utility>
 
+#include "nanoformer/serve/json_depth.h"
 #include "streamed_tags.h"
 
 namespace nf::serve {
@@ -19,12 +20,14 @@ constexpr std::string_view kOpen = "<tool_call>", kClose = "</tool_call>";
 
 // The call a tag's body holds: {"name": string, "arguments": object or a string of one}; none when malformed.
 std::optional<ToolCall> parse_call(std::string_view body) {
+  if (json_depth(body) > kMaxJsonDepth) return std::nullopt;
   const json call = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (call.is_discarded() || !call.is_object()) return std::nullopt;
   const auto name = call.find("name");
   if (name == call.end() || !name->is_string() || name->get<std::string>().empty()) return std::nullopt;
   json arguments = json::object();
   if (const auto it = call.find("arguments"); it != call.end()) {
+    if (it->is_string() && json_depth(it->get_ref<const std::string&>()) > kMaxJsonDepth) return std::nullopt;
     arguments = it->is_string() ? json::parse(it->get<std::string>(), nullptr, false) : *it;
     if (!arguments.is_object()) return std::nullopt;
   }

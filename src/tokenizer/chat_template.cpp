@@ -167,8 +167,10 @@ std::unique_ptr<ChatTemplate> make_chat_template(std::string_view name, const To
   std::error_code ec;
   const std::filesystem::path path(name);
   if (std::filesystem::is_regular_file(path, ec)) {
-    if (path.filename() == "tokenizer_config.json" || io::is_gguf_file(path.string()))
-      return HfChatTemplate::from_file(path.string(), tokenizer);
+    if (io::is_gguf_file(path.string())) return HfChatTemplate::from_file(path.string(), tokenizer);
+    // a Hugging Face tokenizer_config.json, whatever the file is called, holds a chat_template
+    const auto doc = nlohmann::json::parse(read_file(path.string()), nullptr, /*allow_exceptions=*/false);
+    if (doc.is_object() && doc.contains("chat_template")) return HfChatTemplate::from_file(path.string(), tokenizer);
     return make_chat_template_from_file(path.string(), tokenizer);
   }
   NF_FAIL("unknown chat template '", name,

@@ -190,6 +190,9 @@ TEST_F(ChatModelTest, BadInputIsOneClearLine) {
   }
   expect_error("chat " + model + "-n 0", "--max-new-tokens 0: must be >= 1");
   expect_error("generate " + model + "--ids --prompt-ids '1 2' --bos 3", "--bos is the id to start from");
+  // a --keep that holds the whole context could never shift it
+  expect_error("generate " + model + "--ids --prompt-ids '1 2' --context 8 --keep 8", "--keep 8 must be less than --context 8");
+  expect_error("chat " + model + "--keep 100000", "--keep 100000 must be less than --context");
   // the flags are checked before the model is read
   expect_error("generate -m '" + path("none/model.safetensors") + "' --prompt hi -n 0", "--max-new-tokens 0");
   tokenizer::testing::byte_tokenizer({}).save(path("plain.json"));

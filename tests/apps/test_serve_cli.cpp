@@ -749,9 +749,24 @@ TEST_F(ServeCliTest, BadRequestsGetOpenAIErrorsAndTheServerKeepsServing) {
   expect_error(too_long, "the prompt is 100 tokens, but the context holds 64", "prompt");
   EXPECT_EQ(too_long["error"]["code"], "context_length_exceeded");
   expect_error(raw("/v1/completions", json({{"prompt", std::string(5000, 'a')}}).dump(), 413), "over the limit of 4096");
+  // n beyond what the server ever holds (4 slots + 64 queued) can never succeed: not a 503 to retry
+  expect_error(post(client, "/v1/completions", {{"prompt", "x"}, {"n", 100}}, 400), "at most 68 sequences at once", "n");
   auto missing = client.Get("/v1/engines");
   EXPECT_EQ(missing->status, 404);
   expect_error(json::parse(missing->body), "no such endpoint");
+  EXPECT_EQ(post(client, "/v1/completions", {{"prompt", "still"}, {"max_tokens", 3}}, 200)["usage"]["completion_tokens"], 3);
+}
+
+// A grammar nested 20,000 groups deep (40 KB) once overflowed the connection thread's stack and
+// killed the server; nested repetitions once answered 500. Both are the client's error.
+TEST_F(ServeCliTest, HostileGrammarsGet400AndTheServerKeepsServing) {
+  ServerProcess server = serve("--context 64");
+  httplib::Client client = server.client();
+  const json deep = post(client, "/v1/completions",
+                         {{"prompt", "x"}, {"grammar", "root ::= " + std::string(20'000, '(') + "\"a\"" + std::string(20'000, ')')}}, 400);
+  expect_error(deep, "groups nested deeper than 256", "grammar");
+  expect_error(post(client, "/v1/completions", {{"prompt", "x"}, {"grammar", R"(root ::= (("a"{0,1000}){0,1000}){0,1000})"}}, 400),
+               "reaches more than 65536 rule positions", "grammar");
   EXPECT_EQ(post(client, "/v1/completions", {{"prompt", "still"}, {"max_tokens", 3}}, 200)["usage"]["completion_tokens"], 3);
 }
 
@@ -1051,6 +1066,15 @@ TEST_F(ServeCliTest, EchoScoresThePromptWithTheForwardsLogSoftmax) {
   // streamed, the prompt comes first
   const Streamed streamed = stream(client, "/v1/completions", {{"prompt", prompt}, {"echo", true}, {"max_tokens", 3}});
   EXPECT_EQ(streamed.text.substr(0, prompt.size()), prompt);
+  // with logprobs, the prompt's tokens come in the chunk whose text starts with the prompt (the
+  // first new tokens may join it), never in a later one
+  const Streamed scored = stream(client, "/v1/completions", {{"prompt", prompt}, {"echo", true}, {"max_tokens", 3}, {"logprobs", 0}});
+  ASSERT_FALSE(scored.chunks.empty());
+  const json& first = scored.chunks.front()["choices"][0];
+  EXPECT_EQ(first["text"].get<std::string>().substr(0, prompt.size()), prompt) << first;
+  std::string tokens;
+  for (const json& t : first["logprobs"]["tokens"]) tokens += t.get<std::string>();
+  EXPECT_EQ(tokens.substr(0, prompt.size()), prompt) << first;
 }
 
 // RFC 4648 base64 back to bytes (the test's own decoder of the server's base64 embeddings).

@@ -1059,6 +1059,8 @@ TEST_F(DistillCliTest, BadTeacherAndFlagsAreOneLineNamingTheFlag) {
   expect_refused(no_teacher, {"--objective distill needs --teacher MODEL"}, "none");
   expect_refused(with(distill_args("missing", 3), "--teacher", path("nothing.safetensors")),
                  {path("nothing.safetensors")}, "missing");
+  // --zero 1 outside mpirun has no ranks to shard across: said, not silently ignored
+  expect_refused(with(distill_args("zero", 3), "--zero", "1"), {"--zero 1 shards the optimizer state", "runs alone"}, "zero");
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // formats are recognised from the path, presets and config files build fresh models, and unknown
 // paths and formats are refused by name.
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include "nanoformer/nanoformer.h"
@@ -38,6 +40,48 @@ TEST_F(ModelIoTest, EveryFormatRoundTripsThroughTheDispatcher) {
   save_model(llama2c, path("m.bin"), "llama2c");
   EXPECT_EQ(detect_model_format(path("m.bin")), ModelFormat::llama2c);
   EXPECT_TENSOR_CLOSE(logits_of(*load_decoder_lm(path("m.bin"))), logits_of(llama2c), 0.0, 0.0);
+}
+
+// Position tables are built for the positions used (issue 39): a file that claims 2^24 positions
+// (or 1,010,000, as Qwen's 1M-context models do) loads, runs a forward and generates in the
+// memory of the same weights claiming 256; before, the RoPE tables alone took 1.6 GB at 2^22.
+TEST_F(ModelIoTest, AClaimedContextCostsWhatTheSequencesUse) {
+  const std::string fixture = std::string(NF_TEST_DATA_DIR) + "/hf/llama_gqa";
+  const auto base = load_decoder_lm(fixture);
+  save_model(*base, path("hf"), "hf");
+  const auto peak_of = [&](int64_t claimed) {
+    const std::string config_path = path("hf") + "/config.json";
+    nlohmann::json config = nlohmann::json::parse(std::ifstream(config_path));
+    config["max_position_embeddings"] = claimed;
+    std::ofstream(config_path, std::ios::trunc) << config.dump();
+    memory::empty_cache();
+    const size_t before = memory::current_bytes();
+    memory::reset_peak();
+    const auto model = load_decoder_lm(path("hf"));
+    EXPECT_EQ(model->config().max_seq_len, claimed);
+    model->eval();
+    const Tensor logits = model->forward(Tensor::of({3, 1, 4}, {1, 3}, DType::i64)).logits;
+    EXPECT_TENSOR_CLOSE(logits, base->forward(Tensor::of({3, 1, 4}, {1, 3}, DType::i64)).logits, 0.0, 0.0) << claimed;
+    nn::KVCache cache = model->make_cache();  // as generate makes it: the claimed context
+    Tensor next = Tensor::of({3, 1, 4}, {1, 3}, DType::i64);
+    for (int step = 0; step < 4; ++step)
+      next = argmax(model->forward_cached(next, cache, /*last_only=*/true), -1).reshape({1, 1});
+    EXPECT_EQ(cache.length(), 6);
+    return memory::peak_bytes() - before;
+  };
+  const size_t small = peak_of(256);
+  for (const int64_t claimed : {int64_t{1} << 22, int64_t{1'010'000}, int64_t{1} << 24})
+    EXPECT_LE(peak_of(claimed), small + (size_t{1} << 20)) << claimed << " positions claimed; " << small << " bytes at 256";
+  // our own checkpoint holds the config: the model it builds costs the same
+  DecoderLMConfig c = base->config();
+  memory::empty_cache();
+  size_t before = memory::current_bytes();
+  { DecoderLM m(c); before = memory::current_bytes() - before; }
+  c.max_seq_len = int64_t{1} << 24;
+  const size_t at_small = before;
+  before = memory::current_bytes();
+  DecoderLM claimed(c);
+  EXPECT_EQ(memory::current_bytes() - before, at_small);
 }
 
 TEST_F(ModelIoTest, MiniMindAndNanochatFoldersAreRecognised) {

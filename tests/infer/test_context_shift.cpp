@@ -109,11 +109,13 @@ TEST(ContextShift, SessionsGenerateThreeTimesTheContext) {
 TEST(ContextShift, KeepThatHoldsTheWholeContextStops) {
   models::DecoderLM model(tiny(nn::PositionKind::rope, 1));
   model.eval();
-  CachedSequence sequence(model, 8, {.keep = 8});
+  CachedSequence sequence(model, 8, {.keep = 7});
   sequence.feed(tokens(8, 2));
-  EXPECT_FALSE(sequence.make_room(1));
+  EXPECT_FALSE(sequence.make_room(2));  // 7 kept leave room for one more token, not two
   EXPECT_EQ(sequence.tokens().size(), 8u);
+  EXPECT_TRUE(sequence.make_room(1));
   EXPECT_THROW_WITH(CachedSequence(model, 8, {.keep = -1}), "--keep -1");
+  EXPECT_THROW_WITH(CachedSequence(model, 8, {.keep = 8}), "--keep 8 must be less than --context 8");
   EXPECT_EQ(std::string(stop_reason_name(StopReason::context_full)), "context full");
 }
 

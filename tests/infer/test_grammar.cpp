@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <algorithm>
 #include <random>
+#include <sstream>
 
 #include "nanoformer/core/error.h"
 #include "nanoformer/infer/grammar.h"
@@ -218,6 +219,76 @@ TEST(Grammar, UnsupportedSchemaKeywordsAreNamed) {
     const std::string e = error_of([&] { json_schema_to_gbnf(json::parse(schema)); });
     EXPECT_NE(e.find(message), std::string::npos) << schema << " -> " << e;
   }
+}
+
+// Hostile grammars (issue 39): each is refused with one line naming the budget it passes, or
+// compiled and matched, in time linear in its size and without recursion on the C++ stack.
+
+// root ::= r0, r0 ::= r1, ..., r{n-1} ::= "x"; with `twice`, each rule's one alternative given twice.
+std::string chain(int n, bool twice) {
+  std::ostringstream text;
+  text << "root ::= r0\n";
+  for (int i = 0; i + 1 < n; ++i) {
+    text << 'r' << i << " ::= r" << i + 1;
+    if (twice) text << " | r" << i + 1;
+    text << '\n';
+  }
+  text << 'r' << n - 1 << " ::= \"x\"\n";
+  return text.str();
+}
+
+TEST(Grammar, DeepGroupsAreRefusedAtADocumentedDepthNotByTheStack) {
+  const auto nested = [](int depth) { return "root ::= " + std::string(depth, '(') + "\"a\"" + std::string(depth, ')'); };
+  const auto at_limit = gbnf(nested(256));  // the documented depth compiles and matches
+  GrammarMatcher m(at_limit);
+  EXPECT_TRUE(m.accept("a"));
+  EXPECT_TRUE(GrammarMatcher::must_end(m.state()));
+  for (const int depth : {257, 5'000, 20'000, 100'000}) {
+    const std::string e = error_of([&] { compile_gbnf(nested(depth)); });
+    EXPECT_NE(e.find("grammar: groups nested deeper than 256 at line 1, column 266"), std::string::npos) << depth << " -> " << e;
+  }
+}
+
+TEST(Grammar, ALongChainOfUnitRulesCompilesAndMatches) {
+  // r0 ::= r1, r1 ::= r2, ...: 60,000 rules, defined in the order that made the old fixpoint quadratic
+  const auto g = gbnf(chain(60'000, false));  // (quadratic before: 20 s at 50,000 rules; compile times in tools/serve/grammar_budget.py)
+  GrammarMatcher m(g);  // the first state expands the whole chain
+  EXPECT_TRUE(m.accept("x"));
+  EXPECT_TRUE(GrammarMatcher::must_end(m.state()));
+  // a chain longer than one step's budget is refused, naming it
+  const auto too_long = gbnf(chain(70'000, false));
+  EXPECT_NE(error_of([&] { GrammarMatcher{too_long}; }).find("reaches more than 65536 rule positions"), std::string::npos);
+}
+
+TEST(Grammar, ExpansionsThatBranchAndMeetAgainCostTheirDistinctPositions) {
+  // r0 ::= r1 | r1, r1 ::= r2 | r2, ...: 2^40 paths to one byte, 40 positions
+  GrammarMatcher m(gbnf(chain(40, true)));
+  EXPECT_TRUE(m.accept("x"));
+  // nested repetitions of something that may be empty: a million stacks from the first byte on
+  const std::string e = error_of([&] { GrammarMatcher{gbnf("root ::= ((\"a\"{0,1000}){0,1000}){0,1000}")}; });
+  EXPECT_NE(e.find("grammar: one step of the grammar reaches more than 65536 rule positions"), std::string::npos) << e;
+}
+
+TEST(Grammar, SchemasNestedAHundredThousandDeepAreRefusedByDepth) {
+  constexpr size_t kDeep = 100'000;
+  std::string items;
+  for (size_t i = 0; i < kDeep; ++i) items += R"({"type": "array", "items": )";
+  items += R"({"type": "string"})" + std::string(kDeep, '}');
+  std::string any_of;  // nested through a list, too
+  for (size_t i = 0; i < kDeep; ++i) any_of += R"({"anyOf": [)";
+  any_of += R"({"type": "null"})";
+  for (size_t i = 0; i < kDeep; ++i) any_of += "]}";
+  for (const std::string& schema : {items, any_of})
+    EXPECT_NE(error_of([&] { json_schema_to_gbnf(json::parse(schema)); }).find("json_schema: schemas nested deeper than 256"),
+              std::string::npos);
+}
+
+TEST(Grammar, ALoneSurrogateIsNotACharacter) {
+  EXPECT_NE(error_of([] { compile_gbnf(R"(root ::= "\uD800")"); }).find("the surrogate U+D800 is not a character"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { compile_gbnf(R"(root ::= "a\U0000DFFF")"); }).find("the surrogate U+DFFF"), std::string::npos);
+  GrammarMatcher m(gbnf(R"(root ::= "\uD7FF\uE000")"));  // its neighbours are characters
+  EXPECT_TRUE(m.accept("\xED\x9F\xBF\xEE\x80\x80"));
 }
 
 TEST(Grammar, RepetitionKeepsTheStateSoMasksAreCached) {

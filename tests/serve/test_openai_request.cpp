@@ -123,7 +123,7 @@ TEST(OpenAIRequest, BadInputNamesTheField) {
   expect_refused(R"({"messages": [{"content": "hi"}]})", chat, "messages[0].role", "must be a string");
   expect_refused(R"({"messages": [{"role": "robot", "content": "hi"}]})", chat, "messages[0].role", "\"robot\"");
   expect_refused(R"({"messages": [{"role": "user"}]})", chat, "messages[0].content", "required");
-  expect_refused(R"({"messages": [{"role": "user", "content": 5}]})", chat, "messages[0].content", "string or an array");
+  expect_refused(R"({"messages": [{"role": "user", "content": 5}]})", chat, "messages[0].content", "string or a non-empty array");
   expect_refused(R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})", chat, "messages[0].content",
                  "parts must be");
   expect_refused("{" + user + R"(, "model": 3})", chat, "model", "must be a string");
@@ -235,6 +235,45 @@ TEST(OpenAIRequest, BadToolsNameTheField) {
   expect_refused(R"({"messages": [{"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "a", "arguments": "{oops"}}]}]})",
                  chat, "messages[0].tool_calls[0].function.arguments", "JSON object's text");
   expect_refused(R"({"messages": [{"role": "assistant", "content": null}]})", chat, "messages[0].content", "required");
+}
+
+// Hostile bodies (issue 39): a grammar or body deep or large enough to exhaust the stack or stall
+// a thread is the client's error, a 400 naming the field and the budget, never a 5xx or a crash.
+TEST(OpenAIRequest, GrammarsAndBodiesOverBudgetAre400s) {
+  const Endpoint chat = Endpoint::chat;
+  const std::string user = R"("messages": [{"role": "user", "content": "hi"}])";
+  const auto with_grammar = [&](const std::string& gbnf) { return "{" + user + R"(, "grammar": )" + json(gbnf).dump() + "}"; };
+  for (const int depth : {257, 5'000, 20'000, 100'000})
+    expect_refused(with_grammar("root ::= " + std::string(depth, '(') + "\"a\"" + std::string(depth, ')')), chat, "grammar",
+                   "groups nested deeper than 256");
+  expect_refused(with_grammar(R"(root ::= (("a"{0,1000}){0,1000}){0,1000})"), chat, "grammar",
+                 "reaches more than 65536 rule positions");
+  expect_refused(with_grammar(R"(root ::= "\uD800")"), chat, "grammar", "the surrogate U+D800 is not a character");
+  // JSON nested 100,000 deep: refused before it is parsed (copies and prints of it recurse)
+  const std::string deep = std::string(100'000, '[') + std::string(100'000, ']');
+  expect_refused("{" + user + R"(, "response_format": )" + deep + "}", chat, "", "nests deeper than 512 levels");
+  expect_refused("{" + user + R"(, "stop": )" + deep + "}", chat, "", "nests deeper than 512 levels");
+  expect_refused(R"({"messages": [{"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "a", "arguments": )" +
+                     json("{\"a\": " + deep + "}").dump() + "}}]}]}",
+                 chat, "messages[0].tool_calls[0].function.arguments", "nests deeper than 512 levels");
+  // a schema nested deeper than the converter's 256 (within the body's 512)
+  std::string schema = R"({"type": "string"})";
+  for (int i = 0; i < 300; ++i) schema = R"({"type": "array", "items": )" + schema + "}";
+  expect_refused("{" + user + R"(, "response_format": {"type": "json_schema", "json_schema": {"schema": )" + schema + "}}}", chat,
+                 "response_format.json_schema.schema", "nested deeper than 256");
+}
+
+TEST(OpenAIRequest, ToolParametersAreCheckedWhateverTheChoice) {
+  const std::string user = R"("messages": [{"role": "user", "content": "hi"}])";
+  for (const std::string choice : {"", R"(, "tool_choice": "auto")", R"(, "tool_choice": "none")", R"(, "tool_choice": "required")"})
+    expect_refused("{" + user + R"(, "tools": [{"type": "function", "function": {"name": "a", "parameters": {"type": "bogus"}}}])" +
+                       choice + "}",
+                   Endpoint::chat, "tools[0].function.parameters", "the type 'bogus' at # is not a JSON Schema type");
+}
+
+TEST(OpenAIRequest, EmptyContentPartsAreRefused) {
+  expect_refused(R"({"messages": [{"role": "user", "content": []}]})", Endpoint::chat, "messages[0].content",
+                 "non-empty array of text parts, got []");
 }
 
 TEST(OpenAIResponse, Shapes) {

@@ -200,7 +200,8 @@ TEST(Scheduler, TheQueueIsBoundedAndCancellingFreesTheSequence) {
   Scheduler scheduler(*model, {.parallel = 1, .max_queue = 1, .context = 0});
   std::promise<void> release;
   std::shared_future<void> released = release.get_future().share();
-  Tracked first, queued, refused;
+  Tracked first, queued, refused, pair_a, pair_b;
+  EXPECT_EQ(scheduler.capacity(), 2);
   SequenceRequest blocking = tracked(first, {1, 2, 3}, {.temperature = 0}, 40);
   std::promise<void> started;
   blocking.on_token = [&](int64_t id) {
@@ -214,6 +215,11 @@ TEST(Scheduler, TheQueueIsBoundedAndCancellingFreesTheSequence) {
   get_within_deadline(started.get_future(), "the start of the first sequence");  // it runs (in the one slot)
   SequenceRequest waiting = tracked(queued, {4, 5}, {.temperature = 0}, 5);
   const auto cancel_waiting = waiting.cancelled;
+  std::vector<SequenceRequest> pair;  // two choices of one request, one queue place: neither is queued
+  pair.push_back(tracked(pair_a, {4}, {.temperature = 0}, 5));
+  pair.push_back(tracked(pair_b, {4}, {.temperature = 0}, 5));
+  EXPECT_FALSE(scheduler.submit(std::move(pair)));
+  EXPECT_EQ(scheduler.stats().queued, 0);
   EXPECT_TRUE(scheduler.submit(std::move(waiting)));                                  // the one queue place
   EXPECT_FALSE(scheduler.submit(tracked(refused, {6}, {.temperature = 0}, 5)));       // the queue is full
   EXPECT_EQ(scheduler.stats().queued, 1);
@@ -262,13 +268,9 @@ TEST(Scheduler, RefusedPromptsEndWithAnErrorAndServingGoesOn) {
   const SequenceOutcome past = outcome(filling);
   EXPECT_EQ(past.reason, infer::StopReason::max_new_tokens);
   EXPECT_EQ(past.completion_tokens, 100);
-  // unless --keep holds the whole context: it stops full (finish reason length)
-  Scheduler keeping(*model, {.parallel = 1, .max_queue = 1, .context = 16, .keep = 16});
-  Tracked kept;
-  ASSERT_TRUE(keeping.submit(tracked(kept, std::vector<int64_t>(10, 2), {.temperature = 0}, 100)));
-  const SequenceOutcome full = outcome(kept);
-  EXPECT_EQ(full.reason, infer::StopReason::context_full);
-  EXPECT_EQ(full.completion_tokens, 7);  // 10 prompt tokens + 6 fed = 16 columns; the 7th is sampled, not fed
+  // a --keep that holds the whole context could never shift it: refused, naming both flags
+  EXPECT_THROW_WITH(Scheduler(*model, {.parallel = 1, .max_queue = 1, .context = 16, .keep = 16}),
+                    "--keep 16 must be less than --context 16");
   EXPECT_THROW(Scheduler(*model, {.parallel = 0}), Error);
   EXPECT_THROW(Scheduler(*model, {.parallel = 1, .max_queue = 1, .context = 49}), Error);
 }

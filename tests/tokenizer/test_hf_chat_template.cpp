@@ -158,6 +158,10 @@ TEST(HfChatTemplate, AFolderWithAChatTemplateUsesIt) {
   const auto& c = minimind.at("cases").at(3);  // [user, assistant] with the generation prompt
   ASSERT_TRUE(c.at("add_generation_prompt").get<bool>());
   EXPECT_EQ(tmpl->render_for_completion(messages_of(c.at("messages"))), c.at("ids").get<std::vector<TokenId>>());
+  // --chat-template FILE: a tokenizer_config.json by its content (a chat_template key), whatever its name
+  std::ofstream(dir / "qwen_template.json") << config.dump();
+  EXPECT_EQ(make_chat_template((dir / "qwen_template.json").string(), *tok)->render_for_completion(messages_of(c.at("messages"))),
+            c.at("ids").get<std::vector<TokenId>>());
   // chat_template.jinja beside it wins, as in transformers
   std::ofstream(dir / "chat_template.jinja") << "{% for m in messages %}[{{ m.content }}]<|im_end|>{% endfor %}";
   EXPECT_EQ(tok->decode(make_chat_template(chosen, *tok)->render_for_completion(std::vector<ChatMessage>{{"user", "x"}})), "[x]<|im_end|>");
@@ -300,6 +304,15 @@ TEST(HfChatTemplate, RunawayTemplatesStopAtTheLimits) {
   EXPECT_THROW_WITH(render("{{ 3 ** 41 }}"), "integer overflow in **");
   EXPECT_THROW_WITH(render_small("{% for i in range(70) %}{{ 'x' * 100000 }}{% endfor %}"), "the output passes the limit of 1048576");
   EXPECT_THROW_WITH(render("{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}"), "nests deeper than 200");
+  // 100,000 levels of each kind of nesting: refused by the parser's depth, never by the stack
+  constexpr size_t kDeep = 100'000;
+  EXPECT_THROW_WITH(render("{{ " + std::string(kDeep, '(') + "1" + std::string(kDeep, ')') + " }}"), "nests deeper than 200");
+  EXPECT_THROW_WITH(render("{{ " + std::string(kDeep, '[') + "1" + std::string(kDeep, ']') + " }}"), "nests deeper than 200");
+  EXPECT_THROW_WITH(render("{{ " + std::string(kDeep, '-') + "1 }}"), "nests deeper than 200");
+  std::string blocks;
+  for (size_t i = 0; i < kDeep; ++i) blocks += "{% if true %}";
+  for (size_t i = 0; i < kDeep; ++i) blocks += "{% endif %}";
+  EXPECT_THROW_WITH(render(blocks), "nests deeper than 200");
   EXPECT_THROW_WITH(render(std::string(3000, '{') + std::string(3000, '%')), "chat template");
   EXPECT_THROW_WITH(render("{% set ns = namespace(x=1) %}{% for i in range(300) %}{% set ns.x = [ns.x] %}{% endfor %}"),
                     "lists and dicts nest deeper than 200");

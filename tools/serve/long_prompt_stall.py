@@ -19,22 +19,7 @@ import tempfile
 import threading
 import time
 
-from server_process import argument_parser, check, ROOT, ServerProcess
-
-
-def stream_tokens(host, port, stamps, stop, prompt):
-    """A streamed text completion whose chunk arrival times go to `stamps` until `stop` is set."""
-    body = {"prompt": prompt, "stream": True, "max_tokens": 100000, "temperature": 0.8, "grammar": "root ::= [a-z ]*"}
-    connection = http.client.HTTPConnection(host, port, timeout=600)
-    connection.request("POST", "/v1/completions", json.dumps(body), {"Content-Type": "application/json"})
-    response = connection.getresponse()
-    while not stop.is_set():
-        line = response.readline()
-        if not line:
-            break
-        if line.startswith(b"data: {"):
-            stamps.append(time.perf_counter())
-    connection.close()
+from server_process import argument_parser, check, ROOT, ServerProcess, stream_tokens
 
 
 def run(url, clients, prompt_tokens):

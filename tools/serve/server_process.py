@@ -6,6 +6,8 @@ stopped, their command line, and their checks.
         server.rss_mib()      # the server's resident memory now
 """
 import argparse
+import http.client
+import json
 import os
 import re
 import signal
@@ -68,3 +70,18 @@ def check(condition, what):
     print(("ok    " if condition else "FAIL  ") + what)
     if not condition:
         sys.exit(1)
+
+
+def stream_tokens(host, port, stamps, stop, prompt):
+    """A streamed text completion whose chunk arrival times go to `stamps` until `stop` is set."""
+    body = {"prompt": prompt, "stream": True, "max_tokens": 100000, "temperature": 0.8, "grammar": "root ::= [a-z ]*"}
+    connection = http.client.HTTPConnection(host, port, timeout=600)
+    connection.request("POST", "/v1/completions", json.dumps(body), {"Content-Type": "application/json"})
+    response = connection.getresponse()
+    while not stop.is_set():
+        line = response.readline()
+        if not line:
+            break
+        if line.startswith(b"data: {"):
+            stamps.append(time.perf_counter())
+    connection.close()

@@ -12,6 +12,12 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& message) : std::runtime_error(message) {}
 };
 
+// A tensor's memory could not be had: its message names the bytes; a loader adds its file.
+class OutOfMemory : public Error {
+ public:
+  using Error::Error;
+};
+
 namespace detail {
 template <class... Args>
 std::string concat(const Args&... args) {

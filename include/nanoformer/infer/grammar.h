@@ -13,7 +13,9 @@
 // Compiling refuses (nf::Error, one line naming the rule or the line:column): a syntax error, an
 // undefined rule, no `root`, a left-recursive rule (r ::= r "x", or a repetition of something that
 // can be empty: the matcher could expand it forever), a rule that can never end (r ::= "x" r), and
-// a grammar whose repetitions expand to more than 2^18 rules.
+// a grammar whose repetitions expand to more than 2^18 rules, a lone surrogate escape (\uD800), and
+// groups nested deeper than 256 (the parser recurses once a group; every other pass is iterative
+// and linear in the grammar's size).
 #include <bitset>
 #include <cstdint>
 #include <string>

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "nanoformer/infer/grammar.h"
@@ -24,7 +25,9 @@ class GrammarMatcher {
   using State = std::vector<uint32_t>;  // sorted stack ids; kEnd among them: the grammar can end here
   static constexpr uint32_t kEnd = 0;   // the empty stack
 
-  // Starts at the grammar's root (throws nf::Error when the grammar's stacks outgrow the limit).
+  // Starts at the grammar's root. Throws nf::Error (one line, "grammar: ...") when a step of the
+  // grammar reaches more than 2^16 rule positions, a state more than 2^16 stacks, or all stacks
+  // together more than 2^20 frames: a budget that bounds the work and memory of every byte.
   explicit GrammarMatcher(std::shared_ptr<const Grammar> grammar);
 
   const State& state() const { return state_; }
@@ -43,8 +46,12 @@ class GrammarMatcher {
     uint32_t parent;   // the frame below (kEnd: none)
   };
   uint32_t intern(uint32_t element, uint32_t parent);
-  // Every stack reached from `element` with `parent` below it, into out (unsorted).
-  void expand(uint32_t element, uint32_t parent, State& out, int depth);
+  // Queues `element` with `parent` below it for expand(), once per expansion (a pair always
+  // expands to the same stacks); throws nf::Error past the expansion's budget.
+  void visit(uint32_t element, uint32_t parent);
+  // Every stack reached from the queued pairs, into out (sorted): iterative, so a grammar's depth
+  // never reaches the C++ stack.
+  void expand(State& out);
   const State& after(uint32_t stack);  // the stacks `stack` becomes once its top byte is matched
 
   std::shared_ptr<const Grammar> grammar_;
@@ -52,6 +59,8 @@ class GrammarMatcher {
   std::unordered_map<uint64_t, uint32_t> frame_ids_;
   std::vector<State> after_;
   std::vector<bool> after_known_;
+  std::vector<Frame> pending_;             // expand()'s work list
+  std::unordered_set<uint64_t> visited_;   // the pairs it has queued
   State state_, scratch_;
 };
 

@@ -38,9 +38,10 @@ class Session {
   // Samples until an end-of-sequence id, max new tokens, on_token returning false, or a context
   // that cannot make room (reason context_full: --keep holds all of it); past the context's end
   // the context shifts. Throws nf::Error when the sequence leaves no room for a new token (naming
-  // its length and the context) or holds an id outside the vocabulary.
+  // its length and the context) or holds an id outside the vocabulary. With a `constraint`, every
+  // token keeps the output within its grammar, which ends generation where only the end can follow.
   GenerationResult generate(const std::vector<int64_t>& sequence, Sampler& sampler, const StopCriteria& stop,
-                            const OnToken& on_token = {});
+                            const OnToken& on_token = {}, GrammarConstraint* constraint = nullptr);
 
   // Every token the cache holds, in order (the last sequence and what was generated after it, the
   // last sampled token excepted: it is fed only when the next call continues past it; after a

@@ -85,7 +85,7 @@ class KVCache {
   int64_t max_step() const;
   const LayerKV& layer(int64_t i) const;                     // cache type f32 (else undefined tensors)
   const QuantizedLayerKV& quantized_layer(int64_t i) const;  // the other types (else undefined)
-  int64_t bytes() const;  // of the storage, in the cache type
+  int64_t bytes() const;  // of the storage, in the cache type (it grows with the positions filled)
 
   // Checks that `new_tokens` more tokens for `batch` rows fit (naming the numbers when not), makes
   // room in the ring-buffered layers, and describes that forward; `commit` records it once every
@@ -127,10 +127,14 @@ class KVCache {
   struct Layer {
     LayerKV kv;
     QuantizedLayerKV quantized;
-    int64_t window = 0;   // 0 = full
-    int64_t columns = 0;  // of the storage
-    int64_t length = 0;   // columns filled; column 0 holds position position_ - length
+    int64_t window = 0;    // 0 = full
+    int64_t capacity = 0;  // the columns it may grow to: max_len, or 2 W for a ring-buffered window
+    int64_t columns = 0;   // of the storage now (grown by doubling as positions are filled)
+    int64_t length = 0;    // columns filled; column 0 holds position position_ - length
   };
+  // Layer l's storage made at least `needed` columns wide (doubling, at most its capacity), its
+  // filled columns kept.
+  void grow(Layer& l, int64_t needed) const;
   // Whether layer l, holding positions up to `position` (exclusive) from `first` on, still has
   // every key the window of the token at `position` reaches.
   static bool reaches(const Layer& l, int64_t first, int64_t position);

@@ -1,9 +1,11 @@
 #pragma once
 // Rotary position embedding inside attention: rotates queries and keys (B, H, T, D) at their
-// absolute positions with the fused nf::rope op. The cos/sin tables (max_len, D/2) are computed
-// once at construction and held as non-persistent buffers "cos" and "sin" (not in state_dict).
+// absolute positions with the fused nf::rope op. The cos/sin tables (rows, D/2) are computed for the
+// positions actually used, grown by doubling up to max_len, so that a model claiming a million
+// positions costs what its sequences reach; they are not module buffers (nothing in state_dict).
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <vector>
 
 #include "nanoformer/nn/attention_position.h"
@@ -52,16 +54,18 @@ class RotaryPosition : public AttentionPosition {
   double position_divisor() const { return divisor_; }
   const std::vector<double>& inverse_frequencies() const { return inv_freq_; }
   double attention_factor() const { return attention_factor_; }
-  Tensor cos, sin;  // f32 tables (max_len, D/2)
+  // The cos and sin tables in `dtype` with at least `rows` rows (at most max_len): row t holds
+  // position t's angles. Safe to call from several threads; a table once returned stays valid.
+  RopeTables tables(DType dtype, int64_t rows);
 
  private:
   Tensor rotate(const Tensor& x, int64_t offset);
-  const RopeTables& tables_for(DType dtype);
 
   RopeOptions options_;
   double theta_, divisor_, attention_factor_;
   std::vector<double> inv_freq_;
-  std::map<DType, RopeTables> other_dtypes_;  // tables for f64 inputs, made on first use
+  std::mutex tables_mutex_;
+  std::map<DType, RopeTables> tables_;  // per input dtype, grown on use
 };
 
 }  // namespace nf::nn

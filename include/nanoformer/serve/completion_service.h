@@ -74,6 +74,7 @@ class Completion {
   // the bytes of the tokens so far, and of the text given so far
   std::vector<LogprobEntry> held_;
   int64_t token_bytes_ = 0, text_bytes_ = 0;
+  std::string held_echo_;  // with logprobs: the echoed prompt, sent with its logprobs once they are known
   std::shared_ptr<std::atomic<bool>> cancelled_ = std::make_shared<std::atomic<bool>>(false);
   std::mutex mutex_;
   std::condition_variable changed_;

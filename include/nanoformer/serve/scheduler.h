@@ -113,8 +113,16 @@ class Scheduler {
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
 
-  // Queues a sequence; false (and no callback) when max_queue sequences are already waiting.
-  bool submit(SequenceRequest request);
+  // Queues the sequences whole or not at all: false (and no callback) when they would leave more
+  // than max_queue sequences waiting for a slot.
+  bool submit(std::vector<SequenceRequest> requests);
+  bool submit(SequenceRequest request) {
+    std::vector<SequenceRequest> one;
+    one.push_back(std::move(request));
+    return submit(std::move(one));
+  }
+  // The most sequences it ever holds at once (running and waiting): parallel + max_queue.
+  int64_t capacity() const { return options_.parallel + options_.max_queue; }
   // Runs `job` on the scheduler's thread between two decode steps (other work on the model, such
   // as embeddings, never runs beside a step) and waits for it; rethrows what it threw. Throws
   // nf::Error when the scheduler stops first.
