@@ -1,7 +1,10 @@
 # Entry points. Each target installs what it needs, configures and builds before it runs.
 #   make demo       the main job on its built-in default: trains a small model on generated addition
 #                   problems, generates, and scores it on held-out problems (about a minute)
-#   make test       all unit tests (Release build)
+#   make test       all unit tests (Release build; builds the library, the CLI and the tests only)
+#   make check-clang  that the library and the CLI compile with Debian's clang 14 (make fuzz's compiler)
+#   make install PREFIX=/usr/local   the program, libnanoformer.{so,a}, the headers, the CMake package,
+#                   nanoformer.pc and the presets (docs/c-api.md); then `pip install ./python` for Python
 #   make test-asan  all unit tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make bench      kernel benchmarks (against direct CBLAS calls), then training and inference
 #                   benchmarks beside PyTorch and the machine's measured limits (scripts/run-bench.sh)
@@ -22,28 +25,46 @@ FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?=
 CMAKE_FLAGS ?=
+# CTEST_ARGS="-R Grammar": some tests only
+CTEST_ARGS ?=
+PREFIX ?= /usr/local
 
-.PHONY: all deps build demo test test-asan bench golden quant-fixtures fuzz clean study-extrapolation study-norms study-quant post-training-pipeline
+.PHONY: all deps configure build demo test check-clang install test-asan bench golden quant-fixtures fuzz clean study-extrapolation study-norms study-quant post-training-pipeline
 
 all: build
 
 deps:
 	@bash scripts/install-deps.sh
 
-build: deps
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DNF_NATIVE=$(NATIVE) $(CMAKE_FLAGS) > /dev/null
+# ccache, where installed (Debian's ccache), makes a rebuild of unchanged sources a cache hit
+LAUNCHER := $(if $(shell command -v ccache),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache,)
+
+configure: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DNF_NATIVE=$(NATIVE) $(LAUNCHER) $(CMAKE_FLAGS) > /dev/null
+
+build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
-demo: build
+demo: configure
+	@cmake --build $(BUILD) -j $(JOBS) --target nanoformer_cli
 	@./$(BUILD)/nanoformer demo
 
-test: build
-	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+test: configure
+	@cmake --build $(BUILD) -j $(JOBS) --target nf_tests
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -LE clang $(CTEST_ARGS)
+
+install: configure
+	@cmake --build $(BUILD) -j $(JOBS) --target nanoformer_cli nanoformer nanoformer_shared
+	@cmake --install $(BUILD) --prefix $(PREFIX)
+
+check-clang: configure
+	@cmake --build $(BUILD) -j $(JOBS) --target nanoformer
+	@cd $(BUILD) && ctest --output-on-failure -L clang
 
 test-asan: deps
-	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNF_SANITIZE=ON -DNF_NATIVE=$(NATIVE) -DNF_BUILD_BENCH=OFF $(CMAKE_FLAGS) > /dev/null
-	@cmake --build $(ASAN_BUILD) -j $(JOBS)
-	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/lsan.supp UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
+	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNF_SANITIZE=ON -DNF_NATIVE=$(NATIVE) -DNF_BUILD_BENCH=OFF $(LAUNCHER) $(CMAKE_FLAGS) > /dev/null
+	@cmake --build $(ASAN_BUILD) -j $(JOBS) --target nf_tests
+	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/lsan.supp UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS) -LE clang $(CTEST_ARGS)
 
 bench: build
 	@bash scripts/run-bench.sh $(BUILD)

@@ -1,7 +1,8 @@
 // Replays a corpus through a fuzz target without libFuzzer, so that `make test` runs every
 // committed regression input with the compiler and flags of the build (no clang needed):
-//   fuzz_replay_<target> <file or directory>...
-// Each input runs once through LLVMFuzzerTestOneInput. A finding fails the run: an exception other
+//   fuzz_replay <target> <file or directory>...
+// Each input runs once through the target's LLVMFuzzerTestOneInput (renamed nf_fuzz_<target> in
+// this build: fuzz/CMakeLists.txt links every target into this one program). A finding fails the run: an exception other
 // than nf::Error escaping the target (named with its type), an NF_FUZZ_CHECK or sanitizer abort
 // (the last "replay:" line names the input), an input taking over 10 s, or an allocation over
 // 2 GiB (libFuzzer's -malloc_limit_mb=2048; checked in operator new here, by ASan's
@@ -20,7 +21,9 @@
 #include <typeinfo>
 #include <vector>
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
+#include <cstring>
+
+#include "fuzz_replay_targets.h"
 
 namespace {
 
@@ -38,7 +41,7 @@ std::string type_name(const std::type_info& type) {
 std::vector<std::string> inputs(int argc, char** argv) {
   namespace fs = std::filesystem;
   std::vector<std::string> out;
-  for (int i = 1; i < argc; ++i) {
+  for (int i = 2; i < argc; ++i) {
     if (fs::is_directory(argv[i])) {
       std::vector<std::string> files;
       for (const auto& e : fs::recursive_directory_iterator(argv[i]))
@@ -82,9 +85,15 @@ void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
 #endif
 
 int main(int argc, char** argv) {
+  const FuzzTarget* target = nullptr;
+  for (const FuzzTarget& t : kFuzzTargets)
+    if (argc > 1 && std::strcmp(argv[1], t.name) == 0) target = &t;
   const std::vector<std::string> files = inputs(argc, argv);
-  if (files.empty()) {
-    std::fprintf(stderr, "usage: %s <corpus file or directory>... (no inputs found)\n", argv[0]);
+  if (target == nullptr || files.empty()) {
+    std::string names;
+    for (const FuzzTarget& t : kFuzzTargets) names += std::string(names.empty() ? "" : ", ") + t.name;
+    std::fprintf(stderr, "usage: %s <target> <corpus file or directory>... (targets: %s)%s\n", argv[0], names.c_str(),
+                 target == nullptr ? "" : " (no inputs found)");
     return 2;
   }
   int findings = 0;
@@ -95,7 +104,7 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     const auto start = std::chrono::steady_clock::now();
     try {
-      LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+      target->test_one_input(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
     } catch (const std::exception& e) {
       std::printf("replay: FINDING: %s escaped: %s\n", type_name(typeid(e)).c_str(), e.what());
       ++findings;

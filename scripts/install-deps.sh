@@ -6,6 +6,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config
+  ccache                 # rebuilds of unchanged sources from its cache (used by the Makefile when present)
   libopenblas-dev        # cblas.h
   libopenblas0-openmp    # the CBLAS loaded at run time: OpenBLAS built on OpenMP, sharing our threads
   libdnnl-dev            # oneDNN: bf16 GEMMs on the CPU's bf16 instructions (autocast)
@@ -21,6 +22,7 @@ packages=(
   libtcmalloc-minimal4   # the allocator of the nanoformer program and the benchmarks (NF_TCMALLOC)
   libopenmpi-dev         # data-parallel training across processes (NF_MPI) ...
   openmpi-bin            # ... started by mpirun
+  python3-venv           # the Python package's tests (scripts/test-python.sh)
   "$@"
 )
 

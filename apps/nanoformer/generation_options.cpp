@@ -72,47 +72,12 @@ void check_generation_flags(const GenerationFlags& f) {
   (void)nn::kv_cache_type_from_name(f.cache_type);
 }
 
-std::string tokenizer_beside(const std::string& model) {
-  if (io::is_gguf_file(model) && tokenizer::has_gguf_tokenizer(io::GGUFFile::open(model))) return model;
-  std::error_code ec;
-  const fs::path path(model);
-  if (!fs::exists(path, ec)) return {};  // a preset
-  const fs::path folder = fs::is_directory(path, ec) ? path : path.parent_path();
-  const fs::path candidate = (folder.empty() ? fs::path(".") : folder) / "tokenizer.json";
-  return fs::is_regular_file(candidate, ec) ? candidate.string() : std::string();
-}
-
-std::vector<int64_t> default_end_ids(const LoadedModel& loaded) {
-  std::vector<int64_t> ids = loaded.end_ids;
-  if (const auto eot = tokenizer::end_of_text_id(*loaded.tokenizer))
-    if (std::find(ids.begin(), ids.end(), *eot) == ids.end()) ids.push_back(*eot);
-  return ids;
-}
-
 LoadedModel load_model_and_tokenizer(const GenerationFlags& f, bool required) {
   return load_model_and_tokenizer(f, required, models::load_model(f.model));
 }
 
 LoadedModel load_model_and_tokenizer(const GenerationFlags& f, bool required, const std::shared_ptr<models::Model>& model) {
-  LoadedModel out;
-  out.model = models::model_as<models::DecoderLM>(model, f.model);
-  out.tokenizer_path = f.tokenizer.empty() ? tokenizer_beside(f.model) : f.tokenizer;
-  NF_CHECK(!required || !out.tokenizer_path.empty(), "no tokenizer: ", f.model,
-           " has no tokenizer.json beside it (nor one of its own, for a GGUF file); give --tokenizer FILE",
-           " (or --ids with --prompt-ids for a model without one)");
-  if (out.tokenizer_path.empty()) return out;
-  out.tokenizer = tokenizer::load_tokenizer(out.tokenizer_path);
-  if (io::is_gguf_file(out.tokenizer_path)) {
-    const io::GGUFFile file = io::GGUFFile::open(out.tokenizer_path);
-    for (const tokenizer::TokenId id : tokenizer::gguf_end_ids(file)) out.end_ids.push_back(id);
-    out.prompt_bos = tokenizer::gguf_prompt_bos(file);
-  }
-  const auto tokenizer_vocab = static_cast<int64_t>(out.tokenizer->vocab_size());
-  const int64_t model_vocab = out.model->config().vocab_size;
-  NF_CHECK(tokenizer_vocab <= model_vocab, "tokenizer ", out.tokenizer_path, " has ", tokenizer_vocab,
-           " tokens but the model ", f.model, " has a vocabulary of ", model_vocab,
-           ": they do not belong together (give the model's own tokenizer with --tokenizer)");
-  return out;
+  return infer::with_tokenizer(model, f.model, f.tokenizer, required);
 }
 
 }  // namespace nf::cli

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "nanoformer/infer/loaded_model.h"
 #include "nanoformer/infer/sampler.h"
 #include "nanoformer/infer/stop_criteria.h"
 #include "nanoformer/models/decoder_lm.h"
@@ -32,19 +33,10 @@ void add_cache_type_flag(CLI::App& cmd, std::string& cache_type);
 // Throws nf::Error naming a sampling, stopping or --cache-type flag out of range; called before anything loads.
 void check_generation_flags(const GenerationFlags& flags);
 
-struct LoadedModel {
-  std::shared_ptr<models::DecoderLM> model;
-  std::unique_ptr<tokenizer::Tokenizer> tokenizer;  // null when none was given or found
-  std::string tokenizer_path;
-  std::vector<int64_t> end_ids = {};  // the ids a GGUF tokenizer says end generation (eos, eot); else empty
-  std::optional<int64_t> prompt_bos = {};  // the id a GGUF tokenizer puts before prompts (add_bos_token)
-};
-
-// The tokenizer a model brings: the model itself when it is a GGUF file holding one; else the
-// tokenizer.json in the model's folder or in the folder of the model's file; "" when none.
-std::string tokenizer_beside(const std::string& model);
-// Where generation stops unless --eos says: the tokenizer's own end ids and its <|endoftext|>.
-std::vector<int64_t> default_end_ids(const LoadedModel& loaded);
+// The model with its tokenizer, as the library loads it (infer/loaded_model.h).
+using infer::default_end_ids;
+using infer::LoadedModel;
+using infer::tokenizer_beside;
 
 // The sampler's settings after --greedy (temperature 0), validated; with a tokenizer, ids beyond
 // its vocabulary (a model's padding) are never drawn.

@@ -2,6 +2,8 @@
 // configs, and the parameter counts by part.
 #include "nanoformer/models/config/model_config.h"
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -268,14 +270,24 @@ std::string model_config_to_json(const DecoderLMConfig& config) {
 
 std::string configs_directory() {
   if (const char* dir = std::getenv("NANOFORMER_CONFIGS"); dir && *dir) return dir;
-  // the nearest configs/ holding the presets, above the working directory or the executable
+  // the nearest configs/ holding the presets, above the working directory or the executable (a
+  // checkout), or share/nanoformer/configs/ beside an installed program's bin/
   namespace fs = std::filesystem;
   std::error_code ignored;
-  for (fs::path start : {fs::current_path(ignored), fs::read_symlink("/proc/self/exe", ignored).parent_path()})
+  const fs::path exe_dir = fs::read_symlink("/proc/self/exe", ignored).parent_path();
+  for (fs::path start : {fs::current_path(ignored), exe_dir})
     for (fs::path p = start; !p.empty(); p = p.parent_path()) {
       if (fs::exists(p / "configs" / "gpt2-124m.json", ignored)) return (p / "configs").string();
       if (p == p.root_path()) break;
     }
+  Dl_info self{};  // the library's own file: a program linking an installed libnanoformer.so
+  const fs::path library_dir = dladdr(reinterpret_cast<void*>(&configs_directory), &self) && self.dli_fname
+                                   ? fs::path(self.dli_fname).parent_path()
+                                   : fs::path();
+  for (const fs::path& dir : {exe_dir, library_dir}) {
+    const fs::path installed = dir.parent_path() / "share" / "nanoformer" / "configs";
+    if (!dir.empty() && fs::exists(installed / "gpt2-124m.json", ignored)) return installed.string();
+  }
   return "configs";
 }
 

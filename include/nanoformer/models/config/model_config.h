@@ -92,7 +92,9 @@ void validate_model_config(const DecoderLMConfig& config, const std::string& sou
 
 // Preset names ("gpt2-124m", ...): the *.json files of the configs directory, sorted. The
 // directory is $NANOFORMER_CONFIGS when set, else the nearest configs/ holding gpt2-124m.json
-// above the working directory or above the running executable (a build tree inside the repo).
+// above the working directory or above the running executable (a build tree inside the repo),
+// else share/nanoformer/configs beside the bin/ of an installed program or the lib/ of an
+// installed libnanoformer.so.
 std::string configs_directory();
 std::vector<std::string> preset_names();
 // The file of preset `name` (configs/<name>.json); an unknown name is an error listing the known ones,
