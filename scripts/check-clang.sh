@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 CXX=${1:-clang++}
 shift || true
-flags=(-std=c++20 -fsyntax-only -fopenmp -Iinclude -Isrc -DNF_BLAS_LIBRARY='"libopenblas.so.0"'
+flags=(-std=c++20 -fsyntax-only -fopenmp -Iinclude -Isrc -DNF_BLAS_LIBRARY='"libopenblas.so.0"' -DNANOFORMER_VERSION='"0.0.0"'
        -Wall -Wextra -Wpedantic -Wno-unused-parameter "$@")
 
 if ! echo '#include <omp.h>
