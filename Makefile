@@ -71,7 +71,7 @@ bench: build
 
 fuzz:
 	@bash scripts/install-fuzz-deps.sh
-	@CC=clang-14 CXX=clang++-14 cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNF_FUZZ=ON -DNF_BUILD_TESTS=OFF -DNF_BUILD_BENCH=OFF -DNF_NATIVE=$(NATIVE) $(CMAKE_FLAGS) > /dev/null
+	@CC=clang-14 CXX=clang++-14 cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNF_FUZZ=ON -DNF_BUILD_TESTS=OFF -DNF_BUILD_BENCH=OFF -DNF_NATIVE=$(NATIVE) $(LAUNCHER) $(CMAKE_FLAGS) > /dev/null
 	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_all
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) bash scripts/run-fuzz.sh $(FUZZ_BUILD) $(FUZZ_TARGETS)
 
