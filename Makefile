@@ -47,7 +47,7 @@ build: configure
 
 demo: configure
 	@cmake --build $(BUILD) -j $(JOBS) --target nanoformer_cli
-	@./$(BUILD)/nanoformer demo
+	@$(BUILD)/nanoformer demo
 
 test: configure
 	@cmake --build $(BUILD) -j $(JOBS) --target nf_tests
