@@ -11,7 +11,12 @@ MiniMind and nanochat folders, our checkpoints, presets) through its C API, with
     vectors = model.embed(["a sentence", "another"])  # numpy (2, embedding_size)
 
 Errors are NanoformerError, carrying the C API's one-line message and status.
+
+Every call that computes runs on one engine thread of the package's, whichever thread makes it:
+OpenMP keeps a pool of threads per calling thread, and two pools on a machine's few cores throttle
+each other's waits (decoding from a second thread took 1.5x the time).
 """
+import concurrent.futures
 import ctypes
 import json
 import queue
@@ -34,22 +39,45 @@ class NanoformerError(RuntimeError):
         self.status = _c.STATUS_NAMES[status] if 0 <= status < len(_c.STATUS_NAMES) else str(status)
 
 
-def _check(status):
-    if status != _c.OK:
-        raise NanoformerError(status, _lib.nf_last_error().decode(errors="replace"))
+_engine = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="nanoformer-engine")
+
+
+def _on_engine(fn, *args):
+    """fn(*args) on the engine thread; its status, and its message when it failed (read there: the
+    C API's message is per thread)."""
+
+    def call():
+        status = fn(*args)
+        return status, "" if status == _c.OK else _lib.nf_last_error().decode(errors="replace")
+
+    return _engine.submit(call).result()
+
+
+def _call(fn, *args):
+    """fn(*args) on the engine thread; NanoformerError unless it succeeded (or only needs a larger buffer)."""
+    status, message = _on_engine(fn, *args)
+    if status not in (_c.OK, _c.BUFFER_TOO_SMALL):
+        raise NanoformerError(status, message)
+    return status
+
+
+def _free(fn, handle):
+    """A handle freed on the engine thread (directly once the interpreter is shutting the engine down)."""
+    try:
+        _on_engine(lambda: fn(handle) or _c.OK)
+    except RuntimeError:
+        fn(handle)
 
 
 def _sized(call, ctype, start=256):
-    """A result of unknown length by the two-call convention: `call(buffer, capacity, count)`."""
+    """A result of unknown length by the two-call convention: `call(buffer, capacity, count)` -> status."""
     count = ctypes.c_size_t(0)
     capacity = start
     while True:
         buffer = (ctype * max(capacity, 1))()
-        status = call(buffer, capacity, ctypes.byref(count))
-        if status == _c.BUFFER_TOO_SMALL:
+        if call(buffer, capacity, ctypes.byref(count)) == _c.BUFFER_TOO_SMALL:
             capacity = count.value
             continue
-        _check(status)
         return buffer, count.value
 
 
@@ -65,14 +93,14 @@ class Tokenizer:
 
     def encode(self, text, add_bos=False):
         data = _text(text)
-        buffer, n = _sized(lambda b, cap, cnt: _lib.nf_tokenize(self._model._handle, data, len(data), int(add_bos), b, cap,
-                                                                cnt), ctypes.c_int64, len(data) + 8)
+        buffer, n = _sized(lambda b, cap, cnt: _call(_lib.nf_tokenize, self._model._handle, data, len(data), int(add_bos), b,
+                                                     cap, cnt), ctypes.c_int64, len(data) + 8)
         return list(buffer[:n])
 
     def decode(self, ids):
         ids = list(ids)
         array = (ctypes.c_int64 * max(len(ids), 1))(*ids)
-        buffer, n = _sized(lambda b, cap, cnt: _lib.nf_detokenize(self._model._handle, array, len(ids), b, cap, cnt),
+        buffer, n = _sized(lambda b, cap, cnt: _call(_lib.nf_detokenize, self._model._handle, array, len(ids), b, cap, cnt),
                            ctypes.c_char, 4 * len(ids) + 16)
         return bytes(buffer[:n]).decode(errors="replace")
 
@@ -85,8 +113,8 @@ def _messages(messages):
 
 
 class Model:
-    """A decoder language model with its tokenizer, loaded through nanoformer's C API. Use from one
-    thread at a time (generate() streams from a thread of its own, which counts as that one)."""
+    """A decoder language model with its tokenizer, loaded through nanoformer's C API. Calls from any
+    thread are made one at a time on the package's engine thread."""
 
     def __init__(self, handle):
         self._handle = handle
@@ -95,12 +123,12 @@ class Model:
     @classmethod
     def load(cls, path, tokenizer=None, threads=0):
         handle = ctypes.c_void_p()
-        _check(_lib.nf_model_load(_text(path), _text(tokenizer) if tokenizer else None, threads, ctypes.byref(handle)))
+        _call(_lib.nf_model_load, _text(path), _text(tokenizer) if tokenizer else None, threads, ctypes.byref(handle))
         return cls(handle)
 
     def close(self):
         if self._handle:
-            _lib.nf_model_free(self._handle)
+            _free(_lib.nf_model_free, self._handle)
             self._handle = None
 
     def __del__(self):
@@ -131,9 +159,8 @@ class Model:
             raise ValueError(f"ids must be (T,) or (B, T), got shape {batch.shape}")
         out = np.empty((batch.shape[0], batch.shape[1], self.vocab_size), dtype=np.float32)
         count = ctypes.c_size_t(0)
-        _check(_lib.nf_forward(self._handle, batch.ctypes.data_as(ctypes.POINTER(ctypes.c_int64)), batch.shape[0],
-                               batch.shape[1], out.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), out.size,
-                               ctypes.byref(count)))
+        _call(_lib.nf_forward, self._handle, batch.ctypes.data_as(ctypes.POINTER(ctypes.c_int64)), batch.shape[0],
+              batch.shape[1], out.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), out.size, ctypes.byref(count))
         return out
 
     def embed(self, texts, normalize=True):
@@ -144,8 +171,8 @@ class Model:
             data = _text(text)
             out = np.empty(self.embedding_size, dtype=np.float32)
             count = ctypes.c_size_t(0)
-            _check(_lib.nf_embed(self._handle, data, len(data), int(normalize),
-                                 out.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), out.size, ctypes.byref(count)))
+            _call(_lib.nf_embed, self._handle, data, len(data), int(normalize),
+                  out.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), out.size, ctypes.byref(count))
             rows.append(out)
         return rows[0] if single else np.stack(rows)
 
@@ -153,9 +180,8 @@ class Model:
         """The chat's token ids as the model's template renders it."""
         array, _keep = _messages(messages)
         tools_text = _text(json.dumps(tools)) if tools else None
-        buffer, n = _sized(lambda b, cap, cnt: _lib.nf_apply_chat_template(self._handle, array, len(messages), tools_text,
-                                                                           int(add_generation_prompt), b, cap, cnt),
-                           ctypes.c_int64, 1024)
+        buffer, n = _sized(lambda b, cap, cnt: _call(_lib.nf_apply_chat_template, self._handle, array, len(messages), tools_text,
+                                                     int(add_generation_prompt), b, cap, cnt), ctypes.c_int64, 1024)
         return list(buffer[:n])
 
     @staticmethod
@@ -177,7 +203,8 @@ class Model:
         return p, keep
 
     def _stream(self, run):
-        """Pieces of text as a C call made by `run(callback)` on a thread of its own produces them."""
+        """Pieces of text as a C call made by `run(callback)` (returning its status) produces them on the
+        engine thread."""
         pieces = queue.Queue()
         stop = threading.Event()
         done = object()
@@ -192,11 +219,11 @@ class Model:
         def worker():
             try:
                 outcome["status"] = run(callback)
+                outcome["message"] = _lib.nf_last_error().decode(errors="replace")
             finally:
                 pieces.put(done)
 
-        thread = threading.Thread(target=worker, daemon=True)
-        thread.start()
+        job = _engine.submit(worker)
         held = b""
         try:
             while True:
@@ -210,10 +237,10 @@ class Model:
                     yield text
         finally:
             stop.set()
-            thread.join()
+            job.result()
         status = outcome.get("status", _c.INTERNAL)
         if status != _c.OK:
-            raise NanoformerError(status, self._error_of_thread)
+            raise NanoformerError(status, outcome.get("message", ""))
 
     def generate(self, prompt, **sampling):
         """Continues `prompt`: an iterator of text pieces as they are decided. Sampling: max_new_tokens,
@@ -225,10 +252,8 @@ class Model:
 
         def run(callback):
             _alive = keep  # the stop strings params points at
-            status = _lib.nf_generate(self._handle, data, len(data), ctypes.byref(params), callback, None,
-                                      ctypes.byref(result))
-            self._error_of_thread = _lib.nf_last_error().decode(errors="replace")
-            return status
+            return _lib.nf_generate(self._handle, data, len(data), ctypes.byref(params), callback, None,
+                                    ctypes.byref(result))
 
         return self._stream(run)
 
@@ -268,11 +293,11 @@ class Session:
     def __init__(self, model, context=0):
         self._model = model
         self._handle = ctypes.c_void_p()
-        _check(_lib.nf_session_new(model._handle, context, ctypes.byref(self._handle)))
+        _call(_lib.nf_session_new, model._handle, context, ctypes.byref(self._handle))
 
     def close(self):
         if self._handle:
-            _lib.nf_session_free(self._handle)
+            _free(_lib.nf_session_free, self._handle)
             self._handle = None
 
     def __del__(self):
@@ -284,12 +309,9 @@ class Session:
     def chat(self, messages, tools=None, **sampling):
         params, keep = self._model._params(tools=tools, **sampling)
         array, keep_messages = _messages(messages)
-        model = self._model
 
         def run(callback):
             _alive = (keep, keep_messages)  # what params and array point at
-            status = _lib.nf_session_chat(self._handle, array, len(messages), ctypes.byref(params), callback, None, None)
-            model._error_of_thread = _lib.nf_last_error().decode(errors="replace")
-            return status
+            return _lib.nf_session_chat(self._handle, array, len(messages), ctypes.byref(params), callback, None, None)
 
-        return model._stream(run)
+        return self._model._stream(run)
