@@ -198,7 +198,7 @@ inline void fifth_bits(uint32_t qh0, uint32_t qh1, __m256i& lo, __m256i& hi) {
 
 struct Q8_0W {
   using Block = BlockQ8_0;
-  static constexpr bool kMin = false, kPairs = false;
+  [[maybe_unused]] static constexpr bool kMin = false, kPairs = false;
   static float scale(const Block& b) { return f16_to_float(b.d); }
   static float minimum(const Block&) { return 0.0f; }
   static void values(const Block& b, int8_t* v) { std::memcpy(v, b.qs, 32); }
@@ -209,7 +209,7 @@ struct Q8_0W {
 
 struct Q4_0W {
   using Block = BlockQ4_0;
-  static constexpr bool kMin = false, kPairs = true;
+  [[maybe_unused]] static constexpr bool kMin = false, kPairs = true;
   static constexpr int kOffset = 8;
   static float scale(const Block& b) { return f16_to_float(b.d); }
   static float minimum(const Block&) { return 0.0f; }
@@ -224,8 +224,8 @@ struct Q4_0W {
 
 struct Q4_1W {
   using Block = BlockQ4_1;
-  static constexpr bool kMin = true, kPairs = true;
-  static constexpr int kOffset = 0;
+  [[maybe_unused]] static constexpr bool kMin = true, kPairs = true;
+  [[maybe_unused]] static constexpr int kOffset = 0;
   static float scale(const Block& b) { return f16_to_float(b.d); }
   static float minimum(const Block& b) { return f16_to_float(b.m); }
   static void values(const Block& b, int8_t* v) { nibbles_scalar(b.qs, v); }
@@ -237,7 +237,7 @@ struct Q4_1W {
 // the fifth bit of value j is bit j of qh
 struct Q5_0W {
   using Block = BlockQ5_0;
-  static constexpr bool kMin = false, kPairs = true;
+  [[maybe_unused]] static constexpr bool kMin = false, kPairs = true;
   static constexpr int kOffset = 16;
   static float scale(const Block& b) { return f16_to_float(b.d); }
   static float minimum(const Block&) { return 0.0f; }
@@ -256,8 +256,8 @@ struct Q5_0W {
 
 struct Q5_1W {
   using Block = BlockQ5_1;
-  static constexpr bool kMin = true, kPairs = true;
-  static constexpr int kOffset = 0;
+  [[maybe_unused]] static constexpr bool kMin = true, kPairs = true;
+  [[maybe_unused]] static constexpr int kOffset = 0;
   static float scale(const Block& b) { return f16_to_float(b.d); }
   static float minimum(const Block& b) { return f16_to_float(b.m); }
   static void values(const Block& b, int8_t* v) {
@@ -341,7 +341,7 @@ struct TileArgs {
   }
 };
 
-inline void prefetch(const unsigned char* p) { _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T1); }
+[[maybe_unused]] inline void prefetch(const unsigned char* p) { _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T1); }
 
 
 // y[r][c] = sum over blocks b of d_w d_x(r) isum(b, r, c) (+ m_w s_x(r)), portable integers
@@ -522,7 +522,7 @@ inline void q4_k_scales(const uint8_t* s, uint8_t* out) {
   std::memcpy(out, words, 16);
 }
 
-inline void prefetch_bytes(const unsigned char* p, size_t bytes) {
+[[maybe_unused]] inline void prefetch_bytes(const unsigned char* p, size_t bytes) {
   for (size_t off = 0; off < bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(p + off), _MM_HINT_T1);
   _mm_prefetch(reinterpret_cast<const char*>(p + bytes - 1), _MM_HINT_T1);
 }
@@ -695,7 +695,7 @@ struct F32W {
 #if defined(__AVX2__) && defined(__FMA__)
   static __m256 load8(const unsigned char* w, int64_t i) { return _mm256_loadu_ps(reinterpret_cast<const float*>(w) + i); }
 #endif
-  static constexpr int64_t kBytes = 4;
+  [[maybe_unused]] static constexpr int64_t kBytes = 4;
 };
 struct F16W {
   static float get(const unsigned char* w, int64_t i) { return f16_to_float(reinterpret_cast<const uint16_t*>(w)[i]); }
@@ -704,7 +704,7 @@ struct F16W {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(reinterpret_cast<const uint16_t*>(w) + i)));
   }
 #endif
-  static constexpr int64_t kBytes = 2;
+  [[maybe_unused]] static constexpr int64_t kBytes = 2;
 };
 struct BF16W {
   static float get(const unsigned char* w, int64_t i) { return bf16_bits_to_float(reinterpret_cast<const uint16_t*>(w)[i]); }
@@ -714,7 +714,7 @@ struct BF16W {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
   }
 #endif
-  static constexpr int64_t kBytes = 2;
+  [[maybe_unused]] static constexpr int64_t kBytes = 2;
 };
 
 template <class W>
