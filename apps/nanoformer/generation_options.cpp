@@ -1,18 +1,10 @@
 // The model, tokenizer, sampling and stopping flags of `generate` and `chat` (generation_options.h).
 #include "generation_options.h"
 
-#include <algorithm>
-#include <filesystem>
-
 #include "nanoformer/core/error.h"
 #include "nanoformer/formats/model_io.h"
-#include "nanoformer/io/gguf.h"
-#include "nanoformer/tokenizer/gguf_tokenizer.h"
-#include "nanoformer/tokenizer/jsonl.h"
 
 namespace nf::cli {
-
-namespace fs = std::filesystem;
 
 void add_generation_flags(CLI::App& cmd, GenerationFlags& f) {
   cmd.add_option("--model,-m", f.model,

@@ -62,7 +62,8 @@ const char* nf_last_error(void);
  * the model's own (a GGUF file's, or the tokenizer.json in the model's folder or beside its
  * file); a model without one loads, and the text calls then answer NF_ERROR_UNSUPPORTED. The chat
  * template is the tokenizer's own (tokenizer_config.json beside it, a GGUF's), else the one its
- * special tokens tell. `threads` > 0 sets the threads the model computes with (0: the default). */
+ * special tokens tell. `threads` > 0 sets the threads the process computes with, for every model
+ * (0: leave it: $NANOFORMER_THREADS, else every core). */
 nf_status nf_model_load(const char* path, const char* tokenizer_path, int threads, nf_model** out);
 void nf_model_free(nf_model* model); /* NULL: nothing */
 

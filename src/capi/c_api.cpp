@@ -282,7 +282,11 @@ nf_status nf_forward(nf_model* model, const int64_t* ids, size_t batch, size_t l
                                          std::to_string(length));
     require(ids != nullptr, "nf_forward: the ids are NULL");
     models::DecoderLM& lm = *model->state->loaded.model;
-    const size_t needed = batch * length * static_cast<size_t>(lm.config().vocab_size);
+    const auto vocab = static_cast<size_t>(lm.config().vocab_size), context = static_cast<size_t>(lm.config().max_seq_len);
+    require(length <= context, "nf_forward: length " + std::to_string(length) + " exceeds the model's context " +
+                                   std::to_string(context));
+    require(batch <= SIZE_MAX / (length * vocab), "nf_forward: batch " + std::to_string(batch) + " is too large");
+    const size_t needed = batch * length * vocab;
     require(count != nullptr, "nf_forward: the count pointer is NULL");
     *count = needed;
     require(needed <= capacity, "nf_forward: the logits need " + std::to_string(needed) + " floats, the buffer holds " +

@@ -145,6 +145,11 @@ TEST_F(CApiTest, ForwardAndEmbedEqualTheLibraryBitForBit) {
   EXPECT_EQ(nf_forward(model_, ids.data(), 2, 4, logits.data(), 10, &count), NF_ERROR_BUFFER_TOO_SMALL);
   EXPECT_EQ(count, logits.size());
   EXPECT_EQ(nf_forward(model_, ids.data(), 0, 4, logits.data(), logits.size(), &count), NF_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(nf_forward(model_, ids.data(), 1, 100000, logits.data(), logits.size(), &count), NF_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(nf_last_error()).find("length 100000 exceeds the model's context 128"), std::string::npos)
+      << nf_last_error();
+  EXPECT_EQ(nf_forward(model_, ids.data(), SIZE_MAX / 2, 4, logits.data(), logits.size(), &count), NF_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(nf_last_error()).find("is too large"), std::string::npos) << nf_last_error();
 
   const std::string text = "a cat";
   std::vector<float> embedding(static_cast<size_t>(nf_model_embedding_size(model_)));
