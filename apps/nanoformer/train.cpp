@@ -19,6 +19,7 @@
 #include "nanoformer/core/parallel.h"
 #include "nanoformer/dist/communicator.h"
 #include "nanoformer/models/lora.h"
+#include "nanoformer/train/teacher_logits.h"
 #include "nanoformer/train/trainer.h"
 
 namespace nf::cli {

@@ -85,13 +85,6 @@ std::string SftExamples::origin(size_t k) const {
   return files_.at(file) + ":" + std::to_string(line);
 }
 
-uint64_t SftExamples::trained_tokens() const {
-  // the first token of an example is never a target
-  uint64_t n = 0;
-  for (size_t k = 0; k < size(); ++k) n += std::count(trained(k).begin() + 1, trained(k).end(), uint8_t{1});
-  return n;
-}
-
 void SftExamples::check_vocab(uint64_t vocab_size) const {
   for (size_t k = 0; k < size(); ++k) {
     const auto example = ids(k);

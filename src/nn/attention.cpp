@@ -122,7 +122,7 @@ Tensor MultiHeadAttention::attend(const Tensor& q, const Tensor& k, const Tensor
                                  .key_padding = masks.key_padding,
                                  .dropout_p = is_training() ? c.dropout : 0.0,
                                  .scale = c.scale,
-                                 .kernel = c.fused && !weights ? AttentionKernel::fused : AttentionKernel::plain};
+                                 .kernel = weights ? AttentionKernel::plain : AttentionKernel::fused};
   if (!weights) return scaled_dot_product_attention(q, k, v, options, dropout_gen_);
   AttentionWithWeights r = scaled_dot_product_attention_with_weights(q, k, v, options, dropout_gen_);
   *weights = r.weights;
@@ -163,10 +163,10 @@ Tensor MultiHeadAttention::attend_quantized_cache(const Tensor& q, const Tensor&
   // columns 0 .. column + T - 1 from the cache, the new ones included
   storage.keys.write(cache.column, k_at);
   storage.values.write(cache.column, v);
-  if (c.fused && q_at.dtype() == DType::f32 && !(position_ && position_->has_score_bias()))
+  if (q_at.dtype() == DType::f32 && !(position_ && position_->has_score_bias()))
     return scaled_dot_product_attention(q_at, storage.keys, storage.values, length,
                                         {.causal = c.causal, .window = c.window, .scale = c.scale});
-  // the plain kernel, another dtype, or a score bias (which reads the keys): over the cache dequantised
+  // another dtype, or a score bias (which reads the keys): over the cache dequantised
   const Tensor keys = storage.keys.read(B, 0, length).to(q_at.dtype());
   const Tensor values = storage.values.read(B, 0, length).to(q_at.dtype());
   return attend(q_at, keys, values, {}, p, p - cache.column, nullptr);

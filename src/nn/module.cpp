@@ -174,7 +174,6 @@ void Module::load_state_dict(const StateDict& state, bool strict) {
 
 void Module::train(bool on) {
   training_ = on;
-  on_train(on);
   for (auto& [name, child] : children_) child->train(on);
 }
 

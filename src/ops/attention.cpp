@@ -19,9 +19,9 @@ namespace {
 
 constexpr const char* kOp = "scaled_dot_product_attention";
 
-using ForwardKernel = void (*)(const cpu::AttentionProblem&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+using ForwardKernel = void (*)(const AttentionProblem&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
                                const Tensor&);
-using BackwardKernel = void (*)(const cpu::AttentionProblem&, const Tensor&, const Tensor&, const Tensor&,
+using BackwardKernel = void (*)(const AttentionProblem&, const Tensor&, const Tensor&, const Tensor&,
                                 const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
                                 const Tensor&, const Tensor&);
 const DeviceKernels<ForwardKernel> kForward{.cpu = cpu::attention_forward};
@@ -47,12 +47,8 @@ Tensor tile_ready(const Tensor& x) {
 }
 
 Tensor fused_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& options,
-                       const AttentionShape& s, Generator& gen) {
-  cpu::AttentionProblem p;
-  p.B = s.B, p.H = s.H, p.Hkv = s.Hkv, p.Tq = s.Tq, p.Tk = s.Tk, p.D = s.D;
-  p.scale = s.scale;
-  p.causal = options.causal;
-  p.window = options.window;
+                       const AttentionProblem& s, Generator& gen) {
+  AttentionProblem p = s;
   const Tensor& mask = options.mask;
   const bool has_bias = mask.defined() && mask.dtype() != DType::boolean;
   if (mask.defined()) (has_bias ? p.bias : p.keep) = mask.detach();
@@ -91,14 +87,15 @@ Tensor fused_attention(const Tensor& q, const Tensor& k, const Tensor& v, const 
 
 }  // namespace
 
-AttentionShape check_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& options) {
+AttentionProblem check_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& options) {
   NF_CHECK(q.defined() && k.defined() && v.defined(), kOp, ": q, k and v must be defined");
   NF_CHECK(q.dim() == 4 && k.dim() == 4 && v.dim() == 4, kOp, ": q, k and v must be 4-D (B, H, T, D), got ",
            shapes_str(q, k, v));
   NF_CHECK((q.dtype() == DType::f32 || q.dtype() == DType::f64) && k.dtype() == q.dtype() && v.dtype() == q.dtype(),
            kOp, ": q, k and v must share an f32 or f64 dtype, got ", dtype_name(q.dtype()), ", ", dtype_name(k.dtype()),
            ", ", dtype_name(v.dtype()), " (", shapes_str(q, k, v), ")");
-  const AttentionShape s{q.size(0), q.size(1), k.size(1), q.size(2), k.size(2), q.size(3), 0.0};
+  AttentionProblem s;
+  s.B = q.size(0), s.H = q.size(1), s.Hkv = k.size(1), s.Tq = q.size(2), s.Tk = k.size(2), s.D = q.size(3);
   NF_CHECK(k.shape() == v.shape(), kOp, ": k and v must have the same shape (B, Hkv, Tk, D), got ", shapes_str(q, k, v));
   NF_CHECK(k.size(0) == s.B && k.size(3) == s.D, kOp, ": k and v must match q's batch and head size, got ",
            shapes_str(q, k, v));
@@ -124,18 +121,18 @@ AttentionShape check_attention(const Tensor& q, const Tensor& k, const Tensor& v
            " needs causal = true (a sliding window over the earlier keys)");
   NF_CHECK(options.dropout_p >= 0.0 && options.dropout_p < 1.0, kOp, ": dropout_p = ", options.dropout_p,
            " outside [0, 1)");
-  const double scale = options.scale.value_or(1.0 / std::sqrt(static_cast<double>(s.D)));
-  NF_CHECK(std::isfinite(scale), kOp, ": scale = ", scale, " is not finite");
-  AttentionShape checked = s;
-  checked.scale = scale;
-  return checked;
+  s.scale = options.scale.value_or(1.0 / std::sqrt(static_cast<double>(s.D)));
+  NF_CHECK(std::isfinite(s.scale), kOp, ": scale = ", s.scale, " is not finite");
+  s.causal = options.causal;
+  s.window = options.window;
+  return s;
 }
 
 }  // namespace attention_detail
 
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& options,
                                     Generator& gen) {
-  const attention_detail::AttentionShape s = attention_detail::check_attention(q, k, v, options);
+  const AttentionProblem s = attention_detail::check_attention(q, k, v, options);
   if (options.kernel == AttentionKernel::plain) return attention_detail::plain_attention(q, k, v, options, s, gen).out;
   return attention_detail::fused_attention(q, k, v, options, s, gen);
 }

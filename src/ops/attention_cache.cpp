@@ -1,22 +1,22 @@
-// scaled_dot_product_attention over a KV cache stored in a type of its own (ops/attention.h): the
-// decoding kernel reads its rows in place; longer queries attend over them dequantised.
+// scaled_dot_product_attention over a KV cache stored in a type of its own (ops/attention.h): checks,
+// then the device's kernel (on the CPU: the decoding kernel reads the rows in place; longer queries
+// attend over them dequantised, ops/cpu/attention_decode.h).
 #include <cmath>
 
+#include "nanoformer/core/dispatch.h"
 #include "nanoformer/core/error.h"
-#include "nanoformer/core/profile.h"
 #include "nanoformer/ops/attention.h"
 #include "ops/cpu/attention_decode.h"
+#include "ops/quantized_kv_rows.h"
 
 namespace nf {
 namespace {
 
 constexpr const char* kOp = "scaled_dot_product_attention";
 
-cpu::KVRows rows_of(const QuantizedKV& t) {
-  const auto row = static_cast<int64_t>(t.row_bytes());
-  return {static_cast<const unsigned char*>(t.row(0, 0, 0)), t.type(), t.heads() * t.columns() * row, t.columns() * row,
-          row};
-}
+using CachedKernel = void (*)(const AttentionProblem& p, const Tensor& q, const KVRows& k, const KVRows& v,
+                              const Tensor& out, const Tensor& lse);
+const DeviceKernels<CachedKernel> kCached{.cpu = cpu::attention_cached_forward};
 
 }  // namespace
 
@@ -37,21 +37,16 @@ Tensor scaled_dot_product_attention(const Tensor& q, const QuantizedKV& k, const
   const int64_t D = k.head_dim();
   const double scale = options.scale.value_or(1.0 / std::sqrt(static_cast<double>(D)));
   NF_CHECK(std::isfinite(scale), kOp, ": scale = ", scale, " is not finite");
-  cpu::AttentionProblem p;
+  AttentionProblem p;
   p.B = q.size(0), p.H = q.size(1), p.Hkv = k.heads(), p.Tq = q.size(2), p.Tk = length, p.D = D;
   p.scale = scale;
   p.causal = options.causal;
   p.window = options.window;
-  if (!cpu::attention_decode_applies(p, q.dtype()) || !cpu::attention_decode_reads(k.type())) {
-    const int64_t B = q.size(0);
-    return scaled_dot_product_attention(q, k.read(B, 0, length), v.read(B, 0, length), options);
-  }
-  const profile::Scope timed(kOp);  // as the kernels called through the dispatch table are
   const Tensor qt = q.stride(3) == 1 ? q.detach() : q.detach().contiguous();
   // out is a (B, Tq, H, D) buffer seen as (B, H, Tq, D), as the fused kernel's
   Tensor out = Tensor::empty({p.B, p.Tq, p.H, D}).transpose(1, 2);
   const Tensor lse = Tensor::empty({p.B, p.H, p.Tq});
-  cpu::attention_decode_forward(p, qt, rows_of(k), rows_of(v), out, lse);
+  kCached.get(q.device(), kOp)(p, qt, kv_rows_of(k, 0), kv_rows_of(v, 0), out, lse);
   return out;
 }
 

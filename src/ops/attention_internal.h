@@ -2,20 +2,16 @@
 // Shared by the two attention implementations (ops/attention.cpp: checks and the fused kernel;
 // ops/attention_plain.cpp: the composition of existing ops).
 #include "nanoformer/ops/attention.h"
+#include "ops/problems/attention.h"
 
 namespace nf::attention_detail {
 
-// The checked sizes of one call: q (B, H, Tq, D), k and v (B, Hkv, Tk, D); `scale` resolved.
-struct AttentionShape {
-  int64_t B, H, Hkv, Tq, Tk, D;
-  double scale;
-};
-
-// Validates q, k, v and the options (naming shapes and values) and resolves the scale.
-AttentionShape check_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& options);
+// Validates q, k, v and the options (naming shapes and values): the problem's sizes, its scale
+// resolved, causal and window; masks and dropout are the kernel's caller's to add.
+AttentionProblem check_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& options);
 
 // matmul -> mask -> softmax -> dropout -> matmul; inputs already checked.
 AttentionWithWeights plain_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& options,
-                                     const AttentionShape& shape, Generator& gen);
+                                     const AttentionProblem& shape, Generator& gen);
 
 }  // namespace nf::attention_detail

@@ -30,7 +30,7 @@ Tensor behind_diagonal(int64_t Tq, int64_t Tk) {
 }  // namespace
 
 AttentionWithWeights plain_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& options,
-                                     const AttentionShape& shape, Generator& gen) {
+                                     const AttentionProblem& shape, Generator& gen) {
   const int64_t group = shape.H / shape.Hkv;
   const Tensor masked_score = Tensor::scalar(-std::numeric_limits<double>::infinity(), q.dtype());
   // scores = scale q k^T + bias, -inf where masked  (B, H, Tq, Tk)

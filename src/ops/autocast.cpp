@@ -4,11 +4,11 @@
 #include <map>
 #include <utility>
 
+#include "nanoformer/core/dispatch.h"
 #include "nanoformer/core/error.h"
 #include "ops/autocast_internal.h"
 #include "ops/cpu/copy.h"
 #include "ops/cpu/matmul.h"
-#include "ops/cpu/onednn_gemm.h"
 
 namespace nf {
 namespace {
@@ -22,6 +22,13 @@ struct AutocastState {
 };
 
 thread_local AutocastState t_state;
+
+using RoundKernel = Tensor (*)(const Tensor& t, DType dtype);
+const DeviceKernels<RoundKernel> kRound{.cpu = cpu::convert_keeping_layout};
+// the bf16 GEMM's choice on a device (autocast.h asks the CPU's)
+const DeviceKernels<bool (*)()> kBf16Native{.cpu = cpu::bf16_gemm_native};
+const DeviceKernels<void (*)(bool)> kForceBf16Fallback{.cpu = cpu::force_bf16_gemm_fallback};
+const DeviceKernels<std::string (*)()> kBf16Info{.cpu = cpu::bf16_gemm_info};
 
 }  // namespace
 
@@ -45,22 +52,18 @@ DType autocast_operand_dtype(const Tensor& a, const Tensor& b) {
 }
 
 Tensor autocast_round(const Tensor& t, DType dtype) {
-  if (!(t.is_leaf() && t.requires_grad()) || t_state.depth == 0) return cpu::convert_keeping_layout(t, dtype);
+  if (!(t.is_leaf() && t.requires_grad()) || t_state.depth == 0) return kRound.get(t.device(), "autocast")(t, dtype);
   const auto key = std::make_pair(static_cast<const TensorImpl*>(t.impl()), dtype);
   if (auto it = t_state.rounded.find(key); it != t_state.rounded.end()) return it->second.second;
-  Tensor rounded = cpu::convert_keeping_layout(t, dtype);
+  Tensor rounded = kRound.get(t.device(), "autocast")(t, dtype);
   t_state.rounded.emplace(key, std::make_pair(t, rounded));
   return rounded;
 }
 
-bool bf16_gemm_native() { return cpu::bf16_gemm_native(); }
+bool bf16_gemm_native() { return kBf16Native.get(Device::cpu(), "bf16_gemm_native")(); }
 
-void force_bf16_gemm_fallback(bool force) { cpu::force_bf16_gemm_fallback(force); }
+void force_bf16_gemm_fallback(bool force) { kForceBf16Fallback.get(Device::cpu(), "force_bf16_gemm_fallback")(force); }
 
-std::string bf16_gemm_info() {
-  if (cpu::bf16_gemm_native()) return cpu::onednn_bf16_info();
-  return std::string("fallback: bf16 operands widened to f32 on the BLAS sgemm (") +
-         (cpu::onednn_bf16_native() ? "forced" : "oneDNN finds no bf16 instructions on this CPU") + ")";
-}
+std::string bf16_gemm_info() { return kBf16Info.get(Device::cpu(), "bf16_gemm_info")(); }
 
 }  // namespace nf

@@ -16,11 +16,11 @@
 namespace nf {
 namespace {
 
-using Im2colKernel = void (*)(const Tensor& col, const Tensor& x, const cpu::ConvGeometry& g);
+using Im2colKernel = void (*)(const Tensor& col, const Tensor& x, const ConvGeometry& g);
 const DeviceKernels<Im2colKernel> kIm2col{.cpu = cpu::im2col};
 const DeviceKernels<Im2colKernel> kCol2im{.cpu = cpu::col2im};
 
-cpu::ConvGeometry checked_geometry(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dOptions& o) {
+ConvGeometry checked_geometry(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dOptions& o) {
   NF_CHECK(x.defined() && weight.defined(), "conv2d: input or weight is undefined");
   NF_CHECK(x.dim() == 4, "conv2d: input must be 4-D (B, C, H, W), got shape ", shape_str(x.shape()));
   NF_CHECK(weight.dim() == 4, "conv2d: weight must be 4-D (out, in/groups, kh, kw), got shape ",
@@ -45,7 +45,7 @@ cpu::ConvGeometry checked_geometry(const Tensor& x, const Tensor& weight, const 
     NF_CHECK(bias.dtype() == x.dtype(), "conv2d: bias dtype ", dtype_name(bias.dtype()), " differs from input dtype ",
              dtype_name(x.dtype()));
   }
-  cpu::ConvGeometry g{x.size(0), C, x.size(2), x.size(3), weight.size(2), weight.size(3), 0, 0,
+  ConvGeometry g{x.size(0), C, x.size(2), x.size(3), weight.size(2), weight.size(3), 0, 0,
                       o.stride[0], o.stride[1], o.padding[0], o.padding[1], o.dilation[0], o.dilation[1]};
   // Ho = floor((H + 2p - d(kh - 1) - 1) / s) + 1
   g.out_h = (g.height + 2 * g.pad_h - g.dil_h * (g.kh - 1) - 1) / g.stride_h + 1;
@@ -59,7 +59,7 @@ cpu::ConvGeometry checked_geometry(const Tensor& x, const Tensor& weight, const 
 }  // namespace
 
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dOptions& options) {
-  const cpu::ConvGeometry g = checked_geometry(x, weight, bias, options);
+  const ConvGeometry g = checked_geometry(x, weight, bias, options);
   const int64_t G = options.groups, O = weight.size(0), K = weight.size(1) * g.kh * g.kw;
   const int64_t N = g.batch * g.out_h * g.out_w;
   Tensor col = Tensor::empty({G * K, N}, x.dtype(), x.device());

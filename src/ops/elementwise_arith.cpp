@@ -14,8 +14,8 @@
 namespace nf {
 namespace {
 
-using BinaryKernel = void (*)(cpu::BinaryOp, const Tensor&, const Tensor&, const Tensor&);
-using BinaryBackwardKernel = void (*)(cpu::BinaryBackwardOp, const Tensor&, const Tensor&, const Tensor&, const Tensor&);
+using BinaryKernel = void (*)(BinaryOp, const Tensor&, const Tensor&, const Tensor&);
+using BinaryBackwardKernel = void (*)(BinaryBackwardOp, const Tensor&, const Tensor&, const Tensor&, const Tensor&);
 using PowScalarKernel = void (*)(const Tensor& out, const Tensor& x, double exponent);
 using PowScalarBackwardKernel = void (*)(const Tensor& dx, const Tensor& dy, const Tensor& x, double exponent);
 const DeviceKernels<BinaryKernel> kBinary{.cpu = cpu::binary};
@@ -39,7 +39,7 @@ void check_floating(const char* op, const Tensor& x) {
 }
 
 // Shared by every broadcasting binary op: checks, allocates the broadcast result, runs the kernel.
-Tensor binary_forward(const char* name, cpu::BinaryOp op, const Tensor& a, const Tensor& b) {
+Tensor binary_forward(const char* name, BinaryOp op, const Tensor& a, const Tensor& b) {
   check_binary_operands(name, a, b);
   const Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
   Tensor out = Tensor::empty(shape, a.dtype(), a.device());
@@ -47,7 +47,7 @@ Tensor binary_forward(const char* name, cpu::BinaryOp op, const Tensor& a, const
   return out;
 }
 
-Tensor binary_backward(const char* name, cpu::BinaryBackwardOp op, const Tensor& g, const Tensor& a, const Tensor& b) {
+Tensor binary_backward(const char* name, BinaryBackwardOp op, const Tensor& g, const Tensor& a, const Tensor& b) {
   Tensor d = Tensor::empty(g.shape(), g.dtype(), g.device());
   kBinaryBackward.get(g.device(), name)(op, d, g, a, b);
   return d;
@@ -56,8 +56,8 @@ Tensor binary_backward(const char* name, cpu::BinaryBackwardOp op, const Tensor&
 // Records a backward whose two gradients are fused kernels of (g, a, b), each summed back over
 // broadcasting to its operand's shape: da = sum_to(f_a(g, a, b)), db = sum_to(f_b(g, a, b)).
 namespace {
-void record_binary_backward(const char* name, Tensor& out, const Tensor& a, const Tensor& b, cpu::BinaryBackwardOp da,
-                            cpu::BinaryBackwardOp db) {
+void record_binary_backward(const char* name, Tensor& out, const Tensor& a, const Tensor& b, BinaryBackwardOp da,
+                            BinaryBackwardOp db) {
   autograd::record(name, out, {a, b}, [=, a = a.detach(), b = b.detach()](const Tensor& g, const autograd::Node& n) {
     return std::vector<Tensor>{n.needs_input_grad(0) ? sum_to(binary_backward(name, da, g, a, b), a.shape()) : Tensor(),
                                n.needs_input_grad(1) ? sum_to(binary_backward(name, db, g, a, b), b.shape()) : Tensor()};
@@ -66,7 +66,7 @@ void record_binary_backward(const char* name, Tensor& out, const Tensor& a, cons
 }  // namespace
 
 Tensor add(const Tensor& a, const Tensor& b) {
-  Tensor out = binary_forward("add", cpu::BinaryOp::add, a, b);
+  Tensor out = binary_forward("add", BinaryOp::add, a, b);
   // d(a + b) = da + db
   autograd::record("add", out, {a, b}, [sa = a.shape(), sb = b.shape()](const Tensor& g, const autograd::Node& n) {
     return std::vector<Tensor>{n.needs_input_grad(0) ? sum_to(g, sa) : Tensor(),
@@ -76,7 +76,7 @@ Tensor add(const Tensor& a, const Tensor& b) {
 }
 
 Tensor sub(const Tensor& a, const Tensor& b) {
-  Tensor out = binary_forward("sub", cpu::BinaryOp::sub, a, b);
+  Tensor out = binary_forward("sub", BinaryOp::sub, a, b);
   // d(a - b) = da - db
   autograd::record("sub", out, {a, b}, [sa = a.shape(), sb = b.shape()](const Tensor& g, const autograd::Node& n) {
     return std::vector<Tensor>{n.needs_input_grad(0) ? sum_to(g, sa) : Tensor(),
@@ -86,7 +86,7 @@ Tensor sub(const Tensor& a, const Tensor& b) {
 }
 
 Tensor mul(const Tensor& a, const Tensor& b) {
-  Tensor out = binary_forward("mul", cpu::BinaryOp::mul, a, b);
+  Tensor out = binary_forward("mul", BinaryOp::mul, a, b);
   // d(a b) = b da + a db
   autograd::record("mul", out, {a, b}, [a = a.detach(), b = b.detach()](const Tensor& g, const autograd::Node& n) {
     return std::vector<Tensor>{n.needs_input_grad(0) ? sum_to(mul(g, b), a.shape()) : Tensor(),
@@ -98,7 +98,7 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 Tensor div(const Tensor& a, const Tensor& b) {
   NF_CHECK(!a.defined() || is_floating(a.dtype()), "div: integer dtype ", dtype_name(a.dtype()),
            " (convert to a floating dtype first)");
-  Tensor out = binary_forward("div", cpu::BinaryOp::div, a, b);
+  Tensor out = binary_forward("div", BinaryOp::div, a, b);
   // d(a / b) = da / b - (a / b^2) db = (da - out db) / b
   autograd::record("div", out, {a, b},
                    [out = out.detach(), b = b.detach(), sa = a.shape()](const Tensor& g, const autograd::Node& n) {
@@ -114,22 +114,22 @@ Tensor div(const Tensor& a, const Tensor& b) {
 // term is 0 where a == 0 and b >= 0 (instead of 0 * inf)
 Tensor pow(const Tensor& a, const Tensor& b) {
   check_floating("pow", a);
-  Tensor out = binary_forward("pow", cpu::BinaryOp::pow, a, b);
-  record_binary_backward("pow", out, a, b, cpu::BinaryBackwardOp::pow_base, cpu::BinaryBackwardOp::pow_exponent);
+  Tensor out = binary_forward("pow", BinaryOp::pow, a, b);
+  record_binary_backward("pow", out, a, b, BinaryBackwardOp::pow_base, BinaryBackwardOp::pow_exponent);
   return out;
 }
 
 // d max(a, b) = da where a > b, db where b > a, (da + db) / 2 on ties (PyTorch's split)
 Tensor maximum(const Tensor& a, const Tensor& b) {
-  Tensor out = binary_forward("maximum", cpu::BinaryOp::maximum, a, b);
-  record_binary_backward("maximum", out, a, b, cpu::BinaryBackwardOp::maximum_a, cpu::BinaryBackwardOp::maximum_b);
+  Tensor out = binary_forward("maximum", BinaryOp::maximum, a, b);
+  record_binary_backward("maximum", out, a, b, BinaryBackwardOp::maximum_a, BinaryBackwardOp::maximum_b);
   return out;
 }
 
 // d min(a, b) = da where a < b, db where b < a, (da + db) / 2 on ties
 Tensor minimum(const Tensor& a, const Tensor& b) {
-  Tensor out = binary_forward("minimum", cpu::BinaryOp::minimum, a, b);
-  record_binary_backward("minimum", out, a, b, cpu::BinaryBackwardOp::minimum_a, cpu::BinaryBackwardOp::minimum_b);
+  Tensor out = binary_forward("minimum", BinaryOp::minimum, a, b);
+  record_binary_backward("minimum", out, a, b, BinaryBackwardOp::minimum_a, BinaryBackwardOp::minimum_b);
   return out;
 }
 
@@ -170,13 +170,13 @@ void add_(const Tensor& x, const Tensor& y, double alpha) {
   check_binary_operands("add_", x, y);
   NF_CHECK(broadcast_shapes(x.shape(), y.shape(), "add_") == x.shape(), "add_: shape ", shape_str(y.shape()),
            " does not broadcast to the updated tensor's shape ", shape_str(x.shape()));
-  const Tensor scaled = alpha == 1.0 ? y : binary_forward("add_", cpu::BinaryOp::mul, y, Tensor::scalar(alpha, y.dtype()));
-  kBinary.get(x.device(), "add_")(cpu::BinaryOp::add, x, x, scaled);
+  const Tensor scaled = alpha == 1.0 ? y : binary_forward("add_", BinaryOp::mul, y, Tensor::scalar(alpha, y.dtype()));
+  kBinary.get(x.device(), "add_")(BinaryOp::add, x, x, scaled);
 }
 
 void mul_(const Tensor& x, double value) {
   check_in_place("mul_", x);
-  kBinary.get(x.device(), "mul_")(cpu::BinaryOp::mul, x, x, Tensor::scalar(value, x.dtype()));
+  kBinary.get(x.device(), "mul_")(BinaryOp::mul, x, x, Tensor::scalar(value, x.dtype()));
 }
 
 }  // namespace nf

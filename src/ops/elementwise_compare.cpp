@@ -11,10 +11,10 @@
 namespace nf {
 namespace {
 
-using CompareKernel = void (*)(cpu::CompareOp, const Tensor& out, const Tensor& a, const Tensor& b);
+using CompareKernel = void (*)(CompareOp, const Tensor& out, const Tensor& a, const Tensor& b);
 const DeviceKernels<CompareKernel> kCompare{.cpu = cpu::compare};
 
-Tensor compare(const char* name, cpu::CompareOp op, const Tensor& a, const Tensor& b) {
+Tensor compare(const char* name, CompareOp op, const Tensor& a, const Tensor& b) {
   check_binary_operands(name, a, b);
   const Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
   Tensor out = Tensor::empty(shape, DType::boolean, a.device());
@@ -35,7 +35,7 @@ bool holds_exactly(DType t, double v) {
 
 // The scalar takes a's dtype (as in PyTorch), except when a's integer/bool dtype cannot hold it
 // (x < 2.5 on i64): then both sides compare as f64.
-Tensor compare_scalar(const char* name, cpu::CompareOp op, const Tensor& a, double b) {
+Tensor compare_scalar(const char* name, CompareOp op, const Tensor& a, double b) {
   NF_CHECK(a.defined(), name, ": operand is undefined");
   if (!is_floating(a.dtype()) && !holds_exactly(a.dtype(), b)) {
     return compare(name, op, a.to(DType::f64), Tensor::scalar(b, DType::f64));
@@ -45,14 +45,14 @@ Tensor compare_scalar(const char* name, cpu::CompareOp op, const Tensor& a, doub
 
 }  // namespace
 
-Tensor eq(const Tensor& a, const Tensor& b) { return compare("eq", cpu::CompareOp::eq, a, b); }
-Tensor ne(const Tensor& a, const Tensor& b) { return compare("ne", cpu::CompareOp::ne, a, b); }
-Tensor lt(const Tensor& a, const Tensor& b) { return compare("lt", cpu::CompareOp::lt, a, b); }
-Tensor le(const Tensor& a, const Tensor& b) { return compare("le", cpu::CompareOp::le, a, b); }
-Tensor gt(const Tensor& a, const Tensor& b) { return compare("gt", cpu::CompareOp::gt, a, b); }
-Tensor ge(const Tensor& a, const Tensor& b) { return compare("ge", cpu::CompareOp::ge, a, b); }
-Tensor eq(const Tensor& a, double b) { return compare_scalar("eq", cpu::CompareOp::eq, a, b); }
-Tensor lt(const Tensor& a, double b) { return compare_scalar("lt", cpu::CompareOp::lt, a, b); }
-Tensor gt(const Tensor& a, double b) { return compare_scalar("gt", cpu::CompareOp::gt, a, b); }
+Tensor eq(const Tensor& a, const Tensor& b) { return compare("eq", CompareOp::eq, a, b); }
+Tensor ne(const Tensor& a, const Tensor& b) { return compare("ne", CompareOp::ne, a, b); }
+Tensor lt(const Tensor& a, const Tensor& b) { return compare("lt", CompareOp::lt, a, b); }
+Tensor le(const Tensor& a, const Tensor& b) { return compare("le", CompareOp::le, a, b); }
+Tensor gt(const Tensor& a, const Tensor& b) { return compare("gt", CompareOp::gt, a, b); }
+Tensor ge(const Tensor& a, const Tensor& b) { return compare("ge", CompareOp::ge, a, b); }
+Tensor eq(const Tensor& a, double b) { return compare_scalar("eq", CompareOp::eq, a, b); }
+Tensor lt(const Tensor& a, double b) { return compare_scalar("lt", CompareOp::lt, a, b); }
+Tensor gt(const Tensor& a, double b) { return compare_scalar("gt", CompareOp::gt, a, b); }
 
 }  // namespace nf

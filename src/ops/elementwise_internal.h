@@ -11,14 +11,14 @@ void check_binary_operands(const char* name, const Tensor& a, const Tensor& b);
 void check_floating(const char* name, const Tensor& x);
 
 // Checks dtypes and devices match, allocates the broadcast result and runs the binary kernel.
-Tensor binary_forward(const char* name, cpu::BinaryOp op, const Tensor& a, const Tensor& b);
+Tensor binary_forward(const char* name, BinaryOp op, const Tensor& a, const Tensor& b);
 // g * d(a op b)/da or /db over g's (broadcast) shape; the caller sums it down to the operand.
-Tensor binary_backward(const char* name, cpu::BinaryBackwardOp op, const Tensor& g, const Tensor& a, const Tensor& b);
+Tensor binary_backward(const char* name, BinaryBackwardOp op, const Tensor& g, const Tensor& a, const Tensor& b);
 
 // Allocates y shaped like x and runs the unary kernel.
-Tensor unary_forward(const char* name, cpu::UnaryOp op, const Tensor& x);
+Tensor unary_forward(const char* name, UnaryOp op, const Tensor& x);
 // Records y = f(x) with the fused backward dx = dy f'(.) of `op`, computed from `saved` (x or y,
-// as cpu::UnaryBackwardOp documents).
-void record_unary(const char* name, Tensor& y, const Tensor& x, cpu::UnaryBackwardOp op, const Tensor& saved);
+// as UnaryBackwardOp documents).
+void record_unary(const char* name, Tensor& y, const Tensor& x, UnaryBackwardOp op, const Tensor& saved);
 
 }  // namespace nf

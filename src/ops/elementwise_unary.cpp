@@ -12,8 +12,8 @@
 
 namespace nf {
 namespace {
-using UnaryKernel = void (*)(cpu::UnaryOp, const Tensor&, const Tensor&);
-using UnaryBackwardKernel = void (*)(cpu::UnaryBackwardOp, const Tensor& dx, const Tensor& dy, const Tensor& saved);
+using UnaryKernel = void (*)(UnaryOp, const Tensor&, const Tensor&);
+using UnaryBackwardKernel = void (*)(UnaryBackwardOp, const Tensor& dx, const Tensor& dy, const Tensor& saved);
 using ClampKernel = void (*)(const Tensor& out, const Tensor& x, double lo, double hi);
 using ClampBackwardKernel = void (*)(const Tensor& dx, const Tensor& dy, const Tensor& x, double lo, double hi);
 const DeviceKernels<UnaryKernel> kUnary{.cpu = cpu::unary};
@@ -22,15 +22,15 @@ const DeviceKernels<ClampKernel> kClamp{.cpu = cpu::clamp};
 const DeviceKernels<ClampBackwardKernel> kClampBackward{.cpu = cpu::clamp_backward};
 }  // namespace
 
-Tensor unary_forward(const char* name, cpu::UnaryOp op, const Tensor& x) {
+Tensor unary_forward(const char* name, UnaryOp op, const Tensor& x) {
   NF_CHECK(x.defined(), name, ": tensor is undefined");
-  if (op != cpu::UnaryOp::neg && op != cpu::UnaryOp::abs) check_floating(name, x);
+  if (op != UnaryOp::neg && op != UnaryOp::abs) check_floating(name, x);
   Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
   kUnary.get(x.device(), name)(op, out, x);
   return out;
 }
 
-void record_unary(const char* name, Tensor& y, const Tensor& x, cpu::UnaryBackwardOp op, const Tensor& saved) {
+void record_unary(const char* name, Tensor& y, const Tensor& x, UnaryBackwardOp op, const Tensor& saved) {
   if (!autograd::needs_record({&x})) return;
   autograd::record(name, y, {x}, [name, op, saved = saved.detach()](const Tensor& g, const autograd::Node&) {
     Tensor dx = Tensor::empty(saved.shape(), saved.dtype(), saved.device());
@@ -41,50 +41,50 @@ void record_unary(const char* name, Tensor& y, const Tensor& x, cpu::UnaryBackwa
 
 // y = -x;  dx = -dy
 Tensor neg(const Tensor& x) {
-  Tensor out = unary_forward("neg", cpu::UnaryOp::neg, x);
+  Tensor out = unary_forward("neg", UnaryOp::neg, x);
   autograd::record("neg", out, {x}, [](const Tensor& g, const autograd::Node&) { return std::vector<Tensor>{neg(g)}; });
   return out;
 }
 
 // y = |x|;  dx = sign(x) dy, 0 at x = 0
 Tensor abs(const Tensor& x) {
-  Tensor out = unary_forward("abs", cpu::UnaryOp::abs, x);
-  record_unary("abs", out, x, cpu::UnaryBackwardOp::abs, x);
+  Tensor out = unary_forward("abs", UnaryOp::abs, x);
+  record_unary("abs", out, x, UnaryBackwardOp::abs, x);
   return out;
 }
 
 // y = e^x;  dx = y dy
 Tensor exp(const Tensor& x) {
-  Tensor out = unary_forward("exp", cpu::UnaryOp::exp, x);
-  record_unary("exp", out, x, cpu::UnaryBackwardOp::exp, out);
+  Tensor out = unary_forward("exp", UnaryOp::exp, x);
+  record_unary("exp", out, x, UnaryBackwardOp::exp, out);
   return out;
 }
 
 // y = ln x;  dx = dy / x
 Tensor log(const Tensor& x) {
-  Tensor out = unary_forward("log", cpu::UnaryOp::log, x);
-  record_unary("log", out, x, cpu::UnaryBackwardOp::log, x);
+  Tensor out = unary_forward("log", UnaryOp::log, x);
+  record_unary("log", out, x, UnaryBackwardOp::log, x);
   return out;
 }
 
 // y = sqrt(x);  dx = dy / (2 y)
 Tensor sqrt(const Tensor& x) {
-  Tensor out = unary_forward("sqrt", cpu::UnaryOp::sqrt, x);
-  record_unary("sqrt", out, x, cpu::UnaryBackwardOp::sqrt, out);
+  Tensor out = unary_forward("sqrt", UnaryOp::sqrt, x);
+  record_unary("sqrt", out, x, UnaryBackwardOp::sqrt, out);
   return out;
 }
 
 // y = 1 / sqrt(x);  dx = -y^3 / 2 dy
 Tensor rsqrt(const Tensor& x) {
-  Tensor out = unary_forward("rsqrt", cpu::UnaryOp::rsqrt, x);
-  record_unary("rsqrt", out, x, cpu::UnaryBackwardOp::rsqrt, out);
+  Tensor out = unary_forward("rsqrt", UnaryOp::rsqrt, x);
+  record_unary("rsqrt", out, x, UnaryBackwardOp::rsqrt, out);
   return out;
 }
 
 // y = x^2;  dx = 2 x dy
 Tensor square(const Tensor& x) {
-  Tensor out = unary_forward("square", cpu::UnaryOp::square, x);
-  record_unary("square", out, x, cpu::UnaryBackwardOp::square, x);
+  Tensor out = unary_forward("square", UnaryOp::square, x);
+  record_unary("square", out, x, UnaryBackwardOp::square, x);
   return out;
 }
 

@@ -9,15 +9,15 @@
 namespace nf {
 namespace {
 
-using RandomKernel = void (*)(const Tensor&, cpu::Distribution, double, double, uint64_t, uint64_t);
+using RandomKernel = void (*)(const Tensor&, Distribution, double, double, uint64_t, uint64_t);
 const DeviceKernels<RandomKernel> kRandom{.cpu = cpu::random_fill};
 
 thread_local bool t_skip_random_init = false;  // SkipRandomInitGuard
 
-Tensor draw(const char* op, const Shape& shape, DType dtype, cpu::Distribution dist, double a, double b, Generator& gen) {
+Tensor draw(const char* op, const Shape& shape, DType dtype, Distribution dist, double a, double b, Generator& gen) {
   Tensor t = Tensor::empty(shape, dtype);
   const uint64_t first = gen.reserve(static_cast<uint64_t>(t.numel()));
-  const bool floating = dist == cpu::Distribution::uniform || dist == cpu::Distribution::normal;
+  const bool floating = dist == Distribution::uniform || dist == Distribution::normal;
   if (!(floating && t_skip_random_init)) kRandom.get(t.device(), op)(t, dist, a, b, gen.seed(), first);
   return t;
 }
@@ -56,7 +56,7 @@ Tensor rand(const Shape& shape, Generator& gen, DType dtype) { return uniform(sh
 Tensor uniform(const Shape& shape, double low, double high, Generator& gen, DType dtype) {
   require_floating("uniform", dtype);
   NF_CHECK(low <= high, "uniform: low ", low, " exceeds high ", high);
-  return draw("uniform", shape, dtype, cpu::Distribution::uniform, low, high, gen);
+  return draw("uniform", shape, dtype, Distribution::uniform, low, high, gen);
 }
 
 Tensor randn(const Shape& shape, Generator& gen, DType dtype) { return normal(shape, 0.0, 1.0, gen, dtype); }
@@ -64,7 +64,7 @@ Tensor randn(const Shape& shape, Generator& gen, DType dtype) { return normal(sh
 Tensor normal(const Shape& shape, double mean, double std, Generator& gen, DType dtype) {
   require_floating("normal", dtype);
   NF_CHECK(std >= 0.0, "normal: std must be non-negative, got ", std);
-  return draw("normal", shape, dtype, cpu::Distribution::normal, mean, std, gen);
+  return draw("normal", shape, dtype, Distribution::normal, mean, std, gen);
 }
 
 void normal_(const Tensor& t, double mean, double std, Generator& gen) {
@@ -73,7 +73,7 @@ void normal_(const Tensor& t, double mean, double std, Generator& gen) {
   NF_CHECK(t.is_contiguous(), "normal_: the tensor must be contiguous, got shape ", shape_str(t.shape()), " strides ",
            shape_str(t.strides()));
   const uint64_t first = gen.reserve(static_cast<uint64_t>(t.numel()));
-  if (!t_skip_random_init) kRandom.get(t.device(), "normal_")(t, cpu::Distribution::normal, mean, std, gen.seed(), first);
+  if (!t_skip_random_init) kRandom.get(t.device(), "normal_")(t, Distribution::normal, mean, std, gen.seed(), first);
 }
 
 SkipRandomInitGuard::SkipRandomInitGuard() : previous_(t_skip_random_init) { t_skip_random_init = true; }
@@ -82,12 +82,12 @@ SkipRandomInitGuard::~SkipRandomInitGuard() { t_skip_random_init = previous_; }
 Tensor randint(int64_t low, int64_t high, const Shape& shape, Generator& gen, DType dtype) {
   NF_CHECK(dtype == DType::i32 || dtype == DType::i64, "randint: dtype ", dtype_name(dtype), " is not an integer dtype");
   NF_CHECK(low < high, "randint: empty range [", low, ", ", high, ")");
-  return draw("randint", shape, dtype, cpu::Distribution::randint, static_cast<double>(low), static_cast<double>(high), gen);
+  return draw("randint", shape, dtype, Distribution::randint, static_cast<double>(low), static_cast<double>(high), gen);
 }
 
 Tensor bernoulli(const Shape& shape, double p, Generator& gen, DType dtype) {
   NF_CHECK(p >= 0.0 && p <= 1.0, "bernoulli: probability ", p, " outside [0, 1]");
-  return draw("bernoulli", shape, dtype, cpu::Distribution::bernoulli, p, 0.0, gen);
+  return draw("bernoulli", shape, dtype, Distribution::bernoulli, p, 0.0, gen);
 }
 
 }  // namespace nf

@@ -11,7 +11,7 @@
 #include "nanoformer/ops/reduce.h"
 #include "nanoformer/ops/view.h"
 #include "ops/autocast_internal.h"
-#include "ops/cpu/gemv.h"
+#include "ops/cpu/linear.h"
 #include "ops/cpu/matmul.h"
 
 namespace nf {
@@ -20,9 +20,9 @@ namespace {
 using MatmulKernel = void (*)(const Tensor& out, const Tensor& a, const Tensor& b);
 const DeviceKernels<MatmulKernel> kMatmul{.cpu = cpu::matmul};
 using LinearKernel = void (*)(const Tensor& y, const Tensor& x, const Tensor& weight, const Tensor& bias);
-const DeviceKernels<LinearKernel> kLinearGemv{.cpu = cpu::linear_gemv};
-using LinearTogetherKernel = void (*)(std::span<const cpu::GemvProduct> products, const Tensor& x);
-const DeviceKernels<LinearTogetherKernel> kLinearGemvTogether{.cpu = cpu::linear_gemv};
+const DeviceKernels<LinearKernel> kLinear{.cpu = cpu::linear};
+using LinearTogetherKernel = void (*)(std::span<const GemvProduct> products, const Tensor& x);
+const DeviceKernels<LinearTogetherKernel> kLinearTogether{.cpu = cpu::linear};
 
 // C = A B over identical batch dims:  dA = dC B^T,  dB = A^T dC  (transposes are views)
 Tensor batched_matmul(const Tensor& a, const Tensor& b) {
@@ -152,12 +152,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   const Tensor xo = rounding == DType::f32 ? x2 : autocast_round(x2, rounding);
   const Tensor wo = rounding == DType::f32 ? weight.detach() : autocast_round(weight, rounding);
   Tensor y = Tensor::empty({x2.shape()[0], weight.shape()[0]}, x.dtype(), x.device());
-  if (cpu::gemv_applies(xo, wo)) {  // a few f32 rows (decoding): W streamed once, bias added in the kernel
-    kLinearGemv.get(x.device(), "linear")(y, xo, wo, bias.defined() ? bias.detach() : Tensor());
-  } else {
-    kMatmul.get(x.device(), "linear")(y, xo, wo.t());
-    if (bias.defined()) add_(y, bias.detach());
-  }
+  kLinear.get(x.device(), "linear")(y, xo, wo, bias.defined() ? bias.detach() : Tensor());
   Tensor out = y.view(out_shape);
   autograd::record("linear", out, {x, weight, bias},
                    [xo, wo, in_shape = x.shape()](const Tensor& g, const autograd::Node& n) {
@@ -175,10 +170,10 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
 std::vector<Tensor> linear_together(const Tensor& x, std::span<const Tensor> weights, std::span<const Tensor> biases) {
   NF_CHECK(weights.size() == biases.size(), "linear_together: ", weights.size(), " weights and ", biases.size(), " biases");
   const Tensor x2 = x.dim() >= 1 ? x.detach().reshape({-1, x.shape().back()}) : x;
-  bool together = weights.size() > 1 && !autograd::needs_record({&x});
+  bool together = weights.size() > 1 && x.dim() >= 1 && x.dtype() == DType::f32 && !autograd::needs_record({&x});
   for (size_t i = 0; i < weights.size() && together; ++i)
     together = !autograd::needs_record({&weights[i], &biases[i]}) && autocast_operand_dtype(x, weights[i]) == DType::f32 &&
-               weights[i].dim() == 2 && weights[i].size(1) == x.shape().back() && cpu::gemv_applies(x2, weights[i]) &&
+               weights[i].dim() == 2 && weights[i].size(1) == x.shape().back() && weights[i].dtype() == DType::f32 &&
                (!biases[i].defined() || (biases[i].dim() == 1 && biases[i].size(0) == weights[i].size(0) &&
                                          biases[i].dtype() == DType::f32));
   std::vector<Tensor> out;
@@ -187,13 +182,13 @@ std::vector<Tensor> linear_together(const Tensor& x, std::span<const Tensor> wei
     return out;
   }
   std::vector<Tensor> ys;
-  std::vector<cpu::GemvProduct> products;
+  std::vector<GemvProduct> products;
   ys.reserve(weights.size());
   for (size_t i = 0; i < weights.size(); ++i) {
     ys.push_back(Tensor::empty({x2.size(0), weights[i].size(0)}, x.dtype(), x.device()));
     products.push_back({&ys.back(), &weights[i], &biases[i]});
   }
-  kLinearGemvTogether.get(x.device(), "linear")(products, x2);
+  kLinearTogether.get(x.device(), "linear")(products, x2);
   for (size_t i = 0; i < weights.size(); ++i) {
     Shape shape = x.shape();
     shape.back() = weights[i].size(0);

@@ -1,6 +1,6 @@
 // quantize, dequantize, and linear / embedding over quantised weights: checks, results, backward.
-// The kernels are in src/ops/cpu/quant_rows.cpp (reference quantising), quant_matmul.cpp (decode)
-// and quant_gemm.cpp (prefill).
+// The kernels are chosen by the CPU entries of src/ops/cpu/linear.h (decode, prefill) and
+// quant_rows.h (quantising, dequantising).
 #include "nanoformer/ops/quantized.h"
 
 #include <algorithm>
@@ -16,41 +16,22 @@
 #include "nanoformer/ops/matmul.h"
 #include "nanoformer/ops/reduce.h"
 #include "nanoformer/ops/view.h"
-#include "ops/cpu/quant_gemm.h"
-#include "ops/cpu/quant_matmul.h"
+#include "ops/cpu/linear.h"
 #include "ops/cpu/quant_rows.h"
 
 namespace nf {
 namespace {
 
 using QuantLinearKernel = void (*)(const Tensor& y, const Tensor& x, const QuantizedTensor& weight, const Tensor& bias);
-const DeviceKernels<QuantLinearKernel> kQuantLinearGemv{.cpu = cpu::quant_linear_gemv};
-using QuantLinearTogetherKernel = void (*)(std::span<const cpu::QuantGemvProduct> products, const Tensor& x);
-const DeviceKernels<QuantLinearTogetherKernel> kQuantLinearGemvTogether{.cpu = cpu::quant_linear_gemv};
-
-// x's rows (m, k) quantised to Q8_0 blocks for quant_gemm
-std::vector<cpu::BlockQ8_0> quantize_rows(const Tensor& x) {
-  const profile::Scope timed("linear: quantise x");
-  std::vector<cpu::BlockQ8_0> xq(static_cast<size_t>(x.size(0) * (x.size(1) / cpu::kQK8_0)));
-  cpu::quantize_activation_blocks(x.data<float>(), x.stride(0), x.size(0), x.size(1), xq.data());
-  return xq;
-}
-
-// y = xq W^T + b over the register-blocked integer GEMM (cpu::quant_gemm)
-Tensor gemm_rows(const std::vector<cpu::BlockQ8_0>& xq, int64_t m, const QuantizedTensor& weight, const Tensor& bias) {
-  const profile::Scope timed("linear");  // as the kernels called through a dispatch table are
-  Tensor y = Tensor::empty({m, weight.rows()});
-  cpu::quant_gemm(weight.type(), weight.data(), weight.rows(), weight.cols(), xq.data(), m, y.data<float>(), weight.rows());
-  if (bias.defined()) add_(y, bias);
-  return y;
-}
-
-// y = x W^T + b for many rows of x (prefill): x quantised to Q8_0 blocks once, then the integer
-// GEMM; types it does not take: W dequantised, then the f32 GEMM.
-Tensor linear_many_rows(const Tensor& x, const QuantizedTensor& weight, const Tensor& bias) {
-  if (!cpu::quant_gemm_supports(weight.type())) return linear(x, dequantize(weight), bias);
-  return gemm_rows(quantize_rows(x), x.size(0), weight, bias);
-}
+const DeviceKernels<QuantLinearKernel> kQuantLinear{.cpu = cpu::quant_linear};
+using QuantLinearTogetherKernel = void (*)(std::span<const QuantGemvProduct> products, const Tensor& x);
+const DeviceKernels<QuantLinearTogetherKernel> kQuantLinearTogether{.cpu = cpu::quant_linear};
+using QuantizeKernel = void (*)(QuantizedTensor& out, const Tensor& weight);
+const DeviceKernels<QuantizeKernel> kQuantize{.cpu = cpu::quantize_rows};
+using DequantizeKernel = void (*)(const Tensor& out, const QuantizedTensor& w, int64_t begin, int64_t end);
+const DeviceKernels<DequantizeKernel> kDequantize{.cpu = cpu::dequantize_rows};
+using GatherKernel = void (*)(const Tensor& out, const QuantizedTensor& w, const int64_t* ids, int64_t n);
+const DeviceKernels<GatherKernel> kGather{.cpu = cpu::gather_rows};
 
 // dx (M, K) = dy (M, N) W (N, K), W dequantised a tile of rows at a time (about 4 MiB of f32 each),
 // never the whole matrix at once
@@ -77,11 +58,7 @@ QuantizedTensor quantize(const Tensor& weight, QuantType type) {
            " values, the weight is ", shape_str(weight.shape()));
   const Tensor w = weight.detach().to(DType::f32).contiguous();
   QuantizedTensor q = QuantizedTensor::empty(type, rows, cols);
-  const float* src = w.data<float>();
-  auto* dst = static_cast<unsigned char*>(q.mutable_data());
-  const size_t row_bytes = q.row_bytes();
-#pragma omp parallel for schedule(static) if (rows * cols > 65536)
-  for (int64_t r = 0; r < rows; ++r) cpu::quantize_row(type, src + r * cols, dst + row_bytes * r, cols);
+  kQuantize.get(w.device(), "quantize")(q, w);
   return q;
 }
 
@@ -89,11 +66,8 @@ Tensor dequantize_rows(const QuantizedTensor& weight, int64_t begin, int64_t end
   NF_CHECK(weight.defined(), "dequantize: weight is undefined");
   NF_CHECK(0 <= begin && begin <= end && end <= weight.rows(), "dequantize: rows ", begin, "..", end,
            " outside a weight of ", weight.rows(), " rows");
-  const int64_t cols = weight.cols();
-  Tensor out = Tensor::empty({end - begin, cols});
-  float* dst = out.data<float>();
-#pragma omp parallel for schedule(static) if ((end - begin) * cols > 65536)
-  for (int64_t r = begin; r < end; ++r) cpu::dequantize_row(weight.type(), weight.row(r), dst + (r - begin) * cols, cols);
+  Tensor out = Tensor::empty({end - begin, weight.cols()});
+  kDequantize.get(out.device(), "dequantize")(out, weight, begin, end);
   return out;
 }
 
@@ -113,13 +87,8 @@ Tensor linear(const Tensor& x, const QuantizedTensor& weight, const Tensor& bias
   out_shape.back() = weight.rows();
   Tensor x2 = x.detach().reshape({-1, weight.cols()});
   if (x2.size(1) > 1 && x2.stride(1) != 1) x2 = x2.contiguous();
-  Tensor out;
-  if (cpu::quant_gemv_applies(x2, weight)) {  // decoding: a few rows, W streamed once
-    out = Tensor::empty({x2.size(0), weight.rows()});
-    kQuantLinearGemv.get(x.device(), "linear")(out, x2, weight, bias.defined() ? bias.detach() : Tensor());
-  } else {
-    out = linear_many_rows(x2, weight, bias.defined() ? bias.detach() : Tensor());
-  }
+  Tensor out = Tensor::empty({x2.size(0), weight.rows()});
+  kQuantLinear.get(x.device(), "linear")(out, x2, weight, bias.defined() ? bias.detach() : Tensor());
   out = out.view(out_shape);
   autograd::record("linear", out, {x, bias}, [weight, in_shape = x.shape()](const Tensor& g, const autograd::Node& n) {
     const Tensor g2 = g.reshape({-1, g.size(-1)});
@@ -141,15 +110,8 @@ std::vector<Tensor> linear_together(const Tensor& x, std::span<const QuantizedTe
     x2 = x.detach().reshape({-1, x.shape().back()});
     if (x2.size(1) > 1 && x2.stride(1) != 1) x2 = x2.contiguous();
   }
-  // a few rows: the products in one hand-off of the matrix-vector kernel; many (prefill): x
-  // quantised once for the GEMMs
-  const bool few_rows = together && x2.size(0) <= cpu::kQuantGemvMaxRows;
   for (size_t i = 0; i < weights.size() && together; ++i)
-    together = weights[i]->defined() && weights[i]->type() == weights[0]->type() &&
-               (few_rows ? cpu::quant_gemv_applies(x2, *weights[i])
-                         : cpu::quant_gemm_supports(weights[i]->type()) && x2.size(1) == weights[i]->cols() &&
-                               (x2.size(1) <= 1 || x2.stride(1) == 1)) &&
-               !autograd::needs_record({&biases[i]}) &&
+    together = weights[i]->defined() && x2.size(1) == weights[i]->cols() && !autograd::needs_record({&biases[i]}) &&
                (!biases[i].defined() || (biases[i].dim() == 1 && biases[i].size(0) == weights[i]->rows() &&
                                          biases[i].dtype() == DType::f32));
   std::vector<Tensor> out;
@@ -162,15 +124,8 @@ std::vector<Tensor> linear_together(const Tensor& x, std::span<const QuantizedTe
     shape.back() = rows;
     return y.view(shape);
   };
-  if (!few_rows) {
-    const std::vector<cpu::BlockQ8_0> xq = quantize_rows(x2);
-    for (size_t i = 0; i < weights.size(); ++i)
-      out.push_back(shaped(gemm_rows(xq, x2.size(0), *weights[i], biases[i].defined() ? biases[i].detach() : Tensor()),
-                           weights[i]->rows()));
-    return out;
-  }
   std::vector<Tensor> ys, detached;
-  std::vector<cpu::QuantGemvProduct> products;
+  std::vector<QuantGemvProduct> products;
   ys.reserve(weights.size());
   detached.reserve(weights.size());
   for (size_t i = 0; i < weights.size(); ++i) {
@@ -178,7 +133,7 @@ std::vector<Tensor> linear_together(const Tensor& x, std::span<const QuantizedTe
     detached.push_back(biases[i].defined() ? biases[i].detach() : Tensor());
     products.push_back({&ys.back(), weights[i], &detached.back()});
   }
-  kQuantLinearGemvTogether.get(x.device(), "linear")(products, x2);
+  kQuantLinearTogether.get(x.device(), "linear")(products, x2);
   for (size_t i = 0; i < weights.size(); ++i) out.push_back(shaped(ys[i], weights[i]->rows()));
   return out;
 }
@@ -193,8 +148,7 @@ Tensor embedding(const QuantizedTensor& weight, const Tensor& ids) {
   for (int64_t i = 0; i < n; ++i)
     NF_CHECK(0 <= id[i] && id[i] < weight.rows(), "embedding: id ", id[i], " outside a vocabulary of ", weight.rows());
   Tensor out = Tensor::empty({n, cols});
-  float* dst = out.data<float>();
-  for (int64_t i = 0; i < n; ++i) cpu::dequantize_row(weight.type(), weight.row(id[i]), dst + i * cols, cols);
+  kGather.get(out.device(), "embedding")(out, weight, id, n);
   Shape shape = ids.shape();
   shape.push_back(cols);
   return out.view(shape);

@@ -3,12 +3,20 @@
 
 #include <cstring>
 
+#include "nanoformer/core/dispatch.h"
 #include "nanoformer/core/error.h"
-#include "nanoformer/core/profile.h"
-#include "ops/cpu/loops.h"
-#include "ops/cpu/quant_rows.h"
+#include "ops/cpu/attention_decode.h"
+#include "ops/quantized_kv_rows.h"
 
 namespace nf {
+namespace {
+
+using WriteKernel = void (*)(const KVRows& rows, const Tensor& x);
+const DeviceKernels<WriteKernel> kWrite{.cpu = cpu::kv_write};
+using ReadKernel = void (*)(const Tensor& out, const KVRows& rows);
+const DeviceKernels<ReadKernel> kRead{.cpu = cpu::kv_read};
+
+}  // namespace
 
 QuantizedKV::QuantizedKV(QuantType type, int64_t batch, int64_t heads, int64_t columns, int64_t head_dim)
     : batch_(batch), heads_(heads), columns_(columns) {
@@ -28,32 +36,19 @@ void QuantizedKV::check_range(const char* what, int64_t batch, int64_t from, int
 }
 
 void QuantizedKV::write(int64_t column, const Tensor& x) const {
-  const profile::Scope timed("kv cache write");
   NF_CHECK(x.dim() == 4 && x.size(1) == heads_ && x.size(3) == head_dim(), "QuantizedKV: writes (B, heads = ", heads_,
            ", T, head_dim = ", head_dim(), "), got ", shape_str(x.shape()));
   check_range("write", x.size(0), column, x.size(2));
   // rows of contiguous f32 values, at any strides
   Tensor f = x.to(DType::f32);
   if (f.stride(3) != 1) f = f.contiguous();
-  const int64_t B = f.size(0), T = f.size(2), D = head_dim();
-  cpu::parallel_for(B * heads_ * T, kParallelGrain / D, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      const int64_t b = r / (heads_ * T), h = r / T % heads_, t = r % T;
-      const float* src = f.data<float>() + b * f.stride(0) + h * f.stride(1) + t * f.stride(2);
-      cpu::quantize_row(type(), src, mutable_row(b, h, column + t), D);
-    }
-  });
+  kWrite.get(f.device(), "kv cache write")(kv_rows_of(*this, column), f);
 }
 
 Tensor QuantizedKV::read(int64_t batch, int64_t from, int64_t n) const {
   check_range("read", batch, from, n);
-  const int64_t D = head_dim();
-  Tensor out = Tensor::empty({batch, heads_, n, D});
-  float* dst = out.data<float>();
-  cpu::parallel_for(batch * heads_ * n, kParallelGrain / D, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r)  // r = (b heads + h) n + t: out's row order
-      cpu::dequantize_row(type(), row(r / (heads_ * n), r / n % heads_, from + r % n), dst + r * D, D);
-  });
+  Tensor out = Tensor::empty({batch, heads_, n, head_dim()});
+  kRead.get(out.device(), "kv cache read")(out, kv_rows_of(*this, from));
   return out;
 }
 

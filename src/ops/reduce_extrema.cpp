@@ -15,7 +15,7 @@
 namespace nf {
 namespace {
 
-using ExtremumKernel = void (*)(const Tensor&, const Tensor&, const Tensor&, const std::vector<bool>&, cpu::Extremum);
+using ExtremumKernel = void (*)(const Tensor&, const Tensor&, const Tensor&, const std::vector<bool>&, Extremum);
 using ScatterKernel = void (*)(const Tensor&, const Tensor&, const Tensor&, const std::vector<bool>&);
 using TiesKernel = void (*)(const Tensor&, const Tensor&, const Tensor&, const Tensor&);
 const DeviceKernels<ExtremumKernel> kExtremum{.cpu = cpu::extremum};
@@ -28,7 +28,7 @@ struct ExtremumAlongDim {
 };
 
 // Runs the extremum kernel along `dim`; values only when asked for (argmax/argmin skip them).
-ExtremumAlongDim extremum_along(const char* op, cpu::Extremum kind, const Tensor& x, int64_t dim, bool want_values) {
+ExtremumAlongDim extremum_along(const char* op, Extremum kind, const Tensor& x, int64_t dim, bool want_values) {
   NF_CHECK(x.defined(), op, ": tensor is undefined");
   NF_CHECK(x.dtype() != DType::boolean && x.dtype() != DType::bf16 && x.dtype() != DType::f16, op, ": dtype ",
            dtype_name(x.dtype()), " of shape ", shape_str(x.shape()), " is not supported (expects f32, f64, i32, i64)");
@@ -41,7 +41,7 @@ ExtremumAlongDim extremum_along(const char* op, cpu::Extremum kind, const Tensor
   return r;
 }
 
-Tensor extremum_dim(const char* op, cpu::Extremum kind, const Tensor& x, int64_t dim, bool keepdim) {
+Tensor extremum_dim(const char* op, Extremum kind, const Tensor& x, int64_t dim, bool keepdim) {
   ExtremumAlongDim r = extremum_along(op, kind, x, dim, true);
   Tensor out = keepdim ? r.values.view(r.dims.keepdim_shape) : r.values;
   // dx = g at the reported (first) extremum of each slice, 0 elsewhere
@@ -55,7 +55,7 @@ Tensor extremum_dim(const char* op, cpu::Extremum kind, const Tensor& x, int64_t
   return out;
 }
 
-Tensor extremum_all(const char* op, cpu::Extremum kind, const Tensor& x) {
+Tensor extremum_all(const char* op, Extremum kind, const Tensor& x) {
   NF_CHECK(x.defined(), op, ": tensor is undefined");
   NF_CHECK(x.numel() > 0, op, ": cannot reduce an empty tensor of shape ", shape_str(x.shape()),
            " over all elements");
@@ -71,22 +71,22 @@ Tensor extremum_all(const char* op, cpu::Extremum kind, const Tensor& x) {
   return out;
 }
 
-Tensor arg_extremum(const char* op, cpu::Extremum kind, const Tensor& x, int64_t dim, bool keepdim) {
+Tensor arg_extremum(const char* op, Extremum kind, const Tensor& x, int64_t dim, bool keepdim) {
   ExtremumAlongDim r = extremum_along(op, kind, x, dim, false);
   return keepdim ? r.indices.view(r.dims.keepdim_shape) : r.indices;
 }
 
 }  // namespace
 
-Tensor max(const Tensor& x, int64_t dim, bool keepdim) { return extremum_dim("max", cpu::Extremum::max, x, dim, keepdim); }
-Tensor min(const Tensor& x, int64_t dim, bool keepdim) { return extremum_dim("min", cpu::Extremum::min, x, dim, keepdim); }
-Tensor max(const Tensor& x) { return extremum_all("max", cpu::Extremum::max, x); }
-Tensor min(const Tensor& x) { return extremum_all("min", cpu::Extremum::min, x); }
+Tensor max(const Tensor& x, int64_t dim, bool keepdim) { return extremum_dim("max", Extremum::max, x, dim, keepdim); }
+Tensor min(const Tensor& x, int64_t dim, bool keepdim) { return extremum_dim("min", Extremum::min, x, dim, keepdim); }
+Tensor max(const Tensor& x) { return extremum_all("max", Extremum::max, x); }
+Tensor min(const Tensor& x) { return extremum_all("min", Extremum::min, x); }
 Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) {
-  return arg_extremum("argmax", cpu::Extremum::max, x, dim, keepdim);
+  return arg_extremum("argmax", Extremum::max, x, dim, keepdim);
 }
 Tensor argmin(const Tensor& x, int64_t dim, bool keepdim) {
-  return arg_extremum("argmin", cpu::Extremum::min, x, dim, keepdim);
+  return arg_extremum("argmin", Extremum::min, x, dim, keepdim);
 }
 
 }  // namespace nf

@@ -12,14 +12,14 @@
 namespace nf {
 namespace {
 
-using ForwardKernel = void (*)(const Tensor&, const Tensor&, cpu::SoftmaxLayout, bool);
-using BackwardKernel = void (*)(const Tensor&, const Tensor&, const Tensor&, cpu::SoftmaxLayout, bool);
+using ForwardKernel = void (*)(const Tensor&, const Tensor&, SoftmaxLayout, bool);
+using BackwardKernel = void (*)(const Tensor&, const Tensor&, const Tensor&, SoftmaxLayout, bool);
 const DeviceKernels<ForwardKernel> kForward{.cpu = cpu::softmax_forward};
 const DeviceKernels<BackwardKernel> kBackward{.cpu = cpu::softmax_backward};
 
 // x's shape seen as (outer, n, inner) around dim d.
-cpu::SoftmaxLayout layout_around(const Shape& shape, int64_t d) {
-  cpu::SoftmaxLayout l;
+SoftmaxLayout layout_around(const Shape& shape, int64_t d) {
+  SoftmaxLayout l;
   for (int64_t i = 0; i < static_cast<int64_t>(shape.size()); ++i) {
     if (i < d) l.outer *= shape[i];
     else if (i == d) l.n = shape[i];
@@ -31,7 +31,7 @@ cpu::SoftmaxLayout layout_around(const Shape& shape, int64_t d) {
 Tensor softmax_impl(const char* op, const Tensor& x, int64_t dim, bool log) {
   require_floating_input(x, op);
   const int64_t d = checked_dim(x, dim, op);
-  const cpu::SoftmaxLayout layout = layout_around(x.shape(), d);
+  const SoftmaxLayout layout = layout_around(x.shape(), d);
   const Tensor input = contiguous(x.detach());
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
   kForward.get(x.device(), op)(y, input, layout, log);

@@ -1,9 +1,15 @@
-// Distillation's forward on a batch: the frozen teacher's logits, the student's, then the loss.
+// Distillation's forward on a batch (the frozen teacher's logits, the student's, then the loss), and
+// the distill objective of training on them.
 #include "nanoformer/train/distill.h"
+
+#include <cstdio>
 
 #include "nanoformer/autograd/grad_mode.h"
 #include "nanoformer/core/error.h"
+#include "nanoformer/formats/model_io.h"
 #include "nanoformer/ops/view.h"
+#include "nanoformer/train/objective.h"
+#include "nanoformer/train/teacher_logits.h"
 
 namespace nf::train {
 
@@ -39,6 +45,70 @@ DistillationLoss distill_batch_loss(models::DecoderLM& student, const Tensor& te
   return distillation_loss(reshape(student_logits, {-1, vocab}),
                            reshape(teacher_logits, {-1, vocab}).to(student_logits.dtype()),
                            reshape(batch.targets, {-1}), options.temperature, options.alpha, kIgnoreIndex);
+}
+
+namespace {
+
+// Each micro-batch's mean loss over its target tokens, weighted by its share of the step's targets;
+// the teacher a model run on every batch, or its logits read from a file.
+class DistillObjective final : public TrainingObjective {
+ public:
+  explicit DistillObjective(const TrainConfig& config) : TrainingObjective(config) {}
+
+  void prepare(const models::DecoderLM& student) override {
+    const int64_t vocab = student.config().vocab_size;
+    if (!config_.distill.teacher_logits.empty()) {
+      teacher_logits_ = std::make_unique<TeacherLogitsFile>(config_.distill.teacher_logits, vocab,
+                                                            config_.schedule.total_steps * config_.grad_accum);
+      return;
+    }
+    teacher_ = models::load_decoder_lm(config_.distill.teacher);
+    NF_CHECK(teacher_->config().vocab_size == vocab, "train: --teacher ", config_.distill.teacher, " has vocab_size ",
+             teacher_->config().vocab_size, " but the student has ", vocab, ": distillation needs one vocabulary");
+    teacher_->requires_grad_(false);
+    teacher_->eval();
+  }
+  std::string describe() const override {
+    const std::string teacher =
+        teacher_ ? config_.distill.teacher
+                 : "logits from " + teacher_logits_->path() + " (" + std::to_string(teacher_logits_->batches()) + " batches)";
+    char rest[160];
+    std::snprintf(rest, sizeof rest, ", temperature %g, alpha %g (loss = alpha CE + (1 - alpha) T^2 KL)",
+                  config_.distill.temperature, config_.distill.alpha);
+    return "distill, teacher " + teacher + rest;
+  }
+
+  std::vector<MicroBatchSize> begin_step(int64_t step) override {
+    step_ = step;
+    metrics_ = {};
+    return TrainingObjective::begin_step(step);
+  }
+  MicroBatchLoss loss(size_t m) override {
+    const Batch& b = batches_[m];
+    const uint64_t index = static_cast<uint64_t>(step_ * config_.grad_accum) + m;
+    const DistillationLoss d = teacher_logits_
+                                   ? distill_batch_loss(policy(), teacher_logits_->logits(index, b), b, config_.distill)
+                                   : distill_batch_loss(policy(), *teacher_, b, config_.distill);
+    metrics_.add(d, config_.distill.temperature, b.target_tokens);
+    return {d.loss, {}};
+  }
+  ObjectiveMetrics end_step() override {  // MiniMind's names: loss = alpha ce_loss + (1 - alpha) distill_loss
+    char status[64];
+    std::snprintf(status, sizeof status, "ce %.4f distill %.4f", metrics_.ce, metrics_.distill);
+    return {{{"ce_loss", metrics_.ce}, {"distill_loss", metrics_.distill}}, status, ""};
+  }
+
+ private:
+  std::shared_ptr<models::DecoderLM> teacher_;
+  std::unique_ptr<TeacherLogitsFile> teacher_logits_;
+  int64_t step_ = 0;
+  DistillMetrics metrics_;
+};
+
+}  // namespace
+
+std::unique_ptr<TrainingObjective> make_distill_objective(const TrainConfig& config) {
+  return std::make_unique<DistillObjective>(config);
 }
 
 }  // namespace nf::train

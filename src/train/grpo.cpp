@@ -1,7 +1,9 @@
-// GRPO's rollouts (batched decode over one KV cache per completion), rewards, advantages and loss.
+// GRPO's rollouts (batched decode over one KV cache per completion), rewards, advantages and loss,
+// and the grpo objective of training on them.
 #include "nanoformer/train/grpo.h"
 
 #include <chrono>
+#include <cstdio>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -16,6 +18,7 @@
 #include "nanoformer/ops/loss.h"
 #include "nanoformer/ops/view.h"
 #include "nanoformer/train/dpo.h"
+#include "nanoformer/train/objective.h"
 
 namespace nf::train {
 
@@ -226,6 +229,76 @@ GrpoMetrics GrpoStep::metrics(const GrpoRollouts& rollouts, const PolicyLoss& lo
   m.completion_length = static_cast<double>(rollouts.completion_tokens) / n;
   m.rollout_tokens_per_s = static_cast<double>(rollouts.completion_tokens) / std::max(rollouts.rollout_seconds, 1e-9);
   return m;
+}
+
+namespace {
+
+// One micro-batch a step: the rollouts (sampled anew every `iterations` steps) and their loss.
+class GrpoObjective final : public TrainingObjective {
+ public:
+  explicit GrpoObjective(const TrainConfig& config) : TrainingObjective(config), grpo_(config) {}
+
+  int64_t rows_per_batch() const override { return config_.data.batch_size * config_.grpo.group_size; }
+  bool reads_batches() const override { return false; }
+  bool needs_reference() const override { return config_.grpo.beta > 0; }
+  bool next_loss_is_reproducible() const override { return false; }
+  std::string describe_data() const override {
+    return std::to_string(grpo_.prompts()) + " prompts of " + config_.data.train_paths[0] + " (gsm8k layout)";
+  }
+  std::string describe() const override {
+    const GrpoOptions& g = config_.grpo;
+    char text[600];
+    std::snprintf(text, sizeof text, "grpo, %s loss, %lld completions per prompt, advantages %s, epsilon %g / %g, beta %g",
+                  g.loss.c_str(), static_cast<long long>(g.group_size),
+                  g.scale_rewards && g.loss != "reinforce" ? "(r - mean) / (std + 1e-4)" : "r - mean", g.epsilon_low,
+                  g.epsilon_high, g.beta);
+    std::string line = text;
+    if (g.beta > 0)
+      line += std::string(", reference: ") + (in_.reference ? "the starting model (a frozen copy)" : "the base (LoRA adapters off)");
+    std::snprintf(text, sizeof text, ", %lld iteration(s) per rollout; sampling: temperature %g, top-k %lld, max new tokens %lld; verifier: %s",
+                  static_cast<long long>(g.iterations), g.temperature, static_cast<long long>(g.top_k),
+                  static_cast<long long>(g.max_new_tokens), g.verifier.c_str());
+    line += text;
+    if (g.verifier == "command")
+      for (const std::string& a : g.verifier_command) line += " " + a;
+    return line;
+  }
+
+  std::vector<MicroBatchSize> begin_step(int64_t step) override {
+    if (!rollouts_ || step % config_.grpo.iterations == 0) rollouts_ = grpo_.rollout(policy(), step);
+    return {{1.0, rollouts_->completion_tokens}};
+  }
+  MicroBatchLoss loss(size_t) override {
+    loss_ = grpo_.loss(policy(), in_.reference, *rollouts_);
+    return {loss_.loss, {}};
+  }
+  ObjectiveMetrics end_step() override {  // TRL's names
+    const GrpoMetrics m = grpo_.metrics(*rollouts_, loss_);
+    ObjectiveMetrics out{{{"reward", m.reward},
+                          {"reward_std", m.reward_std},
+                          {"accuracy", m.accuracy},
+                          {config_.grpo.loss == "cispo" ? "cispo_clip_ratio" : "clip_ratio/region_mean", m.clip_fraction},
+                          {"completions/mean_length", m.completion_length},
+                          {"rollout_tokens_per_s", m.rollout_tokens_per_s}},
+                         "",
+                         ""};
+    if (config_.grpo.beta > 0) out.fields.emplace_back("kl", m.kl);
+    char status[96];
+    std::snprintf(status, sizeof status, "reward %.3f acc %.2f len %.1f", m.reward, m.accuracy, m.completion_length);
+    out.status = status;
+    return out;
+  }
+
+ private:
+  GrpoStep grpo_;
+  std::optional<GrpoRollouts> rollouts_;  // the rollouts the current steps train on
+  PolicyLoss loss_;
+};
+
+}  // namespace
+
+std::unique_ptr<TrainingObjective> make_grpo_objective(const TrainConfig& config) {
+  return std::make_unique<GrpoObjective>(config);
 }
 
 }  // namespace nf::train

@@ -86,6 +86,7 @@ Trainer::Trainer(TrainConfig config, TrainingData data, dist::Communicator* comm
              ": nothing to resume; check --out, or start the run without --resume");
   }
   validate_train_config(config_);
+  objective_ = make_objective(config_);
   NF_CHECK(config_.ranks == comm_->size(), "train: the run is configured for ", config_.ranks, " ranks but ",
            comm_->size(), " are running");
   const auto existing = list_checkpoints(config_.out_dir);
@@ -102,21 +103,10 @@ Trainer::Trainer(TrainConfig config, TrainingData data, dist::Communicator* comm
   NF_CHECK(config_.data.context <= max_seq_len, "train: --context ", config_.data.context,
            " exceeds the model's max_seq_len ", max_seq_len, ": give --context ", max_seq_len, " or less");
   config_.data.vocab_size = model_->config().vocab_size;
-  if (config_.objective == Objective::distill && !config_.distill.teacher_logits.empty()) {  // before the run's directory
-    teacher_logits_ = std::make_unique<TeacherLogitsFile>(config_.distill.teacher_logits, model_->config().vocab_size,
-                                                          config_.schedule.total_steps * config_.grad_accum);
-  } else if (config_.objective == Objective::distill) {  // before the run's directory is made
-    teacher_ = models::load_decoder_lm(config_.distill.teacher);
-    NF_CHECK(teacher_->config().vocab_size == model_->config().vocab_size, "train: --teacher ",
-             config_.distill.teacher, " has vocab_size ", teacher_->config().vocab_size, " but the student has ",
-             model_->config().vocab_size, ": distillation needs one vocabulary");
-    teacher_->requires_grad_(false);
-    teacher_->eval();
-  }
+  objective_->prepare(*model_);  // a teacher: before the run's directory is made
   config_.data.preference_pairs = config_.objective == Objective::dpo;
   config_.data.show_progress = !config_.quiet && is_root();
-  if (config_.objective == Objective::grpo) {  // prompts, not batches
-    grpo_ = std::make_unique<GrpoStep>(config_);
+  if (!objective_->reads_batches()) {  // GRPO: prompts, not batches
     if (state_.data_files.empty()) state_.data_files = fingerprint_data_files(config_.data);
   } else if (!data_.train) {
     DataOptions global = config_.data;  // the batches of all ranks together; each takes its rows
@@ -136,14 +126,13 @@ Trainer::Trainer(TrainConfig config, TrainingData data, dist::Communicator* comm
     if (base != config_.init_from && is_root()) models::save_checkpoint(*model_, base);
     models::apply_lora(*model_, *config_.lora, init);
   }
-  const bool needs_reference =
-      config_.objective == Objective::dpo || (config_.objective == Objective::grpo && config_.grpo.beta > 0);
-  if (needs_reference && !config_.lora) {  // LoRA: the reference is the adapters off
+  if (objective_->needs_reference() && !config_.lora) {  // LoRA: the reference is the adapters off
     Generator start(config_.seed);  // the starting model again, also when resuming
     reference_ = build_start_model(start);
     reference_->requires_grad_(false);
     reference_->eval();
   }
+  objective_->bind({.policy = model_.get(), .reference = reference_.get(), .train = data_.train.get()});
   optimizer_ = std::make_unique<OptimizerSet>(config_.optimizer, *model_);
   if (config_.distributed.zero == 1) zero_ = std::make_unique<ZeroSharding>(*optimizer_, *comm_);
   buckets_ = std::make_unique<dist::GradientBuckets>(optimizer_->parameters(), *comm_, config_.distributed.bucket_bytes);
@@ -173,11 +162,6 @@ Trainer::Trainer(TrainConfig config, TrainingData data, dist::Communicator* comm
 
 Trainer::~Trainer() = default;
 
-int64_t Trainer::rows_per_batch() const {
-  if (config_.objective == Objective::grpo) return config_.data.batch_size * config_.grpo.group_size;
-  return config_.data.batch_size * (config_.objective == Objective::dpo ? 2 : 1);
-}
-
 std::shared_ptr<models::DecoderLM> Trainer::build_start_model(Generator& gen) const {
   if (!config_.init_from.empty())
     return models::with_model_overrides(models::load_decoder_lm(config_.init_from), config_.model_overrides,
@@ -187,7 +171,7 @@ std::shared_ptr<models::DecoderLM> Trainer::build_start_model(Generator& gen) co
 }
 
 void Trainer::start_fresh(Generator& gen) {
-  const int64_t batch = rows_per_batch(), context = config_.data.context;
+  const int64_t batch = objective_->rows_per_batch(), context = config_.data.context;
   const int64_t frozen = config_.lora ? 0 : -1;  // LoRA: the base's weights do not train
   if (config_.init_from.empty()) {  // the config's memory checked before its weights are drawn
     const std::string json_text = models::model_config_with_overrides(config_.model, config_.model_overrides);
@@ -239,12 +223,12 @@ void Trainer::resume_from(const std::string& checkpoint) {
   }
   if (config_.lora) {  // an adapter-only checkpoint: the base again, then its adapters
     model_ = models::load_decoder_lm(lora_base_path(config_));
-    check_training_memory(model_->config(), rows_per_batch(), config_.data.context,
+    check_training_memory(model_->config(), objective_->rows_per_batch(), config_.data.context,
                           util::available_memory_bytes());
     Generator gen(config_.seed);
     models::load_lora_adapter(*model_, checkpoint, gen);
   } else {
-    check_training_memory(models::read_checkpoint_config(checkpoint), rows_per_batch(), config_.data.context,
+    check_training_memory(models::read_checkpoint_config(checkpoint), objective_->rows_per_batch(), config_.data.context,
                           util::available_memory_bytes());
     model_ = models::model_as<models::DecoderLM>(models::load_checkpoint(checkpoint), checkpoint);
   }
@@ -259,10 +243,7 @@ std::string Trainer::describe() const {
   os << "model: " << (c.name.empty() ? config_.model : c.name) << ", " << model_->num_parameters() << " parameters ("
      << model_->num_parameters(true) << " trained), " << c.n_layers << " layers, dim " << c.dim << ", vocab "
      << c.vocab_size << "\n";
-  if (grpo_)
-    os << "data: " << grpo_->prompts() << " prompts of " << config_.data.train_paths[0] << " (gsm8k layout)\n";
-  else
-    os << "data: " << data_.train->describe() << "\n";
+  os << "data: " << (data_.train ? data_.train->describe() : objective_->describe_data()) << "\n";
   if (!data_.vocab_check.empty()) os << data_.vocab_check << "\n";
   os << "validation: " << (data_.val ? data_.val->describe() : "none") << "\n";
   if (config_.lora)
@@ -273,30 +254,8 @@ std::string Trainer::describe() const {
   os << "steps: " << config_.schedule.total_steps << " x " << config_.grad_accum << " x " << config_.data.batch_size
      << " x " << config_.data.context << " tokens, " << schedule_kind_name(config_.schedule.kind) << " lr "
      << config_.schedule.lr << ", " << precision_name(config_.precision) << "\n";
-  if (config_.objective == Objective::dpo)
-    os << "objective: dpo, " << preference_loss_name(config_.dpo.loss) << " loss, beta " << config_.dpo.beta
-       << ", reference: " << (reference_ ? "the starting model (a frozen copy)" : "the base (LoRA adapters off)")
-       << "\n";
-  if (grpo_) {
-    const GrpoOptions& g = config_.grpo;
-    os << "objective: grpo, " << g.loss << " loss, " << g.group_size << " completions per prompt, advantages "
-       << (g.scale_rewards && g.loss != "reinforce" ? "(r - mean) / (std + 1e-4)" : "r - mean") << ", epsilon "
-       << g.epsilon_low << " / " << g.epsilon_high << ", beta " << g.beta;
-    if (g.beta > 0)
-      os << ", reference: " << (reference_ ? "the starting model (a frozen copy)" : "the base (LoRA adapters off)");
-    os << ", " << g.iterations << " iteration(s) per rollout; sampling: temperature " << g.temperature << ", top-k "
-       << g.top_k << ", max new tokens " << g.max_new_tokens << "; verifier: " << g.verifier;
-    if (g.verifier == "command")
-      for (const std::string& a : g.verifier_command) os << " " << a;
-    os << "\n";
-  }
-  if (teacher_ || teacher_logits_)
-    os << "objective: distill, teacher "
-       << (teacher_ ? config_.distill.teacher
-                    : "logits from " + teacher_logits_->path() + " (" + std::to_string(teacher_logits_->batches()) +
-                          " batches)")
-       << ", temperature " << config_.distill.temperature
-       << ", alpha " << config_.distill.alpha << " (loss = alpha CE + (1 - alpha) T^2 KL)\n";
+  const std::string objective = objective_->describe();
+  if (!objective.empty()) os << "objective: " << objective << "\n";
   if (comm_->size() > 1) {
     os << "data-parallel: " << comm_->describe() << ", global batch " << config_.ranks * config_.data.batch_size
        << ", " << buckets_->num_buckets() << " gradient buckets of up to "
@@ -310,78 +269,37 @@ std::string Trainer::describe() const {
   return os.str();
 }
 
-void Trainer::backward(const std::vector<Batch>& batches, StepResult& r) {
-  const double total = static_cast<double>(std::max<int64_t>(r.tokens, 1));
+void Trainer::backward(int64_t t, StepResult& r) {
+  const std::vector<MicroBatchSize> sizes = objective_->begin_step(t);
+  double step[2] = {0, 0};  // N: the units of the step on every rank; and its target tokens
+  for (const MicroBatchSize& m : sizes) {
+    step[0] += m.units;
+    step[1] += static_cast<double>(m.tokens);
+  }
+  comm_->allreduce_sum(step, 2, "the all-reduce of the step's token count");
+  const double total = std::max(step[0], 1.0);
+  r.tokens = static_cast<int64_t>(step[1]);
   const double loss_scale = scaler_ ? scaler_->scale() : 1.0;
   model_->train();
   // One guard for every micro-batch: each weight is rounded once per step (ops/autocast.h); the
   // optimizer steps outside it.
   const auto autocast = autocast_for(config_.precision);
   // aux losses are means over micro-batches and ranks
-  const double aux_weight = 1.0 / static_cast<double>(config_.grad_accum * config_.ranks);
-  if (config_.objective == Objective::dpo) {  // each micro-batch's mean loss weighted by its share of the pairs
-    double pairs = 0;
-    for (const Batch& b : batches) pairs += static_cast<double>(b.inputs.size(0) / 2);
-    PreferenceMetrics metrics;
-    for (size_t m = 0; m < batches.size(); ++m) {
-      const Batch& b = batches[m];
-      if (m + 1 == batches.size()) buckets_->arm();
-      const DpoLoss d = dpo_batch_loss(*model_, reference_.get(), b, config_.dpo);
-      const double weight = static_cast<double>(b.inputs.size(0) / 2) / pairs;
-      r.token_loss += d.loss.item() * weight;
-      metrics.add(d);
-      Tensor objective = mul(d.loss, weight);
-      if (loss_scale != 1.0) objective = mul(objective, loss_scale);
-      objective.backward();
-    }
-    r.preference = metrics;
-    return;
-  }
-  if (config_.objective == Objective::distill) {  // each micro-batch's mean loss weighted by its share of targets
-    DistillMetrics metrics;
-    for (size_t m = 0; m < batches.size(); ++m) {
-      const Batch& b = batches[m];
-      if (m + 1 == batches.size()) buckets_->arm();
-      const DistillationLoss d =
-          teacher_logits_
-              ? distill_batch_loss(*model_, teacher_logits_->logits(static_cast<uint64_t>(state_.step * config_.grad_accum) + m, b),
-                                   b, config_.distill)
-              : distill_batch_loss(*model_, *teacher_, b, config_.distill);
-      const double weight = static_cast<double>(b.target_tokens) / total;  // n_m / N
-      r.token_loss += d.loss.item() * weight;
-      metrics.add(d, config_.distill.temperature, b.target_tokens);
-      Tensor objective = mul(d.loss, weight);
-      if (loss_scale != 1.0) objective = mul(objective, loss_scale);
-      objective.backward();
-    }
-    r.distill = metrics;
-    return;
-  }
-  for (size_t m = 0; m < batches.size(); ++m) {
-    const Batch& b = batches[m];
-    if (m + 1 == batches.size()) buckets_->arm();  // ranks communicate on the last micro-batch only
-    const models::LMOutput out = model_->forward(b.inputs, b.targets);
-    const double weight = static_cast<double>(b.target_tokens) / total;  // n_m / N
-    Tensor objective = mul(out.token_loss, weight);
-    r.token_loss += out.token_loss.item() * weight;
-    if (out.aux_loss.defined()) {
-      objective = add(objective, mul(out.aux_loss, aux_weight));
-      r.aux_loss += out.aux_loss.item() * aux_weight;
+  const double aux_weight = 1.0 / static_cast<double>(sizes.size() * static_cast<size_t>(config_.ranks));
+  for (size_t m = 0; m < sizes.size(); ++m) {
+    if (m + 1 == sizes.size()) buckets_->arm();  // ranks communicate on the last micro-batch only
+    const MicroBatchLoss loss = objective_->loss(m);
+    const double weight = sizes[m].units / total;  // n_m / N
+    Tensor objective = mul(loss.loss, weight);
+    r.token_loss += loss.loss.item() * weight;
+    if (loss.aux.defined()) {
+      objective = add(objective, mul(loss.aux, aux_weight));
+      r.aux_loss += loss.aux.item() * aux_weight;
     }
     if (loss_scale != 1.0) objective = mul(objective, loss_scale);
     objective.backward();
   }
-}
-
-void Trainer::grpo_backward(StepResult& r) {
-  if (!rollouts_ || state_.step % config_.grpo.iterations == 0) rollouts_ = grpo_->rollout(*model_, state_.step);
-  model_->train();
-  r.tokens = rollouts_->completion_tokens;
-  const PolicyLoss loss = grpo_->loss(*model_, reference_.get(), *rollouts_);
-  r.token_loss = loss.loss.item();
-  r.grpo = grpo_->metrics(*rollouts_, loss);
-  buckets_->arm();
-  loss.loss.backward();
+  r.metrics = objective_->end_step();
 }
 
 StepResult Trainer::train_step() {
@@ -390,18 +308,7 @@ StepResult Trainer::train_step() {
   r.lr = learning_rate(config_.schedule, t);
   optimizer_->set_lr_factor(r.lr / config_.schedule.lr);
 
-  if (grpo_) {
-    grpo_backward(r);
-  } else {
-    std::vector<Batch> batches;
-    for (int64_t m = 0; m < config_.grad_accum; ++m)
-      batches.push_back(data_.train->batch(static_cast<uint64_t>(t * config_.grad_accum + m)));
-    double tokens = 0;  // N: the target tokens of the step on every rank
-    for (const Batch& b : batches) tokens += static_cast<double>(b.target_tokens);
-    comm_->allreduce_sum(&tokens, 1, "the all-reduce of the step's token count");
-    r.tokens = static_cast<int64_t>(tokens);
-    backward(batches, r);
-  }
+  backward(t, r);
   buckets_->finish();  // grad = sum over ranks of each rank's token-weighted gradient
   r.comm_wait_seconds = buckets_->last_wait_seconds();
   double losses[2] = {r.token_loss, r.aux_loss};
@@ -439,31 +346,23 @@ StepResult Trainer::train_step() {
   return r;
 }
 
-std::pair<double, double> Trainer::eval_batch_loss(const Batch& b, PreferenceMetrics* preference) {
-  if (config_.objective == Objective::dpo) {
-    const DpoLoss d = dpo_batch_loss(*model_, reference_.get(), b, config_.dpo);
-    if (preference) preference->add(d);
-    const auto pairs = static_cast<double>(b.inputs.size(0) / 2);
-    return {d.loss.item() * pairs, pairs};
-  }
-  const models::LMOutput out = model_->forward(b.inputs, b.targets);
-  return {out.token_loss.item() * static_cast<double>(b.target_tokens), static_cast<double>(b.target_tokens)};
-}
-
-double Trainer::evaluate(PreferenceMetrics* preference) {
+double Trainer::evaluate(ObjectiveMetrics* metrics) {
   NF_CHECK(data_.val, "train: no validation data (--val-data, or --val-fraction above 0)");
   NoGradGuard no_grad;
   model_->eval();
   double sums[2] = {0, 0};  // every rank evaluates its rows
   const auto autocast = autocast_for(config_.precision);
+  objective_->begin_validation();
   for (int64_t i = 0; i < config_.eval_batches; ++i) {
-    const auto [loss_sum, weight] = eval_batch_loss(data_.val->batch(static_cast<uint64_t>(i)), preference);
+    const auto [loss_sum, weight] = objective_->eval_loss(data_.val->batch(static_cast<uint64_t>(i)));
     sums[0] += loss_sum;
     sums[1] += weight;
   }
   model_->train();
   comm_->allreduce_sum(sums, 2, "the all-reduce of the validation loss");
-  return sums[1] > 0 ? sums[0] / sums[1] : 0.0;
+  const double loss = sums[1] > 0 ? sums[0] / sums[1] : 0.0;
+  if (metrics) *metrics = objective_->end_validation(loss);
+  return loss;
 }
 
 double Trainer::next_batch_loss() {
@@ -471,7 +370,7 @@ double Trainer::next_batch_loss() {
   model_->eval();
   const auto autocast = autocast_for(config_.precision);
   const auto [loss_sum, weight] =
-      eval_batch_loss(data_.train->batch(static_cast<uint64_t>(state_.step * config_.grad_accum)), nullptr);
+      objective_->eval_loss(data_.train->batch(static_cast<uint64_t>(state_.step * config_.grad_accum)));
   model_->train();
   double sums[2] = {loss_sum, weight};
   comm_->allreduce_sum(sums, 2, "the all-reduce of the next batch's loss");
@@ -492,7 +391,7 @@ void Trainer::check_next_batch_loss() {
 std::string Trainer::save() {
   state_.generators = generator_states(*model_);
   // collective: every rank saves; GRPO's next loss depends on its sampled rollouts: not checked
-  if (!grpo_) state_.next_batch_loss = next_batch_loss();
+  if (objective_->next_loss_is_reproducible()) state_.next_batch_loss = next_batch_loss();
   const std::string path = checkpoint_path(config_.out_dir, state_.step);
   if (zero_) {
     const nn::StateDict optimizer_state = zero_->state_dict_on_root();  // collective
@@ -545,10 +444,6 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
     }
   };
   double smoothed_rate = 0;
-  // DPO: a policy that still equals the reference after this many steps is reported
-  constexpr int64_t kDpoStillSteps = 5;
-  const int64_t first_step = state_.step;
-  double largest_reward = 0;  // over this run's steps: |rewards/chosen| and |rewards/rejected|
   while (state_.step < total) {
     const auto start = std::chrono::steady_clock::now();
     const StepResult r = train_step();
@@ -563,75 +458,26 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
       line["loss_scale"] = scaler_->scale();
       line["skipped"] = r.skipped;
     }
-    if (r.preference) {  // TRL's names
-      line["rewards/chosen"] = r.preference->chosen_reward;
-      line["rewards/rejected"] = r.preference->rejected_reward;
-      line["rewards/margins"] = r.preference->margin();
-      line["rewards/accuracies"] = r.preference->accuracy;
-      largest_reward = std::max({largest_reward, std::fabs(r.preference->chosen_reward),
-                                 std::fabs(r.preference->rejected_reward)});
-      if (state_.step - first_step == kDpoStillSteps && largest_reward < 1e-6) {
-        char text[400];
-        std::snprintf(text, sizeof text,
-                      "warning: DPO: after %lld steps the loss is still %.4f (%s) with zero rewards and margins: the "
-                      "policy equals the reference, nothing it trains changes its log-probs (is --lr 0? are the "
-                      "LoRA adapters' B still 0?)",
-                      static_cast<long long>(kDpoStillSteps), r.loss,
-                      config_.dpo.loss == PreferenceLossKind::sigmoid ? "ln 2" : "1 / (4 beta^2)");
-        report(text);
-      }
-    }
-    if (r.grpo) {  // TRL's names
-      line["reward"] = r.grpo->reward;
-      line["reward_std"] = r.grpo->reward_std;
-      line["accuracy"] = r.grpo->accuracy;
-      if (config_.grpo.beta > 0) line["kl"] = r.grpo->kl;
-      line[config_.grpo.loss == "cispo" ? "cispo_clip_ratio" : "clip_ratio/region_mean"] = r.grpo->clip_fraction;
-      line["completions/mean_length"] = r.grpo->completion_length;
-      line["rollout_tokens_per_s"] = r.grpo->rollout_tokens_per_s;
-    }
-    if (r.distill) {  // MiniMind's names: loss = alpha ce_loss + (1 - alpha) distill_loss
-      line["ce_loss"] = r.distill->ce;
-      line["distill_loss"] = r.distill->distill;
-    }
+    for (const auto& [name, value] : r.metrics.fields) line[name] = value;
+    if (!r.metrics.warning.empty()) report(r.metrics.warning);
     log_metrics(line.dump());
     if (bar) {
-      char status[160];
-      if (r.distill)
-        std::snprintf(status, sizeof status, "loss %.4f ce %.4f distill %.4f%s lr %.2e %s tok/s", r.loss,
-                      r.distill->ce, r.distill->distill, r.skipped ? " (skipped)" : "", r.lr,
-                      human_count(smoothed_rate).c_str());
-      else if (r.grpo)
-        std::snprintf(status, sizeof status, "loss %.4f reward %.3f acc %.2f len %.1f lr %.2e %s tok/s", r.loss,
-                      r.grpo->reward, r.grpo->accuracy, r.grpo->completion_length, r.lr,
-                      human_count(smoothed_rate).c_str());
-      else if (r.preference)
-        std::snprintf(status, sizeof status, "loss %.4f margin %.3f acc %.2f%s lr %.2e %s tok/s", r.loss,
-                      r.preference->margin(), r.preference->accuracy, r.skipped ? " (skipped)" : "", r.lr,
-                      human_count(smoothed_rate).c_str());
-      else
-        std::snprintf(status, sizeof status, "loss %.4f%s lr %.2e %s tok/s", r.loss, r.skipped ? " (skipped)" : "",
-                      r.lr, human_count(smoothed_rate).c_str());
+      const std::string objective = r.metrics.status.empty() ? "" : " " + r.metrics.status;
+      char status[200];
+      std::snprintf(status, sizeof status, "loss %.4f%s%s lr %.2e %s tok/s", r.loss, objective.c_str(),
+                    r.skipped ? " (skipped)" : "", r.lr, human_count(smoothed_rate).c_str());
       bar->update(state_.step, status);
     }
     const bool at_end = state_.step == total;
     if (data_.val && ((config_.eval_every > 0 && state_.step % config_.eval_every == 0) || at_end)) {
-      std::optional<PreferenceMetrics> preference;
-      if (config_.objective == Objective::dpo) preference.emplace();
-      const double val = evaluate(preference ? &*preference : nullptr);
+      ObjectiveMetrics metrics;
+      const double val = evaluate(&metrics);
       if (state_.best_val_loss == 0 || val < state_.best_val_loss) state_.best_val_loss = val;
       json val_line = {{"step", state_.step}, {"val_loss", val}};
-      char text[160];
-      if (preference) {
-        val_line["val_rewards/margins"] = preference->margin();
-        val_line["val_rewards/accuracies"] = preference->accuracy;
-        std::snprintf(text, sizeof text, "step %lld: val loss %.4f, margin %.4f, accuracy %.3f",
-                      static_cast<long long>(state_.step), val, preference->margin(), preference->accuracy);
-      } else {
-        val_line["val_ppl"] = std::exp(val);
-        std::snprintf(text, sizeof text, "step %lld: val loss %.4f, perplexity %.2f",
-                      static_cast<long long>(state_.step), val, std::exp(val));
-      }
+      for (const auto& [name, value] : metrics.fields) val_line[name] = value;
+      char text[200];
+      std::snprintf(text, sizeof text, "step %lld: val loss %.4f, %s", static_cast<long long>(state_.step), val,
+                    metrics.status.c_str());
       log_metrics(val_line.dump());
       report(text);
     }

@@ -16,22 +16,21 @@ namespace {
 
 using testing::Golden;
 
-AttentionConfig config_of(const nlohmann::json& p, bool fused) {
+AttentionConfig config_of(const nlohmann::json& p) {
   AttentionConfig c{.dim = p["dim"].get<int64_t>(),
                     .n_heads = p["n_heads"].get<int64_t>(),
                     .n_kv_heads = p["n_kv_heads"].get<int64_t>(),
                     .head_dim = p["head_dim"].get<int64_t>(),
                     .bias = p["bias"].get<bool>(),
                     .qk_norm = p["qk_norm"].get<bool>(),
-                    .causal = p["causal"].get<bool>(),
-                    .fused = fused};
+                    .causal = p["causal"].get<bool>()};
   if (!p["scale"].is_null()) c.scale = p["scale"].get<double>();
   return c;
 }
 
-void check_module_case(const Golden& golden, const std::string& name, bool fused) {
-  SCOPED_TRACE(name + (fused ? " (fused)" : " (plain)"));
-  MultiHeadAttention attn(config_of(golden.cases()[name], fused));
+void check_module_case(const Golden& golden, const std::string& name) {
+  SCOPED_TRACE(name);
+  MultiHeadAttention attn(config_of(golden.cases()[name]));
   testing::load_case_parameters(attn, golden, name);
   const Tensor x = golden.input(name, "x");
   const Tensor context = golden.has(name, "context") ? golden.input(name, "context") : Tensor();
@@ -59,8 +58,7 @@ TEST(MultiHeadAttentionGolden, TorchMultiheadAttentionAndNanochatLayer) {
   const Golden golden("multihead_attention");
   ASSERT_GE(golden.cases().size(), 6u);
   for (const auto& [name, params] : golden.cases().items()) {
-    check_module_case(golden, name, true);
-    check_module_case(golden, name, false);
+    check_module_case(golden, name);
   }
 }
 
@@ -188,18 +186,16 @@ TEST(MultiHeadAttention, LearnedQkNormActsPerHeadBeforeRotation) {
   EXPECT_THROW_WITH(MultiHeadAttention({.dim = 8, .n_heads = 2, .qk_norm_weight = true}), "qk_norm_weight needs qk_norm");
 }
 
-TEST(MultiHeadAttention, DropoutOnlyInTrainingAndSameInBothKernels) {
+// The same dropout in both kernels: ops' FusedVsPlain.DropoutDrawsTheSameMask
+TEST(MultiHeadAttention, DropoutOnlyInTraining) {
   const AttentionConfig config{.dim = 8, .n_heads = 2, .dropout = 0.5, .causal = true, .seed = 9};
-  Generator init_a(1), init_b(1);
-  AttentionConfig plain_config = config;
-  plain_config.fused = false;
-  MultiHeadAttention fused(config, nullptr, init_a), plain(plain_config, nullptr, init_b);
+  Generator init(1);
+  MultiHeadAttention attn(config, nullptr, init);
   Generator gen(2);
   const Tensor x = randn({2, 6, 8}, gen);
-  EXPECT_TENSOR_CLOSE(fused.forward(x), plain.forward(x), 1e-6, 1e-5);  // same seed: the same weights dropped
-  const Tensor trained = fused.forward(x);
-  fused.eval();
-  const Tensor a = fused.forward(x), b = fused.forward(x);
+  const Tensor trained = attn.forward(x);
+  attn.eval();
+  const Tensor a = attn.forward(x), b = attn.forward(x);
   EXPECT_TENSOR_CLOSE(a, b, 0.0, 0.0);
   EXPECT_FALSE(testing::tensors_close(trained, a, 1e-3, 1e-3));
 }

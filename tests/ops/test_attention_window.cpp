@@ -101,7 +101,7 @@ TEST(AttentionWindow, BackwardReachesTheLastQueryOfEachKeyTile) {
 
 TEST(AttentionWindow, DecodeGeometriesTakeTheDecodeKernel) {
   for (const Geometry& g : kGeometries) {
-    cpu::AttentionProblem p;
+    AttentionProblem p;
     p.B = g.B, p.H = g.H, p.Hkv = g.Hkv, p.Tq = g.Tq, p.Tk = g.Tk, p.D = g.D, p.causal = true, p.window = 7;
     EXPECT_EQ(cpu::attention_decode_applies(p, DType::f32), std::string(g.name).starts_with("decode")) << g.name;
   }

@@ -50,7 +50,6 @@ class SftExamples {
   // "sft.jsonl:12": where example k came from.
   std::string origin(size_t k) const;
   uint64_t tokens() const { return ids_.size(); }
-  uint64_t trained_tokens() const;
   const std::vector<std::string>& files() const { return files_; }
   // Throws nf::Error naming the example's file, line and position when an id is not below vocab_size.
   void check_vocab(uint64_t vocab_size) const;

@@ -45,7 +45,6 @@ struct AttentionConfig {
   // > 0: self-attention mixes a value embedding into v through a ValueEmbeddingGate (ve_gate)
   // reading x's first value_gate_channels channels (nanochat: 12); AttentionInputs::value_embedding
   int64_t value_gate_channels = 0;
-  bool fused = true;        // the fused kernel; false = the plain composition
   uint64_t seed = 0;        // of the dropout generator
 };
 

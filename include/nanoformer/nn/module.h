@@ -96,8 +96,6 @@ class Module {
   void quantize_parameter(const std::string& name, QuantizedTensor quantized);
   // The generator this module draws from itself, or null (the default).
   virtual Generator* own_generator() { return nullptr; }
-  // Called by train() on every module; override to react (the default does nothing more).
-  virtual void on_train(bool on) { (void)on; }
 
  private:
   struct Entry {

@@ -4,17 +4,12 @@
 // The constructor builds the model (fresh from a preset or config, from --init-from, or from the
 // newest checkpoint of out_dir when resuming), the data and the optimizer, after checking that the
 // run fits in memory. Each step t (0-based):
-//   lr = schedule(t); for each of grad_accum micro-batches m (batch index t * grad_accum + m):
-//     loss_m = token_loss_m * n_m / N + aux_loss_m / grad_accum    (N = target tokens of the step)
+//   lr = schedule(t); for each of the objective's micro-batches m (batch index t * grad_accum + m):
+//     loss_m = token_loss_m * n_m / N + aux_loss_m / grad_accum    (n_m its units, N the step's)
 //     backward(loss_m)                     (so the gradient is that of the whole step's mean loss)
 //   clip the global gradient norm; optimizer step (fp16: skipped when a gradient is not finite)
-// With objective dpo a micro-batch holds preference pairs and its loss is DPO's against a frozen
-// reference (train/dpo.h), weighted by its share of the step's pairs; rewards, margins and accuracy
-// are logged per step. With objective distill a micro-batch is the lm objective's and its loss mixes
-// the cross-entropy with the KL from a frozen teacher (train/distill.h), weighted by its share of
-// the step's target tokens; its two parts are logged per step. With objective grpo a step samples
-// completions for batch_size prompts from the policy, scores them and takes GRPO's loss on them
-// (train/grpo.h); no validation pass.
+// The loss of a micro-batch, what it is a mean over and what a step logs beside it are the
+// objective's (train/objective.h: cross-entropy, DPO, distillation, GRPO).
 // Validation every eval_every steps, a checkpoint every save_every steps, at the end, and when
 // the stop flag is raised (Ctrl-C); metrics.jsonl gets one line per step and per validation.
 // Everything a step does is a function of the checkpointed state, so a resumed run continues
@@ -39,10 +34,7 @@
 #include "nanoformer/optim/loss_scaler.h"
 #include "nanoformer/optim/optimizer_set.h"
 #include "nanoformer/optim/zero_sharding.h"
-#include "nanoformer/train/distill.h"
-#include "nanoformer/train/dpo.h"
-#include "nanoformer/train/grpo.h"
-#include "nanoformer/train/teacher_logits.h"
+#include "nanoformer/train/objective.h"
 #include "nanoformer/train/train_checkpoint.h"
 #include "nanoformer/train/train_config.h"
 
@@ -56,15 +48,13 @@ void check_training_memory(const models::DecoderLMConfig& config, int64_t batch,
                            int64_t available_bytes, int64_t lora_parameters = -1);
 
 struct StepResult {
-  double loss = 0, token_loss = 0, aux_loss = 0;  // means over the step's micro-batches (DPO: token_loss is
-                                                  // the DPO loss, the mean over the step's pairs)
+  double loss = 0, token_loss = 0, aux_loss = 0;  // means over the step's micro-batches (token_loss: the
+                                                  // objective's, e.g. DPO's mean over the step's pairs)
   double lr = 0, grad_norm = 0;
   int64_t tokens = 0;      // target tokens
   bool skipped = false;    // fp16: a non-finite gradient, no update
   double comm_wait_seconds = 0;  // blocked waiting for the gradient all-reduce (data-parallel)
-  std::optional<PreferenceMetrics> preference;  // objective dpo: the step's rewards (means over pairs)
-  std::optional<DistillMetrics> distill;        // objective distill: the loss's parts (means over targets)
-  std::optional<GrpoMetrics> grpo;              // objective grpo: rewards, KL, clipping, lengths
+  ObjectiveMetrics metrics;  // the objective's: DPO's rewards, distillation's parts, GRPO's rewards and KL
 };
 
 class Trainer {
@@ -79,9 +69,9 @@ class Trainer {
   Outcome run(const std::atomic<bool>* stop = nullptr);
   // One optimizer step (the loop's body without logging and checkpoints).
   StepResult train_step();
-  // Mean validation loss over eval_batches batches (token-weighted; DPO: pair-weighted, with the
-  // rewards into *preference when given).
-  double evaluate(PreferenceMetrics* preference = nullptr);
+  // Mean validation loss over eval_batches batches (token-weighted; DPO: pair-weighted), the
+  // objective's metrics of the pass into *metrics when given.
+  double evaluate(ObjectiveMetrics* metrics = nullptr);
   // Writes the checkpoint of the current step into out_dir and prunes old ones; returns its path.
   std::string save();
 
@@ -97,17 +87,11 @@ class Trainer {
   // The model a fresh run starts from (the preset or config with weights from `gen`, or init_from),
   // with the model overrides; unchecked.
   std::shared_ptr<models::DecoderLM> build_start_model(Generator& gen) const;
-  // Rows of a micro-batch: batch_size, or 2 x batch_size with DPO's pairs.
-  int64_t rows_per_batch() const;
-  // The loss of one batch in eval mode as (sum, weight): token loss x targets, or DPO loss x pairs.
-  std::pair<double, double> eval_batch_loss(const Batch& b, PreferenceMetrics* preference);
   void resume_from(const std::string& checkpoint);
   void log_metrics(const std::string& json_line);
-  // Forward and backward of a step's micro-batches, each loss weighted by its share of targets;
-  // adds their losses to r.
-  void backward(const std::vector<Batch>& batches, StepResult& r);
-  // GRPO's forward and backward on the step's rollouts (sampled anew every grpo.iterations steps).
-  void grpo_backward(StepResult& r);
+  // Forward and backward of step t's micro-batches, each loss weighted by its share of the step's
+  // units; adds their losses and the step's tokens to r.
+  void backward(int64_t t, StepResult& r);
 
   // The loss of the next step's first micro-batch in eval mode (all ranks' rows), recorded in each
   // checkpoint and checked again after a resume, before the first step.
@@ -122,16 +106,11 @@ class Trainer {
   std::unique_ptr<dist::Communicator> own_comm_;  // one process, when none is given
   dist::Communicator* comm_;
   std::shared_ptr<models::DecoderLM> model_;
-  // DPO's (and GRPO's, with a KL term) frozen reference, the starting model; null without them or
-  // with LoRA (the adapters off).
+  std::unique_ptr<TrainingObjective> objective_;
+  // The objective's frozen reference, the starting model (DPO; GRPO with a KL term); null without
+  // one or with LoRA (the adapters off).
   std::shared_ptr<models::DecoderLM> reference_;
-  // Distillation's frozen teacher (distill.teacher); null without distillation.
-  std::shared_ptr<models::DecoderLM> teacher_;
-  // Or its logits read from a file (distill.teacher_logits); null otherwise.
-  std::unique_ptr<TeacherLogitsFile> teacher_logits_;
   TrainingData data_;
-  std::unique_ptr<GrpoStep> grpo_;               // objective grpo: its prompts, tokenizer and verifier
-  std::optional<GrpoRollouts> rollouts_;         // the rollouts the current GRPO steps train on
   std::unique_ptr<OptimizerSet> optimizer_;
   std::unique_ptr<DynamicLossScaler> scaler_;  // fp16 only
   std::unique_ptr<ZeroSharding> zero_;         // --zero 1 only

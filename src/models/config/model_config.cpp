@@ -140,7 +140,6 @@ BasicParameterCounts<N> counts_in(const DecoderLMConfig& c) {
 
 }  // namespace
 
-std::string init_scheme_name(InitScheme scheme) { return name_of(kInitNames, scheme); }
 std::string moe_routing_name(nn::MoERouting routing) { return name_of(kRoutingNames, routing); }
 
 DecoderLMConfig parse_model_config(const std::string& json_text, const std::string& source) {

@@ -8,24 +8,12 @@
 #include <cstdint>
 
 #include "nanoformer/core/tensor.h"
+#include "ops/problems/attention.h"
 
 namespace nf::cpu {
 
 inline constexpr int64_t kQueryBlock = 64;
 inline constexpr int64_t kKeyBlock = 128;
-
-struct AttentionProblem {
-  int64_t B = 0, H = 0, Hkv = 0, Tq = 0, Tk = 0, D = 0;
-  double scale = 1.0;
-  bool causal = false;     // key j visible to query i iff j <= i + (Tk - Tq)
-  int64_t window = 0;      // with causal and > 0: also j > i + (Tk - Tq) - window
-  Tensor keep;             // bool, broadcastable to (B, H, Tq, Tk): true = attend; or undefined
-  Tensor bias;             // q's dtype, broadcastable to (B, H, Tq, Tk), added to the scores; or undefined
-  Tensor key_padding;      // bool (B, Tk): true = real key; or undefined
-  double keep_prob = 1.0;  // dropout: element e of the (B, H, Tq, Tk) weights survives when the
-  uint64_t seed = 0;       // Philox draw at counter (first + e) with key seed is below keep_prob
-  uint64_t first = 0;
-};
 
 // out (B, H, Tq, D) with the last dim contiguous (rows at any strides); lse (B, H, Tq) contiguous:
 // the logsumexp of each row's scores (+inf for a row whose keys are all masked, whose output is 0).

@@ -10,6 +10,7 @@
 #include "ops/cpu/attention_tiles.h"
 #include "ops/cpu/loops.h"
 #include "ops/cpu/quant_blocks.h"
+#include "ops/cpu/quant_rows.h"
 #include "ops/cpu/row_reductions.h"
 #include "ops/cpu/simd.h"
 #include "ops/cpu/vector_math.h"
@@ -361,7 +362,7 @@ RowProducts row_products(QuantType type, int64_t D) {
 
 KVRows kv_rows(const Tensor& t) {
   constexpr int64_t f = sizeof(float);
-  return {static_cast<const unsigned char*>(static_cast<const void*>(t.data<float>())), QuantType::f32, t.stride(0) * f,
+  return {static_cast<unsigned char*>(t.raw_data()), QuantType::f32, t.stride(0) * f,
           t.stride(1) * f, t.stride(2) * f};
 }
 
@@ -430,6 +431,39 @@ void attention_decode_forward(const AttentionProblem& p, const Tensor& q, const 
         value_products.weighted_sum(inputs.data(), attending, v_rows + j0 * v.row_stride, v.row_stride, keys, D,
                                     scales.data(), outputs.data());
       }
+    }
+  });
+}
+
+void attention_cached_forward(const AttentionProblem& p, const Tensor& q, const KVRows& k, const KVRows& v,
+                              const Tensor& out, const Tensor& lse) {
+  if (attention_decode_applies(p, q.dtype()) && attention_decode_reads(k.type))
+    return attention_decode_forward(p, q, k, v, out, lse);
+  const Tensor keys = Tensor::empty({p.B, p.Hkv, p.Tk, p.D}), values = Tensor::empty({p.B, p.Hkv, p.Tk, p.D});
+  kv_read(keys, k);
+  kv_read(values, v);
+  attention_forward(p, q, keys, values, out, lse);
+}
+
+void kv_write(const KVRows& rows, const Tensor& x) {
+  const int64_t B = x.size(0), heads = x.size(1), T = x.size(2), D = x.size(3);
+  parallel_for(B * heads * T, kParallelGrain / D, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t b = r / (heads * T), h = r / T % heads, t = r % T;
+      const float* src = x.data<float>() + b * x.stride(0) + h * x.stride(1) + t * x.stride(2);
+      quantize_row(rows.type, src, rows.data + b * rows.batch_stride + h * rows.head_stride + t * rows.row_stride, D);
+    }
+  });
+}
+
+void kv_read(const Tensor& out, const KVRows& rows) {
+  const int64_t heads = out.size(1), n = out.size(2), D = out.size(3);
+  float* dst = out.data<float>();
+  parallel_for(out.size(0) * heads * n, kParallelGrain / D, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {  // r = (b heads + h) n + t: out's row order
+      const int64_t b = r / (heads * n), h = r / n % heads, t = r % n;
+      dequantize_row(rows.type, rows.data + b * rows.batch_stride + h * rows.head_stride + t * rows.row_stride,
+                     dst + r * D, D);
     }
   });
 }

@@ -13,13 +13,6 @@ namespace nf::cpu {
 
 inline constexpr int64_t kDecodeMaxRows = 16;
 
-// Keys or values as rows of D values of `type`: key j of KV head h in batch row b starts at
-// data + b batch_stride + h head_stride + j row_stride (bytes).
-struct KVRows {
-  const unsigned char* data = nullptr;
-  QuantType type = QuantType::f32;
-  int64_t batch_stride = 0, head_stride = 0, row_stride = 0;
-};
 // k or v (B, Hkv, Tk, D), f32 with the last dim contiguous, as rows.
 KVRows kv_rows(const Tensor& t);
 
@@ -36,5 +29,18 @@ inline void attention_decode_forward(const AttentionProblem& p, const Tensor& q,
                                      const Tensor& out, const Tensor& lse) {
   attention_decode_forward(p, q, kv_rows(k), kv_rows(v), out, lse);
 }
+
+// The CPU entry of attention over a KV cache's rows (ops/attention_cache.cpp's table): the decoding
+// kernel on the rows in place where it applies and reads their type, else the fused kernel over
+// the first Tk columns dequantised. q f32 (B, H, Tq, D) with unit stride along D; out and lse as
+// attention_forward's.
+void attention_cached_forward(const AttentionProblem& p, const Tensor& q, const KVRows& k, const KVRows& v,
+                              const Tensor& out, const Tensor& lse);
+
+// A KV cache's rows (B, heads, n, D) written from x (B, heads, n, D) f32 with unit stride along D,
+// each row quantised to the rows' type; and read back into out (B, heads, n, D) f32 contiguous.
+// `rows` names column 0 of the columns written or read.
+void kv_write(const KVRows& rows, const Tensor& x);
+void kv_read(const Tensor& out, const KVRows& rows);
 
 }  // namespace nf::cpu

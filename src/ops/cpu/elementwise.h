@@ -3,28 +3,24 @@
 // freshly allocated (contiguous) unless stated; the in-place ops pass the updated tensor as `out`.
 // Floating kernels run on f32 (vectorised approximations, see vector_math.h) and f64 (std:: math).
 #include "nanoformer/core/tensor.h"
+#include "ops/problems/elementwise.h"
 
 namespace nf::cpu {
 
-enum class BinaryOp { add, sub, mul, div, pow, maximum, minimum };
 // out = a (op) b; maximum/minimum propagate NaN
 void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b);
 
 // d = g * d(a op b)/da (the *_a ops) or /db (the *_b ops), over the broadcast shape of g
-enum class BinaryBackwardOp { pow_base, pow_exponent, maximum_a, maximum_b, minimum_a, minimum_b };
 void binary_backward(BinaryBackwardOp op, const Tensor& d, const Tensor& g, const Tensor& a, const Tensor& b);
 
-enum class CompareOp { eq, ne, lt, le, gt, ge };
 // out (bool) = a (op) b
 void compare(CompareOp op, const Tensor& out, const Tensor& a, const Tensor& b);
 
-enum class UnaryOp { neg, abs, exp, log, sqrt, rsqrt, square, tanh, sigmoid, relu, silu, softplus, gelu, gelu_tanh };
 // out = op(x)
 void unary(UnaryOp op, const Tensor& out, const Tensor& x);
 
 // dx = dy * op'(x), computed from `saved`: the input x for abs, log, square, silu, softplus, gelu, gelu_tanh;
 // the output y for exp, sqrt, rsqrt, tanh, sigmoid, relu.
-enum class UnaryBackwardOp { abs, exp, log, sqrt, rsqrt, square, tanh, sigmoid, relu, silu, softplus, gelu, gelu_tanh };
 void unary_backward(UnaryBackwardOp op, const Tensor& dx, const Tensor& dy, const Tensor& saved);
 
 // out = x^exponent; dx = dy * exponent * x^(exponent - 1) (0 when exponent is 0)

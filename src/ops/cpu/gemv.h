@@ -8,6 +8,7 @@
 #include <span>
 
 #include "nanoformer/core/tensor.h"
+#include "ops/problems/linear.h"
 
 namespace nf::cpu {
 
@@ -25,11 +26,6 @@ void linear_gemv(const Tensor& y, const Tensor& x, const Tensor& weight, const T
 
 // One x times several weights (decoding's q, k and v; gate and up): y_i = x W_i^T + b_i, one
 // hand-off between the threads for all of them; each y_i as above.
-struct GemvProduct {
-  const Tensor* y;
-  const Tensor* weight;
-  const Tensor* bias;  // undefined: none
-};
 void linear_gemv(std::span<const GemvProduct> products, const Tensor& x);
 
 }  // namespace nf::cpu

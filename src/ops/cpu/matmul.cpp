@@ -121,4 +121,10 @@ bool bf16_gemm_native() { return !bf16_fallback_forced().load() && onednn_bf16_n
 
 void force_bf16_gemm_fallback(bool force) { bf16_fallback_forced().store(force); }
 
+std::string bf16_gemm_info() {
+  if (bf16_gemm_native()) return onednn_bf16_info();
+  return std::string("fallback: bf16 operands widened to f32 on the BLAS sgemm (") +
+         (onednn_bf16_native() ? "forced" : "oneDNN finds no bf16 instructions on this CPU") + ")";
+}
+
 }  // namespace nf::cpu

@@ -1,4 +1,6 @@
 #pragma once
+#include <string>
+
 #include "nanoformer/core/tensor.h"
 
 namespace nf::cpu {
@@ -15,4 +17,6 @@ void matmul(const Tensor& out, const Tensor& a, const Tensor& b);
 // not forced (force_bf16_gemm_fallback, or NANOFORMER_BF16_GEMM=fallback in the environment).
 bool bf16_gemm_native();
 void force_bf16_gemm_fallback(bool force);
+// "oneDNN 2.6.3, brg:avx512_core_bf16" or "fallback: ... (why)"
+std::string bf16_gemm_info();
 }  // namespace nf::cpu

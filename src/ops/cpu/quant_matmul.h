@@ -17,6 +17,7 @@
 
 #include "nanoformer/core/quantized_tensor.h"
 #include "nanoformer/core/tensor.h"
+#include "ops/problems/linear.h"
 #include "quant_blocks.h"
 
 namespace nf::cpu {
@@ -69,11 +70,6 @@ void quant_linear_gemv(const Tensor& y, const Tensor& x, const QuantizedTensor& 
 
 // One x times several weights of one type (decoding's q, k and v; gate and up): y_i = x W_i^T + b_i,
 // x quantised once and one hand-off between the threads for all of them; each y_i as above.
-struct QuantGemvProduct {
-  const Tensor* y;
-  const QuantizedTensor* weight;
-  const Tensor* bias;  // undefined: none
-};
 void quant_linear_gemv(std::span<const QuantGemvProduct> products, const Tensor& x);
 
 }  // namespace nf::cpu

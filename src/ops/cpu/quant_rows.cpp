@@ -495,4 +495,27 @@ void dequantize_row(QuantType type, const void* blocks, float* y, int64_t n) {
   }
 }
 
+// the loops of ops/quantized.cpp, threaded over rows when the work is large enough
+void quantize_rows(QuantizedTensor& out, const Tensor& weight) {
+  const int64_t rows = out.rows(), cols = out.cols();
+  const float* src = weight.data<float>();
+  auto* dst = static_cast<unsigned char*>(out.mutable_data());
+  const size_t row_bytes = out.row_bytes();
+#pragma omp parallel for schedule(static) if (rows * cols > 65536)
+  for (int64_t r = 0; r < rows; ++r) quantize_row(out.type(), src + r * cols, dst + row_bytes * r, cols);
+}
+
+void dequantize_rows(const Tensor& out, const QuantizedTensor& w, int64_t begin, int64_t end) {
+  const int64_t cols = w.cols();
+  float* dst = out.data<float>();
+#pragma omp parallel for schedule(static) if ((end - begin) * cols > 65536)
+  for (int64_t r = begin; r < end; ++r) dequantize_row(w.type(), w.row(r), dst + (r - begin) * cols, cols);
+}
+
+void gather_rows(const Tensor& out, const QuantizedTensor& w, const int64_t* ids, int64_t n) {
+  const int64_t cols = w.cols();
+  float* dst = out.data<float>();
+  for (int64_t i = 0; i < n; ++i) dequantize_row(w.type(), w.row(ids[i]), dst + i * cols, cols);
+}
+
 }  // namespace nf::cpu

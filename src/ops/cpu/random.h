@@ -2,10 +2,9 @@
 #include <cstdint>
 
 #include "nanoformer/core/tensor.h"
+#include "ops/problems/random.h"
 
 namespace nf::cpu {
-
-enum class Distribution { uniform, normal, bernoulli, randint };
 
 // Fills contiguous `out`: element i is a function of Philox(counter = first + i, key = seed) only,
 // so the result does not depend on the thread count.

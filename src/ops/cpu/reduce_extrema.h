@@ -5,10 +5,9 @@
 #include <vector>
 
 #include "nanoformer/core/tensor.h"
+#include "ops/problems/reduce.h"
 
 namespace nf::cpu {
-
-enum class Extremum { max, min };
 
 // indices[o] (i64) = flat row-major index, within the reduced dims, of the FIRST extremum of
 // slice o; values[o] = that element (skipped when `values` is undefined). A NaN beats every

@@ -5,12 +5,9 @@
 #include <cstdint>
 
 #include "nanoformer/core/tensor.h"
+#include "ops/problems/softmax.h"
 
 namespace nf::cpu {
-
-struct SoftmaxLayout {
-  int64_t outer = 1, n = 1, inner = 1;
-};
 
 // softmax:     y = e^(x - max) / sum e^(x - max)
 // log_softmax: y = (x - max) - log sum e^(x - max)

@@ -141,9 +141,7 @@ ParameterCounts parameter_counts(const DecoderLMConfig& config);
 // parameter_counts(config).total
 int64_t count_parameters(const DecoderLMConfig& config);
 
-// Config names of the enums that have none elsewhere: "normal", "nanochat", "deepnet";
-// "topk_then_softmax", "softmax_then_topk", "dense".
-std::string init_scheme_name(InitScheme scheme);
+// The config names of MoE routings: "topk_then_softmax", "softmax_then_topk", "dense".
 std::string moe_routing_name(nn::MoERouting routing);
 
 }  // namespace nf::models
