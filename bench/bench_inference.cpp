@@ -8,7 +8,7 @@
 // they are 5% of minimind2-small's fp32 weights and 37% of its Q4_0 ones)
 // (all weights but the embedding lookup and learned positions; of a MoE layer's routed experts only
 // top_k of n_experts). The linear kernel alone is measured too: the GB/s at which one token's
-// weight matrices stream through linear (the matrix-vector kernel, ops/cpu/gemv.h) and through
+// weight matrices stream through linear (the matrix-vector kernel, ops/cpu/matmul/gemv.h) and through
 // sgemm with one row (what linear used before), beside the read bandwidth. Prefill, compute-bound,
 // is set beside the GEMM limit: the prompt tokens/s the measured fp32 SGEMM speed at the prefill's
 // GEMM shapes allows (bench/prefill_gemm_limit.h), for ours and PyTorch's. Decode at a long context
@@ -57,7 +57,7 @@
 #include "nanoformer/formats/model_io.h"
 #include "nanoformer/models/quantize.h"
 #include "nanoformer/nanoformer.h"
-#include "ops/cpu/int8_isa.h"
+#include "ops/cpu/quant/int8_isa.h"
 
 namespace {
 

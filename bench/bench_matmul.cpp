@@ -17,7 +17,7 @@
 #include "core/blas_library.h"
 #include "nanoformer/nanoformer.h"
 #include "nanoformer/ops/autocast.h"
-#include "ops/cpu/matmul.h"
+#include "ops/cpu/matmul/matmul.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// The prefill product over quantised weights (src/ops/cpu/quant_gemm.h) against OpenBLAS's sgemm
+// The prefill product over quantised weights (src/ops/cpu/quant/quant_gemm.h) against OpenBLAS's sgemm
 // on f32 operands of the same shape, in one run: y (M, N) = x (M, K) W^T with W (N, K), M = 512
 // prompt tokens, at the Linear shapes of minimind2-small (dim 512, MLP hidden 1408: q/o, k/v,
 // gate/up, down) and of a dim-768 / hidden-2048 model. GFLOP/s counts 2 M N K for every side.
@@ -14,9 +14,9 @@
 #include "bench_support.h"
 #include "core/blas_library.h"
 #include "nanoformer/nanoformer.h"
-#include "ops/cpu/int8_isa.h"
-#include "ops/cpu/quant_gemm.h"
-#include "ops/cpu/quant_rows.h"
+#include "ops/cpu/quant/int8_isa.h"
+#include "ops/cpu/quant/quant_gemm.h"
+#include "ops/cpu/quant/quant_rows.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
-// Decoding's product over quantised weights (ops/cpu/quant_matmul.h), y (m, n) = x (m, k) W^T,
-// beside the f32 matrix-vector kernel (ops/cpu/gemv.h), for W in f32, Q8_0 and Q4_0. Decoding is
+// Decoding's product over quantised weights (ops/cpu/quant/quant_matmul.h), y (m, n) = x (m, k) W^T,
+// beside the f32 matrix-vector kernel (ops/cpu/matmul/gemv.h), for W in f32, Q8_0 and Q4_0. Decoding is
 // bound by the bytes of W read, so each case reports the GB/s of weight bytes against two limits:
 //   of_read  against a plain read of the same bytes (floats summed, the same threads and copies),
 //            timed call by call alternately with the product, so both meet the same machine;
@@ -32,8 +32,8 @@
 #include "nanoformer/models/decoder_lm.h"
 #include "nanoformer/nanoformer.h"
 #include "nanoformer/ops/quantized.h"
-#include "ops/cpu/loops.h"
-#include "ops/cpu/simd.h"
+#include "ops/cpu/loops/loops.h"
+#include "ops/cpu/simd/simd.h"
 
 namespace {
 

@@ -20,8 +20,8 @@
 
 #include "bench_support.h"
 #include "nanoformer/autograd/grad_mode.h"
-#include "nanoformer/infer/grammar_constraint.h"
-#include "nanoformer/infer/json_schema_grammar.h"
+#include "nanoformer/grammar/constraint.h"
+#include "nanoformer/grammar/json_schema.h"
 #include "nanoformer/infer/sampler.h"
 #include "nanoformer/models/config/model_config.h"
 #include "nanoformer/models/decoder_lm.h"
@@ -47,8 +47,8 @@ constexpr const char* kSchema = R"({"type": "object", "properties": {
 struct Case {
   std::unique_ptr<models::DecoderLM> model;
   std::unique_ptr<tokenizer::Tokenizer> tokenizer;
-  std::shared_ptr<const infer::TokenTrie> trie;
-  std::shared_ptr<const infer::Grammar> grammar;
+  std::shared_ptr<const grammar::TokenTrie> trie;
+  std::shared_ptr<const grammar::Grammar> grammar;
   int64_t eos = -1;
 };
 
@@ -65,9 +65,9 @@ Case* get_case() {
     c.tokenizer = tokenizer::load_tokenizer(path);
     c.model = std::make_unique<models::DecoderLM>(models::preset_config("minimind2-small"));
     c.model->eval();
-    c.trie = infer::TokenTrie::of(*c.tokenizer);
-    c.grammar = std::make_shared<const infer::Grammar>(
-        infer::compile_gbnf(infer::json_schema_to_gbnf(nlohmann::ordered_json::parse(kSchema))));
+    c.trie = grammar::TokenTrie::of(*c.tokenizer);
+    c.grammar = std::make_shared<const grammar::Grammar>(
+        grammar::compile_gbnf(grammar::json_schema_to_gbnf(nlohmann::ordered_json::parse(kSchema))));
     c.eos = tokenizer::end_of_text_id(*c.tokenizer).value_or(-1);
     the_case = std::move(c);
   }
@@ -90,7 +90,7 @@ void decode(benchmark::State& state, bool constrained) {
   for (auto _ : state) {
     cache.truncate(kPrompt);
     infer::Sampler sampler({.temperature = 1.0, .seed = ++seed, .vocab_limit = static_cast<int64_t>(c->tokenizer->vocab_size())});
-    std::optional<infer::GrammarConstraint> constraint;
+    std::optional<grammar::GrammarConstraint> constraint;
     if (constrained) constraint.emplace(c->grammar, c->trie, std::vector<int64_t>{c->eos});
     int64_t id = 7;
     for (int64_t t = 0; t < kNew; ++t) {
@@ -122,20 +122,20 @@ void BM_constraint_gpt2_vocab(benchmark::State& state) {
     state.SkipWithError("the GPT-2 tokenizer.json is missing");
     return;
   }
-  static const std::shared_ptr<const infer::TokenTrie> trie = [&] {
+  static const std::shared_ptr<const grammar::TokenTrie> trie = [&] {
     const auto j = nlohmann::json::parse(tokenizer::read_file(path));
     std::vector<std::string> bytes(j["model"]["vocab"].size() + 1);
     for (const auto& [token, id] : j["model"]["vocab"].items())
       if (id.get<size_t>() < bytes.size()) bytes[id.get<size_t>()] = tokenizer::byte_level::decode(token).value_or("");
-    return std::make_shared<const infer::TokenTrie>(std::move(bytes));
+    return std::make_shared<const grammar::TokenTrie>(std::move(bytes));
   }();
-  static const auto grammar = std::make_shared<const infer::Grammar>(
-      infer::compile_gbnf(infer::json_schema_to_gbnf(nlohmann::ordered_json::parse(kSchema))));
+  static const auto grammar = std::make_shared<const grammar::Grammar>(
+      grammar::compile_gbnf(grammar::json_schema_to_gbnf(nlohmann::ordered_json::parse(kSchema))));
   const int64_t end = static_cast<int64_t>(trie->vocab_size()) - 1;
   uint64_t seed = 0;
   int64_t tokens = 0;
   for (auto _ : state) {
-    infer::GrammarConstraint constraint(grammar, trie, {end});
+    grammar::GrammarConstraint constraint(grammar, trie, {end});
     std::mt19937_64 pick(++seed);
     for (int64_t t = 0; t < 64 && !constraint.finished(); ++t) {
       const std::vector<uint64_t>& mask = constraint.allowed();

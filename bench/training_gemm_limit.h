@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "nanoformer/nanoformer.h"
-#include "ops/cpu/matmul.h"
+#include "ops/cpu/matmul/matmul.h"
 
 namespace nf::bench {
 

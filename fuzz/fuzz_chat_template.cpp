@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz_support.h"
-#include "nanoformer/tokenizer/jinja.h"
+#include "nanoformer/jinja/template.h"
 
 using namespace nf;
 using namespace nf::tokenizer;

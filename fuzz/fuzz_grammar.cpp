@@ -1,4 +1,4 @@
-// Constrained decoding's parsers (infer/grammar.h, infer/json_schema_grammar.h), as `nanoformer serve`
+// Constrained decoding's parsers (grammar/grammar.h, grammar/json_schema.h), as `nanoformer serve`
 // reaches them from a request's `grammar` (GBNF text) and `response_format.json_schema.schema`: the
 // input as GBNF, and, when it is JSON, as a schema. Bad input must end in a one-line nf::Error; a
 // schema that converts must give GBNF that compiles; a grammar that compiles is walked for a few
@@ -7,11 +7,11 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz_support.h"
-#include "nanoformer/infer/grammar_constraint.h"
-#include "nanoformer/infer/json_schema_grammar.h"
+#include "nanoformer/grammar/constraint.h"
+#include "nanoformer/grammar/json_schema.h"
 
 using namespace nf;
-using namespace nf::infer;
+using namespace nf::grammar;
 
 namespace {
 

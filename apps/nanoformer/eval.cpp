@@ -1,5 +1,5 @@
 // `nanoformer eval MODEL --data TOKENS --context 256,512,1024`: perplexity of a language model at
-// several context lengths in one command (train/perplexity.h), optionally past the model's
+// several context lengths in one command (eval/perplexity.h), optionally past the model's
 // max_seq_len and with a RoPE scaling applied at evaluation time (models/context_extension.h).
 // With a tokenizer, bits per byte beside perplexity. A markdown table goes to stdout, progress and
 // conditions to stderr, and --json writes the table as JSON. `--task FILE --layout NAME` runs a
@@ -25,7 +25,7 @@
 #include "nanoformer/io/gguf.h"
 #include "nanoformer/models/context_extension.h"
 #include "nanoformer/tokenizer/tokenizer.h"
-#include "nanoformer/train/perplexity.h"
+#include "nanoformer/eval/perplexity.h"
 #include "nanoformer/util/progress_bar.h"
 
 namespace nf::cli {
@@ -89,7 +89,7 @@ RopeFactor parse_rope_factor(const std::string& text) {
 }
 
 struct Row {
-  train::Perplexity result;
+  eval::Perplexity result;
   double rope_factor = 1.0, seconds = 0.0;
 };
 
@@ -237,7 +237,7 @@ void run_eval(const EvalArgs& a, const CLI::App& cmd) {
   const std::vector<int64_t> token_bytes = token_byte_lengths(tokenizer, c.vocab_size);
   int64_t total_windows = 0;
   for (int64_t L : contexts) {
-    const int64_t windows = train::perplexity_windows(corpus->size(), L, a.max_tokens);
+    const int64_t windows = eval::perplexity_windows(corpus->size(), L, a.max_tokens);
     NF_CHECK(windows > 0, "--context ", L, ": the data (", corpus->sources(), ") holds ", corpus->size(),
              " tokens, fewer than one window of ", L, " + 1");
     total_windows += windows;
@@ -259,7 +259,7 @@ void run_eval(const EvalArgs& a, const CLI::App& cmd) {
     const std::string status = "context " + std::to_string(L);
     Row row;
     row.rope_factor = e.rope_factor;
-    row.result = train::evaluate_perplexity(*extended, *corpus, {.context = L, .max_tokens = a.max_tokens,
+    row.result = eval::evaluate_perplexity(*extended, *corpus, {.context = L, .max_tokens = a.max_tokens,
                                                                  .batch_tokens = a.batch_tokens, .cache_type = cache_type,
                                                                  .token_bytes = token_bytes},
                                             [&](int64_t done) {

@@ -16,35 +16,35 @@
 #include "nanoformer/infer/stop_criteria.h"
 #include "nanoformer/io/gguf.h"
 #include "nanoformer/tokenizer/tokenizer.h"
-#include "nanoformer/train/answer_extraction.h"
-#include "nanoformer/train/choice_scoring.h"
-#include "nanoformer/train/task_records.h"
+#include "nanoformer/eval/answer_extraction.h"
+#include "nanoformer/eval/choice_scoring.h"
+#include "nanoformer/eval/task_records.h"
 #include "nanoformer/util/progress_bar.h"
 
 namespace nf::cli {
 namespace {
 
 struct Task {
-  train::TaskLayout layout;
-  std::vector<train::TaskRecord> records, shots;
+  eval::TaskLayout layout;
+  std::vector<eval::TaskRecord> records, shots;
   // The context of record i, with its few-shot examples.
   std::string context(const TaskArgs& a, size_t i) const {
-    std::vector<const train::TaskRecord*> shown;
-    for (size_t k : train::fewshot_indices(a.seed, i, shots.size(), static_cast<size_t>(a.fewshot)))
+    std::vector<const eval::TaskRecord*> shown;
+    for (size_t k : eval::fewshot_indices(a.seed, i, shots.size(), static_cast<size_t>(a.fewshot)))
       shown.push_back(&shots[k]);
-    return train::task_context(records[i], shown);
+    return eval::task_context(records[i], shown);
   }
 };
 
 // acc and acc_norm of one record from its summed log-probs.
-nlohmann::json score_record(const train::TaskRecord& r, const std::vector<double>& logprobs) {
+nlohmann::json score_record(const eval::TaskRecord& r, const std::vector<double>& logprobs) {
   std::vector<double> normalised;
   std::vector<int64_t> bytes;
   for (size_t c = 0; c < logprobs.size(); ++c) {
     bytes.push_back(static_cast<int64_t>(r.choices[c].size()));
     normalised.push_back(logprobs[c] / static_cast<double>(std::max<size_t>(1, r.choices[c].size())));
   }
-  const size_t pred = train::argmax(logprobs), pred_norm = train::argmax(normalised);
+  const size_t pred = eval::argmax(logprobs), pred_norm = eval::argmax(normalised);
   return {{"line", r.line},       {"gold", r.gold},           {"logprobs", logprobs}, {"bytes", bytes},
           {"pred", pred},         {"pred_norm", pred_norm},   {"acc", pred == static_cast<size_t>(r.gold) ? 1 : 0},
           {"acc_norm", pred_norm == static_cast<size_t>(r.gold) ? 1 : 0}};
@@ -78,15 +78,15 @@ std::string generate_until(models::DecoderLM& model, const tokenizer::Tokenizer&
 // One record's row of the report: its choices' scores, or its generation and exact match.
 nlohmann::json evaluate_record(models::DecoderLM& model, const tokenizer::Tokenizer& tok, const Task& t,
                                const TaskArgs& a, size_t i, const std::vector<std::string>& stop) {
-  const train::TaskRecord& r = t.records[i];
+  const eval::TaskRecord& r = t.records[i];
   const std::string context = t.context(a, i);
-  if (train::is_multiple_choice(t.layout)) {
+  if (eval::is_multiple_choice(t.layout)) {
     std::vector<std::string> continuations;
     for (const std::string& choice : r.choices) continuations.push_back(r.delimiter + choice);
-    return score_record(r, train::continuation_logprobs(model, train::encode_choices(tok, context, continuations)));
+    return score_record(r, eval::continuation_logprobs(model, eval::encode_choices(tok, context, continuations)));
   }
   const std::string generated = generate_until(model, tok, context, a, stop);
-  const std::optional<std::string> extracted = train::extract_answer(generated);
+  const std::optional<std::string> extracted = eval::extract_answer(generated);
   return {{"line", r.line},
           {"answer", r.answer},
           {"generated", generated},
@@ -95,7 +95,7 @@ nlohmann::json evaluate_record(models::DecoderLM& model, const tokenizer::Tokeni
 }
 
 void print_table(const TaskArgs& a, const Task& t, double acc, double acc_norm, double seconds) {
-  const bool mc = train::is_multiple_choice(t.layout);
+  const bool mc = eval::is_multiple_choice(t.layout);
   std::printf("| task | layout | records | shots | %s | seconds |\n", mc ? "acc | acc_norm" : "exact_match");
   std::printf("| --- | --- | ---: | ---: | ---: |%s ---: |\n", mc ? " ---: |" : "");
   std::printf("| %s | %s | %zu | %lld | %.4f |", a.task.c_str(), a.layout.c_str(), t.records.size(),
@@ -107,19 +107,19 @@ void print_table(const TaskArgs& a, const Task& t, double acc, double acc_norm, 
 }  // namespace
 
 void run_task(const TaskArgs& a) {
-  const train::TaskLayout layout = train::task_layout_from_name(a.layout);
+  const eval::TaskLayout layout = eval::task_layout_from_name(a.layout);
   NF_CHECK(a.fewshot >= 0, "--fewshot: ", a.fewshot, " must be 0 or more");
   NF_CHECK((a.fewshot > 0) == !a.fewshot_file.empty(), "--fewshot N and --fewshot-file FILE go together");
   NF_CHECK(a.max_new_tokens > 0, "--max-new-tokens: ", a.max_new_tokens, " must be positive");
-  NF_CHECK(a.stop.empty() || layout == train::TaskLayout::gsm8k, "--stop is for generative tasks (--layout gsm8k)");
+  NF_CHECK(a.stop.empty() || layout == eval::TaskLayout::gsm8k, "--stop is for generative tasks (--layout gsm8k)");
   for (const std::string& s : a.stop) NF_CHECK(!s.empty(), "--stop: a stop string is empty");
   const std::string tokenizer_path =
       a.tokenizer.empty() && io::is_gguf_file(a.model) ? tokenizer_beside(a.model) : a.tokenizer;
   NF_CHECK(!tokenizer_path.empty(), "--task needs --tokenizer (the model's tokenizer.json or character vocabulary)");
 
-  Task t{.layout = layout, .records = train::load_task_records(a.task, layout), .shots = {}};
+  Task t{.layout = layout, .records = eval::load_task_records(a.task, layout), .shots = {}};
   if (a.fewshot > 0) {
-    t.shots = train::load_task_records(a.fewshot_file, layout);
+    t.shots = eval::load_task_records(a.fewshot_file, layout);
     NF_CHECK(static_cast<size_t>(a.fewshot) <= t.shots.size(), "--fewshot ", a.fewshot, ": ", a.fewshot_file,
              " holds only ", t.shots.size(), " records");
   }
@@ -138,13 +138,13 @@ void run_task(const TaskArgs& a) {
   nlohmann::json rows = nlohmann::json::array();
   double acc = 0, acc_norm = 0;
   for (size_t i = 0; i < t.records.size(); ++i) {
-    const train::TaskRecord& r = t.records[i];
+    const eval::TaskRecord& r = t.records[i];
     try {
       rows.push_back(evaluate_record(*model, *tok, t, a, i, stop));
     } catch (const Error& e) {  // a text the tokenizer or the model cannot take: which record
       NF_FAIL(a.task, ":", r.line, ": ", e.what());
     }
-    if (train::is_multiple_choice(layout)) {
+    if (eval::is_multiple_choice(layout)) {
       acc += rows.back().at("acc").get<int>(), acc_norm += rows.back().at("acc_norm").get<int>();
     } else {
       acc += rows.back().at("exact_match").get<int>();
@@ -161,7 +161,7 @@ void run_task(const TaskArgs& a) {
                            {"layout", a.layout}, {"fewshot", a.fewshot}, {"seed", a.seed},
                            {"records", t.records.size()},                {"seconds", seconds},
                            {"model_config", nlohmann::json::parse(model->config_json())}};
-  if (train::is_multiple_choice(layout)) {
+  if (eval::is_multiple_choice(layout)) {
     report["acc"] = acc, report["acc_norm"] = acc_norm;
   } else {
     report["exact_match"] = acc, report["stop"] = stop, report["max_new_tokens"] = a.max_new_tokens;

@@ -1,10 +1,10 @@
 #pragma once
 // `nanoformer eval MODEL --task FILE --layout NAME`: a benchmark on a local JSONL task file.
 // Multiple-choice layouts (hellaswag, arc, mmlu, ceval, mc) are scored by log-likelihood
-// (train/choice_scoring.h): acc = argmax of the summed continuation log-probs is the gold choice,
+// (eval/choice_scoring.h): acc = argmax of the summed continuation log-probs is the gold choice,
 // acc_norm = the same with each sum divided by its choice's UTF-8 bytes. gsm8k is generative:
-// greedy generation until a stop string, the answer extracted (train/answer_extraction.h) and
-// matched exactly. Few-shot examples come from --fewshot-file (train/task_records.h).
+// greedy generation until a stop string, the answer extracted (eval/answer_extraction.h) and
+// matched exactly. Few-shot examples come from --fewshot-file (eval/task_records.h).
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -15,8 +15,8 @@
 #include "nanoformer/core/error.h"
 #include "nanoformer/core/parallel.h"
 #include "nanoformer/formats/model_io.h"
-#include "nanoformer/infer/grammar_constraint.h"
-#include "nanoformer/infer/json_schema_grammar.h"
+#include "nanoformer/grammar/constraint.h"
+#include "nanoformer/grammar/json_schema.h"
 #include "nanoformer/infer/loaded_model.h"
 #include "nanoformer/infer/session.h"
 #include "nanoformer/infer/text_streamer.h"
@@ -89,7 +89,7 @@ struct ModelState {
   std::once_flag template_once, trie_once;
   std::unique_ptr<tokenizer::ChatTemplate> chat_template;
   std::string chat_template_error;
-  std::shared_ptr<const infer::TokenTrie> trie;
+  std::shared_ptr<const grammar::TokenTrie> trie;
 
   const tokenizer::Tokenizer& tokenizer(const char* what) const {
     require(loaded.tokenizer != nullptr,
@@ -109,9 +109,9 @@ struct ModelState {
             NF_ERROR_UNSUPPORTED);
     return *chat_template;
   }
-  const std::shared_ptr<const infer::TokenTrie>& token_trie(const char* what) {
+  const std::shared_ptr<const grammar::TokenTrie>& token_trie(const char* what) {
     const tokenizer::Tokenizer& tok = tokenizer(what);
-    std::call_once(trie_once, [&] { trie = infer::TokenTrie::of(tok); });
+    std::call_once(trie_once, [&] { trie = grammar::TokenTrie::of(tok); });
     return trie;
   }
 };
@@ -147,16 +147,16 @@ void run_generation(ModelState& state, infer::Session& session, const std::vecto
     stop.stop_strings.emplace_back(params.stop[i]);
   }
   stop.validate();
-  std::unique_ptr<infer::GrammarConstraint> constraint;
+  std::unique_ptr<grammar::GrammarConstraint> constraint;
   require(!(params.grammar && params.json_schema), "nf_generate: give grammar or json_schema, not both");
   if (params.grammar || params.json_schema) {
     std::string gbnf = params.grammar ? params.grammar : "";
     if (params.json_schema) {
       const auto schema = nlohmann::ordered_json::parse(params.json_schema, nullptr, /*allow_exceptions=*/false);
       require(!schema.is_discarded(), "nf_generate: json_schema is not valid JSON");
-      gbnf = infer::json_schema_to_gbnf(schema);
+      gbnf = grammar::json_schema_to_gbnf(schema);
     }
-    constraint = std::make_unique<infer::GrammarConstraint>(std::make_shared<const infer::Grammar>(infer::compile_gbnf(gbnf)),
+    constraint = std::make_unique<grammar::GrammarConstraint>(std::make_shared<const grammar::Grammar>(grammar::compile_gbnf(gbnf)),
                                                             state.token_trie("nf_generate"), stop.eos_ids);
   }
   infer::TextStreamer streamer(tok, stop);

@@ -15,7 +15,7 @@ struct Known {
   QuantTypeInfo info;
 };
 
-// block bytes: see src/ops/cpu/quant_blocks.h (static_asserts there keep them in step)
+// block bytes: see src/ops/cpu/quant/quant_blocks.h (static_asserts there keep them in step)
 constexpr Known kKnown[] = {
     {QuantType::f32, {"f32", 1, 4}},       {QuantType::f16, {"f16", 1, 2}},
     {QuantType::bf16, {"bf16", 1, 2}},     {QuantType::q4_0, {"q4_0", 32, 18}},

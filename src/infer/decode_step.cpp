@@ -59,7 +59,7 @@ Tensor CachedSequence::feed(const std::vector<int64_t>& ids, bool all_positions)
   return logits;
 }
 
-std::span<const float> constrained_row(GrammarConstraint* constraint, std::span<const float> logits,
+std::span<const float> constrained_row(grammar::GrammarConstraint* constraint, std::span<const float> logits,
                                        std::vector<float>& masked) {
   if (constraint == nullptr) return logits;
   masked.assign(logits.begin(), logits.end());
@@ -67,7 +67,7 @@ std::span<const float> constrained_row(GrammarConstraint* constraint, std::span<
   return masked;
 }
 
-StopReason after_constrained_token(GrammarConstraint* constraint, int64_t id, StopReason reason) {
+StopReason after_constrained_token(grammar::GrammarConstraint* constraint, int64_t id, StopReason reason) {
   if (constraint == nullptr) return reason;
   constraint->accept(id);
   return reason == StopReason::none && constraint->finished() ? StopReason::end_of_sequence : reason;

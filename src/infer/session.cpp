@@ -31,7 +31,7 @@ Session::Session(models::DecoderLM& model, int64_t max_len, ContextShift shift, 
 }
 
 GenerationResult Session::generate(const std::vector<int64_t>& sequence, Sampler& sampler, const StopCriteria& stop,
-                                   const OnToken& on_token, GrammarConstraint* constraint) {
+                                   const OnToken& on_token, grammar::GrammarConstraint* constraint) {
   stop.validate();
   NoGradGuard no_grad;
   const int64_t vocab = model_.config().vocab_size, context = max_len();

@@ -11,7 +11,7 @@
 #include "nanoformer/ops/reduce.h"
 #include "nanoformer/ops/view.h"
 #include "ops/attention_internal.h"
-#include "ops/cpu/attention.h"
+#include "ops/cpu/attention/attention.h"
 
 namespace nf {
 namespace attention_detail {

@@ -1,12 +1,12 @@
 // scaled_dot_product_attention over a KV cache stored in a type of its own (ops/attention.h): checks,
 // then the device's kernel (on the CPU: the decoding kernel reads the rows in place; longer queries
-// attend over them dequantised, ops/cpu/attention_decode.h).
+// attend over them dequantised, ops/cpu/attention/attention_decode.h).
 #include <cmath>
 
 #include "nanoformer/core/dispatch.h"
 #include "nanoformer/core/error.h"
 #include "nanoformer/ops/attention.h"
-#include "ops/cpu/attention_decode.h"
+#include "ops/cpu/attention/attention_decode.h"
 #include "ops/quantized_kv_rows.h"
 
 namespace nf {

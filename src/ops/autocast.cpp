@@ -8,7 +8,7 @@
 #include "nanoformer/core/error.h"
 #include "ops/autocast_internal.h"
 #include "ops/cpu/copy.h"
-#include "ops/cpu/matmul.h"
+#include "ops/cpu/matmul/matmul.h"
 
 namespace nf {
 namespace {

@@ -1,5 +1,5 @@
 // Activations: tanh, sigmoid, relu, silu, softplus, gelu. Forward and backward are single fused kernels; on
-// f32 they use the vectorised approximations of ops/cpu/vector_math.h.
+// f32 they use the vectorised approximations of ops/cpu/simd/vector_math.h.
 #include "nanoformer/ops/elementwise.h"
 #include "ops/cpu/elementwise.h"
 #include "ops/elementwise_internal.h"

@@ -11,8 +11,8 @@
 #include "nanoformer/ops/reduce.h"
 #include "nanoformer/ops/view.h"
 #include "ops/autocast_internal.h"
-#include "ops/cpu/linear.h"
-#include "ops/cpu/matmul.h"
+#include "ops/cpu/matmul/linear.h"
+#include "ops/cpu/matmul/matmul.h"
 
 namespace nf {
 namespace {
@@ -131,7 +131,7 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
 }
 
 // y = x W^T + b over the last dim of x; computed as one GEMM on x viewed as (rows, in), or for a
-// few rows as matrix-vector products (ops/cpu/gemv.h).
+// few rows as matrix-vector products (ops/cpu/matmul/gemv.h).
 //   dx = dy W,  dW = dy^T x,  db = sum over rows of dy
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   check_matmul_operands("linear", x, weight);

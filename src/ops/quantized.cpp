@@ -1,5 +1,5 @@
 // quantize, dequantize, and linear / embedding over quantised weights: checks, results, backward.
-// The kernels are chosen by the CPU entries of src/ops/cpu/linear.h (decode, prefill) and
+// The kernels are chosen by the CPU entries of src/ops/cpu/matmul/linear.h (decode, prefill) and
 // quant_rows.h (quantising, dequantising).
 #include "nanoformer/ops/quantized.h"
 
@@ -16,8 +16,8 @@
 #include "nanoformer/ops/matmul.h"
 #include "nanoformer/ops/reduce.h"
 #include "nanoformer/ops/view.h"
-#include "ops/cpu/linear.h"
-#include "ops/cpu/quant_rows.h"
+#include "ops/cpu/matmul/linear.h"
+#include "ops/cpu/quant/quant_rows.h"
 
 namespace nf {
 namespace {

@@ -5,7 +5,7 @@
 
 #include "nanoformer/core/dispatch.h"
 #include "nanoformer/core/error.h"
-#include "ops/cpu/attention_decode.h"
+#include "ops/cpu/attention/attention_decode.h"
 #include "ops/quantized_kv_rows.h"
 
 namespace nf {

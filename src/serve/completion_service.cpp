@@ -158,8 +158,8 @@ std::string CompletionService::prompt_text(const CompletionRequest& r) const {
   return tokenizer_.decode(std::vector<tokenizer::TokenId>(ids.begin(), ids.end()));
 }
 
-std::shared_ptr<const infer::TokenTrie> CompletionService::token_trie() {
-  std::call_once(trie_once_, [&] { trie_ = infer::TokenTrie::of(tokenizer_); });
+std::shared_ptr<const grammar::TokenTrie> CompletionService::token_trie() {
+  std::call_once(trie_once_, [&] { trie_ = grammar::TokenTrie::of(tokenizer_); });
   return trie_;
 }
 
@@ -223,7 +223,7 @@ std::vector<std::shared_ptr<Completion>> CompletionService::start(const Completi
                              .on_logprobs = nullptr,
                              .top_logprobs = std::max<int64_t>(r.top_logprobs, 0)};
     if (r.grammar)  // each choice walks the grammar on its own
-      sequence.constraint = std::make_shared<infer::GrammarConstraint>(r.grammar, token_trie(), stop.eos_ids);
+      sequence.constraint = std::make_shared<grammar::GrammarConstraint>(r.grammar, token_trie(), stop.eos_ids);
     if (r.top_logprobs >= 0)
       sequence.on_logprobs = [completion](const infer::TokenLogprobs& l) { completion->on_logprobs(l); };
     if (r.top_logprobs >= 0 && r.echo)

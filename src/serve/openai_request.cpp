@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "nanoformer/core/error.h"
-#include "nanoformer/infer/grammar_matcher.h"
-#include "nanoformer/infer/json_schema_grammar.h"
+#include "nanoformer/grammar/matcher.h"
+#include "nanoformer/grammar/json_schema.h"
 #include "nanoformer/serve/api_error.h"
 #include "nanoformer/serve/json_depth.h"
 #include "nanoformer/serve/tool_request.h"
@@ -202,10 +202,10 @@ int64_t parse_logprobs(const json& body, Endpoint endpoint) {
 // GBNF text compiled, and its first state expanded (the step that meets a grammar's depth and
 // ambiguity first); a fault, a grammar over a budget included, is a 400 naming `param` and the
 // compiler's or the matcher's one line.
-std::shared_ptr<const infer::Grammar> compile(const std::string& gbnf, const std::string& param) {
+std::shared_ptr<const grammar::Grammar> compile(const std::string& gbnf, const std::string& param) {
   try {
-    auto grammar = std::make_shared<const infer::Grammar>(infer::compile_gbnf(gbnf));
-    infer::GrammarMatcher{grammar};
+    auto grammar = std::make_shared<const grammar::Grammar>(grammar::compile_gbnf(gbnf));
+    grammar::GrammarMatcher{grammar};
     return grammar;
   } catch (const Error& e) {
     throw invalid_request(param, "'" + param + "': " + e.what());
@@ -213,7 +213,7 @@ std::shared_ptr<const infer::Grammar> compile(const std::string& gbnf, const std
 }
 
 // The grammar that response_format or grammar asks for; null for free text.
-std::shared_ptr<const infer::Grammar> parse_grammar(const json& body, std::string_view text) {
+std::shared_ptr<const grammar::Grammar> parse_grammar(const json& body, std::string_view text) {
   const auto format = body.find("response_format");
   const auto grammar = body.find("grammar");
   const bool has_format = format != body.end() && !format->is_null();
@@ -228,7 +228,7 @@ std::shared_ptr<const infer::Grammar> parse_grammar(const json& body, std::strin
     throw invalid_request("response_format", "'response_format' must be an object with a string 'type', got " + format->dump().substr(0, 80));
   const std::string type = (*format)["type"].get<std::string>();
   if (type == "text") return nullptr;
-  if (type == "json_object") return compile(infer::json_object_gbnf(), "response_format");
+  if (type == "json_object") return compile(grammar::json_object_gbnf(), "response_format");
   if (type != "json_schema")
     throw invalid_request("response_format.type", "'response_format.type' is \"" + type +
                                                       "\": the types are text, json_object and json_schema");
@@ -243,7 +243,7 @@ std::shared_ptr<const infer::Grammar> parse_grammar(const json& body, std::strin
   std::string gbnf;
   try {  // parsed again keeping the properties' order, which the output follows
     const auto ordered = nlohmann::ordered_json::parse(text);
-    gbnf = infer::json_schema_to_gbnf(ordered["response_format"]["json_schema"]["schema"]);
+    gbnf = grammar::json_schema_to_gbnf(ordered["response_format"]["json_schema"]["schema"]);
   } catch (const Error& e) {
     throw invalid_request("response_format.json_schema.schema", std::string("'response_format.json_schema.schema': ") + e.what());
   }

@@ -6,7 +6,7 @@
 #include <set>
 
 #include "nanoformer/core/error.h"
-#include "nanoformer/infer/json_schema_grammar.h"
+#include "nanoformer/grammar/json_schema.h"
 #include "nanoformer/serve/api_error.h"
 
 namespace nf::serve {
@@ -107,7 +107,7 @@ std::string tool_call_gbnf(const ToolRequest& r) {
     if (r.choice == ToolChoice::function && name != r.function) continue;
     const std::string rule = "tool-" + std::to_string(i) + "-arguments";
     try {  // no parameters: any object
-      rules += infer::json_schema_rules(function.contains("parameters") ? function["parameters"] : json{{"type", "object"}}, rule);
+      rules += grammar::json_schema_rules(function.contains("parameters") ? function["parameters"] : json{{"type", "object"}}, rule);
     } catch (const Error& e) {
       const std::string param = "tools[" + std::to_string(i) + "].function.parameters";
       throw invalid_request(param, "'" + param + "': " + e.what());
@@ -116,7 +116,7 @@ std::string tool_call_gbnf(const ToolRequest& r) {
              literal("}\n</tool_call>");
   }
   return std::string("root ::= tool-call") + (r.parallel ? " ( \"\\n\" tool-call )*" : "") + "\ntool-call ::= " + calls + "\n" +
-         rules + infer::json_shared_rules();
+         rules + grammar::json_shared_rules();
 }
 
 }  // namespace nf::serve

@@ -70,11 +70,11 @@ GrpoStep::GrpoStep(const TrainConfig& config)
     : config_(config), loss_options_(loss_options(config.grpo, config.grpo.max_new_tokens)),
       verifier_(config.grpo) {
   const std::string& path = config_.data.train_paths.at(0);
-  records_ = load_task_records(path, TaskLayout::gsm8k);
+  records_ = eval::load_task_records(path, eval::TaskLayout::gsm8k);
   tokenizer_ = tokenizer::load_tokenizer(config_.data.tokenizer);
-  for (const TaskRecord& r : records_) {
+  for (const eval::TaskRecord& r : records_) {
     std::vector<int64_t> ids;
-    for (tokenizer::TokenId id : tokenizer_->encode(task_context(r, {}))) ids.push_back(static_cast<int64_t>(id));
+    for (tokenizer::TokenId id : tokenizer_->encode(eval::task_context(r, {}))) ids.push_back(static_cast<int64_t>(id));
     const auto n = static_cast<int64_t>(ids.size());
     NF_CHECK(n + config_.grpo.max_new_tokens <= config_.data.context, "train: ", path, ":", r.line, ": the prompt's ",
              n, " tokens and --max-new-tokens ", config_.grpo.max_new_tokens, " exceed --context ",
@@ -98,7 +98,7 @@ GrpoRollouts GrpoStep::rollout(models::DecoderLM& policy, int64_t step) const {
   std::vector<size_t> chosen;
   for (int64_t i = 0; i < B; ++i) {
     const int64_t k = batch * B + i;
-    chosen.push_back(fewshot_indices(config_.data.seed, static_cast<uint64_t>(k / N), static_cast<size_t>(N),
+    chosen.push_back(eval::fewshot_indices(config_.data.seed, static_cast<uint64_t>(k / N), static_cast<size_t>(N),
                                      static_cast<size_t>(N))[static_cast<size_t>(k % N)]);
   }
   const auto start = std::chrono::steady_clock::now();
@@ -186,8 +186,8 @@ GrpoRollouts GrpoStep::rollout(models::DecoderLM& policy, int64_t step) const {
   // rewards and advantages
   const std::string& path = config_.data.train_paths.at(0);
   for (int64_t r = 0; r < R; ++r) {
-    const TaskRecord& record = records_[chosen[static_cast<size_t>(r / G)]];
-    out.rewards.push_back(verifier_.reward(record, task_context(record, {}), out.completions[static_cast<size_t>(r)],
+    const eval::TaskRecord& record = records_[chosen[static_cast<size_t>(r / G)]];
+    out.rewards.push_back(verifier_.reward(record, eval::task_context(record, {}), out.completions[static_cast<size_t>(r)],
                                            path + ":" + std::to_string(record.line)));
   }
   const std::vector<double> advantages =

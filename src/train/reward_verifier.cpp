@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "nanoformer/core/error.h"
-#include "nanoformer/train/answer_extraction.h"
+#include "nanoformer/eval/answer_extraction.h"
 
 namespace nf::train {
 namespace {
@@ -146,10 +146,10 @@ RewardVerifier::RewardVerifier(const GrpoOptions& options)
              command_.empty() ? "empty" : command_[0] + " is not an executable program (no such file, or not in PATH)");
 }
 
-double RewardVerifier::reward(const TaskRecord& record, const std::string& prompt, const std::string& completion,
+double RewardVerifier::reward(const eval::TaskRecord& record, const std::string& prompt, const std::string& completion,
                               const std::string& where) const {
   if (kind_ == "numeric") {
-    const std::optional<std::string> extracted = extract_answer(completion);
+    const std::optional<std::string> extracted = eval::extract_answer(completion);
     return extracted && *extracted == record.answer ? 1.0 : 0.0;
   }
   if (kind_ == "exact") return trimmed(completion) == trimmed(record.answer) ? 1.0 : 0.0;

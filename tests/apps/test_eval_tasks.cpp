@@ -12,7 +12,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "nanoformer/train/answer_extraction.h"
+#include "nanoformer/eval/answer_extraction.h"
 #include "support/cli_test.h"
 
 namespace nf {
@@ -206,14 +206,14 @@ TEST_F(EvalTasksTest, BenchmarkReportsCombineIntoATableAndAChartAcrossCheckpoint
 }
 
 TEST(AnswerExtraction, HashesFirstThenTheLastNumber) {
-  EXPECT_EQ(train::extract_answer("so 3 + 4 = 7\n#### 7").value(), "7");
-  EXPECT_EQ(train::extract_answer("#### $1,234.").value(), "1234");
-  EXPECT_EQ(train::extract_answer("#### -5 apples, not 6").value(), "-5");
-  EXPECT_EQ(train::extract_answer("she has 12 apples and gives 5, so 7.").value(), "7");
-  EXPECT_EQ(train::extract_answer("costs $1,000 in total").value(), "1000");
-  EXPECT_EQ(train::extract_answer("#### none, but 8").value(), "8");
-  EXPECT_FALSE(train::extract_answer("no digits here.").has_value());
-  EXPECT_EQ(train::normalize_answer(" 1,234. "), "1234");
+  EXPECT_EQ(eval::extract_answer("so 3 + 4 = 7\n#### 7").value(), "7");
+  EXPECT_EQ(eval::extract_answer("#### $1,234.").value(), "1234");
+  EXPECT_EQ(eval::extract_answer("#### -5 apples, not 6").value(), "-5");
+  EXPECT_EQ(eval::extract_answer("she has 12 apples and gives 5, so 7.").value(), "7");
+  EXPECT_EQ(eval::extract_answer("costs $1,000 in total").value(), "1000");
+  EXPECT_EQ(eval::extract_answer("#### none, but 8").value(), "8");
+  EXPECT_FALSE(eval::extract_answer("no digits here.").has_value());
+  EXPECT_EQ(eval::normalize_answer(" 1,234. "), "1234");
 }
 
 }  // namespace

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <limits>
 
-#include "ops/cpu/attention.h"  // the tile sizes, to choose lengths across tile borders
+#include "ops/cpu/attention/attention.h"  // the tile sizes, to choose lengths across tile borders
 #include "support/attention_parity.h"
 #include "support/testing.h"
 
@@ -36,7 +36,7 @@ const Geometry kGeometries[] = {
     {"cache_decode", 1, 2, 1, 5, kTile + 9, 8},
     {"more_queries_than_keys", 1, 2, 2, kTile + 10, 7, 8},
     {"exact_tiles", 1, 2, 2, 2 * kTile, 2 * kTile, 8},
-    // decoding's kernel (ops/cpu/attention_decode.h: f32, Tq x H / Hkv <= 16): head dims of 1, 2, 4
+    // decoding's kernel (ops/cpu/attention/attention_decode.h: f32, Tq x H / Hkv <= 16): head dims of 1, 2, 4
     // and 8 vector widths and one that is none, key counts off multiples of 4
     {"decode_gqa_d64", 2, 8, 2, 1, 133, 64},
     {"decode_mha_d128", 1, 3, 3, 2, 70, 128},

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <string>
 
-#include "ops/cpu/attention.h"         // the tile sizes, to choose lengths across tile borders
-#include "ops/cpu/attention_decode.h"  // which geometries decoding's kernel takes
+#include "ops/cpu/attention/attention.h"         // the tile sizes, to choose lengths across tile borders
+#include "ops/cpu/attention/attention_decode.h"  // which geometries decoding's kernel takes
 #include "support/attention_parity.h"
 #include "support/testing.h"
 

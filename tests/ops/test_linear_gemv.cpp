@@ -1,11 +1,11 @@
-// linear's few-rows path (ops/cpu/gemv.h, the decode-time matrix-vector kernel) against a naive
+// linear's few-rows path (ops/cpu/matmul/gemv.h, the decode-time matrix-vector kernel) against a naive
 // f64 reference within the f32 error bound, against the sgemm path, across thread counts, with
 // strided and transposed operands, and its gradients.
 #include <cmath>
 
 #include "nanoformer/autograd/grad_mode.h"
 #include "nanoformer/core/parallel.h"
-#include "ops/cpu/gemv.h"
+#include "ops/cpu/matmul/gemv.h"
 #include "support/testing.h"
 #include "support/threads.h"
 

@@ -1,4 +1,4 @@
-// The prefill product over quantised weights (ops/cpu/quant_gemm.h) against the blockwise formula
+// The prefill product over quantised weights (ops/cpu/quant/quant_gemm.h) against the blockwise formula
 // in f64, y[i, j] = sum_b d_x (d_w sum_t q_x w_t + m_w sum_t q_x) (m_w: Q4_1's min, else 0),
 // within the rounding of its f32 sum, for Q8_0, Q4_0, Q5_0 and Q4_1 weights, at shapes that
 // are not multiples of the kernel's tiles, at the extreme integers of each type (where an i16
@@ -9,8 +9,8 @@
 #include <random>
 
 #include "nanoformer/core/parallel.h"
-#include "ops/cpu/quant_gemm.h"
-#include "ops/cpu/quant_rows.h"
+#include "ops/cpu/quant/quant_gemm.h"
+#include "ops/cpu/quant/quant_rows.h"
 #include "support/int8_isas.h"
 #include "support/testing.h"
 #include "support/threads.h"

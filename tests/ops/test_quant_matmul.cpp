@@ -1,4 +1,4 @@
-// The decode product over quantised weights (ops/cpu/quant_matmul.h) and linear(x, QuantizedTensor):
+// The decode product over quantised weights (ops/cpu/quant/quant_matmul.h) and linear(x, QuantizedTensor):
 // activation quantisation bit for bit against the reference Q8_0 rows, each per-block dot product
 // (AVX2 and scalar) against the formulas of quant_blocks.h decoded here independently, the product
 // against x's quantised values times the decoded weight in f64, and against the f32 linear within
@@ -11,10 +11,10 @@
 #include "nanoformer/autograd/grad_mode.h"
 #include "nanoformer/core/parallel.h"
 #include "nanoformer/ops/quantized.h"
-#include "ops/cpu/quant_blocks.h"
-#include "ops/cpu/quant_gemm.h"
-#include "ops/cpu/quant_matmul.h"
-#include "ops/cpu/quant_rows.h"
+#include "ops/cpu/quant/quant_blocks.h"
+#include "ops/cpu/quant/quant_gemm.h"
+#include "ops/cpu/quant/quant_matmul.h"
+#include "ops/cpu/quant/quant_rows.h"
 #include "support/testing.h"
 #include "support/threads.h"
 

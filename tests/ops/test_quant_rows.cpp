@@ -13,8 +13,8 @@
 #include <sstream>
 
 #include "nanoformer/ops/quantized.h"
-#include "ops/cpu/quant_blocks.h"
-#include "ops/cpu/quant_rows.h"
+#include "ops/cpu/quant/quant_blocks.h"
+#include "ops/cpu/quant/quant_rows.h"
 #include "support/testing.h"
 
 namespace nf {

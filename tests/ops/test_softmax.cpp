@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "ops/cpu/vector_math.h"  // the f32 exp the kernels use (internal, header-only)
+#include "ops/cpu/simd/vector_math.h"  // the f32 exp the kernels use (internal, header-only)
 #include "support/testing.h"
 
 namespace nf {

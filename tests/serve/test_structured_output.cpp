@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "nanoformer/core/generator.h"
-#include "nanoformer/infer/json_schema_grammar.h"
+#include "nanoformer/grammar/json_schema.h"
 #include "nanoformer/serve/scheduler.h"
 
 namespace nf::serve {
@@ -99,14 +99,14 @@ SequenceOutcome wait(Sampled& run) {
   return f.get();
 }
 
-SequenceRequest constrained(Sampled& run, const std::string& gbnf, const std::shared_ptr<const infer::TokenTrie>& trie,
+SequenceRequest constrained(Sampled& run, const std::string& gbnf, const std::shared_ptr<const grammar::TokenTrie>& trie,
                             infer::SamplerConfig sampler, int64_t top_logprobs = 0) {
   SequenceRequest r{.prompt = {5, 9, 13},
                     .sampler = sampler,
                     .stop = {.eos_ids = {kEnd}, .stop_strings = {}, .max_new_tokens = 400},
                     .on_token = [&run](int64_t id) { run.tokens.push_back(id); return true; },
                     .on_done = [&run](const SequenceOutcome& o) { run.done.set_value(o); }};
-  r.constraint = std::make_shared<infer::GrammarConstraint>(std::make_shared<const infer::Grammar>(infer::compile_gbnf(gbnf)),
+  r.constraint = std::make_shared<grammar::GrammarConstraint>(std::make_shared<const grammar::Grammar>(grammar::compile_gbnf(gbnf)),
                                                             trie, std::vector<int64_t>{kEnd});
   if (top_logprobs > 0) {
     r.top_logprobs = top_logprobs;
@@ -124,14 +124,14 @@ std::string text(const std::vector<int64_t>& tokens, const std::vector<std::stri
 TEST(StructuredOutput, SeededSamplesUnderASchemaAlwaysParseAndValidate) {
   const auto model = random_model(512);
   const std::vector<std::string> v = vocab();
-  const auto trie = std::make_shared<const infer::TokenTrie>(v);
+  const auto trie = std::make_shared<const grammar::TokenTrie>(v);
   const std::string schema_text = R"({"type": "object", "properties": {
       "name": {"type": "string", "maxLength": 6}, "age": {"type": "integer"},
       "tags": {"type": "array", "items": {"enum": ["x", "y"]}, "maxItems": 3},
       "ok": {"type": "boolean"}, "extra": {"anyOf": [{"type": "null"}, {"type": "number"}]}},
       "required": ["name", "age"], "additionalProperties": false})";
   const json schema = json::parse(schema_text);
-  const std::string gbnf = infer::json_schema_to_gbnf(nlohmann::ordered_json::parse(schema_text));
+  const std::string gbnf = grammar::json_schema_to_gbnf(nlohmann::ordered_json::parse(schema_text));
   constexpr int kSamples = 24;
   std::vector<Sampled> runs(kSamples);
   {
@@ -160,7 +160,7 @@ TEST(StructuredOutput, SeededSamplesUnderASchemaAlwaysParseAndValidate) {
 TEST(StructuredOutput, LogprobsAreThoseOfTheConstrainedDistribution) {
   const auto model = random_model(512);
   const std::vector<std::string> v = vocab();
-  const auto trie = std::make_shared<const infer::TokenTrie>(v);
+  const auto trie = std::make_shared<const grammar::TokenTrie>(v);
   Sampled run;
   {
     Scheduler scheduler(*model, {.parallel = 1, .max_queue = 1, .context = 0});
@@ -190,7 +190,7 @@ TEST(StructuredOutput, LogprobsAreThoseOfTheConstrainedDistribution) {
 TEST(StructuredOutput, AGrammarThatCanOnlyEndStopsTheSequence) {
   const auto model = random_model(64);
   const std::vector<std::string> v = vocab();
-  const auto trie = std::make_shared<const infer::TokenTrie>(v);
+  const auto trie = std::make_shared<const grammar::TokenTrie>(v);
   Sampled run;
   {
     Scheduler scheduler(*model, {.parallel = 1, .max_queue = 1, .context = 0});

@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "nanoformer/ops/attention.h"
-#include "ops/cpu/attention.h"  // the tile sizes, to choose lengths across tile borders
+#include "ops/cpu/attention/attention.h"  // the tile sizes, to choose lengths across tile borders
 #include "support/testing.h"
 
 namespace nf::testing {

@@ -1,9 +1,9 @@
 #pragma once
-// Running a computation on each int8 instruction set the CPU has (ops/cpu/int8_isa.h), for tests
+// Running a computation on each int8 instruction set the CPU has (ops/cpu/quant/int8_isa.h), for tests
 // that they all give the same bits.
 #include <vector>
 
-#include "ops/cpu/int8_isa.h"
+#include "ops/cpu/quant/int8_isa.h"
 
 namespace nf::testing {
 

@@ -1,7 +1,7 @@
 #pragma once
 // The mean next-token loss of a language model over windows of a token stream, computed by hand
 // from the model's logits (log-sum-exp in double, one window per forward pass), as the reference
-// for nanoformer eval (train/perplexity.h): window k has inputs stream[kL, kL + L) and targets
+// for nanoformer eval (eval/perplexity.h): window k has inputs stream[kL, kL + L) and targets
 // stream[kL + 1, kL + L + 1).
 #include <cmath>
 #include <cstdint>

@@ -14,7 +14,7 @@
 
 #include "nanoformer/io/gguf.h"
 #include "nanoformer/tokenizer/gguf_tokenizer.h"
-#include "nanoformer/tokenizer/jinja.h"
+#include "nanoformer/jinja/template.h"
 #include "support/testing.h"
 #include "tokenizer/fixtures.h"
 

@@ -209,7 +209,7 @@ TEST_F(GrpoRolloutTest, TheLossGradientIsReinforceOnTheSampledTokensAtTheTempera
 }
 
 TEST(RewardVerifier, BuiltInVerifiersMatchTheAnswer) {
-  TaskRecord record;
+  eval::TaskRecord record;
   record.answer = "1234";
   GrpoOptions o;
   const RewardVerifier numeric(o);
@@ -229,7 +229,7 @@ TEST(RewardVerifier, ACommandReadsTheRecordOnStdin) {
   EXPECT_EQ(run_command({"false"}, "", 5.0).exit_status, 1);
   EXPECT_TRUE(run_command({"sleep", "5"}, "", 0.1).timed_out);
   EXPECT_THROW_WITH(run_command({"/no/such/program"}, "", 1.0), "cannot run /no/such/program: No such file or directory");
-  TaskRecord record;
+  eval::TaskRecord record;
   record.answer = "7";
   GrpoOptions o;
   o.verifier = "command";

@@ -10,7 +10,7 @@
 //
 // This is the one seam between ops and kernels: no op names a device's kernel except to fill its
 // table. Each device's entry chooses among that device's own kernels from the problem it is given
-// (src/ops/cpu/linear.h, attention_decode.h); op kinds and problem structs are device-neutral
+// (src/ops/cpu/matmul/linear.h, attention_decode.h); op kinds and problem structs are device-neutral
 // (src/ops/problems/). A second backend provides, for every table, one function of the table's
 // signature in its `.cuda` slot, and is chosen by the tensors' device; its tensors' storage is its own.
 #include <utility>

@@ -2,7 +2,7 @@
 // Weight storage types of llama.cpp (ggml), numbered as GGUF numbers them: F32 and the 16-bit
 // floats, and the block-quantised types, where a row of `cols` values is cut into blocks of
 // block_size values and each block is stored as block_bytes bytes (scales + packed integers).
-// The layouts and formulas of each block are in src/ops/cpu/quant_blocks.h.
+// The layouts and formulas of each block are in src/ops/cpu/quant/quant_blocks.h.
 #include <cstddef>
 #include <cstdint>
 #include <optional>

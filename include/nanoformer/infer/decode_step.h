@@ -14,7 +14,7 @@
 #include <span>
 #include <vector>
 
-#include "nanoformer/infer/grammar_constraint.h"
+#include "nanoformer/grammar/constraint.h"
 #include "nanoformer/infer/sampler.h"
 #include "nanoformer/infer/stop_criteria.h"
 #include "nanoformer/models/decoder_lm.h"
@@ -74,12 +74,12 @@ struct SampledToken {
 SampledToken sample_step(Sampler& sampler, std::span<const float> logits, std::vector<int64_t>& history,
                          const StopCriteria& stop, int64_t count, const OnToken& on_token);
 
-// A grammar's part in a step (infer/grammar_constraint.h), around sample_step: the row to sample
+// A grammar's part in a step (grammar/constraint.h), around sample_step: the row to sample
 // from (the logits masked into `masked`, or as they are without a constraint), and after the
 // token, the constraint moved past it and the reason to stop (end_of_sequence once only the end
 // can follow).
-std::span<const float> constrained_row(GrammarConstraint* constraint, std::span<const float> logits,
+std::span<const float> constrained_row(grammar::GrammarConstraint* constraint, std::span<const float> logits,
                                        std::vector<float>& masked);
-StopReason after_constrained_token(GrammarConstraint* constraint, int64_t id, StopReason reason);
+StopReason after_constrained_token(grammar::GrammarConstraint* constraint, int64_t id, StopReason reason);
 
 }  // namespace nf::infer

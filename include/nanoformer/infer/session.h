@@ -41,7 +41,7 @@ class Session {
   // its length and the context) or holds an id outside the vocabulary. With a `constraint`, every
   // token keeps the output within its grammar, which ends generation where only the end can follow.
   GenerationResult generate(const std::vector<int64_t>& sequence, Sampler& sampler, const StopCriteria& stop,
-                            const OnToken& on_token = {}, GrammarConstraint* constraint = nullptr);
+                            const OnToken& on_token = {}, grammar::GrammarConstraint* constraint = nullptr);
 
   // Every token the cache holds, in order (the last sequence and what was generated after it, the
   // last sampled token excepted: it is fed only when the next call continues past it; after a

@@ -109,7 +109,7 @@ class CompletionService {
   std::vector<int64_t> prompt_ids(const CompletionRequest& request) const;
   // The tokenizer's vocabulary as a trie for grammar masks, built at the first constrained request
   // (special tokens left out: they are never part of structured output).
-  std::shared_ptr<const infer::TokenTrie> token_trie();
+  std::shared_ptr<const grammar::TokenTrie> token_trie();
 
   Scheduler& scheduler_;
   const tokenizer::Tokenizer& tokenizer_;
@@ -120,7 +120,7 @@ class CompletionService {
   bool split_reasoning_;
   std::atomic<int64_t> next_id_{1};
   std::once_flag trie_once_;
-  std::shared_ptr<const infer::TokenTrie> trie_;
+  std::shared_ptr<const grammar::TokenTrie> trie_;
 };
 
 }  // namespace nf::serve

@@ -22,8 +22,8 @@
 //   suffix              refused when set
 //   response_format     {"type": "text"}, {"type": "json_object"} (any JSON object) or {"type":
 //                       "json_schema", "json_schema": {"name", "schema", "strict"}}: constrained
-//                       decoding (infer/json_schema_grammar.h); a schema keyword not supported: 400
-//   grammar             llama.cpp's extension: GBNF text (infer/grammar.h); not with response_format
+//                       decoding (grammar/json_schema.h); a schema keyword not supported: 400
+//   grammar             llama.cpp's extension: GBNF text (grammar/grammar.h); not with response_format
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -31,7 +31,7 @@
 #include <string_view>
 #include <vector>
 
-#include "nanoformer/infer/grammar.h"
+#include "nanoformer/grammar/grammar.h"
 #include "nanoformer/infer/sampler.h"
 #include "nanoformer/serve/tool_request.h"
 #include "nanoformer/tokenizer/chat_template.h"
@@ -53,7 +53,7 @@ struct CompletionRequest {
   int64_t top_logprobs = -1;  // logprobs: -1 none; else each token's and this many most likely ones'
   int64_t n = 1;              // choices
   bool echo = false;          // completion: the prompt first in the answer
-  std::shared_ptr<const infer::Grammar> grammar;  // response_format, grammar or a forced tool call, compiled; null: free text
+  std::shared_ptr<const grammar::Grammar> grammar;  // response_format, grammar or a forced tool call, compiled; null: free text
   ToolRequest tool_use;                           // chat: the tools offered and tool_choice
 };
 

@@ -27,7 +27,7 @@
 #include <thread>
 #include <vector>
 
-#include "nanoformer/infer/grammar_constraint.h"
+#include "nanoformer/grammar/constraint.h"
 #include "nanoformer/infer/logprobs.h"
 #include "nanoformer/infer/sampler.h"
 #include "nanoformer/infer/stop_criteria.h"
@@ -80,7 +80,7 @@ struct SequenceRequest {
   // When set (structured output): each step's logits are masked to the ids the grammar allows
   // before sampling and before the logprobs (which are then those of the constrained
   // distribution); the sequence ends (end_of_sequence) once the grammar can only end.
-  std::shared_ptr<infer::GrammarConstraint> constraint = nullptr;
+  std::shared_ptr<grammar::GrammarConstraint> constraint = nullptr;
 };
 
 // The upper bounds (seconds) of the time-to-first-token histogram's buckets (/metrics), +Inf after them.

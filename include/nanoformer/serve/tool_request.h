@@ -34,7 +34,7 @@ ToolRequest parse_tool_request(const nlohmann::ordered_json& body);
 
 // The GBNF of the answer a forced request allows: one call (or, with parallel, one or more joined by
 // "\n"), <tool_call>\n{"name": "NAME", "arguments": ARGUMENTS}\n</tool_call>, NAME a tool's (the named
-// one's), ARGUMENTS JSON that validates against its parameters (infer/json_schema_grammar.h). A
+// one's), ARGUMENTS JSON that validates against its parameters (grammar/json_schema.h). A
 // schema keyword not supported: ApiError 400 naming tools[i].function.parameters.
 std::string tool_call_gbnf(const ToolRequest& request);
 

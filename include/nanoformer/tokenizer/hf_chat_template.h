@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "nanoformer/tokenizer/chat_template.h"
-#include "nanoformer/tokenizer/jinja.h"
+#include "nanoformer/jinja/template.h"
 
 namespace nf::tokenizer {
 

@@ -1,6 +1,6 @@
 #pragma once
 // GRPO's step (Shao et al. 2024), one object per run: the prompts of a gsm8k-layout task file
-// (train/task_records.h: "Question: ...\nAnswer:", the answer after "####"), batch_size of them a
+// (eval/task_records.h: "Question: ...\nAnswer:", the answer after "####"), batch_size of them a
 // step in a shuffled order (a new shuffle each pass), G completions each sampled from the policy
 // by the engine's batched decode (one DecoderLM::forward_cached over the R = B G sequences' caches
 // per token; temperature, top-k, stop strings, max new tokens), scored by the verifier
@@ -18,7 +18,7 @@
 #include "nanoformer/ops/policy_loss.h"
 #include "nanoformer/tokenizer/tokenizer.h"
 #include "nanoformer/train/reward_verifier.h"
-#include "nanoformer/train/task_records.h"
+#include "nanoformer/eval/task_records.h"
 #include "nanoformer/train/train_config.h"
 
 namespace nf::train {
@@ -66,7 +66,7 @@ class GrpoStep {
  private:
   TrainConfig config_;
   PolicyLossOptions loss_options_;
-  std::vector<TaskRecord> records_;
+  std::vector<eval::TaskRecord> records_;
   std::vector<std::vector<int64_t>> prompt_ids_;
   std::unique_ptr<tokenizer::Tokenizer> tokenizer_;
   RewardVerifier verifier_;

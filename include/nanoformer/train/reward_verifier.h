@@ -1,6 +1,6 @@
 #pragma once
 // GRPO's reward for one completion of a task record: built in, "numeric" (the final number
-// extracted as GSM8K is scored, train/answer_extraction.h, equals the record's answer: 1, else 0)
+// extracted as GSM8K is scored, eval/answer_extraction.h, equals the record's answer: 1, else 0)
 // and "exact" (the completion, surrounding white space trimmed, equals the answer: 1, else 0); or
 // "command": a program run without a shell for each completion, given on stdin
 //   {"prompt": "...", "completion": "...", "answer": "...", "target": "..."}
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "nanoformer/train/task_records.h"
+#include "nanoformer/eval/task_records.h"
 #include "nanoformer/train/train_config.h"
 
 namespace nf::train {
@@ -20,7 +20,7 @@ class RewardVerifier {
   // A command whose program cannot be found (a path with '/', else in PATH) is an nf::Error.
   explicit RewardVerifier(const GrpoOptions& options);
   // `where`: "FILE:LINE" of the record, for errors.
-  double reward(const TaskRecord& record, const std::string& prompt, const std::string& completion,
+  double reward(const eval::TaskRecord& record, const std::string& prompt, const std::string& completion,
                 const std::string& where) const;
 
  private:

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "ops/cpu/elementwise_loops.h"
-#include "ops/cpu/loops.h"
+#include "ops/cpu/loops/elementwise_loops.h"
+#include "ops/cpu/loops/loops.h"
 
 namespace nf::cpu {
 namespace {

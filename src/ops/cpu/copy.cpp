@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "ops/cpu/loops.h"
-#include "ops/cpu/scalar_convert.h"
+#include "ops/cpu/loops/loops.h"
+#include "ops/cpu/simd/scalar_convert.h"
 
 namespace nf::cpu {
 namespace {

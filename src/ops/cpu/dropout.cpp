@@ -1,7 +1,7 @@
 #include "ops/cpu/dropout.h"
 
 #include "nanoformer/core/generator.h"
-#include "ops/cpu/elementwise_loops.h"
+#include "ops/cpu/loops/elementwise_loops.h"
 
 namespace nf::cpu {
 

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <type_traits>
 
-#include "ops/cpu/elementwise_loops.h"
-#include "ops/cpu/scalar_convert.h"
+#include "ops/cpu/loops/elementwise_loops.h"
+#include "ops/cpu/simd/scalar_convert.h"
 
 namespace nf::cpu {
 namespace {

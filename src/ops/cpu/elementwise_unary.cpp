@@ -3,8 +3,8 @@
 #include <limits>
 
 #include "ops/cpu/elementwise.h"
-#include "ops/cpu/elementwise_loops.h"
-#include "ops/cpu/vector_math.h"
+#include "ops/cpu/loops/elementwise_loops.h"
+#include "ops/cpu/simd/vector_math.h"
 
 namespace nf::cpu {
 namespace {

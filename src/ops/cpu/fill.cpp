@@ -1,7 +1,7 @@
 #include "ops/cpu/fill.h"
 
-#include "ops/cpu/loops.h"
-#include "ops/cpu/scalar_convert.h"
+#include "ops/cpu/loops/loops.h"
+#include "ops/cpu/simd/scalar_convert.h"
 
 namespace nf::cpu {
 

@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "nanoformer/core/error.h"
-#include "ops/cpu/elementwise_loops.h"
-#include "ops/cpu/loops.h"
-#include "ops/cpu/reduce_loops.h"
+#include "ops/cpu/loops/elementwise_loops.h"
+#include "ops/cpu/loops/loops.h"
+#include "ops/cpu/loops/reduce_loops.h"
 
 namespace nf::cpu {
 namespace {

@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "ops/cpu/copy.h"
-#include "ops/cpu/loops.h"
+#include "ops/cpu/loops/loops.h"
 
 namespace nf::cpu {
 

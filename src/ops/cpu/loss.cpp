@@ -4,9 +4,9 @@
 #include <cmath>
 
 #include "nanoformer/core/error.h"
-#include "ops/cpu/elementwise_loops.h"
-#include "ops/cpu/row_reductions.h"
-#include "ops/cpu/vector_math.h"
+#include "ops/cpu/loops/elementwise_loops.h"
+#include "ops/cpu/simd/row_reductions.h"
+#include "ops/cpu/simd/vector_math.h"
 
 namespace nf::cpu {
 namespace {

@@ -1,7 +1,7 @@
 #include "ops/cpu/mlp_activation.h"
 
-#include "ops/cpu/elementwise_loops.h"
-#include "ops/cpu/vector_math.h"
+#include "ops/cpu/loops/elementwise_loops.h"
+#include "ops/cpu/simd/vector_math.h"
 
 namespace nf::cpu {
 namespace {

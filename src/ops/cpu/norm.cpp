@@ -6,9 +6,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "ops/cpu/elementwise_loops.h"
-#include "ops/cpu/row_reductions.h"
-#include "ops/cpu/vector_math.h"  // NF_INLINE_LAMBDA
+#include "ops/cpu/loops/elementwise_loops.h"
+#include "ops/cpu/simd/row_reductions.h"
+#include "ops/cpu/simd/vector_math.h"  // NF_INLINE_LAMBDA
 
 namespace nf::cpu {
 namespace {

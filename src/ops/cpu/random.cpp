@@ -4,8 +4,8 @@
 #include <numbers>
 
 #include "nanoformer/core/generator.h"
-#include "ops/cpu/loops.h"
-#include "ops/cpu/scalar_convert.h"
+#include "ops/cpu/loops/loops.h"
+#include "ops/cpu/simd/scalar_convert.h"
 
 namespace nf::cpu {
 

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <type_traits>
 
-#include "ops/cpu/elementwise_loops.h"
-#include "ops/cpu/reduce_loops.h"
+#include "ops/cpu/loops/elementwise_loops.h"
+#include "ops/cpu/loops/reduce_loops.h"
 
 namespace nf::cpu {
 namespace {

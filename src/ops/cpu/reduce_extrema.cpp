@@ -4,8 +4,8 @@
 #include <cmath>
 #include <type_traits>
 
-#include "ops/cpu/elementwise_loops.h"
-#include "ops/cpu/reduce_loops.h"
+#include "ops/cpu/loops/elementwise_loops.h"
+#include "ops/cpu/loops/reduce_loops.h"
 
 namespace nf::cpu {
 namespace {

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "ops/cpu/elementwise_loops.h"
-#include "ops/cpu/loops.h"
+#include "ops/cpu/loops/elementwise_loops.h"
+#include "ops/cpu/loops/loops.h"
 
 namespace nf::cpu {
 namespace {

@@ -5,8 +5,8 @@
 #include <numeric>
 #include <vector>
 
-#include "ops/cpu/elementwise_loops.h"
-#include "ops/cpu/loops.h"
+#include "ops/cpu/loops/elementwise_loops.h"
+#include "ops/cpu/loops/loops.h"
 
 namespace nf::cpu {
 

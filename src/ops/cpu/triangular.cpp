@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "ops/cpu/loops.h"
+#include "ops/cpu/loops/loops.h"
 
 namespace nf::cpu {
 

@@ -1,0 +1,471 @@
+#include "ops/cpu/attention/attention_decode.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "nanoformer/core/error.h"
+#include "ops/cpu/attention/attention_tiles.h"
+#include "ops/cpu/loops/loops.h"
+#include "ops/cpu/quant/quant_blocks.h"
+#include "ops/cpu/quant/quant_rows.h"
+#include "ops/cpu/simd/row_reductions.h"
+#include "ops/cpu/simd/simd.h"
+#include "ops/cpu/simd/vector_math.h"
+
+namespace nf::cpu {
+namespace {
+
+// The two products of one query row, over n keys of D values stored in rows ldk / ldv bytes apart:
+//   scores:        s_j = q . k_j
+//   weighted_sum:  out = scale sum_j p_j v_j
+using Scores = void (*)(const float* q, const unsigned char* k, int64_t ldk, int64_t n, int64_t D, float* s);
+using WeightedSum = void (*)(const float* p, const unsigned char* v, int64_t ldv, int64_t n, int64_t D, float scale,
+                             float* out);
+
+// The same for m query rows that share their keys (the heads of a KV head's group at one query
+// position): row r's scores go to s + r lds, its output to out[r]. A stored type whose values are
+// widened per load (Q8_0) converts each key once for several rows; f32 and the 16-bit floats take
+// the rows one at a time.
+struct RowProducts {
+  void (*scores)(const float* const* q, int64_t m, const unsigned char* k, int64_t ldk, int64_t n, int64_t D, float* s,
+                 int64_t lds);
+  void (*weighted_sum)(const float* const* p, int64_t m, const unsigned char* v, int64_t ldv, int64_t n, int64_t D,
+                       const float* scale, float* const* out);
+};
+
+template <Scores one>
+void scores_each_row(const float* const* q, int64_t m, const unsigned char* k, int64_t ldk, int64_t n, int64_t D,
+                     float* s, int64_t lds) {
+  for (int64_t r = 0; r < m; ++r) one(q[r], k, ldk, n, D, s + r * lds);
+}
+
+template <WeightedSum one>
+void weighted_sum_each_row(const float* const* p, int64_t m, const unsigned char* v, int64_t ldv, int64_t n, int64_t D,
+                           const float* scale, float* const* out) {
+  for (int64_t r = 0; r < m; ++r) one(p[r], v, ldv, n, D, scale[r], out[r]);
+}
+
+template <Scores scores, WeightedSum weighted_sum>
+RowProducts each_row() {
+  return {scores_each_row<scores>, weighted_sum_each_row<weighted_sum>};
+}
+
+// How rows of floating values are stored: T per value, `width` of them widened to floats by load.
+struct F32Values {
+  using T = float;
+  static Simd::V load(const T* p) { return Simd::load(p); }
+  static float value(T x) { return x; }
+};
+struct Bf16Values {
+  using T = uint16_t;
+  static Simd::V load(const T* p) { return Simd::load_bf16(p); }
+  static float value(T x) { return bf16_bits_to_float(x); }
+};
+struct F16Values {
+  using T = uint16_t;
+  static Simd::V load(const T* p) { return Simd::load_f16(p); }
+  static float value(T x) { return f16_to_float(x); }
+};
+
+template <class F>
+const typename F::T* values_at(const unsigned char* row) {
+  return reinterpret_cast<const typename F::T*>(row);
+}
+
+// The first n < width values of p, the rest zero.
+template <class F>
+Simd::V load_first(const typename F::T* p, int64_t n) {
+  if constexpr (std::is_same_v<F, F32Values>) {
+    return Simd::load_first(p, n);
+  } else {
+    float x[Simd::width] = {};
+    for (int64_t i = 0; i < n; ++i) x[i] = F::value(p[i]);
+    return Simd::load(x);
+  }
+}
+
+// Any D: one key at a time, the running sums in memory.
+template <class F>
+void scores_any(const float* q, const unsigned char* k, int64_t ldk, int64_t n, int64_t D, float* s) {
+  for (int64_t j = 0; j < n; ++j) {
+    const typename F::T* kj = values_at<F>(k + j * ldk);
+    Simd::V acc = Simd::zero();
+    int64_t d = 0;
+    for (; d + Simd::width <= D; d += Simd::width) acc = Simd::fma(Simd::load(q + d), F::load(kj + d), acc);
+    if (d < D) acc = Simd::fma(Simd::load_first(q + d, D - d), load_first<F>(kj + d, D - d), acc);
+    s[j] = Simd::sum(acc);
+  }
+}
+
+template <class F>
+void weighted_sum_any(const float* p, const unsigned char* v, int64_t ldv, int64_t n, int64_t D, float scale, float* out) {
+  std::fill_n(out, D, 0.0f);
+  for (int64_t j = 0; j < n; ++j) {
+    const typename F::T* vj = values_at<F>(v + j * ldv);
+    for (int64_t d = 0; d < D; ++d) out[d] += p[j] * F::value(vj[d]);
+  }
+  for (int64_t d = 0; d < D; ++d) out[d] *= scale;
+}
+
+// D = NV vector widths: q and the sums held in registers; four keys' dot products reduced together.
+template <class F, int NV>
+void scores_fixed(const float* q, const unsigned char* k, int64_t ldk, int64_t n, int64_t, float* s) {
+  Simd::V qv[NV];
+  for (int c = 0; c < NV; ++c) qv[c] = Simd::load(q + c * Simd::width);
+  const auto dot = [&](const unsigned char* row) {
+    const typename F::T* kj = values_at<F>(row);
+    Simd::V acc = Simd::zero();
+    for (int c = 0; c < NV; ++c) acc = Simd::fma(qv[c], F::load(kj + c * Simd::width), acc);
+    return acc;
+  };
+  int64_t j = 0;
+  for (; j + 4 <= n; j += 4)
+    Simd::sum4(dot(k + j * ldk), dot(k + (j + 1) * ldk), dot(k + (j + 2) * ldk), dot(k + (j + 3) * ldk), s + j);
+  for (; j < n; ++j) s[j] = Simd::sum(dot(k + j * ldk));
+}
+
+template <class F, int NV>
+void weighted_sum_fixed(const float* p, const unsigned char* v, int64_t ldv, int64_t n, int64_t, float scale, float* out) {
+  Simd::V even[NV], odd[NV];  // two chains of FMAs (even and odd keys) to hide their latency
+  for (int c = 0; c < NV; ++c) even[c] = odd[c] = Simd::zero();
+  int64_t j = 0;
+  for (; j + 2 <= n; j += 2) {
+    const Simd::V pe = Simd::broadcast(p[j]), po = Simd::broadcast(p[j + 1]);
+    const typename F::T *ve = values_at<F>(v + j * ldv), *vo = values_at<F>(v + (j + 1) * ldv);
+    for (int c = 0; c < NV; ++c) {
+      even[c] = Simd::fma(pe, F::load(ve + c * Simd::width), even[c]);
+      odd[c] = Simd::fma(po, F::load(vo + c * Simd::width), odd[c]);
+    }
+  }
+  if (j < n) {
+    const Simd::V pe = Simd::broadcast(p[j]);
+    const typename F::T* ve = values_at<F>(v + j * ldv);
+    for (int c = 0; c < NV; ++c) even[c] = Simd::fma(pe, F::load(ve + c * Simd::width), even[c]);
+  }
+  const Simd::V sv = Simd::broadcast(scale);
+  for (int c = 0; c < NV; ++c) Simd::store(out + c * Simd::width, (even[c] + odd[c]) * sv);
+}
+
+// Row r's sum over lanes to s[r lds + j] (four rows reduced together).
+template <int M>
+void store_sums(const Simd::V (&sums)[M], float* s, int64_t lds, int64_t j) {
+  if constexpr (M == 4) {
+    float out[4];
+    Simd::sum4(sums[0], sums[1], sums[2], sums[3], out);
+    for (int r = 0; r < 4; ++r) s[r * lds + j] = out[r];
+  } else {
+    for (int r = 0; r < M; ++r) s[r * lds + j] = Simd::sum(sums[r]);
+  }
+}
+
+// rows(std::integral_constant<int, M>, q, s) for the m query rows in groups of at most four
+template <class Rows>
+void in_fours(const float* const* q, int64_t m, float* s, int64_t lds, Rows rows) {
+  for (int64_t r = 0; r < m; r += 4, q += 4, s += 4 * lds) {
+    switch (std::min<int64_t>(4, m - r)) {
+      case 4: rows(std::integral_constant<int, 4>{}, q, s); break;
+      case 3: rows(std::integral_constant<int, 3>{}, q, s); break;
+      case 2: rows(std::integral_constant<int, 2>{}, q, s); break;
+      default: rows(std::integral_constant<int, 1>{}, q, s); break;
+    }
+  }
+}
+
+// The rows of a KV group over one key at a time, D = NV vector widths: each key's values are
+// widened once for all M <= 4 rows (4 rows' sums reduced together).
+template <class F, int NV, int M>
+void scores_float_rows(const float* const* q, const unsigned char* k, int64_t ldk, int64_t n, float* s, int64_t lds) {
+  for (int64_t j = 0; j < n; ++j) {
+    const typename F::T* kj = values_at<F>(k + j * ldk);
+    Simd::V acc[M];
+    for (int r = 0; r < M; ++r) acc[r] = Simd::zero();
+    for (int c = 0; c < NV; ++c) {
+      const Simd::V kc = F::load(kj + c * Simd::width);
+      for (int r = 0; r < M; ++r) acc[r] = Simd::fma(Simd::load(q[r] + c * Simd::width), kc, acc[r]);
+    }
+    store_sums<M>(acc, s, lds, j);
+  }
+}
+
+template <class F, int NV>
+void scores_float(const float* const* q, int64_t m, const unsigned char* k, int64_t ldk, int64_t n, int64_t, float* s,
+                  int64_t lds) {
+  in_fours(q, m, s, lds, [&](auto rows, const float* const* q4, float* s4) {
+    scores_float_rows<F, NV, decltype(rows)::value>(q4, k, ldk, n, s4, lds);
+  });
+}
+
+// out_r = scale_r sum_j p_r[j] v_j for M <= 2 rows, kChunk vector widths of v's columns at a time:
+// each v_j's chunk widened once for both rows (8 independent sums).
+constexpr int kChunk = 4;
+
+template <class F, int M>
+void weighted_sum_float_rows(const float* const* p, const unsigned char* v, int64_t ldv, int64_t n, int64_t D,
+                             const float* scale, float* const* out) {
+  for (int64_t d0 = 0; d0 < D; d0 += kChunk * Simd::width) {
+    Simd::V sums[M][kChunk];
+    for (int r = 0; r < M; ++r)
+      for (int c = 0; c < kChunk; ++c) sums[r][c] = Simd::zero();
+    for (int64_t j = 0; j < n; ++j) {
+      const typename F::T* vj = values_at<F>(v + j * ldv) + d0;
+      Simd::V x[kChunk];
+      for (int c = 0; c < kChunk; ++c) x[c] = F::load(vj + c * Simd::width);
+      for (int r = 0; r < M; ++r) {
+        const Simd::V w = Simd::broadcast(p[r][j]);
+        for (int c = 0; c < kChunk; ++c) sums[r][c] = Simd::fma(w, x[c], sums[r][c]);
+      }
+    }
+    for (int r = 0; r < M; ++r) {
+      const Simd::V sv = Simd::broadcast(scale[r]);
+      for (int c = 0; c < kChunk; ++c) Simd::store(out[r] + d0 + c * Simd::width, sums[r][c] * sv);
+    }
+  }
+}
+
+// Four rows at a time where the registers hold their 16 sums (AVX-512's 32), two on AVX2's 16: each
+// v_j widened once for all of them (an f16 cache of 1,024 keys, 8 heads over 2: 32.9 -> 29.9 us a
+// call on one Zen 4 thread, bench_attention).
+constexpr int kSumRows = Simd::width >= 16 ? 4 : 2;
+
+template <class F>
+void weighted_sum_float(const float* const* p, int64_t m, const unsigned char* v, int64_t ldv, int64_t n, int64_t D,
+                        const float* scale, float* const* out) {
+  int64_t r = 0;
+  if constexpr (kSumRows == 4)
+    for (; r + 4 <= m; r += 4) weighted_sum_float_rows<F, 4>(p + r, v, ldv, n, D, scale + r, out + r);
+  for (; r < m; r += 2) {
+    if (m - r >= 2) weighted_sum_float_rows<F, 2>(p + r, v, ldv, n, D, scale + r, out + r);
+    else weighted_sum_float_rows<F, 1>(p + r, v, ldv, n, D, scale + r, out + r);
+  }
+}
+
+template <class F>
+RowProducts float_row_products(int64_t D) {
+  const int64_t nv = D % Simd::width == 0 ? D / Simd::width : 0;
+  if (Simd::width > 1 && D % (kChunk * Simd::width) == 0 && nv <= 16) {
+    const auto grouped = [](auto scores) { return RowProducts{scores, weighted_sum_float<F>}; };
+    switch (nv) {
+      case 4: return grouped(scores_float<F, 4>);
+      case 8: return grouped(scores_float<F, 8>);
+      case 12: return grouped(scores_float<F, 12>);
+      case 16: return grouped(scores_float<F, 16>);
+      default: break;
+    }
+  }
+  switch (Simd::width > 1 ? nv : 0) {
+    case 1: return each_row<scores_fixed<F, 1>, weighted_sum_fixed<F, 1>>();
+    case 2: return each_row<scores_fixed<F, 2>, weighted_sum_fixed<F, 2>>();
+    case 4: return each_row<scores_fixed<F, 4>, weighted_sum_fixed<F, 4>>();
+    case 8: return each_row<scores_fixed<F, 8>, weighted_sum_fixed<F, 8>>();
+    default: return each_row<scores_any<F>, weighted_sum_any<F>>();
+  }
+}
+
+// Q8_0 rows (D a multiple of 32): each block's int8 values are widened to floats in registers once
+// for up to four query rows, and each row's products over the block summed, then scaled by its d:
+//   q . k = sum over blocks b of d_b sum_i q_bi x_bi
+constexpr int64_t kVectorsPerQ8Block = kQK8_0 / Simd::width;
+
+struct Q8Block {
+  Simd::V x[kVectorsPerQ8Block];
+  Simd::V d;
+  explicit Q8Block(const BlockQ8_0& block) : d(Simd::broadcast(f16_to_float(block.d))) {
+    for (int64_t c = 0; c < kVectorsPerQ8Block; ++c) x[c] = Simd::load_i8(block.qs + c * Simd::width);
+  }
+};
+
+template <int M>
+void scores_q8_0_rows(const float* const* q, const unsigned char* k, int64_t ldk, int64_t n, int64_t D, float* s,
+                      int64_t lds) {
+  const int64_t n_blocks = D / kQK8_0;
+  for (int64_t j = 0; j < n; ++j) {
+    const auto* blocks = reinterpret_cast<const BlockQ8_0*>(k + j * ldk);
+    Simd::V total[M];
+    for (int r = 0; r < M; ++r) total[r] = Simd::zero();
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      const Q8Block block(blocks[b]);
+      for (int r = 0; r < M; ++r) {
+        const float* qb = q[r] + b * kQK8_0;
+        Simd::V acc = Simd::zero();
+        for (int64_t c = 0; c < kVectorsPerQ8Block; ++c) acc = Simd::fma(Simd::load(qb + c * Simd::width), block.x[c], acc);
+        total[r] = Simd::fma(block.d, acc, total[r]);
+      }
+    }
+    store_sums<M>(total, s, lds, j);
+  }
+}
+
+void scores_q8_0(const float* const* q, int64_t m, const unsigned char* k, int64_t ldk, int64_t n, int64_t D, float* s,
+                 int64_t lds) {
+  in_fours(q, m, s, lds, [&](auto rows, const float* const* q4, float* s4) {
+    scores_q8_0_rows<decltype(rows)::value>(q4, k, ldk, n, D, s4, lds);
+  });
+}
+
+// out_r = scale_r sum_j p_r[j] v_j for M <= 2 rows, block by block of v's columns: v_j's block
+// adds (p_r[j] d) x to the block's sums of each row, its values widened once for both rows.
+template <int M>
+void weighted_sum_q8_0_rows(const float* const* p, const unsigned char* v, int64_t ldv, int64_t n, int64_t D,
+                            const float* scale, float* const* out) {
+  for (int64_t b = 0; b < D / kQK8_0; ++b) {
+    Simd::V sums[M][kVectorsPerQ8Block];
+    for (int r = 0; r < M; ++r)
+      for (int64_t c = 0; c < kVectorsPerQ8Block; ++c) sums[r][c] = Simd::zero();
+    for (int64_t j = 0; j < n; ++j) {
+      const BlockQ8_0& stored = reinterpret_cast<const BlockQ8_0*>(v + j * ldv)[b];
+      const float d = f16_to_float(stored.d);
+      Simd::V x[kVectorsPerQ8Block];
+      for (int64_t c = 0; c < kVectorsPerQ8Block; ++c) x[c] = Simd::load_i8(stored.qs + c * Simd::width);
+      for (int r = 0; r < M; ++r) {
+        const Simd::V w = Simd::broadcast(p[r][j] * d);
+        for (int64_t c = 0; c < kVectorsPerQ8Block; ++c) sums[r][c] = Simd::fma(w, x[c], sums[r][c]);
+      }
+    }
+    for (int r = 0; r < M; ++r) {
+      const Simd::V sv = Simd::broadcast(scale[r]);
+      for (int64_t c = 0; c < kVectorsPerQ8Block; ++c)
+        Simd::store(out[r] + b * kQK8_0 + c * Simd::width, sums[r][c] * sv);
+    }
+  }
+}
+
+void weighted_sum_q8_0(const float* const* p, int64_t m, const unsigned char* v, int64_t ldv, int64_t n, int64_t D,
+                       const float* scale, float* const* out) {
+  int64_t r = 0;
+  if constexpr (kSumRows == 4)
+    for (; r + 4 <= m; r += 4) weighted_sum_q8_0_rows<4>(p + r, v, ldv, n, D, scale + r, out + r);
+  for (; r < m; r += 2) {
+    if (m - r >= 2) {
+      weighted_sum_q8_0_rows<2>(p + r, v, ldv, n, D, scale + r, out + r);
+    } else {
+      weighted_sum_q8_0_rows<1>(p + r, v, ldv, n, D, scale + r, out + r);
+    }
+  }
+}
+
+RowProducts row_products(QuantType type, int64_t D) {
+  switch (type) {
+    case QuantType::f32: return float_row_products<F32Values>(D);
+    case QuantType::bf16: return float_row_products<Bf16Values>(D);
+    case QuantType::f16: return float_row_products<F16Values>(D);
+    case QuantType::q8_0:
+      NF_CHECK(D % kQK8_0 == 0, "attention: Q8_0 keys of head size ", D, ", not a multiple of ", kQK8_0);
+      return {scores_q8_0, weighted_sum_q8_0};
+    default: NF_FAIL("attention: keys and values stored as ", quant_type_name(type), " are not read by decoding's kernel");
+  }
+}
+
+}  // namespace
+
+KVRows kv_rows(const Tensor& t) {
+  constexpr int64_t f = sizeof(float);
+  return {static_cast<unsigned char*>(t.raw_data()), QuantType::f32, t.stride(0) * f,
+          t.stride(1) * f, t.stride(2) * f};
+}
+
+bool attention_decode_applies(const AttentionProblem& p, DType dtype) {
+  return dtype == DType::f32 && p.keep_prob >= 1.0 && p.Tq * (p.H / p.Hkv) <= kDecodeMaxRows;
+}
+
+bool attention_decode_reads(QuantType type) {
+  return type == QuantType::f32 || type == QuantType::f16 || type == QuantType::bf16 || type == QuantType::q8_0;
+}
+
+void attention_decode_forward(const AttentionProblem& p, const Tensor& q, const KVRows& k, const KVRows& v,
+                              const Tensor& out, const Tensor& lse) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  const attention_tiles::ScoreMasks<float> masks(p);
+  const int64_t D = p.D, group = p.H / p.Hkv, rows = group * p.Tq;
+  // query i scores only keys [first_key(i), end_key(i)): its causal diagonal ends them, a sliding
+  // window starts them (so a row holds at most `window` scores)
+  const auto first_key = [&](int64_t i) { return masks.key_begin(i); };
+  const auto end_key = [&](int64_t i) { return std::max(masks.key_end(i, 1), first_key(i)); };
+  int64_t row_len = 1;
+  for (int64_t i = 0; i < p.Tq; ++i) row_len = std::max(row_len, end_key(i) - first_key(i));
+  // row r of a task is query i = r % Tq of head h = hk group + r / Tq
+  const auto query = [&](const Tensor& t, int64_t b, int64_t h, int64_t i) {
+    return t.data<float>() + b * t.stride(0) + h * t.stride(1) + i * t.stride(2);
+  };
+  const RowProducts products = row_products(k.type, D), value_products = row_products(v.type, D);
+  float* L = lse.data<float>();
+  parallel_for(p.B * p.Hkv, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> s(static_cast<size_t>(rows * row_len)), scales(static_cast<size_t>(group));
+    std::vector<const float*> inputs(static_cast<size_t>(group));
+    std::vector<float*> outputs(static_cast<size_t>(group));
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t b = task / p.Hkv, hk = task % p.Hkv;
+      const unsigned char* k_rows = k.data + b * k.batch_stride + hk * k.head_stride;
+      const unsigned char* v_rows = v.data + b * v.batch_stride + hk * v.head_stride;
+      // the rows' scores first, so that the group's keys are read while they are in cache: the
+      // group's heads at query i share keys [first_key(i), end_key(i))
+      for (int64_t i = 0; i < p.Tq; ++i) {
+        const int64_t j0 = first_key(i);
+        for (int64_t g = 0; g < group; ++g) inputs[static_cast<size_t>(g)] = query(q, b, hk * group + g, i);
+        products.scores(inputs.data(), group, k_rows + j0 * k.row_stride, k.row_stride, end_key(i) - j0, D,
+                        s.data() + i * row_len, p.Tq * row_len);
+      }
+      for (int64_t i = 0; i < p.Tq; ++i) {
+        const int64_t j0 = first_key(i), keys = end_key(i) - j0;
+        int64_t attending = 0;  // rows with a key left after the masks
+        for (int64_t g = 0; g < group; ++g) {
+          const int64_t h = hk * group + g;
+          float* row = s.data() + (g * p.Tq + i) * row_len;
+          float* o = out.data<float>() + b * out.stride(0) + h * out.stride(1) + i * out.stride(2);
+          // p = e^(s - max s) after scale, bias and masks; out = p v / sum p, lse = max s + log sum p;
+          // a row whose keys are all masked gets out = 0, lse = +inf
+          masks.apply(row, keys, b, h, i, j0);
+          const float m = keys > 0 ? row_max(row, keys) : -kInf;
+          const float l = m == -kInf ? 0.0f : lane_sum<float>(keys, [&](int64_t c) { return row[c] = vmath::exp(row[c] - m); });
+          L[(b * p.H + h) * p.Tq + i] = l > 0.0f ? m + std::log(l) : kInf;
+          if (l > 0.0f) {
+            inputs[static_cast<size_t>(attending)] = row;
+            scales[static_cast<size_t>(attending)] = 1.0f / l;
+            outputs[static_cast<size_t>(attending++)] = o;
+          } else {
+            std::fill_n(o, D, 0.0f);
+          }
+        }
+        value_products.weighted_sum(inputs.data(), attending, v_rows + j0 * v.row_stride, v.row_stride, keys, D,
+                                    scales.data(), outputs.data());
+      }
+    }
+  });
+}
+
+void attention_cached_forward(const AttentionProblem& p, const Tensor& q, const KVRows& k, const KVRows& v,
+                              const Tensor& out, const Tensor& lse) {
+  if (attention_decode_applies(p, q.dtype()) && attention_decode_reads(k.type))
+    return attention_decode_forward(p, q, k, v, out, lse);
+  const Tensor keys = Tensor::empty({p.B, p.Hkv, p.Tk, p.D}), values = Tensor::empty({p.B, p.Hkv, p.Tk, p.D});
+  kv_read(keys, k);
+  kv_read(values, v);
+  attention_forward(p, q, keys, values, out, lse);
+}
+
+void kv_write(const KVRows& rows, const Tensor& x) {
+  const int64_t B = x.size(0), heads = x.size(1), T = x.size(2), D = x.size(3);
+  parallel_for(B * heads * T, kParallelGrain / D, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t b = r / (heads * T), h = r / T % heads, t = r % T;
+      const float* src = x.data<float>() + b * x.stride(0) + h * x.stride(1) + t * x.stride(2);
+      quantize_row(rows.type, src, rows.data + b * rows.batch_stride + h * rows.head_stride + t * rows.row_stride, D);
+    }
+  });
+}
+
+void kv_read(const Tensor& out, const KVRows& rows) {
+  const int64_t heads = out.size(1), n = out.size(2), D = out.size(3);
+  float* dst = out.data<float>();
+  parallel_for(out.size(0) * heads * n, kParallelGrain / D, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {  // r = (b heads + h) n + t: out's row order
+      const int64_t b = r / (heads * n), h = r / n % heads, t = r % n;
+      dequantize_row(rows.type, rows.data + b * rows.batch_stride + h * rows.head_stride + t * rows.row_stride,
+                     dst + r * D, D);
+    }
+  });
+}
+
+}  // namespace nf::cpu

@@ -1,0 +1,46 @@
+#pragma once
+// Attention for decoding: a few query rows per KV head (one new token, or a short chunk, after a
+// cached prefix). One task per (batch row, KV head) stacks the query rows of every head that shares
+// that KV head (grouped-query attention), so each cached key and value row is read once for all of
+// them, and the products are vectorised dot products and AXPYs instead of sgemm calls with M = 1
+// (whose packing costs more than the arithmetic). Keys and values are read where they are stored,
+// as f32, f16, bf16 or Q8_0 rows (a KV cache of that type, ops/quantized_kv.h), never converted
+// as a whole.
+#include "nanoformer/core/quant_type.h"
+#include "ops/cpu/attention/attention.h"
+
+namespace nf::cpu {
+
+inline constexpr int64_t kDecodeMaxRows = 16;
+
+// k or v (B, Hkv, Tk, D), f32 with the last dim contiguous, as rows.
+KVRows kv_rows(const Tensor& t);
+
+// Whether attention_decode_forward computes p: f32 queries, no dropout, Tq x (H / Hkv) <= kDecodeMaxRows.
+bool attention_decode_applies(const AttentionProblem& p, DType dtype);
+// Whether it reads keys and values stored as `type`: f32, f16, bf16 and Q8_0.
+bool attention_decode_reads(QuantType type);
+
+// attention_forward's contract (out and lse as there), with an exact two-pass softmax over each
+// row's keys: s = scale q k^T (+ bias, masks), p = e^(s - max s), out = p v / sum p.
+void attention_decode_forward(const AttentionProblem& p, const Tensor& q, const KVRows& k, const KVRows& v,
+                              const Tensor& out, const Tensor& lse);
+inline void attention_decode_forward(const AttentionProblem& p, const Tensor& q, const Tensor& k, const Tensor& v,
+                                     const Tensor& out, const Tensor& lse) {
+  attention_decode_forward(p, q, kv_rows(k), kv_rows(v), out, lse);
+}
+
+// The CPU entry of attention over a KV cache's rows (ops/attention_cache.cpp's table): the decoding
+// kernel on the rows in place where it applies and reads their type, else the fused kernel over
+// the first Tk columns dequantised. q f32 (B, H, Tq, D) with unit stride along D; out and lse as
+// attention_forward's.
+void attention_cached_forward(const AttentionProblem& p, const Tensor& q, const KVRows& k, const KVRows& v,
+                              const Tensor& out, const Tensor& lse);
+
+// A KV cache's rows (B, heads, n, D) written from x (B, heads, n, D) f32 with unit stride along D,
+// each row quantised to the rows' type; and read back into out (B, heads, n, D) f32 contiguous.
+// `rows` names column 0 of the columns written or read.
+void kv_write(const KVRows& rows, const Tensor& x);
+void kv_read(const Tensor& out, const KVRows& rows);
+
+}  // namespace nf::cpu

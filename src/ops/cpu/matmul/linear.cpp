@@ -1,0 +1,76 @@
+// The CPU entries of linear: the choice among the matrix-vector kernels, the GEMMs and dequantising.
+#include "ops/cpu/matmul/linear.h"
+
+#include <vector>
+
+#include "nanoformer/core/profile.h"
+#include "ops/cpu/elementwise.h"
+#include "ops/cpu/matmul/gemv.h"
+#include "ops/cpu/matmul/matmul.h"
+#include "ops/cpu/quant/quant_gemm.h"
+#include "ops/cpu/quant/quant_matmul.h"
+#include "ops/cpu/quant/quant_rows.h"
+
+namespace nf::cpu {
+namespace {
+
+// y += b, b broadcast over y's rows
+void add_bias(const Tensor& y, const Tensor& bias) {
+  if (bias.defined()) binary(BinaryOp::add, y, y, bias);
+}
+
+// x's rows (m, k), unit stride along k, quantised to Q8_0 blocks for quant_gemm
+std::vector<BlockQ8_0> quantized_activations(const Tensor& x) {
+  const profile::Scope timed("linear: quantise x");
+  std::vector<BlockQ8_0> xq(static_cast<size_t>(x.size(0) * (x.size(1) / kQK8_0)));
+  quantize_activation_blocks(x.data<float>(), x.stride(0), x.size(0), x.size(1), xq.data());
+  return xq;
+}
+
+// y = xq W^T + b on the register-blocked integer GEMM
+void gemm_rows(const Tensor& y, const std::vector<BlockQ8_0>& xq, int64_t m, const QuantizedTensor& w, const Tensor& bias) {
+  quant_gemm(w.type(), w.data(), w.rows(), w.cols(), xq.data(), m, y.data<float>(), w.rows());
+  add_bias(y, bias);
+}
+
+}  // namespace
+
+void linear(const Tensor& y, const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  if (gemv_applies(x, weight)) return linear_gemv(y, x, weight, bias);
+  matmul(y, x, weight.t());
+  add_bias(y, bias);
+}
+
+void linear(std::span<const GemvProduct> products, const Tensor& x) {
+  bool gemv = true;
+  for (const GemvProduct& p : products) gemv = gemv && gemv_applies(x, *p.weight);
+  if (gemv) return linear_gemv(products, x);
+  for (const GemvProduct& p : products) linear(*p.y, x, *p.weight, *p.bias);
+}
+
+void quant_linear(const Tensor& y, const Tensor& x, const QuantizedTensor& weight, const Tensor& bias) {
+  if (quant_gemv_applies(x, weight)) return quant_linear_gemv(y, x, weight, bias);
+  if (quant_gemm_supports(weight.type())) return gemm_rows(y, quantized_activations(x), x.size(0), weight, bias);
+  const Tensor w = Tensor::empty({weight.rows(), weight.cols()});
+  dequantize_rows(w, weight, 0, weight.rows());
+  linear(y, x, w, bias);
+}
+
+void quant_linear(std::span<const QuantGemvProduct> products, const Tensor& x) {
+  const bool few_rows = x.size(0) <= kQuantGemvMaxRows;
+  bool gemv = few_rows, gemm = !few_rows;
+  for (const QuantGemvProduct& p : products) {
+    const bool same_type = p.weight->type() == products[0].weight->type();
+    gemv = gemv && same_type && quant_gemv_applies(x, *p.weight);
+    gemm = gemm && same_type && quant_gemm_supports(p.weight->type());
+  }
+  if (gemv) return quant_linear_gemv(products, x);
+  if (gemm) {
+    const std::vector<BlockQ8_0> xq = quantized_activations(x);
+    for (const QuantGemvProduct& p : products) gemm_rows(*p.y, xq, x.size(0), *p.weight, *p.bias);
+    return;
+  }
+  for (const QuantGemvProduct& p : products) quant_linear(*p.y, x, *p.weight, *p.bias);
+}
+
+}  // namespace nf::cpu
