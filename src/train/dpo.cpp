@@ -84,6 +84,7 @@ class DpoObjective final : public TrainingObjective {
 
   int64_t rows_per_batch() const override { return 2 * config_.data.batch_size; }
   bool needs_reference() const override { return true; }
+  bool reads_pairs() const override { return true; }
   std::string describe() const override {
     std::string line = "dpo, " + preference_loss_name(config_.dpo.loss) + " loss, beta " + number(config_.dpo.beta);
     return line + ", reference: " + (in_.reference ? "the starting model (a frozen copy)" : "the base (LoRA adapters off)");

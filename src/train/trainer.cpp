@@ -104,7 +104,7 @@ Trainer::Trainer(TrainConfig config, TrainingData data, dist::Communicator* comm
            " exceeds the model's max_seq_len ", max_seq_len, ": give --context ", max_seq_len, " or less");
   config_.data.vocab_size = model_->config().vocab_size;
   objective_->prepare(*model_);  // a teacher: before the run's directory is made
-  config_.data.preference_pairs = config_.objective == Objective::dpo;
+  config_.data.preference_pairs = objective_->reads_pairs();
   config_.data.show_progress = !config_.quiet && is_root();
   if (!objective_->reads_batches()) {  // GRPO: prompts, not batches
     if (state_.data_files.empty()) state_.data_files = fingerprint_data_files(config_.data);

@@ -53,8 +53,10 @@ class TrainingObjective {
 
   // Rows of a micro-batch (the memory check's batch): batch_size, 2 x batch_size of DPO's pairs, ...
   virtual int64_t rows_per_batch() const;
-  // Whether the training data are the run's files as batches (false: the objective reads its own).
+  // Whether the training data are the run's files as batches (false: the objective reads its own),
+  // and whether those are preference pairs (data/sft_data.h: chosen and rejected rows).
   virtual bool reads_batches() const { return true; }
+  virtual bool reads_pairs() const { return false; }
   // Whether a frozen copy of the starting model is needed (with LoRA, the adapters off serve instead).
   virtual bool needs_reference() const { return false; }
   // Loads what the objective needs beside the policy (a teacher), checked against it; before the
