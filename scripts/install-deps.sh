@@ -23,6 +23,7 @@ packages=(
   libopenmpi-dev         # data-parallel training across processes (NF_MPI) ...
   openmpi-bin            # ... started by mpirun
   python3-venv           # the Python package's tests (scripts/test-python.sh)
+  iproute2               # ss: the server tests read a listening socket's backlog
   "$@"
 )
 

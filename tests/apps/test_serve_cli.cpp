@@ -503,9 +503,16 @@ TEST_F(ServeCliTest, MetricsCountRequestsTokensAndTheTimeToFirstToken) {
   EXPECT_EQ(client.Get("/v1/models/other")->status, 404);
   EXPECT_EQ(client.Get("/nowhere")->status, 404);
 
-  // a request is counted once its answer is written, which the client may see first: wait for it
+  // a request is counted once its answer is written, which the client may see first: wait for
+  // every one of them (on a loaded machine the 404s were once not counted yet)
+  const auto all_counted = [](const std::string& body) {
+    for (const char* line : {"endpoint=\"/v1/completions\",code=\"200\"", "endpoint=\"/v1/models/{id}\",code=\"404\"",
+                             "endpoint=\"other\",code=\"404\""})
+      if (body.find(line) == std::string::npos) return false;
+    return true;
+  };
   httplib::Result res = client.Get("/metrics");
-  for (int i = 0; i < 100 && res && res->body.find("endpoint=\"/v1/completions\",code=\"200\"") == std::string::npos; ++i) {
+  for (int i = 0; i < 100 && res && !all_counted(res->body); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     res = client.Get("/metrics");
   }
