@@ -4,13 +4,11 @@
 #include "nanoformer/ops/quantized.h"
 
 #include <algorithm>
-#include <cstring>
 #include <vector>
 
 #include "nanoformer/autograd/node.h"
 #include "nanoformer/core/dispatch.h"
 #include "nanoformer/core/error.h"
-#include "nanoformer/core/profile.h"
 #include "nanoformer/ops/elementwise.h"
 #include "nanoformer/ops/factory.h"
 #include "nanoformer/ops/matmul.h"
