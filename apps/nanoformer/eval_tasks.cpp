@@ -60,19 +60,18 @@ std::string generate_until(models::DecoderLM& model, const tokenizer::Tokenizer&
   if (static_cast<int64_t>(ids.size()) > window) ids.erase(ids.begin(), ids.end() - window);
   for (int64_t id : ids) NF_CHECK(id < V, "--task: token id ", id, " is not below the model's vocabulary size ", V);
   infer::CachedSequence sequence(model, 0, {.crop = true});
-  Tensor logits = sequence.feed(ids);
+  infer::Sampler argmax({.temperature = 0.0});
   infer::StopStringMatcher matcher(stop);
   std::string text;
-  for (int64_t count = 1;; ++count) {
-    const Tensor z = logits.to(DType::f32).contiguous();
-    const float* row = z.data<float>();
-    const int64_t id = std::max_element(row, row + V) - row;
+  const auto on_token = [&](int64_t id) {
     text += matcher.push(tok.token_bytes(static_cast<tokenizer::TokenId>(id)));
-    if (matcher.stopped()) return text;
-    if (count == a.max_new_tokens) return text + matcher.flush();
-    sequence.make_room(1);
-    logits = sequence.feed({id});
-  }
+    return !matcher.stopped();
+  };
+  infer::DecodeStream stream(sequence, argmax, {.max_new_tokens = a.max_new_tokens}, ids, nullptr, {.on_token = on_token});
+  stream.prefill(ids);
+  infer::DecodeStream* streams[] = {&stream};
+  infer::decode(streams);
+  return matcher.stopped() ? text : text + matcher.flush();
 }
 
 // One record's row of the report: its choices' scores, or its generation and exact match.

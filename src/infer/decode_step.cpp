@@ -1,86 +1,78 @@
-// A sequence in its KV cache, the context shift, and the sample -> stop step (infer/decode_step.h).
+// Streams decoded together, one token each per step (infer/decode_step.h).
 #include "nanoformer/infer/decode_step.h"
-
-#include <algorithm>
 
 #include "nanoformer/core/error.h"
 
 namespace nf::infer {
 
-CachedSequence::CachedSequence(models::DecoderLM& model, int64_t max_len, ContextShift shift, QuantType cache_type)
-    : model_(model), cache_(model.make_cache(1, max_len, cache_type)), shift_(shift) {
-  NF_CHECK(shift.keep >= 0, "--keep ", shift.keep, ": must be >= 0");
-  // keeping the whole context leaves nothing to drop: generation would end at the context's end
-  NF_CHECK(shift.keep < this->max_len(), "--keep ", shift.keep, " must be less than --context ", this->max_len(),
-           max_len == 0 ? " (the model's max_seq_len)" : "", ": the context shift drops what --keep leaves");
+DecodeStream::DecodeStream(CachedSequence& sequence, Sampler& sampler, StopCriteria stop, std::vector<int64_t> history,
+                           grammar::GrammarConstraint* constraint, StreamCallbacks callbacks)
+    : sequence_(&sequence),
+      sampler_(&sampler),
+      stop_(std::move(stop)),
+      history_(std::move(history)),
+      constraint_(constraint),
+      callbacks_(std::move(callbacks)) {}
+
+void DecodeStream::prefill(const std::vector<int64_t>& ids) {
+  const Tensor logits = sequence_->feed(ids).to(DType::f32).contiguous();
+  accept({logits.data<float>(), static_cast<size_t>(logits.numel())});
 }
 
-void CachedSequence::copy_from(const CachedSequence& other) {
-  cache_.copy_from(other.cache_);
-  tokens_ = other.tokens_;
-}
-
-void CachedSequence::reset() {
-  cache_.reset();
-  tokens_.clear();
-}
-
-int64_t CachedSequence::keep_common_prefix(const std::vector<int64_t>& sequence) {
-  const auto common = static_cast<int64_t>(
-      std::mismatch(tokens_.begin(), tokens_.end(), sequence.begin(), sequence.end()).first - tokens_.begin());
-  int64_t keep = std::min(common, static_cast<int64_t>(sequence.size()) - 1);
-  if (!cache_.can_truncate(keep)) keep = 0;  // a sliding-window ring no longer holds what that needs
-  cache_.truncate(keep);
-  tokens_.resize(static_cast<size_t>(keep));
-  return keep;
-}
-
-bool CachedSequence::make_room(int64_t n) {
-  const auto length = static_cast<int64_t>(tokens_.size());
-  const int64_t over = length + n - max_len();
-  if (over <= 0) return true;
-  // crop: just what must go; else the oldest half of what --keep leaves, at least what must go
-  const int64_t discard = shift_.crop ? over : std::max(over, (length - shift_.keep) / 2);
-  if (shift_.keep + discard > length) return false;
-  std::vector<int64_t> kept(tokens_.begin(), tokens_.begin() + shift_.keep);
-  kept.insert(kept.end(), tokens_.begin() + shift_.keep + discard, tokens_.end());
-  if (shift_.crop || !model_.shift_context(cache_, shift_.keep, discard)) {
-    cache_.reset();  // re-encode the kept tokens at their new positions
-    if (!kept.empty()) model_.forward_cached(Tensor::from_vector(kept, {1, static_cast<int64_t>(kept.size())}), cache_, true);
+void DecodeStream::accept(std::span<const float> logits) {
+  try {
+    std::span<const float> row = logits;  // the grammar's mask first: before the sampler and the logprobs
+    if (constraint_ != nullptr) {
+      masked_.assign(logits.begin(), logits.end());
+      constraint_->apply(masked_);
+      row = masked_;
+    }
+    const auto count = static_cast<int64_t>(generated_.size()) + 1;  // this token's number
+    const int64_t id = sampler_->next(row, history_, generated_.size());
+    history_.push_back(id);
+    generated_.push_back(id);
+    StopReason reason = stop_.after_token(id, count);
+    if (callbacks_.on_logprobs)
+      callbacks_.on_logprobs(token_logprobs(row, sampler_->config().vocab_limit, id, callbacks_.top_logprobs));
+    if (callbacks_.on_token && !callbacks_.on_token(id) && reason == StopReason::none) reason = StopReason::stop_string;
+    if (constraint_ != nullptr) {
+      constraint_->accept(id);
+      if (reason == StopReason::none && constraint_->finished()) reason = StopReason::end_of_sequence;
+    }
+    if (reason == StopReason::none && !sequence_->make_room(1)) reason = StopReason::context_full;
+    reason_ = reason;
+  } catch (...) {  // this stream's own failure (its sampler, its callbacks): it ends alone
+    error_ = std::current_exception();
   }
-  tokens_ = std::move(kept);
-  return true;
 }
 
-Tensor CachedSequence::feed(const std::vector<int64_t>& ids, bool all_positions) {
-  const auto T = static_cast<int64_t>(ids.size());
-  const Tensor logits = model_.forward_cached(Tensor::from_vector(ids, {1, T}), cache_, /*last_only=*/!all_positions);
-  fed(ids);
-  return logits;
+void decode_step(std::span<DecodeStream* const> streams) {
+  std::vector<DecodeStream*> running;
+  std::vector<CachedSequence*> sequences;
+  std::vector<std::vector<int64_t>> last;
+  for (DecodeStream* s : streams) {
+    if (!s->running()) continue;
+    NF_CHECK(!s->generated().empty(), "decode_step: a stream has not been prefilled");
+    running.push_back(s);
+    sequences.push_back(&s->sequence());
+    last.push_back({s->generated().back()});
+  }
+  if (running.empty()) return;
+  const Tensor logits = CachedSequence::feed(sequences, last).to(DType::f32).contiguous();
+  const int64_t vocab = logits.size(-1);
+  for (size_t i = 0; i < running.size(); ++i)
+    running[i]->accept({logits.data<float>() + static_cast<int64_t>(i) * vocab, static_cast<size_t>(vocab)});
 }
 
-std::span<const float> constrained_row(grammar::GrammarConstraint* constraint, std::span<const float> logits,
-                                       std::vector<float>& masked) {
-  if (constraint == nullptr) return logits;
-  masked.assign(logits.begin(), logits.end());
-  constraint->apply(masked);
-  return masked;
-}
-
-StopReason after_constrained_token(grammar::GrammarConstraint* constraint, int64_t id, StopReason reason) {
-  if (constraint == nullptr) return reason;
-  constraint->accept(id);
-  return reason == StopReason::none && constraint->finished() ? StopReason::end_of_sequence : reason;
-}
-
-SampledToken sample_step(Sampler& sampler, std::span<const float> logits, std::vector<int64_t>& history,
-                         const StopCriteria& stop, int64_t count, const OnToken& on_token) {
-  SampledToken t;
-  t.id = sampler.next(logits, history, static_cast<size_t>(count - 1));  // count - 1 generated so far
-  history.push_back(t.id);
-  t.reason = stop.after_token(t.id, count);
-  if (on_token && !on_token(t.id) && t.reason == StopReason::none) t.reason = StopReason::stop_string;
-  return t;
+void decode(std::span<DecodeStream* const> streams) {
+  const auto any_running = [&] {
+    for (const DecodeStream* s : streams)
+      if (s->running()) return true;
+    return false;
+  };
+  while (any_running()) decode_step(streams);
+  for (const DecodeStream* s : streams)
+    if (s->error()) std::rethrow_exception(s->error());
 }
 
 }  // namespace nf::infer

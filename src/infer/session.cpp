@@ -44,23 +44,15 @@ GenerationResult Session::generate(const std::vector<int64_t>& sequence, Sampler
   const int64_t keep = sequence_.keep_common_prefix(sequence);
   GenerationResult result;
   result.prompt_tokens = length - keep;
+  DecodeStream stream(sequence_, sampler, stop, sequence, constraint, {.on_token = on_token});
   auto start = std::chrono::steady_clock::now();
-  Tensor logits = sequence_.feed({sequence.begin() + keep, sequence.end()});
+  stream.prefill({sequence.begin() + keep, sequence.end()});
   result.prefill_seconds = seconds_since(start);
-
-  std::vector<int64_t> history = sequence;  // what the repetition penalty sees
-  std::vector<float> masked;
   start = std::chrono::steady_clock::now();
-  for (int64_t count = 1;; ++count) {
-    const std::span<const float> row =
-        constrained_row(constraint, {logits.data<float>(), static_cast<size_t>(vocab)}, masked);
-    const SampledToken t = sample_step(sampler, row, history, stop, count, on_token);
-    result.tokens.push_back(t.id);
-    result.reason = after_constrained_token(constraint, t.id, t.reason);
-    if (result.reason == StopReason::none && !sequence_.make_room(1)) result.reason = StopReason::context_full;
-    if (result.reason != StopReason::none) break;
-    logits = sequence_.feed({t.id});
-  }
+  DecodeStream* streams[] = {&stream};
+  decode(streams);
+  result.tokens = stream.generated();
+  result.reason = stream.reason();
   result.decode_seconds = seconds_since(start);
   return result;
 }

@@ -6,8 +6,8 @@
 
 #include "nanoformer/autograd/grad_mode.h"
 #include "nanoformer/core/error.h"
-#include "nanoformer/infer/prompt_ids.h"
 #include "nanoformer/infer/decode_step.h"
+#include "nanoformer/infer/prompt_ids.h"
 #include "nanoformer/ops/view.h"
 
 namespace nf::serve {
@@ -27,14 +27,20 @@ struct Scheduler::Prefill {
   std::vector<infer::TokenLogprobs> prompt_logprobs = {};  // with on_prompt_logprobs: those of the chunks so far
 };
 
+// A sequence past its prefill: its stream decodes a token per step (infer/decode_step.h).
 struct Scheduler::Running {
+  Running(SequenceRequest&& r, size_t slot_index, infer::CachedSequence& sequence, const SequenceOutcome& o)
+      : request(std::move(r)),
+        slot(slot_index),
+        sampler(request.sampler),
+        outcome(o),
+        stream(sequence, sampler, request.stop, request.prompt, request.constraint.get(),
+               {.on_token = request.on_token, .on_logprobs = request.on_logprobs, .top_logprobs = request.top_logprobs}) {}
   SequenceRequest request;
-  size_t slot = 0;
+  size_t slot;
   infer::Sampler sampler;
-  std::vector<int64_t> history;  // prompt and generated: what the repetition penalty reads
-  int64_t pending = 0;           // the last token sampled, fed at the next step
   SequenceOutcome outcome;
-  std::vector<float> masked = {};  // with a constraint: the row of logits it masked
+  infer::DecodeStream stream;  // refers to the slot's sequence, the sampler and the request's constraint
 };
 
 Scheduler::Scheduler(models::DecoderLM& model, const SchedulerOptions& options)
@@ -274,11 +280,7 @@ int64_t Scheduler::prefill_step(int64_t limit) {
       return n;
     }
   }
-  infer::Sampler sampler(request.sampler);
-  std::vector<int64_t> history = request.prompt;
-  const size_t slot = p.slot;
-  const SequenceOutcome outcome = p.outcome;
-  running_.push_back({std::move(request), slot, std::move(sampler), std::move(history), 0, outcome});
+  running_.emplace_back(std::move(request), p.slot, slots_[p.slot].sequence, p.outcome);
   prefilling_.pop_front();
   if (!generates) {  // the prompt only: it ends here
     running_.back().outcome.reason = infer::StopReason::max_new_tokens;
@@ -286,7 +288,9 @@ int64_t Scheduler::prefill_step(int64_t limit) {
     running_.pop_back();
     return n;
   }
-  if (!accept(running_.back(), logits.data<float>())) running_.pop_back();
+  Running& r = running_.back();
+  r.stream.accept({logits.data<float>(), static_cast<size_t>(model_.config().vocab_size)});
+  if (!settle(r)) running_.pop_back();
   return n;
 }
 
@@ -295,35 +299,21 @@ void Scheduler::reset_slot(Slot& slot) {
   slot.busy = false;
 }
 
-bool Scheduler::accept(Running& r, const float* logits) {
-  const int64_t vocab = model_.config().vocab_size;
+bool Scheduler::settle(Running& r) {
   SequenceOutcome& o = r.outcome;
-  try {
-    ++o.completion_tokens;
-    // the grammar's mask, before the sampler and the logprobs
-    const std::span<const float> row =
-        infer::constrained_row(r.request.constraint.get(), {logits, static_cast<size_t>(vocab)}, r.masked);
-    const std::function<bool(int64_t)>* on_token = &r.request.on_token;
-    std::function<bool(int64_t)> reporting;  // on_token after on_logprobs
-    if (r.request.on_logprobs) {
-      reporting = [&](int64_t id) {
-        r.request.on_logprobs(infer::token_logprobs(row, r.sampler.config().vocab_limit, id, r.request.top_logprobs));
-        return !r.request.on_token || r.request.on_token(id);
-      };
-      on_token = &reporting;
+  o.completion_tokens = static_cast<int64_t>(r.stream.generated().size());
+  o.reason = r.stream.reason();
+  if (r.stream.running()) return true;
+  if (r.stream.error()) {  // its sampler or its callbacks threw: it ends alone
+    try {
+      std::rethrow_exception(r.stream.error());
+    } catch (const std::exception& e) {
+      o.error = e.what();
+    } catch (...) {
+      o.error = "unknown error";
     }
-    const infer::SampledToken t = infer::sample_step(r.sampler, row, r.history, r.request.stop, o.completion_tokens, *on_token);
-    r.pending = t.id;
-    o.reason = infer::after_constrained_token(r.request.constraint.get(), t.id, t.reason);
-    if (o.reason == infer::StopReason::none && !slots_[r.slot].sequence.make_room(1))
-      o.reason = infer::StopReason::context_full;
-  } catch (const std::exception& e) {  // this sequence's own failure (its sampler, its text): it ends alone
-    o.error = e.what();
     reset_slot(slots_[r.slot]);
-    finish(r, o);
-    return false;
   }
-  if (o.reason == infer::StopReason::none) return true;
   finish(r, o);
   return false;
 }
@@ -347,31 +337,19 @@ void Scheduler::step() {
       finish(r, r.outcome);
     }
   std::erase_if(running_, [](const Running& r) { return r.outcome.cancelled; });
-  if (!running_.empty()) {
-    std::vector<int64_t> ids;
-    std::vector<nn::KVCache*> caches;
-    for (Running& r : running_) {
-      ids.push_back(r.pending);
-      caches.push_back(&slots_[r.slot].sequence.cache());
-      slots_[r.slot].sequence.fed({r.pending});
-    }
-    const auto rows = static_cast<int64_t>(ids.size());
-    const Clock::time_point decode_start = Clock::now();
-    const Tensor logits = model_.forward_cached(Tensor::from_vector(ids, {rows, 1}), caches, true);
-    const int64_t vocab = model_.config().vocab_size;
-    std::vector<Running> going;
-    for (int64_t i = 0; i < rows; ++i) {
-      Running& r = running_[static_cast<size_t>(i)];
-      if (accept(r, logits.data<float>() + i * vocab)) going.push_back(std::move(r));
-    }
-    running_ = std::move(going);
-    const double seconds = std::chrono::duration<double>(Clock::now() - decode_start).count();
-    std::lock_guard lock(mutex_);
-    ++stats_.decode_steps;
-    stats_.decoded_rows += rows;
-    stats_.generated_tokens += rows;
-    stats_.decode_seconds += seconds;
-  }
+  if (running_.empty()) return;
+  std::vector<infer::DecodeStream*> streams;
+  for (Running& r : running_) streams.push_back(&r.stream);
+  const auto rows = static_cast<int64_t>(streams.size());
+  const Clock::time_point decode_start = Clock::now();
+  infer::decode_step(streams);
+  std::erase_if(running_, [&](Running& r) { return !settle(r); });
+  const double seconds = std::chrono::duration<double>(Clock::now() - decode_start).count();
+  std::lock_guard lock(mutex_);
+  ++stats_.decode_steps;
+  stats_.decoded_rows += rows;
+  stats_.generated_tokens += rows;
+  stats_.decode_seconds += seconds;
 }
 
 }  // namespace nf::serve

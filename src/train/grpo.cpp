@@ -10,6 +10,7 @@
 
 #include "nanoformer/autograd/grad_mode.h"
 #include "nanoformer/core/error.h"
+#include "nanoformer/infer/decode_step.h"
 #include "nanoformer/infer/sampler.h"
 #include "nanoformer/infer/stop_criteria.h"
 #include "nanoformer/models/lora.h"
@@ -102,64 +103,50 @@ GrpoRollouts GrpoStep::rollout(models::DecoderLM& policy, int64_t step) const {
                                      static_cast<size_t>(N))[static_cast<size_t>(k % N)]);
   }
   const auto start = std::chrono::steady_clock::now();
-  std::vector<nn::KVCache> caches;
-  caches.reserve(static_cast<size_t>(R));
-  for (int64_t r = 0; r < R; ++r) caches.push_back(policy.make_cache(1, config_.data.context));
-  std::vector<std::vector<int64_t>> history(static_cast<size_t>(R));
-  std::vector<Tensor> group_logits;  // each group's prompt prefilled once per cache in one forward
-  for (int64_t b = 0; b < B; ++b) {
-    const std::vector<int64_t>& prompt = prompt_ids_[chosen[static_cast<size_t>(b)]];
-    std::vector<nn::KVCache*> group;
-    std::vector<int64_t> ids;
-    for (int64_t j = 0; j < G; ++j) {
-      group.push_back(&caches[static_cast<size_t>(b * G + j)]);
-      history[static_cast<size_t>(b * G + j)] = prompt;
-      ids.insert(ids.end(), prompt.begin(), prompt.end());
-    }
-    const auto P = static_cast<int64_t>(prompt.size());
-    group_logits.push_back(policy.forward_cached(Tensor::from_vector(ids, {G, P}), group, true).reshape({G, V}));
-  }
-  Tensor logits = cat(group_logits, 0).to(DType::f32).contiguous();
   infer::SamplerConfig sampling;
   sampling.temperature = g.temperature;
   sampling.top_k = g.top_k;
   sampling.vocab_limit = std::min<int64_t>(V, static_cast<int64_t>(tokenizer_->vocab_size()));
   sampling.seed = config_.seed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(step + 1));
-  infer::Sampler sampler(sampling);
+  infer::Sampler sampler(sampling);  // shared: each row takes the next draw, in row order
   const std::vector<std::string> stop =
       g.stop.empty() ? std::vector<std::string>{"Question:", "</s>", "<|im_end|>"} : g.stop;
   std::vector<infer::StopStringMatcher> matchers(static_cast<size_t>(R), infer::StopStringMatcher(stop));
   GrpoRollouts out;
   out.completions.assign(static_cast<size_t>(R), "");
-  std::vector<std::vector<int64_t>> completion(static_cast<size_t>(R));
-  std::vector<int64_t> active(static_cast<size_t>(R));
-  for (int64_t r = 0; r < R; ++r) active[static_cast<size_t>(r)] = r;
-  for (int64_t count = 1; !active.empty(); ++count) {
-    std::vector<std::vector<int64_t>> rows_history;
-    for (int64_t r : active) rows_history.push_back(history[static_cast<size_t>(r)]);
-    const std::vector<int64_t> next = sampler.next(logits, rows_history, static_cast<size_t>(count - 1));
-    std::vector<int64_t> going, fed;
-    std::vector<nn::KVCache*> going_caches;
-    for (size_t a = 0; a < active.size(); ++a) {
-      const auto r = static_cast<size_t>(active[a]);
-      const int64_t id = next[a];
-      history[r].push_back(id);
-      completion[r].push_back(id);
-      out.completions[r] += matchers[r].push(tokenizer_->token_bytes(static_cast<tokenizer::TokenId>(id)));
-      if (matchers[r].stopped()) continue;
-      if (count == g.max_new_tokens) {
-        out.completions[r] += matchers[r].flush();
-        continue;
-      }
-      going.push_back(active[a]);
-      fed.push_back(id);
-      going_caches.push_back(&caches[r]);
-    }
-    active = std::move(going);
-    if (active.empty()) break;
-    const auto A = static_cast<int64_t>(active.size());
-    logits = policy.forward_cached(Tensor::from_vector(fed, {A, 1}), going_caches, true).reshape({A, V})
-                 .to(DType::f32).contiguous();
+  std::vector<infer::CachedSequence> sequences;
+  sequences.reserve(static_cast<size_t>(R));
+  std::vector<infer::DecodeStream> streams;
+  streams.reserve(static_cast<size_t>(R));
+  for (int64_t r = 0; r < R; ++r) {
+    const std::vector<int64_t>& prompt = prompt_ids_[chosen[static_cast<size_t>(r / G)]];
+    sequences.emplace_back(policy, config_.data.context);
+    const auto on_token = [&out, &matchers, this, r](int64_t id) {
+      infer::StopStringMatcher& m = matchers[static_cast<size_t>(r)];
+      out.completions[static_cast<size_t>(r)] += m.push(tokenizer_->token_bytes(static_cast<tokenizer::TokenId>(id)));
+      return !m.stopped();
+    };
+    streams.emplace_back(sequences.back(), sampler, infer::StopCriteria{.max_new_tokens = g.max_new_tokens}, prompt,
+                         nullptr, infer::StreamCallbacks{.on_token = on_token});
+  }
+  for (int64_t b = 0; b < B; ++b) {  // each group's prompt prefilled once per sequence, in one forward
+    std::vector<infer::CachedSequence*> group;
+    for (int64_t j = 0; j < G; ++j) group.push_back(&sequences[static_cast<size_t>(b * G + j)]);
+    const std::vector<std::vector<int64_t>> prompts(static_cast<size_t>(G), prompt_ids_[chosen[static_cast<size_t>(b)]]);
+    const Tensor logits = infer::CachedSequence::feed(group, prompts).to(DType::f32).contiguous();
+    for (int64_t j = 0; j < G; ++j)
+      streams[static_cast<size_t>(b * G + j)].accept({logits.data<float>() + j * V, static_cast<size_t>(V)});
+  }
+  std::vector<infer::DecodeStream*> all;
+  for (infer::DecodeStream& s : streams) all.push_back(&s);
+  infer::decode(all);
+  std::vector<std::vector<int64_t>> history(static_cast<size_t>(R)), completion(static_cast<size_t>(R));
+  for (int64_t r = 0; r < R; ++r) {
+    if (!matchers[static_cast<size_t>(r)].stopped()) out.completions[static_cast<size_t>(r)] += matchers[static_cast<size_t>(r)].flush();
+    completion[static_cast<size_t>(r)] = streams[static_cast<size_t>(r)].generated();
+    history[static_cast<size_t>(r)] = prompt_ids_[chosen[static_cast<size_t>(r / G)]];
+    history[static_cast<size_t>(r)].insert(history[static_cast<size_t>(r)].end(), completion[static_cast<size_t>(r)].begin(),
+                                           completion[static_cast<size_t>(r)].end());
   }
   out.rollout_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   // prompt + completion as inputs and targets shifted by one, right-padded; loss on the completion

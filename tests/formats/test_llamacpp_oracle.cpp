@@ -41,7 +41,7 @@
 
 #include "nanoformer/autograd/grad_mode.h"
 #include "nanoformer/formats/model_io.h"
-#include "nanoformer/infer/decode_step.h"
+#include "nanoformer/infer/cached_sequence.h"
 #include "nanoformer/infer/session.h"
 #include "nanoformer/io/safetensors.h"
 #include "nanoformer/models/quantize.h"

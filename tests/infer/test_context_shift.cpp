@@ -1,4 +1,4 @@
-// Generation past the context (infer/decode_step.h): a Session writes 3x max_seq_len tokens for a
+// Generation past the context (infer/cached_sequence.h): a Session writes 3x max_seq_len tokens for a
 // RoPE, an ALiBi and a learned-position model; after a context shift the next logits equal a
 // fresh forward over the kept tokens at their new positions: RoPE keys rotated in place (also with
 // QK-norm and GQA), ALiBi keys left as they are, learned positions re-encoded. (With one layer the
@@ -10,7 +10,7 @@
 #include <cstdio>
 
 #include "nanoformer/autograd/grad_mode.h"
-#include "nanoformer/infer/decode_step.h"
+#include "nanoformer/infer/cached_sequence.h"
 #include "nanoformer/infer/session.h"
 #include "nanoformer/models/decoder_lm.h"
 #include "nanoformer/models/model.h"

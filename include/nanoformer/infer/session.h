@@ -29,7 +29,7 @@ struct GenerationResult {
 class Session {
  public:
   // A cache for one sequence of up to max_len tokens (0: the model's max_seq_len), stored as
-  // cache_type (nn/kv_cache.h), continued past that by `shift` (infer/decode_step.h).
+  // cache_type (nn/kv_cache.h), continued past that by `shift` (infer/cached_sequence.h).
   explicit Session(models::DecoderLM& model, int64_t max_len = 0, ContextShift shift = {},
                    QuantType cache_type = QuantType::f32);
 

@@ -4,8 +4,8 @@
 // scheduler, so nothing is allocated per request). Between two decode steps the scheduler prefills
 // up to prefill_chunk prompt tokens, the oldest prompts first (several short ones, or a chunk of a
 // long one, so a long prompt delays the running sequences by a chunk per step), then every step decodes
-// all running sequences together (DecoderLM::forward_cached over their caches: the linear
-// layers once over the stacked rows, attention per slot at its own length), so a sequence that
+// all running sequences together (infer::decode_step over their streams: the linear layers once
+// over the stacked rows, attention per slot at its own length), so a sequence that
 // joins does not wait for the others to finish, and each gets the tokens it would get alone.
 // A slot keeps its tokens after its sequence ends; a new sequence takes the free slot sharing the
 // longest prefix with its prompt and prefills only the rest (a chat's next turn), or copies the
@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <list>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -149,8 +150,8 @@ class Scheduler {
   int64_t prefill_step(int64_t limit);
   void end_unstarted(Prefill& p, std::string error);  // cancelled before its first token, or refused
   void step();                          // one decode step over every running sequence
-  // Samples from logits row for sequence r, hands the token over; true while it goes on.
-  bool accept(Running& r, const float* logits);
+  // After r's stream accepted a token: its outcome updated; false (and r finished) when it ended.
+  bool settle(Running& r);
   void finish(Running& r, SequenceOutcome outcome);
   static void reset_slot(Slot& slot);  // forgets what it holds and frees it
 
@@ -158,7 +159,7 @@ class Scheduler {
   SchedulerOptions options_;
   int64_t context_;
   std::vector<Slot> slots_;
-  std::vector<Running> running_;  // only the scheduler's thread touches slots_, running_ and prefilling_
+  std::list<Running> running_;  // in place: each stream refers to its own sampler  // only the scheduler's thread touches slots_, running_ and prefilling_
   std::deque<Prefill> prefilling_;  // prefilled one at a time, oldest first
 
   mutable std::mutex mutex_;

@@ -2,8 +2,8 @@
 // GRPO's step (Shao et al. 2024), one object per run: the prompts of a gsm8k-layout task file
 // (eval/task_records.h: "Question: ...\nAnswer:", the answer after "####"), batch_size of them a
 // step in a shuffled order (a new shuffle each pass), G completions each sampled from the policy
-// by the engine's batched decode (one DecoderLM::forward_cached over the R = B G sequences' caches
-// per token; temperature, top-k, stop strings, max new tokens), scored by the verifier
+// by the engine's one decoding loop (infer/decode_step.h: R = B G streams, one forward over their
+// caches per token; temperature, top-k, stop strings, max new tokens), scored by the verifier
 // (train/reward_verifier.h). Advantages per group of G:
 //   A_i = (r_i - mean(r)) / (std(r) + 1e-4)     (std of the group, biased, as TRL and MiniMind)
 //   A_i = r_i - mean(r)                         (scale_rewards off: Dr. GRPO, nanochat)

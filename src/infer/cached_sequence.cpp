@@ -1,0 +1,82 @@
+// A sequence in its KV cache and the context shift (infer/cached_sequence.h).
+#include "nanoformer/infer/cached_sequence.h"
+
+#include <algorithm>
+
+#include "nanoformer/core/error.h"
+
+namespace nf::infer {
+
+CachedSequence::CachedSequence(models::DecoderLM& model, int64_t max_len, ContextShift shift, QuantType cache_type)
+    : model_(model), cache_(model.make_cache(1, max_len, cache_type)), shift_(shift) {
+  NF_CHECK(shift.keep >= 0, "--keep ", shift.keep, ": must be >= 0");
+  // keeping the whole context leaves nothing to drop: generation would end at the context's end
+  NF_CHECK(shift.keep < this->max_len(), "--keep ", shift.keep, " must be less than --context ", this->max_len(),
+           max_len == 0 ? " (the model's max_seq_len)" : "", ": the context shift drops what --keep leaves");
+}
+
+void CachedSequence::copy_from(const CachedSequence& other) {
+  cache_.copy_from(other.cache_);
+  tokens_ = other.tokens_;
+}
+
+void CachedSequence::reset() {
+  cache_.reset();
+  tokens_.clear();
+}
+
+int64_t CachedSequence::keep_common_prefix(const std::vector<int64_t>& sequence) {
+  const auto common = static_cast<int64_t>(
+      std::mismatch(tokens_.begin(), tokens_.end(), sequence.begin(), sequence.end()).first - tokens_.begin());
+  int64_t keep = std::min(common, static_cast<int64_t>(sequence.size()) - 1);
+  if (!cache_.can_truncate(keep)) keep = 0;  // a sliding-window ring no longer holds what that needs
+  cache_.truncate(keep);
+  tokens_.resize(static_cast<size_t>(keep));
+  return keep;
+}
+
+bool CachedSequence::make_room(int64_t n) {
+  const auto length = static_cast<int64_t>(tokens_.size());
+  const int64_t over = length + n - max_len();
+  if (over <= 0) return true;
+  // crop: just what must go; else the oldest half of what --keep leaves, at least what must go
+  const int64_t discard = shift_.crop ? over : std::max(over, (length - shift_.keep) / 2);
+  if (shift_.keep + discard > length) return false;
+  std::vector<int64_t> kept(tokens_.begin(), tokens_.begin() + shift_.keep);
+  kept.insert(kept.end(), tokens_.begin() + shift_.keep + discard, tokens_.end());
+  if (shift_.crop || !model_.shift_context(cache_, shift_.keep, discard)) {
+    cache_.reset();  // re-encode the kept tokens at their new positions
+    if (!kept.empty()) model_.forward_cached(Tensor::from_vector(kept, {1, static_cast<int64_t>(kept.size())}), cache_, true);
+  }
+  tokens_ = std::move(kept);
+  return true;
+}
+
+Tensor CachedSequence::feed(const std::vector<int64_t>& ids, bool all_positions) {
+  const auto T = static_cast<int64_t>(ids.size());
+  const Tensor logits = model_.forward_cached(Tensor::from_vector(ids, {1, T}), cache_, /*last_only=*/!all_positions);
+  tokens_.insert(tokens_.end(), ids.begin(), ids.end());
+  return logits;
+}
+
+Tensor CachedSequence::feed(std::span<CachedSequence* const> sequences, const std::vector<std::vector<int64_t>>& ids) {
+  NF_CHECK(!sequences.empty() && ids.size() == sequences.size(), "CachedSequence::feed: ", ids.size(),
+           " rows of ids for ", sequences.size(), " sequences");
+  models::DecoderLM& model = sequences[0]->model_;
+  const auto T = static_cast<int64_t>(ids[0].size());
+  std::vector<int64_t> flat;
+  std::vector<nn::KVCache*> caches;
+  for (size_t i = 0; i < sequences.size(); ++i) {
+    NF_CHECK(&sequences[i]->model_ == &model && static_cast<int64_t>(ids[i].size()) == T,
+             "CachedSequence::feed: sequence ", i, " has another model or ", ids[i].size(), " ids, not ", T);
+    flat.insert(flat.end(), ids[i].begin(), ids[i].end());
+    caches.push_back(&sequences[i]->cache_);
+  }
+  const auto n = static_cast<int64_t>(sequences.size());
+  const Tensor logits = model.forward_cached(Tensor::from_vector(flat, {n, T}), caches, /*last_only=*/true);
+  for (size_t i = 0; i < sequences.size(); ++i)
+    sequences[i]->tokens_.insert(sequences[i]->tokens_.end(), ids[i].begin(), ids[i].end());
+  return logits;
+}
+
+}  // namespace nf::infer
