@@ -22,7 +22,7 @@ const std::string& checkpoint() {
     std::string path = (fs::temp_directory_path() / ("nf_bench_checkpoint_" + std::to_string(::getpid()) + ".safetensors")).string();
     File() {
       nf::Generator gen(1);
-      nf::models::save_checkpoint(*nf::models::build_model_from("gpt2-124m", gen), path);
+      nf::formats::save_checkpoint(*nf::models::build_model_from("gpt2-124m", gen), path);
     }
     ~File() { fs::remove(path); }
   };
@@ -32,7 +32,7 @@ const std::string& checkpoint() {
 
 void BM_load_verified(benchmark::State& state) {
   const std::string& path = checkpoint();
-  for (auto _ : state) benchmark::DoNotOptimize(nf::models::load_checkpoint(path).get());
+  for (auto _ : state) benchmark::DoNotOptimize(nf::formats::load_checkpoint(path).get());
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(fs::file_size(path)));
 }
 
@@ -45,7 +45,7 @@ void BM_load_unverified(benchmark::State& state) {
     std::shared_ptr<nf::models::Model> model;
     {
       const nf::SkipRandomInitGuard every_weight_is_loaded;
-      model = nf::models::build_model(nf::models::read_checkpoint_config_json(path), path, gen);
+      model = nf::models::build_model(nf::formats::read_checkpoint_config_json(path), path, gen);
     }
     nf::nn::StateDict tensors;
     for (const nf::io::TensorEntry& e : file.entries()) tensors[e.name] = file.view(e.name);

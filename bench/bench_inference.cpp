@@ -180,7 +180,7 @@ int decode_worker(const Options& o) {
   nf::Generator gen(1);
   const std::shared_ptr<nf::models::DecoderLM> model =
       o.model.empty() ? std::make_shared<nf::models::DecoderLM>(nf::models::preset_config(o.preset), gen)
-                      : nf::models::load_decoder_lm(o.model);
+                      : nf::formats::load_decoder_lm(o.model);
   nf::models::DecoderLM& lm = *model;
   lm.eval();
   const double loaded_mib = max_rss_mib();
@@ -256,7 +256,7 @@ int worker(const Options& o) {
   if (o.worker == "decode") return decode_worker(o);
   if (o.worker == "gguf") {  // the preset in o.type, written to o.model
     const auto lm = preset_model(o.preset, o.type);
-    nf::models::save_model(*lm, o.model, "gguf");
+    nf::formats::save_model(*lm, o.model, "gguf");
     std::printf("%s\n", json{{"bytes_per_token", model_bytes_per_token(*lm)}}.dump().c_str());
     return 0;
   }

@@ -34,25 +34,25 @@ std::unique_ptr<models::DecoderLM> build_model() {
 }
 
 // `rows` rows of random ids; targets only on the second half of each row (a response).
-train::Batch response_batch(int64_t rows, int64_t vocab) {
+data::Batch response_batch(int64_t rows, int64_t vocab) {
   Generator gen(2);
-  train::Batch b;
+  data::Batch b;
   b.inputs = randint(0, vocab, {rows, kLength}, gen);
   std::vector<int64_t> targets = randint(0, vocab, {rows, kLength}, gen).to_vector<int64_t>();
   for (int64_t r = 0; r < rows; ++r)
-    for (int64_t t = 0; t < kLength / 2; ++t) targets[static_cast<size_t>(r * kLength + t)] = train::kIgnoreIndex;
+    for (int64_t t = 0; t < kLength / 2; ++t) targets[static_cast<size_t>(r * kLength + t)] = data::kIgnoreIndex;
   b.targets = Tensor::from_vector(targets, {rows, kLength});
   b.target_tokens = rows * kLength / 2;
   return b;
 }
 
-train::AdamW optimizer_for(models::DecoderLM& lm) { return train::AdamW(train::default_param_groups(lm, 1e-5, 0.1)); }
+optim::AdamW optimizer_for(models::DecoderLM& lm) { return optim::AdamW(optim::default_param_groups(lm, 1e-5, 0.1)); }
 
 void BM_sft_step(benchmark::State& state) {
   auto lm = build_model();
   lm->train();
-  train::AdamW optimizer = optimizer_for(*lm);
-  const train::Batch b = response_batch(state.range(0), lm->config().vocab_size);
+  optim::AdamW optimizer = optimizer_for(*lm);
+  const data::Batch b = response_batch(state.range(0), lm->config().vocab_size);
   for (auto _ : state) {
     lm->forward(b.inputs, b.targets).loss.backward();
     optimizer.step();
@@ -65,8 +65,8 @@ void BM_dpo_step(benchmark::State& state) {
   auto lm = build_model(), reference = build_model();
   lm->train();
   reference->requires_grad_(false);
-  train::AdamW optimizer = optimizer_for(*lm);
-  const train::Batch b = response_batch(state.range(0), lm->config().vocab_size);  // rows 2i, 2i + 1: a pair
+  optim::AdamW optimizer = optimizer_for(*lm);
+  const data::Batch b = response_batch(state.range(0), lm->config().vocab_size);  // rows 2i, 2i + 1: a pair
   for (auto _ : state) {
     train::dpo_batch_loss(*lm, reference.get(), b, {}).loss.backward();
     optimizer.step();
@@ -117,7 +117,7 @@ void BM_grpo_step(benchmark::State& state) {
   const train::GrpoStep grpo(files.config());
   const train::GrpoRollouts rollouts = grpo.rollout(*lm, 0);
   lm->train();
-  train::AdamW optimizer = optimizer_for(*lm);
+  optim::AdamW optimizer = optimizer_for(*lm);
   for (auto _ : state) {
     grpo.loss(*lm, nullptr, rollouts).loss.backward();
     optimizer.step();

@@ -86,7 +86,7 @@ inline TrainingStepResult run_training_steps(const TrainingStepOptions& o) {
   lm.train();
   // nanoGPT's configure_optimizers: AdamW lr 6e-4, betas (0.9, 0.95), eps 1e-8, weight decay 0.1
   // on every parameter of 2 or more dims, none on the others
-  train::AdamW optimizer(train::default_param_groups(lm, 6e-4, 0.1), {.beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8});
+  optim::AdamW optimizer(optim::default_param_groups(lm, 6e-4, 0.1), {.beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8});
   const int64_t vocab = lm.config().vocab_size;
   Tensor ids = randint(0, vocab, {o.batch, o.length}, gen), targets = randint(0, vocab, {o.batch, o.length}, gen);
   TrainingStepResult result;

@@ -14,14 +14,14 @@ using namespace nf::models;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string& path = fuzz::scratch_file(data, size);
-  fuzz::expect_nf_error_naming(path, [&] { (void)read_checkpoint_config_json(path); });
+  fuzz::expect_nf_error_naming(path, [&] { (void)formats::read_checkpoint_config_json(path); });
   fuzz::expect_nf_error_naming(path, [&] { (void)train::read_train_checkpoint(path); });
   fuzz::expect_nf_error_naming(path, [&] {
-    const auto model = load_checkpoint(path);
+    const auto model = formats::load_checkpoint(path);
     const std::string again = path + ".again.safetensors";
-    save_checkpoint(*model, again);
+    formats::save_checkpoint(*model, again);
     const std::string config = model->config_json();
-    const bool same = load_checkpoint(again)->config_json() == config;
+    const bool same = formats::load_checkpoint(again)->config_json() == config;
     std::remove(again.c_str());
     NF_FUZZ_CHECK(same, "save, load changes the config of ", path);
   });

@@ -21,24 +21,24 @@ using namespace nf::models;
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(fuzz::as_text(data, size));
   fuzz::expect_nf_error_naming("config.json", [&] {
-    const DecoderLMConfig c = config_from_hf_json(text, "config.json");
-    const std::string written = hf_json_from_config(c, nn::mlp_hidden_dim(block_config(c).mlp));
-    NF_FUZZ_CHECK(model_config_to_json(config_from_hf_json(written, "config.json")) == model_config_to_json(c),
+    const DecoderLMConfig c = formats::config_from_hf_json(text, "config.json");
+    const std::string written = formats::hf_json_from_config(c, nn::mlp_hidden_dim(block_config(c).mlp));
+    NF_FUZZ_CHECK(model_config_to_json(formats::config_from_hf_json(written, "config.json")) == model_config_to_json(c),
                   "Hugging Face config: parse, write, parse");
   });
   fuzz::expect_nf_error_naming("config.json", [&] {
-    const DecoderLMConfig c = config_from_minimind_json(text, "config.json");
-    const std::string written = minimind_json_from_config(c);
-    NF_FUZZ_CHECK(model_config_to_json(config_from_minimind_json(written, "config.json")) == model_config_to_json(c),
+    const DecoderLMConfig c = formats::config_from_minimind_json(text, "config.json");
+    const std::string written = formats::minimind_json_from_config(c);
+    NF_FUZZ_CHECK(model_config_to_json(formats::config_from_minimind_json(written, "config.json")) == model_config_to_json(c),
                   "MiniMind config: parse, write, parse");
   });
   fuzz::expect_nf_error_naming("config.json", [&] {
-    const DecoderLMConfig c = config_from_minimind_hf_json(text, "config.json");
-    const std::string written = minimind_hf_json_from_config(c, nn::mlp_hidden_dim(block_config(c).mlp));
-    const DecoderLMConfig again = config_from_minimind_hf_json(written, "config.json");
+    const DecoderLMConfig c = formats::config_from_minimind_hf_json(text, "config.json");
+    const std::string written = formats::minimind_hf_json_from_config(c, nn::mlp_hidden_dim(block_config(c).mlp));
+    const DecoderLMConfig again = formats::config_from_minimind_hf_json(written, "config.json");
     NF_FUZZ_CHECK(model_config_to_json(again) == model_config_to_json(c),
                   "MiniMind Hugging Face config: parse, write, parse");
-    NF_FUZZ_CHECK(minimind_hf_json_from_config(again, nn::mlp_hidden_dim(block_config(again).mlp)) == written,
+    NF_FUZZ_CHECK(formats::minimind_hf_json_from_config(again, nn::mlp_hidden_dim(block_config(again).mlp)) == written,
                   "MiniMind Hugging Face config: parse, write, parse, write (aux_loss_alpha / top_k)");
     // a short decimal aux_loss_alpha (read as alpha / top_k) is written back as it was
     const nlohmann::json input = nlohmann::json::parse(text, nullptr, false);
@@ -54,25 +54,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   });
   fuzz::expect_nf_error_naming("config.json", [&] {
-    const DecoderLMConfig c = config_from_minimind_current_json(text, "config.json");
-    const std::string written = minimind_current_json_from_config(c, nn::mlp_hidden_dim(block_config(c).mlp));
-    NF_FUZZ_CHECK(model_config_to_json(config_from_minimind_current_json(written, "config.json")) == model_config_to_json(c),
+    const DecoderLMConfig c = formats::config_from_minimind_current_json(text, "config.json");
+    const std::string written = formats::minimind_current_json_from_config(c, nn::mlp_hidden_dim(block_config(c).mlp));
+    NF_FUZZ_CHECK(model_config_to_json(formats::config_from_minimind_current_json(written, "config.json")) == model_config_to_json(c),
                   "MiniMind current config: parse, write, parse");
   });
   fuzz::expect_nf_error_naming("config.json", [&] {
-    const EncoderConfig c = encoder_config_from_bert_json(text, "config.json");
-    const std::string written = bert_json_from_config(c, nn::mlp_hidden_dim(encoder_block_config(c).mlp));
-    NF_FUZZ_CHECK(encoder_config_to_json(encoder_config_from_bert_json(written, "config.json")) ==
+    const EncoderConfig c = formats::encoder_config_from_bert_json(text, "config.json");
+    const std::string written = formats::bert_json_from_config(c, nn::mlp_hidden_dim(encoder_block_config(c).mlp));
+    NF_FUZZ_CHECK(encoder_config_to_json(formats::encoder_config_from_bert_json(written, "config.json")) ==
                       encoder_config_to_json(c),
                   "BERT config: parse, write, parse");
   });
   fuzz::expect_nf_error_naming("config.json", [&] {
-    const ViTConfig c = vit_config_from_hf_json(text, "config.json");
-    NF_FUZZ_CHECK(vit_config_to_json(vit_config_from_hf_json(hf_json_from_vit_config(c), "config.json")) ==
+    const ViTConfig c = formats::vit_config_from_hf_json(text, "config.json");
+    NF_FUZZ_CHECK(vit_config_to_json(formats::vit_config_from_hf_json(formats::hf_json_from_vit_config(c), "config.json")) ==
                       vit_config_to_json(c),
                   "ViT config: parse, write, parse");
   });
   for (const bool current : {false, true})
-    fuzz::expect_nf_error_naming("meta_000100.json", [&] { (void)config_from_nanochat_meta(text, "meta_000100.json", current); });
+    fuzz::expect_nf_error_naming("meta_000100.json", [&] { (void)formats::config_from_nanochat_meta(text, "meta_000100.json", current); });
   return 0;
 }

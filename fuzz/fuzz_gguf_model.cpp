@@ -27,11 +27,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string& path = fuzz::scratch_file(data, size);
   fuzz::expect_nf_error_naming(path, [&] { (void)tokenizer::load_tokenizer(path); });
   fuzz::expect_nf_error_naming(path, [&] {
-    const auto model = load_gguf(path);
+    const auto model = formats::load_gguf(path);
     const Tensor logits = first_logits(*model);
     const std::string again = path + ".again.gguf";
-    save_gguf(*model, again);
-    const auto reloaded = load_gguf(again);
+    formats::save_gguf(*model, again);
+    const auto reloaded = formats::load_gguf(again);
     const Tensor logits_again = first_logits(*reloaded);
     const bool same_config = reloaded->config_json() == model->config_json();
     const size_t bytes = static_cast<size_t>(logits.numel()) * sizeof(float);

@@ -9,7 +9,7 @@ using namespace nf::models;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string& path = fuzz::scratch_file(data, size);
-  fuzz::expect_nf_error_naming(path, [&] { (void)read_llama2c_config(path); });
-  fuzz::expect_nf_error_naming(path, [&] { (void)load_llama2c(path); });
+  fuzz::expect_nf_error_naming(path, [&] { (void)formats::read_llama2c_config(path); });
+  fuzz::expect_nf_error_naming(path, [&] { (void)formats::load_llama2c(path); });
   return 0;
 }

@@ -21,22 +21,22 @@ std::string respelled(std::string_view text) { return nlohmann::json::parse(text
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text = fuzz::as_text(data, size);
   fuzz::expect_nf_error_naming("modules.json", [&] {
-    const SentenceTransformersModules m = parse_sentence_transformers_modules(text, "modules.json");
-    const SentenceTransformersModules again = parse_sentence_transformers_modules(respelled(text), "modules.json");
+    const formats::SentenceTransformersModules m = formats::parse_sentence_transformers_modules(text, "modules.json");
+    const formats::SentenceTransformersModules again = formats::parse_sentence_transformers_modules(respelled(text), "modules.json");
     NF_FUZZ_CHECK(again.pooling_path == m.pooling_path && again.normalize == m.normalize,
                   "modules.json read differently once re-serialised");
   });
   fuzz::expect_nf_error_naming("1_Pooling/config.json", [&] {
-    const Pooling p = parse_sentence_transformers_pooling(text, "1_Pooling/config.json");
+    const Pooling p = formats::parse_sentence_transformers_pooling(text, "1_Pooling/config.json");
     NF_FUZZ_CHECK(p == Pooling::mean || p == Pooling::cls || p == Pooling::max || p == Pooling::last,
                   "a pooling mode out of range: ", static_cast<int>(p));
-    NF_FUZZ_CHECK(parse_sentence_transformers_pooling(respelled(text), "1_Pooling/config.json") == p,
+    NF_FUZZ_CHECK(formats::parse_sentence_transformers_pooling(respelled(text), "1_Pooling/config.json") == p,
                   "the Pooling config read differently once re-serialised");
   });
   fuzz::expect_nf_error_naming("sentence_bert_config.json", [&] {
-    const int64_t max_tokens = parse_sentence_bert_config(text, "sentence_bert_config.json");
+    const int64_t max_tokens = formats::parse_sentence_bert_config(text, "sentence_bert_config.json");
     NF_FUZZ_CHECK(max_tokens >= 0, "max_seq_length ", max_tokens, " accepted");
-    NF_FUZZ_CHECK(parse_sentence_bert_config(respelled(text), "sentence_bert_config.json") == max_tokens,
+    NF_FUZZ_CHECK(formats::parse_sentence_bert_config(respelled(text), "sentence_bert_config.json") == max_tokens,
                   "sentence_bert_config.json read differently once re-serialised");
   });
   return 0;

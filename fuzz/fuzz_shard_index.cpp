@@ -20,7 +20,7 @@ const fs::path& folder() {
     const fs::path d = fuzz::scratch_directory("shards");
     DecoderLM model(parse_model_config(
         R"({"vocab_size": 16, "dim": 8, "n_layers": 1, "n_heads": 2, "max_seq_len": 4, "tie_embeddings": false})"));
-    save_hf(model, d.string());
+    formats::save_hf(model, d.string());
     const io::SafetensorsFile whole = io::SafetensorsFile::open((d / "model.safetensors").string());
     std::vector<nn::NamedTensor> shards[2];
     size_t i = 0;
@@ -41,6 +41,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::ofstream index(dir / "model.safetensors.index.json", std::ios::binary | std::ios::trunc);
     index.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
   }
-  fuzz::expect_nf_error_naming(dir.string(), [&] { (void)load_hf(dir.string()); });
+  fuzz::expect_nf_error_naming(dir.string(), [&] { (void)formats::load_hf(dir.string()); });
   return 0;
 }

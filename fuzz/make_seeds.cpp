@@ -246,11 +246,11 @@ void gguf_model_seeds() {
   std::vector<std::optional<std::string>> bytes;
   for (int b = 0; b < 256; ++b) bytes.push_back(byte_level::encode(std::string(1, static_cast<char>(b))));
   BpeTokenizer(BpeModel(bytes, {}), specials).save((d / "tokenizer.json").string());
-  models::save_gguf(tiny_llama, (d / "llama_q8_0.gguf").string(), {.tokenizer = (d / "tokenizer.json").string()});
+  formats::save_gguf(tiny_llama, (d / "llama_q8_0.gguf").string(), {.tokenizer = (d / "tokenizer.json").string()});
   fs::remove(d / "tokenizer.json");
   models::DecoderLMConfig gpt2 = models::preset_config("gpt-mini");
   gpt2.vocab_size = 16, gpt2.dim = 8, gpt2.n_layers = 1, gpt2.n_heads = 2, gpt2.max_seq_len = 8, gpt2.mlp_hidden = 16;
-  models::save_gguf(models::DecoderLM(gpt2, gen), (d / "gpt2_f32.gguf").string());
+  formats::save_gguf(models::DecoderLM(gpt2, gen), (d / "gpt2_f32.gguf").string());
   // the llama with one key lying about a size the tensors do not check
   const io::GGUFFile good = io::GGUFFile::open((d / "llama_q8_0.gguf").string());
   for (const auto& [key, name] : {std::pair{"llama.context_length", "lie-context.gguf"},
@@ -281,13 +281,13 @@ void checkpoint_seeds() {
       R"({"vocab_size": 16, "dim": 8, "n_layers": 1, "n_heads": 2, "max_seq_len": 8, "mlp_hidden": 16})", "seed");
   Generator gen(1);
   models::DecoderLM model(config, gen);
-  models::save_checkpoint(model, (d / "tiny-v2.safetensors").string());
+  formats::save_checkpoint(model, (d / "tiny-v2.safetensors").string());
   train::TrainConfig run;
   run.model = "tiny";
   run.data.train_paths = {"/data/tokens.bin"};
   run.optimizer.name = "adamw";
   run.out_dir = "/runs/tiny";
-  const train::OptimizerSet optimizer(run.optimizer, model);
+  const optim::OptimizerSet optimizer(run.optimizer, model);
   train::TrainState state;
   state.step = 1;
   state.next_batch_loss = 2.75;

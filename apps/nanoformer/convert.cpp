@@ -50,7 +50,7 @@ void add_convert_command(CLI::App& app) {
   auto a = std::make_shared<Args>();
   cmd->add_option("MODEL", a->model, "a preset name, a config JSON file, or a checkpoint")->required();
   cmd->add_option("OUT", a->out, "where to write the converted model")->required();
-  cmd->add_option("--to", a->to, "the output format")->required()->check(CLI::IsMember(models::model_formats()));
+  cmd->add_option("--to", a->to, "the output format")->required()->check(CLI::IsMember(formats::model_formats()));
   cmd->add_option("--max-shard-size", a->max_shard_bytes,
                   "hf / minimind / minimind-hf: shards of at most SIZE (2GB = 2e9 bytes, 2GiB = 2^31, "
                   "plain = bytes); 0 (default) = one model.safetensors")
@@ -65,15 +65,15 @@ void add_convert_command(CLI::App& app) {
     const std::optional<models::QuantizeSpec> spec =
         a->type.empty() ? std::nullopt : std::optional(quantize_spec(a->type));
     const std::string tokenizer = a->to != "gguf" || !a->tokenizer.empty() ? a->tokenizer : tokenizer_beside(a->model);
-    if (!tokenizer.empty()) models::check_gguf_tokenizer(tokenizer);
-    auto model = models::load_model(a->model);
+    if (!tokenizer.empty()) formats::check_gguf_tokenizer(tokenizer);
+    auto model = formats::load_model(a->model);
     if (spec) requantize(*models::model_as<models::DecoderLM>(model, a->model), *spec);
     if (a->to != "gguf" && !model->named_quantized().empty()) {  // a dense format: the blocks dequantised
       std::fprintf(stderr, "convert: %zu quantised weights dequantised to f32 for %s\n", model->named_quantized().size(),
                    a->to.c_str());
       models::dequantize_weights(*model);
     }
-    models::save_model(*model, a->out, a->to, {.max_shard_bytes = a->max_shard_bytes, .tokenizer = tokenizer});
+    formats::save_model(*model, a->out, a->to, {.max_shard_bytes = a->max_shard_bytes, .tokenizer = tokenizer});
     std::printf("wrote %s (%s, %lld parameters)\n", a->out.c_str(), a->to.c_str(),
                 static_cast<long long>(model->num_parameters()));
   });

@@ -25,7 +25,7 @@ namespace {
 namespace fs = std::filesystem;
 
 struct DemoOptions {
-  train::AdditionTaskOptions task{.digits = 2, .train_problems = 4500, .test_problems = 200, .seed = 1};
+  data::AdditionTaskOptions task{.digits = 2, .train_problems = 4500, .test_problems = 200, .seed = 1};
   int64_t steps = 3000;
   std::string out = "nanoformer-demo";
   int shown = 5;
@@ -35,11 +35,11 @@ struct DemoOptions {
 constexpr const char* kMarker = ".nanoformer-demo";
 
 // The options checked and the task built, before anything on disk is touched.
-train::AdditionTask checked_task(const DemoOptions& o) {
+data::AdditionTask checked_task(const DemoOptions& o) {
   NF_CHECK(o.task.train_problems >= 1, "demo: --problems ", o.task.train_problems, " must be >= 1");
   NF_CHECK(!o.out.empty(), "demo: --out must name a directory");
   try {
-    return train::make_addition_task(o.task);
+    return data::make_addition_task(o.task);
   } catch (const Error& e) {
     NF_FAIL("demo: --problems ", o.task.train_problems, " with --digits ", o.task.digits, ": ", e.what());
   }
@@ -61,18 +61,18 @@ void fresh_run_directory(const std::string& out) {
 }
 
 void run_demo(const DemoOptions& o) {
-  const train::AdditionTask task = checked_task(o);
+  const data::AdditionTask task = checked_task(o);
   fresh_run_directory(o.out);
   const std::string data_path = (fs::path(o.out) / "addition.jsonl").string();
   const std::string vocab_path = (fs::path(o.out) / "chars.json").string();
   {
     std::ofstream data(data_path);
-    for (const train::AdditionProblem& p : task.train)
+    for (const data::AdditionProblem& p : task.train)
       data << nlohmann::json{{"prompt", p.prompt}, {"completion", p.answer}}.dump() << "\n";
   }
   const tokenizer::CharTokenizer chars = tokenizer::CharTokenizer::train("0123456789+=\n");
   chars.save(vocab_path);
-  const train::AdditionProblem& example = task.train.front();
+  const data::AdditionProblem& example = task.train.front();
   std::printf("nanoformer demo: %d-digit addition, %lld training problems such as \"%s\" -> \"%s\" (the sum "
               "reversed), %d threads, BLAS: %s\n",
               o.task.digits, static_cast<long long>(o.task.train_problems), example.prompt.c_str(),
@@ -90,7 +90,7 @@ void run_demo(const DemoOptions& o) {
   c.optimizer.name = "adamw";
   c.optimizer.lr = 3e-3;
   c.optimizer.weight_decay = 0.1;
-  c.schedule = {.kind = train::ScheduleKind::warmup_cosine, .lr = 3e-3, .total_steps = o.steps,
+  c.schedule = {.kind = optim::ScheduleKind::warmup_cosine, .lr = 3e-3, .total_steps = o.steps,
                 .warmup_steps = std::min<int64_t>(100, o.steps / 10), .min_lr = 3e-4};
   c.eval_every = std::max<int64_t>(1, o.steps / 10);
   c.eval_batches = 8;
@@ -109,7 +109,7 @@ void run_demo(const DemoOptions& o) {
   const int64_t newline = *chars.token_id("\n");
   int correct = 0;
   for (size_t i = 0; i < task.test.size(); ++i) {
-    const train::AdditionProblem& p = task.test[i];
+    const data::AdditionProblem& p = task.test[i];
     std::vector<int64_t> prompt;
     for (tokenizer::TokenId id : chars.encode(p.prompt)) prompt.push_back(id);
     const auto answer_ids = infer::greedy_generate(trainer.model(), prompt, o.task.digits + 2, newline);

@@ -220,7 +220,7 @@ void run_eval(const EvalArgs& a, const CLI::App& cmd) {
   NF_CHECK(a.batch_tokens > 0, "--batch-tokens: ", a.batch_tokens, " must be positive");
   const QuantType cache_type = nn::kv_cache_type_from_name(a.cache_type);
 
-  const std::shared_ptr<models::DecoderLM> model = models::load_decoder_lm(a.model);
+  const std::shared_ptr<models::DecoderLM> model = formats::load_decoder_lm(a.model);
   const models::DecoderLMConfig& c = model->config();
   const nlohmann::json config = nlohmann::json::parse(model->config_json());
   const std::string used_scaling = scaling ? a.rope_scaling : config.at("rope_scaling").get<std::string>();
@@ -233,7 +233,7 @@ void run_eval(const EvalArgs& a, const CLI::App& cmd) {
 
   // a GGUF model brings its own tokenizer
   const std::string tokenizer = a.tokenizer.empty() && io::is_gguf_file(a.model) ? tokenizer_beside(a.model) : a.tokenizer;
-  const auto corpus = train::load_token_corpus(a.data, tokenizer, c.vocab_size, !a.quiet);
+  const auto corpus = data::load_token_corpus(a.data, tokenizer, c.vocab_size, !a.quiet);
   const std::vector<int64_t> token_bytes = token_byte_lengths(tokenizer, c.vocab_size);
   int64_t total_windows = 0;
   for (int64_t L : contexts) {

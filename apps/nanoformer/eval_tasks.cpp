@@ -123,7 +123,7 @@ void run_task(const TaskArgs& a) {
              " holds only ", t.shots.size(), " records");
   }
   const std::unique_ptr<tokenizer::Tokenizer> tok = tokenizer::load_tokenizer(tokenizer_path);
-  const std::shared_ptr<models::DecoderLM> model = models::load_decoder_lm(a.model);
+  const std::shared_ptr<models::DecoderLM> model = formats::load_decoder_lm(a.model);
   model->eval();
   NoGradGuard no_grad;
   const std::vector<std::string> stop =

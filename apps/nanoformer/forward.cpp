@@ -144,7 +144,7 @@ void add_forward_command(CLI::App& app) {
   cmd->add_option("--token-type-ids", a->token_type_ids, "an encoder's token types (segments), one per id: \"0 0 1\"");
   cmd->add_flag("--hidden", a->hidden, "also write every block's output as hidden.N");
   cmd->callback([a] {
-    auto model = models::load_model(a->model);
+    auto model = formats::load_model(a->model);
     model->eval();
     NoGradGuard no_grad;
     NamedTensors tensors;

@@ -37,7 +37,7 @@ void report(const infer::GenerationResult& r, const nn::KVCache& cache) {
 
 void run_generate(const GenerateArgs& a, const CLI::App& cmd) {
   check_generation_flags(a.flags);
-  const std::shared_ptr<models::Model> model = models::load_model(a.flags.model);
+  const std::shared_ptr<models::Model> model = formats::load_model(a.flags.model);
   if (auto seq2seq = std::dynamic_pointer_cast<models::EncoderDecoder>(model))
     return run_seq2seq_generate(*seq2seq, a.flags, a.seq2seq, {a.ids, a.prompt, a.prompt_ids}, cmd);
   refuse_seq2seq_flags(cmd);

@@ -65,7 +65,7 @@ void check_generation_flags(const GenerationFlags& f) {
 }
 
 LoadedModel load_model_and_tokenizer(const GenerationFlags& f, bool required) {
-  return load_model_and_tokenizer(f, required, models::load_model(f.model));
+  return load_model_and_tokenizer(f, required, formats::load_model(f.model));
 }
 
 LoadedModel load_model_and_tokenizer(const GenerationFlags& f, bool required, const std::shared_ptr<models::Model>& model) {

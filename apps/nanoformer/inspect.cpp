@@ -31,7 +31,7 @@ std::string config_json_of(const std::string& model, std::string& source) {
     source = models::resolve_config_path(model);
     return models::read_config_text(source);
   }
-  if (path.extension() == ".safetensors") return models::read_checkpoint_config_json(model);
+  if (path.extension() == ".safetensors") return formats::read_checkpoint_config_json(model);
   return "";
 }
 
@@ -219,7 +219,7 @@ void add_inspect_command(CLI::App& app) {
     const std::string json = config_json_of(a->model, source);
     std::shared_ptr<models::Model> model;
     if (json.empty()) {
-      model = models::load_model(a->model);
+      model = formats::load_model(a->model);
     } else if (models::config_architecture(json, source) != models::DecoderLMConfig::kArchitecture) {
       Generator gen(0);
       model = models::build_model(json, source, gen);

@@ -30,15 +30,15 @@ void add_lora_command(CLI::App& app) {
   merge->add_option("--base", a->base, "the base model: a checkpoint, a model folder, a config JSON or a preset");
   merge->add_option("--adapter", a->adapter, "the adapter-only .safetensors file")->required();
   merge->add_option("--out", a->out, "where to write the merged model")->required();
-  merge->add_option("--to", a->to, "the output format (default nanoformer)")->check(CLI::IsMember(models::model_formats()));
+  merge->add_option("--to", a->to, "the output format (default nanoformer)")->check(CLI::IsMember(formats::model_formats()));
   merge->callback([a] {
-    const models::LoRAAdapterInfo info = models::read_lora_adapter_info(a->adapter);
+    const formats::LoRAAdapterInfo info = formats::read_lora_adapter_info(a->adapter);
     const std::string base = a->base.empty() ? info.base_path : a->base;
     NF_CHECK(!base.empty(), a->adapter, ": the adapter records no base path; name the base with --base");
-    auto model = models::load_model(base);
-    models::load_lora_adapter(*model, a->adapter);
+    auto model = formats::load_model(base);
+    formats::load_lora_adapter(*model, a->adapter);
     models::merge_lora(*model);
-    models::save_model(*model, a->out, a->to);
+    formats::save_model(*model, a->out, a->to);
     std::printf("merged %s (rank %lld, alpha %g) into %s: wrote %s (%s, %lld parameters)\n", a->adapter.c_str(),
                 static_cast<long long>(info.options.rank), info.options.alpha, base.c_str(), a->out.c_str(),
                 a->to.c_str(), static_cast<long long>(model->num_parameters()));

@@ -78,14 +78,14 @@ struct QuantizeArgs {
 void run_quantize(const QuantizeArgs& a) {
   const models::QuantizeSpec spec = quantize_spec(a.type, a.output_type, a.embedding_type);
   const std::string tokenizer = a.tokenizer.empty() ? tokenizer_beside(a.model) : a.tokenizer;
-  if (!tokenizer.empty()) models::check_gguf_tokenizer(tokenizer);
-  const std::shared_ptr<models::DecoderLM> model = models::load_decoder_lm(a.model);
+  if (!tokenizer.empty()) formats::check_gguf_tokenizer(tokenizer);
+  const std::shared_ptr<models::DecoderLM> model = formats::load_decoder_lm(a.model);
   NF_CHECK(!model->config().moe, "quantize: ", a.model, " is a mixture-of-experts model, and the GGUF files quantize "
            "writes hold dense models only (llama.cpp's llama architecture); MoE models are quantised in memory as a "
            "QLoRA base (train --lora-base-type)");
   const auto before = models::weight_type_stats(*model);
   requantize(*model, spec);
-  models::save_model(*model, a.out, "gguf", {.tokenizer = tokenizer});
+  formats::save_model(*model, a.out, "gguf", {.tokenizer = tokenizer});
   const auto after = file_weight_stats(a.out);
   std::printf("%s -> %s (%s)\nweights before\n%sweights in %s\n%s", a.model.c_str(), a.out.c_str(),
               quant_type_name(spec.type), weight_table(before).c_str(), a.out.c_str(), weight_table(after).c_str());

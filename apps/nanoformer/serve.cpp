@@ -39,7 +39,7 @@ struct ServeArgs {
 models::SentenceEmbedding embedding_options(const ServeArgs& a, bool encoder) {
   std::error_code ec;
   const bool folder = std::filesystem::is_directory(a.flags.model, ec);
-  models::SentenceEmbedding o = (folder ? models::read_sentence_transformers(a.flags.model) : std::nullopt)
+  models::SentenceEmbedding o = (folder ? formats::read_sentence_transformers(a.flags.model) : std::nullopt)
                                     .value_or(models::SentenceEmbedding{
                                         .pooling = encoder ? models::Pooling::mean : models::Pooling::last,
                                         .normalize = true, .max_tokens = 0});
@@ -91,7 +91,7 @@ void run_serve(ServeArgs& a) {
   // spinning and decoding took 1.45x the time (300 tokens of minimind2-small on 2 cores). A
   // thread's pool ends with it.
   const std::shared_ptr<models::Model> model =
-      std::async(std::launch::async, [&] { return models::load_model(a.flags.model); }).get();
+      std::async(std::launch::async, [&] { return formats::load_model(a.flags.model); }).get();
   const auto run = [&](serve::HttpServer& http) {
     http.bind();
     std::thread stopper([&] {

@@ -94,7 +94,7 @@ Flag flag(CLI::App* cmd, const std::string& names, train::TrainConfig& parsed, c
 
 // Flags that the chosen schedule or optimizer would not use are refused rather than ignored.
 void refuse_unused_flags(const CLI::App& cmd, const train::TrainConfig& c) {
-  const std::string schedule = "--schedule " + train::schedule_kind_name(c.schedule.kind);
+  const std::string schedule = "--schedule " + optim::schedule_kind_name(c.schedule.kind);
   const std::string optimizer = "--optimizer " + c.optimizer.name;
   // `flag` given although `chosen` does not use it: only `users` do
   auto refuse_unless = [&](bool used, const char* flag, const std::string& chosen, const char* users) {
@@ -102,8 +102,8 @@ void refuse_unused_flags(const CLI::App& cmd, const train::TrainConfig& c) {
              users, " do)");
   };
   const bool adam = c.optimizer.name == "adam" || c.optimizer.name == "adamw" || c.optimizer.name == "muon";
-  refuse_unless(c.schedule.kind == train::ScheduleKind::warmup_cosine, "--min-lr", schedule, "warmup_cosine");
-  refuse_unless(c.schedule.kind == train::ScheduleKind::wsd, "--warmdown-fraction", schedule, "wsd");
+  refuse_unless(c.schedule.kind == optim::ScheduleKind::warmup_cosine, "--min-lr", schedule, "warmup_cosine");
+  refuse_unless(c.schedule.kind == optim::ScheduleKind::wsd, "--warmdown-fraction", schedule, "wsd");
   refuse_unless(c.optimizer.name == "sgd", "--momentum", optimizer, "sgd");
   refuse_unless(adam, "--beta1", optimizer, "adam, adamw and muon");
   refuse_unless(adam, "--beta2", optimizer, "adam, adamw and muon");
@@ -150,7 +150,7 @@ void add_train_command(CLI::App& app) {
       "Ctrl-C (or SIGTERM, SIGHUP) writes a checkpoint and stops (exit 130, 143, 129); a third signal exits at\n"
       "once, keeping the last complete checkpoint. Run again with --resume to continue.");
   auto c = std::make_shared<train::TrainConfig>();
-  c->schedule.kind = train::ScheduleKind::warmup_cosine;
+  c->schedule.kind = optim::ScheduleKind::warmup_cosine;
   auto schedule = std::make_shared<std::string>("warmup_cosine");
   auto precision = std::make_shared<std::string>("fp32");
   auto objective = std::make_shared<std::pair<std::string, std::string>>("lm", "sigmoid");  // objective, DPO loss
@@ -263,7 +263,7 @@ void add_train_command(CLI::App& app) {
              "(start it with mpirun -n N, or drop --zero)");
     c->distributed.bucket_bytes = static_cast<int64_t>(dist_flags->first * (1 << 20));
     if (world.rank() != 0) c->quiet = true;  // rank 0 alone shows progress
-    c->schedule.kind = train::schedule_kind_from_name(*schedule);
+    c->schedule.kind = optim::schedule_kind_from_name(*schedule);
     c->precision = train::precision_from_name(*precision);
     // "--objective: unknown objective 'x' (known: lm, dpo)"
     auto parse = [](const char* flag_name, const auto& from_name, const std::string& value) {
@@ -282,7 +282,7 @@ void add_train_command(CLI::App& app) {
                "of them (--set changes the settings of an --init-from model that keep its weights, such as dropout)");
       c->model.clear();
     }
-    if (cmd->count("--weight-decay") == 0) c->optimizer.weight_decay = train::default_weight_decay(c->optimizer.name);
+    if (cmd->count("--weight-decay") == 0) c->optimizer.weight_decay = optim::default_weight_decay(c->optimizer.name);
     if (!c->resume) refuse_unused_flags(*cmd, *c);
     const size_t lora_flags = cmd->count("--lora-rank") + cmd->count("--lora-alpha") + cmd->count("--lora-targets") +
                               cmd->count("--lora-dropout") + cmd->count("--lora-base-type");

@@ -166,7 +166,7 @@ void write_attention(const ProbeResult& r, const Input& in, const VizArgs& a, co
 
 // The --compare model, checked against the model and the input (before anything is written).
 std::shared_ptr<models::DecoderLM> comparison_model(const models::DecoderLMConfig& c, const Input& in, const VizArgs& a) {
-  auto other = models::load_decoder_lm(a.compare);
+  auto other = formats::load_decoder_lm(a.compare);
   NF_CHECK(other->config().n_layers == c.n_layers, "--compare ", a.compare, ": ", other->config().n_layers,
            " layers, the model has ", c.n_layers);
   for (int64_t id : in.ids)
@@ -229,7 +229,7 @@ void write_expert_load(const ProbeResult& r, const VizArgs& a) {
 }
 
 void run_viz(const VizArgs& a) {
-  auto model = models::load_decoder_lm(a.model);
+  auto model = formats::load_decoder_lm(a.model);
   const models::DecoderLMConfig& c = model->config();
   const std::vector<int64_t> layers = selected(a.layer, c.n_layers, "--layer");
   const std::vector<int64_t> heads = selected(a.head, c.n_heads, "--head");

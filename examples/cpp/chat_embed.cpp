@@ -20,7 +20,7 @@ int main(int argc, char** argv) try {
     std::fprintf(stderr, "usage: %s MODEL QUESTION\n", argv[0]);
     return 2;
   }
-  nf::infer::LoadedModel loaded = nf::infer::with_tokenizer(nf::models::load_model(argv[1]), argv[1], "", true);
+  nf::infer::LoadedModel loaded = nf::infer::with_tokenizer(nf::formats::load_model(argv[1]), argv[1], "", true);
   const nf::tokenizer::Tokenizer& tok = *loaded.tokenizer;
   std::unique_ptr<nf::tokenizer::ChatTemplate> chat;
   try {  // the tokenizer's template (tokenizer_config.json, a GGUF's), else the one its special tokens tell

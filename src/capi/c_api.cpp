@@ -206,7 +206,7 @@ nf_status nf_model_load(const char* path, const char* tokenizer_path, int thread
     require(threads >= 0, "nf_model_load: threads must be >= 0, got " + std::to_string(threads));
     if (threads > 0) set_num_threads(threads);
     auto state = std::make_shared<ModelState>();
-    state->loaded = infer::with_tokenizer(models::load_model(path), path, tokenizer_path ? tokenizer_path : "", false);
+    state->loaded = infer::with_tokenizer(formats::load_model(path), path, tokenizer_path ? tokenizer_path : "", false);
     state->loaded.model->eval();
     *out = new nf_model{std::move(state)};
   });

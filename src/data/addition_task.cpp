@@ -7,7 +7,7 @@
 #include "nanoformer/core/error.h"
 #include "nanoformer/core/generator.h"
 
-namespace nf::train {
+namespace nf::data {
 
 namespace {
 
@@ -47,4 +47,4 @@ AdditionTask make_addition_task(const AdditionTaskOptions& o) {
   return task;
 }
 
-}  // namespace nf::train
+}  // namespace nf::data

@@ -16,7 +16,7 @@
 #include "nanoformer/util/progress_bar.h"
 #include "util/json_input.h"
 
-namespace nf::train {
+namespace nf::data {
 namespace {
 
 namespace tk = nf::tokenizer;
@@ -306,4 +306,4 @@ std::shared_ptr<TokenCorpus> load_token_corpus(const std::vector<std::string>& p
   return corpus;
 }
 
-}  // namespace nf::train
+}  // namespace nf::data

@@ -11,7 +11,7 @@
 #include "nanoformer/core/error.h"
 #include "nanoformer/io/tensor_checksums.h"
 
-namespace nf::train {
+namespace nf::data {
 FileFingerprint fingerprint_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   NF_CHECK(in, path, ": cannot open data file: ", std::strerror(errno));
@@ -74,4 +74,4 @@ std::vector<std::string> reconcile_data_files(DataOptions& saved, std::vector<Fi
   return differ;
 }
 
-}  // namespace nf::train
+}  // namespace nf::data

@@ -7,7 +7,7 @@
 #include "nanoformer/core/generator.h"
 #include "util/json_input.h"
 
-namespace nf::train {
+namespace nf::data {
 namespace {
 
 using nlohmann::json;
@@ -256,4 +256,4 @@ std::string SftBatches::describe() const {
   return out;
 }
 
-}  // namespace nf::train
+}  // namespace nf::data

@@ -3,7 +3,7 @@
 #include "nanoformer/core/error.h"
 #include "nanoformer/ops/view.h"
 
-namespace nf::train {
+namespace nf::data {
 
 ShardedBatches::ShardedBatches(std::unique_ptr<BatchSource> global, int rank, int ranks)
     : global_(std::move(global)), rank_(rank), ranks_(ranks) {
@@ -29,4 +29,4 @@ std::string ShardedBatches::describe() const {
          std::to_string(global_->batch_size());
 }
 
-}  // namespace nf::train
+}  // namespace nf::data

@@ -5,7 +5,7 @@
 
 #include "nanoformer/core/error.h"
 
-namespace nf::train {
+namespace nf::data {
 namespace {
 
 // The largest id in memory: a plain reduction the compiler vectorises.
@@ -102,4 +102,4 @@ std::string TokenCorpus::sources() const {
   return out;
 }
 
-}  // namespace nf::train
+}  // namespace nf::data

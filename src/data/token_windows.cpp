@@ -5,7 +5,7 @@
 #include "nanoformer/core/error.h"
 #include "nanoformer/core/generator.h"
 
-namespace nf::train {
+namespace nf::data {
 
 TokenWindows::TokenWindows(std::shared_ptr<const TokenCorpus> corpus, uint64_t begin, uint64_t end,
                            int64_t batch_size, int64_t context, Order order, uint64_t seed, std::string part)
@@ -70,4 +70,4 @@ std::string TokenWindows::describe() const {
   return corpus_->sources() + ": " + part_ + ", " + range + ", " + windows;
 }
 
-}  // namespace nf::train
+}  // namespace nf::data

@@ -20,7 +20,7 @@ int64_t perplexity_windows(uint64_t stream_tokens, int64_t context, uint64_t max
   return static_cast<int64_t>(budget / static_cast<uint64_t>(context));
 }
 
-Perplexity evaluate_perplexity(models::DecoderLM& model, const train::TokenCorpus& corpus, const PerplexityOptions& o,
+Perplexity evaluate_perplexity(models::DecoderLM& model, const data::TokenCorpus& corpus, const PerplexityOptions& o,
                                const std::function<void(int64_t)>& progress) {
   const int64_t L = o.context;
   Perplexity result;

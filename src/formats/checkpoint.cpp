@@ -9,7 +9,7 @@
 #include "nanoformer/io/tensor_checksums.h"
 #include "nanoformer/ops/factory.h"
 
-namespace nf::models {
+namespace nf::formats {
 namespace {
 
 constexpr const char* kFormat = "nanoformer";
@@ -37,7 +37,7 @@ std::string config_json_of(const io::SafetensorsFile& file) {
 // parameters than the file holds values is refused before the model is built (a smaller
 // shortfall, a tensor or two missing, is left to load_state_dict, which names them).
 void check_file_can_hold(const io::SafetensorsFile& file, const std::string& config_json) {
-  const int64_t claimed = config_parameter_count(config_json, file.path() + ": config");
+  const int64_t claimed = models::config_parameter_count(config_json, file.path() + ": config");
   int64_t held = 0;  // <= the file's size in bytes, so no overflow
   for (const io::TensorEntry& entry : file.entries()) held += shape_numel(entry.shape);
   NF_CHECK(claimed <= 2 * held + (int64_t{1} << 20), file.path(), ": its config describes ", claimed,
@@ -52,12 +52,12 @@ void verify_checkpoint_tensors(const io::SafetensorsFile& file, const std::vecto
   io::verify_tensor_checksums(file, names);
 }
 
-std::map<std::string, std::string> checkpoint_metadata(const Model& model) {
+std::map<std::string, std::string> checkpoint_metadata(const models::Model& model) {
   return {{"format", kFormat}, {"format_version", kFormatVersion}, {"model", model.type_name()}, {"config", model.config_json()}};
 }
 
-void save_checkpoint(const Model& model, const std::string& path) {
-  check_dense(model, "save_checkpoint: " + path, "a nanoformer checkpoint stores dense weights: write gguf, or dequantise first");
+void save_checkpoint(const models::Model& model, const std::string& path) {
+  models::check_dense(model, "save_checkpoint: " + path, "a nanoformer checkpoint stores dense weights: write gguf, or dequantise first");
   // registration order: parameters, then persistent buffers
   std::vector<nn::NamedTensor> ordered = model.named_parameters();
   const nn::StateDict state = model.state_dict();
@@ -72,19 +72,19 @@ std::string read_checkpoint_config_json(const std::string& path) {
   return config_json_of(io::SafetensorsFile::open(path));
 }
 
-DecoderLMConfig read_checkpoint_config(const std::string& path) {
-  return parse_model_config(read_checkpoint_config_json(path), path + ": config");
+models::DecoderLMConfig read_checkpoint_config(const std::string& path) {
+  return models::parse_model_config(read_checkpoint_config_json(path), path + ": config");
 }
 
-std::shared_ptr<Model> load_checkpoint(const std::string& path) {
+std::shared_ptr<models::Model> load_checkpoint(const std::string& path) {
   const io::SafetensorsFile file = io::SafetensorsFile::open(path);
   const std::string config_json = config_json_of(file);
   check_file_can_hold(file, config_json);
   Generator gen(0);
-  std::shared_ptr<Model> model;
+  std::shared_ptr<models::Model> model;
   {
     const SkipRandomInitGuard every_weight_is_loaded;  // load_state_dict below refuses a missing one
-    model = build_model(config_json, path + ": config", gen);
+    model = models::build_model(config_json, path + ": config", gen);
   }
   NF_CHECK(metadata_value(file, "model") == model->type_name(), path, ": metadata 'model' is '",
            metadata_value(file, "model"), "', but its config builds a ", model->type_name());
@@ -115,4 +115,4 @@ std::shared_ptr<Model> load_checkpoint(const std::string& path) {
   return model;
 }
 
-}  // namespace nf::models
+}  // namespace nf::formats

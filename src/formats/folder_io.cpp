@@ -12,7 +12,7 @@
 #include "nanoformer/io/safetensors.h"
 #include "nanoformer/io/torch_checkpoint.h"
 
-namespace nf::models {
+namespace nf::formats {
 
 namespace fs = std::filesystem;
 
@@ -210,4 +210,4 @@ void write_folder_tensors(const fs::path& dir, const std::vector<nn::NamedTensor
   for (const fs::path& path : stale) fs::remove(path);
 }
 
-}  // namespace nf::models
+}  // namespace nf::formats

@@ -12,7 +12,7 @@
 #include "nanoformer/core/tensor.h"
 #include "nanoformer/nn/module.h"
 
-namespace nf::models {
+namespace nf::formats {
 
 using Json = nlohmann::json;
 
@@ -71,4 +71,4 @@ std::string torch_weights_in(const std::filesystem::path& dir);
 void write_folder_tensors(const std::filesystem::path& dir, const std::vector<nn::NamedTensor>& tensors,
                           int64_t max_shard_bytes);
 
-}  // namespace nf::models
+}  // namespace nf::formats

@@ -23,7 +23,7 @@
 #include "nanoformer/tokenizer/hf_chat_template.h"
 #include "nanoformer/tokenizer/tokenizer.h"
 
-namespace nf::models {
+namespace nf::formats {
 namespace {
 
 enum class GGUFArch { llama, gpt2 };
@@ -150,7 +150,7 @@ std::string gguf_name(const std::string& hf) {
 
 // The Hugging Face name map of `c` renamed to GGUF's names, with shapes as ours (GGUF keeps GPT-2's
 // Conv1D weights as (out, in), as convert_hf_to_gguf transposes them).
-NameMap gguf_name_map(const DecoderLMConfig& c) {
+NameMap gguf_name_map(const models::DecoderLMConfig& c) {
   NameMap map = hf_decoder_name_map(c);
   for (MappedTensor& m : map) {
     m.external = gguf_name(m.external);
@@ -196,7 +196,7 @@ void refuse_moe_and_non_causal(const ArchKeys& k, const io::GGUFFile& f) {
              "' is false: non-causal attention is not supported");
 }
 
-DecoderLMConfig llama_config(const io::GGUFFile& f) {
+models::DecoderLMConfig llama_config(const io::GGUFFile& f) {
   const ArchKeys k(f, GGUFArch::llama);
   k.check_known(kLlamaKeys);
   refuse_moe_and_non_causal(k, f);
@@ -204,7 +204,7 @@ DecoderLMConfig llama_config(const io::GGUFFile& f) {
   if (k.has("attention.max_alibi_bias"))
     NF_CHECK(k.number("attention.max_alibi_bias") == 0.0, at(f), "key '", k.key("attention.max_alibi_bias"), "' is ",
              k.number("attention.max_alibi_bias"), ": ALiBi is not supported");
-  DecoderLMConfig c;
+  models::DecoderLMConfig c;
   c.dim = k.size("embedding_length");
   c.n_layers = k.size("block_count");
   c.n_heads = k.size("attention.head_count");
@@ -239,11 +239,11 @@ DecoderLMConfig llama_config(const io::GGUFFile& f) {
   return c;
 }
 
-DecoderLMConfig gpt2_config(const io::GGUFFile& f) {
+models::DecoderLMConfig gpt2_config(const io::GGUFFile& f) {
   const ArchKeys k(f, GGUFArch::gpt2);
   k.check_known(kGpt2Keys);
   refuse_moe_and_non_causal(k, f);
-  DecoderLMConfig c;
+  models::DecoderLMConfig c;
   c.dim = k.size("embedding_length");
   c.n_layers = k.size("block_count");
   c.n_heads = k.size("attention.head_count");
@@ -263,7 +263,7 @@ DecoderLMConfig gpt2_config(const io::GGUFFile& f) {
 }
 
 // The tensor names llama.cpp may find beside the map's: a tied gpt2 head written out anyway.
-std::set<std::string> ignored_tensors(GGUFArch arch, const DecoderLMConfig& c) {
+std::set<std::string> ignored_tensors(GGUFArch arch, const models::DecoderLMConfig& c) {
   if (arch == GGUFArch::gpt2 && c.tie_embeddings) return {"output.weight"};
   return {};
 }
@@ -275,7 +275,7 @@ bool is_optional(GGUFArch arch, const std::string& name) {
 
 // Every tensor of the map is in the file with its shape, and the file holds nothing else: one error
 // listing every problem. (The reader refused the types nanoformer has no kernels for.)
-void check_tensors(const io::GGUFFile& f, GGUFArch arch, const DecoderLMConfig& c, const NameMap& map) {
+void check_tensors(const io::GGUFFile& f, GGUFArch arch, const models::DecoderLMConfig& c, const NameMap& map) {
   NameMapProblems problems;
   std::set<std::string> used = ignored_tensors(arch, c);
   for (const MappedTensor& m : map) {
@@ -305,7 +305,7 @@ QuantizedTensor row_range(const QuantizedTensor& q, int64_t begin, int64_t rows)
 
 // Sizes the tensors do not check before the model is built: layers (the name map has a dozen entries
 // per layer) and a RoPE context (its tables).
-void check_sizes_against_the_file(const io::GGUFFile& f, GGUFArch arch, const DecoderLMConfig& c) {
+void check_sizes_against_the_file(const io::GGUFFile& f, GGUFArch arch, const models::DecoderLMConfig& c) {
   const ArchKeys k(f, arch);
   NF_CHECK(c.n_layers <= static_cast<int64_t>(f.tensors().size()), at(f), "key '", k.key("block_count"), "' is ",
            c.n_layers, " but the file holds ", f.tensors().size(), " tensors");
@@ -321,12 +321,12 @@ void check_sizes_against_the_file(const io::GGUFFile& f, GGUFArch arch, const De
 
 }  // namespace
 
-DecoderLMConfig config_from_gguf(const io::GGUFFile& f) {
+models::DecoderLMConfig config_from_gguf(const io::GGUFFile& f) {
   if (f.has("split.count"))
     NF_CHECK(f.get_int("split.count") <= 1, at(f), "key 'split.count' is ", f.get_int("split.count"),
              ": a model split across files is not supported (join it with llama-gguf-split --merge)");
   const GGUFArch arch = arch_of(f);
-  DecoderLMConfig c = arch == GGUFArch::llama ? llama_config(f) : gpt2_config(f);
+  models::DecoderLMConfig c = arch == GGUFArch::llama ? llama_config(f) : gpt2_config(f);
   const io::GGUFTensorInfo& embedding = f.tensor("token_embd.weight");
   NF_CHECK(embedding.shape.size() == 2, at(f), "tensor 'token_embd.weight' has ", embedding.shape.size(),
            " dimensions, not 2 (vocabulary, width)");
@@ -336,18 +336,18 @@ DecoderLMConfig config_from_gguf(const io::GGUFFile& f) {
     NF_CHECK(k.size("vocab_size") == c.vocab_size, at(f), "key '", k.key("vocab_size"), "' is ", k.size("vocab_size"),
              " but token_embd.weight has ", c.vocab_size, " rows");
   c.name = f.has("general.name") ? f.get_string("general.name") : std::filesystem::path(f.path()).stem().string();
-  validate_model_config(c, f.path());
+  models::validate_model_config(c, f.path());
   check_tensors(f, arch, c, gguf_name_map(c));
   return c;
 }
 
-std::shared_ptr<DecoderLM> load_gguf(const std::string& path) {
+std::shared_ptr<models::DecoderLM> load_gguf(const std::string& path) {
   const io::GGUFFile f = io::GGUFFile::open(path);
-  const DecoderLMConfig c = config_from_gguf(f);
-  std::shared_ptr<DecoderLM> model;
+  const models::DecoderLMConfig c = config_from_gguf(f);
+  std::shared_ptr<models::DecoderLM> model;
   {
     const SkipRandomInitGuard every_weight_is_loaded;  // load_state_dict below refuses a missing one
-    model = std::make_shared<DecoderLM>(c);
+    model = std::make_shared<models::DecoderLM>(c);
   }
   // the modules that hold a weight quantised, by the weight's name
   std::map<std::string, std::function<void(QuantizedTensor)>> holders;
@@ -387,7 +387,7 @@ std::shared_ptr<DecoderLM> load_gguf(const std::string& path) {
 namespace {
 
 // Which GGUF architecture holds `c`; throws naming the first option it cannot express.
-GGUFArch arch_for(const DecoderLMConfig& c) {
+GGUFArch arch_for(const models::DecoderLMConfig& c) {
   auto need = [](bool ok, const char* arch, const std::string& option, const std::string& value) {
     NF_CHECK(ok, "save_gguf: ", option, " ", value, " cannot be expressed by GGUF's ", arch, " architecture");
   };
@@ -466,8 +466,8 @@ QuantType main_type(const std::vector<io::GGUFTensorSource>& tensors) {
   return best;
 }
 
-Metadata architecture_metadata(const DecoderLMConfig& c, GGUFArch arch, QuantType type) {
-  const nn::AttentionConfig a = block_config(c).attention;  // resolved: head_dim, n_kv_heads
+Metadata architecture_metadata(const models::DecoderLMConfig& c, GGUFArch arch, QuantType type) {
+  const nn::AttentionConfig a = models::block_config(c).attention;  // resolved: head_dim, n_kv_heads
   const std::string p = std::string(arch_name(arch)) + ".";
   Metadata md;
   add(md, p + "block_count", u32(c.n_layers, "n_layers"));
@@ -556,8 +556,8 @@ io::GGUFTensorSource assemble(const MappedTensor& m, const nn::StateDict& dense,
 
 void check_gguf_tokenizer(const std::string& tokenizer) { (void)tokenizer_metadata(tokenizer, -1); }
 
-void save_gguf(const DecoderLM& model, const std::string& path, const GGUFSaveOptions& options) {
-  const DecoderLMConfig& c = model.config();
+void save_gguf(const models::DecoderLM& model, const std::string& path, const GGUFSaveOptions& options) {
+  const models::DecoderLMConfig& c = model.config();
   const GGUFArch arch = arch_for(c);
   const Metadata tokenizer_keys =
       options.tokenizer.empty() ? tokenizer::gguf_no_tokenizer_metadata() : tokenizer_metadata(options.tokenizer, c.vocab_size);
@@ -579,4 +579,4 @@ void save_gguf(const DecoderLM& model, const std::string& path, const GGUFSaveOp
   io::write_gguf(path, md, tensors);
 }
 
-}  // namespace nf::models
+}  // namespace nf::formats

@@ -12,7 +12,7 @@
 #include "nanoformer/formats/hf_checkpoint.h"
 #include "util/json_input.h"
 
-namespace nf::models {
+namespace nf::formats {
 namespace {
 
 namespace fs = std::filesystem;
@@ -34,7 +34,7 @@ nn::MLPKind mlp_kind_of(const std::string& act, const std::string& source) {
   NF_FAIL(source, ": hidden_act '", act, "' is not supported (gelu, gelu_new, gelu_pytorch_tanh, relu)");
 }
 
-NameMap bert_name_map(const EncoderConfig& c, int64_t hidden) {
+NameMap bert_name_map(const models::EncoderConfig& c, int64_t hidden) {
   const int64_t D = c.dim;
   NameMap map{{"embeddings.word_embeddings.weight", {c.vocab_size, D}, false, {"tok_embeddings.weight"}},
               {"embeddings.position_embeddings.weight", {c.max_seq_len, D}, false, {"pos_embeddings.weight"}},
@@ -66,7 +66,7 @@ NameMap bert_name_map(const EncoderConfig& c, int64_t hidden) {
 }
 
 // Throws naming the first option BertModel cannot express.
-void check_expressible(const EncoderConfig& c) {
+void check_expressible(const models::EncoderConfig& c) {
   auto need = [](bool ok, const std::string& option, const std::string& value) {
     NF_CHECK(ok, "save_hf: ", option, " ", value, " cannot be expressed by BertModel");
   };
@@ -96,7 +96,7 @@ std::map<std::string, Tensor> bert_model_tensors(std::map<std::string, Tensor> t
 
 }  // namespace
 
-EncoderConfig encoder_config_from_bert_json(const std::string& json_text, const std::string& source) {
+models::EncoderConfig encoder_config_from_bert_json(const std::string& json_text, const std::string& source) {
   return with_json_errors(source, [&] {
     const Json j = parse_json_object(json_text, source);
     const std::string type = j.value("model_type", std::string());
@@ -107,7 +107,7 @@ EncoderConfig encoder_config_from_bert_json(const std::string& json_text, const 
              "' is not supported (absolute)");
     NF_CHECK(!bool_key(j, "is_decoder", false, source), source,
              ": is_decoder true is not supported (an encoder-only BertModel)");
-    EncoderConfig c;
+    models::EncoderConfig c;
     c.name = fs::path(source).parent_path().filename().string();
     c.vocab_size = int_key(j, "vocab_size", source);
     c.dim = int_key(j, "hidden_size", source);
@@ -122,12 +122,12 @@ EncoderConfig encoder_config_from_bert_json(const std::string& json_text, const 
     c.dropout = number_key(j, "hidden_dropout_prob", 0.1, source);
     c.attention_dropout = number_key(j, "attention_probs_dropout_prob", 0.1, source);
     c.init_std = number_key(j, "initializer_range", 0.02, source);
-    validate_encoder_config(c, source);
+    models::validate_encoder_config(c, source);
     return c;
   });
 }
 
-std::string bert_json_from_config(const EncoderConfig& c, int64_t mlp_hidden) {
+std::string bert_json_from_config(const models::EncoderConfig& c, int64_t mlp_hidden) {
   check_expressible(c);
   const char* act = c.mlp == nn::MLPKind::gelu ? "gelu" : c.mlp == nn::MLPKind::gelu_tanh ? "gelu_new" : "relu";
   nlohmann::ordered_json j;
@@ -152,31 +152,31 @@ std::string bert_json_from_config(const EncoderConfig& c, int64_t mlp_hidden) {
   return j.dump(2) + "\n";
 }
 
-std::shared_ptr<EncoderModel> load_hf_bert(const std::string& dir) {
+std::shared_ptr<models::EncoderModel> load_hf_bert(const std::string& dir) {
   NF_CHECK(is_hf_folder(dir), dir, ": not a Hugging Face model folder (needs ", kConfigFile, " and ", kWeightsFile,
            ", ", kIndexFile, " or ", kTorchWeightsFile, ")");
   const fs::path config_path = fs::path(dir) / kConfigFile;
-  EncoderConfig c = encoder_config_from_bert_json(read_text(config_path), config_path.string());
+  models::EncoderConfig c = encoder_config_from_bert_json(read_text(config_path), config_path.string());
   const std::map<std::string, Tensor> tensors = bert_model_tensors(read_folder_tensors(dir, kWeightsFile, kIndexFile));
   c.pooler = tensors.count("pooler.dense.weight") > 0;
   // the tensors are checked against the config before the model is built, so that a config far
   // larger than its files is an error naming the tensors, not an allocation sized by the config
-  const int64_t hidden = nn::mlp_hidden_dim(encoder_block_config(c).mlp);
+  const int64_t hidden = nn::mlp_hidden_dim(models::encoder_block_config(c).mlp);
   const nn::StateDict state =
       import_tensors(bert_name_map(c, hidden), tensors, {"embeddings.position_ids", "embeddings.token_type_ids"}, dir);
   Generator gen(0);
-  auto model = std::make_shared<EncoderModel>(c, gen);
+  auto model = std::make_shared<models::EncoderModel>(c, gen);
   model->load_state_dict(state);
   return model;
 }
 
-void save_hf_bert(const EncoderModel& model, const std::string& dir, int64_t max_shard_bytes) {
-  const EncoderConfig& c = model.config();
+void save_hf_bert(const models::EncoderModel& model, const std::string& dir, int64_t max_shard_bytes) {
+  const models::EncoderConfig& c = model.config();
   check_expressible(c);
-  const int64_t hidden = nn::mlp_hidden_dim(encoder_block_config(c).mlp);
+  const int64_t hidden = nn::mlp_hidden_dim(models::encoder_block_config(c).mlp);
   fs::create_directories(dir);
   write_folder_tensors(dir, export_tensors(bert_name_map(c, hidden), model.state_dict()), max_shard_bytes);
   write_text_atomic(fs::path(dir) / kConfigFile, bert_json_from_config(c, hidden));
 }
 
-}  // namespace nf::models
+}  // namespace nf::formats

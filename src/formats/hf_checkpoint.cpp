@@ -17,7 +17,7 @@
 #include "nanoformer/nn/mlp.h"
 #include "util/json_input.h"
 
-namespace nf::models {
+namespace nf::formats {
 namespace {
 
 namespace fs = std::filesystem;
@@ -81,12 +81,12 @@ HfFamily family_of(const Json& j, const std::string& source) {
   NF_FAIL(source, ": model_type '", type, "' is not supported (gpt2, llama, mistral, qwen2, qwen3)");
 }
 
-DecoderLMConfig gpt2_config(const Json& j, const std::string& source) {
+models::DecoderLMConfig gpt2_config(const Json& j, const std::string& source) {
   check_known_keys(j, kGpt2Keys, "GPT-2", source);
   NF_CHECK(bool_key(j, "scale_attn_weights", true, source), source, ": scale_attn_weights false is not supported");
   NF_CHECK(!bool_key(j, "scale_attn_by_inverse_layer_idx", false, source), source,
            ": scale_attn_by_inverse_layer_idx true is not supported");
-  DecoderLMConfig c;
+  models::DecoderLMConfig c;
   c.vocab_size = int_key(j, "vocab_size", source);
   c.dim = int_key(j, "n_embd", source);
   c.n_layers = int_key(j, "n_layer", source);
@@ -112,7 +112,7 @@ DecoderLMConfig gpt2_config(const Json& j, const std::string& source) {
 // rope_parameters {rope_type, rope_theta, factor, ...} (transformers 5) or rope_theta + rope_scaling
 // {type | rope_type, factor, ...} (transformers 4); yarn with its keys as _compute_yarn_parameters reads
 // them (original_max_position_embeddings defaults to max_position_embeddings, attention_factor to 0.1 ln s + 1).
-void read_llama_rope(const Json& j, DecoderLMConfig& c, const std::string& source) {
+void read_llama_rope(const Json& j, models::DecoderLMConfig& c, const std::string& source) {
   Json scaling = j.contains("rope_parameters") ? j.at("rope_parameters") : j.value("rope_scaling", Json());
   c.rope_theta = number_key(j, "rope_theta", 10000.0, source);
   if (scaling.is_null()) return;
@@ -171,7 +171,7 @@ constexpr int64_t kMaxWindowLayers = int64_t{1} << 20;
 // Qwen2 / Qwen3's windowed layers as Qwen2Config.__post_init__ sets them: none unless use_sliding_window
 // (then sliding_window, null = none); layer_types when given, else the layers i >= max_window_layers.
 // Written into c as sliding_window and window_layers ("" when every layer is windowed).
-void read_qwen_windows(const Json& j, DecoderLMConfig& c, const std::string& source) {
+void read_qwen_windows(const Json& j, models::DecoderLMConfig& c, const std::string& source) {
   if (!bool_key(j, "use_sliding_window", false, source)) return;
   const int64_t window = int_key(j, "sliding_window", 4096, source);
   if (j.contains("sliding_window") && j.at("sliding_window").is_null()) return;
@@ -205,7 +205,7 @@ void read_qwen_windows(const Json& j, DecoderLMConfig& c, const std::string& sou
 }
 
 // LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config -> our config.
-DecoderLMConfig llama_family_config(const Json& j, HfFamily family, const std::string& source) {
+models::DecoderLMConfig llama_family_config(const Json& j, HfFamily family, const std::string& source) {
   const std::set<std::string> qwen3_keys = [] {
     std::set<std::string> keys = kQwen2Keys;
     keys.insert("attention_bias");
@@ -227,7 +227,7 @@ DecoderLMConfig llama_family_config(const Json& j, HfFamily family, const std::s
   NF_CHECK(number_key(j, "pretraining_tp", 1, source) == 1, source, ": pretraining_tp ", util::json_excerpt(j.at("pretraining_tp")),
            " is not supported (1)");
   const LlamaFamilyDefaults d = defaults_of(family);
-  DecoderLMConfig c;
+  models::DecoderLMConfig c;
   c.vocab_size = size_key(j, "vocab_size", d.vocab_size, source);
   c.dim = size_key(j, "hidden_size", d.hidden_size, source);
   c.mlp_hidden = size_key(j, "intermediate_size", d.intermediate_size, source);
@@ -274,7 +274,7 @@ DecoderLMConfig llama_family_config(const Json& j, HfFamily family, const std::s
 // Which HF class can hold `c`; throws naming the first option that none can. RoPE models go to the
 // LLaMA family member their options need: learned QK-norm Qwen3, q / k / v biases without o's Qwen2,
 // a window on every layer Mistral (per-layer windows: Qwen2 or Qwen3), else LLaMA.
-HfFamily family_for(const DecoderLMConfig& c) {
+HfFamily family_for(const models::DecoderLMConfig& c) {
   auto need = [](bool ok, const char* cls, const std::string& option, const std::string& value) {
     NF_CHECK(ok, "save_hf: ", option, " ", value, " cannot be expressed by ", cls);
   };
@@ -324,7 +324,7 @@ HfFamily family_for(const DecoderLMConfig& c) {
   return family;
 }
 
-NameMap gpt2_name_map(const DecoderLMConfig& c, int64_t hidden) {
+NameMap gpt2_name_map(const models::DecoderLMConfig& c, int64_t hidden) {
   const int64_t D = c.dim;
   NameMap map{{"transformer.wte.weight", {c.vocab_size, D}, false, {"tok_embeddings.weight"}},
               {"transformer.wpe.weight", {c.max_seq_len, D}, false, {"pos_embeddings.weight"}}};
@@ -354,8 +354,8 @@ NameMap gpt2_name_map(const DecoderLMConfig& c, int64_t hidden) {
   return map;
 }
 
-NameMap llama_name_map(const DecoderLMConfig& c, int64_t hidden) {
-  const nn::AttentionConfig a = block_config(c).attention;  // resolved: head_dim, n_kv_heads
+NameMap llama_name_map(const models::DecoderLMConfig& c, int64_t hidden) {
+  const nn::AttentionConfig a = models::block_config(c).attention;  // resolved: head_dim, n_kv_heads
   const int64_t D = c.dim, hd = a.head_dim, q = a.n_heads * hd, kv = a.n_kv_heads * hd;
   NameMap map{{"model.embed_tokens.weight", {c.vocab_size, D}, false, {"tok_embeddings.weight"}}};
   for (int64_t l = 0; l < c.n_layers; ++l) {
@@ -385,7 +385,7 @@ NameMap llama_name_map(const DecoderLMConfig& c, int64_t hidden) {
 
 // Tensors that may sit in a folder without being parameters: GPT-2's causal-mask buffers, old
 // LLaMA rotary tables, and a tied head written out anyway.
-std::set<std::string> ignored_names(HfFamily family, const DecoderLMConfig& c) {
+std::set<std::string> ignored_names(HfFamily family, const models::DecoderLMConfig& c) {
   std::set<std::string> ignored;
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const std::string n = std::to_string(l);
@@ -405,14 +405,14 @@ std::set<std::string> ignored_names(HfFamily family, const DecoderLMConfig& c) {
 // model does not have.
 int64_t gpt2_end_of_text_id(int64_t vocab_size) { return std::min<int64_t>(50256, vocab_size - 1); }
 
-NameMap name_map(HfFamily family, const DecoderLMConfig& c, int64_t hidden) {
+NameMap name_map(HfFamily family, const models::DecoderLMConfig& c, int64_t hidden) {
   return family == HfFamily::gpt2 ? gpt2_name_map(c, hidden) : llama_name_map(c, hidden);
 }
 
 }  // namespace
 
-NameMap hf_decoder_name_map(const DecoderLMConfig& config) {
-  return name_map(family_for(config), config, nn::mlp_hidden_dim(block_config(config).mlp));
+NameMap hf_decoder_name_map(const models::DecoderLMConfig& config) {
+  return name_map(family_for(config), config, nn::mlp_hidden_dim(models::block_config(config).mlp));
 }
 
 bool is_hf_folder(const std::string& path) {
@@ -428,18 +428,18 @@ std::string hf_model_type(const std::string& dir) {
   });
 }
 
-DecoderLMConfig config_from_hf_json(const std::string& json_text, const std::string& source) {
+models::DecoderLMConfig config_from_hf_json(const std::string& json_text, const std::string& source) {
   return with_json_errors(source, [&] {
     const Json j = parse_json_object(json_text, source);
     const HfFamily family = family_of(j, source);
-    DecoderLMConfig c = family == HfFamily::gpt2 ? gpt2_config(j, source) : llama_family_config(j, family, source);
+    models::DecoderLMConfig c = family == HfFamily::gpt2 ? gpt2_config(j, source) : llama_family_config(j, family, source);
     c.name = fs::path(source).parent_path().filename().string();
-    validate_model_config(c, source);
+    models::validate_model_config(c, source);
     return c;
   });
 }
 
-std::string hf_json_from_config(const DecoderLMConfig& c, int64_t mlp_hidden) {
+std::string hf_json_from_config(const models::DecoderLMConfig& c, int64_t mlp_hidden) {
   nlohmann::ordered_json j;
   if (family_for(c) == HfFamily::gpt2) {
     const char* act = c.mlp == nn::MLPKind::gelu_tanh ? "gelu_new" : c.mlp == nn::MLPKind::gelu ? "gelu" : "relu";
@@ -451,7 +451,7 @@ std::string hf_json_from_config(const DecoderLMConfig& c, int64_t mlp_hidden) {
          {"eos_token_id", gpt2_end_of_text_id(c.vocab_size)}, {"dtype", "float32"}};
   } else {
     const HfFamily family = family_for(c);
-    const nn::AttentionConfig a = block_config(c).attention;  // resolved: head_dim, n_kv_heads
+    const nn::AttentionConfig a = models::block_config(c).attention;  // resolved: head_dim, n_kv_heads
     const char* rope_type = c.rope_scaling == nn::RopeScaling::linear ? "linear"
                             : c.rope_scaling == nn::RopeScaling::yarn ? "yarn"
                                                                       : "default";
@@ -495,35 +495,35 @@ std::string hf_json_from_config(const DecoderLMConfig& c, int64_t mlp_hidden) {
   return j.dump(2) + "\n";
 }
 
-nn::StateDict state_from_hf(const DecoderLMConfig& config, const std::map<std::string, Tensor>& tensors,
+nn::StateDict state_from_hf(const models::DecoderLMConfig& config, const std::map<std::string, Tensor>& tensors,
                             const std::string& source) {
   const HfFamily family = family_for(config);
-  const int64_t hidden = nn::mlp_hidden_dim(block_config(config).mlp);
+  const int64_t hidden = nn::mlp_hidden_dim(models::block_config(config).mlp);
   return import_tensors(name_map(family, config, hidden), tensors, ignored_names(family, config), source);
 }
 
-std::shared_ptr<DecoderLM> load_hf(const std::string& dir) {
+std::shared_ptr<models::DecoderLM> load_hf(const std::string& dir) {
   NF_CHECK(is_hf_folder(dir), dir, ": not a Hugging Face model folder (needs ", kConfigFile, " and ", kWeightsFile,
            ", ", kIndexFile, " or ", kTorchWeightsFile, ")");
   const fs::path config_path = fs::path(dir) / kConfigFile;
-  const DecoderLMConfig config = config_from_hf_json(read_text(config_path), config_path.string());
+  const models::DecoderLMConfig config = config_from_hf_json(read_text(config_path), config_path.string());
   // the tensors are checked against the config before the model is built, so that a config far
   // larger than its files is an error naming the tensors, not an allocation sized by the config
   const nn::StateDict state = state_from_hf(config, read_folder_tensors(dir, kWeightsFile, kIndexFile), dir);
-  auto model = std::make_shared<DecoderLM>(config);
+  auto model = std::make_shared<models::DecoderLM>(config);
   model->load_state_dict(state);
   return model;
 }
 
-void save_hf(const DecoderLM& model, const std::string& dir, int64_t max_shard_bytes) {
-  const DecoderLMConfig& c = model.config();
+void save_hf(const models::DecoderLM& model, const std::string& dir, int64_t max_shard_bytes) {
+  const models::DecoderLMConfig& c = model.config();
   const HfFamily family = family_for(c);
   const RopeLayout layout = family == HfFamily::gpt2 ? c.rope_layout : RopeLayout::half;  // the LLaMA family: half
   const nn::StateDict state = with_rope_layout(model.state_dict(), c, layout);
-  const int64_t hidden = nn::mlp_hidden_dim(block_config(c).mlp);
+  const int64_t hidden = nn::mlp_hidden_dim(models::block_config(c).mlp);
   fs::create_directories(dir);
   write_folder_tensors(dir, export_tensors(name_map(family, c, hidden), state), max_shard_bytes);
   write_text_atomic(fs::path(dir) / kConfigFile, hf_json_from_config(c, hidden));
 }
 
-}  // namespace nf::models
+}  // namespace nf::formats

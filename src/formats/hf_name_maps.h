@@ -5,10 +5,10 @@
 #include "formats/name_map.h"
 #include "nanoformer/models/config/model_config.h"
 
-namespace nf::models {
+namespace nf::formats {
 
 // The map of the Hugging Face class that holds `config` (learned positions: GPT-2, RoPE: the LLaMA
 // family), in transformers' tensor order; throws naming the first option no class can express.
-NameMap hf_decoder_name_map(const DecoderLMConfig& config);
+NameMap hf_decoder_name_map(const models::DecoderLMConfig& config);
 
-}  // namespace nf::models
+}  // namespace nf::formats

@@ -11,7 +11,7 @@
 #include "nanoformer/formats/hf_checkpoint.h"
 #include "util/json_input.h"
 
-namespace nf::models {
+namespace nf::formats {
 namespace {
 
 namespace fs = std::filesystem;
@@ -44,11 +44,11 @@ int64_t class_count(const Json& j, const std::string& source) {
   return n;
 }
 
-NameMap vit_name_map(const ViTConfig& c) {
+NameMap vit_name_map(const models::ViTConfig& c) {
   const int64_t D = c.dim, H = vit_block_config(c).mlp.hidden, C = c.in_channels, P = c.patch_size;
   const std::string e = "vit.embeddings.";
   NameMap map{{e + "cls_token", {1, 1, D}, false, {"class_token"}},
-              {e + "position_embeddings", {1, vit_num_patches(c) + 1, D}, false, {"pos_embeddings.weight"},
+              {e + "position_embeddings", {1, models::vit_num_patches(c) + 1, D}, false, {"pos_embeddings.weight"},
                {vit_num_patches(c) + 1, D}},
               {e + "patch_embeddings.projection.weight", {D, C, P, P}, false, {"patch_embed.proj.weight"}, {D, C * P * P}},
               {e + "patch_embeddings.projection.bias", {D}, false, {"patch_embed.proj.bias"}}};
@@ -84,7 +84,7 @@ const std::set<std::string> kIgnoredTensors = {"vit.pooler.dense.weight", "vit.p
 
 }  // namespace
 
-ViTConfig vit_config_from_hf_json(const std::string& json_text, const std::string& source) {
+models::ViTConfig vit_config_from_hf_json(const std::string& json_text, const std::string& source) {
   return with_json_errors(source, [&] {
     const Json j = parse_json_object(json_text, source);
     const std::string type = j.value("model_type", std::string());
@@ -95,7 +95,7 @@ ViTConfig vit_config_from_hf_json(const std::string& json_text, const std::strin
     const std::string problem = j.value("problem_type", Json()).is_null() ? "" : j.at("problem_type").get<std::string>();
     NF_CHECK(problem.empty() || problem == "single_label_classification", source, ": problem_type '", problem,
              "' is not supported (single_label_classification)");
-    ViTConfig c;
+    models::ViTConfig c;
     c.name = fs::path(source).parent_path().filename().string();
     c.dim = int_key(j, "hidden_size", 768, source);
     c.n_layers = int_key(j, "num_hidden_layers", 12, source);
@@ -110,12 +110,12 @@ ViTConfig vit_config_from_hf_json(const std::string& json_text, const std::strin
     c.in_channels = int_key(j, "num_channels", 3, source);
     c.qkv_bias = bool_key(j, "qkv_bias", true, source);
     c.n_classes = class_count(j, source);
-    validate_vit_config(c, source);
+    models::validate_vit_config(c, source);
     return c;
   });
 }
 
-std::string hf_json_from_vit_config(const ViTConfig& c) {
+std::string hf_json_from_vit_config(const models::ViTConfig& c) {
   nlohmann::ordered_json id2label, label2id;
   for (int64_t i = 0; i < c.n_classes; ++i) {
     id2label[std::to_string(i)] = "LABEL_" + std::to_string(i);
@@ -124,7 +124,7 @@ std::string hf_json_from_vit_config(const ViTConfig& c) {
   const nlohmann::ordered_json j = {
       {"architectures", {"ViTForImageClassification"}}, {"model_type", "vit"}, {"hidden_size", c.dim},
       {"num_hidden_layers", c.n_layers}, {"num_attention_heads", c.n_heads},
-      {"intermediate_size", vit_block_config(c).mlp.hidden}, {"hidden_act", "gelu"},
+      {"intermediate_size", models::vit_block_config(c).mlp.hidden}, {"hidden_act", "gelu"},
       {"hidden_dropout_prob", c.dropout}, {"attention_probs_dropout_prob", c.attention_dropout},
       {"initializer_range", c.init_std}, {"layer_norm_eps", c.norm_eps}, {"image_size", c.image_size},
       {"patch_size", c.patch_size}, {"num_channels", c.in_channels}, {"qkv_bias", c.qkv_bias},
@@ -132,25 +132,25 @@ std::string hf_json_from_vit_config(const ViTConfig& c) {
   return j.dump(2) + "\n";
 }
 
-std::shared_ptr<ViTClassifier> load_hf_vit(const std::string& dir) {
+std::shared_ptr<models::ViTClassifier> load_hf_vit(const std::string& dir) {
   NF_CHECK(is_hf_folder(dir), dir, ": not a Hugging Face model folder (needs ", kConfigFile, " and ", kWeightsFile,
            ", ", kIndexFile, " or ", kTorchWeightsFile, ")");
   const fs::path config_path = fs::path(dir) / kConfigFile;
-  const ViTConfig config = vit_config_from_hf_json(read_text(config_path), config_path.string());
+  const models::ViTConfig config = vit_config_from_hf_json(read_text(config_path), config_path.string());
   // the tensors are checked against the config before the model is built, so that a config far
   // larger than its files is an error naming the tensors, not an allocation sized by the config
   const nn::StateDict state =
       import_tensors(vit_name_map(config), read_folder_tensors(dir, kWeightsFile, kIndexFile), kIgnoredTensors, dir);
   Generator gen(0);
-  auto model = std::make_shared<ViTClassifier>(config, gen);
+  auto model = std::make_shared<models::ViTClassifier>(config, gen);
   model->load_state_dict(state);
   return model;
 }
 
-void save_hf_vit(const ViTClassifier& model, const std::string& dir, int64_t max_shard_bytes) {
+void save_hf_vit(const models::ViTClassifier& model, const std::string& dir, int64_t max_shard_bytes) {
   fs::create_directories(dir);
   write_folder_tensors(dir, export_tensors(vit_name_map(model.config()), model.state_dict()), max_shard_bytes);
   write_text_atomic(fs::path(dir) / kConfigFile, hf_json_from_vit_config(model.config()));
 }
 
-}  // namespace nf::models
+}  // namespace nf::formats

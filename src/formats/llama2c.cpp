@@ -12,7 +12,7 @@
 #include "formats/rope_rows.h"
 #include "nanoformer/core/error.h"
 
-namespace nf::models {
+namespace nf::formats {
 namespace {
 
 static_assert(std::endian::native == std::endian::little, "llama2.c files are little-endian");
@@ -30,7 +30,7 @@ struct Piece {
 };
 
 // c.mlp_hidden must be resolved (not 0).
-std::vector<Piece> file_layout(const DecoderLMConfig& c) {
+std::vector<Piece> file_layout(const models::DecoderLMConfig& c) {
   const int64_t hs = c.dim / c.n_heads, hidden = c.mlp_hidden;
   std::vector<Piece> pieces{{"tok_embeddings.weight", {c.vocab_size, c.dim}}};
   auto per_layer = [&](const std::string& suffix, const Shape& shape) {
@@ -56,7 +56,7 @@ std::vector<Piece> file_layout(const DecoderLMConfig& c) {
 // than this is refused before its layout (one entry per tensor) is built or its exact size summed,
 // so a header claiming 2^24 layers of 2^24-wide matrices can neither overflow that sum nor make us
 // allocate a list of 150 million tensors.
-double approximate_body_bytes(const DecoderLMConfig& c) {
+double approximate_body_bytes(const models::DecoderLMConfig& c) {
   const double dim = static_cast<double>(c.dim), hs = static_cast<double>(c.dim / c.n_heads);
   const double per_layer = 2 * dim + 2 * static_cast<double>(c.n_heads) * hs * dim +
                            2 * static_cast<double>(c.n_kv_heads) * hs * dim + 3 * static_cast<double>(c.mlp_hidden) * dim;
@@ -72,7 +72,7 @@ int64_t body_bytes(const std::vector<Piece>& pieces) {
   return n * static_cast<int64_t>(sizeof(float));
 }
 
-DecoderLMConfig config_from_header(const std::array<int32_t, 7>& h, const std::string& path) {
+models::DecoderLMConfig config_from_header(const std::array<int32_t, 7>& h, const std::string& path) {
   for (size_t i = 0; i < h.size(); ++i)
     NF_CHECK(h[i] != 0 && (h[i] > 0 || i == 5), path, ": llama2.c header field ", kHeaderFields[i], " is ", h[i],
              " (must be positive)");
@@ -81,7 +81,7 @@ DecoderLMConfig config_from_header(const std::array<int32_t, 7>& h, const std::s
     NF_CHECK(std::abs(static_cast<int64_t>(h[i])) < (int64_t{1} << 24), path, ": llama2.c header field ",
              kHeaderFields[i], " is ", h[i], " (implausibly large: not a llama2.c file?)");
   NF_CHECK(h[0] % h[3] == 0, path, ": llama2.c dim ", h[0], " is not divisible by n_heads ", h[3]);
-  DecoderLMConfig c;
+  models::DecoderLMConfig c;
   c.name = std::filesystem::path(path).stem().string();
   c.dim = h[0];
   c.mlp_hidden = h[1];
@@ -100,7 +100,7 @@ DecoderLMConfig config_from_header(const std::array<int32_t, 7>& h, const std::s
   c.mlp = nn::MLPKind::swiglu;
   c.attention_bias = false;
   c.mlp_bias = false;
-  validate_model_config(c, path);
+  models::validate_model_config(c, path);
   return c;
 }
 
@@ -122,7 +122,7 @@ std::ifstream open_input(const std::string& path) {
 }
 
 // What save_llama2c can express: LLaMA as run.c computes it.
-void check_expressible(const DecoderLMConfig& c) {
+void check_expressible(const models::DecoderLMConfig& c) {
   auto refuse = [](bool ok, const std::string& option, const std::string& value, const std::string& needed) {
     NF_CHECK(ok, "save_llama2c: ", option, " ", value, " cannot be written to a llama2.c file (it needs ", needed,
              ")");
@@ -167,14 +167,14 @@ void write_freq_table(std::ofstream& out, int64_t seq_len, int64_t hs, bool imag
 
 }  // namespace
 
-DecoderLMConfig read_llama2c_config(const std::string& path) {
+models::DecoderLMConfig read_llama2c_config(const std::string& path) {
   std::ifstream in = open_input(path);
   return config_from_header(read_header(in, path), path);
 }
 
-std::shared_ptr<DecoderLM> load_llama2c(const std::string& path) {
+std::shared_ptr<models::DecoderLM> load_llama2c(const std::string& path) {
   std::ifstream in = open_input(path);
-  const DecoderLMConfig config = config_from_header(read_header(in, path), path);
+  const models::DecoderLMConfig config = config_from_header(read_header(in, path), path);
   const auto actual = static_cast<int64_t>(std::filesystem::file_size(path));
   const double approximate = static_cast<double>(kHeaderBytes) + approximate_body_bytes(config);
   NF_CHECK(approximate <= static_cast<double>(actual), path, ": truncated llama2.c file: ", actual,
@@ -199,13 +199,13 @@ std::shared_ptr<DecoderLM> load_llama2c(const std::string& path) {
     NF_CHECK(in.good(), path, ": read error in tensor ", p.name);
     state[p.name] = t;
   }
-  auto model = std::make_shared<DecoderLM>(config);
+  auto model = std::make_shared<models::DecoderLM>(config);
   model->load_state_dict(state);
   return model;
 }
 
-void save_llama2c(const DecoderLM& model, const std::string& path) {
-  DecoderLMConfig c = model.config();
+void save_llama2c(const models::DecoderLM& model, const std::string& path) {
+  models::DecoderLMConfig c = model.config();
   check_expressible(c);
   const nn::StateDict state = with_rope_layout(model.state_dict(), c, RopeLayout::interleaved);  // run.c's layout
   c.mlp_hidden = state.at("layers.0.mlp.w1.weight").size(0);
@@ -238,4 +238,4 @@ void save_llama2c(const DecoderLM& model, const std::string& path) {
   std::filesystem::rename(tmp, path);
 }
 
-}  // namespace nf::models
+}  // namespace nf::formats

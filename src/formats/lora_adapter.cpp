@@ -13,7 +13,7 @@
 #include "nanoformer/ops/view.h"
 #include "util/json_input.h"
 
-namespace nf::models {
+namespace nf::formats {
 namespace {
 
 constexpr const char* kFormat = "nanoformer-lora";
@@ -34,7 +34,7 @@ LoRAAdapterInfo info_of(const io::SafetensorsFile& file) {
   NF_CHECK(version == "1" || version == kFormatVersion, file.path(), ": format_version '", version,
            "' is not supported (this build reads 1 and ", kFormatVersion, ")");
   LoRAAdapterInfo info;
-  info.options = lora_options_from_json(metadata_value(file, "lora"), file.path() + ": metadata 'lora'");
+  info.options = models::lora_options_from_json(metadata_value(file, "lora"), file.path() + ": metadata 'lora'");
   info.base_model = metadata_value(file, "base_model");
   info.base_config_json = metadata_value(file, "base_config");
   auto base_path = file.metadata().find("base_path");
@@ -68,8 +68,8 @@ std::string config_differences(const std::string& adapter_base_json, const std::
 
 // Copies the file's adapter tensors into the model's, or throws listing every mismatch (tensors, or
 // else the config keys that change what the base computes).
-void copy_adapter_tensors(const Model& model, const io::SafetensorsFile& file, const LoRAAdapterInfo& info) {
-  const std::vector<nn::NamedTensor> own = lora_parameters(model);
+void copy_adapter_tensors(const models::Model& model, const io::SafetensorsFile& file, const LoRAAdapterInfo& info) {
+  const std::vector<nn::NamedTensor> own = models::lora_parameters(model);
   std::vector<std::string> missing, misshaped, unexpected, mistyped;
   std::set<std::string> own_names;
   for (const auto& [name, tensor] : own) {
@@ -113,20 +113,20 @@ void copy_adapter_tensors(const Model& model, const io::SafetensorsFile& file, c
 
 }  // namespace
 
-std::map<std::string, std::string> lora_adapter_metadata(const Model& model, const LoRAOptions& options,
+std::map<std::string, std::string> lora_adapter_metadata(const models::Model& model, const models::LoRAOptions& options,
                                                          const std::string& base_path) {
   std::map<std::string, std::string> metadata{{"format", kFormat},
                                               {"format_version", kFormatVersion},
-                                              {"lora", lora_options_to_json(options)},
+                                              {"lora", models::lora_options_to_json(options)},
                                               {"base_model", model.type_name()},
                                               {"base_config", model.config_json()}};
   if (!base_path.empty()) metadata["base_path"] = base_path;
   return metadata;
 }
 
-void save_lora_adapter(const Model& model, const LoRAOptions& options, const std::string& path,
+void save_lora_adapter(const models::Model& model, const models::LoRAOptions& options, const std::string& path,
                        const std::string& base_path) {
-  const std::vector<nn::NamedTensor> adapters = lora_parameters(model);
+  const std::vector<nn::NamedTensor> adapters = models::lora_parameters(model);
   NF_CHECK(!adapters.empty(), path, ": this ", model.type_name(), " has no LoRA adapters to save");
   std::map<std::string, std::string> metadata = lora_adapter_metadata(model, options, base_path);
   metadata[io::kChecksumsKey] = io::tensor_checksums(adapters);
@@ -135,7 +135,7 @@ void save_lora_adapter(const Model& model, const LoRAOptions& options, const std
 
 LoRAAdapterInfo read_lora_adapter_info(const std::string& path) { return info_of(io::SafetensorsFile::open(path)); }
 
-LoRAAdapterInfo load_lora_adapter(Model& model, const std::string& path, Generator& gen) {
+LoRAAdapterInfo load_lora_adapter(models::Model& model, const std::string& path, Generator& gen) {
   const io::SafetensorsFile file = io::SafetensorsFile::open(path);
   const LoRAAdapterInfo info = info_of(file);
   NF_CHECK(info.base_model == model.type_name(), path, ": an adapter for a ", info.base_model, ", not for a ",
@@ -154,4 +154,4 @@ LoRAAdapterInfo load_lora_adapter(Model& model, const std::string& path, Generat
   return info;
 }
 
-}  // namespace nf::models
+}  // namespace nf::formats

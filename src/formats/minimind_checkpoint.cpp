@@ -16,7 +16,7 @@
 #include "nanoformer/core/error.h"
 #include "util/json_input.h"
 
-namespace nf::models {
+namespace nf::formats {
 namespace {
 
 namespace fs = std::filesystem;
@@ -108,10 +108,10 @@ double minimind_hf_alpha(double ours, int64_t k) {
 }
 
 // What both forms share: RMSNorm, RoPE, SwiGLU without biases, the MoE keys (use_moe, ...).
-DecoderLMConfig minimind_base(const Json& j, MiniMindForm form, const std::string& source) {
+models::DecoderLMConfig minimind_base(const Json& j, MiniMindForm form, const std::string& source) {
   NF_CHECK(j.value("model_type", std::string("minimind")) == "minimind", source, ": model_type '",
            j.value("model_type", std::string()), "' is not minimind");
-  DecoderLMConfig c;
+  models::DecoderLMConfig c;
   c.name = fs::path(source).parent_path().filename().string();
   c.norm = nn::NormKind::rmsnorm;
   c.norm_bias = false;
@@ -140,7 +140,7 @@ DecoderLMConfig minimind_base(const Json& j, MiniMindForm form, const std::strin
   return c;
 }
 
-void check_expressible(const DecoderLMConfig& c, MiniMindForm form) {
+void check_expressible(const models::DecoderLMConfig& c, MiniMindForm form) {
   const char* writer = form == MiniMindForm::lmconfig ? "save_minimind" : "save_minimind_hf";
   const char* format = form == MiniMindForm::hf        ? "a MiniMind Hugging Face config"
                        : form == MiniMindForm::current ? "MiniMind's current config (d65ef2c)"
@@ -173,7 +173,7 @@ void check_expressible(const DecoderLMConfig& c, MiniMindForm form) {
       need(c.moe->n_shared_experts == 0, "moe.n_shared_experts", std::to_string(c.moe->n_shared_experts));
       need(c.moe->routing == nn::MoERouting::softmax_then_topk ||
                (c.moe->routing == nn::MoERouting::topk_then_softmax && c.moe->top_k == 1),
-           "moe.routing", std::string(moe_routing_name(c.moe->routing)) + " with top_k " + std::to_string(c.moe->top_k));
+           "moe.routing", std::string(models::moe_routing_name(c.moe->routing)) + " with top_k " + std::to_string(c.moe->top_k));
       need(!c.moe->gate_bias, "moe.gate_bias", "true");
       need(!c.moe->seq_aux || c.moe->aux_loss_alpha == 0, "moe.seq_aux", "true");
     }
@@ -186,14 +186,14 @@ void check_expressible(const DecoderLMConfig& c, MiniMindForm form) {
   if (form == MiniMindForm::lmconfig && c.moe)  // 04b56ea's MOEFeedForward: one shared FeedForward or none
     need(c.moe->n_shared_experts <= 1, "moe.n_shared_experts", std::to_string(c.moe->n_shared_experts));
   if (c.moe) {
-    need(c.moe->routing == nn::MoERouting::softmax_then_topk, "moe.routing", moe_routing_name(c.moe->routing));
+    need(c.moe->routing == nn::MoERouting::softmax_then_topk, "moe.routing", models::moe_routing_name(c.moe->routing));
     need(!c.moe->gate_bias, "moe.gate_bias", "true");
   }
 }
 
-NameMap minimind_name_map(const DecoderLMConfig& c, int64_t hidden, MiniMindForm form) {
+NameMap minimind_name_map(const models::DecoderLMConfig& c, int64_t hidden, MiniMindForm form) {
   const FormNames& names = names_of(form);
-  const nn::AttentionConfig a = block_config(c).attention;  // resolved: head_dim, n_kv_heads
+  const nn::AttentionConfig a = models::block_config(c).attention;  // resolved: head_dim, n_kv_heads
   const int64_t D = c.dim, hd = a.head_dim, kv = a.n_kv_heads * hd, q = c.n_heads * hd;
   NameMap map{{names.embed + ".weight", {c.vocab_size, D}, false, {"tok_embeddings.weight"}}};
   for (int64_t l = 0; l < c.n_layers; ++l) {
@@ -235,7 +235,7 @@ NameMap minimind_name_map(const DecoderLMConfig& c, int64_t hidden, MiniMindForm
 }
 
 // Tensors that may sit in a folder without being parameters: 002's causal-mask buffers, a tied head.
-std::set<std::string> ignored_names(const DecoderLMConfig& c, MiniMindForm form) {
+std::set<std::string> ignored_names(const models::DecoderLMConfig& c, MiniMindForm form) {
   std::set<std::string> ignored;
   if (form == MiniMindForm::lmconfig)
     for (int64_t l = 0; l < c.n_layers; ++l) ignored.insert("layers." + std::to_string(l) + ".attention.mask");
@@ -243,9 +243,9 @@ std::set<std::string> ignored_names(const DecoderLMConfig& c, MiniMindForm form)
   return ignored;
 }
 
-void save_form(const DecoderLM& model, const std::string& dir, MiniMindForm form, int64_t max_shard_bytes) {
-  const DecoderLMConfig& c = model.config();
-  const int64_t hidden = nn::mlp_hidden_dim(block_config(c).mlp);
+void save_form(const models::DecoderLM& model, const std::string& dir, MiniMindForm form, int64_t max_shard_bytes) {
+  const models::DecoderLMConfig& c = model.config();
+  const int64_t hidden = nn::mlp_hidden_dim(models::block_config(c).mlp);
   const std::string json = form == MiniMindForm::current ? minimind_current_json_from_config(c, hidden)
                            : form == MiniMindForm::hf    ? minimind_hf_json_from_config(c, hidden)
                                                          : minimind_json_from_config(c);
@@ -273,11 +273,11 @@ MiniMindForm minimind_folder_form(const std::string& dir) {
   return MiniMindForm::hf;
 }
 
-DecoderLMConfig config_from_minimind_json(const std::string& json_text, const std::string& source) {
+models::DecoderLMConfig config_from_minimind_json(const std::string& json_text, const std::string& source) {
   return with_json_errors(source, [&] {
     const Json j = parse_json_object(json_text, source);
     check_known_keys(j, kMiniMindKeys, "MiniMind", source);
-    DecoderLMConfig c = minimind_base(j, MiniMindForm::lmconfig, source);
+    models::DecoderLMConfig c = minimind_base(j, MiniMindForm::lmconfig, source);
     // a missing key takes LMConfig's default (04b56ea): save_pretrained leaves out keys at their default
     c.dim = int_key(j, "dim", 512, source);
     c.n_layers = int_key(j, "n_layers", 8, source);
@@ -290,12 +290,12 @@ DecoderLMConfig config_from_minimind_json(const std::string& json_text, const st
     c.norm_eps = number_key(j, "norm_eps", 1e-5, source);
     c.max_seq_len = int_key(j, "max_seq_len", 8192, source);
     c.tie_embeddings = bool_key(j, "tie_word_embeddings", true, source);
-    validate_model_config(c, source);
+    models::validate_model_config(c, source);
     return c;
   });
 }
 
-DecoderLMConfig config_from_minimind_hf_json(const std::string& json_text, const std::string& source) {
+models::DecoderLMConfig config_from_minimind_hf_json(const std::string& json_text, const std::string& source) {
   return with_json_errors(source, [&] {
     const Json j = parse_json_object(json_text, source);
     for (const char* key : kNewerFormKeys)
@@ -310,7 +310,7 @@ DecoderLMConfig config_from_minimind_hf_json(const std::string& json_text, const
              ": tie_word_embeddings false is not supported (MiniMindForCausalLM always ties lm_head to embed_tokens)");
     const std::string act = j.value("hidden_act", std::string("silu"));
     NF_CHECK(act == "silu", source, ": hidden_act '", act, "' is not supported (silu)");
-    DecoderLMConfig c = minimind_base(j, MiniMindForm::hf, source);
+    models::DecoderLMConfig c = minimind_base(j, MiniMindForm::hf, source);
     c.dim = int_key(j, "hidden_size", source);
     c.n_layers = int_key(j, "num_hidden_layers", 8, source);
     c.n_heads = int_key(j, "num_attention_heads", 8, source);
@@ -321,15 +321,15 @@ DecoderLMConfig config_from_minimind_hf_json(const std::string& json_text, const
     c.norm_eps = number_key(j, "rms_norm_eps", 1e-5, source);
     c.max_seq_len = int_key(j, "max_position_embeddings", 32768, source);
     c.tie_embeddings = true;
-    validate_model_config(c, source);
+    models::validate_model_config(c, source);
     // missing or null: 8/3 hidden_size rounded up to 64, as MiniMindConfig derives it, spelled out
     // (so that the config read is the config its written form reads as)
-    if (c.mlp_hidden == 0) c.mlp_hidden = nn::mlp_hidden_dim(block_config(c).mlp);
+    if (c.mlp_hidden == 0) c.mlp_hidden = nn::mlp_hidden_dim(models::block_config(c).mlp);
     return c;
   });
 }
 
-DecoderLMConfig config_from_minimind_current_json(const std::string& json_text, const std::string& source) {
+models::DecoderLMConfig config_from_minimind_current_json(const std::string& json_text, const std::string& source) {
   return with_json_errors(source, [&] {
     const Json j = parse_json_object(json_text, source);
     NF_CHECK(j.value("model_type", std::string("minimind")) == "minimind", source, ": model_type '",
@@ -338,7 +338,7 @@ DecoderLMConfig config_from_minimind_current_json(const std::string& json_text, 
     const std::string act = j.value("hidden_act", std::string("silu"));
     NF_CHECK(act == "silu", source, ": hidden_act '", act, "' is not supported (silu)");
     // a missing key takes MiniMindConfig's default at d65ef2c
-    DecoderLMConfig c;
+    models::DecoderLMConfig c;
     c.name = fs::path(source).parent_path().filename().string();
     c.dim = int_key(j, "hidden_size", 768, source);
     c.n_layers = int_key(j, "num_hidden_layers", 8, source);
@@ -395,16 +395,16 @@ DecoderLMConfig config_from_minimind_current_json(const std::string& json_text, 
                c.rope_theta, " and head_dim ", c.head_dim, " is not supported (MiniMind's YaRN ramp ends at ",
                c.head_dim / 2 - 1, " where transformers' ends at ", end, ")");
     }
-    validate_model_config(c, source);
+    models::validate_model_config(c, source);
     return c;
   });
 }
 
-std::string minimind_json_from_config(const DecoderLMConfig& c) {
+std::string minimind_json_from_config(const models::DecoderLMConfig& c) {
   check_expressible(c, MiniMindForm::lmconfig);
   nlohmann::ordered_json j = {
       {"model_type", "minimind"}, {"dim", c.dim}, {"n_layers", c.n_layers}, {"n_heads", c.n_heads},
-      {"n_kv_heads", block_config(c).attention.n_kv_heads}, {"vocab_size", c.vocab_size},
+      {"n_kv_heads", models::block_config(c).attention.n_kv_heads}, {"vocab_size", c.vocab_size},
       {"hidden_dim", c.mlp_hidden ? Json(c.mlp_hidden) : Json(nullptr)}, {"multiple_of", c.mlp_multiple_of}, {"norm_eps", c.norm_eps},
       {"max_seq_len", c.max_seq_len}, {"rope_theta", c.rope_theta}, {"dropout", c.dropout}, {"flash_attn", true},
       {"use_moe", c.moe.has_value()}, {"tie_word_embeddings", c.tie_embeddings}};
@@ -420,14 +420,14 @@ std::string minimind_json_from_config(const DecoderLMConfig& c) {
   return j.dump(2) + "\n";
 }
 
-std::string minimind_hf_json_from_config(const DecoderLMConfig& c, int64_t mlp_hidden) {
+std::string minimind_hf_json_from_config(const models::DecoderLMConfig& c, int64_t mlp_hidden) {
   check_expressible(c, MiniMindForm::hf);
   // MiniMindConfig writes its MoE keys for dense models too (with its defaults)
   const nn::MoEConfig moe = c.moe ? *c.moe : nn::MoEConfig{.n_experts = 4, .top_k = 2, .n_shared_experts = 1};
   nlohmann::ordered_json j = {
       {"architectures", {"MiniMindForCausalLM"}}, {"model_type", "minimind"}, {"hidden_size", c.dim},
       {"num_hidden_layers", c.n_layers}, {"num_attention_heads", c.n_heads},
-      {"num_key_value_heads", block_config(c).attention.n_kv_heads}, {"vocab_size", c.vocab_size},
+      {"num_key_value_heads", models::block_config(c).attention.n_kv_heads}, {"vocab_size", c.vocab_size},
       {"intermediate_size", mlp_hidden}, {"max_position_embeddings", c.max_seq_len}, {"rms_norm_eps", c.norm_eps},
       {"rope_theta", c.rope_theta}, {"inference_rope_scaling", false}, {"hidden_act", "silu"},
       {"dropout", c.dropout}, {"flash_attn", true}, {"use_moe", c.moe.has_value()},
@@ -438,7 +438,7 @@ std::string minimind_hf_json_from_config(const DecoderLMConfig& c, int64_t mlp_h
   return j.dump(2) + "\n";
 }
 
-std::string minimind_current_json_from_config(const DecoderLMConfig& c, int64_t mlp_hidden) {
+std::string minimind_current_json_from_config(const models::DecoderLMConfig& c, int64_t mlp_hidden) {
   check_expressible(c, MiniMindForm::current);
   // MiniMindConfig writes its MoE keys for dense models too (with its defaults); top-1 renormalised is
   // our topk_then_softmax, top-1 unrenormalised softmax_then_topk (whose norm_topk_prob does not act at k = 1)
@@ -448,7 +448,7 @@ std::string minimind_current_json_from_config(const DecoderLMConfig& c, int64_t 
   nlohmann::ordered_json j = {
       {"architectures", {"MiniMindForCausalLM"}}, {"model_type", "minimind"}, {"hidden_size", c.dim},
       {"num_hidden_layers", c.n_layers}, {"num_attention_heads", c.n_heads},
-      {"num_key_value_heads", block_config(c).attention.n_kv_heads}, {"head_dim", block_config(c).attention.head_dim},
+      {"num_key_value_heads", models::block_config(c).attention.n_kv_heads}, {"head_dim", block_config(c).attention.head_dim},
       {"vocab_size", c.vocab_size}, {"intermediate_size", mlp_hidden}, {"max_position_embeddings", c.max_seq_len},
       {"rms_norm_eps", c.norm_eps}, {"rope_theta", c.rope_theta},
       {"inference_rope_scaling", c.rope_scaling == nn::RopeScaling::yarn}, {"hidden_act", "silu"},
@@ -459,7 +459,7 @@ std::string minimind_current_json_from_config(const DecoderLMConfig& c, int64_t 
   return j.dump(2) + "\n";
 }
 
-nn::StateDict state_from_minimind(const DecoderLMConfig& config, MiniMindForm form,
+nn::StateDict state_from_minimind(const models::DecoderLMConfig& config, MiniMindForm form,
                                   std::map<std::string, Tensor> tensors, const std::string& source) {
   const FormNames& names = names_of(form);
   const std::string embed = names.embed + ".weight", head = names.head + ".weight";
@@ -467,11 +467,11 @@ nn::StateDict state_from_minimind(const DecoderLMConfig& config, MiniMindForm fo
     tensors.emplace(embed, tensors.at(head));
     tensors.erase(head);
   }
-  const int64_t hidden = nn::mlp_hidden_dim(block_config(config).mlp);
+  const int64_t hidden = nn::mlp_hidden_dim(models::block_config(config).mlp);
   return import_tensors(minimind_name_map(config, hidden, form), tensors, ignored_names(config, form), source);
 }
 
-std::shared_ptr<DecoderLM> load_minimind(const std::string& dir) {
+std::shared_ptr<models::DecoderLM> load_minimind(const std::string& dir) {
   NF_CHECK(is_minimind_folder(dir), dir, ": not a MiniMind folder (needs ", kConfigFile,
            " with model_type \"minimind\")");
   const fs::path config_path = fs::path(dir) / kConfigFile;
@@ -485,25 +485,25 @@ std::shared_ptr<DecoderLM> load_minimind(const std::string& dir) {
     const auto older = [&](const char* key) { return j.is_object() && j.contains(key); };
     if (std::none_of(std::begin(kOlderFormKeys), std::end(kOlderFormKeys), older)) form = MiniMindForm::current;
   }
-  const DecoderLMConfig config = form == MiniMindForm::current ? config_from_minimind_current_json(text, config_path.string())
+  const models::DecoderLMConfig config = form == MiniMindForm::current ? config_from_minimind_current_json(text, config_path.string())
                                  : form == MiniMindForm::hf    ? config_from_minimind_hf_json(text, config_path.string())
                                                                : config_from_minimind_json(text, config_path.string());
   // the tensors are checked against the config before the model is built, so that a config far
   // larger than its files is an error naming the tensors, not an allocation sized by the config
   const nn::StateDict state = state_from_minimind(config, form, std::move(tensors), dir);
-  auto model = std::make_shared<DecoderLM>(config);
+  auto model = std::make_shared<models::DecoderLM>(config);
   model->load_state_dict(state);
   return model;
 }
 
-void save_minimind(const DecoderLM& model, const std::string& dir, int64_t max_shard_bytes) {
+void save_minimind(const models::DecoderLM& model, const std::string& dir, int64_t max_shard_bytes) {
   save_form(model, dir, MiniMindForm::lmconfig, max_shard_bytes);
 }
 
-void save_minimind_hf(const DecoderLM& model, const std::string& dir, int64_t max_shard_bytes) {
-  const DecoderLMConfig& c = model.config();
+void save_minimind_hf(const models::DecoderLM& model, const std::string& dir, int64_t max_shard_bytes) {
+  const models::DecoderLMConfig& c = model.config();
   const bool current = c.qk_norm && c.qk_norm_weight;  // every model of the current form has them
   save_form(model, dir, current ? MiniMindForm::current : MiniMindForm::hf, max_shard_bytes);
 }
 
-}  // namespace nf::models
+}  // namespace nf::formats

@@ -16,7 +16,7 @@
 #include "nanoformer/formats/nanochat_checkpoint.h"
 #include "nanoformer/models/quantize.h"
 
-namespace nf::models {
+namespace nf::formats {
 namespace {
 
 namespace fs = std::filesystem;
@@ -30,7 +30,7 @@ std::string joined(const std::vector<std::string>& names) {
 }
 
 // A Hugging Face folder, by the reader of its config.json's model_type.
-std::shared_ptr<Model> load_hf_folder(const std::string& dir) {
+std::shared_ptr<models::Model> load_hf_folder(const std::string& dir) {
   const std::string type = hf_model_type(dir);
   if (type == "gpt2" || type == "llama" || type == "mistral" || type == "qwen2" || type == "qwen3") return load_hf(dir);
   if (type == "bert") return load_hf_bert(dir);
@@ -85,7 +85,7 @@ ModelFormat detect_model_format(const std::string& path_or_preset) {
 
 namespace {
 
-std::shared_ptr<Model> load_model_as_detected(const std::string& path_or_preset) {
+std::shared_ptr<models::Model> load_model_as_detected(const std::string& path_or_preset) {
   switch (detect_model_format(path_or_preset)) {
     case ModelFormat::nanoformer: return load_checkpoint(path_or_preset);
     case ModelFormat::hf: return load_hf_folder(path_or_preset);
@@ -97,7 +97,7 @@ std::shared_ptr<Model> load_model_as_detected(const std::string& path_or_preset)
     case ModelFormat::config:
     case ModelFormat::preset: {
       Generator gen(0);
-      return build_model_from(path_or_preset, gen);
+      return models::build_model_from(path_or_preset, gen);
     }
   }
   NF_FAIL(path_or_preset, ": unknown model format");
@@ -105,7 +105,7 @@ std::shared_ptr<Model> load_model_as_detected(const std::string& path_or_preset)
 
 }  // namespace
 
-std::shared_ptr<Model> load_model(const std::string& path_or_preset) {
+std::shared_ptr<models::Model> load_model(const std::string& path_or_preset) {
   try {
     return load_model_as_detected(path_or_preset);
   } catch (const OutOfMemory& e) {  // the file's numbers asked for more than the machine has
@@ -115,15 +115,15 @@ std::shared_ptr<Model> load_model(const std::string& path_or_preset) {
   }
 }
 
-std::shared_ptr<DecoderLM> load_decoder_lm(const std::string& path_or_preset) {
-  return model_as<DecoderLM>(load_model(path_or_preset), path_or_preset);
+std::shared_ptr<models::DecoderLM> load_decoder_lm(const std::string& path_or_preset) {
+  return models::model_as<models::DecoderLM>(load_model(path_or_preset), path_or_preset);
 }
 
 namespace {
 
 // The model as a DecoderLM, for the formats that hold nothing else.
-const DecoderLM& decoder_for(const Model& model, const std::string& format) {
-  const auto* lm = dynamic_cast<const DecoderLM*>(&model);
+const models::DecoderLM& decoder_for(const models::Model& model, const std::string& format) {
+  const auto* lm = dynamic_cast<const models::DecoderLM*>(&model);
   NF_CHECK(lm, "save_model: format '", format, "' holds decoder language models, not architecture '",
            model.architecture(), "' (nanoformer holds every architecture)");
   return *lm;
@@ -131,20 +131,20 @@ const DecoderLM& decoder_for(const Model& model, const std::string& format) {
 
 }  // namespace
 
-void save_model(const Model& model, const std::string& path, const std::string& format, const SaveOptions& options) {
+void save_model(const models::Model& model, const std::string& path, const std::string& format, const SaveOptions& options) {
   const bool folder_of_shards = format == "hf" || format == "minimind" || format == "minimind-hf";
   NF_CHECK(options.max_shard_bytes == 0 || folder_of_shards, "save_model: format '", format,
            "' is not written in shards (a maximum shard size applies to hf, minimind and minimind-hf)");
   NF_CHECK(options.tokenizer.empty() || format == "gguf", "save_model: format '", format,
            "' does not embed a tokenizer (gguf does)");
   if (format != "gguf")
-    check_dense(model, "save_model: " + path, "format '" + format + "' stores dense weights: write gguf, or dequantise first");
+    models::check_dense(model, "save_model: " + path, "format '" + format + "' stores dense weights: write gguf, or dequantise first");
   if (format == "nanoformer")
     save_checkpoint(model, path);
-  else if (const auto* vit = dynamic_cast<const ViTClassifier*>(&model); vit && format == "hf")
+  else if (const auto* vit = dynamic_cast<const models::ViTClassifier*>(&model); vit && format == "hf")
     save_hf_vit(*vit, path, options.max_shard_bytes);
-  else if (format == "hf" && dynamic_cast<const EncoderModel*>(&model))
-    save_hf_bert(dynamic_cast<const EncoderModel&>(model), path, options.max_shard_bytes);
+  else if (format == "hf" && dynamic_cast<const models::EncoderModel*>(&model))
+    save_hf_bert(dynamic_cast<const models::EncoderModel&>(model), path, options.max_shard_bytes);
   else if (format == "hf")
     save_hf(decoder_for(model, format), path, options.max_shard_bytes);
   else if (format == "minimind")
@@ -161,4 +161,4 @@ void save_model(const Model& model, const std::string& path, const std::string& 
     NF_FAIL("save_model: format '", format, "' is unknown (known: ", joined(model_formats()), ")");
 }
 
-}  // namespace nf::models
+}  // namespace nf::formats

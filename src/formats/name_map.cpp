@@ -6,7 +6,7 @@
 
 #include "nanoformer/core/error.h"
 
-namespace nf::models {
+namespace nf::formats {
 namespace {
 
 bool is_float(DType t) { return t == DType::f32 || t == DType::f64 || t == DType::bf16 || t == DType::f16; }
@@ -108,4 +108,4 @@ std::vector<nn::NamedTensor> export_tensors(const NameMap& map, const nn::StateD
   return out;
 }
 
-}  // namespace nf::models
+}  // namespace nf::formats

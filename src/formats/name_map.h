@@ -10,7 +10,7 @@
 
 #include "nanoformer/nn/module.h"
 
-namespace nf::models {
+namespace nf::formats {
 
 struct MappedTensor {
   std::string external;            // e.g. "transformer.h.0.attn.c_attn.weight"
@@ -40,4 +40,4 @@ nn::StateDict import_tensors(const NameMap& map, const std::map<std::string, Ten
 // Our state dict -> the external tensors, in the map's order (f32, contiguous).
 std::vector<nn::NamedTensor> export_tensors(const NameMap& map, const nn::StateDict& ours);
 
-}  // namespace nf::models
+}  // namespace nf::formats

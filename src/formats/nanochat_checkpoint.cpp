@@ -14,7 +14,7 @@
 #include "nanoformer/ops/join.h"
 #include "nanoformer/ops/view.h"
 
-namespace nf::models {
+namespace nf::formats {
 namespace {
 
 namespace fs = std::filesystem;
@@ -71,8 +71,8 @@ std::map<std::string, Tensor> read_pt_tensors(const fs::path& file) {
   return tensors;
 }
 
-DecoderLMConfig nanochat_architecture() {
-  DecoderLMConfig c;
+models::DecoderLMConfig nanochat_architecture() {
+  models::DecoderLMConfig c;
   c.norm = nn::NormKind::rmsnorm_no_weight;
   c.norm_eps = kNanochatEps;
   c.norm_bias = false;
@@ -87,14 +87,14 @@ DecoderLMConfig nanochat_architecture() {
   c.mlp_bias = false;
   c.tie_embeddings = false;
   c.logit_softcap = kNanochatSoftcap;
-  c.init = InitScheme::nanochat;
+  c.init = models::InitScheme::nanochat;
   return c;
 }
 
-bool is_current(const DecoderLMConfig& c) { return c.value_embeddings || c.residual_scalars || c.smear || c.backout; }
+bool is_current(const models::DecoderLMConfig& c) { return c.value_embeddings || c.residual_scalars || c.smear || c.backout; }
 
 // The current GPT's choices on top of 003's for a model of head_dim hd and context sequence_len.
-void make_current(DecoderLMConfig& c, const std::string& window_pattern) {
+void make_current(models::DecoderLMConfig& c, const std::string& window_pattern) {
   const int64_t hd = c.dim / c.n_heads;
   c.rope_theta = kCurrentTheta;
   c.attention_scale = kCurrentQKScale * kCurrentQKScale / std::sqrt(static_cast<double>(hd));
@@ -108,8 +108,8 @@ void make_current(DecoderLMConfig& c, const std::string& window_pattern) {
   c.window_pattern = windowed ? window_pattern : "";
 }
 
-void check_expressible(const DecoderLMConfig& c) {
-  DecoderLMConfig a = nanochat_architecture();
+void check_expressible(const models::DecoderLMConfig& c) {
+  models::DecoderLMConfig a = nanochat_architecture();
   if (is_current(c)) {
     a.dim = c.dim, a.n_heads = c.n_heads, a.n_layers = c.n_layers, a.max_seq_len = c.max_seq_len;
     make_current(a, c.window_pattern.empty() ? "L" : c.window_pattern);
@@ -130,7 +130,7 @@ void check_expressible(const DecoderLMConfig& c) {
   need(c.qk_norm && c.qk_norm_eps == a.qk_norm_eps, "qk_norm", c.qk_norm ? "(other eps)" : "false");
   need(!c.qk_norm_weight, "qk_norm_weight", "true");
   need(c.mlp == a.mlp, "mlp", nn::mlp_kind_name(c.mlp));
-  need(nn::mlp_hidden_dim(block_config(c).mlp) == 4 * c.dim, "mlp_hidden", std::to_string(c.mlp_hidden));
+  need(nn::mlp_hidden_dim(models::block_config(c).mlp) == 4 * c.dim, "mlp_hidden", std::to_string(c.mlp_hidden));
   need(!c.attention_bias && !c.mlp_bias, "attention_bias / mlp_bias", "true");
   need(!c.tie_embeddings, "tie_embeddings", "true");
   need(c.logit_softcap == a.logit_softcap, "logit_softcap", std::to_string(c.logit_softcap));
@@ -141,8 +141,8 @@ void check_expressible(const DecoderLMConfig& c) {
   need(c.head_dim == 0 || c.head_dim * c.n_heads == c.dim, "head_dim", std::to_string(c.head_dim));
 }
 
-NameMap nanochat_name_map(const DecoderLMConfig& c) {
-  const nn::AttentionConfig a = block_config(c).attention;  // resolved: head_dim, n_kv_heads
+NameMap nanochat_name_map(const models::DecoderLMConfig& c) {
+  const nn::AttentionConfig a = models::block_config(c).attention;  // resolved: head_dim, n_kv_heads
   const int64_t D = c.dim, hd = a.head_dim, kv = a.n_kv_heads * hd;
   NameMap map{{"transformer.wte.weight", {c.vocab_size, D}, false, {"tok_embeddings.weight"}}};
   for (int64_t l = 0; l < c.n_layers; ++l) {
@@ -198,7 +198,7 @@ bool is_nanochat_folder(const std::string& path) {
   return !meta.empty() && fs::exists(model_file_of(meta));
 }
 
-DecoderLMConfig config_from_nanochat_meta(const std::string& json_text, const std::string& source, bool current) {
+models::DecoderLMConfig config_from_nanochat_meta(const std::string& json_text, const std::string& source, bool current) {
   return with_json_errors(source, [&] {
     const Json meta = parse_json_object(json_text, source);
     NF_CHECK(meta.contains("model_config") && meta.at("model_config").is_object(), source,
@@ -206,7 +206,7 @@ DecoderLMConfig config_from_nanochat_meta(const std::string& json_text, const st
     const Json& j = meta.at("model_config");
     for (const auto& [key, value] : j.items())
       NF_CHECK(kModelConfigKeys.count(key), source, ": unknown nanochat model_config key '", key, "'");
-    DecoderLMConfig c = nanochat_architecture();
+    models::DecoderLMConfig c = nanochat_architecture();
     c.name = fs::path(source).parent_path().filename().string();
     std::string window_pattern = "L";  // nanochat's checkpoint_manager: old metas had full context
     if (current) {  // a missing key takes GPTConfig's default
@@ -239,12 +239,12 @@ DecoderLMConfig config_from_nanochat_meta(const std::string& json_text, const st
     c.mlp_hidden = 4 * c.dim;
     NF_CHECK(c.n_heads > 0 && c.dim % c.n_heads == 0, source, ": n_embd ", c.dim, " is not divisible by n_head ", c.n_heads);
     if (current) make_current(c, window_pattern);
-    validate_model_config(c, source);
+    models::validate_model_config(c, source);
     return c;
   });
 }
 
-std::shared_ptr<DecoderLM> load_nanochat(const std::string& dir) {
+std::shared_ptr<models::DecoderLM> load_nanochat(const std::string& dir) {
   NF_CHECK(is_nanochat_folder(dir), dir, ": not a nanochat checkpoint folder (needs meta_<step>.json and "
            "model_<step>.safetensors or model_<step>.pt)");
   const fs::path meta = latest_meta(dir);
@@ -252,22 +252,22 @@ std::shared_ptr<DecoderLM> load_nanochat(const std::string& dir) {
   std::map<std::string, Tensor> tensors =
       weights.extension() == ".pt" ? read_pt_tensors(weights) : read_folder_tensors(dir, weights.filename().string(), "");
   const bool current = tensors.count(kCurrentMarker) > 0;
-  const DecoderLMConfig config = config_from_nanochat_meta(read_text(meta), meta.string(), current);
+  const models::DecoderLMConfig config = config_from_nanochat_meta(read_text(meta), meta.string(), current);
   if (current) tensors = without_padding(std::move(tensors), config.vocab_size, weights.string());
   // the tensors are checked against the config before the model is built, so that a config far
   // larger than its files is an error naming the tensors, not an allocation sized by the config
   const nn::StateDict state = import_tensors(nanochat_name_map(config), tensors, {}, weights.string());
-  auto model = std::make_shared<DecoderLM>(config);
+  auto model = std::make_shared<models::DecoderLM>(config);
   model->load_state_dict(state);
   return model;
 }
 
-void save_nanochat(const DecoderLM& model, const std::string& dir) {
-  const DecoderLMConfig& c = model.config();
+void save_nanochat(const models::DecoderLM& model, const std::string& dir) {
+  const models::DecoderLMConfig& c = model.config();
   check_expressible(c);
   nlohmann::ordered_json model_config = {
       {"sequence_len", c.max_seq_len}, {"vocab_size", c.vocab_size}, {"n_layer", c.n_layers},
-      {"n_head", c.n_heads}, {"n_kv_head", block_config(c).attention.n_kv_heads}, {"n_embd", c.dim}};
+      {"n_head", c.n_heads}, {"n_kv_head", models::block_config(c).attention.n_kv_heads}, {"n_embd", c.dim}};
   if (is_current(c)) model_config["window_pattern"] = c.window_pattern.empty() ? "L" : c.window_pattern;
   const nlohmann::ordered_json meta = {{"step", 0}, {"model_config", model_config}};
   std::vector<nn::NamedTensor> tensors = export_tensors(nanochat_name_map(c), model.state_dict());
@@ -277,4 +277,4 @@ void save_nanochat(const DecoderLM& model, const std::string& dir) {
   write_text_atomic(fs::path(dir) / "meta_000000.json", meta.dump(2) + "\n");
 }
 
-}  // namespace nf::models
+}  // namespace nf::formats

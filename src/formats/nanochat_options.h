@@ -5,10 +5,10 @@
 
 #include "nanoformer/models/config/model_config.h"
 
-namespace nf::models {
+namespace nf::formats {
 
 // The first of attention_scale, value_embeddings, residual_scalars, smear, backout that `c` sets, "" when none.
-inline std::string nanochat_option_set(const DecoderLMConfig& c) {
+inline std::string nanochat_option_set(const models::DecoderLMConfig& c) {
   if (c.attention_scale > 0) return "attention_scale";
   if (c.value_embeddings) return "value_embeddings";
   if (c.residual_scalars) return "residual_scalars";
@@ -17,4 +17,4 @@ inline std::string nanochat_option_set(const DecoderLMConfig& c) {
   return "";
 }
 
-}  // namespace nf::models
+}  // namespace nf::formats

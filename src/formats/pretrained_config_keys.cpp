@@ -8,7 +8,7 @@
 #include "nanoformer/core/error.h"
 #include "util/json_input.h"
 
-namespace nf::models {
+namespace nf::formats {
 namespace {
 
 using Json = nlohmann::json;
@@ -52,4 +52,4 @@ bool is_generic_pretrained_config_key(const std::string& key, const Json& value,
   return true;
 }
 
-}  // namespace nf::models
+}  // namespace nf::formats

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace nf::models {
+namespace nf::formats {
 
 // True when `key` is one of those generic keys and `value` leaves the model we build unchanged;
 // false when it is not a generic key. A generic key that would change the architecture
@@ -15,4 +15,4 @@ namespace nf::models {
 // `source`, the key and its value.
 bool is_generic_pretrained_config_key(const std::string& key, const nlohmann::json& value, const std::string& source);
 
-}  // namespace nf::models
+}  // namespace nf::formats

@@ -6,7 +6,7 @@
 
 #include "nanoformer/core/error.h"
 
-namespace nf::models {
+namespace nf::formats {
 namespace {
 
 // Row `j` of a head in layout `to` is row perm[j] of the head in the other layout.
@@ -51,12 +51,12 @@ QuantizedTensor permuted_rows(const QuantizedTensor& q, const std::vector<int64_
 
 // Calls fn(name, perm) for every q / k weight and bias name (and learned q / k norm weight) of `config` when the layouts differ.
 template <class F>
-void for_each_rotated(const DecoderLMConfig& config, RopeLayout to, F&& fn) {
+void for_each_rotated(const models::DecoderLMConfig& config, RopeLayout to, F&& fn) {
   if (config.rope_layout == to) return;
   auto convertible = [](RopeLayout l) { return l == RopeLayout::interleaved || l == RopeLayout::half; };
   NF_CHECK(convertible(config.rope_layout) && convertible(to), "rope_layout ", rope_layout_name(config.rope_layout),
            " cannot be converted to ", rope_layout_name(to), " (only interleaved <-> half)");
-  const std::vector<int64_t> perm = head_permutation(block_config(config).attention.head_dim, to);
+  const std::vector<int64_t> perm = head_permutation(models::block_config(config).attention.head_dim, to);
   for (int64_t l = 0; l < config.n_layers; ++l)
     for (const char* proj : {"q_proj", "k_proj", "q_norm", "k_norm"})  // per-head q / k norm weights too
       for (const char* kind : {"weight", "bias"}) fn("layers." + std::to_string(l) + ".attn." + proj + "." + kind, perm);
@@ -64,7 +64,7 @@ void for_each_rotated(const DecoderLMConfig& config, RopeLayout to, F&& fn) {
 
 }  // namespace
 
-nn::StateDict with_rope_layout(nn::StateDict state, const DecoderLMConfig& config, RopeLayout to) {
+nn::StateDict with_rope_layout(nn::StateDict state, const models::DecoderLMConfig& config, RopeLayout to) {
   for_each_rotated(config, to, [&](const std::string& name, const std::vector<int64_t>& perm) {
     auto it = state.find(name);
     if (it != state.end()) it->second = permuted_rows(it->second, perm);
@@ -73,7 +73,7 @@ nn::StateDict with_rope_layout(nn::StateDict state, const DecoderLMConfig& confi
 }
 
 std::vector<nn::NamedQuantized> with_rope_layout(std::vector<nn::NamedQuantized> weights,
-                                                 const DecoderLMConfig& config, RopeLayout to) {
+                                                 const models::DecoderLMConfig& config, RopeLayout to) {
   for_each_rotated(config, to, [&](const std::string& name, const std::vector<int64_t>& perm) {
     for (auto& [n, q] : weights)
       if (n == name) q = permuted_rows(q, perm);
@@ -81,4 +81,4 @@ std::vector<nn::NamedQuantized> with_rope_layout(std::vector<nn::NamedQuantized>
   return weights;
 }
 
-}  // namespace nf::models
+}  // namespace nf::formats

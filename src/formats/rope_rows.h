@@ -10,14 +10,14 @@
 
 #include "nanoformer/nn/module.h"
 
-namespace nf::models {
+namespace nf::formats {
 
 // `state` of a model of `config` as a model with rope_layout `to` needs it (as is when the layouts
 // agree). Throws unless both layouts are interleaved or half.
-nn::StateDict with_rope_layout(nn::StateDict state, const DecoderLMConfig& config, RopeLayout to);
+nn::StateDict with_rope_layout(nn::StateDict state, const models::DecoderLMConfig& config, RopeLayout to);
 // The same for block-quantised weights (Module::named_quantized): a row's blocks move with the row,
 // so reordering the quantised rows equals quantising the reordered ones.
 std::vector<nn::NamedQuantized> with_rope_layout(std::vector<nn::NamedQuantized> weights,
-                                                 const DecoderLMConfig& config, RopeLayout to);
+                                                 const models::DecoderLMConfig& config, RopeLayout to);
 
-}  // namespace nf::models
+}  // namespace nf::formats

@@ -7,7 +7,7 @@
 #include "folder_io.h"
 #include "util/json_input.h"
 
-namespace nf::models {
+namespace nf::formats {
 namespace {
 
 namespace fs = std::filesystem;
@@ -26,11 +26,11 @@ std::string module_class(const std::string& type) {
 }
 
 // sentence-transformers' pooling mode names -> ours; the ones we do not compute are refused.
-Pooling pooling_mode(const std::string& mode, const std::string& where) {
-  if (mode == "mean") return Pooling::mean;
-  if (mode == "cls") return Pooling::cls;
-  if (mode == "max") return Pooling::max;
-  if (mode == "lasttoken") return Pooling::last;
+models::Pooling pooling_mode(const std::string& mode, const std::string& where) {
+  if (mode == "mean") return models::Pooling::mean;
+  if (mode == "cls") return models::Pooling::cls;
+  if (mode == "max") return models::Pooling::max;
+  if (mode == "lasttoken") return models::Pooling::last;
   throw Error(where + ": pooling mode '" + util::shorten(mode) + "' is not supported (mean, cls, max and lasttoken are)");
 }
 
@@ -66,7 +66,7 @@ SentenceTransformersModules parse_sentence_transformers_modules(std::string_view
   return out;
 }
 
-Pooling parse_sentence_transformers_pooling(std::string_view text, const std::string& where) {
+models::Pooling parse_sentence_transformers_pooling(std::string_view text, const std::string& where) {
   const json j = parse_object(text, where);
   if (const auto it = j.find("pooling_mode"); it != j.end()) {
     if (it->is_array()) {
@@ -90,7 +90,7 @@ Pooling parse_sentence_transformers_pooling(std::string_view text, const std::st
     if (it->get<bool>()) on.push_back(mode);
   }
   NF_CHECK(on.size() <= 1, where, ": several pooling modes at once (", on[0], ", ", on[1], ") are not supported");
-  return on.empty() ? Pooling::mean : pooling_mode(on[0], where);
+  return on.empty() ? models::Pooling::mean : pooling_mode(on[0], where);
 }
 
 int64_t parse_sentence_bert_config(std::string_view text, const std::string& where) {
@@ -107,13 +107,13 @@ int64_t parse_sentence_bert_config(std::string_view text, const std::string& whe
   return max_tokens;
 }
 
-std::optional<SentenceEmbedding> read_sentence_transformers(const std::string& dir) {
+std::optional<models::SentenceEmbedding> read_sentence_transformers(const std::string& dir) {
   const fs::path modules_path = fs::path(dir) / "modules.json";
   if (!fs::exists(modules_path)) return std::nullopt;
   const SentenceTransformersModules modules =
       parse_sentence_transformers_modules(read_text(modules_path), modules_path.string());
   const fs::path pooling_path = fs::path(dir) / modules.pooling_path / "config.json";
-  SentenceEmbedding out{.pooling = parse_sentence_transformers_pooling(read_text(pooling_path), pooling_path.string()),
+  models::SentenceEmbedding out{.pooling = parse_sentence_transformers_pooling(read_text(pooling_path), pooling_path.string()),
                         .normalize = modules.normalize,
                         .max_tokens = 0};
   const fs::path bert_config = fs::path(dir) / "sentence_bert_config.json";
@@ -121,4 +121,4 @@ std::optional<SentenceEmbedding> read_sentence_transformers(const std::string& d
   return out;
 }
 
-}  // namespace nf::models
+}  // namespace nf::formats

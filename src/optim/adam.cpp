@@ -5,7 +5,7 @@
 
 #include "nanoformer/core/error.h"
 
-namespace nf::train {
+namespace nf::optim {
 
 Adam::Adam(std::vector<ParamGroup> groups, const AdamOptions& options)
     : Optimizer(std::move(groups)), options_(options) {
@@ -44,4 +44,4 @@ void Adam::update(size_t group, size_t index, float* p, const float* g, int64_t 
 AdamW::AdamW(std::vector<ParamGroup> groups, AdamOptions options)
     : Adam(std::move(groups), (options.decoupled_weight_decay = true, options)) {}
 
-}  // namespace nf::train
+}  // namespace nf::optim

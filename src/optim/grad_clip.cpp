@@ -8,7 +8,7 @@
 #include "nanoformer/core/error.h"
 #include "nanoformer/ops/elementwise.h"
 
-namespace nf::train {
+namespace nf::optim {
 
 double sum_of_squares(const Tensor& x) {
   const Tensor c = x.to(DType::f32).contiguous();
@@ -42,4 +42,4 @@ double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
   return total;
 }
 
-}  // namespace nf::train
+}  // namespace nf::optim

@@ -9,7 +9,7 @@
 #include "nanoformer/core/error.h"
 #include "nanoformer/ops/elementwise.h"
 
-namespace nf::train {
+namespace nf::optim {
 
 namespace {
 constexpr const char* kScaleKey = "loss_scaler.scale";
@@ -82,4 +82,4 @@ void DynamicLossScaler::load_state_dict(const nn::StateDict& state) {
   growth_tracker_ = static_cast<int64_t>(tracker->item());
 }
 
-}  // namespace nf::train
+}  // namespace nf::optim

@@ -10,7 +10,7 @@
 #include "nanoformer/ops/matmul.h"
 #include "nanoformer/optim/grad_clip.h"
 
-namespace nf::train {
+namespace nf::optim {
 
 namespace {
 constexpr double kNsA = 3.4445, kNsB = -4.7750, kNsC = 2.0315;
@@ -67,4 +67,4 @@ void Muon::update(size_t group, size_t index, float* p, const float* g, int64_t 
   }
 }
 
-}  // namespace nf::train
+}  // namespace nf::optim

@@ -8,7 +8,7 @@
 #include "nanoformer/ops/factory.h"
 #include "nanoformer/ops/view.h"
 
-namespace nf::train {
+namespace nf::optim {
 
 Optimizer::Optimizer(std::vector<ParamGroup> groups) : groups_(std::move(groups)) {
   NF_CHECK(!groups_.empty(), "Optimizer: no parameter groups");
@@ -116,4 +116,4 @@ void Optimizer::set_lr_factor(double factor) {
   for (ParamGroup& group : groups_) group.lr = group.initial_lr * factor;  // lr = initial_lr x factor
 }
 
-}  // namespace nf::train
+}  // namespace nf::optim

@@ -14,7 +14,7 @@
 #include "nanoformer/optim/sgd.h"
 #include "util/json_input.h"
 
-namespace nf::train {
+namespace nf::optim {
 namespace {
 
 using models::config_keys::check;
@@ -230,4 +230,4 @@ void OptimizerSet::load_state_dict(const nn::StateDict& state) {
   }
 }
 
-}  // namespace nf::train
+}  // namespace nf::optim

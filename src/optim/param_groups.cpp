@@ -6,7 +6,7 @@
 
 #include "nanoformer/core/error.h"
 
-namespace nf::train {
+namespace nf::optim {
 namespace {
 
 // Trainable parameters in registration order, each tensor once.
@@ -81,4 +81,4 @@ HybridParamGroups nanochat_param_groups(const nn::Module& model, const NanochatL
   return groups;
 }
 
-}  // namespace nf::train
+}  // namespace nf::optim

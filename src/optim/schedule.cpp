@@ -9,7 +9,7 @@
 
 #include "nanoformer/core/error.h"
 
-namespace nf::train {
+namespace nf::optim {
 namespace {
 
 constexpr std::array<std::pair<ScheduleKind, const char*>, 4> kNames{
@@ -75,4 +75,4 @@ double learning_rate(const ScheduleConfig& c, int64_t step) {
   NF_FAIL("schedule: unknown kind");
 }
 
-}  // namespace nf::train
+}  // namespace nf::optim

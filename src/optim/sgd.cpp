@@ -3,7 +3,7 @@
 
 #include "nanoformer/core/error.h"
 
-namespace nf::train {
+namespace nf::optim {
 
 SGD::SGD(std::vector<ParamGroup> groups, const SGDOptions& options) : Optimizer(std::move(groups)), options_(options) {
   NF_CHECK(options_.momentum >= 0, "SGD: momentum ", options_.momentum, " must be >= 0");
@@ -33,4 +33,4 @@ void SGD::update(size_t group, size_t index, float* p, const float* g, int64_t n
   }
 }
 
-}  // namespace nf::train
+}  // namespace nf::optim

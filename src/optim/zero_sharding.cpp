@@ -6,7 +6,7 @@
 
 #include "nanoformer/core/error.h"
 
-namespace nf::train {
+namespace nf::optim {
 namespace {
 
 // The part of [begin, end) each rank owns, relative to begin: counts and displacements.
@@ -79,4 +79,4 @@ nn::StateDict ZeroSharding::state_dict_on_root() {
   });
 }
 
-}  // namespace nf::train
+}  // namespace nf::optim

@@ -21,7 +21,7 @@ void DistillMetrics::add(const DistillationLoss& loss, double temperature, int64
   tokens += batch_tokens;
 }
 
-DistillationLoss distill_batch_loss(models::DecoderLM& student, models::DecoderLM& teacher, const Batch& batch,
+DistillationLoss distill_batch_loss(models::DecoderLM& student, models::DecoderLM& teacher, const data::Batch& batch,
                                     const DistillOptions& options) {
   NF_CHECK(teacher.config().vocab_size == student.config().vocab_size, "distillation: the teacher's vocab_size ",
            teacher.config().vocab_size, " differs from the student's ", student.config().vocab_size);
@@ -36,7 +36,7 @@ DistillationLoss distill_batch_loss(models::DecoderLM& student, models::DecoderL
   return distill_batch_loss(student, teacher_logits, batch, options);
 }
 
-DistillationLoss distill_batch_loss(models::DecoderLM& student, const Tensor& teacher_logits, const Batch& batch,
+DistillationLoss distill_batch_loss(models::DecoderLM& student, const Tensor& teacher_logits, const data::Batch& batch,
                                     const DistillOptions& options) {
   const int64_t vocab = student.config().vocab_size;
   NF_CHECK(teacher_logits.dim() == 3 && teacher_logits.size(2) == vocab, "distillation: teacher logits ",
@@ -44,7 +44,7 @@ DistillationLoss distill_batch_loss(models::DecoderLM& student, const Tensor& te
   const Tensor student_logits = student.forward(batch.inputs).logits;
   return distillation_loss(reshape(student_logits, {-1, vocab}),
                            reshape(teacher_logits, {-1, vocab}).to(student_logits.dtype()),
-                           reshape(batch.targets, {-1}), options.temperature, options.alpha, kIgnoreIndex);
+                           reshape(batch.targets, {-1}), options.temperature, options.alpha, data::kIgnoreIndex);
 }
 
 namespace {
@@ -62,7 +62,7 @@ class DistillObjective final : public TrainingObjective {
                                                             config_.schedule.total_steps * config_.grad_accum);
       return;
     }
-    teacher_ = models::load_decoder_lm(config_.distill.teacher);
+    teacher_ = formats::load_decoder_lm(config_.distill.teacher);
     NF_CHECK(teacher_->config().vocab_size == vocab, "train: --teacher ", config_.distill.teacher, " has vocab_size ",
              teacher_->config().vocab_size, " but the student has ", vocab, ": distillation needs one vocabulary");
     teacher_->requires_grad_(false);
@@ -84,7 +84,7 @@ class DistillObjective final : public TrainingObjective {
     return TrainingObjective::begin_step(step);
   }
   MicroBatchLoss loss(size_t m) override {
-    const Batch& b = batches_[m];
+    const data::Batch& b = batches_[m];
     const uint64_t index = static_cast<uint64_t>(step_ * config_.grad_accum) + m;
     const DistillationLoss d = teacher_logits_
                                    ? distill_batch_loss(policy(), teacher_logits_->logits(index, b), b, config_.distill)

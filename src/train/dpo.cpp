@@ -27,7 +27,7 @@ Tensor sequence_log_probs(const Tensor& logits, const Tensor& targets) {
   const int64_t rows = logits.size(0), T = logits.size(1);
   // log p(target) = -cross_entropy, 0 where the target is ignored
   const Tensor token_nll = cross_entropy(logits.reshape({rows * T, logits.size(2)}), targets.reshape({rows * T}),
-                                         kIgnoreIndex, Reduction::none);
+                                         data::kIgnoreIndex, Reduction::none);
   return neg(sum(token_nll.reshape({rows, T}), {1}));
 }
 
@@ -63,7 +63,7 @@ Tensor reference_logits(models::DecoderLM& policy, models::DecoderLM* reference,
   return logits;
 }
 
-DpoLoss dpo_batch_loss(models::DecoderLM& policy, models::DecoderLM* reference, const Batch& batch,
+DpoLoss dpo_batch_loss(models::DecoderLM& policy, models::DecoderLM* reference, const data::Batch& batch,
                               const DpoOptions& options) {
   NF_CHECK(batch.inputs.dim() == 2 && batch.inputs.size(0) % 2 == 0, "DPO: a batch of ",
            shape_str(batch.inputs.shape()), " is not rows of chosen/rejected pairs");
@@ -122,7 +122,7 @@ class DpoObjective final : public TrainingObjective {
   }
 
   void begin_validation() override { validation_ = {}; }
-  std::pair<double, double> eval_loss(const Batch& b) override {
+  std::pair<double, double> eval_loss(const data::Batch& b) override {
     const DpoLoss d = dpo_batch_loss(policy(), in_.reference, b, config_.dpo);
     validation_.add(d);
     const auto pairs = static_cast<double>(b.inputs.size(0) / 2);

@@ -43,7 +43,7 @@ Tensor token_log_probs(const Tensor& logits, const Tensor& targets, double tempe
   const int64_t rows = logits.size(0), T = logits.size(1);
   const Tensor scaled = temperature == 1.0 ? logits : div(logits, temperature);  // the distribution sampled from
   const Tensor nll = cross_entropy(scaled.reshape({rows * T, logits.size(2)}), targets.reshape({rows * T}),
-                                   kIgnoreIndex, Reduction::none);
+                                   data::kIgnoreIndex, Reduction::none);
   return neg(nll.reshape({rows, T}));
 }
 
@@ -153,7 +153,7 @@ GrpoRollouts GrpoStep::rollout(models::DecoderLM& policy, int64_t step) const {
   int64_t L = 0;
   for (int64_t r = 0; r < R; ++r)
     L = std::max<int64_t>(L, static_cast<int64_t>(history[static_cast<size_t>(r)].size()) - 1);
-  std::vector<int64_t> inputs(static_cast<size_t>(R * L), 0), targets(static_cast<size_t>(R * L), kIgnoreIndex);
+  std::vector<int64_t> inputs(static_cast<size_t>(R * L), 0), targets(static_cast<size_t>(R * L), data::kIgnoreIndex);
   std::vector<float> mask(static_cast<size_t>(R * L), 0.0f);
   for (int64_t r = 0; r < R; ++r) {
     const std::vector<int64_t>& seq = history[static_cast<size_t>(r)];

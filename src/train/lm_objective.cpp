@@ -10,7 +10,7 @@ class LmObjective final : public TrainingObjective {
   explicit LmObjective(const TrainConfig& config) : TrainingObjective(config) {}
 
   MicroBatchLoss loss(size_t m) override {
-    const Batch& b = batches_[m];
+    const data::Batch& b = batches_[m];
     const models::LMOutput out = policy().forward(b.inputs, b.targets);
     return {out.token_loss, out.aux_loss};
   }

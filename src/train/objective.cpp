@@ -34,7 +34,7 @@ std::vector<MicroBatchSize> TrainingObjective::begin_step(int64_t step) {
   return sizes;
 }
 
-std::pair<double, double> TrainingObjective::eval_loss(const Batch& b) {
+std::pair<double, double> TrainingObjective::eval_loss(const data::Batch& b) {
   const models::LMOutput out = policy().forward(b.inputs, b.targets);
   return {out.token_loss.item() * static_cast<double>(b.target_tokens), static_cast<double>(b.target_tokens)};
 }

@@ -36,7 +36,7 @@ int64_t metadata_count(const io::SafetensorsFile& file, const std::string& key) 
 
 }  // namespace
 
-void write_teacher_logits(const std::string& path, models::DecoderLM& teacher, const BatchSource& source,
+void write_teacher_logits(const std::string& path, models::DecoderLM& teacher, const data::BatchSource& source,
                           int64_t batches, const std::string& teacher_name) {
   NF_CHECK(batches >= 1, "--write-teacher-logits ", path, ": no batch to write (", batches, ")");
   NoGradGuard no_grad;
@@ -44,7 +44,7 @@ void write_teacher_logits(const std::string& path, models::DecoderLM& teacher, c
   teacher.eval();
   std::vector<std::pair<std::string, Tensor>> logits, inputs;  // f32 logits first: views stay aligned
   for (int64_t i = 0; i < batches; ++i) {
-    const Batch b = source.batch(static_cast<uint64_t>(i));
+    const data::Batch b = source.batch(static_cast<uint64_t>(i));
     logits.emplace_back(logits_name(static_cast<uint64_t>(i)), teacher.forward(b.inputs).logits.to(DType::f32));
     inputs.emplace_back(inputs_name(static_cast<uint64_t>(i)), b.inputs);
   }
@@ -62,14 +62,14 @@ int64_t write_teacher_logits(const TrainConfig& config, const std::string& path)
            "train: --write-teacher-logits needs --objective distill and --teacher MODEL (the teacher it runs)");
   NF_CHECK(!path.empty(), "train: --write-teacher-logits must name a file");
   validate_train_config(config);
-  const std::shared_ptr<models::DecoderLM> teacher = models::load_decoder_lm(config.distill.teacher);
+  const std::shared_ptr<models::DecoderLM> teacher = formats::load_decoder_lm(config.distill.teacher);
   NF_CHECK(config.data.context <= teacher->config().max_seq_len, "train: --context ", config.data.context,
            " exceeds the teacher's max_seq_len ", teacher->config().max_seq_len);
-  DataOptions data = config.data;  // the trainer's: the same batches, in the same order
+  data::DataOptions data = config.data;  // the trainer's: the same batches, in the same order
   data.vocab_size = teacher->config().vocab_size;
   data.preference_pairs = false;
   data.show_progress = !config.quiet;
-  const TrainingData loaded = load_training_data(data);
+  const data::TrainingData loaded = load_training_data(data);
   const int64_t batches = config.schedule.total_steps * config.grad_accum;
   write_teacher_logits(path, *teacher, *loaded.train, batches, config.distill.teacher);
   return batches;
@@ -100,7 +100,7 @@ TeacherLogitsFile::TeacherLogitsFile(const std::string& path, int64_t vocab_size
                " batches)");
 }
 
-Tensor TeacherLogitsFile::logits(uint64_t index, const Batch& batch) const {
+Tensor TeacherLogitsFile::logits(uint64_t index, const data::Batch& batch) const {
   NF_CHECK(static_cast<int64_t>(index) < batches_, "--teacher-logits ", path(), ": no batch ", index, " (it holds ",
            batches_, ")");
   const Tensor inputs = file_.view(inputs_name(index));

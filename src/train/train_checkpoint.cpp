@@ -25,7 +25,7 @@ json state_to_json(const TrainState& s) {
   json generators = json::object();
   for (const auto& [name, state] : s.generators) generators[name] = {state.first, state.second};
   json files = json::array();
-  for (const FileFingerprint& f : s.data_files)
+  for (const data::FileFingerprint& f : s.data_files)
     files.push_back({{"path", f.path}, {"size", f.size}, {"hash", io::checksum_hex(f.hash)}});
   json out = {{"step", s.step},           {"tokens", s.tokens},
               {"loss_scale", s.loss_scale}, {"good_steps", s.good_steps},
@@ -80,7 +80,7 @@ std::string newest_intact_checkpoint(const std::string& dir) {
     const std::string& path = it->second;
     try {
       (void)read_train_checkpoint(path);
-      models::verify_checkpoint_tensors(io::SafetensorsFile::open(path), {});
+      formats::verify_checkpoint_tensors(io::SafetensorsFile::open(path), {});
       return path;
     } catch (const Error& e) {
       const std::string kept = path + ".damaged";
@@ -121,7 +121,7 @@ void restore_generators(models::Model& model, const std::map<std::string, std::p
   }
 }
 
-void save_train_checkpoint(const std::string& path, const models::Model& model, const OptimizerSet& optimizer,
+void save_train_checkpoint(const std::string& path, const models::Model& model, const optim::OptimizerSet& optimizer,
                            const TrainConfig& config, const TrainState& state) {
   save_train_checkpoint(path, model, optimizer.state_dict(), config, state);
 }
@@ -132,13 +132,13 @@ void save_train_checkpoint(const std::string& path, const models::Model& model, 
   std::map<std::string, std::string> metadata;
   if (config.lora) {  // the adapters alone: the base stays where lora_base_path says
     tensors = models::lora_parameters(model);
-    metadata = models::lora_adapter_metadata(model, *config.lora, lora_base_path(config));
+    metadata = formats::lora_adapter_metadata(model, *config.lora, lora_base_path(config));
   } else {
     tensors = model.named_parameters();
     const nn::StateDict model_state = model.state_dict();
     for (auto& buffer : model.named_buffers())
       if (model_state.count(buffer.first)) tensors.push_back(buffer);
-    metadata = models::checkpoint_metadata(model);
+    metadata = formats::checkpoint_metadata(model);
   }
   for (const auto& [name, tensor] : optimizer_state) tensors.emplace_back(kOptimizerPrefix + name, tensor);
   metadata[io::kChecksumsKey] = io::tensor_checksums(tensors);  // the optimizer state's too
@@ -168,14 +168,14 @@ TrainCheckpoint read_train_checkpoint(const std::string& path) {
   return c;
 }
 
-void load_optimizer_state(const std::string& path, OptimizerSet& optimizer) {
+void load_optimizer_state(const std::string& path, optim::OptimizerSet& optimizer) {
   const io::SafetensorsFile file = io::SafetensorsFile::open(path);
   nn::StateDict state;
   std::vector<std::string> names;
   const std::string prefix = kOptimizerPrefix;
   for (const io::TensorEntry& entry : file.entries())
     if (entry.name.rfind(prefix, 0) == 0) names.push_back(entry.name);
-  models::verify_checkpoint_tensors(file, names);
+  formats::verify_checkpoint_tensors(file, names);
   for (const std::string& name : names) state[name.substr(prefix.size())] = file.view(name).clone();
   try {
     optimizer.load_state_dict(state);

@@ -19,15 +19,15 @@ using nlohmann::json;
 constexpr std::array<std::pair<Precision, const char*>, 3> kPrecisions = {
     {{Precision::fp32, "fp32"}, {Precision::bf16, "bf16"}, {Precision::fp16, "fp16"}}};
 
-json data_to_json(const DataOptions& d) {
+json data_to_json(const data::DataOptions& d) {
   return {{"train_paths", d.train_paths}, {"val_paths", d.val_paths}, {"val_fraction", d.val_fraction},
           {"tokenizer", d.tokenizer},     {"batch_size", d.batch_size}, {"context", d.context},
           {"seed", d.seed},               {"vocab_size", d.vocab_size}, {"chat_template", d.chat_template},
           {"pad_id", d.pad_id},           {"jsonl_field", d.jsonl_field}, {"pad_to_context", d.pad_to_context}};
 }
 
-DataOptions data_from_json(const json& j) {
-  DataOptions d;
+data::DataOptions data_from_json(const json& j) {
+  data::DataOptions d;
   d.train_paths = j.at("train_paths").get<std::vector<std::string>>();
   d.val_paths = j.at("val_paths").get<std::vector<std::string>>();
   d.val_fraction = j.at("val_fraction").get<double>();
@@ -43,16 +43,16 @@ DataOptions data_from_json(const json& j) {
   return d;
 }
 
-json schedule_to_json(const ScheduleConfig& s) {
-  return {{"kind", schedule_kind_name(s.kind)}, {"lr", s.lr},
+json schedule_to_json(const optim::ScheduleConfig& s) {
+  return {{"kind", optim::schedule_kind_name(s.kind)}, {"lr", s.lr},
           {"total_steps", s.total_steps},       {"warmup_steps", s.warmup_steps},
           {"min_lr", s.min_lr},                 {"warmdown_fraction", s.warmdown_fraction},
           {"final_lr_fraction", s.final_lr_fraction}};
 }
 
-ScheduleConfig schedule_from_json(const json& j) {
-  ScheduleConfig s;
-  s.kind = schedule_kind_from_name(j.at("kind").get<std::string>());
+optim::ScheduleConfig schedule_from_json(const json& j) {
+  optim::ScheduleConfig s;
+  s.kind = optim::schedule_kind_from_name(j.at("kind").get<std::string>());
   s.lr = j.at("lr").get<double>();
   s.total_steps = j.at("total_steps").get<int64_t>();
   s.warmup_steps = j.at("warmup_steps").get<int64_t>();
@@ -67,7 +67,7 @@ json to_json(const TrainConfig& c) {
           {"model_overrides", c.model_overrides},
           {"init_from", c.init_from},
           {"data", data_to_json(c.data)},
-          {"optimizer", json::parse(optimizer_config_to_json(c.optimizer))},
+          {"optimizer", json::parse(optim::optimizer_config_to_json(c.optimizer))},
           {"schedule", schedule_to_json(c.schedule)},
           {"grad_accum", c.grad_accum},
           {"grad_clip", c.grad_clip},
@@ -156,7 +156,7 @@ void validate_train_config(const TrainConfig& c) {
   NF_CHECK(c.distributed.zero == 0 || c.distributed.zero == 1, "train: --zero must be 0 or 1, got ", c.distributed.zero);
   NF_CHECK(c.distributed.bucket_bytes > 0, "train: --bucket-mb must be > 0, got ",
            static_cast<double>(c.distributed.bucket_bytes) / (1 << 20));
-  validate_schedule(c.schedule);
+  optim::validate_schedule(c.schedule);
   if (c.objective == Objective::dpo) {
     NF_CHECK(c.dpo.beta > 0 && std::isfinite(c.dpo.beta), "train: --dpo-beta must be > 0, got ", c.dpo.beta);
     NF_CHECK(c.ranks == 1, "train: --objective dpo runs in one process (", c.ranks,
@@ -250,7 +250,7 @@ TrainConfig train_config_from_json(const std::string& json_text, const std::stri
     c.model_overrides = j.at("model_overrides").get<std::vector<std::string>>();
     c.init_from = j.at("init_from").get<std::string>();
     c.data = data_from_json(j.at("data"));
-    c.optimizer = optimizer_config_from_json(j.at("optimizer").dump(), source + ": optimizer");
+    c.optimizer = optim::optimizer_config_from_json(j.at("optimizer").dump(), source + ": optimizer");
     c.schedule = schedule_from_json(j.at("schedule"));
     c.grad_accum = j.at("grad_accum").get<int64_t>();
     c.grad_clip = j.at("grad_clip").get<double>();

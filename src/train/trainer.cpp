@@ -75,7 +75,7 @@ void check_training_memory(const models::DecoderLMConfig& config, int64_t batch,
            " of memory is available: use a smaller --lora-rank, fewer --lora-targets, or a smaller batch or context");
 }
 
-Trainer::Trainer(TrainConfig config, TrainingData data, dist::Communicator* comm)
+Trainer::Trainer(TrainConfig config, data::TrainingData data, dist::Communicator* comm)
     : config_(std::move(config)), own_comm_(comm ? nullptr : dist::single_process()),
       comm_(comm ? comm : own_comm_.get()), data_(std::move(data)) {
   config_ = with_resolved_paths(std::move(config_));  // stored and compared so: a resume may run anywhere
@@ -107,23 +107,23 @@ Trainer::Trainer(TrainConfig config, TrainingData data, dist::Communicator* comm
   config_.data.preference_pairs = objective_->reads_pairs();
   config_.data.show_progress = !config_.quiet && is_root();
   if (!objective_->reads_batches()) {  // GRPO: prompts, not batches
-    if (state_.data_files.empty()) state_.data_files = fingerprint_data_files(config_.data);
+    if (state_.data_files.empty()) state_.data_files = data::fingerprint_data_files(config_.data);
   } else if (!data_.train) {
-    DataOptions global = config_.data;  // the batches of all ranks together; each takes its rows
+    data::DataOptions global = config_.data;  // the batches of all ranks together; each takes its rows
     global.batch_size *= config_.ranks;
-    data_ = load_training_data(global);
+    data_ = data::load_training_data(global);
     if (config_.ranks > 1) {
       const int ranks = static_cast<int>(config_.ranks);
-      data_.train = std::make_unique<ShardedBatches>(std::move(data_.train), comm_->rank(), ranks);
-      if (data_.val) data_.val = std::make_unique<ShardedBatches>(std::move(data_.val), comm_->rank(), ranks);
+      data_.train = std::make_unique<data::ShardedBatches>(std::move(data_.train), comm_->rank(), ranks);
+      if (data_.val) data_.val = std::make_unique<data::ShardedBatches>(std::move(data_.val), comm_->rank(), ranks);
     }
-    if (state_.data_files.empty()) state_.data_files = fingerprint_data_files(config_.data);
+    if (state_.data_files.empty()) state_.data_files = data::fingerprint_data_files(config_.data);
   }
   fs::create_directories(config_.out_dir);  // every option checked: the run's files from here on
   if (config_.lora && !config_.resume) {
     // the adapters' base is kept beside them unless it is the --init-from file as it is
     const std::string base = lora_base_path(config_);
-    if (base != config_.init_from && is_root()) models::save_checkpoint(*model_, base);
+    if (base != config_.init_from && is_root()) formats::save_checkpoint(*model_, base);
     models::apply_lora(*model_, *config_.lora, init);
   }
   if (objective_->needs_reference() && !config_.lora) {  // LoRA: the reference is the adapters off
@@ -133,10 +133,10 @@ Trainer::Trainer(TrainConfig config, TrainingData data, dist::Communicator* comm
     reference_->eval();
   }
   objective_->bind({.policy = model_.get(), .reference = reference_.get(), .train = data_.train.get()});
-  optimizer_ = std::make_unique<OptimizerSet>(config_.optimizer, *model_);
-  if (config_.distributed.zero == 1) zero_ = std::make_unique<ZeroSharding>(*optimizer_, *comm_);
+  optimizer_ = std::make_unique<optim::OptimizerSet>(config_.optimizer, *model_);
+  if (config_.distributed.zero == 1) zero_ = std::make_unique<optim::ZeroSharding>(*optimizer_, *comm_);
   buckets_ = std::make_unique<dist::GradientBuckets>(optimizer_->parameters(), *comm_, config_.distributed.bucket_bytes);
-  if (config_.precision == Precision::fp16) scaler_ = std::make_unique<DynamicLossScaler>();
+  if (config_.precision == Precision::fp16) scaler_ = std::make_unique<optim::DynamicLossScaler>();
   if (!resumed_from_.empty()) {
     load_optimizer_state(resumed_from_, *optimizer_);
     if (scaler_)
@@ -164,7 +164,7 @@ Trainer::~Trainer() = default;
 
 std::shared_ptr<models::DecoderLM> Trainer::build_start_model(Generator& gen) const {
   if (!config_.init_from.empty())
-    return models::with_model_overrides(models::load_decoder_lm(config_.init_from), config_.model_overrides,
+    return models::with_model_overrides(formats::load_decoder_lm(config_.init_from), config_.model_overrides,
                                         config_.init_from, gen);
   const std::string json_text = models::model_config_with_overrides(config_.model, config_.model_overrides);
   return std::make_shared<models::DecoderLM>(models::parse_model_config(json_text, config_.model), gen);
@@ -194,7 +194,7 @@ void Trainer::resume_from(const std::string& checkpoint) {
   TrainConfig previous = with_resolved_paths(saved.config);  // older runs stored paths as typed
   std::vector<std::string> conflicts;
   if (!data_.train)  // files, not batches given by the caller: moved ones are found by their content
-    conflicts = reconcile_data_files(previous.data, saved.state.data_files, config_.data, resume_notes_);
+    conflicts = data::reconcile_data_files(previous.data, saved.state.data_files, config_.data, resume_notes_);
   const int64_t reached = saved.state.step, steps = config_.schedule.total_steps;
   if (steps != previous.schedule.total_steps) {
     NF_CHECK(steps >= reached, "train --resume: --steps ", steps, " is below step ", reached, ", which ", checkpoint,
@@ -207,8 +207,8 @@ void Trainer::resume_from(const std::string& checkpoint) {
       std::snprintf(note, sizeof note, "--steps %lld -> %lld: the %s schedule is recomputed over %lld steps; "
                     "the lr goes from %.4g (step %lld) to %.4g (step %lld)",
                     static_cast<long long>(previous.schedule.total_steps), static_cast<long long>(steps),
-                    schedule_kind_name(config_.schedule.kind).c_str(), static_cast<long long>(steps),
-                    learning_rate(previous.schedule, std::max<int64_t>(reached - 1, 0)),
+                    optim::schedule_kind_name(config_.schedule.kind).c_str(), static_cast<long long>(steps),
+                    optim::learning_rate(previous.schedule, std::max<int64_t>(reached - 1, 0)),
                     static_cast<long long>(reached), learning_rate(config_.schedule, reached),
                     static_cast<long long>(reached + 1));
     resume_notes_.push_back(note);
@@ -222,15 +222,15 @@ void Trainer::resume_from(const std::string& checkpoint) {
     throw Error(os.str());
   }
   if (config_.lora) {  // an adapter-only checkpoint: the base again, then its adapters
-    model_ = models::load_decoder_lm(lora_base_path(config_));
+    model_ = formats::load_decoder_lm(lora_base_path(config_));
     check_training_memory(model_->config(), objective_->rows_per_batch(), config_.data.context,
                           util::available_memory_bytes());
     Generator gen(config_.seed);
-    models::load_lora_adapter(*model_, checkpoint, gen);
+    formats::load_lora_adapter(*model_, checkpoint, gen);
   } else {
-    check_training_memory(models::read_checkpoint_config(checkpoint), objective_->rows_per_batch(), config_.data.context,
+    check_training_memory(formats::read_checkpoint_config(checkpoint), objective_->rows_per_batch(), config_.data.context,
                           util::available_memory_bytes());
-    model_ = models::model_as<models::DecoderLM>(models::load_checkpoint(checkpoint), checkpoint);
+    model_ = models::model_as<models::DecoderLM>(formats::load_checkpoint(checkpoint), checkpoint);
   }
   restore_generators(*model_, saved.state.generators, checkpoint);
   state_ = saved.state;
@@ -252,7 +252,7 @@ std::string Trainer::describe() const {
        << (config_.lora->base_type ? std::string(" held in ") + quant_type_name(*config_.lora->base_type) : "") << "\n";
   os << "optimizer:\n" << optimizer_->describe();
   os << "steps: " << config_.schedule.total_steps << " x " << config_.grad_accum << " x " << config_.data.batch_size
-     << " x " << config_.data.context << " tokens, " << schedule_kind_name(config_.schedule.kind) << " lr "
+     << " x " << config_.data.context << " tokens, " << optim::schedule_kind_name(config_.schedule.kind) << " lr "
      << config_.schedule.lr << ", " << precision_name(config_.precision) << "\n";
   const std::string objective = objective_->describe();
   if (!objective.empty()) os << "objective: " << objective << "\n";
@@ -305,7 +305,7 @@ void Trainer::backward(int64_t t, StepResult& r) {
 StepResult Trainer::train_step() {
   const int64_t t = state_.step;
   StepResult r;
-  r.lr = learning_rate(config_.schedule, t);
+  r.lr = optim::learning_rate(config_.schedule, t);
   optimizer_->set_lr_factor(r.lr / config_.schedule.lr);
 
   backward(t, r);
@@ -320,10 +320,10 @@ StepResult Trainer::train_step() {
   const std::vector<Tensor> params = optimizer_->parameters();
   bool finite = scaler_ ? scaler_->unscale(params) : true;
   if (config_.grad_clip > 0) {
-    r.grad_norm = clip_grad_norm(params, config_.grad_clip);
+    r.grad_norm = optim::clip_grad_norm(params, config_.grad_clip);
   } else {
     for (const Tensor& p : params)
-      if (p.grad().defined()) r.grad_norm += sum_of_squares(p.grad());
+      if (p.grad().defined()) r.grad_norm += optim::sum_of_squares(p.grad());
     r.grad_norm = std::sqrt(r.grad_norm);
   }
   if (!scaler_)

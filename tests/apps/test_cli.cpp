@@ -68,7 +68,7 @@ TEST_F(CliTest, ForwardWritesTheLibrarysLogitsAndHiddenStates) {
   const std::string config = write_tiny_config(path("tiny.json"));
   const CliRun r = cli("forward --model '" + config + "' --ids " + kIds + " --out '" + path("out.safetensors") + "' --hidden");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto model = models::load_decoder_lm(config);
+  auto model = formats::load_decoder_lm(config);
   model->eval();
   const models::LMOutput expected = model->forward(ids_tensor(), {}, true);
   const auto written = io::load_safetensors(path("out.safetensors"));
@@ -102,7 +102,7 @@ TEST_F(CliTest, ConvertRoundTripGivesIdenticalLogits) {
   EXPECT_TENSOR_CLOSE(io::load_safetensors(path("a.safetensors")).at("logits"),
                       io::load_safetensors(path("b.safetensors")).at("logits"), 0.0, 0.0);
   const CliRun r = cli("inspect '" + ckpt + "'");
-  EXPECT_NE(r.out.find("\nparameters: " + std::to_string(models::load_decoder_lm(config)->num_parameters()) + "\n"),
+  EXPECT_NE(r.out.find("\nparameters: " + std::to_string(formats::load_decoder_lm(config)->num_parameters()) + "\n"),
             std::string::npos) << r.out;
 }
 
@@ -239,7 +239,7 @@ TEST_F(CliTest, ForwardOnABertFolderGivesTransformersOutput) {
   EXPECT_TENSOR_CLOSE(again.at("last_hidden_state"), written.at("last_hidden_state"), 0.0, 0.0);
   EXPECT_TENSOR_CLOSE(again.at("pooler_output"), written.at("pooler_output"), 0.0, 0.0);
   const CliRun info = cli("inspect '" + ckpt + "'");
-  EXPECT_NE(info.out.find("\nparameters: " + std::to_string(models::load_model(bert)->num_parameters()) + "\n"),
+  EXPECT_NE(info.out.find("\nparameters: " + std::to_string(formats::load_model(bert)->num_parameters()) + "\n"),
             std::string::npos) << info.out;
   const CliRun bad = cli("forward --model '" + bert + "' --ids \"1 2\" --token-type-ids \"0 2\" --out '" +
                          path("c.safetensors") + "'");
@@ -253,7 +253,7 @@ TEST_F(CliTest, ForwardOnABertFolderGivesTransformersOutput) {
 TEST_F(CliTest, LoraMergeFoldsAnAdapterIntoItsBase) {
   const std::string base = path("base.safetensors"), adapter = path("adapter.safetensors");
   ASSERT_EQ(cli("convert '" + write_tiny_config(path("tiny.json")) + "' '" + base + "' --to nanoformer").exit_code, 0);
-  auto model = models::load_decoder_lm(base);
+  auto model = formats::load_decoder_lm(base);
   const models::LoRAOptions options{.rank = 2, .alpha = 4.0, .targets = {"q", "v", "gate", "down"}};
   models::apply_lora(*model, options);
   Generator gen(5);
@@ -263,14 +263,14 @@ TEST_F(CliTest, LoraMergeFoldsAnAdapterIntoItsBase) {
   }
   model->eval();
   const Tensor adapted = model->forward(ids_tensor()).logits;
-  models::save_lora_adapter(*model, options, adapter, base);
+  formats::save_lora_adapter(*model, options, adapter, base);
   CliRun r = cli("lora merge --base '" + base + "' --adapter '" + adapter + "' --out '" + path("merged.safetensors") + "'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("(rank 2, alpha 4)"), std::string::npos) << r.out;
   r = cli("lora merge --adapter '" + adapter + "' --out '" + path("merged_hf") + "' --to hf");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const char* merged : {"merged.safetensors", "merged_hf"}) {
-    auto plain = models::load_decoder_lm(path(merged));
+    auto plain = formats::load_decoder_lm(path(merged));
     EXPECT_FALSE(models::has_lora(*plain));
     plain->eval();
     EXPECT_TENSOR_CLOSE(plain->forward(ids_tensor()).logits, adapted, 1e-5, 0.0) << merged;
@@ -355,7 +355,7 @@ TEST_F(CliTest, ForwardRunsAnEncoderDecoder) {
   const CliRun r = cli("forward --model '" + path("seq2seq.json") + "' --ids \"3 29 4\" --target-ids \"1 19\" --out '" +
                        path("out.safetensors") + "'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto model = models::model_as<models::EncoderDecoder>(models::load_model(path("seq2seq.json")), "seq2seq.json");
+  auto model = models::model_as<models::EncoderDecoder>(formats::load_model(path("seq2seq.json")), "seq2seq.json");
   model->eval();
   const Tensor expected = model->forward(Tensor::of({3, 29, 4}, {1, 3}, DType::i64), Tensor::of({1, 19}, {1, 2}, DType::i64)).logits;
   EXPECT_TENSOR_CLOSE(io::load_safetensors(path("out.safetensors")).at("logits"), reshape(expected, {2, 20}), 0.0, 0.0);

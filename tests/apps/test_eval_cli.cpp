@@ -40,7 +40,7 @@ class EvalCliTest : public testing::CliTest {
     c.head_dim = head_dim;
     c.init_std = 0.3;
     Generator gen(5);
-    models::save_model(models::DecoderLM(c, gen), path(name), "nanoformer");
+    formats::save_model(models::DecoderLM(c, gen), path(name), "nanoformer");
   }
   nlohmann::json read_json(const std::string& name) const { return nlohmann::json::parse(testing::read_text(path(name))); }
   // Runs eval and expects failure with one line naming every part, nothing on stdout.
@@ -62,7 +62,7 @@ TEST_F(EvalCliTest, PerplexityEqualsExpOfTheMeanTokenLossByHand) {
   EXPECT_EQ(report.at("model_config").at("position"), "rope");
   const auto& results = report.at("results");
   ASSERT_EQ(results.size(), 3u);
-  const auto model = models::load_decoder_lm(path("rope.safetensors"));
+  const auto model = formats::load_decoder_lm(path("rope.safetensors"));
   for (size_t i = 0; i < 2; ++i) {  // within max_seq_len: the saved model as it is
     const auto& row = results[i];
     const int64_t L = row.at("context"), windows = 512 / L;

@@ -60,7 +60,7 @@ TEST_F(GenerateCliTest, MiniMindCurrentFormInspectsAndGeneratesMiniMindsTokens) 
     const std::string folder = std::string(NF_TEST_DATA_DIR) + "/minimind_d65ef2c/" + name;
     const auto inspect = cli("inspect '" + folder + "'");
     ASSERT_EQ(inspect.exit_code, 0) << inspect.err;
-    const int64_t parameters = models::count_parameters(models::load_decoder_lm(folder)->config());
+    const int64_t parameters = models::count_parameters(formats::load_decoder_lm(folder)->config());
     EXPECT_NE(inspect.out.find("\nparameters: " + std::to_string(parameters) + "\n"), std::string::npos) << inspect.out;
     const auto golden = io::load_safetensors(folder + ".generate.safetensors");
     const auto r = cli("generate -m '" + folder + "' --ids --greedy -n 16 --prompt-ids '" +

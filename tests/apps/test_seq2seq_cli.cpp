@@ -26,7 +26,7 @@ class Seq2SeqCliTest : public testing::CliTest {
     models::EncoderDecoder model(
         models::parse_encoder_decoder_config(golden_.cases()["model"]["config"].get<std::string>(), "seq2seq"));
     testing::load_case_parameters(model, golden_, "model");
-    models::save_model(model, path("seq2seq.safetensors"), "nanoformer");
+    formats::save_model(model, path("seq2seq.safetensors"), "nanoformer");
   }
   // The first (best) hypothesis of a golden case, as the CLI prints it.
   std::string best(const std::string& name) const {
@@ -74,7 +74,7 @@ TEST_F(Seq2SeqCliTest, BadFlagsAreClearErrors) {
   models::DecoderLMConfig c = models::preset_config("llama2c-stories260k");
   c.vocab_size = 32, c.dim = 16, c.n_layers = 1, c.n_heads = 2, c.n_kv_heads = 1, c.max_seq_len = 16;
   Generator gen(1);
-  models::save_model(models::DecoderLM(c, gen), path("lm.safetensors"), "nanoformer");
+  formats::save_model(models::DecoderLM(c, gen), path("lm.safetensors"), "nanoformer");
   const auto beams = cli("generate -m '" + path("lm.safetensors") + "' --ids --num-beams 2");
   EXPECT_NE(beams.exit_code, 0);
   EXPECT_NE(beams.err.find("--num-beams is for encoder-decoder models"), std::string::npos) << beams.err;

@@ -1035,7 +1035,7 @@ TEST_F(ServeCliTest, EchoScoresThePromptWithTheForwardsLogSoftmax) {
   const auto tok = tokenizer::load_tokenizer(path("model/tokenizer.json"));
   const std::vector<tokenizer::TokenId> encoded = tok->encode(prompt);
   const std::vector<int64_t> ids(encoded.begin(), encoded.end());
-  const auto model = models::load_decoder_lm(path("model/model.safetensors"));
+  const auto model = formats::load_decoder_lm(path("model/model.safetensors"));
   model->eval();
   const Tensor logits = model->forward(Tensor::from_vector(ids, {1, static_cast<int64_t>(ids.size())})).logits.contiguous();
   const int64_t vocab = logits.size(2);

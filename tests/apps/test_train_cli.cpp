@@ -170,7 +170,7 @@ TEST_F(TrainCliTest, KillNineDuringACheckpointWriteKeepsThePreviousOne) {
   const auto left = train::list_checkpoints(path("crash"));
   ASSERT_EQ(left.size(), 1u);
   EXPECT_EQ(left[0].first, 1);
-  EXPECT_NO_THROW(models::load_model(left[0].second));
+  EXPECT_NO_THROW(formats::load_model(left[0].second));
   EXPECT_EQ(train::read_train_checkpoint(left[0].second).state.step, 1);
   ASSERT_EQ(run({"train", "--out", path("crash"), "--resume", "--quiet"}), 0) << err();
   EXPECT_FALSE(has_temporary_file(path("crash")));
@@ -192,7 +192,7 @@ TEST_F(TrainCliTest, EachStopSignalWritesACheckpointAndExitsWith128PlusIt) {
     ASSERT_FALSE(left.empty());
     EXPECT_GE(left.back().first, 2);
     EXPECT_EQ(train::read_train_checkpoint(left.back().second).state.step, left.back().first);
-    EXPECT_NO_THROW(models::load_model(left.back().second));  // every checksum verified
+    EXPECT_NO_THROW(formats::load_model(left.back().second));  // every checksum verified
     EXPECT_NE(err().find("stopping at the end of this step"), std::string::npos) << err();
     EXPECT_NE(err().find("checkpoint written"), std::string::npos) << err();
   }
@@ -219,7 +219,7 @@ TEST_F(TrainCliTest, ASecondSignalDuringTheCheckpointWriteDoesNotAbortIt) {
   EXPECT_NE(err().find("still stopping"), std::string::npos) << err();
   const auto left = train::list_checkpoints(path("double"));
   ASSERT_EQ(left.size(), 1u);
-  EXPECT_NO_THROW(models::load_model(left[0].second));
+  EXPECT_NO_THROW(formats::load_model(left[0].second));
   EXPECT_FALSE(has_temporary_file(path("double")));
 }
 
@@ -237,7 +237,7 @@ TEST_F(TrainCliTest, AThirdSignalExitsAtOnceAndTheLastCompleteCheckpointResumes)
   EXPECT_TRUE(said("exiting now")) << "the step and its checkpoint ended before the third signal: " << err();
   const auto left = train::list_checkpoints(path("triple"));
   ASSERT_FALSE(left.empty());
-  EXPECT_NO_THROW(models::load_model(left.back().second));
+  EXPECT_NO_THROW(formats::load_model(left.back().second));
   const int64_t step = left.back().first;
   // the resumed run goes on from there; a signal stops it after its first checkpoint
   const pid_t resumed = spawn({"train", "--out", path("triple"), "--resume", "--quiet"});
@@ -404,15 +404,15 @@ TEST_F(TrainCliTest, LoRARunWritesAdaptersThatLoraMergeFolds) {
   EXPECT_NE(err().find("lora: rank 2, alpha 8, dropout 0, 15 adapted layers; base " + path("lora") + "/base.safetensors"),
             std::string::npos) << err();
   const std::string last = train::list_checkpoints(path("lora")).back().second;
-  const models::LoRAAdapterInfo info = models::read_lora_adapter_info(last);
+  const formats::LoRAAdapterInfo info = formats::read_lora_adapter_info(last);
   EXPECT_EQ(info.options.targets, (std::vector<std::string>{"q", "v", "down"}));
   EXPECT_EQ(info.options.alpha, 8.0);
   // the adapters, their Adam moments and the run metadata: under a quarter of the base
   EXPECT_LT(fs::file_size(last) * 4, fs::file_size(path("lora") + "/base.safetensors"));
   ASSERT_EQ(run({"lora", "merge", "--adapter", last, "--out", path("merged.safetensors")}), 0) << err();
-  const auto merged = models::load_decoder_lm(path("merged.safetensors"));
-  const auto adapted = models::load_decoder_lm(path("lora") + "/base.safetensors");
-  models::load_lora_adapter(*adapted, last);
+  const auto merged = formats::load_decoder_lm(path("merged.safetensors"));
+  const auto adapted = formats::load_decoder_lm(path("lora") + "/base.safetensors");
+  formats::load_lora_adapter(*adapted, last);
   const Tensor ids = Tensor::of({1, 2, 3, 4, 5, 6, 7, 8}, {1, 8}, DType::i64);
   merged->eval();
   adapted->eval();
@@ -441,13 +441,13 @@ TEST_F(TrainCliTest, QLoRATrainsOverAQ4_0BaseResumesAndMerges) {
   EXPECT_NE(err().find("adapted layers; base " + path("qlora") + "/base.safetensors held in q4_0"), std::string::npos)
       << err();
   const std::string last = train::list_checkpoints(path("qlora")).back().second;
-  EXPECT_EQ(models::read_lora_adapter_info(last).options.base_type, QuantType::q4_0);
+  EXPECT_EQ(formats::read_lora_adapter_info(last).options.base_type, QuantType::q4_0);
   ASSERT_EQ(run({"train", "--out", path("qlora"), "--resume", "--steps", "6", "--quiet"}), 0) << err();
   const std::string resumed = train::list_checkpoints(path("qlora")).back().second;
   ASSERT_EQ(run({"lora", "merge", "--adapter", resumed, "--out", path("merged.safetensors")}), 0) << err();
-  const auto merged = models::load_decoder_lm(path("merged.safetensors"));
-  const auto adapted = models::load_decoder_lm(path("qlora") + "/base.safetensors");
-  models::load_lora_adapter(*adapted, resumed);
+  const auto merged = formats::load_decoder_lm(path("merged.safetensors"));
+  const auto adapted = formats::load_decoder_lm(path("qlora") + "/base.safetensors");
+  formats::load_lora_adapter(*adapted, resumed);
   EXPECT_FALSE(adapted->named_quantized().empty());  // loading the adapter quantised the base again
   EXPECT_TRUE(merged->named_quantized().empty());
   const Tensor ids = Tensor::of({1, 2, 3, 4, 5, 6, 7, 8}, {1, 8}, DType::i64);
@@ -457,8 +457,8 @@ TEST_F(TrainCliTest, QLoRATrainsOverAQ4_0BaseResumesAndMerges) {
   const Tensor a = adapted->forward(ids).logits, m = merged->forward(ids).logits;
   EXPECT_LT(max(abs(a - m)).item(), 0.02 * max(abs(a)).item());
   // dense formats refuse a quantised model instead of dropping its weights
-  models::save_checkpoint(*merged, path("dense.safetensors"));
-  EXPECT_THROW_WITH(models::save_checkpoint(*adapted, path("nope.safetensors")), "quantised weights", "q4_0",
+  formats::save_checkpoint(*merged, path("dense.safetensors"));
+  EXPECT_THROW_WITH(formats::save_checkpoint(*adapted, path("nope.safetensors")), "quantised weights", "q4_0",
                     "write gguf");
 }
 
@@ -476,7 +476,7 @@ TEST_F(TrainCliTest, OptionsAreCheckedBeforeTheDiskAndNamed) {
   EXPECT_EQ(err().find("bad_alloc"), std::string::npos) << err();
   expect_refused(with(run_args("r", 3), "--data", path("missing.bin")), {"missing.bin"}, "r");
   const std::string init = path("init.safetensors");
-  models::save_checkpoint(models::DecoderLM(models::parse_model_config(models::model_config_with_overrides(
+  formats::save_checkpoint(models::DecoderLM(models::parse_model_config(models::model_config_with_overrides(
                               "llama2c-stories260k", {"vocab_size=32", "dim=32", "max_seq_len=16"}))),
                           init);
   expect_refused(with(run_args("r", 3), "--init-from", init), {"--config", "--init-from", "give one"}, "r");
@@ -500,7 +500,7 @@ TEST_F(TrainCliTest, NoValidationIsSaidSo) {
 // change a weight's shape (dim) is refused before anything is written.
 TEST_F(TrainCliTest, SetWithInitFromAppliesWhatKeepsTheWeightsAndRefusesTheRest) {
   const std::string init = path("init.safetensors");
-  models::save_checkpoint(models::DecoderLM(models::parse_model_config(models::model_config_with_overrides(
+  formats::save_checkpoint(models::DecoderLM(models::parse_model_config(models::model_config_with_overrides(
                               "llama2c-stories260k", {"vocab_size=32", "dim=32", "max_seq_len=16"}))),
                           init);
   std::vector<std::string> args = run_args("ft", 3);
@@ -508,7 +508,7 @@ TEST_F(TrainCliTest, SetWithInitFromAppliesWhatKeepsTheWeightsAndRefusesTheRest)
   args.insert(args.end(), {"--init-from", init, "--set", "dropout=0.1"});
   ASSERT_EQ(run(args), 0) << err();
   const std::string last = train::list_checkpoints(path("ft")).back().second;
-  EXPECT_EQ(models::read_checkpoint_config(last).dropout, 0.1);
+  EXPECT_EQ(formats::read_checkpoint_config(last).dropout, 0.1);
   EXPECT_EQ(train::read_train_checkpoint(last).config.model_overrides, std::vector<std::string>{"dropout=0.1"});
   args = with(with(args, "--set", "dim=64"), "--out", path("wide"));
   expect_refused(args, {init, "--set would change its weights", "dim 32 -> 64"}, "wide");

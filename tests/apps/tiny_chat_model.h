@@ -37,7 +37,7 @@ inline void save_tiny_chat_model(const std::string& folder, bool ascii_only = fa
     copy_into(narrow(embedding, 0, 259, padding), mul(narrow(embedding, 0, 32, padding), 10.0));  // rows 32.. x 10
   }
   if (ascii_only) copy_into(narrow(model.tok_embeddings->weight, 0, 128, c.vocab_size - 128), zeros({c.vocab_size - 128, c.dim}));
-  models::save_model(model, folder + "/model.safetensors", "nanoformer");
+  formats::save_model(model, folder + "/model.safetensors", "nanoformer");
 }
 
 }  // namespace nf::testing

@@ -30,7 +30,7 @@ class CApiTest : public ::testing::Test {
     testing::save_tiny_chat_model(dir_.file("chat"));
     path_ = dir_.file("chat/model.safetensors");  // its tokenizer.json beside it
     ASSERT_EQ(nf_model_load(path_.c_str(), nullptr, 0, &model_), NF_OK) << nf_last_error();
-    cpp_ = infer::with_tokenizer(models::load_model(path_), path_, "", true);
+    cpp_ = infer::with_tokenizer(formats::load_model(path_), path_, "", true);
     cpp_.model->eval();
   }
   void TearDown() override { nf_model_free(model_); }

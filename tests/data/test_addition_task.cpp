@@ -8,7 +8,7 @@
 
 #include "support/testing.h"
 
-namespace nf::train {
+namespace nf::data {
 namespace {
 
 TEST(AdditionTask, ProblemsAreZeroPaddedWithTheSumReversed) {
@@ -46,4 +46,4 @@ TEST(AdditionTask, RefusesImpossibleRequests) {
 }
 
 }  // namespace
-}  // namespace nf::train
+}  // namespace nf::data

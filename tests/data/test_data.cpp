@@ -26,7 +26,7 @@
 #include "support/testing.h"
 #include "tokenizer/fixtures.h"
 
-namespace nf::train {
+namespace nf::data {
 namespace {
 
 namespace tk = nf::tokenizer;
@@ -581,4 +581,4 @@ TEST(SftBatches, LoaderEqualsTransformersGolden) {
 }
 
 }  // namespace
-}  // namespace nf::train
+}  // namespace nf::data

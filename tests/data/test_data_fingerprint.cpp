@@ -12,7 +12,7 @@
 #include "support/testing.h"
 #include "tokenizer/fixtures.h"
 
-namespace nf::train {
+namespace nf::data {
 namespace {
 
 using tokenizer::testing::temp_path;
@@ -89,4 +89,4 @@ TEST(DataFingerprint, ReconcileAcceptsMovedFilesAndRefusesOtherContent) {
 }
 
 }  // namespace
-}  // namespace nf::train
+}  // namespace nf::data

@@ -7,7 +7,7 @@
 #include "nanoformer/nanoformer.h"
 #include "support/testing.h"
 
-namespace nf::train {
+namespace nf::data {
 namespace {
 
 // Batch i: row b holds 100 i + 10 b + t; targets masked where (b + t + i) % 3 == 0.
@@ -64,4 +64,4 @@ TEST(ShardedBatches, BadRankOrBatchIsNamed) {
 }
 
 }  // namespace
-}  // namespace nf::train
+}  // namespace nf::data

@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 constexpr int64_t kVocab = 32, kContext = 8, kRowsPerRank = 2;
 
 // Rows [i B, (i + 1) B) of fixed random (N, T) inputs and next-token targets.
-class FixedBatches : public BatchSource {
+class FixedBatches : public data::BatchSource {
  public:
   explicit FixedBatches(int64_t batch) : batch_(batch) {
     Generator gen(11);
@@ -29,9 +29,9 @@ class FixedBatches : public BatchSource {
     inputs_ = tokens.slice(1, 0, kContext).contiguous();
     targets_ = tokens.slice(1, 1, kContext + 1).contiguous();
   }
-  Batch batch(uint64_t index) const override {
+  data::Batch batch(uint64_t index) const override {
     const int64_t start = static_cast<int64_t>(index) * batch_ % inputs_.shape()[0];
-    Batch b;
+    data::Batch b;
     b.inputs = inputs_.slice(0, start, start + batch_).contiguous();
     b.targets = targets_.slice(0, start, start + batch_).contiguous();
     b.target_tokens = b.targets.numel();
@@ -77,7 +77,7 @@ class DataParallelTrainer : public ::testing::TestWithParam<Case> {
     c.optimizer.momentum = 0.9;
     c.optimizer.lr = 1e-2;
     c.optimizer.weight_decay = 0.1;
-    c.schedule = {.kind = ScheduleKind::constant, .lr = 1e-2, .total_steps = 4};
+    c.schedule = {.kind = optim::ScheduleKind::constant, .lr = 1e-2, .total_steps = 4};
     c.eval_every = 0;
     c.out_dir = (dir_ / run).string();
     c.quiet = true;
@@ -86,13 +86,13 @@ class DataParallelTrainer : public ::testing::TestWithParam<Case> {
     c.distributed.bucket_bytes = 4;  // one parameter per bucket
     return c;
   }
-  TrainingData data(int rank, int ranks) const {
-    TrainingData d;
+  data::TrainingData data(int rank, int ranks) const {
+    data::TrainingData d;
     auto global = std::make_unique<FixedBatches>(kRowsPerRank * 2);
     if (ranks == 1)
       d.train = std::move(global);
     else
-      d.train = std::make_unique<ShardedBatches>(std::move(global), rank, ranks);
+      d.train = std::make_unique<data::ShardedBatches>(std::move(global), rank, ranks);
     return d;
   }
 

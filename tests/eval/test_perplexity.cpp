@@ -10,7 +10,7 @@
 namespace nf::eval {
 namespace {
 
-using train::TokenCorpus;
+using data::TokenCorpus;
 using tokenizer::TokenId;
 
 class PerplexityTest : public ::testing::Test {

@@ -10,7 +10,7 @@
 #include "support/damaged_file.h"
 #include "support/testing.h"
 
-namespace nf::models {
+namespace nf::formats {
 namespace {
 
 class CheckpointTest : public ::testing::Test {
@@ -25,8 +25,8 @@ class CheckpointTest : public ::testing::Test {
   std::filesystem::path dir_;
 };
 
-DecoderLMConfig tiny(const std::string& extra) {
-  return parse_model_config(R"({"vocab_size": 32, "dim": 16, "n_layers": 2, "n_heads": 4, "max_seq_len": 8, )" + extra +
+models::DecoderLMConfig tiny(const std::string& extra) {
+  return models::parse_model_config(R"({"vocab_size": 32, "dim": 16, "n_layers": 2, "n_heads": 4, "max_seq_len": 8, )" + extra +
                             "}");
 }
 
@@ -35,7 +35,7 @@ Tensor ids() { return Tensor::of({1, 5, 7, 2, 31, 0, 9, 4}, {1, 8}, DType::i64);
 using Metadata = std::map<std::string, std::string>;
 
 // Saves `model`'s checkpoint, then rewrites it with `edit` applied to its tensors and metadata.
-void write_edited(const DecoderLM& model, const std::string& path,
+void write_edited(const models::DecoderLM& model, const std::string& path,
                   const std::function<void(std::vector<nn::NamedTensor>&, Metadata&)>& edit) {
   save_checkpoint(model, path);
   std::vector<nn::NamedTensor> tensors;
@@ -57,19 +57,19 @@ TEST_F(CheckpointTest, RoundTripGivesIdenticalLogits) {
       R"("mlp": "swiglu", "position": "sinusoidal", "moe": {"n_experts": 3, "top_k": 2, "n_shared_experts": 1})",
   };
   for (const char* extra : variants) {
-    DecoderLM model(tiny(extra));
+    models::DecoderLM model(tiny(extra));
     model.eval();
     save_checkpoint(model, path("model.safetensors"));
     EXPECT_EQ(model_config_to_json(read_checkpoint_config(path("model.safetensors"))),
-              model_config_to_json(model.config()));
-    const auto loaded = model_as<DecoderLM>(load_checkpoint(path("model.safetensors")), "checkpoint");
+              models::model_config_to_json(model.config()));
+    const auto loaded = model_as<models::DecoderLM>(load_checkpoint(path("model.safetensors")), "checkpoint");
     loaded->eval();
     EXPECT_TENSOR_CLOSE(loaded->forward(ids()).logits, model.forward(ids()).logits, 0.0, 0.0);
   }
 }
 
 TEST_F(CheckpointTest, BadTensorsAreAllNamedInOneError) {
-  DecoderLM model(tiny(R"("tie_embeddings": false)"));
+  models::DecoderLM model(tiny(R"("tie_embeddings": false)"));
   write_edited(model, path("bad.safetensors"), [](std::vector<nn::NamedTensor>& t, Metadata&) {
     std::erase_if(t, [](const nn::NamedTensor& e) { return e.first == "layers.1.attn.k_proj.weight"; });
     for (auto& [name, tensor] : t)
@@ -82,7 +82,7 @@ TEST_F(CheckpointTest, BadTensorsAreAllNamedInOneError) {
 }
 
 TEST_F(CheckpointTest, WrongDtypeIsNamed) {
-  DecoderLM model(tiny(R"("name": "x")"));
+  models::DecoderLM model(tiny(R"("name": "x")"));
   write_edited(model, path("f64.safetensors"), [](std::vector<nn::NamedTensor>& t, Metadata&) {
     for (auto& [name, tensor] : t)
       if (name == "norm.bias") tensor = tensor.to(DType::f64);
@@ -91,14 +91,14 @@ TEST_F(CheckpointTest, WrongDtypeIsNamed) {
 }
 
 TEST_F(CheckpointTest, TruncatedFileIsRefused) {
-  DecoderLM model(tiny(R"("name": "x")"));
+  models::DecoderLM model(tiny(R"("name": "x")"));
   save_checkpoint(model, path("cut.safetensors"));
   std::filesystem::resize_file(path("cut.safetensors"), std::filesystem::file_size(path("cut.safetensors")) - 100);
   EXPECT_THROW_WITH(load_checkpoint(path("cut.safetensors")), path("cut.safetensors"));
 }
 
 TEST_F(CheckpointTest, ForeignFilesAndBadConfigsAreRefused) {
-  DecoderLM model(tiny(R"("name": "x")"));
+  models::DecoderLM model(tiny(R"("name": "x")"));
   save_module(model, path("plain.safetensors"));
   EXPECT_THROW_WITH(load_checkpoint(path("plain.safetensors")), "not a nanoformer checkpoint", "format");
   write_edited(model, path("badconfig.safetensors"), [](std::vector<nn::NamedTensor>&, Metadata& metadata) {
@@ -109,7 +109,7 @@ TEST_F(CheckpointTest, ForeignFilesAndBadConfigsAreRefused) {
 }
 
 TEST_F(CheckpointTest, AConfigLargerThanTheFileIsRefusedBeforeTheModelIsBuilt) {
-  DecoderLM model(tiny(R"("name": "x")"));
+  models::DecoderLM model(tiny(R"("name": "x")"));
   write_edited(model, path("huge.safetensors"), [](std::vector<nn::NamedTensor>&, Metadata& metadata) {
     metadata["config"] = R"({"vocab_size": 1000000, "dim": 1000000, "n_layers": 2, "n_heads": 4, "max_seq_len": 8})";
   });
@@ -129,7 +129,7 @@ TEST_F(CheckpointTest, AConfigLargerThanTheFileIsRefusedBeforeTheModelIsBuilt) {
 }
 
 TEST_F(CheckpointTest, AFlippedBitIsRefusedNamingTheTensor) {
-  DecoderLM model(tiny(R"("tie_embeddings": false)"));
+  models::DecoderLM model(tiny(R"("tie_embeddings": false)"));
   save_checkpoint(model, path("model.safetensors"));
   ASSERT_NO_THROW(load_checkpoint(path("model.safetensors")));
   testing::flip_lowest_bit(path("model.safetensors"), "layers.1.attn.q_proj.weight", 17);
@@ -138,7 +138,7 @@ TEST_F(CheckpointTest, AFlippedBitIsRefusedNamingTheTensor) {
 }
 
 TEST_F(CheckpointTest, VersionOneFilesLoadWithoutChecksumsVersionTwoNeedThem) {
-  DecoderLM model(tiny(R"("name": "old")"));
+  models::DecoderLM model(tiny(R"("name": "old")"));
   model.eval();
   write_edited(model, path("v1.safetensors"), [](std::vector<nn::NamedTensor>&, Metadata& metadata) {
     metadata["format_version"] = "1";
@@ -146,7 +146,7 @@ TEST_F(CheckpointTest, VersionOneFilesLoadWithoutChecksumsVersionTwoNeedThem) {
   });
   const auto loaded = load_checkpoint(path("v1.safetensors"));
   loaded->eval();
-  EXPECT_TENSOR_CLOSE(model_as<DecoderLM>(loaded, "v1")->forward(ids()).logits, model.forward(ids()).logits, 0.0, 0.0);
+  EXPECT_TENSOR_CLOSE(model_as<models::DecoderLM>(loaded, "v1")->forward(ids()).logits, model.forward(ids()).logits, 0.0, 0.0);
   write_edited(model, path("stripped.safetensors"),
                [](std::vector<nn::NamedTensor>&, Metadata& metadata) { metadata.erase("checksums"); });
   EXPECT_THROW_WITH(load_checkpoint(path("stripped.safetensors")), "stripped.safetensors", "no checksums");
@@ -156,4 +156,4 @@ TEST_F(CheckpointTest, VersionOneFilesLoadWithoutChecksumsVersionTwoNeedThem) {
 }
 
 }  // namespace
-}  // namespace nf::models
+}  // namespace nf::formats

@@ -10,7 +10,7 @@
 #include "nanoformer/nanoformer.h"
 #include "support/testing.h"
 
-namespace nf::models {
+namespace nf::formats {
 namespace {
 
 using Json = nlohmann::json;
@@ -93,8 +93,8 @@ TEST(ForeignConfigKeys, GenericKeysThatChangeTheArchitectureAreRefusedByName) {
 TEST(ForeignConfigKeys, OurOwnConfigStaysStrict) {
   Json ours = Json::parse(model_config_to_json(config_from_hf_json(fixture_config("hf/llama_gqa"), "config.json")));
   ours["num_beams"] = 1;
-  EXPECT_THROW_WITH(parse_model_config(ours.dump(), "model.json"), "model.json", "unknown key 'num_beams'");
+  EXPECT_THROW_WITH(models::parse_model_config(ours.dump(), "model.json"), "model.json", "unknown key 'num_beams'");
 }
 
 }  // namespace
-}  // namespace nf::models
+}  // namespace nf::formats

@@ -26,15 +26,15 @@
 #include "support/testing.h"
 #include "tokenizer/fixtures.h"
 
-namespace nf::models {
+namespace nf::formats {
 namespace {
 
 namespace fs = std::filesystem;
 
 std::string fixture(const std::string& name) { return std::string(NF_TEST_DATA_DIR) + "/gguf_model/" + name; }
 
-DecoderLMConfig llama_config(bool tied, RopeLayout layout, bool biases) {
-  DecoderLMConfig c;
+models::DecoderLMConfig llama_config(bool tied, RopeLayout layout, bool biases) {
+  models::DecoderLMConfig c;
   c.name = "tiny-llama";
   c.vocab_size = 64, c.dim = 64, c.n_layers = 2, c.n_heads = 4, c.n_kv_heads = 2, c.max_seq_len = 32;
   c.norm = nn::NormKind::rmsnorm, c.norm_bias = false, c.norm_eps = 1e-5;
@@ -45,8 +45,8 @@ DecoderLMConfig llama_config(bool tied, RopeLayout layout, bool biases) {
   return c;
 }
 
-DecoderLMConfig gpt2_config(bool tied) {
-  DecoderLMConfig c;
+models::DecoderLMConfig gpt2_config(bool tied) {
+  models::DecoderLMConfig c;
   c.name = "tiny-gpt2";
   c.vocab_size = 64, c.dim = 64, c.n_layers = 2, c.n_heads = 4, c.max_seq_len = 32, c.mlp_hidden = 128;
   c.norm = nn::NormKind::layernorm, c.position = nn::PositionKind::learned, c.mlp = nn::MLPKind::gelu_tanh;
@@ -56,7 +56,7 @@ DecoderLMConfig gpt2_config(bool tied) {
 
 struct Case {
   const char* name;
-  DecoderLMConfig config;
+  models::DecoderLMConfig config;
 };
 
 // The models whose GGUF form holds our weights as they are (no row permutation): exact round trips.
@@ -67,9 +67,9 @@ std::vector<Case> in_place_cases() {
           {"gpt2 untied", gpt2_config(false)}};
 }
 
-std::shared_ptr<DecoderLM> random_model(const DecoderLMConfig& c, uint64_t seed = 7) {
+std::shared_ptr<models::DecoderLM> random_model(const models::DecoderLMConfig& c, uint64_t seed = 7) {
   Generator gen(seed);
-  auto model = std::make_shared<DecoderLM>(c, gen);
+  auto model = std::make_shared<models::DecoderLM>(c, gen);
   // random biases and norm weights, so that a bias or norm lost on the way shows in the logits
   NoGradGuard no_grad;
   for (auto& [name, p] : model->named_parameters())
@@ -79,13 +79,13 @@ std::shared_ptr<DecoderLM> random_model(const DecoderLMConfig& c, uint64_t seed 
 
 const Tensor kIds = Tensor::from_vector(std::vector<int64_t>{3, 17, 42, 5, 63, 0, 9, 31}, {1, 8});
 
-Tensor logits(DecoderLM& model, const Tensor& ids = kIds) {
+Tensor logits(models::DecoderLM& model, const Tensor& ids = kIds) {
   model.eval();
   NoGradGuard no_grad;
   return model.forward(ids).logits;
 }
 
-using GGUFCheckpointTest = TempDirTest;
+using GGUFCheckpointTest = testing::TempDirTest;
 
 TEST_F(GGUFCheckpointTest, RoundTripAtF32GivesIdenticalLogits) {
   for (const Case& k : in_place_cases()) {
@@ -94,7 +94,7 @@ TEST_F(GGUFCheckpointTest, RoundTripAtF32GivesIdenticalLogits) {
     EXPECT_EQ(detect_model_format(path("m.gguf")), ModelFormat::gguf);
     const auto loaded = load_decoder_lm(path("m.gguf"));
     EXPECT_TENSOR_CLOSE(logits(*loaded), logits(*model), 0.0, 0.0) << k.name;
-    const DecoderLMConfig& c = loaded->config();
+    const models::DecoderLMConfig& c = loaded->config();
     EXPECT_EQ(c.name, k.config.name);
     EXPECT_EQ(c.tie_embeddings, k.config.tie_embeddings) << k.name;
     EXPECT_EQ(c.attention_bias, k.config.attention_bias) << k.name;
@@ -111,7 +111,7 @@ TEST_F(GGUFCheckpointTest, AHalfLayoutModelReadsBackInterleavedWithTheSameLogits
   const auto loaded = load_decoder_lm(path("half.gguf"));
   EXPECT_EQ(loaded->config().rope_layout, RopeLayout::interleaved);
   EXPECT_TENSOR_CLOSE(logits(*loaded), logits(*model), 1e-5, 1e-5);
-  quantize_weights(*model, {.type = QuantType::q8_0});
+  models::quantize_weights(*model, {.type = QuantType::q8_0});
   save_model(*model, path("half_q8.gguf"), "gguf");
   EXPECT_TENSOR_CLOSE(logits(*load_decoder_lm(path("half_q8.gguf"))), logits(*model), 1e-5, 1e-5);
 }
@@ -119,7 +119,7 @@ TEST_F(GGUFCheckpointTest, AHalfLayoutModelReadsBackInterleavedWithTheSameLogits
 TEST_F(GGUFCheckpointTest, RoundTripAtQ8_0GivesTheInMemoryQuantisedLogits) {
   for (const Case& k : in_place_cases()) {
     auto model = random_model(k.config);
-    const auto done = quantize_weights(*model, {.type = QuantType::q8_0});
+    const auto done = models::quantize_weights(*model, {.type = QuantType::q8_0});
     save_model(*model, path("q8.gguf"), "gguf");
     const auto loaded = load_decoder_lm(path("q8.gguf"));
     EXPECT_TENSOR_CLOSE(logits(*loaded), logits(*model), 0.0, 0.0) << k.name;
@@ -151,7 +151,7 @@ std::vector<std::pair<uintptr_t, uintptr_t>> mappings_of(const std::string& file
 
 TEST_F(GGUFCheckpointTest, QuantisedWeightsAreViewsIntoTheMappedFile) {
   auto model = random_model(gpt2_config(true));
-  quantize_weights(*model, {.type = QuantType::q8_0});
+  models::quantize_weights(*model, {.type = QuantType::q8_0});
   save_model(*model, path("q8.gguf"), "gguf");
   const auto loaded = load_decoder_lm(path("q8.gguf"));
   const auto maps = mappings_of(path("q8.gguf"));
@@ -185,11 +185,11 @@ TEST_F(GGUFCheckpointTest, PythonWrittenFixturesGiveTheNumpyLogits) {
     const Tensor dense = logits(*model, ids).reshape({ids.size(1), -1});
     EXPECT_TENSOR_CLOSE(dense, numpy, 1e-5, 1e-5) << name;
     EXPECT_TENSOR_CLOSE(quantised, numpy, 0.15, 0.0) << name;
-    std::cout << name << ": max abs logit error vs numpy " << max_abs_diff(dense, numpy) << " dequantised, "
-              << max_abs_diff(quantised, numpy) << " as loaded\n";
+    std::cout << name << ": max abs logit error vs numpy " << testing::max_abs_diff(dense, numpy) << " dequantised, "
+              << testing::max_abs_diff(quantised, numpy) << " as loaded\n";
   }
   const auto llama = load_decoder_lm(fixture("llama.gguf"));
-  const DecoderLMConfig& c = llama->config();
+  const models::DecoderLMConfig& c = llama->config();
   EXPECT_EQ(c.name, "tiny-llama");
   EXPECT_EQ(c.rope_layout, RopeLayout::interleaved);
   EXPECT_EQ(c.rope_theta, 50000.0);
@@ -321,10 +321,10 @@ struct Contents {
 std::string base_file(const fs::path& dir, const std::string& name) {
   const std::string tokenizer_json = (dir / "tokenizer.json").string(), file = (dir / name).string();
   tokenizer::testing::byte_tokenizer({"<|endoftext|>", "<|im_start|>", "<|im_end|>"}).save(tokenizer_json);
-  DecoderLMConfig c = llama_config(false, RopeLayout::interleaved, false);
+  models::DecoderLMConfig c = llama_config(false, RopeLayout::interleaved, false);
   c.vocab_size = 260, c.mlp_hidden = 256;  // ffn_down's rows are whole blocks of the K types
   auto model = random_model(c);
-  quantize_weights(*model, {.type = QuantType::q8_0});
+  models::quantize_weights(*model, {.type = QuantType::q8_0});
   save_gguf(*model, file, {.tokenizer = tokenizer_json});
   return file;
 }
@@ -358,7 +358,7 @@ TEST_F(GGUFCheckpointTest, ATokenizerIsEmbeddedAndAChatMLOneGetsItsTemplate) {
 TEST_F(GGUFCheckpointTest, TheTokenizerConfigsSpecialTokensAreTheFilesIds) {
   const std::string tokenizer_json = path("tokenizer.json");
   tokenizer::testing::byte_tokenizer({"<|endoftext|>", "<s>", "</s>"}).save(tokenizer_json);  // ids 256, 257, 258
-  DecoderLMConfig c = llama_config(false, RopeLayout::interleaved, false);
+  models::DecoderLMConfig c = llama_config(false, RopeLayout::interleaved, false);
   c.vocab_size = 259;
   const auto model = random_model(c);
   save_gguf(*model, path("plain.gguf"), {.tokenizer = tokenizer_json});  // no tokenizer_config.json: GPT-2's ids
@@ -382,7 +382,7 @@ TEST_F(GGUFCheckpointTest, TheTokenizerConfigsSpecialTokensAreTheFilesIds) {
 // Without a tokenizer the file says "none" (llama.cpp refuses a file without tokenizer.ggml.model and
 // loads "none" as ids only); nanoformer reads it as a model with no tokenizer.
 TEST_F(GGUFCheckpointTest, AFileWrittenWithoutATokenizerSaysNone) {
-  for (const DecoderLMConfig& c : {llama_config(false, RopeLayout::interleaved, false), gpt2_config(true)}) {
+  for (const models::DecoderLMConfig& c : {llama_config(false, RopeLayout::interleaved, false), gpt2_config(true)}) {
     save_gguf(*random_model(c), path("ids.gguf"));
     const io::GGUFFile f = io::GGUFFile::open(path("ids.gguf"));
     const std::string arch = f.get_string("general.architecture");
@@ -484,17 +484,17 @@ TEST_F(GGUFCheckpointTest, UnsupportedTokenizersAreRefusedByName) {
 }
 
 TEST_F(GGUFCheckpointTest, ModelsGGUFCannotHoldAreRefusedByName) {
-  DecoderLMConfig qk = llama_config(true, RopeLayout::interleaved, false);
+  models::DecoderLMConfig qk = llama_config(true, RopeLayout::interleaved, false);
   qk.qk_norm = true;
   EXPECT_THROW_WITH(save_gguf(*random_model(qk), path("x.gguf")),
                     "save_gguf: qk_norm true cannot be expressed by GGUF's llama architecture");
-  DecoderLMConfig gelu = gpt2_config(true);
+  models::DecoderLMConfig gelu = gpt2_config(true);
   gelu.mlp = nn::MLPKind::gelu;
   EXPECT_THROW_WITH(save_gguf(*random_model(gelu), path("x.gguf")), "save_gguf: mlp gelu cannot be expressed by GGUF's gpt2");
-  DecoderLMConfig moe = llama_config(true, RopeLayout::interleaved, false);
+  models::DecoderLMConfig moe = llama_config(true, RopeLayout::interleaved, false);
   moe.moe = nn::MoEConfig{.n_experts = 4, .top_k = 2};
   EXPECT_THROW_WITH(save_gguf(*random_model(moe), path("x.gguf")), "save_gguf: moe", "llama architecture");
-  DecoderLMConfig nanochat = preset_config("nanochat-d6");  // its extras, at a tiny size
+  models::DecoderLMConfig nanochat = models::preset_config("nanochat-d6");  // its extras, at a tiny size
   nanochat.vocab_size = 64, nanochat.dim = 64, nanochat.n_heads = 4, nanochat.n_layers = 1, nanochat.max_seq_len = 32;
   EXPECT_THROW_WITH(save_model(*random_model(nanochat), path("x.gguf"), "gguf"), "save_gguf:",
                     "cannot be expressed by GGUF's llama architecture");
@@ -526,4 +526,4 @@ TEST_F(GGUFCheckpointTest, AGpt2HeadHoldingTheEmbeddingsBytesIsTied) {
 }
 
 }  // namespace
-}  // namespace nf::models
+}  // namespace nf::formats

@@ -15,7 +15,7 @@
 #include "support/interop_test_support.h"
 #include "support/testing.h"
 
-namespace nf::models {
+namespace nf::formats {
 namespace {
 
 namespace fs = std::filesystem;
@@ -30,29 +30,29 @@ std::map<std::string, Tensor> outputs_of(const std::string& name) {
 void write_text(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::trunc) << text; }
 
 // The fixture's padded batch through `model` in eval mode.
-EncoderOutput run(EncoderModel& model, const std::map<std::string, Tensor>& x) {
+models::EncoderOutput run(models::EncoderModel& model, const std::map<std::string, Tensor>& x) {
   model.eval();
   return model.forward(x.at("ids"), x.at("token_type_ids"), x.at("attention_mask"));
 }
 
-using HfBertTest = TempDirTest;
+using HfBertTest = testing::TempDirTest;
 
 TEST_F(HfBertTest, TransformersFoldersGiveTransformersOutputs) {
   for (const std::string name : kCases) {
     const auto model = load_hf_bert(fixture(name));
     const auto expected = outputs_of(name);
-    const EncoderOutput out = run(*model, expected);
+    const models::EncoderOutput out = run(*model, expected);
     EXPECT_TENSOR_CLOSE(out.last_hidden_state, expected.at("last_hidden_state"), 1e-5, 1e-5) << name;
     std::cout << name << ": max abs last_hidden_state error vs transformers "
-              << max_abs_diff(out.last_hidden_state, expected.at("last_hidden_state"));
+              << testing::max_abs_diff(out.last_hidden_state, expected.at("last_hidden_state"));
     EXPECT_EQ(out.pooler_output.defined(), expected.count("pooler_output") > 0) << name;
     if (out.pooler_output.defined()) {
       EXPECT_TENSOR_CLOSE(out.pooler_output, expected.at("pooler_output"), 1e-5, 1e-5) << name;
-      std::cout << ", pooler_output " << max_abs_diff(out.pooler_output, expected.at("pooler_output"));
+      std::cout << ", pooler_output " << testing::max_abs_diff(out.pooler_output, expected.at("pooler_output"));
     }
     std::cout << "\n";
   }
-  const EncoderConfig c = load_hf_bert(fixture("bert_gelu_new"))->config();
+  const models::EncoderConfig c = load_hf_bert(fixture("bert_gelu_new"))->config();
   EXPECT_EQ(c.mlp, nn::MLPKind::gelu_tanh);
   EXPECT_EQ(c.type_vocab_size, 3);
   EXPECT_EQ(c.mlp_hidden, 48);
@@ -67,7 +67,7 @@ TEST_F(HfBertTest, EveryParameterGradientMatchesTransformers) {
   const auto model = load_hf_bert(fixture("bert"));
   const auto x = outputs_of("bert");
   const auto expected = io::load_safetensors(fixture("bert.grads.safetensors"));
-  const EncoderOutput out = run(*model, x);
+  const models::EncoderOutput out = run(*model, x);
   (sum(out.last_hidden_state * expected.at("weight")) + sum(out.pooler_output * expected.at("pooler_weight"))).backward();
   const auto grads = load_hf_bert(fixture("bert"));
   nn::StateDict state;
@@ -85,7 +85,7 @@ TEST_F(HfBertTest, EveryParameterGradientMatchesTransformers) {
     const std::string hf_name = name.substr(5);
     ASSERT_TRUE(ours.count(hf_name)) << hf_name;
     EXPECT_TENSOR_CLOSE(ours.at(hf_name), grad, 1e-4, 1e-4) << hf_name;
-    worst = std::max(worst, max_abs_diff(ours.at(hf_name), grad));
+    worst = std::max(worst, testing::max_abs_diff(ours.at(hf_name), grad));
     ++compared;
   }
   EXPECT_EQ(compared, ours.size());
@@ -101,14 +101,14 @@ TEST_F(HfBertTest, PaddingChangesNothingForTheRealTokens) {
   const Tensor alone = model->forward(x.at("short_ids"), x.at("short_token_type_ids")).last_hidden_state;
   EXPECT_TENSOR_CLOSE(padded, alone, 1e-5, 1e-5);
   EXPECT_TENSOR_CLOSE(alone, x.at("short_last_hidden_state"), 1e-5, 1e-5);
-  std::cout << "bert: real tokens padded vs alone, max abs difference " << max_abs_diff(padded, alone)
+  std::cout << "bert: real tokens padded vs alone, max abs difference " << testing::max_abs_diff(padded, alone)
             << " (transformers' own: "
-            << max_abs_diff(x.at("last_hidden_state").narrow(0, 1, 1).narrow(1, 0, padded.size(1)),
+            << testing::max_abs_diff(x.at("last_hidden_state").narrow(0, 1, 1).narrow(1, 0, padded.size(1)),
                             x.at("short_last_hidden_state"))
             << ")\n";
   // without the mask the padding is attended to, and the real tokens' outputs change
   const Tensor unmasked = model->forward(x.at("ids"), x.at("token_type_ids")).last_hidden_state;
-  EXPECT_GT(max_abs_diff(unmasked.narrow(0, 1, 1).narrow(1, 0, padded.size(1)), alone), 1e-2);
+  EXPECT_GT(testing::max_abs_diff(unmasked.narrow(0, 1, 1).narrow(1, 0, padded.size(1)), alone), 1e-2);
 }
 
 // The fixtures, and a fresh ReLU encoder (intermediate.dense / output.dense <- the FeedForward's
@@ -117,20 +117,20 @@ TEST_F(HfBertTest, ExportThenLoadIsIdentical) {
   const char* keep = std::getenv("NF_HF_EXPORT_DIR");
   const fs::path out_dir = keep ? fs::path(keep) : dir_;
   Generator gen(5);
-  const auto relu = std::make_shared<EncoderModel>(parse_encoder_config(R"({"architecture": "encoder",
+  const auto relu = std::make_shared<models::EncoderModel>(models::parse_encoder_config(R"({"architecture": "encoder",
       "name": "bert_relu", "vocab_size": 64, "dim": 32, "n_layers": 2, "n_heads": 4, "mlp": "relu", "mlp_hidden": 40,
       "max_seq_len": 16,
       "type_vocab_size": 2, "pooler": true, "init_std": 0.3})"), gen);
-  const std::pair<std::string, std::shared_ptr<EncoderModel>> cases[] = {
+  const std::pair<std::string, std::shared_ptr<models::EncoderModel>> cases[] = {
       {"bert", load_hf_bert(fixture("bert"))}, {"bert_gelu_new", load_hf_bert(fixture("bert_gelu_new"))},
       {"bert_relu", relu}};
   for (const auto& [name, model] : cases) {
     const auto x = outputs_of(name == "bert_relu" ? "bert" : name);
-    const EncoderOutput out = run(*model, x);
+    const models::EncoderOutput out = run(*model, x);
     save_model(*model, (out_dir / name).string(), "hf");
-    const auto loaded = model_as<EncoderModel>(load_model((out_dir / name).string()), name);
+    const auto loaded = models::model_as<models::EncoderModel>(load_model((out_dir / name).string()), name);
     EXPECT_EQ(loaded->config_json(), model->config_json()) << name;
-    const EncoderOutput again = run(*loaded, x);
+    const models::EncoderOutput again = run(*loaded, x);
     EXPECT_TENSOR_CLOSE(again.last_hidden_state, out.last_hidden_state, 0.0, 0.0) << name;
     if (!keep) continue;
     std::vector<nn::NamedTensor> ours = {{"ids", x.at("ids")}, {"token_type_ids", x.at("token_type_ids")},
@@ -145,7 +145,7 @@ TEST_F(HfBertTest, NanoformerCheckpointOfABertRoundTrips) {
   const auto model = load_hf_bert(fixture("bert"));
   const auto x = outputs_of("bert");
   save_model(*model, path("bert.safetensors"), "nanoformer");
-  const auto loaded = model_as<EncoderModel>(load_model(path("bert.safetensors")), "bert.safetensors");
+  const auto loaded = models::model_as<models::EncoderModel>(load_model(path("bert.safetensors")), "bert.safetensors");
   EXPECT_TRUE(loaded->pooler);
   EXPECT_TENSOR_CLOSE(run(*loaded, x).pooler_output, run(*model, x).pooler_output, 0.0, 0.0);
 }
@@ -166,7 +166,7 @@ TEST_F(HfBertTest, ABertForCheckpointLoadsItsBertModel) {
     tensors = prefixed;
   });
   const auto x = outputs_of("bert");
-  const auto model = model_as<EncoderModel>(load_model(folder), folder);
+  const auto model = model_as<models::EncoderModel>(load_model(folder), folder);
   EXPECT_TENSOR_CLOSE(run(*model, x).last_hidden_state, x.at("last_hidden_state"), 1e-5, 1e-5);
 }
 
@@ -209,17 +209,17 @@ TEST_F(HfBertTest, BadConfigsAreNamed) {
 }
 
 TEST_F(HfBertTest, ModelsBertModelCannotExpressAreRefused) {
-  EncoderModel sinusoidal(parse_encoder_config(R"({"architecture": "encoder", "vocab_size": 32, "dim": 16,
+  models::EncoderModel sinusoidal(models::parse_encoder_config(R"({"architecture": "encoder", "vocab_size": 32, "dim": 16,
       "n_layers": 1, "n_heads": 2, "max_seq_len": 8, "position": "sinusoidal", "type_vocab_size": 2})"));
   EXPECT_THROW_WITH(save_model(sinusoidal, path("out"), "hf"), "position sinusoidal cannot be expressed by BertModel");
-  EncoderModel pre_norm(parse_encoder_config(R"({"architecture": "encoder", "vocab_size": 32, "dim": 16,
+  models::EncoderModel pre_norm(models::parse_encoder_config(R"({"architecture": "encoder", "vocab_size": 32, "dim": 16,
       "n_layers": 1, "n_heads": 2, "max_seq_len": 8, "norm_placement": "pre", "type_vocab_size": 2})"));
   EXPECT_THROW_WITH(save_hf_bert(pre_norm, path("out")), "norm_placement pre");
-  EncoderModel no_types(parse_encoder_config(R"({"architecture": "encoder", "vocab_size": 32, "dim": 16,
+  models::EncoderModel no_types(models::parse_encoder_config(R"({"architecture": "encoder", "vocab_size": 32, "dim": 16,
       "n_layers": 1, "n_heads": 2, "max_seq_len": 8})"));
   EXPECT_THROW_WITH(save_hf_bert(no_types, path("out")), "type_vocab_size 0");
   EXPECT_FALSE(fs::exists(path("out")));
 }
 
 }  // namespace
-}  // namespace nf::models
+}  // namespace nf::formats

@@ -19,7 +19,7 @@
 #include "support/interop_test_support.h"
 #include "support/testing.h"
 
-namespace nf::models {
+namespace nf::formats {
 namespace {
 
 namespace fs = std::filesystem;
@@ -37,9 +37,9 @@ std::string read_text_file(const fs::path& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-using HfCheckpointTest = TempDirTest;
+using HfCheckpointTest = testing::TempDirTest;
 
-Tensor eval_logits(DecoderLM& model, const Tensor& ids) {
+Tensor eval_logits(models::DecoderLM& model, const Tensor& ids) {
   model.eval();
   return model.forward(ids).logits;
 }
@@ -51,25 +51,25 @@ TEST_F(HfCheckpointTest, TransformersFoldersGiveTransformersLogits) {
     const auto expected = io::load_safetensors(fixture(name + ".logits.safetensors"));
     const Tensor logits = eval_logits(*model, expected.at("ids"));
     EXPECT_TENSOR_CLOSE(logits, expected.at("logits"), 1e-5, 1e-5) << name;
-    std::cout << name << ": max abs logit error vs transformers " << max_abs_diff(logits, expected.at("logits"))
+    std::cout << name << ": max abs logit error vs transformers " << testing::max_abs_diff(logits, expected.at("logits"))
               << "\n";
   }
   EXPECT_EQ(load_hf(fixture("llama_gqa"))->config().n_kv_heads, 2);
   EXPECT_EQ(load_hf(fixture("llama_linear_rope"))->config().rope_scaling, nn::RopeScaling::linear);
   EXPECT_EQ(load_hf(fixture("llama_linear_rope"))->config().rope_theta, 500.0);
-  const DecoderLMConfig yarn = load_hf(fixture("llama_yarn"))->config();
+  const models::DecoderLMConfig yarn = load_hf(fixture("llama_yarn"))->config();
   EXPECT_EQ(yarn.rope_scaling, nn::RopeScaling::yarn);
   EXPECT_EQ(yarn.rope_scale_factor, 4.0);
   EXPECT_EQ(yarn.rope_original_max_seq_len, 16);
-  const DecoderLMConfig qwen2 = load_hf(fixture("qwen2"))->config();
+  const models::DecoderLMConfig qwen2 = load_hf(fixture("qwen2"))->config();
   EXPECT_TRUE(qwen2.attention_bias && !qwen2.attention_output_bias);
   EXPECT_EQ(qwen2.sliding_window, 4);
   EXPECT_EQ(qwen2.window_layers, "LS");
-  const DecoderLMConfig qwen3 = load_hf(fixture("qwen3"))->config();
+  const models::DecoderLMConfig qwen3 = load_hf(fixture("qwen3"))->config();
   EXPECT_TRUE(qwen3.qk_norm && qwen3.qk_norm_weight && !qwen3.attention_bias);
   EXPECT_EQ(qwen3.head_dim, 16);
   EXPECT_EQ(qwen3.window_layers, "LS");
-  const DecoderLMConfig mistral = load_hf(fixture("mistral"))->config();
+  const models::DecoderLMConfig mistral = load_hf(fixture("mistral"))->config();
   EXPECT_EQ(mistral.sliding_window, 4);
   EXPECT_EQ(mistral.window_layers, "");
 }
@@ -83,11 +83,11 @@ TEST_F(HfCheckpointTest, GradientsOfTheLossMatchTransformersThroughTheNameMap) {
     const auto golden = io::load_safetensors(fixture(name + ".grads.safetensors"));
     const Tensor ids = io::load_safetensors(fixture(name + ".logits.safetensors")).at("ids");
     model->eval();
-    const LMOutput out = model->forward(ids, golden.at("targets"));
+    const models::LMOutput out = model->forward(ids, golden.at("targets"));
     EXPECT_TENSOR_CLOSE(out.loss, golden.at("loss"), 1e-6, 1e-6) << name;
     out.loss.backward();
-    const nn::StateDict expected = state_from_hf(model->config(), with_prefix(golden, "grad."), name + ".grads");
-    const double err = expect_gradients(*model, expected);
+    const nn::StateDict expected = state_from_hf(model->config(), testing::with_prefix(golden, "grad."), name + ".grads");
+    const double err = testing::expect_gradients(*model, expected);
     std::cout << name << ": " << expected.size() << " parameters, max abs gradient error vs transformers " << err
               << "\n";
   }
@@ -120,9 +120,9 @@ TEST_F(HfCheckpointTest, ExportThenLoadIsIdenticalInOneFileOrInShards) {
       save_hf(*model, (out_dir / folder).string(), max_shard_bytes);
       if (max_shard_bytes) expect_shards_within((out_dir / folder).string(), max_shard_bytes);
       const auto loaded = load_hf((out_dir / folder).string());
-      DecoderLMConfig config = loaded->config();
+      models::DecoderLMConfig config = loaded->config();
       config.name = model->config().name;  // the folder's name
-      EXPECT_EQ(model_config_to_json(config), model_config_to_json(model->config())) << folder;
+      EXPECT_EQ(models::model_config_to_json(config), model_config_to_json(model->config())) << folder;
       EXPECT_TENSOR_CLOSE(eval_logits(*loaded, ids), logits, 0.0, 0.0) << folder;
       if (keep)
         io::save_safetensors((out_dir / (folder + ".logits.safetensors")).string(), {{"ids", ids}, {"logits", logits}});
@@ -284,7 +284,7 @@ TEST_F(HfCheckpointTest, SizesMustBePositive) {
 // back with identical logits; a transformers GPT-2 folder with "activation_function": "relu" loads.
 TEST_F(HfCheckpointTest, ReluGpt2GoesToAndFromHuggingFace) {
   Generator gen(3);
-  DecoderLM relu(parse_model_config(R"({"vocab_size": 40, "dim": 16, "n_layers": 2, "n_heads": 2,
+  models::DecoderLM relu(models::parse_model_config(R"({"vocab_size": 40, "dim": 16, "n_layers": 2, "n_heads": 2,
     "max_seq_len": 8, "mlp": "relu"})"), gen);
   const Tensor ids = Tensor::from_vector(std::vector<int64_t>{3, 1, 4, 1, 5, 9, 2, 6}, {1, 8});
   save_hf(relu, path("relu"));
@@ -307,7 +307,7 @@ TEST_F(HfCheckpointTest, ReluGpt2GoesToAndFromHuggingFace) {
 TEST_F(HfCheckpointTest, Gpt2ExportNamesBosAndEosInsideTheVocabulary) {
   for (const int64_t vocab : {40, 50257, 50304}) {
     const auto config = nlohmann::json::parse(hf_json_from_config(
-        parse_model_config(R"({"vocab_size": )" + std::to_string(vocab) + R"(, "dim": 16, "n_layers": 1,
+        models::parse_model_config(R"({"vocab_size": )" + std::to_string(vocab) + R"(, "dim": 16, "n_layers": 1,
           "n_heads": 2, "max_seq_len": 8})"), 64));
     const int64_t expected = vocab > 50256 ? 50256 : vocab - 1;
     EXPECT_EQ(config.at("bos_token_id").get<int64_t>(), expected) << vocab;
@@ -319,7 +319,7 @@ TEST_F(HfCheckpointTest, Gpt2ExportNamesBosAndEosInsideTheVocabulary) {
 // its q / k rows reordered (formats/rope_rows.h): loaded back, it computes the same logits.
 TEST_F(HfCheckpointTest, InterleavedRopeGoesToHuggingFaceWithPermutedRows) {
   Generator gen(4);
-  DecoderLM interleaved(parse_model_config(R"({"vocab_size": 40, "dim": 32, "n_layers": 2, "n_heads": 4,
+  models::DecoderLM interleaved(models::parse_model_config(R"({"vocab_size": 40, "dim": 32, "n_layers": 2, "n_heads": 4,
     "n_kv_heads": 2, "max_seq_len": 8, "norm": "rmsnorm", "position": "rope", "rope_layout": "interleaved",
     "mlp": "swiglu", "attention_bias": false, "mlp_bias": false, "tie_embeddings": false})"), gen);
   const Tensor ids = Tensor::from_vector(std::vector<int64_t>{3, 1, 4, 1, 5, 9, 2, 6}, {1, 8});
@@ -328,7 +328,7 @@ TEST_F(HfCheckpointTest, InterleavedRopeGoesToHuggingFaceWithPermutedRows) {
   EXPECT_EQ(loaded->config().rope_layout, RopeLayout::half);
   const Tensor expected = eval_logits(interleaved, ids), logits = eval_logits(*loaded, ids);
   EXPECT_TENSOR_CLOSE(logits, expected, 1e-5, 1e-5);
-  std::cout << "interleaved -> hf: max abs logit difference " << max_abs_diff(logits, expected) << "\n";
+  std::cout << "interleaved -> hf: max abs logit difference " << testing::max_abs_diff(logits, expected) << "\n";
 }
 
 // SmolLM2's config.json (HuggingFaceTB/SmolLM2-135M: LlamaForCausalLM written by nanotron's converter)
@@ -353,7 +353,7 @@ TEST_F(HfCheckpointTest, SmolLM2FoldersLoad) {
 // A key missing from a Qwen2 / Qwen3 / Mistral config.json takes the default of transformers' own
 // config class (5.24: Qwen2Config, Qwen3Config, MistralConfig), windows as their __post_init__ sets them.
 TEST_F(HfCheckpointTest, LlamaFamilyConfigsTakeTheirClassDefaults) {
-  const DecoderLMConfig qwen2 = config_from_hf_json(R"({"model_type": "qwen2"})", "q/config.json");
+  const models::DecoderLMConfig qwen2 = config_from_hf_json(R"({"model_type": "qwen2"})", "q/config.json");
   EXPECT_EQ(qwen2.vocab_size, 151936);
   EXPECT_EQ(qwen2.dim, 4096);
   EXPECT_EQ(qwen2.mlp_hidden, 22016);
@@ -368,7 +368,7 @@ TEST_F(HfCheckpointTest, LlamaFamilyConfigsTakeTheirClassDefaults) {
   EXPECT_EQ(qwen2.sliding_window, 0);  // use_sliding_window false: sliding_window is ignored
   EXPECT_EQ(config_from_hf_json(R"({"model_type": "qwen2", "sliding_window": 8})", "q/config.json").sliding_window, 0);
   // use_sliding_window alone: sliding_window 4096 from layer max_window_layers = 28 on
-  const DecoderLMConfig windowed =
+  const models::DecoderLMConfig windowed =
       config_from_hf_json(R"({"model_type": "qwen2", "use_sliding_window": true})", "q/config.json");
   EXPECT_EQ(windowed.sliding_window, 4096);
   EXPECT_EQ(windowed.window_layers, std::string(28, 'L') + "SSSS");
@@ -377,7 +377,7 @@ TEST_F(HfCheckpointTest, LlamaFamilyConfigsTakeTheirClassDefaults) {
   EXPECT_EQ(config_from_hf_json(R"({"model_type": "qwen2", "use_sliding_window": true, "sliding_window": null})",
                                 "q/config.json").sliding_window, 0);
 
-  const DecoderLMConfig qwen3 =
+  const models::DecoderLMConfig qwen3 =
       config_from_hf_json(R"({"model_type": "qwen3", "hidden_size": 1024, "rms_norm_eps": 1e-5})", "q/config.json");
   EXPECT_EQ(qwen3.head_dim, 128);  // not hidden_size / num_attention_heads = 32
   EXPECT_EQ(qwen3.n_kv_heads, 32);
@@ -386,7 +386,7 @@ TEST_F(HfCheckpointTest, LlamaFamilyConfigsTakeTheirClassDefaults) {
   EXPECT_FALSE(qwen3.attention_bias);
   EXPECT_TRUE(config_from_hf_json(R"({"model_type": "qwen3", "attention_bias": true})", "q/config.json").attention_bias);
 
-  const DecoderLMConfig mistral = config_from_hf_json(R"({"model_type": "mistral"})", "m/config.json");
+  const models::DecoderLMConfig mistral = config_from_hf_json(R"({"model_type": "mistral"})", "m/config.json");
   EXPECT_EQ(mistral.vocab_size, 32000);
   EXPECT_EQ(mistral.mlp_hidden, 14336);
   EXPECT_EQ(mistral.n_kv_heads, 8);
@@ -431,7 +431,7 @@ TEST_F(HfCheckpointTest, EachModelGoesToTheClassItsOptionsNeed) {
   const std::string base = R"({"vocab_size": 40, "dim": 16, "n_layers": 3, "n_heads": 2, "max_seq_len": 8,
     "norm": "rmsnorm", "position": "rope", "mlp": "swiglu", "mlp_bias": false, )";
   auto written = [&](const std::string& extra) {
-    const DecoderLMConfig c = parse_model_config(base + extra + "}");
+    const models::DecoderLMConfig c = models::parse_model_config(base + extra + "}");
     return nlohmann::json::parse(hf_json_from_config(c, 32));
   };
   EXPECT_EQ(written(R"("attention_bias": false)")["model_type"], "llama");
@@ -447,7 +447,7 @@ TEST_F(HfCheckpointTest, EachModelGoesToTheClassItsOptionsNeed) {
   EXPECT_FALSE(qwen3.contains("layer_types"));  // Qwen2Config's __post_init__ sets them: all full
 
   auto refused = [&](const std::string& extra) {
-    DecoderLM model(parse_model_config(base + extra + "}"));
+    models::DecoderLM model(models::parse_model_config(base + extra + "}"));
     save_hf(model, path("out"));
   };
   EXPECT_THROW_WITH(refused(R"("attention_bias": false, "sliding_window": 4, "window_layers": "LSL")"),
@@ -461,13 +461,13 @@ TEST_F(HfCheckpointTest, EachModelGoesToTheClassItsOptionsNeed) {
 }
 
 TEST_F(HfCheckpointTest, ModelsNeitherClassExpressesAreRefused) {
-  DecoderLM nanochat(parse_model_config(R"({"vocab_size": 32, "dim": 16, "n_layers": 1, "n_heads": 2,
+  models::DecoderLM nanochat(models::parse_model_config(R"({"vocab_size": 32, "dim": 16, "n_layers": 1, "n_heads": 2,
     "max_seq_len": 8, "norm": "rmsnorm", "position": "rope", "mlp": "swiglu", "qk_norm": true})"));
   EXPECT_THROW_WITH(save_hf(nanochat, path("out")), "qk_norm true cannot be expressed by LlamaForCausalLM");
-  DecoderLM alibi(parse_model_config(R"({"vocab_size": 32, "dim": 16, "n_layers": 1, "n_heads": 2,
+  models::DecoderLM alibi(models::parse_model_config(R"({"vocab_size": 32, "dim": 16, "n_layers": 1, "n_heads": 2,
     "max_seq_len": 8, "position": "alibi"})"));
   EXPECT_THROW_WITH(save_hf(alibi, path("out")), "position alibi");
 }
 
 }  // namespace
-}  // namespace nf::models
+}  // namespace nf::formats

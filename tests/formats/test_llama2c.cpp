@@ -15,7 +15,7 @@
 #include "support/interop_test_support.h"
 #include "support/testing.h"
 
-namespace nf::models {
+namespace nf::formats {
 namespace {
 
 std::string data_path(const std::string& name) { return std::string(NF_TEST_DATA_DIR) + "/llama2c/" + name; }
@@ -29,7 +29,7 @@ void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
-using Llama2cTest = TempDirTest;
+using Llama2cTest = testing::TempDirTest;
 
 TEST_F(Llama2cTest, TinyModelsGiveTheLogitsOfLlama2cForward) {
   for (const std::string name : {"tiny_tied", "tiny_untied"}) {
@@ -40,7 +40,7 @@ TEST_F(Llama2cTest, TinyModelsGiveTheLogitsOfLlama2cForward) {
     const auto expected = io::load_safetensors(data_path(name + ".logits.safetensors"));
     const Tensor logits = model->forward(expected.at("ids")).logits;
     EXPECT_TENSOR_CLOSE(logits, expected.at("logits"), 1e-5, 1e-5);
-    std::cout << name << ": max abs logit error " << max_abs_diff(logits, expected.at("logits")) << "\n";
+    std::cout << name << ": max abs logit error " << testing::max_abs_diff(logits, expected.at("logits")) << "\n";
   }
 }
 
@@ -53,7 +53,7 @@ TEST_F(Llama2cTest, WriterBytesEqualTheScripts) {
 
 TEST_F(Llama2cTest, SaveThenLoadIsIdentical) {
   for (const char* tie : {"true", "false"}) {
-    DecoderLM model(parse_model_config(std::string(R"({"vocab_size": 48, "dim": 32, "n_layers": 2, "n_heads": 4,
+    models::DecoderLM model(models::parse_model_config(std::string(R"({"vocab_size": 48, "dim": 32, "n_layers": 2, "n_heads": 4,
       "n_kv_heads": 2, "max_seq_len": 16, "norm": "rmsnorm", "norm_bias": false, "position": "rope",
       "rope_layout": "interleaved", "mlp": "swiglu", "mlp_multiple_of": 8, "attention_bias": false,
       "mlp_bias": false, "tie_embeddings": )") + tie + "}"));
@@ -61,7 +61,7 @@ TEST_F(Llama2cTest, SaveThenLoadIsIdentical) {
     save_llama2c(model, path("m.bin"));
     const auto loaded = load_llama2c(path("m.bin"));
     loaded->eval();
-    EXPECT_EQ(count_parameters(loaded->config()), model.num_parameters());
+    EXPECT_EQ(models::count_parameters(loaded->config()), model.num_parameters());
     const Tensor ids = Tensor::of({3, 1, 4, 1, 5, 9, 2, 6, 47, 0}, {1, 10}, DType::i64);
     EXPECT_TENSOR_CLOSE(loaded->forward(ids).logits, model.forward(ids).logits, 0.0, 0.0);
   }
@@ -71,7 +71,7 @@ TEST_F(Llama2cTest, SaveThenLoadIsIdentical) {
 // q / k rows reordered (formats/rope_rows.h): loaded back, it computes the same logits.
 TEST_F(Llama2cTest, HalfRopeModelIsWrittenWithPermutedRows) {
   Generator gen(6);
-  DecoderLM model(parse_model_config(R"({"vocab_size": 48, "dim": 32, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2,
+  models::DecoderLM model(models::parse_model_config(R"({"vocab_size": 48, "dim": 32, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2,
     "max_seq_len": 16, "norm": "rmsnorm", "norm_bias": false, "position": "rope", "rope_layout": "half",
     "mlp": "swiglu", "mlp_multiple_of": 8, "attention_bias": false, "mlp_bias": false})"), gen);
   model.eval();
@@ -82,7 +82,7 @@ TEST_F(Llama2cTest, HalfRopeModelIsWrittenWithPermutedRows) {
   const Tensor ids = Tensor::of({3, 1, 4, 1, 5, 9, 2, 6, 47, 0}, {1, 10}, DType::i64);
   const Tensor expected = model.forward(ids).logits, logits = loaded->forward(ids).logits;
   EXPECT_TENSOR_CLOSE(logits, expected, 1e-5, 1e-5);
-  std::cout << "half -> llama2c: max abs logit difference " << max_abs_diff(logits, expected) << "\n";
+  std::cout << "half -> llama2c: max abs logit difference " << testing::max_abs_diff(logits, expected) << "\n";
 }
 
 TEST_F(Llama2cTest, TruncatedOversizedAndNonsenseFilesAreRefused) {
@@ -109,7 +109,7 @@ TEST_F(Llama2cTest, TruncatedOversizedAndNonsenseFilesAreRefused) {
 }
 
 TEST_F(Llama2cTest, ModelsLlama2cCannotExpressAreRefused) {
-  DecoderLM gpt(parse_model_config(R"({"vocab_size": 32, "dim": 16, "n_layers": 1, "n_heads": 4, "max_seq_len": 8})"));
+  models::DecoderLM gpt(models::parse_model_config(R"({"vocab_size": 32, "dim": 16, "n_layers": 1, "n_heads": 4, "max_seq_len": 8})"));
   EXPECT_THROW_WITH(save_llama2c(gpt, path("gpt.bin")), "norm layernorm", "rmsnorm");
   EXPECT_FALSE(std::filesystem::exists(path("gpt.bin")));
 }
@@ -122,15 +122,15 @@ TEST_F(Llama2cTest, Stories260kMatchesTheNumpyReference) {
   const std::string bin = file.metadata().at("bin");
   const auto model = load_llama2c(bin);
   model->eval();
-  DecoderLMConfig architecture = model->config();
+  models::DecoderLMConfig architecture = model->config();
   architecture.name = "llama2c-stories260k";
   architecture.mlp_hidden = 0;
   architecture.mlp_multiple_of = 4;
-  EXPECT_EQ(model_config_to_json(architecture), model_config_to_json(preset_config("llama2c-stories260k")));
+  EXPECT_EQ(models::model_config_to_json(architecture), model_config_to_json(models::preset_config("llama2c-stories260k")));
   const Tensor logits = model->forward(file.load("ids")).logits;
   EXPECT_TENSOR_CLOSE(logits, file.load("logits"), 1e-4, 1e-5);
-  std::cout << bin << ": max abs logit error vs numpy " << max_abs_diff(logits, file.load("logits")) << "\n";
+  std::cout << bin << ": max abs logit error vs numpy " << testing::max_abs_diff(logits, file.load("logits")) << "\n";
 }
 
 }  // namespace
-}  // namespace nf::models
+}  // namespace nf::formats

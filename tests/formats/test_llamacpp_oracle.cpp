@@ -51,7 +51,7 @@
 #include "support/interop_test_support.h"
 #include "support/testing.h"
 
-namespace nf::models {
+namespace nf::formats {
 namespace {
 
 constexpr double kQuantisedTolerance = 0.25, kDenseTolerance = 5e-5;  // see the top
@@ -91,7 +91,7 @@ Tensor take_rows(const Tensor& t, const std::vector<int64_t>& rows) {
 }
 
 // Ours: the input's logits (one forward over the 64 ids, the rows kept)
-Tensor input_logits(DecoderLM& model) {
+Tensor input_logits(models::DecoderLM& model) {
   const std::vector<int64_t> ids = ints("ids");
   const auto n = static_cast<int64_t>(ids.size());
   model.eval();
@@ -103,7 +103,7 @@ Tensor input_logits(DecoderLM& model) {
 // (infer::Session, f32 KV cache), and the logits of each decode step (one token against the cache)
 // with `teacher`'s tokens fed (llama.cpp's greedy tokens), so that the rows are comparable whatever
 // ours are.
-Decoding decode(DecoderLM& model, const std::vector<int64_t>& teacher) {
+Decoding decode(models::DecoderLM& model, const std::vector<int64_t>& teacher) {
   const std::vector<int64_t> ids = ints("ids");
   Decoding r;
   infer::Session session(model, 0, {}, QuantType::f32);
@@ -137,7 +137,7 @@ double spread(const Tensor& t) {
 
 std::string report(const Tensor& a, const Tensor& b) {
   std::ostringstream out;
-  out << "max " << max_abs_diff(a, b) << ", rms " << rms_diff(a, b);
+  out << "max " << testing::max_abs_diff(a, b) << ", rms " << rms_diff(a, b);
   return out.str();
 }
 
@@ -185,4 +185,4 @@ TEST(LlamaCppOracle, GreedyDecodingGivesLlamaCppsTokens) {
 }
 
 }  // namespace
-}  // namespace nf::models
+}  // namespace nf::formats

@@ -15,7 +15,7 @@
 #include "support/interop_test_support.h"
 #include "support/testing.h"
 
-namespace nf::models {
+namespace nf::formats {
 namespace {
 
 namespace fs = std::filesystem;
@@ -24,12 +24,12 @@ const char* kCases[] = {"dense", "moe"};
 
 std::string fixture(const std::string& name) { return std::string(NF_TEST_DATA_DIR) + "/minimind_d65ef2c/" + name; }
 
-Tensor eval_logits(DecoderLM& model, const Tensor& ids) {
+Tensor eval_logits(models::DecoderLM& model, const Tensor& ids) {
   model.eval();
   return model.forward(ids).logits;
 }
 
-using MiniMindCurrentTest = TempDirTest;
+using MiniMindCurrentTest = testing::TempDirTest;
 
 TEST_F(MiniMindCurrentTest, FoldersGiveMiniMindsLogitsLossAndGradients) {
   for (const std::string name : kCases) {
@@ -40,26 +40,26 @@ TEST_F(MiniMindCurrentTest, FoldersGiveMiniMindsLogitsLossAndGradients) {
     EXPECT_TENSOR_CLOSE(logits, golden.at("logits"), 1e-4, 0.0) << name;
 
     model->train();  // the MoE's load-balancing loss is a training-mode loss
-    const LMOutput out = model->forward(golden.at("ids"), golden.at("targets"));
+    const models::LMOutput out = model->forward(golden.at("ids"), golden.at("targets"));
     EXPECT_TENSOR_CLOSE(out.loss, golden.at("loss"), 1e-5, 1e-5) << name;
     if (model->config().moe) {
       EXPECT_TENSOR_CLOSE(out.aux_loss, golden.at("aux_loss"), 1e-6, 1e-5) << name;
     }
     out.loss.backward();
     const nn::StateDict expected =
-        state_from_minimind(model->config(), MiniMindForm::current, with_prefix(golden, "grad."), name + ".golden");
-    const double grad_err = expect_gradients(*model, expected);
-    std::cout << name << ": max abs logit error " << max_abs_diff(logits, golden.at("logits")) << ", loss error "
-              << max_abs_diff(out.loss, golden.at("loss")) << ", max abs gradient error " << grad_err << " over "
+        state_from_minimind(model->config(), MiniMindForm::current, testing::with_prefix(golden, "grad."), name + ".golden");
+    const double grad_err = testing::expect_gradients(*model, expected);
+    std::cout << name << ": max abs logit error " << testing::max_abs_diff(logits, golden.at("logits")) << ", loss error "
+              << testing::max_abs_diff(out.loss, golden.at("loss")) << ", max abs gradient error " << grad_err << " over "
               << expected.size() << " parameters\n";
   }
-  const DecoderLMConfig dense = load_minimind(fixture("dense"))->config();
+  const models::DecoderLMConfig dense = load_minimind(fixture("dense"))->config();
   EXPECT_TRUE(dense.qk_norm && dense.qk_norm_weight && !dense.tie_embeddings);
   EXPECT_EQ(dense.head_dim, 16);
   EXPECT_EQ(dense.rope_scaling, nn::RopeScaling::yarn);
   EXPECT_EQ(dense.rope_scale_factor, 16.0);
   EXPECT_EQ(dense.rope_original_max_seq_len, 2048);
-  const DecoderLMConfig moe = load_minimind(fixture("moe"))->config();
+  const models::DecoderLMConfig moe = load_minimind(fixture("moe"))->config();
   EXPECT_EQ(moe.moe->n_experts, 4);
   EXPECT_EQ(moe.moe->top_k, 2);
   EXPECT_EQ(moe.moe->n_shared_experts, 0);
@@ -76,9 +76,9 @@ TEST_F(MiniMindCurrentTest, SaveThenLoadIsIdentical) {
     EXPECT_TRUE(written.contains("head_dim") && written.contains("num_experts")) << written.dump();
     const auto loaded = load_minimind(path(name));
     EXPECT_TENSOR_CLOSE(eval_logits(*loaded, ids), eval_logits(*model, ids), 0.0, 0.0) << name;
-    DecoderLMConfig config = loaded->config();
+    models::DecoderLMConfig config = loaded->config();
     config.name = model->config().name;
-    EXPECT_EQ(model_config_to_json(config), model_config_to_json(model->config())) << name;
+    EXPECT_EQ(models::model_config_to_json(config), model_config_to_json(model->config())) << name;
   }
 }
 
@@ -86,9 +86,9 @@ TEST_F(MiniMindCurrentTest, SaveThenLoadIsIdentical) {
 // head by head, and its per-head q / k norm weights with them: read back, the logits are the same.
 TEST_F(MiniMindCurrentTest, AnInterleavedModelIsWrittenWithItsQKNormWeightsReordered) {
   const auto half = load_minimind(fixture("dense"));
-  DecoderLMConfig c = half->config();
+  models::DecoderLMConfig c = half->config();
   c.rope_layout = RopeLayout::interleaved;
-  DecoderLM interleaved(c);
+  models::DecoderLM interleaved(c);
   interleaved.load_state_dict(half->state_dict());  // the same weights, another (valid) model
   save_minimind_hf(interleaved, path("interleaved"));
   const Tensor ids = io::load_safetensors(fixture("dense.golden.safetensors")).at("ids");
@@ -106,7 +106,7 @@ TEST_F(MiniMindCurrentTest, MissingKeysTakeMiniMindsDefaults) {
              "num_experts_per_tok": 2, "max_position_embeddings": 64})";
   const Tensor ids = io::load_safetensors(fixture("moe.golden.safetensors")).at("ids");
   EXPECT_TENSOR_CLOSE(eval_logits(*load_minimind(folder), ids), eval_logits(*load_minimind(fixture("moe")), ids), 0.0, 0.0);
-  const DecoderLMConfig c = config_from_minimind_current_json(R"({"hidden_size": 64})", "config.json");
+  const models::DecoderLMConfig c = config_from_minimind_current_json(R"({"hidden_size": 64})", "config.json");
   EXPECT_EQ(c.n_layers, 8);
   EXPECT_EQ(c.n_heads, 8);
   EXPECT_EQ(c.n_kv_heads, 4);
@@ -118,7 +118,7 @@ TEST_F(MiniMindCurrentTest, MissingKeysTakeMiniMindsDefaults) {
   EXPECT_EQ(c.rope_theta, 1e6);
   EXPECT_TRUE(c.tie_embeddings && !c.moe && c.rope_scaling == nn::RopeScaling::none);
   // top-1 (the default) renormalised: weight 1, our topk_then_softmax; written back as it came
-  const DecoderLMConfig top1 = config_from_minimind_current_json(R"({"hidden_size": 64, "use_moe": true})", "config.json");
+  const models::DecoderLMConfig top1 = config_from_minimind_current_json(R"({"hidden_size": 64, "use_moe": true})", "config.json");
   EXPECT_EQ(top1.moe->routing, nn::MoERouting::topk_then_softmax);
   EXPECT_EQ(top1.moe->aux_loss_alpha, 5e-4);
   const nlohmann::json back = nlohmann::json::parse(minimind_current_json_from_config(top1, top1.mlp_hidden));
@@ -140,13 +140,13 @@ TEST_F(MiniMindCurrentTest, KeysWeCannotRunAreNamed) {
   // MiniMind's ramp ends at head_dim / 2 - 1, ours (transformers') at head_dim - 1: refused where they differ
   EXPECT_THROW_WITH(config(R"(, "inference_rope_scaling": true, "max_position_embeddings": 4096, "rope_theta": 100)"),
                     "inference_rope_scaling with rope_theta 100 and head_dim 16");
-  DecoderLMConfig linear = load_minimind(fixture("dense"))->config();
+  models::DecoderLMConfig linear = load_minimind(fixture("dense"))->config();
   linear.rope_scaling = nn::RopeScaling::linear;
-  EXPECT_THROW_WITH(save_minimind_hf(DecoderLM(linear), path("l")), "save_minimind_hf: rope_scaling linear / ntk");
-  DecoderLMConfig shared = load_minimind(fixture("moe"))->config();
+  EXPECT_THROW_WITH(save_minimind_hf(models::DecoderLM(linear), path("l")), "save_minimind_hf: rope_scaling linear / ntk");
+  models::DecoderLMConfig shared = load_minimind(fixture("moe"))->config();
   shared.moe->n_shared_experts = 1;
-  EXPECT_THROW_WITH(save_minimind_hf(DecoderLM(shared), path("s")), "save_minimind_hf: moe.n_shared_experts 1");
+  EXPECT_THROW_WITH(save_minimind_hf(models::DecoderLM(shared), path("s")), "save_minimind_hf: moe.n_shared_experts 1");
 }
 
 }  // namespace
-}  // namespace nf::models
+}  // namespace nf::formats

@@ -16,7 +16,7 @@
 #include "support/interop_test_support.h"
 #include "support/testing.h"
 
-namespace nf::models {
+namespace nf::formats {
 namespace {
 
 namespace fs = std::filesystem;
@@ -26,19 +26,19 @@ const char* kCases[] = {"dense", "moe"};
 std::string fixture(const std::string& name) { return std::string(NF_TEST_DATA_DIR) + "/" + name; }
 std::string hf_fixture(const std::string& name) { return fixture("minimind_hf/" + name); }
 
-Tensor eval_logits(DecoderLM& model, const Tensor& ids) {
+Tensor eval_logits(models::DecoderLM& model, const Tensor& ids) {
   model.eval();
   return model.forward(ids).logits;
 }
 
 // The model's config with `name` set (a loaded config is named after its folder).
-std::string config_json_named(const DecoderLM& model, const std::string& name) {
-  DecoderLMConfig c = model.config();
+std::string config_json_named(const models::DecoderLM& model, const std::string& name) {
+  models::DecoderLMConfig c = model.config();
   c.name = name;
-  return model_config_to_json(c);
+  return models::model_config_to_json(c);
 }
 
-using MiniMindHfTest = TempDirTest;
+using MiniMindHfTest = testing::TempDirTest;
 
 TEST_F(MiniMindHfTest, FoldersGiveTheOracleLogitsLossAndGradients) {
   for (const std::string name : kCases) {
@@ -49,20 +49,20 @@ TEST_F(MiniMindHfTest, FoldersGiveTheOracleLogitsLossAndGradients) {
     EXPECT_TENSOR_CLOSE(logits, golden.at("logits"), 1e-5, 1e-5) << name;
 
     model->train();  // the MoE's load-balancing loss is a training-mode loss
-    const LMOutput out = model->forward(golden.at("ids"), golden.at("targets"));
+    const models::LMOutput out = model->forward(golden.at("ids"), golden.at("targets"));
     EXPECT_TENSOR_CLOSE(out.loss, golden.at("loss"), 1e-5, 1e-5) << name;
     if (model->config().moe) {
       EXPECT_TENSOR_CLOSE(out.aux_loss, golden.at("aux_loss"), 1e-6, 1e-5) << name;
     }
     out.loss.backward();
     const nn::StateDict expected =
-        state_from_minimind(model->config(), MiniMindForm::hf, with_prefix(golden, "grad."), name + ".golden");
-    const double grad_err = expect_gradients(*model, expected);
-    std::cout << name << ": max abs logit error " << max_abs_diff(logits, golden.at("logits")) << ", loss error "
-              << max_abs_diff(out.loss, golden.at("loss")) << ", max abs gradient error " << grad_err << " over "
+        state_from_minimind(model->config(), MiniMindForm::hf, testing::with_prefix(golden, "grad."), name + ".golden");
+    const double grad_err = testing::expect_gradients(*model, expected);
+    std::cout << name << ": max abs logit error " << testing::max_abs_diff(logits, golden.at("logits")) << ", loss error "
+              << testing::max_abs_diff(out.loss, golden.at("loss")) << ", max abs gradient error " << grad_err << " over "
               << expected.size() << " parameters\n";
   }
-  const DecoderLMConfig moe = load_minimind(hf_fixture("moe"))->config();
+  const models::DecoderLMConfig moe = load_minimind(hf_fixture("moe"))->config();
   EXPECT_EQ(moe.moe->n_shared_experts, 1);
   EXPECT_EQ(moe.moe->aux_loss_alpha, 0.05);  // the file's 0.1 over top_k 2 (the pick fraction vs ours, the token fraction)
   EXPECT_EQ(moe.rope_layout, RopeLayout::half);
@@ -100,7 +100,7 @@ TEST_F(MiniMindHfTest, TheTwoFormsConvertIntoEachOther) {
     EXPECT_TENSOR_CLOSE(eval_logits(*lmconfig, ids), eval_logits(*hf, ids), 1e-5, 1e-5) << name;
     save_model(*lmconfig, path("back"), "minimind-hf");
     const auto back = load_minimind(path("back"));
-    EXPECT_EQ(model_config_to_json(back->config()), config_json_named(*hf, "back")) << name;
+    EXPECT_EQ(models::model_config_to_json(back->config()), config_json_named(*hf, "back")) << name;
     for (const auto& [tensor, value] : hf->state_dict())  // the row reorderings undo each other exactly
       EXPECT_TENSOR_CLOSE(back->state_dict().at(tensor), value, 0.0, 0.0) << tensor;
     fs::remove_all(path("002"));
@@ -196,13 +196,13 @@ TEST_F(MiniMindHfTest, AuxLossAlphaSurvivesReadWriteRead) {
       nlohmann::json j = base;
       j["aux_loss_alpha"] = alpha;
       j["num_experts_per_tok"] = k;
-      const DecoderLMConfig c = config_from_minimind_hf_json(j.dump(), "config.json");
-      const std::string written = minimind_hf_json_from_config(c, nn::mlp_hidden_dim(block_config(c).mlp));
+      const models::DecoderLMConfig c = config_from_minimind_hf_json(j.dump(), "config.json");
+      const std::string written = minimind_hf_json_from_config(c, nn::mlp_hidden_dim(models::block_config(c).mlp));
       const double written_alpha = nlohmann::json::parse(written).at("aux_loss_alpha").get<double>();
       if (written_alpha != alpha && ++drifted <= 3)
         ADD_FAILURE() << "aux_loss_alpha " << alpha << " with top_k " << k << " written back as "
                       << nlohmann::json(written_alpha).dump();
-      EXPECT_EQ(model_config_to_json(config_from_minimind_hf_json(written, "config.json")), model_config_to_json(c));
+      EXPECT_EQ(model_config_to_json(config_from_minimind_hf_json(written, "config.json")), models::model_config_to_json(c));
     }
   EXPECT_EQ(drifted, 0);
 }
@@ -215,23 +215,23 @@ TEST_F(MiniMindHfTest, AMissingIntermediateSizeIsDerivedAsMiniMindDoes) {
     nlohmann::json j = nlohmann::json::parse(std::ifstream(hf_fixture("moe") + "/config.json"));
     j.erase("intermediate_size");
     if (null) j["intermediate_size"] = nullptr;
-    const DecoderLMConfig c = config_from_minimind_hf_json(j.dump(), "config.json");
+    const models::DecoderLMConfig c = config_from_minimind_hf_json(j.dump(), "config.json");
     const int64_t dim = j.at("hidden_size").get<int64_t>();
     EXPECT_EQ(c.mlp_hidden, (dim * 8 / 3 + 63) / 64 * 64) << j.dump();
-    const std::string written = minimind_hf_json_from_config(c, nn::mlp_hidden_dim(block_config(c).mlp));
-    EXPECT_EQ(model_config_to_json(config_from_minimind_hf_json(written, "config.json")), model_config_to_json(c));
+    const std::string written = minimind_hf_json_from_config(c, nn::mlp_hidden_dim(models::block_config(c).mlp));
+    EXPECT_EQ(model_config_to_json(config_from_minimind_hf_json(written, "config.json")), models::model_config_to_json(c));
   }
 }
 
 TEST_F(MiniMindHfTest, ModelsTheFormCannotExpressAreRefused) {
-  DecoderLMConfig untied = load_minimind(hf_fixture("dense"))->config();
+  models::DecoderLMConfig untied = load_minimind(hf_fixture("dense"))->config();
   untied.tie_embeddings = false;
-  EXPECT_THROW_WITH(save_minimind_hf(DecoderLM(untied), path("u")), "save_minimind_hf: tie_embeddings false");
-  DecoderLM gpt(parse_model_config(R"({"vocab_size": 32, "dim": 16, "n_layers": 1, "n_heads": 4, "max_seq_len": 8})"));
+  EXPECT_THROW_WITH(save_minimind_hf(models::DecoderLM(untied), path("u")), "save_minimind_hf: tie_embeddings false");
+  models::DecoderLM gpt(models::parse_model_config(R"({"vocab_size": 32, "dim": 16, "n_layers": 1, "n_heads": 4, "max_seq_len": 8})"));
   EXPECT_THROW_WITH(save_model(gpt, path("g"), "minimind-hf"), "save_minimind_hf: norm layernorm");
   EXPECT_THROW_WITH(save_model(gpt, path("n.safetensors"), "nanoformer", {.max_shard_bytes = 1000}),
                     "format 'nanoformer' is not written in shards");
 }
 
 }  // namespace
-}  // namespace nf::models
+}  // namespace nf::formats

@@ -10,14 +10,14 @@
 #include "support/interop_test_support.h"
 #include "support/testing.h"
 
-namespace nf::models {
+namespace nf::formats {
 namespace {
 
 namespace fs = std::filesystem;
 
-using ModelIoTest = TempDirTest;
+using ModelIoTest = testing::TempDirTest;
 
-Tensor logits_of(DecoderLM& model) {
+Tensor logits_of(models::DecoderLM& model) {
   model.eval();
   return model.forward(Tensor::of({3, 1, 4, 1, 5, 9, 2, 6}, {1, 8}, DType::i64)).logits;
 }
@@ -33,10 +33,10 @@ TEST_F(ModelIoTest, EveryFormatRoundTripsThroughTheDispatcher) {
     EXPECT_EQ(model_format_name(detect_model_format(path(name))), format);
     EXPECT_TENSOR_CLOSE(logits_of(*load_decoder_lm(path(name))), expected, 0.0, 0.0) << format;
   }
-  DecoderLMConfig interleaved = model->config();  // what llama2.c expresses: interleaved RoPE, eps 1e-5
+  models::DecoderLMConfig interleaved = model->config();  // what llama2.c expresses: interleaved RoPE, eps 1e-5
   interleaved.rope_layout = RopeLayout::interleaved;
   interleaved.norm_eps = 1e-5;
-  DecoderLM llama2c(interleaved);
+  models::DecoderLM llama2c(interleaved);
   save_model(llama2c, path("m.bin"), "llama2c");
   EXPECT_EQ(detect_model_format(path("m.bin")), ModelFormat::llama2c);
   EXPECT_TENSOR_CLOSE(logits_of(*load_decoder_lm(path("m.bin"))), logits_of(llama2c), 0.0, 0.0);
@@ -73,14 +73,14 @@ TEST_F(ModelIoTest, AClaimedContextCostsWhatTheSequencesUse) {
   for (const int64_t claimed : {int64_t{1} << 22, int64_t{1'010'000}, int64_t{1} << 24})
     EXPECT_LE(peak_of(claimed), small + (size_t{1} << 20)) << claimed << " positions claimed; " << small << " bytes at 256";
   // our own checkpoint holds the config: the model it builds costs the same
-  DecoderLMConfig c = base->config();
+  models::DecoderLMConfig c = base->config();
   memory::empty_cache();
   size_t before = memory::current_bytes();
-  { DecoderLM m(c); before = memory::current_bytes() - before; }
+  { models::DecoderLM m(c); before = memory::current_bytes() - before; }
   c.max_seq_len = int64_t{1} << 24;
   const size_t at_small = before;
   before = memory::current_bytes();
-  DecoderLM claimed(c);
+  models::DecoderLM claimed(c);
   EXPECT_EQ(memory::current_bytes() - before, at_small);
 }
 
@@ -135,7 +135,7 @@ TEST_F(ModelIoTest, FoldersWithTorchCheckpointsLoad) {
 TEST_F(ModelIoTest, PresetsAndConfigFilesBuildFreshModels) {
   EXPECT_EQ(detect_model_format("llama2c-stories260k"), ModelFormat::preset);
   EXPECT_EQ(load_decoder_lm("llama2c-stories260k")->num_parameters(), 260032);
-  const std::string config = configs_directory() + "/llama2c-stories260k.json";
+  const std::string config = models::configs_directory() + "/llama2c-stories260k.json";
   EXPECT_EQ(detect_model_format(config), ModelFormat::config);
   EXPECT_EQ(load_decoder_lm(config)->config().name, "llama2c-stories260k");
 }
@@ -144,7 +144,7 @@ TEST_F(ModelIoTest, UnknownPathsAndFormatsAreNamed) {
   EXPECT_THROW_WITH(load_decoder_lm("gpt3-175b"), "preset 'gpt3-175b' is unknown");
   fs::create_directories(path("empty"));
   EXPECT_THROW_WITH(load_decoder_lm(path("empty")), "a folder, but not a model folder");
-  DecoderLM model(preset_config("llama2c-stories260k"));
+  models::DecoderLM model(models::preset_config("llama2c-stories260k"));
   EXPECT_THROW_WITH(save_model(model, path("x"), "onnx"), "format 'onnx' is unknown",
                     "nanoformer, hf, minimind, minimind-hf, nanochat, llama2c");
   EXPECT_THROW_WITH(save_model(model, path("x.bin"), "llama2c", {.max_shard_bytes = 1 << 20}),
@@ -152,4 +152,4 @@ TEST_F(ModelIoTest, UnknownPathsAndFormatsAreNamed) {
 }
 
 }  // namespace
-}  // namespace nf::models
+}  // namespace nf::formats

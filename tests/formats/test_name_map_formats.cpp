@@ -15,27 +15,27 @@
 #include "support/interop_test_support.h"
 #include "support/testing.h"
 
-namespace nf::models {
+namespace nf::formats {
 namespace {
 
 namespace fs = std::filesystem;
 
 std::string fixture(const std::string& name) { return std::string(NF_TEST_DATA_DIR) + "/" + name; }
 
-Tensor eval_logits(DecoderLM& model, const Tensor& ids) {
+Tensor eval_logits(models::DecoderLM& model, const Tensor& ids) {
   model.eval();
   return model.forward(ids).logits;
 }
 
-using NameMapFormatsTest = TempDirTest;
+using NameMapFormatsTest = testing::TempDirTest;
 
 struct Case {
   const char* folder;
-  std::function<std::shared_ptr<DecoderLM>(const std::string&)> load;
-  std::function<void(const DecoderLM&, const std::string&)> save;
+  std::function<std::shared_ptr<models::DecoderLM>(const std::string&)> load;
+  std::function<void(const models::DecoderLM&, const std::string&)> save;
 };
 
-void save_minimind_002(const DecoderLM& model, const std::string& dir) { save_minimind(model, dir); }
+void save_minimind_002(const models::DecoderLM& model, const std::string& dir) { save_minimind(model, dir); }
 
 const Case kCases[] = {{"minimind/dense", load_minimind, save_minimind_002},
                        {"minimind/moe", load_minimind, save_minimind_002},
@@ -47,12 +47,12 @@ TEST_F(NameMapFormatsTest, FixturesGiveTheReferenceLogitsAndRoundTrip) {
     const auto expected = io::load_safetensors(fixture(std::string(c.folder) + ".logits.safetensors"));
     const Tensor logits = eval_logits(*model, expected.at("ids"));
     EXPECT_TENSOR_CLOSE(logits, expected.at("logits"), 1e-5, 1e-5) << c.folder;
-    std::cout << c.folder << ": max abs logit error " << max_abs_diff(logits, expected.at("logits")) << "\n";
+    std::cout << c.folder << ": max abs logit error " << testing::max_abs_diff(logits, expected.at("logits")) << "\n";
     c.save(*model, path("out"));
     const auto loaded = c.load(path("out"));
-    DecoderLMConfig config = loaded->config();
+    models::DecoderLMConfig config = loaded->config();
     config.name = model->config().name;  // the folder's name
-    EXPECT_EQ(model_config_to_json(config), model_config_to_json(model->config())) << c.folder;
+    EXPECT_EQ(models::model_config_to_json(config), model_config_to_json(model->config())) << c.folder;
     EXPECT_TENSOR_CLOSE(eval_logits(*loaded, expected.at("ids")), logits, 0.0, 0.0) << c.folder;
     fs::remove_all(path("out"));
   }
@@ -83,12 +83,12 @@ TEST_F(NameMapFormatsTest, UnknownKeysAndMissingTensorsAreNamed) {
 }
 
 TEST_F(NameMapFormatsTest, ModelsTheFormatCannotExpressAreRefused) {
-  DecoderLM gpt(parse_model_config(R"({"vocab_size": 32, "dim": 16, "n_layers": 1, "n_heads": 4, "max_seq_len": 8})"));
+  models::DecoderLM gpt(models::parse_model_config(R"({"vocab_size": 32, "dim": 16, "n_layers": 1, "n_heads": 4, "max_seq_len": 8})"));
   EXPECT_THROW_WITH(save_minimind(gpt, path("m")), "save_minimind: norm layernorm");
   EXPECT_THROW_WITH(save_nanochat(gpt, path("n")), "save_nanochat: norm layernorm");
-  DecoderLMConfig two_shared = load_minimind(fixture("minimind/moe"))->config();
+  models::DecoderLMConfig two_shared = load_minimind(fixture("minimind/moe"))->config();
   two_shared.moe->n_shared_experts = 2;  // 04b56ea's MOEFeedForward builds one shared FeedForward or none
-  EXPECT_THROW_WITH(save_minimind(DecoderLM(two_shared), path("m")), "save_minimind: moe.n_shared_experts 2");
+  EXPECT_THROW_WITH(save_minimind(models::DecoderLM(two_shared), path("m")), "save_minimind: moe.n_shared_experts 2");
 }
 
 // tests/fixtures/minimind/moe_04b56ea: MiniMind's own model.py at jingyaogong/minimind@04b56ea
@@ -101,7 +101,7 @@ TEST_F(NameMapFormatsTest, MiniMindsOwnMoEAt04b56eaLoadsWithItsLogitsAndRoundTri
   const auto expected = io::load_safetensors(fixture("minimind/moe_04b56ea.logits.safetensors"));
   const Tensor logits = eval_logits(*model, expected.at("ids"));
   EXPECT_TENSOR_CLOSE(logits, expected.at("logits"), 1e-5, 1e-5);
-  std::cout << "minimind/moe_04b56ea: max abs logit error " << max_abs_diff(logits, expected.at("logits")) << "\n";
+  std::cout << "minimind/moe_04b56ea: max abs logit error " << testing::max_abs_diff(logits, expected.at("logits")) << "\n";
 
   save_minimind(*model, path("out"));
   const io::SafetensorsFile written = io::SafetensorsFile::open(path("out") + "/model.safetensors");
@@ -129,7 +129,7 @@ TEST_F(NameMapFormatsTest, MissingMiniMindKeysTakeLMConfigsDefaults) {
   const auto expected = io::load_safetensors(fixture("minimind/moe_04b56ea.logits.safetensors"));
   EXPECT_TENSOR_CLOSE(eval_logits(*load_minimind(folder), expected.at("ids")), expected.at("logits"), 1e-5, 1e-5);
 
-  const DecoderLMConfig d = config_from_minimind_json(R"({"model_type": "minimind"})", "config.json");
+  const models::DecoderLMConfig d = config_from_minimind_json(R"({"model_type": "minimind"})", "config.json");
   EXPECT_EQ(std::make_tuple(d.dim, d.n_layers, d.n_heads, d.n_kv_heads, d.vocab_size, d.max_seq_len, d.mlp_hidden,
                             d.mlp_multiple_of),
             std::make_tuple(512, 8, 8, 2, 6400, 8192, 0, 64));
@@ -137,7 +137,7 @@ TEST_F(NameMapFormatsTest, MissingMiniMindKeysTakeLMConfigsDefaults) {
   EXPECT_EQ(d.norm_eps, 1e-5);
   EXPECT_TRUE(d.tie_embeddings);
   EXPECT_FALSE(d.moe);
-  const DecoderLMConfig m = config_from_minimind_json(R"({"model_type": "minimind", "use_moe": true})", "config.json");
+  const models::DecoderLMConfig m = config_from_minimind_json(R"({"model_type": "minimind", "use_moe": true})", "config.json");
   ASSERT_TRUE(m.moe);
   EXPECT_EQ(std::make_tuple(m.moe->n_experts, m.moe->top_k, m.moe->n_shared_experts, m.moe->aux_loss_alpha,
                             m.moe->seq_aux, m.moe->norm_topk_prob),
@@ -157,4 +157,4 @@ TEST_F(NameMapFormatsTest, MissingMiniMindKeysTakeLMConfigsDefaults) {
 }
 
 }  // namespace
-}  // namespace nf::models
+}  // namespace nf::formats

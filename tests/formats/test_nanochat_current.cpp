@@ -14,7 +14,7 @@
 #include "support/interop_test_support.h"
 #include "support/testing.h"
 
-namespace nf::models {
+namespace nf::formats {
 namespace {
 
 namespace fs = std::filesystem;
@@ -22,15 +22,15 @@ namespace fs = std::filesystem;
 const std::string kFolder = std::string(NF_TEST_DATA_DIR) + "/nanochat/current_92d63d4";
 const std::string kGolden = std::string(NF_TEST_DATA_DIR) + "/nanochat/current_92d63d4.golden.safetensors";
 
-using NanochatCurrentTest = TempDirTest;
+using NanochatCurrentTest = testing::TempDirTest;
 
-Tensor eval_logits(DecoderLM& model, const Tensor& ids) {
+Tensor eval_logits(models::DecoderLM& model, const Tensor& ids) {
   model.eval();
   return model.forward(ids).logits;
 }
 
 TEST_F(NanochatCurrentTest, ReadsTheCurrentFormAsOneConfiguration) {
-  const DecoderLMConfig c = load_nanochat(kFolder)->config();
+  const models::DecoderLMConfig c = load_nanochat(kFolder)->config();
   EXPECT_TRUE(c.value_embeddings && c.residual_scalars && c.smear && c.backout);
   EXPECT_EQ(c.vocab_size, 50);  // the 64 rows of the file's tables are its padding
   EXPECT_EQ(c.sliding_window, 129);  // flash-attn's (128, 0): 128 keys before and the query's own
@@ -44,25 +44,25 @@ TEST_F(NanochatCurrentTest, LogitsEqualNanochats) {
   const auto model = load_nanochat(kFolder);
   const Tensor logits = eval_logits(*model, golden.at("ids"));
   EXPECT_TENSOR_CLOSE(logits, golden.at("logits"), 1e-4, 0.0);
-  std::cout << "nanochat@92d63d4: max abs logit error " << max_abs_diff(logits, golden.at("logits")) << "\n";
+  std::cout << "nanochat@92d63d4: max abs logit error " << testing::max_abs_diff(logits, golden.at("logits")) << "\n";
 }
 
 TEST_F(NanochatCurrentTest, GradientsEqualNanochats) {
   const auto golden = io::load_safetensors(kGolden);
   const auto model = load_nanochat(kFolder);
   model->train();
-  const LMOutput out = model->forward(golden.at("ids"), golden.at("targets"));
+  const models::LMOutput out = model->forward(golden.at("ids"), golden.at("targets"));
   EXPECT_NEAR(out.loss.item(), golden.at("loss").item(), 1e-5);
   out.loss.backward();
   // nanochat's gradients under our names: written as a checkpoint of the same folder and read back
   // (the reader's name map, padding rows dropped)
   std::vector<nn::NamedTensor> grads;
-  for (const auto& [name, t] : with_prefix(golden, "grad.")) grads.emplace_back(name, t);
+  for (const auto& [name, t] : testing::with_prefix(golden, "grad.")) grads.emplace_back(name, t);
   fs::create_directories(path("grads"));
   fs::copy_file(kFolder + "/meta_000000.json", path("grads/meta_000000.json"));
   io::save_safetensors(path("grads/model_000000.safetensors"), grads);
   const nn::StateDict expected = load_nanochat(path("grads"))->state_dict();
-  const double worst = expect_gradients(*model, expected, 1e-4, 1e-4);
+  const double worst = testing::expect_gradients(*model, expected, 1e-4, 1e-4);
   std::cout << "nanochat@92d63d4: max abs gradient error " << worst << " over " << expected.size() << " parameters\n";
   for (const char* kind : {"value_embeds.1.weight", "layers.3.attn.ve_gate.weight", "residual_scalars.resid_lambdas",
                            "residual_scalars.x0_lambdas", "smear.gate_weight", "smear.lambda", "backout.lambda"})
@@ -89,9 +89,9 @@ TEST_F(NanochatCurrentTest, SaveThenLoadIsIdentical) {
   EXPECT_EQ(written.at("lm_head.weight").shape(), (Shape{64, 32}));  // padded as nanochat holds it
   EXPECT_EQ(written.at("value_embeds.3.weight").shape(), (Shape{64, 16}));
   const auto loaded = load_nanochat(path("out"));
-  DecoderLMConfig config = loaded->config();
+  models::DecoderLMConfig config = loaded->config();
   config.name = model->config().name;
-  EXPECT_EQ(model_config_to_json(config), model_config_to_json(model->config()));
+  EXPECT_EQ(models::model_config_to_json(config), model_config_to_json(model->config()));
   EXPECT_TENSOR_CLOSE(eval_logits(*loaded, golden.at("ids")), eval_logits(*model, golden.at("ids")), 0.0, 0.0);
 }
 
@@ -101,7 +101,7 @@ TEST_F(NanochatCurrentTest, MissingMetaKeysTakeTheWritersDefaults) {
   meta["model_config"].erase("window_pattern");  // checkpoint_manager: "L", full context
   meta["model_config"].erase("sequence_len");    // GPTConfig: 2048
   std::ofstream(folder + "/meta_000000.json") << meta.dump();
-  const DecoderLMConfig c = load_nanochat(folder)->config();
+  const models::DecoderLMConfig c = load_nanochat(folder)->config();
   EXPECT_EQ(c.sliding_window, 0);
   EXPECT_EQ(c.window_pattern, "");
   EXPECT_EQ(c.max_seq_len, 2048);
@@ -115,37 +115,37 @@ TEST_F(NanochatCurrentTest, MissingMetaKeysTakeTheWritersDefaults) {
 }
 
 TEST_F(NanochatCurrentTest, ModelsOutsideTheFormAreRefusedByOption) {
-  DecoderLMConfig c = load_nanochat(kFolder)->config();
+  models::DecoderLMConfig c = load_nanochat(kFolder)->config();
   c.backout = false;
-  EXPECT_THROW_WITH(save_nanochat(DecoderLM(c), path("n")), "save_nanochat", "value_embeddings / residual_scalars");
+  EXPECT_THROW_WITH(save_nanochat(models::DecoderLM(c), path("n")), "save_nanochat", "value_embeddings / residual_scalars");
   c = load_nanochat(kFolder)->config();
   c.sliding_window = 64;
-  EXPECT_THROW_WITH(save_nanochat(DecoderLM(c), path("n")), "save_nanochat", "sliding_window 64");
+  EXPECT_THROW_WITH(save_nanochat(models::DecoderLM(c), path("n")), "save_nanochat", "sliding_window 64");
 }
 
 // The other writers cannot hold the current GPT's options: a LLaMA they all write is refused, naming
 // the option, once it sets one (before, save_hf and the rest wrote it without them).
 TEST_F(NanochatCurrentTest, OtherFormatsRefuseTheCurrentGPTsOptionsByName) {
-  const DecoderLMConfig llama = preset_config("llama2c-stories260k");
-  const std::pair<const char*, std::function<void(const DecoderLM&, const std::string&)>> writers[] = {
-      {"save_hf", [](const DecoderLM& m, const std::string& d) { save_hf(m, d); }},
-      {"save_gguf", [](const DecoderLM& m, const std::string& d) { save_gguf(m, d + ".gguf"); }},
-      {"save_minimind", [](const DecoderLM& m, const std::string& d) { save_minimind(m, d); }},
-      {"save_llama2c", [](const DecoderLM& m, const std::string& d) { save_llama2c(m, d + ".bin"); }}};
+  const models::DecoderLMConfig llama = models::preset_config("llama2c-stories260k");
+  const std::pair<const char*, std::function<void(const models::DecoderLM&, const std::string&)>> writers[] = {
+      {"save_hf", [](const models::DecoderLM& m, const std::string& d) { save_hf(m, d); }},
+      {"save_gguf", [](const models::DecoderLM& m, const std::string& d) { save_gguf(m, d + ".gguf"); }},
+      {"save_minimind", [](const models::DecoderLM& m, const std::string& d) { save_minimind(m, d); }},
+      {"save_llama2c", [](const models::DecoderLM& m, const std::string& d) { save_llama2c(m, d + ".bin"); }}};
   for (const char* option : {"attention_scale", "value_embeddings", "residual_scalars", "smear", "backout"}) {
-    DecoderLMConfig c = llama;
+    models::DecoderLMConfig c = llama;
     c.attention_scale = std::string(option) == "attention_scale" ? 0.5 : 0.0;
     c.value_embeddings = std::string(option) == "value_embeddings";
     c.residual_scalars = std::string(option) == "residual_scalars";
     c.smear = std::string(option) == "smear";
     c.backout = std::string(option) == "backout";
-    const DecoderLM model(c);
+    const models::DecoderLM model(c);
     for (const auto& [writer, save] : writers) {
       EXPECT_THROW_WITH(save(model, path(std::string(writer) + option)), writer, option) << writer << " " << option;
     }
   }
-  for (const auto& [writer, save] : writers) EXPECT_NO_THROW(save(DecoderLM(llama), path(writer))) << writer;
+  for (const auto& [writer, save] : writers) EXPECT_NO_THROW(save(models::DecoderLM(llama), path(writer))) << writer;
 }
 
 }  // namespace
-}  // namespace nf::models
+}  // namespace nf::formats

@@ -18,7 +18,7 @@ std::string fixture(const std::string& name) { return std::string(NF_TEST_DATA_D
 TEST(HfGenerate, GreedyEqualsTransformersTokenForToken) {
   for (const std::string name : {"gpt2", "llama_gqa", "llama_linear_rope", "qwen2", "qwen3", "mistral"}) {
     SCOPED_TRACE(name);
-    const auto model = models::load_decoder_lm(fixture(name));
+    const auto model = formats::load_decoder_lm(fixture(name));
     const auto golden = io::load_safetensors(fixture(name + ".generate.safetensors"));
     const Tensor prompts = golden.at("prompt"), expected = golden.at("generated");
     const int64_t rows = prompts.shape()[0], P = prompts.shape()[1], N = expected.shape()[1];

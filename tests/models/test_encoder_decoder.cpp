@@ -40,9 +40,9 @@ void check_case(const std::string& case_name) {
   EXPECT_TENSOR_CLOSE(logits, expected, 1e-5, 1e-5);
   double grad_error = 0;
   for (const auto& [name, p] : model.named_parameters())
-    if (p.grad().defined()) grad_error = std::max(grad_error, max_abs_diff(p.grad(), golden.get(case_name, "grad_" + name)));
+    if (p.grad().defined()) grad_error = std::max(grad_error, testing::max_abs_diff(p.grad(), golden.get(case_name, "grad_" + name)));
   std::printf("%s: max |logits - torch| = %.3g, max |grad - torch| over %zu parameters = %.3g\n", case_name.c_str(),
-              max_abs_diff(logits, expected), model.named_parameters().size(), grad_error);
+              testing::max_abs_diff(logits, expected), model.named_parameters().size(), grad_error);
 }
 
 TEST(EncoderDecoderGolden, PostNormOf001) { check_case("post"); }
@@ -80,7 +80,7 @@ TEST(EncoderDecoder, PaddedSourceTokensChangeNothing) {
   const Tensor before = c.model.forward(c.src, c.tgt, {}, c.padding).logits;
   EXPECT_TENSOR_CLOSE(c.model.forward(changed, c.tgt, {}, c.padding).logits, before, 0.0, 0.0);
   // without the mask the same change reaches the second sequence's logits
-  EXPECT_GT(max_abs_diff(c.model.forward(changed, c.tgt).logits, c.model.forward(c.src, c.tgt).logits), 1e-3);
+  EXPECT_GT(testing::max_abs_diff(c.model.forward(changed, c.tgt).logits, c.model.forward(c.src, c.tgt).logits), 1e-3);
 }
 
 TEST(EncoderDecoder, LaterTargetTokensDoNotChangeEarlierLogits) {
@@ -88,7 +88,7 @@ TEST(EncoderDecoder, LaterTargetTokensDoNotChangeEarlierLogits) {
   const Tensor changed = with_id(c.tgt, 0, 4, (c.tgt.to_vector<int64_t>()[4] + 1) % 48);
   const Tensor before = c.model.forward(c.src, c.tgt).logits, after = c.model.forward(c.src, changed).logits;
   EXPECT_TENSOR_CLOSE(narrow(after, 1, 0, 4), narrow(before, 1, 0, 4), 0.0, 0.0);
-  EXPECT_GT(max_abs_diff(narrow(after, 1, 4, 2), narrow(before, 1, 4, 2)), 1e-3);
+  EXPECT_GT(testing::max_abs_diff(narrow(after, 1, 4, 2), narrow(before, 1, 4, 2)), 1e-3);
 }
 
 TEST(EncoderDecoder, EncodeThenDecodeEqualsForward) {
@@ -162,14 +162,14 @@ TEST(EncoderDecoder, CountParametersEqualsTheBuiltModel) {
   }
 }
 
-using EncoderDecoderIo = TempDirTest;
+using EncoderDecoderIo = testing::TempDirTest;
 
 TEST_F(EncoderDecoderIo, NanoformerCheckpointRoundTrips) {
   EncoderDecoder model(tiny(R"("position": "learned", "norm_placement": "pre", "tie_output": false)"));
   model.eval();
   const Tensor src = Tensor::of({1, 2, 3, 4, 5}, {1, 5}, DType::i64), tgt = Tensor::of({6, 7, 8}, {1, 3}, DType::i64);
-  save_model(model, path("m.safetensors"), "nanoformer");
-  const auto loaded = model_as<EncoderDecoder>(load_model(path("m.safetensors")), "m.safetensors");
+  formats::save_model(model, path("m.safetensors"), "nanoformer");
+  const auto loaded = model_as<EncoderDecoder>(formats::load_model(path("m.safetensors")), "m.safetensors");
   loaded->eval();
   EXPECT_EQ(loaded->config_json(), model.config_json());
   EXPECT_TENSOR_CLOSE(loaded->forward(src, tgt).logits, model.forward(src, tgt).logits, 0.0, 0.0);
@@ -178,7 +178,7 @@ TEST_F(EncoderDecoderIo, NanoformerCheckpointRoundTrips) {
 TEST_F(EncoderDecoderIo, LanguageModelFormatsRefuseIt) {
   EncoderDecoder model(tiny());
   for (const char* format : {"hf", "minimind", "nanochat", "llama2c"})
-    EXPECT_THROW_WITH(save_model(model, path("m"), format), std::string("format '") + format + "'",
+    EXPECT_THROW_WITH(formats::save_model(model, path("m"), format), std::string("format '") + format + "'",
                       "architecture 'encoder_decoder'");
   EXPECT_THROW_WITH(model_as<DecoderLM>(std::make_shared<EncoderDecoder>(tiny()), "x.safetensors"), "x.safetensors",
                     "'encoder_decoder'", "'decoder_lm'");

@@ -55,7 +55,7 @@ TEST(EncoderModel, Document004EncoderMatchesPyTorchOutputsAndGradients) {
     model.eval();
     const Tensor out = model.forward(fixture.at("ids"), {}, fixture.at("mask")).last_hidden_state;
     EXPECT_TENSOR_CLOSE(out, fixture.at("out"), 1e-5, 1e-5) << placement;
-    std::cout << "004 " << placement << "-norm encoder: max abs error vs PyTorch " << max_abs_diff(out, fixture.at("out"))
+    std::cout << "004 " << placement << "-norm encoder: max abs error vs PyTorch " << testing::max_abs_diff(out, fixture.at("out"))
               << "\n";
     sum(out * fixture.at("weight")).backward();
     double worst = 0;
@@ -64,7 +64,7 @@ TEST(EncoderModel, Document004EncoderMatchesPyTorchOutputsAndGradients) {
       const Tensor ours = model.state_dict().at(ours_from_004(name.substr(5))).grad();
       ASSERT_TRUE(ours.defined()) << name;
       EXPECT_TENSOR_CLOSE(ours, grad, 1e-4, 1e-4) << name;
-      worst = std::max(worst, max_abs_diff(ours, grad));
+      worst = std::max(worst, testing::max_abs_diff(ours, grad));
     }
     std::cout << "004 " << placement << "-norm encoder: max abs gradient error " << worst << "\n";
   }
@@ -185,7 +185,7 @@ TEST(EncoderModel, ThePadTokensEmbeddingRowGetsNoGradient) {
   EXPECT_GT(sum(abs(table.grad().narrow(0, 5, 1))).item(), 0.0);
 }
 
-using EncoderModelFiles = TempDirTest;
+using EncoderModelFiles = testing::TempDirTest;
 
 TEST_F(EncoderModelFiles, NanoformerCheckpointsRoundTrip) {
   for (const std::string placement : {"post", "pre"}) {
@@ -193,8 +193,8 @@ TEST_F(EncoderModelFiles, NanoformerCheckpointsRoundTrip) {
     EncoderModel model(config_004(placement), gen);
     model.eval();
     const Tensor ids = Tensor::of({3, 1, 4, 1, 5, 9}, {1, 6}, DType::i64);
-    save_model(model, path(placement + ".safetensors"), "nanoformer");
-    const auto loaded = model_as<EncoderModel>(load_model(path(placement + ".safetensors")), placement);
+    formats::save_model(model, path(placement + ".safetensors"), "nanoformer");
+    const auto loaded = model_as<EncoderModel>(formats::load_model(path(placement + ".safetensors")), placement);
     loaded->eval();
     EXPECT_EQ(loaded->config_json(), model.config_json());
     EXPECT_TENSOR_CLOSE(loaded->forward(ids).last_hidden_state, model.forward(ids).last_hidden_state, 0.0, 0.0);

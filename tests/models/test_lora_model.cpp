@@ -14,7 +14,7 @@
 namespace nf::models {
 namespace {
 
-using LoRATest = TempDirTest;
+using LoRATest = testing::TempDirTest;
 
 DecoderLMConfig tiny(const std::string& extra = "") {
   return parse_model_config(R"({"vocab_size": 32, "dim": 16, "n_layers": 2, "n_heads": 4, "max_seq_len": 8)" +
@@ -78,8 +78,8 @@ TEST_F(LoRATest, NamesArePeftsBesideTheBaseNamesSoABaseCheckpointLoads) {
   EXPECT_TRUE(has_lora(model));
 
   DecoderLM other(tiny(), gen);  // a base checkpoint of other weights loads into the adapted model
-  save_checkpoint(other, path("base.safetensors"));
-  const auto loaded = load_checkpoint(path("base.safetensors"));
+  formats::save_checkpoint(other, path("base.safetensors"));
+  const auto loaded = formats::load_checkpoint(path("base.safetensors"));
   model.load_state_dict(loaded->state_dict(), /*strict=*/false);
   EXPECT_TENSOR_CLOSE(logits_of(model), logits_of(other), 0.0, 0.0);
 }
@@ -91,7 +91,7 @@ TEST_F(LoRATest, OnlyTheAdaptersGetGradientsAndChange) {
   nn::StateDict before;
   for (const auto& [name, p] : model.named_parameters()) before[name] = clone(p);
   // every parameter handed to AdamW with weight decay: a frozen one has no gradient, so no step
-  train::AdamW optimizer({train::ParamGroup(model.parameters(), 1e-2, 0.1)});
+  optim::AdamW optimizer({optim::ParamGroup(model.parameters(), 1e-2, 0.1)});
   model.train();
   for (int step = 0; step < 3; ++step) {
     optimizer.zero_grad();
@@ -103,7 +103,7 @@ TEST_F(LoRATest, OnlyTheAdaptersGetGradientsAndChange) {
     const bool is_adapter = std::find(adapters.begin(), adapters.end(), name) != adapters.end();
     EXPECT_EQ(p.requires_grad(), is_adapter) << name;
     EXPECT_EQ(p.grad().defined(), is_adapter) << name;
-    if (is_adapter) EXPECT_GT(max_abs_diff(p, before.at(name)), 0.0) << name;
+    if (is_adapter) EXPECT_GT(testing::max_abs_diff(p, before.at(name)), 0.0) << name;
     else EXPECT_TENSOR_CLOSE(p, before.at(name), 0.0, 0.0) << name;  // bit-identical base
   }
 }
@@ -122,7 +122,7 @@ TEST_F(LoRATest, MergedLogitsEqualTheAdaptedOnes) {
     const Tensor adapted = logits_of(model);
     merge_lora(model);
     const Tensor merged = logits_of(model);
-    std::printf("merged vs adapted logits: max abs %.3g\n", max_abs_diff(merged, adapted));
+    std::printf("merged vs adapted logits: max abs %.3g\n", testing::max_abs_diff(merged, adapted));
     EXPECT_TENSOR_CLOSE(merged, adapted, 1e-5, 0.0);
     EXPECT_FALSE(has_lora(model));
     EXPECT_EQ(names_of(model.named_parameters()), names);
@@ -148,13 +148,13 @@ TEST_F(LoRATest, AdapterFilesHoldOnlyTheAdaptersAndRoundTrip) {
   apply_lora(model, options, gen);
   randomise_adapters(model, gen);
   const Tensor adapted = logits_of(model);
-  save_lora_adapter(model, options, path("adapter.safetensors"), "base.safetensors");
+  formats::save_lora_adapter(model, options, path("adapter.safetensors"), "base.safetensors");
 
   const io::SafetensorsFile file = io::SafetensorsFile::open(path("adapter.safetensors"));
   std::vector<std::string> stored;
   for (const auto& entry : file.entries()) stored.push_back(entry.name);
   EXPECT_EQ(stored, names_of(lora_parameters(model)));
-  const LoRAAdapterInfo info = read_lora_adapter_info(path("adapter.safetensors"));
+  const formats::LoRAAdapterInfo info = formats::read_lora_adapter_info(path("adapter.safetensors"));
   EXPECT_EQ(info.options.rank, 2);
   EXPECT_EQ(info.options.alpha, 3.0);
   EXPECT_EQ(info.options.dropout, 0.05);
@@ -165,7 +165,7 @@ TEST_F(LoRATest, AdapterFilesHoldOnlyTheAdaptersAndRoundTrip) {
 
   Generator same(6);
   DecoderLM base(tiny(kLlama), same);
-  load_lora_adapter(base, path("adapter.safetensors"));
+  formats::load_lora_adapter(base, path("adapter.safetensors"));
   EXPECT_TENSOR_CLOSE(logits_of(base), adapted, 0.0, 0.0);
   EXPECT_EQ(base.num_parameters(/*trainable_only=*/true), model.num_parameters(/*trainable_only=*/true));
 }
@@ -191,10 +191,10 @@ TEST_F(LoRATest, ErrorsNameTheCulprit) {
   EXPECT_THROW_WITH(lora_options_from_json(R"({"targets": "q"})", "meta"), "meta", "an array of strings");
 
   // an adapter for another base: its shapes and the config keys that differ are named
-  save_lora_adapter(gpt, {}, path("adapter.safetensors"));
+  formats::save_lora_adapter(gpt, {}, path("adapter.safetensors"));
   DecoderLM wider(tiny(R"("dim": 32)"), gen);
   const Tensor wider_base = logits_of(wider);
-  EXPECT_THROW_WITH(load_lora_adapter(wider, path("adapter.safetensors")), "adapter.safetensors",
+  EXPECT_THROW_WITH(formats::load_lora_adapter(wider, path("adapter.safetensors")), "adapter.safetensors",
                     "does not fit this DecoderLM", "mis-shaped (16):",
                     "layers.0.attn.q_proj.lora_A.weight (the base needs (8, 32), the file has (8, 16))",
                     "differs from this model's in: dim (16 there, 32 here)");
@@ -207,25 +207,25 @@ TEST_F(LoRATest, ErrorsNameTheCulprit) {
   io::save_safetensors(path("partial.safetensors"), partial,
                        io::SafetensorsFile::open(path("adapter.safetensors")).metadata());
   DecoderLM base(tiny(), gen);
-  EXPECT_THROW_WITH(load_lora_adapter(base, path("partial.safetensors")),
+  EXPECT_THROW_WITH(formats::load_lora_adapter(base, path("partial.safetensors")),
                     "missing adapter tensors (1): layers.1.attn.o_proj.lora_B.weight");
   // a full checkpoint is no adapter; an adapter needs a base without adapters of its own
-  save_checkpoint(base, path("full.safetensors"));
-  EXPECT_THROW_WITH(read_lora_adapter_info(path("full.safetensors")), "full.safetensors",
+  formats::save_checkpoint(base, path("full.safetensors"));
+  EXPECT_THROW_WITH(formats::read_lora_adapter_info(path("full.safetensors")), "full.safetensors",
                     "this is a full checkpoint, not an adapter");
-  load_lora_adapter(base, path("adapter.safetensors"));
-  EXPECT_THROW_WITH(load_lora_adapter(base, path("adapter.safetensors")), "adapter.safetensors", "already has adapters");
+  formats::load_lora_adapter(base, path("adapter.safetensors"));
+  EXPECT_THROW_WITH(formats::load_lora_adapter(base, path("adapter.safetensors")), "adapter.safetensors", "already has adapters");
   DecoderLM plain(tiny(), gen);
-  EXPECT_THROW_WITH(save_lora_adapter(plain, {}, path("none.safetensors")), "has no LoRA adapters to save");
+  EXPECT_THROW_WITH(formats::save_lora_adapter(plain, {}, path("none.safetensors")), "has no LoRA adapters to save");
 }
 
 // The tiny LLaMA of tests/fixtures/hf/llama_gqa with PEFT's adapters on every projection.
 TEST(LoRAAgainstPeft, LogitsLossGradientsAndMergeEqualPefts) {
   const std::string data = std::string(NF_TEST_DATA_DIR) + "/hf/";
   const auto expected = io::load_safetensors(data + "llama_gqa_lora.safetensors");
-  const auto adapters = with_prefix(expected, "lora.");
-  const auto grads = with_prefix(expected, "grad.");
-  const auto model = load_decoder_lm(data + "llama_gqa");
+  const auto adapters = testing::with_prefix(expected, "lora.");
+  const auto grads = testing::with_prefix(expected, "grad.");
+  const auto model = formats::load_decoder_lm(data + "llama_gqa");
   apply_lora(*model, {.rank = 4, .alpha = 8.0, .targets = {"q", "k", "v", "o", "gate", "up", "down"}});
   std::vector<std::string> peft_names;
   for (const auto& [name, t] : adapters) peft_names.push_back(name);
@@ -236,7 +236,7 @@ TEST(LoRAAgainstPeft, LogitsLossGradientsAndMergeEqualPefts) {
 
   model->eval();
   const LMOutput out = model->forward(expected.at("ids"), expected.at("targets"));
-  const double logit_error = max_abs_diff(out.logits, expected.at("logits"));
+  const double logit_error = testing::max_abs_diff(out.logits, expected.at("logits"));
   EXPECT_TENSOR_CLOSE(out.logits, expected.at("logits"), 1e-4, 0.0);
   EXPECT_TENSOR_CLOSE(out.loss, expected.at("loss"), 1e-5, 1e-5);
   out.loss.backward();
@@ -248,16 +248,16 @@ TEST(LoRAAgainstPeft, LogitsLossGradientsAndMergeEqualPefts) {
     }
     ASSERT_TRUE(p.grad().defined()) << name;
     EXPECT_TENSOR_CLOSE(p.grad(), grads.at(name), 1e-5, 1e-5) << name;
-    grad_error = std::max(grad_error, max_abs_diff(p.grad(), grads.at(name)));
+    grad_error = std::max(grad_error, testing::max_abs_diff(p.grad(), grads.at(name)));
   }
   merge_lora(*model);
-  const auto merged = with_prefix(expected, "merged.");
+  const auto merged = testing::with_prefix(expected, "merged.");
   double weight_error = 0;
   for (const auto& [name, w] : merged) {
     EXPECT_TENSOR_CLOSE(model->state_dict().at(name), w, 1e-6, 0.0) << name;
-    weight_error = std::max(weight_error, max_abs_diff(model->state_dict().at(name), w));
+    weight_error = std::max(weight_error, testing::max_abs_diff(model->state_dict().at(name), w));
   }
-  const double merged_error = max_abs_diff(model->forward(expected.at("ids")).logits, expected.at("merged_logits"));
+  const double merged_error = testing::max_abs_diff(model->forward(expected.at("ids")).logits, expected.at("merged_logits"));
   EXPECT_LE(merged_error, 1e-4);
   std::printf("PEFT: logits %.3g, adapter gradients %.3g, merged weights %.3g, merged logits %.3g (max abs)\n",
               logit_error, grad_error, weight_error, merged_error);

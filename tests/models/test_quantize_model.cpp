@@ -145,7 +145,7 @@ TEST(QuantizeWeights, LogitsStayCloseToTheDenseModel) {
     quantize_weights(model, {.type = type, .output_type = type});
     const Tensor quantized = logits_of(model);
     const double spread = max(abs(dense)).item();
-    const double err = max_abs_diff(quantized, dense);
+    const double err = testing::max_abs_diff(quantized, dense);
     std::printf("%s: max |logit error| %.4f of max |logit| %.3f\n", quant_type_name(type), err, spread);
     EXPECT_GT(err, 0.0);
     EXPECT_LT(err, (type == QuantType::q8_0 ? 0.02 : 0.25) * spread);
@@ -178,7 +178,7 @@ TEST(QLoRA, AdaptersTrainOverAQ4_0BaseAndMergeIntoTheDequantisedBase) {
   for (const auto& [name, p] : model.named_parameters())
     if (p.requires_grad()) trainable.push_back(p);
   EXPECT_EQ(trainable.size(), 2u * 2u * 4u);  // A and B of 4 targets in 2 layers; the base is frozen
-  train::Adam optimizer({train::ParamGroup(trainable, 1e-2)});
+  optim::Adam optimizer({optim::ParamGroup(trainable, 1e-2)});
   model.train();
   double first = 0.0, last = 0.0;
   for (int step = 0; step < 30; ++step) {
@@ -214,9 +214,9 @@ TEST(QLoRA, AdaptersTrainOverAQ4_0BaseAndMergeIntoTheDequantisedBase) {
   });
   // the adapted model quantises its activations in the quantised layers, the merged one does not
   const Tensor merged = logits_of(model);
-  std::printf("QLoRA merged vs adapted logits: max abs %.3g of %.3g\n", max_abs_diff(merged, adapted),
+  std::printf("QLoRA merged vs adapted logits: max abs %.3g of %.3g\n", testing::max_abs_diff(merged, adapted),
               max(abs(adapted)).item());
-  EXPECT_LT(max_abs_diff(merged, adapted), 0.02 * max(abs(adapted)).item());
+  EXPECT_LT(testing::max_abs_diff(merged, adapted), 0.02 * max(abs(adapted)).item());
 }
 
 }  // namespace

@@ -36,14 +36,14 @@ Tensor eval_logits(ViTClassifier& model, const Tensor& pixel_values) {
 const char* kSmall = R"({"architecture": "vit", "image_size": 8, "patch_size": 4, "dim": 16, "n_layers": 2,
                          "n_heads": 2, "n_classes": 5})";
 
-using ViTTest = TempDirTest;
+using ViTTest = testing::TempDirTest;
 
 TEST_F(ViTTest, TransformersFolderGivesTransformersLogitsHiddenStatesAndLoss) {
-  const auto model = load_hf_vit(fixture("vit"));
+  const auto model = formats::load_hf_vit(fixture("vit"));
   model->eval();
   const ViTOutput out = model->forward(expected().at("pixel_values"), expected().at("labels"), true);
   EXPECT_TENSOR_CLOSE(out.logits, expected().at("logits"), 1e-5, 1e-5);
-  std::cout << "vit: max abs logit error vs transformers " << max_abs_diff(out.logits, expected().at("logits")) << "\n";
+  std::cout << "vit: max abs logit error vs transformers " << testing::max_abs_diff(out.logits, expected().at("logits")) << "\n";
   EXPECT_NEAR(out.loss.item(), expected().at("loss").item(), 1e-5);
   ASSERT_EQ(out.hidden.size(), 2u);
   for (size_t i = 0; i < out.hidden.size(); ++i)
@@ -59,16 +59,16 @@ TEST_F(ViTTest, EveryParameterGradientMatchesTransformers) {
   fs::create_directories(grads);
   fs::copy_file(fixture("vit/config.json"), grads + "/config.json");
   fs::copy_file(fixture("vit.grads.safetensors"), grads + "/model.safetensors");
-  const nn::StateDict want = load_hf_vit(grads)->state_dict();
+  const nn::StateDict want = formats::load_hf_vit(grads)->state_dict();
 
-  const auto model = load_hf_vit(fixture("vit"));
+  const auto model = formats::load_hf_vit(fixture("vit"));
   model->eval();
   model->forward(expected().at("pixel_values"), expected().at("labels")).loss.backward();
   double worst = 0;
   for (const auto& [name, p] : model->named_parameters()) {
     ASSERT_TRUE(p.grad().defined()) << name;
     EXPECT_TENSOR_CLOSE(p.grad(), want.at(name), 1e-5, 1e-4) << name;
-    worst = std::max(worst, max_abs_diff(p.grad(), want.at(name)));
+    worst = std::max(worst, testing::max_abs_diff(p.grad(), want.at(name)));
   }
   EXPECT_EQ(model->named_parameters().size(), want.size());
   std::cout << "vit: max abs gradient error vs transformers over " << want.size() << " parameters " << worst << "\n";
@@ -78,7 +78,7 @@ TEST_F(ViTTest, EveryParameterGradientMatchesTransformers) {
 TEST_F(ViTTest, ExportThenLoadIsIdenticalAndTransformersReadsIt) {
   const char* keep = std::getenv("NF_HF_EXPORT_DIR");
   const fs::path out_dir = keep ? fs::path(keep) : dir_;
-  const auto with_bias = load_hf_vit(fixture("vit"));
+  const auto with_bias = formats::load_hf_vit(fixture("vit"));
   ViTConfig c = with_bias->config();
   c.qkv_bias = false;
   c.name = "vit_no_qkv_bias";  // the folder's name, as load_hf_vit names it
@@ -87,8 +87,8 @@ TEST_F(ViTTest, ExportThenLoadIsIdenticalAndTransformersReadsIt) {
   for (const auto& [name, model] : {std::pair{"vit", with_bias}, std::pair{"vit_no_qkv_bias", without_bias}}) {
     const Tensor pixels = expected().at("pixel_values");
     const Tensor logits = eval_logits(*model, pixels);
-    save_hf_vit(*model, (out_dir / name).string());
-    const auto loaded = load_hf_vit((out_dir / name).string());
+    formats::save_hf_vit(*model, (out_dir / name).string());
+    const auto loaded = formats::load_hf_vit((out_dir / name).string());
     EXPECT_EQ(loaded->config_json(), model->config_json()) << name;
     EXPECT_TENSOR_CLOSE(eval_logits(*loaded, pixels), logits, 0.0, 0.0) << name;
     if (keep)
@@ -98,18 +98,18 @@ TEST_F(ViTTest, ExportThenLoadIsIdenticalAndTransformersReadsIt) {
 }
 
 TEST_F(ViTTest, LoadModelAndSaveModelDispatchOnTheArchitecture) {
-  const auto model = model_as<ViTClassifier>(load_model(fixture("vit")), "vit");
+  const auto model = model_as<ViTClassifier>(formats::load_model(fixture("vit")), "vit");
   const Tensor pixels = expected().at("pixel_values");
   const Tensor logits = eval_logits(*model, pixels);
-  save_model(*model, path("vit.safetensors"), "nanoformer");
-  const auto from_checkpoint = model_as<ViTClassifier>(load_model(path("vit.safetensors")), "checkpoint");
+  formats::save_model(*model, path("vit.safetensors"), "nanoformer");
+  const auto from_checkpoint = model_as<ViTClassifier>(formats::load_model(path("vit.safetensors")), "checkpoint");
   EXPECT_EQ(from_checkpoint->config_json(), model->config_json());
   EXPECT_TENSOR_CLOSE(eval_logits(*from_checkpoint, pixels), logits, 0.0, 0.0);
-  save_model(*from_checkpoint, path("hf"), "hf");
-  EXPECT_TENSOR_CLOSE(eval_logits(*model_as<ViTClassifier>(load_model(path("hf")), "hf"), pixels), logits, 0.0, 0.0);
-  EXPECT_THROW_WITH(save_model(*model, path("mm"), "minimind"), "format 'minimind'", "architecture 'vit'");
-  EXPECT_THROW_WITH(load_decoder_lm(fixture("vit")), "'vit'", "'decoder_lm'");
-  EXPECT_THROW_WITH(load_hf(fixture("vit")), "model_type 'vit' is not supported");
+  formats::save_model(*from_checkpoint, path("hf"), "hf");
+  EXPECT_TENSOR_CLOSE(eval_logits(*model_as<ViTClassifier>(formats::load_model(path("hf")), "hf"), pixels), logits, 0.0, 0.0);
+  EXPECT_THROW_WITH(formats::save_model(*model, path("mm"), "minimind"), "format 'minimind'", "architecture 'vit'");
+  EXPECT_THROW_WITH(formats::load_decoder_lm(fixture("vit")), "'vit'", "'decoder_lm'");
+  EXPECT_THROW_WITH(formats::load_hf(fixture("vit")), "model_type 'vit' is not supported");
 }
 
 TEST_F(ViTTest, BadTensorsAreAllNamedInOneError) {
@@ -127,7 +127,7 @@ TEST_F(ViTTest, BadTensorsAreAllNamedInOneError) {
   }
   tensors.emplace_back("vit.encoder.layer.2.output.dense.weight", zeros({2, 2}));
   io::save_safetensors(weights, tensors);
-  EXPECT_THROW_WITH(load_hf_vit(folder), folder, "missing (1): vit.encoder.layer.1.attention.attention.key.bias",
+  EXPECT_THROW_WITH(formats::load_hf_vit(folder), folder, "missing (1): vit.encoder.layer.1.attention.attention.key.bias",
                     "unexpected (1): vit.encoder.layer.2.output.dense.weight",
                     "mis-shaped (1): vit.embeddings.patch_embeddings.projection.weight (32, 3, 2, 2), expected (32, 3, 4, 4)");
 }
@@ -140,16 +140,16 @@ TEST_F(ViTTest, BadConfigsAreNamed) {
       "intermediate_size": 64, "image_size": 16, "patch_size": 4, "num_labels": 10)" + extra + "}");
     return folder;
   };
-  EXPECT_THROW_WITH(load_hf_vit(with(R"(, "hidden_sizes": 32)")), config, "unknown ViT config key 'hidden_sizes'");
-  EXPECT_THROW_WITH(load_hf_vit(with(R"(, "hidden_act": "relu")")), config, "hidden_act 'relu' is not supported");
-  EXPECT_THROW_WITH(load_hf_vit(with(R"(, "image_size": [16, 32])")), config, "'image_size'", "square");
-  EXPECT_THROW_WITH(load_hf_vit(with(R"(, "patch_size": 5)")), config, "'image_size'", "multiple of patch_size");
-  EXPECT_THROW_WITH(load_hf_vit(with(R"(, "id2label": {"0": "cat"})")), config, "'num_labels' is 10",
+  EXPECT_THROW_WITH(formats::load_hf_vit(with(R"(, "hidden_sizes": 32)")), config, "unknown ViT config key 'hidden_sizes'");
+  EXPECT_THROW_WITH(formats::load_hf_vit(with(R"(, "hidden_act": "relu")")), config, "hidden_act 'relu' is not supported");
+  EXPECT_THROW_WITH(formats::load_hf_vit(with(R"(, "image_size": [16, 32])")), config, "'image_size'", "square");
+  EXPECT_THROW_WITH(formats::load_hf_vit(with(R"(, "patch_size": 5)")), config, "'image_size'", "multiple of patch_size");
+  EXPECT_THROW_WITH(formats::load_hf_vit(with(R"(, "id2label": {"0": "cat"})")), config, "'num_labels' is 10",
                     "'id2label' has 1");
-  EXPECT_THROW_WITH(load_hf_vit(with(R"(, "problem_type": "multi_label_classification")")), config, "problem_type");
-  EXPECT_THROW_WITH(load_hf_vit(with(R"(, "qkv_bias": "yes")")), config, "'qkv_bias'");
+  EXPECT_THROW_WITH(formats::load_hf_vit(with(R"(, "problem_type": "multi_label_classification")")), config, "problem_type");
+  EXPECT_THROW_WITH(formats::load_hf_vit(with(R"(, "qkv_bias": "yes")")), config, "'qkv_bias'");
   // a square list is an image size too
-  EXPECT_EQ(load_hf_vit(with(R"(, "image_size": [16, 16], "num_channels": 3, "encoder_stride": 4)"))->config().image_size, 16);
+  EXPECT_EQ(formats::load_hf_vit(with(R"(, "image_size": [16, 16], "num_channels": 3, "encoder_stride": 4)"))->config().image_size, 16);
 }
 
 TEST_F(ViTTest, ImagesOfAnotherSizeOrChannelCountAreRefused) {

@@ -10,7 +10,7 @@
 #include "nanoformer/optim/optimizer.h"
 #include "support/golden.h"
 
-namespace nf::train {
+namespace nf::optim {
 
 // "p1", "a1", or "p1.step3" (k > 0).
 inline std::string role(char what, int i, int k = 0) {
@@ -32,7 +32,7 @@ struct QuadraticProblem {
   }
 
   // The case's two groups over p.
-  std::vector<ParamGroup> groups(const nlohmann::json& c) const {
+  std::vector<optim::ParamGroup> groups(const nlohmann::json& c) const {
     return {{{p[0], p[1]}, c["groups"][0]["lr"], c["groups"][0]["weight_decay"]},
             {{p[2]}, c["groups"][1]["lr"], c["groups"][1]["weight_decay"]}};
   }
@@ -47,4 +47,4 @@ struct QuadraticProblem {
   std::vector<Tensor> p, a, b;
 };
 
-}  // namespace nf::train
+}  // namespace nf::optim

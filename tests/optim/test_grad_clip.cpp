@@ -11,7 +11,7 @@
 #include "support/golden.h"
 #include "support/testing.h"
 
-namespace nf::train {
+namespace nf::optim {
 namespace {
 
 constexpr int kParams = 3;
@@ -75,4 +75,4 @@ TEST(GradClip, SkipsParametersWithoutGradientsAndRefusesBadMaxNorm) {
 }
 
 }  // namespace
-}  // namespace nf::train
+}  // namespace nf::optim

@@ -14,7 +14,7 @@
 #include "support/golden.h"
 #include "support/testing.h"
 
-namespace nf::train {
+namespace nf::optim {
 namespace {
 
 bool equal_bits(const Tensor& a, const Tensor& b) {
@@ -108,4 +108,4 @@ TEST(LossScaler, BadOptionsAndStateAreNamed) {
 }
 
 }  // namespace
-}  // namespace nf::train
+}  // namespace nf::optim

@@ -12,7 +12,7 @@
 #include "support/golden.h"
 #include "support/testing.h"
 
-namespace nf::train {
+namespace nf::optim {
 namespace {
 
 double max_abs_diff(const Tensor& a, const Tensor& b) { return max(abs(a - b)).item(); }
@@ -82,4 +82,4 @@ TEST(Muon, RefusesParametersThatAreNot2D) {
 }
 
 }  // namespace
-}  // namespace nf::train
+}  // namespace nf::optim

@@ -13,7 +13,7 @@
 #include "support/golden.h"
 #include "support/testing.h"
 
-namespace nf::train {
+namespace nf::optim {
 namespace {
 
 TEST(NanochatTraining, TenStepsOfTheNanochatPresetMatchNanochatsSetup) {
@@ -63,4 +63,4 @@ TEST(NanochatTraining, TenStepsOfTheNanochatPresetMatchNanochatsSetup) {
 }
 
 }  // namespace
-}  // namespace nf::train
+}  // namespace nf::optim

@@ -11,7 +11,7 @@
 #include "nanoformer/optim/optimizer_set.h"
 #include "support/testing.h"
 
-namespace nf::train {
+namespace nf::optim {
 namespace {
 
 // Untied, with RMSNorm gains: every group of every preset has members.
@@ -168,4 +168,4 @@ TEST(OptimizerSet, AStateThatDoesNotFitIsRefusedListingEveryProblem) {
 }
 
 }  // namespace
-}  // namespace nf::train
+}  // namespace nf::optim

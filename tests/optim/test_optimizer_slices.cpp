@@ -10,7 +10,7 @@
 #include "nanoformer/optim/sgd.h"
 #include "support/testing.h"
 
-namespace nf::train {
+namespace nf::optim {
 namespace {
 
 Tensor parameter(uint64_t seed, Shape shape) {
@@ -83,4 +83,4 @@ TEST(OptimizerSlices, MuonRefusesASlice) {
 }
 
 }  // namespace
-}  // namespace nf::train
+}  // namespace nf::optim

@@ -11,7 +11,7 @@
 #include "support/golden.h"
 #include "support/testing.h"
 
-namespace nf::train {
+namespace nf::optim {
 namespace {
 
 std::unique_ptr<Optimizer> make_optimizer(const nlohmann::json& c, std::vector<ParamGroup> groups) {
@@ -70,4 +70,4 @@ TEST(Optimizers, BadOptionsAndParametersAreNamed) {
 }
 
 }  // namespace
-}  // namespace nf::train
+}  // namespace nf::optim

@@ -8,7 +8,7 @@
 #include "nanoformer/optim/param_groups.h"
 #include "support/testing.h"
 
-namespace nf::train {
+namespace nf::optim {
 namespace {
 
 constexpr const char* kGpt = R"({"vocab_size": 32, "dim": 16, "n_layers": 2, "n_heads": 4, "max_seq_len": 8})";
@@ -125,4 +125,4 @@ TEST(ParamGroups, NanochatPresetNeedsADecoderLM) {
 }
 
 }  // namespace
-}  // namespace nf::train
+}  // namespace nf::optim

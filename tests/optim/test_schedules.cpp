@@ -7,7 +7,7 @@
 #include "support/golden.h"
 #include "support/testing.h"
 
-namespace nf::train {
+namespace nf::optim {
 namespace {
 
 void check_case(const std::string& name) {
@@ -45,4 +45,4 @@ TEST(Schedules, BadConfigsAreNamed) {
 }
 
 }  // namespace
-}  // namespace nf::train
+}  // namespace nf::optim

@@ -15,7 +15,7 @@
 #include "nanoformer/nn/module.h"
 #include "support/testing.h"
 
-namespace nf::models {
+namespace nf::testing {
 
 class TempDirTest : public ::testing::Test {
  protected:
@@ -71,4 +71,4 @@ inline double expect_gradients(const nn::Module& model, const nn::StateDict& exp
   return worst;
 }
 
-}  // namespace nf::models
+}  // namespace nf::testing

@@ -17,12 +17,12 @@ namespace nf::train {
 namespace {
 
 // Two pairs over 6 positions; targets kIgnoreIndex outside each row's response.
-Batch pair_batch() {
-  Batch b;
+data::Batch pair_batch() {
+  data::Batch b;
   b.inputs = Tensor::from_vector(std::vector<int64_t>{1, 5, 9, 2, 7, 3,   1, 5, 9, 4, 4, 0,  //
                                                       2, 8, 8, 6, 1, 1,   2, 8, 8, 3, 0, 0},
                                  {4, 6});
-  const int64_t x = kIgnoreIndex;
+  const int64_t x = data::kIgnoreIndex;
   b.targets = Tensor::from_vector(std::vector<int64_t>{x, x, 2, 7, 3, 11,  x, x, 4, 4, 13, x,  //
                                                        x, x, x, 1, 1, 12,  x, x, x, 3, x, x},
                                   {4, 6});
@@ -31,7 +31,7 @@ Batch pair_batch() {
 
 TEST(Dpo, SequenceLogProbsAreTheMaskedSumOfLogSoftmax) {
   const auto model = testing::tiny_lm();
-  const Batch b = pair_batch();
+  const data::Batch b = pair_batch();
   NoGradGuard no_grad;
   const Tensor logits = model->forward(b.inputs).logits;
   const std::vector<double> got = sequence_log_probs(logits, b.targets).to(DType::f64).to_vector<double>();
@@ -40,7 +40,7 @@ TEST(Dpo, SequenceLogProbsAreTheMaskedSumOfLogSoftmax) {
     double expected = 0;
     for (int64_t t = 0; t < 6; ++t) {
       const auto target = static_cast<int64_t>(b.targets.at({r, t}));
-      if (target != kIgnoreIndex) expected += log_p.at({r, t, target});
+      if (target != data::kIgnoreIndex) expected += log_p.at({r, t, target});
     }
     EXPECT_NEAR(got[static_cast<size_t>(r)], expected, 1e-4 * std::fabs(expected)) << "row " << r;
   }
@@ -78,7 +78,7 @@ TEST(Dpo, WithLoRATheReferenceIsTheBaseAndTheAdaptersComeBack) {
     for (const auto& [name, t] : models::lora_parameters(*policy))
       if (name.find("lora_B") != std::string::npos) normal_(t, 0.0, 0.5, gen);  // adapters that change the output
   }
-  const Batch b = pair_batch();
+  const data::Batch b = pair_batch();
   base->eval();
   const std::vector<float> base_lp = [&] {
     NoGradGuard no_grad;

@@ -39,7 +39,7 @@ TEST(Grpo, GroupAdvantagesAreTheGroupsNormalisedRewards) {
 TEST(Grpo, TokenLogProbsAreLogSoftmaxAtTheTargets) {
   const auto model = testing::tiny_lm();
   const Tensor inputs = Tensor::from_vector(std::vector<int64_t>{3, 9, 4, 1, 7, 7, 2, 0}, {2, 4});
-  const Tensor targets = Tensor::from_vector(std::vector<int64_t>{kIgnoreIndex, 4, 1, 5, kIgnoreIndex, 2, 0, 9}, {2, 4});
+  const Tensor targets = Tensor::from_vector(std::vector<int64_t>{data::kIgnoreIndex, 4, 1, 5, data::kIgnoreIndex, 2, 0, 9}, {2, 4});
   NoGradGuard no_grad;
   const Tensor logits = model->forward(inputs).logits;
   const Tensor got = token_log_probs(logits, targets).to(DType::f64);
@@ -47,7 +47,7 @@ TEST(Grpo, TokenLogProbsAreLogSoftmaxAtTheTargets) {
   for (int64_t r = 0; r < 2; ++r)
     for (int64_t t = 0; t < 4; ++t) {
       const auto target = static_cast<int64_t>(targets.at({r, t}));
-      EXPECT_NEAR(got.at({r, t}), target == kIgnoreIndex ? 0.0 : log_p.at({r, t, target}), 1e-5) << r << "," << t;
+      EXPECT_NEAR(got.at({r, t}), target == data::kIgnoreIndex ? 0.0 : log_p.at({r, t, target}), 1e-5) << r << "," << t;
     }
   // at a temperature: log_softmax(logits / T)
   const Tensor got_cool = token_log_probs(logits, targets, 0.7).to(DType::f64);
@@ -55,7 +55,7 @@ TEST(Grpo, TokenLogProbsAreLogSoftmaxAtTheTargets) {
   for (int64_t r = 0; r < 2; ++r)
     for (int64_t t = 0; t < 4; ++t) {
       const auto target = static_cast<int64_t>(targets.at({r, t}));
-      EXPECT_NEAR(got_cool.at({r, t}), target == kIgnoreIndex ? 0.0 : log_p_cool.at({r, t, target}), 1e-5)
+      EXPECT_NEAR(got_cool.at({r, t}), target == data::kIgnoreIndex ? 0.0 : log_p_cool.at({r, t, target}), 1e-5)
           << r << "," << t;
     }
   EXPECT_THROW_WITH(token_log_probs(logits, targets, 0.0), "token_log_probs: temperature must be > 0, got 0");
@@ -114,7 +114,7 @@ TEST_F(GrpoRolloutTest, TheBatchedDecodeAtTopKOneIsGreedyGenerationOfEachPrompt)
     bool in_completion = false;
     for (int64_t t = 0; t < r.inputs.size(1); ++t) {
       const bool masked = r.mask.at({row, t}) == 1.0;
-      EXPECT_EQ(masked, static_cast<int64_t>(r.targets.at({row, t})) != kIgnoreIndex) << row << "," << t;
+      EXPECT_EQ(masked, static_cast<int64_t>(r.targets.at({row, t})) != data::kIgnoreIndex) << row << "," << t;
       if (masked && !in_completion) {
         in_completion = true;
         for (int64_t p = 0; p <= t; ++p) prompt.push_back(static_cast<int64_t>(r.inputs.at({row, p})));

@@ -100,16 +100,16 @@ TEST_F(SftTest, LossMaskCoversOnlyTheRepliesAndNeverThePadding) {
   const std::vector<std::string> strings{"12", "9876543"};
   const std::string path = (dir_ / "mask.jsonl").string();
   std::ofstream(path) << chat_line(strings[0]) + chat_line(strings[1]);
-  DataOptions o;
+  data::DataOptions o;
   o.train_paths = {path};
   o.tokenizer = tokenizer_path_;
   o.batch_size = 2;
   o.context = 64;
   o.val_fraction = 0;
   o.show_progress = false;
-  const TrainingData data = load_training_data(o);
-  const auto& sft = dynamic_cast<const SftBatches&>(*data.train);
-  const Batch batch = data.train->batch(0);
+  const data::TrainingData data = load_training_data(o);
+  const auto& sft = dynamic_cast<const data::SftBatches&>(*data.train);
+  const data::Batch batch = data.train->batch(0);
 
   // Each conversation as the pieces the template joins, encoded one by one.
   const int64_t start = id_of("<|im_start|>"), end = id_of("<|im_end|>");
@@ -144,7 +144,7 @@ TEST_F(SftTest, LossMaskCoversOnlyTheRepliesAndNeverThePadding) {
       EXPECT_EQ(inputs[at], t < n - 1 ? ids[t] : end);
       // the target is the next token inside the reply (its <|im_end|> and "\n" included), else -100
       const bool in_reply = t + 1 >= first_trained && t + 1 < n;
-      EXPECT_EQ(targets[at], in_reply ? ids[t + 1] : kIgnoreIndex);
+      EXPECT_EQ(targets[at], in_reply ? ids[t + 1] : data::kIgnoreIndex);
       trained += in_reply;
     }
   }
@@ -170,7 +170,7 @@ TEST_F(SftTest, FineTunedModelReversesHeldOutStrings) {
   c.optimizer.name = "adamw";
   c.optimizer.lr = 3e-3;
   c.optimizer.weight_decay = 0.1;
-  c.schedule = {.kind = ScheduleKind::warmup_cosine, .lr = 3e-3, .total_steps = 300, .warmup_steps = 30, .min_lr = 3e-4};
+  c.schedule = {.kind = optim::ScheduleKind::warmup_cosine, .lr = 3e-3, .total_steps = 300, .warmup_steps = 30, .min_lr = 3e-4};
   c.out_dir = (dir_ / "run").string();
   c.quiet = true;
   Trainer trainer(c);

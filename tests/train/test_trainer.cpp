@@ -29,13 +29,13 @@ namespace fs = std::filesystem;
 constexpr int64_t kVocab = 32, kContext = 8;
 
 // Rows [i B, (i + 1) B) of fixed (N, T) inputs and targets.
-class FixedBatches : public BatchSource {
+class FixedBatches : public data::BatchSource {
  public:
   FixedBatches(Tensor inputs, Tensor targets, int64_t batch) : inputs_(inputs), targets_(targets), batch_(batch) {}
-  Batch batch(uint64_t index) const override {
+  data::Batch batch(uint64_t index) const override {
     const int64_t rows = inputs_.shape()[0];
     const int64_t start = static_cast<int64_t>(index) * batch_ % rows;
-    Batch b;
+    data::Batch b;
     b.inputs = inputs_.slice(0, start, start + batch_).contiguous();
     b.targets = targets_.slice(0, start, start + batch_).contiguous();
     const Tensor counted = ne(b.targets, Tensor::scalar(-100, DType::i64));
@@ -52,14 +52,14 @@ class FixedBatches : public BatchSource {
 };
 
 // 32 rows of random tokens; targets are the next token, with a few ignored (-100), unevenly.
-TrainingData fixed_data(int64_t batch, uint64_t seed = 7) {
+data::TrainingData fixed_data(int64_t batch, uint64_t seed = 7) {
   Generator gen(seed);
   const Tensor tokens = randint(0, kVocab, {32, kContext + 1}, gen);
   Tensor inputs = tokens.slice(1, 0, kContext).contiguous();
   Tensor targets = tokens.slice(1, 1, kContext + 1).contiguous();
   int64_t* t = targets.data<int64_t>();
   for (int64_t i = 0; i < targets.numel(); i += 3 + (i % 5)) t[i] = -100;
-  TrainingData data;
+  data::TrainingData data;
   data.train = std::make_unique<FixedBatches>(inputs, targets, batch);
   data.val = std::make_unique<FixedBatches>(inputs, targets, batch);
   return data;
@@ -86,7 +86,7 @@ class TrainerTest : public ::testing::Test {
     c.optimizer.name = "adamw";
     c.optimizer.lr = 1e-2;
     c.optimizer.weight_decay = 0.1;
-    c.schedule = {.kind = ScheduleKind::warmup_cosine, .lr = 1e-2, .total_steps = steps, .warmup_steps = steps > 2 ? 2 : 0,
+    c.schedule = {.kind = optim::ScheduleKind::warmup_cosine, .lr = 1e-2, .total_steps = steps, .warmup_steps = steps > 2 ? 2 : 0,
                   .min_lr = 1e-3};
     c.eval_every = 2;
     c.eval_batches = 2;
@@ -119,7 +119,7 @@ TEST_F(TrainerTest, AccumulatingFourMicroBatchesEqualsOneBatchOfFour) {
     c->optimizer.momentum = 0;
     c->optimizer.weight_decay = 0;
     c->optimizer.lr = c->schedule.lr = 1.0;
-    c->schedule.kind = ScheduleKind::constant;
+    c->schedule.kind = optim::ScheduleKind::constant;
     c->schedule.warmup_steps = 0;  // constant has none
     c->grad_clip = 0;
     c->model_overrides.back() = "dropout=0";
@@ -180,7 +180,7 @@ TEST_F(TrainerTest, ADamagedCheckpointIsKeptAndTheRunResumesFromTheOneBefore) {
   }();
   ASSERT_FALSE(moment.empty());
   testing::flip_lowest_bit(damaged, moment, 3);
-  EXPECT_THROW_WITH(load_optimizer_state(damaged, *std::make_unique<OptimizerSet>(split.optimizer, uninterrupted.model())),
+  EXPECT_THROW_WITH(load_optimizer_state(damaged, *std::make_unique<optim::OptimizerSet>(split.optimizer, uninterrupted.model())),
                     damaged, "does not match its checksum");
   split.resume = true;
   Trainer resumed(split, fixed_data(4));
@@ -216,7 +216,7 @@ TEST_F(TrainerTest, StopFlagWritesACheckpoint) {
   EXPECT_EQ(saved[0].first, 1);
   EXPECT_EQ(read_train_checkpoint(saved[0].second).state.step, 1);
   // The training checkpoint is a model checkpoint too.
-  const auto model = models::load_decoder_lm(saved[0].second);
+  const auto model = formats::load_decoder_lm(saved[0].second);
   expect_same_parameters(t.model(), *model, 0.0);
 }
 
@@ -290,7 +290,7 @@ TEST_F(TrainerTest, LoRATrainsOnlyAdaptersAndResumesBitForBit) {
   for (const auto& [name, t] : adapters) adapter_values += t.numel();
   EXPECT_EQ(uninterrupted.model().num_parameters(/*trainable_only=*/true), adapter_values);
   EXPECT_EQ(uninterrupted.run(), Trainer::Outcome::finished);
-  const auto base = models::load_checkpoint(lora_base_path(whole));  // the fresh base the run wrote
+  const auto base = formats::load_checkpoint(lora_base_path(whole));  // the fresh base the run wrote
   expect_base_unchanged(uninterrupted.model(), *base);
 
   TrainConfig split = whole;
@@ -304,12 +304,12 @@ TEST_F(TrainerTest, LoRATrainsOnlyAdaptersAndResumesBitForBit) {
   for (const auto& [name, t] : adapters) adapter_names.insert(name);
   for (const io::TensorEntry& entry : file.entries())
     EXPECT_TRUE(adapter_names.count(entry.name) || entry.name.rfind("train/optimizer/", 0) == 0) << entry.name;
-  EXPECT_EQ(models::read_lora_adapter_info(last).base_path, lora_base_path(whole));
-  EXPECT_THROW_WITH(models::load_checkpoint(last), "nanoformer-lora", "nanoformer lora merge");
+  EXPECT_EQ(formats::read_lora_adapter_info(last).base_path, lora_base_path(whole));
+  EXPECT_THROW_WITH(formats::load_checkpoint(last), "nanoformer-lora", "nanoformer lora merge");
 
   // Merging the final checkpoint into the base gives the trained model's logits.
-  const auto merged = models::load_decoder_lm(lora_base_path(whole));
-  models::load_lora_adapter(*merged, last);
+  const auto merged = formats::load_decoder_lm(lora_base_path(whole));
+  formats::load_lora_adapter(*merged, last);
   models::merge_lora(*merged);
   const Tensor ids = fixed_data(4).val->batch(0).inputs;
   uninterrupted.model().eval();
@@ -322,7 +322,7 @@ TEST_F(TrainerTest, LoRAFineTunesAnInitFromModelAndRefusesAnotherLoRAOnResume) {
       models::model_config_with_overrides("llama2c-stories260k", config("x", 4, 1, 1).model_overrides)));
   const std::string init = (dir_ / "pretrained.safetensors").string();
   fs::create_directories(dir_);
-  models::save_checkpoint(pretrained, init);
+  formats::save_checkpoint(pretrained, init);
   TrainConfig c = config("ft", 4, 1, 2);
   c.init_from = init;
   c.model_overrides.clear();  // init_from as it is: the adapters name it as their base
@@ -331,7 +331,7 @@ TEST_F(TrainerTest, LoRAFineTunesAnInitFromModelAndRefusesAnotherLoRAOnResume) {
   t.run();
   expect_base_unchanged(t.model(), pretrained);
   EXPECT_FALSE(fs::exists(lora_base_path(config("ft", 4, 1, 2))));  // the base is init_from, not a copy
-  EXPECT_EQ(models::read_lora_adapter_info(list_checkpoints(c.out_dir).back().second).base_path, init);
+  EXPECT_EQ(formats::read_lora_adapter_info(list_checkpoints(c.out_dir).back().second).base_path, init);
 
   TrainConfig other = c;
   other.resume = true;

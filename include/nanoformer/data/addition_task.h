@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace nf::train {
+namespace nf::data {
 
 struct AdditionTaskOptions {
   int digits = 3;                 // operands in [0, 10^digits)
@@ -33,4 +33,4 @@ AdditionProblem addition_problem(int64_t a, int64_t b, int digits);
 // Throws nf::Error when digits is not in [1, 9] or more distinct problems are asked for than exist.
 AdditionTask make_addition_task(const AdditionTaskOptions& options);
 
-}  // namespace nf::train
+}  // namespace nf::data

@@ -7,7 +7,7 @@
 
 #include "nanoformer/core/tensor.h"
 
-namespace nf::train {
+namespace nf::data {
 
 // Targets take this value where no loss is taken (padding, user turns), as torch's ignore_index.
 inline constexpr int64_t kIgnoreIndex = -100;
@@ -30,4 +30,4 @@ class BatchSource {
   virtual std::string describe() const = 0;
 };
 
-}  // namespace nf::train
+}  // namespace nf::data

@@ -20,7 +20,7 @@
 
 #include "nanoformer/data/batch.h"
 
-namespace nf::train {
+namespace nf::data {
 
 struct DataOptions {
   std::vector<std::string> train_paths;  // token files, text files, JSONL (see above); one kind of
@@ -54,4 +54,4 @@ struct TrainingData {
 // corpus shorter than context + 1, a conversation with an unknown role.
 TrainingData load_training_data(const DataOptions& options);
 
-}  // namespace nf::train
+}  // namespace nf::data

@@ -10,7 +10,7 @@
 
 #include "nanoformer/data/data.h"
 
-namespace nf::train {
+namespace nf::data {
 
 inline constexpr uint64_t kFingerprintSpan = uint64_t{1} << 20;
 
@@ -44,4 +44,4 @@ std::vector<FileFingerprint> fingerprint_data_files(DataOptions options);
 std::vector<std::string> reconcile_data_files(DataOptions& saved, std::vector<FileFingerprint>& recorded,
                                               DataOptions requested, std::vector<std::string>& moved);
 
-}  // namespace nf::train
+}  // namespace nf::data

@@ -8,7 +8,7 @@
 
 #include "nanoformer/data/token_corpus.h"
 
-namespace nf::train {
+namespace nf::data {
 
 // Token files, text or JSONL of documents (text and JSONL need `tokenizer`, tokenised in parallel
 // with a progress bar when show_progress), laid end to end; ids checked against vocab_size (0: not
@@ -17,4 +17,4 @@ namespace nf::train {
 std::shared_ptr<TokenCorpus> load_token_corpus(const std::vector<std::string>& paths, const std::string& tokenizer,
                                                int64_t vocab_size, bool show_progress = true);
 
-}  // namespace nf::train
+}  // namespace nf::data

@@ -26,7 +26,7 @@
 #include "nanoformer/tokenizer/chat_template.h"
 #include "nanoformer/tokenizer/jsonl.h"
 
-namespace nf::train {
+namespace nf::data {
 
 using tokenizer::TokenId;
 
@@ -121,4 +121,4 @@ class SftBatches final : public BatchSource {
   mutable std::shared_ptr<const std::vector<uint32_t>> cached_;
 };
 
-}  // namespace nf::train
+}  // namespace nf::data

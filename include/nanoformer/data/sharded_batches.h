@@ -7,7 +7,7 @@
 
 #include "nanoformer/data/batch.h"
 
-namespace nf::train {
+namespace nf::data {
 
 class ShardedBatches final : public BatchSource {
  public:
@@ -24,4 +24,4 @@ class ShardedBatches final : public BatchSource {
   int rank_, ranks_;
 };
 
-}  // namespace nf::train
+}  // namespace nf::data

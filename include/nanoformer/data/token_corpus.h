@@ -10,7 +10,7 @@
 
 #include "nanoformer/tokenizer/token_file.h"
 
-namespace nf::train {
+namespace nf::data {
 
 using tokenizer::TokenId;
 
@@ -52,4 +52,4 @@ class TokenCorpus {
   uint64_t size_ = 0;
 };
 
-}  // namespace nf::train
+}  // namespace nf::data

@@ -14,7 +14,7 @@
 #include "nanoformer/data/batch.h"
 #include "nanoformer/data/token_corpus.h"
 
-namespace nf::train {
+namespace nf::data {
 
 class TokenWindows final : public BatchSource {
  public:
@@ -42,4 +42,4 @@ class TokenWindows final : public BatchSource {
   std::string part_;
 };
 
-}  // namespace nf::train
+}  // namespace nf::data

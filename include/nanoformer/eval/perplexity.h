@@ -46,7 +46,7 @@ int64_t perplexity_windows(uint64_t stream_tokens, int64_t context, uint64_t max
 // Runs `model` in eval mode without autograd over the windows; `progress(windows_done)` is called
 // after every forward pass. Throws nf::Error when the stream (or budget) holds no whole window,
 // naming the counts, or when an id is not below the model's vocabulary size.
-Perplexity evaluate_perplexity(models::DecoderLM& model, const train::TokenCorpus& corpus, const PerplexityOptions& options,
+Perplexity evaluate_perplexity(models::DecoderLM& model, const data::TokenCorpus& corpus, const PerplexityOptions& options,
                                const std::function<void(int64_t windows_done)>& progress = {});
 
 }  // namespace nf::eval

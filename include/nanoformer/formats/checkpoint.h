@@ -21,20 +21,20 @@
 #include "nanoformer/io/safetensors.h"
 #include "nanoformer/models/decoder_lm.h"
 
-namespace nf::models {
+namespace nf::formats {
 
-void save_checkpoint(const Model& model, const std::string& path);
+void save_checkpoint(const models::Model& model, const std::string& path);
 // Verifies the named tensors of one of our files (a checkpoint, training checkpoint or LoRA
 // adapter) against its checksums: required from format_version 2 on (an nf::Error naming the file
 // and the damaged tensor); a version-1 file has none to check.
 void verify_checkpoint_tensors(const io::SafetensorsFile& file, const std::vector<std::string>& names);
 // The header metadata save_checkpoint writes for `model` (format, version, class, config).
-std::map<std::string, std::string> checkpoint_metadata(const Model& model);
+std::map<std::string, std::string> checkpoint_metadata(const models::Model& model);
 // The config JSON stored in a checkpoint (without reading its tensors).
 std::string read_checkpoint_config_json(const std::string& path);
 // The same parsed as a decoder LM's config (an error naming the file for other architectures).
-DecoderLMConfig read_checkpoint_config(const std::string& path);
+models::DecoderLMConfig read_checkpoint_config(const std::string& path);
 // Builds the model the checkpoint's config describes and loads its tensors.
-std::shared_ptr<Model> load_checkpoint(const std::string& path);
+std::shared_ptr<models::Model> load_checkpoint(const std::string& path);
 
-}  // namespace nf::models
+}  // namespace nf::formats

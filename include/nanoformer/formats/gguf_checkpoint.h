@@ -34,11 +34,11 @@
 #include "nanoformer/io/gguf.h"
 #include "nanoformer/models/decoder_lm.h"
 
-namespace nf::models {
+namespace nf::formats {
 
 // The config a GGUF file describes (checks every {arch}.* key and the tensors' names and shapes).
-DecoderLMConfig config_from_gguf(const io::GGUFFile& file);
-std::shared_ptr<DecoderLM> load_gguf(const std::string& path);
+models::DecoderLMConfig config_from_gguf(const io::GGUFFile& file);
+std::shared_ptr<models::DecoderLM> load_gguf(const std::string& path);
 
 struct GGUFSaveOptions {
   // A tokenizer file to embed (tokenizer.json, or a .gguf whose tokenizer.* keys are copied as they
@@ -47,9 +47,9 @@ struct GGUFSaveOptions {
   std::string tokenizer = {};
 };
 // Writes `model` to `path` (atomically). Throws naming what GGUF's llama / gpt2 cannot express.
-void save_gguf(const DecoderLM& model, const std::string& path, const GGUFSaveOptions& options = {});
+void save_gguf(const models::DecoderLM& model, const std::string& path, const GGUFSaveOptions& options = {});
 // Throws naming what GGUF cannot hold of a tokenizer file (GGUFSaveOptions::tokenizer), before a
 // model is loaded; save_gguf checks it against the model's vocabulary again.
 void check_gguf_tokenizer(const std::string& tokenizer);
 
-}  // namespace nf::models
+}  // namespace nf::formats

@@ -19,16 +19,16 @@
 
 #include "nanoformer/models/encoder_model.h"
 
-namespace nf::models {
+namespace nf::formats {
 
 // config.json text -> our config (`source` prefixes errors; name = source's folder name;
 // pooler false: the tensors say whether there is one).
-EncoderConfig encoder_config_from_bert_json(const std::string& json_text, const std::string& source);
+models::EncoderConfig encoder_config_from_bert_json(const std::string& json_text, const std::string& source);
 // Our config -> BertModel's config.json; throws naming the first option BertModel cannot express.
-std::string bert_json_from_config(const EncoderConfig& config, int64_t mlp_hidden);
-std::shared_ptr<EncoderModel> load_hf_bert(const std::string& dir);
+std::string bert_json_from_config(const models::EncoderConfig& config, int64_t mlp_hidden);
+std::shared_ptr<models::EncoderModel> load_hf_bert(const std::string& dir);
 // Writes dir/config.json and dir/model.safetensors (creating dir).
 // max_shard_bytes > 0 splits the tensors over shards with an index, as save_hf.
-void save_hf_bert(const EncoderModel& model, const std::string& dir, int64_t max_shard_bytes = 0);
+void save_hf_bert(const models::EncoderModel& model, const std::string& dir, int64_t max_shard_bytes = 0);
 
-}  // namespace nf::models
+}  // namespace nf::formats

@@ -31,26 +31,26 @@
 
 #include "nanoformer/models/decoder_lm.h"
 
-namespace nf::models {
+namespace nf::formats {
 
 // A directory holding config.json and model.safetensors or model.safetensors.index.json.
 bool is_hf_folder(const std::string& path);
 // The model_type of a Hugging Face folder's config.json ("" when it has none): which reader loads it.
 std::string hf_model_type(const std::string& dir);
 // config.json text -> our config (`source` prefixes errors; name = source's folder name).
-DecoderLMConfig config_from_hf_json(const std::string& json_text, const std::string& source);
+models::DecoderLMConfig config_from_hf_json(const std::string& json_text, const std::string& source);
 // Our config -> the config.json of GPT2LMHeadModel or the LLaMA-family class its options need;
 // `mlp_hidden` is the resolved MLP width. Throws naming the first option none can express.
-std::string hf_json_from_config(const DecoderLMConfig& config, int64_t mlp_hidden);
+std::string hf_json_from_config(const models::DecoderLMConfig& config, int64_t mlp_hidden);
 // A transformers state dict (GPT2LMHeadModel / LLaMA-family names) -> ours for a model of
 // `config`: what load_hf does with a folder's tensors (also maps per-parameter gradients by HF name:
 // c_attn split, Conv1D transposed). `source` prefixes errors.
-nn::StateDict state_from_hf(const DecoderLMConfig& config, const std::map<std::string, Tensor>& tensors,
+nn::StateDict state_from_hf(const models::DecoderLMConfig& config, const std::map<std::string, Tensor>& tensors,
                             const std::string& source);
-std::shared_ptr<DecoderLM> load_hf(const std::string& dir);
+std::shared_ptr<models::DecoderLM> load_hf(const std::string& dir);
 // Writes dir/config.json and dir/model.safetensors (creating dir), or, when max_shard_bytes > 0 and
 // the tensors exceed it, shards model-0000K-of-0000N.safetensors of at most that size (a larger tensor
 // alone) and model.safetensors.index.json.
-void save_hf(const DecoderLM& model, const std::string& dir, int64_t max_shard_bytes = 0);
+void save_hf(const models::DecoderLM& model, const std::string& dir, int64_t max_shard_bytes = 0);
 
-}  // namespace nf::models
+}  // namespace nf::formats

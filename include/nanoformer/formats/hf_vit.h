@@ -20,15 +20,15 @@
 
 #include "nanoformer/models/vit.h"
 
-namespace nf::models {
+namespace nf::formats {
 
 // config.json text -> our config (`source` prefixes errors; name = source's folder name).
-ViTConfig vit_config_from_hf_json(const std::string& json_text, const std::string& source);
+models::ViTConfig vit_config_from_hf_json(const std::string& json_text, const std::string& source);
 // Our config -> the config.json of ViTForImageClassification.
-std::string hf_json_from_vit_config(const ViTConfig& config);
-std::shared_ptr<ViTClassifier> load_hf_vit(const std::string& dir);
+std::string hf_json_from_vit_config(const models::ViTConfig& config);
+std::shared_ptr<models::ViTClassifier> load_hf_vit(const std::string& dir);
 // Writes dir/config.json and dir/model.safetensors (creating dir).
 // max_shard_bytes > 0 splits the tensors over shards with an index, as save_hf.
-void save_hf_vit(const ViTClassifier& model, const std::string& dir, int64_t max_shard_bytes = 0);
+void save_hf_vit(const models::ViTClassifier& model, const std::string& dir, int64_t max_shard_bytes = 0);
 
-}  // namespace nf::models
+}  // namespace nf::formats

@@ -17,13 +17,13 @@
 
 #include "nanoformer/models/decoder_lm.h"
 
-namespace nf::models {
+namespace nf::formats {
 
 // The config a llama2.c file's header describes (name = the file's stem, mlp_hidden = hidden_dim).
-DecoderLMConfig read_llama2c_config(const std::string& path);
-std::shared_ptr<DecoderLM> load_llama2c(const std::string& path);
+models::DecoderLMConfig read_llama2c_config(const std::string& path);
+std::shared_ptr<models::DecoderLM> load_llama2c(const std::string& path);
 // Throws nf::Error naming the first option llama2.c cannot express (a norm other than RMSNorm
 // eps 1e-5, RoPE other than interleaved theta 10000, biases, MoE, ...).
-void save_llama2c(const DecoderLM& model, const std::string& path);
+void save_llama2c(const models::DecoderLM& model, const std::string& path);
 
-}  // namespace nf::models
+}  // namespace nf::formats

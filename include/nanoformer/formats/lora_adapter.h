@@ -18,20 +18,20 @@
 
 #include "nanoformer/models/lora.h"
 
-namespace nf::models {
+namespace nf::formats {
 
 struct LoRAAdapterInfo {
-  LoRAOptions options;
+  models::LoRAOptions options;
   std::string base_model;        // the base's class (Module::type_name)
   std::string base_config_json;  // the base's config_json()
   std::string base_path;         // "" when unknown
 };
 
 // The header metadata save_lora_adapter writes (format, version, options, the base's identity).
-std::map<std::string, std::string> lora_adapter_metadata(const Model& model, const LoRAOptions& options,
+std::map<std::string, std::string> lora_adapter_metadata(const models::Model& model, const models::LoRAOptions& options,
                                                          const std::string& base_path = "");
 // Writes `model`'s adapters (atomically, io::save_safetensors); throws when it has none.
-void save_lora_adapter(const Model& model, const LoRAOptions& options, const std::string& path,
+void save_lora_adapter(const models::Model& model, const models::LoRAOptions& options, const std::string& path,
                        const std::string& base_path = "");
 // The metadata of an adapter file, without reading its tensors.
 LoRAAdapterInfo read_lora_adapter_info(const std::string& path);
@@ -39,6 +39,6 @@ LoRAAdapterInfo read_lora_adapter_info(const std::string& path);
 // Refuses a base whose config differs from the recorded base's in a key that changes what the
 // weights compute (anything but name, dropout, residual_dropout, init, init_std), even when every
 // shape agrees.
-LoRAAdapterInfo load_lora_adapter(Model& model, const std::string& path, Generator& gen = default_generator());
+LoRAAdapterInfo load_lora_adapter(models::Model& model, const std::string& path, Generator& gen = default_generator());
 
-}  // namespace nf::models
+}  // namespace nf::formats

@@ -55,7 +55,7 @@
 
 #include "nanoformer/models/decoder_lm.h"
 
-namespace nf::models {
+namespace nf::formats {
 
 // 002's LMConfig form, the Hugging Face form, and MiniMind's current Hugging Face form (d65ef2c)
 enum class MiniMindForm { lmconfig, hf, current };
@@ -64,26 +64,26 @@ enum class MiniMindForm { lmconfig, hf, current };
 bool is_minimind_folder(const std::string& path);
 // Which form the folder's config.json is (hidden_size: the Hugging Face form).
 MiniMindForm minimind_folder_form(const std::string& dir);
-DecoderLMConfig config_from_minimind_json(const std::string& json_text, const std::string& source);
-DecoderLMConfig config_from_minimind_hf_json(const std::string& json_text, const std::string& source);
-DecoderLMConfig config_from_minimind_current_json(const std::string& json_text, const std::string& source);
+models::DecoderLMConfig config_from_minimind_json(const std::string& json_text, const std::string& source);
+models::DecoderLMConfig config_from_minimind_hf_json(const std::string& json_text, const std::string& source);
+models::DecoderLMConfig config_from_minimind_current_json(const std::string& json_text, const std::string& source);
 // Throw naming the first option the form cannot express (hidden_dim null = derived, as ours;
 // intermediate_size is `mlp_hidden`, the resolved MLP width).
-std::string minimind_json_from_config(const DecoderLMConfig& config);
-std::string minimind_hf_json_from_config(const DecoderLMConfig& config, int64_t mlp_hidden);
-std::string minimind_current_json_from_config(const DecoderLMConfig& config, int64_t mlp_hidden);
+std::string minimind_json_from_config(const models::DecoderLMConfig& config);
+std::string minimind_hf_json_from_config(const models::DecoderLMConfig& config, int64_t mlp_hidden);
+std::string minimind_current_json_from_config(const models::DecoderLMConfig& config, int64_t mlp_hidden);
 // A MiniMind state dict of `form` -> ours for a model of `config` (what the loader does with the
 // folder's tensors; also maps per-parameter gradients by MiniMind name). `source` prefixes errors.
-nn::StateDict state_from_minimind(const DecoderLMConfig& config, MiniMindForm form,
+nn::StateDict state_from_minimind(const models::DecoderLMConfig& config, MiniMindForm form,
                                   std::map<std::string, Tensor> tensors, const std::string& source);
 // Reads any form (a hidden_size config is the current form when it has a key of that form or its
 // weights have q_norm tensors).
-std::shared_ptr<DecoderLM> load_minimind(const std::string& dir);
+std::shared_ptr<models::DecoderLM> load_minimind(const std::string& dir);
 // Write dir/config.json and the weights, as one model.safetensors or, when max_shard_bytes > 0,
 // shards of at most that size plus model.safetensors.index.json (folder_io.h).
-void save_minimind(const DecoderLM& model, const std::string& dir, int64_t max_shard_bytes = 0);
+void save_minimind(const models::DecoderLM& model, const std::string& dir, int64_t max_shard_bytes = 0);
 // save_minimind_hf writes the current form for a model with learned per-head q / k norms (all of that
 // form's models have them), else the 2025 form.
-void save_minimind_hf(const DecoderLM& model, const std::string& dir, int64_t max_shard_bytes = 0);
+void save_minimind_hf(const models::DecoderLM& model, const std::string& dir, int64_t max_shard_bytes = 0);
 
-}  // namespace nf::models
+}  // namespace nf::formats

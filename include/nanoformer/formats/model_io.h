@@ -21,7 +21,7 @@
 
 #include "nanoformer/models/decoder_lm.h"
 
-namespace nf::models {
+namespace nf::formats {
 
 enum class ModelFormat { nanoformer, hf, minimind, minimind_hf, nanochat, llama2c, gguf, config, preset };
 
@@ -32,9 +32,9 @@ const std::vector<std::string>& model_formats();
 // What load_model would read `path_or_preset` as: a name that is no file or folder is taken as a
 // preset (resolve_model_config then names it when it is unknown); a folder of no known kind throws.
 ModelFormat detect_model_format(const std::string& path_or_preset);
-std::shared_ptr<Model> load_model(const std::string& path_or_preset);
+std::shared_ptr<models::Model> load_model(const std::string& path_or_preset);
 // load_model, then an nf::Error naming the file when the model is not a DecoderLM.
-std::shared_ptr<DecoderLM> load_decoder_lm(const std::string& path_or_preset);
+std::shared_ptr<models::DecoderLM> load_decoder_lm(const std::string& path_or_preset);
 struct SaveOptions {
   // > 0: write the weights of a folder format (hf, minimind, minimind-hf) as shards of at most this
   // many bytes plus model.safetensors.index.json, as transformers' save_pretrained(max_shard_size);
@@ -45,7 +45,7 @@ struct SaveOptions {
 };
 // Throws nf::Error naming an unknown format (and the known ones), a format that cannot hold the
 // model's architecture, what the format cannot express, or a shard size for a format without shards.
-void save_model(const Model& model, const std::string& path, const std::string& format,
+void save_model(const models::Model& model, const std::string& path, const std::string& format,
                 const SaveOptions& options = {});
 
-}  // namespace nf::models
+}  // namespace nf::formats

@@ -28,15 +28,15 @@
 
 #include "nanoformer/models/decoder_lm.h"
 
-namespace nf::models {
+namespace nf::formats {
 
 // A directory holding a meta_*.json and its model_*.safetensors or model_*.pt.
 bool is_nanochat_folder(const std::string& path);
 // The model_config object of a meta file -> our config: 003's form, or with `current` the current GPT's.
-DecoderLMConfig config_from_nanochat_meta(const std::string& json_text, const std::string& source, bool current = false);
-std::shared_ptr<DecoderLM> load_nanochat(const std::string& dir);
+models::DecoderLMConfig config_from_nanochat_meta(const std::string& json_text, const std::string& source, bool current = false);
+std::shared_ptr<models::DecoderLM> load_nanochat(const std::string& dir);
 // Writes dir/meta_000000.json and dir/model_000000.safetensors; throws naming the first option
 // that nanochat's fixed architecture does not have.
-void save_nanochat(const DecoderLM& model, const std::string& dir);
+void save_nanochat(const models::DecoderLM& model, const std::string& dir);
 
-}  // namespace nf::models
+}  // namespace nf::formats

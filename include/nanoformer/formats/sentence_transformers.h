@@ -13,11 +13,11 @@
 
 #include "nanoformer/models/sentence_embedding.h"
 
-namespace nf::models {
+namespace nf::formats {
 
 // The folder's pipeline; nothing when it has no modules.json (a plain Hugging Face folder).
 // Throws nf::Error naming the file and the key or module that cannot be read.
-std::optional<SentenceEmbedding> read_sentence_transformers(const std::string& dir);
+std::optional<models::SentenceEmbedding> read_sentence_transformers(const std::string& dir);
 
 // The parsers behind it, from each file's text (`where`: the file, for messages; fuzzed by
 // fuzz/fuzz_sentence_transformers.cpp). Each throws nf::Error naming `where` and the key or module.
@@ -28,8 +28,8 @@ struct SentenceTransformersModules {
 };
 SentenceTransformersModules parse_sentence_transformers_modules(std::string_view text, const std::string& where);
 // The Pooling module's config.json.
-Pooling parse_sentence_transformers_pooling(std::string_view text, const std::string& where);
+models::Pooling parse_sentence_transformers_pooling(std::string_view text, const std::string& where);
 // sentence_bert_config.json: its max_seq_length (0 when absent or null).
 int64_t parse_sentence_bert_config(std::string_view text, const std::string& where);
 
-}  // namespace nf::models
+}  // namespace nf::formats

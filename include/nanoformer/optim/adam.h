@@ -6,7 +6,7 @@
 //   p = p - (lr / (1 - beta1^t)) m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
 #include "nanoformer/optim/optimizer.h"
 
-namespace nf::train {
+namespace nf::optim {
 
 struct AdamOptions {
   double beta1 = 0.9;
@@ -32,4 +32,4 @@ class AdamW : public Adam {
   AdamW(std::vector<ParamGroup> groups, AdamOptions options = {});
 };
 
-}  // namespace nf::train
+}  // namespace nf::optim

@@ -9,7 +9,7 @@
 
 #include "nanoformer/core/tensor.h"
 
-namespace nf::train {
+namespace nf::optim {
 
 // Throws nf::Error when max_norm is not > 0.
 double clip_grad_norm(const std::vector<Tensor>& params, double max_norm);
@@ -17,4 +17,4 @@ double clip_grad_norm(const std::vector<Tensor>& params, double max_norm);
 // sum x^2 over a tensor's elements, accumulated in double (in a fixed order: the same bits on every run).
 double sum_of_squares(const Tensor& x);
 
-}  // namespace nf::train
+}  // namespace nf::optim

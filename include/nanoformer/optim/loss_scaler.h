@@ -13,7 +13,7 @@
 
 #include "nanoformer/nn/module.h"
 
-namespace nf::train {
+namespace nf::optim {
 
 struct LossScalerOptions {
   double init_scale = 65536.0;    // 2^16
@@ -45,4 +45,4 @@ class DynamicLossScaler {
   int64_t growth_tracker_ = 0;
 };
 
-}  // namespace nf::train
+}  // namespace nf::optim

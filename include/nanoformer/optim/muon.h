@@ -11,7 +11,7 @@
 
 #include "nanoformer/optim/optimizer.h"
 
-namespace nf::train {
+namespace nf::optim {
 
 struct MuonOptions {
   double momentum = 0.95;  // in [0, 1)
@@ -39,4 +39,4 @@ class Muon : public Optimizer {
   MuonOptions options_;
 };
 
-}  // namespace nf::train
+}  // namespace nf::optim

@@ -12,7 +12,7 @@
 
 #include "nanoformer/core/tensor.h"
 
-namespace nf::train {
+namespace nf::optim {
 
 struct ParamGroup {
   ParamGroup() = default;
@@ -94,4 +94,4 @@ class Optimizer {
   int64_t steps_ = 0;
 };
 
-}  // namespace nf::train
+}  // namespace nf::optim

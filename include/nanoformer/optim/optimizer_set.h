@@ -15,7 +15,7 @@
 #include "nanoformer/nn/module.h"
 #include "nanoformer/optim/optimizer.h"
 
-namespace nf::train {
+namespace nf::optim {
 
 struct OptimizerConfig {
   std::string name = "adamw";      // "sgd", "adam", "adamw", "muon", "nanochat"
@@ -80,4 +80,4 @@ class OptimizerSet {
   std::map<const TensorImpl*, std::string> names_;  // every parameter's dotted name
 };
 
-}  // namespace nf::train
+}  // namespace nf::optim

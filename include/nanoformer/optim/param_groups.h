@@ -23,7 +23,7 @@
 #include "nanoformer/nn/module.h"
 #include "nanoformer/optim/optimizer.h"
 
-namespace nf::train {
+namespace nf::optim {
 
 std::vector<ParamGroup> default_param_groups(const nn::Module& model, double lr, double weight_decay);
 
@@ -51,4 +51,4 @@ HybridParamGroups nanochat_param_groups(const nn::Module& model, const NanochatL
 // The AdamW learning-rate scale of nanochat's preset: (d_model / 768)^-0.5.
 double nanochat_lr_scale(int64_t d_model);
 
-}  // namespace nf::train
+}  // namespace nf::optim

@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <string>
 
-namespace nf::train {
+namespace nf::optim {
 
 enum class ScheduleKind { constant, warmup_cosine, wsd, minimind_cosine };
 
@@ -37,4 +37,4 @@ void validate_schedule(const ScheduleConfig& config);
 // The learning rate of step t (0-based; steps past T keep the last value of the formula's range).
 double learning_rate(const ScheduleConfig& config, int64_t step);
 
-}  // namespace nf::train
+}  // namespace nf::optim

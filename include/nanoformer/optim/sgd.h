@@ -6,7 +6,7 @@
 //   p = p - lr g
 #include "nanoformer/optim/optimizer.h"
 
-namespace nf::train {
+namespace nf::optim {
 
 struct SGDOptions {
   double momentum = 0.0;
@@ -26,4 +26,4 @@ class SGD : public Optimizer {
   SGDOptions options_;
 };
 
-}  // namespace nf::train
+}  // namespace nf::optim

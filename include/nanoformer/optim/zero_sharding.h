@@ -16,7 +16,7 @@
 #include "nanoformer/nn/module.h"
 #include "nanoformer/optim/optimizer_set.h"
 
-namespace nf::train {
+namespace nf::optim {
 
 class ZeroSharding {
  public:
@@ -42,4 +42,4 @@ class ZeroSharding {
   std::vector<float> flat_;                        // gather_parameters' buffer
 };
 
-}  // namespace nf::train
+}  // namespace nf::optim

@@ -25,10 +25,10 @@ struct DistillMetrics {
 
 // The distillation loss of `batch` (DistillationLoss: loss, ce, kl, each the mean over its target
 // tokens). The teacher must share the student's vocabulary (the trainer checks it when it loads it).
-DistillationLoss distill_batch_loss(models::DecoderLM& student, models::DecoderLM& teacher, const Batch& batch,
+DistillationLoss distill_batch_loss(models::DecoderLM& student, models::DecoderLM& teacher, const data::Batch& batch,
                                     const DistillOptions& options);
 // The same with the teacher's logits on the batch given (B, T, V): read from a file (train/teacher_logits.h).
-DistillationLoss distill_batch_loss(models::DecoderLM& student, const Tensor& teacher_logits, const Batch& batch,
+DistillationLoss distill_batch_loss(models::DecoderLM& student, const Tensor& teacher_logits, const data::Batch& batch,
                                     const DistillOptions& options);
 
 }  // namespace nf::train

@@ -35,7 +35,7 @@ struct PreferenceMetrics {
 // The DPO loss of `batch` (2 B rows): loss.loss () is the mean over its B pairs, with gradient to
 // the policy (an MoE's load-balancing loss is not added). reference == nullptr: the policy with its
 // LoRA adapters off. The reference runs in eval mode without gradient; the policy in its own mode.
-DpoLoss dpo_batch_loss(models::DecoderLM& policy, models::DecoderLM* reference, const Batch& batch,
+DpoLoss dpo_batch_loss(models::DecoderLM& policy, models::DecoderLM* reference, const data::Batch& batch,
                               const DpoOptions& options);
 
 }  // namespace nf::train

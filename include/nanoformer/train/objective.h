@@ -44,7 +44,7 @@ struct MicroBatchLoss {
 struct ObjectiveInputs {
   models::DecoderLM* policy = nullptr;     // the model being trained
   models::DecoderLM* reference = nullptr;  // the frozen reference (needs_reference), or null: LoRA's adapters off
-  const BatchSource* train = nullptr;      // the training batches (null for objectives that sample their own)
+  const data::BatchSource* train = nullptr;      // the training batches (null for objectives that sample their own)
 };
 
 class TrainingObjective {
@@ -77,7 +77,7 @@ class TrainingObjective {
   // Validation (eval mode, no gradient): a batch's loss as (sum, weight), then the pass's metrics.
   // The default is the token-weighted cross-entropy, reported with its perplexity.
   virtual void begin_validation() {}
-  virtual std::pair<double, double> eval_loss(const Batch& batch);
+  virtual std::pair<double, double> eval_loss(const data::Batch& batch);
   virtual ObjectiveMetrics end_validation(double loss);
   // Whether the next step's loss is a function of the checkpointed state (false: sampled rollouts),
   // so that a checkpoint can record it and a resume check it.
@@ -87,7 +87,7 @@ class TrainingObjective {
   explicit TrainingObjective(const TrainConfig& config) : config_(config) {}
   models::DecoderLM& policy() const { return *in_.policy; }
   // The batches of the current step (begin_step's default reads them).
-  std::vector<Batch> batches_;
+  std::vector<data::Batch> batches_;
   const TrainConfig& config_;
   ObjectiveInputs in_;
 };

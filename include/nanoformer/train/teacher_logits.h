@@ -21,7 +21,7 @@ inline constexpr const char* kTeacherLogitsFormat = "nanoformer-teacher-logits";
 
 // Writes the teacher's logits on `batches` batches [0, batches) of `source` to `path` (a temporary
 // renamed into place). `teacher_name` goes into the metadata.
-void write_teacher_logits(const std::string& path, models::DecoderLM& teacher, const BatchSource& source,
+void write_teacher_logits(const std::string& path, models::DecoderLM& teacher, const data::BatchSource& source,
                           int64_t batches, const std::string& teacher_name);
 
 // `nanoformer train --objective distill --teacher MODEL --write-teacher-logits FILE`: the teacher's
@@ -37,7 +37,7 @@ class TeacherLogitsFile {
   TeacherLogitsFile(const std::string& path, int64_t vocab_size, int64_t batches);
   // The teacher's logits on batch `index` (B, T, V) f32, after checking that the file's inputs of
   // that batch are `batch.inputs` (same shape and ids): else an error naming the file and the batch.
-  Tensor logits(uint64_t index, const Batch& batch) const;
+  Tensor logits(uint64_t index, const data::Batch& batch) const;
   const std::string& path() const { return file_.path(); }
   int64_t batches() const { return batches_; }
 

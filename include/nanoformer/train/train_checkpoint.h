@@ -33,7 +33,7 @@ struct TrainState {
   int64_t good_steps = 0;  // fp16: finite steps since the scale last changed
   double best_val_loss = 0;  // 0 = none yet
   std::map<std::string, std::pair<uint64_t, uint64_t>> generators;  // module -> (seed, offset)
-  std::vector<FileFingerprint> data_files;  // recorded at the start, in data_files(config.data)'s order
+  std::vector<data::FileFingerprint> data_files;  // recorded at the start, in data_files(config.data)'s order
   // The loss of the next step's first micro-batch (eval mode) when the checkpoint was written; a
   // resume computes it again before its first step and refuses to go on when it differs (absent
   // from checkpoints written before it was recorded).
@@ -64,7 +64,7 @@ std::map<std::string, std::pair<uint64_t, uint64_t>> generator_states(models::Mo
 void restore_generators(models::Model& model, const std::map<std::string, std::pair<uint64_t, uint64_t>>& states,
                         const std::string& source);
 
-void save_train_checkpoint(const std::string& path, const models::Model& model, const OptimizerSet& optimizer,
+void save_train_checkpoint(const std::string& path, const models::Model& model, const optim::OptimizerSet& optimizer,
                            const TrainConfig& config, const TrainState& state);
 // The same with the optimizer state given as a state dict (ZeRO-1 gathers it to rank 0).
 void save_train_checkpoint(const std::string& path, const models::Model& model, const nn::StateDict& optimizer_state,
@@ -72,6 +72,6 @@ void save_train_checkpoint(const std::string& path, const models::Model& model, 
 // The config and state of a training checkpoint (an nf::Error naming the file when it holds none).
 TrainCheckpoint read_train_checkpoint(const std::string& path);
 // Loads the optimizer state stored in a training checkpoint.
-void load_optimizer_state(const std::string& path, OptimizerSet& optimizer);
+void load_optimizer_state(const std::string& path, optim::OptimizerSet& optimizer);
 
 }  // namespace nf::train

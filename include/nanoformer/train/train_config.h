@@ -84,9 +84,9 @@ struct TrainConfig {
   DpoOptions dpo;                       // objective dpo only
   DistillOptions distill;               // objective distill only
   GrpoOptions grpo;                     // objective grpo only: data.train_paths[0] is a gsm8k task file
-  DataOptions data;
-  OptimizerConfig optimizer;
-  ScheduleConfig schedule;          // schedule.lr is the peak lr; total_steps is the run's length
+  data::DataOptions data;
+  optim::OptimizerConfig optimizer;
+  optim::ScheduleConfig schedule;          // schedule.lr is the peak lr; total_steps is the run's length
   int64_t grad_accum = 1;           // micro-batches per optimizer step
   double grad_clip = 1.0;           // max global gradient norm; 0 = no clipping
   Precision precision = Precision::fp32;

@@ -61,7 +61,7 @@ class Trainer {
  public:
   // `data` replaces config.data's files when given (a program's own batches; tests). `comm` (null:
   // one process) must have config.ranks ranks; it outlives the trainer.
-  explicit Trainer(TrainConfig config, TrainingData data = {}, dist::Communicator* comm = nullptr);
+  explicit Trainer(TrainConfig config, data::TrainingData data = {}, dist::Communicator* comm = nullptr);
   ~Trainer();
 
   enum class Outcome { finished, stopped };
@@ -110,10 +110,10 @@ class Trainer {
   // The objective's frozen reference, the starting model (DPO; GRPO with a KL term); null without
   // one or with LoRA (the adapters off).
   std::shared_ptr<models::DecoderLM> reference_;
-  TrainingData data_;
-  std::unique_ptr<OptimizerSet> optimizer_;
-  std::unique_ptr<DynamicLossScaler> scaler_;  // fp16 only
-  std::unique_ptr<ZeroSharding> zero_;         // --zero 1 only
+  data::TrainingData data_;
+  std::unique_ptr<optim::OptimizerSet> optimizer_;
+  std::unique_ptr<optim::DynamicLossScaler> scaler_;  // fp16 only
+  std::unique_ptr<optim::ZeroSharding> zero_;         // --zero 1 only
   std::unique_ptr<dist::GradientBuckets> buckets_;
   TrainState state_;
   std::string resumed_from_;
