@@ -7,7 +7,9 @@
 #                   nanoformer.pc and the presets (docs/c-api.md); then `pip install ./python` for Python
 #   make test-asan  all unit tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make bench      kernel benchmarks (against direct CBLAS calls), then training and inference
-#                   benchmarks beside PyTorch and the machine's measured limits (scripts/run-bench.sh)
+#                   benchmarks beside PyTorch and the machine's measured limits (scripts/run-bench.sh);
+#                   BASELINE=<rev>: that commit's benchmarks built beside (build-baseline/) and measured
+#                   alternating with this build's: prefill, decode, batched decode and training before/after
 #   make study-extrapolation / study-norms / study-quant   rerun a study of docs/studies/ (one core, ~15 minutes;
 #                   study-quant: docs/quantisation.md's accuracy table)
 #   make post-training-pipeline   pretrain -> SFT -> DPO -> GRPO -> eval on generated word problems, 3 seeds
@@ -66,8 +68,10 @@ test-asan: deps
 	@cmake --build $(ASAN_BUILD) -j $(JOBS) --target nf_tests
 	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/lsan.supp UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS) -LE clang $(CTEST_ARGS)
 
+# BASELINE=<rev>: also that commit's benchmarks, built in build-baseline/, before/after
+BASELINE ?=
 bench: build
-	@bash scripts/run-bench.sh $(BUILD)
+	@NF_BENCH_BASELINE_COMMIT=$(BASELINE) bash scripts/run-bench.sh $(BUILD)
 
 fuzz:
 	@bash scripts/install-fuzz-deps.sh

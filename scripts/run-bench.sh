@@ -10,13 +10,20 @@
 # Environment: NF_BENCH=all|kernels|training|inference (default all), NF_BENCH_REPETITIONS (kernels,
 # 5), NF_TRAIN_BENCH_ROUNDS (3), NF_INFER_BENCH_ROUNDS (3), NF_BENCH_THREADS (training and
 # inference, 2), NF_PYTHON (.venv/bin/python), NF_BENCH_BASELINE (a build directory of an older commit:
-# training and inference also measure its binaries, alternating, and print before/after).
+# training and inference also measure its binaries, alternating, and print before/after; so does
+# batched decode, bench_batched_decode, through scripts/compare-bench.py), NF_BENCH_BASELINE_COMMIT
+# (a commit: scripts/build-baseline.sh builds its benchmarks in build-baseline/ first and sets
+# NF_BENCH_BASELINE; `make bench BASELINE=<rev>`), NF_INFER_BENCH_FLAGS / NF_TRAIN_BENCH_FLAGS
+# (more flags for bench_inference / bench_training, e.g. "--presets minimind2-small --types f32,q8_0").
 # GOMP_SPINCOUNT is 10000 unless it or OMP_WAIT_POLICY is set, as the nanoformer CLI runs
 # (apps/nanoformer/openmp_defaults.cpp).
 set -euo pipefail
 if [ -z "${GOMP_SPINCOUNT:-}" ] && [ -z "${OMP_WAIT_POLICY:-}" ]; then export GOMP_SPINCOUNT=10000; fi
 build=${1:-build}
 shift || true
+if [ -n "${NF_BENCH_BASELINE_COMMIT:-}" ]; then
+  NF_BENCH_BASELINE=$(bash "$(dirname "$0")/build-baseline.sh" "$NF_BENCH_BASELINE_COMMIT")
+fi
 which=${NF_BENCH:-all}
 reps=${NF_BENCH_REPETITIONS:-5}
 status=0
@@ -30,16 +37,25 @@ if [ "$which" = all ] || [ "$which" = kernels ]; then
     echo
   done
 fi
+if [ -n "${NF_BENCH_BASELINE:-}" ] && [ -x "$NF_BENCH_BASELINE/bench_batched_decode" ] &&
+   { [ "$which" = all ] || [ "$which" = kernels ] || [ "$which" = inference ]; }; then
+  echo "=== bench_batched_decode, before and after ==="
+  python3 "$(dirname "$0")/compare-bench.py" "$NF_BENCH_BASELINE/bench_batched_decode" "$build/bench_batched_decode" \
+      --rounds "${NF_INFER_BENCH_ROUNDS:-3}" || status=1
+  echo
+fi
 if { [ "$which" = all ] || [ "$which" = training ]; } && [ -x "$build/bench_training" ]; then
   echo "=== bench_training ==="
   "$build/bench_training" --python "${NF_PYTHON:-.venv/bin/python}" --rounds "${NF_TRAIN_BENCH_ROUNDS:-3}" \
-      --threads "${NF_BENCH_THREADS:-2}" ${NF_BENCH_BASELINE:+--baseline "$NF_BENCH_BASELINE/bench_training"} || status=1
+      --threads "${NF_BENCH_THREADS:-2}" ${NF_BENCH_BASELINE:+--baseline "$NF_BENCH_BASELINE/bench_training"} \
+      ${NF_TRAIN_BENCH_FLAGS:-} || status=1
   echo
 fi
 if { [ "$which" = all ] || [ "$which" = inference ]; } && [ -x "$build/bench_inference" ]; then
   echo "=== bench_inference ==="
   "$build/bench_inference" --python "${NF_PYTHON:-.venv/bin/python}" --rounds "${NF_INFER_BENCH_ROUNDS:-3}" \
-      --threads "${NF_BENCH_THREADS:-2}" ${NF_BENCH_BASELINE:+--baseline "$NF_BENCH_BASELINE/bench_inference"} || status=1
+      --threads "${NF_BENCH_THREADS:-2}" ${NF_BENCH_BASELINE:+--baseline "$NF_BENCH_BASELINE/bench_inference"} \
+      ${NF_INFER_BENCH_FLAGS:-} || status=1
   echo
 fi
 exit $status
