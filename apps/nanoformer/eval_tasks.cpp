@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <deque>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -50,47 +51,80 @@ nlohmann::json score_record(const eval::TaskRecord& r, const std::vector<double>
           {"acc_norm", pred_norm == static_cast<size_t>(r.gold) ? 1 : 0}};
 }
 
-// Greedy generation until a stop string (the text before it is the answer) or max_new_tokens.
-std::string generate_until(models::DecoderLM& model, const tokenizer::Tokenizer& tok, const std::string& prompt,
-                           const TaskArgs& a, const std::vector<std::string>& stop) {
+// Records the generative layout decodes together: their streams share each step's forward
+// (infer/decode_step.h), as the server's sequences do, and each gets the tokens it gets alone.
+constexpr size_t kGenerationBatch = 8;
+
+// One record's greedy generation until a stop string (the text before it is the answer) or
+// max_new_tokens; in place (its stream refers to its sequence, sampler and matcher).
+struct Generation {
+  Generation(models::DecoderLM& model, const tokenizer::Tokenizer& tok, std::vector<int64_t> ids, const TaskArgs& a,
+             const std::vector<std::string>& stop)
+      : sequence(model, 0, {.crop = true}),
+        matcher(stop),
+        stream(sequence, argmax, {.max_new_tokens = a.max_new_tokens}, ids, nullptr, {.on_token = [this, &tok](int64_t id) {
+                 text += matcher.push(tok.token_bytes(static_cast<tokenizer::TokenId>(id)));
+                 return !matcher.stopped();
+               }}) {
+    stream.prefill(ids);
+  }
+  std::string answer() { return matcher.stopped() ? text : text + matcher.flush(); }
+
+  infer::CachedSequence sequence;
+  infer::Sampler argmax{{.temperature = 0.0}};
+  infer::StopStringMatcher matcher;
+  std::string text;
+  infer::DecodeStream stream;
+};
+
+// The prompt's ids, its last max_seq_len (the window the model sees), checked against the vocabulary.
+std::vector<int64_t> prompt_ids(const models::DecoderLM& model, const tokenizer::Tokenizer& tok, const std::string& prompt) {
   std::vector<int64_t> ids;
   for (tokenizer::TokenId id : tok.encode(prompt)) ids.push_back(static_cast<int64_t>(id));
   NF_CHECK(!ids.empty(), "--task: a prompt encodes to no token");
   const int64_t window = model.config().max_seq_len, V = model.config().vocab_size;
   if (static_cast<int64_t>(ids.size()) > window) ids.erase(ids.begin(), ids.end() - window);
   for (int64_t id : ids) NF_CHECK(id < V, "--task: token id ", id, " is not below the model's vocabulary size ", V);
-  infer::CachedSequence sequence(model, 0, {.crop = true});
-  infer::Sampler argmax({.temperature = 0.0});
-  infer::StopStringMatcher matcher(stop);
-  std::string text;
-  const auto on_token = [&](int64_t id) {
-    text += matcher.push(tok.token_bytes(static_cast<tokenizer::TokenId>(id)));
-    return !matcher.stopped();
-  };
-  infer::DecodeStream stream(sequence, argmax, {.max_new_tokens = a.max_new_tokens}, ids, nullptr, {.on_token = on_token});
-  stream.prefill(ids);
-  infer::DecodeStream* streams[] = {&stream};
-  infer::decode(streams);
-  return matcher.stopped() ? text : text + matcher.flush();
+  return ids;
 }
 
-// One record's row of the report: its choices' scores, or its generation and exact match.
-nlohmann::json evaluate_record(models::DecoderLM& model, const tokenizer::Tokenizer& tok, const Task& t,
-                               const TaskArgs& a, size_t i, const std::vector<std::string>& stop) {
-  const eval::TaskRecord& r = t.records[i];
-  const std::string context = t.context(a, i);
-  if (eval::is_multiple_choice(t.layout)) {
-    std::vector<std::string> continuations;
-    for (const std::string& choice : r.choices) continuations.push_back(r.delimiter + choice);
-    return score_record(r, eval::continuation_logprobs(model, eval::encode_choices(tok, context, continuations)));
+// The rows of the report of records first .. first + n - 1: their choices' scores (one at a time),
+// or their generations, decoded together, and exact matches.
+std::vector<nlohmann::json> evaluate_records(models::DecoderLM& model, const tokenizer::Tokenizer& tok, const Task& t,
+                                             const TaskArgs& a, size_t first, size_t n,
+                                             const std::vector<std::string>& stop) {
+  std::vector<nlohmann::json> rows;
+  std::deque<Generation> generations;
+  for (size_t i = first; i < first + n; ++i) {
+    const eval::TaskRecord& r = t.records[i];
+    try {
+      const std::string context = t.context(a, i);
+      if (eval::is_multiple_choice(t.layout)) {
+        std::vector<std::string> continuations;
+        for (const std::string& choice : r.choices) continuations.push_back(r.delimiter + choice);
+        rows.push_back(score_record(r, eval::continuation_logprobs(model, eval::encode_choices(tok, context, continuations))));
+      } else {
+        generations.emplace_back(model, tok, prompt_ids(model, tok, context), a, stop);
+      }
+    } catch (const Error& e) {  // a text the tokenizer or the model cannot take: which record
+      NF_FAIL(a.task, ":", r.line, ": ", e.what());
+    }
   }
-  const std::string generated = generate_until(model, tok, context, a, stop);
-  const std::optional<std::string> extracted = eval::extract_answer(generated);
-  return {{"line", r.line},
-          {"answer", r.answer},
-          {"generated", generated},
-          {"extracted", extracted ? nlohmann::json(*extracted) : nlohmann::json(nullptr)},
-          {"exact_match", extracted && *extracted == r.answer ? 1 : 0}};
+  if (generations.empty()) return rows;
+  std::vector<infer::DecodeStream*> streams;
+  for (Generation& g : generations) streams.push_back(&g.stream);
+  infer::decode(streams);
+  for (size_t k = 0; k < n; ++k) {
+    const eval::TaskRecord& r = t.records[first + k];
+    const std::string generated = generations[k].answer();
+    const std::optional<std::string> extracted = eval::extract_answer(generated);
+    rows.push_back({{"line", r.line},
+                    {"answer", r.answer},
+                    {"generated", generated},
+                    {"extracted", extracted ? nlohmann::json(*extracted) : nlohmann::json(nullptr)},
+                    {"exact_match", extracted && *extracted == r.answer ? 1 : 0}});
+  }
+  return rows;
 }
 
 void print_table(const TaskArgs& a, const Task& t, double acc, double acc_norm, double seconds) {
@@ -136,19 +170,17 @@ void run_task(const TaskArgs& a) {
   if (!a.quiet) bar = std::make_unique<ProgressBar>(static_cast<int64_t>(t.records.size()), "eval", "records");
   nlohmann::json rows = nlohmann::json::array();
   double acc = 0, acc_norm = 0;
-  for (size_t i = 0; i < t.records.size(); ++i) {
-    const eval::TaskRecord& r = t.records[i];
-    try {
-      rows.push_back(evaluate_record(*model, *tok, t, a, i, stop));
-    } catch (const Error& e) {  // a text the tokenizer or the model cannot take: which record
-      NF_FAIL(a.task, ":", r.line, ": ", e.what());
+  const size_t batch = eval::is_multiple_choice(layout) ? 1 : kGenerationBatch;
+  for (size_t i = 0; i < t.records.size(); i += batch) {
+    for (nlohmann::json& row : evaluate_records(*model, *tok, t, a, i, std::min(batch, t.records.size() - i), stop)) {
+      if (eval::is_multiple_choice(layout)) {
+        acc += row.at("acc").get<int>(), acc_norm += row.at("acc_norm").get<int>();
+      } else {
+        acc += row.at("exact_match").get<int>();
+      }
+      rows.push_back(std::move(row));
     }
-    if (eval::is_multiple_choice(layout)) {
-      acc += rows.back().at("acc").get<int>(), acc_norm += rows.back().at("acc_norm").get<int>();
-    } else {
-      acc += rows.back().at("exact_match").get<int>();
-    }
-    if (bar) bar->update(static_cast<int64_t>(i) + 1);
+    if (bar) bar->update(static_cast<int64_t>(std::min(i + batch, t.records.size())));
   }
   if (bar) bar->finish();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
