@@ -873,13 +873,13 @@ constexpr bool is_super() {
   return requires { W::kSuper; };
 }
 
-// A kernel's tile of R rows of x and C rows of W. kFourRows: the tile always takes 4 rows of W
-// (tile_*_x4), any R; a single row is its row repeated.
+// A kernel's tile of R rows of x and C rows of W on AVX2. kFourRows: the tile always takes 4 rows
+// of W (tile_*_x4), any R; a single row is its row repeated.
+#if defined(__AVX2__) && defined(__FMA__)
 template <class W>
 struct QuantKernel {
   template <int R, int C, bool P>
   struct K {
-#if defined(__AVX2__) && defined(__FMA__)
     static constexpr bool kFourRows = !is_super<W>();
     static void run(const TileArgs& t) {
       if constexpr (is_super<W>()) {
@@ -891,13 +891,19 @@ struct QuantKernel {
         else tile_q8_0_x4<R, P>(u, C);
       }
     }
-#else
-    static constexpr bool kFourRows = false;
+  };
+};
+#endif
+
+// the portable tiles (the only ones of a build without AVX2)
+template <class W>
+struct PortableKernel {
+  template <int R, int C, bool P>
+  struct K {
     static void run(const TileArgs& t) {
       if constexpr (is_super<W>()) tile_super_scalar<W, R, C>(t);
       else tile32_scalar<W, R, C>(t);
     }
-#endif
   };
 };
 
@@ -927,37 +933,23 @@ constexpr bool is_paired() {
   else return W::kPairs;
 }
 
-// Runs the product of weight type W: x quantised (and paired for the 4- and 5-bit types on AVX2).
+// Runs the product of weight type W: x quantised (and paired for the 4- and 5-bit types on AVX2);
+// `scalar`: the portable quantisers and tiles.
 template <class W>
-void gemv_quantised(std::span<TileArgs> bases, int64_t m) {
+void gemv_quantised(std::span<TileArgs> bases, int64_t m, bool scalar) {
   QuantizedActivations& a = activation_buffer();
-  quantize_activations(bases[0].x, bases[0].ldx, m, bases[0].k, is_super<W>() ? 256 : 32, a);
+  quantize_activations(bases[0].x, bases[0].ldx, m, bases[0].k, is_super<W>() ? 256 : 32, a, scalar);
   for (TileArgs& base : bases) base.a = &a;
 #if defined(__AVX2__) && defined(__FMA__)
-  if constexpr (is_paired<W>()) {
-    pair_activations(a, W::kOffset, paired_buffer());
-    for (TileArgs& base : bases) base.pairs = &paired_buffer();
-  }
-#endif
-  gemv_rows<QuantKernel<W>::template K>(bases, m);
-}
-
-template <class W>
-float dot(const void* w, const QuantizedActivations& a, int64_t r, bool scalar) {
-  float y = 0.0f;
-  TileArgs t{static_cast<const unsigned char*>(w), 0, nullptr, a.cols, &a, nullptr, 0, r, &y, 1, nullptr};
-#if defined(__AVX2__) && defined(__FMA__)
   if (!scalar) {
-    PairedActivations pairs;
-    if constexpr (is_paired<W>()) pair_activations(a, W::kOffset, pairs);
-    t.pairs = &pairs;
-    QuantKernel<W>::template K<1, 1, false>::run(t);
-    return y;
+    if constexpr (is_paired<W>()) {
+      pair_activations(a, W::kOffset, paired_buffer());
+      for (TileArgs& base : bases) base.pairs = &paired_buffer();
+    }
+    return gemv_rows<QuantKernel<W>::template K>(bases, m);
   }
 #endif
-  if constexpr (is_super<W>()) tile_super_scalar<W, 1, 1>(t);
-  else tile32_scalar<W, 1, 1>(t);
-  return y;
+  gemv_rows<PortableKernel<W>::template K>(bases, m);
 }
 
 }  // namespace
@@ -1023,21 +1015,6 @@ void quantize_activation_blocks(const float* x, int64_t ldx, int64_t rows, int64
   });
 }
 
-float quant_dot(QuantType type, const void* w, const QuantizedActivations& a, int64_t r, bool scalar) {
-  NF_CHECK(activation_block(type) == a.block, "quant_dot: ", quant_type_name(type), " needs activations in blocks of ",
-           activation_block(type), ", got ", a.block);
-  switch (type) {
-    case QuantType::q8_0: return dot<Q8_0W>(w, a, r, scalar);
-    case QuantType::q4_0: return dot<Q4_0W>(w, a, r, scalar);
-    case QuantType::q4_1: return dot<Q4_1W>(w, a, r, scalar);
-    case QuantType::q5_0: return dot<Q5_0W>(w, a, r, scalar);
-    case QuantType::q5_1: return dot<Q5_1W>(w, a, r, scalar);
-    case QuantType::q4_k: return dot<Q4_KW>(w, a, r, scalar);
-    case QuantType::q6_k: return dot<Q6_KW>(w, a, r, scalar);
-    default: NF_FAIL("quant_dot: no product for ", quant_type_name(type));
-  }
-}
-
 bool quant_gemv_applies(const Tensor& x, const QuantizedTensor& weight) {
   const QuantType type = weight.type();
   const bool supported = activation_block(type) != 0 || type == QuantType::f32 || type == QuantType::f16 ||
@@ -1046,7 +1023,7 @@ bool quant_gemv_applies(const Tensor& x, const QuantizedTensor& weight) {
          x.size(1) == weight.cols() && (x.size(1) <= 1 || x.stride(1) == 1);
 }
 
-void quant_linear_gemv(std::span<const QuantGemvProduct> products, const Tensor& x) {
+void quant_linear_gemv(std::span<const QuantGemvProduct> products, const Tensor& x, bool scalar) {
   NF_CHECK(!products.empty(), "quant_linear_gemv: no products");
   const QuantType type = products[0].weight->type();
   std::vector<TileArgs> bases;
@@ -1066,13 +1043,13 @@ void quant_linear_gemv(std::span<const QuantGemvProduct> products, const Tensor&
   }
   const int64_t m = x.size(0);
   switch (type) {
-    case QuantType::q8_0: return gemv_quantised<Q8_0W>(bases, m);
-    case QuantType::q4_0: return gemv_quantised<Q4_0W>(bases, m);
-    case QuantType::q4_1: return gemv_quantised<Q4_1W>(bases, m);
-    case QuantType::q5_0: return gemv_quantised<Q5_0W>(bases, m);
-    case QuantType::q5_1: return gemv_quantised<Q5_1W>(bases, m);
-    case QuantType::q4_k: return gemv_quantised<Q4_KW>(bases, m);
-    case QuantType::q6_k: return gemv_quantised<Q6_KW>(bases, m);
+    case QuantType::q8_0: return gemv_quantised<Q8_0W>(bases, m, scalar);
+    case QuantType::q4_0: return gemv_quantised<Q4_0W>(bases, m, scalar);
+    case QuantType::q4_1: return gemv_quantised<Q4_1W>(bases, m, scalar);
+    case QuantType::q5_0: return gemv_quantised<Q5_0W>(bases, m, scalar);
+    case QuantType::q5_1: return gemv_quantised<Q5_1W>(bases, m, scalar);
+    case QuantType::q4_k: return gemv_quantised<Q4_KW>(bases, m, scalar);
+    case QuantType::q6_k: return gemv_quantised<Q6_KW>(bases, m, scalar);
     case QuantType::f32: return gemv_rows<FloatKernel<F32W>::K>(bases, m);
     case QuantType::f16: return gemv_rows<FloatKernel<F16W>::K>(bases, m);
     case QuantType::bf16: return gemv_rows<FloatKernel<BF16W>::K>(bases, m);
@@ -1080,9 +1057,9 @@ void quant_linear_gemv(std::span<const QuantGemvProduct> products, const Tensor&
   }
 }
 
-void quant_linear_gemv(const Tensor& y, const Tensor& x, const QuantizedTensor& weight, const Tensor& bias) {
+void quant_linear_gemv(const Tensor& y, const Tensor& x, const QuantizedTensor& weight, const Tensor& bias, bool scalar) {
   const QuantGemvProduct product{&y, &weight, &bias};
-  quant_linear_gemv({&product, 1}, x);
+  quant_linear_gemv({&product, 1}, x, scalar);
 }
 
 }  // namespace nf::cpu

@@ -56,20 +56,18 @@ void quantize_activations(const float* x, int64_t ldx, int64_t rows, int64_t col
 // threaded over rows: the x of quant_gemm (prefill).
 void quantize_activation_blocks(const float* x, int64_t ldx, int64_t rows, int64_t cols, BlockQ8_0* out);
 
-// One output: sum over the row's blocks of the per-block dot products of weight row `w` (cols
-// values of `type`) with row r of `a` (quantised for the type, activation_block). The same
-// per-block kernels as quant_linear_gemv, `scalar` forcing the portable ones (to test both).
-float quant_dot(QuantType type, const void* w, const QuantizedActivations& a, int64_t r, bool scalar = false);
-
 // Whether quant_linear_gemv computes this product: x f32 (m, k), 1 <= m <= kQuantGemvMaxRows,
 // unit stride along k, and a weight type with a product (activation_block != 0 or a float type).
 bool quant_gemv_applies(const Tensor& x, const QuantizedTensor& weight);
 
-// y (m, n) contiguous = x (m, k) W^T + b, b (n) f32 or undefined.
-void quant_linear_gemv(const Tensor& y, const Tensor& x, const QuantizedTensor& weight, const Tensor& bias);
+// y (m, n) contiguous = x (m, k) W^T + b, b (n) f32 or undefined. `scalar`: the portable kernels
+// (the quantisers and tiles a build without AVX2 runs) where the build has AVX2, the same sums in
+// another order, for the tests to hold both to the formulas; the float types have one path.
+void quant_linear_gemv(const Tensor& y, const Tensor& x, const QuantizedTensor& weight, const Tensor& bias,
+                       bool scalar = false);
 
 // One x times several weights of one type (decoding's q, k and v; gate and up): y_i = x W_i^T + b_i,
 // x quantised once and one hand-off between the threads for all of them; each y_i as above.
-void quant_linear_gemv(std::span<const QuantGemvProduct> products, const Tensor& x);
+void quant_linear_gemv(std::span<const QuantGemvProduct> products, const Tensor& x, bool scalar = false);
 
 }  // namespace nf::cpu
