@@ -1,4 +1,4 @@
-// The decode product over quantised weights (ops/cpu/quant/quant_matmul.h) and linear(x, QuantizedTensor):
+// The decode product over quantised weights (ops/cpu/quant/quant_gemv.h) and linear(x, QuantizedTensor):
 // activation quantisation bit for bit against the reference Q8_0 rows, the per-block dot products
 // (AVX2 and portable) against the formulas of quant_blocks.h decoded here independently, the product
 // against x's quantised values times the decoded weight in f64, and against the f32 linear within
@@ -11,10 +11,12 @@
 #include "nanoformer/autograd/grad_mode.h"
 #include "nanoformer/core/parallel.h"
 #include "nanoformer/ops/quantized.h"
+#include "ops/cpu/quant/activation_quant.h"
 #include "ops/cpu/quant/quant_blocks.h"
 #include "ops/cpu/quant/quant_gemm.h"
-#include "ops/cpu/quant/quant_matmul.h"
+#include "ops/cpu/quant/quant_gemv.h"
 #include "ops/cpu/quant/quant_rows.h"
+#include "ops/cpu/quant/type_traits.h"
 #include "support/testing.h"
 #include "support/threads.h"
 

@@ -39,6 +39,8 @@
 #include "nanoformer/core/error.h"
 #include "ops/cpu/quant/int8_dot.h"
 #include "ops/cpu/quant/int8_isa.h"
+#include "ops/cpu/quant/type_kernels.h"
+#include "ops/cpu/quant/type_traits.h"
 #include "ops/cpu/loops/loops.h"
 #include "ops/cpu/simd/simd.h"
 
@@ -458,14 +460,26 @@ void gemm(const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t m, f
 
 }  // namespace
 
-bool quant_gemm_supports(QuantType wtype) {
-  return wtype == QuantType::q8_0 || wtype == QuantType::q4_0 || wtype == QuantType::q5_0 || wtype == QuantType::q4_1;
+void gemm_q8_0(const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t m, float* y, int64_t ldy) {
+  gemm<QuantType::q8_0>(w, n, k, xq, m, y, ldy);
 }
+void gemm_q4_0(const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t m, float* y, int64_t ldy) {
+  gemm<QuantType::q4_0>(w, n, k, xq, m, y, ldy);
+}
+void gemm_q4_1(const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t m, float* y, int64_t ldy) {
+  gemm<QuantType::q4_1>(w, n, k, xq, m, y, ldy);
+}
+void gemm_q5_0(const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t m, float* y, int64_t ldy) {
+  gemm<QuantType::q5_0>(w, n, k, xq, m, y, ldy);
+}
+
+bool quant_gemm_supports(QuantType wtype) { return quant_traits(wtype).gemm != nullptr; }
 
 void quant_gemm(QuantType wtype, const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t m, float* y,
                 int64_t ldy) {
-  NF_CHECK(quant_gemm_supports(wtype), "quant_gemm: weights of type ", quant_type_name(wtype),
-           " are not supported (expects q8_0, q4_0, q5_0 or q4_1)");
+  const QuantTypeTraits& traits = quant_traits(wtype);
+  NF_CHECK(traits.gemm != nullptr, "quant_gemm: weights of type ", quant_type_name(wtype),
+           " are not supported (the type has no integer GEMM)");
   NF_CHECK(k % kQK8_0 == 0, "quant_gemm: k = ", k, " is not a multiple of the block size ", kQK8_0);
   NF_CHECK(n >= 0 && m >= 0 && ldy >= n, "quant_gemm: bad shape m = ", m, ", n = ", n, ", ldy = ", ldy);
   if (m == 0 || n == 0) return;
@@ -473,12 +487,7 @@ void quant_gemm(QuantType wtype, const void* w, int64_t n, int64_t k, const Bloc
     for (int64_t i = 0; i < m; ++i) std::fill(y + i * ldy, y + i * ldy + n, 0.0f);
     return;
   }
-  switch (wtype) {
-    case QuantType::q8_0: return gemm<QuantType::q8_0>(w, n, k, xq, m, y, ldy);
-    case QuantType::q4_0: return gemm<QuantType::q4_0>(w, n, k, xq, m, y, ldy);
-    case QuantType::q5_0: return gemm<QuantType::q5_0>(w, n, k, xq, m, y, ldy);
-    default: return gemm<QuantType::q4_1>(w, n, k, xq, m, y, ldy);
-  }
+  traits.gemm(w, n, k, xq, m, y, ldy);
 }
 
 }  // namespace nf::cpu
