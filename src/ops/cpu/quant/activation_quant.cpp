@@ -1,4 +1,5 @@
-// Activation quantisation (activation_quant.h): Q8_0's and Q8_K's formulas, scalar and AVX2.
+// Activation quantisation (activation_quant.h): the AVX2 forms of Q8_0's and Q8_K's quantisers, and
+// the reference ones (quant_rows.cpp) where the build has no AVX2 or `scalar` asks for them.
 #include "ops/cpu/quant/activation_quant.h"
 
 #include <immintrin.h>
@@ -10,6 +11,7 @@
 #include "nanoformer/core/dtype.h"
 #include "nanoformer/core/error.h"
 #include "ops/cpu/loops/loops.h"
+#include "ops/cpu/quant/type_kernels.h"
 #include "ops/cpu/simd/simd.h"
 
 namespace nf::cpu {
@@ -18,40 +20,28 @@ namespace {
 // Two formulas, both giving x ~ d q with q in [-127, 127], and sums16[i] = the sum of q over values
 // 16 i .. 16 i + 15:
 //   Q8_0 (blocks of 32): d = max|x| / 127, q = round(x * id), id = 1 / d (roundf: ties away from 0),
-//     as quantize_row(q8_0); d is returned unrounded (the caller rounds it to f16 as Q8_0 stores it);
+//     as quantize_row(q8_0); d rounded to f16 as Q8_0 stores it;
 //   Q8_K (blocks of 256): s = -127 / max (max: the x of largest magnitude, with its sign, the first
 //     on ties), q = min(127, nearest(s x)) (ties to even), d = 1 / s, as quantize_row(q8_k) and
 //     llama.cpp's quantize_row_q8_K.
-inline float signed_absmax(const float* x, int n) {
-  float amax = 0.0f, max = 0.0f;
-  for (int j = 0; j < n; ++j)
-    if (std::fabs(x[j]) > amax) amax = std::fabs(x[j]), max = x[j];
-  return max;
-}
-
-inline void sums_of_16(const int8_t* q, int n, int32_t* sums16) {
-  for (int i = 0; i < n / 16; ++i) {
+// The reference quantisers compute them (quant_rows.cpp); these take q, d and the sums from their blocks.
+float reference_q8_0(const float* x, int8_t* q, int32_t* sums16) {
+  BlockQ8_0 block;
+  quantize_q8_0(x, &block, 1);
+  std::memcpy(q, block.qs, kQK8_0);
+  for (int i = 0; i < kQK8_0 / 16; ++i) {
     sums16[i] = 0;
     for (int j = 16 * i; j < 16 * i + 16; ++j) sums16[i] += q[j];
   }
+  return f16_to_float(block.d);
 }
 
-float quantize_q8_0_scalar(const float* x, int n, int8_t* q, int32_t* sums16) {
-  float amax = 0.0f;
-  for (int j = 0; j < n; ++j) amax = std::fmax(amax, std::fabs(x[j]));
-  const float d = amax / 127.0f;
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  for (int j = 0; j < n; ++j) q[j] = static_cast<int8_t>(std::roundf(x[j] * id));
-  sums_of_16(q, n, sums16);
-  return d;
-}
-
-float quantize_q8_k_scalar(const float* x, int n, int8_t* q, int32_t* sums16) {
-  const float max = signed_absmax(x, n);
-  const float s = max != 0.0f ? -127.0f / max : 0.0f;
-  for (int j = 0; j < n; ++j) q[j] = static_cast<int8_t>(std::min(127, static_cast<int>(std::nearbyint(s * x[j]))));
-  sums_of_16(q, n, sums16);
-  return max != 0.0f ? 1.0f / s : 0.0f;
+float reference_q8_k(const float* x, int8_t* q, int32_t* sums16) {
+  BlockQ8_K block;
+  quantize_q8_k(x, &block, 1);
+  std::memcpy(q, block.qs, kQK_K);
+  std::copy(block.bsums, block.bsums + kQK_K / 16, sums16);
+  return block.d;
 }
 
 #if defined(__AVX2__) && defined(__FMA__)
@@ -101,7 +91,7 @@ void store_levels(const float* x, int n, int8_t* q, int32_t* sums16, Level level
   }
 }
 
-// the AVX2 forms, n a multiple of 32, the same bits
+// the AVX2 forms, n a multiple of 32, the same bits; Q8_0's d unrounded
 float quantize_q8_0_avx2(const float* x, int n, int8_t* q, int32_t* sums16) {
   const float d = absmax_avx2(x, n) / 127.0f;
   const __m256 id = _mm256_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
@@ -120,15 +110,6 @@ float quantize_q8_k_avx2(const float* x, int n, int8_t* q, int32_t* sums16) {
   store_levels(x, n, q, sums16, [&](__m256 v) { return _mm256_cvtps_epi32(_mm256_mul_ps(v, s)); });
   return max != 0.0f ? 1.0f / (-127.0f / max) : 0.0f;
 }
-#endif
-
-// Q8_0's formula for 32 values, Q8_K's for 256; returns d (Q8_0's unrounded)
-float quantize_block(const float* x, int n, int8_t* q, int32_t* sums16, bool scalar) {
-#if defined(__AVX2__) && defined(__FMA__)
-  if (!scalar) return n == 32 ? quantize_q8_0_avx2(x, n, q, sums16) : quantize_q8_k_avx2(x, n, q, sums16);
-#endif
-  return n == 32 ? quantize_q8_0_scalar(x, n, q, sums16) : quantize_q8_k_scalar(x, n, q, sums16);
-}
 
 // d rounded to f16 and back, as Q8_0 stores it
 inline float round_to_f16(float d) {
@@ -137,6 +118,15 @@ inline float round_to_f16(float d) {
 #else
   return f16_bits_to_float(float_to_f16_bits(d));
 #endif
+}
+#endif
+
+// Q8_0's formula for 32 values (d rounded to f16), Q8_K's for 256
+float quantize_block(const float* x, int n, int8_t* q, int32_t* sums16, bool scalar) {
+#if defined(__AVX2__) && defined(__FMA__)
+  if (!scalar) return n == 32 ? round_to_f16(quantize_q8_0_avx2(x, n, q, sums16)) : quantize_q8_k_avx2(x, n, q, sums16);
+#endif
+  return n == 32 ? reference_q8_0(x, q, sums16) : reference_q8_k(x, q, sums16);
 }
 
 }  // namespace
@@ -160,12 +150,11 @@ void quantize_activations(const float* x, int64_t ldx, int64_t rows, int64_t col
       const float d = quantize_block(x + r * ldx + b * block, static_cast<int>(block), out.q.data() + r * cols + b * block,
                                      sums16, scalar);
       const size_t i = static_cast<size_t>(r * nb + b);
+      out.d[i] = d;
       if (block == 32) {
-        out.d[i] = round_to_f16(d);
         // (in 64 bits: a block holding inf or NaN has levels of INT_MIN, sums16 too)
-        out.s[i] = out.d[i] * static_cast<float>(static_cast<int64_t>(sums16[0]) + sums16[1]);
+        out.s[i] = d * static_cast<float>(static_cast<int64_t>(sums16[0]) + sums16[1]);
       } else {
-        out.d[i] = d;
         for (size_t g = 0; g < 16; ++g) out.sums[i * 16 + g] = static_cast<int16_t>(sums16[g]);
       }
     }
@@ -175,17 +164,16 @@ void quantize_activation_blocks(const float* x, int64_t ldx, int64_t rows, int64
   NF_CHECK(cols % kQK8_0 == 0, "quantize_activation_blocks: ", cols, " values are not whole blocks of ", kQK8_0);
   const int64_t nb = cols / kQK8_0;
   parallel_for(rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(cols, 1)), [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r)
+    for (int64_t r = begin; r < end; ++r) {
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
       for (int64_t b = 0; b < nb; ++b) {
         BlockQ8_0& block = out[r * nb + b];
-        const float* values = x + r * ldx + b * kQK8_0;
-#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-        block.d = _cvtss_sh(quantize_q8_0_avx2(values, kQK8_0, block.qs, nullptr), _MM_FROUND_TO_NEAREST_INT);
-#else
-        int32_t sums16[16];
-        block.d = float_to_f16_bits(quantize_block(values, kQK8_0, block.qs, sums16, false));
-#endif
+        block.d = _cvtss_sh(quantize_q8_0_avx2(x + r * ldx + b * kQK8_0, kQK8_0, block.qs, nullptr), _MM_FROUND_TO_NEAREST_INT);
       }
+#else
+      quantize_q8_0(x + r * ldx, out + r * nb, nb);  // the reference: the same bits
+#endif
+    }
   });
 }
 

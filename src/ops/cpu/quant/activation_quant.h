@@ -1,7 +1,8 @@
 #pragma once
 // Rows of x quantised per block for the integer products, once for decode's tiles (quant_gemv.h)
 // and prefill's GEMM (quant_gemm.h), as llama.cpp does: Q8_0's formula for the partners of the
-// 32-value types, Q8_K's for the K types (quant_blocks.h), scalar or AVX2, the same bits.
+// 32-value types, Q8_K's for the K types (quant_blocks.h). The portable form is the reference
+// quantiser itself (quant_rows.cpp's); the AVX2 form gives the same bits.
 #include <cstdint>
 #include <vector>
 
@@ -27,8 +28,8 @@ struct QuantizedActivations {
 };
 
 // Quantises `rows` rows of x (row i at x + i * ldx) of `cols` values into `out` (its buffers
-// reused when large enough), blocks of `block` values (32 or 256). AVX2 or scalar (`scalar`
-// forces it, to test both), the same bits.
+// reused when large enough), blocks of `block` values (32 or 256). AVX2 or the reference
+// (`scalar` forces it, to test both), the same bits.
 void quantize_activations(const float* x, int64_t ldx, int64_t rows, int64_t cols, int64_t block,
                           QuantizedActivations& out, bool scalar = false);
 

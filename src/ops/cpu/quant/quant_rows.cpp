@@ -46,52 +46,47 @@ uint32_t load_qh(const uint8_t* qh) {
          static_cast<uint32_t>(qh[3]) << 24;
 }
 
-}  // namespace
-
-void quantize_q8_0(const float* x, void* blocks, int64_t nb) {
-  auto* y = static_cast<BlockQ8_0*>(blocks);
-  for (int64_t b = 0; b < nb; ++b, x += kQK8_0) {
-    float amax = 0.0f;
-    for (int j = 0; j < kQK8_0; ++j) amax = std::fmax(amax, std::fabs(x[j]));
-    const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[b].d = float_to_f16_bits(d);
-    for (int j = 0; j < kQK8_0; ++j) y[b].qs[j] = static_cast<int8_t>(std::roundf(x[j] * id));
-  }
+// Q8_0's levels of 32 values: q = round(x * id), id = 1 / d; returns d = max|x| / 127 (unrounded)
+float q8_0_levels(const float* x, int8_t* q) {
+  float amax = 0.0f;
+  for (int j = 0; j < kQK8_0; ++j) amax = std::fmax(amax, std::fabs(x[j]));
+  const float d = amax / 127.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  for (int j = 0; j < kQK8_0; ++j) q[j] = static_cast<int8_t>(std::roundf(x[j] * id));
+  return d;
 }
 
-void dequantize_q8_0(const void* blocks, float* y, int64_t nb) {
-  const auto* x = static_cast<const BlockQ8_0*>(blocks);
+// Q8_0 and Q8_1: x = d q
+template <class Block>
+void dequantize_8bit(const void* blocks, float* y, int64_t nb) {
+  const auto* x = static_cast<const Block*>(blocks);
   for (int64_t b = 0; b < nb; ++b, y += kQK8_0) {
     const float d = f16_bits_to_float(x[b].d);
     for (int j = 0; j < kQK8_0; ++j) y[j] = static_cast<float>(x[b].qs[j]) * d;
   }
 }
 
+}  // namespace
+
+void quantize_q8_0(const float* x, void* blocks, int64_t nb) {
+  auto* y = static_cast<BlockQ8_0*>(blocks);
+  for (int64_t b = 0; b < nb; ++b, x += kQK8_0) y[b].d = float_to_f16_bits(q8_0_levels(x, y[b].qs));
+}
+
+void dequantize_q8_0(const void* blocks, float* y, int64_t nb) { dequantize_8bit<BlockQ8_0>(blocks, y, nb); }
+
 void quantize_q8_1(const float* x, void* blocks, int64_t nb) {
   auto* y = static_cast<BlockQ8_1*>(blocks);
   for (int64_t b = 0; b < nb; ++b, x += kQK8_0) {
-    float amax = 0.0f;
-    for (int j = 0; j < kQK8_0; ++j) amax = std::fmax(amax, std::fabs(x[j]));
-    const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    const float d = q8_0_levels(x, y[b].qs);
     int sum = 0;
-    for (int j = 0; j < kQK8_0; ++j) {
-      y[b].qs[j] = static_cast<int8_t>(std::roundf(x[j] * id));
-      sum += y[b].qs[j];
-    }
+    for (int j = 0; j < kQK8_0; ++j) sum += y[b].qs[j];
     y[b].d = float_to_f16_bits(d);
     y[b].s = float_to_f16_bits(static_cast<float>(sum) * d);
   }
 }
 
-void dequantize_q8_1(const void* blocks, float* y, int64_t nb) {
-  const auto* x = static_cast<const BlockQ8_1*>(blocks);
-  for (int64_t b = 0; b < nb; ++b, y += kQK8_0) {
-    const float d = f16_bits_to_float(x[b].d);
-    for (int j = 0; j < kQK8_0; ++j) y[j] = static_cast<float>(x[b].qs[j]) * d;
-  }
-}
+void dequantize_q8_1(const void* blocks, float* y, int64_t nb) { dequantize_8bit<BlockQ8_1>(blocks, y, nb); }
 
 void quantize_q4_0(const float* x, void* blocks, int64_t nb) {
   auto* y = static_cast<BlockQ4_0*>(blocks);
