@@ -1,7 +1,8 @@
 #pragma once
 // Each weight type's kernels, declared once, in the type-erased forms the traits table holds
-// (type_traits.h): the table in type_traits.cpp is their one caller by type, so a new type is its
-// kernels here plus one entry there.
+// (type_traits.h): the table in type_traits.cpp is the one place that maps a type to them, so a
+// new type is its kernels here plus one entry there. (activation_quant.cpp also calls the Q8_0 and
+// Q8_K quantisers by name: they are its portable form.)
 //   quantize_T / dequantize_T  nb blocks (nb values for the float types), the reference formulas
 //                              of quant_blocks.h, bit-identical to gguf.quants / llama.cpp (quant_rows.cpp)
 //   gemv_T                     decode's product: tiles_q32.cpp, tiles_k.cpp, tiles_float.cpp
