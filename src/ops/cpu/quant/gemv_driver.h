@@ -34,6 +34,10 @@ inline constexpr int64_t kPrefetchBytes = 2048;
 // what a Q8_0 or Q4_0 matrix of 128 x 512 takes alone (measured: 3.4-3.8 us on one thread, 4.4 on two)
 inline constexpr int64_t kGrainWeights = 2 * kParallelGrain;
 
+// (in an unnamed namespace, as they were in the one file that held them with the tiles: local to
+// each file of tiles, so the compiler's inliner treats them as it did)
+namespace {
+
 template <template <int, int, bool> class Kernel>
 constexpr bool four_rows() {
   if constexpr (requires { Kernel<1, kStreams, false>::kFourRows; }) return Kernel<1, kStreams, false>::kFourRows;
@@ -128,6 +132,8 @@ void gemv_rows(std::span<const TileArgs> bases, int64_t m) {
       for (const TileArgs& base : bases) gemv_range<Kernel>(base, m, base.ldy * p / threads, base.ldy * (p + 1) / threads);
   });
 }
+
+}  // namespace
 
 // The m rows of the bases' x quantised once in blocks of `block` (the calling thread's buffer,
 // reused across calls: no allocation per token), and handed to every base.

@@ -91,7 +91,7 @@ void tile32_scalar(const TileArgs& t) {
 }
 
 #if defined(__AVX2__) && defined(__FMA__)
-// The same sums on AVX2, four weight rows (a tile's streams) at a time; `cols` < 4 when the
+// The same sums on AVX2, four weight rows (a tile's streams) at a time; kCols < 4 when the
 // rows are one row repeated (row_bytes 0, the rows left over), only the first stored. Each row's
 // integer sum of a block meets x in 8 int32 lanes; two hadds gather the four rows' lanes into
 // [row 0..3 of lanes 0-3 | row 0..3 of lanes 4-7], so one conversion, one scale vector and one
@@ -121,9 +121,11 @@ void store_rows(const TileArgs& t, const __m256 (&acc)[R], int cols, int64_t i =
 
 // Q8_0: maddubs multiplies unsigned by signed bytes into pairs of int16, so a signed weight block
 // is multiplied as |w| times x carrying w's sign; madd with ones adds the pairs into 8 int32 lanes
-// (no overflow: |pair| <= 2 * 128 * 127).
-template <int R, bool kPrefetch>
-void tile_q8_0_x4(const TileArgs& t, int cols) {
+// (no overflow: |pair| <= 2 * 128 * 127). kCols a template argument: GCC's constant propagation
+// specialised the tile on it (clones) while it shared one file with every other tile, and a file
+// of its own leaves it less room to clone (the m = 4 tiles were no longer inlined into the driver).
+template <int R, bool kPrefetch, int kCols>
+void tile_q8_0_x4(const TileArgs& t) {
   const int64_t nb = t.k / 32;
   const __m256i ones = _mm256_set1_epi16(1);
   const int8_t* qx[R];
@@ -152,7 +154,7 @@ void tile_q8_0_x4(const TileArgs& t, int cols) {
         acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(gather_row_sums(s[0], s[1], s[2], s[3])), acc[r]);
       }
     }
-    store_rows<R>(t, acc, cols, i);
+    store_rows<R>(t, acc, kCols, i);
   }
 }
 
@@ -228,7 +230,7 @@ struct Tiles32 {
       TileArgs u = t;
       if constexpr (C == 1) u.row_bytes = 0;
       if constexpr (W::kPairs) tile_pairs_x4<W, R, P>(u, C);
-      else tile_q8_0_x4<R, P>(u, C);
+      else tile_q8_0_x4<R, P, C>(u);
     }
   };
 };
