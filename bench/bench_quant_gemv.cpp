@@ -1,4 +1,4 @@
-// Decoding's product over quantised weights (ops/cpu/quant/quant_matmul.h), y (m, n) = x (m, k) W^T,
+// Decoding's product over quantised weights (ops/cpu/quant/quant_gemv.h), y (m, n) = x (m, k) W^T,
 // beside the f32 matrix-vector kernel (ops/cpu/matmul/gemv.h), for W in f32, Q8_0 and Q4_0. Decoding is
 // bound by the bytes of W read, so each case reports the GB/s of weight bytes against two limits:
 //   of_read  against a plain read of the same bytes (floats summed, the same threads and copies),

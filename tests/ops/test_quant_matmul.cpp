@@ -1,6 +1,6 @@
-// The decode product over quantised weights (ops/cpu/quant/quant_matmul.h) and linear(x, QuantizedTensor):
-// activation quantisation bit for bit against the reference Q8_0 rows, each per-block dot product
-// (AVX2 and scalar) against the formulas of quant_blocks.h decoded here independently, the product
+// The decode product over quantised weights (ops/cpu/quant/quant_gemv.h) and linear(x, QuantizedTensor):
+// activation quantisation bit for bit against the reference Q8_0 rows, the per-block dot products
+// (AVX2 and portable) against the formulas of quant_blocks.h decoded here independently, the product
 // against x's quantised values times the decoded weight in f64, and against the f32 linear within
 // the error that quantising x allows; odd shapes, thread counts, bias and gradients.
 #include <cmath>
@@ -11,10 +11,12 @@
 #include "nanoformer/autograd/grad_mode.h"
 #include "nanoformer/core/parallel.h"
 #include "nanoformer/ops/quantized.h"
+#include "ops/cpu/quant/activation_quant.h"
 #include "ops/cpu/quant/quant_blocks.h"
 #include "ops/cpu/quant/quant_gemm.h"
-#include "ops/cpu/quant/quant_matmul.h"
+#include "ops/cpu/quant/quant_gemv.h"
 #include "ops/cpu/quant/quant_rows.h"
+#include "ops/cpu/quant/type_traits.h"
 #include "support/testing.h"
 #include "support/threads.h"
 
@@ -199,26 +201,25 @@ TEST(QuantActivations, Block256EqualsTheReferenceQ8_KRowsBitForBit) {
 }
 
 // ---- per-block dot products ----
+// (through the product itself, quant_linear_gemv, as built and with its portable kernels: each
+// output is one weight row's per-block dot products with one row of x, summed)
 
-// activations of `block` values with d = 1 and integers |q| <= qmax (s and the sums per 16 to match)
-QuantizedActivations unit_activations(int64_t cols, int64_t block, int qmax, std::mt19937& rng) {
-  QuantizedActivations a;
-  a.rows = 1, a.cols = cols, a.block = block;
+// x (m, cols) of integers that quantise to themselves (q = x, d = 1): each block's first value is
+// 127 (32 values: d = 127 / 127) or -127 (256 values, Q8_K's signed max: d = 1 / (-127 / -127));
+// the others |x| <= qmax
+Tensor integer_activations(int64_t m, int64_t cols, int64_t block, int qmax, std::mt19937& rng) {
+  Tensor x = Tensor::empty({m, cols});
+  float* p = x.data<float>();
   std::uniform_int_distribution<int> value(-qmax, qmax);
-  for (int64_t b = 0; b < cols / block; ++b) {
-    int sum = 0;
-    for (int64_t j = 0; j < block; ++j) {
-      sum += a.q.emplace_back(static_cast<int8_t>(value(rng)));
-      if (j % 16 == 15) {
-        int16_t group = 0;
-        for (int i = 0; i < 16; ++i) group = static_cast<int16_t>(group + a.q[a.q.size() - 1 - static_cast<size_t>(i)]);
-        a.sums.push_back(group);
-      }
-    }
-    a.d.push_back(1.0f);
-    a.s.push_back(static_cast<float>(sum));
-  }
-  return a;
+  for (int64_t i = 0; i < m * cols; ++i) p[i] = i % block == 0 ? (block == 32 ? 127.0f : -127.0f) : static_cast<float>(value(rng));
+  return x;
+}
+
+// y = x W^T by quant_linear_gemv (`scalar`: its portable kernels), y (m, n)
+Tensor gemv(const Tensor& x, const QuantizedTensor& w, bool scalar) {
+  const Tensor y = Tensor::empty({x.size(0), w.rows()});
+  cpu::quant_linear_gemv(y, x, w, Tensor(), scalar);
+  return y;
 }
 
 const std::vector<QuantType> kTypes{QuantType::q8_0, QuantType::q4_0, QuantType::q4_1, QuantType::q5_0,
@@ -226,20 +227,32 @@ const std::vector<QuantType> kTypes{QuantType::q8_0, QuantType::q4_0, QuantType:
 
 TEST(QuantDot, IntegerSumsAreExactWithUnitScales) {
   // every f16 scale 1 and d_x = 1: the dot is sum_k w_k q_k, an integer below 2^24 (|q| <= 127 for
-  // the 32-value types, 7 for the K types whose sub-block scales reach 63 / 128), exact in f32
+  // the 32-value types; for the K types, whose sub-block scales reach 63 / 128, 7 but for one -127
+  // a block), exact in f32; for 5 rows of W (four streams and the row left over) and 1 or 3 rows of x
   std::mt19937 rng(3);
-  for (QuantType type : kTypes) {
-    SCOPED_TRACE(quant_type_name(type));
-    const int64_t k = 512, block = cpu::activation_block(type);
-    const QuantizedTensor w = random_weight(type, 1, k, rng, true);
-    const QuantizedActivations a = unit_activations(k, block, block == 32 ? 127 : 7, rng);
-    const DecodedRow row = decode_row(type, w.row(0), k);
-    int64_t expected = 0;
-    for (int64_t i = 0; i < k; ++i) expected += static_cast<int64_t>(row.value[static_cast<size_t>(i)]) * a.q[static_cast<size_t>(i)];
-    ASSERT_LT(std::abs(expected), int64_t{1} << 24);
-    EXPECT_EQ(cpu::quant_dot(type, w.row(0), a, 0), static_cast<float>(expected));
-    EXPECT_EQ(cpu::quant_dot(type, w.row(0), a, 0, /*scalar=*/true), static_cast<float>(expected));
-  }
+  for (QuantType type : kTypes)
+    for (int64_t m : {1, 3}) {
+      SCOPED_TRACE(std::string(quant_type_name(type)) + " m " + std::to_string(m));
+      const int64_t k = 512, n = 5, block = cpu::activation_block(type);
+      const QuantizedTensor w = random_weight(type, n, k, rng, true);
+      const Tensor x = integer_activations(m, k, block, block == 32 ? 127 : 7, rng);
+      QuantizedActivations a;  // (x quantises to itself)
+      cpu::quantize_activations(x.data<float>(), k, m, k, block, a);
+      for (int64_t i = 0; i < m * k; ++i) ASSERT_EQ(static_cast<float>(a.q[static_cast<size_t>(i)]), x.data<float>()[i]) << "value " << i;
+      for (int64_t i = 0; i < m * k / block; ++i) ASSERT_EQ(a.d[static_cast<size_t>(i)], 1.0f) << "block " << i;
+      const Tensor y = gemv(x, w, false), y_scalar = gemv(x, w, /*scalar=*/true);
+      for (int64_t c = 0; c < n; ++c) {
+        const DecodedRow row = decode_row(type, w.row(c), k);
+        for (int64_t r = 0; r < m; ++r) {
+          int64_t expected = 0;
+          for (int64_t i = 0; i < k; ++i)
+            expected += static_cast<int64_t>(row.value[static_cast<size_t>(i)]) * a.row_q(r)[i];
+          ASSERT_LT(std::abs(expected), int64_t{1} << 24);
+          EXPECT_EQ(y.at({r, c}), static_cast<float>(expected)) << "row " << c << " x row " << r;
+          EXPECT_EQ(y_scalar.at({r, c}), static_cast<float>(expected)) << "scalar, row " << c << " x row " << r;
+        }
+      }
+    }
 }
 
 // |f32 dot - f64 dot| for nb blocks: each block's scale product and its product with the exact
@@ -257,8 +270,9 @@ TEST(QuantDot, RandomScalesMatchTheDecodedFormulasInF64) {
       SCOPED_TRACE(std::string(quant_type_name(type)) + " k " + std::to_string(k));
       const QuantizedTensor w = random_weight(type, 3, k, rng);
       const Tensor x = randn({2, k}, gen);
-      QuantizedActivations a;
+      QuantizedActivations a;  // as the product quantises x (either way: the same bits)
       cpu::quantize_activations(x.data<float>(), k, 2, k, block, a);
+      const Tensor y = gemv(x, w, false), y_scalar = gemv(x, w, /*scalar=*/true);
       for (int64_t n = 0; n < 3; ++n)
         for (int64_t r = 0; r < 2; ++r) {
           const DecodedRow row = decode_row(type, w.row(n), k);
@@ -269,8 +283,8 @@ TEST(QuantDot, RandomScalesMatchTheDecodedFormulasInF64) {
             magnitude += row.magnitude[static_cast<size_t>(j)] * std::abs(x_j);
           }
           const double bound = dot_bound(k / 32, magnitude);
-          EXPECT_NEAR(cpu::quant_dot(type, w.row(n), a, r), expected, bound) << "row " << n << " x row " << r;
-          EXPECT_NEAR(cpu::quant_dot(type, w.row(n), a, r, true), expected, bound) << "scalar, row " << n << " x row " << r;
+          EXPECT_NEAR(y.at({r, n}), expected, bound) << "row " << n << " x row " << r;
+          EXPECT_NEAR(y_scalar.at({r, n}), expected, bound) << "scalar, row " << n << " x row " << r;
         }
     }
 }

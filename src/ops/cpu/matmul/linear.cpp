@@ -7,8 +7,9 @@
 #include "ops/cpu/elementwise.h"
 #include "ops/cpu/matmul/gemv.h"
 #include "ops/cpu/matmul/matmul.h"
+#include "ops/cpu/quant/activation_quant.h"
 #include "ops/cpu/quant/quant_gemm.h"
-#include "ops/cpu/quant/quant_matmul.h"
+#include "ops/cpu/quant/quant_gemv.h"
 #include "ops/cpu/quant/quant_rows.h"
 
 namespace nf::cpu {

@@ -39,6 +39,9 @@
 #include "nanoformer/core/error.h"
 #include "ops/cpu/quant/int8_dot.h"
 #include "ops/cpu/quant/int8_isa.h"
+#include "ops/cpu/quant/type_kernels.h"
+#include "ops/cpu/quant/type_traits.h"
+#include "ops/cpu/quant/weight_blocks.h"
 #include "ops/cpu/loops/loops.h"
 #include "ops/cpu/simd/simd.h"
 
@@ -55,34 +58,8 @@ constexpr int64_t kUnitRows = 48;    // rows of x per work unit
 constexpr int kPanelRowsAvx2 = 8, kTileRowsAvx2 = 6;
 constexpr int kPanelRowsVnni = 16, kTileRowsVnni = 12;
 
-// A weight type's block: w = d (u - offset) (+ m when has_min), u as stored (Q8_0: signed).
-template <QuantType W>
-struct Kind;
-template <>
-struct Kind<QuantType::q8_0> {
-  using Block = BlockQ8_0;
-  static constexpr int offset = 0;
-  static constexpr bool has_min = false;
-};
-template <>
-struct Kind<QuantType::q4_0> {
-  using Block = BlockQ4_0;
-  static constexpr int offset = 8;
-  static constexpr bool has_min = false;
-};
-template <>
-struct Kind<QuantType::q5_0> {
-  using Block = BlockQ5_0;
-  static constexpr int offset = 16;
-  static constexpr bool has_min = false;
-};
-template <>
-struct Kind<QuantType::q4_1> {
-  using Block = BlockQ4_1;
-  static constexpr int offset = 0;
-  static constexpr bool has_min = true;
-};
-
+// A weight type W (weight_blocks.h): its Block, w = d (u - W::kOffset) (+ m where W::kMin), u as
+// stored (W::stored; Q8_0's signed: W::kSigned).
 template <int P>
 struct PanelScales {
   alignas(64) float d[P];
@@ -94,41 +71,24 @@ struct PanelScalesAndMins {
 };
 // One block of a panel of P rows: their scales (and mins), then group g's integers of row r at
 // q[g][4r .. 4r + 3].
-template <QuantType W, int P>
-struct PanelBlock : std::conditional_t<Kind<W>::has_min, PanelScalesAndMins<P>, PanelScales<P>> {
+template <class W, int P>
+struct PanelBlock : std::conditional_t<W::kMin, PanelScalesAndMins<P>, PanelScales<P>> {
   alignas(64) uint8_t q[kGroups][4 * P];
 };
 
-// The integers u of a block, in order, with its d (and m).
-void unpack(const BlockQ8_0& b, uint8_t* u) { std::memcpy(u, b.qs, kQK8_0); }
-void unpack(const BlockQ4_0& b, uint8_t* u) {
-  for (int j = 0; j < kQK4_0 / 2; ++j) u[j] = b.qs[j] & 0x0f, u[j + kQK4_0 / 2] = b.qs[j] >> 4;
-}
-void unpack(const BlockQ4_1& b, uint8_t* u) {
-  for (int j = 0; j < kQK4_1 / 2; ++j) u[j] = b.qs[j] & 0x0f, u[j + kQK4_1 / 2] = b.qs[j] >> 4;
-}
-void unpack(const BlockQ5_0& b, uint8_t* u) {
-  uint32_t qh;
-  std::memcpy(&qh, b.qh, sizeof qh);
-  for (int j = 0; j < kQK5_0 / 2; ++j) {
-    u[j] = static_cast<uint8_t>((b.qs[j] & 0x0f) | ((qh >> j & 1) << 4));
-    u[j + kQK5_0 / 2] = static_cast<uint8_t>((b.qs[j] >> 4) | ((qh >> (j + kQK5_0 / 2) & 1) << 4));
-  }
-}
-
 // Packs W's rows [row0, row0 + P) (those below n; the rest zero) into nb panel blocks (every byte
 // of a full panel is written, so only a partial one is cleared first).
-template <QuantType W, int P>
+template <class W, int P>
 void pack_panel(const void* w, int64_t nb, int64_t row0, int64_t n, PanelBlock<W, P>* panel) {
-  using Block = typename Kind<W>::Block;
+  using Block = typename W::Block;
   if (row0 + P > n) std::memset(static_cast<void*>(panel), 0, static_cast<size_t>(nb) * sizeof(PanelBlock<W, P>));
   for (int r = 0; r < P && row0 + r < n; ++r) {
     const Block* row = static_cast<const Block*>(w) + (row0 + r) * nb;
     for (int64_t b = 0; b < nb; ++b) {
       uint8_t u[kQK8_0];
-      unpack(row[b], u);
+      W::stored(row[b], u);
       panel[b].d[r] = f16_to_float(row[b].d);
-      if constexpr (Kind<W>::has_min) panel[b].m[r] = f16_to_float(row[b].m);
+      if constexpr (W::kMin) panel[b].m[r] = f16_to_float(row[b].m);
       for (int g = 0; g < kGroups; ++g) std::memcpy(&panel[b].q[g][4 * r], u + 4 * g, 4);
     }
   }
@@ -143,11 +103,11 @@ struct XBlockInfo {
   int32_t start, sum;
 };
 
-template <QuantType W>
+template <class W>
 XBlockInfo x_block_info(const BlockQ8_0& x) {
   int32_t low = 0, high = 0;
   for (int t = 0; t < kQK8_0; ++t) (t % 4 < 2 ? low : high) += x.qs[t];
-  const auto half = [](int32_t sum) { return static_cast<uint32_t>(static_cast<uint16_t>(-Kind<W>::offset * sum)); };
+  const auto half = [](int32_t sum) { return static_cast<uint32_t>(static_cast<uint16_t>(-W::kOffset * sum)); };
   const float d = f16_to_float(x.d);
   return {d, d * static_cast<float>(low + high), static_cast<int32_t>(half(low) | (half(high) << 16)), low + high};
 }
@@ -166,10 +126,10 @@ inline int32_t load_word(const void* p) {
 inline void in_register(__m256i& v) { __asm__("" : "+x"(v)); }
 
 // Dot: the product of Q8_0's groups, Int8DotAvx2 or a VNNI form (int8_dot.h).
-template <QuantType W, int R, class Dot>
+template <class W, int R, class Dot>
 [[gnu::always_inline]] inline void tile_avx2(const PanelBlock<W, kPanelRowsAvx2>* panel, int64_t nb, const BlockQ8_0* x, const XBlockInfo* xinfo,
                int64_t ldx, float* y, int64_t ldy, int64_t cols) {
-  constexpr bool kI16 = W != QuantType::q8_0;  // the 4- and 5-bit types: i16 pairs
+  constexpr bool kI16 = !W::kSigned;  // the 4- and 5-bit types: i16 pairs
   const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc[R];
   NF_UNROLL for (int i = 0; i < R; ++i) acc[i] = _mm256_setzero_ps();
@@ -181,7 +141,7 @@ template <QuantType W, int R, class Dot>
     }
     NF_UNROLL for (int g = 0; g < kGroups; ++g) {
       const __m256i wv = _mm256_load_si256(reinterpret_cast<const __m256i*>(panel[b].q[g]));
-      if constexpr (W == QuantType::q8_0) {
+      if constexpr (W::kSigned) {
         const __m256i wabs = _mm256_abs_epi8(wv);
         NF_UNROLL for (int i = 0; i < R; ++i) {
           const __m256i xv = _mm256_set1_epi32(load_word(x[i * ldx + b].qs + 4 * g));
@@ -200,7 +160,7 @@ template <QuantType W, int R, class Dot>
       const XBlockInfo& xb = xinfo[i * ldx + b];
       const __m256i sum = kI16 ? _mm256_madd_epi16(dot[i], ones) : dot[i];
       acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(_mm256_set1_ps(xb.d), dw), acc[i]);
-      if constexpr (Kind<W>::has_min) acc[i] = _mm256_fmadd_ps(_mm256_load_ps(panel[b].m), _mm256_set1_ps(xb.s), acc[i]);
+      if constexpr (W::kMin) acc[i] = _mm256_fmadd_ps(_mm256_load_ps(panel[b].m), _mm256_set1_ps(xb.s), acc[i]);
     }
   }
   NF_UNROLL for (int i = 0; i < R; ++i) {
@@ -217,10 +177,10 @@ template <QuantType W, int R, class Dot>
 // The same sums on AVX512-VNNI: per group of every row one dpbusd (w's integers unsigned, Q8_0's
 // moved up by 128; x's 4 bytes broadcast), the i32 lane starting at -offset sum q_x. x comes
 // packed (gemm_vnni): its words and block infos at fixed offsets from one pointer per block.
-template <QuantType W, int R>
+template <class W, int R>
 NF_TARGET_AVX512_VNNI void tile_vnni(const PanelBlock<W, kPanelRowsVnni>* panel, int64_t nb, const int32_t* xwords,
                               const XBlockInfo* xinfo, float* y, int64_t ldy, int64_t cols) {
-  constexpr int32_t offset = W == QuantType::q8_0 ? 128 : Kind<W>::offset;
+  constexpr int32_t offset = W::kSigned ? 128 : W::kOffset;
   __m512 acc[R];
   NF_UNROLL for (int i = 0; i < R; ++i) acc[i] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
@@ -230,7 +190,7 @@ NF_TARGET_AVX512_VNNI void tile_vnni(const PanelBlock<W, kPanelRowsVnni>* panel,
     NF_UNROLL for (int i = 0; i < R; ++i) dot[i] = _mm512_set1_epi32(-offset * info[i].sum);
     NF_UNROLL for (int g = 0; g < kGroups; ++g) {
       __m512i wv = _mm512_load_si512(panel[b].q[g]);
-      if constexpr (W == QuantType::q8_0) wv = _mm512_xor_si512(wv, _mm512_set1_epi8(static_cast<char>(0x80)));
+      if constexpr (W::kSigned) wv = _mm512_xor_si512(wv, _mm512_set1_epi8(static_cast<char>(0x80)));
       NF_UNROLL for (int i = 0; i < R; ++i)
         dot[i] = _mm512_dpbusd_epi32(dot[i], wv, _mm512_set1_epi32(words[g * kUnitRows + i]));
     }
@@ -239,7 +199,7 @@ NF_TARGET_AVX512_VNNI void tile_vnni(const PanelBlock<W, kPanelRowsVnni>* panel,
       // (the masked form of cvtepi32_ps, whose unmasked one GCC 12 warns of: an undefined source)
       const __m512 sum = _mm512_maskz_cvtepi32_ps(0xffff, dot[i]);
       acc[i] = _mm512_fmadd_ps(sum, _mm512_mul_ps(_mm512_set1_ps(info[i].d), dw), acc[i]);
-      if constexpr (Kind<W>::has_min) acc[i] = _mm512_fmadd_ps(_mm512_load_ps(panel[b].m), _mm512_set1_ps(info[i].s), acc[i]);
+      if constexpr (W::kMin) acc[i] = _mm512_fmadd_ps(_mm512_load_ps(panel[b].m), _mm512_set1_ps(info[i].s), acc[i]);
     }
   }
   const __mmask16 columns = cols >= kPanelRowsVnni ? 0xffff : static_cast<__mmask16>((1u << cols) - 1);
@@ -274,10 +234,10 @@ NF_TARGET_AVX512_VNNI inline __m512i fifth_bits(__m512i x) {
   return _mm512_or_si512(_mm512_or_si512(bit_to(x, 0, 4), bit_to(x, 1, 12)), _mm512_or_si512(bit_to(x, 2, 20), bit_to(x, 3, 28)));
 }
 
-template <QuantType W>
+template <class W>
 NF_TARGET_AVX512_VNNI void pack_panel_vnni(const void* w, int64_t nb, int64_t row0, int64_t n,
                                            PanelBlock<W, kPanelRowsVnni>* panel) {
-  using Block = typename Kind<W>::Block;
+  using Block = typename W::Block;
   const int64_t row_bytes = nb * static_cast<int64_t>(sizeof(Block));
   const PanelGather g{row0 + kPanelRowsVnni <= n ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (n - row0)) - 1),
                       _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
@@ -288,17 +248,17 @@ NF_TARGET_AVX512_VNNI void pack_panel_vnni(const void* w, int64_t nb, int64_t ro
     const unsigned char* block = first + b * static_cast<int64_t>(sizeof(Block));
     PanelBlock<W, kPanelRowsVnni>& out = panel[b];
     _mm512_store_ps(out.d, gather_f16(g, block + offsetof(Block, d)));
-    if constexpr (Kind<W>::has_min) _mm512_store_ps(out.m, gather_f16(g, block + offsetof(Block, m)));
-    if constexpr (W == QuantType::q8_0) {
+    if constexpr (W::kMin) _mm512_store_ps(out.m, gather_f16(g, block + offsetof(Block, m)));
+    if constexpr (W::kSigned) {
       NF_UNROLL for (int j = 0; j < kGroups; ++j) _mm512_store_si512(out.q[j], gather_words(g, block + offsetof(Block, qs) + 4 * j));
     } else {
       // byte t of word j holds value 4j + t (low nibble) and 16 + 4j + t (high): groups j and j + 4
       __m512i qh = _mm512_setzero_si512();
-      if constexpr (W == QuantType::q5_0) qh = gather_words(g, block + offsetof(Block, qh));
+      if constexpr (W::kBits == 5) qh = gather_words(g, block + offsetof(Block, qh));
       NF_UNROLL for (int j = 0; j < kGroups / 2; ++j) {
         const __m512i v = gather_words(g, block + offsetof(Block, qs) + 4 * j);
         __m512i lo = _mm512_and_si512(v, nibble), hi = _mm512_and_si512(shift_right(v, 4), nibble);
-        if constexpr (W == QuantType::q5_0) {
+        if constexpr (W::kBits == 5) {
           lo = _mm512_or_si512(lo, fifth_bits(shift_right(qh, 4 * j)));
           hi = _mm512_or_si512(hi, fifth_bits(shift_right(qh, 16 + 4 * j)));
         }
@@ -311,7 +271,7 @@ NF_TARGET_AVX512_VNNI void pack_panel_vnni(const void* w, int64_t nb, int64_t ro
 #else
 struct Int8DotAvx2 {};  // the portable tile below
 
-template <QuantType W, int R, class>
+template <class W, int R, class>
 void tile_avx2(const PanelBlock<W, kPanelRowsAvx2>* panel, int64_t nb, const BlockQ8_0* x, const XBlockInfo* xinfo,
                int64_t ldx, float* y, int64_t ldy, int64_t cols) {
   for (int i = 0; i < R; ++i)
@@ -321,23 +281,23 @@ void tile_avx2(const PanelBlock<W, kPanelRowsAvx2>* panel, int64_t nb, const Blo
         int32_t dot = 0;
         for (int t = 0; t < kQK8_0; ++t) {
           const uint8_t u = panel[b].q[t / 4][4 * r + t % 4];
-          dot += x[i * ldx + b].qs[t] * (W == QuantType::q8_0 ? static_cast<int8_t>(u) : u - Kind<W>::offset);
+          dot += x[i * ldx + b].qs[t] * (W::kSigned ? static_cast<int8_t>(u) : u - W::kOffset);
         }
         const XBlockInfo& xb = xinfo[i * ldx + b];
         acc = std::fma(static_cast<float>(dot), xb.d * panel[b].d[r], acc);
-        if constexpr (Kind<W>::has_min) acc = std::fma(panel[b].m[r], xb.s, acc);
+        if constexpr (W::kMin) acc = std::fma(panel[b].m[r], xb.s, acc);
       }
       y[i * ldy + r] = acc;
     }
 }
 
-template <QuantType W, int R>
+template <class W, int R>
 void tile_vnni(const PanelBlock<W, kPanelRowsVnni>*, int64_t, const int32_t*, const XBlockInfo*, float*, int64_t,
                int64_t) {
   NF_FAIL("quant_gemm: AVX512-VNNI kernels are not built without AVX2");
 }
 
-template <QuantType W>
+template <class W>
 void pack_panel_vnni(const void*, int64_t, int64_t, int64_t, PanelBlock<W, kPanelRowsVnni>*) {
   NF_FAIL("quant_gemm: AVX512-VNNI kernels are not built without AVX2");
 }
@@ -345,14 +305,14 @@ void pack_panel_vnni(const void*, int64_t, int64_t, int64_t, PanelBlock<W, kPane
 
 // Whether a panel's rows of nb blocks can be gathered: the gathers' offsets, row r at r times a
 // row's bytes, are 32-bit.
-template <QuantType W, int P>
+template <class W, int P>
 bool gatherable(int64_t nb) {
-  return P * nb * static_cast<int64_t>(sizeof(typename Kind<W>::Block)) <= INT32_MAX;
+  return P * nb * static_cast<int64_t>(sizeof(typename W::Block)) <= INT32_MAX;
 }
 
 // Rows [i0, i1) of x against a panel, in tiles of up to R rows.
 // (always inlined, so that a VNNI caller's target reaches Dot::add in every compiler)
-template <QuantType W, class Dot, int R = kTileRowsAvx2>
+template <class W, class Dot, int R = kTileRowsAvx2>
 [[gnu::always_inline]] inline void rows_against_panel(const PanelBlock<W, kPanelRowsAvx2>* panel, int64_t nb, const BlockQ8_0* x,
                         const XBlockInfo* xinfo, int64_t i0, int64_t i1, float* y, int64_t ldy, int64_t cols) {
   for (; i0 + R <= i1; i0 += R) tile_avx2<W, R, Dot>(panel, nb, x + i0 * nb, xinfo + i0 * nb, nb, y + i0 * ldy, ldy, cols);
@@ -361,12 +321,12 @@ template <QuantType W, class Dot, int R = kTileRowsAvx2>
   }
 }
 
-template <QuantType W>
+template <class W>
 using PanelRows = void (*)(const PanelBlock<W, kPanelRowsAvx2>*, int64_t, const BlockQ8_0*, const XBlockInfo*, int64_t,
                            int64_t, float*, int64_t, int64_t);
 #if defined(__AVX2__) && defined(__FMA__)
 // the tiles compiled for AVX-VNNI's vpdpbusd (int8_dot.h)
-template <QuantType W>
+template <class W>
 NF_TARGET_AVX_VNNI void rows_against_panel_avx_vnni(const PanelBlock<W, kPanelRowsAvx2>* panel, int64_t nb,
                                                     const BlockQ8_0* x, const XBlockInfo* xinfo, int64_t i0, int64_t i1,
                                                     float* y, int64_t ldy, int64_t cols) {
@@ -375,11 +335,11 @@ NF_TARGET_AVX_VNNI void rows_against_panel_avx_vnni(const PanelBlock<W, kPanelRo
 #endif
 
 // The 8-row panels: AVX2's tiles, or AVX-VNNI's.
-template <QuantType W>
+template <class W>
 void gemm_avx2(const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t m, float* y, int64_t ldy) {
   PanelRows<W> rows = rows_against_panel<W, Int8DotAvx2>;
 #if defined(__AVX2__) && defined(__FMA__)
-  if (W == QuantType::q8_0 && int8_isa() == Int8Isa::avx_vnni) rows = rows_against_panel_avx_vnni<W>;
+  if (W::kSigned && int8_isa() == Int8Isa::avx_vnni) rows = rows_against_panel_avx_vnni<W>;
 #endif
   constexpr int P = kPanelRowsAvx2;
   const int64_t nb = k / kQK8_0;
@@ -401,7 +361,7 @@ void gemm_avx2(const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t
 }
 
 // Rows [i0, i1) of a unit of packed x against a panel, in tiles of up to R rows.
-template <QuantType W, int R = kTileRowsVnni>
+template <class W, int R = kTileRowsVnni>
 void unit_against_panel(const PanelBlock<W, kPanelRowsVnni>* panel, int64_t nb, const int32_t* xwords,
                         const XBlockInfo* xinfo, int64_t i0, int64_t i1, float* y, int64_t ldy, int64_t cols) {
   for (; i0 + R <= i1; i0 += R) tile_vnni<W, R>(panel, nb, xwords + i0, xinfo + i0, y + i0 * ldy, ldy, cols);
@@ -413,7 +373,7 @@ void unit_against_panel(const PanelBlock<W, kPanelRowsVnni>* panel, int64_t nb, 
 // x packed per unit of kUnitRows rows (the last padded with zeros): the 4 bytes of group g of
 // block b of the unit's row i at words[((unit nb + b) kGroups + g) kUnitRows + i], its block info at
 // info[(unit nb + b) kUnitRows + i]; so a tile's loads are one pointer per block and constants.
-template <QuantType W>
+template <class W>
 void gemm_vnni(const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t m, float* y, int64_t ldy) {
   constexpr int P = kPanelRowsVnni;
   const int64_t nb = k / kQK8_0, units = (m + kUnitRows - 1) / kUnitRows;
@@ -450,7 +410,7 @@ void gemm_vnni(const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t
   });
 }
 
-template <QuantType W>
+template <class W>
 void gemm(const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t m, float* y, int64_t ldy) {
   if (int8_isa() == Int8Isa::avx512_vnni) return gemm_vnni<W>(w, n, k, xq, m, y, ldy);
   gemm_avx2<W>(w, n, k, xq, m, y, ldy);
@@ -458,14 +418,26 @@ void gemm(const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t m, f
 
 }  // namespace
 
-bool quant_gemm_supports(QuantType wtype) {
-  return wtype == QuantType::q8_0 || wtype == QuantType::q4_0 || wtype == QuantType::q5_0 || wtype == QuantType::q4_1;
+void gemm_q8_0(const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t m, float* y, int64_t ldy) {
+  gemm<Q8_0W>(w, n, k, xq, m, y, ldy);
 }
+void gemm_q4_0(const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t m, float* y, int64_t ldy) {
+  gemm<Q4_0W>(w, n, k, xq, m, y, ldy);
+}
+void gemm_q4_1(const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t m, float* y, int64_t ldy) {
+  gemm<Q4_1W>(w, n, k, xq, m, y, ldy);
+}
+void gemm_q5_0(const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t m, float* y, int64_t ldy) {
+  gemm<Q5_0W>(w, n, k, xq, m, y, ldy);
+}
+
+bool quant_gemm_supports(QuantType wtype) { return quant_traits(wtype).gemm != nullptr; }
 
 void quant_gemm(QuantType wtype, const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t m, float* y,
                 int64_t ldy) {
-  NF_CHECK(quant_gemm_supports(wtype), "quant_gemm: weights of type ", quant_type_name(wtype),
-           " are not supported (expects q8_0, q4_0, q5_0 or q4_1)");
+  const QuantTypeTraits& traits = quant_traits(wtype);
+  NF_CHECK(traits.gemm != nullptr, "quant_gemm: weights of type ", quant_type_name(wtype),
+           " are not supported (the type has no integer GEMM)");
   NF_CHECK(k % kQK8_0 == 0, "quant_gemm: k = ", k, " is not a multiple of the block size ", kQK8_0);
   NF_CHECK(n >= 0 && m >= 0 && ldy >= n, "quant_gemm: bad shape m = ", m, ", n = ", n, ", ldy = ", ldy);
   if (m == 0 || n == 0) return;
@@ -473,12 +445,7 @@ void quant_gemm(QuantType wtype, const void* w, int64_t n, int64_t k, const Bloc
     for (int64_t i = 0; i < m; ++i) std::fill(y + i * ldy, y + i * ldy + n, 0.0f);
     return;
   }
-  switch (wtype) {
-    case QuantType::q8_0: return gemm<QuantType::q8_0>(w, n, k, xq, m, y, ldy);
-    case QuantType::q4_0: return gemm<QuantType::q4_0>(w, n, k, xq, m, y, ldy);
-    case QuantType::q5_0: return gemm<QuantType::q5_0>(w, n, k, xq, m, y, ldy);
-    default: return gemm<QuantType::q4_1>(w, n, k, xq, m, y, ldy);
-  }
+  traits.gemm(w, n, k, xq, m, y, ldy);
 }
 
 }  // namespace nf::cpu

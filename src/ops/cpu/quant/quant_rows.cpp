@@ -12,6 +12,8 @@
 #include "nanoformer/core/dtype.h"
 #include "nanoformer/core/error.h"
 #include "ops/cpu/quant/quant_blocks.h"
+#include "ops/cpu/quant/type_kernels.h"
+#include "ops/cpu/quant/type_traits.h"
 
 namespace nf::cpu {
 namespace {
@@ -44,48 +46,50 @@ uint32_t load_qh(const uint8_t* qh) {
          static_cast<uint32_t>(qh[3]) << 24;
 }
 
-void quantize_q8_0(const float* x, BlockQ8_0* y, int64_t nb) {
-  for (int64_t b = 0; b < nb; ++b, x += kQK8_0) {
-    float amax = 0.0f;
-    for (int j = 0; j < kQK8_0; ++j) amax = std::fmax(amax, std::fabs(x[j]));
-    const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[b].d = float_to_f16_bits(d);
-    for (int j = 0; j < kQK8_0; ++j) y[b].qs[j] = static_cast<int8_t>(std::roundf(x[j] * id));
-  }
+// Q8_0's levels of 32 values: q = round(x * id), id = 1 / d; returns d = max|x| / 127 (unrounded)
+float q8_0_levels(const float* x, int8_t* q) {
+  float amax = 0.0f;
+  for (int j = 0; j < kQK8_0; ++j) amax = std::fmax(amax, std::fabs(x[j]));
+  const float d = amax / 127.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  for (int j = 0; j < kQK8_0; ++j) q[j] = static_cast<int8_t>(std::roundf(x[j] * id));
+  return d;
 }
 
-void dequantize_q8_0(const BlockQ8_0* x, float* y, int64_t nb) {
+// Q8_0 and Q8_1: x = d q
+template <class Block>
+void dequantize_8bit(const void* blocks, float* y, int64_t nb) {
+  const auto* x = static_cast<const Block*>(blocks);
   for (int64_t b = 0; b < nb; ++b, y += kQK8_0) {
     const float d = f16_bits_to_float(x[b].d);
     for (int j = 0; j < kQK8_0; ++j) y[j] = static_cast<float>(x[b].qs[j]) * d;
   }
 }
 
-void quantize_q8_1(const float* x, BlockQ8_1* y, int64_t nb) {
+}  // namespace
+
+void quantize_q8_0(const float* x, void* blocks, int64_t nb) {
+  auto* y = static_cast<BlockQ8_0*>(blocks);
+  for (int64_t b = 0; b < nb; ++b, x += kQK8_0) y[b].d = float_to_f16_bits(q8_0_levels(x, y[b].qs));
+}
+
+void dequantize_q8_0(const void* blocks, float* y, int64_t nb) { dequantize_8bit<BlockQ8_0>(blocks, y, nb); }
+
+void quantize_q8_1(const float* x, void* blocks, int64_t nb) {
+  auto* y = static_cast<BlockQ8_1*>(blocks);
   for (int64_t b = 0; b < nb; ++b, x += kQK8_0) {
-    float amax = 0.0f;
-    for (int j = 0; j < kQK8_0; ++j) amax = std::fmax(amax, std::fabs(x[j]));
-    const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    const float d = q8_0_levels(x, y[b].qs);
     int sum = 0;
-    for (int j = 0; j < kQK8_0; ++j) {
-      y[b].qs[j] = static_cast<int8_t>(std::roundf(x[j] * id));
-      sum += y[b].qs[j];
-    }
+    for (int j = 0; j < kQK8_0; ++j) sum += y[b].qs[j];
     y[b].d = float_to_f16_bits(d);
     y[b].s = float_to_f16_bits(static_cast<float>(sum) * d);
   }
 }
 
-void dequantize_q8_1(const BlockQ8_1* x, float* y, int64_t nb) {
-  for (int64_t b = 0; b < nb; ++b, y += kQK8_0) {
-    const float d = f16_bits_to_float(x[b].d);
-    for (int j = 0; j < kQK8_0; ++j) y[j] = static_cast<float>(x[b].qs[j]) * d;
-  }
-}
+void dequantize_q8_1(const void* blocks, float* y, int64_t nb) { dequantize_8bit<BlockQ8_1>(blocks, y, nb); }
 
-void quantize_q4_0(const float* x, BlockQ4_0* y, int64_t nb) {
+void quantize_q4_0(const float* x, void* blocks, int64_t nb) {
+  auto* y = static_cast<BlockQ4_0*>(blocks);
   for (int64_t b = 0; b < nb; ++b, x += kQK4_0) {
     const float d = signed_absmax(x, kQK4_0) / -8.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
@@ -98,7 +102,8 @@ void quantize_q4_0(const float* x, BlockQ4_0* y, int64_t nb) {
   }
 }
 
-void dequantize_q4_0(const BlockQ4_0* x, float* y, int64_t nb) {
+void dequantize_q4_0(const void* blocks, float* y, int64_t nb) {
+  const auto* x = static_cast<const BlockQ4_0*>(blocks);
   for (int64_t b = 0; b < nb; ++b, y += kQK4_0) {
     const float d = f16_bits_to_float(x[b].d);
     for (int j = 0; j < kQK4_0 / 2; ++j) {
@@ -108,7 +113,8 @@ void dequantize_q4_0(const BlockQ4_0* x, float* y, int64_t nb) {
   }
 }
 
-void quantize_q4_1(const float* x, BlockQ4_1* y, int64_t nb) {
+void quantize_q4_1(const float* x, void* blocks, int64_t nb) {
+  auto* y = static_cast<BlockQ4_1*>(blocks);
   for (int64_t b = 0; b < nb; ++b, x += kQK4_1) {
     const auto [lo, hi] = std::minmax_element(x, x + kQK4_1);
     const float min = *lo, d = (*hi - min) / 15.0f;
@@ -123,7 +129,8 @@ void quantize_q4_1(const float* x, BlockQ4_1* y, int64_t nb) {
   }
 }
 
-void dequantize_q4_1(const BlockQ4_1* x, float* y, int64_t nb) {
+void dequantize_q4_1(const void* blocks, float* y, int64_t nb) {
+  const auto* x = static_cast<const BlockQ4_1*>(blocks);
   for (int64_t b = 0; b < nb; ++b, y += kQK4_1) {
     const float d = f16_bits_to_float(x[b].d), m = f16_bits_to_float(x[b].m);
     for (int j = 0; j < kQK4_1 / 2; ++j) {
@@ -133,7 +140,8 @@ void dequantize_q4_1(const BlockQ4_1* x, float* y, int64_t nb) {
   }
 }
 
-void quantize_q5_0(const float* x, BlockQ5_0* y, int64_t nb) {
+void quantize_q5_0(const float* x, void* blocks, int64_t nb) {
+  auto* y = static_cast<BlockQ5_0*>(blocks);
   for (int64_t b = 0; b < nb; ++b, x += kQK5_0) {
     const float d = signed_absmax(x, kQK5_0) / -16.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
@@ -144,7 +152,8 @@ void quantize_q5_0(const float* x, BlockQ5_0* y, int64_t nb) {
   }
 }
 
-void dequantize_q5_0(const BlockQ5_0* x, float* y, int64_t nb) {
+void dequantize_q5_0(const void* blocks, float* y, int64_t nb) {
+  const auto* x = static_cast<const BlockQ5_0*>(blocks);
   for (int64_t b = 0; b < nb; ++b, y += kQK5_0) {
     const float d = f16_bits_to_float(x[b].d);
     const uint32_t qh = load_qh(x[b].qh);
@@ -157,7 +166,8 @@ void dequantize_q5_0(const BlockQ5_0* x, float* y, int64_t nb) {
   }
 }
 
-void quantize_q5_1(const float* x, BlockQ5_1* y, int64_t nb) {
+void quantize_q5_1(const float* x, void* blocks, int64_t nb) {
+  auto* y = static_cast<BlockQ5_1*>(blocks);
   for (int64_t b = 0; b < nb; ++b, x += kQK5_1) {
     const auto [lo, hi] = std::minmax_element(x, x + kQK5_1);
     const float min = *lo, d = (*hi - min) / 31.0f;
@@ -170,7 +180,8 @@ void quantize_q5_1(const float* x, BlockQ5_1* y, int64_t nb) {
   }
 }
 
-void dequantize_q5_1(const BlockQ5_1* x, float* y, int64_t nb) {
+void dequantize_q5_1(const void* blocks, float* y, int64_t nb) {
+  const auto* x = static_cast<const BlockQ5_1*>(blocks);
   for (int64_t b = 0; b < nb; ++b, y += kQK5_1) {
     const float d = f16_bits_to_float(x[b].d), m = f16_bits_to_float(x[b].m);
     const uint32_t qh = load_qh(x[b].qh);
@@ -184,6 +195,8 @@ void dequantize_q5_1(const BlockQ5_1* x, float* y, int64_t nb) {
 }
 
 // ---- super-blocks of 256: llama.cpp's reference quantisers ------------------------------------
+
+namespace {
 
 // Rounds to the nearest integer, ties to even, as llama.cpp's nearest_int: adding 1.5 * 2^23 leaves
 // the rounded value in the low 22 mantissa bits (exact for |v| < 2^22; beyond, the same bits as it).
@@ -266,7 +279,10 @@ void q4_k_scale_min(int j, const uint8_t* packed, uint8_t* sc, uint8_t* m) {
   }
 }
 
-void quantize_q4_k(const float* x, BlockQ4_K* y, int64_t nb) {
+}  // namespace
+
+void quantize_q4_k(const float* x, void* blocks, int64_t nb) {
+  auto* y = static_cast<BlockQ4_K*>(blocks);
   constexpr int kSub = 32, kSubs = kQK_K / kSub;
   for (int64_t b = 0; b < nb; ++b, x += kQK_K) {
     uint8_t L[kQK_K];
@@ -314,7 +330,8 @@ void quantize_q4_k(const float* x, BlockQ4_K* y, int64_t nb) {
   }
 }
 
-void dequantize_q4_k(const BlockQ4_K* x, float* y, int64_t nb) {
+void dequantize_q4_k(const void* blocks, float* y, int64_t nb) {
+  const auto* x = static_cast<const BlockQ4_K*>(blocks);
   for (int64_t b = 0; b < nb; ++b) {
     const float d = f16_bits_to_float(x[b].d), dmin = f16_bits_to_float(x[b].dmin);
     for (int j = 0; j < kQK_K / 32; ++j, y += 32) {
@@ -327,6 +344,8 @@ void dequantize_q4_k(const BlockQ4_K* x, float* y, int64_t nb) {
     }
   }
 }
+
+namespace {
 
 constexpr float kGroupMaxEps = 1e-15f;  // llama.cpp's GROUP_MAX_EPS: a group below it is all zeros
 
@@ -368,7 +387,10 @@ float fit_symmetric_scale(const float* x, int8_t* L) {
   return scale;
 }
 
-void quantize_q6_k(const float* x, BlockQ6_K* y, int64_t nb) {
+}  // namespace
+
+void quantize_q6_k(const float* x, void* blocks, int64_t nb) {
+  auto* y = static_cast<BlockQ6_K*>(blocks);
   constexpr int kGroups = kQK_K / 16;
   for (int64_t b = 0; b < nb; ++b, x += kQK_K) {
     int8_t L[kQK_K];
@@ -407,7 +429,8 @@ void quantize_q6_k(const float* x, BlockQ6_K* y, int64_t nb) {
   }
 }
 
-void dequantize_q6_k(const BlockQ6_K* x, float* y, int64_t nb) {
+void dequantize_q6_k(const void* blocks, float* y, int64_t nb) {
+  const auto* x = static_cast<const BlockQ6_K*>(blocks);
   for (int64_t b = 0; b < nb; ++b, y += kQK_K) {
     const float d = f16_bits_to_float(x[b].d);
     for (int i = 0; i < kQK_K; ++i) {
@@ -420,7 +443,8 @@ void dequantize_q6_k(const BlockQ6_K* x, float* y, int64_t nb) {
   }
 }
 
-void quantize_q8_k(const float* x, BlockQ8_K* y, int64_t nb) {
+void quantize_q8_k(const float* x, void* blocks, int64_t nb) {
+  auto* y = static_cast<BlockQ8_K*>(blocks);
   for (int64_t b = 0; b < nb; ++b, x += kQK_K) {
     const float max = signed_absmax(x, kQK_K);
     if (max == 0.0f) {
@@ -438,84 +462,76 @@ void quantize_q8_k(const float* x, BlockQ8_K* y, int64_t nb) {
   }
 }
 
-void dequantize_q8_k(const BlockQ8_K* x, float* y, int64_t nb) {
+void dequantize_q8_k(const void* blocks, float* y, int64_t nb) {
+  const auto* x = static_cast<const BlockQ8_K*>(blocks);
   for (int64_t b = 0; b < nb; ++b, y += kQK_K)
     for (int j = 0; j < kQK_K; ++j) y[j] = x[b].d * static_cast<float>(x[b].qs[j]);
+}
+
+// ---- the float types: one value a block -------------------------------------------------------
+
+void quantize_f32(const float* x, void* blocks, int64_t nb) { std::memcpy(blocks, x, static_cast<size_t>(nb) * 4); }
+void dequantize_f32(const void* blocks, float* y, int64_t nb) { std::memcpy(y, blocks, static_cast<size_t>(nb) * 4); }
+void quantize_f16(const float* x, void* blocks, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i) static_cast<uint16_t*>(blocks)[i] = float_to_f16_bits(x[i]);
+}
+void dequantize_f16(const void* blocks, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i) y[i] = f16_bits_to_float(static_cast<const uint16_t*>(blocks)[i]);
+}
+void quantize_bf16(const float* x, void* blocks, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i) static_cast<uint16_t*>(blocks)[i] = float_to_bf16_bits(x[i]);
+}
+void dequantize_bf16(const void* blocks, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i) y[i] = bf16_bits_to_float(static_cast<const uint16_t*>(blocks)[i]);
+}
+
+// ---- by type: the traits table's kernels ------------------------------------------------------
+
+namespace {
+
+// n values of `type` as whole blocks: their count
+int64_t blocks_of(const QuantTypeTraits& traits, int64_t n, const char* what) {
+  const QuantTypeInfo& info = traits.info();
+  NF_CHECK(n % info.block_size == 0, what, ": ", n, " values are not whole blocks of ", info.name);
+  return n / info.block_size;
 }
 
 }  // namespace
 
 void quantize_row(QuantType type, const float* x, void* blocks, int64_t n) {
-  const int64_t block = quant_type_info(type).block_size;
-  NF_CHECK(n % block == 0, "quantize: ", n, " values are not whole blocks of ", quant_type_name(type));
-  const int64_t nb = n / block;
-  switch (type) {
-    case QuantType::f32: std::memcpy(blocks, x, static_cast<size_t>(n) * 4); return;
-    case QuantType::f16:
-      for (int64_t i = 0; i < n; ++i) static_cast<uint16_t*>(blocks)[i] = float_to_f16_bits(x[i]);
-      return;
-    case QuantType::bf16:
-      for (int64_t i = 0; i < n; ++i) static_cast<uint16_t*>(blocks)[i] = float_to_bf16_bits(x[i]);
-      return;
-    case QuantType::q8_0: quantize_q8_0(x, static_cast<BlockQ8_0*>(blocks), nb); return;
-    case QuantType::q8_1: quantize_q8_1(x, static_cast<BlockQ8_1*>(blocks), nb); return;
-    case QuantType::q4_0: quantize_q4_0(x, static_cast<BlockQ4_0*>(blocks), nb); return;
-    case QuantType::q4_1: quantize_q4_1(x, static_cast<BlockQ4_1*>(blocks), nb); return;
-    case QuantType::q5_0: quantize_q5_0(x, static_cast<BlockQ5_0*>(blocks), nb); return;
-    case QuantType::q5_1: quantize_q5_1(x, static_cast<BlockQ5_1*>(blocks), nb); return;
-    case QuantType::q4_k: quantize_q4_k(x, static_cast<BlockQ4_K*>(blocks), nb); return;
-    case QuantType::q6_k: quantize_q6_k(x, static_cast<BlockQ6_K*>(blocks), nb); return;
-    case QuantType::q8_k: quantize_q8_k(x, static_cast<BlockQ8_K*>(blocks), nb); return;
-    default: NF_FAIL("quantize: ", quant_type_name(type), " is not supported yet");
-  }
+  const QuantTypeTraits& traits = quant_traits(type);
+  traits.quantize(x, blocks, blocks_of(traits, n, "quantize"));
 }
 
 void dequantize_row(QuantType type, const void* blocks, float* y, int64_t n) {
-  const int64_t block = quant_type_info(type).block_size;
-  NF_CHECK(n % block == 0, "dequantize: ", n, " values are not whole blocks of ", quant_type_name(type));
-  const int64_t nb = n / block;
-  switch (type) {
-    case QuantType::f32: std::memcpy(y, blocks, static_cast<size_t>(n) * 4); return;
-    case QuantType::f16:
-      for (int64_t i = 0; i < n; ++i) y[i] = f16_bits_to_float(static_cast<const uint16_t*>(blocks)[i]);
-      return;
-    case QuantType::bf16:
-      for (int64_t i = 0; i < n; ++i) y[i] = bf16_bits_to_float(static_cast<const uint16_t*>(blocks)[i]);
-      return;
-    case QuantType::q8_0: dequantize_q8_0(static_cast<const BlockQ8_0*>(blocks), y, nb); return;
-    case QuantType::q8_1: dequantize_q8_1(static_cast<const BlockQ8_1*>(blocks), y, nb); return;
-    case QuantType::q4_0: dequantize_q4_0(static_cast<const BlockQ4_0*>(blocks), y, nb); return;
-    case QuantType::q4_1: dequantize_q4_1(static_cast<const BlockQ4_1*>(blocks), y, nb); return;
-    case QuantType::q5_0: dequantize_q5_0(static_cast<const BlockQ5_0*>(blocks), y, nb); return;
-    case QuantType::q5_1: dequantize_q5_1(static_cast<const BlockQ5_1*>(blocks), y, nb); return;
-    case QuantType::q4_k: dequantize_q4_k(static_cast<const BlockQ4_K*>(blocks), y, nb); return;
-    case QuantType::q6_k: dequantize_q6_k(static_cast<const BlockQ6_K*>(blocks), y, nb); return;
-    case QuantType::q8_k: dequantize_q8_k(static_cast<const BlockQ8_K*>(blocks), y, nb); return;
-    default: NF_FAIL("dequantize: ", quant_type_name(type), " is not supported yet");
-  }
+  const QuantTypeTraits& traits = quant_traits(type);
+  traits.dequantize(blocks, y, blocks_of(traits, n, "dequantize"));
 }
 
 // the loops of ops/quantized.cpp, threaded over rows when the work is large enough
 void quantize_rows(QuantizedTensor& out, const Tensor& weight) {
-  const int64_t rows = out.rows(), cols = out.cols();
+  const QuantTypeTraits& traits = quant_traits(out.type());
+  const int64_t rows = out.rows(), cols = out.cols(), nb = blocks_of(traits, cols, "quantize");
   const float* src = weight.data<float>();
   auto* dst = static_cast<unsigned char*>(out.mutable_data());
   const size_t row_bytes = out.row_bytes();
 #pragma omp parallel for schedule(static) if (rows * cols > 65536)
-  for (int64_t r = 0; r < rows; ++r) quantize_row(out.type(), src + r * cols, dst + row_bytes * r, cols);
+  for (int64_t r = 0; r < rows; ++r) traits.quantize(src + r * cols, dst + row_bytes * r, nb);
 }
 
 void dequantize_rows(const Tensor& out, const QuantizedTensor& w, int64_t begin, int64_t end) {
-  const int64_t cols = w.cols();
+  const QuantTypeTraits& traits = quant_traits(w.type());
+  const int64_t cols = w.cols(), nb = blocks_of(traits, cols, "dequantize");
   float* dst = out.data<float>();
 #pragma omp parallel for schedule(static) if ((end - begin) * cols > 65536)
-  for (int64_t r = begin; r < end; ++r) dequantize_row(w.type(), w.row(r), dst + (r - begin) * cols, cols);
+  for (int64_t r = begin; r < end; ++r) traits.dequantize(w.row(r), dst + (r - begin) * cols, nb);
 }
 
 void gather_rows(const Tensor& out, const QuantizedTensor& w, const int64_t* ids, int64_t n) {
-  const int64_t cols = w.cols();
+  const QuantTypeTraits& traits = quant_traits(w.type());
+  const int64_t cols = w.cols(), nb = blocks_of(traits, cols, "dequantize");
   float* dst = out.data<float>();
-  for (int64_t i = 0; i < n; ++i) dequantize_row(w.type(), w.row(ids[i]), dst + i * cols, cols);
+  for (int64_t i = 0; i < n; ++i) traits.dequantize(w.row(ids[i]), dst + i * cols, nb);
 }
 
 }  // namespace nf::cpu
