@@ -451,6 +451,7 @@ void quantize_row(QuantType type, const float* x, void* blocks, int64_t n) {
   const int64_t nb = n / block;
   switch (type) {
     case QuantType::f32: std::memcpy(blocks, x, static_cast<size_t>(n) * 4); return;
+    case QuantType::f64: std::copy_n(x, n, static_cast<double*>(blocks)); return;
     case QuantType::f16:
       for (int64_t i = 0; i < n; ++i) static_cast<uint16_t*>(blocks)[i] = float_to_f16_bits(x[i]);
       return;
@@ -476,6 +477,9 @@ void dequantize_row(QuantType type, const void* blocks, float* y, int64_t n) {
   const int64_t nb = n / block;
   switch (type) {
     case QuantType::f32: std::memcpy(y, blocks, static_cast<size_t>(n) * 4); return;
+    case QuantType::f64:
+      for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(static_cast<const double*>(blocks)[i]);
+      return;
     case QuantType::f16:
       for (int64_t i = 0; i < n; ++i) y[i] = f16_bits_to_float(static_cast<const uint16_t*>(blocks)[i]);
       return;
