@@ -71,7 +71,7 @@ void BM_nf_attention_decode_cache(benchmark::State& state) {
   const int64_t T = state.range(1), D = 64;
   nf::Generator gen(1);
   const Tensor q = nf::randn({1, 8, 1, D}, gen);
-  const nf::QuantizedKV k(type, 1, 2, T, D), v(type, 1, 2, T, D);
+  const nf::KVStorage k(type, 1, 2, T, D), v(type, 1, 2, T, D);
   k.write(0, nf::randn({1, 2, T, D}, gen));
   v.write(0, nf::randn({1, 2, T, D}, gen));
   for (auto _ : state) {
