@@ -65,13 +65,14 @@ void shapes(benchmark::internal::Benchmark* b) {
       ->UseRealTime();
 }
 
-// args: the cache's QuantType (f16 1, q8_0 8, bf16 30; the f32 baseline ignores it), T cached tokens
+// args: the cache's QuantType (f32 0, f16 1, q8_0 8, bf16 30; the plain-tensor f32 baseline ignores
+// it), T cached tokens
 void BM_nf_attention_decode_cache(benchmark::State& state) {
   const auto type = static_cast<nf::QuantType>(state.range(0));
   const int64_t T = state.range(1), D = 64;
   nf::Generator gen(1);
   const Tensor q = nf::randn({1, 8, 1, D}, gen);
-  const nf::QuantizedKV k(type, 1, 2, T, D), v(type, 1, 2, T, D);
+  const nf::KVStorage k(type, 1, 2, T, D), v(type, 1, 2, T, D);
   k.write(0, nf::randn({1, 2, T, D}, gen));
   v.write(0, nf::randn({1, 2, T, D}, gen));
   for (auto _ : state) {
@@ -95,7 +96,7 @@ void BM_nf_attention_decode_f32_cache(benchmark::State& state) {
 void cache_types(benchmark::internal::Benchmark* b) {
   b->ArgNames({"type", "T"});
   for (const int64_t T : {1024, 4096})
-    for (const nf::QuantType type : {nf::QuantType::f16, nf::QuantType::bf16, nf::QuantType::q8_0})
+    for (const nf::QuantType type : {nf::QuantType::f32, nf::QuantType::f16, nf::QuantType::bf16, nf::QuantType::q8_0})
       b->Args({static_cast<int64_t>(type), T});
   b->Unit(benchmark::kMicrosecond)->UseRealTime();
 }

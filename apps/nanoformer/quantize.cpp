@@ -21,8 +21,8 @@
 namespace nf::cli {
 namespace {
 
-// `name` as a weight type llama.cpp computes with (Q8_1 and Q8_K are its activation types); throws
-// naming `flag` otherwise.
+// `name` as a weight type llama.cpp computes with (Q8_1 and Q8_K are its activation types, F64 one
+// that only a KV cache stores here); throws naming `flag` otherwise.
 QuantType weight_type(const std::string& name, const std::string& flag) {
   QuantType type{};
   try {
@@ -32,6 +32,7 @@ QuantType weight_type(const std::string& name, const std::string& flag) {
   }
   NF_CHECK(type != QuantType::q8_1 && type != QuantType::q8_k, flag, " ", name,
            ": an activation type, which llama.cpp does not multiply weights in");
+  NF_CHECK(type != QuantType::f64, flag, " f64: weights are f32, f16, bf16 or a quantised type");
   return type;
 }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <string>
+#include <utility>
 
 #include "nanoformer/core/error.h"
 
@@ -23,7 +24,12 @@ constexpr Known kKnown[] = {
     {QuantType::q5_1, {"q5_1", 32, 24}},   {QuantType::q8_0, {"q8_0", 32, 34}},
     {QuantType::q8_1, {"q8_1", 32, 36}},   {QuantType::q4_k, {"q4_k", 256, 144}},
     {QuantType::q6_k, {"q6_k", 256, 210}}, {QuantType::q8_k, {"q8_k", 256, 292}},
+    {QuantType::f64, {"f64", 1, 8}},
 };
+
+// the float types and the dtypes of their values
+constexpr std::pair<QuantType, DType> kFloatTypes[] = {
+    {QuantType::f32, DType::f32}, {QuantType::f64, DType::f64}, {QuantType::f16, DType::f16}, {QuantType::bf16, DType::bf16}};
 
 }  // namespace
 
@@ -60,8 +66,18 @@ size_t quant_row_bytes(QuantType type, int64_t cols) {
   return static_cast<size_t>(cols / info.block_size) * static_cast<size_t>(info.block_bytes);
 }
 
-bool is_block_quantized(QuantType type) {
-  return type != QuantType::f32 && type != QuantType::f16 && type != QuantType::bf16;
+bool is_block_quantized(QuantType type) { return !float_type_dtype(type); }
+
+std::optional<DType> float_type_dtype(QuantType type) {
+  for (const auto& [t, dtype] : kFloatTypes)
+    if (t == type) return dtype;
+  return std::nullopt;
+}
+
+QuantType float_type_of(DType dtype) {
+  for (const auto& [type, d] : kFloatTypes)
+    if (d == dtype) return type;
+  NF_FAIL("quant type: ", dtype_name(dtype), " is not a floating dtype");
 }
 
 }  // namespace nf

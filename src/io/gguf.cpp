@@ -462,15 +462,10 @@ QuantizedTensor GGUFFile::quantized(const std::string& name) const {
 
 Tensor GGUFFile::dense(const std::string& name) const {
   const GGUFTensorInfo& info = tensor(name);
-  DType dtype = DType::f32;
-  switch (info.type) {
-    case QuantType::f32: dtype = DType::f32; break;
-    case QuantType::f16: dtype = DType::f16; break;
-    case QuantType::bf16: dtype = DType::bf16; break;
-    default:
-      NF_FAIL(file_context(path_), "tensor '", shown(name), "' is ", quant_type_name(info.type),
-              ", block-quantised, not f32, f16 or bf16 (read it as a QuantizedTensor)");
-  }
+  const std::optional<DType> float_dtype = float_type_dtype(info.type);
+  NF_CHECK(float_dtype, file_context(path_), "tensor '", shown(name), "' is ", quant_type_name(info.type),
+           ", block-quantised, not f32, f16, bf16 or f64 (read it as a QuantizedTensor)");
+  const DType dtype = *float_dtype;
   const unsigned char* bytes = data_ + info.offset;
   Tensor t;
   if (reinterpret_cast<uintptr_t>(bytes) % dtype_size(dtype) == 0) {

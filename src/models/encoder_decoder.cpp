@@ -169,7 +169,7 @@ void DecoderState::select_rows(const std::vector<int64_t>& rows) {
   cache.select_rows(rows);
   if (memory_kv.empty() || memory_kv[0].keys.size(0) == 1) return;  // one memory row serves every row
   const Tensor index = Tensor::from_vector(rows, {static_cast<int64_t>(rows.size())});
-  for (nn::LayerKV& kv : memory_kv) kv = {index_select(kv.keys, 0, index), index_select(kv.values, 0, index)};
+  for (nn::ContextKV& kv : memory_kv) kv = {index_select(kv.keys, 0, index), index_select(kv.values, 0, index)};
   if (src_padding.defined()) src_padding = index_select(src_padding, 0, index);
 }
 
@@ -189,7 +189,7 @@ Tensor EncoderDecoder::decode_cached(const Tensor& tgt, DecoderState& state, boo
   };
   const Tensor src_padding = rows_of(state.src_padding);
   for (size_t i = 0; i < decoder_layers->size(); ++i) {
-    const nn::LayerKV memory{rows_of(state.memory_kv[i].keys), rows_of(state.memory_kv[i].values)};
+    const nn::ContextKV memory{rows_of(state.memory_kv[i].keys), rows_of(state.memory_kv[i].values)};
     const nn::CachedAttention cache = state.cache.at(static_cast<int64_t>(i), step);
     y = (*decoder_layers)[i]->forward(y, {.self = {.caches = {&cache, 1}},
                                           .cross = {.context_kv = &memory, .masks = {.key_padding = src_padding}}});

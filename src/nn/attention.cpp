@@ -130,46 +130,26 @@ Tensor MultiHeadAttention::attend(const Tensor& q, const Tensor& k, const Tensor
 }
 
 Tensor MultiHeadAttention::attend_cached(const Tensor& q, const Tensor& k, const Tensor& v, const CachedAttention& cache) {
-  if (cache.quantized.keys.defined()) return attend_quantized_cache(q, k, v, cache);
   const AttentionConfig& c = config_;
-  const Tensor& storage = cache.kv.keys;
-  NF_CHECK(storage.dim() == 4 && storage.size(1) == c.n_kv_heads && storage.size(3) == c.head_dim &&
-               cache.kv.values.shape() == storage.shape(),
-           "MultiHeadAttention: the cache holds ", shape_str(storage.shape()), " keys, not (batch, n_kv_heads = ",
+  const LayerKV& storage = cache.kv;
+  const KVStorage& keys = storage.keys;
+  NF_CHECK(keys.heads() == c.n_kv_heads && keys.head_dim() == c.head_dim, "MultiHeadAttention: the cache holds ",
+           shape_str({keys.batch(), keys.heads(), keys.columns(), keys.head_dim()}), " keys, not (batch, n_kv_heads = ",
            c.n_kv_heads, ", len, head_dim = ", c.head_dim, ")");
-  const KVCacheStep& step = *cache.step;
-  const int64_t B = step.batch, T = step.new_tokens, p = step.position;
-  const auto [q_at, k_at] = positioned(q, k, p, p);
-  // the new keys and values go in place into columns column .. column + T - 1; attention reads
-  // columns 0 .. column + T - 1 (column 0 at position p - column) as a view of the storage
-  const Tensor keys = narrow(narrow(storage, 0, 0, B), 2, 0, cache.column + T);
-  const Tensor values = narrow(narrow(cache.kv.values, 0, 0, B), 2, 0, cache.column + T);
-  copy_into(narrow(keys, 2, cache.column, T), k_at);
-  copy_into(narrow(values, 2, cache.column, T), v);
-  return attend(q_at, keys, values, {}, p, p - cache.column, nullptr);
-}
-
-Tensor MultiHeadAttention::attend_quantized_cache(const Tensor& q, const Tensor& k, const Tensor& v,
-                                                  const CachedAttention& cache) {
-  const AttentionConfig& c = config_;
-  const QuantizedLayerKV& storage = cache.quantized;
-  NF_CHECK(storage.keys.heads() == c.n_kv_heads && storage.keys.head_dim() == c.head_dim,
-           "MultiHeadAttention: the cache holds ", storage.keys.heads(), " KV heads of ", storage.keys.head_dim(),
-           " values, not n_kv_heads = ", c.n_kv_heads, " of head_dim = ", c.head_dim);
   const KVCacheStep& step = *cache.step;
   const int64_t B = step.batch, T = step.new_tokens, p = step.position, length = cache.column + T;
   const auto [q_at, k_at] = positioned(q, k, p, p);
-  // the new keys and values are quantised into columns column .. column + T - 1; attention reads
-  // columns 0 .. column + T - 1 from the cache, the new ones included
-  storage.keys.write(cache.column, k_at);
+  // the new keys and values go in place into columns column .. column + T - 1 (in the rows' type);
+  // attention reads columns 0 .. column + T - 1, column 0 at position p - column
+  keys.write(cache.column, k_at);
   storage.values.write(cache.column, v);
   if (q_at.dtype() == DType::f32 && !(position_ && position_->has_score_bias()))
-    return scaled_dot_product_attention(q_at, storage.keys, storage.values, length,
+    return scaled_dot_product_attention(q_at, keys, storage.values, length,
                                         {.causal = c.causal, .window = c.window, .scale = c.scale});
-  // another dtype, or a score bias (which reads the keys): over the cache dequantised
-  const Tensor keys = storage.keys.read(B, 0, length).to(q_at.dtype());
-  const Tensor values = storage.values.read(B, 0, length).to(q_at.dtype());
-  return attend(q_at, keys, values, {}, p, p - cache.column, nullptr);
+  // another dtype, or a score bias (which reads the keys): over the columns as q's dtype (a view of
+  // rows of that type, else their values converted)
+  return attend(q_at, keys.read(B, 0, length, q_at.dtype()), storage.values.read(B, 0, length, q_at.dtype()), {}, p,
+                p - cache.column, nullptr);
 }
 
 Tensor MultiHeadAttention::forward(const Tensor& x, const AttentionInputs& in, Tensor* weights) {
@@ -193,7 +173,7 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const AttentionInputs& in, T
   const Tensor q = split_heads(self ? qkv[0] : q_proj->forward(x), c.n_heads, c.head_dim);
   Tensor k, v;
   if (in.context_kv) {
-    const LayerKV& kv = *in.context_kv;
+    const ContextKV& kv = *in.context_kv;
     NF_CHECK(kv.keys.dim() == 4 && kv.keys.size(0) == B && kv.keys.size(1) == c.n_kv_heads &&
                  kv.keys.size(3) == c.head_dim,
              "MultiHeadAttention: x ", shape_str(x.shape()), " and context keys ", shape_str(kv.keys.shape()),
@@ -236,7 +216,7 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const AttentionInputs& in, T
   return o_proj->forward(y.transpose(1, 2).reshape({B, Tq, c.n_heads * c.head_dim}));
 }
 
-LayerKV MultiHeadAttention::context_kv(const Tensor& context) {
+ContextKV MultiHeadAttention::context_kv(const Tensor& context) {
   const AttentionConfig& c = config_;
   NF_CHECK(!position_, "MultiHeadAttention: precomputed context keys need an attention without a positional scheme");
   NF_CHECK(context.dim() == 3 && context.size(2) == c.context_dim, "MultiHeadAttention: context must be (B, S, context_dim = ",

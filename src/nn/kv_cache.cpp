@@ -7,18 +7,10 @@
 #include <iterator>
 
 #include "nanoformer/core/error.h"
-#include "nanoformer/ops/factory.h"
 #include "nanoformer/ops/indexing.h"
-#include "nanoformer/ops/join.h"
-#include "nanoformer/ops/view.h"
 
 namespace nf::nn {
 namespace {
-
-// columns [from, from + n) of a layer's storage (B, Hkv, columns, D), for the first `rows` rows
-Tensor columns_of(const Tensor& storage, int64_t rows, int64_t from, int64_t n) {
-  return narrow(narrow(storage, 0, 0, rows), 2, from, n);
-}
 
 constexpr int64_t kFirstColumns = 256;  // a layer's storage at first; doubled as it fills
 
@@ -33,7 +25,8 @@ QuantType kv_cache_type_from_name(std::string_view name) {
   NF_FAIL("--cache-type: '", name, "' is not a KV cache type (", kCacheTypeNames, ")");
 }
 
-KVCache::KVCache(const KVCacheShape& s) : shape_(s) {
+KVCache::KVCache(const KVCacheShape& s)
+    : shape_(s), storage_type_(s.cache_type == QuantType::f32 ? float_type_of(s.dtype) : s.cache_type) {
   NF_CHECK(s.n_layers > 0 && s.max_batch > 0 && s.n_kv_heads > 0 && s.head_dim > 0 && s.max_len > 0,
            "KVCache: n_layers ", s.n_layers, ", max_batch ", s.max_batch, ", n_kv_heads ", s.n_kv_heads, ", head_dim ",
            s.head_dim, " and max_len ", s.max_len, " must all be positive");
@@ -60,23 +53,13 @@ void KVCache::grow(Layer& l, int64_t needed) const {
   const int64_t columns = std::min(l.capacity, std::max(needed, 2 * l.columns));
   const KVCacheShape& s = shape_;
   const int64_t rows = l.length > 0 ? batch_ : 0;  // filled columns are kept for the rows in use
-  if (s.cache_type != QuantType::f32) {
-    QuantizedLayerKV grown{QuantizedKV(s.cache_type, s.max_batch, s.n_kv_heads, columns, s.head_dim),
-                           QuantizedKV(s.cache_type, s.max_batch, s.n_kv_heads, columns, s.head_dim)};
-    if (rows > 0) {
-      grown.keys.copy_columns_from(l.quantized.keys, rows, l.length);
-      grown.values.copy_columns_from(l.quantized.values, rows, l.length);
-    }
-    l.quantized = std::move(grown);
-  } else {
-    const Shape storage{s.max_batch, s.n_kv_heads, columns, s.head_dim};
-    LayerKV grown{zeros(storage, s.dtype), zeros(storage, s.dtype)};
-    if (rows > 0) {
-      copy_into(columns_of(grown.keys, rows, 0, l.length), columns_of(l.kv.keys, rows, 0, l.length));
-      copy_into(columns_of(grown.values, rows, 0, l.length), columns_of(l.kv.values, rows, 0, l.length));
-    }
-    l.kv = std::move(grown);
+  LayerKV grown{KVStorage(storage_type_, s.max_batch, s.n_kv_heads, columns, s.head_dim),
+                KVStorage(storage_type_, s.max_batch, s.n_kv_heads, columns, s.head_dim)};
+  if (rows > 0) {
+    grown.keys.copy_columns_from(l.kv.keys, rows, l.length);
+    grown.values.copy_columns_from(l.kv.values, rows, l.length);
   }
+  l.kv = std::move(grown);
   l.columns = columns;
 }
 
@@ -85,16 +68,9 @@ const LayerKV& KVCache::layer(int64_t i) const {
   return layers_[static_cast<size_t>(i)].kv;
 }
 
-const QuantizedLayerKV& KVCache::quantized_layer(int64_t i) const {
-  layer(i);  // checks i
-  return layers_[static_cast<size_t>(i)].quantized;
-}
-
 int64_t KVCache::bytes() const {
   int64_t n = 0;
-  for (const Layer& l : layers_)
-    n += l.quantized.keys.defined() ? l.quantized.keys.bytes() + l.quantized.values.bytes()
-                                    : 2 * l.kv.keys.numel() * static_cast<int64_t>(dtype_size(shape_.dtype));
+  for (const Layer& l : layers_) n += l.kv.keys.bytes() + l.kv.values.bytes();
   return n;
 }
 
@@ -123,13 +99,7 @@ KVCacheStep KVCache::begin(int64_t batch, int64_t new_tokens) {
   for (Layer& l : layers_) {
     if (l.length + new_tokens > l.capacity) {  // a ring layer: keep the W - 1 keys the window still reaches
       const int64_t kept = std::min(l.length, l.window - 1);
-      if (l.quantized.keys.defined()) {
-        for (const QuantizedKV& storage : {l.quantized.keys, l.quantized.values})
-          storage.move_columns(batch, l.length - kept, 0, kept);
-      } else {
-        for (const Tensor& storage : {l.kv.keys, l.kv.values})
-          copy_into(columns_of(storage, batch, 0, kept), columns_of(storage, batch, l.length - kept, kept).contiguous());
-      }
+      for (const KVStorage& storage : {l.kv.keys, l.kv.values}) storage.move_columns(batch, l.length - kept, 0, kept);
       l.length = kept;
     }
     grow(l, l.length + new_tokens);
@@ -139,7 +109,7 @@ KVCacheStep KVCache::begin(int64_t batch, int64_t new_tokens) {
 }
 
 CachedAttention KVCache::at(int64_t i, const KVCacheStep& step) const {
-  return {layer(i), quantized_layer(i), step.columns.at(static_cast<size_t>(i)), &step};
+  return {layer(i), step.columns.at(static_cast<size_t>(i)), &step};
 }
 
 void KVCache::commit(const KVCacheStep& step) {
@@ -195,17 +165,17 @@ bool KVCache::shift(int64_t keep, int64_t discard, const Reposition& reposition)
     const int64_t gap_begin = std::clamp<int64_t>(keep - first, 0, l.length);
     const int64_t gap_end = std::clamp<int64_t>(keep + discard - first, 0, l.length);
     const int64_t tail = l.length - gap_end;
-    // the tail's keys re-positioned from columns `from` to columns `to`, its values moved as they are
+    // the tail's keys re-positioned from columns `from` to columns `to` (read as the model's dtype,
+    // re-positioned, written back in the rows' type; moved as they are when the scheme returns them
+    // unchanged), its values moved as they are
     const auto move = [&](int64_t from, int64_t to) {
-      if (const QuantizedLayerKV& q = l.quantized; q.keys.defined()) {  // dequantised, rotated, quantised again
-        q.keys.write(to, reposition(q.keys.read(batch_, from, tail).to(shape_.dtype), -discard));
-        q.values.move_columns(batch_, from, to, tail);
-        return;
+      const Tensor keys = l.kv.keys.read(batch_, from, tail, shape_.dtype);
+      if (const Tensor moved = reposition(keys, -discard); moved.shares_storage_with(keys)) {
+        l.kv.keys.move_columns(batch_, from, to, tail);
+      } else {
+        l.kv.keys.write(to, moved);
       }
-      const Tensor keys = columns_of(l.kv.keys, batch_, from, tail).contiguous();
-      copy_into(columns_of(l.kv.keys, batch_, to, tail), reposition(keys, -discard));
-      if (from != to)
-        copy_into(columns_of(l.kv.values, batch_, to, tail), columns_of(l.kv.values, batch_, from, tail).contiguous());
+      l.kv.values.move_columns(batch_, from, to, tail);
     };
     if (gap_end > gap_begin && tail > 0) {
       move(gap_end, gap_begin);
@@ -224,16 +194,9 @@ void KVCache::select_rows(const std::vector<int64_t>& rows) {
            shape_.max_batch);
   for (const int64_t r : rows)
     NF_CHECK(r >= 0 && r < batch_, "KVCache: row ", r, " selected, but the cache holds ", batch_, " rows");
-  const Tensor index = Tensor::from_vector(rows, {count});
-  for (const Layer& l : layers_) {
-    if (l.quantized.keys.defined()) {
-      for (const QuantizedKV& storage : {l.quantized.keys, l.quantized.values}) storage.select_rows(rows, l.length);
-      continue;
-    }
-    for (const Tensor& storage : {l.kv.keys, l.kv.values})  // a copy first: rows may repeat
-      copy_into(columns_of(storage, count, 0, l.length), index_select(columns_of(storage, batch_, 0, l.length), 0, index));
-  }
-  if (carried_.defined()) carried_ = index_select(carried_, 0, index);
+  for (const Layer& l : layers_)
+    for (const KVStorage& storage : {l.kv.keys, l.kv.values}) storage.select_rows(rows, l.length);
+  if (carried_.defined()) carried_ = index_select(carried_, 0, Tensor::from_vector(rows, {count}));
   batch_ = count;
 }
 
@@ -250,14 +213,8 @@ void KVCache::copy_from(const KVCache& other) {
     const Layer& from = other.layers_[i];
     to.length = 0;  // nothing of its own is kept
     grow(to, from.length);
-    if (to.quantized.keys.defined()) {
-      to.quantized.keys.copy_columns_from(from.quantized.keys, other.batch_, from.length);
-      to.quantized.values.copy_columns_from(from.quantized.values, other.batch_, from.length);
-    } else if (from.length > 0) {
-      copy_into(columns_of(to.kv.keys, other.batch_, 0, from.length), columns_of(from.kv.keys, other.batch_, 0, from.length));
-      copy_into(columns_of(to.kv.values, other.batch_, 0, from.length),
-                columns_of(from.kv.values, other.batch_, 0, from.length));
-    }
+    to.kv.keys.copy_columns_from(from.kv.keys, other.batch_, from.length);
+    to.kv.values.copy_columns_from(from.kv.values, other.batch_, from.length);
     to.length = from.length;
   }
   position_ = other.position_;

@@ -1,13 +1,13 @@
-// scaled_dot_product_attention over a KV cache stored in a type of its own (ops/attention.h): checks,
-// then the device's kernel (on the CPU: the decoding kernel reads the rows in place; longer queries
-// attend over them dequantised, ops/cpu/attention/attention_decode.h).
+// scaled_dot_product_attention over a KV cache's rows (ops/attention.h): checks, then the device's
+// kernel (on the CPU: the decoding kernel reads the rows in place; longer queries attend over them
+// in place where they are f32, else dequantised, ops/cpu/attention/attention_decode.h).
 #include <cmath>
 
 #include "nanoformer/core/dispatch.h"
 #include "nanoformer/core/error.h"
 #include "nanoformer/ops/attention.h"
 #include "ops/cpu/attention/attention_decode.h"
-#include "ops/quantized_kv_rows.h"
+#include "ops/kv_storage_rows.h"
 
 namespace nf {
 namespace {
@@ -20,7 +20,7 @@ const DeviceKernels<CachedKernel> kCached{.cpu = cpu::attention_cached_forward};
 
 }  // namespace
 
-Tensor scaled_dot_product_attention(const Tensor& q, const QuantizedKV& k, const QuantizedKV& v, int64_t length,
+Tensor scaled_dot_product_attention(const Tensor& q, const KVStorage& k, const KVStorage& v, int64_t length,
                                     const AttentionOptions& options) {
   NF_CHECK(k.defined() && v.defined() && k.type() == v.type() && k.batch() == v.batch() && k.heads() == v.heads() &&
                k.columns() == v.columns() && k.head_dim() == v.head_dim(),

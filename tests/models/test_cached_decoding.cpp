@@ -376,7 +376,8 @@ TEST(CachedDecoding, BadInputNamesTheNumbers) {
 TEST(CachedDecoding, TheCacheHoldsOnlyTheKeyValueHeads) {
   DecoderLM model(tiny_preset("minimind2-small"));  // 4 query heads, 1 KV head (8 / 2 shrunk)
   const nn::KVCache cache = model.make_cache(2, 16);
-  EXPECT_EQ(cache.layer(0).keys.shape(), Shape({2, 1, 16, 8}));
+  const KVStorage& keys = cache.layer(0).keys;
+  EXPECT_EQ(Shape({keys.batch(), keys.heads(), keys.columns(), keys.head_dim()}), Shape({2, 1, 16, 8}));
   EXPECT_EQ(cache.bytes(), 2 * 2 * 2 * 1 * 16 * 8 * 4);
   EXPECT_THROW_WITH(model.make_cache(2, 16, QuantType::q8_0), "--cache-type q8_0", "head_dim 8 is not a multiple of 32");
   DecoderLMConfig c = tiny_preset("minimind2-small");

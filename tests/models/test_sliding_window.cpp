@@ -104,7 +104,7 @@ TEST(SlidingWindow, TheCachesMemoryIsOfTheWindowNotTheContext) {
   DecoderLM model(c);
   const nn::KVCache small = model.make_cache(1, 256), large = model.make_cache(1, 4096);
   EXPECT_EQ(small.bytes(), large.bytes());
-  EXPECT_EQ(large.layer(0).keys.size(2), 16);  // a ring of twice the window
+  EXPECT_EQ(large.layer(0).keys.columns(), 16);  // a ring of twice the window
   EXPECT_EQ(large.bytes(), 2 * 3 * 2 * 16 * 8 * 4);  // keys and values, 3 layers, 2 KV heads, head_dim 8, f32
 }
 

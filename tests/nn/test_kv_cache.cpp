@@ -1,5 +1,5 @@
 // KVCache: its storage (only the KV heads; rings of twice the window for sliding-window layers; the
-// bytes of each cache type), the step of a cached forward (position, per-layer columns), commit,
+// bytes of each cache type; f32 as rows of the model's dtype, read back as a view), the step of a cached forward (position, per-layer columns), commit,
 // rollback and reset, the context shift, beams' rows, also in a q8_0 cache, and bad input naming
 // the numbers, the cache type and head_dim. MultiHeadAttention's cached forward against its full
 // forward for the schemes a decoder LM does not take (T5 bias, Transformer-XL) and QK-norm, with
@@ -7,6 +7,7 @@
 // the plain kernel over the dequantised cache.
 #include <cstdio>
 #include <functional>
+#include <tuple>
 
 #include "nanoformer/nn/attention.h"
 #include "nanoformer/nn/kv_cache.h"
@@ -25,10 +26,15 @@ KVCacheShape small_shape() {
   return {.n_layers = 2, .max_batch = 3, .n_kv_heads = 2, .head_dim = 4, .max_len = 10, .dtype = DType::f32};
 }
 
+// (batch, heads, columns, head_dim) of a layer's keys or values
+Shape shape_of(const KVStorage& storage) {
+  return {storage.batch(), storage.heads(), storage.columns(), storage.head_dim()};
+}
+
 TEST(KVCache, StorageHoldsTheKeyValueHeadsForTheWholeContext) {
   const KVCache cache(small_shape());
-  EXPECT_EQ(cache.layer(1).keys.shape(), Shape({3, 2, 10, 4}));
-  EXPECT_EQ(cache.layer(1).values.shape(), Shape({3, 2, 10, 4}));
+  EXPECT_EQ(shape_of(cache.layer(1).keys), Shape({3, 2, 10, 4}));
+  EXPECT_EQ(shape_of(cache.layer(1).values), Shape({3, 2, 10, 4}));
   EXPECT_EQ(cache.bytes(), 2 * 2 * 3 * 2 * 10 * 4 * 4);
   EXPECT_EQ(cache.length(), 0);
   EXPECT_THROW_WITH(cache.layer(2), "layer 2", "2 layers");
@@ -60,23 +66,23 @@ TEST(KVCache, SlidingWindowLayersKeepARingOfTwiceTheWindow) {
   KVCacheShape shape = small_shape();
   shape.windows = {0, 3};
   KVCache cache(shape);
-  EXPECT_EQ(cache.layer(0).keys.shape(), Shape({3, 2, 10, 4}));
-  EXPECT_EQ(cache.layer(1).keys.shape(), Shape({3, 2, 6, 4}));
+  EXPECT_EQ(shape_of(cache.layer(0).keys), Shape({3, 2, 10, 4}));
+  EXPECT_EQ(shape_of(cache.layer(1).keys), Shape({3, 2, 6, 4}));
   EXPECT_EQ(cache.bytes(), 2 * 3 * 2 * (10 + 6) * 4 * 4);
   EXPECT_EQ(cache.max_step(), 4);  // 6 columns - the 2 kept
   // write each position's number into its key column, to see which columns move
   const auto write = [&](const KVCacheStep& step) {
     for (int64_t l = 0; l < 2; ++l)
       for (int64_t t = 0; t < step.new_tokens; ++t)
-        fill_(narrow(cache.layer(l).keys, 2, step.columns[static_cast<size_t>(l)] + t, 1),
-              static_cast<double>(step.position + t));
+        cache.layer(l).keys.write(step.columns[static_cast<size_t>(l)] + t,
+                                  full({3, 2, 1, 4}, static_cast<double>(step.position + t)));
     cache.commit(step);
   };
   write(cache.begin(1, 4));
   write(cache.begin(1, 2));  // 6 columns: full
   const KVCacheStep step = cache.begin(1, 1);
   EXPECT_EQ(step.columns, (std::vector<int64_t>{6, 2}));  // positions 4 and 5 moved to columns 0 and 1
-  const Tensor ring = select(select(select(cache.layer(1).keys, 0, 0), 0, 0), 1, 0);  // (columns,) of row 0, head 0
+  const Tensor ring = select(select(select(cache.layer(1).keys.read(3, 0, 6), 0, 0), 0, 0), 1, 0);  // (columns,) of row 0, head 0
   EXPECT_EQ(ring.contiguous().data<float>()[0], 4.0f);
   EXPECT_EQ(ring.contiguous().data<float>()[1], 5.0f);
   write(step);
@@ -94,8 +100,8 @@ TEST(KVCache, ShiftDropsTheMiddleAndRepositionsTheRest) {
   KVCache cache({.n_layers = 1, .max_batch = 1, .n_kv_heads = 1, .head_dim = 1, .max_len = 8});
   const KVCacheStep step = cache.begin(1, 8);
   for (int64_t t = 0; t < 8; ++t) {
-    fill_(narrow(cache.layer(0).keys, 2, t, 1), static_cast<double>(t));
-    fill_(narrow(cache.layer(0).values, 2, t, 1), static_cast<double>(10 * t));
+    cache.layer(0).keys.write(t, full({1, 1, 1, 1}, static_cast<double>(t)));
+    cache.layer(0).values.write(t, full({1, 1, 1, 1}, static_cast<double>(10 * t)));
   }
   cache.commit(step);
   int64_t seen_delta = 0;
@@ -105,7 +111,8 @@ TEST(KVCache, ShiftDropsTheMiddleAndRepositionsTheRest) {
   }));
   EXPECT_EQ(seen_delta, -3);
   EXPECT_EQ(cache.length(), 5);
-  const Tensor keys = reshape(cache.layer(0).keys, {-1}).contiguous(), values = reshape(cache.layer(0).values, {-1}).contiguous();
+  const Tensor keys = reshape(cache.layer(0).keys.read(1, 0, 8), {-1}).contiguous(),
+               values = reshape(cache.layer(0).values.read(1, 0, 8), {-1}).contiguous();
   const std::vector<float> want_keys{0, 1, 5 - 300, 6 - 300, 7 - 300}, want_values{0, 10, 50, 60, 70};
   for (size_t t = 0; t < 5; ++t) {
     EXPECT_EQ(keys.data<float>()[t], want_keys[t]) << t;
@@ -143,12 +150,34 @@ TEST(KVCache, EachCacheTypeCountsItsBytes) {
   EXPECT_EQ(q8.bytes(), values / 32 * 34);
   std::printf("  q8_0 cache: %lld bytes, f32 / q8_0 = %.2f\n", static_cast<long long>(q8.bytes()),
               static_cast<double>(values * 4) / static_cast<double>(q8.bytes()));
-  EXPECT_FALSE(q8.layer(0).keys.defined());
-  const QuantizedKV& ring = q8.quantized_layer(1).keys;
+  EXPECT_EQ(q8.layer(0).keys.type(), QuantType::q8_0);
+  const KVStorage& ring = q8.layer(1).keys;
   EXPECT_EQ(ring.type(), QuantType::q8_0);
   EXPECT_EQ(std::vector<int64_t>({ring.batch(), ring.heads(), ring.columns(), ring.head_dim()}),
             std::vector<int64_t>({3, 2, 6, 64}));
-  EXPECT_FALSE(KVCache(small_shape()).quantized_layer(0).keys.defined());
+  EXPECT_EQ(KVCache(small_shape()).layer(0).keys.type(), QuantType::f32);
+}
+
+// Cache type f32 keeps keys and values as the model computes them: rows of its dtype (8 bytes a
+// value for f64, 2 for bf16 and f16), which store them exactly and read back as a view, no copy.
+TEST(KVCache, TheF32CacheTypeStoresRowsOfTheModelsDtype) {
+  for (const auto& [dtype, type, bytes] : {std::tuple{DType::f32, QuantType::f32, 4}, std::tuple{DType::f64, QuantType::f64, 8},
+                                          std::tuple{DType::bf16, QuantType::bf16, 2}, std::tuple{DType::f16, QuantType::f16, 2}}) {
+    KVCacheShape shape = small_shape();
+    shape.dtype = dtype;
+    KVCache cache(shape);
+    EXPECT_EQ(cache.layer(1).values.type(), type) << dtype_name(dtype);
+    EXPECT_EQ(cache.bytes(), 2 * 2 * 3 * 2 * 10 * 4 * bytes) << dtype_name(dtype);
+    Generator gen(2);
+    const Tensor x = randn({2, 2, 3, 4}, gen).to(dtype);
+    const KVStorage& keys = cache.layer(1).keys;
+    keys.write(5, x);
+    const Tensor read = keys.read(2, 5, 3, dtype);
+    EXPECT_TRUE(read.shares_storage_with(keys.read(3, 0, 10, dtype))) << dtype_name(dtype);  // a view
+    EXPECT_TENSOR_CLOSE(read, x, 0, 0);
+    EXPECT_EQ(keys.read(2, 5, 3).dtype(), DType::f32);  // other dtypes: converted
+    EXPECT_TENSOR_CLOSE(keys.read(2, 5, 3), x.to(DType::f32), 0, 0);
+  }
 }
 
 TEST(KVCache, CacheTypesByNameAndTheHeadDimsQ8_0Takes) {
@@ -184,7 +213,7 @@ TEST(KVCache, AQ8_0CacheMovesItsRowsForTheRingTheShiftAndBeams) {
                    .cache_type = QuantType::q8_0, .windows = {0, 3}});
     const auto write = [&](const KVCacheStep& step) {
       for (int64_t l = 0; l < 2; ++l)
-        cache.quantized_layer(l).keys.write(
+        cache.layer(l).keys.write(
             step.columns[static_cast<size_t>(l)],
             rows_of(1, 2, step.new_tokens, 32, [&](int64_t, int64_t, int64_t t) { return 127.0 * (step.position + t); }));
       cache.commit(step);
@@ -193,7 +222,7 @@ TEST(KVCache, AQ8_0CacheMovesItsRowsForTheRingTheShiftAndBeams) {
     write(cache.begin(1, 2));
     const KVCacheStep step = cache.begin(1, 1);
     EXPECT_EQ(step.columns, (std::vector<int64_t>{6, 2}));
-    const Tensor ring = cache.quantized_layer(1).keys.read(1, 0, 2);
+    const Tensor ring = cache.layer(1).keys.read(1, 0, 2);
     EXPECT_EQ(n_at(ring, 0, 1, 0), 4.0f);  // positions 4 and 5 moved to columns 0 and 1
     EXPECT_EQ(n_at(ring, 0, 1, 1), 5.0f);
   }
@@ -201,7 +230,7 @@ TEST(KVCache, AQ8_0CacheMovesItsRowsForTheRingTheShiftAndBeams) {
     KVCache cache({.n_layers = 1, .max_batch = 1, .n_kv_heads = 1, .head_dim = 32, .max_len = 8,
                    .cache_type = QuantType::q8_0});
     const KVCacheStep step = cache.begin(1, 8);
-    const QuantizedLayerKV& layer = cache.quantized_layer(0);
+    const LayerKV& layer = cache.layer(0);
     layer.keys.write(0, rows_of(1, 1, 8, 32, [](int64_t, int64_t, int64_t t) { return 127.0 * t; }));
     layer.values.write(0, rows_of(1, 1, 8, 32, [](int64_t, int64_t, int64_t t) { return 127.0 * 10 * t; }));
     cache.commit(step);
@@ -217,12 +246,12 @@ TEST(KVCache, AQ8_0CacheMovesItsRowsForTheRingTheShiftAndBeams) {
     KVCache cache({.n_layers = 1, .max_batch = 3, .n_kv_heads = 2, .head_dim = 32, .max_len = 4,
                    .cache_type = QuantType::q8_0});
     const KVCacheStep step = cache.begin(3, 2);
-    for (const QuantizedKV& storage : {cache.quantized_layer(0).keys, cache.quantized_layer(0).values})
+    for (const KVStorage& storage : {cache.layer(0).keys, cache.layer(0).values})
       storage.write(0, rows_of(3, 2, 2, 32, [](int64_t b, int64_t h, int64_t t) { return 127.0 * (100 * b + 10 * h + t); }));
     cache.commit(step);
     cache.select_rows({2, 0, 2});
     const std::vector<int64_t> parent{2, 0, 2};
-    for (const QuantizedKV& storage : {cache.quantized_layer(0).keys, cache.quantized_layer(0).values}) {
+    for (const KVStorage& storage : {cache.layer(0).keys, cache.layer(0).values}) {
       const Tensor rows = storage.read(3, 0, 2);
       for (int64_t b = 0; b < 3; ++b)
         for (int64_t h = 0; h < 2; ++h)

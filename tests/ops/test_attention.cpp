@@ -236,13 +236,14 @@ TEST(Attention, ErrorsNameShapesAndValues) {
   EXPECT_THROW_WITH(scaled_dot_product_attention(q, k2.to(DType::f64), k2), "f32", "f64");
 }
 
-// ---- over a KV cache stored in a type of its own (ops/quantized_kv.h) ----
+// ---- over a KV cache's rows, of any type (ops/kv_storage.h) ----
 
-// Decoding's kernel reads f16, bf16 and Q8_0 rows where they are stored and equals attention over
-// the same keys and values dequantised to f32, up to f32 rounding (Q8_0's scale multiplies each
+// Decoding's kernel reads f32, f16, bf16 and Q8_0 rows where they are stored and equals attention
+// over the same keys and values read back as f32, up to f32 rounding (Q8_0's scale multiplies each
 // block's sum instead of each value): head dims of 1, 2, 4 blocks and 3 (no register-held path),
 // GQA, MQA, a chunk of 3 queries, a sliding window, a cache with more columns and rows than are
-// read, and a prefill-sized chunk (80 query rows per KV head) that attends over the dequantised rows.
+// read, and a prefill-sized chunk (80 query rows per KV head) that attends over f32 rows in place
+// and over the others dequantised (f64 rows, which decoding's kernel does not read, always).
 TEST(Attention, OverAQuantizedCacheEqualsAttentionOverItsDequantizedValues) {
   const Geometry geometries[] = {
       {"decode_gqa_d64", 2, 8, 2, 1, 133, 64}, {"decode_mha_d128", 1, 3, 3, 2, 70, 128},
@@ -250,10 +251,10 @@ TEST(Attention, OverAQuantizedCacheEqualsAttentionOverItsDequantizedValues) {
       {"prefill_chunk_d32", 1, 4, 2, 40, 50, 32},
   };
   const AttentionOptions options[] = {{.causal = true}, {.causal = true, .window = 7}, {.scale = 0.3}};
-  for (const QuantType type : {QuantType::f16, QuantType::bf16, QuantType::q8_0}) {
+  for (const QuantType type : {QuantType::f32, QuantType::f64, QuantType::f16, QuantType::bf16, QuantType::q8_0}) {
     for (const Geometry& g : geometries) {
       // the cache holds one row and 5 columns more than attention reads
-      const QuantizedKV k(type, g.B + 1, g.Hkv, g.Tk + 5, g.D), v(type, g.B + 1, g.Hkv, g.Tk + 5, g.D);
+      const KVStorage k(type, g.B + 1, g.Hkv, g.Tk + 5, g.D), v(type, g.B + 1, g.Hkv, g.Tk + 5, g.D);
       Generator gen(7);
       k.write(0, randn({g.B + 1, g.Hkv, g.Tk + 5, g.D}, gen));
       v.write(0, randn({g.B + 1, g.Hkv, g.Tk + 5, g.D}, gen));
@@ -266,12 +267,12 @@ TEST(Attention, OverAQuantizedCacheEqualsAttentionOverItsDequantizedValues) {
       }
     }
   }
-  const QuantizedKV k(QuantType::q8_0, 1, 2, 8, 32);
+  const KVStorage k(QuantType::q8_0, 1, 2, 8, 32);
   EXPECT_THROW_WITH(scaled_dot_product_attention(zeros({2, 4, 1, 32}), k, k, 8), "B <= 1", "(2, 4, 1, 32)");
   EXPECT_THROW_WITH(scaled_dot_product_attention(zeros({1, 4, 1, 32}), k, k, 9), "9 keys of a cache of 8 columns");
   EXPECT_THROW_WITH(scaled_dot_product_attention(zeros({1, 4, 1, 32}), k, k, 8, {.dropout_p = 0.1}), "no mask",
                     "dropout");
-  EXPECT_THROW_WITH(QuantizedKV(QuantType::q8_0, 1, 2, 8, 48), "q8_0", "blocks of 32", "head_dim 48");
+  EXPECT_THROW_WITH(KVStorage(QuantType::q8_0, 1, 2, 8, 48), "q8_0", "blocks of 32", "head_dim 48");
 }
 
 // ---- memory ----

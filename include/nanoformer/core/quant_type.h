@@ -1,6 +1,6 @@
 #pragma once
-// Weight storage types of llama.cpp (ggml), numbered as GGUF numbers them: F32 and the 16-bit
-// floats, and the block-quantised types, where a row of `cols` values is cut into blocks of
+// Weight storage types of llama.cpp (ggml), numbered as GGUF numbers them: the float types (F32,
+// the 16-bit floats, and F64, which a KV cache of an f64 model stores), and the block-quantised types, where a row of `cols` values is cut into blocks of
 // block_size values and each block is stored as block_bytes bytes (scales + packed integers).
 // The layouts and formulas of each block are in src/ops/cpu/quant/quant_blocks.h.
 #include <cstddef>
@@ -8,6 +8,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include "nanoformer/core/dtype.h"
 
 namespace nf {
 
@@ -26,6 +28,7 @@ enum class QuantType : uint32_t {
   q5_k = 13,
   q6_k = 14,
   q8_k = 15,
+  f64 = 28,
   bf16 = 30,
 };
 
@@ -43,6 +46,10 @@ const char* quant_type_name(QuantType type);
 QuantType quant_type_from_name(std::string_view name);
 // Bytes of one row of `cols` values; throws when cols is not a multiple of the block size.
 size_t quant_row_bytes(QuantType type, int64_t cols);
-bool is_block_quantized(QuantType type);  // not f32 / f16 / bf16
+bool is_block_quantized(QuantType type);  // not f32 / f16 / bf16 / f64
+// A float type's rows as a dtype's values: f32, f64, f16, bf16 -> that dtype; nullopt for a
+// block-quantised type. And back: the float type that holds a floating dtype's values exactly.
+std::optional<DType> float_type_dtype(QuantType type);
+QuantType float_type_of(DType dtype);
 
 }  // namespace nf

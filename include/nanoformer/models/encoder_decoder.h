@@ -42,7 +42,7 @@ struct Seq2SeqOutput {
 // self-attention KV cache of the target so far. A memory of one row serves every row of the cache
 // (the beams of one source share it as a stride-0 view).
 struct DecoderState {
-  std::vector<nn::LayerKV> memory_kv;
+  std::vector<nn::ContextKV> memory_kv;
   Tensor src_padding;  // (memory rows, S) bool, or undefined
   nn::KVCache cache;
   // Row r continues from row rows[r] (beam search: each beam from its parent): the cache's rows,

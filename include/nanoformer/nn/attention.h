@@ -48,6 +48,12 @@ struct AttentionConfig {
   uint64_t seed = 0;        // of the dropout generator
 };
 
+// A cross-attention context's keys and values, (B, n_kv_heads, S, head_dim) each, computed once
+// (MultiHeadAttention::context_kv).
+struct ContextKV {
+  Tensor keys, values;
+};
+
 // Masks given per call, in the conventions of ops/attention.h: mask bool (true = attend) or
 // additive, broadcastable to (B, H, Tq, Tk); key_padding bool (B, Tk), true = real token.
 struct AttentionMasks {
@@ -61,7 +67,7 @@ struct AttentionInputs {
   Tensor context{};
   // Cross-attention keys and values computed once (context_kv()): a fixed cache read instead of
   // projecting `context` (a decoder generating over a fixed encoder output; inference).
-  const LayerKV* context_kv = nullptr;
+  const ContextKV* context_kv = nullptr;
   AttentionMasks masks{};
   // Query i sits at position q_offset + i; keys at q_offset + j (self) or j (cross).
   int64_t q_offset = 0;
@@ -100,7 +106,7 @@ class MultiHeadAttention : public Module {
   Tensor forward(const Tensor& x, const AttentionInputs& in = {}, Tensor* weights = nullptr);
   // The cross-attention keys and values of a context, (B, n_kv_heads, S, head_dim) each, for
   // AttentionInputs::context_kv. Inference only.
-  LayerKV context_kv(const Tensor& context);
+  ContextKV context_kv(const Tensor& context);
 
   const AttentionConfig& config() const { return config_; }
   std::shared_ptr<Linear> q_proj, k_proj, v_proj, o_proj;
@@ -117,10 +123,10 @@ class MultiHeadAttention : public Module {
   // softmax(scale q k^T + score bias + masks) v of positioned q and k: (B, H, Tq, Dh)
   Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionMasks& masks, int64_t q_position,
                 int64_t k_position, Tensor* weights);
-  // One cache's rows: writes its new k, v and attends over its prefix and them.
+  // One cache's rows: writes its new k, v into the cache's storage and attends over its prefix and
+  // them: the rows in place (ops' attention over a KV cache), or read back where a score bias or
+  // q's dtype needs the plain tensors (a view where the rows are q's dtype).
   Tensor attend_cached(const Tensor& q, const Tensor& k, const Tensor& v, const CachedAttention& cache);
-  // The same over a cache of type f16, bf16 or q8_0: the new keys and values quantised in, and read in place.
-  Tensor attend_quantized_cache(const Tensor& q, const Tensor& k, const Tensor& v, const CachedAttention& cache);
 
   AttentionConfig config_;  // n_kv_heads, head_dim and context_dim resolved
   std::shared_ptr<AttentionPosition> position_;

@@ -5,10 +5,11 @@
 // Storage: per layer, keys and values (max_batch, n_kv_heads, columns, head_dim), preallocated
 // (zeros): only the KV heads (GQA/MQA keep H / Hkv times less than H heads would), keys stored
 // after rotation (RoPE) and QK-norm, so a step rotates only its new tokens. Every row of a cache
-// sits at the same position (one sequence, or beams of one sequence). The cache type (--cache-type,
-// llama.cpp's -ctk / -ctv) says how they are stored: f32 as computed, in tensors of the model's
-// dtype; f16, bf16 or q8_0 quantised row by row as they are written (ops/quantized_kv.h; q8_0 is
-// 34 bytes per 32 values, 3.8 times less than f32), which decoding's attention reads in place.
+// sits at the same position (one sequence, or beams of one sequence). Every layer's keys and values
+// are a KVStorage (ops/kv_storage.h) of one row type, which the cache type (--cache-type, llama.cpp's
+// -ctk / -ctv) says: f32 as computed (rows of the model's dtype: f32, or bf16, f16, f64 for a model
+// computing in that), f16, bf16 or q8_0 converted row by row as they are written (q8_0 is 34 bytes
+// per 32 values, 3.8 times less than f32); attention reads the rows in place.
 //
 // A full-attention layer has max_len columns: column t holds position t. A sliding-window layer
 // (window W: a query sees its W most recent keys, itself included) needs only its last W - 1 keys
@@ -28,7 +29,7 @@
 
 #include "nanoformer/core/quant_type.h"
 #include "nanoformer/core/tensor.h"
-#include "nanoformer/ops/quantized_kv.h"
+#include "nanoformer/ops/kv_storage.h"
 
 namespace nf::nn {
 
@@ -39,7 +40,7 @@ struct KVCacheShape {
   int64_t head_dim = 0;
   int64_t max_len = 0;           // positions: the longest context the cache holds
   DType dtype = DType::f32;      // of the keys and values the model computes
-  // How they are stored: f32 (as computed, in dtype), f16, bf16 or q8_0 (head_dim a multiple of 32)
+  // How they are stored: f32 (as computed, rows of dtype), f16, bf16 or q8_0 (head_dim a multiple of 32)
   QuantType cache_type = QuantType::f32;
   std::vector<int64_t> windows{};  // per layer: the sliding window W, 0 = full attention; empty = all full
 };
@@ -48,13 +49,9 @@ struct KVCacheShape {
 // the flag and the names otherwise).
 QuantType kv_cache_type_from_name(std::string_view name);
 
-// One layer's storage: keys and values (max_batch, n_kv_heads, columns, head_dim).
+// One layer's storage: keys and values (max_batch, n_kv_heads, columns, head_dim), rows of one type.
 struct LayerKV {
-  Tensor keys, values;
-};
-// The same in a cache of type f16, bf16 or q8_0.
-struct QuantizedLayerKV {
-  QuantizedKV keys, values;
+  KVStorage keys, values;
 };
 
 // What every layer of one cached forward shares: T new tokens for the cache's first `batch` rows,
@@ -68,8 +65,7 @@ struct KVCacheStep {
 // A layer's part of a cached forward: its storage, where the step's tokens go, and the step.
 // Column 0 sits at position step->position - column.
 struct CachedAttention {
-  LayerKV kv;                  // a cache of type f32 (else undefined)
-  QuantizedLayerKV quantized;  // of another type (else undefined)
+  LayerKV kv;
   int64_t column = 0;
   const KVCacheStep* step = nullptr;
 };
@@ -83,9 +79,8 @@ class KVCache {
   int64_t batch() const { return batch_; }       // rows in use (0 when empty)
   // The most new tokens one forward may take: max_len, or less with ring-buffered windowed layers.
   int64_t max_step() const;
-  const LayerKV& layer(int64_t i) const;                     // cache type f32 (else undefined tensors)
-  const QuantizedLayerKV& quantized_layer(int64_t i) const;  // the other types (else undefined)
-  int64_t bytes() const;  // of the storage, in the cache type (it grows with the positions filled)
+  const LayerKV& layer(int64_t i) const;
+  int64_t bytes() const;  // of the storage, in its type (it grows with the positions filled)
 
   // Checks that `new_tokens` more tokens for `batch` rows fit (naming the numbers when not), makes
   // room in the ring-buffered layers, and describes that forward; `commit` records it once every
@@ -126,7 +121,6 @@ class KVCache {
  private:
   struct Layer {
     LayerKV kv;
-    QuantizedLayerKV quantized;
     int64_t window = 0;    // 0 = full
     int64_t capacity = 0;  // the columns it may grow to: max_len, or 2 W for a ring-buffered window
     int64_t columns = 0;   // of the storage now (grown by doubling as positions are filled)
@@ -140,6 +134,7 @@ class KVCache {
   static bool reaches(const Layer& l, int64_t first, int64_t position);
 
   KVCacheShape shape_;
+  QuantType storage_type_;  // of every layer's rows: the cache type, f32 as the model's dtype
   std::vector<Layer> layers_;
   int64_t position_ = 0, batch_ = 0;
   Tensor carried_;

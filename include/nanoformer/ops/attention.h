@@ -22,7 +22,7 @@
 
 #include "nanoformer/core/generator.h"
 #include "nanoformer/core/tensor.h"
-#include "nanoformer/ops/quantized_kv.h"
+#include "nanoformer/ops/kv_storage.h"
 
 namespace nf {
 
@@ -66,12 +66,12 @@ AttentionWithWeights scaled_dot_product_attention_with_weights(const Tensor& q, 
                                                                const AttentionOptions& options = {},
                                                                Generator& gen = default_generator());
 
-// Inference over a KV cache stored in a type of its own (ops/quantized_kv.h): q (B, H, Tq, D) f32
-// attends over columns 0 .. length - 1 of rows b < B of k and v, (B, Hkv, length, D), as above; no
-// autograd. Decoding's queries (Tq x H / Hkv <= 16) read the keys and values where they are stored
-// (Q8_0: s = sum over blocks of d sum q x); longer ones attend over them dequantised to f32. Takes
-// causal, window and scale; no mask, key padding or dropout.
-Tensor scaled_dot_product_attention(const Tensor& q, const QuantizedKV& k, const QuantizedKV& v, int64_t length,
+// Inference over a KV cache's rows (ops/kv_storage.h): q (B, H, Tq, D) f32 attends over columns
+// 0 .. length - 1 of rows b < B of k and v, (B, Hkv, length, D), as above; no autograd. Decoding's
+// queries (Tq x H / Hkv <= 16) read the keys and values where they are stored (f32, f16, bf16;
+// Q8_0: s = sum over blocks of d sum q x); longer ones attend over them in place where they are
+// f32, else dequantised to f32. Takes causal, window and scale; no mask, key padding or dropout.
+Tensor scaled_dot_product_attention(const Tensor& q, const KVStorage& k, const KVStorage& v, int64_t length,
                                     const AttentionOptions& options = {});
 
 }  // namespace nf

@@ -21,7 +21,7 @@ struct AttentionProblem {
   uint64_t first = 0;
 };
 
-// Keys or values as rows of D values of `type` (a KV cache, ops/quantized_kv.h): key j of KV head h
+// Keys or values as rows of D values of `type` (a KV cache, ops/kv_storage.h): key j of KV head h
 // in batch row b starts at data + b batch_stride + h head_stride + j row_stride (bytes). A handle, as
 // a Tensor is: the rows it names are written through it by kv_write, read by the others.
 struct KVRows {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
@@ -360,6 +361,15 @@ RowProducts row_products(QuantType type, int64_t D) {
 
 }  // namespace
 
+Tensor rows_tensor(const KVRows& rows, int64_t B, int64_t heads, int64_t n, int64_t D) {
+  constexpr int64_t f = sizeof(float);
+  const int64_t bytes = (B - 1) * rows.batch_stride + (heads - 1) * rows.head_stride + (n - 1) * rows.row_stride + D * f;
+  // the rows' memory, owned by the cache they belong to, which outlives the call
+  auto storage = std::make_shared<Storage>(rows.data, static_cast<size_t>(bytes), std::shared_ptr<void>(rows.data, [](void*) {}));
+  return Tensor::from_storage(std::move(storage), {B, heads, n, D},
+                              {rows.batch_stride / f, rows.head_stride / f, rows.row_stride / f, 1}, 0, DType::f32);
+}
+
 KVRows kv_rows(const Tensor& t) {
   constexpr int64_t f = sizeof(float);
   return {static_cast<unsigned char*>(t.raw_data()), QuantType::f32, t.stride(0) * f,
@@ -437,12 +447,16 @@ void attention_decode_forward(const AttentionProblem& p, const Tensor& q, const 
 
 void attention_cached_forward(const AttentionProblem& p, const Tensor& q, const KVRows& k, const KVRows& v,
                               const Tensor& out, const Tensor& lse) {
-  if (attention_decode_applies(p, q.dtype()) && attention_decode_reads(k.type))
+  if (attention_decode_applies(p, q.dtype()) && attention_decode_reads(k.type) && attention_decode_reads(v.type))
     return attention_decode_forward(p, q, k, v, out, lse);
-  const Tensor keys = Tensor::empty({p.B, p.Hkv, p.Tk, p.D}), values = Tensor::empty({p.B, p.Hkv, p.Tk, p.D});
-  kv_read(keys, k);
-  kv_read(values, v);
-  attention_forward(p, q, keys, values, out, lse);
+  // the fused kernel reads f32 rows at any stride: those in place, other types' first Tk columns dequantised
+  const auto readable = [&](const KVRows& rows) {
+    if (rows.type == QuantType::f32) return rows_tensor(rows, p.B, p.Hkv, p.Tk, p.D);
+    const Tensor t = Tensor::empty({p.B, p.Hkv, p.Tk, p.D});
+    kv_read(t, rows);
+    return t;
+  };
+  attention_forward(p, q, readable(k), readable(v), out, lse);
 }
 
 void kv_write(const KVRows& rows, const Tensor& x) {

@@ -4,7 +4,7 @@
 // that KV head (grouped-query attention), so each cached key and value row is read once for all of
 // them, and the products are vectorised dot products and AXPYs instead of sgemm calls with M = 1
 // (whose packing costs more than the arithmetic). Keys and values are read where they are stored,
-// as f32, f16, bf16 or Q8_0 rows (a KV cache of that type, ops/quantized_kv.h), never converted
+// as f32, f16, bf16 or Q8_0 rows (a KV cache of that type, ops/kv_storage.h), never converted
 // as a whole.
 #include "nanoformer/core/quant_type.h"
 #include "ops/cpu/attention/attention.h"
@@ -13,8 +13,10 @@ namespace nf::cpu {
 
 inline constexpr int64_t kDecodeMaxRows = 16;
 
-// k or v (B, Hkv, Tk, D), f32 with the last dim contiguous, as rows.
+// k or v (B, Hkv, Tk, D), f32 with the last dim contiguous, as rows; and f32 rows as such a tensor
+// (a view of their memory: valid while what holds them lives).
 KVRows kv_rows(const Tensor& t);
+Tensor rows_tensor(const KVRows& rows, int64_t B, int64_t heads, int64_t n, int64_t D);
 
 // Whether attention_decode_forward computes p: f32 queries, no dropout, Tq x (H / Hkv) <= kDecodeMaxRows.
 bool attention_decode_applies(const AttentionProblem& p, DType dtype);
@@ -32,8 +34,8 @@ inline void attention_decode_forward(const AttentionProblem& p, const Tensor& q,
 
 // The CPU entry of attention over a KV cache's rows (ops/attention_cache.cpp's table): the decoding
 // kernel on the rows in place where it applies and reads their type, else the fused kernel over
-// the first Tk columns dequantised. q f32 (B, H, Tq, D) with unit stride along D; out and lse as
-// attention_forward's.
+// the first Tk columns: f32 rows in place (a strided view), others dequantised. q f32 (B, H, Tq, D)
+// with unit stride along D; out and lse as attention_forward's.
 void attention_cached_forward(const AttentionProblem& p, const Tensor& q, const KVRows& k, const KVRows& v,
                               const Tensor& out, const Tensor& lse);
 

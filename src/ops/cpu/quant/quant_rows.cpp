@@ -472,6 +472,10 @@ void dequantize_q8_k(const void* blocks, float* y, int64_t nb) {
 
 void quantize_f32(const float* x, void* blocks, int64_t nb) { std::memcpy(blocks, x, static_cast<size_t>(nb) * 4); }
 void dequantize_f32(const void* blocks, float* y, int64_t nb) { std::memcpy(y, blocks, static_cast<size_t>(nb) * 4); }
+void quantize_f64(const float* x, void* blocks, int64_t nb) { std::copy_n(x, nb, static_cast<double*>(blocks)); }
+void dequantize_f64(const void* blocks, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i) y[i] = static_cast<float>(static_cast<const double*>(blocks)[i]);
+}
 void quantize_f16(const float* x, void* blocks, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i) static_cast<uint16_t*>(blocks)[i] = float_to_f16_bits(x[i]);
 }

@@ -17,6 +17,7 @@ namespace nf::cpu {
 
 // x (nb blocks) -> blocks, and back (quant_rows.cpp)
 void quantize_f32(const float* x, void* blocks, int64_t nb);
+void quantize_f64(const float* x, void* blocks, int64_t nb);
 void quantize_f16(const float* x, void* blocks, int64_t nb);
 void quantize_bf16(const float* x, void* blocks, int64_t nb);
 void quantize_q8_0(const float* x, void* blocks, int64_t nb);
@@ -29,6 +30,7 @@ void quantize_q4_k(const float* x, void* blocks, int64_t nb);
 void quantize_q6_k(const float* x, void* blocks, int64_t nb);
 void quantize_q8_k(const float* x, void* blocks, int64_t nb);
 void dequantize_f32(const void* blocks, float* y, int64_t nb);
+void dequantize_f64(const void* blocks, float* y, int64_t nb);
 void dequantize_f16(const void* blocks, float* y, int64_t nb);
 void dequantize_bf16(const void* blocks, float* y, int64_t nb);
 void dequantize_q8_0(const void* blocks, float* y, int64_t nb);

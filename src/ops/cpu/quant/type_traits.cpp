@@ -14,6 +14,7 @@ namespace {
 constexpr QuantTypeTraits kTraits[] = {
     // type           quantise       dequantise       x blocks decode     prefill
     {QuantType::f32,  quantize_f32,  dequantize_f32,  0,       gemv_f32,  nullptr},
+    {QuantType::f64,  quantize_f64,  dequantize_f64,  0,       nullptr,   nullptr},
     {QuantType::f16,  quantize_f16,  dequantize_f16,  0,       gemv_f16,  nullptr},
     {QuantType::bf16, quantize_bf16, dequantize_bf16, 0,       gemv_bf16, nullptr},
     {QuantType::q8_0, quantize_q8_0, dequantize_q8_0, 32,      gemv_q8_0, gemm_q8_0},

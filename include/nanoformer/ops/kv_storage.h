@@ -1,0 +1,62 @@
+#pragma once
+// One layer's keys or values in a KV cache (nn/kv_cache.h), whatever its cache type: a (batch,
+// heads, columns) array of rows of head_dim values, every row stored in one type (core/quant_type.h):
+// a float type (f32, f64, f16, bf16) as those values, or Q8_0 as blocks (per 32 values d = max|x| /
+// 127 as f16 and q = round(x / d) as int8). Rows one after another: (b, h, j) is row (b heads + h)
+// columns + j, so the rows of a float type are a (batch, heads, columns, head_dim) array, which
+// read() returns as a strided view where q's dtype is theirs. Values take the rows' type as they
+// are written (exactly where it is theirs); attention over a cache reads the rows in place
+// (ops/attention.h). A shared handle like Tensor: copies share the bytes, and the writes below are
+// const, as Tensor's copy_into.
+#include <cstdint>
+#include <vector>
+
+#include "nanoformer/core/quantized_tensor.h"
+#include "nanoformer/core/tensor.h"
+
+namespace nf {
+
+class KVStorage {
+ public:
+  KVStorage() = default;
+  // Zeros; head_dim must be whole blocks of `type`.
+  KVStorage(QuantType type, int64_t batch, int64_t heads, int64_t columns, int64_t head_dim);
+
+  bool defined() const { return rows_.defined(); }
+  QuantType type() const { return rows_.type(); }
+  int64_t batch() const { return batch_; }
+  int64_t heads() const { return heads_; }
+  int64_t columns() const { return columns_; }
+  int64_t head_dim() const { return rows_.cols(); }
+  size_t row_bytes() const { return rows_.row_bytes(); }
+  int64_t bytes() const { return static_cast<int64_t>(rows_.nbytes()); }
+  const void* row(int64_t b, int64_t h, int64_t j) const { return rows_.row((b * heads_ + h) * columns_ + j); }
+
+  // x (B, heads, T, head_dim), floating, B <= batch -> columns column .. column + T - 1 of rows b < B,
+  // in the rows' type (float rows: converted as Tensor::to converts; Q8_0: quantised from f32).
+  void write(int64_t column, const Tensor& x) const;
+  // Columns from .. from + n - 1 of rows b < batch as dtype (batch, heads, n, head_dim): where the
+  // rows are dtype's values, a strided view of them (no copy: a later write shows through it); else
+  // a new tensor of their values (dequantised, converted).
+  Tensor read(int64_t batch, int64_t from, int64_t n, DType dtype = DType::f32) const;
+  // Rows b < batch: columns from .. from + n - 1 copied as they are (no requantising) to to .. to + n - 1;
+  // the two ranges may overlap.
+  void move_columns(int64_t batch, int64_t from, int64_t to, int64_t n) const;
+  // Row r becomes what row rows[r] held in columns 0 .. n - 1 (rows may repeat).
+  void select_rows(const std::vector<int64_t>& rows, int64_t n) const;
+  // Rows b < batch, columns 0 .. n - 1: copied as they are from `other` (the same type, heads and
+  // head_dim; at least n columns).
+  void copy_columns_from(const KVStorage& other, int64_t batch, int64_t n) const;
+
+ private:
+  void* mutable_row(int64_t b, int64_t h, int64_t j) const { return const_cast<void*>(row(b, h, j)); }
+  // that rows b < batch and columns [from, from + n) lie in the storage
+  void check_range(const char* what, int64_t batch, int64_t from, int64_t n) const;
+  // columns from .. from + n - 1 of rows b < batch of a float type's rows, as a view of its dtype
+  Tensor view(DType dtype, int64_t batch, int64_t from, int64_t n) const;
+
+  QuantizedTensor rows_;
+  int64_t batch_ = 0, heads_ = 0, columns_ = 0;
+};
+
+}  // namespace nf
