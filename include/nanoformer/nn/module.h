@@ -3,7 +3,7 @@
 // dotted names equal what PyTorch's state_dict() gives for the same structure
 // ("layers.0.attention.wq.weight").
 //
-// Design (see docs/ARCHITECTURE.md, "Modules"): as in PyTorch's C++ frontend, a module registers
+// Design (see docs/internals.md, "Modules"): as in PyTorch's C++ frontend, a module registers
 // its tensors and children by name in its constructor and keeps typed handles to them in members;
 // the registry is what named_parameters(), state_dict() and load_state_dict() walk. A Tensor is a
 // shared handle, so the member and the registry see the same parameter, and loading copies values
