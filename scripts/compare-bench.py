@@ -2,8 +2,8 @@
 """Before/after of one Google Benchmark program: an older build's and this build's, alternating.
 
 Each round runs both binaries (the first side swaps each round, so load from other work hits both
-alike) with --benchmark_out as JSON, and takes each benchmark's items_per_second (or 1 / real time
-where it reports no items). Prints per benchmark the medians over the rounds, the median of the
+alike) with --benchmark_out as JSON, and takes each benchmark's speed: items_per_second, else
+bytes_per_second, else runs per second of real time. Prints per benchmark the medians over the rounds, the median of the
 per-round ratios after / before, and the spread of ours, (max - min) / median.
     scripts/compare-bench.py BEFORE_BINARY AFTER_BINARY [--rounds 5] [-- extra benchmark flags]
 """
@@ -18,8 +18,10 @@ import tempfile
 
 def run(binary, flags):
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
-        subprocess.run([binary, f"--benchmark_out={out.name}", "--benchmark_out_format=json", *flags],
-                       check=True, stdout=subprocess.DEVNULL)
+        done = subprocess.run([binary, f"--benchmark_out={out.name}", "--benchmark_out_format=json", *flags],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if done.returncode != 0:
+            sys.exit(f"compare-bench: {binary} failed ({done.returncode}):\n{done.stderr}")
         text = open(out.name).read()
     if not text:
         sys.exit(f"compare-bench: {binary} ran no benchmark (its filter matched none?)")
@@ -28,7 +30,8 @@ def run(binary, flags):
     for b in report["benchmarks"]:
         if b.get("run_type") == "aggregate":
             continue
-        speeds[b["name"]] = b.get("items_per_second") or 1.0 / b["real_time"]
+        speeds[b["name"]] = (b.get("items_per_second") or b.get("bytes_per_second") or
+                             1e9 / b["real_time"] * {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[b.get("time_unit", "ns")])
     return speeds
 
 
@@ -60,12 +63,13 @@ def main():
     if not ratios:
         sys.exit("compare-bench: the two programs share no benchmark name")
     width = max(len(b) for b in ratios)
-    print(f"{os.path.basename(a.after)}: items/s before ({a.before}) and after, {a.rounds} rounds alternating")
+    print(f"{os.path.basename(a.after)}: speed (items/s, bytes/s or runs/s) before ({a.before}) and after, "
+          f"{a.rounds} rounds alternating")
     print(f"{'benchmark':<{width}} {'before':>12} {'after':>12} {'after/bef.':>10} {'spread':>8}")
     for bench in ratios:
         mid = statistics.median(after[bench])
         spread = (max(after[bench]) - min(after[bench])) / mid if mid else 0.0
-        print(f"{bench:<{width}} {statistics.median(before[bench]):12.1f} {mid:12.1f} "
+        print(f"{bench:<{width}} {statistics.median(before[bench]):12.4g} {mid:12.4g} "
               f"{statistics.median(ratios[bench]):9.3f}x {100 * spread:7.1f}%")
 
 
