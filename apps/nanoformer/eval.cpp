@@ -248,8 +248,8 @@ void run_eval(const EvalArgs& a, const CLI::App& cmd) {
                static_cast<unsigned long long>(corpus->size()), static_cast<unsigned long long>(a.max_tokens),
                cache_type == QuantType::f32 ? "none (f32 forward)" : quant_type_name(cache_type), num_threads());
 
-  std::unique_ptr<ProgressBar> bar;
-  if (!a.quiet) bar = std::make_unique<ProgressBar>(total_windows, "eval", "windows");
+  std::unique_ptr<util::ProgressBar> bar;
+  if (!a.quiet) bar = std::make_unique<util::ProgressBar>(total_windows, "eval", "windows");
   std::vector<Row> rows;
   int64_t windows_before = 0;
   for (int64_t L : contexts) {

@@ -166,8 +166,8 @@ void run_task(const TaskArgs& a) {
                a.task.c_str(), a.layout.c_str(), t.records.size(), static_cast<long long>(a.fewshot));
 
   const auto start = std::chrono::steady_clock::now();
-  std::unique_ptr<ProgressBar> bar;
-  if (!a.quiet) bar = std::make_unique<ProgressBar>(static_cast<int64_t>(t.records.size()), "eval", "records");
+  std::unique_ptr<util::ProgressBar> bar;
+  if (!a.quiet) bar = std::make_unique<util::ProgressBar>(static_cast<int64_t>(t.records.size()), "eval", "records");
   nlohmann::json rows = nlohmann::json::array();
   double acc = 0, acc_norm = 0;
   const size_t batch = eval::is_multiple_choice(layout) ? 1 : kGenerationBatch;

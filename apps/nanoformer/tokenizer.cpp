@@ -33,10 +33,10 @@ double seconds_since(Clock::time_point start) { return std::chrono::duration<dou
 // Reports (done, total) progress on a shared ProgressBar, made on the first report (when the total
 // is known) and finished when done reaches total.
 std::function<void(uint64_t, uint64_t)> progress_reporter(std::string label, std::string unit, bool enabled) {
-  auto bar = std::make_shared<std::unique_ptr<ProgressBar>>();
+  auto bar = std::make_shared<std::unique_ptr<util::ProgressBar>>();
   return [=](uint64_t done, uint64_t total) {
     if (!enabled || total == 0) return;
-    if (!*bar) *bar = std::make_unique<ProgressBar>(static_cast<int64_t>(total), label, unit);
+    if (!*bar) *bar = std::make_unique<util::ProgressBar>(static_cast<int64_t>(total), label, unit);
     (*bar)->update(static_cast<int64_t>(done));
     if (done >= total) (*bar)->finish();
   };

@@ -74,7 +74,7 @@ class TokenisingProgress {
   TokenisingProgress(const std::vector<std::string>& paths, const std::vector<FileKind>& kinds, bool enabled) {
     for (size_t i = 0; i < paths.size(); ++i)
       if (kinds[i] != FileKind::token_file) total_ += tk::corpus_file_size(paths[i]);
-    if (enabled && total_ > 0) bar_ = std::make_unique<ProgressBar>(static_cast<int64_t>(total_), "tokenising", "B");
+    if (enabled && total_ > 0) bar_ = std::make_unique<util::ProgressBar>(static_cast<int64_t>(total_), "tokenising", "B");
   }
   // A reporter for the next file, whose bytes count after those of the files before it.
   tk::ByteProgress next_file(const std::string& path) {
@@ -89,7 +89,7 @@ class TokenisingProgress {
 
  private:
   uint64_t total_ = 0, done_ = 0;
-  std::unique_ptr<ProgressBar> bar_;
+  std::unique_ptr<util::ProgressBar> bar_;
 };
 
 // The files as one corpus; with options.vocab_size, every id checked below it (adding to `check`).

@@ -433,7 +433,7 @@ void Trainer::check_replicas_agree() {
 
 Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
   const int64_t total = config_.schedule.total_steps;
-  std::optional<ProgressBar> bar;
+  std::optional<util::ProgressBar> bar;
   if (!config_.quiet && is_root()) bar.emplace(total, "train", "steps", state_.step);
   auto report = [&](const std::string& line) {
     if (!is_root()) return;
@@ -465,7 +465,7 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
       const std::string objective = r.metrics.status.empty() ? "" : " " + r.metrics.status;
       char status[200];
       std::snprintf(status, sizeof status, "loss %.4f%s%s lr %.2e %s tok/s", r.loss, objective.c_str(),
-                    r.skipped ? " (skipped)" : "", r.lr, human_count(smoothed_rate).c_str());
+                    r.skipped ? " (skipped)" : "", r.lr, util::human_count(smoothed_rate).c_str());
       bar->update(state_.step, status);
     }
     const bool at_end = state_.step == total;

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
-namespace nf {
+namespace nf::util {
 
 std::string human_count(double v) {
   const char* suffix[] = {"", " k", " M", " G", " T"};
@@ -90,4 +90,4 @@ void ProgressBar::draw(bool final) {
   std::fflush(stderr);
 }
 
-}  // namespace nf
+}  // namespace nf::util

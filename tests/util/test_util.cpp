@@ -6,7 +6,7 @@
 #include "nanoformer/util/progress_bar.h"
 #include "support/testing.h"
 
-namespace nf {
+namespace nf::util {
 namespace {
 
 TEST(ProgressBar, HumanUnits) {
@@ -40,4 +40,4 @@ TEST(ProgressBar, ALogGetsTheFinalStateOnce) {
 }
 
 }  // namespace
-}  // namespace nf
+}  // namespace nf::util

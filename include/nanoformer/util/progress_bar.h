@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <string>
 
-namespace nf {
+namespace nf::util {
 
 class ProgressBar {
  public:
@@ -44,4 +44,4 @@ std::string human_count(double value);
 // "1:02:03" or "02:03"
 std::string human_duration(double seconds);
 
-}  // namespace nf
+}  // namespace nf::util
