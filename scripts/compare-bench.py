@@ -30,8 +30,9 @@ def run(binary, flags):
     for b in report["benchmarks"]:
         if b.get("run_type") == "aggregate":
             continue
+        ns_per_unit = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[b.get("time_unit", "ns")]
         speeds[b["name"]] = (b.get("items_per_second") or b.get("bytes_per_second") or
-                             1e9 / b["real_time"] * {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[b.get("time_unit", "ns")])
+                             1e9 / (b["real_time"] * ns_per_unit))
     return speeds
 
 
