@@ -14,6 +14,7 @@
 #include "nanoformer/core/error.h"
 #include "nanoformer/formats/model_io.h"
 #include "nanoformer/infer/decode_step.h"
+#include "nanoformer/infer/prompt_ids.h"
 #include "nanoformer/infer/stop_criteria.h"
 #include "nanoformer/io/gguf.h"
 #include "nanoformer/tokenizer/tokenizer.h"
@@ -78,13 +79,13 @@ struct Generation {
 };
 
 // The prompt's ids, its last max_seq_len (the window the model sees), checked against the vocabulary.
-std::vector<int64_t> prompt_ids(const models::DecoderLM& model, const tokenizer::Tokenizer& tok, const std::string& prompt) {
+std::vector<int64_t> encode_prompt(const models::DecoderLM& model, const tokenizer::Tokenizer& tok, const std::string& prompt) {
   std::vector<int64_t> ids;
   for (tokenizer::TokenId id : tok.encode(prompt)) ids.push_back(static_cast<int64_t>(id));
   NF_CHECK(!ids.empty(), "--task: a prompt encodes to no token");
-  const int64_t window = model.config().max_seq_len, V = model.config().vocab_size;
+  const int64_t window = model.config().max_seq_len;
   if (static_cast<int64_t>(ids.size()) > window) ids.erase(ids.begin(), ids.end() - window);
-  for (int64_t id : ids) NF_CHECK(id < V, "--task: token id ", id, " is not below the model's vocabulary size ", V);
+  infer::check_token_ids(ids, model.config().vocab_size, "--task: the prompt");
   return ids;
 }
 
@@ -104,7 +105,7 @@ std::vector<nlohmann::json> evaluate_records(models::DecoderLM& model, const tok
         for (const std::string& choice : r.choices) continuations.push_back(r.delimiter + choice);
         rows.push_back(score_record(r, eval::continuation_logprobs(model, eval::encode_choices(tok, context, continuations))));
       } else {
-        generations.emplace_back(model, tok, prompt_ids(model, tok, context), a, stop);
+        generations.emplace_back(model, tok, encode_prompt(model, tok, context), a, stop);
       }
     } catch (const Error& e) {  // a text the tokenizer or the model cannot take: which record
       NF_FAIL(a.task, ":", r.line, ": ", e.what());
