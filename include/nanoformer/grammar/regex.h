@@ -1,0 +1,68 @@
+#pragma once
+// Regular languages over Unicode code points as minimal deterministic automata: ECMA-262 regular
+// expressions (JSON Schema's `pattern`, `patternProperties`, and the patterns of `format`) compiled
+// to them, combined (intersection, complement), and written as grammar rules (grammar.h) that spell
+// the accepted strings as the contents of a JSON string.
+//
+//   Automaton::regex("^[a-z]+(-[a-z]+)*$").intersect(Automaton::length(1, 64)).json_string_rules("key")
+//
+// The regular expressions are ECMA-262's (the dialect JSON Schema names, without flags: no `i`, `m`,
+// `s`; `u` semantics for escapes): literals, `.` (any code point but \n \r U+2028 U+2029), classes
+// `[a-z]` `[^...]` with escapes inside, \d \D \w \W \s \S (ECMA's sets: \d is [0-9], \w
+// [A-Za-z0-9_], \s its whitespace and line terminators), escapes \t \n \v \f \r \0 \cX \xHH \uHHHH
+// \u{H...} and identity escapes, groups `(...)` `(?:...)` `(?<name>...)`, alternation, quantifiers
+// ? * + {n} {n,} {n,m} and their lazy forms (the same language), anchors ^ and $. A pattern matches
+// a string when it matches some substring of it (JSON Schema's search semantics): parts not anchored
+// by ^ (at the start) or $ (at the end) may have any text before or after them. What is not regular,
+// or not supported, is refused with nf::Error ("regex: <what> at offset <n> of /<pattern>/"):
+// backreferences, lookahead and lookbehind, \b \B, an anchor that is neither at the start nor at the
+// end of its alternative, and a pattern or automaton beyond the budgets (kMaxPatternBytes,
+// kMaxStates, repetition counts above 1000).
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace nf::grammar {
+
+class Automaton {
+ public:
+  static constexpr size_t kMaxPatternBytes = 10000;
+  static constexpr size_t kMaxStates = 4096;  // of any automaton built (subset construction, products)
+
+  // The strings `pattern` matches (search semantics, above).
+  static Automaton regex(std::string_view pattern);
+  // Every string; the one string `utf8`; the strings of min..max code points (max < 0: no bound).
+  static Automaton any_string();
+  static Automaton literal(std::string_view utf8);
+  static Automaton length(int64_t min, int64_t max);
+
+  Automaton intersect(const Automaton& other) const;  // both match
+  Automaton complement() const;                       // every string this one does not match
+  bool empty() const;                                 // matches nothing
+  bool matches(std::string_view utf8) const;          // invalid UTF-8 never matches
+  size_t states() const { return accepting_.size(); }
+  // The fewest and the most code points of a matched string (most: -1 when unbounded; both -1 when empty()).
+  int64_t min_length() const;
+  int64_t max_length() const;
+
+  // GBNF rules (grammar.h), one per state, right-linear (`name` is the start state, the others
+  // `name`-1, `name`-2, ...): their language is the contents of a JSON string (between its quotes,
+  // without them) whose value this automaton matches, escaped as JSON requires and nothing more:
+  // `"` as \", `\` as \\, U+0008 U+0009 U+000A U+000C U+000D as \b \t \n \f \r, the other code
+  // points below U+0020 as \u00XX (lower-case hex), every other code point as its UTF-8 bytes.
+  std::string json_string_rules(const std::string& name) const;
+
+ private:
+  struct Transition {
+    uint32_t first, last;  // a range of code points
+    uint32_t target;
+  };
+  // state 0 is the start; transitions of a state sorted, ranges disjoint; no transition: dead
+  std::vector<std::vector<Transition>> transitions_;
+  std::vector<bool> accepting_;
+};
+
+}  // namespace nf::grammar
