@@ -64,6 +64,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto schema = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (schema.is_discarded()) return 0;
   std::string gbnf;
-  if (fuzz::expect_nf_error([&] { gbnf = json_schema_to_gbnf(schema); })) compile_and_walk(gbnf, size, true);
+  if (fuzz::expect_nf_error([&] { gbnf = json_schema_grammar(schema).gbnf; })) compile_and_walk(gbnf, size, true);
   return 0;
 }

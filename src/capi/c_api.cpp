@@ -154,7 +154,7 @@ void run_generation(ModelState& state, infer::Session& session, const std::vecto
     if (params.json_schema) {
       const auto schema = nlohmann::ordered_json::parse(params.json_schema, nullptr, /*allow_exceptions=*/false);
       require(!schema.is_discarded(), "nf_generate: json_schema is not valid JSON");
-      gbnf = grammar::json_schema_to_gbnf(schema);
+      gbnf = grammar::json_schema_grammar(schema).gbnf;
     }
     constraint = std::make_unique<grammar::GrammarConstraint>(std::make_shared<const grammar::Grammar>(grammar::compile_gbnf(gbnf)),
                                                             state.token_trie("nf_generate"), stop.eos_ids);

@@ -233,9 +233,12 @@ class SchemaCompiler {
 
 }  // namespace
 
-std::string json_schema_to_gbnf(const nlohmann::ordered_json& schema) { return SchemaCompiler(schema, "root").compile() + kJsonRules; }
+SchemaGrammar json_schema_grammar(const nlohmann::ordered_json& schema, const SchemaOptions&) {
+  return {SchemaCompiler(schema, "root").compile() + kJsonRules, {}};
+}
 
-std::string json_schema_rules(const nlohmann::ordered_json& schema, const std::string& name) {
+std::string json_schema_rules(const nlohmann::ordered_json& schema, const std::string& name, const SchemaOptions&,
+                              std::vector<std::string>*) {
   return SchemaCompiler(schema, name).compile();
 }
 

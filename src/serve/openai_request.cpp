@@ -243,7 +243,7 @@ std::shared_ptr<const grammar::Grammar> parse_grammar(const json& body, std::str
   std::string gbnf;
   try {  // parsed again keeping the properties' order, which the output follows
     const auto ordered = nlohmann::ordered_json::parse(text);
-    gbnf = grammar::json_schema_to_gbnf(ordered["response_format"]["json_schema"]["schema"]);
+    gbnf = grammar::json_schema_grammar(ordered["response_format"]["json_schema"]["schema"]).gbnf;
   } catch (const Error& e) {
     throw invalid_request("response_format.json_schema.schema", std::string("'response_format.json_schema.schema': ") + e.what());
   }

@@ -142,7 +142,7 @@ TEST(Grammar, MasksEqualBruteForceOverJsonSchemas) {
                       "$ref": "#/$defs/node"})"),
       json::parse(R"({"type": ["string", "null"], "minLength": 1})"),
   };
-  for (size_t i = 0; i < schemas.size(); ++i) expect_masks_match_brute_force(json_schema_to_gbnf(schemas[i]), 10 + i);
+  for (size_t i = 0; i < schemas.size(); ++i) expect_masks_match_brute_force(json_schema_grammar(schemas[i]).gbnf, 10 + i);
 }
 
 TEST(Grammar, JsonObjectGrammarAcceptsJsonObjectsOnly) {
@@ -157,7 +157,7 @@ TEST(Grammar, SchemaGrammarAcceptsWhatValidates) {
   const json schema = json::parse(R"({"type": "object", "properties": {"name": {"type": "string"},
       "tags": {"type": "array", "items": {"enum": ["x", "y"]}, "maxItems": 2}, "age": {"type": "integer"}},
       "required": ["name", "age"], "additionalProperties": false})");
-  const auto g = gbnf(json_schema_to_gbnf(schema));
+  const auto g = gbnf(json_schema_grammar(schema).gbnf);
   EXPECT_TRUE(is_sentence(g, R"({"name": "n", "age": 3})"));
   EXPECT_TRUE(is_sentence(g, R"({"name":"n","tags":["y","x"],"age":-3})"));
   EXPECT_FALSE(is_sentence(g, R"({"age": 3, "name": "n"})"));  // properties come in their order
@@ -216,7 +216,7 @@ TEST(Grammar, UnsupportedSchemaKeywordsAreNamed) {
       {R"({"enum": []})", "'enum' at # must be a non-empty array"},
   };
   for (const auto& [schema, message] : cases) {
-    const std::string e = error_of([&] { json_schema_to_gbnf(json::parse(schema)); });
+    const std::string e = error_of([&] { json_schema_grammar(json::parse(schema)); });
     EXPECT_NE(e.find(message), std::string::npos) << schema << " -> " << e;
   }
 }
@@ -279,7 +279,7 @@ TEST(Grammar, SchemasNestedAHundredThousandDeepAreRefusedByDepth) {
   any_of += R"({"type": "null"})";
   for (size_t i = 0; i < kDeep; ++i) any_of += "]}";
   for (const std::string& schema : {items, any_of})
-    EXPECT_NE(error_of([&] { json_schema_to_gbnf(json::parse(schema)); }).find("json_schema: schemas nested deeper than 256"),
+    EXPECT_NE(error_of([&] { json_schema_grammar(json::parse(schema)); }).find("json_schema: schemas nested deeper than 256"),
               std::string::npos);
 }
 

@@ -131,7 +131,7 @@ TEST(StructuredOutput, SeededSamplesUnderASchemaAlwaysParseAndValidate) {
       "ok": {"type": "boolean"}, "extra": {"anyOf": [{"type": "null"}, {"type": "number"}]}},
       "required": ["name", "age"], "additionalProperties": false})";
   const json schema = json::parse(schema_text);
-  const std::string gbnf = grammar::json_schema_to_gbnf(nlohmann::ordered_json::parse(schema_text));
+  const std::string gbnf = grammar::json_schema_grammar(nlohmann::ordered_json::parse(schema_text)).gbnf;
   constexpr int kSamples = 24;
   std::vector<Sampled> runs(kSamples);
   {
