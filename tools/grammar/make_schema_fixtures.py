@@ -377,6 +377,17 @@ case("annotations", "typos-and-vendor", {"type": "object", "descripton": "typo o
      [{}, {"a": 1}, {"a": "1"}])
 case("annotations", "unknown-with-assertion-names", {"type": "string", "maxlength": 1, "minimun": 5, "x-pattern": "^a$"}, ["abc", "", 5])
 
+# Texts that are not JSON at all (a leading zero, a bare dot, NaN, a trailing comma, ...): no
+# grammar of a schema may accept them.
+NOT_JSON = {
+    "type-integer": ["01", "-01", "+1", "1.", "00", "- 1", "NaN", "Infinity", "0x1F", "1_000"],
+    "type-number": [".5", "1.e3", "-.5", "01.5", "1e", "1e+", "-", "--1", "-Infinity", "1.5.2"],
+    "type-string": ["'a'", "\"a", "\"\\x\"", "\"\\u12\"", "\"a\tb\"", "\"\\\""],
+    "props-person": ['{"name":"a","age":1,}', '{name:"a","age":1}', '{"name":"a" "age":1}', '{"name":"a","age":01}', '{"name":"a","age":1}}'],
+    "type-list": ["[1,]", "[,1]", "[1 2]", "[1,,2]", "[01]", "[\"a\",]"],
+    "type-none": ["", "tru", "nul", "True", "{\"a\":}", "[", "{}}", "1 2", "{\"a\" 1}"],
+}
+
 # ----------------------------------------------------------------------------------------------
 # Schemas whose assertions no context-free grammar expresses in general: a strict compile must
 # refuse them, naming the keyword path (a JSON pointer from the schema's root).
@@ -567,6 +578,11 @@ _NUMBER_FORM = re.compile(r"-?(0|[1-9]\d{0,15})(\.\d{1,16})?")
 
 def canonical(value, schemas, root):
     ps = parts(schemas, root)
+    literals = []
+    for p in ps:
+        literals += ([p["const"]] if "const" in p else []) + (p["enum"] if isinstance(p.get("enum"), list) else [])
+    if literals and not any(text_of(value) == text_of(v) for v in literals):
+        return False  # a value under const/enum is generated as written there (its key order too)
     if isinstance(value, bool) or value is None:
         return True
     if isinstance(value, int):
@@ -576,6 +592,10 @@ def canonical(value, schemas, root):
         return bool(_NUMBER_FORM.fullmatch(text)) and not value.is_integer()
     if isinstance(value, str):
         if not all(c.isprintable() for c in value):
+            return False
+        # jsonschema matches `pattern` with Python's re, whose \d \w \s match non-ASCII
+        # characters that ECMA-262's do not: such strings are not asked of the grammar
+        if not value.isascii() and any("pattern" in p for p in ps):
             return False
         for p in ps:
             form = COMMON_FORMS.get(p.get("format"))
@@ -668,6 +688,17 @@ def text_of(value):
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
+def is_json(text):
+    """Whether `text` is JSON (RFC 8259: Python's NaN and Infinity are not)."""
+    def refuse(constant):
+        raise ValueError(constant)
+    try:
+        json.loads(text, parse_constant=refuse)
+        return True
+    except ValueError:
+        return False
+
+
 def label(validators, text):
     with_formats, without_formats = validators
     instance = json.loads(text, parse_float=D)
@@ -698,6 +729,10 @@ def build():
             valid, valid_without_formats = label((with_formats, without_formats), text)
             instances.append({"text": text, "valid": valid, "valid_without_formats": valid_without_formats,
                               "canonical": canonical(value, [schema], schema), "origin": origin})
+        for text in NOT_JSON.get(c["id"], []):
+            if text not in seen and not is_json(text):
+                seen.add(text)
+                instances.append({"text": text, "valid": False, "valid_without_formats": False, "canonical": False, "origin": "not-json"})
         for p in parts([schema], schema):
             if isinstance(p.get("format"), str):
                 fmt = p["format"]
