@@ -178,7 +178,8 @@ void check(const TextRange& r, std::mt19937& rng) {
   try {
     g = compile(r);
   } catch (const Error& e) {
-    for (const std::string& s : strings) EXPECT_FALSE(expected(r, s)) << "the range threw (" << e.what() << ") but '" << s << "' is in it";
+    for (const std::string& s : strings)
+      EXPECT_FALSE(expected(r, s)) << "the range threw (" << e.what() << ") but '" << s << "' is in it";
     return;
   }
   for (const std::string& s : strings) EXPECT_EQ(accepts(g, s), expected(r, s)) << "'" << s << "'";
@@ -283,7 +284,8 @@ TEST(NumberRange, UnboundedIsTheSharedJsonRules) {
       "root ::= json-number\n" + integer + "\n" +
       R"(json-number ::= json-integer ( "." [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,2} )?)" + "\n"));
   std::mt19937 rng(3);
-  const TextRange any_integer = integers(std::nullopt, std::nullopt), any_number = numbers(std::nullopt, std::nullopt, 16);
+  const TextRange any_integer = integers(std::nullopt, std::nullopt);
+  const TextRange any_number = numbers(std::nullopt, std::nullopt, 16);
   const auto ours_integer = compile(any_integer), ours_number = compile(any_number);
   for (const std::string& s : candidates(any_number, rng)) {
     EXPECT_EQ(accepts(ours_integer, s), accepts(shared_integer, s)) << s;

@@ -14,9 +14,11 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <initializer_list>
 #include <cmath>
 #include <map>
 #include <sstream>
+#include <string_view>
 #include <utility>
 
 #include "nanoformer/core/error.h"
@@ -28,7 +30,8 @@ constexpr size_t kMaxIntegerDigits = 16;  // as json-integer: every such integer
 
 // The unbounded forms, the languages of json_schema.cpp's json-integer and json-number.
 constexpr const char* kAnyInteger = R"("-"? ( "0" | [1-9] [0-9]{0,15} ))";
-constexpr const char* kAnyNumber = R"("-"? ( "0" | [1-9] [0-9]{0,15} ) ( "." [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,2} )?)";
+constexpr const char* kAnyNumber =
+    R"("-"? ( "0" | [1-9] [0-9]{0,15} ) ( "." [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,2} )?)";
 
 // A finite double as exact decimal digits: the shortest text that reads back as it (to_chars).
 struct Decimal {
@@ -64,10 +67,17 @@ int compare_integers(const std::string& a, const std::string& b) {
   return a.compare(b) < 0 ? -1 : a == b ? 0 : 1;
 }
 
+// The parts joined (instead of "literal" + std::string temporaries, which GCC 12 warns about: -Wrestrict).
+std::string cat(std::initializer_list<std::string_view> parts) {
+  std::string out;
+  for (const std::string_view part : parts) out += part;
+  return out;
+}
+
 std::string plus_one(std::string s) {
   size_t i = s.size();
   while (i > 0 && s[i - 1] == '9') s[--i] = '0';
-  if (i == 0) return "1" + s;
+  if (i == 0) return cat({"1", s});
   ++s[i - 1];
   return s;
 }
@@ -193,7 +203,7 @@ class RangeWriter {
   std::vector<std::string> integers(const std::string& first, const std::string& last) {
     std::vector<std::string> alts;
     for (size_t n = first.size(); n <= last.size(); ++n) {
-      const std::string low = n == first.size() ? first : "1" + std::string(n - 1, '0');
+      const std::string low = n == first.size() ? first : cat({"1", std::string(n - 1, '0')});
       const std::string high = n == last.size() ? last : std::string(n, '9');
       same_length(low, high, alts);
     }
@@ -205,7 +215,7 @@ class RangeWriter {
   static void same_length(const std::string& low, const std::string& high, std::vector<std::string>& alts) {
     size_t p = 0;
     while (p < low.size() && low[p] == high[p]) ++p;
-    const std::string prefix = p > 0 ? "\"" + low.substr(0, p) + "\" " : "";
+    const std::string prefix = p > 0 ? cat({"\"", low.substr(0, p), "\" "}) : "";
     if (p == low.size()) {
       alts.push_back("\"" + low + "\"");
       return;
@@ -225,13 +235,17 @@ class RangeWriter {
   // Digit strings of s's length that are >= s (<= s).
   static std::string at_least(const std::string& s) {
     if (s.find_first_not_of('0') == std::string::npos) return exactly_digits(s.size()).substr(1);
-    std::vector<std::string> parts = {digit_class(s[0], s[0]) + (s.size() > 1 ? " " + at_least(s.substr(1)) : "")};
+    std::string same_first = digit_class(s[0], s[0]);
+    if (s.size() > 1) same_first += " ", same_first += at_least(s.substr(1));
+    std::vector<std::string> parts = {same_first};
     if (s[0] < '9') parts.push_back(digit_class(static_cast<char>(s[0] + 1), '9') + exactly_digits(s.size() - 1));
     return alternatives(parts);
   }
   static std::string at_most(const std::string& s) {
     if (s.find_first_not_of('9') == std::string::npos) return exactly_digits(s.size()).substr(1);
-    std::vector<std::string> parts = {digit_class(s[0], s[0]) + (s.size() > 1 ? " " + at_most(s.substr(1)) : "")};
+    std::string same_first = digit_class(s[0], s[0]);
+    if (s.size() > 1) same_first += " ", same_first += at_most(s.substr(1));
+    std::vector<std::string> parts = {same_first};
     if (s[0] > '0') parts.push_back(digit_class('0', static_cast<char>(s[0] - 1)) + exactly_digits(s.size() - 1));
     return alternatives(parts);
   }
@@ -248,7 +262,8 @@ std::string number_range_gbnf(const NumberRange& range, const std::string& name,
   const bool bounded = range.minimum || range.maximum;
   if (!bounded && range.integer) return kAnyInteger;
   if (!bounded && range.max_fraction_digits >= 16) return kAnyNumber;
-  NF_CHECK(range.max_fraction_digits >= 0, "json_schema: max_fraction_digits ", range.max_fraction_digits, " is negative");
+  NF_CHECK(range.max_fraction_digits >= 0, "json_schema: max_fraction_digits ", range.max_fraction_digits,
+           " is negative");
   for (const std::optional<double>& b : {range.minimum, range.maximum})
     NF_CHECK(!b || !std::isnan(*b), "json_schema: a bound is NaN");
   // Infinite bounds bound nothing; bounds of more than 16 integer digits are treated alike below.
@@ -259,7 +274,8 @@ std::string number_range_gbnf(const NumberRange& range, const std::string& name,
   const bool high_infinite = range.maximum && std::isinf(*range.maximum) && *range.maximum < 0;
   // A bound beyond 16 digits is above or below every number of the form: no bound, or nothing left.
   const auto beyond = [](const std::optional<Decimal>& d) { return d && d->integer.size() > kMaxIntegerDigits; };
-  const bool nothing = low_infinite || high_infinite || (beyond(low) && !low->negative) || (beyond(high) && high->negative);
+  const bool nothing =
+      low_infinite || high_infinite || (beyond(low) && !low->negative) || (beyond(high) && high->negative);
   if (beyond(low)) low.reset();
   if (beyond(high)) high.reset();
 
@@ -275,7 +291,7 @@ std::string number_range_gbnf(const NumberRange& range, const std::string& name,
       std::optional<Bound> to;
       if (low) to = Bound{low->integer, low->fraction, !range.exclusive_minimum};
       const std::vector<std::string> negative = writer.magnitudes(from, to);
-      if (!negative.empty()) alts.push_back("\"-\" " + alternatives(negative));
+      if (!negative.empty()) alts.push_back(cat({"\"-\" ", alternatives(negative)}));
     }
     // Zero and the positive numbers: magnitudes from the minimum (0 when it is negative) to the maximum.
     if (!high || !high->negative) {
@@ -293,8 +309,8 @@ std::string number_range_gbnf(const NumberRange& range, const std::string& name,
     if (range.minimum && range.maximum) bounds << ", ";
     if (range.maximum) bounds << (range.exclusive_maximum ? "exclusiveMaximum " : "maximum ") << *range.maximum;
     NF_FAIL("json_schema: no ", range.integer ? "integer" : "number", " of at most 16 integer digits",
-            range.integer ? "" : " and " + std::to_string(fraction_digits) + " fraction digits", " is in the range ",
-            bounds.str());
+            range.integer ? "" : cat({" and ", std::to_string(fraction_digits), " fraction digits"}),
+            " is in the range ", bounds.str());
   }
   return alternatives(alts);
 }
