@@ -11,7 +11,6 @@
 namespace nf::grammar {
 namespace {
 
-// clang-format off
 constexpr std::pair<std::string_view, std::string_view> kFormats[] = {
     // RFC 3339 section 5.6 full-date: years 0001-9999 (Python's date has no year 0); days 01-28 of
     // every month, 29-30 but in February, 31 in the long months, February 29 in Gregorian leap
@@ -52,7 +51,6 @@ constexpr std::pair<std::string_view, std::string_view> kFormats[] = {
     // RFC 4122 section 3 string representation: 8-4-4-4-12 hex digits, either case.
     {"uuid", R"re(^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$)re"},
 };
-// clang-format on
 
 }  // namespace
 
