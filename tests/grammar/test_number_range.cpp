@@ -3,6 +3,7 @@
 // expectation is computed here on decimal digit strings (no double), from the bounds as written.
 #include <gtest/gtest.h>
 
+#include <charconv>
 #include <cstdlib>
 #include <memory>
 #include <optional>
@@ -237,6 +238,15 @@ std::string random_decimal(std::mt19937& rng, int max_integer, int max_fraction)
   return (d.negative ? "-" : "") + (d.integer.empty() ? "0" : d.integer) + (d.fraction.empty() ? "" : "." + d.fraction);
 }
 
+// The shortest decimal text of the double nearest `text` (what number_range_gbnf compares with).
+std::string shortest(const std::string& text) {
+  char buffer[400];
+  const double value = std::strtod(text.c_str(), nullptr);
+  const auto end = std::to_chars(buffer, buffer + sizeof buffer, value, std::chars_format::fixed).ptr;
+  const Digits d = digits_of(std::string(buffer, end));
+  return (d.negative ? "-" : "") + (d.integer.empty() ? "0" : d.integer) + (d.fraction.empty() ? "" : "." + d.fraction);
+}
+
 TEST(NumberRange, RandomRanges) {
   std::mt19937 rng(2024);
   std::uniform_int_distribution<int> coin(0, 1), side(0, 4);
@@ -246,7 +256,8 @@ TEST(NumberRange, RandomRanges) {
     TextRange r;
     r.integer = coin(rng);
     r.max_fraction_digits = digit_choices[std::uniform_int_distribution<int>(0, 4)(rng)];
-    std::string a = random_decimal(rng, integer_digits, 3), b = random_decimal(rng, integer_digits, 3);
+    std::string a = shortest(random_decimal(rng, integer_digits, 3));
+    std::string b = shortest(random_decimal(rng, integer_digits, 3));
     if (compare(a, b) > 0) std::swap(a, b);
     const int sides = side(rng);  // 0: only a minimum, 1: only a maximum, else both
     if (sides != 1) r.minimum = a;
