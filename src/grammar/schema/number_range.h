@@ -22,9 +22,13 @@ struct NumberRange {
 // to `rules` (named `name`-0, `name`-1, ...: each a whole "<name>-<i> ::= ..." line). Integers: all
 // integers within the bounds that have at most 16 digits. Numbers: those integers, and
 // decimals with 1..max_fraction_digits fraction digits, within the bounds; no exponent when a
-// bound is given (unbounded: as json-number, exponents of 1-2 digits). Bounds beyond 16 digits
-// count as no bound. Throws nf::Error ("json_schema: ...", naming the bounds) when no number of
-// that form is in the range.
+// bound is given (unbounded: as json-number, exponents of 1-2 digits). A bound is the shortest
+// decimal text of its double (0.1 is 0.1), compared digit by digit (a decimal just above an
+// exclusive bound, in its 17th significant digit or later, may still read back as the bound's
+// double). Bounds beyond 16 digits count as no bound (a minimum of 1e20 leaves nothing). Without
+// bounds, integers and numbers of up to 16 fraction digits are exactly json-integer / json-number
+// (which also allow "-0"). Throws nf::Error ("json_schema: no ... in the range <bounds>") when no
+// number of that form is in the range.
 std::string number_range_gbnf(const NumberRange& range, const std::string& name, std::vector<std::string>& rules);
 
 }  // namespace nf::grammar
