@@ -196,11 +196,60 @@ Automaton Automaton::minimal(const Dfa& dfa) {
     for (const Dfa::Edge& e : dfa.edges[s])
       if (live[e.target] && !keep[e.target]) keep[e.target] = true, stack.push_back(e.target);
   }
-  // Moore's refinement: states stay in one class while they agree on accepting and on the class
-  // their every code point leads to; repeated until no class splits
+  // Hopcroft's refinement (Hopcroft 1971; over code point ranges as in Veanes et al., "Minimization
+  // of Symbolic Automata", POPL 2014): start from {accepting, the rest} (the missing dead state is
+  // a class of its own); a splitter class B splits every class X whose states differ in the code
+  // points leading into B. Of a split class, the new parts become splitters (the largest keeps X's
+  // place), so each state is in O(log n) splitters.
   std::vector<uint32_t> cls(n, 0);
-  for (size_t s = 0; s < n; ++s) cls[s] = dfa.accepting[s] ? 1 : 0;
-  size_t classes = 0;
+  std::vector<std::vector<uint32_t>> members(2);
+  for (size_t s = 0; s < n; ++s)
+    if (keep[s]) cls[s] = dfa.accepting[s] ? 1 : 0, members[cls[s]].push_back(static_cast<uint32_t>(s));
+  if (members[0].empty()) std::swap(members[0], members[1]), std::fill(cls.begin(), cls.end(), 0);
+  if (members[1].empty()) members.pop_back();
+  std::vector<uint32_t> splitters;
+  for (uint32_t b = 0; b < members.size(); ++b) splitters.push_back(b);
+  std::vector<uint32_t> in_splitter(n, 0), view_stamp(n, 0);  // marks, stamped per splitter
+  std::vector<std::vector<uint32_t>> views(n);  // per predecessor: the ranges leading into the splitter
+  for (uint32_t stamp = 1; !splitters.empty(); ++stamp) {
+    const uint32_t b = splitters.back();
+    splitters.pop_back();
+    for (const uint32_t t : members[b]) in_splitter[t] = stamp;
+    std::map<uint32_t, std::vector<uint32_t>> touched;  // class -> its predecessors of B
+    for (const uint32_t t : members[b])
+      for (const uint32_t s : sources[t]) {
+        if (!keep[s] || view_stamp[s] == stamp) continue;
+        view_stamp[s] = stamp;
+        std::vector<uint32_t>& view = views[s];
+        view.clear();
+        for (const Dfa::Edge& e : dfa.edges[s]) {
+          if (in_splitter[e.target] != stamp) continue;
+          if (!view.empty() && regex_detail::next_code_point(view.back()) == e.first) view.back() = e.last;
+          else view.insert(view.end(), {e.first, e.last});
+        }
+        touched[cls[s]].push_back(s);
+      }
+    for (auto& [x, predecessors] : touched) {
+      std::map<std::vector<uint32_t>, std::vector<uint32_t>> parts;  // by view; states outside: the empty view
+      for (const uint32_t s : predecessors) parts[views[s]].push_back(s);
+      if (predecessors.size() < members[x].size())
+        for (const uint32_t s : members[x])
+          if (view_stamp[s] != stamp) parts[{}].push_back(s);
+      if (parts.size() == 1) continue;
+      auto largest = parts.begin();
+      for (auto it = parts.begin(); it != parts.end(); ++it)
+        if (it->second.size() > largest->second.size()) largest = it;
+      members[x] = std::move(largest->second);
+      for (auto it = parts.begin(); it != parts.end(); ++it) {
+        if (it == largest) continue;
+        const auto id = static_cast<uint32_t>(members.size());
+        for (const uint32_t s : it->second) cls[s] = id;
+        members.push_back(std::move(it->second));
+        splitters.push_back(id);
+      }
+    }
+  }
+  const size_t classes = members.size();
   // a state's moves as (first, last, class) runs, adjacent ranges to one class merged
   const auto runs = [&](size_t s, std::vector<uint32_t>& sig) {
     for (const Dfa::Edge& e : dfa.edges[s]) {
@@ -210,24 +259,9 @@ Automaton Automaton::minimal(const Dfa& dfa) {
       else sig.insert(sig.end(), {e.first, e.last, cls[e.target]});
     }
   };
-  for (;;) {
-    std::map<std::vector<uint32_t>, uint32_t> ids;
-    std::vector<uint32_t> next(n, 0);
-    for (size_t s = 0; s < n; ++s) {
-      if (!keep[s]) continue;
-      std::vector<uint32_t> sig{cls[s]};
-      runs(s, sig);
-      next[s] = ids.try_emplace(std::move(sig), static_cast<uint32_t>(ids.size())).first->second;
-    }
-    cls = std::move(next);
-    if (ids.size() == classes) break;
-    classes = ids.size();
-  }
   // one state per class, numbered breadth-first from the start's
   std::vector<int64_t> number(classes, -1);
-  std::vector<uint32_t> member(classes, 0), representative;  // member: a state of each class
-  for (size_t s = n; s-- > 0;)
-    if (keep[s]) member[cls[s]] = static_cast<uint32_t>(s);
+  std::vector<uint32_t> representative;
   number[cls[0]] = 0;
   representative.push_back(0);
   for (size_t i = 0; i < representative.size(); ++i) {
@@ -240,7 +274,7 @@ Automaton Automaton::minimal(const Dfa& dfa) {
       const uint32_t c = sig[k + 2];
       if (number[c] < 0) {
         number[c] = static_cast<int64_t>(representative.size());
-        representative.push_back(member[c]);
+        representative.push_back(members[c][0]);
       }
       out.transitions_.back().push_back({sig[k], sig[k + 1], static_cast<uint32_t>(number[c])});
     }
