@@ -66,7 +66,8 @@ class StringGrammar {
       : grammar_(std::make_shared<const Grammar>(compile_gbnf("root ::= \"\\\"\" str \"\\\"\"\n" + a.json_string_rules("str")))) {}
   bool accepts(std::string_view value) const {
     GrammarMatcher m(grammar_);
-    return m.accept("\"" + json_escaped(value) + "\"") && GrammarMatcher::can_end(m.state());
+    const std::string quoted = '"' + json_escaped(value) + '"';
+    return m.accept(quoted) && GrammarMatcher::can_end(m.state());
   }
 
  private:

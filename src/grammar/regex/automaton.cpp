@@ -107,7 +107,9 @@ Automaton Automaton::complement() const {
     std::sort(dfa.edges.back().begin(), dfa.edges.back().end(), [](const Dfa::Edge& a, const Dfa::Edge& b) { return a.first < b.first; });
     dfa.accepting.push_back(s == dead || !accepting_[s]);
   }
-  return minimal(dfa);
+  Automaton out = minimal(dfa);
+  NF_CHECK(out.states() <= kMaxStates, "regex: the complement of an automaton of ", states(), " states has more than ", kMaxStates, " states");
+  return out;
 }
 
 bool Automaton::empty() const { return states() == 1 && !accepting_[0] && transitions_[0].empty(); }
