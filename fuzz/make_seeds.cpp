@@ -318,6 +318,7 @@ int main(int argc, char** argv) {
     copy_corpus_seeds("openai_request");
     copy_corpus_seeds("metrics_log");
     copy_corpus_seeds("grammar");
+    copy_corpus_seeds("regex");
     copy_corpus_seeds("chat_template");
     copy_corpus_seeds("sentence_transformers");
   } catch (const std::exception& e) {

@@ -14,7 +14,8 @@
 // ? * + {n} {n,} {n,m} and their lazy forms (the same language), anchors ^ and $. A pattern matches
 // a string when it matches some substring of it (JSON Schema's search semantics): parts not anchored
 // by ^ (at the start) or $ (at the end) may have any text before or after them. What is not regular,
-// or not supported, is refused with nf::Error ("regex: <what> at offset <n> of /<pattern>/"):
+// or not supported, is refused with nf::Error ("regex: <what> at offset <n> of /<pattern>/", on one
+// line: control characters in the pattern shown as \xHH, a pattern cut after 200 bytes with "..."):
 // backreferences, lookahead and lookbehind, \b \B, an anchor that is neither at the start nor at the
 // end of its alternative, and a pattern or automaton beyond the budgets (kMaxPatternBytes,
 // kMaxStates, repetition counts above 1000).
@@ -26,6 +27,10 @@
 #include <vector>
 
 namespace nf::grammar {
+
+namespace regex_detail {
+struct Dfa;  // src/grammar/regex/regex_internal.h
+}
 
 class Automaton {
  public:
@@ -49,10 +54,12 @@ class Automaton {
   int64_t max_length() const;
 
   // GBNF rules (grammar.h), one per state, right-linear (`name` is the start state, the others
-  // `name`-1, `name`-2, ...): their language is the contents of a JSON string (between its quotes,
+  // `name`-s1, `name`-s2, ..., apart from the `name`-0, `name`-1, ... that compile_gbnf and other
+  // writers generate): their language is the contents of a JSON string (between its quotes,
   // without them) whose value this automaton matches, escaped as JSON requires and nothing more:
   // `"` as \", `\` as \\, U+0008 U+0009 U+000A U+000C U+000D as \b \t \n \f \r, the other code
   // points below U+0020 as \u00XX (lower-case hex), every other code point as its UTF-8 bytes.
+  // Throws nf::Error when empty(): no GBNF rule matches nothing.
   std::string json_string_rules(const std::string& name) const;
 
  private:
@@ -63,6 +70,10 @@ class Automaton {
   // state 0 is the start; transitions of a state sorted, ranges disjoint; no transition: dead
   std::vector<std::vector<Transition>> transitions_;
   std::vector<bool> accepting_;
+
+  // `dfa` trimmed (states that reach no accepting state dropped) and minimized (Moore's partition
+  // refinement), its states numbered breadth-first from the start: equal languages, equal automata.
+  static Automaton minimal(const regex_detail::Dfa& dfa);
 };
 
 }  // namespace nf::grammar
