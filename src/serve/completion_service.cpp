@@ -195,7 +195,8 @@ std::vector<std::shared_ptr<Completion>> CompletionService::start(const Completi
                                        .count(),
                         .model = model_name_,
                         .endpoint = r.endpoint,
-                        .index = 0};
+                        .index = 0,
+                        .schema_approximations = r.schema_approximations};
   const uint64_t seed = r.seed ? *r.seed : std::random_device{}();
   // a chat template that opens the reasoning itself leaves the answer inside it from its first token
   std::optional<ReasoningSplitter> reasoning;

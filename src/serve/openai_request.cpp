@@ -213,7 +213,8 @@ std::shared_ptr<const grammar::Grammar> compile(const std::string& gbnf, const s
 }
 
 // The grammar that response_format or grammar asks for; null for free text.
-std::shared_ptr<const grammar::Grammar> parse_grammar(const json& body, std::string_view text) {
+std::shared_ptr<const grammar::Grammar> parse_grammar(const json& body, std::string_view text,
+                                                      std::vector<std::string>& approximations) {
   const auto format = body.find("response_format");
   const auto grammar = body.find("grammar");
   const bool has_format = format != body.end() && !format->is_null();
@@ -240,10 +241,15 @@ std::shared_ptr<const grammar::Grammar> parse_grammar(const json& body, std::str
   if (spec->contains("strict") && !(*spec)["strict"].is_null() && !(*spec)["strict"].is_boolean())
     throw invalid_request("response_format.json_schema.strict", "'response_format.json_schema.strict' must be a boolean");
   if (!spec->contains("schema")) throw invalid_request("response_format.json_schema.schema", "'response_format.json_schema.schema' is required");
+  // strict (also when absent): a keyword no grammar expresses is refused; false: approximated, and the
+  // response says where (schema_approximations)
+  const grammar::SchemaOptions options{.strict = !(spec->contains("strict") && (*spec)["strict"] == false)};
   std::string gbnf;
   try {  // parsed again keeping the properties' order, which the output follows
     const auto ordered = nlohmann::ordered_json::parse(text);
-    gbnf = grammar::json_schema_grammar(ordered["response_format"]["json_schema"]["schema"]).gbnf;
+    grammar::SchemaGrammar compiled = grammar::json_schema_grammar(ordered["response_format"]["json_schema"]["schema"], options);
+    gbnf = std::move(compiled.gbnf);
+    approximations = std::move(compiled.approximations);
   } catch (const Error& e) {
     throw invalid_request("response_format.json_schema.schema", std::string("'response_format.json_schema.schema': ") + e.what());
   }
@@ -291,7 +297,7 @@ CompletionRequest parse_completion_request(std::string_view text, Endpoint endpo
   r.top_logprobs = parse_logprobs(body, endpoint);
   r.n = integer_field(body, "n", 1).value_or(1);
   if (r.n > 128) throw invalid_request("n", "'n' must be at most 128, got " + std::to_string(r.n));
-  r.grammar = parse_grammar(body, text);
+  r.grammar = parse_grammar(body, text, r.schema_approximations);
   if (r.tool_use.forced()) {
     if (r.grammar)
       throw invalid_request("tool_choice", "'tool_choice' " + std::string(r.tool_use.choice == ToolChoice::required ? "\"required\"" : "naming a function") +

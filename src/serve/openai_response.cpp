@@ -10,7 +10,9 @@ json base(const ResponseHeader& h, bool chunk) {
   const char* object = h.endpoint == Endpoint::completion ? "text_completion"
                        : chunk                            ? "chat.completion.chunk"
                                                           : "chat.completion";
-  return {{"id", h.id}, {"object", object}, {"created", h.created}, {"model", h.model}};
+  json body = {{"id", h.id}, {"object", object}, {"created", h.created}, {"model", h.model}};
+  if (!h.schema_approximations.empty()) body["schema_approximations"] = h.schema_approximations;
+  return body;
 }
 
 json finish(const std::string& reason) { return reason.empty() ? json(nullptr) : json(reason); }

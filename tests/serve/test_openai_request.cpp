@@ -96,9 +96,16 @@ TEST(OpenAIRequest, StructuredOutput) {
                                      Endpoint::chat).grammar, nullptr);
   EXPECT_NE(parse_completion_request(R"({"prompt": "x", "grammar": "root ::= [a-z]+"})", Endpoint::completion).grammar, nullptr);
   const Endpoint chat = Endpoint::chat;
-  expect_refused("{" + user + R"(, "response_format": {"type": "json_schema", "json_schema": {"schema":
-      {"type": "string", "pattern": "a+"}}}})", chat, "response_format.json_schema.schema",
-                 "the keyword 'pattern' at # is not supported");
+  // an assertion no grammar writes: refused unless strict is false, then approximated and listed
+  const std::string unique = R"({"type": "array", "items": {"type": "object"}, "uniqueItems": true, "minItems": 2})";
+  expect_refused("{" + user + R"(, "response_format": {"type": "json_schema", "json_schema": {"schema": )" + unique + "}}}",
+                 chat, "response_format.json_schema.schema", "'uniqueItems' at # cannot be written as a grammar");
+  const CompletionRequest loose = parse_completion_request(
+      "{" + user + R"(, "response_format": {"type": "json_schema", "json_schema": {"strict": false, "schema": )" + unique + "}}}", chat);
+  EXPECT_NE(loose.grammar, nullptr);
+  EXPECT_EQ(loose.schema_approximations, std::vector<std::string>{"#: uniqueItems: items may repeat"});
+  EXPECT_TRUE(parse_completion_request("{" + user + R"(, "response_format": {"type": "json_schema", "json_schema":
+      {"schema": {"type": "string", "pattern": "^a+$"}}}})", chat).schema_approximations.empty());
   expect_refused("{" + user + R"(, "response_format": {"type": "json_schema", "json_schema": {"name": "x"}}})", chat,
                  "response_format.json_schema.schema", "is required");
   expect_refused("{" + user + R"(, "response_format": {"type": "xml"}})", chat, "response_format.type",
@@ -224,8 +231,9 @@ TEST(OpenAIRequest, BadToolsNameTheField) {
   expect_refused(with(R"("tools": [)" + tool_a + R"(], "parallel_tool_calls": 1)"), chat, "parallel_tool_calls", "boolean");
   expect_refused(with(R"("tools": [)" + tool_a + R"(], "tool_choice": "required", "response_format": {"type": "json_object"})"), chat,
                  "tool_choice", "cannot be combined");
-  expect_refused(with(R"("tools": [{"type": "function", "function": {"name": "a", "parameters": {"type": "string", "pattern": "x"}}}], "tool_choice": "required")"),
-                 chat, "tools[0].function.parameters", "pattern");
+  expect_refused(with(R"("tools": [{"type": "function", "function": {"name": "a", "parameters": {"type": "object", "properties":
+      {"s": {"type": "array", "uniqueItems": true, "minItems": 2}}}}}], "tool_choice": "required")"),
+                 chat, "tools[0].function.parameters", "uniqueItems");
   expect_refused(R"({"prompt": "x", "tools": []})", Endpoint::completion, "tools", "chat completions");
   // messages with tools
   expect_refused(R"({"messages": [{"role": "tool", "content": "sunny"}]})", chat, "messages[0].tool_call_id", "id of the call");

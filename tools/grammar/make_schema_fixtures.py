@@ -486,25 +486,47 @@ def resolve(root, ref):
 
 
 def parts(schemas, root):
-    """The schema objects that apply at a place: each with its $ref target, allOf/anyOf/oneOf
-    branches, then/else and dependent schemas, flattened (`not` is left out: it declares nothing)."""
-    out, seen, todo = [], set(), list(schemas)
-    while todo:
-        s = todo.pop(0)
+    """The schema objects that apply at a place, in the order the compiler declares their properties:
+    depth first through $ref (its target first) and allOf, then the branches (anyOf, oneOf,
+    then/else, dependent schemas), each flattened the same way. `not` is left out here: it declares
+    no property that applies (its names count in negated_names)."""
+    out, seen = [], set()
+
+    def visit(s, branches):
         if not isinstance(s, dict) or id(s) in seen:
-            continue
+            return
         seen.add(id(s))
-        out.append(s)
         if isinstance(s.get("$ref"), str):
-            todo.append(resolve(root, s["$ref"]))
-        for key in ("allOf", "anyOf", "oneOf"):
-            todo.extend(s.get(key, []) if isinstance(s.get(key), list) else [])
+            visit(resolve(root, s["$ref"]), branches)
+        out.append(s)
+        for sub in s.get("allOf", []) if isinstance(s.get("allOf"), list) else []:
+            visit(sub, branches)
+        for key in ("anyOf", "oneOf"):
+            branches.extend(s.get(key, []) if isinstance(s.get(key), list) else [])
         for key in ("then", "else"):
-            todo.append(s.get(key))
+            branches.append(s.get(key))
         for key in ("dependentSchemas", "dependencies"):
             if isinstance(s.get(key), dict):
-                todo.extend(v for v in s[key].values() if isinstance(v, dict))
+                branches.extend(v for v in s[key].values() if isinstance(v, dict))
+
+    todo = list(schemas)
+    while todo:
+        branches = []
+        for s in todo:
+            visit(s, branches)
+        todo = branches
     return out
+
+
+def negated_names(ps):
+    """Property names a `not` in these parts mentions (the compiler writes them as declared ones)."""
+    names = set()
+    for p in ps:
+        n = p.get("not")
+        if isinstance(n, dict):
+            names.update(n.get("properties", {}) if isinstance(n.get("properties"), dict) else {})
+            names.update(r for r in n.get("required", []) if isinstance(r, str))
+    return names
 
 
 def declared_keys(ps):
@@ -567,7 +589,8 @@ COMMON_FORMS = {
     "time": r"\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})",
     "duration": r"P(\d+Y)?(\d+M)?(\d+D)?(T(\d+H)?(\d+M)?(\d+S)?)?|P\d+W",
     "email": r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}",
-    "hostname": r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*",
+    # the last label starts with a letter (an all-digit name reads as an address); labels of up to 30
+    "hostname": r"([a-z0-9]([a-z0-9-]{0,28}[a-z0-9])?\.){0,3}[a-z]([a-z0-9-]{0,28}[a-z0-9])?",
     "ipv4": r"(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}",
     "ipv6": r"[0-9a-f:]+",
     "uri": r"[a-z][a-z0-9+.-]*:[A-Za-z0-9\-._~!$&'()*+,;=:@/?#%]+",
@@ -609,7 +632,7 @@ def canonical(value, schemas, root):
         return all(canonical(v, child_schemas_for_item(ps, i), root) for i, v in enumerate(value))
     if isinstance(value, dict):
         declared = declared_keys(ps)
-        open_object = not declared or any(isinstance(p.get("additionalProperties"), dict) or p.get("patternProperties") for p in ps)
+        open_object = not (declared or negated_names(ps)) or any(isinstance(p.get("additionalProperties"), dict) or p.get("patternProperties") for p in ps)
         if not open_object and any(k not in declared for k in value):
             return False
         return all(canonical(v, child_schemas_for_key(ps, k), root) for k, v in value.items())

@@ -5,8 +5,8 @@
 
 Sends --samples seeded requests with response_format json_schema (chat and text completions,
 plain and streamed, temperatures 0.7 to 1.3) and validates every output with `jsonschema`; then
-json_object, the `grammar` extension field (GBNF), and a schema keyword not supported (a 400
-naming it). A preset serves random weights: the outputs are whatever the constraint lets a
+json_object, the `grammar` extension field (GBNF), an assertion no grammar writes (a 400 naming
+it) and the same with strict false (approximated, the response's schema_approximations saying so). A preset serves random weights: the outputs are whatever the constraint lets a
 random model write, so they test the constraint, not the model. Prints the counts and exits
 non-zero on the first output that does not parse or validate.
 """
@@ -94,12 +94,17 @@ def run(url, samples):
                                          seed=s, max_tokens=20).choices[0].text for s in range(8)}
     check(all(a in ("yes", "no") or (a.startswith("maybe (") and a.endswith("%)")) for a in answers),
           f"grammar (GBNF): {sorted(answers)}")
+    unique = {"type": "array", "items": {"type": "object"}, "uniqueItems": True, "minItems": 2}
     try:
-        bad = {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "string", "pattern": "^a+$"}}}
+        bad = {"type": "json_schema", "json_schema": {"name": "x", "schema": unique}}
         client.chat.completions.create(model=name, messages=MESSAGES, response_format=bad)
-        check(False, "an unsupported schema keyword refused")
+        check(False, "an assertion no grammar writes refused")
     except openai.BadRequestError as e:
-        check(e.status_code == 400 and "'pattern'" in e.body["message"], f"BadRequestError: {e.body['message']}")
+        check(e.status_code == 400 and "'uniqueItems'" in e.body["message"], f"BadRequestError: {e.body['message']}")
+    loose = {"type": "json_schema", "json_schema": {"name": "x", "schema": unique, "strict": False}}
+    r = client.chat.completions.create(model=name, messages=MESSAGES, response_format=loose, max_tokens=8)
+    check(getattr(r, "schema_approximations", None) == ["#: uniqueItems: items may repeat"],
+          f"strict false: approximations listed ({getattr(r, 'schema_approximations', None)})")
 
 
 def main():

@@ -22,7 +22,9 @@
 //   suffix              refused when set
 //   response_format     {"type": "text"}, {"type": "json_object"} (any JSON object) or {"type":
 //                       "json_schema", "json_schema": {"name", "schema", "strict"}}: constrained
-//                       decoding (grammar/json_schema.h); a schema keyword not supported: 400
+//                       decoding (grammar/json_schema.h); an assertion no grammar expresses: 400
+//                       naming it, unless strict is false: then approximated, and the response's
+//                       "schema_approximations" lists where
 //   grammar             llama.cpp's extension: GBNF text (grammar/grammar.h); not with response_format
 #include <cstdint>
 #include <memory>
@@ -54,6 +56,7 @@ struct CompletionRequest {
   int64_t n = 1;              // choices
   bool echo = false;          // completion: the prompt first in the answer
   std::shared_ptr<const grammar::Grammar> grammar;  // response_format, grammar or a forced tool call, compiled; null: free text
+  std::vector<std::string> schema_approximations;  // response_format with strict false: where the grammar approximates
   ToolRequest tool_use;                           // chat: the tools offered and tool_choice
 };
 

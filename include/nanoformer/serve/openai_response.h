@@ -32,6 +32,7 @@ struct ResponseHeader {
   std::string model;
   Endpoint endpoint = Endpoint::chat;
   int64_t index = 0;  // the choice (of n) this header's chunks belong to
+  std::vector<std::string> schema_approximations = {};  // non-empty: every body and chunk lists them
 };
 
 // One generated token with its log-probability (infer/logprobs.h), its bytes as the tokenizer
