@@ -30,7 +30,7 @@ uint8_t type_bits(const json& type, const std::string& where) {
 }
 
 int64_t count(const json& v, const char* key, const std::string& where) {
-  const bool integral = v.is_number_unsigned() || (v.is_number_float() && v.get<double>() >= 0 && std::floor(v.get<double>()) == v.get<double>());
+  const bool integral = v.is_number() && v.get<double>() >= 0 && std::floor(v.get<double>()) == v.get<double>();
   NF_CHECK(integral && v.get<double>() <= 1e15, "json_schema: '", key, "' at ", where, " must be a non-negative integer, got ", v.dump());
   return static_cast<int64_t>(v.get<double>());
 }
@@ -237,6 +237,34 @@ bool SchemaCompiler::disjoint(const json* a, const json* b) {
     return false;
   };
   return excludes(fa, fb) || excludes(fb, fa);
+}
+
+// A property both schemas declare with constants of their own (enum / const values none of which
+// the other allows): an object of `a` holding it fails `b`.
+std::optional<std::string> SchemaCompiler::separating_property(const json* a, const json* b) {
+  const Facts fa = quick_facts(a), fb = quick_facts(b);
+  if (!(fa.types & kObject) || !(fb.types & kObject)) return std::nullopt;
+  const auto values_of = [&](const Facts& f, const std::string& name) -> std::optional<std::vector<const json*>> {
+    for (const json* o : f.objects)
+      if (o->contains("properties") && (*o)["properties"].contains(name)) {
+        const json& sub = (*o)["properties"][name];
+        paths_.emplace(&sub, path_of(o) + "/properties/" + name);
+        return quick_facts(&sub).values;
+      }
+    return std::nullopt;
+  };
+  for (const json* o : fa.objects) {
+    if (!o->contains("properties") || !(*o)["properties"].is_object()) continue;
+    for (const auto& [name, sub] : (*o)["properties"].items()) {
+      const auto x = values_of(fa, name), y = values_of(fb, name);
+      if (!x || !y) continue;
+      bool shared = false;
+      for (const json* u : *x)
+        for (const json* w : *y) shared = shared || *u == *w;
+      if (!shared) return name;
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace nf::grammar

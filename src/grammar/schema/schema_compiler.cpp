@@ -12,6 +12,7 @@ namespace {
 
 constexpr size_t kMaxConjunctions = 20000;  // distinct conjunctions one schema may expand to
 constexpr size_t kMaxBranches = 64;         // alternatives one conjunction's disjunctions may give (more: the first ones)
+constexpr size_t kMaxVisits = 4096;         // partial combinations looked at for them
 constexpr int kMaxDepth = 256;              // conjunctions compiled inside one another
 
 struct Leave {
@@ -138,11 +139,17 @@ void SchemaCompiler::flatten(const Part& part, Flat& flat, std::set<const json*>
     const json& one = list("oneOf");
     std::vector<Part> branches;
     for (size_t i = 0; i < one.size(); ++i) branches.push_back(child(part.schema, one[i], "/oneOf/" + std::to_string(i)));
+    // (an optional discriminator made required separates two branches more cheaply than a negation)
     std::vector<Conjunction> options;
     for (size_t i = 0; i < branches.size(); ++i) {
       Conjunction option{branches[i]};
-      for (size_t j = 0; j < branches.size(); ++j)
-        if (j != i && !disjoint(branches[i].schema, branches[j].schema)) option.push_back({negation(branches[j].schema), false});
+      for (size_t j = 0; j < branches.size(); ++j) {
+        if (j == i || disjoint(branches[i].schema, branches[j].schema)) continue;
+        if (const auto p = separating_property(branches[i].schema, branches[j].schema))
+          option.push_back({synthesize({{"type", "object"}, {"required", {*p}}}, path_of(branches[i].schema)), false});
+        else
+          option.push_back({negation(branches[j].schema), false});
+      }
       options.push_back(std::move(option));
     }
     flat.disjunctions.push_back(std::move(options));
@@ -192,12 +199,16 @@ std::optional<std::string> SchemaCompiler::distribute(const Flat& flat) {
     for (const std::string& a : alternatives) body += (body.empty() ? "" : " | ") + a;
     return body;
   }
-  // one alternative per combination of options (the first kMaxBranches: fewer alternatives allow fewer values)
+  // one alternative per combination of options (the first kMaxBranches: fewer alternatives allow
+  // fewer values), combinations that require a property another part forbids, or share no type,
+  // pruned as they are chosen
   std::vector<std::string> alternatives;
-  size_t tried = 0;
+  size_t tried = 0, visited = 0;
   Conjunction chosen = flat.leaves;
-  const std::function<void(size_t)> choose = [&](size_t k) {
-    if (tried >= kMaxBranches) return;
+  Outline outline;
+  for (const Part& p : flat.leaves) outline.add(outline_of(p));
+  const std::function<void(size_t, const Outline&)> choose = [&](size_t k, const Outline& so_far) {
+    if (tried >= kMaxBranches || ++visited > kMaxVisits) return;
     if (k == flat.disjunctions.size()) {
       ++tried;
       if (const auto r = rule_for(chosen); r && std::find(alternatives.begin(), alternatives.end(), *r) == alternatives.end())
@@ -205,17 +216,49 @@ std::optional<std::string> SchemaCompiler::distribute(const Flat& flat) {
       return;
     }
     for (const Conjunction& option : flat.disjunctions[k]) {
+      Outline with = so_far;
+      for (const Part& p : option) with.add(outline_of(p));
+      if (with.contradictory()) continue;
       const size_t size = chosen.size();
       chosen.insert(chosen.end(), option.begin(), option.end());
-      choose(k + 1);
+      choose(k + 1, with);
       chosen.resize(size);
     }
   };
-  choose(0);
+  choose(0, outline);
   if (alternatives.empty()) return std::nullopt;
   std::string body;
   for (const std::string& a : alternatives) body += (body.empty() ? "" : " | ") + a;
   return body;
+}
+
+SchemaCompiler::Outline SchemaCompiler::outline_of(const Part& part) {
+  Outline o;
+  const json& s = *part.schema;
+  if (s.is_boolean()) {
+    if (!s.get<bool>()) o.types = 0;
+    return o;
+  }
+  if (!s.is_object()) return o;
+  const bool own = synthesized(part.schema);
+  for (const auto& [key, v] : s.items()) {
+    if (own && key == "x-nf-types") o.types &= static_cast<uint8_t>(v.get<int>());
+    if (!document_.asserts(key)) continue;
+    if (key == "$ref" && !part.leaf) return Outline{};  // its target is not looked at here
+    if (key == "type") {
+      try {
+        o.types &= merge({{part.schema, true}}).types;
+      } catch (const Error&) {  // refused where it is compiled
+      }
+    } else if (key == "required" && v.is_array()) {
+      for (const json& r : v)
+        if (r.is_string()) o.required.insert(r.get<std::string>());
+    } else if (key == "properties" && v.is_object()) {
+      for (const auto& [name, sub] : v.items())
+        if (sub == false) o.forbidden.insert(name);
+    }
+  }
+  return o;
 }
 
 std::optional<std::string> SchemaCompiler::rule_for(Conjunction given) {

@@ -110,6 +110,7 @@ class SchemaCompiler {
   // The values of `facts.values` the other facts allow.
   std::vector<const json*> allowed_values(const Facts& facts);
   bool disjoint(const json* a, const json* b);
+  std::optional<std::string> separating_property(const json* a, const json* b);
 
  private:
   struct Flat {
@@ -117,6 +118,24 @@ class SchemaCompiler {
     std::vector<std::vector<Conjunction>> disjunctions;  // each: its options
     bool empty = false;                                  // a false schema among the parts
   };
+  // What a part surely says about objects, to prune combinations of options that contradict each other.
+  struct Outline {
+    uint8_t types = kAllTypes;
+    std::set<std::string> required, forbidden;
+    void add(const Outline& o) {
+      types &= o.types;
+      required.insert(o.required.begin(), o.required.end());
+      forbidden.insert(o.forbidden.begin(), o.forbidden.end());
+    }
+    bool contradictory() const {
+      if (types == 0) return true;
+      if (types != kObject) return false;  // a non-object value satisfies required and properties
+      for (const std::string& r : required)
+        if (forbidden.count(r)) return true;
+      return false;
+    }
+  };
+  Outline outline_of(const Part& part);
   void flatten(const Part& part, Flat& flat, std::set<const json*>& seen, int depth);
   std::optional<std::string> distribute(const Flat& flat);
 

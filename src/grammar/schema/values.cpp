@@ -105,7 +105,14 @@ std::optional<Automaton> SchemaCompiler::string_automaton(const Facts& f) {
     try {
       a = a->intersect(Automaton::length(f.min_length, max));
     } catch (const Error& e) {
-      inexpressible(f.where, "maxLength", e.what(), "the length bounds are left out of the pattern");
+      // over the state budget: a shorter maximum that fits it (fewer strings), else approximated
+      const int64_t fits = static_cast<int64_t>(Automaton::kMaxStates / std::max<size_t>(a->states(), 1)) - 2;
+      try {
+        if (fits < f.min_length || (max >= 0 && fits >= max)) throw;
+        a = a->intersect(Automaton::length(f.min_length, fits));
+      } catch (const Error&) {
+        inexpressible(f.where, "maxLength", e.what(), "the length bounds are left out of the pattern");
+      }
     }
   }
   return a;
