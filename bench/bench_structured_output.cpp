@@ -67,7 +67,7 @@ Case* get_case() {
     c.model->eval();
     c.trie = grammar::TokenTrie::of(*c.tokenizer);
     c.grammar = std::make_shared<const grammar::Grammar>(
-        grammar::compile_gbnf(grammar::json_schema_to_gbnf(nlohmann::ordered_json::parse(kSchema))));
+        grammar::compile_gbnf(grammar::json_schema_grammar(nlohmann::ordered_json::parse(kSchema)).gbnf));
     c.eos = tokenizer::end_of_text_id(*c.tokenizer).value_or(-1);
     the_case = std::move(c);
   }
@@ -130,7 +130,7 @@ void BM_constraint_gpt2_vocab(benchmark::State& state) {
     return std::make_shared<const grammar::TokenTrie>(std::move(bytes));
   }();
   static const auto grammar = std::make_shared<const grammar::Grammar>(
-      grammar::compile_gbnf(grammar::json_schema_to_gbnf(nlohmann::ordered_json::parse(kSchema))));
+      grammar::compile_gbnf(grammar::json_schema_grammar(nlohmann::ordered_json::parse(kSchema)).gbnf));
   const int64_t end = static_cast<int64_t>(trie->vocab_size()) - 1;
   uint64_t seed = 0;
   int64_t tokens = 0;
