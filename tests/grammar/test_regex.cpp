@@ -164,7 +164,7 @@ TEST(Regex, RefusalsAreOneLineNamingWhatAndWhere) {
   EXPECT_EQ(refusal(std::string(300, '(')).substr(0, 43), "regex: nesting deeper than 256 at offset 25");
   EXPECT_EQ(refusal(std::string(Automaton::kMaxPatternBytes + 1, 'a')).substr(0, 48), "regex: a pattern over 10000 bytes at offset 1000");
   EXPECT_EQ(refusal("(a|b)*a(a|b){12}$"), "regex: an automaton over 4096 states at offset 0 of /(a|b)*a(a|b){12}$/");
-  EXPECT_EQ(refusal("((a{1000}){1000}){1000}"), "regex: a pattern over 65536 automaton states at offset 1 of /((a{1000}){1000}){1000}/");
+  EXPECT_EQ(refusal("((a{1000}){1000}){1000}"), "regex: a pattern over 1048576 automaton states and edges at offset 1 of /((a{1000}){1000}){1000}/");
   EXPECT_EQ(refusal(std::string(256, '(') + std::string(256, ')')), "");  // at the nesting limit
 }
 
@@ -174,6 +174,10 @@ TEST(Regex, BudgetsStopTheWorkEarly) {
   EXPECT_NE(refusal("(a|b)*a(a|b){24}$"), "");
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
   EXPECT_EQ(Automaton::regex("^a{1000}$").states(), 1001u);  // 0..1000 code points read
+  // few deterministic states of many automaton states each: refused by the steps, in well under a second
+  const auto steps = std::chrono::steady_clock::now();
+  EXPECT_EQ(refusal("^(.{0,500}){60}$"), "regex: an automaton over 16777216 steps to build at offset 0 of /^(.{0,500}){60}$/");
+  EXPECT_LT(std::chrono::steady_clock::now() - steps, std::chrono::seconds(5));
 }
 
 TEST(Regex, OperationsAndLengths) {

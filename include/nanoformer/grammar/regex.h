@@ -18,7 +18,8 @@
 // line: control characters in the pattern shown as \xHH, a pattern cut after 200 bytes with "..."):
 // backreferences, lookahead and lookbehind, \b \B, an anchor that is neither at the start nor at the
 // end of its alternative, and a pattern or automaton beyond the budgets (kMaxPatternBytes,
-// kMaxStates, repetition counts above 1000).
+// kMaxStates, repetition counts above 1000, groups nested deeper than 256, and the work of building
+// one: 2^20 states and edges of its nondeterministic automaton, 2^24 subset-construction steps).
 #include <cstddef>
 #include <cstdint>
 #include <string>

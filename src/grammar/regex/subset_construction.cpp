@@ -9,6 +9,12 @@
 namespace nf::grammar::regex_detail {
 namespace {
 
+// The steps (automaton states visited by closures, edges sorted into ranges) the construction may
+// take: bounds its time and memory where few deterministic states hold many automaton states each
+// (^(.{0,500}){60}$ would take a minute and 2 GB before reaching the state budget).
+// JSONSchemaBench's patterns take at most 3.1 million (an unanchored alternation of 150 names).
+constexpr size_t kMaxSteps = size_t{1} << 24;
+
 class SubsetConstruction {
  public:
   SubsetConstruction(const Nfa& nfa, std::string_view pattern, size_t max_states)
@@ -37,6 +43,7 @@ class SubsetConstruction {
       stack.pop_back();
       if (seen_[s] == stamp_) continue;
       seen_[s] = stamp_;
+      step(1 + nfa_.states[s].moves.size());
       out.push_back(s);
       for (const auto& [target, move] : nfa_.states[s].moves)
         if (move == Nfa::Move::empty || (move == Nfa::Move::begin && at_start) || (move == Nfa::Move::end && at_end))
@@ -74,8 +81,10 @@ class SubsetConstruction {
     std::vector<std::vector<uint32_t>> targets(bounds.size() - 1);
     for (const uint32_t s : sets_[id])
       for (const Nfa::Edge& e : nfa_.states[s].edges)
-        for (auto i = static_cast<size_t>(std::lower_bound(bounds.begin(), bounds.end(), e.first) - bounds.begin()); bounds[i] <= e.last; ++i)
+        for (auto i = static_cast<size_t>(std::lower_bound(bounds.begin(), bounds.end(), e.first) - bounds.begin()); bounds[i] <= e.last; ++i) {
           targets[i].push_back(e.target);
+          step(1);
+        }
     for (size_t i = 0; i < targets.size(); ++i) {
       if (targets[i].empty()) continue;
       const uint32_t target = state_of(closure(std::move(targets[i]), false));
@@ -85,8 +94,14 @@ class SubsetConstruction {
     }
   }
 
+  void step(size_t count) {
+    steps_ += count;
+    if (steps_ > kMaxSteps) fail(pattern_, 0, "an automaton over " + std::to_string(kMaxSteps) + " steps to build");
+  }
+
   const Nfa& nfa_;
   std::string_view pattern_;
+  size_t steps_ = 0;
   size_t max_states_;
   std::vector<uint32_t> seen_;  // closure()'s marks: seen in the closure stamped so
   uint32_t stamp_ = 0;
