@@ -198,6 +198,9 @@ TEST(Regex, OperationsAndLengths) {
   EXPECT_EQ(word.intersect(not_word).min_length(), -1);
   EXPECT_EQ(word.intersect(not_word).max_length(), -1);
   EXPECT_EQ(word.complement().complement().states(), word.states());
+  EXPECT_TRUE(Automaton().empty());
+  EXPECT_FALSE(Automaton().matches(""));
+  EXPECT_EQ(Automaton().complement().states(), Automaton::any_string().states());
   EXPECT_TRUE(Automaton::any_string().matches("\xF0\x9F\x98\x80\n"));
   EXPECT_TRUE(Automaton::any_string().complement().empty());
   EXPECT_FALSE(Automaton::any_string().matches("\xED\xA0\x80"));  // an encoded surrogate is not UTF-8

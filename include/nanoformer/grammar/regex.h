@@ -38,6 +38,8 @@ class Automaton {
   static constexpr size_t kMaxPatternBytes = 10000;
   static constexpr size_t kMaxStates = 4096;  // of any automaton built (subset construction, products)
 
+  Automaton() = default;  // matches nothing
+
   // The strings `pattern` matches (search semantics, above).
   static Automaton regex(std::string_view pattern);
   // Every string; the one string `utf8`; the strings of min..max code points (max < 0: no bound).
@@ -65,12 +67,13 @@ class Automaton {
 
  private:
   struct Transition {
-    uint32_t first, last;  // a range of code points
+    uint32_t first, last;  // a range of code points (it may span the surrogates, which no input holds)
     uint32_t target;
   };
-  // state 0 is the start; transitions of a state sorted, ranges disjoint; no transition: dead
-  std::vector<std::vector<Transition>> transitions_;
-  std::vector<bool> accepting_;
+  // state 0 is the start; transitions of a state sorted, ranges disjoint; no transition: dead.
+  // Default-constructed: one dead state, the empty language.
+  std::vector<std::vector<Transition>> transitions_ = std::vector<std::vector<Transition>>(1);
+  std::vector<bool> accepting_ = std::vector<bool>(1, false);
 
   // `dfa` trimmed (states that reach no accepting state dropped) and minimized (Moore's partition
   // refinement), its states numbered breadth-first from the start: equal languages, equal automata.

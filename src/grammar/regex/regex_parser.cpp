@@ -134,7 +134,6 @@ class Parser {
         terms.push_back(parse_quantified(parse_atom(), term));
       }
     }
-    if (terms.empty()) return list_node(Node::Kind::concat, {}, offset);
     return list_node(Node::Kind::concat, std::move(terms), offset);
   }
 
