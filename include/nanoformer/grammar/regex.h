@@ -11,7 +11,10 @@
 // `[a-z]` `[^...]` with escapes inside, \d \D \w \W \s \S (ECMA's sets: \d is [0-9], \w
 // [A-Za-z0-9_], \s its whitespace and line terminators), escapes \t \n \v \f \r \0 \cX \xHH \uHHHH
 // \u{H...} and identity escapes, groups `(...)` `(?:...)` `(?<name>...)`, alternation, quantifiers
-// ? * + {n} {n,} {n,m} and their lazy forms (the same language), anchors ^ and $. A pattern matches
+// ? * + {n} {n,} {n,m} and their lazy forms (the same language), anchors ^ and $. As JavaScript
+// engines do (ECMA-262 Annex B), `{` `}` `]` that start no quantifier and close no class are
+// literals, and a class range with \d \w \s at an end (`[\w-.]`) is its ends and `-`; a pair of
+// \uHHHH surrogates is one code point, and a lone surrogate matches nothing. A pattern matches
 // a string when it matches some substring of it (JSON Schema's search semantics): parts not anchored
 // by ^ (at the start) or $ (at the end) may have any text before or after them. What is not regular,
 // or not supported, is refused with nf::Error ("regex: <what> at offset <n> of /<pattern>/", on one
