@@ -22,10 +22,11 @@ class SubsetConstruction {
 
   Dfa run() {
     // the start: before any code point, where ^ holds (it gets its own state: ^ holds nowhere else)
-    sets_.push_back(closure({nfa_.start}, /*at_start=*/true));
+    start_ = closure({nfa_.start}, /*at_start=*/true);
+    sets_.push_back(&start_);
     dfa_.edges.emplace_back();
     for (size_t id = 0; id < sets_.size(); ++id) {
-      dfa_.accepting.push_back(accepts(sets_[id], id == 0));
+      dfa_.accepting.push_back(accepts(*sets_[id], id == 0));
       add_edges(static_cast<uint32_t>(id));
     }
     return std::move(dfa_);
@@ -64,7 +65,7 @@ class SubsetConstruction {
     const auto [it, added] = ids_.try_emplace(std::move(set), static_cast<uint32_t>(sets_.size()));
     if (added) {
       if (sets_.size() >= max_states_) fail(pattern_, 0, "an automaton over " + std::to_string(max_states_) + " states");
-      sets_.push_back(it->first);
+      sets_.push_back(&it->first);
       dfa_.edges.emplace_back();
     }
     return it->second;
@@ -73,13 +74,13 @@ class SubsetConstruction {
   void add_edges(uint32_t id) {
     // the elementary ranges: [bounds[i], bounds[i + 1] - 1], each wholly inside or outside every edge
     std::vector<uint32_t> bounds;
-    for (const uint32_t s : sets_[id])
+    for (const uint32_t s : *sets_[id])
       for (const Nfa::Edge& e : nfa_.states[s].edges) bounds.insert(bounds.end(), {e.first, e.last + 1});
     std::sort(bounds.begin(), bounds.end());
     bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
     if (bounds.empty()) return;
     std::vector<std::vector<uint32_t>> targets(bounds.size() - 1);
-    for (const uint32_t s : sets_[id])
+    for (const uint32_t s : *sets_[id])
       for (const Nfa::Edge& e : nfa_.states[s].edges)
         for (auto i = static_cast<size_t>(std::lower_bound(bounds.begin(), bounds.end(), e.first) - bounds.begin()); bounds[i] <= e.last; ++i) {
           targets[i].push_back(e.target);
@@ -105,7 +106,8 @@ class SubsetConstruction {
   size_t max_states_;
   std::vector<uint32_t> seen_;  // closure()'s marks: seen in the closure stamped so
   uint32_t stamp_ = 0;
-  std::vector<std::vector<uint32_t>> sets_;  // per deterministic state, its automaton states
+  std::vector<uint32_t> start_;                         // the start's automaton states
+  std::vector<const std::vector<uint32_t>*> sets_;  // per deterministic state, its automaton states (ids_'s keys but the start's)
   std::map<std::vector<uint32_t>, uint32_t> ids_;
   Dfa dfa_;
 };
