@@ -15,7 +15,10 @@ using namespace nf::grammar;
 
 namespace {
 
-bool valid_utf8(std::string_view s) { return Automaton::any_string().matches(s); }
+bool valid_utf8(std::string_view s) {
+  static const Automaton any = Automaton::any_string();
+  return any.matches(s);
+}
 
 // The contents of a JSON string whose value is `s`, escaped as regex.h says the rules spell it.
 std::string json_escaped(std::string_view s) {

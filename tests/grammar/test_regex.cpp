@@ -164,7 +164,7 @@ TEST(Regex, RefusalsAreOneLineNamingWhatAndWhere) {
   EXPECT_EQ(refusal(std::string(300, '(')).substr(0, 43), "regex: nesting deeper than 256 at offset 25");
   EXPECT_EQ(refusal(std::string(Automaton::kMaxPatternBytes + 1, 'a')).substr(0, 48), "regex: a pattern over 10000 bytes at offset 1000");
   EXPECT_EQ(refusal("(a|b)*a(a|b){12}$"), "regex: an automaton over 4096 states at offset 0 of /(a|b)*a(a|b){12}$/");
-  EXPECT_EQ(refusal("((a{1000}){1000}){1000}"), "regex: a pattern over 65536 automaton states at offset 1 of /((a{1000}){1000}){1000}/");
+  EXPECT_EQ(refusal("((a{1000}){1000}){1000}"), "regex: a pattern over 1048576 automaton states and edges at offset 1 of /((a{1000}){1000}){1000}/");
   EXPECT_EQ(refusal(std::string(256, '(') + std::string(256, ')')), "");  // at the nesting limit
 }
 
@@ -174,6 +174,10 @@ TEST(Regex, BudgetsStopTheWorkEarly) {
   EXPECT_NE(refusal("(a|b)*a(a|b){24}$"), "");
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
   EXPECT_EQ(Automaton::regex("^a{1000}$").states(), 1001u);  // 0..1000 code points read
+  // few deterministic states of many automaton states each: refused by the steps, in well under a second
+  const auto steps = std::chrono::steady_clock::now();
+  EXPECT_EQ(refusal("^(.{0,500}){60}$"), "regex: an automaton over 16777216 steps to build at offset 0 of /^(.{0,500}){60}$/");
+  EXPECT_LT(std::chrono::steady_clock::now() - steps, std::chrono::seconds(5));
 }
 
 TEST(Regex, OperationsAndLengths) {
@@ -194,6 +198,9 @@ TEST(Regex, OperationsAndLengths) {
   EXPECT_EQ(word.intersect(not_word).min_length(), -1);
   EXPECT_EQ(word.intersect(not_word).max_length(), -1);
   EXPECT_EQ(word.complement().complement().states(), word.states());
+  EXPECT_TRUE(Automaton().empty());
+  EXPECT_FALSE(Automaton().matches(""));
+  EXPECT_EQ(Automaton().complement().states(), Automaton::any_string().states());
   EXPECT_TRUE(Automaton::any_string().matches("\xF0\x9F\x98\x80\n"));
   EXPECT_TRUE(Automaton::any_string().complement().empty());
   EXPECT_FALSE(Automaton::any_string().matches("\xED\xA0\x80"));  // an encoded surrogate is not UTF-8
@@ -270,10 +277,15 @@ TEST(Regex, AgreesWithPythonOnJsonSchemaBenchPatterns) {
       continue;
     }
     ++accepted;
+    std::unique_ptr<StringGrammar> grammar;  // the rules too, on every 8th pattern (the matcher's time)
+    if (accepted % 8 == 0 && !a.empty()) grammar = std::make_unique<StringGrammar>(a);
     for (const bool label : {true, false})
       for (const std::string s : entry[label ? 1 : 2]) {
         ++cases;
         EXPECT_EQ(a.matches(s), label) << "/" << pattern << "/ on \"" << json_escaped(s) << "\"";
+        if (grammar) {
+          EXPECT_EQ(grammar->accepts(s), label) << "rules of /" << pattern << "/ on \"" << json_escaped(s) << "\"";
+        }
       }
   }
   std::printf("regex oracle: %zu patterns accepted, %zu refused, %zu cases\n", accepted, refused, cases);

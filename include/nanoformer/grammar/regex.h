@@ -11,14 +11,18 @@
 // `[a-z]` `[^...]` with escapes inside, \d \D \w \W \s \S (ECMA's sets: \d is [0-9], \w
 // [A-Za-z0-9_], \s its whitespace and line terminators), escapes \t \n \v \f \r \0 \cX \xHH \uHHHH
 // \u{H...} and identity escapes, groups `(...)` `(?:...)` `(?<name>...)`, alternation, quantifiers
-// ? * + {n} {n,} {n,m} and their lazy forms (the same language), anchors ^ and $. A pattern matches
+// ? * + {n} {n,} {n,m} and their lazy forms (the same language), anchors ^ and $. As JavaScript
+// engines do (ECMA-262 Annex B), `{` `}` `]` that start no quantifier and close no class are
+// literals, and a class range with \d \w \s at an end (`[\w-.]`) is its ends and `-`; a pair of
+// \uHHHH surrogates is one code point, and a lone surrogate matches nothing. A pattern matches
 // a string when it matches some substring of it (JSON Schema's search semantics): parts not anchored
 // by ^ (at the start) or $ (at the end) may have any text before or after them. What is not regular,
 // or not supported, is refused with nf::Error ("regex: <what> at offset <n> of /<pattern>/", on one
 // line: control characters in the pattern shown as \xHH, a pattern cut after 200 bytes with "..."):
 // backreferences, lookahead and lookbehind, \b \B, an anchor that is neither at the start nor at the
 // end of its alternative, and a pattern or automaton beyond the budgets (kMaxPatternBytes,
-// kMaxStates, repetition counts above 1000).
+// kMaxStates, repetition counts above 1000, groups nested deeper than 256, and the work of building
+// one: 2^20 states and edges of its nondeterministic automaton, 2^24 subset-construction steps).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -36,6 +40,8 @@ class Automaton {
  public:
   static constexpr size_t kMaxPatternBytes = 10000;
   static constexpr size_t kMaxStates = 4096;  // of any automaton built (subset construction, products)
+
+  Automaton() = default;  // matches nothing
 
   // The strings `pattern` matches (search semantics, above).
   static Automaton regex(std::string_view pattern);
@@ -64,12 +70,13 @@ class Automaton {
 
  private:
   struct Transition {
-    uint32_t first, last;  // a range of code points
+    uint32_t first, last;  // a range of code points (it may span the surrogates, which no input holds)
     uint32_t target;
   };
-  // state 0 is the start; transitions of a state sorted, ranges disjoint; no transition: dead
-  std::vector<std::vector<Transition>> transitions_;
-  std::vector<bool> accepting_;
+  // state 0 is the start; transitions of a state sorted, ranges disjoint; no transition: dead.
+  // Default-constructed: one dead state, the empty language.
+  std::vector<std::vector<Transition>> transitions_ = std::vector<std::vector<Transition>>(1);
+  std::vector<bool> accepting_ = std::vector<bool>(1, false);
 
   // `dfa` trimmed (states that reach no accepting state dropped) and minimized (Moore's partition
   // refinement), its states numbered breadth-first from the start: equal languages, equal automata.

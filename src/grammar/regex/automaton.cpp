@@ -184,12 +184,7 @@ Automaton Automaton::minimal(const Dfa& dfa) {
     for (const uint32_t from : sources[s])
       if (!live[from]) live[from] = true, stack.push_back(from);
   }
-  Automaton out;
-  if (!live[0]) {  // the empty language: one dead state
-    out.transitions_.emplace_back();
-    out.accepting_.push_back(false);
-    return out;
-  }
+  if (!live[0]) return Automaton();  // the empty language: one dead state
   keep[0] = true;
   stack.push_back(0);
   while (!stack.empty()) {
@@ -262,6 +257,9 @@ Automaton Automaton::minimal(const Dfa& dfa) {
     }
   };
   // one state per class, numbered breadth-first from the start's
+  Automaton out;
+  out.transitions_.clear();
+  out.accepting_.clear();
   std::vector<int64_t> number(classes, -1);
   std::vector<uint32_t> representative;
   number[cls[0]] = 0;

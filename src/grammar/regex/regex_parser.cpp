@@ -12,7 +12,8 @@ namespace {
 constexpr int kMaxNesting = 256;                // groups and classes nested deeper are refused (the parser recurses once a level)
 constexpr uint32_t kMaxRepetition = 1000;       // {n,m} counts above this are refused
 constexpr uint32_t kUnbounded = std::numeric_limits<uint32_t>::max();
-constexpr uint64_t kMaxNfaStates = 16 * Automaton::kMaxStates;  // bounds the subset construction's work per state
+// patterns whose automaton would have more states and edges are refused (its memory; JSONSchemaBench's largest has 2^16..2^17)
+constexpr uint64_t kMaxNfaSize = uint64_t{1} << 20;
 
 struct Node {
   enum class Kind : uint8_t { set, concat, alternation, repeat, begin, end };
@@ -20,7 +21,7 @@ struct Node {
   CodeSet set;                   // set
   std::vector<uint32_t> children;  // concat, alternation; repeat: one
   uint32_t min = 0, max = 0;     // repeat (max: kUnbounded)
-  uint64_t size = 0;             // an upper bound on its Nfa states
+  uint64_t size = 0;             // an upper bound on its Nfa's states and edges
 };
 
 bool is_digit(int32_t c) { return c >= '0' && c <= '9'; }
@@ -87,16 +88,19 @@ class Parser {
   }
 
   uint32_t add(Node node, size_t offset) {
-    if (node.size > kMaxNfaStates)
-      fail(pattern_, offset, "a pattern over " + std::to_string(kMaxNfaStates) + " automaton states");
+    if (node.size > kMaxNfaSize)
+      fail(pattern_, offset, "a pattern over " + std::to_string(kMaxNfaSize) + " automaton states and edges");
     nodes_.push_back(std::move(node));
     return static_cast<uint32_t>(nodes_.size() - 1);
   }
-  uint32_t set_node(CodeSet set, size_t offset) { return add({Node::Kind::set, std::move(set), {}, 0, 0, 2}, offset); }
+  uint32_t set_node(CodeSet set, size_t offset) {
+    const uint64_t size = 2 + set.size();
+    return add({Node::Kind::set, std::move(set), {}, 0, 0, size}, offset);
+  }
   uint32_t list_node(Node::Kind kind, std::vector<uint32_t> children, size_t offset) {
     if (children.size() == 1) return children[0];
     uint64_t size = 2;
-    for (const uint32_t c : children) size += nodes_[c].size;
+    for (const uint32_t c : children) size += nodes_[c].size + 2;
     return add({kind, {}, std::move(children), 0, 0, size}, offset);
   }
 
@@ -120,17 +124,16 @@ class Parser {
       const size_t term = pos_;
       if (take('^')) {
         if (!terms.empty()) fail(pattern_, term, "^ not at the start of its alternative");
-        terms.push_back(add({Node::Kind::begin, {}, {}, 0, 0, 2}, term));
+        terms.push_back(add({Node::Kind::begin, {}, {}, 0, 0, 3}, term));
         refuse_quantifier();
       } else if (take('$')) {
-        terms.push_back(add({Node::Kind::end, {}, {}, 0, 0, 2}, term));
+        terms.push_back(add({Node::Kind::end, {}, {}, 0, 0, 3}, term));
         refuse_quantifier();
         if (!at_end() && pattern_[pos_] != '|' && pattern_[pos_] != ')') fail(pattern_, term, "$ not at the end of its alternative");
       } else {
         terms.push_back(parse_quantified(parse_atom(), term));
       }
     }
-    if (terms.empty()) return list_node(Node::Kind::concat, {}, offset);
     return list_node(Node::Kind::concat, std::move(terms), offset);
   }
 
@@ -183,7 +186,7 @@ class Parser {
     if (q.min > q.max) fail(pattern_, at, "repetition counts out of order");
     take('?');  // lazy: the same language
     const uint64_t copies = q.max == kUnbounded ? uint64_t{q.min} + 1 : q.max;
-    return add({Node::Kind::repeat, {}, {atom}, q.min, q.max, nodes_[atom].size * copies + 2}, offset);
+    return add({Node::Kind::repeat, {}, {atom}, q.min, q.max, (nodes_[atom].size + 2) * copies + 3}, offset);
   }
 
   uint32_t parse_atom() {
@@ -407,8 +410,8 @@ class Parser {
   }
 
   uint32_t new_state(Nfa& nfa) {
-    if (nfa.states.size() >= kMaxNfaStates + 2)
-      fail(pattern_, 0, "a pattern over " + std::to_string(kMaxNfaStates) + " automaton states");
+    if (nfa.states.size() >= kMaxNfaSize + 2)  // never: the nodes' sizes bound it
+      fail(pattern_, 0, "a pattern over " + std::to_string(kMaxNfaSize) + " automaton states and edges");
     nfa.states.emplace_back();
     return static_cast<uint32_t>(nfa.states.size() - 1);
   }

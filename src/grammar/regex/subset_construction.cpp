@@ -9,6 +9,12 @@
 namespace nf::grammar::regex_detail {
 namespace {
 
+// The steps (automaton states visited by closures, edges sorted into ranges) the construction may
+// take: bounds its time and memory where few deterministic states hold many automaton states each
+// (^(.{0,500}){60}$ would take a minute and 2 GB before reaching the state budget).
+// JSONSchemaBench's patterns take at most 3.1 million (an unanchored alternation of 150 names).
+constexpr size_t kMaxSteps = size_t{1} << 24;
+
 class SubsetConstruction {
  public:
   SubsetConstruction(const Nfa& nfa, std::string_view pattern, size_t max_states)
@@ -16,10 +22,11 @@ class SubsetConstruction {
 
   Dfa run() {
     // the start: before any code point, where ^ holds (it gets its own state: ^ holds nowhere else)
-    sets_.push_back(closure({nfa_.start}, /*at_start=*/true));
+    start_ = closure({nfa_.start}, /*at_start=*/true);
+    sets_.push_back(&start_);
     dfa_.edges.emplace_back();
     for (size_t id = 0; id < sets_.size(); ++id) {
-      dfa_.accepting.push_back(accepts(sets_[id], id == 0));
+      dfa_.accepting.push_back(accepts(*sets_[id], id == 0));
       add_edges(static_cast<uint32_t>(id));
     }
     return std::move(dfa_);
@@ -37,6 +44,7 @@ class SubsetConstruction {
       stack.pop_back();
       if (seen_[s] == stamp_) continue;
       seen_[s] = stamp_;
+      step(1 + nfa_.states[s].moves.size());
       out.push_back(s);
       for (const auto& [target, move] : nfa_.states[s].moves)
         if (move == Nfa::Move::empty || (move == Nfa::Move::begin && at_start) || (move == Nfa::Move::end && at_end))
@@ -57,7 +65,7 @@ class SubsetConstruction {
     const auto [it, added] = ids_.try_emplace(std::move(set), static_cast<uint32_t>(sets_.size()));
     if (added) {
       if (sets_.size() >= max_states_) fail(pattern_, 0, "an automaton over " + std::to_string(max_states_) + " states");
-      sets_.push_back(it->first);
+      sets_.push_back(&it->first);
       dfa_.edges.emplace_back();
     }
     return it->second;
@@ -66,16 +74,18 @@ class SubsetConstruction {
   void add_edges(uint32_t id) {
     // the elementary ranges: [bounds[i], bounds[i + 1] - 1], each wholly inside or outside every edge
     std::vector<uint32_t> bounds;
-    for (const uint32_t s : sets_[id])
+    for (const uint32_t s : *sets_[id])
       for (const Nfa::Edge& e : nfa_.states[s].edges) bounds.insert(bounds.end(), {e.first, e.last + 1});
     std::sort(bounds.begin(), bounds.end());
     bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
     if (bounds.empty()) return;
     std::vector<std::vector<uint32_t>> targets(bounds.size() - 1);
-    for (const uint32_t s : sets_[id])
+    for (const uint32_t s : *sets_[id])
       for (const Nfa::Edge& e : nfa_.states[s].edges)
-        for (auto i = static_cast<size_t>(std::lower_bound(bounds.begin(), bounds.end(), e.first) - bounds.begin()); bounds[i] <= e.last; ++i)
+        for (auto i = static_cast<size_t>(std::lower_bound(bounds.begin(), bounds.end(), e.first) - bounds.begin()); bounds[i] <= e.last; ++i) {
           targets[i].push_back(e.target);
+          step(1);
+        }
     for (size_t i = 0; i < targets.size(); ++i) {
       if (targets[i].empty()) continue;
       const uint32_t target = state_of(closure(std::move(targets[i]), false));
@@ -85,12 +95,19 @@ class SubsetConstruction {
     }
   }
 
+  void step(size_t count) {
+    steps_ += count;
+    if (steps_ > kMaxSteps) fail(pattern_, 0, "an automaton over " + std::to_string(kMaxSteps) + " steps to build");
+  }
+
   const Nfa& nfa_;
   std::string_view pattern_;
+  size_t steps_ = 0;
   size_t max_states_;
   std::vector<uint32_t> seen_;  // closure()'s marks: seen in the closure stamped so
   uint32_t stamp_ = 0;
-  std::vector<std::vector<uint32_t>> sets_;  // per deterministic state, its automaton states
+  std::vector<uint32_t> start_;                         // the start's automaton states
+  std::vector<const std::vector<uint32_t>*> sets_;  // per deterministic state, its automaton states (ids_'s keys but the start's)
   std::map<std::vector<uint32_t>, uint32_t> ids_;
   Dfa dfa_;
 };
