@@ -7,6 +7,7 @@
 #include <bit>
 #include <map>
 
+#include "grammar/schema/pattern.h"
 #include "grammar/schema/schema_compiler.h"
 #include "nanoformer/core/error.h"
 #include "nanoformer/grammar/regex.h"
@@ -94,7 +95,7 @@ std::optional<std::string> SchemaCompiler::object_values(const Facts& f) {
         for (const auto& [pattern, sub] : (*o)["patternProperties"].items()) {
           bool matches = false;
           try {
-            matches = Automaton::regex(pattern).matches(n);
+            matches = pattern_automaton(pattern).matches(n);
           } catch (const Error& e) {
             inexpressible(where, "patternProperties", e.what(), "the pattern /" + pattern + "/ is left out");
           }
@@ -151,7 +152,7 @@ std::optional<std::string> SchemaCompiler::object_values(const Facts& f) {
         std::vector<std::pair<Automaton, Part>> patterns;
         if (o->contains("patternProperties"))
           for (const auto& [pattern, sub] : (*o)["patternProperties"].items())
-            patterns.emplace_back(Automaton::regex(pattern), child(o, sub, "/patternProperties/" + pattern));
+            patterns.emplace_back(pattern_automaton(pattern), child(o, sub, "/patternProperties/" + pattern));
         Automaton none = undeclared;  // names matching no pattern
         for (const auto& [a, part] : patterns) none = none.intersect(a.complement());
         if (patterns.size() <= kMaxPatternCells) {  // one cell per set of patterns a name matches

@@ -6,6 +6,7 @@
 
 #include "grammar/schema/formats.h"
 #include "grammar/schema/number_range.h"
+#include "grammar/schema/pattern.h"
 #include "grammar/schema/schema_compiler.h"
 #include "nanoformer/core/error.h"
 #include "nanoformer/grammar/regex.h"
@@ -77,14 +78,14 @@ std::optional<Automaton> SchemaCompiler::string_automaton(const Facts& f) {
   const auto both = [&](const Automaton& b) { a = a ? a->intersect(b) : b; };
   for (const std::string& p : f.patterns) {
     try {
-      both(Automaton::regex(p));
+      both(pattern_automaton(p));
     } catch (const Error& e) {
       inexpressible(f.where, "pattern", e.what(), "the pattern /" + p + "/ is left out");
     }
   }
   for (const std::string& p : f.excluded_patterns) {
     try {
-      both(Automaton::regex(p).complement());
+      both(pattern_automaton(p).complement());
     } catch (const Error& e) {  // `not` of what we cannot read: no string
       return Automaton::literal("").intersect(Automaton::length(1, 1));
     }
