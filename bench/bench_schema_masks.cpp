@@ -18,8 +18,10 @@
 // committed fixture bench/data/jsonschemabench_masks.json. Vocabularies: MiniMind's 6400
 // (NF_BENCH_TOKENIZER or /work/shared/data/minimind2_tokenizer.json) and GPT-2's 50257
 // (NF_BENCH_GPT2_TOKENIZER or /work/shared/data/gpt2_tokenizer.json.gz, the intact file, decompressed
-// with gzip; the .json beside it has one entry damaged: /work/shared/data/README.md). MaskBench used
-// Llama 3.1's 128k tokenizer; Qwen2's 151k is not on this machine, so GPT-2's stands for a large one.
+// with gzip; the .json beside it has one entry damaged: /work/shared/data/README.md), and Qwen2's
+// 151936 (NF_BENCH_QWEN2_TOKENIZER or .cache/llamacpp/ggml-vocab-qwen2.gguf: llama.cpp's vocabulary
+// file, which tools/llamacpp/schema_converter.sh extracts; skipped when absent). MaskBench used
+// Llama 3.1's 128k tokenizer.
 //   ./build/bench_schema_masks --benchmark_repetitions=3
 #include <algorithm>
 #include <chrono>
@@ -90,8 +92,10 @@ const std::vector<Entry>& entries() {
 }
 
 Vocab vocabs[] = {{"minimind_6400", "NF_BENCH_TOKENIZER", "/work/shared/data/minimind2_tokenizer.json", {}, {}, {}, {}, false},
-                  {"gpt2_50257", "NF_BENCH_GPT2_TOKENIZER", "/work/shared/data/gpt2_tokenizer.json.gz", {}, {}, {}, {}, false}};
-Pool pools[2];
+                  {"gpt2_50257", "NF_BENCH_GPT2_TOKENIZER", "/work/shared/data/gpt2_tokenizer.json.gz", {}, {}, {}, {}, false},
+                  {"qwen2_151936", "NF_BENCH_QWEN2_TOKENIZER", NF_SOURCE_DIR "/.cache/llamacpp/ggml-vocab-qwen2.gguf", {}, {}, {}, {}, false}};
+constexpr size_t kVocabs = std::size(vocabs);
+Pool pools[kVocabs];
 
 // A .gz tokenizer decompressed (gzip -dc) into the temporary folder; its path.
 std::string gunzip(const std::string& path) {
@@ -234,7 +238,7 @@ void print_summary() {
   std::printf("\nschemas: %s (%zu)\n", schemas_path().c_str(), entries().size());
   std::printf("%-26s %9s %9s %9s %11s %11s %11s %11s\n", "microseconds", "mask p50", "mask p75", "mask p99",
               "compile p50", "compile p75", "compile p99", "ttfm p50");
-  for (size_t i = 0; i < 2; ++i) {
+  for (size_t i = 0; i < kVocabs; ++i) {
     const Pool& p = pools[i];
     if (p.passes == 0 || p.mask_us.empty()) continue;
     std::printf("%-26s %9.1f %9.1f %9.1f %11.0f %11.0f %11.0f %11.0f\n", (std::string("nanoformer ") + vocabs[i].name).c_str(),
@@ -249,7 +253,7 @@ void print_summary() {
                 m.tbm_p75, m.tbm_p99, m.ttfm_p50, m.ttfm_p75, m.ttfm_p99, "-");
   std::printf("(MaskBench: guidance-ai/jsonschemabench ba103c73 maskbench/README.md; Llama 3.1 tokenizer (128k), all 11,306\n"
               " schemas; its TTFM is compile alone, shown under compile; a different CPU: compare orders of magnitude)\n");
-  for (size_t i = 0; i < 2; ++i) {
+  for (size_t i = 0; i < kVocabs; ++i) {
     const Pool& p = pools[i];
     if (p.passes == 0) continue;
     std::vector<std::pair<int, std::string>> top;
@@ -264,7 +268,7 @@ void print_summary() {
 
 }  // namespace
 
-BENCHMARK(BM_schema_masks)->Arg(0)->Arg(1)->ArgNames({"vocab"})->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_schema_masks)->Arg(0)->Arg(1)->Arg(2)->ArgNames({"vocab"})->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 int main(int argc, char** argv) {
   const int status = nf::bench::run_benchmarks(argc, argv);

@@ -1,6 +1,6 @@
 // Constrained decoding's parsers (grammar/grammar.h, grammar/json_schema.h), as `nanoformer serve`
 // reaches them from a request's `grammar` (GBNF text) and `response_format.json_schema.schema`: the
-// input as GBNF, and, when it is JSON, as a schema. Bad input must end in a one-line nf::Error; a
+// input as GBNF, and, when it is JSON, as a schema (strict and not). Bad input must end in a one-line nf::Error; a
 // schema that converts must give GBNF that compiles; a grammar that compiles is walked for a few
 // steps with token masks over a small vocabulary, each step taking an allowed token, which the
 // matcher must then accept.
@@ -63,7 +63,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   compile_and_walk(text, size, false);
   const auto schema = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (schema.is_discarded()) return 0;
+  // strict and approximating: what converts compiles, and the approximating compiler refuses no
+  // more than the strict one
   std::string gbnf;
-  if (fuzz::expect_nf_error([&] { gbnf = json_schema_grammar(schema).gbnf; })) compile_and_walk(gbnf, size, true);
+  const bool strict = fuzz::expect_nf_error([&] { gbnf = json_schema_grammar(schema).gbnf; });
+  if (strict) compile_and_walk(gbnf, size, true);
+  const bool loose = fuzz::expect_nf_error([&] { gbnf = json_schema_grammar(schema, {.strict = false}).gbnf; });
+  if (loose) compile_and_walk(gbnf, size, true);
+  NF_FUZZ_CHECK(loose || !strict, "strict false refused a schema strict compiled");
   return 0;
 }

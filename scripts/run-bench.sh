@@ -7,7 +7,7 @@
 # inference benchmark (bench_inference) does the same for prefill and decode of four presets beside
 # PyTorch and the memory-bandwidth limit (docs/inference.md, "Speed").
 # bench_schema_masks times masks and schema compilation over JSONSchemaBench schemas as MaskBench
-# does and prints MaskBench's published numbers beside (docs/structured-output-bench.md).
+# does and prints MaskBench's published numbers beside (docs/structured-output.md).
 #   scripts/run-bench.sh [build-dir] [extra Google Benchmark flags...]
 # Environment: NF_BENCH=all|kernels|training|inference (default all), NF_BENCH_REPETITIONS (kernels,
 # 5), NF_TRAIN_BENCH_ROUNDS (3), NF_INFER_BENCH_ROUNDS (3), NF_BENCH_THREADS (training and

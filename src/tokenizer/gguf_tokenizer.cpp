@@ -34,6 +34,9 @@ constexpr std::array kGpt2PreNames = {"gpt-2", "phi-2", "jina-es", "jina-de", "g
                                       "a.x-4.0", "mellum", "modern-bert"};
 constexpr std::array kLlama3PreNames = {"llama-bpe", "llama3", "llama-v3", "falcon3", "falcon-h1", "pixtral",
                                         "midm-2.0", "lfm2", "jina-v5-nano"};
+// ... and Qwen2's (LLAMA_VOCAB_PRE_TYPE_QWEN2 in llama.cpp 0c1e570 src/llama-vocab.cpp: LLaMA-3's split with
+// one digit a piece, merges kept).
+constexpr std::array kQwen2PreNames = {"qwen2", "deepseek-r1-qwen", "kormo", "f2llmv2", "megrez"};
 
 // MiniMind2's ChatML template, as its train_tokenizer.py writes it into tokenizer_config.json
 // (tools/tokenizer/chat_template_golden.py checks it renders as nanoformer's "chatml").
@@ -85,10 +88,12 @@ PreTokenizerOptions pre_tokenizer(const io::GGUFFile& file, BpeOptions& options)
     options.ignore_merges = true;
     return {.pattern = SplitPattern::kGpt4};
   }
+  if (std::find(kQwen2PreNames.begin(), kQwen2PreNames.end(), pre) != kQwen2PreNames.end())
+    return {.pattern = SplitPattern::kQwen2};
   NF_FAIL(context(file), pre.empty() ? std::string("no key '") + kPreKey + "' (llama.cpp's legacy 'default' split)"
                                      : std::string("key '") + kPreKey + "' is '" + pre + "'",
           ", which nanoformer cannot split by (gpt-2 and its aliases: GPT-2's regex; llama-bpe and its aliases: "
-          "LLaMA-3's); give the model's tokenizer.json with --tokenizer");
+          "LLaMA-3's; qwen2 and its aliases: Qwen2's); give the model's tokenizer.json with --tokenizer");
 }
 
 template <class T>
@@ -236,7 +241,9 @@ GGUFMetadata gguf_tokenizer_metadata(const BpeTokenizer& tokenizer, size_t vocab
 
   GGUFMetadata out;
   add(out, kModelKey, std::string("gpt2"));
-  add(out, kPreKey, std::string(pre.pattern == SplitPattern::kGpt2 ? kGpt2PreNames[0] : kLlama3PreNames[0]));
+  add(out, kPreKey, std::string(pre.pattern == SplitPattern::kGpt2    ? kGpt2PreNames[0]
+                                : pre.pattern == SplitPattern::kQwen2 ? kQwen2PreNames[0]
+                                                                      : kLlama3PreNames[0]));
   add(out, kTokensKey, std::move(tokens));
   add(out, kTypesKey, std::move(types));
   add(out, kMergesKey, std::move(merges));

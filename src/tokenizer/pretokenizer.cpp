@@ -22,6 +22,8 @@ constexpr std::string_view kLlama3Regex =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 constexpr std::string_view kCl100kRegex =
     R"('(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+)";
+constexpr std::string_view kQwen2Regex =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
 // The code point at a byte position with its class bits.
 struct Unit {
@@ -117,7 +119,8 @@ size_t next_gpt2(const Text& t, size_t i) {
   return t.whitespace(i);
 }
 
-size_t next_gpt4(const Text& t, size_t i) {
+// LLaMA-3's pattern, numbers in runs of up to `digits` (3; Qwen2's: 1)
+size_t next_gpt4(const Text& t, size_t i, int digits) {
   if (t.byte(i) == '\'') {
     if (size_t end = contraction(t, i, true)) return end;
   }
@@ -129,10 +132,10 @@ size_t next_gpt4(const Text& t, size_t i) {
     const Unit u1 = t.at(i + u0.length);
     if (u1.bits & kLetter) return t.run(i + u0.length + u1.length, kLetter);
   }
-  // \p{N}{1,3}
+  // \p{N}{1,digits}
   if (u0.bits & kNumber) {
     size_t j = i + u0.length;
-    for (int k = 1; k < 3 && j < t.size(); ++k) {
+    for (int k = 1; k < digits && j < t.size(); ++k) {
       const Unit u = t.at(j);
       if (!(u.bits & kNumber)) break;
       j += u.length;
@@ -168,6 +171,8 @@ std::string_view pattern_name(SplitPattern pattern) {
       return "gpt2";
     case SplitPattern::kGpt4:
       return "gpt4";
+    case SplitPattern::kQwen2:
+      return "qwen2";
     case SplitPattern::kNone:
       return "none";
   }
@@ -177,6 +182,7 @@ std::string_view pattern_name(SplitPattern pattern) {
 std::optional<SplitPattern> pattern_from_name(std::string_view name) {
   if (name == "gpt2") return SplitPattern::kGpt2;
   if (name == "gpt4" || name == "llama3") return SplitPattern::kGpt4;
+  if (name == "qwen2") return SplitPattern::kQwen2;
   if (name == "none") return SplitPattern::kNone;
   return std::nullopt;
 }
@@ -187,6 +193,8 @@ std::string_view pattern_regex(SplitPattern pattern) {
       return kGpt2Regex;
     case SplitPattern::kGpt4:
       return kLlama3Regex;
+    case SplitPattern::kQwen2:
+      return kQwen2Regex;
     case SplitPattern::kNone:
       return {};
   }
@@ -196,6 +204,7 @@ std::string_view pattern_regex(SplitPattern pattern) {
 std::optional<SplitPattern> pattern_from_regex(std::string_view regex) {
   if (regex == kGpt2Regex) return SplitPattern::kGpt2;
   if (regex == kLlama3Regex || regex == kCl100kRegex) return SplitPattern::kGpt4;
+  if (regex == kQwen2Regex) return SplitPattern::kQwen2;
   return std::nullopt;
 }
 
@@ -205,7 +214,9 @@ size_t next_split(std::string_view text, size_t pos, SplitPattern pattern) {
     case SplitPattern::kGpt2:
       return next_gpt2(t, pos);
     case SplitPattern::kGpt4:
-      return next_gpt4(t, pos);
+      return next_gpt4(t, pos, 3);
+    case SplitPattern::kQwen2:
+      return next_gpt4(t, pos, 1);
     case SplitPattern::kNone:
       return text.size();
   }

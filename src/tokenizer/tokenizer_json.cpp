@@ -143,8 +143,9 @@ std::string pre_tokenizer_json(const PreTokenizerOptions& pre) {
     return std::string("{\"type\": \"ByteLevel\", \"add_prefix_space\": ") + boolean(aps) +
            ", \"trim_offsets\": true, \"use_regex\": " + boolean(use_regex) + "}";
   };
-  if (pre.pattern != SplitPattern::kGpt4) return byte_level(pre.add_prefix_space, pre.pattern == SplitPattern::kGpt2);
-  NF_CHECK(!pre.add_prefix_space, "tokenizer.json cannot express the GPT-4 pattern with add_prefix_space");
+  if (pre.pattern != SplitPattern::kGpt4 && pre.pattern != SplitPattern::kQwen2)
+    return byte_level(pre.add_prefix_space, pre.pattern == SplitPattern::kGpt2);
+  NF_CHECK(!pre.add_prefix_space, "tokenizer.json cannot express the ", pattern_name(pre.pattern), " pattern with add_prefix_space");
   return "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", \"pattern\": {\"Regex\": " +
          quote(pattern_regex(pre.pattern)) + "}, \"behavior\": \"Isolated\", \"invert\": false}, " +
          byte_level(false, false) + "]}";

@@ -148,8 +148,16 @@ TEST(Gpt4Pattern, ContractionsIgnoreCase) {
   EXPECT_EQ(split("x'\xC5\xBF", p), (std::vector<std::string>{"x", "'\xC5\xBF"}));  // 'ſ folds to 's
 }
 
+// Qwen2's tokenizer.json regex, as Python's `regex` module splits (findall) these texts.
+TEST(Qwen2Pattern, SplitsNumbersOneDigitAPiece) {
+  const auto p = SplitPattern::kQwen2;
+  EXPECT_EQ(split("Hello 1234567 world", p), (std::vector<std::string>{"Hello", " ", "1", "2", "3", "4", "5", "6", "7", " world"}));
+  EXPECT_EQ(split("x=3.14\n\n  y", p), (std::vector<std::string>{"x", "=", "3", ".", "1", "4", "\n\n", " ", " y"}));
+  EXPECT_EQ(split("HE'S \xC2\xBD 42", p), (std::vector<std::string>{"HE", "'S", " ", "\xC2\xBD", " ", "4", "2"}));  // ½ is \p{N}
+}
+
 TEST(Patterns, PiecesCoverAnyByteString) {
-  for (SplitPattern p : {SplitPattern::kGpt2, SplitPattern::kGpt4, SplitPattern::kNone}) {
+  for (SplitPattern p : {SplitPattern::kGpt2, SplitPattern::kGpt4, SplitPattern::kQwen2, SplitPattern::kNone}) {
     for (uint64_t seed = 1; seed <= 20; ++seed) {
       const std::string text = testing::random_bytes(seed, 997);
       std::string joined;
@@ -163,8 +171,9 @@ TEST(Patterns, PiecesCoverAnyByteString) {
 }
 
 TEST(Patterns, NamesAndRegexesRoundTrip) {
-  for (SplitPattern p : {SplitPattern::kGpt2, SplitPattern::kGpt4, SplitPattern::kNone})
+  for (SplitPattern p : {SplitPattern::kGpt2, SplitPattern::kGpt4, SplitPattern::kQwen2, SplitPattern::kNone})
     EXPECT_EQ(pattern_from_name(pattern_name(p)), p);
+  EXPECT_EQ(pattern_from_regex(pattern_regex(SplitPattern::kQwen2)), SplitPattern::kQwen2);
   EXPECT_EQ(pattern_from_regex(pattern_regex(SplitPattern::kGpt2)), SplitPattern::kGpt2);
   EXPECT_EQ(pattern_from_regex(pattern_regex(SplitPattern::kGpt4)), SplitPattern::kGpt4);
   EXPECT_FALSE(pattern_from_regex("\\w+").has_value());

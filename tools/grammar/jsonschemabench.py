@@ -1,5 +1,5 @@
 """JSONSchemaBench coverage and compliance of `nanoformer serve`'s response_format json_schema, beside
-llama.cpp's JSON-schema-to-grammar converter on the same schemas (docs/structured-output-bench.md).
+llama.cpp's JSON-schema-to-grammar converter on the same schemas (docs/structured-output.md).
 
     python3 tools/grammar/jsonschemabench.py --out /tmp/jsb.json                 # starts a server
     python3 tools/grammar/jsonschemabench.py --url http://127.0.0.1:8998 ...     # a running server

@@ -16,17 +16,20 @@ enum class SplitPattern {
   // (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|
   // \s*[\r\n]+|\s+(?!\S)|\s+  (LLaMA-3's spelling; tiktoken's cl100k_base regex is equivalent)
   kGpt4,
+  // (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|
+  // \s+(?!\S)|\s+  (Qwen2's tokenizer.json: LLaMA-3's with one digit a piece)
+  kQwen2,
   // No splitting: the whole text is one piece.
   kNone,
 };
 
-// "gpt2", "gpt4" or "none".
+// "gpt2", "gpt4", "qwen2" or "none".
 std::string_view pattern_name(SplitPattern pattern);
 std::optional<SplitPattern> pattern_from_name(std::string_view name);
 
 // The regex source of a pattern, as written in tokenizer.json (kNone has none: empty).
 std::string_view pattern_regex(SplitPattern pattern);
-// Recognises the regex sources of GPT-2, LLaMA-3 and tiktoken's cl100k_base; nullopt otherwise.
+// Recognises the regex sources of GPT-2, LLaMA-3, tiktoken's cl100k_base and Qwen2; nullopt otherwise.
 std::optional<SplitPattern> pattern_from_regex(std::string_view regex);
 
 // The end of the piece that starts at text[pos] (pos < text.size()).
