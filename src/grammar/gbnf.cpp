@@ -561,4 +561,23 @@ class Compiler {
 
 Grammar compile_gbnf(std::string_view text) { return Compiler(text).compile(); }
 
+std::string gbnf_literal(std::string_view bytes) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string out = "\"";
+  for (const char c : bytes) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (u < 0x20) {
+      out += "\\x";
+      out += hex[u >> 4];
+      out += hex[u & 15];
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
 }  // namespace nf::grammar

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "nanoformer/core/error.h"
+#include "nanoformer/grammar/grammar.h"
 #include "nanoformer/grammar/json_schema.h"
 #include "nanoformer/serve/api_error.h"
 
@@ -45,15 +46,6 @@ const json& check_tool(const json& tool, size_t i) {
 }
 
 // A GBNF literal of `text` (no control bytes but \n).
-std::string literal(const std::string& text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n') out += "\\n";
-    else out += c;
-  }
-  return out + "\"";
-}
 
 }  // namespace
 
@@ -112,8 +104,8 @@ std::string tool_call_gbnf(const ToolRequest& r) {
       const std::string param = "tools[" + std::to_string(i) + "].function.parameters";
       throw invalid_request(param, "'" + param + "': " + e.what());
     }
-    calls += (calls.empty() ? "" : " | ") + literal("<tool_call>\n{\"name\": \"" + name + "\", \"arguments\": ") + " " + rule + " " +
-             literal("}\n</tool_call>");
+    calls += (calls.empty() ? "" : " | ") + grammar::gbnf_literal("<tool_call>\n{\"name\": \"" + name + "\", \"arguments\": ") + " " + rule + " " +
+             grammar::gbnf_literal("}\n</tool_call>");
   }
   return std::string("root ::= tool-call") + (r.parallel ? " ( \"\\n\" tool-call )*" : "") + "\ntool-call ::= " + calls + "\n" +
          rules + grammar::json_shared_rules();

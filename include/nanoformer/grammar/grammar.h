@@ -39,5 +39,7 @@ struct Grammar {
 
 // Compiles GBNF text; throws nf::Error (one line) on the faults listed above.
 Grammar compile_gbnf(std::string_view text);
+// A GBNF literal of exactly these bytes: "..." with " and \ escaped, bytes below 0x20 as \xHH.
+std::string gbnf_literal(std::string_view bytes);
 
 }  // namespace nf::grammar

@@ -10,6 +10,7 @@
 #include "grammar/schema/pattern.h"
 #include "grammar/schema/schema_compiler.h"
 #include "nanoformer/core/error.h"
+#include "nanoformer/grammar/grammar.h"
 #include "nanoformer/grammar/regex.h"
 
 namespace nf::grammar {
@@ -17,26 +18,9 @@ namespace {
 
 using json = SchemaCompiler::json;
 
-constexpr int64_t kMaxRepeat = 1000;     // GBNF's repetition bound: larger maxima are cut to it (fewer values)
 constexpr size_t kMaxCountStates = 20000;  // (property, count) states of one object
 constexpr size_t kMaxPatternCells = 3;     // patternProperties split exactly by which patterns a name matches
 
-// A GBNF literal of these bytes.
-std::string literal(const std::string& bytes) {
-  std::string out = "\"";
-  for (const char c : bytes) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) {
-      static const char* hex = "0123456789ABCDEF";
-      out += "\\x";
-      out += hex[static_cast<unsigned char>(c) >> 4];
-      out += hex[c & 15];
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
-}
 
 std::string repeat(const std::string& item, int64_t min, int64_t max) {
   return "( " + item + " ){" + std::to_string(min) + "," + (max < 0 ? "" : std::to_string(max)) + "}";
@@ -121,7 +105,7 @@ std::optional<std::string> SchemaCompiler::object_values(const Facts& f) {
       if (required) return std::nullopt;  // a required property no value satisfies
       continue;
     }
-    properties.push_back({literal(json(n).dump()) + " ws \":\" ws " + *value, required});
+    properties.push_back({gbnf_literal(json(n).dump()) + " ws \":\" ws " + *value, required});
   }
   // properties not declared: cells of key language and value schema
   std::vector<std::string> cells;
@@ -380,7 +364,7 @@ std::optional<std::string> SchemaCompiler::distinct_items(const Conjunction& res
   const std::optional<Facts> facts = rest.empty() ? std::nullopt : exact_facts(rest);
   if (!facts || !facts->values) return std::nullopt;
   std::vector<std::string> values;
-  for (const json* v : allowed_values(*facts)) values.push_back(literal(v->dump()));
+  for (const json* v : allowed_values(*facts)) values.push_back(gbnf_literal(v->dump()));
   if (values.size() > kMaxDistinctValues) return std::nullopt;
   const size_t k = values.size();
   std::vector<std::optional<std::string>> used(size_t{1} << k);  // D(mask)

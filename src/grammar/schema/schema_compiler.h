@@ -30,6 +30,7 @@ class Automaton;
 // JSON's types as bits; numbers split into integers and the rest, as JSON Schema's "integer" needs.
 enum TypeBits : uint8_t { kNull = 1, kBoolean = 2, kObject = 4, kArray = 8, kString = 16, kInteger = 32, kFraction = 64 };
 constexpr uint8_t kAllTypes = 127;
+constexpr int64_t kMaxRepeat = 1000;  // GBNF's repetition bound: longer strings / lists are cut to it (fewer values)
 
 class SchemaCompiler {
  public:

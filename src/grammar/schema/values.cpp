@@ -9,6 +9,7 @@
 #include "grammar/schema/pattern.h"
 #include "grammar/schema/schema_compiler.h"
 #include "nanoformer/core/error.h"
+#include "nanoformer/grammar/grammar.h"
 #include "nanoformer/grammar/regex.h"
 
 namespace nf::grammar {
@@ -16,29 +17,9 @@ namespace {
 
 using json = SchemaCompiler::json;
 
-constexpr int64_t kMaxRepeat = 1000;  // GBNF's repetition bound: longer strings are cut to it (fewer values)
 constexpr size_t kMaxEnumerated = 1000;  // multiples of an integer multipleOf written one by one
 constexpr double kMaxDivisor = 1000;      // an integer multipleOf as a remainder automaton: one rule a remainder
 
-// A GBNF literal of these bytes.
-std::string literal(const std::string& bytes) {
-  std::string out = "\"";
-  for (const char c : bytes) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (u < 0x20) {
-      static const char* hex = "0123456789ABCDEF";
-      out += "\\x";
-      out += hex[u >> 4];
-      out += hex[u & 15];
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
 
 uint8_t type_of(const json& v) {
   switch (v.type()) {
@@ -161,7 +142,7 @@ std::optional<std::string> SchemaCompiler::literal_values(const Facts& f) {
     for (const bool b : {true, false})
       if ((f.types & kBoolean) && !excluded(json(b))) out += std::string(out.empty() ? "" : " | ") + (b ? "\"true\"" : "\"false\"");
   } else {
-    for (const json* v : allowed_values(f)) out += (out.empty() ? "" : " | ") + literal(v->dump());
+    for (const json* v : allowed_values(f)) out += (out.empty() ? "" : " | ") + gbnf_literal(v->dump());
   }
   if (out.empty()) return std::nullopt;
   return "( " + out + " )";
@@ -203,7 +184,7 @@ std::optional<std::optional<std::string>> SchemaCompiler::integer_multiples(int6
       const double to = std::floor(sign * *far / s) * s;
       if ((to - from) / s >= kMaxEnumerated) return std::nullopt;
       for (double m = from; m <= to; m += s)
-        if (allowed(sign * m)) sides.push_back(literal(json(static_cast<int64_t>(sign * m)).dump()));
+        if (allowed(sign * m)) sides.push_back(gbnf_literal(json(static_cast<int64_t>(sign * m)).dump()));
       continue;
     }
     if (s > kMaxDivisor || from > s) return std::nullopt;  // open away from zero: all multiples from `from` on
