@@ -146,6 +146,10 @@ TEST(JsonSchema, PropertiesNotDeclaredFollowTheirSchemas) {
   EXPECT_FALSE(patterns(R"({"id":"a","x-b":true})"));
   EXPECT_FALSE(patterns(R"({"id":"a","y":1})"));
   EXPECT_FALSE(patterns(R"({"id":"a","id":"b"})"));  // a declared name is not written again as another
+  const Language named(R"({"type": "object", "propertyNames": {"anyOf": [{"pattern": "^a"}, {"enum": ["zz"]}]},
+      "additionalProperties": {"type": "integer"}})");
+  EXPECT_TRUE(named(R"({"ab":1,"zz":2})"));
+  EXPECT_FALSE(named(R"({"b":1})"));
   const Language counted(R"({"type": "object", "properties": {"a": {}, "b": {}, "c": {}}, "minProperties": 2, "maxProperties": 2})");
   EXPECT_TRUE(counted(R"({"a":1,"c":2})"));
   EXPECT_FALSE(counted(R"({"a":1})"));

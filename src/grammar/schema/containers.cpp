@@ -5,6 +5,7 @@
 // property at all. Array items by position (prefixItems, or items as a list), then the rest.
 #include <algorithm>
 #include <bit>
+#include <functional>
 #include <map>
 
 #include "grammar/schema/pattern.h"
@@ -49,22 +50,7 @@ std::optional<std::string> SchemaCompiler::object_values(const Facts& f) {
       for (const auto& [name, sub] : (*o)["properties"].items()) add(name);
   for (const std::string& r : f.required) add(r);
   // the names a key may have (propertyNames)
-  std::optional<Automaton> keys;
-  if (!f.property_names.empty()) {
-    Facts k;
-    k.property_names = f.property_names;
-    keys = string_automaton(k);
-    for (const Part& p : f.property_names) {
-      const Facts pf = quick_facts(p.schema);
-      if (pf.partial) inexpressible(path_of(p.schema), "propertyNames", "alternatives in the names' schema", "they are left out");
-      if (!(pf.types & kString)) keys = Automaton::any_string().complement();  // no name is allowed
-      if (!pf.values) continue;
-      std::vector<std::string> allowed;
-      for (const json* v : *pf.values)
-        if (v->is_string()) allowed.push_back(v->get<std::string>());
-      keys = keys ? keys->intersect(one_of(allowed)) : one_of(allowed);
-    }
-  }
+  const std::optional<Automaton> keys = f.property_names.empty() ? std::nullopt : names_automaton(f.property_names, 0);
   // a name's value: in each object schema, its property, else the patterns it matches, else additionalProperties
   const auto value_parts = [&](const std::string& n) {
     Conjunction parts;
@@ -318,6 +304,59 @@ std::optional<std::string> SchemaCompiler::array_values(const Facts& f) {
   }
   if (!first) return min == 0 ? std::optional<std::string>("( \"[\" ws \"]\" )") : std::nullopt;
   return "( \"[\" ws " + (min > 0 ? *first : "( " + *first + " )?") + " \"]\" )";
+}
+
+// The strings a propertyNames conjunction allows (nullopt: any): its string keywords and enum as
+// an automaton, the union of its alternatives' (at most 16 combinations, else strict).
+std::optional<Automaton> SchemaCompiler::names_automaton(const Conjunction& parts, int depth) {
+  constexpr size_t kMaxNameCombinations = 16;
+  NF_CHECK(depth < 16, "json_schema: 'propertyNames' alternatives nested deeper than 16 at ", path_of(parts[0].schema));
+  Flat flat;
+  std::set<const json*> seen;
+  for (const Part& p : parts) flatten(p, flat, seen, 0);
+  const Automaton none = Automaton::any_string().complement();
+  if (flat.empty) return none;
+  if (flat.disjunctions.empty()) {
+    const Facts f = merge(flat.leaves);
+    if (!(f.types & kString)) return none;
+    std::optional<Automaton> a = string_automaton(f);
+    if (f.min_length > 0 || f.max_length >= 0) {
+      const Automaton lengths = Automaton::length(f.min_length, f.max_length);
+      a = a ? a->intersect(lengths) : lengths;
+    }
+    if (f.values) {
+      std::vector<std::string> allowed;
+      for (const json* v : allowed_values(f))
+        if (v->is_string()) allowed.push_back(v->get<std::string>());
+      a = a ? a->intersect(one_of(allowed)) : one_of(allowed);
+    }
+    return a;
+  }
+  size_t combinations = 1;
+  for (const auto& d : flat.disjunctions) combinations *= std::min(d.size(), kMaxNameCombinations + 1);
+  if (combinations > kMaxNameCombinations) {
+    inexpressible(path_of(parts[0].schema), "propertyNames", "too many alternatives", "they are left out");
+    return std::nullopt;
+  }
+  std::optional<Automaton> rejected = Automaton::any_string();  // names no combination allows (De Morgan)
+  Conjunction chosen = flat.leaves;
+  const std::function<void(size_t)> choose = [&](size_t k) {
+    if (!rejected) return;
+    if (k == flat.disjunctions.size()) {
+      const std::optional<Automaton> allowed = names_automaton(chosen, depth + 1);
+      rejected = allowed ? std::optional<Automaton>(rejected->intersect(allowed->complement())) : std::nullopt;
+      return;
+    }
+    for (const Conjunction& option : flat.disjunctions[k]) {
+      const size_t size = chosen.size();
+      chosen.insert(chosen.end(), option.begin(), option.end());
+      choose(k + 1);
+      chosen.resize(size);
+    }
+  };
+  choose(0);
+  if (!rejected) return std::nullopt;
+  return rejected->complement();
 }
 
 // Arrays with minContains (n) to maxContains (m) items satisfying `contains` (C) anywhere among the

@@ -22,10 +22,10 @@
 #include "grammar/schema/number_range.h"
 #include "grammar/schema/schema_document.h"
 #include "nanoformer/grammar/json_schema.h"
+#include "nanoformer/grammar/regex.h"
 
 namespace nf::grammar {
 
-class Automaton;
 
 // JSON's types as bits; numbers split into integers and the rest, as JSON Schema's "integer" needs.
 enum TypeBits : uint8_t { kNull = 1, kBoolean = 2, kObject = 4, kArray = 8, kString = 16, kInteger = 32, kFraction = 64 };
@@ -100,6 +100,7 @@ class SchemaCompiler {
   std::optional<std::string> string_values(const Facts& facts);
   std::optional<std::string> object_values(const Facts& facts);
   std::optional<std::string> array_values(const Facts& facts);
+  std::optional<Automaton> names_automaton(const Conjunction& names, int depth);
   std::optional<std::string> contains_anywhere(const Facts& facts, const Conjunction& items);
   std::optional<std::string> distinct_items(const Conjunction& items, int64_t min, int64_t max);
   // The strings a string conjunction allows, as an automaton; nullopt: any string of the length bounds.

@@ -75,11 +75,6 @@ std::optional<Automaton> SchemaCompiler::string_automaton(const Facts& f) {
     if (const auto pattern = format_pattern(format)) both(Automaton::regex(*pattern));
   for (const json* v : f.excluded_values)
     if (v->is_string()) both(Automaton::literal(v->get<std::string>()).complement());
-  for (const Part& p : f.property_names) {  // a property-name schema's string keywords
-    const Facts names = quick_facts(p.schema);
-    if (auto k = string_automaton(names)) both(*k);
-    if (names.min_length > 0 || names.max_length >= 0) both(Automaton::length(names.min_length, names.max_length));
-  }
   if (!a) return std::nullopt;
   const int64_t max = f.max_length < 0 ? -1 : f.max_length;
   const bool within = a->min_length() >= f.min_length && (max < 0 || (a->max_length() >= 0 && a->max_length() <= max));
