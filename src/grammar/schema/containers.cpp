@@ -75,11 +75,7 @@ std::optional<std::string> SchemaCompiler::object_values(const Facts& f) {
     }
     return parts;
   };
-  struct Property {
-    std::string pair;  // "name" ws ":" ws value
-    bool required;
-  };
-  std::vector<Property> properties;
+  std::vector<std::pair<std::string, bool>> properties;  // "name" ws ":" ws value, and whether required
   for (const std::string& n : names) {
     const bool required = std::find(f.required.begin(), f.required.end(), n) != f.required.end();
     std::optional<std::string> value;
@@ -93,7 +89,20 @@ std::optional<std::string> SchemaCompiler::object_values(const Facts& f) {
     }
     properties.push_back({gbnf_literal(json(n).dump()) + " ws \":\" ws " + *value, required});
   }
-  // properties not declared: cells of key language and value schema
+  const std::string extra = undeclared_properties(f, names, keys);
+  const int64_t counts = std::max<int64_t>(f.max_properties, std::max<int64_t>(f.min_properties, 1)) + 1;
+  if ((properties.size() + 1) * static_cast<size_t>(counts) > kMaxCountStates) {
+    inexpressible(f.where, "maxProperties", "too many (property, count) states", "the count bounds are left out");
+    return counted_properties(properties, extra, 0, -1, f.where);
+  }
+  return counted_properties(properties, extra, f.min_properties, f.max_properties, f.where);
+}
+
+// The properties not declared: one "key": value alternative per cell of names (the names a set of
+// patternProperties matches, or none of them: additionalProperties), written only where the
+// schema gives them a schema of their own or declares nothing; "" when none are written.
+std::string SchemaCompiler::undeclared_properties(const Facts& f, const std::vector<std::string>& names,
+                                                  const std::optional<Automaton>& keys) {
   std::vector<std::string> cells;
   std::vector<const json*> extra_schemas;
   bool closed = f.unevaluated_properties;
@@ -155,24 +164,21 @@ std::optional<std::string> SchemaCompiler::object_values(const Facts& f) {
       cells.clear();
     }
   }
-  const std::string extra = cells.empty() ? "" : cells.size() == 1 ? cells[0] : add_rule(
-      [&] {
-        std::string body;
-        for (const std::string& c : cells) body += (body.empty() ? "" : " | ") + c;
-        return body;
-      }());
-  // R(k, c): properties k.. after c written; c saturates at `cap` when there is no maximum
-  const int64_t lo = f.min_properties, hi = f.max_properties;
+  if (cells.size() <= 1) return cells.empty() ? "" : cells[0];
+  std::string body;
+  for (const std::string& c : cells) body += (body.empty() ? "" : " | ") + c;
+  return add_rule(body);
+}
+
+// The object's members: R(k, c) the declared properties from k on after c members, written in
+// order, each optional unless required, then `extra` members (undeclared), so that lo <= c <= hi; c
+// saturates at max(lo, 1) when there is no maximum.
+std::optional<std::string> SchemaCompiler::counted_properties(const std::vector<std::pair<std::string, bool>>& properties,
+                                                              const std::string& extra, int64_t lo, int64_t hi,
+                                                              const std::string& where) {
+  if (hi >= 0 && hi < lo) return std::nullopt;
   const int64_t n = static_cast<int64_t>(properties.size());
   const int64_t cap = hi >= 0 ? hi : std::max<int64_t>(lo, 1);
-  if (static_cast<size_t>((n + 1) * (cap + 1)) > kMaxCountStates) {
-    inexpressible(f.where, "maxProperties", "too many (property, count) states", "the count bounds are left out");
-    return object_values([&] {
-      Facts loose = f;
-      loose.min_properties = 0, loose.max_properties = -1;
-      return loose;
-    }());
-  }
   std::map<std::pair<int64_t, int64_t>, std::optional<std::string>> states;
   for (int64_t k = n; k >= 0; --k)
     for (int64_t c = cap; c >= 0; --c) {
@@ -183,15 +189,15 @@ std::optional<std::string> SchemaCompiler::object_values(const Facts& f) {
         if (!extra.empty()) {
           const int64_t e_min = std::max<int64_t>(1, lo - c);
           const int64_t e_max = hi < 0 ? -1 : std::min<int64_t>(hi - c, kMaxRepeat);
-          NF_CHECK(e_min <= kMaxRepeat, "json_schema: 'minProperties' ", lo, " at ", f.where, " is above ", kMaxRepeat);
+          NF_CHECK(e_min <= kMaxRepeat, "json_schema: 'minProperties' ", lo, " at ", where, " is above ", kMaxRepeat);
           if (e_max < 0 || e_max >= e_min)
             options.push_back(comma + extra + " ws " + repeat("\",\" ws " + extra + " ws", e_min - 1, e_max < 0 ? -1 : e_max - 1));
         }
       } else {
         const int64_t next = hi < 0 ? std::min(c + 1, cap) : c + 1;
         if (next <= cap || hi < 0)
-          if (const auto& rest = states[{k + 1, next}]; rest) options.push_back(comma + properties[static_cast<size_t>(k)].pair + " ws " + *rest);
-        if (!properties[static_cast<size_t>(k)].required)
+          if (const auto& rest = states[{k + 1, next}]; rest) options.push_back(comma + properties[static_cast<size_t>(k)].first + " ws " + *rest);
+        if (!properties[static_cast<size_t>(k)].second)
           if (const auto& rest = states[{k + 1, c}]; rest) options.push_back(*rest);
       }
       if (options.empty()) {

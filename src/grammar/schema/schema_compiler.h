@@ -101,6 +101,9 @@ class SchemaCompiler {
   std::optional<std::string> object_values(const Facts& facts);
   std::optional<std::string> array_values(const Facts& facts);
   std::optional<Automaton> names_automaton(const Conjunction& names, int depth);
+  std::string undeclared_properties(const Facts& facts, const std::vector<std::string>& names, const std::optional<Automaton>& keys);
+  std::optional<std::string> counted_properties(const std::vector<std::pair<std::string, bool>>& properties,
+                                                const std::string& extra, int64_t lo, int64_t hi, const std::string& where);
   std::optional<std::string> contains_anywhere(const Facts& facts, const Conjunction& items);
   std::optional<std::string> distinct_items(const Conjunction& items, int64_t min, int64_t max);
   // The strings a string conjunction allows, as an automaton; nullopt: any string of the length bounds.
