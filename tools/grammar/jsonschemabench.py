@@ -126,6 +126,27 @@ def maskbench_instances(mirror, schemas):
     return found
 
 
+def export_answers(mirror, schemas, path, max_bytes=1500):
+    """Chat JSONL for training a model that answers in JSON (a length budget for random weights, which
+    wander inside strings): MESSAGES, then a valid MaskBench instance (compact) of every schema that is
+    NOT in the sample, as the assistant's answer. Returns the number of conversations."""
+    sampled = {"maskbench/data/" + p[len("data/"):].replace("/", "---", 1) for _, p, _, _ in schemas}
+    names = [n for n in mirror.names("maskbench/data/") if n not in sampled]
+    count = 0
+    with open(path, "w", encoding="utf-8") as f:
+        for start in range(0, len(names), 500):
+            for blob in mirror.read(names[start:start + 500]).values():
+                if blob is None:
+                    continue
+                for test in json.loads(blob).get("tests", []):
+                    text = json.dumps(test["data"], separators=(",", ":"), ensure_ascii=False)
+                    if test.get("valid") and len(text) <= max_bytes:
+                        answer = [*MESSAGES, {"role": "assistant", "content": text}]
+                        f.write(json.dumps({"conversations": answer}, ensure_ascii=False) + "\n")
+                        count += 1
+    return count
+
+
 # ---- validation ----------------------------------------------------------------------------------
 
 def validate(schema, instance):
@@ -361,12 +382,17 @@ def main():
     p.add_argument("--out", help="JSON report: settings, per-schema rows, summaries")
     p.add_argument("--export-masks", help="schemas with one valid instance each, for bench_schema_masks")
     p.add_argument("--export-max-bytes", type=int, default=0, help="export only schemas up to this many bytes (0: all)")
+    p.add_argument("--export-answers", help="chat JSONL of valid MaskBench instances of the schemas not sampled, to "
+                   "train a model that answers in JSON (tools/grammar/train_json_model.sh); then stop")
     a = p.parse_args()
 
     mirror = Mirror(a.mirror, a.rev)
     schemas = sample(mirror, a.seed, a.per_category)
     print(f"jsonschemabench {mirror.commit[:8]} ({a.mirror}): {len(schemas)} schemas, seed {a.seed}, "
           f"{a.per_category} per category", flush=True)
+    if a.export_answers:
+        print(f"wrote {a.export_answers}: {export_answers(mirror, schemas, a.export_answers)} conversations")
+        return
     rows = [{"id": path[len("data/"):], "category": category, "bytes": len(json.dumps(schema)) if schema is not None else 0}
             for category, path, schema, _ in schemas]
 
