@@ -114,6 +114,12 @@ TEST(JsonSchema, ApplicatorsCombine) {
   EXPECT_TRUE(one("3"));
   EXPECT_TRUE(one("5.5"));
   EXPECT_FALSE(one("6"));  // both match: not exactly one
+  // a branch whose alternatives declare what the other requires overlaps it
+  const Language hidden(R"({"oneOf": [{"type": "object", "properties": {"p": {}},
+      "anyOf": [{"properties": {"q": {"const": 1}}, "required": ["q"]}]}, {"type": "object", "required": ["q"]}]})");
+  EXPECT_FALSE(hidden(R"({"q":1})"));  // both
+  EXPECT_FALSE(hidden(R"({"p":1,"q":1})"));
+  EXPECT_TRUE(hidden(R"({"q":2})"));
   // a discriminated union
   const Language tagged(R"({"oneOf": [
       {"type": "object", "properties": {"kind": {"const": "a"}, "x": {"type": "integer"}}, "required": ["kind", "x"]},

@@ -199,6 +199,7 @@ bool SchemaCompiler::disjoint(const json* a, const json* b) {
   // the properties a schema's objects may hold: declared ones and required ones (extras only where
   // patternProperties or a schema-valued additionalProperties allows them, or nothing is declared)
   const auto holds_only_declared = [&](const Facts& f, std::set<std::string>& names) {
+    if (f.partial) return false;  // its alternatives may declare more
     bool declared_any = false;
     for (const json* o : f.objects) {
       if (o->contains("patternProperties") && !(*o)["patternProperties"].empty()) return false;
