@@ -5,12 +5,12 @@
 # Its data: valid MaskBench instances of the JSONSchemaBench schemas that are NOT in the benchmark's
 # sample (jsonschemabench.py --export-answers, same seed), as chat answers to the benchmark's
 # prompt. Never run by CI.
-#   tools/grammar/train_json_model.sh [BUILD=build] [OUT=runs/json-model] [STEPS=400]
-#   python3 tools/grammar/jsonschemabench.py --model runs/json-model/ckpt_00000400.safetensors ...
+#   tools/grammar/train_json_model.sh [BUILD=build] [OUT=.cache/json-model] [STEPS=400]
+#   python3 tools/grammar/jsonschemabench.py --model .cache/json-model/ckpt_00000400.safetensors ...
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build="${1:-build}"
-out="${2:-runs/json-model}"
+out="${2:-.cache/json-model}"
 steps="${3:-400}"
 tokenizer="${NF_TOKENIZER:-/work/shared/data/minimind2_tokenizer.json}"
 mkdir -p "$out"
