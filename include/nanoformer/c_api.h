@@ -119,7 +119,8 @@ typedef struct nf_generate_params {
   const char* const* stop;    /* stop strings (never part of the answer), `stop_count` of them */
   size_t stop_count;
   const char* grammar;        /* GBNF the answer must follow (NULL: none) */
-  const char* json_schema;    /* a JSON schema the answer must validate against (NULL: none) */
+  const char* json_schema;    /* a JSON schema the answer must validate against (NULL: none); an assertion
+                                 no grammar expresses is refused (docs/structured-output.md) */
   const char* tools;          /* nf_session_chat: tools offered to the template, a JSON array (NULL: none) */
 } nf_generate_params;
 

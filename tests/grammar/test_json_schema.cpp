@@ -120,6 +120,13 @@ TEST(JsonSchema, ApplicatorsCombine) {
   EXPECT_FALSE(hidden(R"({"q":1})"));  // both
   EXPECT_FALSE(hidden(R"({"p":1,"q":1})"));
   EXPECT_TRUE(hidden(R"({"q":2})"));
+  // closed branches that share only {}: each requires a property the other does not allow
+  const Language closed(R"({"type": "object", "oneOf": [
+      {"additionalProperties": false, "properties": {"key": {"type": "string"}}},
+      {"additionalProperties": false, "properties": {"keys": {"type": "array"}}}]})");
+  EXPECT_TRUE(closed(R"({"key":"a"})"));
+  EXPECT_TRUE(closed(R"({"keys":[]})"));
+  EXPECT_FALSE(closed(R"({})"));
   // a discriminated union
   const Language tagged(R"({"oneOf": [
       {"type": "object", "properties": {"kind": {"const": "a"}, "x": {"type": "integer"}}, "required": ["kind", "x"]},

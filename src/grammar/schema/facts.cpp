@@ -240,9 +240,10 @@ bool SchemaCompiler::disjoint(const json* a, const json* b) {
   return excludes(fa, fb) || excludes(fb, fa);
 }
 
-// A property both schemas declare with constants of their own (enum / const values none of which
-// the other allows): an object of `a` holding it fails `b`.
-std::optional<std::string> SchemaCompiler::separating_property(const json* a, const json* b) {
+// What makes an object of `a` fail `b`, to require of it: a property both declare with constants
+// of their own (enum / const values none of which the other allows), or, when `b` is closed
+// (additionalProperties false), one of the properties `a` declares and `b` does not. nullopt: none.
+std::optional<SchemaCompiler::json> SchemaCompiler::separation(const json* a, const json* b) {
   const Facts fa = quick_facts(a), fb = quick_facts(b);
   if (!(fa.types & kObject) || !(fb.types & kObject)) return std::nullopt;
   const auto values_of = [&](const Facts& f, const std::string& name) -> std::optional<std::vector<const json*>> {
@@ -254,18 +255,34 @@ std::optional<std::string> SchemaCompiler::separating_property(const json* a, co
       }
     return std::nullopt;
   };
-  for (const json* o : fa.objects) {
-    if (!o->contains("properties") || !(*o)["properties"].is_object()) continue;
-    for (const auto& [name, sub] : (*o)["properties"].items()) {
-      const auto x = values_of(fa, name), y = values_of(fb, name);
-      if (!x || !y) continue;
-      bool shared = false;
-      for (const json* u : *x)
-        for (const json* w : *y) shared = shared || *u == *w;
-      if (!shared) return name;
-    }
+  std::vector<std::string> declared;
+  for (const json* o : fa.objects)
+    if (o->contains("properties") && (*o)["properties"].is_object())
+      for (const auto& [name, sub] : (*o)["properties"].items()) declared.push_back(name);
+  for (const std::string& name : declared) {
+    const auto x = values_of(fa, name), y = values_of(fb, name);
+    if (!x || !y) continue;
+    bool shared = false;
+    for (const json* u : *x)
+      for (const json* w : *y) shared = shared || *u == *w;
+    if (!shared) return json{{"type", "object"}, {"required", {name}}};
   }
-  return std::nullopt;
+  // b closed: a property b neither declares nor matches by pattern fails it
+  const bool closed = !fb.partial && std::any_of(fb.objects.begin(), fb.objects.end(), [](const json* o) {
+    return o->contains("additionalProperties") && (*o)["additionalProperties"] == false &&
+           !(o->contains("patternProperties") && !(*o)["patternProperties"].empty());
+  });
+  if (!closed) return std::nullopt;
+  json some = json::array();
+  for (const std::string& name : declared) {
+    const bool in_b = std::any_of(fb.objects.begin(), fb.objects.end(), [&](const json* o) {
+      return (o->contains("properties") && (*o)["properties"].contains(name)) ||
+             (o->contains("patternProperties") && !(*o)["patternProperties"].empty());
+    });
+    if (!in_b) some.push_back({{"required", {name}}});
+  }
+  if (some.empty()) return std::nullopt;
+  return json{{"type", "object"}, {"anyOf", some}};
 }
 
 }  // namespace nf::grammar

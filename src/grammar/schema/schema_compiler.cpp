@@ -139,14 +139,14 @@ void SchemaCompiler::flatten(const Part& part, Flat& flat, std::set<const json*>
     const json& one = list("oneOf");
     std::vector<Part> branches;
     for (size_t i = 0; i < one.size(); ++i) branches.push_back(child(part.schema, one[i], "/oneOf/" + std::to_string(i)));
-    // (an optional discriminator made required separates two branches more cheaply than a negation)
+    // (what makes one fail the other, made required, separates two branches more cheaply than a negation)
     std::vector<Conjunction> options;
     for (size_t i = 0; i < branches.size(); ++i) {
       Conjunction option{branches[i]};
       for (size_t j = 0; j < branches.size(); ++j) {
         if (j == i || disjoint(branches[i].schema, branches[j].schema)) continue;
-        if (const auto p = separating_property(branches[i].schema, branches[j].schema))
-          option.push_back({synthesize({{"type", "object"}, {"required", {*p}}}, path_of(branches[i].schema)), false});
+        if (auto required = separation(branches[i].schema, branches[j].schema))
+          option.push_back({synthesize(std::move(*required), path_of(branches[i].schema)), false});
         else
           option.push_back({negation(branches[j].schema), false});
       }

@@ -115,7 +115,7 @@ class SchemaCompiler {
   // The values of `facts.values` the other facts allow.
   std::vector<const json*> allowed_values(const Facts& facts);
   bool disjoint(const json* a, const json* b);
-  std::optional<std::string> separating_property(const json* a, const json* b);
+  std::optional<json> separation(const json* a, const json* b);  // facts.cpp
 
  private:
   struct Flat {
