@@ -467,15 +467,22 @@ TEST_F(GGUFCheckpointTest, ATensorTypeWithoutKernelsIsRefusedByName) {
                     "which nanoformer does not read");
 }
 
-TEST_F(GGUFCheckpointTest, UnsupportedTokenizersAreRefusedByName) {
+TEST_F(GGUFCheckpointTest, UnsupportedTokenizersAreRefusedByNameAndQwen2sSplitIsRead) {
   const std::string base = base_file(dir_, "base.gguf");
   const std::string sentencepiece =
       Contents::of(base).set("tokenizer.ggml.model", std::string("llama")).write(path("spm.gguf"));
   EXPECT_THROW_WITH(tokenizer::load_tokenizer(sentencepiece), path("spm.gguf") + ": ",
                     "key 'tokenizer.ggml.model' is 'llama': that tokenizer is not supported (gpt2: byte-level BPE)");
-  const std::string qwen = Contents::of(base).set("tokenizer.ggml.pre", std::string("qwen2")).write(path("qwen.gguf"));
-  EXPECT_THROW_WITH(tokenizer::load_tokenizer(qwen), path("qwen.gguf") + ": ", "key 'tokenizer.ggml.pre' is 'qwen2'",
+  const std::string glm = Contents::of(base).set("tokenizer.ggml.pre", std::string("chatglm-bpe")).write(path("glm.gguf"));
+  EXPECT_THROW_WITH(tokenizer::load_tokenizer(glm), path("glm.gguf") + ": ", "key 'tokenizer.ggml.pre' is 'chatglm-bpe'",
                     "cannot split by");
+  // Qwen2's split (and llama.cpp's other names of it) is read
+  for (const char* name : {"qwen2", "deepseek-r1-qwen", "megrez"}) {
+    const std::string qwen = Contents::of(base).set("tokenizer.ggml.pre", std::string(name)).write(path("qwen.gguf"));
+    const auto* bpe = dynamic_cast<const tokenizer::BpeTokenizer*>(tokenizer::load_tokenizer(qwen).get());
+    ASSERT_NE(bpe, nullptr) << name;
+    EXPECT_EQ(bpe->pre_tokenizer().pattern, tokenizer::SplitPattern::kQwen2) << name;
+  }
   const std::string legacy = Contents::of(base).erase("tokenizer.ggml.pre").write(path("legacy.gguf"));
   EXPECT_THROW_WITH(tokenizer::load_tokenizer(legacy), "no key 'tokenizer.ggml.pre'", "legacy 'default' split");
   const std::string none = Contents::of(base).erase("tokenizer.ggml.model").write(path("none.gguf"));
