@@ -114,8 +114,8 @@ class SchemaCompiler {
   std::optional<Facts> exact_facts(const Conjunction& parts);
   // The values of `facts.values` the other facts allow.
   std::vector<const json*> allowed_values(const Facts& facts);
-  bool disjoint(const json* a, const json* b);
-  std::optional<json> separation(const json* a, const json* b);  // facts.cpp
+  bool disjoint(const json* a, const json* b);  // disjointness.cpp
+  std::optional<json> separation(const json* a, const json* b);  // disjointness.cpp
 
  private:
   struct Flat {
