@@ -212,5 +212,27 @@ TEST(JsonSchema, CombinationsStayWithinBudget) {
   EXPECT_NO_THROW(compile_gbnf(g.gbnf));
 }
 
+// Passes over the schema that look at subschemas for oneOf (whether branches overlap) or follow
+// $ref / allOf are bounded like the rest: 100,000 nested oneOfs and a chain of 10,000 $refs (an
+// ordered_json object of more keys takes nlohmann's quadratic inserts, not the compiler, seconds to
+// build) end in one line naming the depth.
+TEST(JsonSchema, DeepOneOfsAndLongReferenceChainsAreRefusedByDepth) {
+  constexpr int kDeep = 100'000;
+  std::string one_of;
+  for (int i = 0; i < kDeep; ++i) one_of += R"({"oneOf": [{"type": "null"}, )";
+  one_of += R"({"type": "string"})";
+  for (int i = 0; i < kDeep; ++i) one_of += "]}";
+  constexpr int kLong = 10'000;
+  json chain = {{"$ref", "#/$defs/d0"}, {"$defs", json::object()}};
+  const auto name = [](int i) { return std::string("d").append(std::to_string(i)); };  // (not operator+: GCC 12's false -Wrestrict)
+  for (int i = 0; i < kLong; ++i) chain["$defs"][name(i)] = {{"$ref", std::string("#/$defs/").append(name(i + 1))}};
+  chain["$defs"][name(kLong)] = {{"type", "integer"}};
+  for (const std::string& e : {error_of(one_of), error_of(chain.dump())}) {
+    EXPECT_NE(e.find("json_schema: "), std::string::npos) << e;
+    EXPECT_NE(e.find("256"), std::string::npos) << e;
+    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+  }
+}
+
 }  // namespace
 }  // namespace nf::grammar

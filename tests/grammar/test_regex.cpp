@@ -5,7 +5,6 @@
 
 #include <nlohmann/json.hpp>
 #include <chrono>
-#include <cstdio>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -34,29 +33,11 @@ std::string refusal(std::string_view pattern) {
   return "";
 }
 
-// The contents of a JSON string whose value is `s` (RFC 8259 §7, the escapes regex.h names).
+// The contents of a JSON string whose value is `s`, as nlohmann::json writes it (RFC 8259 §7: the
+// escapes regex.h names, other control characters as lower-case \u00XX).
 std::string json_escaped(std::string_view s) {
-  std::string out;
-  for (const char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\b': out += "\\b"; break;
-      case '\t': out += "\\t"; break;
-      case '\n': out += "\\n"; break;
-      case '\f': out += "\\f"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char hex[8];
-          std::snprintf(hex, sizeof hex, "\\u%04x", c);
-          out += hex;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out;
+  const std::string quoted = nlohmann::json(std::string(s)).dump();
+  return quoted.substr(1, quoted.size() - 2);
 }
 
 // Whether the grammar `root ::= "\"" name "\""` with a's rules accepts the quoted, escaped string.

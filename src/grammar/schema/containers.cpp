@@ -8,7 +8,6 @@
 #include <functional>
 #include <map>
 
-#include "grammar/schema/pattern.h"
 #include "grammar/schema/schema_compiler.h"
 #include "nanoformer/core/error.h"
 #include "nanoformer/grammar/grammar.h"
@@ -65,7 +64,7 @@ std::optional<std::string> SchemaCompiler::object_values(const Facts& f) {
         for (const auto& [pattern, sub] : (*o)["patternProperties"].items()) {
           bool matches = false;
           try {
-            matches = pattern_automaton(pattern).matches(n);
+            matches = this->pattern(pattern).matches(n);
           } catch (const Error& e) {
             inexpressible(where, "patternProperties", e.what(), "the pattern /" + pattern + "/ is left out");
           }
@@ -131,7 +130,7 @@ std::string SchemaCompiler::undeclared_properties(const Facts& f, const std::vec
         std::vector<std::pair<Automaton, Part>> patterns;
         if (o->contains("patternProperties"))
           for (const auto& [pattern, sub] : (*o)["patternProperties"].items())
-            patterns.emplace_back(pattern_automaton(pattern), child(o, sub, "/patternProperties/" + pattern));
+            patterns.emplace_back(this->pattern(pattern), child(o, sub, "/patternProperties/" + pattern));
         Automaton none = undeclared;  // names matching no pattern
         for (const auto& [a, part] : patterns) none = none.intersect(a.complement());
         if (patterns.size() <= kMaxPatternCells) {  // one cell per set of patterns a name matches

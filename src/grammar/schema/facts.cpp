@@ -164,14 +164,22 @@ SchemaCompiler::Facts SchemaCompiler::merge(const Conjunction& leaves) {
   return f;
 }
 
+// Once per schema (a oneOf's branches are compared pairwise, and flattening a branch compares the
+// branches of the oneOfs inside it), and as deep as rule_for goes.
 SchemaCompiler::Facts SchemaCompiler::quick_facts(const json* schema) {
+  if (const auto it = quick_facts_of_.find(schema); it != quick_facts_of_.end()) return it->second;
+  NF_CHECK(++quick_depth_ < kMaxDepth, "json_schema: schemas nested deeper than ", kMaxDepth, " at ", path_of(schema));
+  struct Leave {
+    int& depth;
+    ~Leave() { --depth; }
+  } leave{quick_depth_};
   Flat flat;
   std::set<const json*> seen;
   flatten({schema, false}, flat, seen, 0);
   Facts f = merge(flat.leaves);
   if (flat.empty) f.types = 0;
   f.partial = !flat.disjunctions.empty();
-  return f;
+  return quick_facts_of_.emplace(schema, std::move(f)).first->second;
 }
 
 std::optional<SchemaCompiler::Facts> SchemaCompiler::exact_facts(const Conjunction& parts) {

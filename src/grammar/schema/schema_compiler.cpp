@@ -13,7 +13,6 @@ namespace {
 constexpr size_t kMaxConjunctions = 20000;  // distinct conjunctions one schema may expand to
 constexpr size_t kMaxBranches = 64;         // alternatives one conjunction's disjunctions may give (more: the first ones)
 constexpr size_t kMaxVisits = 4096;         // partial combinations looked at for them
-constexpr int kMaxDepth = 256;              // conjunctions compiled inside one another
 
 struct Leave {
   int& depth;

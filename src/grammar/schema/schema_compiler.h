@@ -31,6 +31,7 @@ namespace nf::grammar {
 enum TypeBits : uint8_t { kNull = 1, kBoolean = 2, kObject = 4, kArray = 8, kString = 16, kInteger = 32, kFraction = 64 };
 constexpr uint8_t kAllTypes = 127;
 constexpr int64_t kMaxRepeat = 1000;  // GBNF's repetition bound: longer strings / lists are cut to it (fewer values)
+constexpr int kMaxDepth = 256;        // conjunctions (and quick facts) computed inside one another
 
 class SchemaCompiler {
  public:
@@ -108,7 +109,10 @@ class SchemaCompiler {
   std::optional<std::string> distinct_items(const Conjunction& items, int64_t min, int64_t max);
   // The strings a string conjunction allows, as an automaton; nullopt: any string of the length bounds.
   std::optional<Automaton> string_automaton(const Facts& facts);
-  std::string string_rule(const Automaton& strings);  // the rules of JSON string contents it matches; the start rule's name
+  std::string string_rule(const Automaton& strings);
+  // pattern_automaton(source) (pattern.h), built once per compiler: a pattern is matched against
+  // every declared property name, and a format's automaton serves every string of that format.
+  const Automaton& pattern(const std::string& source);  // the rules of JSON string contents it matches; the start rule's name
   Facts quick_facts(const json* schema);  // a superset's facts (disjunctions ignored: `partial`)
   // The facts of a conjunction without alternatives (nullopt: it has some, or allows nothing).
   std::optional<Facts> exact_facts(const Conjunction& parts);
@@ -157,8 +161,10 @@ class SchemaCompiler {
   std::map<const json*, const json*> negations_;
   std::vector<const json*> ids_;
   std::map<const json*, int64_t> id_of_;
+  std::map<const json*, Facts> quick_facts_of_;
+  std::map<std::string, Automaton> patterns_;
   size_t next_rule_ = 0, conjunctions_ = 0;
-  int depth_ = 0;
+  int depth_ = 0, quick_depth_ = 0;
 };
 
 }  // namespace nf::grammar

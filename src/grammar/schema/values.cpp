@@ -59,20 +59,20 @@ std::optional<Automaton> SchemaCompiler::string_automaton(const Facts& f) {
   const auto both = [&](const Automaton& b) { a = a ? a->intersect(b) : b; };
   for (const std::string& p : f.patterns) {
     try {
-      both(pattern_automaton(p));
+      both(pattern(p));
     } catch (const Error& e) {
       inexpressible(f.where, "pattern", e.what(), "the pattern /" + p + "/ is left out");
     }
   }
   for (const std::string& p : f.excluded_patterns) {
     try {
-      both(pattern_automaton(p).complement());
+      both(pattern(p).complement());
     } catch (const Error& e) {  // `not` of what we cannot read: no string
       return Automaton::literal("").intersect(Automaton::length(1, 1));
     }
   }
   for (const std::string& format : f.formats)
-    if (const auto pattern = format_pattern(format)) both(Automaton::regex(*pattern));
+    if (const auto source = format_pattern(format)) both(pattern(*source));
   for (const json* v : f.excluded_values)
     if (v->is_string()) both(Automaton::literal(v->get<std::string>()).complement());
   if (!a) return std::nullopt;
@@ -279,6 +279,11 @@ std::optional<std::string> SchemaCompiler::number_values(const Facts& f) {
   }
   if (out.empty()) return std::nullopt;
   return "( " + out + " )";
+}
+
+const Automaton& SchemaCompiler::pattern(const std::string& source) {
+  if (const auto it = patterns_.find(source); it != patterns_.end()) return it->second;
+  return patterns_.emplace(source, pattern_automaton(source)).first->second;
 }
 
 std::string SchemaCompiler::string_rule(const Automaton& strings) {
