@@ -57,6 +57,15 @@ def llama(c: dict) -> nn.Module:
         tie_word_embeddings=c.get("tie_embeddings", True)))
 
 
+def qwen2(c: dict) -> nn.Module:
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+    return Qwen2ForCausalLM(Qwen2Config(
+        vocab_size=c["vocab_size"], hidden_size=c["dim"], intermediate_size=swiglu_hidden(c),
+        num_hidden_layers=c["n_layers"], num_attention_heads=c["n_heads"],
+        num_key_value_heads=c.get("n_kv_heads") or c["n_heads"], max_position_embeddings=c["max_seq_len"],
+        tie_word_embeddings=c.get("tie_embeddings", True)))
+
+
 def bert(c: dict) -> nn.Module:
     from transformers import BertConfig, BertModel
     return BertModel(BertConfig(vocab_size=c["vocab_size"], hidden_size=c["dim"], num_hidden_layers=c["n_layers"],
@@ -149,13 +158,15 @@ BUILDERS = {
     "minimind2-small": minimind, "minimind2": minimind, "minimind2-moe": minimind,
     "nanochat-d20": nanochat, "nanochat-d6": nanochat,
     "llama2c-stories260k": llama,
+    "qwen2.5-0.5b": qwen2,
     "transformer-base": encoder_decoder,
     "bert-base": bert,
     "vit-tiny": vit,
 }
 # The figures the documents quote.
 QUOTED = {"gpt2-124m": "124M", "minimind2-small": "26M", "minimind2": "104M", "minimind2-moe": "145M",
-          "llama2c-stories260k": "260K", "transformer-base": "65M (001's table, base model)",
+          "llama2c-stories260k": "260K", "qwen2.5-0.5b": "0.49B (494,032,768: Qwen2.5-0.5B)",
+          "transformer-base": "65M (001's table, base model)",
           "bert-base": "110M (BERT-base)", "vit-tiny": "5.7M (DeiT-Ti / timm vit_tiny_patch16_224)"}
 
 

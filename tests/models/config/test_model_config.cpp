@@ -109,11 +109,14 @@ TEST(ModelConfig, LoadsAFileNamingItInErrors) {
 //     in layers 1-3 of every 4, as nanochat's window_pattern "SSSL" at sequence_len 2048)
 //   llama2c-stories260k: 512*64 + 5*(2*64 + 64*64*2 + 64*32*2 + 3*64*172) + 64 (tied)
 //   gpt-mini: 50257*192 + 256*192 + 6*(2*384 + 4*(192*192+192) + 192*768+768 + 768*192+192) + 384
+//   qwen2.5-0.5b: 151936*896 + 24*(2*896 + 896*896+896 + 2*(896*128+128) + 896*896 + 3*896*4864) + 896 (tied;
+//     q, k, v biases, none on o: Qwen2.5-0.5B's 494,032,768)
 TEST(ModelConfig, PresetParameterCountsMatchTheDocuments) {
   const std::map<std::string, int64_t> expected{
       {"gpt2-124m", 124'439'808},       {"minimind2-small", 25'829'888}, {"minimind2", 104'030'976},
       {"minimind2-moe", 145'029'760},   {"nanochat-d20", 560'988'160},   {"nanochat-d6", 60'948'480},
       {"nanochat-d6-sssl", 60'948'480}, {"llama2c-stories260k", 260'032}, {"gpt-mini", 12'368'064},
+      {"qwen2.5-0.5b", 494'032'768},
   };
   EXPECT_EQ(preset_names_of(DecoderLMConfig::kArchitecture).size(), expected.size());
   for (const auto& [name, count] : expected) EXPECT_EQ(count_parameters(preset_config(name)), count) << name;
