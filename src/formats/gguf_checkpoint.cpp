@@ -234,6 +234,7 @@ models::DecoderLMConfig llama_config(const io::GGUFFile& f) {
   }
   c.mlp = nn::MLPKind::swiglu;
   c.attention_bias = has_layer_tensor(f, kAttentionBiases);
+  c.attention_output_bias = has_layer_tensor(f, {"attn_output.bias"});  // Qwen2's: q, k, v only
   c.mlp_bias = has_layer_tensor(f, kFfnBiases);
   c.tie_embeddings = !f.contains("output.weight");
   return c;
