@@ -16,21 +16,22 @@
 // cache (--cache-type): the cache's bytes are then a large part of what a token reads, and the
 // limit counts them (weights + the cache's keys and values at that context).
 //
-// With quantised weights (--types f32,q8_0,q4_0): each preset is also written as a GGUF of that
-// type (every Linear weight and the table in the type, norms f32: llama-quantize --pure), and our
-// decode and prefill run on that file beside llama.cpp's on the same file (tools/llamacpp/bench.py,
-// when tools/llamacpp/install.sh has made .venv-llamacpp), with the same depth of cache and
-// llama.cpp's default f16 KV cache on both sides (llama.cpp's f32 cache decodes at half its speed);
-// the limit is then the read bandwidth over the bytes of that file's weights a token reads plus the
-// f16 cache's.
+// The files people download (--types f32,q8_0,q6_k,q5_k_m,q4_k_m,q4_0), beside the peers
+// (--peers llamacpp,ik_llama: mainline llama.cpp's and ik_llama.cpp's own llama-bench, built by
+// tools/peers/; default every one installed under --peers-dir): one GGUF file of each dense preset
+// and type that every engine reads, made from our F32 GGUF by mainline's llama-quantize, and
+// ik_llama.cpp's own type of the same bits as a row of its own; prefill of the prompt and decode of
+// new - 1 tokens after it, an f16 KV cache everywhere, rows at each --threads count
+// (bench/peer_table.h, bench/peers.h).
 //
 // Each measurement runs in its own process (peak memory = the RSS high-water mark, from wait4);
 // ours and PyTorch's alternate over rounds (the first side swaps each round) so that load from
 // other work hits both alike; the table gives medians over rounds and medians of per-round ratios.
 //
-//   bench_inference [--presets minimind2-small,minimind2,minimind2-moe,gpt2-124m] [--prompt 512]
-//                   [--new 256] [--threads 2] [--rounds 3] [--python .venv/bin/python]
-//                   [--types f32,q8_0,q4_0] [--llamacpp .venv-llamacpp/bin/python]
+//   bench_inference [--presets minimind2-small,minimind2,minimind2-moe,gpt2-124m,qwen2.5-0.5b]
+//                   [--prompt 512] [--new 129] [--threads 1,2] [--rounds 3] [--python .venv/bin/python]
+//                   [--types f32,q8_0,q6_k,q5_k_m,q4_k_m,q4_0]   (empty: no peers' table)
+//                   [--peers llamacpp,ik_llama | none] [--peers-dir .cache/peers]
 //                   [--baseline OLD/bench_inference]   also an older build's decode worker, alternating
 //                                                      (before/after a change, in the same invocation)
 //                   [--long-context 4096] [--long-new 64]   the KV cache types' decode (0: skipped)
@@ -49,6 +50,8 @@
 #include <vector>
 
 #include "bench_process.h"
+#include "bench_series.h"
+#include "peer_table.h"
 #include "memory_bandwidth.h"
 #include "prefill_gemm_limit.h"
 #include <filesystem>
@@ -65,17 +68,19 @@ using namespace nf::bench;
 using Clock = std::chrono::steady_clock;
 
 struct Options {
-  std::vector<std::string> presets{"minimind2-small", "minimind2", "minimind2-moe", "gpt2-124m"};
+  std::vector<std::string> presets{"minimind2-small", "minimind2", "minimind2-moe", "gpt2-124m", "qwen2.5-0.5b"};
   std::string preset = "minimind2-small";  // a worker's
-  int64_t prompt = 512, new_tokens = 256;
-  int threads = 2, rounds = 3;
+  int64_t prompt = 512, new_tokens = 129;  // new: the prefill's token, then new - 1 decode steps
+  std::vector<int> thread_counts{2};  // the peers' table: its rows at each count
+  int threads = 2, rounds = 3;        // threads: a worker's, and the driver's other tables' (the largest count)
   std::string python = std::string(NF_SOURCE_DIR) + "/.venv/bin/python";
   std::string torch_script = std::string(NF_SOURCE_DIR) + "/tools/bench/torch_decode.py";
   std::string worker;  // non-empty: run one part and print its JSON
   std::string baseline;  // another build's bench_inference, measured beside ours
-  std::vector<std::string> types{"f32", "q8_0", "q4_0"};  // weight types, each beside llama.cpp's on one GGUF
-  std::string llamacpp = std::string(NF_SOURCE_DIR) + "/.venv-llamacpp/bin/python";
-  std::string llamacpp_script = std::string(NF_SOURCE_DIR) + "/tools/llamacpp/bench.py";
+  // the types of the peers' table (bench/peer_table.h), each one GGUF file for every engine
+  std::vector<std::string> types{"f32", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "q4_0"};
+  std::vector<std::string> peers;  // llamacpp, ik_llama; empty: every installed one; "none"
+  std::string peers_dir = std::string(NF_SOURCE_DIR) + "/.cache/peers";
   std::string type = "f32", model;  // a worker's: the weight type, and the GGUF it writes or reads
   std::string cache_type = "f32";  // the decode worker's KV cache type
   int64_t long_context = 4096, long_new = 64;  // the cache types' decode at a long context (0: skipped)
@@ -91,7 +96,13 @@ Options parse(int argc, char** argv) {
     else if (flag == "--preset") o.preset = value;
     else if (flag == "--prompt") o.prompt = std::stoll(value);
     else if (flag == "--new") o.new_tokens = std::stoll(value);
-    else if (flag == "--threads") o.threads = std::stoi(value);
+    else if (flag == "--threads") {
+      o.thread_counts.clear();
+      for (const std::string& t : split(value, ',')) o.thread_counts.push_back(std::stoi(t));
+      NF_CHECK(!o.thread_counts.empty() && *std::min_element(o.thread_counts.begin(), o.thread_counts.end()) > 0,
+               "bench_inference: --threads ", value, ": thread counts must be positive");
+      o.threads = *std::max_element(o.thread_counts.begin(), o.thread_counts.end());
+    }
     else if (flag == "--rounds") o.rounds = std::stoi(value);
     else if (flag == "--python") o.python = value;
     else if (flag == "--worker") o.worker = value;
@@ -99,7 +110,8 @@ Options parse(int argc, char** argv) {
     else if (flag == "--types") o.types = split(value, ',');
     else if (flag == "--type") o.type = value;
     else if (flag == "--model") o.model = value;
-    else if (flag == "--llamacpp") o.llamacpp = value;
+    else if (flag == "--peers") o.peers = split(value, ',');
+    else if (flag == "--peers-dir") o.peers_dir = value;
     else if (flag == "--cache-type") o.cache_type = value;
     else if (flag == "--long-context") o.long_context = std::stoll(value);
     else if (flag == "--long-new") o.long_new = std::stoll(value);
@@ -272,47 +284,6 @@ int worker(const Options& o) {
   return 0;
 }
 
-// Numbers of one kind over the rounds, or why there are none.
-struct Series {
-  std::vector<double> values;
-  std::string note;
-  std::optional<double> last_of_round;
-  void add(double v) { values.push_back(v), last_of_round = v; }
-};
-
-// This round's value, or "-" (the round lines; the tables give medians).
-std::string this_round(const Series& s, const char* format) {
-  char buf[32] = "-";
-  if (s.last_of_round) std::snprintf(buf, sizeof buf, format, *s.last_of_round);
-  return buf;
-}
-
-std::string cell(const Series& s, const char* format, double scale = 1) {
-  if (s.values.empty()) return "n/a";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, scale * median(s.values));
-  return buf;
-}
-
-// One preset's measurements; keys: "prefill", "decode", "peak", "bandwidth", "gemv", "sgemm", and
-// ratios "prefill/torch", "decode/torch", "decode/limit".
-using Results = std::map<std::string, Series>;
-
-// Runs a worker; each (JSON key, series) pair takes its value, `peak` the process's peak RSS.
-bool run_into(const std::vector<std::string>& command, const std::vector<std::pair<const char*, Series*>>& keys,
-              Series* peak = nullptr) {
-  for (const auto& key : keys) key.second->last_of_round.reset();
-  const ProcessResult r = run_process(command);
-  const std::optional<json> j = last_json(r);
-  if (!j) {
-    for (const auto& key : keys) key.second->note = "failed (exit status " + std::to_string(r.status) + ")";
-    return false;
-  }
-  for (const auto& [name, series] : keys) series->add((*j)[name].get<double>());
-  if (peak) peak->add(r.peak_mib);
-  return true;
-}
-
 void measure_preset(const Options& o, const std::string& self, const std::string& preset, bool torch, Results& ours,
                     Results& theirs, Results& before, int round) {
   const std::vector<std::string> common{"--preset", preset, "--prompt", std::to_string(o.prompt), "--new",
@@ -366,88 +337,6 @@ void measure_preset(const Options& o, const std::string& self, const std::string
   std::fflush(stdout);
 }
 
-// The quantised-weights table: per preset (not MoE: GGUF's llama / gpt2 have no such experts here)
-// and type, ours and llama.cpp's on one GGUF, alternating within each round.
-// The KV cache of both sides in that table: llama.cpp's default (llama-bench's), f16.
-constexpr const char* kQuantCache = "f16";
-
-struct QuantRow {
-  std::string preset, type, file;
-  Results ours, llama;
-  double bytes_per_token = 0;
-};
-
-void measure_quantized(const Options& o, const std::string& self, QuantRow& row, const Series& bandwidth, bool llama,
-                       int round) {
-  const std::string prompt = std::to_string(o.prompt), steps = std::to_string(o.new_tokens - 1);
-  const auto run_ours = [&] {
-    run_into({self, "--worker", "decode", "--preset", row.preset, "--model", row.file, "--prompt", prompt, "--new",
-              std::to_string(o.new_tokens), "--threads", std::to_string(o.threads), "--cache-type", kQuantCache},
-             {{"prefill_tokens_per_s", &row.ours["prefill"]}, {"decode_tokens_per_s", &row.ours["decode"]},
-              {"kv_read_bytes_per_token", &row.ours["kv read"]}},
-             &row.ours["peak"]);
-  };
-  const auto run_llama = [&] {  // decode at the same depth as ours: after a prompt of the same length
-    if (llama)
-      run_into({o.llamacpp, o.llamacpp_script, row.file, "--threads", std::to_string(o.threads), "--prompt", prompt,
-                "--depth", prompt, "--gen", steps, "--reps", "1", "--cache-type", kQuantCache},
-               {{"prefill_tokens_per_s", &row.llama["prefill"]}, {"decode_tokens_per_s", &row.llama["decode"]}},
-               &row.llama["peak"]);
-  };
-  if (round % 2 == 0) run_ours(), run_llama();
-  else run_llama(), run_ours();
-  for (const char* phase : {"prefill", "decode"}) {
-    const Series &a = row.ours[phase], &b = row.llama[phase];
-    if (a.last_of_round && b.last_of_round) row.ours[std::string(phase) + "/llama"].add(*a.last_of_round / *b.last_of_round);
-  }
-  if (bandwidth.last_of_round && row.bytes_per_token > 0) {
-    const double limit =
-        *bandwidth.last_of_round * 1e9 / (row.bytes_per_token + row.ours["kv read"].last_of_round.value_or(0));
-    row.ours["limit"].add(limit);
-    for (Results* side : {&row.ours, &row.llama})
-      if ((*side)["decode"].last_of_round) (*side)["decode/limit"].add(*(*side)["decode"].last_of_round / limit);
-  }
-  std::printf("round %d %-16s %-5s prefill ours %s llama.cpp %s tok/s; decode ours %s llama.cpp %s tok/s\n", round + 1,
-              row.preset.c_str(), row.type.c_str(), this_round(row.ours["prefill"], "%.0f").c_str(),
-              this_round(row.llama["prefill"], "%.0f").c_str(), this_round(row.ours["decode"], "%.1f").c_str(),
-              this_round(row.llama["decode"], "%.1f").c_str());
-  std::fflush(stdout);
-}
-
-void print_quantized(const std::vector<QuantRow>& rows, bool llama) {
-  std::printf("quantised weights, ours and llama.cpp on the same GGUF (types as llama-quantize --pure: every Linear "
-              "weight and the table in the type, norms f32); decode after a prompt of the same length on both sides, "
-              "f16 KV cache (llama.cpp's default); limit = read GB/s / (the file's weight bytes a token reads + the KV cache's at the mean depth):\n");
-  if (!llama) std::printf("(llama.cpp: skipped: no .venv-llamacpp; run tools/llamacpp/install.sh)\n");
-  std::printf("%-16s %-5s %8s | %9s %9s %8s %9s | %8s %8s %8s %8s %8s %8s | %8s\n", "preset", "type", "MiB/tok", "prefill",
-              "llama.cpp", "ours/", "ours/", "decode", "llama.cpp", "ours/", "limit", "ours/", "llama/", "peak");
-  std::printf("%-16s %-5s %8s | %9s %9s %8s %9s | %8s %8s %8s %8s %8s %8s | %8s\n", "", "", "", "tok/s", "tok/s", "llama",
-              "ours f32", "tok/s", "tok/s", "llama", "tok/s", "limit", "limit", "MiB");
-  for (const QuantRow& r : rows) {
-    Results a = r.ours, b = r.llama;
-    const QuantRow* f32 = nullptr;
-    for (const QuantRow& other : rows)
-      if (other.preset == r.preset && other.type == "f32") f32 = &other;
-    std::string vs_f32 = "-";
-    if (f32 && !a["prefill"].values.empty() && !f32->ours.at("prefill").values.empty()) {
-      char buf[32];
-      std::snprintf(buf, sizeof buf, "%.2fx", median(a["prefill"].values) / median(f32->ours.at("prefill").values));
-      vs_f32 = buf;
-    }
-    std::printf("%-16s %-5s %8.1f | %9s %9s %8s %9s | %8s %8s %8s %8s %8s %8s | %8s\n", r.preset.c_str(), r.type.c_str(),
-                r.bytes_per_token / (1 << 20), cell(a["prefill"], "%.0f").c_str(), cell(b["prefill"], "%.0f").c_str(),
-                cell(a["prefill/llama"], "%.2fx").c_str(), vs_f32.c_str(), cell(a["decode"], "%.1f").c_str(),
-                cell(b["decode"], "%.1f").c_str(), cell(a["decode/llama"], "%.2fx").c_str(), cell(a["limit"], "%.0f").c_str(),
-                cell(a["decode/limit"], "%.0f%%", 100).c_str(), cell(b["decode/limit"], "%.0f%%", 100).c_str(),
-                cell(a["peak"], "%.0f").c_str());
-    for (const auto& [name, s] : a)
-      if (!s.note.empty()) std::printf("  ours %s: %s\n", name.c_str(), s.note.c_str());
-    for (const auto& [name, s] : b)
-      if (!s.note.empty()) std::printf("  llama.cpp %s: %s\n", name.c_str(), s.note.c_str());
-  }
-  std::printf("(medians over rounds; ratios are medians of the ratios within each round)\n\n");
-}
-
 // The context of the long-context decode: --long-context, at most the preset's max_seq_len.
 int64_t long_context(const Options& o, const std::string& preset) {
   return std::min(o.long_context, nf::models::preset_config(preset).max_seq_len);
@@ -477,8 +366,11 @@ int driver(const Options& o, const std::string& self) {
   std::printf("inference benchmark: batch 1, fp32, random weights; prefill of a %lld-token prompt, then %lld new tokens "
               "(greedy, one per step, KV cache)\n",
               static_cast<long long>(o.prompt), static_cast<long long>(o.new_tokens));
-  std::printf("cpu: %s; threads: %d on both sides; ours: BLAS %s, quantised prefill on %s\n", cpu_model().c_str(),
-              o.threads, nf::blas_info(), std::string(nf::cpu::int8_isa_name(nf::cpu::int8_isa())).c_str());
+  std::string counts;
+  for (const int t : o.thread_counts) counts += (counts.empty() ? "" : ",") + std::to_string(t);
+  std::printf("cpu: %s; threads: %d on both sides (the peers' table: %s); ours: BLAS %s, quantised prefill on %s\n",
+              cpu_model().c_str(), o.threads, counts.c_str(), nf::blas_info(),
+              std::string(nf::cpu::int8_isa_name(nf::cpu::int8_isa())).c_str());
   if (info) std::printf("torch: %s (tools/bench/torch_decode.py: plain PyTorch with a preallocated KV cache)\n",
                         (*info)["torch"].get<std::string>().c_str());
   else std::printf("torch: skipped (%s cannot import torch: run scripts/install-python.sh)\n", o.python.c_str());
@@ -487,28 +379,37 @@ int driver(const Options& o, const std::string& self) {
   std::printf("%d rounds; every measurement in its own process, ours and torch alternating\n\n", o.rounds);
   std::fflush(stdout);
 
-  // the GGUF of every (preset, type) first, written once by our own writer
-  std::vector<QuantRow> quantized;
+  // the files of the peers' table first: our F32 GGUF of each dense preset, the other types from it
+  PeerTableSettings table{self, o.prompt, o.new_tokens - 1, o.thread_counts, {}, {}, {}};
+  std::vector<PeerFile> files;
+  std::vector<PeerRow> rows;
+  std::map<std::string, std::string> flash_attn;
   const std::filesystem::path gguf_dir =
       std::filesystem::temp_directory_path() / ("nf_bench_inference_" + std::to_string(::getpid()));
-  const bool llama = !o.types.empty() && std::filesystem::exists(o.llamacpp);
-  if (!o.types.empty()) std::filesystem::create_directories(gguf_dir);
-  for (const std::string& preset : o.presets) {
-    if (nf::models::preset_config(preset).moe) continue;
-    for (const std::string& type : o.types) {
-      QuantRow row{preset, type, (gguf_dir / (preset + "-" + type + ".gguf")).string(), {}, {}, 0};
-      Series bytes;
-      if (run_into({self, "--worker", "gguf", "--preset", preset, "--type", type, "--model", row.file}, {{"bytes_per_token", &bytes}}))
-        row.bytes_per_token = bytes.values[0];
-      quantized.push_back(row);
-    }
+  if (!o.types.empty()) {
+    table.peers = find_peers(o.peers_dir, o.peers);
+    table.quantizer = installed_peer(o.peers_dir, "llamacpp");
+    for (const Peer& p : table.peers)
+      if (p.name == "ik_llama") table.ik = p;
+    std::vector<std::string> dense;
+    for (const std::string& preset : o.presets)
+      if (!nf::models::preset_config(preset).moe) dense.push_back(preset);
+    std::filesystem::create_directories(gguf_dir);
+    files = make_peer_files(table, dense, o.types, gguf_dir);
+    for (const PeerFile& f : files)
+      for (const int threads : o.thread_counts) rows.push_back({&f, threads, {}, {}});
   }
 
   std::map<std::string, Results> ours, theirs, before, long_decode;
+  std::map<int, Series> bandwidth;  // read GB/s by thread count, for the peers' table
   for (int round = 0; round < o.rounds; ++round) {
     for (const std::string& preset : o.presets)
       measure_preset(o, self, preset, info.has_value(), ours[preset], theirs[preset], before[preset], round);
-    for (QuantRow& row : quantized) measure_quantized(o, self, row, ours[row.preset]["bandwidth"], llama, round);
+    if (!rows.empty())
+      for (const int threads : o.thread_counts)
+        run_into({self, "--worker", "bandwidth", "--threads", std::to_string(threads)}, {{"read_gb_per_s", &bandwidth[threads]}});
+    for (PeerRow& row : rows)
+      if (row.file->note.empty()) measure_peer_row(table, row, bandwidth[row.threads], round, flash_attn);
   }
   if (!o.types.empty()) std::filesystem::remove_all(gguf_dir);
   if (o.long_context > o.long_new)
@@ -570,7 +471,7 @@ int driver(const Options& o, const std::string& self) {
     }
     std::printf("\n");
   }
-  if (!quantized.empty()) print_quantized(quantized, llama);
+  if (!rows.empty()) print_peer_table(table, files, rows, flash_attn);
   std::printf("the linear kernel alone, one token's weight matrices (x of 1 row; every routed expert):\n");
   std::printf("%-16s %16s %16s %12s %14s\n", "preset", "linear GB/s", "sgemm GB/s", "read GB/s", "linear/read");
   for (const std::string& preset : o.presets) {

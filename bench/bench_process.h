@@ -45,21 +45,34 @@ inline std::string cpu_model() {
   return "unknown";
 }
 
-// A finished child process: its stdout, exit status and peak RSS.
+// A finished child process: its stdout (and stderr, when captured), exit status and peak RSS.
 struct ProcessResult {
-  std::string out;
+  std::string out, err;
   int status = -1;
   double peak_mib = 0;
   bool ok() const { return WIFEXITED(status) && WEXITSTATUS(status) == 0; }
 };
 
-inline ProcessResult run_process(const std::vector<std::string>& args) {
+// capture_stderr: the child's stderr goes to r.err (through a temporary file, so that it cannot fill
+// a pipe while stdout's is read); otherwise to ours.
+inline ProcessResult run_process(const std::vector<std::string>& args, bool capture_stderr = false) {
   int fds[2];
   NF_CHECK(pipe(fds) == 0, "benchmark: pipe failed");
+  int err_fd = -1;
+  if (capture_stderr) {
+    char path[] = "/tmp/nf_bench_stderr_XXXXXX";
+    err_fd = mkstemp(path);
+    NF_CHECK(err_fd >= 0, "benchmark: cannot make a temporary file in /tmp for a child's stderr");
+    unlink(path);  // the open descriptor keeps it until closed
+  }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
   posix_spawn_file_actions_addclose(&actions, fds[0]);
+  if (err_fd >= 0) {
+    posix_spawn_file_actions_adddup2(&actions, err_fd, STDERR_FILENO);
+    posix_spawn_file_actions_addclose(&actions, err_fd);
+  }
   std::vector<char*> argv;
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -70,6 +83,8 @@ inline ProcessResult run_process(const std::vector<std::string>& args) {
   ProcessResult r;
   if (spawned != 0) {
     close(fds[0]);
+    if (err_fd >= 0) close(err_fd);
+    r.err = "cannot start " + args[0];
     return r;
   }
   char buf[4096];
@@ -78,7 +93,27 @@ inline ProcessResult run_process(const std::vector<std::string>& args) {
   rusage usage{};
   wait4(pid, &r.status, 0, &usage);
   r.peak_mib = static_cast<double>(usage.ru_maxrss) / 1024.0;  // KiB on Linux
+  if (err_fd >= 0) {
+    lseek(err_fd, 0, SEEK_SET);
+    for (ssize_t n; (n = read(err_fd, buf, sizeof buf)) > 0;) r.err.append(buf, static_cast<size_t>(n));
+    close(err_fd);
+  }
   return r;
+}
+
+// What a failed child said last: the last line of its stderr that names an error, else its last
+// non-empty line (cut to 160 characters), else its exit status.
+inline std::string failure_line(const ProcessResult& r) {
+  std::string last, error;
+  for (const std::string& line : split(r.err, '\n')) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    last = line;
+    if (line.find("error") != std::string::npos || line.find("failed") != std::string::npos) error = line;
+  }
+  std::string line = !error.empty() ? error : last;
+  if (line.empty()) return "exit status " + std::to_string(r.status);
+  if (line.size() > 160) line = line.substr(0, 157) + "...";
+  return line;
 }
 
 // The last line of a child's output that parses as a JSON object.

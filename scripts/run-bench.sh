@@ -4,8 +4,9 @@
 # baseline alike) and report medians and the ratio of ours to the baseline measured in the same
 # run. The training benchmark (bench_training) alternates our process and PyTorch's over rounds and
 # reports medians, ratios, GEMM limits and peak memory (docs/training.md, "Training speed"). The
-# inference benchmark (bench_inference) does the same for prefill and decode of four presets beside
-# PyTorch and the memory-bandwidth limit (docs/inference.md, "Speed").
+# inference benchmark (bench_inference) does the same for prefill and decode of five presets beside
+# PyTorch and the memory-bandwidth limit (docs/inference.md, "Speed"), and of the GGUF types people
+# download beside llama.cpp's and ik_llama.cpp's own llama-bench where tools/peers/ built them.
 # bench_schema_masks times masks and schema compilation over JSONSchemaBench schemas as MaskBench
 # does and prints MaskBench's published numbers beside (docs/structured-output.md).
 #   scripts/run-bench.sh [build-dir] [extra Google Benchmark flags...]

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds llama.cpp, through llama-cpp-python's PyPI sdist, into a venv of its own: the oracle and
-# speed baseline of tools/llamacpp/*.py. Idempotent: a venv that already has the pinned version
+# Builds llama.cpp, through llama-cpp-python's PyPI sdist, into a venv of its own: the oracle of
+# tools/llamacpp/*.py (its speed is measured by its own llama-bench: tools/peers/). Idempotent: a venv that already has the pinned version
 # built is left alone. Never run by CI or `make test` (the build compiles llama.cpp: 10-30 minutes
 # on 2 cores). CPU only, tuned for this machine (-march=native), OpenMP threads as llama.cpp ships.
 #   LLAMACPP_VENV   where the venv goes (default: <repo>/.venv-llamacpp)

@@ -2,7 +2,7 @@
 
 Session(path, n_threads, n_ctx, ...) loads a GGUF on the CPU; decode(tokens, pos, all_logits)
 runs one batch at positions pos.. and returns its logits (every position's, or the last one's);
-clear() empties the KV cache; vocab_only=True loads the tokenizer alone. Shared by logits.py and bench.py.
+clear() empties the KV cache; vocab_only=True loads the tokenizer alone. Used by logits.py.
 """
 import ctypes
 import sys
