@@ -25,10 +25,11 @@ mkdir -p "$dir/src"
 # vocabularies): those files are left empty, named in ORIGIN; nothing benchmarked reads them.
 missing=$(git --git-dir="$git_dir" ls-tree -r "$commit" | awk '$2 == "blob" {print $3 " " $4}' |
   git --git-dir="$git_dir" cat-file --batch-check='%(objectname) %(objecttype) %(rest)' 2>/dev/null | awk '$2 == "missing" {print $1}' || true)
-excludes=()
+excludes=() empty=()
 for object in $missing; do
   path=$(git --git-dir="$git_dir" ls-tree -r "$commit" | awk -v o="$object" '$3 == o {print $4}')
   excludes+=(":(exclude)$path")
+  empty+=("$path")
   mkdir -p "$dir/src/$(dirname "$path")" && : > "$dir/src/$path"
 done
 git --git-dir="$git_dir" archive "$commit" -- . "${excludes[@]}" | tar -x -C "$dir/src"
@@ -45,6 +46,6 @@ cmake -S "$dir/src" -B "$dir/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON 
   "${flags[@]}" ${PEERS_CMAKE:-}
 cmake --build "$dir/build" -j "${PEERS_JOBS:-2}" --target llama-bench llama-server llama-quantize
 ln -sfn build/bin "$dir/bin"
-echo "ik_llama.cpp $commit, GGML_NATIVE ${flags[*]} ${PEERS_CMAKE:-}${excludes:+; empty (absent from the mirror): ${excludes[*]}}" > "$dir/ORIGIN"
+echo "ik_llama.cpp $commit, GGML_NATIVE ${flags[*]}${PEERS_CMAKE:+ $PEERS_CMAKE}${empty:+; empty (absent from the mirror): ${empty[*]}}" > "$dir/ORIGIN"
 "$dir/bin/llama-bench" --help >/dev/null
 cat "$dir/ORIGIN"

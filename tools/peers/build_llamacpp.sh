@@ -35,6 +35,6 @@ cmake -S "$dir/src" -B "$dir/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON 
 cmake --build "$dir/build" -j "${PEERS_JOBS:-2}" --target llama-bench llama-batched-bench llama-server \
   llama-quantize llama-perplexity
 ln -sfn build/bin "$dir/bin"
-echo "llama.cpp $commit from the llama-cpp-python $version sdist (sha256 $(sha256sum "$sdist" | cut -c1-16)...), GGML_NATIVE ${PEERS_CMAKE:-}" > "$dir/ORIGIN"
+echo "llama.cpp $commit from the llama-cpp-python $version sdist (sha256 $(sha256sum "$sdist" | cut -c1-16)...), GGML_NATIVE${PEERS_CMAKE:+ $PEERS_CMAKE}" > "$dir/ORIGIN"
 "$dir/bin/llama-bench" --help >/dev/null
 cat "$dir/ORIGIN"
