@@ -101,16 +101,18 @@ inline ProcessResult run_process(const std::vector<std::string>& args, bool capt
   return r;
 }
 
-// What a failed child said last: the last line of its stderr that names an error, else its last
-// non-empty line (cut to 160 characters), else its exit status.
+// Why a child failed: the first line of its stderr that names an error (llama.cpp's loader says
+// why before its program says that loading failed), else the last that says "failed", else its
+// last non-empty line (cut to 160 characters), else its exit status.
 inline std::string failure_line(const ProcessResult& r) {
-  std::string last, error;
+  std::string last, error, failed;
   for (const std::string& line : split(r.err, '\n')) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     last = line;
-    if (line.find("error") != std::string::npos || line.find("failed") != std::string::npos) error = line;
+    if (error.empty() && line.find("error") != std::string::npos) error = line;
+    if (line.find("failed") != std::string::npos) failed = line;
   }
-  std::string line = !error.empty() ? error : last;
+  std::string line = !error.empty() ? error : !failed.empty() ? failed : last;
   if (line.empty()) return "exit status " + std::to_string(r.status);
   if (line.size() > 160) line = line.substr(0, 157) + "...";
   return line;

@@ -124,7 +124,12 @@ inline PeerRun run_peer(const Peer& peer, const std::string& model, int threads,
     run.peak_mib = std::max(run.peak_mib, r.peak_mib);
     const json j = r.ok() ? json::parse(r.out, nullptr, false) : json();
     if (!j.is_array() || j.empty()) {
-      run.error = r.ok() ? "llama-bench printed no JSON array" : failure_line(r);
+      if (r.ok()) {
+        run.error = "llama-bench printed no JSON array";
+      } else {  // once more with -v: ik_llama.cpp's loader says why only then
+        args.push_back("-v");
+        run.error = failure_line(run_process(args, true));
+      }
       return run;
     }
     for (const json& t : j) {
