@@ -25,13 +25,20 @@ inline void q4_k_scales(const uint8_t* s, uint8_t* out) {
 }
 
 // Q3_K's 12 bytes -> its 16 scales sc[j] (stored as sc + 32 in 6 bits: the low nibble of byte j
-// (j < 8) or the high nibble of byte j - 8, the top 2 bits at bit 2 (j / 4) of byte 8 + j % 4)
+// (j < 8) or the high nibble of byte j - 8, the top 2 bits at bit 2 (j / 4) of byte 8 + j % 4), four
+// at a time as 32-bit words: scales 4w..4w+3 take their nibbles from bytes 0-3 / 4-7 (low nibbles for
+// w < 2, high for w >= 2) and their top bits from bits 2w, 2w + 1 of bytes 8-11
 inline void q3_k_scales(const uint8_t* s, int8_t* out) {
-  for (int j = 0; j < 16; ++j) {
-    const int low = j < 8 ? s[j] & 0x0f : s[j - 8] >> 4;
-    const int top = (s[8 + j % 4] >> (2 * (j / 4))) & 3;
-    out[j] = static_cast<int8_t>((low | top << 4) - 32);
-  }
+  constexpr uint32_t kLow4 = 0x0f0f0f0f, kLow2 = 0x03030303;
+  uint32_t a, b, c;
+  std::memcpy(&a, s, 4);
+  std::memcpy(&b, s + 4, 4);
+  std::memcpy(&c, s + 8, 4);
+  const uint32_t words[4] = {(a & kLow4) | ((c & kLow2) << 4), (b & kLow4) | (((c >> 2) & kLow2) << 4),
+                             ((a >> 4) & kLow4) | (((c >> 4) & kLow2) << 4), ((b >> 4) & kLow4) | (((c >> 6) & kLow2) << 4)};
+  uint8_t u[16];
+  std::memcpy(u, words, 16);
+  for (int j = 0; j < 16; ++j) out[j] = static_cast<int8_t>(u[j] - 32);
 }
 
 // Q5_K's 256 integers q in [0, 31] in value order: value 32j + l (sub-block j) is nibble j % 2 of
