@@ -1,5 +1,6 @@
 // Decoding's product over quantised weights (ops/cpu/quant/quant_gemv.h), y (m, n) = x (m, k) W^T,
-// beside the f32 matrix-vector kernel (ops/cpu/matmul/gemv.h), for W in f32, Q8_0 and Q4_0. Decoding is
+// beside the f32 matrix-vector kernel (ops/cpu/matmul/gemv.h), for W in f32, Q8_0, Q4_0 and the K types
+// Q6_K, Q5_K, Q4_K, Q3_K (x quantised to Q8_K). Decoding is
 // bound by the bytes of W read, so each case reports the GB/s of weight bytes against two limits:
 //   of_read  against a plain read of the same bytes (floats summed, the same threads and copies),
 //            timed call by call alternately with the product, so both meet the same machine;
@@ -177,6 +178,10 @@ void token(benchmark::State& state, QuantType type) {
 NF_QUANT_BENCH(f32)
 NF_QUANT_BENCH(q8_0)
 NF_QUANT_BENCH(q4_0)
+NF_QUANT_BENCH(q6_k)
+NF_QUANT_BENCH(q5_k)
+NF_QUANT_BENCH(q4_k)
+NF_QUANT_BENCH(q3_k)
 
 void matrix_shapes(benchmark::internal::Benchmark* b) {
   // minimind2-small: attention (512, 512), kv (128, 512), MLP (1408, 512) and (512, 1408), head (6400, 512);
@@ -189,6 +194,18 @@ void matrix_shapes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"n", "k", "m", "cold"})->UseRealTime();
 }
 
+// the K types' super-blocks of 256: the shapes whose k is whole super-blocks (not minimind2-small's
+// k = 1408), and gpt2-124m's token
+void k_matrix_shapes(benchmark::internal::Benchmark* b) {
+  const int64_t shapes[][2] = {{512, 512}, {128, 512}, {1408, 512}, {6400, 512}, {768, 768}, {2304, 768}, {3072, 768}, {768, 3072}};
+  for (const auto& s : shapes) b->Args({s[0], s[1], 1, 1});
+  for (int64_t m : {4, 8}) b->Args({1408, 512, m, 1});
+  for (int64_t m : {1, 4}) b->Args({1408, 512, m, 0});
+  b->ArgNames({"n", "k", "m", "cold"})->UseRealTime();
+}
+
+void k_token_presets(benchmark::internal::Benchmark* b) { b->Arg(1)->ArgName("preset")->Unit(benchmark::kMillisecond)->UseRealTime(); }
+
 void token_presets(benchmark::internal::Benchmark* b) { b->Arg(0)->Arg(1)->ArgName("preset")->Unit(benchmark::kMillisecond)->UseRealTime(); }
 
 }  // namespace
@@ -196,9 +213,17 @@ void token_presets(benchmark::internal::Benchmark* b) { b->Arg(0)->Arg(1)->ArgNa
 BENCHMARK(BM_f32_matrix)->Apply(matrix_shapes);
 BENCHMARK(BM_q8_0_matrix)->Apply(matrix_shapes);
 BENCHMARK(BM_q4_0_matrix)->Apply(matrix_shapes);
+BENCHMARK(BM_q6_k_matrix)->Apply(k_matrix_shapes);
+BENCHMARK(BM_q5_k_matrix)->Apply(k_matrix_shapes);
+BENCHMARK(BM_q4_k_matrix)->Apply(k_matrix_shapes);
+BENCHMARK(BM_q3_k_matrix)->Apply(k_matrix_shapes);
 BENCHMARK(BM_f32_token)->Apply(token_presets);
 BENCHMARK(BM_q8_0_token)->Apply(token_presets);
 BENCHMARK(BM_q4_0_token)->Apply(token_presets);
+BENCHMARK(BM_q6_k_token)->Apply(k_token_presets);
+BENCHMARK(BM_q5_k_token)->Apply(k_token_presets);
+BENCHMARK(BM_q4_k_token)->Apply(k_token_presets);
+BENCHMARK(BM_q3_k_token)->Apply(k_token_presets);
 
 int main(int argc, char** argv) {
   benchmark::AddCustomContext("read_gb_per_s", std::to_string(read_bandwidth()));

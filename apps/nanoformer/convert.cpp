@@ -73,7 +73,10 @@ void add_convert_command(CLI::App& app) {
                    a->to.c_str());
       models::dequantize_weights(*model);
     }
-    formats::save_model(*model, a->out, a->to, {.max_shard_bytes = a->max_shard_bytes, .tokenizer = tokenizer});
+    formats::save_model(*model, a->out, a->to,
+                        {.max_shard_bytes = a->max_shard_bytes,
+                         .tokenizer = tokenizer,
+                         .gguf_file_type = spec ? std::optional(models::llama_file_type(*spec)) : std::nullopt});
     std::printf("wrote %s (%s, %lld parameters)\n", a->out.c_str(), a->to.c_str(),
                 static_cast<long long>(model->num_parameters()));
   });

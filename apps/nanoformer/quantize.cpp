@@ -55,7 +55,19 @@ std::vector<models::WeightTypeStats> file_weight_stats(const std::string& path) 
 
 models::QuantizeSpec quantize_spec(const std::string& type, const std::string& output_type,
                                    const std::string& embedding_type) {
-  models::QuantizeSpec spec{.type = weight_type(type, "--type")};
+  models::QuantizeSpec spec;
+  try {
+    spec = models::quantize_spec(type);  // a mix (q4_k_m, ...) or a pure type
+  } catch (const Error& e) {
+    bool known_type = true;  // a weight type refused: weight_type says why, naming the flag
+    try {
+      quant_type_from_name(type);
+    } catch (const Error&) {
+      known_type = false;
+    }
+    if (known_type) weight_type(type, "--type");
+    NF_FAIL("--type: ", e.what());
+  }
   if (!output_type.empty()) spec.output_type = weight_type(output_type, "--output-type");
   if (!embedding_type.empty()) spec.embedding_type = weight_type(embedding_type, "--embedding-type");
   return spec;
@@ -86,10 +98,10 @@ void run_quantize(const QuantizeArgs& a) {
            "QLoRA base (train --lora-base-type)");
   const auto before = models::weight_type_stats(*model);
   requantize(*model, spec);
-  formats::save_model(*model, a.out, "gguf", {.tokenizer = tokenizer});
+  formats::save_model(*model, a.out, "gguf", {.tokenizer = tokenizer, .gguf_file_type = models::llama_file_type(spec)});
   const auto after = file_weight_stats(a.out);
   std::printf("%s -> %s (%s)\nweights before\n%sweights in %s\n%s", a.model.c_str(), a.out.c_str(),
-              quant_type_name(spec.type), weight_table(before).c_str(), a.out.c_str(), weight_table(after).c_str());
+              models::quantize_spec_name(spec).c_str(), weight_table(before).c_str(), a.out.c_str(), weight_table(after).c_str());
   const double ratio = static_cast<double>(total_bytes(before)) / static_cast<double>(total_bytes(after));
   std::printf("weights %s -> %s (%.2fx smaller)%s\n", byte_size(total_bytes(before)).c_str(),
               byte_size(total_bytes(after)).c_str(), ratio,
@@ -104,18 +116,21 @@ void add_quantize_command(CLI::App& app) {
       "Quantise a decoder language model's weights and write it as a GGUF file (llama.cpp's format):\n"
       "every Linear weight of the blocks in --type, the head in Q6_K (Q8_0 for --type q8_0) unless\n"
       "--output-type says, the token embedding in --type (or --embedding-type; a tied embedding is the\n"
-      "head); norms, biases and position tables stay f32; a weight whose rows are not whole blocks\n"
-      "falls back to Q8_0, else f32 (llama.cpp's choices, models/quantize.h). MODEL is anything\n"
+      "head); norms, biases and position tables stay f32. A mix (q4_k_m, q5_k_m, q3_k_m, q4_k_s,\n"
+      "q5_k_s, q3_k_s) gives attn_v, ffn_down (and attn_output for q3_k_m) more bits on some layers,\n"
+      "as llama-quantize does. A weight whose rows are not whole blocks falls back as llama.cpp does\n"
+      "(Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, Q3_K -> Q4_0, then F16; models/quantize.h). MODEL is anything\n"
       "nanoformer loads: a checkpoint, a Hugging Face, MiniMind or nanochat folder, a llama2.c .bin,\n"
       "a GGUF file. The tokenizer (--tokenizer, else the model's own or the tokenizer.json beside it)\n"
       "is embedded, so generate / chat / serve / eval and llama.cpp take OUT.gguf alone.\n"
-      "Types: q8_0, q6_k, q5_1, q5_0, q4_k, q4_1, q4_0, bf16, f16, f32.\n"
+      "Types: q8_0, q6_k, q5_k, q5_1, q5_0, q4_k, q4_1, q4_0, q3_k, bf16, f16, f32; mixes: q5_k_m, q5_k_s,\n"
+      "q4_k_m, q4_k_s, q3_k_m, q3_k_s.\n"
       "Example: nanoformer quantize runs/sft/model.safetensors mm2-q8_0.gguf --type q8_0\n"
       "Example: nanoformer quantize mm2.gguf mm2-q4_0.gguf --type q4_0 --output-type q8_0");
   auto a = std::make_shared<QuantizeArgs>();
   cmd->add_option("MODEL", a->model, "the model to quantise")->required();
   cmd->add_option("OUT", a->out, "the GGUF file to write")->required();
-  cmd->add_option("--type", a->type, "the weight type of the blocks' Linear layers (q8_0, q4_0, ...)")->required();
+  cmd->add_option("--type", a->type, "the weight type of the blocks' Linear layers (q8_0, q4_0, ...), or a mix (q4_k_m, ...)")->required();
   cmd->add_option("--output-type", a->output_type, "the head's type (f32 keeps it unquantised)");
   cmd->add_option("--embedding-type", a->embedding_type, "an untied token embedding's type (default: --type)");
   cmd->add_option("--tokenizer,-t", a->tokenizer,

@@ -24,6 +24,7 @@ constexpr Known kKnown[] = {
     {QuantType::q5_1, {"q5_1", 32, 24}},   {QuantType::q8_0, {"q8_0", 32, 34}},
     {QuantType::q8_1, {"q8_1", 32, 36}},   {QuantType::q4_k, {"q4_k", 256, 144}},
     {QuantType::q6_k, {"q6_k", 256, 210}}, {QuantType::q8_k, {"q8_k", 256, 292}},
+    {QuantType::q5_k, {"q5_k", 256, 176}}, {QuantType::q3_k, {"q3_k", 256, 110}},
     {QuantType::f64, {"f64", 1, 8}},
 };
 

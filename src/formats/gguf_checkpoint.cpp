@@ -467,7 +467,7 @@ QuantType main_type(const std::vector<io::GGUFTensorSource>& tensors) {
   return best;
 }
 
-Metadata architecture_metadata(const models::DecoderLMConfig& c, GGUFArch arch, QuantType type) {
+Metadata architecture_metadata(const models::DecoderLMConfig& c, GGUFArch arch, uint32_t ftype) {
   const nn::AttentionConfig a = models::block_config(c).attention;  // resolved: head_dim, n_kv_heads
   const std::string p = std::string(arch_name(arch)) + ".";
   Metadata md;
@@ -479,13 +479,13 @@ Metadata architecture_metadata(const models::DecoderLMConfig& c, GGUFArch arch, 
   add(md, p + "vocab_size", u32(c.vocab_size, "vocab_size"));  // what a file without a vocabulary is read by
   if (arch == GGUFArch::gpt2) {
     add(md, p + "attention.layer_norm_epsilon", static_cast<float>(c.norm_eps));
-    add(md, "general.file_type", file_type(type));
+    add(md, "general.file_type", ftype);
     return md;
   }
   add(md, p + "attention.head_count_kv", u32(a.n_kv_heads, "n_kv_heads"));
   add(md, p + "rope.freq_base", static_cast<float>(c.rope_theta));
   add(md, p + "attention.layer_norm_rms_epsilon", static_cast<float>(c.norm_eps));
-  add(md, "general.file_type", file_type(type));
+  add(md, "general.file_type", ftype);
   add(md, p + "rope.dimension_count", u32(a.head_dim, "head_dim"));
   if (a.head_dim * a.n_heads != c.dim) {
     add(md, p + "attention.key_length", u32(a.head_dim, "head_dim"));
@@ -574,7 +574,8 @@ void save_gguf(const models::DecoderLM& model, const std::string& path, const GG
   add(md, "general.architecture", std::string(arch_name(arch)));
   add(md, "general.type", std::string("model"));
   add(md, "general.name", c.name.empty() ? std::filesystem::path(path).stem().string() : c.name);
-  for (auto& kv : architecture_metadata(c, arch, main_type(tensors))) md.push_back(std::move(kv));
+  const uint32_t ftype = options.file_type.value_or(file_type(main_type(tensors)));
+  for (auto& kv : architecture_metadata(c, arch, ftype)) md.push_back(std::move(kv));
   add(md, "general.quantization_version", uint32_t{2});  // GGML_QNT_VERSION
   for (const auto& kv : tokenizer_keys) md.push_back(kv);
   io::write_gguf(path, md, tensors);

@@ -156,7 +156,7 @@ void save_model(const models::Model& model, const std::string& path, const std::
   else if (format == "llama2c")
     save_llama2c(decoder_for(model, format), path);
   else if (format == "gguf")
-    save_gguf(decoder_for(model, format), path, {.tokenizer = options.tokenizer});
+    save_gguf(decoder_for(model, format), path, {.tokenizer = options.tokenizer, .file_type = options.gguf_file_type});
   else
     NF_FAIL("save_model: format '", format, "' is unknown (known: ", joined(model_formats()), ")");
 }

@@ -1,4 +1,5 @@
-// quantize_weights: which weight gets which type, then nf::quantize on each (models/quantize.h).
+// quantize_weights: each weight's role and layer, its type (quantize_mix.cpp), then nf::quantize on it
+// (models/quantize.h).
 #include "nanoformer/models/quantize.h"
 
 #include <algorithm>
@@ -10,51 +11,69 @@
 namespace nf::models {
 namespace {
 
-// `wanted`, or the fallback llama.cpp's llama_tensor_get_type takes when a row is not whole blocks
-// of it: a K type's 32-value relative (q4_k -> q5_0, q6_k -> q8_0), and f16 when that does not fit
-// either.
-QuantType fitting_type(QuantType wanted, int64_t cols) {
-  const auto fits = [cols](QuantType t) { return cols % quant_type_info(t).block_size == 0; };
-  if (fits(wanted)) return wanted;
-  const QuantType relative = wanted == QuantType::q4_k   ? QuantType::q5_0
-                             : wanted == QuantType::q6_k ? QuantType::q8_0
-                                                         : wanted;
-  return fits(relative) ? relative : QuantType::f16;
-}
-
 bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
-}  // namespace
-
-QuantType default_output_type(QuantType type) {
-  return type == QuantType::q8_0 || !is_block_quantized(type) ? type : QuantType::q6_k;
+// A weight's role and layer from its module name (layers.N.attn.v_proj, layers.N.mlp.w2, output,
+// ...), as llama.cpp's tensor_get_category names the GGUF tensor it is written as (formats'
+// gguf_name: v_proj -> attn_v, w2 / c_proj / linear2 -> ffn_down, ...). `fused_qkv`: GPT-2, whose
+// q, k and v are one attn_qkv tensor in GGUF and take its type together.
+std::pair<TensorRole, int64_t> role_of(const std::string& name, bool fused_qkv) {
+  if (name == "output") return {TensorRole::output, 0};
+  if (ends_with(name, "tok_embeddings")) return {TensorRole::token_embd, 0};
+  if (name.rfind("layers.", 0) != 0) return {TensorRole::other, 0};
+  const size_t dot = name.find('.', 7);
+  if (dot == std::string::npos) return {TensorRole::other, 0};
+  const int64_t layer = std::stoll(name.substr(7, dot - 7));
+  const std::string rest = name.substr(dot + 1);
+  const auto role = [&]() {
+    if (rest == "attn.q_proj") return fused_qkv ? TensorRole::attn_qkv : TensorRole::attn_q;
+    if (rest == "attn.k_proj") return fused_qkv ? TensorRole::attn_qkv : TensorRole::attn_k;
+    if (rest == "attn.v_proj") return fused_qkv ? TensorRole::attn_qkv : TensorRole::attn_v;
+    if (rest == "attn.o_proj") return TensorRole::attn_output;
+    if (rest == "mlp.w1") return TensorRole::ffn_gate;
+    if (rest == "mlp.w3" || rest == "mlp.c_fc" || rest == "mlp.linear1") return TensorRole::ffn_up;
+    if (rest == "mlp.w2" || rest == "mlp.c_proj" || rest == "mlp.linear2") return TensorRole::ffn_down;
+    return TensorRole::other;
+  }();
+  return {role, layer};
 }
 
-std::vector<QuantizedWeight> quantize_weights(DecoderLM& model, const QuantizeSpec& spec) {
-  const QuantType head_type = spec.output_type.value_or(default_output_type(spec.type));
+// Each 2-D weight's type, in module order; `apply`: quantised to it as well.
+std::vector<QuantizedWeight> visit_weights(DecoderLM& model, const QuantizeSpec& spec, bool apply) {
   const bool tied = model.output == nullptr;
+  const bool fused_qkv = model.config().position == nn::PositionKind::learned;  // GPT-2 (formats' family_for)
+  const int64_t n_layers = model.config().n_layers;
   std::vector<std::string> routers;  // MoE gates stay dense, as llama.cpp keeps ffn_gate_inp in F32
   std::vector<QuantizedWeight> done;
   model.apply([&](const std::string& name, nn::Module& m) {
     if (m.type_name() == "MoE") routers.push_back(name + ".gate");
     if (name.find("lora_") != std::string::npos) return;
+    const auto [role, layer] = role_of(name, fused_qkv);
     if (auto* linear = dynamic_cast<nn::Linear*>(&m)) {
       if (linear->is_quantized() || std::find(routers.begin(), routers.end(), name) != routers.end()) return;
-      const QuantType wanted = name == "output" ? head_type : spec.type;
-      const QuantType type = fitting_type(wanted, linear->in_features());
-      if (type != QuantType::f32) linear->set_quantized_weight(quantize(linear->weight, type));
+      const QuantType type = mix_tensor_type(spec, role, layer, n_layers, linear->in_features(), tied);
+      if (apply && type != QuantType::f32) linear->set_quantized_weight(quantize(linear->weight, type));
       done.push_back({name + ".weight", type});
-    } else if (auto* embedding = dynamic_cast<nn::Embedding*>(&m); embedding && ends_with(name, "tok_embeddings")) {
+    } else if (auto* embedding = dynamic_cast<nn::Embedding*>(&m); embedding && role == TensorRole::token_embd) {
       if (embedding->is_quantized()) return;
-      const QuantType wanted = tied ? head_type : spec.embedding_type.value_or(spec.type);
-      const QuantType type = fitting_type(wanted, embedding->dim());
-      if (type != QuantType::f32) embedding->set_quantized_weight(quantize(embedding->weight, type));
+      const QuantType type = mix_tensor_type(spec, role, 0, n_layers, embedding->dim(), tied);
+      if (apply && type != QuantType::f32) embedding->set_quantized_weight(quantize(embedding->weight, type));
       done.push_back({name + ".weight", type});
     }
   });
   return done;
+}
+
+}  // namespace
+
+std::vector<QuantizedWeight> quantize_weights(DecoderLM& model, const QuantizeSpec& spec) {
+  return visit_weights(model, spec, true);
+}
+
+std::vector<QuantizedWeight> quantization_plan(DecoderLM& model, const QuantizeSpec& spec) {
+  return visit_weights(model, spec, false);
 }
 
 void dequantize_weights(nn::Module& model) {

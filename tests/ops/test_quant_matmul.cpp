@@ -104,6 +104,41 @@ DecodedRow decode_row(QuantType type, const void* row, int64_t k) {
         for (int i = 0; i < 256; ++i) add(f16(blk.d) * blk.scales[i / 16], q[static_cast<size_t>(i)] - 32, 0);
         break;
       }
+      case QuantType::q5_k: {  // dequantize_row_q5_K: Q4_K's scales and nibbles, qh bits u1 = 1 << 2g, u2 = 2 << 2g
+        const auto& blk = block_at<cpu::BlockQ5_K>(row, b);
+        const uint8_t* q = blk.scales;
+        for (int j = 0; j < 8; ++j) {
+          const int sc = j < 4 ? q[j] & 63 : (q[j + 4] & 0xf) | ((q[j - 4] >> 6) << 4);
+          const int mn = j < 4 ? q[j + 4] & 63 : (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+          for (int l = 0; l < 32; ++l) {
+            const uint8_t byte = blk.qs[32 * (j / 2) + l];
+            const int high = (blk.qh[l] & (1 << j)) ? 16 : 0;
+            add(f16(blk.d) * sc, (j % 2 == 0 ? byte & 0xf : byte >> 4) + high, -f16(blk.dmin) * mn);
+          }
+        }
+        break;
+      }
+      case QuantType::q3_k: {  // dequantize_row_q3_K: the kmask1 / kmask2 unpacking of the 12 scale bytes
+        const auto& blk = block_at<cpu::BlockQ3_K>(row, b);
+        uint32_t aux[4];
+        std::memcpy(aux, blk.scales, 12);
+        const uint32_t tmp = aux[2];
+        aux[2] = ((aux[0] >> 4) & 0x0f0f0f0f) | (((tmp >> 4) & 0x03030303) << 4);
+        aux[3] = ((aux[1] >> 4) & 0x0f0f0f0f) | (((tmp >> 6) & 0x03030303) << 4);
+        aux[0] = (aux[0] & 0x0f0f0f0f) | (((tmp >> 0) & 0x03030303) << 4);
+        aux[1] = (aux[1] & 0x0f0f0f0f) | (((tmp >> 2) & 0x03030303) << 4);
+        int8_t scales[16];
+        std::memcpy(scales, aux, 16);
+        int is = 0;
+        for (int h = 0; h < 2; ++h)
+          for (int shift = 0, mask = 1 << (4 * h); shift < 8; shift += 2, mask <<= 1)
+            for (int half = 0; half < 2; ++half, ++is)
+              for (int l = 0; l < 16; ++l) {
+                const int low = (blk.qs[32 * h + 16 * half + l] >> shift) & 3;
+                add(f16(blk.d) * (scales[is] - 32), low - ((blk.hmask[16 * half + l] & mask) ? 0 : 4), 0);
+              }
+        break;
+      }
       default: ADD_FAILURE() << "no decoder for " << quant_type_name(type);
     }
   }
@@ -120,6 +155,8 @@ std::vector<size_t> scale_offsets(QuantType type) {
     case QuantType::q5_1: return {offsetof(cpu::BlockQ5_1, d), offsetof(cpu::BlockQ5_1, m)};
     case QuantType::q4_k: return {offsetof(cpu::BlockQ4_K, d), offsetof(cpu::BlockQ4_K, dmin)};
     case QuantType::q6_k: return {offsetof(cpu::BlockQ6_K, d)};
+    case QuantType::q5_k: return {offsetof(cpu::BlockQ5_K, d), offsetof(cpu::BlockQ5_K, dmin)};
+    case QuantType::q3_k: return {offsetof(cpu::BlockQ3_K, d)};
     default: return {};
   }
 }
@@ -223,7 +260,8 @@ Tensor gemv(const Tensor& x, const QuantizedTensor& w, bool scalar) {
 }
 
 const std::vector<QuantType> kTypes{QuantType::q8_0, QuantType::q4_0, QuantType::q4_1, QuantType::q5_0,
-                                    QuantType::q5_1, QuantType::q4_k, QuantType::q6_k};
+                                    QuantType::q5_1, QuantType::q4_k, QuantType::q6_k, QuantType::q5_k,
+                                    QuantType::q3_k};
 
 TEST(QuantDot, IntegerSumsAreExactWithUnitScales) {
   // every f16 scale 1 and d_x = 1: the dot is sum_k w_k q_k, an integer below 2^24 (|q| <= 127 for

@@ -1,6 +1,6 @@
 // Quantising and dequantising rows of every weight type against the committed fixture of
 // tools/quant/make_quant_fixtures.py: gguf.quants' blocks and dequantised floats bit for bit, and
-// llama.cpp's reference blocks for the types gguf cannot quantise (Q4_K, Q6_K, Q8_K, Q8_1); the K
+// llama.cpp's reference blocks for the types gguf cannot quantise (Q3_K to Q6_K, Q8_K, Q8_1); the K
 // types' round-trip error; nf::quantize / nf::dequantize over tensors.
 #include <algorithm>
 #include <bit>
@@ -139,8 +139,8 @@ TEST(QuantRows, QuantizeGivesTheOraclesBlocksByteForByte) {
   // every type, on every case (normal, outliers, zero blocks, ties, tiny, huge, negative max, a real
   // tensor): gguf.quants' bytes, and llama.cpp's for the types gguf.quants does not quantise
   for (QuantType type : {QuantType::f16, QuantType::bf16, QuantType::q8_0, QuantType::q4_0, QuantType::q4_1,
-                         QuantType::q5_0, QuantType::q5_1, QuantType::q4_k, QuantType::q6_k, QuantType::q8_k,
-                         QuantType::q8_1})
+                         QuantType::q5_0, QuantType::q5_1, QuantType::q4_k, QuantType::q6_k, QuantType::q5_k,
+                         QuantType::q3_k, QuantType::q8_k, QuantType::q8_1})
     EXPECT_EQ(cases_of[type].size(), 8u) << quant_type_name(type);
 }
 
@@ -165,7 +165,7 @@ TEST(QuantRows, DequantizeGivesGgufsFloatsBitForBit) {
         }
     }
   }
-  for (const char* type : {"f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_k", "q6_k"})
+  for (const char* type : {"f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_k", "q6_k", "q5_k", "q3_k"})
     for (const char* case_name : {"random", "real"})
       EXPECT_TRUE(fixture.has(std::string(case_name) + "/" + type + "/y")) << case_name << "/" << type;
 }
@@ -215,9 +215,9 @@ double span(const float* x) {
 const std::vector<std::string> kCases = {"normal", "outliers", "zero_blocks", "ties",
                                          "tiny",   "huge",     "negative_max", "real"};
 
-// gguf.quants has no Q4_K / Q6_K / Q8_K quantiser; beside llama.cpp's bytes (above) the round trip
-// keeps each value within a step of its super-block's grid, and the RMS error is no worse than that of
-// the legacy type of as many bits (Q4_1 for Q4_K, Q5_1 for Q6_K). In "huge" the legacy types' f16
+// gguf.quants has no K-type quantiser; beside llama.cpp's bytes (above) the round trip keeps each
+// value within a step of its super-block's grid, and the RMS error is no worse than that of the type
+// of as many bits (Q4_1 for Q4_K, Q4_K for Q5_K, Q5_1 for Q6_K). In "huge" the legacy types' f16
 // scales overflow (inf), and so does Q4_K's dmin = max min / 63 (as in llama.cpp).
 TEST(QuantRows, KTypesRoundTripWithinTheirError) {
   for (const std::string& c : kCases) {
@@ -228,6 +228,10 @@ TEST(QuantRows, KTypesRoundTripWithinTheirError) {
       const RoundTrip q4_k = round_trip(QuantType::q4_k, x, [](const float* s) { return span(s) / 15; });
       EXPECT_LE(q4_k.worst_over_bound, 1.0) << c << ": Q4_K error beyond one step of span / 15";
       EXPECT_LE(q4_k.relative_rms, round_trip(QuantType::q4_1, x, absmax).relative_rms) << c << ": Q4_K vs Q4_1";
+      // Q5_K: Q4_K's with 32 levels, a step of at most span / 31, and no worse than Q4_K
+      const RoundTrip q5_k = round_trip(QuantType::q5_k, x, [](const float* s) { return span(s) / 31; });
+      EXPECT_LE(q5_k.worst_over_bound, 1.0) << c << ": Q5_K error beyond one step of span / 31";
+      EXPECT_LE(q5_k.relative_rms, q4_k.relative_rms) << c << ": Q5_K vs Q4_K";
     }
     // Q6_K: levels -32..31 of the group's scale, which is at most absmax / 32 (rounded to 8 bits)
     const RoundTrip q6_k = round_trip(QuantType::q6_k, x, [](const float* s) { return absmax(s) / 32; });
@@ -268,17 +272,17 @@ TEST(QuantRows, Q8KHoldsItsScaleAndGroupSums) {
   }
 }
 
-// A zero super-block quantises to zeros: Q6_K's block is all zero bytes (llama.cpp's memset), Q4_K's
-// d and dmin are 0, Q8_K's d and q are 0; each dequantises to zeros (Q6_K's to -0: 0 * (0 - 32)).
+// A zero super-block quantises to zeros: Q6_K's and Q3_K's blocks are all zero bytes, Q4_K's and
+// Q5_K's d and dmin are 0, Q8_K's d and q are 0; each dequantises to zeros (Q6_K's to -0: 0 * (0 - 32)).
 TEST(QuantRows, ZeroSuperBlocksOfKTypesAreZero) {
   const std::vector<float> zeros(cpu::kQK_K, 0.0f);
-  for (QuantType type : {QuantType::q4_k, QuantType::q6_k, QuantType::q8_k}) {
+  for (QuantType type : {QuantType::q4_k, QuantType::q6_k, QuantType::q8_k, QuantType::q5_k, QuantType::q3_k}) {
     std::vector<uint8_t> blocks(quant_row_bytes(type, cpu::kQK_K), 0xab);
     cpu::quantize_row(type, zeros.data(), blocks.data(), cpu::kQK_K);
     std::vector<float> y(cpu::kQK_K, 1.0f);
     cpu::dequantize_row(type, blocks.data(), y.data(), cpu::kQK_K);
     for (float v : y) ASSERT_EQ(v, 0.0f) << quant_type_name(type);
-    if (type != QuantType::q4_k) {
+    if (type != QuantType::q4_k && type != QuantType::q5_k) {
       EXPECT_EQ(std::count(blocks.begin(), blocks.end(), 0), static_cast<long>(blocks.size())) << quant_type_name(type);
     }
   }
@@ -294,7 +298,8 @@ TEST(QuantizedTensor, QuantizeAndDequantizeAWholeTensorAsTheOracle) {
   const QuantFixture& fixture = QuantFixture::get();
   const FixtureArray& x = fixture.at("ties/x");  // two rows
   ASSERT_EQ(x.rows, 2);
-  for (const char* name : {"f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_k", "q6_k", "q8_k", "q8_1"}) {
+  for (const char* name : {"f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_k", "q6_k", "q5_k", "q3_k", "q8_k",
+                           "q8_1"}) {
     const FixtureArray& expected = fixture.at(std::string("ties/") + name);
     const QuantizedTensor q = quantize(tensor_of(x), expected.type);
     ASSERT_EQ(q.nbytes(), expected.bytes.size()) << name;

@@ -2,17 +2,19 @@
 """Bit-exact fixtures for the weight types' quantise / dequantise rows (tests/ops/test_quant_rows.cpp).
 
 The oracle is the `gguf` Python package's reference, gguf.quants (pinned in scripts/install-python.sh):
-it quantises f16, bf16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and dequantises all of those and Q4_K, Q6_K.
-gguf.quants cannot quantise Q4_K / Q6_K / Q8_K / Q8_1; for those the oracle is llama.cpp's own
-quantize_row_*_ref, called through ctypes in the libggml-base of a llama-cpp-python install
-(tools/llamacpp/install.sh: --llamacpp, else $LLAMACPP_VENV, else .venv-llamacpp). The C++ test expects
+it quantises f16, bf16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and dequantises all of those and Q3_K to Q6_K.
+gguf.quants cannot quantise Q3_K / Q4_K / Q5_K / Q6_K / Q8_K / Q8_1; for those the oracle is llama.cpp's
+own quantize_row_*_ref, called through ctypes in a libggml-base (a llama-cpp-python install made by
+tools/llamacpp/install.sh, or the bin/ of tools/peers/build_llamacpp.sh: --llamacpp, else $LLAMACPP_VENV,
+else .venv-llamacpp). The C++ test expects
 those bytes, so the script refuses to run without it; with it, it also checks that llama.cpp's
 reference gives gguf.quants' bytes for the types both quantise.
 
 Run (re-runnable; same numpy / gguf / llama.cpp versions -> byte-identical file):
     bash tools/llamacpp/install.sh            # once: builds llama.cpp into .venv-llamacpp (10-30 minutes)
     make quant-fixtures                       # = scripts/install-python.sh + .venv/bin/python <this script>
-    (any Python with numpy and gguf==0.19.0 works: python3 tools/quant/make_quant_fixtures.py --llamacpp VENV)
+    (any Python with numpy and gguf==0.19.0 works: python3 tools/quant/make_quant_fixtures.py --llamacpp VENV,
+     or --llamacpp .cache/peers/llamacpp/bin)
 
 Output: tests/fixtures/quant/quants.bin, a list of named arrays:
     b"NFQUANT1", u32 length + JSON metadata (versions, seed, cases), u32 count, then per array
@@ -45,7 +47,8 @@ SEED = 20240622
 COLS = 256  # one Q4_K / Q6_K super-block, eight 32-value blocks
 
 SMALL = {"f16": T.F16, "bf16": T.BF16, "q8_0": T.Q8_0, "q4_0": T.Q4_0, "q4_1": T.Q4_1, "q5_0": T.Q5_0, "q5_1": T.Q5_1}
-K_TYPES = {"q4_k": T.Q4_K, "q6_k": T.Q6_K}  # gguf dequantises them; llama.cpp quantises them
+# gguf dequantises them; llama.cpp quantises them (new types go last: the random draws of the others stay)
+K_TYPES = {"q4_k": T.Q4_K, "q6_k": T.Q6_K, "q5_k": T.Q5_K, "q3_k": T.Q3_K}
 ACTIVATIONS = {"q8_k": (15, 256, 292), "q8_1": (9, 32, 36)}  # GGUF number, block size and bytes: llama.cpp only
 SIZES = {**{int(t): gguf.GGML_QUANT_SIZES[t] for t in list(SMALL.values()) + list(K_TYPES.values())},
          0: (1, 4), **{t: (block, size) for t, block, size in ACTIVATIONS.values()}}
@@ -218,7 +221,8 @@ def random_blocks(rng, qtype, n_blocks):
             nan = ((bits & 0x7f80) == 0x7f80) & ((bits & 0x007f) != 0)
         bits[nan] &= 0xff80 if qtype == T.BF16 else 0xfc00  # NaN -> inf of the same sign
         return raw
-    scale_at = {T.Q8_0: [0], T.Q4_0: [0], T.Q5_0: [0], T.Q4_1: [0, 2], T.Q5_1: [0, 2], T.Q4_K: [0, 2], T.Q6_K: [208]}
+    scale_at = {T.Q8_0: [0], T.Q4_0: [0], T.Q5_0: [0], T.Q4_1: [0, 2], T.Q5_1: [0, 2], T.Q4_K: [0, 2], T.Q6_K: [208],
+                T.Q5_K: [0, 2], T.Q3_K: [108]}
     for i, at in enumerate(scale_at[qtype]):
         raw[:, at:at + 2] = random_f16(rng, n_blocks, rotate=2 * i)
     return raw
@@ -229,6 +233,8 @@ def random_blocks(rng, qtype, n_blocks):
 def find_libggml(explicit: str | None) -> Path | None:
     if explicit and os.path.isfile(explicit):
         return Path(explicit)
+    if explicit and os.path.isfile(os.path.join(explicit, "libggml-base.so")):  # a folder holding it
+        return Path(explicit) / "libggml-base.so"
     venvs = [explicit] if explicit else [os.environ.get("LLAMACPP_VENV"), str(ROOT / ".venv-llamacpp")]
     for venv in filter(None, venvs):
         pattern = os.path.join(venv, "lib", "python3*", "site-packages", "llama_cpp", "lib", "libggml-base.so")
@@ -253,6 +259,9 @@ class LlamaCpp:
             if fn is not None:
                 fn.restype = ctypes.c_char_p
                 self.version += " " + fn().decode()
+        origin = path.parent.parent / "ORIGIN"  # tools/peers/build_llamacpp.sh's record of its commit
+        if origin.exists():
+            self.version += ", " + " ".join(origin.read_text().split()[:2])
         version_file = path.parents[1] / "__init__.py"  # llama_cpp/__init__.py beside llama_cpp/lib/
         if version_file.exists():
             for line in version_file.read_text().splitlines():
@@ -296,7 +305,8 @@ def write(path: Path, meta: dict, arrays: list[tuple[str, int, int, int, np.ndar
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=str(ROOT / "tests/fixtures/quant/quants.bin"), help="the fixture file to write")
-    ap.add_argument("--llamacpp", help="a llama-cpp-python venv, or its libggml-base.so "
+    ap.add_argument("--llamacpp", help="a llama-cpp-python venv, its libggml-base.so, or a folder holding one "
+                    "(tools/peers/build_llamacpp.sh's bin/) "
                     "(default: $LLAMACPP_VENV, then .venv-llamacpp)")
     args = ap.parse_args()
     out = Path(args.out)
@@ -305,7 +315,7 @@ def main() -> None:
     lib_path = find_libggml(args.llamacpp)
     if lib_path is None:
         sys.exit("no llama.cpp found (--llamacpp, $LLAMACPP_VENV, .venv-llamacpp): its quantize_row_*_ref is "
-                 "the oracle of Q4_K, Q6_K, Q8_K and Q8_1; build it with tools/llamacpp/install.sh")
+                 "the oracle of the K types, Q8_K and Q8_1; build it with tools/llamacpp/install.sh")
     llama = LlamaCpp(lib_path)
 
     np.seterr(all="ignore")  # scales that overflow f16 (case huge, random inf) are meant

@@ -29,6 +29,7 @@
 // refused naming the option (MoE, QK-norm, softcaps, ...); quantised weights are written as they
 // are held (models/quantize.h), everything else as f32; the tokenizer embedded when one is given.
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "nanoformer/io/gguf.h"
@@ -45,6 +46,9 @@ struct GGUFSaveOptions {
   // are); "" writes tokenizer.ggml.model "none" (ids only, as llama.cpp loads a model without a
   // vocabulary).
   std::string tokenizer = {};
+  // general.file_type (llama.cpp's llama_ftype: models::llama_file_type of the spec that quantised the
+  // model); unset: the type most block weights have (Q4_K -> Q4_K_S, ...)
+  std::optional<uint32_t> file_type = {};
 };
 // Writes `model` to `path` (atomically). Throws naming what GGUF's llama / gpt2 cannot express.
 void save_gguf(const models::DecoderLM& model, const std::string& path, const GGUFSaveOptions& options = {});

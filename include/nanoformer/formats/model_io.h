@@ -16,6 +16,7 @@
 //     weights as the model holds them, gguf_checkpoint.h);
 //     hf, minimind and minimind-hf folders are sharded when SaveOptions says so.
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,8 @@ struct SaveOptions {
   int64_t max_shard_bytes = 0;
   // gguf: a tokenizer file to embed (tokenizer.json, or a .gguf's tokenizer); "" = none.
   std::string tokenizer = {};
+  // gguf: general.file_type (llama.cpp's llama_ftype); unset: the one of the blocks' main type
+  std::optional<uint32_t> gguf_file_type = {};
 };
 // Throws nf::Error naming an unknown format (and the known ones), a format that cannot hold the
 // model's architecture, what the format cannot express, or a shard size for a format without shards.

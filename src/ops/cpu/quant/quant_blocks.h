@@ -72,6 +72,32 @@ struct BlockQ6_K {
   int8_t scales[kQK_K / 16];
   uint16_t d;            // f16
 };
+// Q5_K: Q4_K with a fifth bit, q in [0, 31]: x = (d * sc[j]) * q - dmin * mn[j] over sub-blocks j of 32,
+// scales and mins packed as Q4_K's; qs as Q4_K's nibbles (group g: sub-block 2g low, 2g+1 high), the
+// fifth bit of value l of sub-block j is bit j of qh[l].
+// Quantising (llama.cpp's reference): Q4_K's fit with nmax 31 and 16 trial scales (rmin -0.5, step 0.1);
+// then q = clamp(nearest((x + dmin * mn) / (d * sc)), 0, 31).
+struct BlockQ5_K {
+  uint16_t d, dmin;      // f16
+  uint8_t scales[12];
+  uint8_t qh[kQK_K / 8];
+  uint8_t qs[kQK_K / 2];
+};
+// Q3_K: 16 sub-blocks of 16, a 6-bit scale each stored as sc + 32;  x = (d * sc[j]) * q, q in [-4, 3]:
+// q + 4's 2 low bits in qs, its third bit in hmask. Value 128h + 32k + l (h < 2, k < 4, l < 32) has its
+// low bits in qs[32h + l] >> 2k, its high bit in hmask[l] >> (4h + k). `scales` (12 bytes): bytes 0-7
+// hold the low nibbles of sc + 32 for j < 8 (low nibble of byte j) and j >= 8 (high nibble of byte
+// j - 8); the top 2 bits of sc[j] + 32 at bits 2(j / 4) of byte 8 + j % 4.
+// Quantising (llama.cpp's reference): per sub-block the levels of s = -4 / max (max: signed absmax),
+// improved by up to 5 sweeps moving one level at a time while sum(w x l)^2 / sum(w l^2) grows (w = x^2),
+// the scale sum(w x l) / sum(w l^2); d = smax / -32 (smax: the scale of largest magnitude),
+// sc = clamp(nearest(s / d), -32, 31); then q = clamp(nearest(x / (d * sc)), -4, 3).
+struct BlockQ3_K {
+  uint8_t hmask[kQK_K / 8];
+  uint8_t qs[kQK_K / 4];
+  uint8_t scales[12];
+  uint16_t d;            // f16
+};
 // Q8_K (activations only, the partner of the K types): d = 1 / (-127 / max) as f32 (0 when max = 0),
 // q = min(127, nearest(x * (-127 / max))), bsums[i] = sum of q over the i-th group of 16;  x = d * q.
 struct BlockQ8_K {
@@ -83,5 +109,6 @@ struct BlockQ8_K {
 static_assert(sizeof(BlockQ8_0) == 34 && sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20);
 static_assert(sizeof(BlockQ5_0) == 22 && sizeof(BlockQ5_1) == 24 && sizeof(BlockQ8_1) == 36);
 static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ6_K) == 210 && sizeof(BlockQ8_K) == 292);
+static_assert(sizeof(BlockQ5_K) == 176 && sizeof(BlockQ3_K) == 110);
 
 }  // namespace nf::cpu

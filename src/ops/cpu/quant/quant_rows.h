@@ -1,8 +1,9 @@
 #pragma once
 // Quantising and dequantising rows of every weight type (core/quant_type.h), bit-identical to the
 // reference of gguf.quants, and to llama.cpp's quantize_row_*_ref for the types gguf.quants cannot
-// quantise (Q4_K, Q6_K, Q8_K, Q8_1); src/ops/cpu/quant/quant_blocks.h gives each formula. n is a multiple of
-// the block size. Each type's quantiser and dequantiser (quant_rows.cpp, declared in type_kernels.h)
+// quantise (Q3_K to Q6_K, Q8_K, Q8_1); src/ops/cpu/quant/quant_blocks.h gives each formula. n is a multiple
+// of the block size. Each type's quantiser and dequantiser (quant_rows.cpp, quant_rows_k.cpp, declared in
+// type_kernels.h)
 // is reached through its entry in the traits table (type_traits.h), looked up once per call.
 // Tested against tools/quant/make_quant_fixtures.py's fixture (tests/ops/test_quant_rows.cpp).
 #include <cstdint>

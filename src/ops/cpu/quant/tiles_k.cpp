@@ -1,10 +1,12 @@
-// The decode product's tiles for the K types: super-blocks of 256 values (Q4_K, Q6_K) against x
-// quantised to Q8_K blocks (activation_quant.h), AVX2 or portable, up to 4 rows of x at once.
+// The decode product's tiles for the K types: super-blocks of 256 values (Q3_K, Q4_K, Q5_K, Q6_K)
+// against x quantised to Q8_K blocks (activation_quant.h), AVX2 or portable, up to 4 rows of x at once.
 // Q4_K: x = d sc_j q - dmin mn_j over sub-blocks j of 32, q in 0..15 (group g of 32 bytes of qs
 // holds sub-block 2g in its low nibbles, 2g + 1 in its high ones); its dot with a Q8_K block is
 //   d d_x sum_j sc_j sum_{i in j} q_i x_i  -  dmin d_x sum_j mn_j (sum of x over j).
 // Q6_K: x = d sc_j (q - 32) over sub-blocks j of 16, q in 0..63; the dot is
 //   d d_x (sum_j sc_j sum_{i in j} q_i x_i  -  32 sum_j sc_j (sum of x over j)).
+// Q5_K: Q4_K's with q in 0..31 (a fifth bit from qh). Q3_K: x = d sc_j (u - 4) over sub-blocks j
+// of 16, u in 0..7; the dot is Q6_K's with offset 4 and signed scales sc_j.
 // The sums of x per 16 are Q8_K's; all sums are integers until the last multiplication.
 #include <immintrin.h>
 
@@ -13,22 +15,12 @@
 
 #include "ops/cpu/quant/gemv_driver.h"
 #include "ops/cpu/quant/gemv_tile.h"
+#include "ops/cpu/quant/k_blocks.h"
 #include "ops/cpu/quant/type_kernels.h"
 #include "ops/cpu/quant/weight_blocks.h"
 
 namespace nf::cpu {
 namespace {
-
-// Q4_K's 12 bytes of 6-bit scales and mins -> 16 bytes, sc[0..7] then mn[0..7]: sub-blocks 0-3
-// keep the low 6 bits of bytes 0-3 (sc) and 4-7 (mn); 4-7 take the nibbles of bytes 8-11 with
-// the top 2 bits of bytes 0-3 (sc) and 4-7 (mn) above them.
-inline void q4_k_scales(const uint8_t* s, uint8_t* out) {
-  constexpr uint32_t kLow6 = 0x3f3f3f3f, kLow4 = 0x0f0f0f0f, kTop2 = 0x03030303;
-  const uint32_t a = load_u32(s), b = load_u32(s + 4), c = load_u32(s + 8);
-  const uint32_t words[4] = {a & kLow6, (c & kLow4) | (((a >> 6) & kTop2) << 4), b & kLow6,
-                             ((c >> 4) & kLow4) | (((b >> 6) & kTop2) << 4)};
-  std::memcpy(out, words, 16);
-}
 
 #if defined(__AVX2__) && defined(__FMA__)
 // int16 lane j of v (both 128-bit halves holding the same 8) in all 16 lanes
@@ -154,6 +146,118 @@ struct Q6_KW {
 #endif
 };
 
+struct Q5_KW {
+  using Block = BlockQ5_K;
+  static float dot_scalar(const Block& b, const int8_t* x, const int16_t* sums, float dx) {
+    uint8_t sm[16], q[256];
+    q4_k_scales(b.scales, sm);
+    q5_k_values(b, q);
+    int32_t sumi = 0, summ = 0;
+    for (int j = 0; j < 8; ++j) {
+      int32_t isum = 0;
+      for (int l = 0; l < 32; ++l) isum += q[32 * j + l] * x[32 * j + l];
+      sumi += sm[j] * isum;
+      summ += sm[8 + j] * (sums[2 * j] + sums[2 * j + 1]);
+    }
+    return f16_to_float(b.d) * dx * static_cast<float>(sumi) - f16_to_float(b.dmin) * dx * static_cast<float>(summ);
+  }
+#if defined(__AVX2__) && defined(__FMA__)
+  // Q4_K's block with the fifth bits: bit 2g (2g + 1) of qh's 32 bytes as 16 on the low (high) nibbles
+  template <int R>
+  [[gnu::always_inline]] static void block(const TileArgs& t, const Block& blk, int64_t b, __m256 (&acc)[R]) {
+    const QuantizedActivations& a = *t.a;
+    const __m256i nibble = _mm256_set1_epi8(0x0f), sixteen = _mm256_set1_epi8(0x10);
+    alignas(16) uint8_t sm[16];
+    q4_k_scales(blk.scales, sm);
+    const __m128i sm8 = _mm_load_si128(reinterpret_cast<const __m128i*>(sm));
+    const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm8));
+    const __m128i mn16 = _mm_cvtepu8_epi16(_mm_srli_si128(sm8, 8));
+    const float d = f16_to_float(blk.d), dmin = f16_to_float(blk.dmin);
+    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qh));
+    __m256i sumi[R];
+    for (int r = 0; r < R; ++r) sumi[r] = _mm256_setzero_si256();
+    for (int g = 0; g < 4; ++g) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qs + 32 * g));
+      // qh >> 2g: bit 0 -> sub-block 2g's fifth bit (shifted to 16), bit 1 -> 2g + 1's
+      const __m256i h = _mm256_srli_epi16(qh, 2 * g);
+      const __m256i lo = _mm256_or_si256(_mm256_and_si256(v, nibble), _mm256_and_si256(_mm256_slli_epi16(h, 4), sixteen));
+      const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), nibble),
+                                         _mm256_and_si256(_mm256_slli_epi16(h, 3), sixteen));
+      const __m256i s_lo = broadcast_i16(sc16, 2 * g), s_hi = broadcast_i16(sc16, 2 * g + 1);
+      for (int r = 0; r < R; ++r) {
+        const __m256i* x = reinterpret_cast<const __m256i*>(a.row_q(t.r0 + r) + b * 256 + 64 * g);
+        const __m256i p_lo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, _mm256_loadu_si256(x)), s_lo);
+        const __m256i p_hi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, _mm256_loadu_si256(x + 1)), s_hi);
+        sumi[r] = _mm256_add_epi32(sumi[r], _mm256_add_epi32(p_lo, p_hi));
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      const float dx = a.row_d(t.r0 + r)[b];
+      const __m128i* sums = reinterpret_cast<const __m128i*>(a.row_sums(t.r0 + r) + b * 16);
+      const __m128i per32 = _mm_hadd_epi16(_mm_loadu_si128(sums), _mm_loadu_si128(sums + 1));
+      const __m256i mins = _mm256_zextsi128_si256(_mm_madd_epi16(mn16, per32));
+      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * dx), _mm256_cvtepi32_ps(sumi[r]), acc[r]);
+      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(-dmin * dx), _mm256_cvtepi32_ps(mins), acc[r]);
+    }
+  }
+#endif
+};
+
+struct Q3_KW {
+  using Block = BlockQ3_K;
+  static float dot_scalar(const Block& b, const int8_t* x, const int16_t* sums, float dx) {
+    int8_t sc[16];
+    uint8_t u[256];
+    q3_k_scales(b.scales, sc);
+    q3_k_values(b, u);
+    int32_t sumi = 0;
+    for (int j = 0; j < 16; ++j) {
+      int32_t isum = 0;
+      for (int l = 0; l < 16; ++l) isum += u[16 * j + l] * x[16 * j + l];
+      sumi += sc[j] * (isum - 4 * sums[j]);
+    }
+    return f16_to_float(b.d) * dx * static_cast<float>(sumi);
+  }
+#if defined(__AVX2__) && defined(__FMA__)
+  // per half of 128: the four 32-value vectors of u = low 2 bits of qs | third bit of hmask << 2,
+  // maddubs with x, madd with their two sub-block scales; the offset as 4 sum_j sc_j sums_j
+  template <int R>
+  [[gnu::always_inline]] static void block(const TileArgs& t, const Block& blk, int64_t b, __m256 (&acc)[R]) {
+    const QuantizedActivations& a = *t.a;
+    const __m256i three = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4);
+    alignas(16) int8_t sc[16];
+    q3_k_scales(blk.scales, sc);
+    const __m128i sc8 = _mm_load_si128(reinterpret_cast<const __m128i*>(sc));
+    const __m256i hm = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.hmask));
+    __m256i sumi[R];
+    for (int r = 0; r < R; ++r) sumi[r] = _mm256_setzero_si256();
+    for (int h = 0; h < 2; ++h) {
+      const __m256i qs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qs + 32 * h));
+      for (int k = 0; k < 4; ++k) {
+        const int bit = 4 * h + k;
+        const __m256i low = _mm256_and_si256(_mm256_srli_epi16(qs, 2 * k), three);
+        // bit `bit` of each hmask byte moved to bit 2
+        const __m256i high = _mm256_and_si256(bit >= 2 ? _mm256_srli_epi16(hm, bit - 2) : _mm256_slli_epi16(hm, 2 - bit), four);
+        const __m256i u = _mm256_or_si256(low, high);
+        const __m256i s = scale_halves(sc8, 8 * h + 2 * k);
+        for (int r = 0; r < R; ++r) {
+          const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.row_q(t.r0 + r) + b * 256 + 128 * h + 32 * k));
+          sumi[r] = _mm256_add_epi32(sumi[r], _mm256_madd_epi16(_mm256_maddubs_epi16(u, x), s));
+        }
+      }
+    }
+    const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
+    const float d = f16_to_float(blk.d);
+    for (int r = 0; r < R; ++r) {
+      const __m256i sums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.row_sums(t.r0 + r) + b * 16));
+      const __m256i offset = _mm256_slli_epi32(_mm256_madd_epi16(sc16, sums), 2);
+      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * a.row_d(t.r0 + r)[b]), _mm256_cvtepi32_ps(_mm256_sub_epi32(sumi[r], offset)),
+                                  acc[r]);
+    }
+  }
+#endif
+};
+
 #if defined(__AVX2__) && defined(__FMA__)
 // the K types on AVX2: W::block adds each super-block's products for the tile's R rows, column by column
 template <class W, int R, int C, bool kPrefetch>
@@ -220,5 +324,7 @@ void gemv_k(std::span<TileArgs> bases, int64_t m, bool scalar) {
 
 void gemv_q4_k(std::span<TileArgs> bases, int64_t m, bool scalar) { gemv_k<Q4_KW>(bases, m, scalar); }
 void gemv_q6_k(std::span<TileArgs> bases, int64_t m, bool scalar) { gemv_k<Q6_KW>(bases, m, scalar); }
+void gemv_q5_k(std::span<TileArgs> bases, int64_t m, bool scalar) { gemv_k<Q5_KW>(bases, m, scalar); }
+void gemv_q3_k(std::span<TileArgs> bases, int64_t m, bool scalar) { gemv_k<Q3_KW>(bases, m, scalar); }
 
 }  // namespace nf::cpu

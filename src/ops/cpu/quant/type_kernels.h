@@ -4,7 +4,7 @@
 // new type is its kernels here plus one entry there. (activation_quant.cpp also calls the Q8_0 and
 // Q8_K quantisers by name: they are its portable form.)
 //   quantize_T / dequantize_T  nb blocks (nb values for the float types), the reference formulas
-//                              of quant_blocks.h, bit-identical to gguf.quants / llama.cpp (quant_rows.cpp)
+//                              of quant_blocks.h, bit-identical to gguf.quants / llama.cpp (quant_rows.cpp, quant_rows_k.cpp)
 //   gemv_T                     decode's product: tiles_q32.cpp, tiles_k.cpp, tiles_float.cpp
 //   gemm_T                     prefill's integer GEMM (quant_gemm.cpp)
 #include <cstdint>
@@ -28,6 +28,8 @@ void quantize_q5_0(const float* x, void* blocks, int64_t nb);
 void quantize_q5_1(const float* x, void* blocks, int64_t nb);
 void quantize_q4_k(const float* x, void* blocks, int64_t nb);
 void quantize_q6_k(const float* x, void* blocks, int64_t nb);
+void quantize_q5_k(const float* x, void* blocks, int64_t nb);
+void quantize_q3_k(const float* x, void* blocks, int64_t nb);
 void quantize_q8_k(const float* x, void* blocks, int64_t nb);
 void dequantize_f32(const void* blocks, float* y, int64_t nb);
 void dequantize_f64(const void* blocks, float* y, int64_t nb);
@@ -41,6 +43,8 @@ void dequantize_q5_0(const void* blocks, float* y, int64_t nb);
 void dequantize_q5_1(const void* blocks, float* y, int64_t nb);
 void dequantize_q4_k(const void* blocks, float* y, int64_t nb);
 void dequantize_q6_k(const void* blocks, float* y, int64_t nb);
+void dequantize_q5_k(const void* blocks, float* y, int64_t nb);
+void dequantize_q3_k(const void* blocks, float* y, int64_t nb);
 void dequantize_q8_k(const void* blocks, float* y, int64_t nb);
 
 // y = x W^T for the m rows of x of each base (gemv_tile.h; x quantised first for the quantised
@@ -53,6 +57,8 @@ void gemv_q5_0(std::span<TileArgs> bases, int64_t m, bool scalar);
 void gemv_q5_1(std::span<TileArgs> bases, int64_t m, bool scalar);
 void gemv_q4_k(std::span<TileArgs> bases, int64_t m, bool scalar);
 void gemv_q6_k(std::span<TileArgs> bases, int64_t m, bool scalar);
+void gemv_q5_k(std::span<TileArgs> bases, int64_t m, bool scalar);
+void gemv_q3_k(std::span<TileArgs> bases, int64_t m, bool scalar);
 void gemv_f32(std::span<TileArgs> bases, int64_t m, bool scalar);
 void gemv_f16(std::span<TileArgs> bases, int64_t m, bool scalar);
 void gemv_bf16(std::span<TileArgs> bases, int64_t m, bool scalar);

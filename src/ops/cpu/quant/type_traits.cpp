@@ -25,6 +25,8 @@ constexpr QuantTypeTraits kTraits[] = {
     {QuantType::q5_1, quantize_q5_1, dequantize_q5_1, 32,      gemv_q5_1, nullptr},
     {QuantType::q4_k, quantize_q4_k, dequantize_q4_k, 256,     gemv_q4_k, nullptr},
     {QuantType::q6_k, quantize_q6_k, dequantize_q6_k, 256,     gemv_q6_k, nullptr},
+    {QuantType::q5_k, quantize_q5_k, dequantize_q5_k, 256,     gemv_q5_k, nullptr},
+    {QuantType::q3_k, quantize_q3_k, dequantize_q3_k, 256,     gemv_q3_k, nullptr},
     {QuantType::q8_k, quantize_q8_k, dequantize_q8_k, 0,       nullptr,   nullptr},
 };
 
