@@ -407,7 +407,7 @@ TEST(QuantActivations, BlocksEqualTheActivationsAtAnyThreadCount) {
   cpu::quantize_activations(x.data<float>(), k, m, k, 32, a);
   for (int threads : {1, 3}) {
     std::vector<cpu::BlockQ8_0> blocks(static_cast<size_t>(m * nb));
-    testing::at_threads(threads, [&] { cpu::quantize_activation_blocks(x.data<float>(), k, m, k, blocks.data()); return 0; });
+    testing::at_threads(threads, [&] { cpu::quantize_activation_blocks(x.data<float>(), k, m, k, 32, blocks.data()); return 0; });
     for (int64_t i = 0; i < m * nb; ++i) {
       ASSERT_EQ(blocks[i].d, float_to_f16_bits(a.d[i])) << "block " << i << " threads " << threads;
       ASSERT_EQ(std::memcmp(blocks[i].qs, a.q.data() + i * 32, 32), 0) << "block " << i << " threads " << threads;
@@ -485,9 +485,10 @@ TEST(QuantLinear, AgreesWithF32LinearWithinTheActivationQuantisationBound) {
     }
 }
 
-// Many rows (prefill): x quantised to Q8_0 once, then the integer GEMM (cpu::quant_gemm) for the
-// types it takes, which equals the f32 product of the Q8_0-rounded x and the dequantised W to f32
-// rounding; the other types take the dequantised f32 path, equal to linear on dequantize(W).
+// Many rows (prefill): x quantised once (Q8_0, or Q8_K for the K types), then the integer GEMM
+// (cpu::quant_gemm) for the types it takes, which equals the f32 product of the rounded x and the
+// dequantised W to f32 rounding; the other types take the dequantised f32 path, equal to linear on
+// dequantize(W).
 TEST(QuantLinear, ManyRowsTakeTheIntegerGEMMOrTheDequantisedPath) {
   std::mt19937 rng(8);
   Generator gen(8);
@@ -495,7 +496,8 @@ TEST(QuantLinear, ManyRowsTakeTheIntegerGEMMOrTheDequantisedPath) {
     const QuantizedTensor w = random_weight(type, 40, 256, rng);
     const Tensor x = randn({cpu::kQuantGemvMaxRows + 1, 256}, gen), b = randn({40}, gen);
     EXPECT_FALSE(cpu::quant_gemv_applies(x, w));
-    const Tensor rounded_x = cpu::quant_gemm_supports(type) ? dequantize(quantize(x, QuantType::q8_0)) : x;
+    const QuantType xtype = cpu::activation_block(type) == 256 ? QuantType::q8_k : QuantType::q8_0;
+    const Tensor rounded_x = cpu::quant_gemm_supports(type) ? dequantize(quantize(x, xtype)) : x;
     EXPECT_TENSOR_CLOSE(linear(x, w, b), linear(rounded_x, dequantize(w), b), 1e-4, 1e-4) << quant_type_name(type);
   }
 }

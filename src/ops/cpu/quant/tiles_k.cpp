@@ -13,22 +13,12 @@
 
 #include "ops/cpu/quant/gemv_driver.h"
 #include "ops/cpu/quant/gemv_tile.h"
+#include "ops/cpu/quant/k_blocks.h"  // q4_k_scales
 #include "ops/cpu/quant/type_kernels.h"
 #include "ops/cpu/quant/weight_blocks.h"
 
 namespace nf::cpu {
 namespace {
-
-// Q4_K's 12 bytes of 6-bit scales and mins -> 16 bytes, sc[0..7] then mn[0..7]: sub-blocks 0-3
-// keep the low 6 bits of bytes 0-3 (sc) and 4-7 (mn); 4-7 take the nibbles of bytes 8-11 with
-// the top 2 bits of bytes 0-3 (sc) and 4-7 (mn) above them.
-inline void q4_k_scales(const uint8_t* s, uint8_t* out) {
-  constexpr uint32_t kLow6 = 0x3f3f3f3f, kLow4 = 0x0f0f0f0f, kTop2 = 0x03030303;
-  const uint32_t a = load_u32(s), b = load_u32(s + 4), c = load_u32(s + 8);
-  const uint32_t words[4] = {a & kLow6, (c & kLow4) | (((a >> 6) & kTop2) << 4), b & kLow6,
-                             ((c >> 4) & kLow4) | (((b >> 6) & kTop2) << 4)};
-  std::memcpy(out, words, 16);
-}
 
 #if defined(__AVX2__) && defined(__FMA__)
 // int16 lane j of v (both 128-bit halves holding the same 8) in all 16 lanes
