@@ -1,5 +1,5 @@
 // Decoding's product over quantised weights (ops/cpu/quant/quant_gemv.h), y (m, n) = x (m, k) W^T,
-// beside the f32 matrix-vector kernel (ops/cpu/matmul/gemv.h), for W in f32, Q8_0 and Q4_0. Decoding is
+// beside the f32 matrix-vector kernel (ops/cpu/matmul/gemv.h), for W in f32, Q8_0, Q4_0, Q4_K and Q6_K. Decoding is
 // bound by the bytes of W read, so each case reports the GB/s of weight bytes against two limits:
 //   of_read  against a plain read of the same bytes (floats summed, the same threads and copies),
 //            timed call by call alternately with the product, so both meet the same machine;
@@ -177,6 +177,8 @@ void token(benchmark::State& state, QuantType type) {
 NF_QUANT_BENCH(f32)
 NF_QUANT_BENCH(q8_0)
 NF_QUANT_BENCH(q4_0)
+NF_QUANT_BENCH(q4_k)
+NF_QUANT_BENCH(q6_k)
 
 void matrix_shapes(benchmark::internal::Benchmark* b) {
   // minimind2-small: attention (512, 512), kv (128, 512), MLP (1408, 512) and (512, 1408), head (6400, 512);
@@ -189,6 +191,17 @@ void matrix_shapes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"n", "k", "m", "cold"})->UseRealTime();
 }
 
+// the shapes whose k is whole super-blocks of 256, for the K types
+void k_matrix_shapes(benchmark::internal::Benchmark* b) {
+  const int64_t shapes[][2] = {{512, 512}, {128, 512}, {1408, 512}, {6400, 512}, {768, 768}, {2304, 768}, {3072, 768}, {768, 3072}};
+  for (const auto& s : shapes) b->Args({s[0], s[1], 1, 1});
+  for (int64_t m : {1, 4}) b->Args({1408, 512, m, 0});
+  b->ArgNames({"n", "k", "m", "cold"})->UseRealTime();
+}
+
+// gpt2-124m alone for the K types (minimind2-small's MLP has 1,408 columns)
+void k_token_presets(benchmark::internal::Benchmark* b) { b->Arg(1)->ArgName("preset")->Unit(benchmark::kMillisecond)->UseRealTime(); }
+
 void token_presets(benchmark::internal::Benchmark* b) { b->Arg(0)->Arg(1)->ArgName("preset")->Unit(benchmark::kMillisecond)->UseRealTime(); }
 
 }  // namespace
@@ -199,6 +212,10 @@ BENCHMARK(BM_q4_0_matrix)->Apply(matrix_shapes);
 BENCHMARK(BM_f32_token)->Apply(token_presets);
 BENCHMARK(BM_q8_0_token)->Apply(token_presets);
 BENCHMARK(BM_q4_0_token)->Apply(token_presets);
+BENCHMARK(BM_q4_k_matrix)->Apply(k_matrix_shapes);
+BENCHMARK(BM_q6_k_matrix)->Apply(k_matrix_shapes);
+BENCHMARK(BM_q4_k_token)->Apply(k_token_presets);
+BENCHMARK(BM_q6_k_token)->Apply(k_token_presets);
 
 int main(int argc, char** argv) {
   benchmark::AddCustomContext("read_gb_per_s", std::to_string(read_bandwidth()));
