@@ -452,6 +452,28 @@ TEST(QuantLinear, TogetherEqualsEachAloneBitForBit) {
   }
 }
 
+// Weights of different types in one hand-off (a Q4_K q and k with a Q6_K v, as llama-quantize's
+// mixes make; and with a Q8_0 one, whose x is quantised apart): each output the bits linear gives alone.
+TEST(QuantLinear, MixedTypesTogetherEqualEachAloneBitForBit) {
+  std::mt19937 rng(12);
+  Generator gen(12);
+  const int64_t k = 512;
+  for (const auto& types : std::vector<std::vector<QuantType>>{{QuantType::q4_k, QuantType::q4_k, QuantType::q6_k},
+                                                              {QuantType::q4_k, QuantType::q6_k, QuantType::q8_0}}) {
+    std::vector<QuantizedTensor> weights;
+    for (size_t i = 0; i < types.size(); ++i) weights.push_back(random_weight(types[i], 40 + 9 * static_cast<int64_t>(i), k, rng));
+    const std::vector<const QuantizedTensor*> pointers{&weights[0], &weights[1], &weights[2]};
+    const std::vector<Tensor> biases(3);
+    for (int64_t m : {3, 40}) {
+      NoGradGuard no_grad;
+      const Tensor x = randn({1, m, k}, gen);
+      const std::vector<Tensor> together = linear_together(x, pointers, biases);
+      for (size_t i = 0; i < 3; ++i)
+        EXPECT_TENSOR_CLOSE(together[i], linear(x, weights[i]), 0.0, 0.0) << quant_type_name(types[i]) << " m " << m;
+    }
+  }
+}
+
 // Against the f32 linear on the dequantised weight: x^ - x per value is at most d (1/2 + 127 2^-11)
 // (q rounds to nearest: d/2; d itself rounds to f16, off by up to 2^-11 d, times |q| <= 127), so
 // |y_q - y_f32| <= sum over blocks of that times sum_{k in block} |w_k|, plus f32 rounding.
