@@ -445,7 +445,7 @@ TEST(QuantActivations, BlocksEqualTheActivationsAtAnyThreadCount) {
   cpu::quantize_activations(x.data<float>(), k, m, k, 32, a);
   for (int threads : {1, 3}) {
     std::vector<cpu::BlockQ8_0> blocks(static_cast<size_t>(m * nb));
-    testing::at_threads(threads, [&] { cpu::quantize_activation_blocks(x.data<float>(), k, m, k, blocks.data()); return 0; });
+    testing::at_threads(threads, [&] { cpu::quantize_activation_blocks(x.data<float>(), k, m, k, 32, blocks.data()); return 0; });
     for (int64_t i = 0; i < m * nb; ++i) {
       ASSERT_EQ(blocks[i].d, float_to_f16_bits(a.d[i])) << "block " << i << " threads " << threads;
       ASSERT_EQ(std::memcmp(blocks[i].qs, a.q.data() + i * 32, 32), 0) << "block " << i << " threads " << threads;
@@ -490,6 +490,28 @@ TEST(QuantLinear, TogetherEqualsEachAloneBitForBit) {
   }
 }
 
+// Weights of different types in one hand-off (a Q4_K q and k with a Q6_K v, as llama-quantize's
+// mixes make; and with a Q8_0 one, whose x is quantised apart): each output the bits linear gives alone.
+TEST(QuantLinear, MixedTypesTogetherEqualEachAloneBitForBit) {
+  std::mt19937 rng(12);
+  Generator gen(12);
+  const int64_t k = 512;
+  for (const auto& types : std::vector<std::vector<QuantType>>{{QuantType::q4_k, QuantType::q4_k, QuantType::q6_k},
+                                                              {QuantType::q4_k, QuantType::q6_k, QuantType::q8_0}}) {
+    std::vector<QuantizedTensor> weights;
+    for (size_t i = 0; i < types.size(); ++i) weights.push_back(random_weight(types[i], 40 + 9 * static_cast<int64_t>(i), k, rng));
+    const std::vector<const QuantizedTensor*> pointers{&weights[0], &weights[1], &weights[2]};
+    const std::vector<Tensor> biases(3);
+    for (int64_t m : {3, 40}) {
+      NoGradGuard no_grad;
+      const Tensor x = randn({1, m, k}, gen);
+      const std::vector<Tensor> together = linear_together(x, pointers, biases);
+      for (size_t i = 0; i < 3; ++i)
+        EXPECT_TENSOR_CLOSE(together[i], linear(x, weights[i]), 0.0, 0.0) << quant_type_name(types[i]) << " m " << m;
+    }
+  }
+}
+
 // Against the f32 linear on the dequantised weight: x^ - x per value is at most d (1/2 + 127 2^-11)
 // (q rounds to nearest: d/2; d itself rounds to f16, off by up to 2^-11 d, times |q| <= 127), so
 // |y_q - y_f32| <= sum over blocks of that times sum_{k in block} |w_k|, plus f32 rounding.
@@ -523,9 +545,10 @@ TEST(QuantLinear, AgreesWithF32LinearWithinTheActivationQuantisationBound) {
     }
 }
 
-// Many rows (prefill): x quantised to Q8_0 once, then the integer GEMM (cpu::quant_gemm) for the
-// types it takes, which equals the f32 product of the Q8_0-rounded x and the dequantised W to f32
-// rounding; the other types take the dequantised f32 path, equal to linear on dequantize(W).
+// Many rows (prefill): x quantised once (Q8_0, or Q8_K for the K types), then the integer GEMM
+// (cpu::quant_gemm) for the types it takes, which equals the f32 product of the rounded x and the
+// dequantised W to f32 rounding; the other types take the dequantised f32 path, equal to linear on
+// dequantize(W).
 TEST(QuantLinear, ManyRowsTakeTheIntegerGEMMOrTheDequantisedPath) {
   std::mt19937 rng(8);
   Generator gen(8);
@@ -533,7 +556,8 @@ TEST(QuantLinear, ManyRowsTakeTheIntegerGEMMOrTheDequantisedPath) {
     const QuantizedTensor w = random_weight(type, 40, 256, rng);
     const Tensor x = randn({cpu::kQuantGemvMaxRows + 1, 256}, gen), b = randn({40}, gen);
     EXPECT_FALSE(cpu::quant_gemv_applies(x, w));
-    const Tensor rounded_x = cpu::quant_gemm_supports(type) ? dequantize(quantize(x, QuantType::q8_0)) : x;
+    const QuantType xtype = cpu::activation_block(type) == 256 ? QuantType::q8_k : QuantType::q8_0;
+    const Tensor rounded_x = cpu::quant_gemm_supports(type) ? dequantize(quantize(x, xtype)) : x;
     EXPECT_TENSOR_CLOSE(linear(x, w, b), linear(rounded_x, dequantize(w), b), 1e-4, 1e-4) << quant_type_name(type);
   }
 }

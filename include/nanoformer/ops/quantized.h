@@ -23,7 +23,8 @@ Tensor dequantize_rows(const QuantizedTensor& weight, int64_t begin, int64_t end
 // Backward: dx = dy W (W dequantised), db = sum of dy; W gets no gradient.
 Tensor linear(const Tensor& x, const QuantizedTensor& weight, const Tensor& bias = {});
 // linear(x, *weights[i], biases[i]) for each i, with the same values. The products of one x (q, k
-// and v; gate and up) over weights of one type, when no gradient is recorded: x quantised once;
+// and v; gate and up) over weights of one type (or, for prefill, of types whose x is quantised
+// alike: a Q4_K q with a Q6_K v), when no gradient is recorded: x quantised once;
 // decoding's few rows in one hand-off between the threads, each taking its share of every weight.
 std::vector<Tensor> linear_together(const Tensor& x, std::span<const QuantizedTensor* const> weights,
                                     std::span<const Tensor> biases);

@@ -11,6 +11,7 @@
 #include "ops/cpu/quant/quant_gemm.h"
 #include "ops/cpu/quant/quant_gemv.h"
 #include "ops/cpu/quant/quant_rows.h"
+#include "ops/cpu/quant/type_traits.h"
 
 namespace nf::cpu {
 namespace {
@@ -20,16 +21,26 @@ void add_bias(const Tensor& y, const Tensor& bias) {
   if (bias.defined()) binary(BinaryOp::add, y, y, bias);
 }
 
-// x's rows (m, k), unit stride along k, quantised to Q8_0 blocks for quant_gemm
-std::vector<BlockQ8_0> quantized_activations(const Tensor& x) {
+// x's rows (m, k), unit stride along k, quantised for quant_gemm into the blocks a weight of
+// `wtype` takes (Q8_0's or Q8_K's, activation_block)
+struct QuantizedRows {
+  std::vector<BlockQ8_0> q8_0;
+  std::vector<BlockQ8_K> q8_k;
+  const void* data() const { return q8_0.empty() ? static_cast<const void*>(q8_k.data()) : q8_0.data(); }
+  void* data() { return q8_0.empty() ? static_cast<void*>(q8_k.data()) : q8_0.data(); }
+};
+QuantizedRows quantized_activations(const Tensor& x, QuantType wtype) {
   const profile::Scope timed("linear: quantise x");
-  std::vector<BlockQ8_0> xq(static_cast<size_t>(x.size(0) * (x.size(1) / kQK8_0)));
-  quantize_activation_blocks(x.data<float>(), x.stride(0), x.size(0), x.size(1), xq.data());
+  const int64_t block = activation_block(wtype), blocks = x.size(0) * (x.size(1) / block);
+  QuantizedRows xq;
+  if (block == kQK8_0) xq.q8_0.resize(static_cast<size_t>(blocks));
+  else xq.q8_k.resize(static_cast<size_t>(blocks));
+  quantize_activation_blocks(x.data<float>(), x.stride(0), x.size(0), x.size(1), block, xq.data());
   return xq;
 }
 
 // y = xq W^T + b on the register-blocked integer GEMM
-void gemm_rows(const Tensor& y, const std::vector<BlockQ8_0>& xq, int64_t m, const QuantizedTensor& w, const Tensor& bias) {
+void gemm_rows(const Tensor& y, const QuantizedRows& xq, int64_t m, const QuantizedTensor& w, const Tensor& bias) {
   quant_gemm(w.type(), w.data(), w.rows(), w.cols(), xq.data(), m, y.data<float>(), w.rows());
   add_bias(y, bias);
 }
@@ -51,7 +62,7 @@ void linear(std::span<const GemvProduct> products, const Tensor& x) {
 
 void quant_linear(const Tensor& y, const Tensor& x, const QuantizedTensor& weight, const Tensor& bias) {
   if (quant_gemv_applies(x, weight)) return quant_linear_gemv(y, x, weight, bias);
-  if (quant_gemm_supports(weight.type())) return gemm_rows(y, quantized_activations(x), x.size(0), weight, bias);
+  if (quant_gemm_supports(weight.type())) return gemm_rows(y, quantized_activations(x, weight.type()), x.size(0), weight, bias);
   const Tensor w = Tensor::empty({weight.rows(), weight.cols()});
   dequantize_rows(w, weight, 0, weight.rows());
   linear(y, x, w, bias);
@@ -61,13 +72,14 @@ void quant_linear(std::span<const QuantGemvProduct> products, const Tensor& x) {
   const bool few_rows = x.size(0) <= kQuantGemvMaxRows;
   bool gemv = few_rows, gemm = !few_rows;
   for (const QuantGemvProduct& p : products) {
-    const bool same_type = p.weight->type() == products[0].weight->type();
-    gemv = gemv && same_type && quant_gemv_applies(x, *p.weight);
-    gemm = gemm && same_type && quant_gemm_supports(p.weight->type());
+    const QuantType type = p.weight->type(), first = products[0].weight->type();
+    gemv = gemv && type == first && quant_gemv_applies(x, *p.weight);
+    // (types whose activations are quantised alike share x's blocks: a Q4_K q with a Q6_K v)
+    gemm = gemm && quant_gemm_supports(type) && activation_block(type) == activation_block(first);
   }
   if (gemv) return quant_linear_gemv(products, x);
   if (gemm) {
-    const std::vector<BlockQ8_0> xq = quantized_activations(x);
+    const QuantizedRows xq = quantized_activations(x, products[0].weight->type());
     for (const QuantGemvProduct& p : products) gemm_rows(*p.y, xq, x.size(0), *p.weight, *p.bias);
     return;
   }

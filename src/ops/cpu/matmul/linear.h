@@ -4,7 +4,8 @@
 //   f32 W:       a few f32 rows (decoding)   -> the matrix-vector kernel (gemv.h), W streamed once
 //                otherwise                   -> the GEMM (matmul.h), then + b
 //   quantised W: a few rows, a type with a product -> the quantised matrix-vector kernel (quant_gemv.h)
-//                a type the integer GEMM takes     -> x quantised to Q8_0 once, the integer GEMM (quant_gemm.h)
+//                a type the integer GEMM takes     -> x quantised once (Q8_0, or Q8_K for the K types),
+//                                                     the integer GEMM (quant_gemm.h)
 //                otherwise                         -> W dequantised, then as an f32 W
 #include <span>
 

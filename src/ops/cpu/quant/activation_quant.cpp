@@ -160,19 +160,33 @@ void quantize_activations(const float* x, int64_t ldx, int64_t rows, int64_t col
     }
 }
 
-void quantize_activation_blocks(const float* x, int64_t ldx, int64_t rows, int64_t cols, BlockQ8_0* out) {
-  NF_CHECK(cols % kQK8_0 == 0, "quantize_activation_blocks: ", cols, " values are not whole blocks of ", kQK8_0);
-  const int64_t nb = cols / kQK8_0;
+void quantize_activation_blocks(const float* x, int64_t ldx, int64_t rows, int64_t cols, int64_t block, void* out) {
+  NF_CHECK(block == kQK8_0 || block == kQK_K, "quantize_activation_blocks: block ", block, " is not 32 or 256");
+  NF_CHECK(cols % block == 0, "quantize_activation_blocks: ", cols, " values are not whole blocks of ", block);
+  const int64_t nb = cols / block;
   parallel_for(rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(cols, 1)), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
+      const float* row = x + r * ldx;
+      if (block == kQK8_0) {
+        BlockQ8_0* blocks = static_cast<BlockQ8_0*>(out) + r * nb;
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-      for (int64_t b = 0; b < nb; ++b) {
-        BlockQ8_0& block = out[r * nb + b];
-        block.d = _cvtss_sh(quantize_q8_0_avx2(x + r * ldx + b * kQK8_0, kQK8_0, block.qs, nullptr), _MM_FROUND_TO_NEAREST_INT);
-      }
+        for (int64_t b = 0; b < nb; ++b)
+          blocks[b].d = _cvtss_sh(quantize_q8_0_avx2(row + b * kQK8_0, kQK8_0, blocks[b].qs, nullptr), _MM_FROUND_TO_NEAREST_INT);
 #else
-      quantize_q8_0(x + r * ldx, out + r * nb, nb);  // the reference: the same bits
+        quantize_q8_0(row, blocks, nb);  // the reference: the same bits
 #endif
+      } else {
+        BlockQ8_K* blocks = static_cast<BlockQ8_K*>(out) + r * nb;
+#if defined(__AVX2__) && defined(__FMA__)
+        for (int64_t b = 0; b < nb; ++b) {
+          int32_t sums16[kQK_K / 16];
+          blocks[b].d = quantize_q8_k_avx2(row + b * kQK_K, kQK_K, blocks[b].qs, sums16);
+          for (int g = 0; g < kQK_K / 16; ++g) blocks[b].bsums[g] = static_cast<int16_t>(sums16[g]);
+        }
+#else
+        quantize_q8_k(row, blocks, nb);  // the reference: the same bits
+#endif
+      }
     }
   });
 }

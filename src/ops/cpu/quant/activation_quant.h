@@ -33,8 +33,9 @@ struct QuantizedActivations {
 void quantize_activations(const float* x, int64_t ldx, int64_t rows, int64_t cols, int64_t block,
                           QuantizedActivations& out, bool scalar = false);
 
-// The same quantisation into Q8_0 blocks (d as f16, the value quantize_activations rounds it to),
-// threaded over rows: the x of quant_gemm (prefill).
-void quantize_activation_blocks(const float* x, int64_t ldx, int64_t rows, int64_t cols, BlockQ8_0* out);
+// The same quantisation into blocks of `block` values, threaded over rows: the x of quant_gemm
+// (prefill). 32: BlockQ8_0 (d as f16, the value quantize_activations rounds it to); 256: BlockQ8_K
+// (quantize_row(q8_k)'s bits). `out` holds rows * cols / block of them.
+void quantize_activation_blocks(const float* x, int64_t ldx, int64_t rows, int64_t cols, int64_t block, void* out);
 
 }  // namespace nf::cpu

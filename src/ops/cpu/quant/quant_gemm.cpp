@@ -5,11 +5,12 @@
 // the 8 rows' partial dots into 16 i16 lanes: 32 multiply-adds an instruction, where an f32 FMA
 // does 8. A tile is 6 rows of x by one panel; per block its integer dots are scaled by
 // d_x * d_w (8 lanes) into f32 accumulators.
-//  - Q4_0, Q5_0, Q4_1: the stored integers u (4 or 5 bits) are the unsigned operand and x the
+//  - Q4_0, Q5_0, Q4_1, Q5_1: the stored integers u (4 or 5 bits) are the unsigned operand and x the
 //    signed one; each i16 lane starts at -o sum x over its 16 positions (o = 8, 16, 0: the
 //    offset in w = d (u - o)) and collects the whole block, ending at sum (u - o) x, at most
 //    16 * 16 * 127 in size: exact in i16 (additions wrap; only the result must fit). Q4_1's
-//    w = d u + m adds m * (d_x sum q_x) per block.
+//    w = d u + m adds m * (d_x sum q_x) per block. Q5_1 (w = d u + m, u < 32) sums (u - 16) x
+//    in i16 and adds 16 sum x back in i32.
 //  - Q8_0: both operands are signed, so |w| is the unsigned operand and x takes w's sign
 //    (_mm256_sign_epi8); a pair of products reaches 2 * 128 * 127, so each group goes to i32
 //    (_mm256_madd_epi16). Splitting w into two nibble planes instead (two maddubs, i16 sums)
@@ -103,11 +104,17 @@ struct XBlockInfo {
   int32_t start, sum;
 };
 
+// The offset the AVX2 tile's i16 lanes take off: the type's, except Q5_1's (0) where 16 products
+// of up to 31 * 127 would overflow i16; there the lanes sum (u - 16) x and 16 sum x is added back
+// in i32 after.
+template <class W>
+constexpr int32_t kI16Offset = W::kBits == 5 ? 16 : W::kOffset;
+
 template <class W>
 XBlockInfo x_block_info(const BlockQ8_0& x) {
   int32_t low = 0, high = 0;
   for (int t = 0; t < kQK8_0; ++t) (t % 4 < 2 ? low : high) += x.qs[t];
-  const auto half = [](int32_t sum) { return static_cast<uint32_t>(static_cast<uint16_t>(-W::kOffset * sum)); };
+  const auto half = [](int32_t sum) { return static_cast<uint32_t>(static_cast<uint16_t>(-kI16Offset<W> * sum)); };
   const float d = f16_to_float(x.d);
   return {d, d * static_cast<float>(low + high), static_cast<int32_t>(half(low) | (half(high) << 16)), low + high};
 }
@@ -158,7 +165,9 @@ template <class W, int R, class Dot>
     const __m256 dw = _mm256_load_ps(panel[b].d);
     NF_UNROLL for (int i = 0; i < R; ++i) {
       const XBlockInfo& xb = xinfo[i * ldx + b];
-      const __m256i sum = kI16 ? _mm256_madd_epi16(dot[i], ones) : dot[i];
+      __m256i sum = kI16 ? _mm256_madd_epi16(dot[i], ones) : dot[i];
+      if constexpr (kI16 && kI16Offset<W> != W::kOffset)
+        sum = _mm256_add_epi32(sum, _mm256_set1_epi32((kI16Offset<W> - W::kOffset) * xb.sum));
       acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(_mm256_set1_ps(xb.d), dw), acc[i]);
       if constexpr (W::kMin) acc[i] = _mm256_fmadd_ps(_mm256_load_ps(panel[b].m), _mm256_set1_ps(xb.s), acc[i]);
     }
@@ -411,34 +420,38 @@ void gemm_vnni(const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t
 }
 
 template <class W>
-void gemm(const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t m, float* y, int64_t ldy) {
-  if (int8_isa() == Int8Isa::avx512_vnni) return gemm_vnni<W>(w, n, k, xq, m, y, ldy);
-  gemm_avx2<W>(w, n, k, xq, m, y, ldy);
+void gemm(const void* w, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) {
+  const auto* x = static_cast<const BlockQ8_0*>(xq);
+  if (int8_isa() == Int8Isa::avx512_vnni) return gemm_vnni<W>(w, n, k, x, m, y, ldy);
+  gemm_avx2<W>(w, n, k, x, m, y, ldy);
 }
 
 }  // namespace
 
-void gemm_q8_0(const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t m, float* y, int64_t ldy) {
+void gemm_q8_0(const void* w, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) {
   gemm<Q8_0W>(w, n, k, xq, m, y, ldy);
 }
-void gemm_q4_0(const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t m, float* y, int64_t ldy) {
+void gemm_q4_0(const void* w, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) {
   gemm<Q4_0W>(w, n, k, xq, m, y, ldy);
 }
-void gemm_q4_1(const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t m, float* y, int64_t ldy) {
+void gemm_q4_1(const void* w, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) {
   gemm<Q4_1W>(w, n, k, xq, m, y, ldy);
 }
-void gemm_q5_0(const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t m, float* y, int64_t ldy) {
+void gemm_q5_0(const void* w, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) {
   gemm<Q5_0W>(w, n, k, xq, m, y, ldy);
+}
+void gemm_q5_1(const void* w, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) {
+  gemm<Q5_1W>(w, n, k, xq, m, y, ldy);
 }
 
 bool quant_gemm_supports(QuantType wtype) { return quant_traits(wtype).gemm != nullptr; }
 
-void quant_gemm(QuantType wtype, const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t m, float* y,
-                int64_t ldy) {
+void quant_gemm(QuantType wtype, const void* w, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) {
   const QuantTypeTraits& traits = quant_traits(wtype);
   NF_CHECK(traits.gemm != nullptr, "quant_gemm: weights of type ", quant_type_name(wtype),
            " are not supported (the type has no integer GEMM)");
-  NF_CHECK(k % kQK8_0 == 0, "quant_gemm: k = ", k, " is not a multiple of the block size ", kQK8_0);
+  NF_CHECK(k % traits.activation_block == 0, "quant_gemm: k = ", k, " is not a multiple of ", quant_type_name(wtype),
+           "'s block size ", traits.activation_block);
   NF_CHECK(n >= 0 && m >= 0 && ldy >= n, "quant_gemm: bad shape m = ", m, ", n = ", n, ", ldy = ", ldy);
   if (m == 0 || n == 0) return;
   if (k == 0) {

@@ -56,9 +56,7 @@ struct Q4_KW {
   [[gnu::always_inline]] static void block(const TileArgs& t, const Block& blk, int64_t b, __m256 (&acc)[R]) {
     const QuantizedActivations& a = *t.a;
     const __m256i nibble = _mm256_set1_epi8(0x0f);
-    alignas(16) uint8_t sm[16];
-    q4_k_scales(blk.scales, sm);
-    const __m128i sm8 = _mm_load_si128(reinterpret_cast<const __m128i*>(sm));
+    const __m128i sm8 = q4_k_scales_128(blk.scales);
     const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm8));
     const __m128i mn16 = _mm_cvtepu8_epi16(_mm_srli_si128(sm8, 8));
     const float d = f16_to_float(blk.d), dmin = f16_to_float(blk.dmin);
@@ -167,9 +165,7 @@ struct Q5_KW {
   [[gnu::always_inline]] static void block(const TileArgs& t, const Block& blk, int64_t b, __m256 (&acc)[R]) {
     const QuantizedActivations& a = *t.a;
     const __m256i nibble = _mm256_set1_epi8(0x0f), sixteen = _mm256_set1_epi8(0x10);
-    alignas(16) uint8_t sm[16];
-    q4_k_scales(blk.scales, sm);
-    const __m128i sm8 = _mm_load_si128(reinterpret_cast<const __m128i*>(sm));
+    const __m128i sm8 = q4_k_scales_128(blk.scales);  // (in a register: see Q4_KW)
     const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm8));
     const __m128i mn16 = _mm_cvtepu8_epi16(_mm_srli_si128(sm8, 8));
     const float d = f16_to_float(blk.d), dmin = f16_to_float(blk.dmin);

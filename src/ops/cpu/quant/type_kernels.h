@@ -6,7 +6,7 @@
 //   quantize_T / dequantize_T  nb blocks (nb values for the float types), the reference formulas
 //                              of quant_blocks.h, bit-identical to gguf.quants / llama.cpp (quant_rows.cpp, quant_rows_k.cpp)
 //   gemv_T                     decode's product: tiles_q32.cpp, tiles_k.cpp, tiles_float.cpp
-//   gemm_T                     prefill's integer GEMM (quant_gemm.cpp)
+//   gemm_T                     prefill's integer GEMM (quant_gemm.cpp, quant_gemm_k.cpp)
 #include <cstdint>
 #include <span>
 
@@ -63,11 +63,17 @@ void gemv_f32(std::span<TileArgs> bases, int64_t m, bool scalar);
 void gemv_f16(std::span<TileArgs> bases, int64_t m, bool scalar);
 void gemv_bf16(std::span<TileArgs> bases, int64_t m, bool scalar);
 
-// y (m, n; ldy apart) = xq W^T, W n rows of k values, xq m rows of Q8_0 blocks (quant_gemm.h's
+// y (m, n; ldy apart) = xq W^T, W n rows of k values, xq m rows of the type's activation blocks:
+// BlockQ8_0 (quant_gemm.cpp) or, for the K types, BlockQ8_K (quant_gemm_k.cpp) (quant_gemm.h's
 // quant_gemm checks the operands first)
-void gemm_q8_0(const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t m, float* y, int64_t ldy);
-void gemm_q4_0(const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t m, float* y, int64_t ldy);
-void gemm_q4_1(const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t m, float* y, int64_t ldy);
-void gemm_q5_0(const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t m, float* y, int64_t ldy);
+void gemm_q8_0(const void* w, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy);
+void gemm_q4_0(const void* w, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy);
+void gemm_q4_1(const void* w, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy);
+void gemm_q5_0(const void* w, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy);
+void gemm_q5_1(const void* w, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy);
+void gemm_q4_k(const void* w, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy);
+void gemm_q6_k(const void* w, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy);
+void gemm_q5_k(const void* w, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy);
+void gemm_q3_k(const void* w, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy);
 
 }  // namespace nf::cpu

@@ -22,11 +22,11 @@ constexpr QuantTypeTraits kTraits[] = {
     {QuantType::q4_0, quantize_q4_0, dequantize_q4_0, 32,      gemv_q4_0, gemm_q4_0},
     {QuantType::q4_1, quantize_q4_1, dequantize_q4_1, 32,      gemv_q4_1, gemm_q4_1},
     {QuantType::q5_0, quantize_q5_0, dequantize_q5_0, 32,      gemv_q5_0, gemm_q5_0},
-    {QuantType::q5_1, quantize_q5_1, dequantize_q5_1, 32,      gemv_q5_1, nullptr},
-    {QuantType::q4_k, quantize_q4_k, dequantize_q4_k, 256,     gemv_q4_k, nullptr},
-    {QuantType::q6_k, quantize_q6_k, dequantize_q6_k, 256,     gemv_q6_k, nullptr},
-    {QuantType::q5_k, quantize_q5_k, dequantize_q5_k, 256,     gemv_q5_k, nullptr},
-    {QuantType::q3_k, quantize_q3_k, dequantize_q3_k, 256,     gemv_q3_k, nullptr},
+    {QuantType::q5_1, quantize_q5_1, dequantize_q5_1, 32,      gemv_q5_1, gemm_q5_1},
+    {QuantType::q4_k, quantize_q4_k, dequantize_q4_k, 256,     gemv_q4_k, gemm_q4_k},
+    {QuantType::q6_k, quantize_q6_k, dequantize_q6_k, 256,     gemv_q6_k, gemm_q6_k},
+    {QuantType::q5_k, quantize_q5_k, dequantize_q5_k, 256,     gemv_q5_k, gemm_q5_k},
+    {QuantType::q3_k, quantize_q3_k, dequantize_q3_k, 256,     gemv_q3_k, gemm_q3_k},
     {QuantType::q8_k, quantize_q8_k, dequantize_q8_k, 0,       nullptr,   nullptr},
 };
 

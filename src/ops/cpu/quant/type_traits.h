@@ -24,8 +24,9 @@ struct QuantTypeTraits {
   int64_t activation_block;
   // decode's product (quant_gemv.h): each base's rows of W times m rows of x; null: none
   void (*gemv)(std::span<TileArgs> bases, int64_t m, bool scalar);
-  // prefill's integer GEMM (quant_gemm.h) over x in Q8_0 blocks; null: none (W is dequantised)
-  void (*gemm)(const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t m, float* y, int64_t ldy);
+  // prefill's integer GEMM (quant_gemm.h) over x in blocks of activation_block values (Q8_0's for
+  // 32, Q8_K's for 256: quantize_activation_blocks); null: none (W is dequantised)
+  void (*gemm)(const void* w, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy);
 
   const QuantTypeInfo& info() const { return quant_type_info(type); }
 };
