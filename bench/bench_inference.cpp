@@ -12,9 +12,9 @@
 // sgemm with one row (what linear used before), beside the read bandwidth. Prefill, compute-bound,
 // is set beside the GEMM limit: the prompt tokens/s the measured fp32 SGEMM speed at the prefill's
 // GEMM shapes allows (bench/prefill_gemm_limit.h), for ours and PyTorch's. Decode at a long context
-// (--long-context, default 4096 or the preset's max_seq_len) is measured with an f32 and a q8_0 KV
-// cache (--cache-type): the cache's bytes are then a large part of what a token reads, and the
-// limit counts them (weights + the cache's keys and values at that context).
+// (--long-context, default 4096 or the preset's max_seq_len) is measured with an f32, f16, q8_0 and
+// q4_0 KV cache (--cache-type): the cache's bytes are then a large part of what a token reads, and
+// the limit counts them (weights + the cache's keys and values at that context).
 //
 // The files people download (--types f32,q8_0,q6_k,q5_k_m,q4_k_m,q4_0), beside the peers
 // (--peers llamacpp,ik_llama: mainline llama.cpp's and ik_llama.cpp's own llama-bench, built by
@@ -342,20 +342,29 @@ int64_t long_context(const Options& o, const std::string& preset) {
   return std::min(o.long_context, nf::models::preset_config(preset).max_seq_len);
 }
 
-// Decode at a long context with an f32 and a q8_0 KV cache (the order swapping each round): keys
-// "decode f32", "cache f32", ... and the ratio "q8_0/f32" within the round.
+// The KV cache types of the long-context decode; the first is the one the others are compared with.
+const std::vector<std::string> kLongCacheTypes{"f32", "f16", "q8_0", "q4_0"};
+
+// Decode at a long context with each of kLongCacheTypes (their order rotating each round): keys
+// "decode T", "cache T" and the ratio "T/f32" within the round.
 void measure_long_context(const Options& o, const std::string& self, const std::string& preset, Results& r, int round) {
   const int64_t context = long_context(o, preset);
-  std::vector<std::string> types{"f32", "q8_0"};
-  if (round % 2) std::swap(types[0], types[1]);
+  std::vector<std::string> types = kLongCacheTypes;
+  std::rotate(types.begin(), types.begin() + round % static_cast<int>(types.size()), types.end());
   for (const std::string& type : types)
     run_into({self, "--worker", "decode", "--preset", preset, "--prompt", std::to_string(context - o.long_new), "--new",
               std::to_string(o.long_new), "--threads", std::to_string(o.threads), "--cache-type", type},
              {{"decode_tokens_per_s", &r["decode " + type]}, {"cache_mib", &r["cache " + type]}});
-  const Series &f32 = r["decode f32"], &q8 = r["decode q8_0"];
-  if (f32.last_of_round && q8.last_of_round) r["q8_0/f32"].add(*q8.last_of_round / *f32.last_of_round);
-  std::printf("round %d %-16s decode at a %lld-token context: f32 cache %s, q8_0 cache %s tok/s\n", round + 1,
-              preset.c_str(), static_cast<long long>(context), this_round(f32, "%.1f").c_str(), this_round(q8, "%.1f").c_str());
+  const Series& base = r["decode " + kLongCacheTypes[0]];
+  std::string line;
+  for (const std::string& type : kLongCacheTypes) {
+    const Series& decode = r["decode " + type];
+    if (type != kLongCacheTypes[0] && base.last_of_round && decode.last_of_round)
+      r[type + "/" + kLongCacheTypes[0]].add(*decode.last_of_round / *base.last_of_round);
+    line.append(line.empty() ? "" : ", ").append(type).append(" cache ").append(this_round(decode, "%.1f"));
+  }
+  std::printf("round %d %-16s decode at a %lld-token context: %s tok/s\n", round + 1, preset.c_str(),
+              static_cast<long long>(context), line.c_str());
   std::fflush(stdout);
 }
 
@@ -484,27 +493,23 @@ int driver(const Options& o, const std::string& self) {
     std::printf("\ndecode at a long context by KV cache type (--cache-type; a prompt of context - %lld tokens, then %lld "
                 "new): limit = read GB/s / (weight bytes + the cache's bytes) per token\n",
                 static_cast<long long>(o.long_new), static_cast<long long>(o.long_new));
-    std::printf("%-16s %8s | %10s %10s %9s | %9s %9s | %10s %10s %9s %9s\n", "preset", "context", "f32 tok/s",
-                "q8_0 tok/s", "q8_0/f32", "f32 MiB", "q8_0 MiB", "f32 limit", "q8_0 limit", "f32/lim.", "q8_0/lim.");
+    std::printf("%-16s %8s %6s | %9s %9s | %9s | %9s %8s\n", "preset", "context", "cache", "tok/s", "x/f32", "MiB",
+                "limit", "of limit");
     for (const std::string& preset : o.presets) {
       Results& r = long_decode[preset];
       const double read = ours[preset]["bandwidth"].values.empty() ? 0.0 : median(ours[preset]["bandwidth"].values);
       const double weights = weight_bytes_per_token(nf::models::preset_config(preset));
-      const auto limit = [&](const char* type) {  // tokens/s, or 0 when a number is missing
-        const Series& cache = r[std::string("cache ") + type];
-        return cache.values.empty() || read == 0 ? 0.0 : read * 1e9 / (weights + median(cache.values) * (1 << 20));
-      };
-      const auto of_limit = [&](const char* type) {
-        const Series& decode = r[std::string("decode ") + type];
-        char buf[32] = "n/a";
-        if (!decode.values.empty() && limit(type) > 0) std::snprintf(buf, sizeof buf, "%.0f%%", 100 * median(decode.values) / limit(type));
-        return std::string(buf);
-      };
-      std::printf("%-16s %8lld | %10s %10s %9s | %9s %9s | %10.0f %10.0f %9s %9s\n", preset.c_str(),
-                  static_cast<long long>(long_context(o, preset)), cell(r["decode f32"], "%.1f").c_str(),
-                  cell(r["decode q8_0"], "%.1f").c_str(), cell(r["q8_0/f32"], "%.2fx").c_str(),
-                  cell(r["cache f32"], "%.1f").c_str(), cell(r["cache q8_0"], "%.1f").c_str(), limit("f32"), limit("q8_0"),
-                  of_limit("f32").c_str(), of_limit("q8_0").c_str());
+      for (const std::string& type : kLongCacheTypes) {
+        const Series &decode = r["decode " + type], &cache = r["cache " + type];
+        // tokens/s, or 0 when a number is missing
+        const double limit = cache.values.empty() || read == 0 ? 0.0 : read * 1e9 / (weights + median(cache.values) * (1 << 20));
+        char of_limit[32] = "n/a";
+        if (!decode.values.empty() && limit > 0) std::snprintf(of_limit, sizeof of_limit, "%.0f%%", 100 * median(decode.values) / limit);
+        const std::string ratio = type == kLongCacheTypes[0] ? "1" : cell(r[type + "/" + kLongCacheTypes[0]], "%.2fx");
+        std::printf("%-16s %8lld %6s | %9s %9s | %9s | %9.0f %8s\n", preset.c_str(),
+                    static_cast<long long>(long_context(o, preset)), type.c_str(), cell(decode, "%.1f").c_str(),
+                    ratio.c_str(), cell(cache, "%.1f").c_str(), limit, of_limit);
+      }
       for (const auto& [name, series] : r)
         if (!series.note.empty()) std::printf("  %s: %s\n", name.c_str(), series.note.c_str());
     }

@@ -45,8 +45,8 @@ void add_generation_flags(CLI::App& cmd, GenerationFlags& f) {
 
 void add_cache_type_flag(CLI::App& cmd, std::string& cache_type) {
   cmd.add_option("--cache-type", cache_type,
-                 "How the KV cache stores keys and values: f32, f16, bf16 or q8_0 (3.8x smaller than f32; head_dim a "
-                 "multiple of 32)")
+                 "How the KV cache stores keys and values: f32, f16, bf16, q8_0 or q4_0 (3.8x and 7.1x smaller than "
+                 "f32; head_dim a multiple of 32)")
       ->capture_default_str();
 }
 

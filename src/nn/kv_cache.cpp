@@ -14,8 +14,8 @@ namespace {
 
 constexpr int64_t kFirstColumns = 256;  // a layer's storage at first; doubled as it fills
 
-constexpr QuantType kCacheTypes[] = {QuantType::f32, QuantType::f16, QuantType::bf16, QuantType::q8_0};
-constexpr const char* kCacheTypeNames = "f32, f16, bf16 or q8_0";
+constexpr QuantType kCacheTypes[] = {QuantType::f32, QuantType::f16, QuantType::bf16, QuantType::q8_0, QuantType::q4_0};
+constexpr const char* kCacheTypeNames = "f32, f16, bf16, q8_0 or q4_0";
 
 }  // namespace
 

@@ -1,8 +1,8 @@
 // `nanoformer generate` and `nanoformer chat` end to end: --ids on a Hugging Face folder prints
 // transformers' greedy tokens; text streams with the tokenizer beside the model; the same seed
 // gives the same text; a chat keeps the conversation (and its KV cache) across turns, /reset and
-// /system work; --cache-type q8_0 and bf16 decode the f32 cache's greedy tokens from a cache of
-// 34 bytes (q8_0) per 32 values, 3.76 times less than f32;
+// /system work; --cache-type q8_0, q4_0 and bf16 decode the f32 cache's greedy tokens from a cache
+// of 34 bytes (q8_0) or 18 (q4_0) per 32 values, 3.76 and 7.11 times less than f32;
 // bad input (a prompt longer than the context, an unknown id, a tokenizer of another vocabulary,
 // a tokenizer without chat tokens) is one clear line and a non-zero exit.
 #include <algorithm>
@@ -133,18 +133,18 @@ double cache_kib(const std::string& err, const std::string& type) {
   return at == std::string::npos ? 0.0 : std::stod(err.substr(at + 12 + type.size()));
 }
 
-// Greedy ids of a tiny model of head_dim 32 (one q8_0 block per row) with each cache type.
+// Greedy ids of a tiny model of head_dim 32 (one q8_0 or q4_0 block per row) with each cache type.
 TEST_F(GenerateCliTest, CacheTypesDecodeTheF32TokensFromASmallerCache) {
   testing::save_tiny_chat_model(path("wide"), false, 128, 0, /*head_dim=*/32);
   const std::string command = "generate -m '" + path("wide/model.safetensors") + "' --ids --prompt-ids '72 101 108' --greedy -n 24";
   const auto f32 = cli(command);
   ASSERT_EQ(f32.exit_code, 0) << f32.err;
   EXPECT_EQ(cache_kib(f32.err, "f32"), 128.0) << f32.err;  // 2 layers x keys and values x 2 heads x 128 x 32 x 4 bytes
-  for (const std::string type : {"q8_0", "bf16"}) {
+  for (const std::string type : {"q8_0", "q4_0", "bf16"}) {
     const auto r = cli(command + " --cache-type " + type);
     ASSERT_EQ(r.exit_code, 0) << type << ": " << r.err;
     EXPECT_EQ(r.out, f32.out) << type;
-    const double expected = type == "q8_0" ? 128.0 * 34 / 128 : 64.0;
+    const double expected = type == "q8_0" ? 128.0 * 34 / 128 : type == "q4_0" ? 128.0 * 18 / 128 : 64.0;
     EXPECT_EQ(cache_kib(r.err, type), expected) << r.err;
   }
 }
@@ -200,11 +200,13 @@ TEST_F(ChatModelTest, BadInputIsOneClearLine) {
   expect_error("generate -m '" + hf_fixture("llama_gqa") + "' --prompt hi", "no tokenizer");
   // checked before the model is read
   expect_error("generate -m '" + path("none/model.safetensors") + "' --prompt hi --cache-type q4",
-               "--cache-type: 'q4' is not a KV cache type (f32, f16, bf16 or q8_0)");
+               "--cache-type: 'q4' is not a KV cache type (f32, f16, bf16, q8_0 or q4_0)");
   expect_error("chat " + model + "--cache-type Q8", "--cache-type: 'Q8' is not a KV cache type");
   for (const std::string& command : {"generate " + model + "--prompt hi", "chat " + model})
-    expect_error(command + " --cache-type q8_0",
-                 "--cache-type q8_0 stores keys and values in blocks of 32; the model's head_dim 8 is not a multiple of 32");
+    for (const std::string type : {"q8_0", "q4_0"})
+      expect_error(command + " --cache-type " + type, "--cache-type " + type +
+                                                          " stores keys and values in blocks of 32; the model's head_dim 8 "
+                                                          "is not a multiple of 32");
 }
 
 // nanochat's current GPT (tests/fixtures/nanochat/current_92d63d4, nanochat@92d63d4's own gpt.py):

@@ -397,18 +397,19 @@ TEST_F(ServeCliTest, APaddedVocabularyIsNeverSampledBeyondTheTokenizer) {
   }
 }
 
-// --cache-type q8_0 (a model of head_dim 32: one q8_0 block per row) answers a greedy request with
-// what the f32 cache answers; a bad cache type is one line before the model loads.
-TEST_F(ServeCliTest, AQ8_0CacheAnswersAsTheF32CacheDoes) {
+// --cache-type q8_0 and q4_0 (a model of head_dim 32: one block per row) answer a greedy request
+// with what the f32 cache answers; a bad cache type is one line before the model loads.
+TEST_F(ServeCliTest, Q8_0AndQ4_0CachesAnswerAsTheF32CacheDoes) {
   testing::save_tiny_chat_model(path("wide"), /*ascii_only=*/true, /*max_seq_len=*/256, 0, /*head_dim=*/32);
   std::vector<json> answers;
-  for (const std::string type : {"f32", "q8_0"}) {
+  for (const std::string type : {"f32", "q8_0", "q4_0"}) {
     ServerProcess server(path(type + ".log"), {"--model", path("wide/model.safetensors"), "--cache-type", type});
     httplib::Client client = server.client();
     answers.push_back(post(client, "/v1/chat/completions", chat("Hello there", {{"max_tokens", 24}}), 200));
     EXPECT_NE(testing::read_text(path(type + ".log")).find("KV cache " + type), std::string::npos) << type;
   }
   EXPECT_EQ(answers[1]["choices"][0]["message"]["content"], answers[0]["choices"][0]["message"]["content"]);
+  EXPECT_EQ(answers[2]["choices"][0]["message"]["content"], answers[0]["choices"][0]["message"]["content"]);
   const auto bad = cli("serve --model '" + path("none/model.safetensors") + "' --cache-type q4 --port 0");
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.err.find("--cache-type: 'q4' is not a KV cache type"), std::string::npos) << bad.err;

@@ -5,7 +5,7 @@
 // in their own caches, joining and leaving at different steps, decoded together) gives each
 // sequence the logits and greedy tokens it gets alone. Greedy generation with the cache equals
 // greedy by recomputation. Caches of type f16, bf16 and q8_0 decode the f32 cache's greedy tokens
-// with logits within their rounding, and count their bytes. Bad input: contexts and batches beyond
+// with logits within their rounding (q4_0: its logits within theirs), and count their bytes. Bad input: contexts and batches beyond
 // the cache.
 #include <algorithm>
 #include <cstdio>
@@ -302,8 +302,9 @@ Decoded greedy_with_cache(DecoderLM& model, const std::vector<int64_t>& prompt, 
   return out;
 }
 
-// A cache of f16, bf16 or q8_0 rounds each key and value it stores (f16 and bf16 by 2^-11 and 2^-9
-// relatively at most, q8_0 by d / 2 = max|x| / 254 of its block's largest magnitude, 0.4 %). Every
+// A cache of f16, bf16, q8_0 or q4_0 rounds each key and value it stores (f16 and bf16 by 2^-11 and
+// 2^-9 relatively at most, q8_0 by d / 2 = max|x| / 254 of its block's largest magnitude, 0.4 %,
+// q4_0 by d / 2 = max|x| / 16, 6.25 %, but for the rare value clamped to 7 d). Every
 // layer's attention output moves by a like fraction of its scale, and the logits of these two-layer
 // models by a few times that fraction of theirs (rounded keys move the softmax weights too, and the
 // layers' errors add): the bound is 10 times the fraction of the f32 logits' largest magnitude
@@ -311,11 +312,15 @@ Decoded greedy_with_cache(DecoderLM& model, const std::vector<int64_t>& prompt, 
 // 0.12 % for f16). Fed the same tokens, every step's greedy choice is the f32 cache's (32 steps
 // after an 8-token prompt, so greedy decoding with the cache gives the f32 tokens). These random
 // models have near ties (the smallest f32 top-2 gap is printed): a seed whose tie is closer than
-// the cache's rounding may choose otherwise, which is why the seed is fixed. Through sliding-window
-// rings (nanochat's "SSSL" with a window of 6: its ring unrolls every 7 tokens) as well.
+// the cache's rounding may choose otherwise, which is why the seed is fixed. q4_0's logits move by
+// 14-20 % of their scale here, far more than these near ties (2e-2 to 0.4): its greedy choices are
+// counted, not required to match (docs/quantisation.md measures it on trained models, where
+// perplexity moves by little). Through sliding-window rings (nanochat's "SSSL" with a window of 6:
+// its ring unrolls every 7 tokens) as well.
 TEST(CachedDecoding, QuantisedCachesDecodeTheF32TokensWithLogitsWithinTheirRounding) {
   const std::vector<std::pair<QuantType, double>> types = {
-      {QuantType::f16, 10 * 0x1p-11}, {QuantType::bf16, 10 * 0x1p-9}, {QuantType::q8_0, 10 / 254.0}};
+      {QuantType::f16, 10 * 0x1p-11}, {QuantType::bf16, 10 * 0x1p-9}, {QuantType::q8_0, 10 / 254.0},
+      {QuantType::q4_0, 10 / 16.0}};
   for (const std::string name : {"minimind2-small", "llama2c-stories260k", "gpt2-124m", "nanochat-d6-sssl"}) {
     DecoderLMConfig c = tiny_preset(name);
     c.head_dim = 32, c.max_seq_len = 48;  // a whole q8_0 block per row
@@ -333,12 +338,18 @@ TEST(CachedDecoding, QuantisedCachesDecodeTheF32TokensWithLogitsWithinTheirRound
     }
     for (const auto& [type, bound] : types) {  // fed the f32 tokens, so that the logits compare step by step
       const Decoded decoded = greedy_with_cache(model, prompt, 32, type, &reference.tokens);
-      EXPECT_EQ(decoded.tokens, reference.tokens) << name << " " << quant_type_name(type);
+      if (type != QuantType::q4_0) {
+        EXPECT_EQ(decoded.tokens, reference.tokens) << name << " " << quant_type_name(type);
+      }
       double error = 0;
-      for (size_t i = 0; i < decoded.logits.size(); ++i)
+      int same = 0;
+      for (size_t i = 0; i < decoded.logits.size(); ++i) {
         error = std::max(error, max_abs_error(decoded.logits[i], reference.logits[i]));
-      std::printf("  %-20s %-5s max abs logit error %.2e (logits up to %.2f: %.3f %%; smallest f32 top-2 gap %.2e)\n",
-                  name.c_str(), quant_type_name(type), error, scale, 100 * error / scale, gap);
+        same += decoded.tokens[i] == reference.tokens[i];
+      }
+      std::printf("  %-20s %-5s max abs logit error %.2e (logits up to %.2f: %.3f %%; smallest f32 top-2 gap %.2e); "
+                  "%d of 32 greedy choices the f32 cache's\n",
+                  name.c_str(), quant_type_name(type), error, scale, 100 * error / scale, gap, same);
       EXPECT_LE(error, bound * scale) << name << " " << quant_type_name(type);
     }
   }

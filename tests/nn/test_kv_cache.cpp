@@ -1,12 +1,15 @@
 // KVCache: its storage (only the KV heads; rings of twice the window for sliding-window layers; the
 // bytes of each cache type; f32 as rows of the model's dtype, read back as a view), the step of a cached forward (position, per-layer columns), commit,
-// rollback and reset, the context shift, beams' rows, also in a q8_0 cache, and bad input naming
+// rollback and reset, the context shift, beams' rows, also in q8_0 and q4_0 caches (whose rows are
+// the reference quantiser's bytes), and bad input naming
 // the numbers, the cache type and head_dim. MultiHeadAttention's cached forward against its full
 // forward for the schemes a decoder LM does not take (T5 bias, Transformer-XL) and QK-norm, with
 // both kernels; over a quantised cache, its decoding kernel (reading the rows in place) against
 // the plain kernel over the dequantised cache.
 #include <cstdio>
+#include <cstring>
 #include <functional>
+#include <string>
 #include <tuple>
 
 #include "nanoformer/nn/attention.h"
@@ -15,6 +18,7 @@
 #include "nanoformer/ops/elementwise.h"
 #include "nanoformer/ops/factory.h"
 #include "nanoformer/ops/join.h"
+#include "nanoformer/ops/quantized.h"
 #include "nanoformer/ops/reduce.h"
 #include "nanoformer/ops/view.h"
 #include "support/testing.h"
@@ -136,7 +140,8 @@ TEST(KVCache, BadInputNamesTheNumbers) {
                     "1 windows for 2 layers");
 }
 
-// Each cache type's bytes: f32 4 per value, f16 and bf16 2, q8_0 34 per 32 (3.76 times less than f32).
+// Each cache type's bytes: f32 4 per value, f16 and bf16 2, q8_0 34 per 32 (3.76 times less than
+// f32), q4_0 18 per 32 (7.11 times less).
 TEST(KVCache, EachCacheTypeCountsItsBytes) {
   KVCacheShape shape{.n_layers = 2, .max_batch = 3, .n_kv_heads = 2, .head_dim = 64, .max_len = 10, .windows = {0, 3}};
   const int64_t values = 2 * 3 * 2 * (10 + 6) * 64;  // keys and values; a full layer and a ring of 6
@@ -156,6 +161,12 @@ TEST(KVCache, EachCacheTypeCountsItsBytes) {
   EXPECT_EQ(std::vector<int64_t>({ring.batch(), ring.heads(), ring.columns(), ring.head_dim()}),
             std::vector<int64_t>({3, 2, 6, 64}));
   EXPECT_EQ(KVCache(small_shape()).layer(0).keys.type(), QuantType::f32);
+  shape.cache_type = QuantType::q4_0;
+  const KVCache q4(shape);
+  EXPECT_EQ(q4.bytes(), values / 32 * 18);
+  std::printf("  q4_0 cache: %lld bytes, f32 / q4_0 = %.2f\n", static_cast<long long>(q4.bytes()),
+              static_cast<double>(values * 4) / static_cast<double>(q4.bytes()));
+  EXPECT_EQ(q4.layer(1).values.type(), QuantType::q4_0);
 }
 
 // Cache type f32 keeps keys and values as the model computes them: rows of its dtype (8 bytes a
@@ -180,17 +191,41 @@ TEST(KVCache, TheF32CacheTypeStoresRowsOfTheModelsDtype) {
   }
 }
 
-TEST(KVCache, CacheTypesByNameAndTheHeadDimsQ8_0Takes) {
+TEST(KVCache, CacheTypesByNameAndTheHeadDimsQ8_0AndQ4_0Take) {
   EXPECT_EQ(kv_cache_type_from_name("f32"), QuantType::f32);
   EXPECT_EQ(kv_cache_type_from_name("f16"), QuantType::f16);
   EXPECT_EQ(kv_cache_type_from_name("bf16"), QuantType::bf16);
   EXPECT_EQ(kv_cache_type_from_name("q8_0"), QuantType::q8_0);
-  EXPECT_THROW_WITH(kv_cache_type_from_name("q4"), "--cache-type: 'q4' is not a KV cache type (f32, f16, bf16 or q8_0)");
+  EXPECT_EQ(kv_cache_type_from_name("q4_0"), QuantType::q4_0);
+  EXPECT_THROW_WITH(kv_cache_type_from_name("q4"), "--cache-type: 'q4' is not a KV cache type (f32, f16, bf16, q8_0 or q4_0)");
+  EXPECT_THROW_WITH(kv_cache_type_from_name("q4_1"), "--cache-type: 'q4_1' is not a KV cache type");
   KVCacheShape shape = small_shape();  // head_dim 4
-  shape.cache_type = QuantType::q8_0;
-  EXPECT_THROW_WITH(KVCache(shape), "--cache-type q8_0", "blocks of 32", "head_dim 4 is not a multiple of 32");
-  shape.head_dim = 32, shape.cache_type = QuantType::q4_0;
-  EXPECT_THROW_WITH(KVCache(shape), "cache type q4_0 is not one of f32, f16, bf16 or q8_0");
+  for (const QuantType type : {QuantType::q8_0, QuantType::q4_0}) {
+    shape.cache_type = type;
+    EXPECT_THROW_WITH(KVCache(shape), std::string("--cache-type ").append(quant_type_name(type)), "blocks of 32",
+                      "head_dim 4 is not a multiple of 32");
+  }
+  shape.head_dim = 32, shape.cache_type = QuantType::q4_1;
+  EXPECT_THROW_WITH(KVCache(shape), "cache type q4_1 is not one of f32, f16, bf16, q8_0 or q4_0");
+}
+
+// A q4_0 cache's rows are the bytes of the reference Q4_0 quantiser (ops/quantized.h's quantize,
+// which tests/ops/test_quant_rows.cpp checks against gguf.quants) row by row, at any column, and
+// read back as its dequantised values.
+TEST(KVCache, AQ4_0CacheStoresTheReferenceQuantisersRows) {
+  const KVCache cache({.n_layers = 1, .max_batch = 2, .n_kv_heads = 2, .head_dim = 64, .max_len = 9,
+                       .cache_type = QuantType::q4_0});
+  Generator gen(4);
+  const Tensor x = randn({2, 2, 5, 64}, gen);
+  const KVStorage& keys = cache.layer(0).keys;
+  keys.write(3, x);
+  const QuantizedTensor want = quantize(x.reshape({20, 64}), QuantType::q4_0);
+  ASSERT_EQ(keys.row_bytes(), want.row_bytes());
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t t = 0; t < 5; ++t)
+        EXPECT_EQ(std::memcmp(keys.row(b, h, 3 + t), want.row((b * 2 + h) * 5 + t), want.row_bytes()), 0) << b << h << t;
+  EXPECT_TENSOR_CLOSE(keys.read(2, 3, 5), dequantize(want).reshape({2, 2, 5, 64}), 0, 0);
 }
 
 // (B, H, T, D) with every value of row (b, h, t) value(b, h, t).
@@ -201,21 +236,26 @@ Tensor rows_of(int64_t B, int64_t H, int64_t T, int64_t D, const std::function<d
   return x;
 }
 
-// Q8_0 stores a row of 32 equal values 127 n exactly (d = n, q = 127), so where rows move to can be
-// read back exactly: the ring's unrolling, the shift (keys dequantised, re-positioned, quantised
-// again; values moved as they are) and beams' rows.
-TEST(KVCache, AQ8_0CacheMovesItsRowsForTheRingTheShiftAndBeams) {
-  const auto n_at = [](const Tensor& rows, int64_t b, int64_t h, int64_t t) {  // n of row (b, h, t) of read()
-    return rows.data<float>()[((b * rows.size(1) + h) * rows.size(2) + t) * rows.size(3)] / 127.0f;
+// Q8_0 stores a row of 32 equal values 127 n exactly (d = n, q = 127), Q4_0 one of -8 n (d = n,
+// q = 0; n and d exact in f16 for these |n| < 2048), so where rows move to can be read back exactly:
+// the ring's unrolling, the shift (keys dequantised, re-positioned, quantised again; values moved
+// as they are) and beams' rows.
+class QuantizedCacheMoves : public ::testing::TestWithParam<std::pair<QuantType, double>> {};
+
+TEST_P(QuantizedCacheMoves, ItsRowsForTheRingTheShiftAndBeams) {
+  const QuantType type = GetParam().first;
+  const double unit = GetParam().second;  // a row of `unit` n stores n exactly
+  const auto n_at = [unit](const Tensor& rows, int64_t b, int64_t h, int64_t t) {  // n of row (b, h, t) of read()
+    return rows.data<float>()[((b * rows.size(1) + h) * rows.size(2) + t) * rows.size(3)] / static_cast<float>(unit);
   };
   {  // a layer of window 3 in a context of 10: a ring of 6 columns
     KVCache cache({.n_layers = 2, .max_batch = 1, .n_kv_heads = 2, .head_dim = 32, .max_len = 10,
-                   .cache_type = QuantType::q8_0, .windows = {0, 3}});
+                   .cache_type = type, .windows = {0, 3}});
     const auto write = [&](const KVCacheStep& step) {
       for (int64_t l = 0; l < 2; ++l)
         cache.layer(l).keys.write(
             step.columns[static_cast<size_t>(l)],
-            rows_of(1, 2, step.new_tokens, 32, [&](int64_t, int64_t, int64_t t) { return 127.0 * (step.position + t); }));
+            rows_of(1, 2, step.new_tokens, 32, [&](int64_t, int64_t, int64_t t) { return unit * (step.position + t); }));
       cache.commit(step);
     };
     write(cache.begin(1, 4));
@@ -228,13 +268,13 @@ TEST(KVCache, AQ8_0CacheMovesItsRowsForTheRingTheShiftAndBeams) {
   }
   {  // drop positions 2 .. 4 of 8: keys re-positioned by -3 (the function adds 100 delta)
     KVCache cache({.n_layers = 1, .max_batch = 1, .n_kv_heads = 1, .head_dim = 32, .max_len = 8,
-                   .cache_type = QuantType::q8_0});
+                   .cache_type = type});
     const KVCacheStep step = cache.begin(1, 8);
     const LayerKV& layer = cache.layer(0);
-    layer.keys.write(0, rows_of(1, 1, 8, 32, [](int64_t, int64_t, int64_t t) { return 127.0 * t; }));
-    layer.values.write(0, rows_of(1, 1, 8, 32, [](int64_t, int64_t, int64_t t) { return 127.0 * 10 * t; }));
+    layer.keys.write(0, rows_of(1, 1, 8, 32, [unit](int64_t, int64_t, int64_t t) { return unit * t; }));
+    layer.values.write(0, rows_of(1, 1, 8, 32, [unit](int64_t, int64_t, int64_t t) { return unit * 10 * t; }));
     cache.commit(step);
-    ASSERT_TRUE(cache.shift(2, 3, [](const Tensor& keys, int64_t delta) { return keys + 127.0 * 100 * delta; }));
+    ASSERT_TRUE(cache.shift(2, 3, [unit](const Tensor& keys, int64_t delta) { return keys + unit * 100 * delta; }));
     const Tensor keys = layer.keys.read(1, 0, 5), values = layer.values.read(1, 0, 5);
     const std::vector<float> want_keys{0, 1, 5 - 300, 6 - 300, 7 - 300}, want_values{0, 10, 50, 60, 70};
     for (int64_t t = 0; t < 5; ++t) {
@@ -244,10 +284,10 @@ TEST(KVCache, AQ8_0CacheMovesItsRowsForTheRingTheShiftAndBeams) {
   }
   {  // beams: rows 2, 0, 2 of 3
     KVCache cache({.n_layers = 1, .max_batch = 3, .n_kv_heads = 2, .head_dim = 32, .max_len = 4,
-                   .cache_type = QuantType::q8_0});
+                   .cache_type = type});
     const KVCacheStep step = cache.begin(3, 2);
     for (const KVStorage& storage : {cache.layer(0).keys, cache.layer(0).values})
-      storage.write(0, rows_of(3, 2, 2, 32, [](int64_t b, int64_t h, int64_t t) { return 127.0 * (100 * b + 10 * h + t); }));
+      storage.write(0, rows_of(3, 2, 2, 32, [unit](int64_t b, int64_t h, int64_t t) { return unit * (100 * b + 10 * h + t); }));
     cache.commit(step);
     cache.select_rows({2, 0, 2});
     const std::vector<int64_t> parent{2, 0, 2};
@@ -260,6 +300,10 @@ TEST(KVCache, AQ8_0CacheMovesItsRowsForTheRingTheShiftAndBeams) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Types, QuantizedCacheMoves,
+                         ::testing::Values(std::pair{QuantType::q8_0, 127.0}, std::pair{QuantType::q4_0, -8.0}),
+                         [](const auto& info) { return std::string(quant_type_name(info.param.first)); });
 
 // The attention layer fed its sequence through a cache of cache_type (prefill 5, one token at a
 // time, then a chunk of 3): its outputs, and those of its full causal forward.
@@ -317,14 +361,16 @@ TEST(KVCacheAttention, CachedForwardEqualsTheFullForwardForEveryScheme) {
   }
 }
 
-// Over an f16, bf16 or q8_0 cache the decoding kernel reads the rows in place (a scheme with a score
+// Over an f16, bf16, q8_0 or q4_0 cache the decoding kernel reads the rows in place (a scheme with a score
 // bias attends over the cache dequantised; the two agree to f32 rounding: ops' test
 // Attention.OverAQuantizedCacheEqualsAttentionOverItsDequantizedValues). Both stay near the f32
 // forward, as the cache type rounds: each stored value is within
 // 2^-11 (f16) or 2^-9 (bf16) of itself relatively, and a Q8_0 value within d / 2 = max|x| / 254 of
 // its block's largest magnitude (0.4 %); the output, a mix of rounded values and weights that
 // rounded keys move by as little, moves by a like fraction of its scale: the bound is 5 times
-// that fraction of the outputs' largest magnitude.
+// that fraction of the outputs' largest magnitude. A Q4_0 value is within d / 2 = max|x| / 16 of
+// itself (6.25 %; only one of the sign opposite the block's max and within d / 2 of its magnitude,
+// clamped to 7 d, is up to d away), so its bound is 5 / 16.
 TEST(KVCacheAttention, AQuantizedCacheIsReadInPlaceAsTheDequantizedCacheWouldBe) {
   const AttentionConfig gqa{.dim = 64, .n_heads = 4, .n_kv_heads = 2, .head_dim = 32, .causal = true};
   const auto rope = [](const AttentionConfig& c) {
@@ -342,7 +388,7 @@ TEST(KVCacheAttention, AQuantizedCacheIsReadInPlaceAsTheDequantizedCacheWouldBe)
       {"none", gqa, nullptr},
   };
   const std::vector<std::pair<QuantType, double>> types = {
-      {QuantType::f16, 5 * 0x1p-11}, {QuantType::bf16, 5 * 0x1p-9}, {QuantType::q8_0, 5 / 254.0}};
+      {QuantType::f16, 5 * 0x1p-11}, {QuantType::bf16, 5 * 0x1p-9}, {QuantType::q8_0, 5 / 254.0}, {QuantType::q4_0, 5 / 16.0}};
   for (const auto& [label, config, position] : cases) {
     for (const auto& [type, tolerance] : types) {
       const auto [cached, full] = cached_attention(config, position, type);

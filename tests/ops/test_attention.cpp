@@ -1,7 +1,7 @@
 // scaled_dot_product_attention: the fused kernel equals the plain composition forward and backward
 // (MHA, GQA, MQA, causal and not, masks of every kind, T = 1, Tq != Tk, T across tile borders,
 // decoding's few-query kernel, strided inputs, dropout), f64 finite-difference gradients of the fused kernel, fully masked rows,
-// errors, attention over a KV cache stored as f16, bf16 or Q8_0, and the fused kernel's memory at long T.
+// errors, attention over a KV cache stored as f16, bf16, Q8_0 or Q4_0, and the fused kernel's memory at long T.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -238,9 +238,14 @@ TEST(Attention, ErrorsNameShapesAndValues) {
 
 // ---- over a KV cache's rows, of any type (ops/kv_storage.h) ----
 
-// Decoding's kernel reads f32, f16, bf16 and Q8_0 rows where they are stored and equals attention
-// over the same keys and values read back as f32, up to f32 rounding (Q8_0's scale multiplies each
-// block's sum instead of each value): head dims of 1, 2, 4 blocks and 3 (no register-held path),
+// Decoding's kernel reads f32, f16, bf16, Q8_0 and Q4_0 rows where they are stored and equals
+// attention over the same keys and values read back as f32, up to f32 rounding: a dequantised value
+// d q (Q8_0) or d (q - 8) (Q4_0) is exact in f32 (an 11-bit d times an integer of at most 8 bits), so
+// the two differ only in the order of the sums and in the block's d multiplying its sum instead of
+// each value. A score's error is then at most D 2^-24 sum |q_i k_i| and, rounding errors being of
+// random sign, about sqrt(D) 2^-24 of it: 5e-6 for D = 128 unit-normal rows once scaled by 1 /
+// sqrt(D); the outputs, softmax-weighted means of unit-normal values, move by as little: hence 1e-5
+// absolute and relative. Head dims of 1, 2, 4 blocks and 3 (no register-held path),
 // GQA, MQA, a chunk of 3 queries, a sliding window, a cache with more columns and rows than are
 // read, and a prefill-sized chunk (80 query rows per KV head) that attends over f32 rows in place
 // and over the others dequantised (f64 rows, which decoding's kernel does not read, always).
@@ -251,7 +256,8 @@ TEST(Attention, OverAQuantizedCacheEqualsAttentionOverItsDequantizedValues) {
       {"prefill_chunk_d32", 1, 4, 2, 40, 50, 32},
   };
   const AttentionOptions options[] = {{.causal = true}, {.causal = true, .window = 7}, {.scale = 0.3}};
-  for (const QuantType type : {QuantType::f32, QuantType::f64, QuantType::f16, QuantType::bf16, QuantType::q8_0}) {
+  for (const QuantType type :
+       {QuantType::f32, QuantType::f64, QuantType::f16, QuantType::bf16, QuantType::q8_0, QuantType::q4_0}) {
     for (const Geometry& g : geometries) {
       // the cache holds one row and 5 columns more than attention reads
       const KVStorage k(type, g.B + 1, g.Hkv, g.Tk + 5, g.D), v(type, g.B + 1, g.Hkv, g.Tk + 5, g.D);
@@ -273,6 +279,7 @@ TEST(Attention, OverAQuantizedCacheEqualsAttentionOverItsDequantizedValues) {
   EXPECT_THROW_WITH(scaled_dot_product_attention(zeros({1, 4, 1, 32}), k, k, 8, {.dropout_p = 0.1}), "no mask",
                     "dropout");
   EXPECT_THROW_WITH(KVStorage(QuantType::q8_0, 1, 2, 8, 48), "q8_0", "blocks of 32", "head_dim 48");
+  EXPECT_THROW_WITH(KVStorage(QuantType::q4_0, 1, 2, 8, 48), "q4_0", "blocks of 32", "head_dim 48");
 }
 
 // ---- memory ----

@@ -23,7 +23,7 @@ struct PerplexityOptions {
   int64_t context = 0;         // L > 0
   uint64_t max_tokens = 0;     // at most this many targets (0: the whole stream)
   int64_t batch_tokens = 4096; // windows per forward pass: max(1, batch_tokens / L)
-  // f32: the plain forward. f16, bf16, q8_0: each pass prefilled into a KV cache of that type, its
+  // f32: the plain forward. f16, bf16, q8_0, q4_0: each pass prefilled into a KV cache of that type, its
   // attention reading the keys and values as the cache stores them (what the cache type costs).
   QuantType cache_type = QuantType::f32;
   // The UTF-8 bytes of each id's text (tokenizer.token_bytes), vocab_size entries; empty: no bits per byte.

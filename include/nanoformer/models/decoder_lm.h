@@ -50,7 +50,7 @@ class DecoderLM : public Model {
   LMOutput forward(const Tensor& ids, const Tensor& targets = {}, bool return_hidden = false);
 
   // A cache for this model: max_batch rows of max_len positions (0 = max_seq_len, the most it may
-  // be), stored as cache_type says (f32, f16, bf16, q8_0: nn/kv_cache.h); sliding-window layers get
+  // be), stored as cache_type says (f32, f16, bf16, q8_0, q4_0: nn/kv_cache.h); sliding-window layers get
   // ring buffers of O(window) memory.
   nn::KVCache make_cache(int64_t max_batch = 1, int64_t max_len = 0, QuantType cache_type = QuantType::f32) const;
   // Inference with KV caches (eval mode; no autograd), the same blocks as forward(): ids (B, T) are

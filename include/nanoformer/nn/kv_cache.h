@@ -8,8 +8,9 @@
 // sits at the same position (one sequence, or beams of one sequence). Every layer's keys and values
 // are a KVStorage (ops/kv_storage.h) of one row type, which the cache type (--cache-type, llama.cpp's
 // -ctk / -ctv) says: f32 as computed (rows of the model's dtype: f32, or bf16, f16, f64 for a model
-// computing in that), f16, bf16 or q8_0 converted row by row as they are written (q8_0 is 34 bytes
-// per 32 values, 3.8 times less than f32); attention reads the rows in place.
+// computing in that), f16, bf16, q8_0 or q4_0 converted row by row as they are written (q8_0 is 34
+// bytes per 32 values, 3.8 times less than f32; q4_0 18, 7.1 times less); attention reads the rows
+// in place.
 //
 // A full-attention layer has max_len columns: column t holds position t. A sliding-window layer
 // (window W: a query sees its W most recent keys, itself included) needs only its last W - 1 keys
@@ -40,12 +41,13 @@ struct KVCacheShape {
   int64_t head_dim = 0;
   int64_t max_len = 0;           // positions: the longest context the cache holds
   DType dtype = DType::f32;      // of the keys and values the model computes
-  // How they are stored: f32 (as computed, rows of dtype), f16, bf16 or q8_0 (head_dim a multiple of 32)
+  // How they are stored: f32 (as computed, rows of dtype), f16, bf16, q8_0 or q4_0 (those two: head_dim a
+  // multiple of 32)
   QuantType cache_type = QuantType::f32;
   std::vector<int64_t> windows{};  // per layer: the sliding window W, 0 = full attention; empty = all full
 };
 
-// A cache type by its name, as --cache-type takes it: f32, f16, bf16 or q8_0 (an nf::Error naming
+// A cache type by its name, as --cache-type takes it: f32, f16, bf16, q8_0 or q4_0 (an nf::Error naming
 // the flag and the names otherwise).
 QuantType kv_cache_type_from_name(std::string_view name);
 

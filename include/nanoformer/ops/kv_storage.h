@@ -1,8 +1,9 @@
 #pragma once
 // One layer's keys or values in a KV cache (nn/kv_cache.h), whatever its cache type: a (batch,
 // heads, columns) array of rows of head_dim values, every row stored in one type (core/quant_type.h):
-// a float type (f32, f64, f16, bf16) as those values, or Q8_0 as blocks (per 32 values d = max|x| /
-// 127 as f16 and q = round(x / d) as int8). Rows one after another: (b, h, j) is row (b heads + h)
+// a float type (f32, f64, f16, bf16) as those values, or Q8_0 or Q4_0 as blocks (per 32 values
+// Q8_0: d = max|x| / 127 as f16 and q = round(x / d) as int8; Q4_0: d = max / -8 as f16 and 4-bit
+// q = min(15, trunc(x / d + 8.5)), x = d (q - 8); core/quant_type.h, ops/cpu/quant/quant_blocks.h). Rows one after another: (b, h, j) is row (b heads + h)
 // columns + j, so the rows of a float type are a (batch, heads, columns, head_dim) array, which
 // read() returns as a strided view where q's dtype is theirs. Values take the rows' type as they
 // are written (exactly where it is theirs); attention over a cache reads the rows in place
@@ -33,7 +34,8 @@ class KVStorage {
   const void* row(int64_t b, int64_t h, int64_t j) const { return rows_.row((b * heads_ + h) * columns_ + j); }
 
   // x (B, heads, T, head_dim), floating, B <= batch -> columns column .. column + T - 1 of rows b < B,
-  // in the rows' type (float rows: converted as Tensor::to converts; Q8_0: quantised from f32).
+  // in the rows' type (float rows: converted as Tensor::to converts; Q8_0, Q4_0: quantised from f32 as
+  // quantize_row quantises, gguf.quants' bytes).
   void write(int64_t column, const Tensor& x) const;
   // Columns from .. from + n - 1 of rows b < batch as dtype (batch, heads, n, head_dim): where the
   // rows are dtype's values, a strided view of them (no copy: a later write shows through it); else

@@ -28,7 +28,7 @@ using WeightedSum = void (*)(const float* p, const unsigned char* v, int64_t ldv
 
 // The same for m query rows that share their keys (the heads of a KV head's group at one query
 // position): row r's scores go to s + r lds, its output to out[r]. A stored type whose values are
-// widened per load (Q8_0) converts each key once for several rows; f32 and the 16-bit floats take
+// widened per load (Q8_0, Q4_0) converts each key once for several rows; f32 and the 16-bit floats take
 // the rows one at a time.
 struct RowProducts {
   void (*scores)(const float* const* q, int64_t m, const unsigned char* k, int64_t ldk, int64_t n, int64_t D, float* s,
@@ -265,84 +265,100 @@ RowProducts float_row_products(int64_t D) {
   }
 }
 
-// Q8_0 rows (D a multiple of 32): each block's int8 values are widened to floats in registers once
-// for up to four query rows, and each row's products over the block summed, then scaled by its d:
-//   q . k = sum over blocks b of d_b sum_i q_bi x_bi
-constexpr int64_t kVectorsPerQ8Block = kQK8_0 / Simd::width;
+// Q8_0 and Q4_0 rows (D a multiple of 32): each block's integers are widened to floats in
+// registers once for up to four query rows, and each row's products over the block summed, then
+// scaled by its d:
+//   q . k = sum over blocks b of d_b sum_i q_bi x_bi      (Q8_0: x = q;  Q4_0: x = q - 8)
+constexpr int64_t kBlockValues = 32;
+static_assert(kQK8_0 == kBlockValues && kQK4_0 == kBlockValues);
+constexpr int64_t kVectorsPerBlock = kBlockValues / Simd::width;
 
-struct Q8Block {
-  Simd::V x[kVectorsPerQ8Block];
-  Simd::V d;
-  explicit Q8Block(const BlockQ8_0& block) : d(Simd::broadcast(f16_to_float(block.d))) {
-    for (int64_t c = 0; c < kVectorsPerQ8Block; ++c) x[c] = Simd::load_i8(block.qs + c * Simd::width);
+// A block type's integers x widened to floats, kVectorsPerBlock vectors.
+struct Q8Values {
+  using Block = BlockQ8_0;
+  static void load(const Block& block, Simd::V* x) {
+    for (int64_t c = 0; c < kVectorsPerBlock; ++c) x[c] = Simd::load_i8(block.qs + c * Simd::width);
   }
 };
+struct Q4Values {
+  using Block = BlockQ4_0;
+  static void load(const Block& block, Simd::V* x) { Simd::load_q4_0(block.qs, x); }
+};
 
-template <int M>
-void scores_q8_0_rows(const float* const* q, const unsigned char* k, int64_t ldk, int64_t n, int64_t D, float* s,
-                      int64_t lds) {
-  const int64_t n_blocks = D / kQK8_0;
+template <class Q>
+const typename Q::Block* blocks_at(const unsigned char* row) {
+  return reinterpret_cast<const typename Q::Block*>(row);
+}
+
+template <class Q, int M>
+void scores_blocks_rows(const float* const* q, const unsigned char* k, int64_t ldk, int64_t n, int64_t D, float* s,
+                        int64_t lds) {
+  const int64_t n_blocks = D / kBlockValues;
   for (int64_t j = 0; j < n; ++j) {
-    const auto* blocks = reinterpret_cast<const BlockQ8_0*>(k + j * ldk);
+    const typename Q::Block* blocks = blocks_at<Q>(k + j * ldk);
     Simd::V total[M];
     for (int r = 0; r < M; ++r) total[r] = Simd::zero();
     for (int64_t b = 0; b < n_blocks; ++b) {
-      const Q8Block block(blocks[b]);
+      Simd::V x[kVectorsPerBlock];
+      Q::load(blocks[b], x);
+      const Simd::V d = Simd::broadcast(f16_to_float(blocks[b].d));
       for (int r = 0; r < M; ++r) {
-        const float* qb = q[r] + b * kQK8_0;
+        const float* qb = q[r] + b * kBlockValues;
         Simd::V acc = Simd::zero();
-        for (int64_t c = 0; c < kVectorsPerQ8Block; ++c) acc = Simd::fma(Simd::load(qb + c * Simd::width), block.x[c], acc);
-        total[r] = Simd::fma(block.d, acc, total[r]);
+        for (int64_t c = 0; c < kVectorsPerBlock; ++c) acc = Simd::fma(Simd::load(qb + c * Simd::width), x[c], acc);
+        total[r] = Simd::fma(d, acc, total[r]);
       }
     }
     store_sums<M>(total, s, lds, j);
   }
 }
 
-void scores_q8_0(const float* const* q, int64_t m, const unsigned char* k, int64_t ldk, int64_t n, int64_t D, float* s,
-                 int64_t lds) {
+template <class Q>
+void scores_blocks(const float* const* q, int64_t m, const unsigned char* k, int64_t ldk, int64_t n, int64_t D, float* s,
+                   int64_t lds) {
   in_fours(q, m, s, lds, [&](auto rows, const float* const* q4, float* s4) {
-    scores_q8_0_rows<decltype(rows)::value>(q4, k, ldk, n, D, s4, lds);
+    scores_blocks_rows<Q, decltype(rows)::value>(q4, k, ldk, n, D, s4, lds);
   });
 }
 
-// out_r = scale_r sum_j p_r[j] v_j for M <= 2 rows, block by block of v's columns: v_j's block
-// adds (p_r[j] d) x to the block's sums of each row, its values widened once for both rows.
-template <int M>
-void weighted_sum_q8_0_rows(const float* const* p, const unsigned char* v, int64_t ldv, int64_t n, int64_t D,
-                            const float* scale, float* const* out) {
-  for (int64_t b = 0; b < D / kQK8_0; ++b) {
-    Simd::V sums[M][kVectorsPerQ8Block];
+// out_r = scale_r sum_j p_r[j] v_j for M rows, block by block of v's columns: v_j's block adds
+// (p_r[j] d) x to the block's sums of each row, its values widened once for all M rows.
+template <class Q, int M>
+void weighted_sum_blocks_rows(const float* const* p, const unsigned char* v, int64_t ldv, int64_t n, int64_t D,
+                              const float* scale, float* const* out) {
+  for (int64_t b = 0; b < D / kBlockValues; ++b) {
+    Simd::V sums[M][kVectorsPerBlock];
     for (int r = 0; r < M; ++r)
-      for (int64_t c = 0; c < kVectorsPerQ8Block; ++c) sums[r][c] = Simd::zero();
+      for (int64_t c = 0; c < kVectorsPerBlock; ++c) sums[r][c] = Simd::zero();
     for (int64_t j = 0; j < n; ++j) {
-      const BlockQ8_0& stored = reinterpret_cast<const BlockQ8_0*>(v + j * ldv)[b];
+      const typename Q::Block& stored = blocks_at<Q>(v + j * ldv)[b];
       const float d = f16_to_float(stored.d);
-      Simd::V x[kVectorsPerQ8Block];
-      for (int64_t c = 0; c < kVectorsPerQ8Block; ++c) x[c] = Simd::load_i8(stored.qs + c * Simd::width);
+      Simd::V x[kVectorsPerBlock];
+      Q::load(stored, x);
       for (int r = 0; r < M; ++r) {
         const Simd::V w = Simd::broadcast(p[r][j] * d);
-        for (int64_t c = 0; c < kVectorsPerQ8Block; ++c) sums[r][c] = Simd::fma(w, x[c], sums[r][c]);
+        for (int64_t c = 0; c < kVectorsPerBlock; ++c) sums[r][c] = Simd::fma(w, x[c], sums[r][c]);
       }
     }
     for (int r = 0; r < M; ++r) {
       const Simd::V sv = Simd::broadcast(scale[r]);
-      for (int64_t c = 0; c < kVectorsPerQ8Block; ++c)
-        Simd::store(out[r] + b * kQK8_0 + c * Simd::width, sums[r][c] * sv);
+      for (int64_t c = 0; c < kVectorsPerBlock; ++c)
+        Simd::store(out[r] + b * kBlockValues + c * Simd::width, sums[r][c] * sv);
     }
   }
 }
 
-void weighted_sum_q8_0(const float* const* p, int64_t m, const unsigned char* v, int64_t ldv, int64_t n, int64_t D,
-                       const float* scale, float* const* out) {
+template <class Q>
+void weighted_sum_blocks(const float* const* p, int64_t m, const unsigned char* v, int64_t ldv, int64_t n, int64_t D,
+                         const float* scale, float* const* out) {
   int64_t r = 0;
   if constexpr (kSumRows == 4)
-    for (; r + 4 <= m; r += 4) weighted_sum_q8_0_rows<4>(p + r, v, ldv, n, D, scale + r, out + r);
+    for (; r + 4 <= m; r += 4) weighted_sum_blocks_rows<Q, 4>(p + r, v, ldv, n, D, scale + r, out + r);
   for (; r < m; r += 2) {
     if (m - r >= 2) {
-      weighted_sum_q8_0_rows<2>(p + r, v, ldv, n, D, scale + r, out + r);
+      weighted_sum_blocks_rows<Q, 2>(p + r, v, ldv, n, D, scale + r, out + r);
     } else {
-      weighted_sum_q8_0_rows<1>(p + r, v, ldv, n, D, scale + r, out + r);
+      weighted_sum_blocks_rows<Q, 1>(p + r, v, ldv, n, D, scale + r, out + r);
     }
   }
 }
@@ -353,8 +369,11 @@ RowProducts row_products(QuantType type, int64_t D) {
     case QuantType::bf16: return float_row_products<Bf16Values>(D);
     case QuantType::f16: return float_row_products<F16Values>(D);
     case QuantType::q8_0:
-      NF_CHECK(D % kQK8_0 == 0, "attention: Q8_0 keys of head size ", D, ", not a multiple of ", kQK8_0);
-      return {scores_q8_0, weighted_sum_q8_0};
+    case QuantType::q4_0:
+      NF_CHECK(D % kBlockValues == 0, "attention: ", quant_type_name(type), " keys of head size ", D,
+               ", not a multiple of ", kBlockValues);
+      if (type == QuantType::q8_0) return {scores_blocks<Q8Values>, weighted_sum_blocks<Q8Values>};
+      return {scores_blocks<Q4Values>, weighted_sum_blocks<Q4Values>};
     default: NF_FAIL("attention: keys and values stored as ", quant_type_name(type), " are not read by decoding's kernel");
   }
 }
@@ -381,7 +400,8 @@ bool attention_decode_applies(const AttentionProblem& p, DType dtype) {
 }
 
 bool attention_decode_reads(QuantType type) {
-  return type == QuantType::f32 || type == QuantType::f16 || type == QuantType::bf16 || type == QuantType::q8_0;
+  return type == QuantType::f32 || type == QuantType::f16 || type == QuantType::bf16 || type == QuantType::q8_0 ||
+         type == QuantType::q4_0;
 }
 
 void attention_decode_forward(const AttentionProblem& p, const Tensor& q, const KVRows& k, const KVRows& v,

@@ -4,7 +4,7 @@
 // that KV head (grouped-query attention), so each cached key and value row is read once for all of
 // them, and the products are vectorised dot products and AXPYs instead of sgemm calls with M = 1
 // (whose packing costs more than the arithmetic). Keys and values are read where they are stored,
-// as f32, f16, bf16 or Q8_0 rows (a KV cache of that type, ops/kv_storage.h), never converted
+// as f32, f16, bf16, Q8_0 or Q4_0 rows (a KV cache of that type, ops/kv_storage.h), never converted
 // as a whole.
 #include "nanoformer/core/quant_type.h"
 #include "ops/cpu/attention/attention.h"
@@ -20,7 +20,7 @@ Tensor rows_tensor(const KVRows& rows, int64_t B, int64_t heads, int64_t n, int6
 
 // Whether attention_decode_forward computes p: f32 queries, no dropout, Tq x (H / Hkv) <= kDecodeMaxRows.
 bool attention_decode_applies(const AttentionProblem& p, DType dtype);
-// Whether it reads keys and values stored as `type`: f32, f16, bf16 and Q8_0.
+// Whether it reads keys and values stored as `type`: f32, f16, bf16, Q8_0 and Q4_0.
 bool attention_decode_reads(QuantType type);
 
 // attention_forward's contract (out and lse as there), with an exact two-pass softmax over each

@@ -1,8 +1,8 @@
 #pragma once
 // The vector unit the build targets (-march=native): `Simd::V` holds `width` floats, with loads, a
 // load of the first n < width floats (the rest zero) for the tail of a row, fused multiply-add and
-// a horizontal sum, and loads that widen `width` stored values to floats (bf16, f16, int8: a KV
-// cache's storage types). AVX-512, AVX2 + FMA, or scalar. Used by the hand-written f32 kernels of
+// a horizontal sum, and loads that widen `width` stored values to floats (bf16, f16, int8, and a
+// Q4_0 block's 32 nibbles: a KV cache's storage types). AVX-512, AVX2 + FMA, or scalar. Used by the hand-written f32 kernels of
 // decoding (gemv.cpp, attention_decode.cpp).
 #include <immintrin.h>
 
@@ -43,6 +43,15 @@ struct Simd {
   }
   static V load_i8(const int8_t* p) {
     return _mm512_maskz_cvtepi32_ps(0xffff, _mm512_maskz_cvtepi8_epi32(0xffff, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  }
+  // x[c], c < 32 / width: values c width .. c width + width - 1 of a Q4_0 block whose 16 bytes are
+  // at qs, as q - 8 (value i < 16 the low nibble of qs[i], value i >= 16 the high nibble of qs[i - 16])
+  static void load_q4_0(const uint8_t* qs, V* x) {
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+    const __m128i lo = _mm_sub_epi8(_mm_and_si128(bytes, _mm_set1_epi8(15)), _mm_set1_epi8(8));
+    const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(bytes, 4), _mm_set1_epi8(15)), _mm_set1_epi8(8));
+    x[0] = _mm512_maskz_cvtepi32_ps(0xffff, _mm512_maskz_cvtepi8_epi32(0xffff, lo));
+    x[1] = _mm512_maskz_cvtepi32_ps(0xffff, _mm512_maskz_cvtepi8_epi32(0xffff, hi));
   }
   static float sum(V v) {  // halves, then quarters, added within the register (the masked forms:
                            // GCC 12's unmasked ones trip -Wmaybe-uninitialized on their filler)
@@ -92,6 +101,15 @@ struct Simd {
   static V load_i8(const int8_t* p) {
     return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
   }
+  static void load_q4_0(const uint8_t* qs, V* x) {  // as AVX-512's
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+    const __m128i lo = _mm_sub_epi8(_mm_and_si128(bytes, _mm_set1_epi8(15)), _mm_set1_epi8(8));
+    const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(bytes, 4), _mm_set1_epi8(15)), _mm_set1_epi8(8));
+    x[0] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo));
+    x[1] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8)));
+    x[2] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi));
+    x[3] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8)));
+  }
   static float sum(V v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -116,6 +134,12 @@ struct Simd {
   static V load_bf16(const uint16_t* p) { return bf16_bits_to_float(*p); }
   static V load_f16(const uint16_t* p) { return f16_bits_to_float(*p); }
   static V load_i8(const int8_t* p) { return static_cast<float>(*p); }
+  static void load_q4_0(const uint8_t* qs, V* x) {  // as AVX-512's
+    for (int i = 0; i < 16; ++i) {
+      x[i] = static_cast<float>((qs[i] & 15) - 8);
+      x[i + 16] = static_cast<float>((qs[i] >> 4) - 8);
+    }
+  }
   static float sum(V v) { return v; }
   static void sum4(V a, V b, V c, V d, float* out) { out[0] = a, out[1] = b, out[2] = c, out[3] = d; }
 };
