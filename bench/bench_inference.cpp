@@ -32,6 +32,7 @@
 //                   [--prompt 512] [--new 129] [--threads 1,2] [--rounds 3] [--python .venv/bin/python]
 //                   [--types f32,q8_0,q6_k,q5_k_m,q4_k_m,q4_0]   (empty: no peers' table)
 //                   [--peers llamacpp,ik_llama | none] [--peers-dir .cache/peers]
+//                   [--plot FILE.png]   the peers' table as bars, at the last --threads count (peer_chart.h)
 //                   [--baseline OLD/bench_inference]   also an older build's decode worker, alternating
 //                                                      (before/after a change, in the same invocation)
 //                   [--long-context 4096] [--long-new 64]   the KV cache types' decode (0: skipped)
@@ -51,6 +52,7 @@
 
 #include "bench_process.h"
 #include "bench_series.h"
+#include "peer_chart.h"
 #include "peer_table.h"
 #include "memory_bandwidth.h"
 #include "prefill_gemm_limit.h"
@@ -81,6 +83,7 @@ struct Options {
   std::vector<std::string> types{"f32", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "q4_0"};
   std::vector<std::string> peers;  // llamacpp, ik_llama; empty: every installed one; "none"
   std::string peers_dir = std::string(NF_SOURCE_DIR) + "/.cache/peers";
+  std::string plot;  // --plot: the peers' table as a chart
   std::string type = "f32", model;  // a worker's: the weight type, and the GGUF it writes or reads
   std::string cache_type = "f32";  // the decode worker's KV cache type
   int64_t long_context = 4096, long_new = 64;  // the cache types' decode at a long context (0: skipped)
@@ -112,6 +115,7 @@ Options parse(int argc, char** argv) {
     else if (flag == "--model") o.model = value;
     else if (flag == "--peers") o.peers = split(value, ',');
     else if (flag == "--peers-dir") o.peers_dir = value;
+    else if (flag == "--plot") o.plot = value;
     else if (flag == "--cache-type") o.cache_type = value;
     else if (flag == "--long-context") o.long_context = std::stoll(value);
     else if (flag == "--long-new") o.long_new = std::stoll(value);
@@ -153,14 +157,17 @@ double model_bytes_per_token(const nf::models::DecoderLM& lm, bool per_token = t
   return bytes;
 }
 
-// The preset's model with fresh weights (seed 1), its Linear weights and table in `type` (f32: as
-// built), as llama-quantize --pure makes a file.
+// The preset's model with fresh weights (seed 1): a plain type's Linear weights and table in `type`
+// (f32: as built), as llama-quantize --pure makes a file; a mix ("q4_k_m") as llama-quantize's mix.
 std::shared_ptr<nf::models::DecoderLM> preset_model(const std::string& preset, const std::string& type) {
   nf::Generator gen(1);
   auto lm = std::make_shared<nf::models::DecoderLM>(nf::models::preset_config(preset), gen);
   if (type != "f32") {
-    const nf::QuantType t = nf::quant_type_from_name(type);
-    nf::models::quantize_weights(*lm, {.type = t, .output_type = t, .embedding_type = t});
+    const nf::models::QuantizeSpec spec = nf::models::quantize_spec(type);
+    const nf::QuantType t = spec.type;
+    nf::models::quantize_weights(*lm, spec.mix != nf::models::QuantMix::none
+                                          ? spec
+                                          : nf::models::QuantizeSpec{.type = t, .output_type = t, .embedding_type = t});
   }
   return lm;
 }
@@ -481,6 +488,7 @@ int driver(const Options& o, const std::string& self) {
     std::printf("\n");
   }
   if (!rows.empty()) print_peer_table(table, files, rows, flash_attn);
+  if (!rows.empty() && !o.plot.empty()) write_peer_chart(o.plot, table, rows, o.thread_counts.back(), o.rounds);
   std::printf("the linear kernel alone, one token's weight matrices (x of 1 row; every routed expert):\n");
   std::printf("%-16s %16s %16s %12s %14s\n", "preset", "linear GB/s", "sgemm GB/s", "read GB/s", "linear/read");
   for (const std::string& preset : o.presets) {

@@ -4,8 +4,8 @@
 // engine reads: our F32 GGUF of the preset (random weights, seed 1), and each other type made from
 // it by mainline's llama-quantize with its default per-tensor mix (`Q4_K_M`: attn_v and half of
 // ffn_down in Q6_K, the table in Q6_K, ...) where mainline is installed, else by our own
-// quantize_weights (every Linear weight and the table in the type, as llama-quantize --pure; the
-// _M mixes need llama-quantize until nf::models::quantize_spec comes). Where ik_llama.cpp is
+// quantize_weights (a plain type: every Linear weight and the table in the type, as llama-quantize
+// --pure; a mix: llama-quantize's per-tensor types, nf::models::quantize_spec). Where ik_llama.cpp is
 // installed its own type of about the same bits (peers.h's ik_own_type) is made from the same F32
 // file by its llama-quantize and timed as a separate row, without -rtr.
 //
@@ -75,12 +75,11 @@ inline std::vector<PeerFile> make_peer_files(const PeerTableSettings& s, const s
       } else if (s.quantizer) {
         f.note = peer_quantize(*s.quantizer, f32, f.path, type);
         f.made_by = "llama-quantize " + upper(type);
-      } else {  // ours, as --pure: the types quantize_weights has (q8_0, q4_0, q4_k, q6_k); the _M mixes
-                // fail here until nf::models::quantize_spec gives their per-tensor types
+      } else {  // ours: a plain type as --pure, a mix as llama-quantize's
         const ProcessResult r =
             run_process({s.self, "--worker", "gguf", "--preset", preset, "--type", type, "--model", f.path}, true);
         if (!r.ok()) f.note = "our quantize_weights " + type + ": " + failure_line(r);
-        f.made_by = "our quantize_weights (pure)";
+        f.made_by = "our quantize_weights";
       }
       f.ik_type = s.ik && wrote.ok() ? ik_own_type(type) : "";
       if (!f.ik_type.empty()) {
@@ -168,7 +167,7 @@ inline void print_peer_table(const PeerTableSettings& s, const std::vector<PeerF
   }
   if (s.ik) std::printf("ik_llama.cpp <TYPE>: a file of ik_llama.cpp's own type made by its llama-quantize from the same F32 GGUF, timed without -rtr\n");
   std::printf("files: f32 by our writer; the others by %s\n",
-              s.quantizer ? "mainline's llama-quantize from it (its default mix)" : "our quantize_weights (as --pure; no mainline llama-quantize)");
+              s.quantizer ? "mainline's llama-quantize from it (its default mix)" : "our quantize_weights (plain types as --pure, mixes as llama-quantize's; no mainline llama-quantize)");
   std::printf("limit = read GB/s at that thread count / (the file's weight bytes a token reads + the f16 cache's at the "
               "mean depth); over = peak - (file + cache)\n");
   std::printf("%-16s %-7s %3s %-22s %8s | %8s %7s %6s | %8s %7s %6s | %8s %8s %7s\n", "preset", "type", "thr", "engine",
