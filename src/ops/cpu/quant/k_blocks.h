@@ -37,6 +37,13 @@ struct Q4_KScaleWords {
 
 inline void q4_k_scales(const uint8_t* s, uint8_t* out) { std::memcpy(out, q4_k_scale_words(s).w, 16); }
 
+// the same as sc[0..7] and mn[0..7] in 16 bits (Q4_K's and Q5_K's unpacking below)
+inline void q4_k_scales_mins(const uint8_t* s, int16_t* sc, int16_t* mn) {
+  uint8_t sm[16];
+  q4_k_scales(s, sm);
+  for (int j = 0; j < 8; ++j) sc[j] = sm[j], mn[j] = sm[8 + j];
+}
+
 #if defined(__AVX2__)
 // the same 16 bytes in a register, built from the words (a 16-byte load of 4-byte stores would wait
 // for them: store forwarding fails, which cost decode's Q4_K tile a quarter of its time)
@@ -59,11 +66,7 @@ struct Q4_KUnpack {
     for (int g = 0; g < 4; ++g)
       for (int l = 0; l < 32; ++l) q[64 * g + l] = b.qs[32 * g + l] & 0x0f, q[64 * g + 32 + l] = b.qs[32 * g + l] >> 4;
   }
-  static void scales(const Block& b, int16_t* sc, int16_t* mn) {
-    uint8_t sm[16];
-    q4_k_scales(b.scales, sm);
-    for (int j = 0; j < 8; ++j) sc[j] = sm[j], mn[j] = sm[8 + j];
-  }
+  static void scales(const Block& b, int16_t* sc, int16_t* mn) { q4_k_scales_mins(b.scales, sc, mn); }
 };
 
 // Q6_K: w = (d sc_j) (q - 32), sub-blocks of 16, q of value 128 h + 32 t + l (h < 2, t < 4,
@@ -131,11 +134,7 @@ struct Q5_KUnpack {
   static float d(const Block& b) { return f16_to_float(b.d); }
   static float dmin(const Block& b) { return f16_to_float(b.dmin); }
   static void integers(const Block& b, uint8_t* q) { q5_k_values(b, q); }
-  static void scales(const Block& b, int16_t* sc, int16_t* mn) {
-    uint8_t sm[16];
-    q4_k_scales(b.scales, sm);
-    for (int j = 0; j < 8; ++j) sc[j] = sm[j], mn[j] = sm[8 + j];
-  }
+  static void scales(const Block& b, int16_t* sc, int16_t* mn) { q4_k_scales_mins(b.scales, sc, mn); }
 };
 
 // Q3_K: w = (d sc_j) (u - 4), sub-blocks of 16, u the stored 3 bits, sc_j its 6-bit scales less 32.

@@ -41,6 +41,7 @@
 #include "ops/cpu/quant/int8_dot.h"
 #include "ops/cpu/quant/int8_isa.h"
 #include "ops/cpu/quant/type_kernels.h"
+#include "ops/cpu/quant/x_units.h"
 #include "ops/cpu/quant/type_traits.h"
 #include "ops/cpu/quant/weight_blocks.h"
 #include "ops/cpu/loops/loops.h"
@@ -53,7 +54,6 @@ namespace {
 #define NF_UNROLL _Pragma("GCC unroll 16")
 
 constexpr int kGroups = kQK8_0 / 4;  // 4-value groups per block
-constexpr int64_t kUnitRows = 48;    // rows of x per work unit
 // rows of W per panel (one lane each) and rows of x per tile (R accumulators + R dots + W + x in
 // the registers): AVX2, 16 registers of 8 lanes; AVX512-VNNI, 32 of 16
 constexpr int kPanelRowsAvx2 = 8, kTileRowsAvx2 = 6;
@@ -119,11 +119,6 @@ XBlockInfo x_block_info(const BlockQ8_0& x) {
   return {d, d * static_cast<float>(low + high), static_cast<int32_t>(half(low) | (half(high) << 16)), low + high};
 }
 
-inline int32_t load_word(const void* p) {
-  int32_t v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
 
 // y[i, l] for i < R, l < cols: the dots of R rows of x (nb blocks each, ldx apart) with a panel.
 #if defined(__AVX2__) && defined(__FMA__)
@@ -379,26 +374,14 @@ void unit_against_panel(const PanelBlock<W, kPanelRowsVnni>* panel, int64_t nb, 
   }
 }
 
-// x packed per unit of kUnitRows rows (the last padded with zeros): the 4 bytes of group g of
-// block b of the unit's row i at words[((unit nb + b) kGroups + g) kUnitRows + i], its block info at
-// info[(unit nb + b) kUnitRows + i]; so a tile's loads are one pointer per block and constants.
+// x packed per unit of kUnitRows rows (x_units.h), then the panels of W against the units.
 template <class W>
 void gemm_vnni(const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t m, float* y, int64_t ldy) {
   constexpr int P = kPanelRowsVnni;
   const int64_t nb = k / kQK8_0, units = (m + kUnitRows - 1) / kUnitRows;
-  std::vector<int32_t> words(static_cast<size_t>(units * nb * kGroups * kUnitRows), 0);
-  std::vector<XBlockInfo> info(static_cast<size_t>(units * nb * kUnitRows), XBlockInfo{});
-  parallel_for(m, std::max<int64_t>(1, kParallelGrain / k), [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      const int64_t unit = i / kUnitRows, r = i % kUnitRows;
-      for (int64_t b = 0; b < nb; ++b) {
-        const BlockQ8_0& block = xq[i * nb + b];
-        info[static_cast<size_t>((unit * nb + b) * kUnitRows + r)] = x_block_info<W>(block);
-        for (int g = 0; g < kGroups; ++g)
-          words[static_cast<size_t>(((unit * nb + b) * kGroups + g) * kUnitRows + r)] = load_word(block.qs + 4 * g);
-      }
-    }
-  });
+  std::vector<int32_t> words;
+  std::vector<XBlockInfo> info;
+  pack_x_units(xq, m, nb, words, info, [](const BlockQ8_0& block) { return x_block_info<W>(block); });
   const int64_t panels = (n + P - 1) / P;
   const bool gathers = gatherable<W, P>(nb);
   // Units are (panel, unit of x), panel-major, so a thread's run of units packs each panel once.

@@ -30,6 +30,7 @@
 #include "ops/cpu/quant/int8_isa.h"
 #include "ops/cpu/quant/k_blocks.h"
 #include "ops/cpu/quant/type_kernels.h"
+#include "ops/cpu/quant/x_units.h"
 
 namespace nf::cpu {
 namespace {
@@ -37,7 +38,6 @@ namespace {
 #define NF_UNROLL _Pragma("GCC unroll 16")
 
 constexpr int kGroups = kQK_K / 4;  // 4-value groups per super-block
-constexpr int64_t kUnitRows = 48;   // rows of x per work unit
 constexpr int kPanelRowsAvx2 = 8, kTileRowsAvx2 = 4;
 constexpr int kPanelRowsVnni = 16, kTileRowsVnni = 8;
 
@@ -99,11 +99,6 @@ KXInfo x_info(const BlockQ8_K& x) {
   return info;
 }
 
-inline int32_t load_word(const void* p) {
-  int32_t v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
 
 // sumi - kOffset corr (kOffset a power of two)
 template <class W>
@@ -278,26 +273,14 @@ void unit_against_panel(const KPanelBlock<W, P>* panel, int64_t nb, const int32_
 #endif
 }
 
-// x packed per unit of kUnitRows rows (the last padded with zeros): the 4 bytes of group g of
-// super-block b of the unit's row i at words[((unit nb + b) kGroups + g) kUnitRows + i], its info
-// at info[(unit nb + b) kUnitRows + i]; then units of (panel, unit of x), panel-major, so a
-// thread's run of units packs each panel once.
+// x packed per unit of kUnitRows rows (x_units.h); then units of (panel, unit of x), panel-major,
+// so a thread's run of units packs each panel once.
 template <class W, int P, int R>
 void gemm_k(const void* w, int64_t n, int64_t k, const BlockQ8_K* xq, int64_t m, float* y, int64_t ldy) {
   const int64_t nb = k / kQK_K, units = (m + kUnitRows - 1) / kUnitRows;
-  std::vector<int32_t> words(static_cast<size_t>(units * nb * kGroups * kUnitRows), 0);
-  std::vector<KXInfo> info(static_cast<size_t>(units * nb * kUnitRows), KXInfo{});
-  parallel_for(m, std::max<int64_t>(1, kParallelGrain / k), [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      const int64_t unit = i / kUnitRows, r = i % kUnitRows;
-      for (int64_t b = 0; b < nb; ++b) {
-        const BlockQ8_K& block = xq[i * nb + b];
-        info[static_cast<size_t>((unit * nb + b) * kUnitRows + r)] = x_info<W>(block);
-        for (int g = 0; g < kGroups; ++g)
-          words[static_cast<size_t>(((unit * nb + b) * kGroups + g) * kUnitRows + r)] = load_word(block.qs + 4 * g);
-      }
-    }
-  });
+  std::vector<int32_t> words;
+  std::vector<KXInfo> info;
+  pack_x_units(xq, m, nb, words, info, [](const BlockQ8_K& block) { return x_info<W>(block); });
   const int64_t panels = (n + P - 1) / P;
   parallel_for(panels * units, 1, [&](int64_t begin, int64_t end) {
     std::vector<KPanelBlock<W, P>> packed(static_cast<size_t>(nb));
