@@ -1,6 +1,7 @@
 // Decoding's product over quantised weights (ops/cpu/quant/quant_gemv.h), y (m, n) = x (m, k) W^T,
 // beside the f32 matrix-vector kernel (ops/cpu/matmul/gemv.h), for W in f32, Q8_0, Q4_0 and the K types
-// Q6_K, Q5_K, Q4_K, Q3_K (x quantised to Q8_K). Decoding is
+// Q6_K, Q5_K, Q4_K, Q3_K (x quantised to Q8_K); W as a loaded GGUF file's (with_kernel_layout: Q8_0
+// and Q4_0 on their panels where the CPU has AVX512-VNNI; NANOFORMER_PANELS=0, their rows). Decoding is
 // bound by the bytes of W read, so each case reports the GB/s of weight bytes against two limits:
 //   of_read  against a plain read of the same bytes (floats summed, the same threads and copies),
 //            timed call by call alternately with the product, so both meet the same machine;
@@ -53,19 +54,20 @@ struct Weight {
   Tensor f32;
   QuantizedTensor q;
   double bytes() const { return f32.defined() ? 4.0 * static_cast<double>(f32.numel()) : static_cast<double>(q.nbytes()); }
-  const void* data() const { return f32.defined() ? f32.raw_data() : q.data(); }
+  // the bytes the product reads (a quantised weight's panels where it has them)
+  const void* data() const { return f32.defined() ? f32.raw_data() : q.panels() ? q.panels()->data() : q.data(); }
   Tensor linear(const Tensor& x) const { return f32.defined() ? nf::linear(x, f32) : nf::linear(x, q); }
 };
 
 Weight make_weight(const Tensor& w, QuantType type) {
-  return type == QuantType::f32 ? Weight{contiguous(w), {}} : Weight{{}, quantize(w, type)};
+  return type == QuantType::f32 ? Weight{contiguous(w), {}} : Weight{{}, with_kernel_layout(quantize(w, type))};
 }
 
 Weight copy_of(const Weight& w) {
   if (w.f32.defined()) return {clone(w.f32), {}};
   QuantizedTensor q = QuantizedTensor::empty(w.q.type(), w.q.rows(), w.q.cols());
   std::memcpy(q.mutable_data(), w.q.data(), w.q.nbytes());
-  return {{}, q};
+  return {{}, with_kernel_layout(q)};
 }
 
 // The sum of w's bytes read as floats, split across the engine's threads: what reading them costs.

@@ -352,11 +352,15 @@ std::shared_ptr<models::DecoderLM> load_gguf(const std::string& path) {
   }
   // the modules that hold a weight quantised, by the weight's name
   std::map<std::string, std::function<void(QuantizedTensor)>> holders;
+  std::set<std::string> products;  // the weights products read: the linears', and a tied head's embedding
   model->apply([&](const std::string& name, nn::Module& m) {
-    if (auto* linear = dynamic_cast<nn::Linear*>(&m))
+    if (auto* linear = dynamic_cast<nn::Linear*>(&m)) {
       holders[name + ".weight"] = [linear](QuantizedTensor q) { linear->set_quantized_weight(std::move(q)); };
-    else if (auto* embedding = dynamic_cast<nn::Embedding*>(&m))
+      products.insert(name + ".weight");
+    } else if (auto* embedding = dynamic_cast<nn::Embedding*>(&m)) {
       holders[name + ".weight"] = [embedding](QuantizedTensor q) { embedding->set_quantized_weight(std::move(q)); };
+      if (c.tie_embeddings) products.insert(name + ".weight");
+    }
   });
   nn::StateDict dense;
   for (const MappedTensor& m : gguf_name_map(c)) {
@@ -372,8 +376,18 @@ std::shared_ptr<models::DecoderLM> load_gguf(const std::string& path) {
     const bool in_place = is_block_quantized(info.type) && info.shape.size() == 2 &&
                           std::all_of(m.ours.begin(), m.ours.end(), [&](const auto& n) { return holders.count(n); });
     if (in_place) {
+      // a product's weight also as the kernels' panels where they pay (with_kernel_layout); when
+      // every part has them, the file's pages of the rows are dropped, so the process holds W once
       const QuantizedTensor q = f.quantized(m.external);
-      for (int64_t i = 0; i < parts; ++i) holders.at(m.ours[static_cast<size_t>(i)])(row_range(q, i * rows, rows));
+      bool all_panels = true;
+      for (int64_t i = 0; i < parts; ++i) {
+        const std::string& ours = m.ours[static_cast<size_t>(i)];
+        QuantizedTensor part = row_range(q, i * rows, rows);
+        if (products.count(ours)) part = with_kernel_layout(part);
+        all_panels = all_panels && part.panels() != nullptr;
+        holders.at(ours)(std::move(part));
+      }
+      if (all_panels) f.release(q);
       continue;
     }
     const Tensor t = is_block_quantized(info.type) ? dequantize(f.quantized(m.external)).reshape(info.shape)

@@ -341,6 +341,7 @@ GGUFFile GGUFFile::open(const std::string& path) {
   file.path_ = path;
   const MappedFile mapped = map_file(path, file_context(path));
   file.mapping_ = mapped.mapping;
+  file.mapped_bytes_ = mapped.size;
   Cursor in(path, mapped.bytes(), mapped.size);
 
   const bool magic = mapped.size >= 4 && std::memcmp(mapped.bytes(), "GGUF", 4) == 0;
@@ -458,6 +459,13 @@ QuantizedTensor GGUFFile::quantized(const std::string& name) const {
     if (info.nbytes > 0) std::memcpy(storage->data(), bytes, info.nbytes);
   }
   return QuantizedTensor::from_storage(std::move(storage), info.type, rows, cols);
+}
+
+void GGUFFile::release(const QuantizedTensor& view) const {
+  if (!view.defined() || mapping_ == nullptr) return;
+  const auto* begin = static_cast<const unsigned char*>(view.data());
+  const auto* mapped = static_cast<const unsigned char*>(mapping_.get());
+  if (begin >= mapped && begin + view.nbytes() <= mapped + mapped_bytes_) release_pages(begin, view.nbytes());
 }
 
 Tensor GGUFFile::dense(const std::string& name) const {

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <system_error>
 
 #include "nanoformer/core/error.h"
@@ -43,6 +44,14 @@ MappedFile map_file(const std::string& path, const std::string& context) {
   const size_t size = file.size;
   file.mapping = std::shared_ptr<void>(addr, [size](void* p) { ::munmap(p, size); });
   return file;
+}
+
+void release_pages(const void* p, size_t n) {
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n) / page * page;
+  // (advice only: a kernel that refuses it leaves the pages resident, nothing else changes)
+  if (begin < end) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 }  // namespace nf::io

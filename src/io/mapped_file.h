@@ -17,4 +17,9 @@ struct MappedFile {
 // empty mapping (mmap refuses zero bytes).
 MappedFile map_file(const std::string& path, const std::string& context);
 
+// Drops the pages wholly inside [p, p + n) of such a mapping from the process's resident memory
+// (madvise MADV_DONTNEED): the mapping is private and never written, so a page touched again is
+// read back from the file. For bytes whose other copy is what the kernels read (the panels).
+void release_pages(const void* p, size_t n);
+
 }  // namespace nf::io

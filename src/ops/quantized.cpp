@@ -15,6 +15,7 @@
 #include "nanoformer/ops/reduce.h"
 #include "nanoformer/ops/view.h"
 #include "ops/cpu/matmul/linear.h"
+#include "ops/cpu/quant/panels.h"
 #include "ops/cpu/quant/quant_rows.h"
 
 namespace nf {
@@ -30,6 +31,8 @@ using DequantizeKernel = void (*)(const Tensor& out, const QuantizedTensor& w, i
 const DeviceKernels<DequantizeKernel> kDequantize{.cpu = cpu::dequantize_rows};
 using GatherKernel = void (*)(const Tensor& out, const QuantizedTensor& w, const int64_t* ids, int64_t n);
 const DeviceKernels<GatherKernel> kGather{.cpu = cpu::gather_rows};
+using PanelsKernel = std::shared_ptr<Storage> (*)(const QuantizedTensor& w);
+const DeviceKernels<PanelsKernel> kPanels{.cpu = cpu::pack_panels};
 
 // dx (M, K) = dy (M, N) W (N, K), W dequantised a tile of rows at a time (about 4 MiB of f32 each),
 // never the whole matrix at once
@@ -67,6 +70,12 @@ Tensor dequantize_rows(const QuantizedTensor& weight, int64_t begin, int64_t end
   Tensor out = Tensor::empty({end - begin, weight.cols()});
   kDequantize.get(out.device(), "dequantize")(out, weight, begin, end);
   return out;
+}
+
+QuantizedTensor with_kernel_layout(const QuantizedTensor& weight) {
+  NF_CHECK(weight.defined(), "with_kernel_layout: weight is undefined");
+  std::shared_ptr<Storage> panels = kPanels.get(weight.storage()->device(), "with_kernel_layout")(weight);
+  return panels ? weight.with_panels(std::move(panels)) : weight;
 }
 
 Tensor dequantize(const QuantizedTensor& weight) { return dequantize_rows(weight, 0, weight.rows()); }

@@ -16,6 +16,9 @@
 #include "nanoformer/models/quantize.h"
 #include "nanoformer/autograd/grad_mode.h"
 #include "nanoformer/nn/attention.h"
+#include "nanoformer/nn/linear.h"
+#include "nanoformer/ops/quantized.h"
+#include "ops/cpu/quant/panels.h"
 #include "nanoformer/ops/elementwise.h"
 #include "nanoformer/ops/factory.h"
 #include "nanoformer/ops/reduce.h"
@@ -121,13 +124,31 @@ TEST_F(GGUFCheckpointTest, AHalfLayoutModelReadsBackInterleavedWithTheSameLogits
   EXPECT_TENSOR_CLOSE(logits(*load_decoder_lm(path("half_q8.gguf"))), logits(*model), 1e-5, 1e-5);
 }
 
+// The model's products' weights as load_gguf lays them out (with_kernel_layout: the kernels'
+// panels where they pay), so its decode sums in the loaded model's order.
+void with_loads_layout(models::DecoderLM& model) {
+  model.apply([&](const std::string&, nn::Module& m) {
+    if (auto* linear = dynamic_cast<nn::Linear*>(&m); linear && linear->is_quantized())
+      linear->set_quantized_weight(with_kernel_layout(linear->quantized_weight()));
+    if (auto* embedding = dynamic_cast<nn::Embedding*>(&m); embedding && embedding->is_quantized() && model.config().tie_embeddings)
+      embedding->set_quantized_weight(with_kernel_layout(embedding->quantized_weight()));
+  });
+}
+
 TEST_F(GGUFCheckpointTest, RoundTripAtQ8_0GivesTheInMemoryQuantisedLogits) {
   for (const Case& k : in_place_cases()) {
     auto model = random_model(k.config);
     const auto done = models::quantize_weights(*model, {.type = QuantType::q8_0});
     save_model(*model, path("q8.gguf"), "gguf");
     const auto loaded = load_decoder_lm(path("q8.gguf"));
+    with_loads_layout(*model);
     EXPECT_TENSOR_CLOSE(logits(*loaded), logits(*model), 0.0, 0.0) << k.name;
+    // the products' weights carry panels exactly where they pay
+    for (const auto& [name, q] : loaded->named_quantized()) {
+      if (name.find("embeddings") == std::string::npos) {
+        EXPECT_EQ(q.panels() != nullptr, cpu::panels_pay(q.type())) << k.name << ": " << name;
+      }
+    }
     const auto expected = model->named_quantized(), actual = loaded->named_quantized();
     ASSERT_EQ(actual.size(), expected.size()) << k.name;
     for (size_t i = 0; i < expected.size(); ++i) {
@@ -168,6 +189,40 @@ TEST_F(GGUFCheckpointTest, QuantisedWeightsAreViewsIntoTheMappedFile) {
         std::any_of(maps.begin(), maps.end(), [&](auto m) { return m.first <= at && at + q.nbytes() <= m.second; });
     EXPECT_TRUE(inside) << name;
   }
+}
+
+// The resident bytes of the mappings of `file` in this process (/proc/self/smaps' Rss lines).
+size_t resident_bytes_of(const std::string& file) {
+  std::ifstream smaps("/proc/self/smaps");
+  const std::string target = fs::canonical(file).string();
+  size_t kib = 0;
+  bool in_file = false;
+  for (std::string line; std::getline(smaps, line);) {
+    if (!line.empty() && std::isxdigit(static_cast<unsigned char>(line[0])) && line.find('-') < line.find(' '))
+      in_file = line.size() >= target.size() && line.compare(line.size() - target.size(), target.size(), target) == 0;
+    else if (in_file && line.rfind("Rss:", 0) == 0)
+      kib += std::stoul(line.substr(4));
+  }
+  return kib * 1024;
+}
+
+// Where the products take panels, the file's pages of their rows are dropped after packing: the
+// process holds the weights once (the panels), not the panels and the file's rows.
+TEST_F(GGUFCheckpointTest, PanelsLeaveTheFilesRowsOutOfResidentMemory) {
+  if (!cpu::panels_pay(QuantType::q8_0)) GTEST_SKIP() << "no panels on this CPU (or NANOFORMER_PANELS=0)";
+  models::DecoderLMConfig c = gpt2_config(false);
+  c.dim = 256, c.mlp_hidden = 1024, c.n_layers = 4;  // weights of many pages
+  auto model = random_model(c);
+  models::quantize_weights(*model, {.type = QuantType::q8_0});
+  save_model(*model, path("q8.gguf"), "gguf");
+  const auto loaded = load_decoder_lm(path("q8.gguf"));
+  size_t panel_bytes = 0;
+  for (const auto& [name, q] : loaded->named_quantized())
+    if (q.panels()) panel_bytes += q.nbytes();
+  ASSERT_GT(panel_bytes, size_t{2} << 20);
+  // what stays: the header, the embedding table's rows and a page at each end of a tensor
+  EXPECT_LT(resident_bytes_of(path("q8.gguf")), fs::file_size(path("q8.gguf")) - panel_bytes + (size_t{256} << 10));
+  EXPECT_TENSOR_CLOSE(logits(*loaded), logits(*model), 1e-4, 1e-4);
 }
 
 // tools/gguf/make_gguf_model_fixtures.py: the `gguf` package wrote the files, numpy computed the

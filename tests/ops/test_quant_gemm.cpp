@@ -21,6 +21,7 @@
 #include "ops/cpu/quant/quant_rows.h"
 #include "ops/cpu/quant/type_traits.h"
 #include "support/int8_isas.h"
+#include "support/quant_weights.h"
 #include "support/testing.h"
 #include "support/threads.h"
 
@@ -158,8 +159,7 @@ WeightBlock weight_block(QuantType type, const uint8_t* row, int64_t b) {
       out.m = -f16_bits_to_float(block.dmin);
       const uint8_t* q = block.scales;
       for (int j = 0; j < 8; ++j) {
-        const int sc = j < 4 ? q[j] & 63 : (q[j + 4] & 0xf) | ((q[j - 4] >> 6) << 4);
-        const int mn = j < 4 ? q[j + 4] & 63 : (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+        const auto [sc, mn] = testing::k4_scale_min(q, j);
         for (int l = 0; l < 32; ++l) {
           const uint8_t byte = block.qs[32 * (j / 2) + l];
           out.a.push_back(sc * (j % 2 == 0 ? byte & 0xf : byte >> 4));
@@ -191,8 +191,7 @@ WeightBlock weight_block(QuantType type, const uint8_t* row, int64_t b) {
       out.m = -f16_bits_to_float(block.dmin);
       const uint8_t* q = block.scales;
       for (int j = 0; j < 8; ++j) {
-        const int sc = j < 4 ? q[j] & 63 : (q[j + 4] & 0xf) | ((q[j - 4] >> 6) << 4);
-        const int mn = j < 4 ? q[j + 4] & 63 : (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+        const auto [sc, mn] = testing::k4_scale_min(q, j);
         for (int l = 0; l < 32; ++l) {
           const uint8_t byte = block.qs[32 * (j / 2) + l];
           const int value = (j % 2 == 0 ? byte & 0xf : byte >> 4) | ((block.qh[l] >> j) & 1) << 4;

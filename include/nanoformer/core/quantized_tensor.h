@@ -4,6 +4,9 @@
 // Storage, owned or a view into a memory-mapped file (a GGUF tensor used in place). Like Tensor it
 // is a shared handle: copies share the bytes. It is a weight, never a result of math: ops read it
 // (ops/quantized.h: linear, embedding, dequantize) and never write into one after it is made.
+// It may also carry its values a second time in a layout of the device's kernels (panels: rows
+// interleaved for the decode and prefill products, made once at load by
+// ops/quantized.h's with_kernel_layout); the rows stay its values for everything else.
 #include <cstdint>
 #include <memory>
 
@@ -30,9 +33,17 @@ class QuantizedTensor {
   void* mutable_data() { return storage_->data(); }  // only while it is being filled
   const void* row(int64_t r) const { return static_cast<const unsigned char*>(data()) + row_bytes() * r; }
   const std::shared_ptr<Storage>& storage() const { return storage_; }
+  // The kernels' layout of the same values, or null (its bytes are the device kernels' business).
+  const std::shared_ptr<Storage>& panels() const { return panels_; }
+  QuantizedTensor with_panels(std::shared_ptr<Storage> panels) const {
+    QuantizedTensor q = *this;
+    q.panels_ = std::move(panels);
+    return q;
+  }
 
  private:
   std::shared_ptr<Storage> storage_;
+  std::shared_ptr<Storage> panels_;
   QuantType type_ = QuantType::f32;
   int64_t rows_ = 0, cols_ = 0;
 };

@@ -79,6 +79,10 @@ class GGUFFile {
   // are not aligned for the type (a file with a small general.alignment): then they are copied.
   QuantizedTensor quantized(const std::string& name) const;
   Tensor dense(const std::string& name) const;
+  // Drops `view`'s pages (a view of this file's mapping, as quantized() gives; anything else is left
+  // alone) from resident memory: touched again, they are read back from the file. For a weight
+  // the kernels read in another layout (QuantizedTensor::panels), so the process holds it once.
+  void release(const QuantizedTensor& view) const;
 
  private:
   std::string path_;
@@ -86,6 +90,7 @@ class GGUFFile {
   uint32_t alignment_ = 32;
   std::shared_ptr<void> mapping_;
   const unsigned char* data_ = nullptr;  // start of the data section
+  size_t mapped_bytes_ = 0;
   std::map<std::string, GGUFValue> metadata_;
   std::vector<std::string> keys_;
   std::vector<GGUFTensorInfo> tensors_;

@@ -19,6 +19,13 @@ Tensor dequantize(const QuantizedTensor& weight);
 // Rows `begin`..`end` of `weight` -> f32 (end - begin, cols).
 Tensor dequantize_rows(const QuantizedTensor& weight, int64_t begin, int64_t end);
 
+// W carrying its values a second time in the device's kernel layout where the device has one for
+// its type (CPU: 16-row panels of Q8_0 and Q4_0 on AVX512-VNNI, ops/cpu/quant/panels.h; set
+// NANOFORMER_PANELS=0 to go without), else W itself. Made once, at load: decode and prefill then
+// read the panels, and the rows are left to everything else (dequantising, embedding, saving),
+// so a loader that can drop the rows' pages (a file's mapping: GGUFFile::release) holds W once.
+QuantizedTensor with_kernel_layout(const QuantizedTensor& weight);
+
 // linear(x, W, b) = x W^T + b:  x (..., in) f32, W (out, in) quantised, b (out) or undefined -> (..., out).
 // Backward: dx = dy W (W dequantised), db = sum of dy; W gets no gradient.
 Tensor linear(const Tensor& x, const QuantizedTensor& weight, const Tensor& bias = {});

@@ -8,6 +8,7 @@
 #include "ops/cpu/matmul/gemv.h"
 #include "ops/cpu/matmul/matmul.h"
 #include "ops/cpu/quant/activation_quant.h"
+#include "ops/cpu/quant/int8_isa.h"
 #include "ops/cpu/quant/quant_gemm.h"
 #include "ops/cpu/quant/quant_gemv.h"
 #include "ops/cpu/quant/quant_rows.h"
@@ -40,8 +41,13 @@ QuantizedRows quantized_activations(const Tensor& x, QuantType wtype) {
 }
 
 // y = xq W^T + b on the register-blocked integer GEMM
+// (on W's panels where it carries them and the CPU runs their kernels, panels.h)
 void gemm_rows(const Tensor& y, const QuantizedRows& xq, int64_t m, const QuantizedTensor& w, const Tensor& bias) {
-  quant_gemm(w.type(), w.data(), w.rows(), w.cols(), xq.data(), m, y.data<float>(), w.rows());
+  const QuantTypeTraits& traits = quant_traits(w.type());
+  if (w.panels() && traits.gemm_panels && int8_isa() == Int8Isa::avx512_vnni)
+    traits.gemm_panels(w.panels()->data(), w.rows(), w.cols(), xq.data(), m, y.data<float>(), w.rows());
+  else
+    quant_gemm(w.type(), w.data(), w.rows(), w.cols(), xq.data(), m, y.data<float>(), w.rows());
   add_bias(y, bias);
 }
 

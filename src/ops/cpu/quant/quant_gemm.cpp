@@ -40,6 +40,7 @@
 #include "nanoformer/core/error.h"
 #include "ops/cpu/quant/int8_dot.h"
 #include "ops/cpu/quant/int8_isa.h"
+#include "ops/cpu/quant/panels.h"
 #include "ops/cpu/quant/type_kernels.h"
 #include "ops/cpu/quant/x_units.h"
 #include "ops/cpu/quant/type_traits.h"
@@ -272,6 +273,28 @@ NF_TARGET_AVX512_VNNI void pack_panel_vnni(const void* w, int64_t nb, int64_t ro
     }
   }
 }
+
+// pack_panel_vnni's bytes from a panel made at load (panels.h), its lines already the 16 rows'
+// groups: Q8_0's w + 128 back to w, Q4_0's nibbles into groups j and j + 4, the scales to f32
+template <class W>
+NF_TARGET_AVX512_VNNI void unpack_stored_panel(const uint8_t* stored, int64_t nb, PanelBlock<W, kPanelRowsVnni>* panel) {
+  constexpr int64_t L = panel_lines<W>();
+  const __m512i nibble = _mm512_set1_epi8(0x0f);
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* lines = panel_lines_of(stored, L, b);
+    PanelBlock<W, kPanelRowsVnni>& out = panel[b];
+    _mm512_store_ps(out.d, _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel_scales_of(stored, L, nb, b)))));
+    NF_UNROLL for (int j = 0; j < L; ++j) {
+      const __m512i v = _mm512_load_si512(lines + j * kPanelLine);
+      if constexpr (W::kSigned) {
+        _mm512_store_si512(out.q[j], _mm512_xor_si512(v, _mm512_set1_epi8(static_cast<char>(0x80))));
+      } else {
+        _mm512_store_si512(out.q[j], _mm512_and_si512(v, nibble));
+        _mm512_store_si512(out.q[j + kGroups / 2], _mm512_and_si512(shift_right(v, 4), nibble));
+      }
+    }
+  }
+}
 #else
 struct Int8DotAvx2 {};  // the portable tile below
 
@@ -303,6 +326,11 @@ void tile_vnni(const PanelBlock<W, kPanelRowsVnni>*, int64_t, const int32_t*, co
 
 template <class W>
 void pack_panel_vnni(const void*, int64_t, int64_t, int64_t, PanelBlock<W, kPanelRowsVnni>*) {
+  NF_FAIL("quant_gemm: AVX512-VNNI kernels are not built without AVX2");
+}
+
+template <class W>
+void unpack_stored_panel(const uint8_t*, int64_t, PanelBlock<W, kPanelRowsVnni>*) {
   NF_FAIL("quant_gemm: AVX512-VNNI kernels are not built without AVX2");
 }
 #endif
@@ -374,9 +402,11 @@ void unit_against_panel(const PanelBlock<W, kPanelRowsVnni>* panel, int64_t nb, 
   }
 }
 
-// x packed per unit of kUnitRows rows (x_units.h), then the panels of W against the units.
+// x packed per unit of kUnitRows rows (x_units.h), then the panels of W against the units; W its
+// rows, or (`stored`) the panels made at load (panels.h).
 template <class W>
-void gemm_vnni(const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t m, float* y, int64_t ldy) {
+void gemm_vnni(const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t m, float* y, int64_t ldy,
+               bool stored = false) {
   constexpr int P = kPanelRowsVnni;
   const int64_t nb = k / kQK8_0, units = (m + kUnitRows - 1) / kUnitRows;
   std::vector<int32_t> words;
@@ -391,7 +421,8 @@ void gemm_vnni(const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t
     for (int64_t at = begin; at < end; ++at) {
       const int64_t panel = at / units, unit = at % units, j0 = panel * P, i0 = unit * kUnitRows;
       if (panel != packed_panel) {
-        if (gathers) pack_panel_vnni<W>(w, nb, j0, n, packed.data());
+        if (stored) unpack_stored_panel<W>(static_cast<const uint8_t*>(w) + panel * panel_bytes(panel_lines<W>(), k), nb, packed.data());
+        else if (gathers) pack_panel_vnni<W>(w, nb, j0, n, packed.data());
         else pack_panel<W, P>(w, nb, j0, n, packed.data());
         packed_panel = panel;
       }
@@ -411,6 +442,12 @@ void gemm(const void* w, int64_t n, int64_t k, const void* xq, int64_t m, float*
 
 }  // namespace
 
+void gemm_panels_q8_0(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) {
+  gemm_vnni<Q8_0W>(panels, n, k, static_cast<const BlockQ8_0*>(xq), m, y, ldy, /*stored=*/true);
+}
+void gemm_panels_q4_0(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) {
+  gemm_vnni<Q4_0W>(panels, n, k, static_cast<const BlockQ8_0*>(xq), m, y, ldy, /*stored=*/true);
+}
 void gemm_q8_0(const void* w, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) {
   gemm<Q8_0W>(w, n, k, xq, m, y, ldy);
 }

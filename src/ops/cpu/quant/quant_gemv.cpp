@@ -1,7 +1,9 @@
 // The decode product over quantised weights (quant_gemv.h): the operands checked and laid out as
-// one TileArgs per product, then the tiles of the weight type's traits entry.
+// one TileArgs per product, then the tiles of the weight type's traits entry (on its panels where
+// the weights carry them, panels.h).
 #include "ops/cpu/quant/quant_gemv.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "nanoformer/core/error.h"
@@ -18,6 +20,8 @@ bool quant_gemv_applies(const Tensor& x, const QuantizedTensor& weight) {
 void quant_linear_gemv(std::span<const QuantGemvProduct> products, const Tensor& x, bool scalar) {
   NF_CHECK(!products.empty(), "quant_linear_gemv: no products");
   const QuantType type = products[0].weight->type();
+  // the panels made at load (panels.h) when every weight has them, else the rows
+  const bool panels = std::all_of(products.begin(), products.end(), [](const QuantGemvProduct& p) { return p.weight->panels() != nullptr; });
   std::vector<TileArgs> bases;
   std::vector<Tensor> biases;  // contiguous
   biases.reserve(products.size());
@@ -29,11 +33,12 @@ void quant_linear_gemv(std::span<const QuantGemvProduct> products, const Tensor&
     NF_CHECK(weight.type() == type, "quant_linear_gemv: weights of one x must share a type, got ",
              quant_type_name(type), " and ", quant_type_name(weight.type()));
     biases.push_back(p.bias->defined() ? p.bias->contiguous() : Tensor());
-    bases.push_back(TileArgs{static_cast<const unsigned char*>(weight.data()), weight.row_bytes(), nullptr, weight.cols(),
+    const void* w = panels ? weight.panels()->data() : weight.data();
+    bases.push_back(TileArgs{static_cast<const unsigned char*>(w), weight.row_bytes(), nullptr, weight.cols(),
                              nullptr, x.data<float>(), x.stride(0), 0, p.y->data<float>(), weight.rows(),
                              biases.back().defined() ? biases.back().data<float>() : nullptr});
   }
-  quant_traits(type).gemv(bases, x.size(0), scalar);
+  (panels ? quant_traits(type).gemv_panels : quant_traits(type).gemv)(bases, x.size(0), scalar);
 }
 
 void quant_linear_gemv(const Tensor& y, const Tensor& x, const QuantizedTensor& weight, const Tensor& bias, bool scalar) {

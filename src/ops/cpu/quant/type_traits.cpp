@@ -6,6 +6,7 @@
 #include <iterator>
 
 #include "nanoformer/core/error.h"
+#include "ops/cpu/quant/panels.h"
 #include "ops/cpu/quant/type_kernels.h"
 
 namespace nf::cpu {
@@ -13,13 +14,16 @@ namespace {
 
 constexpr QuantTypeTraits kTraits[] = {
     // type           quantise       dequantise       x blocks decode     prefill
+    //                (and, where the type has panels: packing, decode, prefill on them)
     {QuantType::f32,  quantize_f32,  dequantize_f32,  0,       gemv_f32,  nullptr},
     {QuantType::f64,  quantize_f64,  dequantize_f64,  0,       nullptr,   nullptr},
     {QuantType::f16,  quantize_f16,  dequantize_f16,  0,       gemv_f16,  nullptr},
     {QuantType::bf16, quantize_bf16, dequantize_bf16, 0,       gemv_bf16, nullptr},
-    {QuantType::q8_0, quantize_q8_0, dequantize_q8_0, 32,      gemv_q8_0, gemm_q8_0},
+    {QuantType::q8_0, quantize_q8_0, dequantize_q8_0, 32,      gemv_q8_0, gemm_q8_0,
+     pack_panels_q8_0, gemv_panels_q8_0, gemm_panels_q8_0},
     {QuantType::q8_1, quantize_q8_1, dequantize_q8_1, 0,       nullptr,   nullptr},
-    {QuantType::q4_0, quantize_q4_0, dequantize_q4_0, 32,      gemv_q4_0, gemm_q4_0},
+    {QuantType::q4_0, quantize_q4_0, dequantize_q4_0, 32,      gemv_q4_0, gemm_q4_0,
+     pack_panels_q4_0, gemv_panels_q4_0, gemm_panels_q4_0},
     {QuantType::q4_1, quantize_q4_1, dequantize_q4_1, 32,      gemv_q4_1, gemm_q4_1},
     {QuantType::q5_0, quantize_q5_0, dequantize_q5_0, 32,      gemv_q5_0, gemm_q5_0},
     {QuantType::q5_1, quantize_q5_1, dequantize_q5_1, 32,      gemv_q5_1, gemm_q5_1},

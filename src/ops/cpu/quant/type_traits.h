@@ -27,6 +27,11 @@ struct QuantTypeTraits {
   // prefill's integer GEMM (quant_gemm.h) over x in blocks of activation_block values (Q8_0's for
   // 32, Q8_K's for 256: quantize_activation_blocks); null: none (W is dequantised)
   void (*gemm)(const void* w, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy);
+  // its panels (panels.h), where it has them: W's rows packed once (pack_panels: n rows of k values
+  // into ceil(n / 16) panels), and decode's product and prefill's GEMM over them; null: none
+  void (*pack_panels)(const void* rows, int64_t n, int64_t k, void* panels) = nullptr;
+  void (*gemv_panels)(std::span<TileArgs> bases, int64_t m, bool scalar) = nullptr;
+  void (*gemm_panels)(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) = nullptr;
 
   const QuantTypeInfo& info() const { return quant_type_info(type); }
 };

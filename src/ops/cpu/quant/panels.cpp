@@ -1,0 +1,242 @@
+// Panels (panels.h): packing a weight's rows into them, and decode's product over them. Per block
+// of a panel and row of x, the 16 rows' integer sums in one register's lanes:
+//   isum = -offset sum q_x + sum_g dpbusd(line g, x's group g)      (offset 128: Q8_0's w + 128; 8: Q4_0)
+//   y    = sum over blocks of fma(isum, d_w d_x, y)                 (16 rows at once; no horizontal sum)
+// The portable tile computes the same integers and the same f32 steps, so the two give the same bits.
+#include "ops/cpu/quant/panels.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+#include <vector>
+
+#include "nanoformer/core/error.h"
+#include "ops/cpu/loops/loops.h"
+#include "ops/cpu/quant/activation_quant.h"
+#include "ops/cpu/quant/gemv_driver.h"
+#include "ops/cpu/quant/int8_dot.h"
+#include "ops/cpu/quant/int8_isa.h"
+#include "ops/cpu/quant/type_traits.h"
+#include "ops/cpu/quant/weight_blocks.h"
+#include "ops/cpu/simd/simd.h"
+
+namespace nf::cpu {
+
+bool panels_pay(QuantType type) {
+  static const bool wanted = [] {
+    const char* env = std::getenv("NANOFORMER_PANELS");
+    if (env == nullptr) return true;
+    const std::string_view v(env);
+    NF_CHECK(v == "0" || v == "1", "NANOFORMER_PANELS=", v, ": expected 0 or 1");
+    return v == "1";
+  }();
+  return wanted && quant_traits(type).gemv_panels != nullptr && int8_isa() == Int8Isa::avx512_vnni;
+}
+
+namespace {
+
+// The offset the lanes start from (times sum q_x): Q8_0's stored w + 128, Q4_0's 8
+template <class W>
+constexpr int32_t kPanelOffset = W::kSigned ? 128 : W::kOffset;
+
+template <class W>
+void pack_panels(const void* rows, int64_t n, int64_t k, void* panels) {
+  using Block = typename W::Block;
+  constexpr int64_t L = panel_lines<W>();
+  const int64_t nb = k / 32, count = (n + kPanelRows - 1) / kPanelRows;
+  const size_t bytes = panel_bytes(L, k);
+  parallel_for(count, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) {
+      auto* panel = static_cast<uint8_t*>(panels) + static_cast<size_t>(p) * bytes;
+      std::memset(panel, 0, bytes);
+      for (int64_t r = 0; r < kPanelRows && p * kPanelRows + r < n; ++r) {
+        const Block* row = static_cast<const Block*>(rows) + (p * kPanelRows + r) * nb;
+        for (int64_t b = 0; b < nb; ++b) {
+          uint8_t* lines = panel + b * L * kPanelLine;
+          for (int64_t g = 0; g < L; ++g)
+            for (int t = 0; t < 4; ++t) {
+              // Q8_0: w + 128 (as a byte: w xor 0x80); Q4_0: the block's bytes as they are (panels.h)
+              if constexpr (W::kSigned) lines[g * kPanelLine + 4 * r + t] = static_cast<uint8_t>(row[b].qs[4 * g + t]) ^ 0x80;
+              else lines[g * kPanelLine + 4 * r + t] = row[b].qs[4 * g + t];
+            }
+          reinterpret_cast<uint16_t*>(panel + nb * L * kPanelLine)[b * kPanelRows + r] = row[b].d;
+        }
+      }
+      // the padding rows: Q8_0's w = 0 is stored as 128 (their scales are 0 either way)
+      if constexpr (W::kSigned)
+        for (int64_t r = n - p * kPanelRows; r < kPanelRows; ++r)
+          for (int64_t b = 0; b < nb; ++b)
+            for (int64_t g = 0; g < L; ++g) std::memset(panel + (b * L + g) * kPanelLine + 4 * r, 0x80, 4);
+    }
+  });
+}
+
+// x of one call: its Q8_0 blocks (activation_quant.h) and, per row and block, -offset sum q_x
+struct PanelX {
+  const QuantizedActivations* a;
+  const int32_t* start;  // (rows, nb)
+  int64_t nb;
+  int32_t word(int64_t r, int64_t b, int64_t g) const {
+    int32_t v;
+    std::memcpy(&v, a->row_q(r) + b * 32 + g * 4, 4);
+    return v;
+  }
+};
+
+// out[i][c] = row r0 + i of x times row c of the panel, the portable integers and f32 steps
+template <class W, int R>
+void tile_portable(const uint8_t* panel, const PanelX& x, int64_t r0, float (&out)[R][kPanelRows]) {
+  constexpr int64_t L = panel_lines<W>();
+  for (int i = 0; i < R; ++i)
+    for (int64_t c = 0; c < kPanelRows; ++c) {
+      float acc = 0.0f;
+      for (int64_t b = 0; b < x.nb; ++b) {
+        const uint8_t* lines = panel_lines_of(panel, L, b);
+        const int8_t* q = x.a->row_q(r0 + i) + b * 32;
+        int32_t isum = x.start[(r0 + i) * x.nb + b];
+        for (int64_t g = 0; g < 8; ++g)
+          for (int t = 0; t < 4; ++t) {
+            const uint8_t stored = lines[(g % L) * kPanelLine + 4 * c + t];
+            const int u = W::kSigned ? stored : g < 4 ? stored & 0x0f : stored >> 4;  // the unsigned operand
+            isum += u * q[4 * g + t];
+          }
+        const float dw = f16_to_float(panel_scales_of(panel, L, x.nb, b)[c]);
+        acc = std::fma(static_cast<float>(isum), dw * x.a->row_d(r0 + i)[b], acc);
+      }
+      out[i][c] = acc;
+    }
+}
+
+#if defined(__AVX2__) && defined(__FMA__)
+// The same on AVX512-VNNI: per block, each row of x's lanes start at -offset sum q_x and take the
+// block's groups in two chains (even and odd groups, so each waits on half the vpdpbusd latencies)
+template <class W, int R>
+NF_TARGET_AVX512_VNNI void tile_vnni(const uint8_t* panel, const PanelX& x, int64_t r0, float (&out)[R][kPanelRows]) {
+  constexpr int64_t L = panel_lines<W>();
+  const __m512i nibble = _mm512_set1_epi8(0x0f);
+  __m512 acc[R];
+  for (int i = 0; i < R; ++i) acc[i] = _mm512_setzero_ps();
+  const uint16_t* scales = panel_scales_of(panel, L, x.nb, 0);
+  for (int64_t b = 0; b < x.nb; ++b) {
+    const uint8_t* lines = panel_lines_of(panel, L, b);
+    __m512i even[R], odd[R];
+    for (int i = 0; i < R; ++i) even[i] = _mm512_set1_epi32(x.start[(r0 + i) * x.nb + b]), odd[i] = _mm512_setzero_si512();
+    if constexpr (W::kSigned) {
+      for (int g = 0; g < 8; g += 2) {
+        const __m512i w0 = _mm512_load_si512(lines + g * kPanelLine), w1 = _mm512_load_si512(lines + (g + 1) * kPanelLine);
+        for (int i = 0; i < R; ++i) {
+          even[i] = _mm512_dpbusd_epi32(even[i], w0, _mm512_set1_epi32(x.word(r0 + i, b, g)));
+          odd[i] = _mm512_dpbusd_epi32(odd[i], w1, _mm512_set1_epi32(x.word(r0 + i, b, g + 1)));
+        }
+      }
+    } else {
+      for (int j = 0; j < 4; ++j) {
+        const __m512i v = _mm512_load_si512(lines + j * kPanelLine);
+        const __m512i lo = _mm512_and_si512(v, nibble), hi = _mm512_and_si512(_mm512_maskz_srli_epi32(0xffff, v, 4), nibble);
+        for (int i = 0; i < R; ++i) {
+          even[i] = _mm512_dpbusd_epi32(even[i], lo, _mm512_set1_epi32(x.word(r0 + i, b, j)));
+          odd[i] = _mm512_dpbusd_epi32(odd[i], hi, _mm512_set1_epi32(x.word(r0 + i, b, j + 4)));
+        }
+      }
+    }
+    const __m512 dw = _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * kPanelRows)));
+    for (int i = 0; i < R; ++i) {
+      // (the masked form of cvtepi32_ps, whose unmasked one GCC 12 warns of: an undefined source)
+      const __m512 isum = _mm512_maskz_cvtepi32_ps(0xffff, _mm512_add_epi32(even[i], odd[i]));
+      acc[i] = _mm512_fmadd_ps(isum, _mm512_mul_ps(dw, _mm512_set1_ps(x.a->row_d(r0 + i)[b])), acc[i]);
+    }
+  }
+  for (int i = 0; i < R; ++i) _mm512_storeu_ps(out[i], acc[i]);
+}
+#endif
+
+// Panels [p0, p1) of `base` against the m rows of x, 4 rows of x at a time (each panel read from
+// memory once, its lines in L1 for the later passes)
+template <class W, bool kVnni>
+void panel_range(const TileArgs& base, const PanelX& x, int64_t m, int64_t p0, int64_t p1) {
+  const size_t bytes = panel_bytes(panel_lines<W>(), base.k);
+  const auto pass = [&]<int R>(const uint8_t* panel, int64_t p, int64_t r0) {
+    float out[R][kPanelRows];
+#if defined(__AVX2__) && defined(__FMA__)
+    if constexpr (kVnni) tile_vnni<W, R>(panel, x, r0, out);
+    else tile_portable<W, R>(panel, x, r0, out);
+#else
+    tile_portable<W, R>(panel, x, r0, out);
+#endif
+    const int64_t row0 = p * kPanelRows, cols = std::min(kPanelRows, base.ldy - row0);
+    for (int i = 0; i < R; ++i)
+      for (int64_t c = 0; c < cols; ++c)
+        base.y[(r0 + i) * base.ldy + row0 + c] = out[i][c] + (base.bias ? base.bias[row0 + c] : 0.0f);
+  };
+  for (int64_t p = p0; p < p1; ++p) {
+    const uint8_t* panel = base.w + static_cast<size_t>(p) * bytes;
+    for (int64_t r0 = 0; r0 < m; r0 += 4) {
+      switch (std::min<int64_t>(4, m - r0)) {
+        case 1: pass.template operator()<1>(panel, p, r0); break;
+        case 2: pass.template operator()<2>(panel, p, r0); break;
+        case 3: pass.template operator()<3>(panel, p, r0); break;
+        default: pass.template operator()<4>(panel, p, r0); break;
+      }
+    }
+  }
+}
+
+template <class W, bool kVnni>
+void gemv_panels_on(std::span<TileArgs> bases, const PanelX& x, int64_t m) {
+  const auto panels = [](const TileArgs& base) { return (base.ldy + kPanelRows - 1) / kPanelRows; };
+  if (bases.size() == 1) {
+    const TileArgs& base = bases[0];
+    const int64_t grain = std::max<int64_t>(1, kGrainWeights / std::max<int64_t>(base.k * kPanelRows, 1));
+    parallel_for(panels(base), grain, [&](int64_t begin, int64_t end) { panel_range<W, kVnni>(base, x, m, begin, end); });
+    return;
+  }
+  // several products of one x: one hand-off, each thread taking its share of every one
+  const int64_t threads = num_threads();
+  parallel_for(threads, 1, [&](int64_t first, int64_t last) {
+    for (int64_t t = first; t < last; ++t)
+      for (const TileArgs& base : bases)
+        panel_range<W, kVnni>(base, x, m, panels(base) * t / threads, panels(base) * (t + 1) / threads);
+  });
+}
+
+template <class W>
+void gemv_panels(std::span<TileArgs> bases, int64_t m, bool scalar) {
+  const QuantizedActivations& a = quantise_x(bases, m, 32, scalar);
+  const int64_t nb = bases[0].k / 32;
+  thread_local std::vector<int32_t> start;
+  start.resize(static_cast<size_t>(m * nb));
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t b = 0; b < nb; ++b) {
+      int32_t sum = 0;
+      for (int t = 0; t < 32; ++t) sum += a.row_q(r)[b * 32 + t];
+      start[static_cast<size_t>(r * nb + b)] = -kPanelOffset<W> * sum;
+    }
+  const PanelX x{&a, start.data(), nb};
+#if defined(__AVX2__) && defined(__FMA__)
+  if (!scalar && int8_isa() == Int8Isa::avx512_vnni) return gemv_panels_on<W, true>(bases, x, m);
+#endif
+  gemv_panels_on<W, false>(bases, x, m);
+}
+
+}  // namespace
+
+std::shared_ptr<Storage> pack_panels(const QuantizedTensor& weight) {
+  const QuantTypeTraits& traits = quant_traits(weight.type());
+  if (!panels_pay(weight.type()) || weight.cols() % 32 != 0 || weight.rows() == 0) return nullptr;
+  const int64_t lines = traits.type == QuantType::q8_0 ? panel_lines<Q8_0W>() : panel_lines<Q4_0W>();
+  const int64_t count = (weight.rows() + kPanelRows - 1) / kPanelRows;
+  auto panels = std::make_shared<Storage>(static_cast<size_t>(count) * panel_bytes(lines, weight.cols()), Device{});
+  traits.pack_panels(weight.data(), weight.rows(), weight.cols(), panels->data());
+  return panels;
+}
+
+void pack_panels_q8_0(const void* rows, int64_t n, int64_t k, void* panels) { pack_panels<Q8_0W>(rows, n, k, panels); }
+void pack_panels_q4_0(const void* rows, int64_t n, int64_t k, void* panels) { pack_panels<Q4_0W>(rows, n, k, panels); }
+void gemv_panels_q8_0(std::span<TileArgs> bases, int64_t m, bool scalar) { gemv_panels<Q8_0W>(bases, m, scalar); }
+void gemv_panels_q4_0(std::span<TileArgs> bases, int64_t m, bool scalar) { gemv_panels<Q4_0W>(bases, m, scalar); }
+
+}  // namespace nf::cpu

@@ -1,0 +1,68 @@
+#pragma once
+// A weight's rows interleaved for AVX512-VNNI, made once at load (with_kernel_layout,
+// ops/quantized.h), as ik_llama.cpp's Q8_0_R8 / Q4_0_R8 repack a file's rows at load (`-rtr`,
+// ikawrakow/ik_llama.cpp at 8337e4cd3, ggml/src/iqk/iqk_gemm_legacy_quants.cpp): W's rows in
+// panels of 16 (the last padded with zero rows), and within a panel, block b's 4-value groups of
+// the 16 rows side by side in one 64-byte line, group g of row r at bytes 4r .. 4r + 3. One
+// vpdpbusd (u8 x s8, four adjacent products summed into each i32 lane) then takes a group of all 16
+// rows against x's 4 bytes broadcast, each lane one row's sum: no horizontal sums, and one scale
+// vector serves the 16 rows. The stored integers are the unsigned operand:
+//   Q8_0  8 lines a block, w + 128 (the lane starts at -128 sum q_x)
+//   Q4_0  4 lines a block of nibbles, line j's low nibbles group j, its high ones group j + 4 (the
+//         lane starts at -8 sum q_x)
+// A panel: its nb blocks' lines, then their 16 f16 scales each (32 bytes a block), padded to 64
+// bytes; so a full panel is 16 rows' bytes of the file, and the lines stay 64-byte aligned.
+// Decode (gemv_panels) reads a panel once for up to 4 rows of x at a time; prefill's GEMM
+// (quant_gemm.cpp) unpacks a panel's lines instead of gathering them from 16 rows.
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include <memory>
+
+#include "nanoformer/core/quant_type.h"
+#include "nanoformer/core/quantized_tensor.h"
+#include "ops/cpu/quant/gemv_tile.h"
+
+namespace nf::cpu {
+
+inline constexpr int64_t kPanelRows = 16;
+inline constexpr int64_t kPanelLine = 64;  // bytes of one 4-value group of the 16 rows
+
+// The lines of a block of a panel: 8 (Q8_0), 4 (Q4_0).
+template <class W>
+constexpr int64_t panel_lines() {
+  return W::kSigned ? 8 : 4;
+}
+
+// bytes of one panel of k values a row, and its block b's lines and scales
+inline size_t panel_bytes(int64_t lines, int64_t k) {
+  const int64_t nb = k / 32, bytes = nb * (lines * kPanelLine + 2 * kPanelRows);
+  return static_cast<size_t>((bytes + 63) / 64 * 64);
+}
+inline const uint8_t* panel_lines_of(const uint8_t* panel, int64_t lines, int64_t b) { return panel + b * lines * kPanelLine; }
+inline const uint16_t* panel_scales_of(const uint8_t* panel, int64_t lines, int64_t nb, int64_t b) {
+  return reinterpret_cast<const uint16_t*>(panel + nb * lines * kPanelLine) + b * kPanelRows;
+}
+
+// Whether weights of `type` take panels here: a kernel for it, an AVX512-VNNI CPU (int8_isa()),
+// and NANOFORMER_PANELS not 0 (set it to 0 to measure the rows' kernels on the same CPU).
+bool panels_pay(QuantType type);
+
+// W's panels, where they pay (panels_pay); otherwise null
+std::shared_ptr<Storage> pack_panels(const QuantizedTensor& weight);
+
+// W's n rows of k values (the file's blocks) -> its panels, ceil(n / 16) of them (panel_bytes each)
+void pack_panels_q8_0(const void* rows, int64_t n, int64_t k, void* panels);
+void pack_panels_q4_0(const void* rows, int64_t n, int64_t k, void* panels);
+
+// Decode's product on panels: as type_kernels.h's gemv_T, each base's w its panels and ldy its n
+// rows; `scalar`: the portable tile (the same bits: exact integer sums, then the same f32 steps)
+void gemv_panels_q8_0(std::span<TileArgs> bases, int64_t m, bool scalar);
+void gemv_panels_q4_0(std::span<TileArgs> bases, int64_t m, bool scalar);
+
+// Prefill's GEMM on panels (quant_gemm.cpp): as gemm_T with w the panels; the AVX512-VNNI kernels
+void gemm_panels_q8_0(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy);
+void gemm_panels_q4_0(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy);
+
+}  // namespace nf::cpu

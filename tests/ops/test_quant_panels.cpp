@@ -1,0 +1,162 @@
+// Panels (ops/cpu/quant/panels.h): a Q8_0 / Q4_0 weight's rows interleaved by 16, made at load.
+// Decode on them (AVX512-VNNI where the CPU has it, and the portable tile) against the formulas of
+// quant_blocks.h decoded independently: exact with unit scales, within the f32 rounding bound with
+// random ones, and the two tiles bit for bit; prefill's GEMM on them bit for bit the GEMM on the
+// rows; odd shapes (partial panels, odd block counts), several rows of x, bias, several products.
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "nanoformer/autograd/grad_mode.h"
+#include "nanoformer/core/dtype.h"
+#include "nanoformer/ops/quantized.h"
+#include "ops/cpu/quant/activation_quant.h"
+#include "ops/cpu/quant/int8_isa.h"
+#include "ops/cpu/quant/panels.h"
+#include "ops/cpu/quant/quant_gemv.h"
+#include "ops/cpu/quant/type_traits.h"
+#include "support/int8_isas.h"
+#include "support/quant_weights.h"
+#include "support/testing.h"
+#include "support/threads.h"
+
+namespace nf {
+namespace {
+
+using testing::random_weight;
+
+const std::vector<QuantType> kPanelTypes{QuantType::q8_0, QuantType::q4_0};
+
+// w carrying panels packed by its traits, whatever panels_pay says (so the portable tile is tested
+// on every CPU)
+QuantizedTensor with_panels(const QuantizedTensor& w) {
+  const cpu::QuantTypeTraits& traits = cpu::quant_traits(w.type());
+  const int64_t lines = w.type() == QuantType::q8_0 ? 8 : 4;
+  const int64_t count = (w.rows() + cpu::kPanelRows - 1) / cpu::kPanelRows;
+  auto panels = std::make_shared<Storage>(static_cast<size_t>(count) * cpu::panel_bytes(lines, w.cols()), Device{});
+  traits.pack_panels(w.data(), w.rows(), w.cols(), panels->data());
+  return w.with_panels(panels);
+}
+
+Tensor gemv(const Tensor& x, const QuantizedTensor& w, bool scalar, const Tensor& bias = {}) {
+  const Tensor y = Tensor::empty({x.size(0), w.rows()});
+  cpu::quant_linear_gemv(y, x, w, bias, scalar);
+  return y;
+}
+
+std::vector<float> values(const Tensor& t) { return {t.data<float>(), t.data<float>() + t.numel()}; }
+
+TEST(QuantPanels, AFullPanelHoldsItsRowsBytes) {
+  // 16 rows of an even number of blocks: the file's bytes exactly (scales as f16, no padding)
+  EXPECT_EQ(cpu::panel_bytes(8, 512), 16u * 16 * sizeof(cpu::BlockQ8_0));
+  EXPECT_EQ(cpu::panel_bytes(4, 1408), 16u * 44 * sizeof(cpu::BlockQ4_0));
+  EXPECT_EQ(cpu::panel_bytes(4, 96) % 64, 0u);  // 3 blocks: padded to keep the next panel's lines aligned
+}
+
+TEST(QuantPanels, DecodeIsExactWithUnitScales) {
+  // every scale 1 and x integers that quantise to themselves: each output is sum_k w_k q_k exactly
+  std::mt19937 rng(5);
+  for (QuantType type : kPanelTypes)
+    for (int64_t n : {1, 16, 21, 40})
+      for (int64_t m : {1, 3, 6}) {
+        SCOPED_TRACE(std::string(quant_type_name(type)) + " n " + std::to_string(n) + " m " + std::to_string(m));
+        const int64_t k = 160;
+        const QuantizedTensor w = with_panels(random_weight(type, n, k, rng, true));
+        Tensor x = Tensor::empty({m, k});
+        std::uniform_int_distribution<int> value(-127, 127);
+        for (int64_t i = 0; i < m * k; ++i) x.data<float>()[i] = i % 32 == 0 ? 127.0f : static_cast<float>(value(rng));
+        for (bool scalar : {false, true}) {
+          const Tensor y = gemv(x, w, scalar);
+          for (int64_t c = 0; c < n; ++c) {
+            const testing::DecodedRow row = testing::decode_row(type, w.row(c), k);
+            for (int64_t r = 0; r < m; ++r) {
+              double expected = 0;
+              for (int64_t i = 0; i < k; ++i) expected += row.value[static_cast<size_t>(i)] * x.data<float>()[r * k + i];
+              ASSERT_EQ(y.at({r, c}), static_cast<float>(expected)) << (scalar ? "portable" : "as built") << " row " << c
+                                                                     << " x row " << r;
+            }
+          }
+        }
+      }
+}
+
+TEST(QuantPanels, DecodeMatchesTheFormulasAndTheTilesAgreeBitForBit) {
+  std::mt19937 rng(6);
+  Generator gen(6);
+  for (QuantType type : kPanelTypes)
+    for (int64_t k : {32, 96, 512})
+      for (int64_t m : {1, 2, 4, 5, 16}) {
+        SCOPED_TRACE(std::string(quant_type_name(type)) + " k " + std::to_string(k) + " m " + std::to_string(m));
+        const int64_t n = 35;
+        const QuantizedTensor w = with_panels(random_weight(type, n, k, rng));
+        const Tensor x = randn({m, k}, gen), bias = randn({n}, gen);
+        const Tensor y = gemv(x, w, false, bias), portable = gemv(x, w, true, bias);
+        EXPECT_EQ(values(y), values(portable));
+        cpu::QuantizedActivations a;
+        cpu::quantize_activations(x.data<float>(), k, m, k, 32, a);
+        for (int64_t c = 0; c < n; ++c) {
+          const testing::DecodedRow row = testing::decode_row(type, w.row(c), k);
+          for (int64_t r = 0; r < m; ++r) {
+            double expected = bias.data<float>()[c], magnitude = std::abs(bias.data<float>()[c]);
+            for (int64_t j = 0; j < k; ++j) {
+              const double x_j = static_cast<double>(a.row_d(r)[j / 32]) * a.row_q(r)[j];
+              expected += row.value[static_cast<size_t>(j)] * x_j;
+              magnitude += row.magnitude[static_cast<size_t>(j)] * std::abs(x_j);
+            }
+            // each block: d_w d_x rounds once, the fma once; the bias's addition once
+            EXPECT_NEAR(y.at({r, c}), expected, static_cast<double>(k / 32 + 4) * std::ldexp(1.0, -24) * magnitude)
+                << "row " << c << " x row " << r;
+          }
+        }
+      }
+}
+
+TEST(QuantPanels, SeveralProductsTogetherEqualEachAloneOnAnyThreadCount) {
+  std::mt19937 rng(7);
+  Generator gen(7);
+  for (QuantType type : kPanelTypes) {
+    const int64_t k = 256;
+    const QuantizedTensor q = with_panels(random_weight(type, 64, k, rng)), kv = with_panels(random_weight(type, 17, k, rng));
+    const Tensor x = randn({2, k}, gen);
+    const std::vector<const QuantizedTensor*> weights{&q, &kv};
+    const std::vector<Tensor> biases{Tensor(), Tensor()};
+    for (int threads : {1, 2, 3}) {
+      const auto together = testing::at_threads(threads, [&] {
+        NoGradGuard no_grad;
+        return linear_together(x, weights, biases);
+      });
+      EXPECT_EQ(values(together[0]), values(gemv(x, q, false))) << quant_type_name(type) << " threads " << threads;
+      EXPECT_EQ(values(together[1]), values(gemv(x, kv, false))) << quant_type_name(type) << " threads " << threads;
+    }
+  }
+}
+
+TEST(QuantPanels, PrefillOnPanelsEqualsPrefillOnRowsBitForBit) {
+  if (!cpu::int8_isa_available(cpu::Int8Isa::avx512_vnni)) GTEST_SKIP() << "panels' GEMM needs AVX512-VNNI";
+  std::mt19937 rng(8);
+  Generator gen(8);
+  for (QuantType type : kPanelTypes)
+    for (const auto& [m, n, k] : std::vector<std::array<int64_t, 3>>{{17, 16, 64}, {49, 33, 96}, {130, 70, 512}}) {
+      const QuantizedTensor rows = random_weight(type, n, k, rng), panels = with_panels(rows);
+      const Tensor x = randn({m, k}, gen), bias = randn({n}, gen);
+      const auto on_vnni = [&](const QuantizedTensor& w) {
+        return testing::on_int8_isa(cpu::Int8Isa::avx512_vnni, [&] { return values(linear(x, w, bias)); });
+      };
+      EXPECT_EQ(on_vnni(panels), on_vnni(rows)) << quant_type_name(type) << " m " << m << " n " << n << " k " << k;
+    }
+}
+
+TEST(QuantPanels, MadeAtLoadOnlyWhereTheyPay) {
+  std::mt19937 rng(9);
+  for (QuantType type : {QuantType::q8_0, QuantType::q4_0, QuantType::q4_k, QuantType::q6_k}) {
+    const QuantizedTensor w = with_kernel_layout(random_weight(type, 20, 256, rng));
+    EXPECT_EQ(w.panels() != nullptr, cpu::panels_pay(type)) << quant_type_name(type);
+    if (type == QuantType::q4_k) {
+      EXPECT_FALSE(cpu::panels_pay(type));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace nf
