@@ -26,15 +26,14 @@ namespace {
 
 using testing::random_weight;
 
-const std::vector<QuantType> kPanelTypes{QuantType::q8_0, QuantType::q4_0};
+const std::vector<QuantType> kPanelTypes{QuantType::q8_0, QuantType::q4_0, QuantType::q4_k};
 
 // w carrying panels packed by its traits, whatever panels_pay says (so the portable tile is tested
 // on every CPU)
 QuantizedTensor with_panels(const QuantizedTensor& w) {
   const cpu::QuantTypeTraits& traits = cpu::quant_traits(w.type());
-  const int64_t lines = w.type() == QuantType::q8_0 ? 8 : 4;
   const int64_t count = (w.rows() + cpu::kPanelRows - 1) / cpu::kPanelRows;
-  auto panels = std::make_shared<Storage>(static_cast<size_t>(count) * cpu::panel_bytes(lines, w.cols()), Device{});
+  auto panels = std::make_shared<Storage>(static_cast<size_t>(count) * cpu::panel_bytes_of(w.type(), w.cols()), Device{});
   traits.pack_panels(w.data(), w.rows(), w.cols(), panels->data());
   return w.with_panels(panels);
 }
@@ -52,6 +51,7 @@ TEST(QuantPanels, AFullPanelHoldsItsRowsBytes) {
   EXPECT_EQ(cpu::panel_bytes(8, 512), 16u * 16 * sizeof(cpu::BlockQ8_0));
   EXPECT_EQ(cpu::panel_bytes(4, 1408), 16u * 44 * sizeof(cpu::BlockQ4_0));
   EXPECT_EQ(cpu::panel_bytes(4, 96) % 64, 0u);  // 3 blocks: padded to keep the next panel's lines aligned
+  EXPECT_EQ(cpu::panel_bytes_of(QuantType::q4_k, 512), 16u * 2 * sizeof(cpu::BlockQ4_K) + 2 * 64);  // + scales a byte each
 }
 
 TEST(QuantPanels, DecodeIsExactWithUnitScales) {
@@ -61,11 +61,14 @@ TEST(QuantPanels, DecodeIsExactWithUnitScales) {
     for (int64_t n : {1, 16, 21, 40})
       for (int64_t m : {1, 3, 6}) {
         SCOPED_TRACE(std::string(quant_type_name(type)) + " n " + std::to_string(n) + " m " + std::to_string(m));
-        const int64_t k = 160;
+        // (Q8_K's blocks of 256 quantise to themselves from a -127; their values kept small, so the
+        // sub-block scales' products stay below 2^24)
+        const int64_t block = cpu::activation_block(type), k = block == 32 ? 160 : 512;
         const QuantizedTensor w = with_panels(random_weight(type, n, k, rng, true));
         Tensor x = Tensor::empty({m, k});
-        std::uniform_int_distribution<int> value(-127, 127);
-        for (int64_t i = 0; i < m * k; ++i) x.data<float>()[i] = i % 32 == 0 ? 127.0f : static_cast<float>(value(rng));
+        std::uniform_int_distribution<int> value(block == 32 ? -127 : -7, block == 32 ? 127 : 7);
+        for (int64_t i = 0; i < m * k; ++i)
+          x.data<float>()[i] = i % block == 0 ? (block == 32 ? 127.0f : -127.0f) : static_cast<float>(value(rng));
         for (bool scalar : {false, true}) {
           const Tensor y = gemv(x, w, scalar);
           for (int64_t c = 0; c < n; ++c) {
@@ -85,8 +88,10 @@ TEST(QuantPanels, DecodeMatchesTheFormulasAndTheTilesAgreeBitForBit) {
   std::mt19937 rng(6);
   Generator gen(6);
   for (QuantType type : kPanelTypes)
-    for (int64_t k : {32, 96, 512})
+    for (int64_t k : {32, 96, 512, 768})
       for (int64_t m : {1, 2, 4, 5, 16}) {
+        const int64_t block = cpu::activation_block(type);
+        if (k % block != 0) continue;
         SCOPED_TRACE(std::string(quant_type_name(type)) + " k " + std::to_string(k) + " m " + std::to_string(m));
         const int64_t n = 35;
         const QuantizedTensor w = with_panels(random_weight(type, n, k, rng));
@@ -94,18 +99,19 @@ TEST(QuantPanels, DecodeMatchesTheFormulasAndTheTilesAgreeBitForBit) {
         const Tensor y = gemv(x, w, false, bias), portable = gemv(x, w, true, bias);
         EXPECT_EQ(values(y), values(portable));
         cpu::QuantizedActivations a;
-        cpu::quantize_activations(x.data<float>(), k, m, k, 32, a);
+        cpu::quantize_activations(x.data<float>(), k, m, k, block, a);
         for (int64_t c = 0; c < n; ++c) {
           const testing::DecodedRow row = testing::decode_row(type, w.row(c), k);
           for (int64_t r = 0; r < m; ++r) {
             double expected = bias.data<float>()[c], magnitude = std::abs(bias.data<float>()[c]);
             for (int64_t j = 0; j < k; ++j) {
-              const double x_j = static_cast<double>(a.row_d(r)[j / 32]) * a.row_q(r)[j];
+              const double x_j = static_cast<double>(a.row_d(r)[j / block]) * a.row_q(r)[j];
               expected += row.value[static_cast<size_t>(j)] * x_j;
               magnitude += row.magnitude[static_cast<size_t>(j)] * std::abs(x_j);
             }
-            // each block: d_w d_x rounds once, the fma once; the bias's addition once
-            EXPECT_NEAR(y.at({r, c}), expected, static_cast<double>(k / 32 + 4) * std::ldexp(1.0, -24) * magnitude)
+            // each block: d_w d_x rounds once, the fma once (Q4_K: twice each, and the sum of its
+            // scaled sub-blocks converts to f32 once); the bias's addition once
+            EXPECT_NEAR(y.at({r, c}), expected, static_cast<double>(k / 32 + 8) * std::ldexp(1.0, -24) * magnitude)
                 << "row " << c << " x row " << r;
           }
         }
@@ -116,7 +122,7 @@ TEST(QuantPanels, SeveralProductsTogetherEqualEachAloneOnAnyThreadCount) {
   std::mt19937 rng(7);
   Generator gen(7);
   for (QuantType type : kPanelTypes) {
-    const int64_t k = 256;
+    const int64_t k = 512;
     const QuantizedTensor q = with_panels(random_weight(type, 64, k, rng)), kv = with_panels(random_weight(type, 17, k, rng));
     const Tensor x = randn({2, k}, gen);
     const std::vector<const QuantizedTensor*> weights{&q, &kv};
@@ -137,7 +143,8 @@ TEST(QuantPanels, PrefillOnPanelsEqualsPrefillOnRowsBitForBit) {
   std::mt19937 rng(8);
   Generator gen(8);
   for (QuantType type : kPanelTypes)
-    for (const auto& [m, n, k] : std::vector<std::array<int64_t, 3>>{{17, 16, 64}, {49, 33, 96}, {130, 70, 512}}) {
+    for (auto [m, n, k] : std::vector<std::array<int64_t, 3>>{{17, 16, 64}, {49, 33, 96}, {130, 70, 512}}) {
+      if (type == QuantType::q4_k) k = 256 * (k / 64);
       const QuantizedTensor rows = random_weight(type, n, k, rng), panels = with_panels(rows);
       const Tensor x = randn({m, k}, gen), bias = randn({n}, gen);
       const auto on_vnni = [&](const QuantizedTensor& w) {
@@ -152,8 +159,8 @@ TEST(QuantPanels, MadeAtLoadOnlyWhereTheyPay) {
   for (QuantType type : {QuantType::q8_0, QuantType::q4_0, QuantType::q4_k, QuantType::q6_k}) {
     const QuantizedTensor w = with_kernel_layout(random_weight(type, 20, 256, rng));
     EXPECT_EQ(w.panels() != nullptr, cpu::panels_pay(type)) << quant_type_name(type);
-    if (type == QuantType::q4_k) {
-      EXPECT_FALSE(cpu::panels_pay(type));
+    if (type == QuantType::q6_k) {
+      EXPECT_FALSE(cpu::panels_pay(type));  // (no panels of its own)
     }
   }
 }

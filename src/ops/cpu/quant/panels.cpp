@@ -17,9 +17,9 @@
 #include "nanoformer/core/error.h"
 #include "ops/cpu/loops/loops.h"
 #include "ops/cpu/quant/activation_quant.h"
-#include "ops/cpu/quant/gemv_driver.h"
 #include "ops/cpu/quant/int8_dot.h"
 #include "ops/cpu/quant/int8_isa.h"
+#include "ops/cpu/quant/panels_driver.h"
 #include "ops/cpu/quant/type_traits.h"
 #include "ops/cpu/quant/weight_blocks.h"
 #include "ops/cpu/simd/simd.h"
@@ -75,18 +75,6 @@ void pack_panels(const void* rows, int64_t n, int64_t k, void* panels) {
   });
 }
 
-// x of one call: its Q8_0 blocks (activation_quant.h) and, per row and block, -offset sum q_x
-struct PanelX {
-  const QuantizedActivations* a;
-  const int32_t* start;  // (rows, nb)
-  int64_t nb;
-  int32_t word(int64_t r, int64_t b, int64_t g) const {
-    int32_t v;
-    std::memcpy(&v, a->row_q(r) + b * 32 + g * 4, 4);
-    return v;
-  }
-};
-
 // out[i][c] = row r0 + i of x times row c of the panel, the portable integers and f32 steps
 template <class W, int R>
 void tile_portable(const uint8_t* panel, const PanelX& x, int64_t r0, float (&out)[R][kPanelRows]) {
@@ -129,8 +117,8 @@ NF_TARGET_AVX512_VNNI void tile_vnni(const uint8_t* panel, const PanelX& x, int6
       for (int g = 0; g < 8; g += 2) {
         const __m512i w0 = _mm512_load_si512(lines + g * kPanelLine), w1 = _mm512_load_si512(lines + (g + 1) * kPanelLine);
         for (int i = 0; i < R; ++i) {
-          even[i] = _mm512_dpbusd_epi32(even[i], w0, _mm512_set1_epi32(x.word(r0 + i, b, g)));
-          odd[i] = _mm512_dpbusd_epi32(odd[i], w1, _mm512_set1_epi32(x.word(r0 + i, b, g + 1)));
+          even[i] = _mm512_dpbusd_epi32(even[i], w0, _mm512_set1_epi32(x.word(r0 + i, b * 32 + 4 * g)));
+          odd[i] = _mm512_dpbusd_epi32(odd[i], w1, _mm512_set1_epi32(x.word(r0 + i, b * 32 + 4 * (g + 1))));
         }
       }
     } else {
@@ -138,8 +126,8 @@ NF_TARGET_AVX512_VNNI void tile_vnni(const uint8_t* panel, const PanelX& x, int6
         const __m512i v = _mm512_load_si512(lines + j * kPanelLine);
         const __m512i lo = _mm512_and_si512(v, nibble), hi = _mm512_and_si512(_mm512_maskz_srli_epi32(0xffff, v, 4), nibble);
         for (int i = 0; i < R; ++i) {
-          even[i] = _mm512_dpbusd_epi32(even[i], lo, _mm512_set1_epi32(x.word(r0 + i, b, j)));
-          odd[i] = _mm512_dpbusd_epi32(odd[i], hi, _mm512_set1_epi32(x.word(r0 + i, b, j + 4)));
+          even[i] = _mm512_dpbusd_epi32(even[i], lo, _mm512_set1_epi32(x.word(r0 + i, b * 32 + 4 * j)));
+          odd[i] = _mm512_dpbusd_epi32(odd[i], hi, _mm512_set1_epi32(x.word(r0 + i, b * 32 + 4 * (j + 4))));
         }
       }
     }
@@ -154,54 +142,23 @@ NF_TARGET_AVX512_VNNI void tile_vnni(const uint8_t* panel, const PanelX& x, int6
 }
 #endif
 
-// Panels [p0, p1) of `base` against the m rows of x, 4 rows of x at a time (each panel read from
-// memory once, its lines in L1 for the later passes)
-template <class W, bool kVnni>
-void panel_range(const TileArgs& base, const PanelX& x, int64_t m, int64_t p0, int64_t p1) {
-  const size_t bytes = panel_bytes(panel_lines<W>(), base.k);
-  const auto pass = [&]<int R>(const uint8_t* panel, int64_t p, int64_t r0) {
-    float out[R][kPanelRows];
+// the tiles of a 32-value type W, as panels_driver.h takes them
+template <class W>
+struct Tiles32 {
+  static size_t bytes(int64_t k) { return panel_bytes(panel_lines<W>(), k); }
+  template <int R>
+  static void portable(const uint8_t* panel, const PanelX& x, int64_t r0, float (&out)[R][kPanelRows]) {
+    tile_portable<W, R>(panel, x, r0, out);
+  }
+  template <int R>
+  static void vnni(const uint8_t* panel, const PanelX& x, int64_t r0, float (&out)[R][kPanelRows]) {
 #if defined(__AVX2__) && defined(__FMA__)
-    if constexpr (kVnni) tile_vnni<W, R>(panel, x, r0, out);
-    else tile_portable<W, R>(panel, x, r0, out);
+    tile_vnni<W, R>(panel, x, r0, out);
 #else
     tile_portable<W, R>(panel, x, r0, out);
 #endif
-    const int64_t row0 = p * kPanelRows, cols = std::min(kPanelRows, base.ldy - row0);
-    for (int i = 0; i < R; ++i)
-      for (int64_t c = 0; c < cols; ++c)
-        base.y[(r0 + i) * base.ldy + row0 + c] = out[i][c] + (base.bias ? base.bias[row0 + c] : 0.0f);
-  };
-  for (int64_t p = p0; p < p1; ++p) {
-    const uint8_t* panel = base.w + static_cast<size_t>(p) * bytes;
-    for (int64_t r0 = 0; r0 < m; r0 += 4) {
-      switch (std::min<int64_t>(4, m - r0)) {
-        case 1: pass.template operator()<1>(panel, p, r0); break;
-        case 2: pass.template operator()<2>(panel, p, r0); break;
-        case 3: pass.template operator()<3>(panel, p, r0); break;
-        default: pass.template operator()<4>(panel, p, r0); break;
-      }
-    }
   }
-}
-
-template <class W, bool kVnni>
-void gemv_panels_on(std::span<TileArgs> bases, const PanelX& x, int64_t m) {
-  const auto panels = [](const TileArgs& base) { return (base.ldy + kPanelRows - 1) / kPanelRows; };
-  if (bases.size() == 1) {
-    const TileArgs& base = bases[0];
-    const int64_t grain = std::max<int64_t>(1, kGrainWeights / std::max<int64_t>(base.k * kPanelRows, 1));
-    parallel_for(panels(base), grain, [&](int64_t begin, int64_t end) { panel_range<W, kVnni>(base, x, m, begin, end); });
-    return;
-  }
-  // several products of one x: one hand-off, each thread taking its share of every one
-  const int64_t threads = num_threads();
-  parallel_for(threads, 1, [&](int64_t first, int64_t last) {
-    for (int64_t t = first; t < last; ++t)
-      for (const TileArgs& base : bases)
-        panel_range<W, kVnni>(base, x, m, panels(base) * t / threads, panels(base) * (t + 1) / threads);
-  });
-}
+};
 
 template <class W>
 void gemv_panels(std::span<TileArgs> bases, int64_t m, bool scalar) {
@@ -217,19 +174,28 @@ void gemv_panels(std::span<TileArgs> bases, int64_t m, bool scalar) {
     }
   const PanelX x{&a, start.data(), nb};
 #if defined(__AVX2__) && defined(__FMA__)
-  if (!scalar && int8_isa() == Int8Isa::avx512_vnni) return gemv_panels_on<W, true>(bases, x, m);
+  if (!scalar && int8_isa() == Int8Isa::avx512_vnni) return gemv_panels_on<Tiles32<W>, true>(bases, x, m);
 #endif
-  gemv_panels_on<W, false>(bases, x, m);
+  gemv_panels_on<Tiles32<W>, false>(bases, x, m);
 }
 
 }  // namespace
 
+size_t panel_bytes_of(QuantType type, int64_t k) {
+  switch (type) {
+    case QuantType::q8_0: return panel_bytes(panel_lines<Q8_0W>(), k);
+    case QuantType::q4_0: return panel_bytes(panel_lines<Q4_0W>(), k);
+    case QuantType::q4_k: return q4_k_panel_bytes(k);
+    default: NF_FAIL("panels: ", quant_type_name(type), " has none");
+  }
+}
+
 std::shared_ptr<Storage> pack_panels(const QuantizedTensor& weight) {
   const QuantTypeTraits& traits = quant_traits(weight.type());
   if (!panels_pay(weight.type()) || weight.cols() % 32 != 0 || weight.rows() == 0) return nullptr;
-  const int64_t lines = traits.type == QuantType::q8_0 ? panel_lines<Q8_0W>() : panel_lines<Q4_0W>();
+  if (weight.cols() % quant_type_info(weight.type()).block_size != 0) return nullptr;
   const int64_t count = (weight.rows() + kPanelRows - 1) / kPanelRows;
-  auto panels = std::make_shared<Storage>(static_cast<size_t>(count) * panel_bytes(lines, weight.cols()), Device{});
+  auto panels = std::make_shared<Storage>(static_cast<size_t>(count) * panel_bytes_of(weight.type(), weight.cols()), Device{});
   traits.pack_panels(weight.data(), weight.rows(), weight.cols(), panels->data());
   return panels;
 }

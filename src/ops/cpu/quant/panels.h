@@ -13,7 +13,8 @@
 // A panel: its nb blocks' lines, then their 16 f16 scales each (32 bytes a block), padded to 64
 // bytes; so a full panel is 16 rows' bytes of the file, and the lines stay 64-byte aligned.
 // Decode (gemv_panels) reads a panel once for up to 4 rows of x at a time; prefill's GEMM
-// (quant_gemm.cpp) unpacks a panel's lines instead of gathering them from 16 rows.
+// (quant_gemm.cpp) unpacks a panel's lines instead of gathering them from 16 rows. Q4_K's
+// super-blocks take the same idea below.
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -45,6 +46,23 @@ inline const uint16_t* panel_scales_of(const uint8_t* panel, int64_t lines, int6
   return reinterpret_cast<const uint16_t*>(panel + nb * lines * kPanelLine) + b * kPanelRows;
 }
 
+// Q4_K (panels_q4_k.cpp): a super-block of the 16 rows is 32 lines of nibbles (line 8p + i holds
+// row r's bytes qs[32p + 4i .. + 3]: the low nibbles sub-block 2p's group i, the high ones 2p + 1's),
+// then the 6-bit scales and mins a byte each, then d and dmin (f16)
+struct Q4_KPanelBlock {
+  uint8_t lines[32][kPanelLine];
+  uint8_t sc[8][kPanelRows], mn[8][kPanelRows];
+  uint16_t d[kPanelRows], dmin[kPanelRows];
+};
+static_assert(sizeof(Q4_KPanelBlock) % 64 == 0);
+inline size_t q4_k_panel_bytes(int64_t k) { return static_cast<size_t>(k / 256) * sizeof(Q4_KPanelBlock); }
+inline const Q4_KPanelBlock& q4_k_panel_block(const uint8_t* panel, int64_t b) {
+  return reinterpret_cast<const Q4_KPanelBlock*>(panel)[b];
+}
+
+// bytes of a panel of `type` (one with panels) of k values a row
+size_t panel_bytes_of(QuantType type, int64_t k);
+
 // Whether weights of `type` take panels here: a kernel for it, an AVX512-VNNI CPU (int8_isa()),
 // and NANOFORMER_PANELS not 0 (set it to 0 to measure the rows' kernels on the same CPU).
 bool panels_pay(QuantType type);
@@ -55,14 +73,17 @@ std::shared_ptr<Storage> pack_panels(const QuantizedTensor& weight);
 // W's n rows of k values (the file's blocks) -> its panels, ceil(n / 16) of them (panel_bytes each)
 void pack_panels_q8_0(const void* rows, int64_t n, int64_t k, void* panels);
 void pack_panels_q4_0(const void* rows, int64_t n, int64_t k, void* panels);
+void pack_panels_q4_k(const void* rows, int64_t n, int64_t k, void* panels);
 
 // Decode's product on panels: as type_kernels.h's gemv_T, each base's w its panels and ldy its n
 // rows; `scalar`: the portable tile (the same bits: exact integer sums, then the same f32 steps)
 void gemv_panels_q8_0(std::span<TileArgs> bases, int64_t m, bool scalar);
 void gemv_panels_q4_0(std::span<TileArgs> bases, int64_t m, bool scalar);
+void gemv_panels_q4_k(std::span<TileArgs> bases, int64_t m, bool scalar);
 
-// Prefill's GEMM on panels (quant_gemm.cpp): as gemm_T with w the panels; the AVX512-VNNI kernels
+// Prefill's GEMM on panels (quant_gemm.cpp, quant_gemm_k.cpp): as gemm_T with w the panels; the AVX512-VNNI kernels
 void gemm_panels_q8_0(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy);
 void gemm_panels_q4_0(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy);
+void gemm_panels_q4_k(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy);
 
 }  // namespace nf::cpu

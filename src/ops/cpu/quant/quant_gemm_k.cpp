@@ -22,6 +22,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "nanoformer/core/error.h"
@@ -29,6 +30,7 @@
 #include "ops/cpu/quant/int8_dot.h"
 #include "ops/cpu/quant/int8_isa.h"
 #include "ops/cpu/quant/k_blocks.h"
+#include "ops/cpu/quant/panels.h"
 #include "ops/cpu/quant/type_kernels.h"
 #include "ops/cpu/quant/x_units.h"
 
@@ -102,7 +104,7 @@ KXInfo x_info(const BlockQ8_K& x) {
 
 // sumi - kOffset corr (kOffset a power of two)
 template <class W>
-constexpr int kOffsetShift = std::countr_zero(static_cast<unsigned>(W::kOffset));
+[[maybe_unused]] constexpr int kOffsetShift = std::countr_zero(static_cast<unsigned>(W::kOffset));
 
 // The portable tile: y[i, r] for i < R, r < cols, the integers summed in scalar code, the f32
 // steps of the vector tiles. `words` and `info` as gemm_k packs them.
@@ -256,6 +258,34 @@ NF_TARGET_AVX512_VNNI void tile_vnni(const KPanelBlock<W, kPanelRowsVnni>* panel
 }
 #endif
 
+#if defined(__AVX2__) && defined(__FMA__)
+// pack_panel's 16-row panel from Q4_K's panels made at load (panels.h): the lines' nibbles into
+// groups 16p + i (low) and 16p + 8 + i (high), the scales to i32, the mins paired
+NF_TARGET_AVX512_VNNI void unpack_stored_panel(const uint8_t* stored, int64_t nb, KPanelBlock<Q4_KUnpack, kPanelRowsVnni>* panel) {
+  const __m512i nibble = _mm512_set1_epi8(0x0f);
+  const auto widen = [](const uint8_t* p) { return _mm512_maskz_cvtepu8_epi32(0xffff, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); };
+  for (int64_t b = 0; b < nb; ++b) {
+    const Q4_KPanelBlock& sb = q4_k_panel_block(stored, b);
+    KPanelBlock<Q4_KUnpack, kPanelRowsVnni>& out = panel[b];
+    _mm512_store_ps(out.d, _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb.d))));
+    _mm512_store_ps(out.dmin, _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb.dmin))));
+    NF_UNROLL for (int j = 0; j < 8; ++j) _mm512_store_si512(out.sc[j], widen(sb.sc[j]));
+    NF_UNROLL for (int p = 0; p < 4; ++p)
+      _mm512_store_si512(out.c[p], _mm512_or_si512(widen(sb.mn[2 * p]), _mm512_maskz_slli_epi32(0xffff, widen(sb.mn[2 * p + 1]), 16)));
+    NF_UNROLL for (int l = 0; l < 32; ++l) {
+      const __m512i v = _mm512_load_si512(sb.lines[l]);
+      const int p = l / 8, i = l % 8;
+      _mm512_store_si512(out.q[16 * p + i], _mm512_and_si512(v, nibble));
+      _mm512_store_si512(out.q[16 * p + 8 + i], _mm512_and_si512(_mm512_maskz_srli_epi32(0xffff, v, 4), nibble));
+    }
+  }
+}
+#else
+void unpack_stored_panel(const uint8_t*, int64_t, KPanelBlock<Q4_KUnpack, kPanelRowsVnni>*) {
+  NF_FAIL("quant_gemm: AVX512-VNNI kernels are not built without AVX2");
+}
+#endif
+
 // Rows [0, rows) of a unit of packed x against a panel, in tiles of up to R rows.
 template <class W, int P, int R>
 void unit_against_panel(const KPanelBlock<W, P>* panel, int64_t nb, const int32_t* xwords, const KXInfo* xinfo, int64_t i0,
@@ -275,8 +305,9 @@ void unit_against_panel(const KPanelBlock<W, P>* panel, int64_t nb, const int32_
 
 // x packed per unit of kUnitRows rows (x_units.h); then units of (panel, unit of x), panel-major,
 // so a thread's run of units packs each panel once.
+// (`stored`: w is Q4_K's panels made at load, panels.h, and P the VNNI panels' 16)
 template <class W, int P, int R>
-void gemm_k(const void* w, int64_t n, int64_t k, const BlockQ8_K* xq, int64_t m, float* y, int64_t ldy) {
+void gemm_k(const void* w, int64_t n, int64_t k, const BlockQ8_K* xq, int64_t m, float* y, int64_t ldy, bool stored = false) {
   const int64_t nb = k / kQK_K, units = (m + kUnitRows - 1) / kUnitRows;
   std::vector<int32_t> words;
   std::vector<KXInfo> info;
@@ -287,7 +318,15 @@ void gemm_k(const void* w, int64_t n, int64_t k, const BlockQ8_K* xq, int64_t m,
     int64_t packed_panel = -1;
     for (int64_t at = begin; at < end; ++at) {
       const int64_t panel = at / units, unit = at % units, j0 = panel * P, i0 = unit * kUnitRows;
-      if (panel != packed_panel) pack_panel<W, P, P == kPanelRowsAvx2>(w, nb, j0, n, packed.data()), packed_panel = panel;
+      if (panel != packed_panel) {
+        if constexpr (std::is_same_v<W, Q4_KUnpack> && P == kPanelRowsVnni) {
+          if (stored) unpack_stored_panel(static_cast<const uint8_t*>(w) + panel * q4_k_panel_bytes(k), nb, packed.data());
+          else pack_panel<W, P, false>(w, nb, j0, n, packed.data());
+        } else {
+          pack_panel<W, P, P == kPanelRowsAvx2>(w, nb, j0, n, packed.data());
+        }
+        packed_panel = panel;
+      }
       unit_against_panel<W, P, R>(packed.data(), nb, words.data() + unit * nb * kGroups * kUnitRows,
                                   info.data() + unit * nb * kUnitRows, 0, std::min(kUnitRows, m - i0), y + i0 * ldy + j0,
                                   ldy, std::min<int64_t>(P, n - j0));
@@ -305,6 +344,9 @@ void gemm(const void* w, int64_t n, int64_t k, const void* xq, int64_t m, float*
 
 }  // namespace
 
+void gemm_panels_q4_k(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) {
+  gemm_k<Q4_KUnpack, kPanelRowsVnni, kTileRowsVnni>(panels, n, k, static_cast<const BlockQ8_K*>(xq), m, y, ldy, /*stored=*/true);
+}
 void gemm_q4_k(const void* w, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) {
   gemm<Q4_KUnpack>(w, n, k, xq, m, y, ldy);
 }

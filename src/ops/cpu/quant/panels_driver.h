@@ -1,0 +1,82 @@
+#pragma once
+// Decode's product on panels (panels.h), shared by the panel tiles of each type (panels.cpp: Q8_0,
+// Q4_0; panels_q4_k.cpp: Q4_K): the panels split across the threads, each panel read once for the
+// m rows of x, 4 rows at a time. A Tiles policy gives a panel's bytes, bytes(k), and its tiles,
+// vnni<R> and portable<R>(panel, x, r0, out): out[i][c] = row r0 + i of x times row c of the panel.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <span>
+
+#include "ops/cpu/loops/loops.h"
+#include "ops/cpu/quant/activation_quant.h"
+#include "ops/cpu/quant/gemv_driver.h"
+#include "ops/cpu/quant/panels.h"
+
+namespace nf::cpu {
+
+// x of one call: its blocks (activation_quant.h) and, for the 32-value types, per row and block
+// -offset sum q_x (the lanes' start)
+struct PanelX {
+  const QuantizedActivations* a;
+  const int32_t* start;  // (rows, nb), or null
+  int64_t nb;
+  int32_t word(int64_t r, int64_t at) const {  // the 4 bytes of row r's values at .. at + 3
+    int32_t v;
+    std::memcpy(&v, a->row_q(r) + at, 4);
+    return v;
+  }
+};
+
+namespace {
+
+// Panels [p0, p1) of `base` against the m rows of x, 4 rows of x at a time (each panel read from
+// memory once, its lines in L1 for the later passes)
+template <class Tiles, bool kVnni>
+void panel_range(const TileArgs& base, const PanelX& x, int64_t m, int64_t p0, int64_t p1) {
+  const size_t bytes = Tiles::bytes(base.k);
+  const auto pass = [&]<int R>(const uint8_t* panel, int64_t p, int64_t r0) {
+    float out[R][kPanelRows];
+    if constexpr (kVnni) Tiles::template vnni<R>(panel, x, r0, out);
+    else Tiles::template portable<R>(panel, x, r0, out);
+    const int64_t row0 = p * kPanelRows, cols = std::min(kPanelRows, base.ldy - row0);
+    for (int i = 0; i < R; ++i)
+      for (int64_t c = 0; c < cols; ++c)
+        base.y[(r0 + i) * base.ldy + row0 + c] = out[i][c] + (base.bias ? base.bias[row0 + c] : 0.0f);
+  };
+  for (int64_t p = p0; p < p1; ++p) {
+    const uint8_t* panel = base.w + static_cast<size_t>(p) * bytes;
+    for (int64_t r0 = 0; r0 < m; r0 += 4) {
+      switch (std::min<int64_t>(4, m - r0)) {
+        case 1: pass.template operator()<1>(panel, p, r0); break;
+        case 2: pass.template operator()<2>(panel, p, r0); break;
+        case 3: pass.template operator()<3>(panel, p, r0); break;
+        default: pass.template operator()<4>(panel, p, r0); break;
+      }
+    }
+  }
+}
+
+// The panels of every base against x: one product's split across the threads (or on one when it
+// is small); several (q, k and v; gate and up) in one hand-off, each thread taking its share of
+// every one.
+template <class Tiles, bool kVnni>
+void gemv_panels_on(std::span<TileArgs> bases, const PanelX& x, int64_t m) {
+  const auto panels = [](const TileArgs& base) { return (base.ldy + kPanelRows - 1) / kPanelRows; };
+  if (bases.size() == 1) {
+    const TileArgs& base = bases[0];
+    const int64_t grain = std::max<int64_t>(1, kGrainWeights / std::max<int64_t>(base.k * kPanelRows, 1));
+    parallel_for(panels(base), grain, [&](int64_t begin, int64_t end) { panel_range<Tiles, kVnni>(base, x, m, begin, end); });
+    return;
+  }
+  const int64_t threads = num_threads();
+  parallel_for(threads, 1, [&](int64_t first, int64_t last) {
+    for (int64_t t = first; t < last; ++t)
+      for (const TileArgs& base : bases)
+        panel_range<Tiles, kVnni>(base, x, m, panels(base) * t / threads, panels(base) * (t + 1) / threads);
+  });
+}
+
+}  // namespace
+
+}  // namespace nf::cpu

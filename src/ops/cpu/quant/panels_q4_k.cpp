@@ -1,0 +1,154 @@
+// Q4_K's panels (panels.h): a super-block of 16 rows is 32 lines of nibbles (line 8p + i, byte
+// 4r + t: row r's qs[32p + 4i + t], whose low nibble is value 64p + 4i + t, of sub-block 2p, and
+// high nibble value 64p + 32 + 4i + t, of sub-block 2p + 1), then sc[8][16] and mn[8][16] (the
+// 6-bit scales and mins, a byte each), then d[16] and dmin[16] (f16): 2,368 bytes, 64 more than the
+// 16 rows' blocks. Decode per super-block, row of x and the 16 rows in the lanes:
+//   sumi = sum_j sc_j sum_{t in j} q_t x_t      corr = sum_j mn_j X_j   (X_j: Q8_K's sums of 16, paired)
+//   acc = fma(sumi, d d_x, acc), then acc = fma(-corr, dmin d_x, acc)
+// the steps of prefill's K-type GEMM (quant_gemm_k.cpp), which reads these panels too.
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "ops/cpu/quant/int8_dot.h"
+#include "ops/cpu/quant/int8_isa.h"
+#include "ops/cpu/quant/k_blocks.h"
+#include "ops/cpu/quant/panels.h"
+#include "ops/cpu/quant/panels_driver.h"
+#include "ops/cpu/simd/simd.h"
+
+namespace nf::cpu {
+namespace {
+
+// X_j of row r, super-block b: the sum of its q_x over sub-block j (32 values: two sums of 16)
+int32_t sub_block_sum(const QuantizedActivations& a, int64_t r, int64_t b, int j) {
+  const int16_t* sums = a.row_sums(r) + b * 16;
+  return sums[2 * j] + sums[2 * j + 1];
+}
+
+template <int R>
+void tile_portable(const uint8_t* panel, const PanelX& x, int64_t r0, float (&out)[R][kPanelRows]) {
+  for (int i = 0; i < R; ++i)
+    for (int64_t c = 0; c < kPanelRows; ++c) {
+      float acc = 0.0f;
+      for (int64_t b = 0; b < x.nb; ++b) {
+        const Q4_KPanelBlock& sb = q4_k_panel_block(panel, b);
+        const int8_t* q = x.a->row_q(r0 + i) + b * 256;
+        int32_t sumi = 0, corr = 0;
+        for (int j = 0; j < 8; ++j) {
+          int32_t dot = 0;
+          for (int v = 0; v < 32; ++v) {
+            const uint8_t byte = sb.lines[8 * (j / 2) + v / 4][4 * c + v % 4];
+            dot += (j % 2 == 0 ? byte & 0x0f : byte >> 4) * q[32 * j + v];
+          }
+          sumi += sb.sc[j][c] * dot;
+          corr += sb.mn[j][c] * sub_block_sum(*x.a, r0 + i, b, j);
+        }
+        const float dx = x.a->row_d(r0 + i)[b];
+        acc = std::fma(static_cast<float>(sumi), f16_to_float(sb.d[c]) * dx, acc);
+        acc = std::fma(static_cast<float>(-corr), f16_to_float(sb.dmin[c]) * dx, acc);
+      }
+      out[i][c] = acc;
+    }
+}
+
+#if defined(__AVX2__) && defined(__FMA__)
+// bytes of a 16-lane u8 row -> 16 i32 lanes
+NF_TARGET_AVX512_VNNI inline __m512i widen(const uint8_t* p) {
+  return _mm512_maskz_cvtepu8_epi32(0xffff, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+template <int R>
+NF_TARGET_AVX512_VNNI void tile_vnni(const uint8_t* panel, const PanelX& x, int64_t r0, float (&out)[R][kPanelRows]) {
+  const __m512i nibble = _mm512_set1_epi8(0x0f);
+  __m512 acc[R];
+  for (int i = 0; i < R; ++i) acc[i] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < x.nb; ++b) {
+    const Q4_KPanelBlock& sb = q4_k_panel_block(panel, b);
+    __m512i sumi[R], corr[R];
+    for (int i = 0; i < R; ++i) sumi[i] = _mm512_setzero_si512(), corr[i] = _mm512_setzero_si512();
+    for (int p = 0; p < 4; ++p) {
+      __m512i lo[R], hi[R];
+      for (int i = 0; i < R; ++i) lo[i] = _mm512_setzero_si512(), hi[i] = _mm512_setzero_si512();
+      for (int l = 0; l < 8; ++l) {
+        const __m512i v = _mm512_load_si512(sb.lines[8 * p + l]);
+        const __m512i low = _mm512_and_si512(v, nibble), high = _mm512_and_si512(_mm512_maskz_srli_epi32(0xffff, v, 4), nibble);
+        for (int i = 0; i < R; ++i) {
+          const int64_t at = b * 256 + 64 * p + 4 * l;
+          lo[i] = _mm512_dpbusd_epi32(lo[i], low, _mm512_set1_epi32(x.word(r0 + i, at)));
+          hi[i] = _mm512_dpbusd_epi32(hi[i], high, _mm512_set1_epi32(x.word(r0 + i, at + 32)));
+        }
+      }
+      const __m512i sc_lo = widen(sb.sc[2 * p]), sc_hi = widen(sb.sc[2 * p + 1]);
+      for (int i = 0; i < R; ++i)
+        sumi[i] = _mm512_add_epi32(sumi[i], _mm512_add_epi32(_mm512_mullo_epi32(lo[i], sc_lo), _mm512_mullo_epi32(hi[i], sc_hi)));
+    }
+    for (int j = 0; j < 8; ++j) {
+      const __m512i mn = widen(sb.mn[j]);
+      for (int i = 0; i < R; ++i)
+        corr[i] = _mm512_add_epi32(corr[i], _mm512_mullo_epi32(mn, _mm512_set1_epi32(sub_block_sum(*x.a, r0 + i, b, j))));
+    }
+    const __m512 d = _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb.d)));
+    const __m512 dmin = _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb.dmin)));
+    for (int i = 0; i < R; ++i) {
+      const __m512 dx = _mm512_set1_ps(x.a->row_d(r0 + i)[b]);
+      acc[i] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(0xffff, sumi[i]), _mm512_mul_ps(d, dx), acc[i]);
+      const __m512i minus = _mm512_sub_epi32(_mm512_setzero_si512(), corr[i]);
+      acc[i] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(0xffff, minus), _mm512_mul_ps(dmin, dx), acc[i]);
+    }
+  }
+  for (int i = 0; i < R; ++i) _mm512_storeu_ps(out[i], acc[i]);
+}
+#endif
+
+struct TilesQ4_K {
+  static size_t bytes(int64_t k) { return q4_k_panel_bytes(k); }
+  template <int R>
+  static void portable(const uint8_t* panel, const PanelX& x, int64_t r0, float (&out)[R][kPanelRows]) {
+    tile_portable<R>(panel, x, r0, out);
+  }
+  template <int R>
+  static void vnni(const uint8_t* panel, const PanelX& x, int64_t r0, float (&out)[R][kPanelRows]) {
+#if defined(__AVX2__) && defined(__FMA__)
+    tile_vnni<R>(panel, x, r0, out);
+#else
+    tile_portable<R>(panel, x, r0, out);
+#endif
+  }
+};
+
+}  // namespace
+
+void pack_panels_q4_k(const void* rows, int64_t n, int64_t k, void* panels) {
+  const int64_t nb = k / 256, count = (n + kPanelRows - 1) / kPanelRows;
+  const size_t bytes = q4_k_panel_bytes(k);
+  parallel_for(count, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) {
+      auto* panel = static_cast<uint8_t*>(panels) + static_cast<size_t>(p) * bytes;
+      std::memset(panel, 0, bytes);
+      for (int64_t r = 0; r < kPanelRows && p * kPanelRows + r < n; ++r) {
+        const BlockQ4_K* row = static_cast<const BlockQ4_K*>(rows) + (p * kPanelRows + r) * nb;
+        for (int64_t b = 0; b < nb; ++b) {
+          auto& sb = const_cast<Q4_KPanelBlock&>(q4_k_panel_block(panel, b));
+          for (int l = 0; l < 32; ++l) std::memcpy(&sb.lines[l][4 * r], row[b].qs + 4 * l, 4);
+          uint8_t sm[16];
+          q4_k_scales(row[b].scales, sm);
+          for (int j = 0; j < 8; ++j) sb.sc[j][r] = sm[j], sb.mn[j][r] = sm[8 + j];
+          sb.d[r] = row[b].d, sb.dmin[r] = row[b].dmin;
+        }
+      }
+    }
+  });
+}
+
+void gemv_panels_q4_k(std::span<TileArgs> bases, int64_t m, bool scalar) {
+  const QuantizedActivations& a = quantise_x(bases, m, 256, scalar);
+  const PanelX x{&a, nullptr, bases[0].k / 256};
+#if defined(__AVX2__) && defined(__FMA__)
+  if (!scalar && int8_isa() == Int8Isa::avx512_vnni) return gemv_panels_on<TilesQ4_K, true>(bases, x, m);
+#endif
+  gemv_panels_on<TilesQ4_K, false>(bases, x, m);
+}
+
+}  // namespace nf::cpu
