@@ -1,5 +1,7 @@
 #pragma once
-// A read-only memory mapping of a whole file, shared by the readers of safetensors and GGUF.
+// A copy-on-write memory mapping of a whole file, shared by the readers of safetensors and GGUF:
+// views of it are read in place and may be written (that page is then copied for this process
+// alone); the file is never changed.
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -12,7 +14,7 @@ struct MappedFile {
   const unsigned char* bytes() const { return static_cast<const unsigned char*>(mapping.get()); }
 };
 
-// Maps `path` privately and read-only; throws nf::Error starting with `context` ("<format>: <path>: ")
+// Maps `path` privately (PROT_READ | PROT_WRITE, MAP_PRIVATE); throws nf::Error starting with `context` ("<format>: <path>: ")
 // when it cannot be opened, is not a regular file, or cannot be mapped. An empty file gives an
 // empty mapping (mmap refuses zero bytes).
 MappedFile map_file(const std::string& path, const std::string& context);
