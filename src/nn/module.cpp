@@ -182,12 +182,19 @@ void Module::load_state_dict(const StateDict& state, bool strict, LoadMode mode)
     if (strict) list("unexpected", unexpected);
     throw Error(os.str());
   }
+  bool adopted = false;
   for (const auto& [name, t] : own) {
     auto it = state.find(name);
     if (it == state.end()) continue;
-    if (mode == LoadMode::adopt && adopt_storage(t, it->second)) continue;
+    if (mode == LoadMode::adopt && adopt_storage(t, it->second)) {
+      adopted = true;
+      continue;
+    }
     copy_into(t, it->second);
   }
+  // The freed storages went to the allocator's cache, which blocks of the weights' sizes would fill
+  // (nothing allocates them again), leaving no room for the activations': back to the system.
+  if (adopted) memory::empty_cache();
 }
 
 void Module::train(bool on) {

@@ -79,6 +79,7 @@ TEST(Module, LoadStateDictAdoptsStoragesInsteadOfCopying) {
   b.load_state_dict(sd, true, LoadMode::adopt);
   EXPECT_TRUE(old_storage.expired());  // freed, not merely left alone
   EXPECT_LT(memory::current_bytes(), before);
+  EXPECT_EQ(memory::cached_bytes(), 0u);  // and not kept in the allocator's cache
   EXPECT_EQ(fc1.impl(), b.layers->operator[](0)->fc1->weight.impl());  // handles stay valid
   EXPECT_TRUE(fc1.shares_storage_with(sd.at("layers.0.fc1.weight")));
   EXPECT_TRUE(b.embed->weight.shares_storage_with(a.embed->weight));

@@ -32,10 +32,11 @@ using NamedQuantized = std::pair<std::string, QuantizedTensor>;
 
 // How load_state_dict fills a tensor. copy: its values are copied into the tensor's own storage.
 // adopt: the tensor takes the state tensor's storage instead (its handle, members and optimizers
-// stay valid; its old storage is freed) when both have one dtype, shape and device, the state's is
-// contiguous and no other tensor views the module's storage; otherwise it is copied. A loader's
-// views of a mapped file (io/mapped_file.h, mapped copy-on-write) so become the parameters without
-// a copy. The caller hands the state's tensors over: writing the module writes them.
+// stay valid; its old storage is freed and the allocator's cache emptied) when both have one
+// dtype, shape and device, the state's is contiguous and no other tensor views the module's
+// storage; otherwise it is copied. A loader's views of a mapped file (io/mapped_file.h, mapped
+// copy-on-write) so become the parameters without a copy. The caller hands the state's tensors
+// over: writing the module writes them.
 enum class LoadMode { copy, adopt };
 
 class Module {
