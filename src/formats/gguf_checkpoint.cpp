@@ -392,10 +392,11 @@ std::shared_ptr<models::DecoderLM> load_gguf(const std::string& path) {
     }
     const Tensor t = is_block_quantized(info.type) ? dequantize(f.quantized(m.external)).reshape(info.shape)
                                                    : f.dense(m.external);
+    // an f32 tensor's parts stay views of the mapping (rows of a contiguous tensor are contiguous)
     for (int64_t i = 0; i < parts; ++i)
       dense[m.ours[static_cast<size_t>(i)]] = t.narrow(0, i * rows, rows).to(DType::f32).contiguous();
   }
-  model->load_state_dict(dense);
+  model->load_state_dict(dense, true, nn::LoadMode::adopt);  // the parameters take those views: no copy
   return model;
 }
 

@@ -1,4 +1,4 @@
-// Mapping a whole file read-only (mmap), unmapped when the last owner lets go.
+// Mapping a whole file copy-on-write (mmap), unmapped when the last owner lets go.
 #include "io/mapped_file.h"
 
 #include <fcntl.h>
@@ -37,7 +37,12 @@ MappedFile map_file(const std::string& path, const std::string& context) {
     ::close(fd);
     return file;
   }
-  void* addr = ::mmap(nullptr, file.size, PROT_READ, MAP_PRIVATE, fd, 0);
+  // Writable but private: a write (an optimizer step on a parameter that is a view, a weight
+  // rewritten in place) copies that page for this process alone and the file never changes; pages
+  // never written stay the page cache's, shared. MAP_NORESERVE: no swap is reserved for the pages
+  // that might be written, so a file larger than memory maps as a read-only one does (Linux ignores
+  // it under strict overcommit, vm.overcommit_memory = 2, where the whole size is charged).
+  void* addr = ::mmap(nullptr, file.size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, fd, 0);
   const int err = errno;
   ::close(fd);  // the mapping keeps its own reference to the file
   NF_CHECK(addr != MAP_FAILED, context, "cannot map ", file.size, " bytes: ", errno_message(err));

@@ -140,7 +140,23 @@ StateDict Module::state_dict() const {
   return StateDict(all.begin(), all.end());
 }
 
-void Module::load_state_dict(const StateDict& state, bool strict) {
+namespace {
+// dst takes src's storage (LoadMode::adopt) when nothing is lost by it; false when it must be copied.
+// The impl is shared by the module's member, its registry and any optimizer, so all see the new data.
+bool adopt_storage(const Tensor& dst, const Tensor& src) {
+  if (src.dtype() != dst.dtype() || src.device() != dst.device() || !src.is_contiguous() || !dst.is_contiguous())
+    return false;
+  if (dst.storage() == src.storage()) return dst.offset() == src.offset();
+  if (dst.storage().use_count() != 1) return false;  // a view of the old storage would stop seeing the parameter
+  TensorImpl& d = *dst.impl();
+  d.storage = src.storage();  // the old storage is freed here
+  d.strides = src.strides();
+  d.offset = src.offset();
+  return true;
+}
+}  // namespace
+
+void Module::load_state_dict(const StateDict& state, bool strict, LoadMode mode) {
   std::vector<NamedTensor> own;
   collect("", true, true, true, own);
   std::vector<std::string> missing, unexpected, misshaped;
@@ -166,10 +182,19 @@ void Module::load_state_dict(const StateDict& state, bool strict) {
     if (strict) list("unexpected", unexpected);
     throw Error(os.str());
   }
+  bool adopted = false;
   for (const auto& [name, t] : own) {
     auto it = state.find(name);
-    if (it != state.end()) copy_into(t, it->second);
+    if (it == state.end()) continue;
+    if (mode == LoadMode::adopt && adopt_storage(t, it->second)) {
+      adopted = true;
+      continue;
+    }
+    copy_into(t, it->second);
   }
+  // The freed storages went to the allocator's cache, which blocks of the weights' sizes would fill
+  // (nothing allocates them again), leaving no room for the activations': back to the system.
+  if (adopted) memory::empty_cache();
 }
 
 void Module::train(bool on) {

@@ -2,7 +2,7 @@
 // logits) and Q8_0 (the logits of the in-memory quantised model: the same blocks), tied and untied;
 // the fixtures of tools/gguf/make_gguf_model_fixtures.py (written by the `gguf` package) load with
 // the logits of its numpy forward pass and their tokenizer encodes as Hugging Face tokenizers does;
-// quantised weights are views into the file; every unsupported key, tensor, tokenizer or model is
+// quantised and f32 weights are views into the file (f32 ones trainable, the file unchanged); every unsupported key, tensor, tokenizer or model is
 // refused in one line naming the file and the key.
 #include <cstdio>
 #include <filesystem>
@@ -23,6 +23,7 @@
 #include "nanoformer/ops/factory.h"
 #include "nanoformer/ops/reduce.h"
 #include "nanoformer/ops/view.h"
+#include "nanoformer/optim/sgd.h"
 #include "nanoformer/tokenizer/gguf_tokenizer.h"
 #include "nanoformer/tokenizer/tokenizer_json.h"
 #include "support/interop_test_support.h"
@@ -223,6 +224,49 @@ TEST_F(GGUFCheckpointTest, PanelsLeaveTheFilesRowsOutOfResidentMemory) {
   // what stays: the header, the embedding table's rows and a page at each end of a tensor
   EXPECT_LT(resident_bytes_of(path("q8.gguf")), fs::file_size(path("q8.gguf")) - panel_bytes + (size_t{256} << 10));
   EXPECT_TENSOR_CLOSE(logits(*loaded), logits(*model), 1e-4, 1e-4);
+}
+
+std::string file_bytes(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// An F32 file's tensors are the parameters (views of the mapping; gpt2's fused attn_qkv as three row
+// ranges), the constructor's storages freed, so the weights add no owned memory. The mapping is
+// copy-on-write: an optimizer step writes the parameters where they are, the file stays as written.
+TEST_F(GGUFCheckpointTest, F32WeightsAreViewsIntoTheMappedFileThatTrainingLeavesUnchanged) {
+  for (const Case& k : {Case{"gpt2 tied", gpt2_config(true)},
+                        Case{"llama untied with biases", llama_config(false, RopeLayout::interleaved, true)}}) {
+    auto model = random_model(k.config);
+    save_model(*model, path("f32.gguf"), "gguf");
+    const std::string written = file_bytes(path("f32.gguf"));
+    const size_t owned_before = memory::current_bytes();
+    const auto loaded = load_decoder_lm(path("f32.gguf"));
+    const size_t owned = memory::current_bytes() - owned_before;
+    const auto maps = mappings_of(path("f32.gguf"));
+    ASSERT_FALSE(maps.empty()) << k.name;
+    size_t weight_bytes = 0, buffer_bytes = 0;
+    for (const auto& [name, p] : loaded->named_parameters()) {
+      const auto at = reinterpret_cast<uintptr_t>(p.raw_data());
+      const size_t n = static_cast<size_t>(p.numel()) * p.itemsize();
+      weight_bytes += n;
+      EXPECT_TRUE(std::any_of(maps.begin(), maps.end(), [&](auto m) { return m.first <= at && at + n <= m.second; }))
+          << k.name << ": " << name;
+    }
+    for (const auto& [name, b] : loaded->named_buffers()) buffer_bytes += static_cast<size_t>(b.numel()) * b.itemsize();
+    EXPECT_LE(owned, buffer_bytes) << k.name << ": " << weight_bytes << " bytes of weights";
+    EXPECT_EQ(loaded->output == nullptr, k.config.tie_embeddings) << k.name;  // the head reads tok_embeddings
+    EXPECT_TENSOR_CLOSE(logits(*loaded), logits(*model), 0.0, 0.0) << k.name;
+
+    loaded->train();
+    optim::SGD sgd({{loaded->parameters(), 0.5}});
+    const Tensor before = loaded->tok_embeddings->weight.clone();
+    loaded->forward(kIds, kIds).loss.backward();
+    sgd.step();
+    EXPECT_GT(max(abs(loaded->tok_embeddings->weight - before)).item(), 0.0) << k.name;
+    EXPECT_TRUE(file_bytes(path("f32.gguf")) == written) << k.name << ": the step wrote the file";
+    EXPECT_TENSOR_CLOSE(logits(*load_decoder_lm(path("f32.gguf"))), logits(*model), 0.0, 0.0) << k.name;
+  }
 }
 
 // tools/gguf/make_gguf_model_fixtures.py: the `gguf` package wrote the files, numpy computed the

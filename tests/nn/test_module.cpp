@@ -65,6 +65,34 @@ TEST(Module, LoadStateDictCopiesInPlace) {
   EXPECT_FALSE(b.layers->operator[](0)->fc1->weight.shares_storage_with(a.layers->operator[](0)->fc1->weight));
 }
 
+// LoadMode::adopt: a tensor of the same dtype and shape, contiguous, becomes the parameter's storage
+// (the handle stays, the old storage is freed); a mismatch or a parameter another tensor views is copied.
+TEST(Module, LoadStateDictAdoptsStoragesInsteadOfCopying) {
+  Net a, b;
+  Tensor fc1 = b.layers->operator[](0)->fc1->weight;
+  const Tensor old_view = b.layers->operator[](1)->fc1->weight.narrow(0, 0, 2);  // pins layer 1's storage
+  StateDict sd = a.state_dict();
+  sd["layers.0.fc2.weight"] = sd.at("layers.0.fc2.weight").t().contiguous().t();  // not contiguous
+  sd["layers.0.fc1.bias"] = sd.at("layers.0.fc1.bias").to(DType::f64);            // another dtype
+  const std::weak_ptr<Storage> old_storage = fc1.storage();
+  const size_t before = memory::current_bytes();
+  b.load_state_dict(sd, true, LoadMode::adopt);
+  EXPECT_TRUE(old_storage.expired());  // freed, not merely left alone
+  EXPECT_LT(memory::current_bytes(), before);
+  EXPECT_EQ(memory::cached_bytes(), 0u);  // and not kept in the allocator's cache
+  EXPECT_EQ(fc1.impl(), b.layers->operator[](0)->fc1->weight.impl());  // handles stay valid
+  EXPECT_TRUE(fc1.shares_storage_with(sd.at("layers.0.fc1.weight")));
+  EXPECT_TRUE(b.embed->weight.shares_storage_with(a.embed->weight));
+  EXPECT_FALSE(b.layers->operator[](0)->fc2->weight.shares_storage_with(sd.at("layers.0.fc2.weight")));
+  EXPECT_FALSE(b.layers->operator[](0)->fc1->bias.shares_storage_with(sd.at("layers.0.fc1.bias")));
+  EXPECT_EQ(b.layers->operator[](0)->fc1->bias.dtype(), DType::f32);
+  EXPECT_FALSE(b.layers->operator[](1)->fc1->weight.shares_storage_with(a.layers->operator[](1)->fc1->weight));
+  EXPECT_TRUE(b.layers->operator[](1)->fc1->weight.shares_storage_with(old_view));
+  for (auto& [name, t] : b.state_dict()) EXPECT_TENSOR_CLOSE(t, a.state_dict().at(name), 0, 0) << name;
+  b.layers->operator[](0)->fc1->weight.set({0, 0}, 42.0);  // writes the state's tensor: it was handed over
+  EXPECT_EQ(a.layers->operator[](0)->fc1->weight.at({0, 0}), 42.0);
+}
+
 TEST(Module, LoadStateDictListsEveryProblemInOneError) {
   Net net;
   StateDict sd = net.state_dict();

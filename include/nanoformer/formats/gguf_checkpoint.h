@@ -18,7 +18,11 @@
 // biases and the absent ones are zero (so Qwen-style q / k / v biases without an output bias load).
 // Vocabulary size: token_embd's rows. The tokenizer (gguf_tokenizer.h) is read by load_tokenizer.
 // Reading: block-quantised tensors become Linear / Embedding weights in place (views into the
-// memory-mapped file, no copy); f32 / f16 / bf16 tensors are copied into f32 parameters.
+// memory-mapped file, no copy); f32 tensors become the parameters in place too (views of the
+// mapping that the parameters adopt, nn::LoadMode::adopt; a fused tensor's parts are row ranges of
+// it), so memory is the file. The mapping is copy-on-write: training or rewriting a weight copies
+// the pages it writes and leaves the file unchanged. f16 / bf16 tensors are converted into f32
+// parameters (a copy), as are the block-quantised ones not held quantised (dequantised).
 // Refused with one line naming the file and the key or tensor: an architecture other than llama /
 // gpt2, any {arch}.* key not listed above (they change the model: experts, sliding windows, ALiBi,
 // logit scales, ...), rope scaling other than none / linear, per-layer sizes that differ, a head

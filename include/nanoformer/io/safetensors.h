@@ -36,7 +36,7 @@ class SafetensorsFile {
   bool contains(const std::string& name) const;
   const TensorEntry& entry(const std::string& name) const;  // throws naming file and tensor
   // A view into the mapping (no copy) that keeps the mapping alive while it lives. The mapping is
-  // read-only: writing through the view faults, so take load() for a tensor to update in place.
+  // copy-on-write: writing through the view copies the pages written, the file stays unchanged.
   // When the tensor's bytes are not aligned for its dtype (a header whose length is not a multiple
   // of 8, or tensors of mixed item sizes in an unaligned order) the result is an aligned copy.
   Tensor view(const std::string& name) const;

@@ -30,6 +30,15 @@ using NamedTensor = std::pair<std::string, Tensor>;
 using StateDict = std::map<std::string, Tensor>;
 using NamedQuantized = std::pair<std::string, QuantizedTensor>;
 
+// How load_state_dict fills a tensor. copy: its values are copied into the tensor's own storage.
+// adopt: the tensor takes the state tensor's storage instead (its handle, members and optimizers
+// stay valid; its old storage is freed and the allocator's cache emptied) when both have one
+// dtype, shape and device, the state's is contiguous and no other tensor views the module's
+// storage; otherwise it is copied. A loader's views of a mapped file (io/mapped_file.h, mapped
+// copy-on-write) so become the parameters without a copy. The caller hands the state's tensors
+// over: writing the module writes them.
+enum class LoadMode { copy, adopt };
+
 class Module {
  public:
   explicit Module(std::string type_name) : type_name_(std::move(type_name)) {}
@@ -61,9 +70,10 @@ class Module {
   // Parameters and persistent buffers, by dotted name (the tensors themselves, not copies).
   StateDict state_dict() const;
   // Copies every tensor of `state` into this module's tensor of the same name (in place, dtype
-  // converted). Throws one nf::Error listing every missing, unexpected and mis-shaped name; with
-  // strict = false missing and unexpected names are allowed, mis-shaped ones never.
-  void load_state_dict(const StateDict& state, bool strict = true);
+  // converted), or adopts its storage (LoadMode above). Throws one nf::Error listing every missing,
+  // unexpected and mis-shaped name; with strict = false missing and unexpected names are allowed,
+  // mis-shaped ones never.
+  void load_state_dict(const StateDict& state, bool strict = true, LoadMode mode = LoadMode::copy);
 
   // Training mode (dropout active) for this module and all descendants.
   void train(bool on = true);
