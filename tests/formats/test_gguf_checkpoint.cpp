@@ -171,49 +171,6 @@ TEST_F(GGUFCheckpointTest, QuantisedWeightsAreViewsIntoTheMappedFile) {
   }
 }
 
-std::string file_bytes(const std::string& file) {
-  std::ifstream in(file, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-// An F32 file's tensors are the parameters (views of the mapping; gpt2's fused attn_qkv as three row
-// ranges), the constructor's storages freed, so the weights add no owned memory. The mapping is
-// copy-on-write: an optimizer step writes the parameters where they are, the file stays as written.
-TEST_F(GGUFCheckpointTest, F32WeightsAreViewsIntoTheMappedFileThatTrainingLeavesUnchanged) {
-  for (const Case& k : {Case{"gpt2 tied", gpt2_config(true)},
-                        Case{"llama untied with biases", llama_config(false, RopeLayout::interleaved, true)}}) {
-    auto model = random_model(k.config);
-    save_model(*model, path("f32.gguf"), "gguf");
-    const std::string written = file_bytes(path("f32.gguf"));
-    const size_t owned_before = memory::current_bytes();
-    const auto loaded = load_decoder_lm(path("f32.gguf"));
-    const size_t owned = memory::current_bytes() - owned_before;
-    const auto maps = mappings_of(path("f32.gguf"));
-    ASSERT_FALSE(maps.empty()) << k.name;
-    size_t weight_bytes = 0, buffer_bytes = 0;
-    for (const auto& [name, p] : loaded->named_parameters()) {
-      const auto at = reinterpret_cast<uintptr_t>(p.raw_data());
-      const size_t n = static_cast<size_t>(p.numel()) * p.itemsize();
-      weight_bytes += n;
-      EXPECT_TRUE(std::any_of(maps.begin(), maps.end(), [&](auto m) { return m.first <= at && at + n <= m.second; }))
-          << k.name << ": " << name;
-    }
-    for (const auto& [name, b] : loaded->named_buffers()) buffer_bytes += static_cast<size_t>(b.numel()) * b.itemsize();
-    EXPECT_LE(owned, buffer_bytes) << k.name << ": " << weight_bytes << " bytes of weights";
-    EXPECT_EQ(loaded->output == nullptr, k.config.tie_embeddings) << k.name;  // the head reads tok_embeddings
-    EXPECT_TENSOR_CLOSE(logits(*loaded), logits(*model), 0.0, 0.0) << k.name;
-
-    loaded->train();
-    optim::SGD sgd({{loaded->parameters(), 0.5}});
-    const Tensor before = loaded->tok_embeddings->weight.clone();
-    loaded->forward(kIds, kIds).loss.backward();
-    sgd.step();
-    EXPECT_GT(max(abs(loaded->tok_embeddings->weight - before)).item(), 0.0) << k.name;
-    EXPECT_TRUE(file_bytes(path("f32.gguf")) == written) << k.name << ": the step wrote the file";
-    EXPECT_TENSOR_CLOSE(logits(*load_decoder_lm(path("f32.gguf"))), logits(*model), 0.0, 0.0) << k.name;
-  }
-}
-
 // tools/gguf/make_gguf_model_fixtures.py: the `gguf` package wrote the files, numpy computed the
 // logits in float64 from the dequantised weights, following llama.cpp's graphs (adjacent-pair RoPE,
 // GQA, Qwen-style q / k / v biases without an output bias; GPT-2's fused qkv, learned positions,
@@ -580,6 +537,50 @@ TEST_F(GGUFCheckpointTest, AGpt2HeadHoldingTheEmbeddingsBytesIsTied) {
     if (t.name == "output.weight") t.dense = t.dense * 2.0;
   const auto untied = load_decoder_lm(c.write(path("untied.gguf")));
   EXPECT_FALSE(untied->config().tie_embeddings);
+}
+
+
+std::string file_bytes(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// An F32 file's tensors are the parameters (views of the mapping; gpt2's fused attn_qkv as three row
+// ranges), the constructor's storages freed, so the weights add no owned memory. The mapping is
+// copy-on-write: an optimizer step writes the parameters where they are, the file stays as written.
+TEST_F(GGUFCheckpointTest, F32WeightsAreViewsIntoTheMappedFileThatTrainingLeavesUnchanged) {
+  for (const Case& k : {Case{"gpt2 tied", gpt2_config(true)},
+                        Case{"llama untied with biases", llama_config(false, RopeLayout::interleaved, true)}}) {
+    auto model = random_model(k.config);
+    save_model(*model, path("f32.gguf"), "gguf");
+    const std::string written = file_bytes(path("f32.gguf"));
+    const size_t owned_before = memory::current_bytes();
+    const auto loaded = load_decoder_lm(path("f32.gguf"));
+    const size_t owned = memory::current_bytes() - owned_before;
+    const auto maps = mappings_of(path("f32.gguf"));
+    ASSERT_FALSE(maps.empty()) << k.name;
+    size_t weight_bytes = 0, buffer_bytes = 0;
+    for (const auto& [name, p] : loaded->named_parameters()) {
+      const auto at = reinterpret_cast<uintptr_t>(p.raw_data());
+      const size_t n = static_cast<size_t>(p.numel()) * p.itemsize();
+      weight_bytes += n;
+      EXPECT_TRUE(std::any_of(maps.begin(), maps.end(), [&](auto m) { return m.first <= at && at + n <= m.second; }))
+          << k.name << ": " << name;
+    }
+    for (const auto& [name, b] : loaded->named_buffers()) buffer_bytes += static_cast<size_t>(b.numel()) * b.itemsize();
+    EXPECT_LE(owned, buffer_bytes) << k.name << ": " << weight_bytes << " bytes of weights";
+    EXPECT_EQ(loaded->output == nullptr, k.config.tie_embeddings) << k.name;  // the head reads tok_embeddings
+    EXPECT_TENSOR_CLOSE(logits(*loaded), logits(*model), 0.0, 0.0) << k.name;
+
+    loaded->train();
+    optim::SGD sgd({{loaded->parameters(), 0.5}});
+    const Tensor before = loaded->tok_embeddings->weight.clone();
+    loaded->forward(kIds, kIds).loss.backward();
+    sgd.step();
+    EXPECT_GT(max(abs(loaded->tok_embeddings->weight - before)).item(), 0.0) << k.name;
+    EXPECT_TRUE(file_bytes(path("f32.gguf")) == written) << k.name << ": the step wrote the file";
+    EXPECT_TENSOR_CLOSE(logits(*load_decoder_lm(path("f32.gguf"))), logits(*model), 0.0, 0.0) << k.name;
+  }
 }
 
 }  // namespace
