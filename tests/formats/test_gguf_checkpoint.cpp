@@ -539,7 +539,6 @@ TEST_F(GGUFCheckpointTest, AGpt2HeadHoldingTheEmbeddingsBytesIsTied) {
   EXPECT_FALSE(untied->config().tie_embeddings);
 }
 
-
 std::string file_bytes(const std::string& file) {
   std::ifstream in(file, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
