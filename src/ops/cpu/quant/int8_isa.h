@@ -5,8 +5,8 @@
 //   avx512_vnni  vpdpbusd, EVEX: 512-bit panels (Intel since Cascade Lake / Ice Lake, AMD Zen 4)
 //   avx_vnni     vpdpbusd, VEX: 256 bits (Intel client cores without AVX-512, Alder Lake on)
 //   avx2         vpmaddubsw then vpmaddwd (two instructions for what vpdpbusd does in one)
-// (Decode's matrix-vector tiles, quant_gemv, stay on AVX2's: in VNNI form they measured no
-// faster, docs/quantisation.md.)
+// (Decode's matrix-vector tiles, quant_gemv, stay on AVX2's for the 32-value types: in VNNI form
+// they measured no faster, docs/quantisation.md; the K types' take AVX512-VNNI's, tiles_k_vnni.cpp.)
 // Every integer sum is exact on all three, so they give the same bits.
 // NANOFORMER_INT8=avx2 | avx-vnni | avx512-vnni in the environment (or force_int8_isa) picks one
 // the CPU has, to compare or test them.

@@ -1,0 +1,253 @@
+// The decode product's tiles for the K types on AVX512-VNNI (chosen at run time, int8_isa.h; the
+// AVX2 and portable tiles are in tiles_k.cpp): the blocks as stored, four weight rows (a tile's
+// streams) against up to 4 rows of x quantised to Q8_K, a thread's tiles in one call at one row of x.
+// Per super-block and weight row, 64 stored integers q (unsigned) to a 512-bit register, in an
+// order whose 16 int32 lanes each hold 4 values of one sub-block; vpdpbusd (q unsigned, x signed)
+// sums each lane's 4 products, exactly; two such sums packed to int16 (they fit: |4 q x| <= 4 * 63
+// * 128) meet the sub-block scales in vpdpwssd, so a lane holds sum_j sc_j (sum over its values of
+// j of q x). The four rows' lanes are gathered ([row 0..3] in each 128-bit lane, as
+// tiles_q32.cpp's gather_row_sums), and the per-sub-block corrections
+//   Q4_K / Q5_K: sum_j mn_j X_j (X_j: x summed over sub-block j of 32, from Q8_K's sums per 16)
+//   Q6_K:        32 sum_j sc_j X_j (sub-blocks of 16: Q8_K's sums themselves)
+// are laid out in the same lanes by vpmaddwd of the four rows' mn_j (sc_j) pairs with X's pairs,
+// so each super-block ends in one conversion and one fma (two with the minimum) for the four rows:
+//   Q4_K, Q5_K: y += d d_x sum_j sc_j sum_{t in j} q_t x_t - dmin d_x sum_j mn_j X_j
+//   Q6_K:       y += d d_x (sum_j sc_j sum_{t in j} q_t x_t - 32 sum_j sc_j X_j)
+// The 16 f32 lanes are added per row once, at the end of the row: a row's lanes and their order do
+// not depend on the other rows of its tile, so a row gives the same bits however the rows are cut.
+#include "ops/cpu/quant/tiles_k_vnni.h"
+
+// GCC 12 warns of the self-initialised __Y of avx512fintrin.h's _mm512_undefined_* (its bug 105593)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "ops/cpu/quant/gemv_driver.h"
+#include "ops/cpu/quant/int8_dot.h"
+#include "ops/cpu/quant/k_blocks.h"
+
+namespace nf::cpu {
+
+#if defined(__AVX2__) && defined(__FMA__)
+namespace {
+
+// one row of x at super-block b: its 256 integers, its scale, its 16 sums per 16
+struct KRow {
+  const int8_t* q;
+  float d;
+  const int16_t* sums;
+};
+
+// 16 i32 lanes of four rows -> [row 0..3] of each 128-bit lane, each the sum of that row's 4
+// lanes there (unpacks and adds, as gather_row_sums in tiles_q32.cpp)
+NF_TARGET_AVX512_VNNI inline __m512i gather4(__m512i s0, __m512i s1, __m512i s2, __m512i s3) {
+  const __m512i t01 = _mm512_add_epi32(_mm512_unpacklo_epi32(s0, s1), _mm512_unpackhi_epi32(s0, s1));
+  const __m512i t23 = _mm512_add_epi32(_mm512_unpacklo_epi32(s2, s3), _mm512_unpackhi_epi32(s2, s3));
+  return _mm512_add_epi32(_mm512_unpacklo_epi64(t01, t23), _mm512_unpackhi_epi64(t01, t23));
+}
+
+// four blocks' f16 scales -> [s0, s1, s2, s3] in each 128-bit lane
+NF_TARGET_AVX512_VNNI inline __m512 scales4(uint16_t a, uint16_t b, uint16_t c, uint16_t d) {
+  const uint64_t packed = a | static_cast<uint64_t>(b) << 16 | static_cast<uint64_t>(c) << 32 | static_cast<uint64_t>(d) << 48;
+  return _mm512_broadcast_f32x4(_mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<long long>(packed))));
+}
+
+// 16 bytes of scales (both 128-bit halves of a 256-bit register) -> 32 int16 by a byte shuffle
+NF_TARGET_AVX512_VNNI inline __m512i spread_u8(__m256i bytes, __m256i pattern) {
+  return _mm512_cvtepu8_epi16(_mm256_shuffle_epi8(bytes, pattern));
+}
+NF_TARGET_AVX512_VNNI inline __m512i spread_i8(__m256i bytes, __m256i pattern) {
+  return _mm512_cvtepi8_epi16(_mm256_shuffle_epi8(bytes, pattern));
+}
+
+// i32 lane 4k + c <- pair k of row c, from four rows' 4 pairs each in 128-bit lanes [row 0..3]
+NF_TARGET_AVX512_VNNI inline __m512i transpose4(__m512i rows) {
+  return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), rows);
+}
+// i32 lane 4k + c <- pair `first + k` of x's sums, for every c
+NF_TARGET_AVX512_VNNI inline __m512i spread_pairs(__m512i pairs, int first) {
+  const __m512i k = _mm512_srli_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), 2);
+  return _mm512_permutexvar_epi32(_mm512_add_epi32(k, _mm512_set1_epi32(first)), pairs);
+}
+
+// Q4_K and Q5_K (kFifth): qs loaded 64 bytes (groups 2p, 2p + 1) at a time; its low nibbles are
+// sub-blocks 4p (bytes 0-31) and 4p + 2, its high ones 4p + 1 and 4p + 3, so x is taken in the
+// same order (two 256-bit halves). Packing the low and high sums gives, per 128-bit lane, [4 lanes
+// of 4p | 4 of 4p + 1] (lanes 0, 1) and [4p + 2 | 4p + 3] (lanes 2, 3): the scales' pattern.
+template <bool kFifth>
+struct Q45_KVnni {
+  using Block = std::conditional_t<kFifth, BlockQ5_K, BlockQ4_K>;
+  static constexpr bool kMin = true;
+
+  template <int R>
+  NF_TARGET_AVX512_VNNI [[gnu::always_inline]] static void step(const Block* const (&blk)[4], const KRow (&x)[R],
+                                                                __m512 (&acc)[R]) {
+    const __m512i nibble = _mm512_set1_epi8(0x0f), sixteen = _mm512_set1_epi8(0x10);
+    __m512i xq[R][4];  // [x of 4p | 4p + 2], [x of 4p + 1 | 4p + 3] for p = 0, 1
+    for (int r = 0; r < R; ++r)
+      for (int p = 0; p < 2; ++p)
+        for (int h = 0; h < 2; ++h) {
+          const int8_t* at = x[r].q + 128 * p + 32 * h;
+          xq[r][2 * p + h] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(at))),
+                                                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(at + 64)), 1);
+        }
+    __m512i sumi[R][4], mn[4];
+    for (int c = 0; c < 4; ++c) {
+      const __m128i sm8 = q4_k_scales_128(blk[c]->scales);  // sc[0..7], mn[0..7]
+      const __m256i sm = _mm256_broadcastsi128_si256(sm8);
+      mn[c] = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_srli_si128(sm8, 8)));
+      __m512i fifth;
+      if constexpr (kFifth) {  // qh in both halves, the upper one shifted by 2: bit 4p (4p + 1) of a byte is the fifth
+        const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk[c]->qh)));
+        fifth = _mm512_mask_srli_epi16(qh, 0xffff0000u, qh, 2);  // bit of sub-block 4p + {0, 2} (4p + {1, 3})
+      }
+      for (int r = 0; r < R; ++r) sumi[r][c] = _mm512_setzero_si512();
+      for (int p = 0; p < 2; ++p) {
+        const __m512i v = _mm512_loadu_si512(blk[c]->qs + 64 * p);
+        __m512i lo = _mm512_and_si512(v, nibble), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble);
+        if constexpr (kFifth) {
+          // bit 4p of `fifth` to bit 4 for lo, bit 4p + 1 for hi (shifts within a byte's bits 0-5)
+          const __m512i b_lo = p == 0 ? _mm512_slli_epi16(fifth, 4) : fifth;
+          const __m512i b_hi = p == 0 ? _mm512_slli_epi16(fifth, 3) : _mm512_srli_epi16(fifth, 1);
+          lo = _mm512_or_si512(lo, _mm512_and_si512(b_lo, sixteen));
+          hi = _mm512_or_si512(hi, _mm512_and_si512(b_hi, sixteen));
+        }
+        // scales per 128-bit lane: [sc_4p x4, sc_4p+1 x4] twice, then [sc_4p+2 x4, sc_4p+3 x4] twice
+        const char a = static_cast<char>(4 * p), b = static_cast<char>(4 * p + 1), e = static_cast<char>(4 * p + 2),
+                   f = static_cast<char>(4 * p + 3);
+        const __m512i sc = spread_u8(sm, _mm256_setr_epi8(a, a, a, a, b, b, b, b, a, a, a, a, b, b, b, b, e, e, e, e, f, f, f,
+                                                          f, e, e, e, e, f, f, f, f));
+        for (int r = 0; r < R; ++r) {
+          const __m512i s_lo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, xq[r][2 * p]);
+          const __m512i s_hi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), hi, xq[r][2 * p + 1]);
+          sumi[r][c] = _mm512_dpwssd_epi32(sumi[r][c], sc, _mm512_packs_epi32(s_lo, s_hi));
+        }
+      }
+    }
+    // the four rows' mn pairs, lane 4k + c <- (mn_2k, mn_2k+1) of row c
+    const __m512i mins = transpose4(_mm512_inserti32x4(
+        _mm512_inserti32x4(_mm512_inserti32x4(mn[0], _mm512_castsi512_si128(mn[1]), 1), _mm512_castsi512_si128(mn[2]), 2),
+        _mm512_castsi512_si128(mn[3]), 3));
+    const __m512 d = scales4(blk[0]->d, blk[1]->d, blk[2]->d, blk[3]->d);
+    const __m512 dmin = scales4(blk[0]->dmin, blk[1]->dmin, blk[2]->dmin, blk[3]->dmin);
+    for (int r = 0; r < R; ++r) {
+      const __m128i* sums = reinterpret_cast<const __m128i*>(x[r].sums);
+      const __m128i per32 = _mm_hadd_epi16(_mm_loadu_si128(sums), _mm_loadu_si128(sums + 1));  // X_0 .. X_7
+      const __m512i m = _mm512_madd_epi16(mins, spread_pairs(_mm512_castsi128_si512(per32), 0));
+      const __m512 dx = _mm512_set1_ps(x[r].d);
+      acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(gather4(sumi[r][0], sumi[r][1], sumi[r][2], sumi[r][3])),
+                               acc[r]);
+      acc[r] = _mm512_fnmadd_ps(_mm512_mul_ps(dmin, dx), _mm512_cvtepi32_ps(m), acc[r]);
+    }
+  }
+};
+
+// Q6_K: per half h of 128 values, ql's 64 bytes in one register: its low nibbles are values 0-63 of
+// the half in order, its high ones 64-127; qh's 2-bit pairs shifted in beside them. Each 128-bit
+// lane of a sum is one sub-block of 16; the pack of the two gives [8h + L | 8h + 4 + L] in lane L.
+struct Q6_KVnni {
+  using Block = BlockQ6_K;
+
+  template <int R>
+  NF_TARGET_AVX512_VNNI [[gnu::always_inline]] static void step(const Block* const (&blk)[4], const KRow (&x)[R],
+                                                                __m512 (&acc)[R]) {
+    const __m512i nibble = _mm512_set1_epi8(0x0f), pair = _mm512_set1_epi8(0x30);
+    __m512i sumi[R][4], sc16[4];
+    for (int c = 0; c < 4; ++c) {
+      const __m256i sc8 = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[c]->scales)));
+      sc16[c] = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(_mm256_castsi256_si128(sc8)));
+      for (int r = 0; r < R; ++r) sumi[r][c] = _mm512_setzero_si512();
+      for (int h = 0; h < 2; ++h) {
+        const __m512i ql = _mm512_loadu_si512(blk[c]->ql + 64 * h);
+        const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk[c]->qh + 32 * h)));
+        const __m512i bits = _mm512_mask_srli_epi16(qh, 0xffff0000u, qh, 2);  // values t = 0 (1): bits 0-1 (2-3 -> 0-1)
+        const __m512i lo = _mm512_or_si512(_mm512_and_si512(ql, nibble), _mm512_and_si512(_mm512_slli_epi16(bits, 4), pair));
+        const __m512i hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), nibble), _mm512_and_si512(bits, pair));
+        // scales per 128-bit lane L: [sc_8h+L x4, sc_8h+4+L x4]
+        __m256i pattern;
+        {
+          alignas(32) char idx[32];
+          for (int l = 0; l < 4; ++l)
+            for (int i = 0; i < 4; ++i) idx[8 * l + i] = static_cast<char>(8 * h + l), idx[8 * l + 4 + i] = static_cast<char>(8 * h + 4 + l);
+          pattern = _mm256_load_si256(reinterpret_cast<const __m256i*>(idx));
+        }
+        const __m512i sc = spread_i8(sc8, pattern);
+        for (int r = 0; r < R; ++r) {
+          const __m512i* xq = reinterpret_cast<const __m512i*>(x[r].q + 128 * h);
+          const __m512i s_lo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, _mm512_loadu_si512(xq));
+          const __m512i s_hi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), hi, _mm512_loadu_si512(xq + 1));
+          sumi[r][c] = _mm512_dpwssd_epi32(sumi[r][c], sc, _mm512_packs_epi32(s_lo, s_hi));
+        }
+      }
+    }
+    // the four rows' sc pairs: lane 4k + c <- (sc_2k, sc_2k+1) of row c (first), pair 4 + k (second)
+    const __m512i rows01 = _mm512_inserti64x4(sc16[0], _mm512_castsi512_si256(sc16[1]), 1);
+    const __m512i rows23 = _mm512_inserti64x4(sc16[2], _mm512_castsi512_si256(sc16[3]), 1);
+    const __m512i idx = _mm512_setr_epi32(0, 8, 16, 24, 1, 9, 17, 25, 2, 10, 18, 26, 3, 11, 19, 27);
+    const __m512i first = _mm512_permutex2var_epi32(rows01, idx, rows23);
+    const __m512i second = _mm512_permutex2var_epi32(rows01, _mm512_add_epi32(idx, _mm512_set1_epi32(4)), rows23);
+    const __m512 d = scales4(blk[0]->d, blk[1]->d, blk[2]->d, blk[3]->d);
+    for (int r = 0; r < R; ++r) {
+      const __m512i sums = _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r].sums)));
+      const __m512i offset =
+          _mm512_dpwssd_epi32(_mm512_madd_epi16(first, spread_pairs(sums, 0)), second, spread_pairs(sums, 4));
+      const __m512i total = _mm512_sub_epi32(gather4(sumi[r][0], sumi[r][1], sumi[r][2], sumi[r][3]), _mm512_slli_epi32(offset, 5));
+      acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(x[r].d)), _mm512_cvtepi32_ps(total), acc[r]);
+    }
+  }
+};
+
+// kCols < 4 when the four rows are one row repeated (row_bytes 0, the rows left over): only the
+// first stored
+template <class W, int R, bool kPrefetch>
+NF_TARGET_AVX512_VNNI void tile_k_vnni(const TileArgs& t, int cols) {
+  using Block = typename W::Block;
+  const int64_t nb = t.k / 256;
+  const QuantizedActivations& a = *t.a;
+  for (int64_t i = 0; i < t.count; ++i) {
+    const unsigned char *w = t.w + i * t.next, *ahead = t.ahead + i * t.next;
+    __m512 acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      const Block* blk[4];
+      for (int c = 0; c < 4; ++c) {
+        blk[c] = reinterpret_cast<const Block*>(w + c * t.row_bytes) + b;
+        if constexpr (kPrefetch) prefetch_bytes(ahead + c * t.row_bytes + b * sizeof(Block), sizeof(Block));
+      }
+      KRow x[R];
+      for (int r = 0; r < R; ++r) x[r] = {a.row_q(t.r0 + r) + b * 256, a.row_d(t.r0 + r)[b], a.row_sums(t.r0 + r) + b * 16};
+      W::template step<R>(blk, x, acc);
+    }
+    for (int r = 0; r < R; ++r) {  // lane 4k + c is part k of row c
+      const __m256 half = _mm256_add_ps(_mm512_castps512_ps256(acc[r]), _mm512_extractf32x8_ps(acc[r], 1));
+      alignas(16) float out[4];
+      _mm_store_ps(out, _mm_add_ps(_mm256_castps256_ps128(half), _mm256_extractf128_ps(half, 1)));
+      for (int c = 0; c < cols; ++c) t.store(r, c, out[c], i);
+    }
+  }
+}
+
+// the tiles: always 4 rows of W (C = 1: one row repeated, row_bytes 0), any R
+template <class W>
+struct TilesKVnni {
+  template <int R, int C, bool P>
+  struct K {
+    static constexpr bool kFourRows = true;
+    NF_TARGET_AVX512_VNNI static void run(const TileArgs& t) {
+      TileArgs u = t;
+      if constexpr (C == 1) u.row_bytes = 0;
+      tile_k_vnni<W, R, P>(u, C);
+    }
+  };
+};
+
+}  // namespace
+
+void gemv_q4_k_vnni(std::span<TileArgs> bases, int64_t m) { gemv_rows<TilesKVnni<Q45_KVnni<false>>::template K>(bases, m); }
+void gemv_q6_k_vnni(std::span<TileArgs> bases, int64_t m) { gemv_rows<TilesKVnni<Q6_KVnni>::template K>(bases, m); }
+void gemv_q5_k_vnni(std::span<TileArgs> bases, int64_t m) { gemv_rows<TilesKVnni<Q45_KVnni<true>>::template K>(bases, m); }
+#endif
+
+}  // namespace nf::cpu
