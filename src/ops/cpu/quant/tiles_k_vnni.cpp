@@ -72,6 +72,39 @@ NF_TARGET_AVX512_VNNI inline __m512i spread_pairs(__m512i pairs, int first) {
   return _mm512_permutexvar_epi32(_mm512_add_epi32(k, _mm512_set1_epi32(first)), pairs);
 }
 
+// Q4_K's and Q5_K's first 16 bytes (d, dmin, 12 bytes of scales and mins) of four blocks, unpacked
+// together: 128-bit lane c of each register for row c
+struct Q45_KHeaders {
+  __m512i sc16;      // sc_0..7 of row c as int16 in lane c (32 int16: the table the scales are spread from)
+  __m512i mins;      // lane 4k + c: (mn_2k, mn_2k+1) of row c as int16
+  __m512 d, dmin;    // lane 4k + c: d (dmin) of row c
+};
+
+template <class Block>
+NF_TARGET_AVX512_VNNI [[gnu::always_inline]] inline Q45_KHeaders q45_k_headers(const Block* const (&blk)[4]) {
+  const auto head = [&](int c) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[c])); };
+  const __m512i h = _mm512_inserti32x4(
+      _mm512_inserti32x4(_mm512_inserti32x4(_mm512_castsi128_si512(head(0)), head(1), 1), head(2), 2), head(3), 3);
+  // bytes 4..15 are the 12 of scales s: sc_0..3 = s_0..3 & 63, sc_4..7 = (s_8..11 & 15) | (s_0..3 >> 6) << 4,
+  // mn_0..3 = s_4..7 & 63, mn_4..7 = (s_8..11 >> 4) | (s_4..7 >> 6) << 4 (ggml's get_scale_min_k4)
+  const __m512i low_at = _mm512_broadcast_i32x4(_mm_setr_epi8(4, 5, 6, 7, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15));
+  const __m512i top_at = _mm512_broadcast_i32x4(_mm_setr_epi8(-1, -1, -1, -1, 4, 5, 6, 7, -1, -1, -1, -1, 8, 9, 10, 11));
+  const __m512i t = _mm512_shuffle_epi8(h, low_at);  // [s_0..3, s_8..11, s_4..7, s_8..11]
+  const __m512i low = _mm512_and_si512(_mm512_mask_blend_epi32(0x8888, t, _mm512_srli_epi16(t, 4)),
+                                       _mm512_set1_epi64(0x0f0f0f0f3f3f3f3fll));
+  const __m512i top = _mm512_and_si512(_mm512_srli_epi16(_mm512_shuffle_epi8(h, top_at), 2), _mm512_set1_epi8(0x30));
+  const __m512i sm = _mm512_or_si512(low, top);  // [sc_0..7, mn_0..7] in each lane
+  const __m512i widen_sc = _mm512_broadcast_i32x4(_mm_setr_epi8(0, -1, 1, -1, 2, -1, 3, -1, 4, -1, 5, -1, 6, -1, 7, -1));
+  const __m512i widen_mn = _mm512_broadcast_i32x4(_mm_setr_epi8(8, -1, 9, -1, 10, -1, 11, -1, 12, -1, 13, -1, 14, -1, 15, -1));
+  // int16 0 (1) of lane c, d (dmin) of row c, to lanes 4k + c
+  const __m512i d_at = _mm512_set_epi64(0, 0, 0, 0, 0x0018001000080000ll, 0x0018001000080000ll, 0x0018001000080000ll,
+                                        0x0018001000080000ll);
+  const __m512i dmin_at = _mm512_add_epi16(d_at, _mm512_set1_epi16(1));
+  return {_mm512_shuffle_epi8(sm, widen_sc), transpose4(_mm512_shuffle_epi8(sm, widen_mn)),
+          _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(d_at, h))),
+          _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(dmin_at, h)))};
+}
+
 // Q4_K and Q5_K (kFifth): qs loaded 64 bytes (groups 2p, 2p + 1) at a time; its low nibbles are
 // sub-blocks 4p (bytes 0-31) and 4p + 2, its high ones 4p + 1 and 4p + 3, so x is taken in the
 // same order (two 256-bit halves). Packing the low and high sums gives, per 128-bit lane, [4 lanes
@@ -79,7 +112,13 @@ NF_TARGET_AVX512_VNNI inline __m512i spread_pairs(__m512i pairs, int first) {
 template <bool kFifth>
 struct Q45_KVnni {
   using Block = std::conditional_t<kFifth, BlockQ5_K, BlockQ4_K>;
-  static constexpr bool kMin = true;
+
+  // int16 e of 128-bit lane L <- sc_j of row c: j = 4p + (e >= 4) + 2 (L >= 2), from sc16
+  NF_TARGET_AVX512_VNNI [[gnu::always_inline]] static __m512i scale_at(int c, int p) {
+    const auto four = [](int j) { return static_cast<long long>(0x0001000100010001ull * static_cast<unsigned>(j)); };
+    const int j = 8 * c + 4 * p;
+    return _mm512_set_epi64(four(j + 3), four(j + 2), four(j + 3), four(j + 2), four(j + 1), four(j), four(j + 1), four(j));
+  }
 
   template <int R>
   NF_TARGET_AVX512_VNNI [[gnu::always_inline]] static void step(const Block* const (&blk)[4], const KRow (&x)[R],
@@ -93,11 +132,9 @@ struct Q45_KVnni {
           xq[r][2 * p + h] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(at))),
                                                 _mm256_loadu_si256(reinterpret_cast<const __m256i*>(at + 64)), 1);
         }
-    __m512i sumi[R][4], mn[4];
+    const Q45_KHeaders head = q45_k_headers(blk);
+    __m512i sumi[R][4];
     for (int c = 0; c < 4; ++c) {
-      const __m128i sm8 = q4_k_scales_128(blk[c]->scales);  // sc[0..7], mn[0..7]
-      const __m256i sm = _mm256_broadcastsi128_si256(sm8);
-      mn[c] = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_srli_si128(sm8, 8)));
       __m512i fifth;
       if constexpr (kFifth) {  // qh in both halves, the upper one shifted by 2: bit 4p (4p + 1) of a byte is the fifth
         const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk[c]->qh)));
@@ -114,11 +151,7 @@ struct Q45_KVnni {
           lo = _mm512_or_si512(lo, _mm512_and_si512(b_lo, sixteen));
           hi = _mm512_or_si512(hi, _mm512_and_si512(b_hi, sixteen));
         }
-        // scales per 128-bit lane: [sc_4p x4, sc_4p+1 x4] twice, then [sc_4p+2 x4, sc_4p+3 x4] twice
-        const char a = static_cast<char>(4 * p), b = static_cast<char>(4 * p + 1), e = static_cast<char>(4 * p + 2),
-                   f = static_cast<char>(4 * p + 3);
-        const __m512i sc = spread_u8(sm, _mm256_setr_epi8(a, a, a, a, b, b, b, b, a, a, a, a, b, b, b, b, e, e, e, e, f, f, f,
-                                                          f, e, e, e, e, f, f, f, f));
+        const __m512i sc = _mm512_permutexvar_epi16(scale_at(c, p), head.sc16);
         for (int r = 0; r < R; ++r) {
           const __m512i s_lo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, xq[r][2 * p]);
           const __m512i s_hi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), hi, xq[r][2 * p + 1]);
@@ -126,20 +159,14 @@ struct Q45_KVnni {
         }
       }
     }
-    // the four rows' mn pairs, lane 4k + c <- (mn_2k, mn_2k+1) of row c
-    const __m512i mins = transpose4(_mm512_inserti32x4(
-        _mm512_inserti32x4(_mm512_inserti32x4(mn[0], _mm512_castsi512_si128(mn[1]), 1), _mm512_castsi512_si128(mn[2]), 2),
-        _mm512_castsi512_si128(mn[3]), 3));
-    const __m512 d = scales4(blk[0]->d, blk[1]->d, blk[2]->d, blk[3]->d);
-    const __m512 dmin = scales4(blk[0]->dmin, blk[1]->dmin, blk[2]->dmin, blk[3]->dmin);
     for (int r = 0; r < R; ++r) {
       const __m128i* sums = reinterpret_cast<const __m128i*>(x[r].sums);
       const __m128i per32 = _mm_hadd_epi16(_mm_loadu_si128(sums), _mm_loadu_si128(sums + 1));  // X_0 .. X_7
-      const __m512i m = _mm512_madd_epi16(mins, spread_pairs(_mm512_castsi128_si512(per32), 0));
+      const __m512i m = _mm512_madd_epi16(head.mins, spread_pairs(_mm512_castsi128_si512(per32), 0));
       const __m512 dx = _mm512_set1_ps(x[r].d);
-      acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(d, dx), _mm512_cvtepi32_ps(gather4(sumi[r][0], sumi[r][1], sumi[r][2], sumi[r][3])),
-                               acc[r]);
-      acc[r] = _mm512_fnmadd_ps(_mm512_mul_ps(dmin, dx), _mm512_cvtepi32_ps(m), acc[r]);
+      acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(head.d, dx),
+                               _mm512_cvtepi32_ps(gather4(sumi[r][0], sumi[r][1], sumi[r][2], sumi[r][3])), acc[r]);
+      acc[r] = _mm512_fnmadd_ps(_mm512_mul_ps(head.dmin, dx), _mm512_cvtepi32_ps(m), acc[r]);
     }
   }
 };
