@@ -324,10 +324,10 @@ void gemv_k(std::span<TileArgs> bases, int64_t m, bool scalar, void (*vnni)(std:
 }
 
 #if defined(__AVX2__) && defined(__FMA__)
-constexpr auto kQ4_KVnni = gemv_q4_k_vnni, kQ6_KVnni = gemv_q6_k_vnni, kQ5_KVnni = gemv_q5_k_vnni;
+constexpr auto kQ4_KVnni = gemv_q4_k_vnni, kQ6_KVnni = gemv_q6_k_vnni, kQ5_KVnni = gemv_q5_k_vnni, kQ3_KVnni = gemv_q3_k_vnni;
 #else
 constexpr void (*kQ4_KVnni)(std::span<TileArgs>, int64_t) = nullptr, (*kQ6_KVnni)(std::span<TileArgs>, int64_t) = nullptr,
-               (*kQ5_KVnni)(std::span<TileArgs>, int64_t) = nullptr;
+               (*kQ5_KVnni)(std::span<TileArgs>, int64_t) = nullptr, (*kQ3_KVnni)(std::span<TileArgs>, int64_t) = nullptr;
 #endif
 
 }  // namespace
@@ -335,6 +335,6 @@ constexpr void (*kQ4_KVnni)(std::span<TileArgs>, int64_t) = nullptr, (*kQ6_KVnni
 void gemv_q4_k(std::span<TileArgs> bases, int64_t m, bool scalar) { gemv_k<Q4_KW>(bases, m, scalar, kQ4_KVnni); }
 void gemv_q6_k(std::span<TileArgs> bases, int64_t m, bool scalar) { gemv_k<Q6_KW>(bases, m, scalar, kQ6_KVnni); }
 void gemv_q5_k(std::span<TileArgs> bases, int64_t m, bool scalar) { gemv_k<Q5_KW>(bases, m, scalar, kQ5_KVnni); }
-void gemv_q3_k(std::span<TileArgs> bases, int64_t m, bool scalar) { gemv_k<Q3_KW>(bases, m, scalar); }
+void gemv_q3_k(std::span<TileArgs> bases, int64_t m, bool scalar) { gemv_k<Q3_KW>(bases, m, scalar, kQ3_KVnni); }
 
 }  // namespace nf::cpu

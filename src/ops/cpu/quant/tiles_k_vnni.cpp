@@ -21,6 +21,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
@@ -171,36 +172,34 @@ struct Q45_KVnni {
   }
 };
 
-// Q6_K: per half h of 128 values, ql's 64 bytes in one register: its low nibbles are values 0-63 of
-// the half in order, its high ones 64-127; qh's 2-bit pairs shifted in beside them. Each 128-bit
-// lane of a sum is one sub-block of 16; the pack of the two gives [8h + L | 8h + 4 + L] in lane L.
-struct Q6_KVnni {
-  using Block = BlockQ6_K;
+// The types of 16 sub-blocks of 16 with signed scales and an offset, Q6_K (32) and Q3_K (4): W
+// gives, per half h of 128 values, two registers of 64 unsigned integers in value order (values
+// 0-63 and 64-127 of the half), so each 128-bit lane of a sum is one sub-block of 16 and the pack
+// of the two gives [8h + L | 8h + 4 + L] in lane L; and the four rows' scales as int16 tables,
+// rows 0-1 and 2-3 (16 each).
+template <class W>
+struct Sub16Vnni {
+  using Block = typename W::Block;
+
+  // int16 e of 128-bit lane L <- sc_j of row c % 2 of its table: j = 8h + L + 4 (e >= 4)
+  NF_TARGET_AVX512_VNNI [[gnu::always_inline]] static __m512i scale_at(int c, int h) {
+    const auto four = [](int j) { return static_cast<long long>(0x0001000100010001ull * static_cast<unsigned>(j)); };
+    const int j = 16 * (c % 2) + 8 * h;
+    return _mm512_set_epi64(four(j + 7), four(j + 3), four(j + 6), four(j + 2), four(j + 5), four(j + 1), four(j + 4), four(j));
+  }
 
   template <int R>
   NF_TARGET_AVX512_VNNI [[gnu::always_inline]] static void step(const Block* const (&blk)[4], const KRow (&x)[R],
                                                                 __m512 (&acc)[R]) {
-    const __m512i nibble = _mm512_set1_epi8(0x0f), pair = _mm512_set1_epi8(0x30);
-    __m512i sumi[R][4], sc16[4];
+    __m512i rows01, rows23;
+    W::scales(blk, rows01, rows23);
+    __m512i sumi[R][4];
     for (int c = 0; c < 4; ++c) {
-      const __m256i sc8 = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[c]->scales)));
-      sc16[c] = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(_mm256_castsi256_si128(sc8)));
       for (int r = 0; r < R; ++r) sumi[r][c] = _mm512_setzero_si512();
       for (int h = 0; h < 2; ++h) {
-        const __m512i ql = _mm512_loadu_si512(blk[c]->ql + 64 * h);
-        const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk[c]->qh + 32 * h)));
-        const __m512i bits = _mm512_mask_srli_epi16(qh, 0xffff0000u, qh, 2);  // values t = 0 (1): bits 0-1 (2-3 -> 0-1)
-        const __m512i lo = _mm512_or_si512(_mm512_and_si512(ql, nibble), _mm512_and_si512(_mm512_slli_epi16(bits, 4), pair));
-        const __m512i hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), nibble), _mm512_and_si512(bits, pair));
-        // scales per 128-bit lane L: [sc_8h+L x4, sc_8h+4+L x4]
-        __m256i pattern;
-        {
-          alignas(32) char idx[32];
-          for (int l = 0; l < 4; ++l)
-            for (int i = 0; i < 4; ++i) idx[8 * l + i] = static_cast<char>(8 * h + l), idx[8 * l + 4 + i] = static_cast<char>(8 * h + 4 + l);
-          pattern = _mm256_load_si256(reinterpret_cast<const __m256i*>(idx));
-        }
-        const __m512i sc = spread_i8(sc8, pattern);
+        __m512i lo, hi;
+        W::integers(*blk[c], h, lo, hi);
+        const __m512i sc = _mm512_permutexvar_epi16(scale_at(c, h), c < 2 ? rows01 : rows23);
         for (int r = 0; r < R; ++r) {
           const __m512i* xq = reinterpret_cast<const __m512i*>(x[r].q + 128 * h);
           const __m512i s_lo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, _mm512_loadu_si512(xq));
@@ -210,8 +209,6 @@ struct Q6_KVnni {
       }
     }
     // the four rows' sc pairs: lane 4k + c <- (sc_2k, sc_2k+1) of row c (first), pair 4 + k (second)
-    const __m512i rows01 = _mm512_inserti64x4(sc16[0], _mm512_castsi512_si256(sc16[1]), 1);
-    const __m512i rows23 = _mm512_inserti64x4(sc16[2], _mm512_castsi512_si256(sc16[3]), 1);
     const __m512i idx = _mm512_setr_epi32(0, 8, 16, 24, 1, 9, 17, 25, 2, 10, 18, 26, 3, 11, 19, 27);
     const __m512i first = _mm512_permutex2var_epi32(rows01, idx, rows23);
     const __m512i second = _mm512_permutex2var_epi32(rows01, _mm512_add_epi32(idx, _mm512_set1_epi32(4)), rows23);
@@ -220,9 +217,71 @@ struct Q6_KVnni {
       const __m512i sums = _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r].sums)));
       const __m512i offset =
           _mm512_dpwssd_epi32(_mm512_madd_epi16(first, spread_pairs(sums, 0)), second, spread_pairs(sums, 4));
-      const __m512i total = _mm512_sub_epi32(gather4(sumi[r][0], sumi[r][1], sumi[r][2], sumi[r][3]), _mm512_slli_epi32(offset, 5));
+      const __m512i total =
+          _mm512_sub_epi32(gather4(sumi[r][0], sumi[r][1], sumi[r][2], sumi[r][3]), _mm512_slli_epi32(offset, W::kOffsetShift));
       acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(x[r].d)), _mm512_cvtepi32_ps(total), acc[r]);
     }
+  }
+};
+
+// Q6_K: per half h, ql's 64 bytes in one register: its low nibbles are values 0-63 of the half
+// (t = 0, 1), its high ones 64-127 (t = 2, 3); qh's 2-bit pairs shifted in beside them. Offset 32.
+struct Q6_KUnpackVnni {
+  using Block = BlockQ6_K;
+  static constexpr int kOffsetShift = 5;
+  NF_TARGET_AVX512_VNNI [[gnu::always_inline]] static void integers(const Block& b, int h, __m512i& lo, __m512i& hi) {
+    const __m512i nibble = _mm512_set1_epi8(0x0f), pair = _mm512_set1_epi8(0x30);
+    const __m512i ql = _mm512_loadu_si512(b.ql + 64 * h);
+    const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * h)));
+    const __m512i bits = _mm512_mask_srli_epi16(qh, 0xffff0000u, qh, 2);  // t = 0 (1): bits 0-1 (2-3 -> 0-1)
+    lo = _mm512_or_si512(_mm512_and_si512(ql, nibble), _mm512_and_si512(_mm512_slli_epi16(bits, 4), pair));
+    hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), nibble), _mm512_and_si512(bits, pair));
+  }
+  NF_TARGET_AVX512_VNNI [[gnu::always_inline]] static void scales(const Block* const (&blk)[4], __m512i& rows01, __m512i& rows23) {
+    const auto two = [&](int c) {
+      return _mm512_cvtepi8_epi16(_mm256_inserti128_si256(
+          _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[c]->scales))),
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[c + 1]->scales)), 1));
+    };
+    rows01 = two(0), rows23 = two(2);
+  }
+};
+
+// Q3_K: per half h, qs's 32 bytes in both halves of a register, the upper shifted by 2: bits 0-1
+// are values 0-31 (k = 0) and 32-63 (k = 1) of the half, bits 4-5 values 64-127 (k = 2, 3); the
+// third bit, bit 4h + k of hmask, shifted to bit 2 beside them. Offset 4.
+struct Q3_KUnpackVnni {
+  using Block = BlockQ3_K;
+  static constexpr int kOffsetShift = 2;
+  NF_TARGET_AVX512_VNNI [[gnu::always_inline]] static void integers(const Block& b, int h, __m512i& lo, __m512i& hi) {
+    const __m512i three = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
+    const __m512i qs = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * h)));
+    const __m512i hm = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.hmask)));
+    const __m512i q = _mm512_mask_srli_epi16(qs, 0xffff0000u, qs, 2);
+    const __m512i m = _mm512_mask_srli_epi16(hm, 0xffff0000u, hm, 1);  // bit 4h (4h + 2) of the lower half, 4h + 1 (4h + 3) of the upper
+    const __m512i m_lo = h == 0 ? _mm512_slli_epi16(m, 2) : _mm512_srli_epi16(m, 2);  // bit 4h -> 2
+    const __m512i m_hi = h == 0 ? m : _mm512_srli_epi16(m, 4);                        // bit 4h + 2 -> 2
+    lo = _mm512_or_si512(_mm512_and_si512(q, three), _mm512_and_si512(m_lo, four));
+    hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(q, 4), three), _mm512_and_si512(m_hi, four));
+  }
+  // the 12 bytes of scales of four blocks (a 16-byte load from byte 94, inside the block: s at bytes
+  // 2-13 of each lane) -> sc_j = (6 bits) - 32: sc_0..3 = (s_0..3 & 15) | (s_8..11 & 3) << 4,
+  // sc_4..7 = (s_4..7 & 15) | (s_8..11 >> 2 & 3) << 4, sc_8..11 = s_0..3 >> 4 | (s_8..11 >> 4 & 3) << 4,
+  // sc_12..15 = s_4..7 >> 4 | (s_8..11 >> 6) << 4 (q3_k_scales in k_blocks.h)
+  NF_TARGET_AVX512_VNNI [[gnu::always_inline]] static void scales(const Block* const (&blk)[4], __m512i& rows01, __m512i& rows23) {
+    static_assert(offsetof(Block, scales) == 96 && sizeof(Block) == 110);
+    const auto head = [&](int c) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(reinterpret_cast<const uint8_t*>(blk[c]) + 94)); };
+    const __m512i h = _mm512_inserti32x4(
+        _mm512_inserti32x4(_mm512_inserti32x4(_mm512_castsi128_si512(head(0)), head(1), 1), head(2), 2), head(3), 3);
+    const __m512i t = _mm512_shuffle_epi8(h, _mm512_broadcast_i32x4(_mm_setr_epi8(2, 3, 4, 5, 6, 7, 8, 9, 2, 3, 4, 5, 6, 7, 8, 9)));
+    const __m512i low = _mm512_and_si512(_mm512_mask_blend_epi32(0xcccc, t, _mm512_srli_epi16(t, 4)), _mm512_set1_epi8(0x0f));
+    const __m512i c = _mm512_shuffle_epi8(h, _mm512_broadcast_i32x4(_mm_setr_epi8(10, 11, 12, 13, 10, 11, 12, 13, 10, 11, 12, 13, 10, 11, 12, 13)));
+    // dword i of a lane: (c >> 2i & 3) << 4 (the shifts move each byte's bits within it)
+    const __m512i top = _mm512_and_si512(_mm512_slli_epi32(_mm512_srlv_epi32(c, _mm512_broadcast_i32x4(_mm_setr_epi32(0, 2, 4, 6))), 4),
+                                         _mm512_set1_epi8(0x30));
+    const __m512i sc = _mm512_sub_epi8(_mm512_or_si512(low, top), _mm512_set1_epi8(32));
+    rows01 = _mm512_cvtepi8_epi16(_mm512_castsi512_si256(sc));
+    rows23 = _mm512_cvtepi8_epi16(_mm512_extracti64x4_epi64(sc, 1));
   }
 };
 
@@ -273,8 +332,9 @@ struct TilesKVnni {
 }  // namespace
 
 void gemv_q4_k_vnni(std::span<TileArgs> bases, int64_t m) { gemv_rows<TilesKVnni<Q45_KVnni<false>>::template K>(bases, m); }
-void gemv_q6_k_vnni(std::span<TileArgs> bases, int64_t m) { gemv_rows<TilesKVnni<Q6_KVnni>::template K>(bases, m); }
+void gemv_q6_k_vnni(std::span<TileArgs> bases, int64_t m) { gemv_rows<TilesKVnni<Sub16Vnni<Q6_KUnpackVnni>>::template K>(bases, m); }
 void gemv_q5_k_vnni(std::span<TileArgs> bases, int64_t m) { gemv_rows<TilesKVnni<Q45_KVnni<true>>::template K>(bases, m); }
+void gemv_q3_k_vnni(std::span<TileArgs> bases, int64_t m) { gemv_rows<TilesKVnni<Sub16Vnni<Q3_KUnpackVnni>>::template K>(bases, m); }
 #endif
 
 }  // namespace nf::cpu

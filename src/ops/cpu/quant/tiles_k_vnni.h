@@ -14,6 +14,7 @@ namespace nf::cpu {
 void gemv_q4_k_vnni(std::span<TileArgs> bases, int64_t m);
 void gemv_q6_k_vnni(std::span<TileArgs> bases, int64_t m);
 void gemv_q5_k_vnni(std::span<TileArgs> bases, int64_t m);
+void gemv_q3_k_vnni(std::span<TileArgs> bases, int64_t m);
 #endif
 
 }  // namespace nf::cpu
