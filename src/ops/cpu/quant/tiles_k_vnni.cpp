@@ -237,13 +237,12 @@ struct Q6_KUnpackVnni {
     lo = _mm512_or_si512(_mm512_and_si512(ql, nibble), _mm512_and_si512(_mm512_slli_epi16(bits, 4), pair));
     hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), nibble), _mm512_and_si512(bits, pair));
   }
+  NF_TARGET_AVX512_VNNI [[gnu::always_inline]] static __m512i two(const Block& a, const Block& b) {
+    return _mm512_cvtepi8_epi16(_mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a.scales))),
+                                                        _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)), 1));
+  }
   NF_TARGET_AVX512_VNNI [[gnu::always_inline]] static void scales(const Block* const (&blk)[4], __m512i& rows01, __m512i& rows23) {
-    const auto two = [&](int c) {
-      return _mm512_cvtepi8_epi16(_mm256_inserti128_si256(
-          _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[c]->scales))),
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[c + 1]->scales)), 1));
-    };
-    rows01 = two(0), rows23 = two(2);
+    rows01 = two(*blk[0], *blk[1]), rows23 = two(*blk[2], *blk[3]);
   }
 };
 
@@ -307,7 +306,7 @@ NF_TARGET_AVX512_VNNI void tile_k_vnni(const TileArgs& t, int cols) {
       W::template step<R>(blk, x, acc);
     }
     for (int r = 0; r < R; ++r) {  // lane 4k + c is part k of row c
-      const __m256 half = _mm256_add_ps(_mm512_castps512_ps256(acc[r]), _mm512_extractf32x8_ps(acc[r], 1));
+      const __m256 half = _mm256_add_ps(_mm512_castps512_ps256(acc[r]), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[r]), 1)));
       alignas(16) float out[4];
       _mm_store_ps(out, _mm_add_ps(_mm256_castps256_ps128(half), _mm256_extractf128_ps(half, 1)));
       for (int c = 0; c < cols; ++c) t.store(r, c, out[c], i);
