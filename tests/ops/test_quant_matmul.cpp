@@ -17,6 +17,7 @@
 #include "ops/cpu/quant/quant_gemv.h"
 #include "ops/cpu/quant/quant_rows.h"
 #include "ops/cpu/quant/type_traits.h"
+#include "support/int8_isas.h"
 #include "support/quant_weights.h"
 #include "support/testing.h"
 #include "support/threads.h"
@@ -29,6 +30,7 @@ using cpu::QuantizedActivations;
 using testing::DecodedRow;
 using testing::decode_row;
 using testing::random_weight;
+using testing::scale_offsets;
 
 // ---- activation quantisation ----
 
@@ -109,6 +111,15 @@ Tensor gemv(const Tensor& x, const QuantizedTensor& w, bool scalar) {
   return y;
 }
 
+// The int8 instruction sets the tiles can be forced to on this CPU: AVX2 and each VNNI form (the K
+// types' tiles take AVX512-VNNI's where it is chosen, tiles_k_vnni.cpp; the others stay on AVX2's)
+std::vector<cpu::Int8Isa> isas() {
+  std::vector<cpu::Int8Isa> all{cpu::Int8Isa::avx2};
+  for (cpu::Int8Isa isa : testing::vnni_isas()) all.push_back(isa);
+  return all;
+}
+std::string isa_trace(cpu::Int8Isa isa) { return std::string(cpu::int8_isa_name(isa)); }
+
 const std::vector<QuantType> kTypes{QuantType::q8_0, QuantType::q4_0, QuantType::q4_1, QuantType::q5_0,
                                     QuantType::q5_1, QuantType::q4_k, QuantType::q6_k, QuantType::q5_k,
                                     QuantType::q3_k};
@@ -128,23 +139,27 @@ TEST(QuantDot, IntegerSumsAreExactWithUnitScales) {
       cpu::quantize_activations(x.data<float>(), k, m, k, block, a);
       for (int64_t i = 0; i < m * k; ++i) ASSERT_EQ(static_cast<float>(a.q[static_cast<size_t>(i)]), x.data<float>()[i]) << "value " << i;
       for (int64_t i = 0; i < m * k / block; ++i) ASSERT_EQ(a.d[static_cast<size_t>(i)], 1.0f) << "block " << i;
-      const Tensor y = gemv(x, w, false), y_scalar = gemv(x, w, /*scalar=*/true);
-      for (int64_t c = 0; c < n; ++c) {
-        const DecodedRow row = decode_row(type, w.row(c), k);
-        for (int64_t r = 0; r < m; ++r) {
-          int64_t expected = 0;
-          for (int64_t i = 0; i < k; ++i)
-            expected += static_cast<int64_t>(row.value[static_cast<size_t>(i)]) * a.row_q(r)[i];
-          ASSERT_LT(std::abs(expected), int64_t{1} << 24);
-          EXPECT_EQ(y.at({r, c}), static_cast<float>(expected)) << "row " << c << " x row " << r;
-          EXPECT_EQ(y_scalar.at({r, c}), static_cast<float>(expected)) << "scalar, row " << c << " x row " << r;
+      const Tensor y_scalar = gemv(x, w, /*scalar=*/true);
+      for (cpu::Int8Isa isa : isas()) {
+        SCOPED_TRACE(isa_trace(isa));
+        const Tensor y = testing::on_int8_isa(isa, [&] { return gemv(x, w, false); });
+        for (int64_t c = 0; c < n; ++c) {
+          const DecodedRow row = decode_row(type, w.row(c), k);
+          for (int64_t r = 0; r < m; ++r) {
+            int64_t expected = 0;
+            for (int64_t i = 0; i < k; ++i)
+              expected += static_cast<int64_t>(row.value[static_cast<size_t>(i)]) * a.row_q(r)[i];
+            ASSERT_LT(std::abs(expected), int64_t{1} << 24);
+            EXPECT_EQ(y.at({r, c}), static_cast<float>(expected)) << "row " << c << " x row " << r;
+            EXPECT_EQ(y_scalar.at({r, c}), static_cast<float>(expected)) << "scalar, row " << c << " x row " << r;
+          }
         }
       }
     }
 }
 
 // |f32 dot - f64 dot| for nb blocks: each block's scale product and its product with the exact
-// integer sum round once each, and the 8 lanes (AVX2) or the blocks are summed in f32: at most
+// integer sum round once each, and the 8 lanes (AVX2), 16 (AVX512-VNNI) or the blocks are summed in f32: at most
 // (nb + 12) u times the sum of the magnitudes of the block terms (u = 2^-24)
 double dot_bound(int64_t nb, double magnitude) { return static_cast<double>(nb + 12) * std::ldexp(1.0, -24) * magnitude + 1e-30; }
 
@@ -160,21 +175,93 @@ TEST(QuantDot, RandomScalesMatchTheDecodedFormulasInF64) {
       const Tensor x = randn({2, k}, gen);
       QuantizedActivations a;  // as the product quantises x (either way: the same bits)
       cpu::quantize_activations(x.data<float>(), k, 2, k, block, a);
-      const Tensor y = gemv(x, w, false), y_scalar = gemv(x, w, /*scalar=*/true);
-      for (int64_t n = 0; n < 3; ++n)
-        for (int64_t r = 0; r < 2; ++r) {
-          const DecodedRow row = decode_row(type, w.row(n), k);
-          double expected = 0, magnitude = 0;  // sum of w x, x = d_x q_x
-          for (int64_t j = 0; j < k; ++j) {
-            const double x_j = static_cast<double>(a.row_d(r)[j / block]) * a.row_q(r)[j];
-            expected += row.value[static_cast<size_t>(j)] * x_j;
-            magnitude += row.magnitude[static_cast<size_t>(j)] * std::abs(x_j);
+      const Tensor y_scalar = gemv(x, w, /*scalar=*/true);
+      for (cpu::Int8Isa isa : isas()) {
+        SCOPED_TRACE(isa_trace(isa));
+        const Tensor y = testing::on_int8_isa(isa, [&] { return gemv(x, w, false); });
+        for (int64_t n = 0; n < 3; ++n)
+          for (int64_t r = 0; r < 2; ++r) {
+            const DecodedRow row = decode_row(type, w.row(n), k);
+            double expected = 0, magnitude = 0;  // sum of w x, x = d_x q_x
+            for (int64_t j = 0; j < k; ++j) {
+              const double x_j = static_cast<double>(a.row_d(r)[j / block]) * a.row_q(r)[j];
+              expected += row.value[static_cast<size_t>(j)] * x_j;
+              magnitude += row.magnitude[static_cast<size_t>(j)] * std::abs(x_j);
+            }
+            const double bound = dot_bound(k / 32, magnitude);
+            EXPECT_NEAR(y.at({r, n}), expected, bound) << "row " << n << " x row " << r;
+            EXPECT_NEAR(y_scalar.at({r, n}), expected, bound) << "scalar, row " << n << " x row " << r;
           }
-          const double bound = dot_bound(k / 32, magnitude);
-          EXPECT_NEAR(y.at({r, n}), expected, bound) << "row " << n << " x row " << r;
-          EXPECT_NEAR(y_scalar.at({r, n}), expected, bound) << "scalar, row " << n << " x row " << r;
-        }
+      }
     }
+}
+
+// The K types' tiles on each instruction set (AVX512-VNNI's in tiles_k_vnni.cpp) at their extremes:
+// every stored integer at its largest and the scales' bytes all ones (Q4_K / Q5_K: sc = mn = 63),
+// or bytes drawn from {0, 0x7f, 0x80, 0xff} (Q6_K's scales -128 and 127 among them), against x of
+// +-127 (d_x = 1): 4 products of a lane reach 4 * 63 * 127, near the int16 the VNNI tiles pack
+// them into. Within the f32 rounding of the decoded formulas in f64, for 7 rows of W (four
+// streams and the rows left over) and 1 or 5 rows of x.
+TEST(QuantDot, KTypesAtTheirExtremeIntegersAndScales) {
+  std::mt19937 rng(7);
+  for (QuantType type : {QuantType::q4_k, QuantType::q6_k, QuantType::q5_k, QuantType::q3_k})
+    for (bool all_ones : {true, false})
+      for (int64_t m : {1, 5}) {
+        SCOPED_TRACE(std::string(quant_type_name(type)) + (all_ones ? " all ones" : " extreme bytes") + " m " + std::to_string(m));
+        const int64_t k = 512, n = 7;
+        QuantizedTensor w = random_weight(type, n, k, rng, true);
+        auto* bytes = static_cast<unsigned char*>(w.mutable_data());
+        const size_t block_bytes = static_cast<size_t>(quant_type_info(type).block_bytes);
+        const unsigned char choices[] = {0x00, 0x7f, 0x80, 0xff};
+        std::uniform_int_distribution<int> pick(0, 3);
+        for (size_t i = 0; i < w.nbytes(); ++i) {
+          bool scale_byte = false;  // keep the f16 scales (1.0)
+          for (size_t off : scale_offsets(type)) scale_byte |= i % block_bytes == off || i % block_bytes == off + 1;
+          if (!scale_byte) bytes[i] = all_ones ? 0xff : choices[pick(rng)];
+        }
+        Tensor x = Tensor::empty({m, k});
+        std::uniform_int_distribution<int> sign(0, 1);
+        for (int64_t i = 0; i < m * k; ++i) x.data<float>()[i] = m == 1 || i / k == 1 ? 127.0f : (sign(rng) ? 127.0f : -127.0f);
+        if (m > 1) for (int64_t i = 0; i < k; ++i) x.data<float>()[2 * k + i] = -127.0f;
+        for (cpu::Int8Isa isa : isas()) {
+          SCOPED_TRACE(isa_trace(isa));
+          const Tensor y = testing::on_int8_isa(isa, [&] { return gemv(x, w, false); });
+          for (int64_t c = 0; c < n; ++c) {
+            const DecodedRow row = decode_row(type, w.row(c), k);
+            for (int64_t r = 0; r < m; ++r) {
+              double expected = 0, magnitude = 0;
+              for (int64_t i = 0; i < k; ++i) {
+                expected += row.value[static_cast<size_t>(i)] * x.data<float>()[r * k + i];
+                magnitude += row.magnitude[static_cast<size_t>(i)] * 127.0;
+              }
+              EXPECT_NEAR(y.at({r, c}), expected, dot_bound(k / 32, magnitude)) << "row " << c << " x row " << r;
+            }
+          }
+        }
+      }
+}
+
+// A K type's row gives the same bits alone as among others (rows of x 4 at a time, and the one
+// row of decode, whose tiles run a thread's range in one call) and at any thread count (W's rows
+// cut differently into streams and rows left over), on each instruction set.
+TEST(QuantLinear, KTypesBitsDoNotDependOnTheRowsBesideThemOrTheThreads) {
+  std::mt19937 rng(8);
+  Generator gen(8);
+  for (QuantType type : {QuantType::q4_k, QuantType::q6_k, QuantType::q5_k, QuantType::q3_k}) {
+    const QuantizedTensor w = random_weight(type, 1001, 512, rng);
+    const Tensor x = randn({9, 512}, gen), b = randn({1001}, gen);
+    for (cpu::Int8Isa isa : isas()) {
+      SCOPED_TRACE(std::string(quant_type_name(type)) + " " + isa_trace(isa));
+      testing::on_int8_isa(isa, [&] {
+        const Tensor one = testing::at_threads(1, [&] { return linear(x, w, b); });
+        const Tensor three = testing::at_threads(3, [&] { return linear(x, w, b); });
+        EXPECT_TENSOR_CLOSE(one, three, 0.0, 0.0);
+        EXPECT_TENSOR_CLOSE(linear(narrow(x, 0, 6, 1), w, b), narrow(one, 0, 6, 1), 0.0, 0.0);
+        for (int64_t r : {0, 7}) EXPECT_TENSOR_CLOSE(linear(narrow(x, 0, r, 1), w, b), narrow(one, 0, r, 1), 0.0, 0.0);
+        return 0;
+      });
+    }
+  }
 }
 
 // ---- the product ----

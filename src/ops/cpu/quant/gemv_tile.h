@@ -1,7 +1,7 @@
 #pragma once
 // What the decode product's driver (gemv_driver.h) hands a tile: R rows of x, C rows of W, where
 // the outputs go; and the few vector helpers the tiles of every weight type share. The tiles are
-// per type family: tiles_q32.cpp (Q8_0 .. Q5_1), tiles_k.cpp (Q4_K, Q6_K), tiles_float.cpp (F32,
+// per type family: tiles_q32.cpp (Q8_0 .. Q5_1), tiles_k.cpp and tiles_k_vnni.cpp (the K types), tiles_float.cpp (F32,
 // F16, BF16).
 #include <immintrin.h>
 

@@ -5,9 +5,10 @@
 //   avx512_vnni  vpdpbusd, EVEX: 512-bit panels (Intel since Cascade Lake / Ice Lake, AMD Zen 4)
 //   avx_vnni     vpdpbusd, VEX: 256 bits (Intel client cores without AVX-512, Alder Lake on)
 //   avx2         vpmaddubsw then vpmaddwd (two instructions for what vpdpbusd does in one)
-// (Decode's matrix-vector tiles over a file's rows, quant_gemv, stay on AVX2's: in VNNI form they
-// measured no faster, docs/quantisation.md. Over the panels made at load, panels.h, where a
-// register holds 16 rows and no horizontal sums are left, they take AVX512-VNNI's.)
+// (Decode's matrix-vector tiles over a file's rows, quant_gemv: the 32-value types' stay on AVX2's,
+// in VNNI form they measured no faster, docs/quantisation.md; the K types' take AVX512-VNNI's,
+// tiles_k_vnni.cpp. Over the panels made at load, panels.h, where a register holds 16 rows and no
+// horizontal sums are left, they take AVX512-VNNI's.)
 // Every integer sum is exact on all three, so they give the same bits.
 // NANOFORMER_INT8=avx2 | avx-vnni | avx512-vnni in the environment (or force_int8_isa) picks one
 // the CPU has, to compare or test them.

@@ -1,5 +1,6 @@
 // The decode product's tiles for the K types: super-blocks of 256 values (Q3_K, Q4_K, Q5_K, Q6_K)
-// against x quantised to Q8_K blocks (activation_quant.h), AVX2 or portable, up to 4 rows of x at once.
+// against x quantised to Q8_K blocks (activation_quant.h), AVX2 or portable, up to 4 rows of x at once
+// (AVX512-VNNI's, chosen at run time where the CPU has it: tiles_k_vnni.cpp).
 // Q4_K: x = d sc_j q - dmin mn_j over sub-blocks j of 32, q in 0..15 (group g of 32 bytes of qs
 // holds sub-block 2g in its low nibbles, 2g + 1 in its high ones); its dot with a Q8_K block is
 //   d d_x sum_j sc_j sum_{i in j} q_i x_i  -  dmin d_x sum_j mn_j (sum of x over j).
@@ -15,7 +16,9 @@
 
 #include "ops/cpu/quant/gemv_driver.h"
 #include "ops/cpu/quant/gemv_tile.h"
+#include "ops/cpu/quant/int8_isa.h"
 #include "ops/cpu/quant/k_blocks.h"
+#include "ops/cpu/quant/tiles_k_vnni.h"
 #include "ops/cpu/quant/type_kernels.h"
 #include "ops/cpu/quant/weight_blocks.h"
 
@@ -306,21 +309,32 @@ struct PortableTilesK {
   };
 };
 
-// x quantised to Q8_K blocks, then the tiles
+// x quantised to Q8_K blocks, then the tiles: AVX512-VNNI's (tiles_k_vnni.cpp) where int8_isa()
+// chose it and W has them (`vnni`), else AVX2's
 template <class W>
-void gemv_k(std::span<TileArgs> bases, int64_t m, bool scalar) {
+void gemv_k(std::span<TileArgs> bases, int64_t m, bool scalar, void (*vnni)(std::span<TileArgs>, int64_t) = nullptr) {
   quantise_x(bases, m, 256, scalar);
 #if defined(__AVX2__) && defined(__FMA__)
+  if (!scalar && vnni != nullptr && int8_isa() == Int8Isa::avx512_vnni) return vnni(bases, m);
   if (!scalar) return gemv_rows<TilesK<W>::template K>(bases, m);
+#else
+  (void)vnni;
 #endif
   gemv_rows<PortableTilesK<W>::template K>(bases, m);
 }
 
+#if defined(__AVX2__) && defined(__FMA__)
+constexpr auto kQ4_KVnni = gemv_q4_k_vnni, kQ6_KVnni = gemv_q6_k_vnni, kQ5_KVnni = gemv_q5_k_vnni, kQ3_KVnni = gemv_q3_k_vnni;
+#else
+constexpr void (*kQ4_KVnni)(std::span<TileArgs>, int64_t) = nullptr, (*kQ6_KVnni)(std::span<TileArgs>, int64_t) = nullptr,
+               (*kQ5_KVnni)(std::span<TileArgs>, int64_t) = nullptr, (*kQ3_KVnni)(std::span<TileArgs>, int64_t) = nullptr;
+#endif
+
 }  // namespace
 
-void gemv_q4_k(std::span<TileArgs> bases, int64_t m, bool scalar) { gemv_k<Q4_KW>(bases, m, scalar); }
-void gemv_q6_k(std::span<TileArgs> bases, int64_t m, bool scalar) { gemv_k<Q6_KW>(bases, m, scalar); }
-void gemv_q5_k(std::span<TileArgs> bases, int64_t m, bool scalar) { gemv_k<Q5_KW>(bases, m, scalar); }
-void gemv_q3_k(std::span<TileArgs> bases, int64_t m, bool scalar) { gemv_k<Q3_KW>(bases, m, scalar); }
+void gemv_q4_k(std::span<TileArgs> bases, int64_t m, bool scalar) { gemv_k<Q4_KW>(bases, m, scalar, kQ4_KVnni); }
+void gemv_q6_k(std::span<TileArgs> bases, int64_t m, bool scalar) { gemv_k<Q6_KW>(bases, m, scalar, kQ6_KVnni); }
+void gemv_q5_k(std::span<TileArgs> bases, int64_t m, bool scalar) { gemv_k<Q5_KW>(bases, m, scalar, kQ5_KVnni); }
+void gemv_q3_k(std::span<TileArgs> bases, int64_t m, bool scalar) { gemv_k<Q3_KW>(bases, m, scalar, kQ3_KVnni); }
 
 }  // namespace nf::cpu
