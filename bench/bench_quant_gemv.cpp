@@ -1,7 +1,7 @@
 // Decoding's product over quantised weights (ops/cpu/quant/quant_gemv.h), y (m, n) = x (m, k) W^T,
 // beside the f32 matrix-vector kernel (ops/cpu/matmul/gemv.h), for W in f32, Q8_0, Q4_0 and the K types
-// Q6_K, Q5_K, Q4_K, Q3_K (x quantised to Q8_K); W as a loaded GGUF file's (with_kernel_layout: Q8_0
-// and Q4_0 on their panels where the CPU has AVX512-VNNI; NANOFORMER_PANELS=0, their rows). Decoding is
+// Q6_K, Q5_K, Q4_K, Q3_K (x quantised to Q8_K); W as a loaded GGUF file's (with_kernel_layout:
+// with NANOFORMER_PANELS=1, Q8_0, Q4_0 and Q4_K on their panels where the CPU has AVX512-VNNI). Decoding is
 // bound by the bytes of W read, so each case reports the GB/s of weight bytes against two limits:
 //   of_read  against a plain read of the same bytes (floats summed, the same threads and copies),
 //            timed call by call alternately with the product, so both meet the same machine;

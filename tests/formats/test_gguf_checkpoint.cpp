@@ -26,6 +26,7 @@
 #include "nanoformer/optim/sgd.h"
 #include "nanoformer/tokenizer/gguf_tokenizer.h"
 #include "nanoformer/tokenizer/tokenizer_json.h"
+#include "support/int8_isas.h"
 #include "support/interop_test_support.h"
 #include "support/testing.h"
 #include "tokenizer/fixtures.h"
@@ -137,6 +138,7 @@ void with_loads_layout(models::DecoderLM& model) {
 }
 
 TEST_F(GGUFCheckpointTest, RoundTripAtQ8_0GivesTheInMemoryQuantisedLogits) {
+  const testing::ScopedPanels panels("1");  // (loaded with panels where the CPU has them)
   for (const Case& k : in_place_cases()) {
     auto model = random_model(k.config);
     const auto done = models::quantize_weights(*model, {.type = QuantType::q8_0});
@@ -210,7 +212,8 @@ size_t resident_bytes_of(const std::string& file) {
 // Where the products take panels, the file's pages of their rows are dropped after packing: the
 // process holds the weights once (the panels), not the panels and the file's rows.
 TEST_F(GGUFCheckpointTest, PanelsLeaveTheFilesRowsOutOfResidentMemory) {
-  if (!cpu::panels_pay(QuantType::q8_0)) GTEST_SKIP() << "no panels on this CPU (or NANOFORMER_PANELS=0)";
+  const testing::ScopedPanels panels("1");
+  if (!cpu::panels_pay(QuantType::q8_0)) GTEST_SKIP() << "no panels on this CPU (they need AVX512-VNNI)";
   models::DecoderLMConfig c = gpt2_config(false);
   c.dim = 256, c.mlp_hidden = 1024, c.n_layers = 4;  // weights of many pages
   auto model = random_model(c);

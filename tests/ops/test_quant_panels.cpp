@@ -156,13 +156,17 @@ TEST(QuantPanels, PrefillOnPanelsEqualsPrefillOnRowsBitForBit) {
 
 TEST(QuantPanels, MadeAtLoadOnlyWhereTheyPay) {
   std::mt19937 rng(9);
-  for (QuantType type : {QuantType::q8_0, QuantType::q4_0, QuantType::q4_k, QuantType::q6_k}) {
-    const QuantizedTensor w = with_kernel_layout(random_weight(type, 20, 256, rng));
-    EXPECT_EQ(w.panels() != nullptr, cpu::panels_pay(type)) << quant_type_name(type);
-    if (type == QuantType::q6_k) {
-      EXPECT_FALSE(cpu::panels_pay(type));  // (no panels of its own)
+  for (const char* setting : {"0", "1"}) {
+    const testing::ScopedPanels panels(setting);
+    for (QuantType type : {QuantType::q8_0, QuantType::q4_0, QuantType::q4_k, QuantType::q6_k}) {
+      const QuantizedTensor w = with_kernel_layout(random_weight(type, 20, 256, rng));
+      EXPECT_EQ(w.panels() != nullptr, cpu::panels_pay(type)) << quant_type_name(type) << " NANOFORMER_PANELS=" << setting;
+      const bool expected = setting[0] == '1' && type != QuantType::q6_k && cpu::int8_isa() == cpu::Int8Isa::avx512_vnni;
+      EXPECT_EQ(cpu::panels_pay(type), expected) << quant_type_name(type) << " NANOFORMER_PANELS=" << setting;
     }
   }
+  const testing::ScopedPanels wrong("yes");
+  EXPECT_THROW_WITH(cpu::panels_pay(QuantType::q8_0), "NANOFORMER_PANELS=yes: expected 0 or 1");
 }
 
 }  // namespace

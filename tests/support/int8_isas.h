@@ -1,6 +1,9 @@
 #pragma once
 // Running a computation on each int8 instruction set the CPU has (ops/cpu/quant/int8_isa.h), for tests
 // that they all give the same bits.
+#include <cstdlib>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "ops/cpu/quant/int8_isa.h"
@@ -24,5 +27,23 @@ auto on_int8_isa(cpu::Int8Isa isa, F&& f) {
   cpu::force_int8_isa(isa);
   return f();
 }
+
+// NANOFORMER_PANELS (ops/cpu/quant/panels.h) set to `value` for a scope, restored after
+class ScopedPanels {
+ public:
+  explicit ScopedPanels(const char* value) {
+    if (const char* old = std::getenv("NANOFORMER_PANELS")) old_ = old;
+    ::setenv("NANOFORMER_PANELS", value, 1);
+  }
+  ~ScopedPanels() {
+    if (old_) ::setenv("NANOFORMER_PANELS", old_->c_str(), 1);
+    else ::unsetenv("NANOFORMER_PANELS");
+  }
+  ScopedPanels(const ScopedPanels&) = delete;
+  ScopedPanels& operator=(const ScopedPanels&) = delete;
+
+ private:
+  std::optional<std::string> old_;
+};
 
 }  // namespace nf::testing

@@ -20,8 +20,8 @@ Tensor dequantize(const QuantizedTensor& weight);
 Tensor dequantize_rows(const QuantizedTensor& weight, int64_t begin, int64_t end);
 
 // W carrying its values a second time in the device's kernel layout where the device has one for
-// its type (CPU: 16-row panels of Q8_0 and Q4_0 on AVX512-VNNI, ops/cpu/quant/panels.h; set
-// NANOFORMER_PANELS=0 to go without), else W itself. Made once, at load: decode and prefill then
+// its type and it is asked for (CPU: 16-row panels of Q8_0, Q4_0 and Q4_K on AVX512-VNNI with
+// NANOFORMER_PANELS=1, ops/cpu/quant/panels.h), else W itself. Made once, at load: decode and prefill then
 // read the panels, and the rows are left to everything else (dequantising, embedding, saving),
 // so a loader that can drop the rows' pages (a file's mapping: GGUFFile::release) holds W once.
 QuantizedTensor with_kernel_layout(const QuantizedTensor& weight);

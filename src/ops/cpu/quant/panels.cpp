@@ -27,14 +27,11 @@
 namespace nf::cpu {
 
 bool panels_pay(QuantType type) {
-  static const bool wanted = [] {
-    const char* env = std::getenv("NANOFORMER_PANELS");
-    if (env == nullptr) return true;
-    const std::string_view v(env);
-    NF_CHECK(v == "0" || v == "1", "NANOFORMER_PANELS=", v, ": expected 0 or 1");
-    return v == "1";
-  }();
-  return wanted && quant_traits(type).gemv_panels != nullptr && int8_isa() == Int8Isa::avx512_vnni;
+  // (read at each call: it is asked once per weight, at load)
+  const char* env = std::getenv("NANOFORMER_PANELS");
+  const std::string_view wanted = env == nullptr ? "0" : env;
+  NF_CHECK(wanted == "0" || wanted == "1", "NANOFORMER_PANELS=", wanted, ": expected 0 or 1");
+  return wanted == "1" && quant_traits(type).gemv_panels != nullptr && int8_isa() == Int8Isa::avx512_vnni;
 }
 
 namespace {

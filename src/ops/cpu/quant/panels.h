@@ -64,7 +64,9 @@ inline const Q4_KPanelBlock& q4_k_panel_block(const uint8_t* panel, int64_t b) {
 size_t panel_bytes_of(QuantType type, int64_t k);
 
 // Whether weights of `type` take panels here: a kernel for it, an AVX512-VNNI CPU (int8_isa()),
-// and NANOFORMER_PANELS not 0 (set it to 0 to measure the rows' kernels on the same CPU).
+// and NANOFORMER_PANELS=1. Off by default: twice as fast as the rows' tiles on weights in cache,
+// but a thread reads its panels as one stream, and from memory that measured 0.65-0.8x the rows'
+// four streams for Q8_0 / Q4_0 (docs/quantisation.md).
 bool panels_pay(QuantType type);
 
 // W's panels, where they pay (panels_pay); otherwise null
