@@ -587,7 +587,8 @@ TEST_F(GGUFCheckpointTest, UnsupportedTokenizersAreRefusedByNameAndQwen2sSplitIs
   // Qwen2's split (and llama.cpp's other names of it) is read
   for (const char* name : {"qwen2", "deepseek-r1-qwen", "megrez"}) {
     const std::string qwen = Contents::of(base).set("tokenizer.ggml.pre", std::string(name)).write(path("qwen.gguf"));
-    const auto* bpe = dynamic_cast<const tokenizer::BpeTokenizer*>(tokenizer::load_tokenizer(qwen).get());
+    const auto loaded = tokenizer::load_tokenizer(qwen);  // (held: bpe points into it)
+    const auto* bpe = dynamic_cast<const tokenizer::BpeTokenizer*>(loaded.get());
     ASSERT_NE(bpe, nullptr) << name;
     EXPECT_EQ(bpe->pre_tokenizer().pattern, tokenizer::SplitPattern::kQwen2) << name;
   }
