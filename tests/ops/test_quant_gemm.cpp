@@ -276,17 +276,12 @@ std::vector<float> run_gemm(QuantType type, const std::vector<uint8_t>& w, int64
   return y;
 }
 
-// AVX2 and each VNNI form the CPU has: the reference tests hold every path to the formula
-std::vector<cpu::Int8Isa> all_isas() {
-  std::vector<cpu::Int8Isa> isas{cpu::Int8Isa::avx2};
-  for (cpu::Int8Isa isa : testing::vnni_isas()) isas.push_back(isa);
-  return isas;
-}
+// (the reference tests hold every path to the formula: testing::all_int8_isas)
 
 // expect_matches_reference for the y of every ISA
 void expect_every_isa_matches(QuantType type, const std::vector<uint8_t>& w, int64_t n, int64_t k, const QuantizedX& x,
                               int64_t m) {
-  for (cpu::Int8Isa isa : all_isas()) {
+  for (cpu::Int8Isa isa : testing::all_int8_isas()) {
     SCOPED_TRACE(std::string(cpu::int8_isa_name(isa)));
     expect_matches_reference(type, w, n, k, x, m, testing::on_int8_isa(isa, [&] { return run_gemm(type, w, n, k, x, m, n); }), n);
   }

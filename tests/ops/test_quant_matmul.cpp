@@ -111,13 +111,8 @@ Tensor gemv(const Tensor& x, const QuantizedTensor& w, bool scalar) {
   return y;
 }
 
-// The int8 instruction sets the tiles can be forced to on this CPU: AVX2 and each VNNI form (the K
+// (the tests below run on each int8 instruction set the CPU has, testing::all_int8_isas: the K
 // types' tiles take AVX512-VNNI's where it is chosen, tiles_k_vnni.cpp; the others stay on AVX2's)
-std::vector<cpu::Int8Isa> isas() {
-  std::vector<cpu::Int8Isa> all{cpu::Int8Isa::avx2};
-  for (cpu::Int8Isa isa : testing::vnni_isas()) all.push_back(isa);
-  return all;
-}
 std::string isa_trace(cpu::Int8Isa isa) { return std::string(cpu::int8_isa_name(isa)); }
 
 const std::vector<QuantType> kTypes{QuantType::q8_0, QuantType::q4_0, QuantType::q4_1, QuantType::q5_0,
@@ -140,7 +135,7 @@ TEST(QuantDot, IntegerSumsAreExactWithUnitScales) {
       for (int64_t i = 0; i < m * k; ++i) ASSERT_EQ(static_cast<float>(a.q[static_cast<size_t>(i)]), x.data<float>()[i]) << "value " << i;
       for (int64_t i = 0; i < m * k / block; ++i) ASSERT_EQ(a.d[static_cast<size_t>(i)], 1.0f) << "block " << i;
       const Tensor y_scalar = gemv(x, w, /*scalar=*/true);
-      for (cpu::Int8Isa isa : isas()) {
+      for (cpu::Int8Isa isa : testing::all_int8_isas()) {
         SCOPED_TRACE(isa_trace(isa));
         const Tensor y = testing::on_int8_isa(isa, [&] { return gemv(x, w, false); });
         for (int64_t c = 0; c < n; ++c) {
@@ -176,7 +171,7 @@ TEST(QuantDot, RandomScalesMatchTheDecodedFormulasInF64) {
       QuantizedActivations a;  // as the product quantises x (either way: the same bits)
       cpu::quantize_activations(x.data<float>(), k, 2, k, block, a);
       const Tensor y_scalar = gemv(x, w, /*scalar=*/true);
-      for (cpu::Int8Isa isa : isas()) {
+      for (cpu::Int8Isa isa : testing::all_int8_isas()) {
         SCOPED_TRACE(isa_trace(isa));
         const Tensor y = testing::on_int8_isa(isa, [&] { return gemv(x, w, false); });
         for (int64_t n = 0; n < 3; ++n)
@@ -223,7 +218,7 @@ TEST(QuantDot, KTypesAtTheirExtremeIntegersAndScales) {
         std::uniform_int_distribution<int> sign(0, 1);
         for (int64_t i = 0; i < m * k; ++i) x.data<float>()[i] = m == 1 || i / k == 1 ? 127.0f : (sign(rng) ? 127.0f : -127.0f);
         if (m > 1) for (int64_t i = 0; i < k; ++i) x.data<float>()[2 * k + i] = -127.0f;
-        for (cpu::Int8Isa isa : isas()) {
+        for (cpu::Int8Isa isa : testing::all_int8_isas()) {
           SCOPED_TRACE(isa_trace(isa));
           const Tensor y = testing::on_int8_isa(isa, [&] { return gemv(x, w, false); });
           for (int64_t c = 0; c < n; ++c) {
@@ -250,7 +245,7 @@ TEST(QuantLinear, KTypesBitsDoNotDependOnTheRowsBesideThemOrTheThreads) {
   for (QuantType type : {QuantType::q4_k, QuantType::q6_k, QuantType::q5_k, QuantType::q3_k}) {
     const QuantizedTensor w = random_weight(type, 1001, 512, rng);
     const Tensor x = randn({9, 512}, gen), b = randn({1001}, gen);
-    for (cpu::Int8Isa isa : isas()) {
+    for (cpu::Int8Isa isa : testing::all_int8_isas()) {
       SCOPED_TRACE(std::string(quant_type_name(type)) + " " + isa_trace(isa));
       testing::on_int8_isa(isa, [&] {
         const Tensor one = testing::at_threads(1, [&] { return linear(x, w, b); });

@@ -18,6 +18,13 @@ inline std::vector<cpu::Int8Isa> vnni_isas() {
   return isas;
 }
 
+// AVX2 and each VNNI form this CPU has: every set the int8 kernels can be forced to
+inline std::vector<cpu::Int8Isa> all_int8_isas() {
+  std::vector<cpu::Int8Isa> isas{cpu::Int8Isa::avx2};
+  for (cpu::Int8Isa isa : vnni_isas()) isas.push_back(isa);
+  return isas;
+}
+
 // f() with `isa` forced; the CPU's own choice is restored after, also when f throws
 template <class F>
 auto on_int8_isa(cpu::Int8Isa isa, F&& f) {
