@@ -58,7 +58,7 @@ TEST(QuantPanels, DecodeIsExactWithUnitScales) {
   // every scale 1 and x integers that quantise to themselves: each output is sum_k w_k q_k exactly
   std::mt19937 rng(5);
   for (QuantType type : kPanelTypes)
-    for (int64_t n : {1, 16, 21, 40})
+    for (int64_t n : {1, 16, 21, 40, 300})  // 300: 19 panels, decode's streams (panels_driver.h) on 1 or 2 threads
       for (int64_t m : {1, 3, 6}) {
         SCOPED_TRACE(std::string(quant_type_name(type)) + " n " + std::to_string(n) + " m " + std::to_string(m));
         // (Q8_K's blocks of 256 quantise to themselves from a -127; their values kept small, so the
@@ -92,8 +92,9 @@ TEST(QuantPanels, DecodeMatchesTheFormulasAndTheTilesAgreeBitForBit) {
       for (int64_t m : {1, 2, 4, 5, 16}) {
         const int64_t block = cpu::activation_block(type);
         if (k % block != 0) continue;
+        // n = 300 at m = 1: decode's streams (panels_driver.h)
+        const int64_t n = m == 1 ? 300 : 35;
         SCOPED_TRACE(std::string(quant_type_name(type)) + " k " + std::to_string(k) + " m " + std::to_string(m));
-        const int64_t n = 35;
         const QuantizedTensor w = with_panels(random_weight(type, n, k, rng));
         const Tensor x = randn({m, k}, gen), bias = randn({n}, gen);
         const Tensor y = gemv(x, w, false, bias), portable = gemv(x, w, true, bias);
@@ -156,17 +157,23 @@ TEST(QuantPanels, PrefillOnPanelsEqualsPrefillOnRowsBitForBit) {
 
 TEST(QuantPanels, MadeAtLoadOnlyWhereTheyPay) {
   std::mt19937 rng(9);
-  for (const char* setting : {"0", "1"}) {
-    const testing::ScopedPanels panels(setting);
-    for (QuantType type : {QuantType::q8_0, QuantType::q4_0, QuantType::q4_k, QuantType::q6_k}) {
-      const QuantizedTensor w = with_kernel_layout(random_weight(type, 20, 256, rng));
-      EXPECT_EQ(w.panels() != nullptr, cpu::panels_pay(type)) << quant_type_name(type) << " NANOFORMER_PANELS=" << setting;
-      const bool expected = setting[0] == '1' && type != QuantType::q6_k && cpu::int8_isa() == cpu::Int8Isa::avx512_vnni;
-      EXPECT_EQ(cpu::panels_pay(type), expected) << quant_type_name(type) << " NANOFORMER_PANELS=" << setting;
+  // by default where a decode step's weights fit the last-level cache; NANOFORMER_PANELS forces them
+  const int64_t cache = cpu::last_level_cache_bytes(), in_cache = cache, from_memory = cache + 1;
+  for (const char* setting : {"", "0", "1"})
+    for (const int64_t step_bytes : {in_cache, from_memory}) {
+      const testing::ScopedPanels panels(setting);
+      for (QuantType type : {QuantType::q8_0, QuantType::q4_0, QuantType::q4_k, QuantType::q6_k}) {
+        SCOPED_TRACE(std::string(quant_type_name(type)) + " NANOFORMER_PANELS=" + setting + " step bytes " +
+                     std::to_string(step_bytes) + " of a cache of " + std::to_string(cache));
+        const QuantizedTensor w = with_kernel_layout(random_weight(type, 20, 256, rng), step_bytes);
+        EXPECT_EQ(w.panels() != nullptr, cpu::panels_pay(type, step_bytes));
+        const bool wanted = setting == std::string("1") || (setting == std::string() && step_bytes <= cache);
+        const bool expected = wanted && type != QuantType::q6_k && cpu::int8_isa() == cpu::Int8Isa::avx512_vnni;
+        EXPECT_EQ(cpu::panels_pay(type, step_bytes), expected);
+      }
     }
-  }
   const testing::ScopedPanels wrong("yes");
-  EXPECT_THROW_WITH(cpu::panels_pay(QuantType::q8_0), "NANOFORMER_PANELS=yes: expected 0 or 1");
+  EXPECT_THROW_WITH(cpu::panels_pay(QuantType::q8_0, 0), "NANOFORMER_PANELS=yes: expected 0 or 1");
 }
 
 }  // namespace

@@ -38,9 +38,10 @@ auto on_int8_isa(cpu::Int8Isa isa, F&& f) {
 // NANOFORMER_PANELS (ops/cpu/quant/panels.h) set to `value` for a scope, restored after
 class ScopedPanels {
  public:
-  explicit ScopedPanels(const char* value) {
+  explicit ScopedPanels(const char* value) {  // "": unset (the default)
     if (const char* old = std::getenv("NANOFORMER_PANELS")) old_ = old;
-    ::setenv("NANOFORMER_PANELS", value, 1);
+    if (*value == '\0') ::unsetenv("NANOFORMER_PANELS");
+    else ::setenv("NANOFORMER_PANELS", value, 1);
   }
   ~ScopedPanels() {
     if (old_) ::setenv("NANOFORMER_PANELS", old_->c_str(), 1);

@@ -10,8 +10,9 @@
 //   Q8_0  8 lines a block, w + 128 (the lane starts at -128 sum q_x)
 //   Q4_0  4 lines a block of nibbles, line j's low nibbles group j, its high ones group j + 4 (the
 //         lane starts at -8 sum q_x)
-// A panel: its nb blocks' lines, then their 16 f16 scales each (32 bytes a block), padded to 64
-// bytes; so a full panel is 16 rows' bytes of the file, and the lines stay 64-byte aligned.
+// A panel: its blocks in pairs, each pair's lines and then their 16 f16 scales each (32 bytes a
+// block); so a full panel is 16 rows' bytes of the file, the lines stay 64-byte aligned, and a
+// panel is one stream.
 // Decode (gemv_panels) reads a panel once for up to 4 rows of x at a time; prefill's GEMM
 // (quant_gemm.cpp) unpacks a panel's lines instead of gathering them from 16 rows. Q4_K's
 // super-blocks take the same idea below.
@@ -36,14 +37,19 @@ constexpr int64_t panel_lines() {
   return W::kSigned ? 8 : 4;
 }
 
-// bytes of one panel of k values a row, and its block b's lines and scales
+// A panel in pairs of blocks: the pair's 2L lines, then its 2 x 16 f16 scales in one more line,
+// so a panel is read front to back as one stream (an odd last block's pair has half a scale line
+// unused). Bytes of one panel of k values a row, and block b's lines and scales:
 inline size_t panel_bytes(int64_t lines, int64_t k) {
-  const int64_t nb = k / 32, bytes = nb * (lines * kPanelLine + 2 * kPanelRows);
-  return static_cast<size_t>((bytes + 63) / 64 * 64);
+  const int64_t pairs = (k / 32 + 1) / 2;
+  return static_cast<size_t>(pairs * (2 * lines + 1) * kPanelLine);
 }
-inline const uint8_t* panel_lines_of(const uint8_t* panel, int64_t lines, int64_t b) { return panel + b * lines * kPanelLine; }
-inline const uint16_t* panel_scales_of(const uint8_t* panel, int64_t lines, int64_t nb, int64_t b) {
-  return reinterpret_cast<const uint16_t*>(panel + nb * lines * kPanelLine) + b * kPanelRows;
+inline const uint8_t* panel_pair(const uint8_t* panel, int64_t lines, int64_t b) { return panel + b / 2 * (2 * lines + 1) * kPanelLine; }
+inline const uint8_t* panel_lines_of(const uint8_t* panel, int64_t lines, int64_t b) {
+  return panel_pair(panel, lines, b) + b % 2 * lines * kPanelLine;
+}
+inline const uint16_t* panel_scales_of(const uint8_t* panel, int64_t lines, int64_t b) {
+  return reinterpret_cast<const uint16_t*>(panel_pair(panel, lines, b) + 2 * lines * kPanelLine) + b % 2 * kPanelRows;
 }
 
 // Q4_K (panels_q4_k.cpp): a super-block of the 16 rows is 32 lines of nibbles (line 8p + i holds
@@ -63,14 +69,18 @@ inline const Q4_KPanelBlock& q4_k_panel_block(const uint8_t* panel, int64_t b) {
 // bytes of a panel of `type` (one with panels) of k values a row
 size_t panel_bytes_of(QuantType type, int64_t k);
 
-// Whether weights of `type` take panels here: a kernel for it, an AVX512-VNNI CPU (int8_isa()),
-// and NANOFORMER_PANELS=1. Off by default: twice as fast as the rows' tiles on weights in cache,
-// but a thread reads its panels as one stream, and from memory that measured 0.65-0.8x the rows'
-// four streams for Q8_0 / Q4_0 (docs/quantisation.md).
-bool panels_pay(QuantType type);
+// Whether weights of `type` take panels here, in a model whose decode step reads `step_bytes` of
+// weights: a kernel for the type, an AVX512-VNNI CPU (int8_isa()), and step_bytes no more than the
+// last-level cache (last_level_cache_bytes). On weights in the caches the panels' tiles are 1.3-2.5x
+// the rows' (no horizontal sums, one scale vector for 16 rows); on weights read from memory
+// 0.75-0.9x (docs/quantisation.md). NANOFORMER_PANELS=1 / 0 in the environment forces them on / off.
+bool panels_pay(QuantType type, int64_t step_bytes);
+
+// The largest data cache the CPU reports (sysfs, cpu0's cache of the highest level), 0 if none does
+int64_t last_level_cache_bytes();
 
 // W's panels, where they pay (panels_pay); otherwise null
-std::shared_ptr<Storage> pack_panels(const QuantizedTensor& weight);
+std::shared_ptr<Storage> pack_panels(const QuantizedTensor& weight, int64_t step_bytes);
 
 // W's n rows of k values (the file's blocks) -> its panels, ceil(n / 16) of them (panel_bytes each)
 void pack_panels_q8_0(const void* rows, int64_t n, int64_t k, void* panels);

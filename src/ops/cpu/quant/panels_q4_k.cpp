@@ -100,6 +100,51 @@ NF_TARGET_AVX512_VNNI void tile_vnni(const uint8_t* panel, const PanelX& x, int6
   }
   for (int i = 0; i < R; ++i) _mm512_storeu_ps(out[i], acc[i]);
 }
+
+// One row of x (decode) against S panels at once, panel s at panels[s]: S streams read side by
+// side, line by line (panels_driver.h)
+template <int S>
+NF_TARGET_AVX512_VNNI void streams_vnni(const uint8_t* const* panels, const PanelX& x, int64_t r, float (&out)[S][kPanelRows]) {
+  const __m512i nibble = _mm512_set1_epi8(0x0f);
+  __m512 acc[S];
+  for (int s = 0; s < S; ++s) acc[s] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < x.nb; ++b) {
+    __m512i sumi[S];
+    for (int s = 0; s < S; ++s) sumi[s] = _mm512_setzero_si512();
+    for (int p = 0; p < 4; ++p) {
+      __m512i lo[S], hi[S];
+      for (int s = 0; s < S; ++s) lo[s] = _mm512_setzero_si512(), hi[s] = _mm512_setzero_si512();
+      for (int l = 0; l < 8; ++l) {
+        const int64_t at = b * 256 + 64 * p + 4 * l;
+        const __m512i x_lo = _mm512_set1_epi32(x.word(r, at)), x_hi = _mm512_set1_epi32(x.word(r, at + 32));
+        for (int s = 0; s < S; ++s) {
+          const __m512i v = _mm512_load_si512(q4_k_panel_block(panels[s], b).lines[8 * p + l]);
+          const __m512i low = _mm512_and_si512(v, nibble), high = _mm512_and_si512(_mm512_maskz_srli_epi32(0xffff, v, 4), nibble);
+          lo[s] = _mm512_dpbusd_epi32(lo[s], low, x_lo);
+          hi[s] = _mm512_dpbusd_epi32(hi[s], high, x_hi);
+        }
+      }
+      for (int s = 0; s < S; ++s) {
+        const Q4_KPanelBlock& sb = q4_k_panel_block(panels[s], b);
+        sumi[s] = _mm512_add_epi32(sumi[s], _mm512_add_epi32(_mm512_mullo_epi32(lo[s], widen(sb.sc[2 * p])),
+                                                             _mm512_mullo_epi32(hi[s], widen(sb.sc[2 * p + 1]))));
+      }
+    }
+    const __m512 dx = _mm512_set1_ps(x.a->row_d(r)[b]);
+    for (int s = 0; s < S; ++s) {
+      const Q4_KPanelBlock& sb = q4_k_panel_block(panels[s], b);
+      __m512i corr = _mm512_setzero_si512();
+      for (int j = 0; j < 8; ++j)
+        corr = _mm512_add_epi32(corr, _mm512_mullo_epi32(widen(sb.mn[j]), _mm512_set1_epi32(sub_block_sum(*x.a, r, b, j))));
+      const __m512 d = _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb.d)));
+      const __m512 dmin = _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb.dmin)));
+      acc[s] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(0xffff, sumi[s]), _mm512_mul_ps(d, dx), acc[s]);
+      const __m512i minus = _mm512_sub_epi32(_mm512_setzero_si512(), corr);
+      acc[s] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(0xffff, minus), _mm512_mul_ps(dmin, dx), acc[s]);
+    }
+  }
+  for (int s = 0; s < S; ++s) _mm512_storeu_ps(out[s], acc[s]);
+}
 #endif
 
 struct TilesQ4_K {
@@ -114,6 +159,15 @@ struct TilesQ4_K {
     tile_vnni<R>(panel, x, r0, out);
 #else
     tile_portable<R>(panel, x, r0, out);
+#endif
+  }
+  // decode's streams (panels_driver.h): 4, as a super-block's sums of 4 panels fill the registers
+  static constexpr int kStreams = 4;
+  static void streams(const uint8_t* const* panels, const PanelX& x, int64_t r, float (&out)[kStreams][kPanelRows]) {
+#if defined(__AVX2__) && defined(__FMA__)
+    streams_vnni<kStreams>(panels, x, r, out);
+#else
+    for (int s = 0; s < kStreams; ++s) tile_portable<1>(panels[s], x, r, reinterpret_cast<float(&)[1][kPanelRows]>(out[s]));
 #endif
   }
 };

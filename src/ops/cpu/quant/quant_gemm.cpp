@@ -283,7 +283,7 @@ NF_TARGET_AVX512_VNNI void unpack_stored_panel(const uint8_t* stored, int64_t nb
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* lines = panel_lines_of(stored, L, b);
     PanelBlock<W, kPanelRowsVnni>& out = panel[b];
-    _mm512_store_ps(out.d, _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel_scales_of(stored, L, nb, b)))));
+    _mm512_store_ps(out.d, _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel_scales_of(stored, L, b)))));
     NF_UNROLL for (int j = 0; j < L; ++j) {
       const __m512i v = _mm512_load_si512(lines + j * kPanelLine);
       if constexpr (W::kSigned) {
