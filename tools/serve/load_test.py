@@ -1,11 +1,27 @@
-"""A bounded load test of `nanoformer serve` on loopback: N concurrent streaming chat clients for
-S seconds, once per --parallel value (batched decoding against one sequence at a time), each
-configuration in a fresh server process. Reports requests/s, generated tokens/s summed over the
-clients, p50/p99 time to first token, and the server's resident memory before the load (after a
-warm-up of the same load, so that the server's threads, their malloc arenas and the allocator's
-cache exist) and after it (all clients done, 2 s later).
+"""A bounded load test on loopback, in two forms.
+
+Our server against itself: N concurrent streaming chat clients for S seconds, once per --parallel
+value (batched decoding against one sequence at a time), each configuration in a fresh server
+process. Reports requests/s, generated tokens/s summed over the clients, p50/p99 time to first
+token, and the server's resident memory before the load (after a warm-up of the same load, so that
+the server's threads, their malloc arenas and the allocator's cache exist) and after it (all
+clients done, 2 s later).
 
     python tools/serve/load_test.py --clients 32 --seconds 20 --parallel 8 1
+
+Ours beside the peers' servers (--engines; mainline's and ik_llama.cpp's llama-server, built by
+tools/peers/) on one GGUF file (--gguf), the same threads: for each prompt length (--prompt-tokens,
+words of a fixed list, about a token each), with and without a common system prompt in front
+(--system-tokens: the same words for every request, what a prefix cache can share), and each count
+of concurrent streaming clients (--clients), every engine in a fresh server with --parallel = the
+clients, in an order that rotates, each client sending --requests text completions of
+--max-tokens greedy tokens one after another. Reports output tokens/s over all streams, time to
+first token and inter-token latency (p50, p99), and the server's peak resident memory; --json keeps
+every number. The GGUF needs its tokenizer embedded (`nanoformer convert F.gguf OUT.gguf --to gguf
+--tokenizer tokenizer.json`, then the peers' llama-quantize for the other types).
+
+    python tools/serve/load_test.py --gguf minimind2-small-Q4_0.gguf --engines ours llamacpp ik_llama \
+        --clients 1 4 16 64 --prompt-tokens 256 2048 --system-tokens 0 1024 --threads 2 --json serve.json
 """
 import http.client
 import json
@@ -14,7 +30,7 @@ import statistics
 import threading
 import time
 
-from server_process import argument_parser, ServerProcess
+from server_process import argument_parser, PeerServerProcess, ServerProcess
 
 PROMPTS = ["Tell me a story about a cat.", "What is the capital of France?", "Explain gravity in one sentence.",
            "Write a short poem about rain.", "How do I bake bread?", "Why is the sky blue?", "Say hello in five languages."]
@@ -48,6 +64,145 @@ def one_request(host, port, max_tokens, rng, timeout=600):
                 first = time.perf_counter() - start
     connection.close()
     return first if first is not None else time.perf_counter() - start, tokens
+
+
+WORDS = ("the of and to in is was for on are with as by at from his her they this that which or one had not but "
+         "what all were when we there can an your their said if do will each about how up out them then she many "
+         "some so these would other into has more two like him time see no could make than first been its who now "
+         "people my made over did down only way find use may water long little very after words called just where "
+         "most know get through back much before go good new write our used me man too any day same right look think").split()
+
+
+def words(count, rng):
+    return " ".join(rng.choice(WORDS) for _ in range(count))
+
+
+def one_completion(host, port, prompt, max_tokens, timeout=1800, stall_s=120):
+    """One streamed greedy text completion: (time to first token in s, the gaps between tokens in s,
+    completion tokens, prompt tokens or None). Tokens are the server's usage where it reports it, else
+    the chunks."""
+    body = {"prompt": prompt, "stream": True, "max_tokens": max_tokens, "temperature": 0,
+            "stream_options": {"include_usage": True}}
+    connection = http.client.HTTPConnection(host, port, timeout=timeout)
+    start = time.perf_counter()
+    connection.request("POST", "/v1/completions", json.dumps(body), {"Content-Type": "application/json"})
+    response = connection.getresponse()
+    if response.status != 200:
+        raise RuntimeError(f"HTTP {response.status}: {response.read()[:200]!r}")
+    # until [DONE], or the finish and the usage: ik_llama.cpp's server keeps the connection open after
+    # them, and at times sends no [DONE] (a read that waits longer than `stall_s` is an error)
+    connection.sock.settimeout(stall_s)
+    stamps, buffer, usage, finished, done = [], b"", None, False, False
+    while not done:
+        data = response.read1(65536)
+        if not data:
+            break
+        buffer += data
+        while b"\n\n" in buffer:
+            event, buffer = buffer.split(b"\n\n", 1)
+            payload = event[len(b"data: "):].strip()
+            done = done or payload == b"[DONE]"
+            if not payload or payload == b"[DONE]":
+                continue
+            chunk = json.loads(payload)
+            if chunk.get("usage"):
+                usage = chunk["usage"]
+            finished = finished or any(c.get("finish_reason") for c in chunk.get("choices") or [])
+            done = done or (finished and usage is not None)
+            # a chunk of tokens (a server holds back the bytes of a character until it is whole, so a
+            # chunk may bring several: the gaps between chunks then span several tokens)
+            if chunk.get("choices"):
+                stamps.append(time.perf_counter())
+    connection.close()
+    if not stamps:
+        raise RuntimeError("no token streamed")
+    tokens = usage["completion_tokens"] if usage else len(stamps)
+    gaps = [b - a for a, b in zip(stamps, stamps[1:])]
+    return stamps[0] - start, gaps, tokens, usage["prompt_tokens"] if usage else None
+
+
+def percentile(values, q):
+    values = sorted(values)
+    return values[min(len(values) - 1, int(q * len(values)))] if values else float("nan")
+
+
+def streams(url, clients, requests, prompt_tokens, system, max_tokens, seed):
+    """`clients` streaming clients at once, each sending `requests` completions one after another."""
+    host, port = url.replace("http://", "").split(":")
+    port = int(port)
+    ttft, gaps, tokens, prompts, errors = [], [], [0], [], []
+    lock = threading.Lock()
+
+    def client(index):
+        rng = random.Random(seed * 1000 + index)
+        for _ in range(requests):
+            prompt = (system + " " if system else "") + words(prompt_tokens, rng)
+            try:
+                first, between, n, p = one_completion(host, port, prompt, max_tokens)
+            except Exception as e:  # noqa: BLE001 - reported below
+                with lock:
+                    errors.append(str(e))
+                continue
+            with lock:
+                ttft.append(first)
+                gaps.extend(between)
+                tokens[0] += n
+                if p is not None:
+                    prompts.append(p)
+
+    start = time.perf_counter()
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - start
+    return {"requests": len(ttft), "elapsed_s": elapsed, "output_tokens_per_s": tokens[0] / elapsed, "tokens": tokens[0],
+            "ttft_p50_s": percentile(ttft, 0.5), "ttft_p99_s": percentile(ttft, 0.99),
+            "itl_p50_s": percentile(gaps, 0.5), "itl_p99_s": percentile(gaps, 0.99),
+            "prompt_tokens_mean": statistics.mean(prompts) if prompts else None,
+            "errors": len(errors), "first_error": errors[0] if errors else ""}
+
+
+def start_engine(engine, a, parallel, context):
+    if engine == "ours":
+        args = ["--model", a.gguf, "--context", str(context), "--parallel", str(parallel), "--queue", str(parallel + 8)]
+        return ServerProcess(args, env={"NANOFORMER_THREADS": str(a.threads)})
+    return PeerServerProcess(engine, a.gguf, parallel, context, a.threads)
+
+
+def compare_engines(a):
+    system = words(a.system_tokens_max, random.Random(7)) if a.system_tokens_max else ""
+    results, turn = [], 0
+    for prompt_tokens in a.prompt_tokens:
+        for system_tokens in a.system_tokens:
+            shared = " ".join(system.split()[:system_tokens])
+            context = system_tokens + prompt_tokens * 2 + a.max_tokens + 64  # (words may split into more tokens)
+            for clients in a.clients:
+                order = a.engines[turn % len(a.engines):] + a.engines[:turn % len(a.engines)]
+                turn += 1
+                for engine in order:
+                    with start_engine(engine, a, clients, context) as server:
+                        streams(server.url, min(clients, 4), 1, prompt_tokens, shared, 8, seed=99)  # warm-up
+                        r = streams(server.url, clients, a.requests, prompt_tokens, shared, a.max_tokens, seed=1)
+                        r.update(engine=engine, clients=clients, prompt_words=prompt_tokens, system_words=system_tokens,
+                                 peak_rss_mib=server.peak_rss_mib(), alive=server.alive())
+                    results.append(r)
+                    print(f"{engine:9s} prompt {prompt_tokens:5d} system {system_tokens:5d} clients {clients:3d}: "
+                          f"{r['output_tokens_per_s']:8.1f} tok/s, ttft p50 {r['ttft_p50_s'] * 1000:7.0f} p99 "
+                          f"{r['ttft_p99_s'] * 1000:7.0f} ms, itl p50 {r['itl_p50_s'] * 1000:6.1f} p99 {r['itl_p99_s'] * 1000:6.1f} ms, "
+                          f"peak RSS {r['peak_rss_mib']:7.1f} MiB, {r['requests']} requests, prompt tokens "
+                          f"{r['prompt_tokens_mean'] or 0:.0f}, errors {r['errors']} {r['first_error']}", flush=True)
+    print("\nours / each peer (output tokens/s; time to first token p99; peak RSS):")
+    for r in results:
+        if r["engine"] == "ours":
+            continue
+        mine = next(x for x in results if x["engine"] == "ours" and all(
+            x[k] == r[k] for k in ("clients", "prompt_words", "system_words")))
+        print(f"  vs {r['engine']:9s} prompt {r['prompt_words']:5d} system {r['system_words']:5d} clients {r['clients']:3d}: "
+              f"tok/s x{mine['output_tokens_per_s'] / r['output_tokens_per_s']:.2f}, "
+              f"ttft p99 x{mine['ttft_p99_s'] / r['ttft_p99_s']:.2f}, RSS x{mine['peak_rss_mib'] / r['peak_rss_mib']:.2f}")
+    return results
 
 
 def load(url, clients, seconds, max_tokens):
@@ -87,14 +242,32 @@ def load(url, clients, seconds, max_tokens):
 
 def main():
     p = argument_parser(__doc__)
-    p.add_argument("--clients", type=int, default=32)
+    p.add_argument("--clients", type=int, nargs="+", default=[32], help="(several with --engines)")
     p.add_argument("--seconds", type=float, default=20)
-    p.add_argument("--max-tokens", type=int, default=48)
+    p.add_argument("--max-tokens", type=int, default=None, help="per request (default 48; 128 with --engines)")
     p.add_argument("--warmup-seconds", type=float, default=10, help="of the same load before the memory is read")
     p.add_argument("--parallel", type=int, nargs="+", default=[8, 1])
-    p.add_argument("--threads", default="1", help="NANOFORMER_THREADS of the server")
+    p.add_argument("--threads", default="1", help="the servers' threads (NANOFORMER_THREADS, llama-server -t)")
     p.add_argument("--json", help="also write the results here")
+    p.add_argument("--engines", nargs="+", choices=["ours", "llamacpp", "ik_llama"], help="compare servers on --gguf")
+    p.add_argument("--gguf", help="the GGUF file every engine serves (with --engines)")
+    p.add_argument("--prompt-tokens", type=int, nargs="+", default=[256, 2048])
+    p.add_argument("--system-tokens", type=int, nargs="+", default=[0, 1024])
+    p.add_argument("--requests", type=int, default=2, help="per client, one after another (with --engines)")
     a = p.parse_args()
+    if a.engines:
+        if not a.gguf:
+            p.error("--engines needs --gguf (the file every engine serves)")
+        a.max_tokens = a.max_tokens or 128
+        a.system_tokens_max = max(a.system_tokens)
+        results = compare_engines(a)
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump(results, f, indent=1)
+        return
+    if len(a.clients) != 1:
+        p.error("one --clients count without --engines")
+    a.clients, a.max_tokens = a.clients[0], a.max_tokens or 48
     results = []
     for parallel in a.parallel:
         args = ["--model", a.model, "--tokenizer", a.tokenizer, "--context", "512", "--parallel", str(parallel),

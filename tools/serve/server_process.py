@@ -1,5 +1,5 @@
-"""What the scripts of tools/serve/ share: `nanoformer serve` started on a free loopback port and
-stopped, their command line, and their checks.
+"""What the scripts of tools/serve/ share: `nanoformer serve` (or a peer's `llama-server`) started
+on a free loopback port and stopped, their command line, and their checks.
 
     with ServerProcess(["--model", "minimind2-small", "--tokenizer", "tok.json"]) as server:
         server.url            # http://127.0.0.1:PORT
@@ -11,6 +11,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -49,12 +50,77 @@ class ServerProcess:
     def alive(self):
         return self.process.poll() is None
 
+    def peak_rss_mib(self):
+        return peak_rss_mib(self.process.pid)
+
     def __exit__(self, *exc):
         self.process.send_signal(signal.SIGTERM)
         code = self.process.wait(timeout=30)
         os.unlink(self.log.name)
         if code != 0 and exc[0] is None:
             raise RuntimeError(f"nanoformer serve exited with {code}")
+
+
+class PeerServerProcess:
+    """A peer's `llama-server` (mainline llama.cpp or ik_llama.cpp, built by tools/peers/ into
+    PEERS/NAME/bin) on a free loopback port, ready once its /health answers 200."""
+
+    def __init__(self, name, model, parallel, context, threads, peers_dir=os.path.join(ROOT, ".cache", "peers")):
+        binary = os.path.join(peers_dir, name, "bin", "llama-server")
+        if not os.access(binary, os.X_OK):
+            raise RuntimeError(f"{binary} is not built: run tools/peers/build_{'llamacpp' if name == 'llamacpp' else 'ik_llama'}.sh")
+        self.port = free_port()
+        # -c is the slots' context together; ik_llama.cpp repacks its weights at load (-rtr), as bench_inference runs it
+        self.args = [binary, "-m", model, "--host", "127.0.0.1", "--port", str(self.port), "-t", str(threads),
+                     "-np", str(parallel), "-c", str(context * parallel)] + (["-rtr"] if name == "ik_llama" else [])
+        self.env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(peers_dir, name, "bin"))
+        self.log = tempfile.NamedTemporaryFile(prefix=f"{name}-server-", suffix=".log", delete=False)
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self):
+        self.process = subprocess.Popen(self.args, stdout=self.log, stderr=subprocess.STDOUT, env=self.env, cwd=ROOT)
+        deadline = time.time() + 300
+        while time.time() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"{self.args[0]} exited: " + open(self.log.name).read()[-2000:])
+            try:
+                connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
+                connection.request("GET", "/health")
+                if connection.getresponse().status == 200:
+                    return self
+            except OSError:
+                pass
+            time.sleep(0.2)
+        raise RuntimeError(f"{self.args[0]} did not start: " + open(self.log.name).read()[-2000:])
+
+    rss_mib = ServerProcess.rss_mib
+    alive = ServerProcess.alive
+
+    def peak_rss_mib(self):
+        return peak_rss_mib(self.process.pid)
+
+    def __exit__(self, *exc):
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+        os.unlink(self.log.name)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def peak_rss_mib(pid):
+    """The process's resident memory high-water mark (VmHWM)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
 
 
 def argument_parser(doc):
