@@ -36,63 +36,21 @@ PROMPTS = ["Tell me a story about a cat.", "What is the capital of France?", "Ex
            "Write a short poem about rain.", "How do I bake bread?", "Why is the sky blue?", "Say hello in five languages."]
 
 
-def one_request(host, port, max_tokens, rng, timeout=600):
-    """One streamed chat completion: (time to first token in s, completion tokens)."""
-    body = {"messages": [{"role": "user", "content": rng.choice(PROMPTS)}], "stream": True, "max_tokens": max_tokens,
-            "temperature": 0.8, "stream_options": {"include_usage": True}}
+def streamed(host, port, path, body, timeout=1800, stall_s=120):
+    """POSTs a streamed request: (time to first chunk in s, the gaps between chunks in s, the usage or
+    None, the chunks). A server holds back the bytes of a character until it is whole, so a chunk may
+    bring several tokens. It ends at [DONE], or at the finish and the usage: ik_llama.cpp's server
+    keeps the connection open after them and at times sends no [DONE] (a read that waits longer
+    than `stall_s` is an error)."""
+    body = dict(body, stream=True, stream_options={"include_usage": True})
     connection = http.client.HTTPConnection(host, port, timeout=timeout)
     start = time.perf_counter()
-    connection.request("POST", "/v1/chat/completions", json.dumps(body), {"Content-Type": "application/json"})
+    connection.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
     response = connection.getresponse()
     if response.status != 200:
         raise RuntimeError(f"HTTP {response.status}: {response.read()[:200]!r}")
-    first, tokens, buffer = None, 0, b""
-    while True:
-        data = response.read1(65536)
-        if not data:
-            break
-        buffer += data
-        while b"\n\n" in buffer:
-            event, buffer = buffer.split(b"\n\n", 1)
-            payload = event[len(b"data: "):]
-            if payload == b"[DONE]":
-                continue
-            chunk = json.loads(payload)
-            if chunk.get("usage"):
-                tokens = chunk["usage"]["completion_tokens"]
-            if first is None and chunk["choices"] and chunk["choices"][0]["delta"].get("content"):
-                first = time.perf_counter() - start
-    connection.close()
-    return first if first is not None else time.perf_counter() - start, tokens
-
-
-WORDS = ("the of and to in is was for on are with as by at from his her they this that which or one had not but "
-         "what all were when we there can an your their said if do will each about how up out them then she many "
-         "some so these would other into has more two like him time see no could make than first been its who now "
-         "people my made over did down only way find use may water long little very after words called just where "
-         "most know get through back much before go good new write our used me man too any day same right look think").split()
-
-
-def words(count, rng):
-    return " ".join(rng.choice(WORDS) for _ in range(count))
-
-
-def one_completion(host, port, prompt, max_tokens, timeout=1800, stall_s=120):
-    """One streamed greedy text completion: (time to first token in s, the gaps between tokens in s,
-    completion tokens, prompt tokens or None). Tokens are the server's usage where it reports it, else
-    the chunks."""
-    body = {"prompt": prompt, "stream": True, "max_tokens": max_tokens, "temperature": 0,
-            "stream_options": {"include_usage": True}}
-    connection = http.client.HTTPConnection(host, port, timeout=timeout)
-    start = time.perf_counter()
-    connection.request("POST", "/v1/completions", json.dumps(body), {"Content-Type": "application/json"})
-    response = connection.getresponse()
-    if response.status != 200:
-        raise RuntimeError(f"HTTP {response.status}: {response.read()[:200]!r}")
-    # until [DONE], or the finish and the usage: ik_llama.cpp's server keeps the connection open after
-    # them, and at times sends no [DONE] (a read that waits longer than `stall_s` is an error)
     connection.sock.settimeout(stall_s)
-    stamps, buffer, usage, finished, done = [], b"", None, False, False
+    stamps, chunks, buffer, usage, finished, done = [], [], b"", None, False, False
     while not done:
         data = response.read1(65536)
         if not data:
@@ -109,16 +67,43 @@ def one_completion(host, port, prompt, max_tokens, timeout=1800, stall_s=120):
                 usage = chunk["usage"]
             finished = finished or any(c.get("finish_reason") for c in chunk.get("choices") or [])
             done = done or (finished and usage is not None)
-            # a chunk of tokens (a server holds back the bytes of a character until it is whole, so a
-            # chunk may bring several: the gaps between chunks then span several tokens)
             if chunk.get("choices"):
                 stamps.append(time.perf_counter())
+                chunks.append(chunk)
     connection.close()
     if not stamps:
-        raise RuntimeError("no token streamed")
-    tokens = usage["completion_tokens"] if usage else len(stamps)
-    gaps = [b - a for a, b in zip(stamps, stamps[1:])]
-    return stamps[0] - start, gaps, tokens, usage["prompt_tokens"] if usage else None
+        raise RuntimeError("nothing streamed")
+    return stamps[0] - start, [y - x for x, y in zip(stamps, stamps[1:])], usage, chunks
+
+
+def one_request(host, port, max_tokens, rng):
+    """One streamed chat completion: (time to its first text in s, completion tokens)."""
+    body = {"messages": [{"role": "user", "content": rng.choice(PROMPTS)}], "max_tokens": max_tokens, "temperature": 0.8}
+    first, gaps, usage, chunks = streamed(host, port, "/v1/chat/completions", body)
+    for chunk, gap in zip(chunks, gaps + [0.0]):  # to the first chunk that carried text
+        if chunk["choices"][0].get("delta", {}).get("content"):
+            break
+        first += gap
+    return first, usage["completion_tokens"] if usage else 0
+
+
+WORDS = ("the of and to in is was for on are with as by at from his her they this that which or one had not but "
+         "what all were when we there can an your their said if do will each about how up out them then she many "
+         "some so these would other into has more two like him time see no could make than first been its who now "
+         "people my made over did down only way find use may water long little very after words called just where "
+         "most know get through back much before go good new write our used me man too any day same right look think").split()
+
+
+def words(count, rng):
+    return " ".join(rng.choice(WORDS) for _ in range(count))
+
+
+def one_completion(host, port, prompt, max_tokens):
+    """One streamed greedy text completion: (time to first token in s, the gaps between chunks in s,
+    completion tokens, prompt tokens or None); tokens the server's usage, else the chunks."""
+    first, gaps, usage, chunks = streamed(host, port, "/v1/completions",
+                                          {"prompt": prompt, "max_tokens": max_tokens, "temperature": 0})
+    return first, gaps, usage["completion_tokens"] if usage else len(chunks), usage["prompt_tokens"] if usage else None
 
 
 def percentile(values, q):

@@ -41,17 +41,13 @@ class ServerProcess:
         raise RuntimeError("nanoformer serve did not start: " + open(self.log.name).read())
 
     def rss_mib(self):
-        with open(f"/proc/{self.process.pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-        return float("nan")
+        return status_mib(self.process.pid, "VmRSS")
 
     def alive(self):
         return self.process.poll() is None
 
     def peak_rss_mib(self):
-        return peak_rss_mib(self.process.pid)
+        return status_mib(self.process.pid, "VmHWM")
 
     def __exit__(self, *exc):
         self.process.send_signal(signal.SIGTERM)
@@ -97,7 +93,7 @@ class PeerServerProcess:
     alive = ServerProcess.alive
 
     def peak_rss_mib(self):
-        return peak_rss_mib(self.process.pid)
+        return status_mib(self.process.pid, "VmHWM")
 
     def __exit__(self, *exc):
         self.process.send_signal(signal.SIGTERM)
@@ -114,11 +110,11 @@ def free_port():
         return s.getsockname()[1]
 
 
-def peak_rss_mib(pid):
-    """The process's resident memory high-water mark (VmHWM)."""
+def status_mib(pid, key):
+    """A memory line of the process's /proc status (VmRSS: resident now, VmHWM: its high-water mark)."""
     with open(f"/proc/{pid}/status") as f:
         for line in f:
-            if line.startswith("VmHWM:"):
+            if line.startswith(key + ":"):
                 return int(line.split()[1]) / 1024
     return float("nan")
 
