@@ -35,6 +35,15 @@ int64_t CachedSequence::keep_common_prefix(const std::vector<int64_t>& sequence)
   return keep;
 }
 
+bool CachedSequence::truncate(int64_t n) {
+  NF_CHECK(n >= 0 && n <= static_cast<int64_t>(tokens_.size()), "CachedSequence::truncate: ", n, " tokens of ",
+           tokens_.size());
+  if (!cache_.can_truncate(n)) return false;
+  cache_.truncate(n);
+  tokens_.resize(static_cast<size_t>(n));
+  return true;
+}
+
 bool CachedSequence::make_room(int64_t n) {
   const auto length = static_cast<int64_t>(tokens_.size());
   const int64_t over = length + n - max_len();

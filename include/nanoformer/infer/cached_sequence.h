@@ -41,6 +41,9 @@ class CachedSequence {
   // Rolls back to the longest common prefix of tokens() and `sequence`, always leaving at least
   // its last token to feed (so that its logits are computed); returns the tokens kept.
   int64_t keep_common_prefix(const std::vector<int64_t>& sequence);
+  // Rolls back to the first n tokens (a draft's rejected part); false, leaving the sequence as
+  // it is, when the cache cannot (a state carried from the last token, nn/kv_cache.h).
+  bool truncate(int64_t n);
   // Makes room for n more tokens, shifting the context when they do not fit; false when it cannot
   // (the kept tokens leave no room).
   bool make_room(int64_t n);
