@@ -16,7 +16,8 @@ DecodeStream::DecodeStream(CachedSequence& sequence, Sampler& sampler, StopCrite
       history_(std::move(history)),
       constraint_(constraint),
       callbacks_(std::move(callbacks)),
-      speculative_(speculative) {
+      speculative_(speculative),
+      backoff_(speculative.draft_max, speculative.draft_min) {
   speculative_.validate();
 }
 
@@ -71,7 +72,7 @@ std::vector<int64_t> DecodeStream::draft() {
   if (cache.carried().defined()) return {};  // a state of the last token: the cache cannot roll back
   // room for [last, d1 .. dk] in the cache and one forward; k + 1 tokens at most still to generate
   const auto length = static_cast<int64_t>(sequence_->tokens().size());
-  const int64_t room = std::min({speculative_.draft_max, sequence_->max_len() - length - 1, cache.max_step() - 1,
+  const int64_t room = std::min({backoff_.window(), sequence_->max_len() - length - 1, cache.max_step() - 1,
                                  stop_.max_new_tokens - static_cast<int64_t>(generated_.size()) - 1});
   if (room < std::max<int64_t>(speculative_.draft_min, 1)) return {};
   std::vector<int64_t> d = lookup_draft(history_, speculative_.lookup_ngram, room);

@@ -28,6 +28,9 @@ std::vector<int64_t> lookup_draft(std::span<const int64_t> history, int64_t ngra
   return {};
 }
 
+DraftBackoff::DraftBackoff(int64_t draft_max, int64_t draft_min)
+    : draft_max_(draft_max), draft_min_(draft_min), window_(draft_max) {}
+
 bool DraftBackoff::may_draft() {
   if (pause_ == 0) return true;
   --pause_;
@@ -35,6 +38,7 @@ bool DraftBackoff::may_draft() {
 }
 
 void DraftBackoff::record(int64_t accepted) {
+  window_ = std::clamp(2 * accepted, std::max<int64_t>(draft_min_, 1), draft_max_);
   if (accepted > 0) {
     misses_ = 0;
     return;

@@ -267,7 +267,7 @@ TEST_F(SpeculativeTest, SampledTokensFollowTheTargetsDistribution) {
 }
 
 TEST_F(SpeculativeTest, BackoffPausesTwiceAsLongAfterEachMissUpTo64Steps) {
-  DraftBackoff b;
+  DraftBackoff b(16);
   EXPECT_TRUE(b.may_draft());
   std::vector<int64_t> pauses;
   for (int miss = 0; miss < 8; ++miss) {
@@ -284,6 +284,19 @@ TEST_F(SpeculativeTest, BackoffPausesTwiceAsLongAfterEachMissUpTo64Steps) {
   EXPECT_FALSE(b.may_draft());
   EXPECT_FALSE(b.may_draft());
   EXPECT_TRUE(b.may_draft());
+}
+
+TEST_F(SpeculativeTest, TheDraftWindowIsTwiceWhatTheLastDraftHadTaken) {
+  DraftBackoff b(16, 0);
+  std::vector<int64_t> windows{b.window()};
+  for (const int64_t taken : {3, 0, 1, 2, 4, 8, 16, 5}) {
+    b.record(taken);
+    windows.push_back(b.window());
+  }
+  EXPECT_EQ(windows, (std::vector<int64_t>{16, 6, 1, 2, 4, 8, 16, 16, 10}));
+  DraftBackoff at_least(16, 3);  // never below --draft-min, which a shorter draft could not reach
+  at_least.record(0);
+  EXPECT_EQ(at_least.window(), 3);
 }
 
 // A stream whose every draft is wrong (its first token replaced by one greedy decoding does not

@@ -87,7 +87,7 @@ class DecodeStream {
   StopReason reason_ = StopReason::none;
   std::exception_ptr error_;
   SpeculativeConfig speculative_;
-  DraftBackoff backoff_;
+  DraftBackoff backoff_;  // of speculative_'s --draft-max and --draft-min
   int64_t drafted_ = 0, accepted_ = 0;
 
   // accept() but for making room: the token from `row` (false when the stream failed)

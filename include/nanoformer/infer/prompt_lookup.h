@@ -11,9 +11,13 @@
 //            row is accepted as plain decoding accepts a row, while the token taken equals d(i+1);
 //            the first token that differs is kept (the correction), the cache rolled back to
 //            what was accepted
-//   backoff  a verified draft of which no token is taken is a miss; after f misses in a row the
-//            next min(2^f, 64) steps draft nothing (a taken token resets f), so a stream whose
-//            drafts always fail verifies about one step in 65
+//   backoff  a draft costs more the longer it is (a forward of k + 1 tokens), so its length is
+//            capped by a window: --draft-max at first, then twice the tokens the last verified
+//            draft had taken (at least 1, at most --draft-max): doubling while drafts are taken
+//            whole, falling to 1 after a miss. A miss (a verified draft of which no token was
+//            taken) also pauses drafting: after f misses in a row the next min(2^f, 64) steps
+//            draft nothing (a taken token resets f), so a stream whose drafts always fail
+//            verifies about one step in 65, a draft of one token
 //
 // The same search as llama.cpp's common_ngram_simple_draft (common/ngram-map.cpp, llama.cpp
 // 0c1e570, tools/peers/build_llamacpp.sh), which matches one n-gram size; this one tries N down to
@@ -38,18 +42,24 @@ struct SpeculativeConfig {
 // of `history`, for the largest m <= ngram that occurs earlier; empty when none does.
 std::vector<int64_t> lookup_draft(std::span<const int64_t> history, int64_t ngram, int64_t max_tokens);
 
-// When to draft (the backoff above).
+// When to draft and how much (the backoff above).
 class DraftBackoff {
  public:
   static constexpr int64_t kMaxPause = 64;  // steps without a draft after many misses in a row
 
+  // `draft_max`, `draft_min`: --draft-max and --draft-min (the window never falls below the latter).
+  explicit DraftBackoff(int64_t draft_max = 16, int64_t draft_min = 0);
+
   // Whether this step may draft; false while pausing (the step counts toward the pause).
   bool may_draft();
+  // The most tokens the next draft may have.
+  int64_t window() const { return window_; }
   // A verified draft of which `accepted` tokens were taken.
   void record(int64_t accepted);
   int64_t misses() const { return misses_; }
 
  private:
+  int64_t draft_max_, draft_min_, window_;
   int64_t misses_ = 0;  // verified drafts in a row of which no token was taken
   int64_t pause_ = 0;   // steps left without a draft
 };
