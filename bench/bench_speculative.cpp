@@ -12,13 +12,16 @@
 // places) between a few new letters (1..6), about 85 % copied; the rewrite-nothing answer is new
 // random letters. Both sides pay the grammar's mask (counted: its time is part of both rows).
 //
+// Each task runs as one stream (Session::generate) and as --streams streams decoded together (a
+// server's batch: plain steps batch them in one forward, drafted streams verify each in its own).
 // Rounds alternate the order of plain and lookup; the table gives medians and the range.
 //   NANOFORMER_THREADS=2 ./build/bench_speculative [--model minimind2-small] [--rounds 5] [--new 256]
-//                                                  [--document 400] [--lookup-ngram 3] [--draft-max 16]
+//                                                  [--document 400] [--lookup-ngram 3] [--draft-max 3] [--streams 4]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <memory>
 #include <random>
 #include <string>
@@ -29,6 +32,7 @@
 #include "nanoformer/grammar/constraint.h"
 #include "nanoformer/grammar/grammar.h"
 #include "nanoformer/grammar/token_trie.h"
+#include "nanoformer/infer/decode_step.h"
 #include "nanoformer/infer/session.h"
 
 namespace {
@@ -101,6 +105,45 @@ Sample run(models::DecoderLM& model, const std::shared_ptr<const grammar::TokenT
 
 double median(std::vector<double> v);
 
+// The same with `n` streams decoded together (infer/decode_step.h): plain, one batched forward
+// per step; with lookup, the drafted streams each in a forward of its own. Tokens/s of all.
+Sample run_streams(models::DecoderLM& model, const std::shared_ptr<const grammar::TokenTrie>& trie, const Task& task,
+                   const infer::SpeculativeConfig& speculative, int n) {
+  std::string gbnf = "root ::= \"";
+  for (const int64_t id : task.answer) gbnf += letter(id);
+  gbnf += '"';
+  const auto grammar = std::make_shared<const grammar::Grammar>(grammar::compile_gbnf(gbnf));
+  std::deque<infer::CachedSequence> sequences;
+  std::deque<infer::Sampler> samplers;
+  std::deque<grammar::GrammarConstraint> constraints;
+  std::deque<infer::DecodeStream> streams;
+  std::vector<infer::DecodeStream*> all;
+  const infer::StopCriteria stop{.max_new_tokens = static_cast<int64_t>(task.answer.size())};
+  for (int i = 0; i < n; ++i) {
+    sequences.emplace_back(model, static_cast<int64_t>(task.prompt.size() + task.answer.size()) + 8);
+    samplers.emplace_back(infer::SamplerConfig{.temperature = 0});
+    constraints.emplace_back(grammar, trie, std::vector<int64_t>{});
+    streams.emplace_back(sequences.back(), samplers.back(), stop, task.prompt, &constraints.back(),
+                         infer::StreamCallbacks{}, speculative);
+    streams.back().prefill(task.prompt);
+    all.push_back(&streams.back());
+  }
+  const auto start = std::chrono::steady_clock::now();
+  infer::decode(all);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  Sample out;
+  for (const infer::DecodeStream& s : streams) {
+    if (s.generated() != task.answer) {
+      std::fprintf(stderr, "bench_speculative: %s: a stream's output is not the script\n", task.name.c_str());
+      std::exit(1);
+    }
+    out.drafted += s.drafted(), out.accepted += s.accepted();
+  }
+  out.tokens_per_s = static_cast<double>(n) * static_cast<double>(task.answer.size() - 1) / seconds;
+  out.acceptance = out.drafted > 0 ? static_cast<double>(out.accepted) / static_cast<double>(out.drafted) : 0;
+  return out;
+}
+
 // The time of a forward of k + 1 tokens (every position's logits) after `context` tokens, rolled
 // back after each, relative to a forward of one: what verifying a draft of k costs in plain steps.
 void verify_costs(models::DecoderLM& model, const std::vector<int64_t>& context, int reps) {
@@ -141,10 +184,11 @@ std::string arg(int argc, char** argv, const std::string& name, const std::strin
 int main(int argc, char** argv) {
   const std::string model_path = arg(argc, argv, "--model", "minimind2-small");
   const int rounds = std::stoi(arg(argc, argv, "--rounds", "5"));
+  const int n_streams = std::stoi(arg(argc, argv, "--streams", "4"));
   const int64_t n_new = std::stoll(arg(argc, argv, "--new", "256"));
   const int64_t doc = std::stoll(arg(argc, argv, "--document", "400"));
   const infer::SpeculativeConfig lookup{.lookup_ngram = std::stoll(arg(argc, argv, "--lookup-ngram", "3")),
-                                        .draft_max = std::stoll(arg(argc, argv, "--draft-max", "16")),
+                                        .draft_max = std::stoll(arg(argc, argv, "--draft-max", "3")),
                                         .draft_min = std::stoll(arg(argc, argv, "--draft-min", "0"))};
   NoGradGuard no_grad;
   auto model = std::dynamic_pointer_cast<models::DecoderLM>(formats::load_model(model_path));
@@ -164,27 +208,32 @@ int main(int argc, char** argv) {
               static_cast<long long>(lookup.lookup_ngram), static_cast<long long>(lookup.draft_max), rounds);
   std::printf("| task | plain tok/s | lookup tok/s | speedup (median of rounds, range) | accepted / drafted |\n");
   std::printf("| --- | ---: | ---: | ---: | ---: |\n");
-  for (const Task& task : tasks) {
-    run(*model, trie, task, {});  // warm-up
-    std::vector<double> plain, spec, ratio;
-    Sample last;
-    for (int r = 0; r < rounds; ++r) {
-      Sample a, b;
-      if (r % 2 == 0) {
-        a = run(*model, trie, task, {});
-        b = run(*model, trie, task, lookup);
-      } else {
-        b = run(*model, trie, task, lookup);
-        a = run(*model, trie, task, {});
+  for (const int n : {1, n_streams}) {
+    for (const Task& task : tasks) {
+      const auto measure = [&](const infer::SpeculativeConfig& speculative) {
+        return n == 1 ? run(*model, trie, task, speculative) : run_streams(*model, trie, task, speculative, n);
+      };
+      measure({});  // warm-up
+      std::vector<double> plain, spec, ratio;
+      Sample last;
+      for (int r = 0; r < rounds; ++r) {
+        Sample a, b;
+        if (r % 2 == 0) {
+          a = measure({});
+          b = measure(lookup);
+        } else {
+          b = measure(lookup);
+          a = measure({});
+        }
+        plain.push_back(a.tokens_per_s), spec.push_back(b.tokens_per_s), ratio.push_back(b.tokens_per_s / a.tokens_per_s);
+        last = b;
       }
-      plain.push_back(a.tokens_per_s), spec.push_back(b.tokens_per_s), ratio.push_back(b.tokens_per_s / a.tokens_per_s);
-      last = b;
+      std::printf("| %s, %d stream%s | %.1f | %.1f | %.2fx (%.2f-%.2f) | %lld / %lld (%.0f %%) |\n", task.name.c_str(), n,
+                  n == 1 ? "" : "s", median(plain), median(spec), median(ratio), *std::min_element(ratio.begin(), ratio.end()),
+                  *std::max_element(ratio.begin(), ratio.end()), static_cast<long long>(last.accepted),
+                  static_cast<long long>(last.drafted), 100 * last.acceptance);
+      std::fflush(stdout);
     }
-    std::printf("| %s | %.1f | %.1f | %.2fx (%.2f-%.2f) | %lld / %lld (%.0f %%) |\n", task.name.c_str(), median(plain),
-                median(spec), median(ratio), *std::min_element(ratio.begin(), ratio.end()),
-                *std::max_element(ratio.begin(), ratio.end()), static_cast<long long>(last.accepted),
-                static_cast<long long>(last.drafted), 100 * last.acceptance);
-    std::fflush(stdout);
   }
   return 0;
 }

@@ -21,7 +21,10 @@
 //
 // The same search as llama.cpp's common_ngram_simple_draft (common/ngram-map.cpp, llama.cpp
 // 0c1e570, tools/peers/build_llamacpp.sh), which matches one n-gram size; this one tries N down to
-// 1, so that a short match still drafts where a long one fails.
+// 1, so that a short match still drafts where a long one fails. --draft-max defaults to 3, the
+// n_max that llama.cpp's lookup example drafts (common/common.h, common_params_speculative_draft;
+// examples/lookup/lookup.cpp): a forward of k + 1 tokens costs 1.1-1.6 plain steps at k = 1 but
+// 2.8-9 at k = 8-16 (bench/bench_speculative.cpp), so short drafts win unless nearly all are taken.
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -30,7 +33,7 @@ namespace nf::infer {
 
 struct SpeculativeConfig {
   int64_t lookup_ngram = 0;  // --lookup-ngram N: draft by prompt lookup of the last N..1 tokens; 0 = off
-  int64_t draft_max = 16;    // --draft-max K: tokens drafted at most per step
+  int64_t draft_max = 3;     // --draft-max K: tokens drafted at most per step (llama.cpp's default)
   int64_t draft_min = 0;     // --draft-min M: a shorter draft is not verified (a plain step instead)
 
   bool enabled() const { return lookup_ngram > 0; }
@@ -48,7 +51,7 @@ class DraftBackoff {
   static constexpr int64_t kMaxPause = 64;  // steps without a draft after many misses in a row
 
   // `draft_max`, `draft_min`: --draft-max and --draft-min (the window never falls below the latter).
-  explicit DraftBackoff(int64_t draft_max = 16, int64_t draft_min = 0);
+  explicit DraftBackoff(int64_t draft_max = 3, int64_t draft_min = 0);
 
   // Whether this step may draft; false while pausing (the step counts toward the pause).
   bool may_draft();
