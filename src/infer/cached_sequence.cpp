@@ -68,7 +68,8 @@ Tensor CachedSequence::feed(const std::vector<int64_t>& ids, bool all_positions)
   return logits;
 }
 
-Tensor CachedSequence::feed(std::span<CachedSequence* const> sequences, const std::vector<std::vector<int64_t>>& ids) {
+Tensor CachedSequence::feed(std::span<CachedSequence* const> sequences, const std::vector<std::vector<int64_t>>& ids,
+                            bool all_positions) {
   NF_CHECK(!sequences.empty() && ids.size() == sequences.size(), "CachedSequence::feed: ", ids.size(),
            " rows of ids for ", sequences.size(), " sequences");
   models::DecoderLM& model = sequences[0]->model_;
@@ -82,7 +83,7 @@ Tensor CachedSequence::feed(std::span<CachedSequence* const> sequences, const st
     caches.push_back(&sequences[i]->cache_);
   }
   const auto n = static_cast<int64_t>(sequences.size());
-  const Tensor logits = model.forward_cached(Tensor::from_vector(flat, {n, T}), caches, /*last_only=*/true);
+  const Tensor logits = model.forward_cached(Tensor::from_vector(flat, {n, T}), caches, /*last_only=*/!all_positions);
   for (size_t i = 0; i < sequences.size(); ++i)
     sequences[i]->tokens_.insert(sequences[i]->tokens_.end(), ids[i].begin(), ids[i].end());
   return logits;

@@ -112,35 +112,48 @@ void DecodeStream::verify(std::span<const int64_t> draft, std::span<const float>
 }
 
 void decode_step(std::span<DecodeStream* const> streams) {
-  std::vector<DecodeStream*> running, plain;
-  std::vector<CachedSequence*> sequences;
-  std::vector<std::vector<int64_t>> last, drafts;
+  std::vector<DecodeStream*> running;
+  std::vector<std::vector<int64_t>> drafts;
   for (DecodeStream* s : streams) {
     if (!s->running()) continue;
     NF_CHECK(!s->generated().empty(), "decode_step: a stream has not been prefilled");
     running.push_back(s);
     drafts.push_back(s->draft());
-    if (!drafts.back().empty()) continue;
-    plain.push_back(s);
-    sequences.push_back(&s->sequence());
-    last.push_back({s->generated().back()});
   }
   if (running.empty()) return;
-  // the streams without a draft in one forward; each drafted stream in its own (its k + 1 positions)
-  Tensor batched;
-  if (!plain.empty()) batched = CachedSequence::feed(sequences, last).to(DType::f32).contiguous();
-  size_t row = 0;
+  // one forward per draft length: the streams without a draft together (their last rows), those
+  // with a draft of k together (their k + 1 rows each); then each stream accepts, in stream order
+  std::vector<Tensor> logits(running.size());
+  std::vector<int64_t> rows_at(running.size());  // the stream's first row in its forward's logits
+  std::vector<bool> done(running.size(), false);
   for (size_t i = 0; i < running.size(); ++i) {
-    DecodeStream* s = running[i];
-    if (drafts[i].empty()) {
-      const int64_t vocab = batched.size(-1);
-      s->accept({batched.data<float>() + static_cast<int64_t>(row++) * vocab, static_cast<size_t>(vocab)});
-      continue;
+    if (done[i]) continue;
+    const size_t k = drafts[i].size();
+    std::vector<size_t> group;
+    std::vector<CachedSequence*> sequences;
+    std::vector<std::vector<int64_t>> ids;
+    for (size_t j = i; j < running.size(); ++j) {
+      if (done[j] || drafts[j].size() != k) continue;
+      done[j] = true;
+      group.push_back(j);
+      sequences.push_back(&running[j]->sequence());
+      ids.push_back({running[j]->generated().back()});
+      ids.back().insert(ids.back().end(), drafts[j].begin(), drafts[j].end());
     }
-    std::vector<int64_t> ids{s->generated().back()};
-    ids.insert(ids.end(), drafts[i].begin(), drafts[i].end());
-    const Tensor logits = s->sequence().feed(ids, /*all_positions=*/true).to(DType::f32).contiguous();
-    s->verify(drafts[i], {logits.data<float>(), static_cast<size_t>(logits.numel())});
+    const Tensor out = CachedSequence::feed(sequences, ids, /*all_positions=*/k > 0).to(DType::f32).contiguous();
+    for (size_t g = 0; g < group.size(); ++g) {
+      logits[group[g]] = out;
+      rows_at[group[g]] = static_cast<int64_t>(g * (k + 1));
+    }
+  }
+  for (size_t i = 0; i < running.size(); ++i) {
+    const int64_t vocab = logits[i].size(-1);
+    const float* first = logits[i].data<float>() + rows_at[i] * vocab;
+    if (drafts[i].empty()) {
+      running[i]->accept({first, static_cast<size_t>(vocab)});
+    } else {
+      running[i]->verify(drafts[i], {first, static_cast<size_t>(vocab) * (drafts[i].size() + 1)});
+    }
   }
 }
 

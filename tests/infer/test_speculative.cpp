@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <deque>
 #include <map>
 
 #include "nanoformer/autograd/grad_mode.h"
@@ -168,6 +169,54 @@ TEST_F(SpeculativeTest, AStopEndsAtTheSameToken) {
   EXPECT_EQ(runs[1].result.reason, StopReason::stop_string);
   EXPECT_EQ(runs[1].cached, runs[0].cached);
   EXPECT_GT(runs[1].result.accepted_tokens, 0);
+}
+
+// Streams decoded together with drafts (of different lengths: those of a length verified in one
+// forward) get the tokens each gets alone with plain decoding: greedy and seeded sampling, one
+// stream ending early at an end id, the caches holding what plain decoding's hold.
+TEST_F(SpeculativeTest, StreamsTogetherGetTheirPlainTokens) {
+  const auto model = tiny_llama(512);
+  model->eval();
+  std::vector<std::vector<int64_t>> prompts;
+  for (int i = 0; i < 5; ++i) {
+    std::vector<int64_t> p = repeating_prompt(*model);
+    p.resize(p.size() - static_cast<size_t>(3 * i));  // each stream at its own point of the prompt
+    prompts.push_back(p);
+  }
+  for (const SamplerConfig& config : {SamplerConfig{.temperature = 0}, SamplerConfig{.temperature = 0.4, .top_k = 6}}) {
+    std::vector<StopCriteria> stops(prompts.size(), StopCriteria{.max_new_tokens = 96});
+    std::vector<std::vector<int64_t>> want;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      SamplerConfig seeded = config;
+      seeded.seed = 50 + i;
+      if (i == 1) stops[i].eos_ids = {generate(*model, prompts[i], seeded, stops[i], {}).result.tokens.at(40)};
+      want.push_back(generate(*model, prompts[i], seeded, stops[i], {}).result.tokens);
+    }
+    std::deque<CachedSequence> sequences;
+    std::deque<Sampler> samplers;
+    std::deque<DecodeStream> streams;
+    std::vector<DecodeStream*> all;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      SamplerConfig seeded = config;
+      seeded.seed = 50 + i;
+      sequences.emplace_back(*model);
+      samplers.emplace_back(seeded);
+      streams.emplace_back(sequences.back(), samplers.back(), stops[i], prompts[i], nullptr, StreamCallbacks{}, kLookup);
+      streams.back().prefill(prompts[i]);
+      all.push_back(&streams.back());
+    }
+    decode(all);
+    int64_t accepted = 0;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      EXPECT_EQ(streams[i].generated(), want[i]) << "stream " << i << ", temperature " << config.temperature;
+      std::vector<int64_t> held = prompts[i];
+      held.insert(held.end(), want[i].begin(), want[i].end() - 1);
+      EXPECT_EQ(sequences[i].tokens(), held) << "stream " << i;
+      accepted += streams[i].accepted();
+    }
+    EXPECT_LT(want[1].size(), 96u);
+    EXPECT_GT(accepted, 0);
+  }
 }
 
 // Byte strings for the 64 ids: 'a' .. 'z', 'A' .. 'Z', '0' .. '9', then an end id.

@@ -52,8 +52,10 @@ class CachedSequence {
   Tensor feed(const std::vector<int64_t>& ids, bool all_positions = false);
   // Feeds ids[i] after sequences[i]->tokens() in one forward over their caches (each with room;
   // the same count for every sequence: the prompts of a group, or a decode step's last tokens);
-  // returns each sequence's last logits (n, 1, vocab_size).
-  static Tensor feed(std::span<CachedSequence* const> sequences, const std::vector<std::vector<int64_t>>& ids);
+  // returns each sequence's last logits (n, 1, vocab_size), or with all_positions every fed
+  // position's (n, T, vocab_size: drafts of one length verified together).
+  static Tensor feed(std::span<CachedSequence* const> sequences, const std::vector<std::vector<int64_t>>& ids,
+                     bool all_positions = false);
 
  private:
   models::DecoderLM& model_;

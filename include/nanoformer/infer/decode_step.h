@@ -13,9 +13,10 @@
 //            room in the cache for the token (the context shift); a stream whose sampler or
 //            callback throws ends alone, its exception kept
 //   draft    with speculative decoding (infer/prompt_lookup.h), a stream guesses the tokens after
-//            its last one; decode_step then feeds it [last, guesses] in a forward of its own (every
-//            position's logits) and accepts row by row, as a plain step accepts its row, while the
-//            token taken equals the guess; the cache is rolled back to what was taken
+//            its last one; decode_step then feeds it [last, guesses] (every position's logits, in
+//            one forward with the other streams whose drafts have as many tokens) and accepts row by
+//            row, as a plain step accepts its row, while the token taken equals the guess; the
+//            cache is rolled back to what was taken
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -96,7 +97,8 @@ class DecodeStream {
 };
 
 // One step: every running stream's last token fed at once, then each accepts its next token;
-// a stream with a draft is fed [last, draft] alone and verifies it (DecodeStream::verify).
+// streams with drafts of k tokens are fed [last, draft] together, one forward per k, and verify
+// them (DecodeStream::verify).
 void decode_step(std::span<DecodeStream* const> streams);
 // Steps until no stream runs; then rethrows the first exception a stream kept.
 void decode(std::span<DecodeStream* const> streams);
