@@ -143,6 +143,16 @@ TEST_F(SpeculativeTest, GreedyEqualsPlainGreedyWithAQ8Cache) {
   expect_same_tokens(*tiny_llama(512, /*head_dim=*/32), {.temperature = 0}, 0, QuantType::q8_0);
 }
 
+// Sliding-window layers (window 12, a ring of 24 columns, unrolled every 13 tokens): a draft's
+// forward may unroll the ring, and the rollback still finds the keys the next window reaches.
+TEST_F(SpeculativeTest, GreedyEqualsPlainGreedyWithSlidingWindows) {
+  models::DecoderLMConfig c = models::preset_config("llama2c-stories260k");
+  c.vocab_size = kVocab, c.dim = 32, c.n_layers = 2, c.n_heads = 4, c.n_kv_heads = 2, c.max_seq_len = 512;
+  c.init_std = 0.3, c.sliding_window = 12, c.window_pattern = "SL";
+  Generator gen(3);
+  expect_same_tokens(*repetitive(std::make_shared<models::DecoderLM>(c, gen)), {.temperature = 0});
+}
+
 // The same seed draws the same counters at the same tokens: sampling with drafts gives plain
 // sampling's tokens, top-k and penalties included.
 TEST_F(SpeculativeTest, SeededSamplingEqualsPlainSampling) {
