@@ -549,6 +549,8 @@ TEST_F(ServeCliTest, MetricsCountRequestsTokensAndTheTimeToFirstToken) {
   EXPECT_EQ(text_usage["completion_tokens"], 7);
   EXPECT_EQ(sample["nanoformer_decoded_rows_total"], 16 + 7 - 2);  // the first token of each comes from its prefill
   EXPECT_GT(sample["nanoformer_decode_seconds_total"], 0);
+  for (const char* drafts : {"nanoformer_draft_tokens_total", "nanoformer_draft_tokens_accepted_total"})
+    EXPECT_EQ(sample.count(drafts), 1u) << drafts;  // 0: neither request asked for speculative decoding
   EXPECT_GT(sample["nanoformer_prefill_seconds_total"], 0);
   EXPECT_GT(sample["nanoformer_prefill_step_seconds_max"], 0);
   EXPECT_LE(sample["nanoformer_prefill_step_seconds_max"], sample["nanoformer_prefill_seconds_total"]);
