@@ -79,13 +79,15 @@ void run_chat(const ChatArgs& a) {
       std::printf("%s", streamer.push(id).c_str());
       std::fflush(stdout);
       return !streamer.stopped();
-    });
+    }, nullptr, a.flags.speculative);
     std::printf("%s\n", streamer.finish().c_str());
     messages.push_back({"assistant", streamer.text()});
     if (a.stats)
-      std::fprintf(stderr, "[%lld new prompt tokens at %.1f tokens/s; %zu generated at %.1f tokens/s; %s]\n",
+      std::fprintf(stderr, "[%lld new prompt tokens at %.1f tokens/s; %zu generated at %.1f tokens/s; %s; %lld of %lld "
+                   "drafted tokens accepted]\n",
                    static_cast<long long>(result.prompt_tokens), result.prefill_tokens_per_s(), result.tokens.size(),
-                   result.decode_tokens_per_s(), infer::stop_reason_name(result.reason));
+                   result.decode_tokens_per_s(), infer::stop_reason_name(result.reason),
+                   static_cast<long long>(result.accepted_tokens), static_cast<long long>(result.draft_tokens));
   }
 }
 

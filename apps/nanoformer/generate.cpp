@@ -27,12 +27,16 @@ struct GenerateArgs {
   Seq2SeqFlags seq2seq;
 };
 
-void report(const infer::GenerationResult& r, const nn::KVCache& cache) {
+void report(const infer::GenerationResult& r, const nn::KVCache& cache, const infer::SpeculativeConfig& speculative) {
   std::fprintf(stderr, "\n[prompt: %lld tokens, %.1f tokens/s; generated: %zu tokens, %.1f tokens/s; stopped: %s; "
                "KV cache: %s, %.1f KiB]\n",
                static_cast<long long>(r.prompt_tokens), r.prefill_tokens_per_s(), r.tokens.size(),
                r.decode_tokens_per_s(), infer::stop_reason_name(r.reason), quant_type_name(cache.shape().cache_type),
                static_cast<double>(cache.bytes()) / 1024);
+  if (r.draft_tokens > 0 || speculative.enabled())
+    std::fprintf(stderr, "[lookup: %lld of %lld drafted tokens accepted (%.1f %%)]\n",
+                 static_cast<long long>(r.accepted_tokens), static_cast<long long>(r.draft_tokens),
+                 100 * r.acceptance_rate());
 }
 
 void run_generate(const GenerateArgs& a, const CLI::App& cmd) {
@@ -59,9 +63,9 @@ void run_generate(const GenerateArgs& a, const CLI::App& cmd) {
       std::printf("%lld ", static_cast<long long>(id));
       std::fflush(stdout);
       return true;
-    });
+    }, nullptr, a.flags.speculative);
     std::printf("\n");
-    report(result, session.cache());
+    report(result, session.cache(), a.flags.speculative);
     return;
   }
   NF_CHECK(a.prompt_ids.empty(), "--prompt-ids needs --ids (the new tokens are then printed as ids too)");
@@ -77,9 +81,9 @@ void run_generate(const GenerateArgs& a, const CLI::App& cmd) {
     std::printf("%s", streamer.push(id).c_str());
     std::fflush(stdout);
     return !streamer.stopped();
-  });
+  }, nullptr, a.flags.speculative);
   std::printf("%s\n", streamer.finish().c_str());
-  report(result, session.cache());
+  report(result, session.cache(), a.flags.speculative);
 }
 
 }  // namespace

@@ -41,6 +41,18 @@ void add_generation_flags(CLI::App& cmd, GenerationFlags& f) {
   cmd.add_option("--eos", f.stop.eos_ids,
                  "Stop at this token id (repeatable; default: the tokenizer's end-of-text token and a GGUF's "
                  "eos / eot ids, or the chat template's end of turn)");
+  cmd.add_option("--lookup-ngram", f.speculative.lookup_ngram,
+                 "Speculative decoding by prompt lookup: draft the tokens that followed the last N (down to 1) tokens "
+                 "where they occurred before, checked in one forward; the same tokens, sooner (0 = off)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd.add_option("--draft-max", f.speculative.draft_max, "With --lookup-ngram: tokens drafted at most per step")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd.add_option("--draft-min", f.speculative.draft_min,
+                 "With --lookup-ngram: a shorter draft is not checked (a plain step instead)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
 }
 
 void add_cache_type_flag(CLI::App& cmd, std::string& cache_type) {
@@ -60,6 +72,7 @@ infer::SamplerConfig sampler_config(const GenerationFlags& f, const LoadedModel&
 
 void check_generation_flags(const GenerationFlags& f) {
   f.stop.validate();
+  f.speculative.validate();
   (void)sampler_config(f, LoadedModel{});  // validates the sampling flags
   (void)nn::kv_cache_type_from_name(f.cache_type);
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "nanoformer/infer/loaded_model.h"
+#include "nanoformer/infer/prompt_lookup.h"
 #include "nanoformer/infer/sampler.h"
 #include "nanoformer/infer/stop_criteria.h"
 #include "nanoformer/models/decoder_lm.h"
@@ -24,13 +25,14 @@ struct GenerationFlags {
   infer::SamplerConfig sampler{.temperature = 0.8, .top_k = 0, .top_p = 0.9, .min_p = 0.0, .repetition_penalty = 1.0,
                                .seed = 0};
   infer::StopCriteria stop;
+  infer::SpeculativeConfig speculative;  // --lookup-ngram, --draft-max, --draft-min
 };
 
-// --model, --tokenizer, --context, --cache-type and the sampling and stopping flags.
+// --model, --tokenizer, --context, --cache-type, the sampling and stopping flags and speculative decoding's.
 void add_generation_flags(CLI::App& cmd, GenerationFlags& flags);
 // --cache-type (generate, chat, serve, eval), read with nn::kv_cache_type_from_name.
 void add_cache_type_flag(CLI::App& cmd, std::string& cache_type);
-// Throws nf::Error naming a sampling, stopping or --cache-type flag out of range; called before anything loads.
+// Throws nf::Error naming a sampling, stopping, speculative or --cache-type flag out of range; called before anything loads.
 void check_generation_flags(const GenerationFlags& flags);
 
 // The model with its tokenizer, as the library loads it (infer/loaded_model.h).

@@ -16,7 +16,8 @@ namespace {
 constexpr const char* kSeq2SeqFlags[] = {"--num-beams", "--length-penalty", "--decoder-start"};
 constexpr const char* kSamplingFlags[] = {"--temperature", "--top-k", "--top-p", "--min-p", "--repetition-penalty",
                                           "--frequency-penalty", "--presence-penalty", "--seed", "--stop"};
-constexpr const char* kDecoderOnlyFlags[] = {"--context", "--tokenizer", "--bos", "--cache-type"};
+constexpr const char* kDecoderOnlyFlags[] = {"--context", "--tokenizer", "--bos", "--cache-type", "--lookup-ngram",
+                                              "--draft-max", "--draft-min"};
 
 }  // namespace
 

@@ -35,6 +35,15 @@ int64_t CachedSequence::keep_common_prefix(const std::vector<int64_t>& sequence)
   return keep;
 }
 
+bool CachedSequence::truncate(int64_t n) {
+  NF_CHECK(n >= 0 && n <= static_cast<int64_t>(tokens_.size()), "CachedSequence::truncate: ", n, " tokens of ",
+           tokens_.size());
+  if (!cache_.can_truncate(n)) return false;
+  cache_.truncate(n);
+  tokens_.resize(static_cast<size_t>(n));
+  return true;
+}
+
 bool CachedSequence::make_room(int64_t n) {
   const auto length = static_cast<int64_t>(tokens_.size());
   const int64_t over = length + n - max_len();
@@ -59,7 +68,8 @@ Tensor CachedSequence::feed(const std::vector<int64_t>& ids, bool all_positions)
   return logits;
 }
 
-Tensor CachedSequence::feed(std::span<CachedSequence* const> sequences, const std::vector<std::vector<int64_t>>& ids) {
+Tensor CachedSequence::feed(std::span<CachedSequence* const> sequences, const std::vector<std::vector<int64_t>>& ids,
+                            bool all_positions) {
   NF_CHECK(!sequences.empty() && ids.size() == sequences.size(), "CachedSequence::feed: ", ids.size(),
            " rows of ids for ", sequences.size(), " sequences");
   models::DecoderLM& model = sequences[0]->model_;
@@ -73,7 +83,7 @@ Tensor CachedSequence::feed(std::span<CachedSequence* const> sequences, const st
     caches.push_back(&sequences[i]->cache_);
   }
   const auto n = static_cast<int64_t>(sequences.size());
-  const Tensor logits = model.forward_cached(Tensor::from_vector(flat, {n, T}), caches, /*last_only=*/true);
+  const Tensor logits = model.forward_cached(Tensor::from_vector(flat, {n, T}), caches, /*last_only=*/!all_positions);
   for (size_t i = 0; i < sequences.size(); ++i)
     sequences[i]->tokens_.insert(sequences[i]->tokens_.end(), ids[i].begin(), ids[i].end());
   return logits;

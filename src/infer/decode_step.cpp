@@ -1,18 +1,25 @@
-// Streams decoded together, one token each per step (infer/decode_step.h).
+// Streams decoded together, one token each per step, or a verified draft (infer/decode_step.h).
 #include "nanoformer/infer/decode_step.h"
+
+#include <algorithm>
 
 #include "nanoformer/core/error.h"
 
 namespace nf::infer {
 
 DecodeStream::DecodeStream(CachedSequence& sequence, Sampler& sampler, StopCriteria stop, std::vector<int64_t> history,
-                           grammar::GrammarConstraint* constraint, StreamCallbacks callbacks)
+                           grammar::GrammarConstraint* constraint, StreamCallbacks callbacks,
+                           SpeculativeConfig speculative)
     : sequence_(&sequence),
       sampler_(&sampler),
       stop_(std::move(stop)),
       history_(std::move(history)),
       constraint_(constraint),
-      callbacks_(std::move(callbacks)) {}
+      callbacks_(std::move(callbacks)),
+      speculative_(speculative),
+      backoff_(speculative.draft_max, speculative.draft_min) {
+  speculative_.validate();
+}
 
 void DecodeStream::prefill(const std::vector<int64_t>& ids) {
   const Tensor logits = sequence_->feed(ids).to(DType::f32).contiguous();
@@ -20,6 +27,10 @@ void DecodeStream::prefill(const std::vector<int64_t>& ids) {
 }
 
 void DecodeStream::accept(std::span<const float> logits) {
+  if (take(logits)) make_room();
+}
+
+bool DecodeStream::take(std::span<const float> logits) {
   try {
     std::span<const float> row = logits;  // the grammar's mask first: before the sampler and the logprobs
     if (constraint_ != nullptr) {
@@ -39,29 +50,111 @@ void DecodeStream::accept(std::span<const float> logits) {
       constraint_->accept(id);
       if (reason == StopReason::none && constraint_->finished()) reason = StopReason::end_of_sequence;
     }
-    if (reason == StopReason::none && !sequence_->make_room(1)) reason = StopReason::context_full;
     reason_ = reason;
+    return true;
   } catch (...) {  // this stream's own failure (its sampler, its callbacks): it ends alone
+    error_ = std::current_exception();
+    return false;
+  }
+}
+
+void DecodeStream::make_room() {
+  try {
+    if (reason_ == StopReason::none && !sequence_->make_room(1)) reason_ = StopReason::context_full;
+  } catch (...) {
     error_ = std::current_exception();
   }
 }
 
+std::vector<int64_t> DecodeStream::draft() {
+  if (!speculative_.enabled() || !running() || !backoff_.may_draft()) return {};
+  const nn::KVCache& cache = sequence_->cache();
+  if (cache.carried().defined()) return {};  // a state of the last token: the cache cannot roll back
+  // room for [last, d1 .. dk] in the cache and one forward; k + 1 tokens at most still to generate
+  const auto length = static_cast<int64_t>(sequence_->tokens().size());
+  const int64_t room = std::min({backoff_.window(), sequence_->max_len() - length - 1, cache.max_step() - 1,
+                                 stop_.max_new_tokens - static_cast<int64_t>(generated_.size()) - 1});
+  if (room < std::max<int64_t>(speculative_.draft_min, 1)) return {};
+  std::vector<int64_t> d = lookup_draft(history_, speculative_.lookup_ngram, room);
+  if (static_cast<int64_t>(d.size()) < speculative_.draft_min) d.clear();
+  return d;
+}
+
+// Why accepting a draft token iff the token sampled from the target's row equals it keeps the
+// target's distribution: a lookup draft is one token d with probability 1 (q = one-hot at d).
+// Leviathan et al.'s rule accepts d with probability min(1, p(d) / q(d)) = p(d) and, when it
+// rejects, samples from max(0, p - q) renormalised: p without d, i.e. p conditioned on "not d".
+// Drawing x ~ p and keeping d iff x == d gives d with probability p(d) and every other x with p(x):
+// exactly p, and the same draw plain decoding makes. So each row is sampled as plain decoding
+// samples it, from the same history, with the sampler's next counter: greedy and seeded sampling
+// give plain decoding's tokens (within the rounding of a several-token forward), and a stream
+// sharing a sampler the same distribution. A draft model (q not one-hot) needs the full rule.
+void DecodeStream::verify(std::span<const int64_t> draft, std::span<const float> logits) {
+  const size_t rows = draft.size() + 1, vocab = logits.size() / rows;
+  NF_CHECK(vocab * rows == logits.size() && !generated_.empty(), "DecodeStream::verify: ", logits.size(),
+           " logits for a draft of ", draft.size());
+  const auto fed = static_cast<int64_t>(sequence_->tokens().size());  // after [last, draft]
+  size_t i = 0;
+  int64_t taken = 0;
+  for (;; ++i) {
+    if (!take(logits.subspan(i * vocab, vocab))) break;
+    if (i == draft.size() || generated_.back() != draft[i]) break;
+    ++taken;
+    if (!running()) break;
+  }
+  drafted_ += static_cast<int64_t>(draft.size());
+  accepted_ += taken;
+  backoff_.record(taken);
+  // the cache keeps [last, d1 .. di]: row i's token is the next to feed, as after a plain step
+  const int64_t keep = fed - static_cast<int64_t>(rows) + 1 + static_cast<int64_t>(i);
+  NF_CHECK(sequence_->truncate(keep), "DecodeStream::verify: the cache cannot roll back to ", keep, " tokens");
+  if (running()) make_room();
+}
+
 void decode_step(std::span<DecodeStream* const> streams) {
   std::vector<DecodeStream*> running;
-  std::vector<CachedSequence*> sequences;
-  std::vector<std::vector<int64_t>> last;
+  std::vector<std::vector<int64_t>> drafts;
   for (DecodeStream* s : streams) {
     if (!s->running()) continue;
     NF_CHECK(!s->generated().empty(), "decode_step: a stream has not been prefilled");
     running.push_back(s);
-    sequences.push_back(&s->sequence());
-    last.push_back({s->generated().back()});
+    drafts.push_back(s->draft());
   }
   if (running.empty()) return;
-  const Tensor logits = CachedSequence::feed(sequences, last).to(DType::f32).contiguous();
-  const int64_t vocab = logits.size(-1);
-  for (size_t i = 0; i < running.size(); ++i)
-    running[i]->accept({logits.data<float>() + static_cast<int64_t>(i) * vocab, static_cast<size_t>(vocab)});
+  // one forward per draft length: the streams without a draft together (their last rows), those
+  // with a draft of k together (their k + 1 rows each); then each stream accepts, in stream order
+  std::vector<Tensor> logits(running.size());
+  std::vector<int64_t> rows_at(running.size());  // the stream's first row in its forward's logits
+  std::vector<bool> done(running.size(), false);
+  for (size_t i = 0; i < running.size(); ++i) {
+    if (done[i]) continue;
+    const size_t k = drafts[i].size();
+    std::vector<size_t> group;
+    std::vector<CachedSequence*> sequences;
+    std::vector<std::vector<int64_t>> ids;
+    for (size_t j = i; j < running.size(); ++j) {
+      if (done[j] || drafts[j].size() != k) continue;
+      done[j] = true;
+      group.push_back(j);
+      sequences.push_back(&running[j]->sequence());
+      ids.push_back({running[j]->generated().back()});
+      ids.back().insert(ids.back().end(), drafts[j].begin(), drafts[j].end());
+    }
+    const Tensor out = CachedSequence::feed(sequences, ids, /*all_positions=*/k > 0).to(DType::f32).contiguous();
+    for (size_t g = 0; g < group.size(); ++g) {
+      logits[group[g]] = out;
+      rows_at[group[g]] = static_cast<int64_t>(g * (k + 1));
+    }
+  }
+  for (size_t i = 0; i < running.size(); ++i) {
+    const int64_t vocab = logits[i].size(-1);
+    const float* first = logits[i].data<float>() + rows_at[i] * vocab;
+    if (drafts[i].empty()) {
+      running[i]->accept({first, static_cast<size_t>(vocab)});
+    } else {
+      running[i]->verify(drafts[i], {first, static_cast<size_t>(vocab) * (drafts[i].size() + 1)});
+    }
+  }
 }
 
 void decode(std::span<DecodeStream* const> streams) {

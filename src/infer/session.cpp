@@ -25,14 +25,20 @@ double GenerationResult::decode_tokens_per_s() const {
   return decode_seconds > 0 ? decoded / decode_seconds : 0;
 }
 
+double GenerationResult::acceptance_rate() const {
+  return draft_tokens > 0 ? static_cast<double>(accepted_tokens) / static_cast<double>(draft_tokens) : 0;
+}
+
 Session::Session(models::DecoderLM& model, int64_t max_len, ContextShift shift, QuantType cache_type)
     : model_(model), sequence_(model, max_len, shift, cache_type) {
   model_.eval();
 }
 
 GenerationResult Session::generate(const std::vector<int64_t>& sequence, Sampler& sampler, const StopCriteria& stop,
-                                   const OnToken& on_token, grammar::GrammarConstraint* constraint) {
+                                   const OnToken& on_token, grammar::GrammarConstraint* constraint,
+                                   const SpeculativeConfig& speculative) {
   stop.validate();
+  speculative.validate();
   NoGradGuard no_grad;
   const int64_t vocab = model_.config().vocab_size, context = max_len();
   NF_CHECK(!sequence.empty(), "generate: the prompt is empty (give at least one token, e.g. BOS)");
@@ -44,7 +50,7 @@ GenerationResult Session::generate(const std::vector<int64_t>& sequence, Sampler
   const int64_t keep = sequence_.keep_common_prefix(sequence);
   GenerationResult result;
   result.prompt_tokens = length - keep;
-  DecodeStream stream(sequence_, sampler, stop, sequence, constraint, {.on_token = on_token});
+  DecodeStream stream(sequence_, sampler, stop, sequence, constraint, {.on_token = on_token}, speculative);
   auto start = std::chrono::steady_clock::now();
   stream.prefill({sequence.begin() + keep, sequence.end()});
   result.prefill_seconds = seconds_since(start);
@@ -53,6 +59,8 @@ GenerationResult Session::generate(const std::vector<int64_t>& sequence, Sampler
   decode(streams);
   result.tokens = stream.generated();
   result.reason = stream.reason();
+  result.draft_tokens = stream.drafted();
+  result.accepted_tokens = stream.accepted();
   result.decode_seconds = seconds_since(start);
   return result;
 }

@@ -222,7 +222,8 @@ std::vector<std::shared_ptr<Completion>> CompletionService::start(const Completi
                              .on_done = [completion](const SequenceOutcome& o) { completion->on_done(o); },
                              .cancelled = completion->cancelled_,
                              .on_logprobs = nullptr,
-                             .top_logprobs = std::max<int64_t>(r.top_logprobs, 0)};
+                             .top_logprobs = std::max<int64_t>(r.top_logprobs, 0),
+                             .speculative = r.speculative};
     if (r.grammar)  // each choice walks the grammar on its own
       sequence.constraint = std::make_shared<grammar::GrammarConstraint>(r.grammar, token_trie(), stop.eos_ids);
     if (r.top_logprobs >= 0)

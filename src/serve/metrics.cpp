@@ -75,8 +75,12 @@ std::string prometheus_text(const std::string& model, const SchedulerStats& s,
   metric(out, "nanoformer_decoded_rows_total", "counter", "Rows (sequences) decoded by those steps.",
          static_cast<double>(s.decoded_rows));
   metric(out, "nanoformer_decode_tokens_per_second", "gauge",
-         "Decoded rows per second of decode steps, since the server started.",
+         "Decoded rows per second of decode steps, since the server started (a verified draft counts one).",
          s.decode_seconds > 0 ? static_cast<double>(s.decoded_rows) / s.decode_seconds : 0.0);
+  metric(out, "nanoformer_draft_tokens_total", "counter",
+         "Speculative decoding: tokens drafted by prompt lookup and verified.", static_cast<double>(s.draft_tokens));
+  metric(out, "nanoformer_draft_tokens_accepted_total", "counter",
+         "Of those, the tokens taken (each a decode step saved).", static_cast<double>(s.accepted_tokens));
   metric(out, "nanoformer_sequences_completed_total", "counter", "Sequences that ended (a stop, a length, an error).",
          static_cast<double>(s.completed));
   metric(out, "nanoformer_sequences_cancelled_total", "counter", "Sequences cancelled (their client left).",

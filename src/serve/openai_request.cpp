@@ -306,6 +306,13 @@ CompletionRequest parse_completion_request(std::string_view text, Endpoint endpo
   } else if (!r.tool_use.tools.empty()) {
     compile(tool_call_gbnf(r.tool_use), "tools");  // the tools' parameters are checked whether or not a call is forced
   }
+  r.speculative.lookup_ngram = integer_field(body, "speculative.ngram_size_n", 0).value_or(0);
+  r.speculative.draft_max = integer_field(body, "speculative.n_max", 1).value_or(r.speculative.draft_max);
+  r.speculative.draft_min = integer_field(body, "speculative.n_min", 0).value_or(0);
+  if (r.speculative.draft_min > r.speculative.draft_max)
+    throw invalid_request("speculative.n_min", "'speculative.n_min' (" + std::to_string(r.speculative.draft_min) +
+                                                   ") must be at most 'speculative.n_max' (" +
+                                                   std::to_string(r.speculative.draft_max) + ")");
   r.stream = bool_field(body, "stream", "stream");
   if (const auto it = body.find("stream_options"); it != body.end() && !it->is_null()) {
     if (!it->is_object())

@@ -35,7 +35,8 @@ struct Scheduler::Running {
         sampler(request.sampler),
         outcome(o),
         stream(sequence, sampler, request.stop, request.prompt, request.constraint.get(),
-               {.on_token = request.on_token, .on_logprobs = request.on_logprobs, .top_logprobs = request.top_logprobs}) {}
+               {.on_token = request.on_token, .on_logprobs = request.on_logprobs, .top_logprobs = request.top_logprobs},
+               request.speculative) {}
   SequenceRequest request;
   size_t slot;
   infer::Sampler sampler;
@@ -341,14 +342,28 @@ void Scheduler::step() {
   std::vector<infer::DecodeStream*> streams;
   for (Running& r : running_) streams.push_back(&r.stream);
   const auto rows = static_cast<int64_t>(streams.size());
+  // the tokens, drafted and taken tokens so far: a step adds one token per row, or more with drafts
+  const auto totals = [&] {
+    std::array<int64_t, 3> t{};
+    for (const Running& r : running_)
+      t[0] += static_cast<int64_t>(r.stream.generated().size()), t[1] += r.stream.drafted(), t[2] += r.stream.accepted();
+    return t;
+  };
+  const std::array<int64_t, 3> before = totals();
   const Clock::time_point decode_start = Clock::now();
   infer::decode_step(streams);
+  const std::array<int64_t, 3> after = totals();
+  {
+    std::lock_guard lock(mutex_);  // before settle: a caller woken by on_done sees its tokens counted
+    stats_.generated_tokens += after[0] - before[0];
+    stats_.draft_tokens += after[1] - before[1];
+    stats_.accepted_tokens += after[2] - before[2];
+  }
   std::erase_if(running_, [&](Running& r) { return !settle(r); });
   const double seconds = std::chrono::duration<double>(Clock::now() - decode_start).count();
   std::lock_guard lock(mutex_);
   ++stats_.decode_steps;
   stats_.decoded_rows += rows;
-  stats_.generated_tokens += rows;
   stats_.decode_seconds += seconds;
 }
 

@@ -2,7 +2,8 @@
 // transformers' greedy tokens; text streams with the tokenizer beside the model; the same seed
 // gives the same text; a chat keeps the conversation (and its KV cache) across turns, /reset and
 // /system work; --cache-type q8_0, q4_0 and bf16 decode the f32 cache's greedy tokens from a cache
-// of 34 bytes (q8_0) or 18 (q4_0) per 32 values, 3.76 and 7.11 times less than f32;
+// of 34 bytes (q8_0) or 18 (q4_0) per 32 values, 3.76 and 7.11 times less than f32; --lookup-ngram
+// gives the plain greedy tokens and reports its drafts;
 // bad input (a prompt longer than the context, an unknown id, a tokenizer of another vocabulary,
 // a tokenizer without chat tokens) is one clear line and a non-zero exit.
 #include <algorithm>
@@ -147,6 +148,26 @@ TEST_F(GenerateCliTest, CacheTypesDecodeTheF32TokensFromASmallerCache) {
     const double expected = type == "q8_0" ? 128.0 * 34 / 128 : type == "q4_0" ? 128.0 * 18 / 128 : 64.0;
     EXPECT_EQ(cache_kib(r.err, type), expected) << r.err;
   }
+}
+
+// --lookup-ngram (speculative decoding by prompt lookup): the same greedy tokens and text, the
+// drafted and accepted tokens reported; --draft-min above --draft-max is one clear line.
+TEST_F(GenerateCliTest, LookupGivesThePlainGreedyTokensAndReportsItsDrafts) {
+  testing::save_tiny_chat_model(path("m"), false, 256);
+  const std::string model = "generate -m '" + path("m/model.safetensors") + "' --greedy -n 64 ";
+  for (const std::string prompt : {"--ids --prompt-ids '72 101 108 108 111 72 101 108 108 111 72 101'",
+                                   "--prompt 'Hello Hello Hello'"}) {
+    const auto plain = cli(model + prompt);
+    const auto lookup = cli(model + prompt + " --lookup-ngram 2 --draft-max 4");
+    ASSERT_EQ(plain.exit_code, 0) << plain.err;
+    ASSERT_EQ(lookup.exit_code, 0) << lookup.err;
+    EXPECT_EQ(lookup.out, plain.out);
+    EXPECT_EQ(plain.err.find("[lookup:"), std::string::npos) << plain.err;
+    EXPECT_NE(lookup.err.find("drafted tokens accepted"), std::string::npos) << lookup.err;
+  }
+  const auto bad = cli(model + "--ids --lookup-ngram 2 --draft-max 4 --draft-min 5");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("--draft-min 5: must be in [0, --draft-max 4]"), std::string::npos) << bad.err;
 }
 
 // A model whose vocabulary (320) is padded beyond its tokenizer's (259), the padded ids' logits the

@@ -415,6 +415,27 @@ TEST_F(ServeCliTest, Q8_0AndQ4_0CachesAnswerAsTheF32CacheDoes) {
   EXPECT_NE(bad.err.find("--cache-type: 'q4' is not a KV cache type"), std::string::npos) << bad.err;
 }
 
+// llama-server's per-request speculative fields turn prompt lookup on: the same answers (greedy,
+// and sampled with a seed), the drafts counted in /metrics.
+TEST_F(ServeCliTest, PromptLookupAnswersAsPlainDecodingDoes) {
+  testing::save_tiny_chat_model(path("m"), /*ascii_only=*/true, /*max_seq_len=*/256);
+  ServerProcess server(path("serve.log"), {"--model", path("m/model.safetensors")});
+  httplib::Client client = server.client();
+  const json lookup = {{"speculative.ngram_size_n", 2}, {"speculative.n_max", 4}, {"max_tokens", 48}};
+  for (const json& sampling : {json{{"temperature", 0}}, json{{"temperature", 0.8}, {"seed", 5}}}) {
+    json plain_body = chat("Hello there, hello there, hello there", {{"max_tokens", 48}}), spec_body = plain_body;
+    plain_body.update(sampling), spec_body.update(sampling), spec_body.update(lookup);
+    const json plain = post(client, "/v1/chat/completions", plain_body, 200);
+    const json spec = post(client, "/v1/chat/completions", spec_body, 200);
+    EXPECT_EQ(spec["choices"][0]["message"]["content"], plain["choices"][0]["message"]["content"]) << sampling.dump();
+    EXPECT_EQ(spec["usage"]["completion_tokens"], plain["usage"]["completion_tokens"]);
+  }
+  const std::string metrics = client.Get("/metrics")->body;
+  const auto at = metrics.find("\nnanoformer_draft_tokens_total ");
+  ASSERT_NE(at, std::string::npos) << metrics;
+  EXPECT_GT(std::stod(metrics.substr(at + 31)), 0) << metrics.substr(at, 60);
+}
+
 TEST_F(ServeCliTest, TheApiKeyIsRequired) {
   ServerProcess server = serve("--api-key s3cret");
   httplib::Client client = server.client();
@@ -549,6 +570,8 @@ TEST_F(ServeCliTest, MetricsCountRequestsTokensAndTheTimeToFirstToken) {
   EXPECT_EQ(text_usage["completion_tokens"], 7);
   EXPECT_EQ(sample["nanoformer_decoded_rows_total"], 16 + 7 - 2);  // the first token of each comes from its prefill
   EXPECT_GT(sample["nanoformer_decode_seconds_total"], 0);
+  for (const char* drafts : {"nanoformer_draft_tokens_total", "nanoformer_draft_tokens_accepted_total"})
+    EXPECT_EQ(sample.count(drafts), 1u) << drafts;  // 0: neither request asked for speculative decoding
   EXPECT_GT(sample["nanoformer_prefill_seconds_total"], 0);
   EXPECT_GT(sample["nanoformer_prefill_step_seconds_max"], 0);
   EXPECT_LE(sample["nanoformer_prefill_step_seconds_max"], sample["nanoformer_prefill_seconds_total"]);

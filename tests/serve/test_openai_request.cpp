@@ -118,6 +118,24 @@ TEST(OpenAIRequest, StructuredOutput) {
                  "grammar", "cannot both be given");
 }
 
+// llama-server's per-request speculative fields: prompt lookup on with ngram_size_n, its draft
+// bounds; off (and --draft-max's default) when absent.
+TEST(OpenAIRequest, Speculative) {
+  const CompletionRequest off = parse_completion_request(R"({"prompt": "x"})", Endpoint::completion);
+  EXPECT_FALSE(off.speculative.enabled());
+  EXPECT_EQ(off.speculative.draft_max, infer::SpeculativeConfig{}.draft_max);
+  const CompletionRequest on = parse_completion_request(
+      R"({"prompt": "x", "speculative.ngram_size_n": 3, "speculative.n_max": 8, "speculative.n_min": 2})", Endpoint::completion);
+  EXPECT_EQ(on.speculative.lookup_ngram, 3);
+  EXPECT_EQ(on.speculative.draft_max, 8);
+  EXPECT_EQ(on.speculative.draft_min, 2);
+  expect_refused(R"({"prompt": "x", "speculative.n_max": 0})", Endpoint::completion, "speculative.n_max", "at least 1");
+  expect_refused(R"({"prompt": "x", "speculative.ngram_size_n": "3"})", Endpoint::completion, "speculative.ngram_size_n",
+                 "must be an integer");
+  expect_refused(R"({"prompt": "x", "speculative.n_max": 2, "speculative.n_min": 3})", Endpoint::completion,
+                 "speculative.n_min", "at most 'speculative.n_max' (2)");
+}
+
 TEST(OpenAIRequest, BadInputNamesTheField) {
   const Endpoint chat = Endpoint::chat;
   const std::string user = R"("messages": [{"role": "user", "content": "hi"}])";

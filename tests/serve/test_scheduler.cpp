@@ -87,6 +87,46 @@ TEST(Scheduler, BatchedSequencesGetWhatEachGetsAlone) {
   EXPECT_GT(stats.decoded_rows, 2 * stats.decode_steps) << stats.decoded_rows << " rows in " << stats.decode_steps << " steps";
 }
 
+// Sequences with prompt lookup (SequenceRequest::speculative), batched with plain ones, get what
+// each gets alone without it; the stats count every token generated and the drafts.
+TEST(Scheduler, SequencesWithPromptLookupGetTheirPlainTokens) {
+  const auto model = testing::tiny_lm(160);
+  const std::vector<int64_t> cycle{3, 8, 1, 9, 4, 8, 2, 7};
+  std::vector<std::vector<int64_t>> prompts;
+  for (int i = 0; i < 4; ++i) {
+    std::vector<int64_t> p;
+    for (int r = 0; r < 3 + i; ++r) p.insert(p.end(), cycle.begin(), cycle.end());
+    prompts.push_back(p);
+  }
+  const infer::SpeculativeConfig lookup{.lookup_ngram = 2, .draft_max = 4};
+  std::vector<infer::SamplerConfig> samplers;
+  for (size_t i = 0; i < prompts.size(); ++i)
+    samplers.push_back(i % 2 ? infer::SamplerConfig{.temperature = 0} : infer::SamplerConfig{.temperature = 0.5, .seed = 7 + i});
+  std::vector<std::vector<int64_t>> alone;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    infer::Session session(*model);
+    infer::Sampler sampler(samplers[i]);
+    alone.push_back(session.generate(prompts[i], sampler, {.max_new_tokens = 40}).tokens);
+  }
+  std::vector<Tracked> runs(prompts.size());
+  SchedulerStats stats;
+  {
+    Scheduler scheduler(*model, {.parallel = 4, .max_queue = 8, .context = 0});
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      SequenceRequest r = tracked(runs[i], prompts[i], samplers[i], 40);
+      if (i != 3) r.speculative = lookup;  // one plain sequence among them
+      ASSERT_TRUE(scheduler.submit(std::move(r)));
+    }
+    for (Tracked& t : runs) EXPECT_EQ(outcome(t).completion_tokens, 40);
+    stats = scheduler.stats();
+  }
+  for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(runs[i].tokens, alone[i]) << "sequence " << i;
+  EXPECT_EQ(stats.generated_tokens, 4 * 40);
+  EXPECT_GT(stats.draft_tokens, 0);
+  EXPECT_GT(stats.accepted_tokens, 0) << stats.draft_tokens << " drafted";
+  EXPECT_LT(stats.decoded_rows, 4 * 39);  // verified drafts gave several tokens a row
+}
+
 TEST(Scheduler, JobsRunBetweenStepsOnItsThreadWhileSequencesDecode) {
   const auto model = tiny_model();
   const std::vector<int64_t> prompt{5, 9, 13};

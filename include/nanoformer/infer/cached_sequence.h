@@ -41,6 +41,9 @@ class CachedSequence {
   // Rolls back to the longest common prefix of tokens() and `sequence`, always leaving at least
   // its last token to feed (so that its logits are computed); returns the tokens kept.
   int64_t keep_common_prefix(const std::vector<int64_t>& sequence);
+  // Rolls back to the first n tokens (a draft's rejected part); false, leaving the sequence as
+  // it is, when the cache cannot (a state carried from the last token, nn/kv_cache.h).
+  bool truncate(int64_t n);
   // Makes room for n more tokens, shifting the context when they do not fit; false when it cannot
   // (the kept tokens leave no room).
   bool make_room(int64_t n);
@@ -49,8 +52,10 @@ class CachedSequence {
   Tensor feed(const std::vector<int64_t>& ids, bool all_positions = false);
   // Feeds ids[i] after sequences[i]->tokens() in one forward over their caches (each with room;
   // the same count for every sequence: the prompts of a group, or a decode step's last tokens);
-  // returns each sequence's last logits (n, 1, vocab_size).
-  static Tensor feed(std::span<CachedSequence* const> sequences, const std::vector<std::vector<int64_t>>& ids);
+  // returns each sequence's last logits (n, 1, vocab_size), or with all_positions every fed
+  // position's (n, T, vocab_size: drafts of one length verified together).
+  static Tensor feed(std::span<CachedSequence* const> sequences, const std::vector<std::vector<int64_t>>& ids,
+                     bool all_positions = false);
 
  private:
   models::DecoderLM& model_;

@@ -12,6 +12,11 @@
 //   accept   the grammar's mask, the sampler, the stop criteria, on_logprobs and on_token, and
 //            room in the cache for the token (the context shift); a stream whose sampler or
 //            callback throws ends alone, its exception kept
+//   draft    with speculative decoding (infer/prompt_lookup.h), a stream guesses the tokens after
+//            its last one; decode_step then feeds it [last, guesses] (every position's logits, in
+//            one forward with the other streams whose drafts have as many tokens) and accepts row by
+//            row, as a plain step accepts its row, while the token taken equals the guess; the
+//            cache is rolled back to what was taken
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -21,6 +26,7 @@
 #include "nanoformer/grammar/constraint.h"
 #include "nanoformer/infer/cached_sequence.h"
 #include "nanoformer/infer/logprobs.h"
+#include "nanoformer/infer/prompt_lookup.h"
 #include "nanoformer/infer/sampler.h"
 #include "nanoformer/infer/stop_criteria.h"
 
@@ -43,20 +49,32 @@ class DecodeStream {
   // `constraint`, every token keeps the output within its grammar (the logprobs are then those of
   // the masked distribution), and the stream ends (end_of_sequence) once only the end can follow.
   // The sequence, the sampler and the constraint must outlive the stream; streams may share a
-  // sampler (one random stream, each row taking the next draw in step order).
+  // sampler (one random stream, each row taking the next draw in step order). `speculative`:
+  // drafting by prompt lookup (off by default).
   DecodeStream(CachedSequence& sequence, Sampler& sampler, StopCriteria stop, std::vector<int64_t> history,
-               grammar::GrammarConstraint* constraint = nullptr, StreamCallbacks callbacks = {});
+               grammar::GrammarConstraint* constraint = nullptr, StreamCallbacks callbacks = {},
+               SpeculativeConfig speculative = {});
 
   // Feeds ids (the prompt, or what of it the cache does not hold) and accepts the next token.
   void prefill(const std::vector<int64_t>& ids);
   // The next token from `logits` (vocab floats) of the sequence's last fed position.
   void accept(std::span<const float> logits);
+  // The tokens guessed to follow generated().back() (at most what the cache has room for and
+  // what max_new_tokens still allows); empty when this step drafts nothing: speculation off,
+  // paused by the backoff, no match, fewer than --draft-min, or a cache that cannot roll back.
+  std::vector<int64_t> draft();
+  // After the sequence was fed [generated().back(), draft...]: `logits` holds its draft.size() + 1
+  // rows (vocab floats each). Accepts row i as accept() does while the token taken equals
+  // draft[i], then rolls the sequence back to the tokens taken.
+  void verify(std::span<const int64_t> draft, std::span<const float> logits);
 
   bool running() const { return reason_ == StopReason::none && !error_; }
   StopReason reason() const { return reason_; }  // none while running, and when it failed or a callback threw
   std::exception_ptr error() const { return error_; }
   const std::vector<int64_t>& generated() const { return generated_; }  // the end-of-sequence id included
   CachedSequence& sequence() { return *sequence_; }
+  int64_t drafted() const { return drafted_; }    // draft tokens verified
+  int64_t accepted() const { return accepted_; }  // of those, the ones taken
 
  private:
   CachedSequence* sequence_;
@@ -69,9 +87,18 @@ class DecodeStream {
   std::vector<float> masked_;  // with a constraint: the row it masked
   StopReason reason_ = StopReason::none;
   std::exception_ptr error_;
+  SpeculativeConfig speculative_;
+  DraftBackoff backoff_;  // of speculative_'s --draft-max and --draft-min
+  int64_t drafted_ = 0, accepted_ = 0;
+
+  // accept() but for making room: the token from `row` (false when the stream failed)
+  bool take(std::span<const float> row);
+  void make_room();
 };
 
-// One step: every running stream's last token fed at once, then each accepts its next token.
+// One step: every running stream's last token fed at once, then each accepts its next token;
+// streams with drafts of k tokens are fed [last, draft] together, one forward per k, and verify
+// them (DecodeStream::verify).
 void decode_step(std::span<DecodeStream* const> streams);
 // Steps until no stream runs; then rethrows the first exception a stream kept.
 void decode(std::span<DecodeStream* const> streams);

@@ -22,6 +22,9 @@ struct GenerationResult {
   StopReason reason = StopReason::none;
   int64_t prompt_tokens = 0;        // prefilled by this call (those already cached are not counted)
   double prefill_seconds = 0, decode_seconds = 0;
+  int64_t draft_tokens = 0;     // speculative decoding: tokens drafted and verified
+  int64_t accepted_tokens = 0;  // of those, the ones taken (each a step saved)
+  double acceptance_rate() const;  // accepted / drafted (0 when nothing was drafted)
   double prefill_tokens_per_s() const;
   double decode_tokens_per_s() const;  // the tokens after the first (decoded one by one) / their time
 };
@@ -40,8 +43,10 @@ class Session {
   // the context shifts. Throws nf::Error when the sequence leaves no room for a new token (naming
   // its length and the context) or holds an id outside the vocabulary. With a `constraint`, every
   // token keeps the output within its grammar, which ends generation where only the end can follow.
+  // `speculative`: drafting by prompt lookup (infer/prompt_lookup.h), the same tokens sooner.
   GenerationResult generate(const std::vector<int64_t>& sequence, Sampler& sampler, const StopCriteria& stop,
-                            const OnToken& on_token = {}, grammar::GrammarConstraint* constraint = nullptr);
+                            const OnToken& on_token = {}, grammar::GrammarConstraint* constraint = nullptr,
+                            const SpeculativeConfig& speculative = {});
 
   // Every token the cache holds, in order (the last sequence and what was generated after it, the
   // last sampled token excepted: it is fed only when the next call continues past it; after a

@@ -26,6 +26,10 @@
 //                       naming it, unless strict is false: then approximated, and the response's
 //                       "schema_approximations" lists where
 //   grammar             llama.cpp's extension: GBNF text (grammar/grammar.h); not with response_format
+//   speculative.ngram_size_n >= 0, speculative.n_max >= 1, speculative.n_min in [0, n_max]
+//                       llama-server's per-request speculative fields (tools/server/server-schema.cpp,
+//                       llama.cpp 0c1e570): prompt lookup of the last N..1 tokens, drafts of at most
+//                       n_max tokens, shorter than n_min not verified (infer/prompt_lookup.h); 0 = off
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -34,6 +38,7 @@
 #include <vector>
 
 #include "nanoformer/grammar/grammar.h"
+#include "nanoformer/infer/prompt_lookup.h"
 #include "nanoformer/infer/sampler.h"
 #include "nanoformer/serve/tool_request.h"
 #include "nanoformer/tokenizer/chat_template.h"
@@ -58,6 +63,7 @@ struct CompletionRequest {
   std::shared_ptr<const grammar::Grammar> grammar;  // response_format, grammar or a forced tool call, compiled; null: free text
   std::vector<std::string> schema_approximations;  // response_format with strict false: where the grammar approximates
   ToolRequest tool_use;                           // chat: the tools offered and tool_choice
+  infer::SpeculativeConfig speculative;           // speculative.*: prompt lookup (off unless ngram_size_n > 0)
 };
 
 // Throws ApiError (400) for malformed JSON, a wrong type, a value out of range or a missing field.

@@ -30,6 +30,7 @@
 
 #include "nanoformer/grammar/constraint.h"
 #include "nanoformer/infer/logprobs.h"
+#include "nanoformer/infer/prompt_lookup.h"
 #include "nanoformer/infer/sampler.h"
 #include "nanoformer/infer/stop_criteria.h"
 #include "nanoformer/models/decoder_lm.h"
@@ -82,6 +83,9 @@ struct SequenceRequest {
   // before sampling and before the logprobs (which are then those of the constrained
   // distribution); the sequence ends (end_of_sequence) once the grammar can only end.
   std::shared_ptr<grammar::GrammarConstraint> constraint = nullptr;
+  // Speculative decoding by prompt lookup (infer/prompt_lookup.h): the same tokens, several per
+  // step where the answer copies the prompt; off by default.
+  infer::SpeculativeConfig speculative = {};
 };
 
 // The upper bounds (seconds) of the time-to-first-token histogram's buckets (/metrics), +Inf after them.
@@ -94,7 +98,8 @@ struct SchedulerStats {
   int64_t completed = 0, cancelled = 0;
   int64_t prompt_tokens = 0;     // of the sequences started
   int64_t cached_tokens = 0;     // of those, found in a slot's cache (not prefilled)
-  int64_t generated_tokens = 0;  // the first token of each started sequence + decoded_rows
+  int64_t generated_tokens = 0;  // the first token of each started sequence + those of the decode steps
+  int64_t draft_tokens = 0, accepted_tokens = 0;  // speculative decoding: tokens drafted and verified, and those taken
   double prefill_seconds = 0, decode_seconds = 0;  // in prefills, in the batched decode steps
   // the longest prefill step (one --prefill-chunk, or a whole prompt): what a running stream waits at most
   double longest_prefill_step_seconds = 0;

@@ -1,0 +1,70 @@
+#pragma once
+// Speculative decoding by prompt lookup (llama.cpp's "lookup" / "ngram-simple" drafting, no draft
+// model): the tokens that followed the most recent earlier occurrence of the stream's last n
+// tokens are guessed to follow again, and the target model checks the guesses in one forward
+// (infer/decode_step.h: DecodeStream::draft and verify).
+//
+//   draft    for m = N down to 1: the last m tokens of the history (prompt + generated), searched
+//            backwards for an earlier occurrence; the first (longest, then most recent) match's
+//            next tokens, up to --draft-max, are the draft; none when no m matches
+//   verify   [last token, d1 .. dk] fed in one forward (every position's logits); position i's
+//            row is accepted as plain decoding accepts a row, while the token taken equals d(i+1);
+//            the first token that differs is kept (the correction), the cache rolled back to
+//            what was accepted
+//   backoff  a draft costs more the longer it is (a forward of k + 1 tokens), so its length is
+//            capped by a window: --draft-max at first, then twice the tokens the last verified
+//            draft had taken (at least 1, at most --draft-max): doubling while drafts are taken
+//            whole, falling to 1 after a miss. A miss (a verified draft of which no token was
+//            taken) also pauses drafting: after f misses in a row the next min(2^f, 64) steps
+//            draft nothing (a taken token resets f), so a stream whose drafts always fail
+//            verifies about one step in 65, a draft of one token
+//
+// The same search as llama.cpp's common_ngram_simple_draft (common/ngram-map.cpp, llama.cpp
+// 0c1e570, tools/peers/build_llamacpp.sh), which matches one n-gram size; this one tries N down to
+// 1, so that a short match still drafts where a long one fails. --draft-max defaults to 3, the
+// n_max that llama.cpp's lookup example drafts (common/common.h, common_params_speculative_draft;
+// examples/lookup/lookup.cpp): a forward of k + 1 tokens costs 1.1-1.6 plain steps at k = 1 but
+// 2.8-9 at k = 8-16 (bench/bench_speculative.cpp), so short drafts win unless nearly all are taken.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace nf::infer {
+
+struct SpeculativeConfig {
+  int64_t lookup_ngram = 0;  // --lookup-ngram N: draft by prompt lookup of the last N..1 tokens; 0 = off
+  int64_t draft_max = 3;     // --draft-max K: tokens drafted at most per step (llama.cpp's default)
+  int64_t draft_min = 0;     // --draft-min M: a shorter draft is not verified (a plain step instead)
+
+  bool enabled() const { return lookup_ngram > 0; }
+  // Throws nf::Error naming the flag out of range.
+  void validate() const;
+};
+
+// Up to max_tokens tokens that followed the most recent earlier occurrence of the last m tokens
+// of `history`, for the largest m <= ngram that occurs earlier; empty when none does.
+std::vector<int64_t> lookup_draft(std::span<const int64_t> history, int64_t ngram, int64_t max_tokens);
+
+// When to draft and how much (the backoff above).
+class DraftBackoff {
+ public:
+  static constexpr int64_t kMaxPause = 64;  // steps without a draft after many misses in a row
+
+  // `draft_max`, `draft_min`: --draft-max and --draft-min (the window never falls below the latter).
+  explicit DraftBackoff(int64_t draft_max = 3, int64_t draft_min = 0);
+
+  // Whether this step may draft; false while pausing (the step counts toward the pause).
+  bool may_draft();
+  // The most tokens the next draft may have.
+  int64_t window() const { return window_; }
+  // A verified draft of which `accepted` tokens were taken.
+  void record(int64_t accepted);
+  int64_t misses() const { return misses_; }
+
+ private:
+  int64_t draft_max_, draft_min_, window_;
+  int64_t misses_ = 0;  // verified drafts in a row of which no token was taken
+  int64_t pause_ = 0;   // steps left without a draft
+};
+
+}  // namespace nf::infer

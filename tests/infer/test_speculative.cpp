@@ -1,0 +1,401 @@
+// Speculative decoding by prompt lookup (infer/prompt_lookup.h, DecodeStream::draft / verify):
+// greedy decoding with drafts gives plain greedy decoding's tokens (256 of them, RoPE and learned
+// positions, across context shifts, a q8_0 cache, a grammar, a stop), seeded sampling gives plain
+// sampling's tokens, the tokens sampled with drafts follow the target's distribution (against the
+// exact distribution, a bound from the run count), and a stream whose drafts always fail backs off.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <deque>
+#include <map>
+
+#include "nanoformer/autograd/grad_mode.h"
+#include "nanoformer/core/generator.h"
+#include "nanoformer/grammar/constraint.h"
+#include "nanoformer/grammar/grammar.h"
+#include "nanoformer/grammar/token_trie.h"
+#include "nanoformer/infer/decode_step.h"
+#include "nanoformer/infer/prompt_lookup.h"
+#include "nanoformer/infer/session.h"
+#include "tiny_lm.h"
+
+namespace nf::infer {
+namespace {
+
+constexpr int64_t kVocab = 64;
+
+// Attention's output weakened (o_proj x 0.1): the next token depends mostly on the last one, as
+// in a bigram model, so the model's greedy continuations fall into cycles that lookup drafts from,
+// while attention (and so the positions and the cache) still moves every logit.
+std::shared_ptr<models::DecoderLM> repetitive(std::shared_ptr<models::DecoderLM> model) {
+  for (const auto& [name, p] : model->named_parameters())
+    if (name.ends_with("attn.o_proj.weight"))
+      for (int64_t i = 0; i < p.numel(); ++i) p.data<float>()[i] *= 0.1f;
+  return model;
+}
+
+std::shared_ptr<models::DecoderLM> tiny_llama(int64_t max_seq_len, int64_t head_dim = 0) {
+  return repetitive(testing::tiny_lm(max_seq_len, head_dim));
+}
+
+// GPT-2's layout (learned absolute positions, LayerNorm, GELU), as small as tiny_lm.
+std::shared_ptr<models::DecoderLM> tiny_gpt2(int64_t max_seq_len) {
+  models::DecoderLMConfig c = models::preset_config("gpt2-124m");
+  c.vocab_size = kVocab, c.dim = 32, c.n_layers = 2, c.n_heads = 4, c.n_kv_heads = 4, c.max_seq_len = max_seq_len;
+  c.init_std = 0.3;
+  Generator gen(6);  // a seed whose continuations recur (seed 5's drafts are rarely taken)
+  return repetitive(std::make_shared<models::DecoderLM>(c, gen));
+}
+
+// A prompt that lookup drafts well from: every id (so that the last token of any output occurs
+// earlier), then what the model itself continues it with greedily, then the start again (so
+// that the model's continuation may repeat what it wrote before: a random model cannot copy,
+// but its own continuations recur).
+std::vector<int64_t> repeating_prompt(models::DecoderLM& model) {
+  std::vector<int64_t> p;
+  for (int64_t i = 0; i < kVocab; ++i) p.push_back((i * 7 + 3) % kVocab);
+  model.eval();
+  CachedSequence s(model);
+  Tensor logits = s.feed(p).to(DType::f32).contiguous();
+  std::vector<int64_t> out = p;
+  for (int i = 0; i < 24; ++i) {
+    out.push_back(argmax({logits.data<float>(), static_cast<size_t>(kVocab)}));
+    logits = s.feed({out.back()}).to(DType::f32).contiguous();
+  }
+  out.insert(out.end(), p.end() - 16, p.end());
+  return out;
+}
+
+constexpr SpeculativeConfig kLookup{.lookup_ngram = 3, .draft_max = 8, .draft_min = 0};
+
+struct Outcome {
+  GenerationResult result;
+  std::vector<int64_t> cached;
+};
+
+Outcome generate(models::DecoderLM& model, const std::vector<int64_t>& prompt, const SamplerConfig& sampler_config,
+             const StopCriteria& stop, const SpeculativeConfig& speculative, int64_t max_len = 0,
+             QuantType cache_type = QuantType::f32, const Session::OnToken& on_token = {},
+             grammar::GrammarConstraint* constraint = nullptr) {
+  model.eval();
+  Session session(model, max_len, {.keep = 4}, cache_type);
+  Sampler sampler(sampler_config);
+  Outcome run;
+  run.result = session.generate(prompt, sampler, stop, on_token, constraint, speculative);
+  run.cached = session.cached_tokens();
+  return run;
+}
+
+// Lookup's tokens equal plain decoding's; its drafts were both taken and refused (else the
+// comparison says nothing).
+void expect_same_tokens(models::DecoderLM& model, const SamplerConfig& sampler, int64_t max_len = 0,
+                        QuantType cache_type = QuantType::f32) {
+  const StopCriteria stop{.max_new_tokens = 256};
+  const Outcome plain = generate(model, repeating_prompt(model), sampler, stop, {}, max_len, cache_type);
+  const Outcome lookup = generate(model, repeating_prompt(model), sampler, stop, kLookup, max_len, cache_type);
+  ASSERT_EQ(plain.result.tokens.size(), 256u);
+  EXPECT_EQ(lookup.result.tokens, plain.result.tokens);
+  EXPECT_EQ(lookup.result.reason, plain.result.reason);
+  EXPECT_EQ(lookup.cached, plain.cached);  // rolled back to what plain decoding holds
+  EXPECT_EQ(plain.result.draft_tokens, 0);
+  EXPECT_GT(lookup.result.accepted_tokens, 0);
+  EXPECT_LT(lookup.result.accepted_tokens, lookup.result.draft_tokens);
+  std::printf("[ lookup   ] %lld of %lld drafted tokens taken\n", static_cast<long long>(lookup.result.accepted_tokens),
+              static_cast<long long>(lookup.result.draft_tokens));
+}
+
+class SpeculativeTest : public ::testing::Test {
+ protected:
+  NoGradGuard no_grad;
+};
+
+TEST_F(SpeculativeTest, LookupDraftsWhatFollowedTheLongestMostRecentMatch) {
+  const std::vector<int64_t> h = {1, 2, 3, 9, 1, 2, 3, 4, 5, 7, 2, 3};
+  // "2 3" last occurred at 5..6 (followed by 4 5 7 2 3); "7 2 3" never earlier
+  EXPECT_EQ(lookup_draft(h, 3, 8), (std::vector<int64_t>{4, 5, 7, 2, 3}));
+  EXPECT_EQ(lookup_draft(h, 3, 2), (std::vector<int64_t>{4, 5}));
+  EXPECT_EQ(lookup_draft(h, 1, 3), (std::vector<int64_t>{4, 5, 7}));  // "3" at 6
+  const std::vector<int64_t> none = {1, 2, 3};
+  EXPECT_TRUE(lookup_draft(none, 3, 8).empty());
+  EXPECT_TRUE(lookup_draft(std::vector<int64_t>{5}, 3, 8).empty());
+  const std::vector<int64_t> longer = {8, 5, 6, 0, 5, 6, 1, 8, 5, 6};  // "8 5 6" beats the later "5 6"
+  EXPECT_EQ(lookup_draft(longer, 3, 2), (std::vector<int64_t>{0, 5}));
+  EXPECT_EQ(lookup_draft(longer, 2, 2), (std::vector<int64_t>{1, 8}));
+}
+
+TEST_F(SpeculativeTest, GreedyEqualsPlainGreedyWithRoPE) {
+  expect_same_tokens(*tiny_llama(512), {.temperature = 0});
+}
+
+TEST_F(SpeculativeTest, GreedyEqualsPlainGreedyWithLearnedPositions) {
+  expect_same_tokens(*tiny_gpt2(512), {.temperature = 0});
+}
+
+// 88 prompt tokens and 256 new ones in 128 positions: the context shifts (keys moved and rotated
+// for RoPE; re-encoded for learned positions) several times, drafts limited to the room left.
+TEST_F(SpeculativeTest, GreedyEqualsPlainGreedyAcrossContextShifts) {
+  expect_same_tokens(*tiny_llama(512), {.temperature = 0}, 128);
+  expect_same_tokens(*tiny_gpt2(512), {.temperature = 0}, 128);
+}
+
+TEST_F(SpeculativeTest, GreedyEqualsPlainGreedyWithAQ8Cache) {
+  expect_same_tokens(*tiny_llama(512, /*head_dim=*/32), {.temperature = 0}, 0, QuantType::q8_0);
+}
+
+// Sliding-window layers (window 12, a ring of 24 columns, unrolled every 13 tokens): a draft's
+// forward may unroll the ring, and the rollback still finds the keys the next window reaches.
+TEST_F(SpeculativeTest, GreedyEqualsPlainGreedyWithSlidingWindows) {
+  models::DecoderLMConfig c = models::preset_config("llama2c-stories260k");
+  c.vocab_size = kVocab, c.dim = 32, c.n_layers = 2, c.n_heads = 4, c.n_kv_heads = 2, c.max_seq_len = 512;
+  c.init_std = 0.3, c.sliding_window = 12, c.window_pattern = "SL";
+  Generator gen(3);
+  expect_same_tokens(*repetitive(std::make_shared<models::DecoderLM>(c, gen)), {.temperature = 0});
+}
+
+// The same seed draws the same counters at the same tokens: sampling with drafts gives plain
+// sampling's tokens, top-k and penalties included.
+TEST_F(SpeculativeTest, SeededSamplingEqualsPlainSampling) {
+  expect_same_tokens(*tiny_llama(512), {.temperature = 0.3, .top_k = 8, .repetition_penalty = 1.05, .seed = 11});
+}
+
+// A stop (on_token refusing the token, as a stop string does) ends both at the same token, the
+// lookup run in the middle of a verified draft.
+TEST_F(SpeculativeTest, AStopEndsAtTheSameToken) {
+  const auto model = tiny_llama(512);
+  const StopCriteria stop{.max_new_tokens = 256};
+  std::vector<Outcome> runs;
+  for (const SpeculativeConfig& speculative : {SpeculativeConfig{}, kLookup}) {
+    std::vector<int64_t> seen;
+    runs.push_back(generate(*model, repeating_prompt(*model), {.temperature = 0}, stop, speculative, 0, QuantType::f32,
+                            [&](int64_t id) {
+                              seen.push_back(id);
+                              return seen.size() < 150;  // a stop string completed by the 150th token
+                            }));
+    EXPECT_EQ(seen, runs.back().result.tokens);  // on_token saw each token once, none after the stop
+  }
+  EXPECT_EQ(runs[1].result.tokens, runs[0].result.tokens);
+  EXPECT_EQ(runs[1].result.tokens.size(), 150u);
+  EXPECT_EQ(runs[1].result.reason, StopReason::stop_string);
+  EXPECT_EQ(runs[1].cached, runs[0].cached);
+  EXPECT_GT(runs[1].result.accepted_tokens, 0);
+}
+
+// Streams decoded together with drafts (of different lengths: those of a length verified in one
+// forward) get the tokens each gets alone with plain decoding: greedy and seeded sampling, one
+// stream ending early at an end id, the caches holding what plain decoding's hold.
+TEST_F(SpeculativeTest, StreamsTogetherGetTheirPlainTokens) {
+  const auto model = tiny_llama(512);
+  model->eval();
+  std::vector<std::vector<int64_t>> prompts;
+  for (int i = 0; i < 5; ++i) {
+    std::vector<int64_t> p = repeating_prompt(*model);
+    p.resize(p.size() - static_cast<size_t>(3 * i));  // each stream at its own point of the prompt
+    prompts.push_back(p);
+  }
+  for (const SamplerConfig& config : {SamplerConfig{.temperature = 0}, SamplerConfig{.temperature = 0.4, .top_k = 6}}) {
+    std::vector<StopCriteria> stops(prompts.size(), StopCriteria{.max_new_tokens = 96});
+    std::vector<std::vector<int64_t>> want;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      SamplerConfig seeded = config;
+      seeded.seed = 50 + i;
+      if (i == 1) stops[i].eos_ids = {generate(*model, prompts[i], seeded, stops[i], {}).result.tokens.at(40)};
+      want.push_back(generate(*model, prompts[i], seeded, stops[i], {}).result.tokens);
+    }
+    std::deque<CachedSequence> sequences;
+    std::deque<Sampler> samplers;
+    std::deque<DecodeStream> streams;
+    std::vector<DecodeStream*> all;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      SamplerConfig seeded = config;
+      seeded.seed = 50 + i;
+      sequences.emplace_back(*model);
+      samplers.emplace_back(seeded);
+      streams.emplace_back(sequences.back(), samplers.back(), stops[i], prompts[i], nullptr, StreamCallbacks{}, kLookup);
+      streams.back().prefill(prompts[i]);
+      all.push_back(&streams.back());
+    }
+    decode(all);
+    int64_t accepted = 0;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      EXPECT_EQ(streams[i].generated(), want[i]) << "stream " << i << ", temperature " << config.temperature;
+      std::vector<int64_t> held = prompts[i];
+      held.insert(held.end(), want[i].begin(), want[i].end() - 1);
+      EXPECT_EQ(sequences[i].tokens(), held) << "stream " << i;
+      accepted += streams[i].accepted();
+    }
+    EXPECT_LT(want[1].size(), 96u);
+    EXPECT_GT(accepted, 0);
+  }
+}
+
+// Byte strings for the 64 ids: 'a' .. 'z', 'A' .. 'Z', '0' .. '9', then an end id.
+std::vector<std::string> letters() {
+  std::vector<std::string> v;
+  for (char c = 'a'; c <= 'z'; ++c) v.emplace_back(1, c);
+  for (char c = 'A'; c <= 'Z'; ++c) v.emplace_back(1, c);
+  for (char c = '0'; v.size() < kVocab - 1; ++c) v.emplace_back(1, c);
+  v.emplace_back("");
+  return v;
+}
+
+TEST_F(SpeculativeTest, AGrammarConstrainedRunEqualsThePlainOne) {
+  const auto model = tiny_llama(512);
+  const auto trie = std::make_shared<const grammar::TokenTrie>(letters());
+  const auto grammar =
+      std::make_shared<const grammar::Grammar>(grammar::compile_gbnf("root ::= ([a-f] [A-D] | \"x\" [0-3] [a-c])+"));
+  std::vector<Outcome> runs;
+  for (const SpeculativeConfig& speculative : {SpeculativeConfig{}, kLookup}) {
+    grammar::GrammarConstraint constraint(grammar, trie, {kVocab - 1});
+    runs.push_back(generate(*model, repeating_prompt(*model), {.temperature = 0}, {.max_new_tokens = 200}, speculative, 0,
+                            QuantType::f32, {}, &constraint));
+  }
+  ASSERT_EQ(runs[0].result.tokens.size(), 200u);
+  EXPECT_EQ(runs[1].result.tokens, runs[0].result.tokens);
+  EXPECT_EQ(runs[1].cached, runs[0].cached);
+  EXPECT_GT(runs[1].result.accepted_tokens, 0);
+  EXPECT_LT(runs[1].result.accepted_tokens, runs[1].result.draft_tokens);
+}
+
+// The distribution of the first three tokens sampled with drafts (the second and third from a
+// verified draft: the prompt holds every id) against the exact one the target samples from, over
+// N independently seeded runs (top-k 4: at most 64 outcomes). By Bretagnolle-Huber-Carol's
+// inequality, P(||p_hat - p||_1 >= e) <= 2^k exp(-N e^2 / 2) for k outcomes, so with
+// e = sqrt(2 (k ln 2 + ln(1 / delta)) / N) a correct sampler fails once in 1 / delta = 10^6 runs.
+TEST_F(SpeculativeTest, SampledTokensFollowTheTargetsDistribution) {
+  const auto model = tiny_llama(512);
+  model->eval();
+  const SamplerConfig config{.temperature = 1.0, .top_k = 4};
+  const std::vector<int64_t> prompt = repeating_prompt(*model);
+  // exact: p(x1) p(x2 | x1) p(x3 | x1 x2), each the sampler's processed row's softmax
+  const auto probabilities = [&](const std::vector<int64_t>& sequence, size_t generated) {
+    CachedSequence s(*model);
+    const Tensor logits = s.feed(sequence).to(DType::f32).contiguous();
+    std::vector<float> row(logits.data<float>(), logits.data<float>() + kVocab);
+    process_logits(row, sequence, config, generated);
+    const float top = *std::max_element(row.begin(), row.end());
+    std::vector<double> p(kVocab);
+    double sum = 0;
+    for (int64_t i = 0; i < kVocab; ++i) sum += p[i] = std::isinf(row[i]) ? 0.0 : std::exp(double(row[i] - top));
+    for (double& x : p) x /= sum;
+    return p;
+  };
+  std::map<std::vector<int64_t>, double> exact;
+  const std::vector<double> p1 = probabilities(prompt, 0);
+  for (int64_t a = 0; a < kVocab; ++a) {
+    if (p1[a] == 0) continue;
+    std::vector<int64_t> s1 = prompt;
+    s1.push_back(a);
+    const std::vector<double> p2 = probabilities(s1, 1);
+    for (int64_t b = 0; b < kVocab; ++b) {
+      if (p2[b] == 0) continue;
+      std::vector<int64_t> s2 = s1;
+      s2.push_back(b);
+      const std::vector<double> p3 = probabilities(s2, 2);
+      for (int64_t c = 0; c < kVocab; ++c)
+        if (p3[c] > 0) exact[{a, b, c}] = p1[a] * p2[b] * p3[c];
+    }
+  }
+  constexpr int kRuns = 20000;
+  std::map<std::vector<int64_t>, double> seen;
+  int64_t drafted = 0, accepted = 0;
+  Session session(*model);  // each run rolls back to the prompt (Session::generate keeps the common prefix)
+  for (int r = 0; r < kRuns; ++r) {
+    SamplerConfig seeded = config;
+    seeded.seed = 1000 + static_cast<uint64_t>(r);
+    Sampler sampler(seeded);
+    const GenerationResult run = session.generate(prompt, sampler, {.max_new_tokens = 3}, {}, nullptr, kLookup);
+    ASSERT_EQ(run.tokens.size(), 3u);
+    seen[run.tokens] += 1.0 / kRuns;
+    drafted += run.draft_tokens, accepted += run.accepted_tokens;
+  }
+  std::printf("[ lookup   ] %lld of %lld drafted tokens taken\n", static_cast<long long>(accepted),
+              static_cast<long long>(drafted));
+  ASSERT_GT(accepted, kRuns / 10);  // drafts taken in many runs and refused in many
+  ASSERT_LT(accepted, drafted - kRuns / 10);
+  double l1 = 0;
+  for (const auto& [tokens, p] : exact) l1 += std::abs(p - (seen.contains(tokens) ? seen[tokens] : 0.0));
+  for (const auto& [tokens, f] : seen) {
+    EXPECT_TRUE(exact.contains(tokens)) << "a sequence the target cannot sample";
+    if (!exact.contains(tokens)) l1 += f;
+  }
+  const auto k = static_cast<double>(exact.size());
+  const double bound = std::sqrt(2 * (k * std::log(2.0) + std::log(1e6)) / kRuns);
+  std::printf("[ lookup   ] L1 distance %.4f, bound %.4f\n", l1, bound);
+  EXPECT_LT(l1, bound) << exact.size() << " outcomes, " << kRuns << " runs";
+}
+
+TEST_F(SpeculativeTest, BackoffPausesTwiceAsLongAfterEachMissUpTo64Steps) {
+  DraftBackoff b(16);
+  EXPECT_TRUE(b.may_draft());
+  std::vector<int64_t> pauses;
+  for (int miss = 0; miss < 8; ++miss) {
+    b.record(0);
+    int64_t pause = 0;
+    while (!b.may_draft()) ++pause;
+    pauses.push_back(pause);
+  }
+  EXPECT_EQ(pauses, (std::vector<int64_t>{2, 4, 8, 16, 32, 64, 64, 64}));
+  b.record(1);  // a taken token: drafting resumes at once, the next miss pausing 2 again
+  EXPECT_TRUE(b.may_draft());
+  EXPECT_EQ(b.misses(), 0);
+  b.record(0);
+  EXPECT_FALSE(b.may_draft());
+  EXPECT_FALSE(b.may_draft());
+  EXPECT_TRUE(b.may_draft());
+}
+
+TEST_F(SpeculativeTest, TheDraftWindowIsTwiceWhatTheLastDraftHadTaken) {
+  DraftBackoff b(16, 0);
+  std::vector<int64_t> windows{b.window()};
+  for (const int64_t taken : {3, 0, 1, 2, 4, 8, 16, 5}) {
+    b.record(taken);
+    windows.push_back(b.window());
+  }
+  EXPECT_EQ(windows, (std::vector<int64_t>{16, 6, 1, 2, 4, 8, 16, 16, 10}));
+  DraftBackoff at_least(16, 3);  // never below --draft-min, which a shorter draft could not reach
+  at_least.record(0);
+  EXPECT_EQ(at_least.window(), 3);
+}
+
+// A stream whose every draft is wrong (its first token replaced by one greedy decoding does not
+// take) still gives plain greedy's tokens, and drafts only as often as the backoff lets it: 7
+// drafts in the first 128 + 7 steps, then one in 65.
+TEST_F(SpeculativeTest, AStreamWhoseDraftsAlwaysFailStopsDrafting) {
+  const auto model = tiny_llama(1024);
+  model->eval();
+  const std::vector<int64_t> prompt = repeating_prompt(*model);
+  const StopCriteria stop{.max_new_tokens = 400};
+  const std::vector<int64_t> plain = generate(*model, prompt, {.temperature = 0}, stop, {}).result.tokens;
+  CachedSequence sequence(*model), probe(*model);
+  Sampler sampler({.temperature = 0});
+  DecodeStream stream(sequence, sampler, stop, prompt, nullptr, {}, kLookup);
+  stream.prefill(prompt);
+  int64_t steps = 0, verified = 0;
+  while (stream.running()) {
+    ++steps;
+    std::vector<int64_t> draft = stream.draft();
+    if (draft.empty()) {  // a plain step (decode_step would ask for a draft again)
+      const Tensor logits = sequence.feed({stream.generated().back()}).to(DType::f32).contiguous();
+      stream.accept({logits.data<float>(), static_cast<size_t>(kVocab)});
+      continue;
+    }
+    probe.copy_from(sequence);  // the token greedy decoding takes next, which the draft must miss
+    const Tensor next = probe.feed({stream.generated().back()}).to(DType::f32).contiguous();
+    draft[0] = (argmax({next.data<float>(), static_cast<size_t>(kVocab)}) + 1) % kVocab;
+    std::vector<int64_t> ids{stream.generated().back()};
+    ids.insert(ids.end(), draft.begin(), draft.end());
+    const Tensor logits = sequence.feed(ids, true).to(DType::f32).contiguous();
+    stream.verify(draft, {logits.data<float>(), static_cast<size_t>(logits.numel())});
+    ++verified;
+  }
+  EXPECT_EQ(stream.generated(), plain);
+  EXPECT_EQ(stream.accepted(), 0);
+  EXPECT_GT(stream.drafted(), 0);
+  EXPECT_EQ(steps, 399);  // a refused draft still yields its correction: one token per step after the prefill's
+  // misses at steps 1, 4, 9, 18, 35, 68, 133, then every 65th
+  EXPECT_EQ(verified, 7 + (steps - 133) / 65);
+}
+
+}  // namespace
+}  // namespace nf::infer
