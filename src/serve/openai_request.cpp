@@ -309,6 +309,15 @@ CompletionRequest parse_completion_request(std::string_view text, Endpoint endpo
   r.speculative.lookup_ngram = integer_field(body, "speculative.ngram_size_n", 0).value_or(0);
   r.speculative.draft_max = integer_field(body, "speculative.n_max", 1).value_or(r.speculative.draft_max);
   r.speculative.draft_min = integer_field(body, "speculative.n_min", 0).value_or(0);
+  using infer::SpeculativeConfig;
+  if (r.speculative.lookup_ngram > SpeculativeConfig::kMaxLookupNgram)
+    throw invalid_request("speculative.ngram_size_n", "'speculative.ngram_size_n' must be at most " +
+                                                           std::to_string(SpeculativeConfig::kMaxLookupNgram) + ", got " +
+                                                           std::to_string(r.speculative.lookup_ngram));
+  if (r.speculative.draft_max > SpeculativeConfig::kMaxDraft)
+    throw invalid_request("speculative.n_max", "'speculative.n_max' must be at most " +
+                                                   std::to_string(SpeculativeConfig::kMaxDraft) + ", got " +
+                                                   std::to_string(r.speculative.draft_max));
   if (r.speculative.draft_min > r.speculative.draft_max)
     throw invalid_request("speculative.n_min", "'speculative.n_min' (" + std::to_string(r.speculative.draft_min) +
                                                    ") must be at most 'speculative.n_max' (" +

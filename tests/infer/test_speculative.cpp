@@ -124,6 +124,22 @@ TEST_F(SpeculativeTest, LookupDraftsWhatFollowedTheLongestMostRecentMatch) {
   EXPECT_EQ(lookup_draft(longer, 2, 2), (std::vector<int64_t>{1, 8}));
 }
 
+// The flags' bounds: what one stream may ask is paid by every stream stepping with it.
+TEST_F(SpeculativeTest, TheFlagsAreBounded) {
+  const auto refusal = [](SpeculativeConfig c) {
+    try {
+      c.validate();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(refusal({.lookup_ngram = 16, .draft_max = 64}), "accepted");
+  EXPECT_NE(refusal({.lookup_ngram = 17}).find("--lookup-ngram 17: must be in [0, 16]"), std::string::npos);
+  EXPECT_NE(refusal({.lookup_ngram = 2, .draft_max = 65}).find("--draft-max 65: must be in [1, 64]"), std::string::npos);
+  EXPECT_NE(refusal({.lookup_ngram = 2, .draft_max = 0}).find("--draft-max 0: must be in [1, 64]"), std::string::npos);
+}
+
 TEST_F(SpeculativeTest, GreedyEqualsPlainGreedyWithRoPE) {
   expect_same_tokens(*tiny_llama(512), {.temperature = 0});
 }

@@ -134,6 +134,13 @@ TEST(OpenAIRequest, Speculative) {
                  "must be an integer");
   expect_refused(R"({"prompt": "x", "speculative.n_max": 2, "speculative.n_min": 3})", Endpoint::completion,
                  "speculative.n_min", "at most 'speculative.n_max' (2)");
+  // bounded: a lookup of a long n-gram, or a long draft, would cost every stream of the step
+  expect_refused(R"({"prompt": "x", "speculative.ngram_size_n": 17})", Endpoint::completion, "speculative.ngram_size_n",
+                 "must be at most 16, got 17");
+  expect_refused(R"({"prompt": "x", "speculative.n_max": 1000000})", Endpoint::completion, "speculative.n_max",
+                 "must be at most 64, got 1000000");
+  EXPECT_EQ(parse_completion_request(R"({"prompt": "x", "speculative.ngram_size_n": 16, "speculative.n_max": 64})",
+                                     Endpoint::completion).speculative.draft_max, 64);
 }
 
 TEST(OpenAIRequest, BadInputNamesTheField) {

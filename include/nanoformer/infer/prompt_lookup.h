@@ -32,6 +32,13 @@
 namespace nf::infer {
 
 struct SpeculativeConfig {
+  // Bounds on what a request may ask: a search that finds nothing compares up to lookup_ngram^2 / 2
+  // tokens at each position of the history each step, and a draft is a forward of draft_max + 1
+  // tokens, both paid by every stream that steps with it (llama.cpp's lookup keeps n-grams of at
+  // most 4, LLAMA_NGRAM_MAX in common/ngram-cache.h; its server's n_max defaults to 16)
+  static constexpr int64_t kMaxLookupNgram = 16;
+  static constexpr int64_t kMaxDraft = 64;
+
   int64_t lookup_ngram = 0;  // --lookup-ngram N: draft by prompt lookup of the last N..1 tokens; 0 = off
   int64_t draft_max = 3;     // --draft-max K: tokens drafted at most per step (llama.cpp's default)
   int64_t draft_min = 0;     // --draft-min M: a shorter draft is not verified (a plain step instead)
