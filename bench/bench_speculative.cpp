@@ -34,6 +34,9 @@
 #include "nanoformer/grammar/token_trie.h"
 #include "nanoformer/infer/decode_step.h"
 #include "nanoformer/infer/session.h"
+#include "nanoformer/nanoformer.h"
+#include "ops/cpu/quant/int8_isa.h"
+#include "bench_process.h"
 
 namespace {
 
@@ -203,6 +206,8 @@ int main(int argc, char** argv) {
   const std::vector<Task> tasks = {{"extraction (copies the prompt)", document, extraction(rng, document, n_new)},
                                    {"nothing copied (drafts refused)", document, random_letters(rng, n_new)}};
   verify_costs(*model, document, 5 * rounds);
+  std::printf("cpu: %s, %d threads; int8 kernels %s, BLAS %s\n", bench::cpu_model().c_str(), num_threads(),
+              std::string(cpu::int8_isa_name(cpu::int8_isa())).c_str(), blas_info());
   std::printf("model %s, prompt %lld tokens, %lld new, --lookup-ngram %lld --draft-max %lld, %d rounds\n",
               model_path.c_str(), static_cast<long long>(doc), static_cast<long long>(n_new),
               static_cast<long long>(lookup.lookup_ngram), static_cast<long long>(lookup.draft_max), rounds);
