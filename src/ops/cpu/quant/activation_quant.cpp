@@ -171,7 +171,9 @@ void quantize_activation_blocks(const float* x, int64_t ldx, int64_t rows, int64
         BlockQ8_0* blocks = static_cast<BlockQ8_0*>(out) + r * nb;
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
         for (int64_t b = 0; b < nb; ++b)
-          blocks[b].d = _cvtss_sh(quantize_q8_0_avx2(row + b * kQK8_0, kQK8_0, blocks[b].qs, nullptr), _MM_FROUND_TO_NEAREST_INT);
+          // (vcvtps2ph as _cvtss_sh does, whose clang form is a compound literal -Wpedantic warns of)
+          blocks[b].d = static_cast<uint16_t>(_mm_extract_epi16(
+              _mm_cvtps_ph(_mm_set_ss(quantize_q8_0_avx2(row + b * kQK8_0, kQK8_0, blocks[b].qs, nullptr)), _MM_FROUND_TO_NEAREST_INT), 0));
 #else
         quantize_q8_0(row, blocks, nb);  // the reference: the same bits
 #endif

@@ -18,7 +18,9 @@
 #include "ops/cpu/quant/tiles_k_vnni.h"
 
 // GCC 12 warns of the self-initialised __Y of avx512fintrin.h's _mm512_undefined_* (its bug 105593)
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <cstddef>
@@ -55,14 +57,6 @@ NF_TARGET_AVX512_VNNI inline __m512 scales4(uint16_t a, uint16_t b, uint16_t c, 
   return _mm512_broadcast_f32x4(_mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<long long>(packed))));
 }
 
-// 16 bytes of scales (both 128-bit halves of a 256-bit register) -> 32 int16 by a byte shuffle
-NF_TARGET_AVX512_VNNI inline __m512i spread_u8(__m256i bytes, __m256i pattern) {
-  return _mm512_cvtepu8_epi16(_mm256_shuffle_epi8(bytes, pattern));
-}
-NF_TARGET_AVX512_VNNI inline __m512i spread_i8(__m256i bytes, __m256i pattern) {
-  return _mm512_cvtepi8_epi16(_mm256_shuffle_epi8(bytes, pattern));
-}
-
 // i32 lane 4k + c <- pair k of row c, from four rows' 4 pairs each in 128-bit lanes [row 0..3]
 NF_TARGET_AVX512_VNNI inline __m512i transpose4(__m512i rows) {
   return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), rows);
@@ -82,7 +76,7 @@ struct Q45_KHeaders {
 };
 
 template <class Block>
-NF_TARGET_AVX512_VNNI [[gnu::always_inline]] inline Q45_KHeaders q45_k_headers(const Block* const (&blk)[4]) {
+[[gnu::always_inline]] NF_TARGET_AVX512_VNNI inline Q45_KHeaders q45_k_headers(const Block* const (&blk)[4]) {
   const auto head = [&](int c) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[c])); };
   const __m512i h = _mm512_inserti32x4(
       _mm512_inserti32x4(_mm512_inserti32x4(_mm512_castsi128_si512(head(0)), head(1), 1), head(2), 2), head(3), 3);
@@ -115,14 +109,14 @@ struct Q45_KVnni {
   using Block = std::conditional_t<kFifth, BlockQ5_K, BlockQ4_K>;
 
   // int16 e of 128-bit lane L <- sc_j of row c: j = 4p + (e >= 4) + 2 (L >= 2), from sc16
-  NF_TARGET_AVX512_VNNI [[gnu::always_inline]] static __m512i scale_at(int c, int p) {
+  [[gnu::always_inline]] NF_TARGET_AVX512_VNNI static __m512i scale_at(int c, int p) {
     const auto four = [](int j) { return static_cast<long long>(0x0001000100010001ull * static_cast<unsigned>(j)); };
     const int j = 8 * c + 4 * p;
     return _mm512_set_epi64(four(j + 3), four(j + 2), four(j + 3), four(j + 2), four(j + 1), four(j), four(j + 1), four(j));
   }
 
   template <int R>
-  NF_TARGET_AVX512_VNNI [[gnu::always_inline]] static void step(const Block* const (&blk)[4], const KRow (&x)[R],
+  [[gnu::always_inline]] NF_TARGET_AVX512_VNNI static void step(const Block* const (&blk)[4], const KRow (&x)[R],
                                                                 __m512 (&acc)[R]) {
     const __m512i nibble = _mm512_set1_epi8(0x0f), sixteen = _mm512_set1_epi8(0x10);
     __m512i xq[R][4];  // [x of 4p | 4p + 2], [x of 4p + 1 | 4p + 3] for p = 0, 1
@@ -182,14 +176,14 @@ struct Sub16Vnni {
   using Block = typename W::Block;
 
   // int16 e of 128-bit lane L <- sc_j of row c % 2 of its table: j = 8h + L + 4 (e >= 4)
-  NF_TARGET_AVX512_VNNI [[gnu::always_inline]] static __m512i scale_at(int c, int h) {
+  [[gnu::always_inline]] NF_TARGET_AVX512_VNNI static __m512i scale_at(int c, int h) {
     const auto four = [](int j) { return static_cast<long long>(0x0001000100010001ull * static_cast<unsigned>(j)); };
     const int j = 16 * (c % 2) + 8 * h;
     return _mm512_set_epi64(four(j + 7), four(j + 3), four(j + 6), four(j + 2), four(j + 5), four(j + 1), four(j + 4), four(j));
   }
 
   template <int R>
-  NF_TARGET_AVX512_VNNI [[gnu::always_inline]] static void step(const Block* const (&blk)[4], const KRow (&x)[R],
+  [[gnu::always_inline]] NF_TARGET_AVX512_VNNI static void step(const Block* const (&blk)[4], const KRow (&x)[R],
                                                                 __m512 (&acc)[R]) {
     __m512i rows01, rows23;
     W::scales(blk, rows01, rows23);
@@ -229,7 +223,7 @@ struct Sub16Vnni {
 struct Q6_KUnpackVnni {
   using Block = BlockQ6_K;
   static constexpr int kOffsetShift = 5;
-  NF_TARGET_AVX512_VNNI [[gnu::always_inline]] static void integers(const Block& b, int h, __m512i& lo, __m512i& hi) {
+  [[gnu::always_inline]] NF_TARGET_AVX512_VNNI static void integers(const Block& b, int h, __m512i& lo, __m512i& hi) {
     const __m512i nibble = _mm512_set1_epi8(0x0f), pair = _mm512_set1_epi8(0x30);
     const __m512i ql = _mm512_loadu_si512(b.ql + 64 * h);
     const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * h)));
@@ -237,11 +231,11 @@ struct Q6_KUnpackVnni {
     lo = _mm512_or_si512(_mm512_and_si512(ql, nibble), _mm512_and_si512(_mm512_slli_epi16(bits, 4), pair));
     hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), nibble), _mm512_and_si512(bits, pair));
   }
-  NF_TARGET_AVX512_VNNI [[gnu::always_inline]] static __m512i two(const Block& a, const Block& b) {
+  [[gnu::always_inline]] NF_TARGET_AVX512_VNNI static __m512i two(const Block& a, const Block& b) {
     return _mm512_cvtepi8_epi16(_mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a.scales))),
                                                         _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)), 1));
   }
-  NF_TARGET_AVX512_VNNI [[gnu::always_inline]] static void scales(const Block* const (&blk)[4], __m512i& rows01, __m512i& rows23) {
+  [[gnu::always_inline]] NF_TARGET_AVX512_VNNI static void scales(const Block* const (&blk)[4], __m512i& rows01, __m512i& rows23) {
     rows01 = two(*blk[0], *blk[1]), rows23 = two(*blk[2], *blk[3]);
   }
 };
@@ -252,7 +246,7 @@ struct Q6_KUnpackVnni {
 struct Q3_KUnpackVnni {
   using Block = BlockQ3_K;
   static constexpr int kOffsetShift = 2;
-  NF_TARGET_AVX512_VNNI [[gnu::always_inline]] static void integers(const Block& b, int h, __m512i& lo, __m512i& hi) {
+  [[gnu::always_inline]] NF_TARGET_AVX512_VNNI static void integers(const Block& b, int h, __m512i& lo, __m512i& hi) {
     const __m512i three = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
     const __m512i qs = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * h)));
     const __m512i hm = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.hmask)));
@@ -267,7 +261,7 @@ struct Q3_KUnpackVnni {
   // 2-13 of each lane) -> sc_j = (6 bits) - 32: sc_0..3 = (s_0..3 & 15) | (s_8..11 & 3) << 4,
   // sc_4..7 = (s_4..7 & 15) | (s_8..11 >> 2 & 3) << 4, sc_8..11 = s_0..3 >> 4 | (s_8..11 >> 4 & 3) << 4,
   // sc_12..15 = s_4..7 >> 4 | (s_8..11 >> 6) << 4 (q3_k_scales in k_blocks.h)
-  NF_TARGET_AVX512_VNNI [[gnu::always_inline]] static void scales(const Block* const (&blk)[4], __m512i& rows01, __m512i& rows23) {
+  [[gnu::always_inline]] NF_TARGET_AVX512_VNNI static void scales(const Block* const (&blk)[4], __m512i& rows01, __m512i& rows23) {
     static_assert(offsetof(Block, scales) == 96 && sizeof(Block) == 110);
     const auto head = [&](int c) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(reinterpret_cast<const uint8_t*>(blk[c]) + 94)); };
     const __m512i h = _mm512_inserti32x4(
