@@ -111,29 +111,24 @@ def percentile(values, q):
     return values[min(len(values) - 1, int(q * len(values)))] if values else float("nan")
 
 
-def streams(url, clients, requests, prompt_tokens, system, max_tokens, seed):
-    """`clients` streaming clients at once, each sending `requests` completions one after another."""
-    host, port = url.replace("http://", "").split(":")
-    port = int(port)
-    ttft, gaps, tokens, prompts, errors = [], [], [0], [], []
-    lock = threading.Lock()
+def run_clients(clients, seed, more, send):
+    """`clients` threads at once, client i with random.Random(1000 seed + i), sending send(rng) while
+    more(k) holds (k: its requests so far): (the results, the errors, the seconds from the first
+    start to the last end)."""
+    results, errors, lock = [], [], threading.Lock()
 
     def client(index):
-        rng = random.Random(seed * 1000 + index)
-        for _ in range(requests):
-            prompt = (system + " " if system else "") + words(prompt_tokens, rng)
+        rng, k = random.Random(seed * 1000 + index), 0
+        while more(k):
+            k += 1
             try:
-                first, between, n, p = one_completion(host, port, prompt, max_tokens)
-            except Exception as e:  # noqa: BLE001 - reported below
+                r = send(rng)
+            except Exception as e:  # noqa: BLE001 - reported by the caller
                 with lock:
                     errors.append(str(e))
                 continue
             with lock:
-                ttft.append(first)
-                gaps.extend(between)
-                tokens[0] += n
-                if p is not None:
-                    prompts.append(p)
+                results.append(r)
 
     start = time.perf_counter()
     threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
@@ -141,8 +136,25 @@ def streams(url, clients, requests, prompt_tokens, system, max_tokens, seed):
         t.start()
     for t in threads:
         t.join()
-    elapsed = time.perf_counter() - start
-    return {"requests": len(ttft), "elapsed_s": elapsed, "output_tokens_per_s": tokens[0] / elapsed, "tokens": tokens[0],
+    return results, errors, time.perf_counter() - start
+
+
+def host_port(url):
+    host, port = url.replace("http://", "").split(":")
+    return host, int(port)
+
+
+def streams(url, clients, requests, prompt_tokens, system, max_tokens, seed):
+    """`clients` streaming clients at once, each sending `requests` completions one after another."""
+    host, port = host_port(url)
+    results, errors, elapsed = run_clients(
+        clients, seed, lambda k: k < requests,
+        lambda rng: one_completion(host, port, (system + " " if system else "") + words(prompt_tokens, rng), max_tokens))
+    ttft = [r[0] for r in results]
+    gaps = [g for r in results for g in r[1]]
+    tokens = sum(r[2] for r in results)
+    prompts = [r[3] for r in results if r[3] is not None]
+    return {"requests": len(ttft), "elapsed_s": elapsed, "output_tokens_per_s": tokens / elapsed, "tokens": tokens,
             "ttft_p50_s": percentile(ttft, 0.5), "ttft_p99_s": percentile(ttft, 0.99),
             "itl_p50_s": percentile(gaps, 0.5), "itl_p99_s": percentile(gaps, 0.99),
             "prompt_tokens_mean": statistics.mean(prompts) if prompts else None,
@@ -182,8 +194,10 @@ def compare_engines(a):
     for r in results:
         if r["engine"] == "ours":
             continue
-        mine = next(x for x in results if x["engine"] == "ours" and all(
-            x[k] == r[k] for k in ("clients", "prompt_words", "system_words")))
+        mine = next((x for x in results if x["engine"] == "ours" and all(
+            x[k] == r[k] for k in ("clients", "prompt_words", "system_words"))), None)
+        if mine is None:  # (ours not among --engines)
+            continue
         print(f"  vs {r['engine']:9s} prompt {r['prompt_words']:5d} system {r['system_words']:5d} clients {r['clients']:3d}: "
               f"tok/s x{mine['output_tokens_per_s'] / r['output_tokens_per_s']:.2f}, "
               f"ttft p99 x{mine['ttft_p99_s'] / r['ttft_p99_s']:.2f}, RSS x{mine['peak_rss_mib'] / r['peak_rss_mib']:.2f}")
@@ -191,37 +205,15 @@ def compare_engines(a):
 
 
 def load(url, clients, seconds, max_tokens):
-    host, port = url.replace("http://", "").split(":")
-    port = int(port)
-    ttft, tokens, errors = [], [0], []
-    lock = threading.Lock()
+    host, port = host_port(url)
     deadline = time.perf_counter() + seconds
-
-    def client(index):
-        rng = random.Random(index)
-        while time.perf_counter() < deadline:
-            try:
-                first, n = one_request(host, port, max_tokens, rng)
-            except Exception as e:  # noqa: BLE001 - reported below
-                with lock:
-                    errors.append(str(e))
-                continue
-            with lock:
-                ttft.append(first)
-                tokens[0] += n
-
-    start = time.perf_counter()
-    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    elapsed = time.perf_counter() - start  # the last requests finish after the deadline
-    ttft.sort()
+    results, errors, elapsed = run_clients(clients, 0, lambda k: time.perf_counter() < deadline,
+                                           lambda rng: one_request(host, port, max_tokens, rng))
+    ttft = [r[0] for r in results]  # (elapsed: the last requests finish after the deadline)
+    tokens = sum(r[1] for r in results)
     return {"requests": len(ttft), "elapsed_s": elapsed, "requests_per_s": len(ttft) / elapsed,
-            "tokens_per_s": tokens[0] / elapsed, "tokens": tokens[0],
-            "ttft_p50_s": statistics.median(ttft) if ttft else float("nan"),
-            "ttft_p99_s": ttft[min(len(ttft) - 1, int(0.99 * len(ttft)))] if ttft else float("nan"),
+            "tokens_per_s": tokens / elapsed, "tokens": tokens,
+            "ttft_p50_s": statistics.median(ttft) if ttft else float("nan"), "ttft_p99_s": percentile(ttft, 0.99),
             "errors": len(errors), "first_error": errors[0] if errors else ""}
 
 

@@ -67,14 +67,17 @@ class PeerServerProcess:
             raise RuntimeError(f"{binary} is not built: run tools/peers/build_{'llamacpp' if name == 'llamacpp' else 'ik_llama'}.sh")
         self.port = free_port()
         # -c is the slots' context together; ik_llama.cpp repacks its weights at load (-rtr), as bench_inference runs it
-        self.args = [binary, "-m", model, "--host", "127.0.0.1", "--port", str(self.port), "-t", str(threads),
+        self.args = [binary, "-m", os.path.abspath(model), "--host", "127.0.0.1", "--port", str(self.port), "-t", str(threads),
                      "-np", str(parallel), "-c", str(context * parallel)] + (["-rtr"] if name == "ik_llama" else [])
         self.env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(peers_dir, name, "bin"))
         self.log = tempfile.NamedTemporaryFile(prefix=f"{name}-server-", suffix=".log", delete=False)
         self.url = f"http://127.0.0.1:{self.port}"
 
     def __enter__(self):
-        self.process = subprocess.Popen(self.args, stdout=self.log, stderr=subprocess.STDOUT, env=self.env, cwd=ROOT)
+        # (in a folder of its own: ik_llama.cpp's server writes llama.log where it runs)
+        self.folder = tempfile.TemporaryDirectory(prefix="llama-server-")
+        self.process = subprocess.Popen(self.args, stdout=self.log, stderr=subprocess.STDOUT, env=self.env,
+                                        cwd=self.folder.name)
         deadline = time.time() + 300
         while time.time() < deadline:
             if self.process.poll() is not None:
@@ -102,6 +105,7 @@ class PeerServerProcess:
         except subprocess.TimeoutExpired:
             self.process.kill()
         os.unlink(self.log.name)
+        self.folder.cleanup()
 
 
 def free_port():
