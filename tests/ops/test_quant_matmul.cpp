@@ -115,6 +115,19 @@ Tensor gemv(const Tensor& x, const QuantizedTensor& w, bool scalar) {
 // types' tiles take AVX512-VNNI's where it is chosen, tiles_k_vnni.cpp; the others stay on AVX2's)
 std::string isa_trace(cpu::Int8Isa isa) { return std::string(cpu::int8_isa_name(isa)); }
 
+// check(y, row c of W decoded, c, r) for y = x W^T on each int8 instruction set, each row c of W and r of x
+template <class Check>
+void on_each_isa_and_row(const Tensor& x, const QuantizedTensor& w, Check check) {
+  for (cpu::Int8Isa isa : testing::all_int8_isas()) {
+    SCOPED_TRACE(isa_trace(isa));
+    const Tensor y = testing::on_int8_isa(isa, [&] { return gemv(x, w, false); });
+    for (int64_t c = 0; c < w.rows(); ++c) {
+      const DecodedRow row = decode_row(w.type(), w.row(c), w.cols());
+      for (int64_t r = 0; r < x.size(0); ++r) check(y, row, c, r);
+    }
+  }
+}
+
 const std::vector<QuantType> kTypes{QuantType::q8_0, QuantType::q4_0, QuantType::q4_1, QuantType::q5_0,
                                     QuantType::q5_1, QuantType::q4_k, QuantType::q6_k, QuantType::q5_k,
                                     QuantType::q3_k};
@@ -135,21 +148,13 @@ TEST(QuantDot, IntegerSumsAreExactWithUnitScales) {
       for (int64_t i = 0; i < m * k; ++i) ASSERT_EQ(static_cast<float>(a.q[static_cast<size_t>(i)]), x.data<float>()[i]) << "value " << i;
       for (int64_t i = 0; i < m * k / block; ++i) ASSERT_EQ(a.d[static_cast<size_t>(i)], 1.0f) << "block " << i;
       const Tensor y_scalar = gemv(x, w, /*scalar=*/true);
-      for (cpu::Int8Isa isa : testing::all_int8_isas()) {
-        SCOPED_TRACE(isa_trace(isa));
-        const Tensor y = testing::on_int8_isa(isa, [&] { return gemv(x, w, false); });
-        for (int64_t c = 0; c < n; ++c) {
-          const DecodedRow row = decode_row(type, w.row(c), k);
-          for (int64_t r = 0; r < m; ++r) {
-            int64_t expected = 0;
-            for (int64_t i = 0; i < k; ++i)
-              expected += static_cast<int64_t>(row.value[static_cast<size_t>(i)]) * a.row_q(r)[i];
-            ASSERT_LT(std::abs(expected), int64_t{1} << 24);
-            EXPECT_EQ(y.at({r, c}), static_cast<float>(expected)) << "row " << c << " x row " << r;
-            EXPECT_EQ(y_scalar.at({r, c}), static_cast<float>(expected)) << "scalar, row " << c << " x row " << r;
-          }
-        }
-      }
+      on_each_isa_and_row(x, w, [&](const Tensor& y, const DecodedRow& row, int64_t c, int64_t r) {
+        int64_t expected = 0;
+        for (int64_t i = 0; i < k; ++i) expected += static_cast<int64_t>(row.value[static_cast<size_t>(i)]) * a.row_q(r)[i];
+        ASSERT_LT(std::abs(expected), int64_t{1} << 24);
+        EXPECT_EQ(y.at({r, c}), static_cast<float>(expected)) << "row " << c << " x row " << r;
+        EXPECT_EQ(y_scalar.at({r, c}), static_cast<float>(expected)) << "scalar, row " << c << " x row " << r;
+      });
     }
 }
 
@@ -171,23 +176,17 @@ TEST(QuantDot, RandomScalesMatchTheDecodedFormulasInF64) {
       QuantizedActivations a;  // as the product quantises x (either way: the same bits)
       cpu::quantize_activations(x.data<float>(), k, 2, k, block, a);
       const Tensor y_scalar = gemv(x, w, /*scalar=*/true);
-      for (cpu::Int8Isa isa : testing::all_int8_isas()) {
-        SCOPED_TRACE(isa_trace(isa));
-        const Tensor y = testing::on_int8_isa(isa, [&] { return gemv(x, w, false); });
-        for (int64_t n = 0; n < 3; ++n)
-          for (int64_t r = 0; r < 2; ++r) {
-            const DecodedRow row = decode_row(type, w.row(n), k);
-            double expected = 0, magnitude = 0;  // sum of w x, x = d_x q_x
-            for (int64_t j = 0; j < k; ++j) {
-              const double x_j = static_cast<double>(a.row_d(r)[j / block]) * a.row_q(r)[j];
-              expected += row.value[static_cast<size_t>(j)] * x_j;
-              magnitude += row.magnitude[static_cast<size_t>(j)] * std::abs(x_j);
-            }
-            const double bound = dot_bound(k / 32, magnitude);
-            EXPECT_NEAR(y.at({r, n}), expected, bound) << "row " << n << " x row " << r;
-            EXPECT_NEAR(y_scalar.at({r, n}), expected, bound) << "scalar, row " << n << " x row " << r;
-          }
-      }
+      on_each_isa_and_row(x, w, [&](const Tensor& y, const DecodedRow& row, int64_t n, int64_t r) {
+        double expected = 0, magnitude = 0;  // sum of w x, x = d_x q_x
+        for (int64_t j = 0; j < k; ++j) {
+          const double x_j = static_cast<double>(a.row_d(r)[j / block]) * a.row_q(r)[j];
+          expected += row.value[static_cast<size_t>(j)] * x_j;
+          magnitude += row.magnitude[static_cast<size_t>(j)] * std::abs(x_j);
+        }
+        const double bound = dot_bound(k / 32, magnitude);
+        EXPECT_NEAR(y.at({r, n}), expected, bound) << "row " << n << " x row " << r;
+        EXPECT_NEAR(y_scalar.at({r, n}), expected, bound) << "scalar, row " << n << " x row " << r;
+      });
     }
 }
 
@@ -218,21 +217,14 @@ TEST(QuantDot, KTypesAtTheirExtremeIntegersAndScales) {
         std::uniform_int_distribution<int> sign(0, 1);
         for (int64_t i = 0; i < m * k; ++i) x.data<float>()[i] = m == 1 || i / k == 1 ? 127.0f : (sign(rng) ? 127.0f : -127.0f);
         if (m > 1) for (int64_t i = 0; i < k; ++i) x.data<float>()[2 * k + i] = -127.0f;
-        for (cpu::Int8Isa isa : testing::all_int8_isas()) {
-          SCOPED_TRACE(isa_trace(isa));
-          const Tensor y = testing::on_int8_isa(isa, [&] { return gemv(x, w, false); });
-          for (int64_t c = 0; c < n; ++c) {
-            const DecodedRow row = decode_row(type, w.row(c), k);
-            for (int64_t r = 0; r < m; ++r) {
-              double expected = 0, magnitude = 0;
-              for (int64_t i = 0; i < k; ++i) {
-                expected += row.value[static_cast<size_t>(i)] * x.data<float>()[r * k + i];
-                magnitude += row.magnitude[static_cast<size_t>(i)] * 127.0;
-              }
-              EXPECT_NEAR(y.at({r, c}), expected, dot_bound(k / 32, magnitude)) << "row " << c << " x row " << r;
-            }
+        on_each_isa_and_row(x, w, [&](const Tensor& y, const DecodedRow& row, int64_t c, int64_t r) {
+          double expected = 0, magnitude = 0;
+          for (int64_t i = 0; i < k; ++i) {
+            expected += row.value[static_cast<size_t>(i)] * x.data<float>()[r * k + i];
+            magnitude += row.magnitude[static_cast<size_t>(i)] * 127.0;
           }
-        }
+          EXPECT_NEAR(y.at({r, c}), expected, dot_bound(k / 32, magnitude)) << "row " << c << " x row " << r;
+        });
       }
 }
 
