@@ -129,27 +129,45 @@ Tensor MultiHeadAttention::attend(const Tensor& q, const Tensor& k, const Tensor
   return r.out;
 }
 
-Tensor MultiHeadAttention::attend_cached(const Tensor& q, const Tensor& k, const Tensor& v, const CachedAttention& cache) {
+Tensor MultiHeadAttention::attend_cached(const Tensor& q, const Tensor& k, const Tensor& v,
+                                         std::span<const CachedAttention> caches) {
   const AttentionConfig& c = config_;
-  const LayerKV& storage = cache.kv;
-  const KVStorage& keys = storage.keys;
-  NF_CHECK(keys.heads() == c.n_kv_heads && keys.head_dim() == c.head_dim, "MultiHeadAttention: the cache holds ",
-           shape_str({keys.batch(), keys.heads(), keys.columns(), keys.head_dim()}), " keys, not (batch, n_kv_heads = ",
-           c.n_kv_heads, ", len, head_dim = ", c.head_dim, ")");
-  const KVCacheStep& step = *cache.step;
-  const int64_t B = step.batch, T = step.new_tokens, p = step.position, length = cache.column + T;
-  const auto [q_at, k_at] = positioned(q, k, p, p);
-  // the new keys and values go in place into columns column .. column + T - 1 (in the rows' type);
-  // attention reads columns 0 .. column + T - 1, column 0 at position p - column
-  keys.write(cache.column, k_at);
-  storage.values.write(cache.column, v);
-  if (q_at.dtype() == DType::f32 && !(position_ && position_->has_score_bias()))
-    return scaled_dot_product_attention(q_at, keys, storage.values, length,
-                                        {.causal = c.causal, .window = c.window, .scale = c.scale});
-  // another dtype, or a score bias (which reads the keys): over the columns as q's dtype (a view of
-  // rows of that type, else their values converted)
-  return attend(q_at, keys.read(B, 0, length, q_at.dtype()), storage.values.read(B, 0, length, q_at.dtype()), {}, p,
-                p - cache.column, nullptr);
+  const int64_t B = q.size(0), Tq = q.size(2);
+  const bool in_place = q.dtype() == DType::f32 && !(position_ && position_->has_score_bias());
+  std::vector<Tensor> queries, outputs;  // positioned queries (in place), or outputs, per cache
+  std::vector<CachedKV> rows_of;         // in place: each cache's rows
+  int64_t rows = 0;
+  for (const CachedAttention& cache : caches) {
+    const LayerKV& storage = cache.kv;
+    const KVStorage& keys = storage.keys;
+    NF_CHECK(keys.heads() == c.n_kv_heads && keys.head_dim() == c.head_dim, "MultiHeadAttention: the cache holds ",
+             shape_str({keys.batch(), keys.heads(), keys.columns(), keys.head_dim()}), " keys, not (batch, n_kv_heads = ",
+             c.n_kv_heads, ", len, head_dim = ", c.head_dim, ")");
+    NF_CHECK(cache.step && cache.step->new_tokens == Tq && rows + cache.step->batch <= B,
+             "MultiHeadAttention: x must be (B, T = new tokens, dim = ", c.dim, ") with the caches' rows, got ",
+             shape_str({B, Tq, c.dim}));
+    const KVCacheStep& step = *cache.step;
+    const int64_t n = step.batch, p = step.position, length = cache.column + Tq;
+    const auto [q_at, k_at] = positioned(narrow(q, 0, rows, n), narrow(k, 0, rows, n), p, p);
+    // the new keys and values go in place into columns column .. column + T - 1 (in the rows' type);
+    // attention reads columns 0 .. column + T - 1, column 0 at position p - column
+    keys.write(cache.column, k_at);
+    storage.values.write(cache.column, narrow(v, 0, rows, n));
+    if (in_place) {
+      queries.push_back(q_at);
+      rows_of.push_back({&keys, &storage.values, length, n});
+    } else {
+      // another dtype, or a score bias (which reads the keys): over the columns as q's dtype (a view
+      // of rows of that type, else their values converted)
+      outputs.push_back(attend(q_at, keys.read(n, 0, length, q_at.dtype()), storage.values.read(n, 0, length, q_at.dtype()),
+                               {}, p, p - cache.column, nullptr));
+    }
+    rows += n;
+  }
+  NF_CHECK(rows == B, "MultiHeadAttention: the caches hold ", rows, " rows, x ", B);
+  if (!in_place) return outputs.size() == 1 ? outputs[0] : cat(outputs, 0);
+  return scaled_dot_product_attention(queries.size() == 1 ? queries[0] : cat(queries, 0), rows_of,
+                                      {.causal = c.causal, .window = c.window, .scale = c.scale});
 }
 
 Tensor MultiHeadAttention::forward(const Tensor& x, const AttentionInputs& in, Tensor* weights) {
@@ -195,18 +213,7 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const AttentionInputs& in, T
   }
   Tensor y;
   if (cached) {
-    int64_t rows = 0;
-    std::vector<Tensor> outputs;
-    for (const CachedAttention& cache : in.caches) {
-      NF_CHECK(cache.step && cache.step->new_tokens == Tq && rows + cache.step->batch <= B,
-               "MultiHeadAttention: x must be (B, T = new tokens, dim = ", c.dim, ") with the caches' rows, got ",
-               shape_str(x.shape()));
-      const int64_t n = cache.step->batch;
-      outputs.push_back(attend_cached(narrow(q, 0, rows, n), narrow(k, 0, rows, n), narrow(v, 0, rows, n), cache));
-      rows += n;
-    }
-    NF_CHECK(rows == B, "MultiHeadAttention: the caches hold ", rows, " rows, x ", B);
-    y = outputs.size() == 1 ? outputs[0] : cat(outputs, 0);
+    y = attend_cached(q, k, v, in.caches);
   } else {
     const int64_t k_position = cross ? 0 : in.q_offset;
     const auto [q_at, k_at] = positioned(q, in.context_kv ? Tensor() : k, in.q_offset, k_position);

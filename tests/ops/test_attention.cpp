@@ -274,12 +274,60 @@ TEST(Attention, OverAQuantizedCacheEqualsAttentionOverItsDequantizedValues) {
     }
   }
   const KVStorage k(QuantType::q8_0, 1, 2, 8, 32);
-  EXPECT_THROW_WITH(scaled_dot_product_attention(zeros({2, 4, 1, 32}), k, k, 8), "B <= 1", "(2, 4, 1, 32)");
+  EXPECT_THROW_WITH(scaled_dot_product_attention(zeros({2, 4, 1, 32}), k, k, 8), "2 rows of 1", "(2, 4, 1, 32)");
   EXPECT_THROW_WITH(scaled_dot_product_attention(zeros({1, 4, 1, 32}), k, k, 9), "9 keys of a cache of 8 columns");
   EXPECT_THROW_WITH(scaled_dot_product_attention(zeros({1, 4, 1, 32}), k, k, 8, {.dropout_p = 0.1}), "no mask",
                     "dropout");
   EXPECT_THROW_WITH(KVStorage(QuantType::q8_0, 1, 2, 8, 48), "q8_0", "blocks of 32", "head_dim 48");
   EXPECT_THROW_WITH(KVStorage(QuantType::q4_0, 1, 2, 8, 48), "q4_0", "blocks of 32", "head_dim 48");
+}
+
+// Continuous batching's step: the rows of several caches (their own lengths, rows and types)
+// attend in one call, each row exactly as in a call over its cache alone.
+TEST(Attention, OverSeveralCachesEqualsEachCacheAlone) {
+  struct Cache {
+    QuantType type;
+    int64_t rows, length;
+  };
+  const Cache shapes[] = {{QuantType::f16, 1, 37}, {QuantType::q8_0, 2, 5}, {QuantType::f32, 1, 130}, {QuantType::q4_0, 1, 1}};
+  const int64_t H = 8, Hkv = 2, D = 64;
+  for (const int64_t Tq : {1, 3}) {
+    for (const AttentionOptions& o : {AttentionOptions{.causal = true}, AttentionOptions{.causal = true, .window = 4}}) {
+      Generator gen(11);
+      std::vector<KVStorage> keys, values;
+      std::vector<CachedKV> caches;
+      std::vector<Tensor> queries;
+      for (const Cache& c : shapes) {
+        keys.emplace_back(c.type, c.rows, Hkv, c.length + Tq + 3, D);
+        values.emplace_back(c.type, c.rows, Hkv, c.length + Tq + 3, D);
+        keys.back().write(0, randn({c.rows, Hkv, c.length + Tq + 3, D}, gen));
+        values.back().write(0, randn({c.rows, Hkv, c.length + Tq + 3, D}, gen));
+        queries.push_back(randn({c.rows, H, Tq, D}, gen));
+      }
+      for (size_t i = 0; i < keys.size(); ++i) caches.push_back({&keys[i], &values[i], shapes[i].length + Tq, shapes[i].rows});
+      const Tensor together = scaled_dot_product_attention(cat(queries, 0), caches, o);
+      int64_t row = 0;
+      for (size_t i = 0; i < keys.size(); ++i) {
+        const Tensor alone = scaled_dot_product_attention(queries[i], keys[i], values[i], caches[i].length, o);
+        EXPECT_TENSOR_CLOSE(narrow(together, 0, row, shapes[i].rows), alone, 0.0, 0.0)
+            << quant_type_name(shapes[i].type) << " cache " << i << ", Tq " << Tq << ", window " << o.window;
+        row += shapes[i].rows;
+      }
+      // a chunk longer than decoding's rows: each cache through the fused kernel, still as alone
+      if (Tq == 3) {
+        const Tensor q = randn({5, H, 5, D}, gen);
+        std::vector<CachedKV> longer = caches;
+        for (CachedKV& c : longer) c.length += 2;
+        const Tensor got = scaled_dot_product_attention(q, longer, o);
+        EXPECT_TENSOR_CLOSE(narrow(got, 0, 1, 2),
+                            scaled_dot_product_attention(narrow(q, 0, 1, 2), keys[1], values[1], longer[1].length, o), 0.0, 0.0);
+      }
+    }
+  }
+  KVStorage k(QuantType::f16, 1, 2, 8, 32);
+  const CachedKV two[] = {{&k, &k, 8, 1}, {&k, &k, 4, 1}};
+  EXPECT_THROW_WITH(scaled_dot_product_attention(zeros({3, 4, 1, 32}), two), "the caches hold 2 rows of q's 3");
+  EXPECT_THROW_WITH(scaled_dot_product_attention(zeros({2, 4, 1, 32}), std::span<const CachedKV>{}), "no caches");
 }
 
 // ---- memory ----

@@ -123,10 +123,11 @@ class MultiHeadAttention : public Module {
   // softmax(scale q k^T + score bias + masks) v of positioned q and k: (B, H, Tq, Dh)
   Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionMasks& masks, int64_t q_position,
                 int64_t k_position, Tensor* weights);
-  // One cache's rows: writes its new k, v into the cache's storage and attends over its prefix and
-  // them: the rows in place (ops' attention over a KV cache), or read back where a score bias or
-  // q's dtype needs the plain tensors (a view where the rows are q's dtype).
-  Tensor attend_cached(const Tensor& q, const Tensor& k, const Tensor& v, const CachedAttention& cache);
+  // Each cache's rows of q, k, v (in the caches' order): writes its new k, v into the cache's
+  // storage, then every row attends over its own cache's prefix and them: the rows in place, all
+  // caches in one call (ops' attention over KV caches), or, where a score bias or q's dtype needs
+  // the plain tensors, each cache's read back (a view where the rows are q's dtype).
+  Tensor attend_cached(const Tensor& q, const Tensor& k, const Tensor& v, std::span<const CachedAttention> caches);
 
   AttentionConfig config_;  // n_kv_heads, head_dim and context_dim resolved
   std::shared_ptr<AttentionPosition> position_;

@@ -19,6 +19,7 @@
 // The fused kernel computes no key tile that causality or the window hide from a whole query tile.
 #include <cstdint>
 #include <optional>
+#include <span>
 
 #include "nanoformer/core/generator.h"
 #include "nanoformer/core/tensor.h"
@@ -73,5 +74,17 @@ AttentionWithWeights scaled_dot_product_attention_with_weights(const Tensor& q, 
 // f32, else dequantised to f32. Takes causal, window and scale; no mask, key padding or dropout.
 Tensor scaled_dot_product_attention(const Tensor& q, const KVStorage& k, const KVStorage& v, int64_t length,
                                     const AttentionOptions& options = {});
+
+// Inference over several caches at once (continuous batching: each sequence in its own cache, at
+// its own length): cache i's rows are the next caches[i].rows rows of q, which attend over columns
+// 0 .. length - 1 of the cache's first rows, as above; every cache's work in one kernel call (on
+// the CPU, one parallel region over every cache's rows and KV heads).
+struct CachedKV {
+  const KVStorage* keys = nullptr;
+  const KVStorage* values = nullptr;
+  int64_t length = 0;
+  int64_t rows = 1;
+};
+Tensor scaled_dot_product_attention(const Tensor& q, std::span<const CachedKV> caches, const AttentionOptions& options = {});
 
 }  // namespace nf

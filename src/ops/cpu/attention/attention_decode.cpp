@@ -1,6 +1,7 @@
 #include "ops/cpu/attention/attention_decode.h"
 
 #include <algorithm>
+#include <span>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -404,79 +405,145 @@ bool attention_decode_reads(QuantType type) {
          type == QuantType::q4_0;
 }
 
-void attention_decode_forward(const AttentionProblem& p, const Tensor& q, const KVRows& k, const KVRows& v,
-                              const Tensor& out, const Tensor& lse) {
-  constexpr float kInf = std::numeric_limits<float>::infinity();
-  const attention_tiles::ScoreMasks<float> masks(p);
-  const int64_t D = p.D, group = p.H / p.Hkv, rows = group * p.Tq;
-  // query i scores only keys [first_key(i), end_key(i)): its causal diagonal ends them, a sliding
-  // window starts them (so a row holds at most `window` scores)
-  const auto first_key = [&](int64_t i) { return masks.key_begin(i); };
-  const auto end_key = [&](int64_t i) { return std::max(masks.key_end(i, 1), first_key(i)); };
+namespace {
+
+// What the tasks of one part share: its problem, its rows, the rows' products and where each
+// query's keys begin and end. Query i scores only keys [first_key(i), end_key(i)): its causal
+// diagonal ends them, a sliding window starts them (so a row holds at most `window` scores).
+struct DecodePart {
+  DecodePart(const CachedPart& part)
+      : p(part.p), k(part.k), v(part.v), row0(part.row0), masks(part.p), products(row_products(part.k.type, part.p.D)),
+        value_products(row_products(part.v.type, part.p.D)) {
+    for (int64_t i = 0; i < p.Tq; ++i) row_len = std::max(row_len, end_key(i) - first_key(i));
+  }
+  int64_t first_key(int64_t i) const { return masks.key_begin(i); }
+  int64_t end_key(int64_t i) const { return std::max(masks.key_end(i, 1), first_key(i)); }
+
+  const AttentionProblem& p;
+  KVRows k, v;
+  int64_t row0;
+  attention_tiles::ScoreMasks<float> masks;
+  RowProducts products, value_products;
   int64_t row_len = 1;
-  for (int64_t i = 0; i < p.Tq; ++i) row_len = std::max(row_len, end_key(i) - first_key(i));
-  // row r of a task is query i = r % Tq of head h = hk group + r / Tq
-  const auto query = [&](const Tensor& t, int64_t b, int64_t h, int64_t i) {
-    return t.data<float>() + b * t.stride(0) + h * t.stride(1) + i * t.stride(2);
+};
+
+// A thread's buffers, grown to the largest task it takes: the group's rows of scores, and the
+// pointers and scales handed to the products.
+struct DecodeScratch {
+  std::vector<float> s, scales;
+  std::vector<const float*> inputs;
+  std::vector<float*> outputs;
+  void fit(const DecodePart& part) {
+    const auto group = static_cast<size_t>(part.p.H / part.p.Hkv);
+    s.resize(std::max(s.size(), group * static_cast<size_t>(part.p.Tq * part.row_len)));
+    scales.resize(std::max(scales.size(), group));
+    inputs.resize(std::max(inputs.size(), group));
+    outputs.resize(std::max(outputs.size(), group));
+  }
+};
+
+// The heads of KV head hk at batch row b of a part: every query row of its group against the row's
+// keys and values. Rows of q, out and lse are the part's row0 + b.
+void decode_task(const DecodePart& part, const Tensor& q, const Tensor& out, float* L, int64_t b, int64_t hk,
+                 DecodeScratch& scratch) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  const AttentionProblem& p = part.p;
+  const KVRows &k = part.k, &v = part.v;
+  const int64_t D = p.D, group = p.H / p.Hkv, row_len = part.row_len, qb = part.row0 + b;
+  scratch.fit(part);
+  float* s = scratch.s.data();
+  const float** inputs = scratch.inputs.data();
+  float** outputs = scratch.outputs.data();
+  // row r of the task is query i = r % Tq of head h = hk group + r / Tq
+  const auto query = [&](int64_t h, int64_t i) {
+    return q.data<float>() + qb * q.stride(0) + h * q.stride(1) + i * q.stride(2);
   };
-  const RowProducts products = row_products(k.type, D), value_products = row_products(v.type, D);
+  const unsigned char* k_rows = k.data + b * k.batch_stride + hk * k.head_stride;
+  const unsigned char* v_rows = v.data + b * v.batch_stride + hk * v.head_stride;
+  // the rows' scores first, so that the group's keys are read while they are in cache: the
+  // group's heads at query i share keys [first_key(i), end_key(i))
+  for (int64_t i = 0; i < p.Tq; ++i) {
+    const int64_t j0 = part.first_key(i);
+    for (int64_t g = 0; g < group; ++g) inputs[g] = query(hk * group + g, i);
+    part.products.scores(inputs, group, k_rows + j0 * k.row_stride, k.row_stride, part.end_key(i) - j0, D,
+                         s + i * row_len, p.Tq * row_len);
+  }
+  for (int64_t i = 0; i < p.Tq; ++i) {
+    const int64_t j0 = part.first_key(i), keys = part.end_key(i) - j0;
+    int64_t attending = 0;  // rows with a key left after the masks
+    for (int64_t g = 0; g < group; ++g) {
+      const int64_t h = hk * group + g;
+      float* row = s + (g * p.Tq + i) * row_len;
+      float* o = out.data<float>() + qb * out.stride(0) + h * out.stride(1) + i * out.stride(2);
+      // p = e^(s - max s) after scale, bias and masks; out = p v / sum p, lse = max s + log sum p;
+      // a row whose keys are all masked gets out = 0, lse = +inf
+      part.masks.apply(row, keys, b, h, i, j0);
+      const float m = keys > 0 ? row_max(row, keys) : -kInf;
+      const float l = m == -kInf ? 0.0f : lane_sum<float>(keys, [&](int64_t c) { return row[c] = vmath::exp(row[c] - m); });
+      L[(qb * p.H + h) * p.Tq + i] = l > 0.0f ? m + std::log(l) : kInf;
+      if (l > 0.0f) {
+        inputs[attending] = row;
+        scratch.scales[static_cast<size_t>(attending)] = 1.0f / l;
+        outputs[attending++] = o;
+      } else {
+        std::fill_n(o, D, 0.0f);
+      }
+    }
+    part.value_products.weighted_sum(inputs, attending, v_rows + j0 * v.row_stride, v.row_stride, keys, D,
+                                     scratch.scales.data(), outputs);
+  }
+}
+
+// Every (part, batch row, KV head) task of the parts, split across the threads: the streams of a
+// continuous-batching step in one parallel region, however many there are.
+void decode_parts(std::span<const CachedPart> parts, const Tensor& q, const Tensor& out, const Tensor& lse) {
+  std::vector<DecodePart> prepared(parts.begin(), parts.end());
+  std::vector<int64_t> first_task(prepared.size() + 1, 0);  // part i's tasks are first_task[i] ..
+  for (size_t i = 0; i < prepared.size(); ++i) first_task[i + 1] = first_task[i] + prepared[i].p.B * prepared[i].p.Hkv;
   float* L = lse.data<float>();
-  parallel_for(p.B * p.Hkv, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> s(static_cast<size_t>(rows * row_len)), scales(static_cast<size_t>(group));
-    std::vector<const float*> inputs(static_cast<size_t>(group));
-    std::vector<float*> outputs(static_cast<size_t>(group));
+  parallel_for(first_task.back(), 1, [&](int64_t begin, int64_t end) {
+    DecodeScratch scratch;
+    auto part = std::upper_bound(first_task.begin(), first_task.end(), begin) - first_task.begin() - 1;
     for (int64_t task = begin; task < end; ++task) {
-      const int64_t b = task / p.Hkv, hk = task % p.Hkv;
-      const unsigned char* k_rows = k.data + b * k.batch_stride + hk * k.head_stride;
-      const unsigned char* v_rows = v.data + b * v.batch_stride + hk * v.head_stride;
-      // the rows' scores first, so that the group's keys are read while they are in cache: the
-      // group's heads at query i share keys [first_key(i), end_key(i))
-      for (int64_t i = 0; i < p.Tq; ++i) {
-        const int64_t j0 = first_key(i);
-        for (int64_t g = 0; g < group; ++g) inputs[static_cast<size_t>(g)] = query(q, b, hk * group + g, i);
-        products.scores(inputs.data(), group, k_rows + j0 * k.row_stride, k.row_stride, end_key(i) - j0, D,
-                        s.data() + i * row_len, p.Tq * row_len);
-      }
-      for (int64_t i = 0; i < p.Tq; ++i) {
-        const int64_t j0 = first_key(i), keys = end_key(i) - j0;
-        int64_t attending = 0;  // rows with a key left after the masks
-        for (int64_t g = 0; g < group; ++g) {
-          const int64_t h = hk * group + g;
-          float* row = s.data() + (g * p.Tq + i) * row_len;
-          float* o = out.data<float>() + b * out.stride(0) + h * out.stride(1) + i * out.stride(2);
-          // p = e^(s - max s) after scale, bias and masks; out = p v / sum p, lse = max s + log sum p;
-          // a row whose keys are all masked gets out = 0, lse = +inf
-          masks.apply(row, keys, b, h, i, j0);
-          const float m = keys > 0 ? row_max(row, keys) : -kInf;
-          const float l = m == -kInf ? 0.0f : lane_sum<float>(keys, [&](int64_t c) { return row[c] = vmath::exp(row[c] - m); });
-          L[(b * p.H + h) * p.Tq + i] = l > 0.0f ? m + std::log(l) : kInf;
-          if (l > 0.0f) {
-            inputs[static_cast<size_t>(attending)] = row;
-            scales[static_cast<size_t>(attending)] = 1.0f / l;
-            outputs[static_cast<size_t>(attending++)] = o;
-          } else {
-            std::fill_n(o, D, 0.0f);
-          }
-        }
-        value_products.weighted_sum(inputs.data(), attending, v_rows + j0 * v.row_stride, v.row_stride, keys, D,
-                                    scales.data(), outputs.data());
-      }
+      while (task >= first_task[static_cast<size_t>(part) + 1]) ++part;
+      const DecodePart& d = prepared[static_cast<size_t>(part)];
+      const int64_t local = task - first_task[static_cast<size_t>(part)];
+      decode_task(d, q, out, L, local / d.p.Hkv, local % d.p.Hkv, scratch);
     }
   });
 }
 
-void attention_cached_forward(const AttentionProblem& p, const Tensor& q, const KVRows& k, const KVRows& v,
+}  // namespace
+
+void attention_decode_forward(const AttentionProblem& p, const Tensor& q, const KVRows& k, const KVRows& v,
                               const Tensor& out, const Tensor& lse) {
-  if (attention_decode_applies(p, q.dtype()) && attention_decode_reads(k.type) && attention_decode_reads(v.type))
-    return attention_decode_forward(p, q, k, v, out, lse);
-  // the fused kernel reads f32 rows at any stride: those in place, other types' first Tk columns dequantised
-  const auto readable = [&](const KVRows& rows) {
-    if (rows.type == QuantType::f32) return rows_tensor(rows, p.B, p.Hkv, p.Tk, p.D);
-    const Tensor t = Tensor::empty({p.B, p.Hkv, p.Tk, p.D});
-    kv_read(t, rows);
-    return t;
+  const CachedPart part{p, k, v, 0};
+  decode_parts({&part, 1}, q, out, lse);
+}
+
+void attention_cached_forward(std::span<const CachedPart> parts, const Tensor& q, const Tensor& out, const Tensor& lse) {
+  const auto decodes = [&](const CachedPart& part) {
+    return attention_decode_applies(part.p, q.dtype()) && attention_decode_reads(part.k.type) &&
+           attention_decode_reads(part.v.type);
   };
-  attention_forward(p, q, readable(k), readable(v), out, lse);
+  if (std::all_of(parts.begin(), parts.end(), decodes)) return decode_parts(parts, q, out, lse);
+  for (const CachedPart& part : parts) {
+    const AttentionProblem& p = part.p;
+    const Tensor q_rows = q.narrow(0, part.row0, p.B), out_rows = out.narrow(0, part.row0, p.B),
+                 lse_rows = lse.narrow(0, part.row0, p.B);
+    if (decodes(part)) {
+      attention_decode_forward(p, q_rows, part.k, part.v, out_rows, lse_rows);
+      continue;
+    }
+    // the fused kernel reads f32 rows at any stride: those in place, other types' first Tk columns dequantised
+    const auto readable = [&](const KVRows& rows) {
+      if (rows.type == QuantType::f32) return rows_tensor(rows, p.B, p.Hkv, p.Tk, p.D);
+      const Tensor t = Tensor::empty({p.B, p.Hkv, p.Tk, p.D});
+      kv_read(t, rows);
+      return t;
+    };
+    attention_forward(p, q_rows, readable(part.k), readable(part.v), out_rows, lse_rows);
+  }
 }
 
 void kv_write(const KVRows& rows, const Tensor& x) {

@@ -6,6 +6,8 @@
 // (whose packing costs more than the arithmetic). Keys and values are read where they are stored,
 // as f32, f16, bf16, Q8_0 or Q4_0 rows (a KV cache of that type, ops/kv_storage.h), never converted
 // as a whole.
+#include <span>
+
 #include "nanoformer/core/quant_type.h"
 #include "ops/cpu/attention/attention.h"
 
@@ -32,12 +34,21 @@ inline void attention_decode_forward(const AttentionProblem& p, const Tensor& q,
   attention_decode_forward(p, q, kv_rows(k), kv_rows(v), out, lse);
 }
 
-// The CPU entry of attention over a KV cache's rows (ops/attention_cache.cpp's table): the decoding
-// kernel on the rows in place where it applies and reads their type, else the fused kernel over
-// the first Tk columns: f32 rows in place (a strided view), others dequantised. q f32 (B, H, Tq, D)
-// with unit stride along D; out and lse as attention_forward's.
-void attention_cached_forward(const AttentionProblem& p, const Tensor& q, const KVRows& k, const KVRows& v,
-                              const Tensor& out, const Tensor& lse);
+// One cache's part of attention over several (continuous batching: each sequence in its own
+// cache, ops/attention.h): problem p over its keys and values k, v, its batch rows the rows
+// row0 .. row0 + p.B - 1 of q, out and lse.
+struct CachedPart {
+  AttentionProblem p;
+  KVRows k, v;
+  int64_t row0 = 0;
+};
+
+// The CPU entry of attention over KV caches' rows (ops/attention_cache.cpp's table): where every
+// part is decoding's (attention_decode_applies, a type it reads), all the parts' tasks in one
+// parallel region; else each part alone, the fused kernel over its first Tk columns where the
+// decoding kernel does not apply: f32 rows in place (a strided view), others dequantised. q f32
+// (R, H, Tq, D) with unit stride along D; out and lse as attention_forward's, R rows.
+void attention_cached_forward(std::span<const CachedPart> parts, const Tensor& q, const Tensor& out, const Tensor& lse);
 
 // A KV cache's rows (B, heads, n, D) written from x (B, heads, n, D) f32 with unit stride along D,
 // each row quantised to the rows' type; and read back into out (B, heads, n, D) f32 contiguous.
