@@ -96,14 +96,15 @@ MultiHeadAttention::MultiHeadAttention(const AttentionConfig& config, std::share
   if (c.dropout > 0.0 && c.seed == 0) dropout_gen_ = Generator(draw_seed(gen));
 }
 
-std::pair<Tensor, Tensor> MultiHeadAttention::positioned(Tensor q, Tensor k, int64_t q_position, int64_t k_position) {
+std::pair<Tensor, Tensor> MultiHeadAttention::positioned(Tensor q, Tensor k, std::span<const int64_t> q_positions,
+                                                         std::span<const int64_t> k_positions) {
   if (q_norm) {  // rms(x) * w over head_dim, before rotation (Qwen3Attention's q_norm / k_norm)
     q = q_norm->forward(q);
     if (k.defined()) k = k_norm->forward(k);
   }
   if (position_) {
-    q = position_->rotate_queries(q, q_position);
-    if (k.defined()) k = position_->rotate_keys(k, k_position);
+    q = position_->rotate_queries(q, q_positions);
+    if (k.defined()) k = position_->rotate_keys(k, k_positions);
   }
   if (config_.qk_norm && !q_norm) {
     q = rms_norm(q, {}, config_.qk_norm_eps);  // x / sqrt(mean(x^2) + eps), fused, no weight
@@ -133,41 +134,47 @@ Tensor MultiHeadAttention::attend_cached(const Tensor& q, const Tensor& k, const
                                          std::span<const CachedAttention> caches) {
   const AttentionConfig& c = config_;
   const int64_t B = q.size(0), Tq = q.size(2);
-  const bool in_place = q.dtype() == DType::f32 && !(position_ && position_->has_score_bias());
-  std::vector<Tensor> queries, outputs;  // positioned queries (in place), or outputs, per cache
-  std::vector<CachedKV> rows_of;         // in place: each cache's rows
-  int64_t rows = 0;
+  std::vector<int64_t> positions;  // of each row's first new token
+  positions.reserve(static_cast<size_t>(B));
   for (const CachedAttention& cache : caches) {
-    const LayerKV& storage = cache.kv;
-    const KVStorage& keys = storage.keys;
+    const KVStorage& keys = cache.kv.keys;
     NF_CHECK(keys.heads() == c.n_kv_heads && keys.head_dim() == c.head_dim, "MultiHeadAttention: the cache holds ",
              shape_str({keys.batch(), keys.heads(), keys.columns(), keys.head_dim()}), " keys, not (batch, n_kv_heads = ",
              c.n_kv_heads, ", len, head_dim = ", c.head_dim, ")");
-    NF_CHECK(cache.step && cache.step->new_tokens == Tq && rows + cache.step->batch <= B,
+    NF_CHECK(cache.step && cache.step->new_tokens == Tq &&
+                 static_cast<int64_t>(positions.size()) + cache.step->batch <= B,
              "MultiHeadAttention: x must be (B, T = new tokens, dim = ", c.dim, ") with the caches' rows, got ",
              shape_str({B, Tq, c.dim}));
-    const KVCacheStep& step = *cache.step;
-    const int64_t n = step.batch, p = step.position, length = cache.column + Tq;
-    const auto [q_at, k_at] = positioned(narrow(q, 0, rows, n), narrow(k, 0, rows, n), p, p);
-    // the new keys and values go in place into columns column .. column + T - 1 (in the rows' type);
-    // attention reads columns 0 .. column + T - 1, column 0 at position p - column
-    keys.write(cache.column, k_at);
-    storage.values.write(cache.column, narrow(v, 0, rows, n));
+    positions.insert(positions.end(), static_cast<size_t>(cache.step->batch), cache.step->position);
+  }
+  NF_CHECK(static_cast<int64_t>(positions.size()) == B, "MultiHeadAttention: the caches hold ", positions.size(),
+           " rows, x ", B);
+  // every row positioned in one go, then each cache's new keys and values go in place into its
+  // columns column .. column + T - 1 (in the rows' type); attention reads its columns 0 .. column +
+  // T - 1, column 0 at position p - column
+  const auto [q_at, k_at] = positioned(q, k, positions, positions);
+  const bool in_place = q.dtype() == DType::f32 && !(position_ && position_->has_score_bias());
+  std::vector<CachedKV> rows_of;  // in place: each cache's rows
+  std::vector<Tensor> outputs;    // else: each cache's output
+  int64_t row = 0;
+  for (const CachedAttention& cache : caches) {
+    const LayerKV& storage = cache.kv;
+    const int64_t n = cache.step->batch, p = cache.step->position, length = cache.column + Tq;
+    const bool all = caches.size() == 1;
+    storage.keys.write(cache.column, all ? k_at : narrow(k_at, 0, row, n));
+    storage.values.write(cache.column, all ? v : narrow(v, 0, row, n));
     if (in_place) {
-      queries.push_back(q_at);
-      rows_of.push_back({&keys, &storage.values, length, n});
+      rows_of.push_back({&storage.keys, &storage.values, length, n});
     } else {
       // another dtype, or a score bias (which reads the keys): over the columns as q's dtype (a view
       // of rows of that type, else their values converted)
-      outputs.push_back(attend(q_at, keys.read(n, 0, length, q_at.dtype()), storage.values.read(n, 0, length, q_at.dtype()),
-                               {}, p, p - cache.column, nullptr));
+      outputs.push_back(attend(all ? q_at : narrow(q_at, 0, row, n), storage.keys.read(n, 0, length, q_at.dtype()),
+                               storage.values.read(n, 0, length, q_at.dtype()), {}, p, p - cache.column, nullptr));
     }
-    rows += n;
+    row += n;
   }
-  NF_CHECK(rows == B, "MultiHeadAttention: the caches hold ", rows, " rows, x ", B);
   if (!in_place) return outputs.size() == 1 ? outputs[0] : cat(outputs, 0);
-  return scaled_dot_product_attention(queries.size() == 1 ? queries[0] : cat(queries, 0), rows_of,
-                                      {.causal = c.causal, .window = c.window, .scale = c.scale});
+  return scaled_dot_product_attention(q_at, rows_of, {.causal = c.causal, .window = c.window, .scale = c.scale});
 }
 
 Tensor MultiHeadAttention::forward(const Tensor& x, const AttentionInputs& in, Tensor* weights) {
@@ -216,7 +223,7 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const AttentionInputs& in, T
     y = attend_cached(q, k, v, in.caches);
   } else {
     const int64_t k_position = cross ? 0 : in.q_offset;
-    const auto [q_at, k_at] = positioned(q, in.context_kv ? Tensor() : k, in.q_offset, k_position);
+    const auto [q_at, k_at] = positioned(q, in.context_kv ? Tensor() : k, {&in.q_offset, 1}, {&k_position, 1});
     y = attend(q_at, in.context_kv ? k : k_at, v, in.masks, in.q_offset, k_position, weights);
   }
   // (B, H, Tq, Dh) -> (B, Tq, H * Dh) -> o_proj

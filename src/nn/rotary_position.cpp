@@ -72,15 +72,18 @@ RopeTables RotaryPosition::tables(DType dtype, int64_t rows) {
   return t;
 }
 
-Tensor RotaryPosition::rotate(const Tensor& x, int64_t offset) {
+Tensor RotaryPosition::rotate(const Tensor& x, std::span<const int64_t> offsets) {
   NF_CHECK(x.dim() >= 2 && x.size(-1) == options_.head_dim, "RotaryPosition: input ", shape_str(x.shape()),
            " does not end in head_dim ", options_.head_dim);
-  const RopeTables t = tables(x.dtype(), offset + x.size(-2));
-  return rope(x, t.cos, t.sin, offset, options_.layout);
+  const int64_t last = offsets.empty() ? 0 : *std::max_element(offsets.begin(), offsets.end());
+  const RopeTables t = tables(x.dtype(), last + x.size(-2));
+  return rope(x, t.cos, t.sin, offsets, options_.layout);
 }
 
-Tensor RotaryPosition::rotate_queries(const Tensor& q, int64_t q_offset) { return rotate(q, q_offset); }
-Tensor RotaryPosition::rotate_keys(const Tensor& k, int64_t k_offset) { return rotate(k, k_offset); }
+Tensor RotaryPosition::rotate_queries(const Tensor& q, int64_t q_offset) { return rotate(q, {&q_offset, 1}); }
+Tensor RotaryPosition::rotate_keys(const Tensor& k, int64_t k_offset) { return rotate(k, {&k_offset, 1}); }
+Tensor RotaryPosition::rotate_queries(const Tensor& q, std::span<const int64_t> q_offsets) { return rotate(q, q_offsets); }
+Tensor RotaryPosition::rotate_keys(const Tensor& k, std::span<const int64_t> k_offsets) { return rotate(k, k_offsets); }
 
 Tensor RotaryPosition::reposition_keys(const Tensor& k, int64_t delta) {
   const int64_t n = delta < 0 ? -delta : delta;

@@ -3,6 +3,8 @@
 #include "nanoformer/ops/rope.h"
 
 #include <cmath>
+#include <span>
+#include <vector>
 
 #include "nanoformer/autograd/node.h"
 #include "nanoformer/core/dispatch.h"
@@ -17,11 +19,14 @@
 namespace nf {
 namespace {
 
-using RotateKernel = void (*)(const Tensor&, const Tensor&, const Tensor&, const Tensor&, int64_t, RopeLayout, bool);
+using RotateKernel = void (*)(const Tensor&, const Tensor&, const Tensor&, const Tensor&, std::span<const int64_t>,
+                              RopeLayout, bool);
 const DeviceKernels<RotateKernel> kRotate{.cpu = cpu::rope_rotate};
 
-// x (..., T, D) with D even, tables (L, D/2) of x's dtype with L >= offset + T.
-void check_rope_inputs(const char* op, const Tensor& x, const Tensor& cos, const Tensor& sin, int64_t offset) {
+// x (..., T, D) with D even, tables (L, D/2) of x's dtype with L >= offset + T for every offset (one,
+// or one per batch row of x).
+void check_rope_inputs(const char* op, const Tensor& x, const Tensor& cos, const Tensor& sin,
+                       std::span<const int64_t> offsets) {
   require_floating_input(x, op);
   NF_CHECK(x.dim() >= 2, op, ": x must be (..., T, D), got ", shape_str(x.shape()));
   const int64_t T = x.size(-2), D = x.size(-1);
@@ -30,15 +35,18 @@ void check_rope_inputs(const char* op, const Tensor& x, const Tensor& cos, const
   NF_CHECK(cos.dim() == 2 && cos.size(1) == D / 2, op, ": tables ", shape_str(cos.shape()), " are not (L, D/2) for D ", D);
   NF_CHECK(cos.dtype() == x.dtype() && sin.dtype() == x.dtype(), op, ": tables are ", dtype_name(cos.dtype()),
            " but x is ", dtype_name(x.dtype()));
-  NF_CHECK(offset >= 0 && offset + T <= cos.size(0), op, ": positions ", offset, " .. ", offset + T - 1,
-           " are outside the table's ", cos.size(0), " rows");
+  NF_CHECK(offsets.size() == 1 || (x.dim() >= 3 && static_cast<int64_t>(offsets.size()) == x.size(0)), op, ": ",
+           offsets.size(), " offsets for x ", shape_str(x.shape()), ": one, or one per batch row of a (B, ..., T, D) x");
+  for (const int64_t offset : offsets)
+    NF_CHECK(offset >= 0 && offset + T <= cos.size(0), op, ": positions ", offset, " .. ", offset + T - 1,
+             " are outside the table's ", cos.size(0), " rows");
 }
 
 // The rotation of x into `out` (any layout with unit channel stride).
-void rotate_into(const char* op, const Tensor& out, const Tensor& x, const Tensor& cos, const Tensor& sin, int64_t offset,
-                 RopeLayout layout, bool inverse) {
+void rotate_into(const char* op, const Tensor& out, const Tensor& x, const Tensor& cos, const Tensor& sin,
+                 std::span<const int64_t> offsets, RopeLayout layout, bool inverse) {
   const Tensor rows = x.stride(-1) == 1 ? x : contiguous(x);
-  kRotate.get(x.device(), op)(out, rows, contiguous(cos), contiguous(sin), offset, layout, inverse);
+  kRotate.get(x.device(), op)(out, rows, contiguous(cos), contiguous(sin), offsets, layout, inverse);
 }
 
 }  // namespace
@@ -82,24 +90,28 @@ RopeTables rope_tables(int64_t max_len, const std::vector<double>& inv_freq, dou
 }
 
 // forward: y = R(angle) x;  backward: dx = R(angle)^T dy = R(-angle) dy (a rotation's inverse)
-Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin, int64_t offset, RopeLayout layout) {
-  check_rope_inputs("rope", x, cos, sin, offset);
+Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin, std::span<const int64_t> offsets, RopeLayout layout) {
+  check_rope_inputs("rope", x, cos, sin, offsets);
   Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
-  rotate_into("rope", out, x, cos, sin, offset, layout, false);
+  rotate_into("rope", out, x, cos, sin, offsets, layout, false);
   // dx in x's memory order: for x a transposed view of a projection, the gradient flows back
   // through the view without a copy (unit channel stride kept, as the kernel writes rows)
   const Shape x_strides = x.stride(-1) == 1 ? x.strides() : contiguous_strides(x.shape());
-  autograd::record("rope", out, {x}, [cos = cos.detach(), sin = sin.detach(), offset, layout, x_strides](
+  autograd::record("rope", out, {x}, [cos = cos.detach(), sin = sin.detach(), offsets = std::vector<int64_t>(offsets.begin(), offsets.end()), layout, x_strides](
                                          const Tensor& g, const autograd::Node&) {
     Tensor dx = empty_in_order(g.shape(), x_strides, g.dtype(), g.device());
-    rotate_into("rope backward", dx, g, cos, sin, offset, layout, true);
+    rotate_into("rope backward", dx, g, cos, sin, offsets, layout, true);
     return std::vector<Tensor>{dx};
   });
   return out;
 }
 
+Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin, int64_t offset, RopeLayout layout) {
+  return rope(x, cos, sin, std::span<const int64_t>(&offset, 1), layout);
+}
+
 Tensor rope_unfused(const Tensor& x, const Tensor& cos, const Tensor& sin, int64_t offset, RopeLayout layout) {
-  check_rope_inputs("rope_unfused", x, cos, sin, offset);
+  check_rope_inputs("rope_unfused", x, cos, sin, {&offset, 1});
   const int64_t T = x.size(-2), D = x.size(-1), half = D / 2;
   const Tensor c = narrow(cos, 0, offset, T), s = narrow(sin, 0, offset, T);  // (T, D/2)
   if (layout == RopeLayout::interleaved) {

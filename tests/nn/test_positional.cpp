@@ -136,6 +136,28 @@ TEST(Positional, RopeF64InputsUseF64Tables) {
   EXPECT_GRAD_OK([&](const std::vector<Tensor>& in) { return rotary.rotate_queries(in[0], 2); }, {x});
 }
 
+// A continuous-batching step's rows, each at its own position: RoPE rotates them in one call, any
+// other scheme row by row (AttentionPosition's default), both exactly as each row alone.
+TEST(Positional, RowsAtTheirOwnPositionsEqualEachRowAlone) {
+  RotaryPosition rotary({.head_dim = 8, .max_len = 64, .theta = 1e4});
+  struct Shifted : AttentionPosition {  // a scheme of its own: k + offset
+    Shifted() : AttentionPosition("Shifted") {}
+    using AttentionPosition::rotate_keys;
+    Tensor rotate_keys(const Tensor& k, int64_t k_offset) override { return k + static_cast<double>(k_offset); }
+  } shifted;
+  const std::vector<int64_t> offsets{3, 40, 0};
+  const Tensor x = randn_f32({3, 2, 1, 8}, 10);
+  for (AttentionPosition* scheme : std::initializer_list<AttentionPosition*>{&rotary, &shifted}) {
+    const Tensor q = scheme->rotate_queries(x, offsets), k = scheme->rotate_keys(x, offsets);
+    for (int64_t b = 0; b < 3; ++b) {
+      const int64_t at = offsets[static_cast<size_t>(b)];
+      EXPECT_TENSOR_CLOSE(q.narrow(0, b, 1), scheme->rotate_queries(x.narrow(0, b, 1), at), 0.0, 0.0) << scheme->type_name();
+      EXPECT_TENSOR_CLOSE(k.narrow(0, b, 1), scheme->rotate_keys(x.narrow(0, b, 1), at), 0.0, 0.0) << scheme->type_name();
+    }
+  }
+  EXPECT_THROW_WITH(shifted.rotate_keys(x, std::vector<int64_t>{1, 2}), "2 offsets", "one per batch row");
+}
+
 // ---- names, factories ------------------------------------------------------------------------
 
 TEST(Positional, StateDictNames) {

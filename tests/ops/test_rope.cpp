@@ -119,6 +119,29 @@ TEST(Rope, DecoderStepEqualsRowOfFullSequence) {
   }
 }
 
+// A continuous-batching step: each batch row at its own position, in one call, exactly as each row
+// alone; also through a (B, T, H, D) view, and its gradient the inverse rotation row by row.
+TEST(Rope, BatchRowsAtTheirOwnPositionsEqualEachRowAlone) {
+  const RopeTables t = rope_tables(32, 8, 1e4);
+  const std::vector<int64_t> offsets{0, 17, 5};
+  const Tensor x = randn_f32({3, 4, 2, 8}, 6), bthd = randn_f32({3, 2, 4, 8}, 7).transpose(1, 2);
+  for (RopeLayout layout : kLayouts) {
+    for (const Tensor& input : {x, bthd}) {
+      const Tensor together = rope(input, t.cos, t.sin, offsets, layout);
+      for (int64_t b = 0; b < 3; ++b)
+        EXPECT_TENSOR_CLOSE(together.narrow(0, b, 1), rope(input.narrow(0, b, 1), t.cos, t.sin, offsets[static_cast<size_t>(b)], layout),
+                            0.0, 0.0) << rope_layout_name(layout) << " row " << b;
+    }
+  }
+  const RopeTables t64 = rope_tables(32, 8, 1e4, 1.0, DType::f64);
+  EXPECT_GRAD_OK([&](const std::vector<Tensor>& in) { return rope(in[0], t64.cos, t64.sin, offsets, RopeLayout::half); },
+                 {random_leaf({3, 2, 2, 8}, 8)});
+  EXPECT_THROW_WITH(rope(x, t.cos, t.sin, std::vector<int64_t>{0, 1}, RopeLayout::half), "2 offsets", "(3, 4, 2, 8)",
+                    "one per batch row");
+  EXPECT_THROW_WITH(rope(x, t.cos, t.sin, std::vector<int64_t>{0, 31, 1}, RopeLayout::half), "positions 31 .. 32",
+                    "32 rows");
+}
+
 TEST(Rope, RotationPreservesNormsAndBackwardIsInverse) {
   const RopeTables t = rope_tables(8, 6, 100.0, 1.0, DType::f64);
   Tensor x = random_leaf({2, 2, 5, 6}, 5);

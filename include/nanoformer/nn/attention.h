@@ -117,9 +117,11 @@ class MultiHeadAttention : public Module {
   Generator* own_generator() override { return &dropout_gen_; }  // attention-weight dropout
 
  private:
-  // q (B, H, Tq, Dh) and k (B, Hkv, Tk, Dh; may be undefined) at positions q_position.. and
-  // k_position..: QK-normed with weights, rotated by the position scheme, or rotated then QK-normed
-  std::pair<Tensor, Tensor> positioned(Tensor q, Tensor k, int64_t q_position, int64_t k_position);
+  // q (B, H, Tq, Dh) and k (B, Hkv, Tk, Dh; may be undefined) at positions q_positions[b].. and
+  // k_positions[b].. (one per batch row, or one for all): QK-normed with weights, rotated by the
+  // position scheme, or rotated then QK-normed
+  std::pair<Tensor, Tensor> positioned(Tensor q, Tensor k, std::span<const int64_t> q_positions,
+                                       std::span<const int64_t> k_positions);
   // softmax(scale q k^T + score bias + masks) v of positioned q and k: (B, H, Tq, Dh)
   Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionMasks& masks, int64_t q_position,
                 int64_t k_position, Tensor* weights);

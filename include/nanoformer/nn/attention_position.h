@@ -7,6 +7,7 @@
 // Positions are absolute: query i sits at q_offset + i and key j at k_offset + j, so a KV-cache
 // decoder passes the cache length as q_offset and 0 as k_offset.
 #include <cstdint>
+#include <span>
 
 #include "nanoformer/nn/module.h"
 
@@ -18,6 +19,12 @@ class AttentionPosition : public Module {
   // q (B, H, Tq, D), k (B, Hkv, Tk, D) -> rotated copies; the identity unless overridden (RoPE).
   virtual Tensor rotate_queries(const Tensor& q, int64_t q_offset) { return q; }
   virtual Tensor rotate_keys(const Tensor& k, int64_t k_offset) { return k; }
+  // The same for the batch rows of a continuous-batching step, each sequence at its own length:
+  // row b of q (B, H, Tq, D) or k (B, Hkv, Tk, D) at offsets[b] (offsets.size() == B, or 1: every
+  // row at offsets[0]). Row by row
+  // through the above unless overridden (RoPE rotates every row in one call).
+  virtual Tensor rotate_queries(const Tensor& q, std::span<const int64_t> q_offsets);
+  virtual Tensor rotate_keys(const Tensor& k, std::span<const int64_t> k_offsets);
   // Keys (B, Hkv, T, D) rotated for their positions, moved by delta positions (a KV cache's context
   // shift): rotate_keys(k, p) becomes rotate_keys(k, p + delta). The identity unless overridden:
   // the score-bias schemes depend only on the distance between query and key.

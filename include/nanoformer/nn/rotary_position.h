@@ -46,6 +46,8 @@ class RotaryPosition : public AttentionPosition {
   explicit RotaryPosition(const RopeOptions& options);
   Tensor rotate_queries(const Tensor& q, int64_t q_offset) override;
   Tensor rotate_keys(const Tensor& k, int64_t k_offset) override;
+  Tensor rotate_queries(const Tensor& q, std::span<const int64_t> q_offsets) override;  // every row in one call
+  Tensor rotate_keys(const Tensor& k, std::span<const int64_t> k_offsets) override;
   Tensor reposition_keys(const Tensor& k, int64_t delta) override;  // one more rotation, by delta, at every row
 
   const RopeOptions& options() const { return options_; }
@@ -59,7 +61,7 @@ class RotaryPosition : public AttentionPosition {
   RopeTables tables(DType dtype, int64_t rows);
 
  private:
-  Tensor rotate(const Tensor& x, int64_t offset);
+  Tensor rotate(const Tensor& x, std::span<const int64_t> offsets);
 
   RopeOptions options_;
   double theta_, divisor_, attention_factor_;

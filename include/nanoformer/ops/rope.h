@@ -8,6 +8,7 @@
 // nothing is copied; the result is a contiguous (B, H, T, D) tensor. The backward writes the
 // gradient in x's memory order, so it flows back through such a view without a copy too.
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "nanoformer/core/tensor.h"
@@ -49,6 +50,9 @@ RopeTables rope_tables(int64_t max_len, const std::vector<double>& inv_freq, dou
 // tables (each (L, D/2), L >= offset + T, x's dtype, f32 or f64). One pass; the backward is the
 // inverse rotation of the upstream gradient, also one pass. The tables get no gradient.
 Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin, int64_t offset, RopeLayout layout);
+// The same with batch row b of x (B, ..., T, D) at positions offsets[b] .. offsets[b] + T - 1 (the
+// sequences of a continuous-batching step, each at its own length), in one pass.
+Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin, std::span<const int64_t> offsets, RopeLayout layout);
 
 // The same result composed of narrow, mul, add/sub and cat (or stack for interleaved pairs).
 Tensor rope_unfused(const Tensor& x, const Tensor& cos, const Tensor& sin, int64_t offset, RopeLayout layout);

@@ -50,8 +50,8 @@ void rotate_half_row(const T* __restrict x, T* __restrict y, const T* __restrict
 }  // namespace
 
 // half_negative is half by -angle, so each layout reduces to (pairs kind, direction sign).
-void rope_rotate(const Tensor& out, const Tensor& x, const Tensor& cos, const Tensor& sin, int64_t offset,
-                 RopeLayout layout, bool inverse) {
+void rope_rotate(const Tensor& out, const Tensor& x, const Tensor& cos, const Tensor& sin,
+                 std::span<const int64_t> offsets, RopeLayout layout, bool inverse) {
   const int64_t nd = x.dim(), T_len = x.shape()[nd - 2], D = x.shape()[nd - 1], half = D / 2;
   if (out.numel() == 0) return;
   const int64_t rows = out.numel() / D;  // (..., T) rows of D channels
@@ -59,6 +59,11 @@ void rope_rotate(const Tensor& out, const Tensor& x, const Tensor& cos, const Te
   const int64_t row_stride = x.strides()[nd - 2], out_row_stride = out.strides()[nd - 2];
   const bool negative = (layout == RopeLayout::half_negative) != inverse;
   const bool interleaved = layout == RopeLayout::interleaved;
+  // matrix m (a (T, D) block) lies in batch row m / per_batch_row, whose tokens start at its offset
+  const int64_t per_batch_row = nd > 2 ? rows / T_len / x.shape()[0] : 1;
+  const auto offset_of = [&](int64_t m) {
+    return offsets.size() == 1 ? offsets[0] : offsets[static_cast<size_t>(m / per_batch_row)];
+  };
   visit_floating(x.dtype(), "rope", [&](auto tag) {
     using T = decltype(tag);
     const T* px = x.data<T>();
@@ -81,6 +86,7 @@ void rope_rotate(const Tensor& out, const Tensor& x, const Tensor& cos, const Te
         const int64_t t0 = r % T_len, n = std::min(T_len - t0, end - r);
         const T* xm = px + matrix_offset(r / T_len, x.strides()) + t0 * row_stride;
         T* ym = po + matrix_offset(r / T_len, out.strides()) + t0 * out_row_stride;
+        const int64_t offset = offset_of(r / T_len);
         const T* c = pc + (offset + t0) * half;
         const T* s = ps + (offset + t0) * half;
         if (interleaved && row_stride == D && out_row_stride == D) {
