@@ -19,6 +19,7 @@ packages=(
   fonts-noto-cjk         # CJK glyphs for token labels (found through fontconfig)
   libcpp-httplib-dev     # the HTTP server of nanoformer serve
   libxxhash-dev          # checksums of every tensor in our checkpoints
+  libgmp-dev             # Python's integers of any size in nanochat's calculator tool
   libtcmalloc-minimal4   # the allocator of the nanoformer program and the benchmarks (NF_TCMALLOC)
   libopenmpi-dev         # data-parallel training across processes (NF_MPI) ...
   openmpi-bin            # ... started by mpirun
