@@ -56,7 +56,7 @@ class DecoderLM : public Model {
   // Inference with KV caches (eval mode; no autograd), the same blocks as forward(): ids (B, T) are
   // the next T tokens of the sequences the caches hold, B / caches.size() rows per cache, in order
   // (one cache for a batch, or one cache per sequence when sequences at different lengths decode
-  // together: the linear layers run once over every row, attention per cache). T is a prompt to
+  // together: the linear layers and attention run once over every row, each row over its own cache). T is a prompt to
   // prefill (fed in chunks when sliding-window ring buffers need it), 1 per decoded token, or a
   // chunk after a prefix; every cache advances by T. Returns the logits (B, T, vocab_size), or
   // with last_only those of the last token (B, 1, vocab_size). Equal (up to float rounding) to
