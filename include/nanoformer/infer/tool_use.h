@@ -1,0 +1,50 @@
+#pragma once
+// Tools a model calls while it decodes, token by token: after each token a stream takes, its tool
+// use sees it and may hand back tokens the stream must take next instead of sampling (forced
+// tokens: fed to the model as if it had written them, never sampled, never drafted).
+//
+// nanochat's calculator (NanochatCalculatorUse), as nanochat's Engine.generate runs it
+// (karpathy/nanochat@92d63d4, nanochat/engine.py, RowState and the loop over its rows):
+//   <|python_start|>   opens an expression (what came before it of an unclosed one is dropped)
+//   any other token    inside one: part of the expression
+//   <|python_end|>     closes it: the tokens decoded, evaluated (infer/nanochat_calculator.h), and
+//                      when there is an answer, <|output_start|>, encode(answer), <|output_end|>
+//                      are forced; an empty expression or no answer forces nothing
+// Forced tokens pass through the same state machine: an <|output_start|> ... is not inside an
+// expression, so nothing in it is collected (as in engine.py, where a forced token updates the row's
+// state like a sampled one).
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "nanoformer/tokenizer/tokenizer.h"
+
+namespace nf::infer {
+
+class ToolUse {
+ public:
+  virtual ~ToolUse() = default;
+  // After the stream took `id` (sampled or forced): the tokens to force next, in order (usually none).
+  virtual std::vector<int64_t> after(int64_t id) = 0;
+  // A fresh copy for another stream (each stream has its own state).
+  virtual std::unique_ptr<ToolUse> clone() const = 0;
+};
+
+class NanochatCalculatorUse : public ToolUse {
+ public:
+  // The tokenizer must know nanochat's special tokens <|python_start|>, <|python_end|>,
+  // <|output_start|> and <|output_end|> (an nf::Error naming the missing one otherwise); it must
+  // outlive the tool use.
+  explicit NanochatCalculatorUse(const tokenizer::Tokenizer& tokenizer);
+
+  std::vector<int64_t> after(int64_t id) override;
+  std::unique_ptr<ToolUse> clone() const override;
+
+ private:
+  const tokenizer::Tokenizer& tokenizer_;
+  int64_t python_start_, python_end_, output_start_, output_end_;
+  bool in_expression_ = false;
+  std::vector<int64_t> expression_;
+};
+
+}  // namespace nf::infer
