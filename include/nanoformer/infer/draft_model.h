@@ -21,7 +21,8 @@
 //             taken with probability min(1, p_i(d_i) / q_i(d_i)) (u q_i(d_i) < p_i(d_i), u uniform);
 //             at the first refusal the token is drawn from norm(max(0, p_i - q_i)) and the rest of
 //             the draft is dropped; when all k are taken one more is drawn from p_(k+1). Greedy,
-//             p and q are one-hot: d_i is taken iff it is the target's argmax, else the argmax is
+//             p and q are one-hot: d_i is taken iff it is the target's argmax, and the residual
+//             is the argmax: plain greedy decoding's tokens
 //
 // Why the tokens keep the target's distribution (Leviathan et al., appendix A.1): the token after
 // a row is d with probability q(d) min(1, p(d) / q(d)) = min(q(d), p(d)) from acceptance, plus
