@@ -15,8 +15,14 @@
 // Each task runs as one stream (Session::generate) and as --streams streams decoded together (a
 // server's batch: plain steps batch them in one forward, drafted streams verify each in its own).
 // Rounds alternate the order of plain and lookup; the table gives medians and the range.
+//
+// With --draft FILE (a draft model, infer/draft_model.h) it measures free text instead: the model
+// continues a prompt (--text FILE's first --document tokens by --tokenizer, else random ids)
+// greedily, or sampled at --temperature, with and without the draft model; the acceptance rate
+// is the models' own (greedy: the drafted tokens equal plain decoding's, checked).
 //   NANOFORMER_THREADS=2 ./build/bench_speculative [--model minimind2-small] [--rounds 5] [--new 256]
 //                                                  [--document 400] [--lookup-ngram 3] [--draft-max 3] [--streams 4]
+//                                                  [--draft FILE --tokenizer FILE --text FILE --temperature 0]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -35,6 +41,7 @@
 #include "nanoformer/infer/decode_step.h"
 #include "nanoformer/infer/session.h"
 #include "nanoformer/nanoformer.h"
+#include "nanoformer/tokenizer/tokenizer.h"
 #include "ops/cpu/quant/int8_isa.h"
 #include "bench_process.h"
 
@@ -182,6 +189,63 @@ std::string arg(int argc, char** argv, const std::string& name, const std::strin
   return fallback;
 }
 
+// Free text with a draft model: decode tokens/s of `model` continuing `prompt` with and without
+// `draft` drafting, rounds alternating; the forward of each model alone beside it.
+int free_text(models::DecoderLM& model, models::DecoderLM& draft, const std::vector<int64_t>& prompt, int64_t n_new,
+              double temperature, int64_t draft_max, int rounds) {
+  const auto length = static_cast<int64_t>(prompt.size()) + n_new + 8;
+  const infer::SpeculativeConfig speculative{.draft_max = draft_max, .draft_model = &draft};
+  const auto measure = [&](const infer::SpeculativeConfig& s, uint64_t seed) {
+    infer::Session session(model, length);
+    infer::Sampler sampler({.temperature = temperature, .seed = seed});
+    return session.generate(prompt, sampler, {.max_new_tokens = n_new}, {}, nullptr, s);
+  };
+  // one decode step of each model alone after the prompt: what a draft token costs beside a target step
+  const auto step_ms = [&](models::DecoderLM& m) {
+    infer::CachedSequence sequence(m, length);
+    sequence.feed(prompt);
+    std::vector<double> ms;
+    for (int r = 0; r < 10 * rounds; ++r) {
+      const auto start = std::chrono::steady_clock::now();
+      sequence.feed({7});
+      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+      sequence.truncate(static_cast<int64_t>(prompt.size()));
+    }
+    return median(ms);
+  };
+  const double target_ms = step_ms(model), draft_ms = step_ms(draft);
+  std::printf("a decode step: model %.2f ms, draft model %.2f ms (%.2f of the model's)\n", target_ms, draft_ms,
+              draft_ms / target_ms);
+  measure({}, 0);  // warm-up
+  std::vector<double> plain, drafted, ratio, acceptance;
+  int64_t accepted = 0, total = 0;
+  for (int r = 0; r < rounds; ++r) {
+    infer::GenerationResult a, b;
+    const auto seed = static_cast<uint64_t>(r);
+    if (r % 2 == 0) {
+      a = measure({}, seed);
+      b = measure(speculative, seed);
+    } else {
+      b = measure(speculative, seed);
+      a = measure({}, seed);
+    }
+    if (temperature == 0 && a.tokens != b.tokens) {
+      std::fprintf(stderr, "bench_speculative: greedy decoding with the draft model differs from plain decoding\n");
+      return 1;
+    }
+    plain.push_back(a.decode_tokens_per_s()), drafted.push_back(b.decode_tokens_per_s());
+    ratio.push_back(drafted.back() / plain.back()), acceptance.push_back(b.acceptance_rate());
+    accepted += b.accepted_tokens, total += b.draft_tokens;
+  }
+  std::printf("| text, temperature | plain tok/s | draft tok/s | speedup (median of rounds, range) | accepted / drafted |\n");
+  std::printf("| --- | ---: | ---: | ---: | ---: |\n");
+  std::printf("| free text, %g | %.1f | %.1f | %.2fx (%.2f-%.2f) | %lld / %lld (%.0f %%) |\n", temperature, median(plain),
+              median(drafted), median(ratio), *std::min_element(ratio.begin(), ratio.end()),
+              *std::max_element(ratio.begin(), ratio.end()), static_cast<long long>(accepted),
+              static_cast<long long>(total), total > 0 ? 100.0 * static_cast<double>(accepted) / static_cast<double>(total) : 0.0);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -200,6 +264,39 @@ int main(int argc, char** argv) {
     return 1;
   }
   model->eval();
+  if (const std::string draft_path = arg(argc, argv, "--draft", ""); !draft_path.empty()) {
+    auto draft = std::dynamic_pointer_cast<models::DecoderLM>(formats::load_model(draft_path));
+    if (!draft) {
+      std::fprintf(stderr, "bench_speculative: %s is no decoder language model\n", draft_path.c_str());
+      return 1;
+    }
+    draft->eval();
+    std::vector<int64_t> prompt;
+    if (const std::string text = arg(argc, argv, "--text", ""); !text.empty()) {
+      const auto tok = tokenizer::load_tokenizer(arg(argc, argv, "--tokenizer", ""));
+      std::string chars(static_cast<size_t>(16 * doc), '\0');
+      std::FILE* f = std::fopen(text.c_str(), "rb");
+      if (f == nullptr) {
+        std::fprintf(stderr, "bench_speculative: cannot read %s\n", text.c_str());
+        return 1;
+      }
+      chars.resize(std::fread(chars.data(), 1, chars.size(), f));
+      std::fclose(f);
+      for (const auto id : tok->encode(chars)) prompt.push_back(id);
+    } else {
+      std::mt19937 ids(42);
+      for (int64_t i = 0; i < doc; ++i)
+        prompt.push_back(std::uniform_int_distribution<int64_t>(0, model->config().vocab_size - 1)(ids));
+    }
+    prompt.resize(std::min<size_t>(prompt.size(), static_cast<size_t>(doc)));
+    std::printf("cpu: %s, %d threads; int8 kernels %s, BLAS %s\n", bench::cpu_model().c_str(), num_threads(),
+                std::string(cpu::int8_isa_name(cpu::int8_isa())).c_str(), blas_info());
+    std::printf("model %s, draft model %s, prompt %zu tokens, %lld new, --draft-max %lld, %d rounds\n",
+                model_path.c_str(), draft_path.c_str(), prompt.size(), static_cast<long long>(n_new),
+                static_cast<long long>(lookup.draft_max), rounds);
+    return free_text(*model, *draft, prompt, n_new, std::stod(arg(argc, argv, "--temperature", "0")), lookup.draft_max,
+                     rounds);
+  }
   const auto trie = std::make_shared<const grammar::TokenTrie>(vocabulary(model->config().vocab_size));
   std::mt19937 rng(42);
   const std::vector<int64_t> document = random_letters(rng, doc);

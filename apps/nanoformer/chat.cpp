@@ -40,6 +40,9 @@ void run_chat(const ChatArgs& a) {
   if (stop.eos_ids.empty()) stop.eos_ids.push_back(chat_template->end_token());
   infer::Session session(*loaded.model, a.flags.context, {.keep = a.flags.keep},
                          nn::kv_cache_type_from_name(a.flags.cache_type));
+  const std::shared_ptr<models::DecoderLM> draft = load_draft_model(a.flags, *loaded.model, session.max_len());
+  infer::SpeculativeConfig speculative = a.flags.speculative;
+  speculative.draft_model = draft.get();
 
   std::string system = a.system;
   std::vector<tokenizer::ChatMessage> messages;
@@ -79,7 +82,7 @@ void run_chat(const ChatArgs& a) {
       std::printf("%s", streamer.push(id).c_str());
       std::fflush(stdout);
       return !streamer.stopped();
-    }, nullptr, a.flags.speculative);
+    }, nullptr, speculative);
     std::printf("%s\n", streamer.finish().c_str());
     messages.push_back({"assistant", streamer.text()});
     if (a.stats)

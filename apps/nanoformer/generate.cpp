@@ -34,7 +34,8 @@ void report(const infer::GenerationResult& r, const nn::KVCache& cache, const in
                r.decode_tokens_per_s(), infer::stop_reason_name(r.reason), quant_type_name(cache.shape().cache_type),
                static_cast<double>(cache.bytes()) / 1024);
   if (r.draft_tokens > 0 || speculative.enabled())
-    std::fprintf(stderr, "[lookup: %lld of %lld drafted tokens accepted (%.1f %%)]\n",
+    std::fprintf(stderr, "[%s: %lld of %lld drafted tokens accepted (%.1f %%)]\n",
+                 speculative.draft_model != nullptr ? "draft" : "lookup",
                  static_cast<long long>(r.accepted_tokens), static_cast<long long>(r.draft_tokens),
                  100 * r.acceptance_rate());
 }
@@ -53,6 +54,9 @@ void run_generate(const GenerateArgs& a, const CLI::App& cmd) {
   infer::StopCriteria stop = a.flags.stop;
   infer::Session session(*loaded.model, a.flags.context, {.keep = a.flags.keep},
                          nn::kv_cache_type_from_name(a.flags.cache_type));
+  const std::shared_ptr<models::DecoderLM> draft = load_draft_model(a.flags, *loaded.model, session.max_len());
+  infer::SpeculativeConfig speculative = a.flags.speculative;
+  speculative.draft_model = draft.get();
 
   if (a.ids) {
     NF_CHECK(a.prompt.empty(), "--prompt is text: with --ids give the prompt as --prompt-ids \"1 2 3\"");
@@ -63,9 +67,9 @@ void run_generate(const GenerateArgs& a, const CLI::App& cmd) {
       std::printf("%lld ", static_cast<long long>(id));
       std::fflush(stdout);
       return true;
-    }, nullptr, a.flags.speculative);
+    }, nullptr, speculative);
     std::printf("\n");
-    report(result, session.cache(), a.flags.speculative);
+    report(result, session.cache(), speculative);
     return;
   }
   NF_CHECK(a.prompt_ids.empty(), "--prompt-ids needs --ids (the new tokens are then printed as ids too)");
@@ -81,9 +85,9 @@ void run_generate(const GenerateArgs& a, const CLI::App& cmd) {
     std::printf("%s", streamer.push(id).c_str());
     std::fflush(stdout);
     return !streamer.stopped();
-  }, nullptr, a.flags.speculative);
+  }, nullptr, speculative);
   std::printf("%s\n", streamer.finish().c_str());
-  report(result, session.cache(), a.flags.speculative);
+  report(result, session.cache(), speculative);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 
 #include "nanoformer/core/error.h"
 #include "nanoformer/formats/model_io.h"
+#include "nanoformer/infer/draft_model.h"
 
 namespace nf::cli {
 
@@ -46,13 +47,30 @@ void add_generation_flags(CLI::App& cmd, GenerationFlags& f) {
                  "where they occurred before, checked in one forward; the same tokens, sooner (0 = off)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  cmd.add_option("--draft-max", f.speculative.draft_max, "With --lookup-ngram: tokens drafted at most per step")
+  add_draft_flags(cmd, f.draft, f.speculative);
+}
+
+void add_draft_flags(CLI::App& cmd, std::string& draft, infer::SpeculativeConfig& speculative) {
+  cmd.add_option("--draft,--model-draft", draft,
+                 "Speculative decoding with a draft model: a smaller model with the same vocabulary (any model file, "
+                 "GGUF included) proposes up to --draft-max tokens, checked by the model in one forward; the target's "
+                 "tokens (greedy) or distribution (sampling), sooner. Not with --lookup-ngram");
+  cmd.add_option("--draft-max", speculative.draft_max, "With --lookup-ngram or --draft: tokens drafted at most per step")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  cmd.add_option("--draft-min", f.speculative.draft_min,
-                 "With --lookup-ngram: a shorter draft is not checked (a plain step instead)")
+  cmd.add_option("--draft-min", speculative.draft_min,
+                 "With --lookup-ngram or --draft: a shorter draft is not checked (a plain step instead)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+}
+
+std::shared_ptr<models::DecoderLM> load_draft_model(const GenerationFlags& f, const models::DecoderLM& model,
+                                                    int64_t context) {
+  if (f.draft.empty()) return nullptr;
+  auto draft = models::model_as<models::DecoderLM>(formats::load_model(f.draft), f.draft);
+  infer::check_draft_model(model, f.model, *draft, f.draft, context);
+  draft->eval();
+  return draft;
 }
 
 void add_cache_type_flag(CLI::App& cmd, std::string& cache_type) {
@@ -73,6 +91,8 @@ infer::SamplerConfig sampler_config(const GenerationFlags& f, const LoadedModel&
 void check_generation_flags(const GenerationFlags& f) {
   f.stop.validate();
   f.speculative.validate();
+  NF_CHECK(f.draft.empty() || f.speculative.lookup_ngram == 0, "--draft and --lookup-ngram ",
+           f.speculative.lookup_ngram, " are two ways to draft: give one");
   (void)sampler_config(f, LoadedModel{});  // validates the sampling flags
   (void)nn::kv_cache_type_from_name(f.cache_type);
 }

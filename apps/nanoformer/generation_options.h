@@ -26,10 +26,13 @@ struct GenerationFlags {
                                .seed = 0};
   infer::StopCriteria stop;
   infer::SpeculativeConfig speculative;  // --lookup-ngram, --draft-max, --draft-min
+  std::string draft;                     // --draft MODEL: the draft model's file (speculative.draft_model once loaded)
 };
 
 // --model, --tokenizer, --context, --cache-type, the sampling and stopping flags and speculative decoding's.
 void add_generation_flags(CLI::App& cmd, GenerationFlags& flags);
+// --draft, --draft-max, --draft-min (generate, chat, serve).
+void add_draft_flags(CLI::App& cmd, std::string& draft, infer::SpeculativeConfig& speculative);
 // --cache-type (generate, chat, serve, eval), read with nn::kv_cache_type_from_name.
 void add_cache_type_flag(CLI::App& cmd, std::string& cache_type);
 // Throws nf::Error naming a sampling, stopping, speculative or --cache-type flag out of range; called before anything loads.
@@ -43,6 +46,11 @@ using infer::tokenizer_beside;
 // The sampler's settings after --greedy (temperature 0), validated; with a tokenizer, ids beyond
 // its vocabulary (a model's padding) are never drawn.
 infer::SamplerConfig sampler_config(const GenerationFlags& flags, const LoadedModel& loaded);
+
+// --draft's model (null without --draft), checked against the target `model` for a context of
+// `context` tokens: an nf::Error naming both files when their vocabularies differ.
+std::shared_ptr<models::DecoderLM> load_draft_model(const GenerationFlags& flags, const models::DecoderLM& model,
+                                                    int64_t context);
 
 // The model (any checkpoint, model folder, GGUF, llama2c file or preset), and --tokenizer or else
 // tokenizer_beside(model); `required`: an error when there is none. Throws nf::Error when the tokenizer has ids the model has not.

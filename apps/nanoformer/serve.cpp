@@ -112,6 +112,10 @@ void run_serve(ServeArgs& a) {
       a.chat_template.empty() ? tokenizer::default_chat_template(tok, loaded.tokenizer_path) : a.chat_template;
   const auto chat_template = template_name.empty() ? nullptr : tokenizer::make_chat_template(template_name, tok);
   a.scheduler.context = a.flags.context;
+  const int64_t context = a.flags.context > 0 ? a.flags.context : loaded.model->config().max_seq_len;
+  const std::shared_ptr<models::DecoderLM> draft =  // on a thread that ends, as the model (above)
+      std::async(std::launch::async, [&] { return load_draft_model(a.flags, *loaded.model, context); }).get();
+  a.scheduler.draft = draft.get();
   serve::Scheduler scheduler(*loaded.model, a.scheduler);
   // auto: the tokenizer has <think> and </think> as tokens of their own, as reasoning models' have
   const bool split_reasoning = a.reasoning_format == "deepseek" ||
@@ -163,6 +167,10 @@ void add_serve_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   add_cache_type_flag(*cmd, a->flags.cache_type);
+  cmd->add_option("--draft,--model-draft", a->flags.draft,
+                  "A draft model with the same vocabulary (any model file, GGUF included): it drafts for every request "
+                  "not asking for prompt lookup (speculative.ngram_size_n), up to the request's speculative.n_max tokens "
+                  "(default 3), each slot keeping its cache; the same tokens (greedy) or distribution (sampling), sooner");
   cmd->add_option("--chat-template", a->chat_template,
                   "chatml, nanochat, a template file, a tokenizer_config.json or a GGUF file (default: the chat_template of the tokenizer_config.json beside tokenizer.json, or of a GGUF tokenizer, else told by the tokenizer's special tokens)");
   cmd->add_option("--reasoning-format", a->reasoning_format,

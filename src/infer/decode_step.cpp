@@ -9,7 +9,7 @@ namespace nf::infer {
 
 DecodeStream::DecodeStream(CachedSequence& sequence, Sampler& sampler, StopCriteria stop, std::vector<int64_t> history,
                            grammar::GrammarConstraint* constraint, StreamCallbacks callbacks,
-                           SpeculativeConfig speculative)
+                           SpeculativeConfig speculative, CachedSequence* draft_sequence)
     : sequence_(&sequence),
       sampler_(&sampler),
       stop_(std::move(stop)),
@@ -19,6 +19,8 @@ DecodeStream::DecodeStream(CachedSequence& sequence, Sampler& sampler, StopCrite
       speculative_(speculative),
       backoff_(speculative.draft_max, speculative.draft_min) {
   speculative_.validate();
+  if (speculative_.draft_model != nullptr)
+    model_draft_ = std::make_unique<ModelDraft>(*speculative_.draft_model, draft_sequence, sequence);
 }
 
 void DecodeStream::prefill(const std::vector<int64_t>& ids) {
@@ -30,32 +32,49 @@ void DecodeStream::accept(std::span<const float> logits) {
   if (take(logits)) make_room();
 }
 
+std::span<const float> DecodeStream::masked(std::span<const float> logits) {
+  if (constraint_ == nullptr) return logits;  // the grammar's mask first: before the sampler and the logprobs
+  masked_.assign(logits.begin(), logits.end());
+  constraint_->apply(masked_);
+  return masked_;
+}
+
 bool DecodeStream::take(std::span<const float> logits) {
   try {
-    std::span<const float> row = logits;  // the grammar's mask first: before the sampler and the logprobs
-    if (constraint_ != nullptr) {
-      masked_.assign(logits.begin(), logits.end());
-      constraint_->apply(masked_);
-      row = masked_;
-    }
-    const auto count = static_cast<int64_t>(generated_.size()) + 1;  // this token's number
-    const int64_t id = sampler_->next(row, history_, generated_.size());
-    history_.push_back(id);
-    generated_.push_back(id);
-    StopReason reason = stop_.after_token(id, count);
-    if (callbacks_.on_logprobs)
-      callbacks_.on_logprobs(token_logprobs(row, sampler_->config().vocab_limit, id, callbacks_.top_logprobs));
-    if (callbacks_.on_token && !callbacks_.on_token(id) && reason == StopReason::none) reason = StopReason::stop_string;
-    if (constraint_ != nullptr) {
-      constraint_->accept(id);
-      if (reason == StopReason::none && constraint_->finished()) reason = StopReason::end_of_sequence;
-    }
-    reason_ = reason;
+    const std::span<const float> row = masked(logits);
+    commit(sampler_->next(row, history_, generated_.size()), row);
     return true;
   } catch (...) {  // this stream's own failure (its sampler, its callbacks): it ends alone
     error_ = std::current_exception();
     return false;
   }
+}
+
+bool DecodeStream::take_drafted(std::span<const float> logits, int64_t x, std::span<const float> q) {
+  try {
+    const std::span<const float> row = masked(logits);
+    const std::vector<float> p = sampler_->distribution(row, history_, generated_.size());
+    commit(speculative_choice(p, q, x, *sampler_), row);
+    return true;
+  } catch (...) {
+    error_ = std::current_exception();
+    return false;
+  }
+}
+
+void DecodeStream::commit(int64_t id, std::span<const float> row) {
+  const auto count = static_cast<int64_t>(generated_.size()) + 1;  // this token's number
+  history_.push_back(id);
+  generated_.push_back(id);
+  StopReason reason = stop_.after_token(id, count);
+  if (callbacks_.on_logprobs)
+    callbacks_.on_logprobs(token_logprobs(row, sampler_->config().vocab_limit, id, callbacks_.top_logprobs));
+  if (callbacks_.on_token && !callbacks_.on_token(id) && reason == StopReason::none) reason = StopReason::stop_string;
+  if (constraint_ != nullptr) {
+    constraint_->accept(id);
+    if (reason == StopReason::none && constraint_->finished()) reason = StopReason::end_of_sequence;
+  }
+  reason_ = reason;
 }
 
 void DecodeStream::make_room() {
@@ -66,18 +85,106 @@ void DecodeStream::make_room() {
   }
 }
 
-std::vector<int64_t> DecodeStream::draft() {
-  if (!speculative_.enabled() || !running() || !backoff_.may_draft()) return {};
+int64_t DecodeStream::draft_room() {
+  if (!speculative_.enabled() || !running() || !backoff_.may_draft()) return 0;
   const nn::KVCache& cache = sequence_->cache();
-  if (cache.carried().defined()) return {};  // a state of the last token: the cache cannot roll back
+  if (cache.carried().defined()) return 0;  // a state of the last token: the cache cannot roll back
   // room for [last, d1 .. dk] in the cache and one forward; k + 1 tokens at most still to generate
   const auto length = static_cast<int64_t>(sequence_->tokens().size());
   const int64_t room = std::min({backoff_.window(), sequence_->max_len() - length - 1, cache.max_step() - 1,
                                  stop_.max_new_tokens - static_cast<int64_t>(generated_.size()) - 1});
-  if (room < std::max<int64_t>(speculative_.draft_min, 1)) return {};
-  std::vector<int64_t> d = lookup_draft(history_, speculative_.lookup_ngram, room);
-  if (static_cast<int64_t>(d.size()) < speculative_.draft_min) d.clear();
-  return d;
+  return room < std::max<int64_t>(speculative_.draft_min, 1) ? 0 : room;
+}
+
+std::vector<int64_t> DecodeStream::draft() {
+  DecodeStream* self[] = {this};
+  return std::move(draft(self)[0]);
+}
+
+std::vector<std::vector<int64_t>> DecodeStream::draft(std::span<DecodeStream* const> streams) {
+  std::vector<std::vector<int64_t>> drafts(streams.size());
+  std::vector<size_t> modelled, drafting;  // streams drafting with a model; those whose draft is open
+  std::vector<std::vector<int64_t>> feed;  // what each open draft feeds its draft sequence next
+  for (size_t i = 0; i < streams.size(); ++i) {
+    DecodeStream& s = *streams[i];
+    const int64_t room = s.draft_room();
+    if (room == 0) continue;
+    if (!s.model_draft_) {
+      drafts[i] = lookup_draft(s.history_, s.speculative_.lookup_ngram, room);
+      continue;
+    }
+    std::vector<int64_t> context = s.sequence_->tokens();  // what the target holds after its last token
+    context.push_back(s.generated_.back());
+    feed.push_back(s.model_draft_->begin(context, room));
+    if (s.constraint_ != nullptr) s.model_draft_->grammar_state = s.constraint_->state();
+    modelled.push_back(i);
+    drafting.push_back(i);
+  }
+  // rounds of draft-model forwards: the open drafts of one model with as many ids to feed in one
+  // forward (the first round feeds each stream's catch-up, the next ones its last draft token)
+  while (!drafting.empty()) {
+    std::vector<bool> fed(drafting.size(), false);
+    std::vector<size_t> open;
+    std::vector<std::vector<int64_t>> next;
+    for (size_t a = 0; a < drafting.size(); ++a) {
+      if (fed[a]) continue;
+      models::DecoderLM& model = streams[drafting[a]]->model_draft_->sequence().model();
+      std::vector<size_t> group;
+      std::vector<CachedSequence*> sequences;
+      std::vector<std::vector<int64_t>> ids;
+      for (size_t b = a; b < drafting.size(); ++b) {
+        CachedSequence& sequence = streams[drafting[b]]->model_draft_->sequence();
+        if (fed[b] || &sequence.model() != &model || feed[b].size() != feed[a].size()) continue;
+        fed[b] = true;
+        group.push_back(drafting[b]);
+        sequences.push_back(&sequence);
+        ids.push_back(std::move(feed[b]));
+      }
+      const Tensor logits = CachedSequence::feed(sequences, ids).to(DType::f32).contiguous();  // (n, 1, vocab)
+      const auto vocab = static_cast<size_t>(logits.size(-1));
+      for (size_t g = 0; g < group.size(); ++g) {
+        DecodeStream& s = *streams[group[g]];
+        if (!s.propose({logits.data<float>() + g * vocab, vocab})) continue;
+        open.push_back(group[g]);
+        next.push_back({s.model_draft_->tokens().back()});
+      }
+    }
+    drafting = std::move(open);
+    feed = std::move(next);
+  }
+  for (const size_t i : modelled) {
+    DecodeStream& s = *streams[i];
+    if (s.constraint_ != nullptr) s.constraint_->restore(s.model_draft_->grammar_state);
+    drafts[i] = s.model_draft_->tokens();
+  }
+  for (size_t i = 0; i < streams.size(); ++i)
+    if (static_cast<int64_t>(drafts[i].size()) < streams[i]->speculative_.draft_min) drafts[i].clear();
+  return drafts;
+}
+
+bool DecodeStream::propose(std::span<const float> logits) {
+  ModelDraft& d = *model_draft_;
+  const size_t length = history_.size();
+  try {
+    // q: the row as the stream's sampler would take it after the draft so far (the grammar's mask,
+    // the penalties over the history and the drafted tokens, the sampler's transforms)
+    const std::span<const float> row = masked(logits);
+    history_.insert(history_.end(), d.tokens().begin(), d.tokens().end());
+    std::vector<float> q = sampler_->distribution(row, history_, generated_.size() + d.tokens().size());
+    history_.resize(length);
+    const int64_t x = sampler_->config().greedy() ? argmax(q) : sample_from_probabilities(q, sampler_->uniform());
+    if (!d.add(x, std::move(q))) return false;
+    if (std::find(stop_.eos_ids.begin(), stop_.eos_ids.end(), x) != stop_.eos_ids.end()) return false;
+    if (constraint_ != nullptr) {
+      constraint_->accept(x);  // the next draft token's mask follows it
+      if (constraint_->finished()) return false;
+    }
+    return true;
+  } catch (...) {  // no draft token can follow (the grammar): the draft so far is verified, the target's row decides
+    history_.resize(length);
+    d.end();
+    return false;
+  }
 }
 
 // Why accepting a draft token iff the token sampled from the target's row equals it keeps the
@@ -88,16 +195,20 @@ std::vector<int64_t> DecodeStream::draft() {
 // exactly p, and the same draw plain decoding makes. So each row is sampled as plain decoding
 // samples it, from the same history, with the sampler's next counter: greedy and seeded sampling
 // give plain decoding's tokens (within the rounding of a several-token forward), and a stream
-// sharing a sampler the same distribution. A draft model (q not one-hot) needs the full rule.
+// sharing a sampler the same distribution. A draft model's q is not one-hot: its rows take the
+// full rule (take_drafted, speculative_choice).
 void DecodeStream::verify(std::span<const int64_t> draft, std::span<const float> logits) {
   const size_t rows = draft.size() + 1, vocab = logits.size() / rows;
   NF_CHECK(vocab * rows == logits.size() && !generated_.empty(), "DecodeStream::verify: ", logits.size(),
            " logits for a draft of ", draft.size());
   const auto fed = static_cast<int64_t>(sequence_->tokens().size());  // after [last, draft]
+  // a draft model's draft (q_i known): the rejection rule (infer/draft_model.h); a lookup draft: below
+  const bool by_model = model_draft_ && std::ranges::equal(model_draft_->tokens(), draft);
   size_t i = 0;
   int64_t taken = 0;
   for (;; ++i) {
-    if (!take(logits.subspan(i * vocab, vocab))) break;
+    const std::span<const float> row = logits.subspan(i * vocab, vocab);
+    if (!(by_model && i < draft.size() ? take_drafted(row, draft[i], model_draft_->q(i)) : take(row))) break;
     if (i == draft.size() || generated_.back() != draft[i]) break;
     ++taken;
     if (!running()) break;
@@ -113,14 +224,13 @@ void DecodeStream::verify(std::span<const int64_t> draft, std::span<const float>
 
 void decode_step(std::span<DecodeStream* const> streams) {
   std::vector<DecodeStream*> running;
-  std::vector<std::vector<int64_t>> drafts;
   for (DecodeStream* s : streams) {
     if (!s->running()) continue;
     NF_CHECK(!s->generated().empty(), "decode_step: a stream has not been prefilled");
     running.push_back(s);
-    drafts.push_back(s->draft());
   }
   if (running.empty()) return;
+  const std::vector<std::vector<int64_t>> drafts = DecodeStream::draft(running);
   // one forward per draft length: the streams without a draft together (their last rows), those
   // with a draft of k together (their k + 1 rows each); then each stream accepts, in stream order
   std::vector<Tensor> logits(running.size());

@@ -13,6 +13,8 @@ void SpeculativeConfig::validate() const {
   NF_CHECK(draft_max >= 1 && draft_max <= kMaxDraft, "--draft-max ", draft_max, ": must be in [1, ", kMaxDraft, "]");
   NF_CHECK(draft_min >= 0 && draft_min <= draft_max, "--draft-min ", draft_min, ": must be in [0, --draft-max ",
            draft_max, "]");
+  NF_CHECK(lookup_ngram == 0 || draft_model == nullptr, "--draft and --lookup-ngram ", lookup_ngram,
+           " are two ways to draft: give one");
 }
 
 std::vector<int64_t> lookup_draft(std::span<const int64_t> history, int64_t ngram, int64_t max_tokens) {

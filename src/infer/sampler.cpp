@@ -188,7 +188,12 @@ int64_t argmax(std::span<const float> logits) {
 }
 
 int64_t sample_from_logits(std::span<const float> logits, double u) {
-  const std::vector<float> p = probabilities(logits);
+  return sample_from_probabilities(probabilities(logits), u);
+}
+
+std::vector<float> softmax_probabilities(std::span<const float> logits) { return probabilities(logits); }
+
+int64_t sample_from_probabilities(std::span<const float> p, double u) {
   double total = 0;
   for (float x : p) total += x;
   const double target = u * total;  // the first i with sum_{j <= i} p_j > u * sum_j p_j
@@ -213,6 +218,22 @@ int64_t Sampler::next_row(std::span<const float> logits, std::span<const int64_t
   if (config_.greedy()) return argmax(row_);
   const auto words = philox4x32(counter, 0, generator_.seed());
   return sample_from_logits(row_, uniform01_f64(words[0], words[1]));
+}
+
+std::vector<float> Sampler::distribution(std::span<const float> logits, std::span<const int64_t> tokens,
+                                         size_t generated) {
+  NF_CHECK(!logits.empty(), "sampler: empty row of logits");
+  row_.assign(logits.begin(), logits.end());
+  process_logits(row_, tokens, config_, generated);
+  if (!config_.greedy()) return probabilities(row_);
+  std::vector<float> one_hot(row_.size(), 0.0f);
+  one_hot[static_cast<size_t>(argmax(row_))] = 1.0f;
+  return one_hot;
+}
+
+double Sampler::uniform() {
+  const auto words = philox4x32(generator_.reserve(1), 0, generator_.seed());
+  return uniform01_f64(words[0], words[1]);
 }
 
 int64_t Sampler::next(std::span<const float> logits, std::span<const int64_t> tokens, size_t generated) {

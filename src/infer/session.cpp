@@ -50,7 +50,14 @@ GenerationResult Session::generate(const std::vector<int64_t>& sequence, Sampler
   const int64_t keep = sequence_.keep_common_prefix(sequence);
   GenerationResult result;
   result.prompt_tokens = length - keep;
-  DecodeStream stream(sequence_, sampler, stop, sequence, constraint, {.on_token = on_token}, speculative);
+  if (speculative.draft_model != nullptr && (!draft_sequence_ || &draft_sequence_->model() != speculative.draft_model)) {
+    check_draft_model(model_, "the model", *speculative.draft_model, "the draft model", max_len());
+    speculative.draft_model->eval();
+    draft_sequence_ = std::make_unique<CachedSequence>(*speculative.draft_model, max_len(), ContextShift{},
+                                                       sequence_.cache().shape().cache_type);
+  }
+  DecodeStream stream(sequence_, sampler, stop, sequence, constraint, {.on_token = on_token}, speculative,
+                      speculative.draft_model != nullptr ? draft_sequence_.get() : nullptr);
   auto start = std::chrono::steady_clock::now();
   stream.prefill({sequence.begin() + keep, sequence.end()});
   result.prefill_seconds = seconds_since(start);

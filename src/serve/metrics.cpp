@@ -78,7 +78,7 @@ std::string prometheus_text(const std::string& model, const SchedulerStats& s,
          "Decoded rows per second of decode steps, since the server started (a verified draft counts one).",
          s.decode_seconds > 0 ? static_cast<double>(s.decoded_rows) / s.decode_seconds : 0.0);
   metric(out, "nanoformer_draft_tokens_total", "counter",
-         "Speculative decoding: tokens drafted by prompt lookup and verified.", static_cast<double>(s.draft_tokens));
+         "Speculative decoding: tokens drafted (by prompt lookup or the draft model) and verified.", static_cast<double>(s.draft_tokens));
   metric(out, "nanoformer_draft_tokens_accepted_total", "counter",
          "Of those, the tokens taken (each a decode step saved).", static_cast<double>(s.accepted_tokens));
   metric(out, "nanoformer_sequences_completed_total", "counter", "Sequences that ended (a stop, a length, an error).",

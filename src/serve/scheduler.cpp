@@ -7,6 +7,7 @@
 #include "nanoformer/autograd/grad_mode.h"
 #include "nanoformer/core/error.h"
 #include "nanoformer/infer/decode_step.h"
+#include "nanoformer/infer/draft_model.h"
 #include "nanoformer/infer/prompt_ids.h"
 #include "nanoformer/ops/view.h"
 
@@ -15,6 +16,7 @@ namespace nf::serve {
 struct Scheduler::Slot {
   infer::CachedSequence sequence;
   bool busy = false;
+  std::unique_ptr<infer::CachedSequence> draft = nullptr;  // the draft model's (SchedulerOptions::draft)
 };
 
 // A sequence whose prompt is being prefilled, a chunk per step; its slot is taken at its first chunk.
@@ -29,14 +31,15 @@ struct Scheduler::Prefill {
 
 // A sequence past its prefill: its stream decodes a token per step (infer/decode_step.h).
 struct Scheduler::Running {
-  Running(SequenceRequest&& r, size_t slot_index, infer::CachedSequence& sequence, const SequenceOutcome& o)
+  Running(SequenceRequest&& r, size_t slot_index, infer::CachedSequence& sequence, const SequenceOutcome& o,
+          infer::CachedSequence* draft_sequence)
       : request(std::move(r)),
         slot(slot_index),
         sampler(request.sampler),
         outcome(o),
         stream(sequence, sampler, request.stop, request.prompt, request.constraint.get(),
                {.on_token = request.on_token, .on_logprobs = request.on_logprobs, .top_logprobs = request.top_logprobs},
-               request.speculative) {}
+               request.speculative, draft_sequence) {}
   SequenceRequest request;
   size_t slot;
   infer::Sampler sampler;
@@ -51,8 +54,16 @@ Scheduler::Scheduler(models::DecoderLM& model, const SchedulerOptions& options)
   NF_CHECK(context_ >= 2 && context_ <= model.config().max_seq_len, "--context ", context_,
            ": must be in [2, the model's max_seq_len ", model.config().max_seq_len, "]");
   model_.eval();
-  for (int64_t i = 0; i < options.parallel; ++i)
+  if (options.draft != nullptr) {
+    infer::check_draft_model(model_, "the model", *options.draft, "the draft model", context_);
+    options.draft->eval();
+  }
+  for (int64_t i = 0; i < options.parallel; ++i) {
     slots_.push_back({infer::CachedSequence(model_, context_, {.keep = options.keep}, options.cache_type), false});
+    if (options.draft != nullptr)
+      slots_.back().draft = std::make_unique<infer::CachedSequence>(*options.draft, context_, infer::ContextShift{},
+                                                                    options.cache_type);
+  }
   stats_.parallel = options.parallel;
   stats_.max_queue = options.max_queue;
   thread_ = std::thread([this] { run(); });
@@ -281,7 +292,10 @@ int64_t Scheduler::prefill_step(int64_t limit) {
       return n;
     }
   }
-  running_.emplace_back(std::move(request), p.slot, slots_[p.slot].sequence, p.outcome);
+  infer::CachedSequence* draft = slots_[p.slot].draft.get();  // the draft model, unless lookup was asked for
+  if (draft != nullptr && request.speculative.lookup_ngram == 0) request.speculative.draft_model = &draft->model();
+  else draft = nullptr;
+  running_.emplace_back(std::move(request), p.slot, slots_[p.slot].sequence, p.outcome, draft);
   prefilling_.pop_front();
   if (!generates) {  // the prompt only: it ends here
     running_.back().outcome.reason = infer::StopReason::max_new_tokens;

@@ -170,6 +170,39 @@ TEST_F(GenerateCliTest, LookupGivesThePlainGreedyTokensAndReportsItsDrafts) {
   EXPECT_NE(bad.err.find("--draft-min 5: must be in [0, --draft-max 4]"), std::string::npos) << bad.err;
 }
 
+// --draft MODEL (speculative decoding with a draft model: here the same model with the embeddings
+// of ids >= 128 zeroed): generate and chat give the same greedy text, the drafts reported; a draft
+// of another vocabulary, or --draft with --lookup-ngram, is one clear line naming them.
+TEST_F(GenerateCliTest, ADraftModelGivesThePlainGreedyTokensAndReportsItsDrafts) {
+  testing::save_tiny_chat_model(path("m"), false, 256);
+  testing::save_tiny_chat_model(path("d"), /*ascii_only=*/true, 256);
+  testing::save_tiny_chat_model(path("wide"), false, 256, /*padded_vocab=*/320);
+  const std::string model = "generate -m '" + path("m/model.safetensors") + "' --greedy -n 64 ";
+  const std::string draft = " --draft '" + path("d/model.safetensors") + "'";
+  for (const std::string prompt : {"--ids --prompt-ids '72 101 108'", "--prompt 'Hello'"}) {
+    const auto plain = cli(model + prompt);
+    const auto drafted = cli(model + prompt + draft + " --draft-max 4");
+    ASSERT_EQ(plain.exit_code, 0) << plain.err;
+    ASSERT_EQ(drafted.exit_code, 0) << drafted.err;
+    EXPECT_EQ(drafted.out, plain.out);
+    EXPECT_NE(drafted.err.find("[draft: "), std::string::npos) << drafted.err;
+  }
+  const std::string chat = "chat -m '" + path("m/model.safetensors") + "' --greedy -n 24 --stats";
+  const auto plain_chat = cli(chat, "Hi\nHow are you\n");
+  const auto drafted_chat = cli(chat + draft, "Hi\nHow are you\n");
+  ASSERT_EQ(drafted_chat.exit_code, 0) << drafted_chat.err;
+  EXPECT_EQ(drafted_chat.out, plain_chat.out);
+  const auto wide = cli(model + "--ids --draft '" + path("wide/model.safetensors") + "'");
+  EXPECT_NE(wide.exit_code, 0);
+  EXPECT_NE(wide.err.find("--draft " + path("wide/model.safetensors") + " has a vocabulary of 320 tokens but the model " +
+                          path("m/model.safetensors") + " has 259"),
+            std::string::npos)
+      << wide.err;
+  const auto both = cli(model + "--ids --lookup-ngram 2" + draft);
+  EXPECT_NE(both.exit_code, 0);
+  EXPECT_NE(both.err.find("--draft and --lookup-ngram 2 are two ways to draft: give one"), std::string::npos) << both.err;
+}
+
 // A model whose vocabulary (320) is padded beyond its tokenizer's (259), the padded ids' logits the
 // largest: generate (greedy and sampled, text and ids) and chat never emit a padded id.
 TEST_F(GenerateCliTest, APaddedVocabularyIsNeverSampledBeyondTheTokenizer) {

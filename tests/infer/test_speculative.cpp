@@ -18,54 +18,16 @@
 #include "nanoformer/infer/decode_step.h"
 #include "nanoformer/infer/prompt_lookup.h"
 #include "nanoformer/infer/session.h"
-#include "tiny_lm.h"
+#include "speculative_models.h"
 
 namespace nf::infer {
 namespace {
 
-constexpr int64_t kVocab = 64;
-
-// Attention's output weakened (o_proj x 0.1): the next token depends mostly on the last one, as
-// in a bigram model, so the model's greedy continuations fall into cycles that lookup drafts from,
-// while attention (and so the positions and the cache) still moves every logit.
-std::shared_ptr<models::DecoderLM> repetitive(std::shared_ptr<models::DecoderLM> model) {
-  for (const auto& [name, p] : model->named_parameters())
-    if (name.ends_with("attn.o_proj.weight"))
-      for (int64_t i = 0; i < p.numel(); ++i) p.data<float>()[i] *= 0.1f;
-  return model;
-}
-
-std::shared_ptr<models::DecoderLM> tiny_llama(int64_t max_seq_len, int64_t head_dim = 0) {
-  return repetitive(testing::tiny_lm(max_seq_len, head_dim));
-}
-
-// GPT-2's layout (learned absolute positions, LayerNorm, GELU), as small as tiny_lm.
-std::shared_ptr<models::DecoderLM> tiny_gpt2(int64_t max_seq_len) {
-  models::DecoderLMConfig c = models::preset_config("gpt2-124m");
-  c.vocab_size = kVocab, c.dim = 32, c.n_layers = 2, c.n_heads = 4, c.n_kv_heads = 4, c.max_seq_len = max_seq_len;
-  c.init_std = 0.3;
-  Generator gen(6);  // a seed whose continuations recur (seed 5's drafts are rarely taken)
-  return repetitive(std::make_shared<models::DecoderLM>(c, gen));
-}
-
-// A prompt that lookup drafts well from: every id (so that the last token of any output occurs
-// earlier), then what the model itself continues it with greedily, then the start again (so
-// that the model's continuation may repeat what it wrote before: a random model cannot copy,
-// but its own continuations recur).
-std::vector<int64_t> repeating_prompt(models::DecoderLM& model) {
-  std::vector<int64_t> p;
-  for (int64_t i = 0; i < kVocab; ++i) p.push_back((i * 7 + 3) % kVocab);
-  model.eval();
-  CachedSequence s(model);
-  Tensor logits = s.feed(p).to(DType::f32).contiguous();
-  std::vector<int64_t> out = p;
-  for (int i = 0; i < 24; ++i) {
-    out.push_back(argmax({logits.data<float>(), static_cast<size_t>(kVocab)}));
-    logits = s.feed({out.back()}).to(DType::f32).contiguous();
-  }
-  out.insert(out.end(), p.end() - 16, p.end());
-  return out;
-}
+using testing::kVocab;
+using testing::repeating_prompt;
+using testing::repetitive;
+using testing::tiny_gpt2;
+using testing::tiny_llama;
 
 constexpr SpeculativeConfig kLookup{.lookup_ngram = 3, .draft_max = 8, .draft_min = 0};
 

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <future>
@@ -125,6 +126,51 @@ TEST(Scheduler, SequencesWithPromptLookupGetTheirPlainTokens) {
   EXPECT_GT(stats.draft_tokens, 0);
   EXPECT_GT(stats.accepted_tokens, 0) << stats.draft_tokens << " drafted";
   EXPECT_LT(stats.decoded_rows, 4 * 39);  // verified drafts gave several tokens a row
+}
+
+// With a draft model (SchedulerOptions::draft, each slot keeping its cache), greedy sequences
+// batched with one asking for prompt lookup get what each gets alone without drafts; a slot's
+// second sequence reuses what its draft cache holds.
+TEST(Scheduler, SequencesWithADraftModelGetTheirPlainTokens) {
+  const auto model = testing::tiny_lm(160);
+  models::DecoderLMConfig c = model->config();
+  c.n_layers = 1;  // the draft: the model's first layer alone, its embeddings and head
+  Generator gen(4);
+  models::DecoderLM draft(c, gen);
+  const auto weights = model->state_dict();
+  for (const auto& [name, p] : draft.named_parameters())
+    std::copy_n(weights.at(name).data<float>(), p.numel(), p.data<float>());
+  draft.eval();
+  const std::vector<int64_t> cycle{3, 8, 1, 9, 4, 8, 2, 7};
+  std::vector<std::vector<int64_t>> prompts;
+  for (int i = 0; i < 5; ++i) {
+    std::vector<int64_t> p;
+    for (int r = 0; r < 2 + i % 3; ++r) p.insert(p.end(), cycle.begin(), cycle.end());
+    p.push_back(i);
+    prompts.push_back(p);
+  }
+  std::vector<std::vector<int64_t>> alone;
+  for (const auto& prompt : prompts) {
+    infer::Session session(*model);
+    infer::Sampler sampler({.temperature = 0});
+    alone.push_back(session.generate(prompt, sampler, {.max_new_tokens = 40}).tokens);
+  }
+  std::vector<Tracked> runs(prompts.size());
+  SchedulerStats stats;
+  {
+    Scheduler scheduler(*model, {.parallel = 3, .max_queue = 8, .context = 0, .draft = &draft});
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      SequenceRequest r = tracked(runs[i], prompts[i], {.temperature = 0}, 40);
+      if (i == 2) r.speculative = {.lookup_ngram = 2};  // prompt lookup instead of the draft model
+      ASSERT_TRUE(scheduler.submit(std::move(r)));
+    }
+    for (Tracked& t : runs) EXPECT_EQ(outcome(t).completion_tokens, 40);
+    stats = scheduler.stats();
+  }
+  for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(runs[i].tokens, alone[i]) << "sequence " << i;
+  EXPECT_EQ(stats.generated_tokens, 5 * 40);
+  EXPECT_GT(stats.accepted_tokens, 0) << stats.draft_tokens << " drafted";
+  EXPECT_LT(stats.accepted_tokens, stats.draft_tokens);
 }
 
 TEST(Scheduler, JobsRunBetweenStepsOnItsThreadWhileSequencesDecode) {

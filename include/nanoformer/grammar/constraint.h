@@ -34,6 +34,10 @@ class GrammarConstraint {
   void apply(std::span<float> logits);
   // Moves past the chosen id; throws nf::Error when it was not allowed.
   void accept(int64_t id);
+  // Where the output is, and back to it: a speculative draft advances the constraint along its
+  // tokens (so that each is allowed) and then restores it (infer/draft_model.h).
+  const GrammarMatcher::State& state() const { return matcher_.state(); }
+  void restore(GrammarMatcher::State state) { matcher_.restore(std::move(state)); }
   // Only the end can follow (stop without waiting for an end id).
   bool finished() const { return GrammarMatcher::must_end(matcher_.state()); }
 

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "nanoformer/grammar/grammar.h"
@@ -31,6 +32,8 @@ class GrammarMatcher {
   explicit GrammarMatcher(std::shared_ptr<const Grammar> grammar);
 
   const State& state() const { return state_; }
+  // Back to a state this matcher was in before (its stack ids stay valid: they are never freed).
+  void restore(State state) { state_ = std::move(state); }
   // The stacks of `from` after `byte` into `to` (empty: the byte is not allowed there).
   void advance(const State& from, uint8_t byte, State& to);
   // Moves the state past `bytes`; false (the state unchanged) when they leave no stack alive.

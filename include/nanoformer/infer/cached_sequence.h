@@ -31,6 +31,8 @@ class CachedSequence {
                  QuantType cache_type = QuantType::f32);
 
   const std::vector<int64_t>& tokens() const { return tokens_; }
+  models::DecoderLM& model() const { return model_; }
+  const ContextShift& shift() const { return shift_; }
   // Becomes a copy of `other` (a sequence over the same model and cache shape): its tokens and cache.
   void copy_from(const CachedSequence& other);
   nn::KVCache& cache() { return cache_; }

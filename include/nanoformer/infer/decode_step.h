@@ -12,19 +12,23 @@
 //   accept   the grammar's mask, the sampler, the stop criteria, on_logprobs and on_token, and
 //            room in the cache for the token (the context shift); a stream whose sampler or
 //            callback throws ends alone, its exception kept
-//   draft    with speculative decoding (infer/prompt_lookup.h), a stream guesses the tokens after
-//            its last one; decode_step then feeds it [last, guesses] (every position's logits, in
-//            one forward with the other streams whose drafts have as many tokens) and accepts row by
-//            row, as a plain step accepts its row, while the token taken equals the guess; the
+//   draft    with speculative decoding, a stream guesses the tokens after its last one, by prompt
+//            lookup (infer/prompt_lookup.h) or with a draft model (infer/draft_model.h: the
+//            streams' draft-model forwards of a step run together); decode_step then feeds it
+//            [last, guesses] (every position's logits, in one forward with the other streams whose
+//            drafts have as many tokens) and accepts row by row: a lookup guess while the token the
+//            row's plain sampling takes equals it, a draft model's by the rejection rule; the
 //            cache is rolled back to what was taken
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <span>
 #include <vector>
 
 #include "nanoformer/grammar/constraint.h"
 #include "nanoformer/infer/cached_sequence.h"
+#include "nanoformer/infer/draft_model.h"
 #include "nanoformer/infer/logprobs.h"
 #include "nanoformer/infer/prompt_lookup.h"
 #include "nanoformer/infer/sampler.h"
@@ -50,10 +54,12 @@ class DecodeStream {
   // the masked distribution), and the stream ends (end_of_sequence) once only the end can follow.
   // The sequence, the sampler and the constraint must outlive the stream; streams may share a
   // sampler (one random stream, each row taking the next draw in step order). `speculative`:
-  // drafting by prompt lookup (off by default).
+  // drafting by prompt lookup or a draft model (off by default). `draft_sequence`: with a draft
+  // model, its sequence to keep (a Session's, a server slot's: what it holds is reused); null: the
+  // stream makes its own of the target sequence's length and cache type.
   DecodeStream(CachedSequence& sequence, Sampler& sampler, StopCriteria stop, std::vector<int64_t> history,
                grammar::GrammarConstraint* constraint = nullptr, StreamCallbacks callbacks = {},
-               SpeculativeConfig speculative = {});
+               SpeculativeConfig speculative = {}, CachedSequence* draft_sequence = nullptr);
 
   // Feeds ids (the prompt, or what of it the cache does not hold) and accepts the next token.
   void prefill(const std::vector<int64_t>& ids);
@@ -63,9 +69,13 @@ class DecodeStream {
   // what max_new_tokens still allows); empty when this step drafts nothing: speculation off,
   // paused by the backoff, no match, fewer than --draft-min, or a cache that cannot roll back.
   std::vector<int64_t> draft();
+  // Every stream's draft (empty for those not drafting), the draft-model forwards of all of them
+  // together: one forward per round (and per draft model and count of ids to feed).
+  static std::vector<std::vector<int64_t>> draft(std::span<DecodeStream* const> streams);
   // After the sequence was fed [generated().back(), draft...]: `logits` holds its draft.size() + 1
   // rows (vocab floats each). Accepts row i as accept() does while the token taken equals
-  // draft[i], then rolls the sequence back to the tokens taken.
+  // draft[i] (a draft model's draft: by the rejection rule, infer/draft_model.h), then rolls the
+  // sequence back to the tokens taken.
   void verify(std::span<const int64_t> draft, std::span<const float> logits);
 
   bool running() const { return reason_ == StopReason::none && !error_; }
@@ -89,11 +99,19 @@ class DecodeStream {
   std::exception_ptr error_;
   SpeculativeConfig speculative_;
   DraftBackoff backoff_;  // of speculative_'s --draft-max and --draft-min
+  std::unique_ptr<ModelDraft> model_draft_;  // with a draft model
   int64_t drafted_ = 0, accepted_ = 0;
 
   // accept() but for making room: the token from `row` (false when the stream failed)
   bool take(std::span<const float> row);
+  // The token from `row` by the rejection rule at drafted token x of draft distribution q.
+  bool take_drafted(std::span<const float> row, int64_t x, std::span<const float> q);
+  std::span<const float> masked(std::span<const float> row);  // the grammar's mask applied (a copy)
+  void commit(int64_t id, std::span<const float> row);  // the token taken: history, stop, callbacks, grammar
   void make_room();
+  int64_t draft_room();  // the most tokens this step may draft (0: none)
+  // With a draft model: the next draft token from the draft model's last logits; whether the draft goes on.
+  bool propose(std::span<const float> logits);
 };
 
 // One step: every running stream's last token fed at once, then each accepts its next token;

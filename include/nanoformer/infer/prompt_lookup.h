@@ -29,6 +29,10 @@
 #include <span>
 #include <vector>
 
+namespace nf::models {
+class DecoderLM;
+}
+
 namespace nf::infer {
 
 struct SpeculativeConfig {
@@ -42,9 +46,12 @@ struct SpeculativeConfig {
   int64_t lookup_ngram = 0;  // --lookup-ngram N: draft by prompt lookup of the last N..1 tokens; 0 = off
   int64_t draft_max = 3;     // --draft-max K: tokens drafted at most per step (llama.cpp's default)
   int64_t draft_min = 0;     // --draft-min M: a shorter draft is not verified (a plain step instead)
+  // --draft MODEL: a smaller model with the same vocabulary drafts (infer/draft_model.h), in eval
+  // mode and outliving the streams; null = none. Not together with lookup_ngram: one way to draft.
+  models::DecoderLM* draft_model = nullptr;
 
-  bool enabled() const { return lookup_ngram > 0; }
-  // Throws nf::Error naming the flag out of range.
+  bool enabled() const { return lookup_ngram > 0 || draft_model != nullptr; }
+  // Throws nf::Error naming the flag out of range (or --draft given with --lookup-ngram).
   void validate() const;
 };
 

@@ -70,6 +70,11 @@ void process_logits(std::span<float> logits, std::span<const int64_t> tokens, co
 int64_t argmax(std::span<const float> logits);
 // The id whose cumulative softmax(logits) first exceeds u in [0, 1) (inverse CDF; -inf never).
 int64_t sample_from_logits(std::span<const float> logits, double u);
+// softmax(logits) as the sampler draws from it (exp in f32, the sum in f64; -inf gives 0).
+std::vector<float> softmax_probabilities(std::span<const float> logits);
+// The id whose cumulative weight first exceeds u times the weights' sum (weights >= 0, not
+// necessarily normalised; zero weights never): sample_from_logits over softmax_probabilities.
+int64_t sample_from_probabilities(std::span<const float> weights, double u);
 
 class Sampler {
  public:
@@ -81,6 +86,12 @@ class Sampler {
   // One token per row of (B, V) f32 logits, row b taking the next counter after row b - 1's;
   // tokens[b]: row b's sequence so far, its last `generated` generated (the same count for every row).
   std::vector<int64_t> next(const Tensor& logits, std::span<const std::vector<int64_t>> tokens, size_t generated = 0);
+
+  // The distribution next() draws from for this row: softmax of the processed logits, or, greedy,
+  // one-hot at the argmax (speculative decoding's p and q, infer/draft_model.h).
+  std::vector<float> distribution(std::span<const float> logits, std::span<const int64_t> tokens, size_t generated = 0);
+  // A uniform u in [0, 1) from the next counter (a draw of speculative decoding's rejection rule).
+  double uniform();
 
   const SamplerConfig& config() const { return config_; }
 

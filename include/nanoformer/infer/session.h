@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "nanoformer/infer/decode_step.h"
@@ -43,7 +44,8 @@ class Session {
   // the context shifts. Throws nf::Error when the sequence leaves no room for a new token (naming
   // its length and the context) or holds an id outside the vocabulary. With a `constraint`, every
   // token keeps the output within its grammar, which ends generation where only the end can follow.
-  // `speculative`: drafting by prompt lookup (infer/prompt_lookup.h), the same tokens sooner.
+  // `speculative`: drafting by prompt lookup (infer/prompt_lookup.h) or a draft model
+  // (infer/draft_model.h, whose cache the session keeps too), the same tokens sooner.
   GenerationResult generate(const std::vector<int64_t>& sequence, Sampler& sampler, const StopCriteria& stop,
                             const OnToken& on_token = {}, grammar::GrammarConstraint* constraint = nullptr,
                             const SpeculativeConfig& speculative = {});
@@ -59,6 +61,7 @@ class Session {
  private:
   models::DecoderLM& model_;
   CachedSequence sequence_;
+  std::unique_ptr<CachedSequence> draft_sequence_;  // the draft model's, once one drafted
 };
 
 }  // namespace nf::infer

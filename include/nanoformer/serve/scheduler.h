@@ -47,6 +47,10 @@ struct SchedulerOptions {
   // --prefill-chunk: prompt tokens prefilled per step at most (0: a whole prompt at once); a long
   // prompt then delays the running sequences' next token by one chunk's time, not its whole prefill
   int64_t prefill_chunk = 512;
+  // --draft: a draft model with the model's vocabulary (infer/draft_model.h) that drafts for every
+  // sequence not asking for prompt lookup, each slot keeping its own cache of it (llama-server's
+  // -md); a sequence's speculative.draft_max / draft_min bound its drafts. Null: none.
+  models::DecoderLM* draft = nullptr;
 };
 
 struct SequenceOutcome {
@@ -84,7 +88,8 @@ struct SequenceRequest {
   // distribution); the sequence ends (end_of_sequence) once the grammar can only end.
   std::shared_ptr<grammar::GrammarConstraint> constraint = nullptr;
   // Speculative decoding by prompt lookup (infer/prompt_lookup.h): the same tokens, several per
-  // step where the answer copies the prompt; off by default.
+  // step where the answer copies the prompt; off by default. With the scheduler's draft model,
+  // draft_max and draft_min bound its drafts, unless lookup_ngram asks for prompt lookup instead.
   infer::SpeculativeConfig speculative = {};
 };
 
