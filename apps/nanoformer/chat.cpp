@@ -51,6 +51,7 @@ void run_chat(const ChatArgs& a) {
     if (!system.empty()) messages.push_back({"system", system});
   };
   start_over();
+  const std::unique_ptr<infer::ToolUse> tools = make_tools(a.flags, loaded);
   std::fprintf(stderr, "nanoformer chat: %s, template %s, context %lld tokens (KV cache %s); %s\n", a.flags.model.c_str(),
                std::string(chat_template->name()).c_str(), static_cast<long long>(session.max_len()),
                quant_type_name(session.cache().shape().cache_type), kHelp);
@@ -78,11 +79,12 @@ void run_chat(const ChatArgs& a) {
       continue;
     }
     infer::TextStreamer streamer(tok, stop);
+    const std::unique_ptr<infer::ToolUse> turn_tools = tools ? tools->clone() : nullptr;  // each answer its own state
     const auto result = session.generate(sequence, sampler, stop, [&](int64_t id) {
       std::printf("%s", streamer.push(id).c_str());
       std::fflush(stdout);
       return !streamer.stopped();
-    }, nullptr, speculative);
+    }, nullptr, speculative, turn_tools.get());
     std::printf("%s\n", streamer.finish().c_str());
     messages.push_back({"assistant", streamer.text()});
     if (a.stats)

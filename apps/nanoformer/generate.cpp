@@ -59,6 +59,7 @@ void run_generate(const GenerateArgs& a, const CLI::App& cmd) {
   speculative.draft_model = draft.get();
 
   if (a.ids) {
+    NF_CHECK(a.flags.tools.empty(), "--tools needs the model's tokenizer: not with --ids");
     NF_CHECK(a.prompt.empty(), "--prompt is text: with --ids give the prompt as --prompt-ids \"1 2 3\"");
     const std::vector<int64_t> prompt =
         a.prompt_ids.empty() ? std::vector<int64_t>{a.bos} : infer::parse_prompt_ids(a.prompt_ids, vocab);
@@ -80,12 +81,13 @@ void run_generate(const GenerateArgs& a, const CLI::App& cmd) {
   std::vector<int64_t> prompt(encoded.begin(), encoded.end());
   if (loaded.prompt_bos) prompt.insert(prompt.begin(), *loaded.prompt_bos);  // as llama.cpp tokenises it
   infer::TextStreamer streamer(tok, stop);
+  const std::unique_ptr<infer::ToolUse> tools = make_tools(a.flags, loaded);
   std::printf("%s", a.prompt.c_str());
   const auto result = session.generate(prompt, sampler, stop, [&](int64_t id) {
     std::printf("%s", streamer.push(id).c_str());
     std::fflush(stdout);
     return !streamer.stopped();
-  }, nullptr, speculative);
+  }, nullptr, speculative, tools.get());
   std::printf("%s\n", streamer.finish().c_str());
   report(result, session.cache(), speculative);
 }

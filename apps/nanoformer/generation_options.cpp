@@ -48,6 +48,18 @@ void add_generation_flags(CLI::App& cmd, GenerationFlags& f) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   add_draft_flags(cmd, f.draft, f.speculative);
+  cmd.add_option("--tools", f.tools,
+                 "Tools the model calls while it decodes: calculator (nanochat's: <|python_start|>expr<|python_end|> "
+                 "answered with <|output_start|>result<|output_end|>, as its engine does)")
+      ->check(CLI::IsMember({"calculator"}));
+}
+
+std::unique_ptr<infer::ToolUse> make_tools(const GenerationFlags& f, const LoadedModel& loaded) {
+  if (f.tools.empty()) return nullptr;
+  NF_CHECK(loaded.tokenizer != nullptr, "--tools calculator needs the model's tokenizer (not --ids)");
+  NF_CHECK(loaded.tokenizer->token_id("<|python_start|>").has_value(), "--tools calculator: the tokenizer of ",
+           f.model, " has no <|python_start|> token (nanochat's calculator answers nanochat models)");
+  return std::make_unique<infer::NanochatCalculatorUse>(*loaded.tokenizer);
 }
 
 void add_draft_flags(CLI::App& cmd, std::string& draft, infer::SpeculativeConfig& speculative) {

@@ -11,6 +11,7 @@
 #include "nanoformer/infer/prompt_lookup.h"
 #include "nanoformer/infer/sampler.h"
 #include "nanoformer/infer/stop_criteria.h"
+#include "nanoformer/infer/tool_use.h"
 #include "nanoformer/models/decoder_lm.h"
 #include "nanoformer/tokenizer/tokenizer.h"
 
@@ -27,6 +28,7 @@ struct GenerationFlags {
   infer::StopCriteria stop;
   infer::SpeculativeConfig speculative;  // --lookup-ngram, --draft-max, --draft-min
   std::string draft;                     // --draft MODEL: the draft model's file (speculative.draft_model once loaded)
+  std::vector<std::string> tools;        // --tools calculator: tools the model calls while it decodes
 };
 
 // --model, --tokenizer, --context, --cache-type, the sampling and stopping flags and speculative decoding's.
@@ -35,6 +37,10 @@ void add_generation_flags(CLI::App& cmd, GenerationFlags& flags);
 void add_draft_flags(CLI::App& cmd, std::string& draft, infer::SpeculativeConfig& speculative);
 // --cache-type (generate, chat, serve, eval), read with nn::kv_cache_type_from_name.
 void add_cache_type_flag(CLI::App& cmd, std::string& cache_type);
+// --tools: a fresh state of the tools asked for (each generation its own), or null when none: "calculator"
+// is nanochat's (infer/tool_use.h), for a tokenizer with nanochat's <|python_start|> tokens (nf::Error
+// naming the flag otherwise).
+std::unique_ptr<infer::ToolUse> make_tools(const GenerationFlags& flags, const infer::LoadedModel& loaded);
 // Throws nf::Error naming a sampling, stopping, speculative or --cache-type flag out of range; called before anything loads.
 void check_generation_flags(const GenerationFlags& flags);
 

@@ -42,6 +42,12 @@ std::span<const float> DecodeStream::masked(std::span<const float> logits) {
 bool DecodeStream::take(std::span<const float> logits) {
   try {
     const std::span<const float> row = masked(logits);
+    if (!forced_.empty()) {  // a tool's answer: taken, not sampled
+      const int64_t id = forced_.front();
+      forced_.pop_front();
+      commit(id, row);
+      return true;
+    }
     commit(sampler_->next(row, history_, generated_.size()), row);
     return true;
   } catch (...) {  // this stream's own failure (its sampler, its callbacks): it ends alone
@@ -51,6 +57,7 @@ bool DecodeStream::take(std::span<const float> logits) {
 }
 
 bool DecodeStream::take_drafted(std::span<const float> logits, int64_t x, std::span<const float> q) {
+  if (!forced_.empty()) return take(logits);  // a tool answered a verified token: its answer comes first
   try {
     const std::span<const float> row = masked(logits);
     const std::vector<float> p = sampler_->distribution(row, history_, generated_.size());
@@ -75,6 +82,10 @@ void DecodeStream::commit(int64_t id, std::span<const float> row) {
     if (reason == StopReason::none && constraint_->finished()) reason = StopReason::end_of_sequence;
   }
   reason_ = reason;
+  if (callbacks_.tools != nullptr && reason_ == StopReason::none) {
+    const std::vector<int64_t> answer = callbacks_.tools->after(id);
+    forced_.insert(forced_.end(), answer.begin(), answer.end());
+  }
 }
 
 void DecodeStream::make_room() {
@@ -86,7 +97,7 @@ void DecodeStream::make_room() {
 }
 
 int64_t DecodeStream::draft_room() {
-  if (!speculative_.enabled() || !running() || !backoff_.may_draft()) return 0;
+  if (!speculative_.enabled() || !running() || !forced_.empty() || !backoff_.may_draft()) return 0;
   const nn::KVCache& cache = sequence_->cache();
   if (cache.carried().defined()) return 0;  // a state of the last token: the cache cannot roll back
   // room for [last, d1 .. dk] in the cache and one forward; k + 1 tokens at most still to generate

@@ -36,7 +36,7 @@ Session::Session(models::DecoderLM& model, int64_t max_len, ContextShift shift, 
 
 GenerationResult Session::generate(const std::vector<int64_t>& sequence, Sampler& sampler, const StopCriteria& stop,
                                    const OnToken& on_token, grammar::GrammarConstraint* constraint,
-                                   const SpeculativeConfig& speculative) {
+                                   const SpeculativeConfig& speculative, ToolUse* tools) {
   stop.validate();
   speculative.validate();
   NoGradGuard no_grad;
@@ -56,7 +56,7 @@ GenerationResult Session::generate(const std::vector<int64_t>& sequence, Sampler
     draft_sequence_ = std::make_unique<CachedSequence>(*speculative.draft_model, max_len(), ContextShift{},
                                                        sequence_.cache().shape().cache_type);
   }
-  DecodeStream stream(sequence_, sampler, stop, sequence, constraint, {.on_token = on_token}, speculative,
+  DecodeStream stream(sequence_, sampler, stop, sequence, constraint, {.on_token = on_token, .tools = tools}, speculative,
                       speculative.draft_model != nullptr ? draft_sequence_.get() : nullptr);
   auto start = std::chrono::steady_clock::now();
   stream.prefill({sequence.begin() + keep, sequence.end()});

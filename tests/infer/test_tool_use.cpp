@@ -2,9 +2,12 @@
 // tokens, with a byte-level tokenizer holding nanochat's special tokens (every other token one byte).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
+#include "nanoformer/infer/session.h"
 #include "nanoformer/infer/tool_use.h"
+#include "speculative_models.h"
 #include "support/testing.h"
 #include "tokenizer/fixtures.h"
 
@@ -70,6 +73,54 @@ TEST(NanochatCalculatorUse, ForcesNothingWithoutAnAnswerAndRestartsOnANewStart) 
   want.push_back(kOutEnd);
   EXPECT_EQ(tools.after(kEnd), want);
   EXPECT_THROW_WITH(NanochatCalculatorUse(tokenizer::testing::byte_tokenizer({"<|python_start|>"})), "no <|python_end|> token");
+}
+
+// A tool that answers token `trigger` with `answer` (a stand-in for any tool in the decoding loop).
+struct Echo : ToolUse {
+  int64_t trigger;
+  std::vector<int64_t> answer;
+  Echo(int64_t t, std::vector<int64_t> a) : trigger(t), answer(std::move(a)) {}
+  std::vector<int64_t> after(int64_t id) override { return id == trigger ? answer : std::vector<int64_t>{}; }
+  std::unique_ptr<ToolUse> clone() const override { return std::make_unique<Echo>(trigger, answer); }
+};
+
+// In the decoding loop: the tokens a tool hands back are the next ones taken and fed, and decoding
+// then goes on from them exactly as plain decoding of that sequence would; prompt lookup drafts
+// nothing while they wait, and its output is the same.
+TEST(ToolUse, ForcedTokensAreTakenAndFedAsIfTheModelHadWrittenThem) {
+  const auto model = testing::tiny_llama(256);
+  model->eval();
+  const std::vector<int64_t> prompt{1, 2, 3, 4, 5};
+  Sampler greedy({.temperature = 0});
+  const StopCriteria stop{.max_new_tokens = 40};
+  const std::vector<int64_t> plain = Session(*model).generate(prompt, greedy, stop).tokens;
+  // the trigger: the first generated token from the 4th on that did not come before
+  size_t at = 3;
+  while (std::find(plain.begin(), plain.begin() + static_cast<int64_t>(at), plain[at]) != plain.begin() + static_cast<int64_t>(at)) ++at;
+  ASSERT_LT(at, 30u);
+  const int64_t trigger = plain[at];
+  std::vector<int64_t> answer;
+  for (int64_t id = 60; answer.size() < 3; --id)
+    if (id != trigger) answer.push_back(id);
+  std::vector<int64_t> expected(plain.begin(), plain.begin() + static_cast<int64_t>(at) + 1);
+  expected.insert(expected.end(), answer.begin(), answer.end());
+  std::vector<int64_t> rest = prompt;
+  rest.insert(rest.end(), expected.begin(), expected.end());
+  const std::vector<int64_t> after =
+      Session(*model).generate(rest, greedy, {.max_new_tokens = 40 - static_cast<int64_t>(expected.size())}).tokens;
+  // the plain continuation may contain the trigger again: every occurrence is answered
+  for (size_t i = 0; i < after.size() && expected.size() < 40; ++i) {
+    expected.push_back(after[i]);
+    if (after[i] == trigger) break;  // what follows is answered again: compare up to here
+  }
+  for (const SpeculativeConfig& speculative : {SpeculativeConfig{}, SpeculativeConfig{.lookup_ngram = 3}}) {
+    Echo tools(trigger, answer);
+    const std::vector<int64_t> got =
+        Session(*model).generate(prompt, greedy, stop, {}, nullptr, speculative, &tools).tokens;
+    ASSERT_GE(got.size(), expected.size());
+    EXPECT_EQ(std::vector<int64_t>(got.begin(), got.begin() + static_cast<int64_t>(expected.size())), expected)
+        << "lookup " << speculative.lookup_ngram;
+  }
 }
 
 }  // namespace

@@ -11,7 +11,8 @@
 //            cache at its own length), then each stream accepts the next token from its row
 //   accept   the grammar's mask, the sampler, the stop criteria, on_logprobs and on_token, and
 //            room in the cache for the token (the context shift); a stream whose sampler or
-//            callback throws ends alone, its exception kept
+//            callback throws ends alone, its exception kept; with tools (infer/tool_use.h), the
+//            tokens a tool hands back after a token are taken next, one a step, unsampled
 //   draft    with speculative decoding, a stream guesses the tokens after its last one, by prompt
 //            lookup (infer/prompt_lookup.h) or with a draft model (infer/draft_model.h: the
 //            streams' draft-model forwards of a step run together); decode_step then feeds it
@@ -20,6 +21,7 @@
 //            row's plain sampling takes equals it, a draft model's by the rejection rule; the
 //            cache is rolled back to what was taken
 #include <cstdint>
+#include <deque>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -33,6 +35,7 @@
 #include "nanoformer/infer/prompt_lookup.h"
 #include "nanoformer/infer/sampler.h"
 #include "nanoformer/infer/stop_criteria.h"
+#include "nanoformer/infer/tool_use.h"
 
 namespace nf::infer {
 
@@ -45,6 +48,10 @@ struct StreamCallbacks {
   OnToken on_token = {};
   OnLogprobs on_logprobs = {};
   int64_t top_logprobs = 0;  // alternatives on_logprobs reports
+  // Tools the model calls while it decodes (infer/tool_use.h): after each token the stream takes,
+  // the tokens it hands back are taken next, one a step, instead of sampled (nanochat's calculator
+  // answers); none while they wait is drafted. Must outlive the stream.
+  ToolUse* tools = nullptr;
 };
 
 class DecodeStream {
@@ -94,6 +101,7 @@ class DecodeStream {
   grammar::GrammarConstraint* constraint_;
   StreamCallbacks callbacks_;
   std::vector<int64_t> generated_;
+  std::deque<int64_t> forced_;  // the tools' tokens still to take
   std::vector<float> masked_;  // with a constraint: the row it masked
   StopReason reason_ = StopReason::none;
   std::exception_ptr error_;

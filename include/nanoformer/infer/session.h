@@ -45,10 +45,12 @@ class Session {
   // its length and the context) or holds an id outside the vocabulary. With a `constraint`, every
   // token keeps the output within its grammar, which ends generation where only the end can follow.
   // `speculative`: drafting by prompt lookup (infer/prompt_lookup.h) or a draft model
-  // (infer/draft_model.h, whose cache the session keeps too), the same tokens sooner.
+  // (infer/draft_model.h, whose cache the session keeps too), the same tokens sooner. `tools`: tools
+  // the model calls while it decodes (infer/tool_use.h: nanochat's calculator), their answers taken
+  // as the next tokens.
   GenerationResult generate(const std::vector<int64_t>& sequence, Sampler& sampler, const StopCriteria& stop,
                             const OnToken& on_token = {}, grammar::GrammarConstraint* constraint = nullptr,
-                            const SpeculativeConfig& speculative = {});
+                            const SpeculativeConfig& speculative = {}, ToolUse* tools = nullptr);
 
   // Every token the cache holds, in order (the last sequence and what was generated after it, the
   // last sampled token excepted: it is fed only when the next call continues past it; after a
