@@ -248,6 +248,7 @@ void Scheduler::publish(const Slot& slot) {
 void Scheduler::release(Slot& slot) {
   publish(slot);
   slot.busy = false;  // it keeps what it holds for a next turn, as without a prefix cache
+  update_memory();    // before on_done: a caller woken by it sees the memory as it is now
 }
 
 void Scheduler::update_memory() {
