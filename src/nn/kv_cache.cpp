@@ -58,20 +58,25 @@ KVBlockRef KVCache::new_block() const {
   return std::make_shared<KVBlock>(storage_type_, paged_layers_, shape_.n_kv_heads, shape_.block_len, shape_.head_dim);
 }
 
-void KVCache::make_private(int64_t b, int64_t from) {
+bool KVCache::make_private(int64_t b, int64_t from) {
   std::vector<KVBlockRef>& row = blocks_[static_cast<size_t>(b)];
+  bool copied = false;
   for (size_t i = static_cast<size_t>(std::max<int64_t>(from, 0)); i < row.size(); ++i)
-    if (row[i].use_count() > 1) row[i] = row[i]->clone();
+    if (row[i].use_count() > 1) row[i] = row[i]->clone(), copied = true;
+  return copied;
 }
 
-void KVCache::cover(int64_t b, int64_t positions) {
+bool KVCache::cover(int64_t b, int64_t positions) {
   std::vector<KVBlockRef>& row = blocks_[static_cast<size_t>(b)];
   const auto n = static_cast<size_t>((positions + shape_.block_len - 1) / shape_.block_len);
+  const size_t before = row.size();
   if (row.size() > n) row.resize(n);
   while (row.size() < n) row.push_back(new_block());
+  return row.size() != before;
 }
 
 void KVCache::refresh(int64_t rows) {
+  table_rows_ = rows;
   for (Layer& l : layers_) {
     if (l.slot < 0) continue;
     l.kv = {};
@@ -192,11 +197,12 @@ KVCacheStep KVCache::begin(int64_t batch, int64_t new_tokens) {
     step.columns.push_back(l.length);
   }
   if (paged()) {
+    bool changed = table_rows_ != batch;
     for (int64_t b = 0; b < batch; ++b) {
-      cover(b, position_ + new_tokens);
-      make_private(b, position_ / shape_.block_len);  // the blocks it writes into: its own
+      changed = cover(b, position_ + new_tokens) || changed;
+      changed = make_private(b, position_ / shape_.block_len) || changed;  // the blocks it writes into: its own
     }
-    refresh(batch);
+    if (changed) refresh(batch);  // else the tables of the last forward hold these blocks still
   }
   return step;
 }

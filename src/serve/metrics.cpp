@@ -70,6 +70,8 @@ std::string prometheus_text(const std::string& model, const SchedulerStats& s,
          "Of the cached tokens, those whose KV blocks the prefix cache gave.", static_cast<double>(s.prefix_cached_tokens));
   metric(out, "nanoformer_kv_cache_bytes", "gauge", "KV cache bytes held by the slots and the prefix cache (each block once).",
          static_cast<double>(s.kv_bytes));
+  metric(out, "nanoformer_kv_cache_slot_bytes", "gauge",
+         "Of those, the slots' (the prefix cache's blocks that no slot holds left out).", static_cast<double>(s.slot_kv_bytes));
   metric(out, "nanoformer_prefix_cache_blocks", "gauge", "KV blocks in the prefix cache (in use or not).",
          static_cast<double>(s.prefix_cache_blocks));
   metric(out, "nanoformer_prefix_cache_bytes", "gauge", "Their bytes.", static_cast<double>(s.prefix_cache_bytes));

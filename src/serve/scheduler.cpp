@@ -263,9 +263,11 @@ void Scheduler::update_memory() {
     if (cache.shape().block_len > 0)
       for (const nn::KVBlockRef& block : cache.blocks(0)) count(block);
   }
+  const int64_t in_slots = bytes;
   if (prefix_) prefix_->each_block(count);
   std::lock_guard lock(mutex_);
   stats_.kv_bytes = bytes;
+  stats_.slot_kv_bytes = in_slots;
   if (prefix_) {
     stats_.prefix_cache_blocks = prefix_->blocks();
     stats_.prefix_cache_bytes = prefix_->bytes();

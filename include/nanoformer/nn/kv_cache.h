@@ -163,11 +163,13 @@ class KVCache {
   static bool reaches(const Layer& l, int64_t first, int64_t position);
   bool paged() const { return shape_.block_len > 0; }
   KVBlockRef new_block() const;
-  // Row b's blocks from block `from` on: each that another holds replaced by a copy of its own.
-  void make_private(int64_t b, int64_t from);
-  // Row b's blocks made to cover `positions` positions: later ones dropped, new ones appended.
-  void cover(int64_t b, int64_t positions);
-  // The paged layers' storage: the block tables of rows b < rows.
+  // Row b's blocks from block `from` on: each that another holds replaced by a copy of its own;
+  // whether any was.
+  bool make_private(int64_t b, int64_t from);
+  // Row b's blocks made to cover `positions` positions: later ones dropped, new ones appended;
+  // whether the list changed.
+  bool cover(int64_t b, int64_t positions);
+  // The paged layers' storage: the block tables of rows b < rows (0: none until the next begin).
   void refresh(int64_t rows);
 
   KVCacheShape shape_;
@@ -175,6 +177,7 @@ class KVCache {
   std::vector<Layer> layers_;
   int64_t paged_layers_ = 0;
   std::vector<std::vector<KVBlockRef>> blocks_;  // paged: per row (max_batch of them), in position order
+  int64_t table_rows_ = 0;                        // the rows the paged layers' storage has tables of
   int64_t position_ = 0, batch_ = 0;
   Tensor carried_;
 };

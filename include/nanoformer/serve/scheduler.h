@@ -116,7 +116,7 @@ struct SchedulerStats {
   int64_t prefix_cached_tokens = 0;  // of those, the prefix cache's
   // memory: the KV bytes the slots and the prefix cache hold (each block once), and the prefix cache's
   // blocks, their bytes, its budget and the blocks it dropped
-  int64_t kv_bytes = 0;
+  int64_t kv_bytes = 0, slot_kv_bytes = 0;  // (the second: what the slots hold, the prefix cache's unused blocks left out)
   int64_t prefix_cache_blocks = 0, prefix_cache_bytes = 0, cache_budget = 0, prefix_cache_evicted = 0;
   int64_t generated_tokens = 0;  // the first token of each started sequence + those of the decode steps
   int64_t draft_tokens = 0, accepted_tokens = 0;  // speculative decoding: tokens drafted and verified, and those taken
