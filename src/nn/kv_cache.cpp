@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <unordered_set>
 
 #include "nanoformer/core/error.h"
 #include "nanoformer/ops/indexing.h"
@@ -154,10 +155,10 @@ const LayerKV& KVCache::layer(int64_t i) const {
 
 int64_t KVCache::bytes() const {
   int64_t n = contiguous_bytes();
-  std::vector<const KVBlock*> seen;  // a block shared by rows counts once
+  std::unordered_set<const KVBlock*> seen;  // a block shared by rows counts once
   for (const std::vector<KVBlockRef>& row : blocks_)
     for (const KVBlockRef& block : row)
-      if (std::find(seen.begin(), seen.end(), block.get()) == seen.end()) seen.push_back(block.get()), n += block->bytes();
+      if (seen.insert(block.get()).second) n += block->bytes();
   return n;
 }
 

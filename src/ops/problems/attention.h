@@ -1,6 +1,7 @@
 #pragma once
 // One attention problem, on any device (ops/attention*.cpp fill it once; every kernel reads it):
 // q (B, H, Tq, D) against keys and values (B, Hkv, Tk, D), H a multiple of Hkv (grouped-query).
+#include <algorithm>
 #include <cstdint>
 
 #include "nanoformer/core/quant_type.h"
@@ -37,6 +38,15 @@ struct KVRows {
     if (!pages) return data + b * batch_stride + h * head_stride + j * row_stride;
     const int64_t c = first + j;
     return pages[b * pages_per_row + c / page_len] + h * head_stride + (c % page_len) * row_stride;
+  }
+  // at(b, h, j) for j < n into out[j], a page at a time
+  void each_row(int64_t b, int64_t h, int64_t n, const unsigned char** out) const {
+    for (int64_t j = 0; j < n;) {
+      const unsigned char* row = at(b, h, j);
+      const int64_t run = pages ? std::min(n - j, page_len - (first + j) % page_len) : n;
+      for (int64_t i = 0; i < run; ++i) out[j + i] = row + i * row_stride;
+      j += run;
+    }
   }
 };
 

@@ -430,10 +430,8 @@ void attention_decode_forward(const AttentionProblem& p, const Tensor& q, const 
     std::vector<const unsigned char*> k_rows(static_cast<size_t>(p.Tk)), v_rows(static_cast<size_t>(p.Tk));
     for (int64_t task = begin; task < end; ++task) {
       const int64_t b = task / p.Hkv, hk = task % p.Hkv;
-      for (int64_t j = 0; j < p.Tk; ++j) {
-        k_rows[static_cast<size_t>(j)] = k.at(b, hk, j);
-        v_rows[static_cast<size_t>(j)] = v.at(b, hk, j);
-      }
+      k.each_row(b, hk, p.Tk, k_rows.data());
+      v.each_row(b, hk, p.Tk, v_rows.data());
       // the rows' scores first, so that the group's keys are read while they are in cache: the
       // group's heads at query i share keys [first_key(i), end_key(i))
       for (int64_t i = 0; i < p.Tq; ++i) {
