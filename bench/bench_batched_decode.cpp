@@ -2,7 +2,9 @@
 // its own cache, decoded in one DecoderLM::forward_cached over their caches, against the same R sequences
 // decoded one at a time (R forward_cached calls of one row) in the same run; minimind2-small with
 // random weights, fp32, prompts of 20 + 7r tokens. The reporter prints the median time ratio
-// batched / one at a time; tokens/s is the `items_per_second` column.
+// batched / one at a time; tokens/s is the `items_per_second` column. And a paged cache (blocks
+// of 32, what the server's prefix cache shares) against a contiguous one: a prompt chunk of 256
+// tokens and a decoded token after a cached prefix of 1,024 (block_len 0 = contiguous).
 //   NANOFORMER_THREADS=1 ./build/bench_batched_decode --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true
 #include <memory>
 #include <vector>
@@ -66,8 +68,26 @@ void BM_one_at_a_time_decode(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * rows);
 }
 
+// One sequence with a 1,024-token prefix cached: `fed` more tokens in one forward, rolled back after.
+void after_prefix(benchmark::State& state, int64_t fed) {
+  NoGradGuard no_grad;
+  nn::KVCache cache = model().make_cache(1, 2048, QuantType::f32, state.range(0));
+  model().forward_cached(Tensor::from_vector(std::vector<int64_t>(1024, 5), {1, 1024}), cache, true);
+  const Tensor ids = Tensor::from_vector(std::vector<int64_t>(static_cast<size_t>(fed), 7), {1, fed});
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(model().forward_cached(ids, cache, true).raw_data());
+    cache.truncate(1024);
+  }
+  state.SetItemsProcessed(state.iterations() * fed);
+}
+
+void BM_prefill_256_after_1024(benchmark::State& state) { after_prefix(state, 256); }
+void BM_decode_after_1024(benchmark::State& state) { after_prefix(state, 1); }
+
 }  // namespace
 
+BENCHMARK(BM_prefill_256_after_1024)->Arg(0)->Arg(32)->ArgName("block_len")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_decode_after_1024)->Arg(0)->Arg(32)->ArgName("block_len")->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_nf_batched_decode)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Arg(16)->ArgName("rows")->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_one_at_a_time_decode)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Arg(16)->ArgName("rows")->Unit(benchmark::kMillisecond)->UseRealTime();
 

@@ -16,6 +16,7 @@
 
 #include "command.h"
 #include "generation_options.h"
+#include "number_text.h"
 #include "nanoformer/formats/model_io.h"
 #include "nanoformer/formats/sentence_transformers.h"
 #include "nanoformer/models/encoder_model.h"
@@ -32,6 +33,7 @@ struct ServeArgs {
   serve::SchedulerOptions scheduler;
   std::string reasoning_format = "auto";  // auto, deepseek or none (llama.cpp's names)
   std::string pooling;  // empty: the folder's sentence-transformers pooling, else mean (encoders) / last (decoders)
+  std::string cache_budget = "1G";  // --cache-budget, as parse_byte_count reads it
 };
 
 // How /v1/embeddings pools: --pooling over the folder's sentence-transformers modules over the
@@ -82,6 +84,7 @@ void run_serve(ServeArgs& a) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   a.scheduler.cache_type = nn::kv_cache_type_from_name(a.flags.cache_type);  // checked before the model loads
+  a.scheduler.cache_budget = serve::parse_byte_count(a.cache_budget, "--cache-budget");
   if (!a.pooling.empty()) models::pooling_from_name(a.pooling);
   NF_CHECK(a.reasoning_format == "auto" || a.reasoning_format == "deepseek" || a.reasoning_format == "none",
            "--reasoning-format '", a.reasoning_format, "': auto, deepseek or none");
@@ -133,10 +136,11 @@ void run_serve(ServeArgs& a) {
       [&scheduler](std::function<void()> job) { scheduler.run_between_steps(std::move(job)); });
   serve::HttpServer http(&service, &embeddings, a.name, scheduler.context(), a.http);
   std::fprintf(stderr,
-               "nanoformer serve: %s (chat template %s, context %lld, KV cache %s, parallel %lld, queue %lld, "
-               "connections %lld, timeout %g s; embeddings: %s pooling; reasoning %s)\n",
+               "nanoformer serve: %s (chat template %s, context %lld, KV cache %s, prefix cache %s, parallel %lld, "
+               "queue %lld, connections %lld, timeout %g s; embeddings: %s pooling; reasoning %s)\n",
                a.name.c_str(), template_name.empty() ? "none: /v1/completions only" : template_name.c_str(),
                static_cast<long long>(scheduler.context()), quant_type_name(a.scheduler.cache_type),
+               scheduler.stats().cache_budget > 0 ? byte_size(scheduler.stats().cache_budget).c_str() : "off",
                static_cast<long long>(a.scheduler.parallel),
                static_cast<long long>(a.scheduler.max_queue), static_cast<long long>(a.http.max_connections),
                a.http.timeout_s, models::pooling_name(embeddings.options().pooling),
@@ -188,6 +192,10 @@ void add_serve_command(CLI::App& app) {
       ->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--queue", a->scheduler.max_queue, "Requests waiting at most; beyond, 503")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--cache-budget", a->cache_budget,
+                  "Bytes of KV blocks the prefix cache keeps for later requests when no sequence uses them, least "
+                  "recently used dropped first (512M, 2G; 0: no prefix cache, each slot reuses only its own cache)")
+      ->capture_default_str();
   cmd->add_option("--prefill-chunk", a->scheduler.prefill_chunk,
                   "Prompt tokens prefilled per step at most, between decode steps (0: a whole prompt at once)")
       ->capture_default_str()->check(CLI::NonNegativeNumber);

@@ -136,7 +136,7 @@ LMOutput DecoderLM::forward(const Tensor& ids, const Tensor& targets, bool retur
 }
 
 
-nn::KVCache DecoderLM::make_cache(int64_t max_batch, int64_t max_len, QuantType cache_type) const {
+nn::KVCache DecoderLM::make_cache(int64_t max_batch, int64_t max_len, QuantType cache_type, int64_t block_len) const {
   const nn::AttentionConfig& a = (*layers)[0]->attn->config();  // resolved: n_kv_heads and head_dim set
   if (max_len == 0) max_len = config_.max_seq_len;
   NF_CHECK(max_len <= config_.max_seq_len, "DecoderLM: a cache of ", max_len, " tokens exceeds max_seq_len ",
@@ -145,7 +145,7 @@ nn::KVCache DecoderLM::make_cache(int64_t max_batch, int64_t max_len, QuantType 
   for (const auto& layer : *layers) windows.push_back(layer->attn->config().window);
   return nn::KVCache({.n_layers = config_.n_layers, .max_batch = max_batch, .n_kv_heads = a.n_kv_heads,
                       .head_dim = a.head_dim, .max_len = max_len, .dtype = compute_dtype(),
-                      .cache_type = cache_type, .windows = windows});
+                      .cache_type = cache_type, .windows = windows, .block_len = block_len});
 }
 
 Tensor DecoderLM::forward_cached(const Tensor& ids, std::span<nn::KVCache* const> caches, bool last_only) {

@@ -62,7 +62,23 @@ std::string prometheus_text(const std::string& model, const SchedulerStats& s,
   metric(out, "nanoformer_prompt_tokens_total", "counter", "Prompt tokens of the sequences started.",
          static_cast<double>(s.prompt_tokens));
   metric(out, "nanoformer_prompt_tokens_cached_total", "counter",
-         "Of those, tokens found in a slot's KV cache and not prefilled again.", static_cast<double>(s.cached_tokens));
+         "Of those, tokens found in a slot's KV cache or the prefix cache and not prefilled again.",
+         static_cast<double>(s.cached_tokens));
+  metric(out, "nanoformer_prompt_tokens_computed_total", "counter", "Of those, tokens prefilled (computed).",
+         static_cast<double>(s.prompt_tokens - s.cached_tokens));
+  metric(out, "nanoformer_prompt_tokens_prefix_cached_total", "counter",
+         "Of the cached tokens, those whose KV blocks the prefix cache gave.", static_cast<double>(s.prefix_cached_tokens));
+  metric(out, "nanoformer_kv_cache_bytes", "gauge", "KV cache bytes held by the slots and the prefix cache (each block once).",
+         static_cast<double>(s.kv_bytes));
+  metric(out, "nanoformer_kv_cache_slot_bytes", "gauge",
+         "Of those, the slots' (the prefix cache's blocks that no slot holds left out).", static_cast<double>(s.slot_kv_bytes));
+  metric(out, "nanoformer_prefix_cache_blocks", "gauge", "KV blocks in the prefix cache (in use or not).",
+         static_cast<double>(s.prefix_cache_blocks));
+  metric(out, "nanoformer_prefix_cache_bytes", "gauge", "Their bytes.", static_cast<double>(s.prefix_cache_bytes));
+  metric(out, "nanoformer_prefix_cache_budget_bytes", "gauge", "--cache-budget (0: no prefix cache).",
+         static_cast<double>(s.cache_budget));
+  metric(out, "nanoformer_prefix_cache_evicted_blocks_total", "counter",
+         "Unused blocks the prefix cache dropped to stay within its budget.", static_cast<double>(s.prefix_cache_evicted));
   metric(out, "nanoformer_generated_tokens_total", "counter", "Tokens generated (sampled), every sequence's.",
          static_cast<double>(s.generated_tokens));
   metric(out, "nanoformer_prefill_seconds_total", "counter", "Seconds spent prefilling prompts.", s.prefill_seconds);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <span>
+#include <unordered_set>
 
 #include "nanoformer/autograd/grad_mode.h"
 #include "nanoformer/core/error.h"
@@ -26,6 +27,7 @@ struct Scheduler::Prefill {
   int64_t fed;          // prompt tokens in the slot's cache
   SequenceOutcome outcome;
   double seconds;       // in its chunks
+  int64_t from_prefix_cache = 0;  // prompt tokens whose blocks the prefix cache gave
   std::vector<infer::TokenLogprobs> prompt_logprobs = {};  // with on_prompt_logprobs: those of the chunks so far
 };
 
@@ -53,18 +55,26 @@ Scheduler::Scheduler(models::DecoderLM& model, const SchedulerOptions& options)
   NF_CHECK(options.max_queue >= 0, "--queue ", options.max_queue, ": the queue length must be >= 0");
   NF_CHECK(context_ >= 2 && context_ <= model.config().max_seq_len, "--context ", context_,
            ": must be in [2, the model's max_seq_len ", model.config().max_seq_len, "]");
+  NF_CHECK(options.cache_budget >= 0, "--cache-budget ", options.cache_budget, ": must be >= 0 (0: no prefix cache)");
+  NF_CHECK(options.block_len > 0, "SchedulerOptions: block_len ", options.block_len, " must be positive");
   model_.eval();
   if (options.draft != nullptr) {
     infer::check_draft_model(model_, "the model", *options.draft, "the draft model", context_);
     options.draft->eval();
   }
+  // a prefix cache where the model's caches can share blocks (no ring-buffered windowed layers)
+  if (options.cache_budget > 0 && model_.make_cache(1, context_, options.cache_type, options.block_len).shares_prefixes())
+    prefix_ = std::make_unique<PrefixCache>(options.block_len, options.cache_budget);
   for (int64_t i = 0; i < options.parallel; ++i) {
-    slots_.push_back({infer::CachedSequence(model_, context_, {.keep = options.keep}, options.cache_type), false});
+    slots_.push_back({infer::CachedSequence(model_, context_, {.keep = options.keep}, options.cache_type,
+                                            prefix_ ? options.block_len : 0),
+                      false});
     if (options.draft != nullptr)
       slots_.back().draft = std::make_unique<infer::CachedSequence>(*options.draft, context_, infer::ContextShift{},
                                                                     options.cache_type);
   }
   stats_.parallel = options.parallel;
+  stats_.cache_budget = prefix_ ? options.cache_budget : 0;
   stats_.max_queue = options.max_queue;
   thread_ = std::thread([this] { run(); });
 }
@@ -145,6 +155,7 @@ void Scheduler::run() {
       }
       running_.clear();
     }
+    update_memory();
   }
   std::deque<Queued> left;
   {
@@ -178,7 +189,8 @@ void Scheduler::end_unstarted(Prefill& p, std::string error) {
 }
 
 void Scheduler::admit(Queued queued) {
-  Prefill p{.queued = std::move(queued), .slot = slots_.size(), .fed = 0, .outcome = {}, .seconds = 0, .prompt_logprobs = {}};
+  Prefill p{.queued = std::move(queued), .slot = slots_.size(), .fed = 0, .outcome = {}, .seconds = 0,
+            .from_prefix_cache = 0, .prompt_logprobs = {}};
   SequenceRequest& request = p.queued.request;
   const auto length = static_cast<int64_t>(request.prompt.size());
   p.outcome.prompt_tokens = length;
@@ -222,8 +234,56 @@ void Scheduler::take_slot(Prefill& p) {
     slot.sequence.reset();
     return;
   }
+  // the prefix cache's blocks of the prompt (all but its last token, fed for its logits), when they
+  // reach further than what a slot holds
+  const auto length = static_cast<int64_t>(prompt.size());
+  if (prefix_) {
+    const std::vector<nn::KVBlockRef> cached = prefix_->find(prompt, length - 1);
+    const int64_t reach = static_cast<int64_t>(cached.size()) * prefix_->block_len();
+    if (reach > 0 && reach >= std::min(best_common, length - 1)) {
+      slot.sequence.adopt({prompt.begin(), prompt.begin() + reach}, cached);
+      p.fed = p.outcome.cached_tokens = p.from_prefix_cache = reach;
+      return;
+    }
+  }
   if (donor) slot.sequence.copy_from(donor->sequence);
   p.fed = p.outcome.cached_tokens = slot.sequence.keep_common_prefix(prompt);
+}
+
+void Scheduler::publish(const Slot& slot) {
+  if (!prefix_) return;
+  const std::vector<nn::KVBlockRef> blocks = slot.sequence.shareable_blocks();
+  if (!blocks.empty()) prefix_->insert(slot.sequence.tokens(), blocks);
+}
+
+void Scheduler::release(Slot& slot) {
+  publish(slot);
+  slot.busy = false;  // it keeps what it holds for a next turn, as without a prefix cache
+  update_memory();    // before on_done: a caller woken by it sees the memory as it is now
+}
+
+void Scheduler::update_memory() {
+  std::unordered_set<const nn::KVBlock*> blocks;
+  int64_t bytes = 0;
+  const auto count = [&](const nn::KVBlockRef& block) {
+    if (blocks.insert(block.get()).second) bytes += block->bytes();
+  };
+  for (const Slot& slot : slots_) {
+    const nn::KVCache& cache = slot.sequence.cache();
+    bytes += cache.contiguous_bytes();
+    if (cache.shape().block_len > 0)
+      for (const nn::KVBlockRef& block : cache.blocks(0)) count(block);
+  }
+  const int64_t in_slots = bytes;
+  if (prefix_) prefix_->each_block(count);
+  std::lock_guard lock(mutex_);
+  stats_.kv_bytes = bytes;
+  stats_.slot_kv_bytes = in_slots;
+  if (prefix_) {
+    stats_.prefix_cache_blocks = prefix_->blocks();
+    stats_.prefix_cache_bytes = prefix_->bytes();
+    stats_.prefix_cache_evicted = prefix_->evicted();
+  }
 }
 
 void Scheduler::prefill() {
@@ -256,6 +316,7 @@ int64_t Scheduler::prefill_step(int64_t limit) {
                                                         request.top_logprobs));
     if (scored) logits = narrow(logits, 1, n - 1, 1).contiguous();  // the last position's, to sample from
     p.fed += n;
+    publish(slots_[p.slot]);  // the prompt's blocks so far, for the prompts behind it
   } catch (const std::exception& e) {
     end_unstarted(p, e.what());
     prefilling_.pop_front();
@@ -275,6 +336,7 @@ int64_t Scheduler::prefill_step(int64_t limit) {
     std::lock_guard lock(mutex_);
     stats_.prompt_tokens += length;
     stats_.cached_tokens += p.outcome.cached_tokens;
+    stats_.prefix_cached_tokens += p.from_prefix_cache;
     stats_.prefill_seconds += p.seconds;
     if (generates) {
       ++stats_.generated_tokens;  // the first token, sampled from these logits below
@@ -334,7 +396,7 @@ bool Scheduler::settle(Running& r) {
 }
 
 void Scheduler::finish(Running& r, SequenceOutcome outcome) {
-  slots_[r.slot].busy = false;
+  release(slots_[r.slot]);
   {
     std::lock_guard lock(mutex_);  // the stats first: a caller woken by on_done sees them
     stats_.running = --active_;

@@ -17,7 +17,10 @@ of concurrent streaming clients (--clients), every engine in a fresh server with
 clients, in an order that rotates, each client sending --requests text completions of
 --max-tokens greedy tokens one after another. Reports output tokens/s over all streams, time to
 first token and inter-token latency (p50, p99), and the server's peak resident memory; --json keeps
-every number. The GGUF needs its tokenizer embedded (`nanoformer convert F.gguf OUT.gguf --to gguf
+every number. --system-prompts N draws each request's system prompt from N different ones (agents
+with their own instructions), --parallel-engines sets --parallel below the clients. `ours-noprefix` is ours with `--cache-budget 0` (no prefix cache: each slot reuses
+only its own cache); for ours, the prefill tokens computed and reused and the KV bytes held
+(`/metrics`, over the measured run) are reported too. The GGUF needs its tokenizer embedded (`nanoformer convert F.gguf OUT.gguf --to gguf
 --tokenizer tokenizer.json`, then the peers' llama-quantize for the other types).
 
     python tools/serve/load_test.py --gguf minimind2-small-Q4_0.gguf --engines ours llamacpp ik_llama \
@@ -144,12 +147,17 @@ def host_port(url):
     return host, int(port)
 
 
-def streams(url, clients, requests, prompt_tokens, system, max_tokens, seed):
-    """`clients` streaming clients at once, each sending `requests` completions one after another."""
+def streams(url, clients, requests, prompt_tokens, systems, max_tokens, seed):
+    """`clients` streaming clients at once, each sending `requests` completions one after another, each
+    after one of the system prompts `systems` (a list; [""] for none), chosen at random."""
     host, port = host_port(url)
-    results, errors, elapsed = run_clients(
-        clients, seed, lambda k: k < requests,
-        lambda rng: one_completion(host, port, (system + " " if system else "") + words(prompt_tokens, rng), max_tokens))
+
+    def prompt(rng):
+        system = rng.choice(systems)
+        return (system + " " if system else "") + words(prompt_tokens, rng)
+
+    results, errors, elapsed = run_clients(clients, seed, lambda k: k < requests,
+                                           lambda rng: one_completion(host, port, prompt(rng), max_tokens))
     ttft = [r[0] for r in results]
     gaps = [g for r in results for g in r[1]]
     tokens = sum(r[2] for r in results)
@@ -162,29 +170,63 @@ def streams(url, clients, requests, prompt_tokens, system, max_tokens, seed):
 
 
 def start_engine(engine, a, parallel, context):
-    if engine == "ours":
-        args = ["--model", a.gguf, "--context", str(context), "--parallel", str(parallel), "--queue", str(parallel + 8)]
+    if engine.startswith("ours"):
+        queue = max([parallel] + a.clients) + 8
+        args = ["--model", a.gguf, "--context", str(context), "--parallel", str(parallel), "--queue", str(queue)]
+        if engine == "ours-noprefix":
+            args += ["--cache-budget", "0"]
         return ServerProcess(args, env={"NANOFORMER_THREADS": str(a.threads)})
     return PeerServerProcess(engine, a.gguf, parallel, context, a.threads)
 
 
+def metrics(url):
+    """Our server's /metrics as {name: value} (the unlabelled samples)."""
+    host, port = host_port(url)
+    connection = http.client.HTTPConnection(host, port, timeout=30)
+    connection.request("GET", "/metrics")
+    text = connection.getresponse().read().decode()
+    connection.close()
+    out = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#") and "{" not in line:
+            name, value = line.split()
+            out[name] = float(value)
+    return out
+
+
+def prefix_numbers(before, after):
+    """Over a run: prompt tokens, those computed, those the prefix cache gave, and the KV bytes held after it."""
+    delta = {k: after[k] - before.get(k, 0) for k in after}
+    return {"prompt_tokens": delta["nanoformer_prompt_tokens_total"],
+            "prefill_computed": delta["nanoformer_prompt_tokens_computed_total"],
+            "prefix_cached": delta["nanoformer_prompt_tokens_prefix_cached_total"],
+            "kv_bytes": after["nanoformer_kv_cache_bytes"], "slot_kv_bytes": after["nanoformer_kv_cache_slot_bytes"]}
+
+
 def compare_engines(a):
-    system = words(a.system_tokens_max, random.Random(7)) if a.system_tokens_max else ""
+    systems = [words(a.system_tokens_max, random.Random(7 + i)) if a.system_tokens_max else "" for i in range(a.system_prompts)]
     results, turn = [], 0
     for prompt_tokens in a.prompt_tokens:
         for system_tokens in a.system_tokens:
-            shared = " ".join(system.split()[:system_tokens])
+            shared = [" ".join(system.split()[:system_tokens]) for system in systems]
             context = system_tokens + prompt_tokens * 2 + a.max_tokens + 64  # (words may split into more tokens)
             for clients in a.clients:
                 order = a.engines[turn % len(a.engines):] + a.engines[:turn % len(a.engines)]
                 turn += 1
                 for engine in order:
-                    with start_engine(engine, a, clients, context) as server:
+                    with start_engine(engine, a, a.parallel_engines or clients, context) as server:
                         streams(server.url, min(clients, 4), 1, prompt_tokens, shared, 8, seed=99)  # warm-up
+                        before = metrics(server.url) if engine.startswith("ours") else None
                         r = streams(server.url, clients, a.requests, prompt_tokens, shared, a.max_tokens, seed=1)
+                        if before is not None:
+                            r.update(prefix_numbers(before, metrics(server.url)))
                         r.update(engine=engine, clients=clients, prompt_words=prompt_tokens, system_words=system_tokens,
                                  peak_rss_mib=server.peak_rss_mib(), alive=server.alive())
                     results.append(r)
+                    if before is not None:
+                        print(f"{engine:9s} prefill tokens computed {r['prefill_computed']:.0f} of {r['prompt_tokens']:.0f} "
+                              f"({r['prefix_cached']:.0f} from the prefix cache), KV bytes held "
+                              f"{r['kv_bytes'] / 2**20:.1f} MiB, by the slots {r['slot_kv_bytes'] / 2**20:.1f} MiB", flush=True)
                     print(f"{engine:9s} prompt {prompt_tokens:5d} system {system_tokens:5d} clients {clients:3d}: "
                           f"{r['output_tokens_per_s']:8.1f} tok/s, ttft p50 {r['ttft_p50_s'] * 1000:7.0f} p99 "
                           f"{r['ttft_p99_s'] * 1000:7.0f} ms, itl p50 {r['itl_p50_s'] * 1000:6.1f} p99 {r['itl_p99_s'] * 1000:6.1f} ms, "
@@ -226,11 +268,16 @@ def main():
     p.add_argument("--parallel", type=int, nargs="+", default=[8, 1])
     p.add_argument("--threads", default="1", help="the servers' threads (NANOFORMER_THREADS, llama-server -t)")
     p.add_argument("--json", help="also write the results here")
-    p.add_argument("--engines", nargs="+", choices=["ours", "llamacpp", "ik_llama"], help="compare servers on --gguf")
+    p.add_argument("--engines", nargs="+", choices=["ours", "ours-noprefix", "llamacpp", "ik_llama"],
+                   help="compare servers on --gguf (ours-noprefix: ours with --cache-budget 0)")
     p.add_argument("--gguf", help="the GGUF file every engine serves (with --engines)")
     p.add_argument("--prompt-tokens", type=int, nargs="+", default=[256, 2048])
     p.add_argument("--system-tokens", type=int, nargs="+", default=[0, 1024])
     p.add_argument("--requests", type=int, default=2, help="per client, one after another (with --engines)")
+    p.add_argument("--system-prompts", type=int, default=1,
+                   help="different system prompts, each request after one of them at random (with --engines)")
+    p.add_argument("--parallel-engines", type=int, default=None,
+                   help="the servers' --parallel (with --engines; default: the clients)")
     a = p.parse_args()
     if a.engines:
         if not a.gguf:

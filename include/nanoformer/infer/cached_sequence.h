@@ -26,15 +26,27 @@ struct ContextShift {
 // A sequence in its own KV cache: tokens() are what the cache holds, in order.
 class CachedSequence {
  public:
-  // A cache of one row and max_len positions (0: the model's max_seq_len), of cache_type (nn/kv_cache.h).
+  // A cache of one row and max_len positions (0: the model's max_seq_len), of cache_type (nn/kv_cache.h);
+  // paged in blocks of block_len positions when > 0.
   CachedSequence(models::DecoderLM& model, int64_t max_len = 0, ContextShift shift = {},
-                 QuantType cache_type = QuantType::f32);
+                 QuantType cache_type = QuantType::f32, int64_t block_len = 0);
 
   const std::vector<int64_t>& tokens() const { return tokens_; }
   models::DecoderLM& model() const { return model_; }
   const ContextShift& shift() const { return shift_; }
-  // Becomes a copy of `other` (a sequence over the same model and cache shape): its tokens and cache.
+  // Becomes a copy of `other` (a sequence over the same model and cache shape): its tokens and cache
+  // (a paged cache's blocks shared, not copied).
   void copy_from(const CachedSequence& other);
+  // The first exact() tokens' keys and values are those a prefill of tokens() from the start
+  // computes: all of them, but after a context shift moved keys computed beside dropped tokens (then
+  // --keep's), which no other sequence can share.
+  int64_t exact() const { return exact_; }
+  // The blocks (of a paged cache that shares prefixes) that the first exact() tokens fill whole:
+  // block i holds tokens() [i block_len, (i + 1) block_len), as a prefill of them computes it.
+  std::vector<nn::KVBlockRef> shareable_blocks() const;
+  // Forgets what it holds and starts from `blocks`, which hold `tokens` (blocks.size() x block_len
+  // of them) as another sequence computed them (nn::KVCache::adopt).
+  void adopt(const std::vector<int64_t>& tokens, const std::vector<nn::KVBlockRef>& blocks);
   nn::KVCache& cache() { return cache_; }
   const nn::KVCache& cache() const { return cache_; }
   int64_t max_len() const { return cache_.shape().max_len; }
@@ -64,6 +76,7 @@ class CachedSequence {
   nn::KVCache cache_;
   ContextShift shift_;
   std::vector<int64_t> tokens_;
+  int64_t exact_ = 0;
 };
 
 }  // namespace nf::infer

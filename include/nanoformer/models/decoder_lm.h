@@ -51,8 +51,10 @@ class DecoderLM : public Model {
 
   // A cache for this model: max_batch rows of max_len positions (0 = max_seq_len, the most it may
   // be), stored as cache_type says (f32, f16, bf16, q8_0, q4_0: nn/kv_cache.h); sliding-window layers get
-  // ring buffers of O(window) memory.
-  nn::KVCache make_cache(int64_t max_batch = 1, int64_t max_len = 0, QuantType cache_type = QuantType::f32) const;
+  // ring buffers of O(window) memory; block_len > 0 makes it paged (the other layers in shared blocks
+  // of block_len positions, nn/kv_cache.h).
+  nn::KVCache make_cache(int64_t max_batch = 1, int64_t max_len = 0, QuantType cache_type = QuantType::f32,
+                         int64_t block_len = 0) const;
   // Inference with KV caches (eval mode; no autograd), the same blocks as forward(): ids (B, T) are
   // the next T tokens of the sequences the caches hold, B / caches.size() rows per cache, in order
   // (one cache for a batch, or one cache per sequence when sequences at different lengths decode

@@ -23,6 +23,16 @@
 // attends over them as a view (no reallocation, no copy of old entries); `commit` then advances.
 // truncate(n) rolls back to the first n positions; reset() empties the cache; shift() drops tokens
 // in the middle to continue past max_len (the model re-positions the kept keys: DecoderLM::shift_context).
+//
+// Paged (a shape with block_len > 0): the full-attention layers keep their keys and values in blocks
+// of block_len positions (nn/kv_block.h), a list per batch row, instead of one array per layer;
+// ring-buffered windowed layers stay contiguous and private. Blocks are shared by reference count:
+// select_rows (beams) and copy_from (n choices) share their rows' blocks instead of copying them, and
+// adopt() starts a sequence from blocks another computed (a shared prefix, serve/prefix_cache.h). A
+// block that another holds is never written: begin() copies the block it writes into when it is
+// shared (copy on write), truncate drops the blocks past the kept positions, and shift() copies the
+// shared blocks it moves keys into. Attention reads a paged layer through its block table in the
+// same order as a contiguous one (ops/kv_storage.h), so both give the same bits.
 #include <cstdint>
 #include <functional>
 #include <string_view>
@@ -30,6 +40,7 @@
 
 #include "nanoformer/core/quant_type.h"
 #include "nanoformer/core/tensor.h"
+#include "nanoformer/nn/kv_block.h"
 #include "nanoformer/ops/kv_storage.h"
 
 namespace nf::nn {
@@ -45,6 +56,7 @@ struct KVCacheShape {
   // multiple of 32)
   QuantType cache_type = QuantType::f32;
   std::vector<int64_t> windows{};  // per layer: the sliding window W, 0 = full attention; empty = all full
+  int64_t block_len = 0;           // positions per block of a paged cache; 0: every layer contiguous
 };
 
 // A cache type by its name, as --cache-type takes it: f32, f16, bf16, q8_0 or q4_0 (an nf::Error naming
@@ -81,8 +93,22 @@ class KVCache {
   int64_t batch() const { return batch_; }       // rows in use (0 when empty)
   // The most new tokens one forward may take: max_len, or less with ring-buffered windowed layers.
   int64_t max_step() const;
+  // Layer i's storage (of a paged layer: its block table as of the last forward's begin()).
   const LayerKV& layer(int64_t i) const;
-  int64_t bytes() const;  // of the storage, in its type (it grows with the positions filled)
+  int64_t bytes() const;  // of the storage, in its type (it grows with the positions filled); each block once
+
+  // Paging. Whether adopt() and full_blocks() apply: paged, and every layer in blocks (no ring).
+  bool shares_prefixes() const;
+  // Row r's blocks (paged): position t of the row is in block t / block_len.
+  const std::vector<KVBlockRef>& blocks(int64_t row) const;
+  // The bytes of the contiguous layers' storage (all of it unless paged).
+  int64_t contiguous_bytes() const;
+  // The blocks that row 0's filled positions fill whole: positions 0 .. n block_len - 1 (shares_prefixes).
+  std::vector<KVBlockRef> full_blocks() const;
+  // Forgets what it holds and becomes one row holding `blocks`' positions (shares_prefixes; blocks of
+  // this cache's layout): blocks.size() x block_len positions another cache computed for these
+  // tokens, now shared. The next forward writes into a block of its own.
+  void adopt(const std::vector<KVBlockRef>& blocks);
 
   // Checks that `new_tokens` more tokens for `batch` rows fit (naming the numbers when not), makes
   // room in the ring-buffered layers, and describes that forward; `commit` records it once every
@@ -123,6 +149,7 @@ class KVCache {
  private:
   struct Layer {
     LayerKV kv;
+    int64_t slot = -1;     // paged: its place in a block (-1: contiguous)
     int64_t window = 0;    // 0 = full
     int64_t capacity = 0;  // the columns it may grow to: max_len, or 2 W for a ring-buffered window
     int64_t columns = 0;   // of the storage now (grown by doubling as positions are filled)
@@ -134,10 +161,23 @@ class KVCache {
   // Whether layer l, holding positions up to `position` (exclusive) from `first` on, still has
   // every key the window of the token at `position` reaches.
   static bool reaches(const Layer& l, int64_t first, int64_t position);
+  bool paged() const { return shape_.block_len > 0; }
+  KVBlockRef new_block() const;
+  // Row b's blocks from block `from` on: each that another holds replaced by a copy of its own;
+  // whether any was.
+  bool make_private(int64_t b, int64_t from);
+  // Row b's blocks made to cover `positions` positions: later ones dropped, new ones appended;
+  // whether the list changed.
+  bool cover(int64_t b, int64_t positions);
+  // The paged layers' storage: the block tables of rows b < rows (0: none until the next begin).
+  void refresh(int64_t rows);
 
   KVCacheShape shape_;
   QuantType storage_type_;  // of every layer's rows: the cache type, f32 as the model's dtype
   std::vector<Layer> layers_;
+  int64_t paged_layers_ = 0;
+  std::vector<std::vector<KVBlockRef>> blocks_;  // paged: per row (max_batch of them), in position order
+  int64_t table_rows_ = 0;                        // the rows the paged layers' storage has tables of
   int64_t position_ = 0, batch_ = 0;
   Tensor carried_;
 };

@@ -11,6 +11,16 @@
 // longest prefix with its prompt and prefills only the rest (a chat's next turn), or copies the
 // cache of a running sequence that shares a longer one (n choices of one prompt: one prefill).
 //
+// With a prefix cache (cache_budget > 0, the default): the slots' caches are paged (nn/kv_cache.h),
+// and the full blocks of every prompt and answer go into a PrefixCache (serve/prefix_cache.h) as
+// they are computed, so a sequence whose prompt starts with cached blocks (a system prompt shared
+// by many clients, a conversation's earlier turns, in any slot, busy or not) maps them instead of
+// prefilling them, and holds them once with every other sequence that does. A slot keeps its blocks
+// after its sequence ends (a next turn continues from its last, partial block); the prefix cache
+// keeps the blocks no slot holds up to the budget, least recently used dropped first, so the KV
+// memory is at most the slots' (parallel x context) and the budget. A model with ring-buffered sliding-window layers (nn/kv_cache.h) has no prefix
+// cache: its slots stay contiguous, as with cache_budget 0.
+//
 // Everything runs on the scheduler's own thread; callers talk to it through submit() and the
 // callbacks of their sequence, which run on that thread.
 #include <array>
@@ -35,6 +45,7 @@
 #include "nanoformer/infer/stop_criteria.h"
 #include "nanoformer/models/decoder_lm.h"
 #include "nanoformer/nn/kv_cache.h"
+#include "nanoformer/serve/prefix_cache.h"
 
 namespace nf::serve {
 
@@ -51,6 +62,10 @@ struct SchedulerOptions {
   // sequence not asking for prompt lookup, each slot keeping its own cache of it (llama-server's
   // -md); a sequence's speculative.draft_max / draft_min bound its drafts. Null: none.
   models::DecoderLM* draft = nullptr;
+  // --cache-budget: bytes of KV blocks the prefix cache keeps when no sequence uses them (0: no prefix
+  // cache, each slot a contiguous cache, as before it); block_len: positions per block
+  int64_t cache_budget = int64_t{1} << 30;
+  int64_t block_len = 32;
 };
 
 struct SequenceOutcome {
@@ -59,7 +74,7 @@ struct SequenceOutcome {
   std::string error;             // non-empty when the sequence failed (its prompt was refused, or
                                  // on_token or its sampler threw: it then ends alone)
   int64_t prompt_tokens = 0;     // the prompt's length
-  int64_t cached_tokens = 0;     // of those, found in the slot's cache (not prefilled again)
+  int64_t cached_tokens = 0;     // of those, found in a slot's cache or the prefix cache (not prefilled again)
   int64_t completion_tokens = 0; // new tokens, the end-of-sequence id included
 };
 
@@ -102,7 +117,12 @@ struct SchedulerStats {
   int64_t decode_steps = 0, decoded_rows = 0;  // batched steps, and the rows they decoded
   int64_t completed = 0, cancelled = 0;
   int64_t prompt_tokens = 0;     // of the sequences started
-  int64_t cached_tokens = 0;     // of those, found in a slot's cache (not prefilled)
+  int64_t cached_tokens = 0;     // of those, found in a slot's cache or the prefix cache (not prefilled)
+  int64_t prefix_cached_tokens = 0;  // of those, the prefix cache's
+  // memory: the KV bytes the slots and the prefix cache hold (each block once), and the prefix cache's
+  // blocks, their bytes, its budget and the blocks it dropped
+  int64_t kv_bytes = 0, slot_kv_bytes = 0;  // (the second: what the slots hold, the prefix cache's unused blocks left out)
+  int64_t prefix_cache_blocks = 0, prefix_cache_bytes = 0, cache_budget = 0, prefix_cache_evicted = 0;
   int64_t generated_tokens = 0;  // the first token of each started sequence + those of the decode steps
   int64_t draft_tokens = 0, accepted_tokens = 0;  // speculative decoding: tokens drafted and verified, and those taken
   double prefill_seconds = 0, decode_seconds = 0;  // in prefills, in the batched decode steps
@@ -164,6 +184,9 @@ class Scheduler {
   bool settle(Running& r);
   void finish(Running& r, SequenceOutcome outcome);
   static void reset_slot(Slot& slot);  // forgets what it holds and frees it
+  void publish(const Slot& slot);      // its full blocks into the prefix cache
+  void release(Slot& slot);            // its sequence ended: its blocks published, the slot freed
+  void update_memory();                // the memory stats
 
   models::DecoderLM& model_;
   SchedulerOptions options_;
@@ -171,6 +194,7 @@ class Scheduler {
   std::vector<Slot> slots_;
   std::list<Running> running_;  // in place: each stream refers to its own sampler  // only the scheduler's thread touches slots_, running_ and prefilling_
   std::deque<Prefill> prefilling_;  // prefilled one at a time, oldest first
+  std::unique_ptr<PrefixCache> prefix_;  // null without (cache_budget 0, or ring-buffered layers)
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;

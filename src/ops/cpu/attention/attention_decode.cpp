@@ -20,11 +20,12 @@
 namespace nf::cpu {
 namespace {
 
-// The two products of one query row, over n keys of D values stored in rows ldk / ldv bytes apart:
+// The two products of one query row, over n keys of D values, k[j] / v[j] pointing at key j's row
+// (consecutive rows of a contiguous cache, or the rows of a paged one through its block table):
 //   scores:        s_j = q . k_j
 //   weighted_sum:  out = scale sum_j p_j v_j
-using Scores = void (*)(const float* q, const unsigned char* k, int64_t ldk, int64_t n, int64_t D, float* s);
-using WeightedSum = void (*)(const float* p, const unsigned char* v, int64_t ldv, int64_t n, int64_t D, float scale,
+using Scores = void (*)(const float* q, const unsigned char* const* k, int64_t n, int64_t D, float* s);
+using WeightedSum = void (*)(const float* p, const unsigned char* const* v, int64_t n, int64_t D, float scale,
                              float* out);
 
 // The same for m query rows that share their keys (the heads of a KV head's group at one query
@@ -32,22 +33,22 @@ using WeightedSum = void (*)(const float* p, const unsigned char* v, int64_t ldv
 // widened per load (Q8_0, Q4_0) converts each key once for several rows; f32 and the 16-bit floats take
 // the rows one at a time.
 struct RowProducts {
-  void (*scores)(const float* const* q, int64_t m, const unsigned char* k, int64_t ldk, int64_t n, int64_t D, float* s,
+  void (*scores)(const float* const* q, int64_t m, const unsigned char* const* k, int64_t n, int64_t D, float* s,
                  int64_t lds);
-  void (*weighted_sum)(const float* const* p, int64_t m, const unsigned char* v, int64_t ldv, int64_t n, int64_t D,
+  void (*weighted_sum)(const float* const* p, int64_t m, const unsigned char* const* v, int64_t n, int64_t D,
                        const float* scale, float* const* out);
 };
 
 template <Scores one>
-void scores_each_row(const float* const* q, int64_t m, const unsigned char* k, int64_t ldk, int64_t n, int64_t D,
+void scores_each_row(const float* const* q, int64_t m, const unsigned char* const* k, int64_t n, int64_t D,
                      float* s, int64_t lds) {
-  for (int64_t r = 0; r < m; ++r) one(q[r], k, ldk, n, D, s + r * lds);
+  for (int64_t r = 0; r < m; ++r) one(q[r], k, n, D, s + r * lds);
 }
 
 template <WeightedSum one>
-void weighted_sum_each_row(const float* const* p, int64_t m, const unsigned char* v, int64_t ldv, int64_t n, int64_t D,
+void weighted_sum_each_row(const float* const* p, int64_t m, const unsigned char* const* v, int64_t n, int64_t D,
                            const float* scale, float* const* out) {
-  for (int64_t r = 0; r < m; ++r) one(p[r], v, ldv, n, D, scale[r], out[r]);
+  for (int64_t r = 0; r < m; ++r) one(p[r], v, n, D, scale[r], out[r]);
 }
 
 template <Scores scores, WeightedSum weighted_sum>
@@ -91,9 +92,9 @@ Simd::V load_first(const typename F::T* p, int64_t n) {
 
 // Any D: one key at a time, the running sums in memory.
 template <class F>
-void scores_any(const float* q, const unsigned char* k, int64_t ldk, int64_t n, int64_t D, float* s) {
+void scores_any(const float* q, const unsigned char* const* k, int64_t n, int64_t D, float* s) {
   for (int64_t j = 0; j < n; ++j) {
-    const typename F::T* kj = values_at<F>(k + j * ldk);
+    const typename F::T* kj = values_at<F>(k[j]);
     Simd::V acc = Simd::zero();
     int64_t d = 0;
     for (; d + Simd::width <= D; d += Simd::width) acc = Simd::fma(Simd::load(q + d), F::load(kj + d), acc);
@@ -103,10 +104,10 @@ void scores_any(const float* q, const unsigned char* k, int64_t ldk, int64_t n, 
 }
 
 template <class F>
-void weighted_sum_any(const float* p, const unsigned char* v, int64_t ldv, int64_t n, int64_t D, float scale, float* out) {
+void weighted_sum_any(const float* p, const unsigned char* const* v, int64_t n, int64_t D, float scale, float* out) {
   std::fill_n(out, D, 0.0f);
   for (int64_t j = 0; j < n; ++j) {
-    const typename F::T* vj = values_at<F>(v + j * ldv);
+    const typename F::T* vj = values_at<F>(v[j]);
     for (int64_t d = 0; d < D; ++d) out[d] += p[j] * F::value(vj[d]);
   }
   for (int64_t d = 0; d < D; ++d) out[d] *= scale;
@@ -114,7 +115,7 @@ void weighted_sum_any(const float* p, const unsigned char* v, int64_t ldv, int64
 
 // D = NV vector widths: q and the sums held in registers; four keys' dot products reduced together.
 template <class F, int NV>
-void scores_fixed(const float* q, const unsigned char* k, int64_t ldk, int64_t n, int64_t, float* s) {
+void scores_fixed(const float* q, const unsigned char* const* k, int64_t n, int64_t, float* s) {
   Simd::V qv[NV];
   for (int c = 0; c < NV; ++c) qv[c] = Simd::load(q + c * Simd::width);
   const auto dot = [&](const unsigned char* row) {
@@ -125,18 +126,18 @@ void scores_fixed(const float* q, const unsigned char* k, int64_t ldk, int64_t n
   };
   int64_t j = 0;
   for (; j + 4 <= n; j += 4)
-    Simd::sum4(dot(k + j * ldk), dot(k + (j + 1) * ldk), dot(k + (j + 2) * ldk), dot(k + (j + 3) * ldk), s + j);
-  for (; j < n; ++j) s[j] = Simd::sum(dot(k + j * ldk));
+    Simd::sum4(dot(k[j]), dot(k[j + 1]), dot(k[j + 2]), dot(k[j + 3]), s + j);
+  for (; j < n; ++j) s[j] = Simd::sum(dot(k[j]));
 }
 
 template <class F, int NV>
-void weighted_sum_fixed(const float* p, const unsigned char* v, int64_t ldv, int64_t n, int64_t, float scale, float* out) {
+void weighted_sum_fixed(const float* p, const unsigned char* const* v, int64_t n, int64_t, float scale, float* out) {
   Simd::V even[NV], odd[NV];  // two chains of FMAs (even and odd keys) to hide their latency
   for (int c = 0; c < NV; ++c) even[c] = odd[c] = Simd::zero();
   int64_t j = 0;
   for (; j + 2 <= n; j += 2) {
     const Simd::V pe = Simd::broadcast(p[j]), po = Simd::broadcast(p[j + 1]);
-    const typename F::T *ve = values_at<F>(v + j * ldv), *vo = values_at<F>(v + (j + 1) * ldv);
+    const typename F::T *ve = values_at<F>(v[j]), *vo = values_at<F>(v[j + 1]);
     for (int c = 0; c < NV; ++c) {
       even[c] = Simd::fma(pe, F::load(ve + c * Simd::width), even[c]);
       odd[c] = Simd::fma(po, F::load(vo + c * Simd::width), odd[c]);
@@ -144,7 +145,7 @@ void weighted_sum_fixed(const float* p, const unsigned char* v, int64_t ldv, int
   }
   if (j < n) {
     const Simd::V pe = Simd::broadcast(p[j]);
-    const typename F::T* ve = values_at<F>(v + j * ldv);
+    const typename F::T* ve = values_at<F>(v[j]);
     for (int c = 0; c < NV; ++c) even[c] = Simd::fma(pe, F::load(ve + c * Simd::width), even[c]);
   }
   const Simd::V sv = Simd::broadcast(scale);
@@ -179,9 +180,9 @@ void in_fours(const float* const* q, int64_t m, float* s, int64_t lds, Rows rows
 // The rows of a KV group over one key at a time, D = NV vector widths: each key's values are
 // widened once for all M <= 4 rows (4 rows' sums reduced together).
 template <class F, int NV, int M>
-void scores_float_rows(const float* const* q, const unsigned char* k, int64_t ldk, int64_t n, float* s, int64_t lds) {
+void scores_float_rows(const float* const* q, const unsigned char* const* k, int64_t n, float* s, int64_t lds) {
   for (int64_t j = 0; j < n; ++j) {
-    const typename F::T* kj = values_at<F>(k + j * ldk);
+    const typename F::T* kj = values_at<F>(k[j]);
     Simd::V acc[M];
     for (int r = 0; r < M; ++r) acc[r] = Simd::zero();
     for (int c = 0; c < NV; ++c) {
@@ -193,10 +194,10 @@ void scores_float_rows(const float* const* q, const unsigned char* k, int64_t ld
 }
 
 template <class F, int NV>
-void scores_float(const float* const* q, int64_t m, const unsigned char* k, int64_t ldk, int64_t n, int64_t, float* s,
+void scores_float(const float* const* q, int64_t m, const unsigned char* const* k, int64_t n, int64_t, float* s,
                   int64_t lds) {
   in_fours(q, m, s, lds, [&](auto rows, const float* const* q4, float* s4) {
-    scores_float_rows<F, NV, decltype(rows)::value>(q4, k, ldk, n, s4, lds);
+    scores_float_rows<F, NV, decltype(rows)::value>(q4, k, n, s4, lds);
   });
 }
 
@@ -205,14 +206,14 @@ void scores_float(const float* const* q, int64_t m, const unsigned char* k, int6
 constexpr int kChunk = 4;
 
 template <class F, int M>
-void weighted_sum_float_rows(const float* const* p, const unsigned char* v, int64_t ldv, int64_t n, int64_t D,
+void weighted_sum_float_rows(const float* const* p, const unsigned char* const* v, int64_t n, int64_t D,
                              const float* scale, float* const* out) {
   for (int64_t d0 = 0; d0 < D; d0 += kChunk * Simd::width) {
     Simd::V sums[M][kChunk];
     for (int r = 0; r < M; ++r)
       for (int c = 0; c < kChunk; ++c) sums[r][c] = Simd::zero();
     for (int64_t j = 0; j < n; ++j) {
-      const typename F::T* vj = values_at<F>(v + j * ldv) + d0;
+      const typename F::T* vj = values_at<F>(v[j]) + d0;
       Simd::V x[kChunk];
       for (int c = 0; c < kChunk; ++c) x[c] = F::load(vj + c * Simd::width);
       for (int r = 0; r < M; ++r) {
@@ -233,14 +234,14 @@ void weighted_sum_float_rows(const float* const* p, const unsigned char* v, int6
 constexpr int kSumRows = Simd::width >= 16 ? 4 : 2;
 
 template <class F>
-void weighted_sum_float(const float* const* p, int64_t m, const unsigned char* v, int64_t ldv, int64_t n, int64_t D,
+void weighted_sum_float(const float* const* p, int64_t m, const unsigned char* const* v, int64_t n, int64_t D,
                         const float* scale, float* const* out) {
   int64_t r = 0;
   if constexpr (kSumRows == 4)
-    for (; r + 4 <= m; r += 4) weighted_sum_float_rows<F, 4>(p + r, v, ldv, n, D, scale + r, out + r);
+    for (; r + 4 <= m; r += 4) weighted_sum_float_rows<F, 4>(p + r, v, n, D, scale + r, out + r);
   for (; r < m; r += 2) {
-    if (m - r >= 2) weighted_sum_float_rows<F, 2>(p + r, v, ldv, n, D, scale + r, out + r);
-    else weighted_sum_float_rows<F, 1>(p + r, v, ldv, n, D, scale + r, out + r);
+    if (m - r >= 2) weighted_sum_float_rows<F, 2>(p + r, v, n, D, scale + r, out + r);
+    else weighted_sum_float_rows<F, 1>(p + r, v, n, D, scale + r, out + r);
   }
 }
 
@@ -292,11 +293,11 @@ const typename Q::Block* blocks_at(const unsigned char* row) {
 }
 
 template <class Q, int M>
-void scores_blocks_rows(const float* const* q, const unsigned char* k, int64_t ldk, int64_t n, int64_t D, float* s,
+void scores_blocks_rows(const float* const* q, const unsigned char* const* k, int64_t n, int64_t D, float* s,
                         int64_t lds) {
   const int64_t n_blocks = D / kBlockValues;
   for (int64_t j = 0; j < n; ++j) {
-    const typename Q::Block* blocks = blocks_at<Q>(k + j * ldk);
+    const typename Q::Block* blocks = blocks_at<Q>(k[j]);
     Simd::V total[M];
     for (int r = 0; r < M; ++r) total[r] = Simd::zero();
     for (int64_t b = 0; b < n_blocks; ++b) {
@@ -315,24 +316,24 @@ void scores_blocks_rows(const float* const* q, const unsigned char* k, int64_t l
 }
 
 template <class Q>
-void scores_blocks(const float* const* q, int64_t m, const unsigned char* k, int64_t ldk, int64_t n, int64_t D, float* s,
+void scores_blocks(const float* const* q, int64_t m, const unsigned char* const* k, int64_t n, int64_t D, float* s,
                    int64_t lds) {
   in_fours(q, m, s, lds, [&](auto rows, const float* const* q4, float* s4) {
-    scores_blocks_rows<Q, decltype(rows)::value>(q4, k, ldk, n, D, s4, lds);
+    scores_blocks_rows<Q, decltype(rows)::value>(q4, k, n, D, s4, lds);
   });
 }
 
 // out_r = scale_r sum_j p_r[j] v_j for M rows, block by block of v's columns: v_j's block adds
 // (p_r[j] d) x to the block's sums of each row, its values widened once for all M rows.
 template <class Q, int M>
-void weighted_sum_blocks_rows(const float* const* p, const unsigned char* v, int64_t ldv, int64_t n, int64_t D,
+void weighted_sum_blocks_rows(const float* const* p, const unsigned char* const* v, int64_t n, int64_t D,
                               const float* scale, float* const* out) {
   for (int64_t b = 0; b < D / kBlockValues; ++b) {
     Simd::V sums[M][kVectorsPerBlock];
     for (int r = 0; r < M; ++r)
       for (int64_t c = 0; c < kVectorsPerBlock; ++c) sums[r][c] = Simd::zero();
     for (int64_t j = 0; j < n; ++j) {
-      const typename Q::Block& stored = blocks_at<Q>(v + j * ldv)[b];
+      const typename Q::Block& stored = blocks_at<Q>(v[j])[b];
       const float d = f16_to_float(stored.d);
       Simd::V x[kVectorsPerBlock];
       Q::load(stored, x);
@@ -350,16 +351,16 @@ void weighted_sum_blocks_rows(const float* const* p, const unsigned char* v, int
 }
 
 template <class Q>
-void weighted_sum_blocks(const float* const* p, int64_t m, const unsigned char* v, int64_t ldv, int64_t n, int64_t D,
+void weighted_sum_blocks(const float* const* p, int64_t m, const unsigned char* const* v, int64_t n, int64_t D,
                          const float* scale, float* const* out) {
   int64_t r = 0;
   if constexpr (kSumRows == 4)
-    for (; r + 4 <= m; r += 4) weighted_sum_blocks_rows<Q, 4>(p + r, v, ldv, n, D, scale + r, out + r);
+    for (; r + 4 <= m; r += 4) weighted_sum_blocks_rows<Q, 4>(p + r, v, n, D, scale + r, out + r);
   for (; r < m; r += 2) {
     if (m - r >= 2) {
-      weighted_sum_blocks_rows<Q, 2>(p + r, v, ldv, n, D, scale + r, out + r);
+      weighted_sum_blocks_rows<Q, 2>(p + r, v, n, D, scale + r, out + r);
     } else {
-      weighted_sum_blocks_rows<Q, 1>(p + r, v, ldv, n, D, scale + r, out + r);
+      weighted_sum_blocks_rows<Q, 1>(p + r, v, n, D, scale + r, out + r);
     }
   }
 }
@@ -433,7 +434,11 @@ struct DecodeScratch {
   std::vector<float> s, scales;
   std::vector<const float*> inputs;
   std::vector<float*> outputs;
+  // each key's and value's row, in key order (KVRows::each_row: a paged cache's through its block table)
+  std::vector<const unsigned char*> k_rows, v_rows;
   void fit(const DecodePart& part) {
+    k_rows.resize(std::max(k_rows.size(), static_cast<size_t>(part.p.Tk)));
+    v_rows.resize(std::max(v_rows.size(), static_cast<size_t>(part.p.Tk)));
     const auto group = static_cast<size_t>(part.p.H / part.p.Hkv);
     s.resize(std::max(s.size(), group * static_cast<size_t>(part.p.Tq * part.row_len)));
     scales.resize(std::max(scales.size(), group));
@@ -458,15 +463,16 @@ void decode_task(const DecodePart& part, const Tensor& q, const Tensor& out, flo
   const auto query = [&](int64_t h, int64_t i) {
     return q.data<float>() + qb * q.stride(0) + h * q.stride(1) + i * q.stride(2);
   };
-  const unsigned char* k_rows = k.data + b * k.batch_stride + hk * k.head_stride;
-  const unsigned char* v_rows = v.data + b * v.batch_stride + hk * v.head_stride;
+  const unsigned char** k_rows = scratch.k_rows.data();
+  const unsigned char** v_rows = scratch.v_rows.data();
+  k.each_row(b, hk, p.Tk, k_rows);
+  v.each_row(b, hk, p.Tk, v_rows);
   // the rows' scores first, so that the group's keys are read while they are in cache: the
   // group's heads at query i share keys [first_key(i), end_key(i))
   for (int64_t i = 0; i < p.Tq; ++i) {
     const int64_t j0 = part.first_key(i);
     for (int64_t g = 0; g < group; ++g) inputs[g] = query(hk * group + g, i);
-    part.products.scores(inputs, group, k_rows + j0 * k.row_stride, k.row_stride, part.end_key(i) - j0, D,
-                         s + i * row_len, p.Tq * row_len);
+    part.products.scores(inputs, group, k_rows + j0, part.end_key(i) - j0, D, s + i * row_len, p.Tq * row_len);
   }
   for (int64_t i = 0; i < p.Tq; ++i) {
     const int64_t j0 = part.first_key(i), keys = part.end_key(i) - j0;
@@ -489,8 +495,7 @@ void decode_task(const DecodePart& part, const Tensor& q, const Tensor& out, flo
         std::fill_n(o, D, 0.0f);
       }
     }
-    part.value_products.weighted_sum(inputs, attending, v_rows + j0 * v.row_stride, v.row_stride, keys, D,
-                                     scratch.scales.data(), outputs);
+    part.value_products.weighted_sum(inputs, attending, v_rows + j0, keys, D, scratch.scales.data(), outputs);
   }
 }
 
@@ -535,9 +540,10 @@ void attention_cached_forward(std::span<const CachedPart> parts, const Tensor& q
       attention_decode_forward(p, q_rows, part.k, part.v, out_rows, lse_rows);
       continue;
     }
-    // the fused kernel reads f32 rows at any stride: those in place, other types' first Tk columns dequantised
+    // the fused kernel reads f32 rows at any stride: those in place, other types' first Tk columns
+    // dequantised, and a paged cache's gathered (the same values, so the same results)
     const auto readable = [&](const KVRows& rows) {
-      if (rows.type == QuantType::f32) return rows_tensor(rows, p.B, p.Hkv, p.Tk, p.D);
+      if (rows.type == QuantType::f32 && !rows.pages) return rows_tensor(rows, p.B, p.Hkv, p.Tk, p.D);
       const Tensor t = Tensor::empty({p.B, p.Hkv, p.Tk, p.D});
       kv_read(t, rows);
       return t;
@@ -552,7 +558,7 @@ void kv_write(const KVRows& rows, const Tensor& x) {
     for (int64_t r = begin; r < end; ++r) {
       const int64_t b = r / (heads * T), h = r / T % heads, t = r % T;
       const float* src = x.data<float>() + b * x.stride(0) + h * x.stride(1) + t * x.stride(2);
-      quantize_row(rows.type, src, rows.data + b * rows.batch_stride + h * rows.head_stride + t * rows.row_stride, D);
+      quantize_row(rows.type, src, rows.at(b, h, t), D);
     }
   });
 }
@@ -563,8 +569,7 @@ void kv_read(const Tensor& out, const KVRows& rows) {
   parallel_for(out.size(0) * heads * n, kParallelGrain / D, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {  // r = (b heads + h) n + t: out's row order
       const int64_t b = r / (heads * n), h = r / n % heads, t = r % n;
-      dequantize_row(rows.type, rows.data + b * rows.batch_stride + h * rows.head_stride + t * rows.row_stride,
-                     dst + r * D, D);
+      dequantize_row(rows.type, rows.at(b, h, t), dst + r * D, D);
     }
   });
 }
