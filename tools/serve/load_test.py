@@ -172,7 +172,9 @@ def streams(url, clients, requests, prompt_tokens, systems, max_tokens, seed):
 def start_engine(engine, a, parallel, context):
     if engine.startswith("ours"):
         queue = max([parallel] + a.clients) + 8
-        args = ["--model", a.gguf, "--context", str(context), "--parallel", str(parallel), "--queue", str(queue)]
+        # an f16 KV cache, llama-server's default (-ctk / -ctv f16), so that both hold the same bytes a token
+        args = ["--model", a.gguf, "--context", str(context), "--parallel", str(parallel), "--queue", str(queue),
+                "--cache-type", "f16"]
         if engine == "ours-noprefix":
             args += ["--cache-budget", "0"]
         return ServerProcess(args, env={"NANOFORMER_THREADS": str(a.threads)})
