@@ -5,6 +5,7 @@
 #include <pthread.h>
 
 #include <csignal>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <future>
@@ -17,6 +18,7 @@
 #include "command.h"
 #include "generation_options.h"
 #include "number_text.h"
+#include "nanoformer/core/storage.h"
 #include "nanoformer/formats/model_io.h"
 #include "nanoformer/formats/sentence_transformers.h"
 #include "nanoformer/models/encoder_model.h"
@@ -89,6 +91,11 @@ void run_serve(ServeArgs& a) {
   NF_CHECK(a.reasoning_format == "auto" || a.reasoning_format == "deepseek" || a.reasoning_format == "none",
            "--reasoning-format '", a.reasoning_format, "': auto, deepseek or none");
   if (a.name.empty()) a.name = std::filesystem::path(a.flags.model).filename().string();
+  // Freed tensor blocks go back to the allocator at once (unless NANOFORMER_ALLOCATOR_CACHE_MB says
+  // otherwise): steps of many streams free blocks of ever other sizes, which the storage cache kept
+  // up to its peak. Issue 44's load test, 64 streams of minimind2-small Q4_0: peak RSS 449 -> 354 MiB,
+  // 16 streams 169 -> 128, at the same tokens/s (docs/serving.md).
+  if (std::getenv("NANOFORMER_ALLOCATOR_CACHE_MB") == nullptr) memory::set_cache_limit(0);
   // Loaded on a thread that then ends: OpenMP keeps a pool of threads per calling thread, and the
   // scheduler decodes on a thread of its own; with two pools on few cores libgomp throttles its
   // spinning and decoding took 1.45x the time (300 tokens of minimind2-small on 2 cores). A

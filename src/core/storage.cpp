@@ -82,6 +82,20 @@ class BlockCache {
     return cached_;
   }
 
+  size_t limit() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return limit_;
+  }
+
+  void set_limit(size_t bytes) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      limit_ = bytes;
+      if (cached_ <= limit_) return;
+    }
+    release_all();
+  }
+
  private:
   BlockCache() {
     if (const char* env = std::getenv("NANOFORMER_ALLOCATOR_CACHE_MB")) limit_ = std::strtoull(env, nullptr, 10) << 20;
@@ -143,6 +157,8 @@ size_t peak_bytes() { return g_peak.load(); }
 void reset_peak() { g_peak.store(g_current.load()); }
 size_t cached_bytes() { return BlockCache::instance().cached(); }
 void empty_cache() { BlockCache::instance().release_all(); }
+size_t cache_limit() { return BlockCache::instance().limit(); }
+void set_cache_limit(size_t bytes) { BlockCache::instance().set_limit(bytes); }
 }  // namespace memory
 
 }  // namespace nf

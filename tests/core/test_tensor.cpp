@@ -53,6 +53,24 @@ TEST(Tensor, LargeFreedBlocksAreReusedForTheSameSize) {
   EXPECT_EQ(reinterpret_cast<uintptr_t>(c.raw_data()) % 64, 0u);
 }
 
+// The cache's limit (the server keeps none): blocks past it go back to the system, and lowering it
+// releases what it holds.
+TEST(Tensor, FreedBlocksPastTheCacheLimitAreReleased) {
+  memory::empty_cache();
+  const size_t limit = memory::cache_limit();
+  { Tensor a = Tensor::empty({1 << 20}); }  // 4 MiB, kept
+  EXPECT_EQ(memory::cached_bytes(), size_t{4} << 20);
+  memory::set_cache_limit(size_t{1} << 20);  // below what it holds: released
+  EXPECT_EQ(memory::cached_bytes(), 0u);
+  { Tensor b = Tensor::empty({1 << 20}); }  // past the limit: not kept
+  EXPECT_EQ(memory::cached_bytes(), 0u);
+  memory::set_cache_limit(limit);
+  EXPECT_EQ(memory::cache_limit(), limit);
+  { Tensor c = Tensor::empty({1 << 20}); }
+  EXPECT_EQ(memory::cached_bytes(), size_t{4} << 20);
+  memory::empty_cache();
+}
+
 TEST(Tensor, SmallFreedBlocksAreReusedWithinTheirSizeClass) {
 #if defined(__SANITIZE_ADDRESS__)
   GTEST_SKIP() << "small blocks are not cached under AddressSanitizer (so use after free is caught)";

@@ -39,6 +39,10 @@ size_t peak_bytes();      // high-water mark of current_bytes() since start or t
 void reset_peak();
 size_t cached_bytes();    // bytes of freed blocks kept for reuse
 void empty_cache();       // returns the cached blocks to the system
+// The most bytes of freed blocks kept: 2 GiB, or NANOFORMER_ALLOCATOR_CACHE_MB's MiB; blocks beyond go
+// back to the system (0: none kept). Releases what the new limit leaves out.
+size_t cache_limit();
+void set_cache_limit(size_t bytes);
 }  // namespace memory
 
 }  // namespace nf
