@@ -1,6 +1,7 @@
 // MultiHeadAttention: projections, positional hook, QK-norm, scaled_dot_product_attention, output.
 #include "nanoformer/nn/attention.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
@@ -152,7 +153,10 @@ Tensor MultiHeadAttention::attend_cached(const Tensor& q, const Tensor& k, const
   // every row positioned in one go, then each cache's new keys and values go in place into its
   // columns column .. column + T - 1 (in the rows' type); attention reads its columns 0 .. column +
   // T - 1, column 0 at position p - column
-  const auto [q_at, k_at] = positioned(q, k, positions, positions);
+  // (one position for all when they share it: a beam search's rows, a single sequence)
+  const bool shared = std::all_of(positions.begin(), positions.end(), [&](int64_t p) { return p == positions[0]; });
+  const std::span<const int64_t> at = shared ? std::span<const int64_t>(positions).first(1) : std::span<const int64_t>(positions);
+  const auto [q_at, k_at] = positioned(q, k, at, at);
   const bool in_place = q.dtype() == DType::f32 && !(position_ && position_->has_score_bias());
   std::vector<CachedKV> rows_of;  // in place: each cache's rows
   std::vector<Tensor> outputs;    // else: each cache's output

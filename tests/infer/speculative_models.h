@@ -1,6 +1,7 @@
 #pragma once
 // The tiny models and the prompt the speculative decoding tests share (test_speculative.cpp,
 // test_draft_model.cpp): models whose greedy continuations recur, so that drafts are taken.
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -53,6 +54,31 @@ inline std::vector<int64_t> repeating_prompt(models::DecoderLM& model) {
   }
   out.insert(out.end(), p.end() - 16, p.end());
   return out;
+}
+
+// The exact distribution of the first three tokens sampled after `prompt`: p(x1) p(x2 | x1)
+// p(x3 | x1 x2), enumerated, with probabilities(sequence, generated) the next token's distribution
+// (kVocab values) after `sequence`, `generated` of them sampled.
+template <class Probabilities>
+std::map<std::vector<int64_t>, double> three_token_distribution(const std::vector<int64_t>& prompt,
+                                                                Probabilities probabilities) {
+  std::map<std::vector<int64_t>, double> exact;
+  const auto p1 = probabilities(prompt, 0);
+  for (int64_t a = 0; a < kVocab; ++a) {
+    if (p1[a] == 0) continue;
+    std::vector<int64_t> s1 = prompt;
+    s1.push_back(a);
+    const auto p2 = probabilities(s1, 1);
+    for (int64_t b = 0; b < kVocab; ++b) {
+      if (p2[b] == 0) continue;
+      std::vector<int64_t> s2 = s1;
+      s2.push_back(b);
+      const auto p3 = probabilities(s2, 2);
+      for (int64_t c = 0; c < kVocab; ++c)
+        if (p3[c] > 0) exact[{a, b, c}] = double(p1[a]) * double(p2[b]) * double(p3[c]);
+    }
+  }
+  return exact;
 }
 
 }  // namespace nf::testing

@@ -164,22 +164,7 @@ TEST_F(DraftModelTest, SampledTokensFollowTheTargetsDistribution) {
     Sampler sampler(config);
     return sampler.distribution({logits.data<float>(), static_cast<size_t>(kVocab)}, sequence, generated);
   };
-  std::map<std::vector<int64_t>, double> exact;
-  const std::vector<float> p1 = probabilities(prompt, 0);
-  for (int64_t a = 0; a < kVocab; ++a) {
-    if (p1[a] == 0) continue;
-    std::vector<int64_t> s1 = prompt;
-    s1.push_back(a);
-    const std::vector<float> p2 = probabilities(s1, 1);
-    for (int64_t b = 0; b < kVocab; ++b) {
-      if (p2[b] == 0) continue;
-      std::vector<int64_t> s2 = s1;
-      s2.push_back(b);
-      const std::vector<float> p3 = probabilities(s2, 2);
-      for (int64_t c = 0; c < kVocab; ++c)
-        if (p3[c] > 0) exact[{a, b, c}] = double(p1[a]) * p2[b] * p3[c];
-    }
-  }
+  const std::map<std::vector<int64_t>, double> exact = testing::three_token_distribution(prompt, probabilities);
   constexpr int kRuns = 2500;
   std::map<std::vector<int64_t>, double> counts;
   int64_t drafted = 0, accepted = 0;
