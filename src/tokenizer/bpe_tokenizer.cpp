@@ -30,13 +30,15 @@ uint64_t hash_bytes(const char* p, size_t n) {
 }
 
 // The per-thread word cache: open addressing over (word bytes -> ids), with the keys and ids in
-// two arenas. When it fills up it is simply emptied (natural text reuses a small set of words,
+// two arenas. Its table starts small and doubles while half full, up to 2^17 slots (3 MiB): a
+// server's connection threads, each tokenizing a prompt or two, hold a few KiB each (64 of them
+// held 192 MiB when every table had its full size), a thread tokenizing a corpus grows it whole.
+// When the largest table fills up it is simply emptied (natural text reuses a small set of words,
 // so the hit rate stays high). Entries belong to one tokenizer; another one takes it over.
 class WordCache {
  public:
-  static constexpr int kSlotBits = 17;
-  static constexpr size_t kSlots = size_t{1} << kSlotBits;
-  static constexpr size_t kMaxEntries = kSlots / 2;
+  static constexpr int kFirstSlotBits = 10;
+  static constexpr int kMaxSlotBits = 17;
   static constexpr size_t kMaxWord = 255;
 
   void claim(uint64_t owner) {
@@ -49,7 +51,7 @@ class WordCache {
   // Appends the cached ids of word to out; false when it is not cached.
   bool find(std::string_view word, uint64_t hash, std::vector<TokenId>& out) const {
     if (slots_.empty()) return false;
-    for (size_t i = slot(hash);; i = (i + 1) & (kSlots - 1)) {
+    for (size_t i = slot(hash);; i = (i + 1) & mask()) {
       const Slot& s = slots_[i];
       if (s.key_len == 0) return false;
       if (s.hash == hash && s.key_len == word.size() &&
@@ -62,12 +64,13 @@ class WordCache {
 
   void insert(std::string_view word, uint64_t hash, const TokenId* ids, size_t n) {
     if (word.empty() || word.size() > kMaxWord || n > 0xFFFF) return;
-    if (slots_.empty()) slots_.resize(kSlots);
-    if (entries_ >= kMaxEntries) clear();
-    size_t i = slot(hash);
-    while (slots_[i].key_len != 0) i = (i + 1) & (kSlots - 1);
-    slots_[i] = {hash, static_cast<uint32_t>(keys_.size()), static_cast<uint32_t>(ids_.size()),
-                 static_cast<uint16_t>(word.size()), static_cast<uint16_t>(n)};
+    if (slots_.empty()) slots_.resize(size_t{1} << bits_);
+    if (2 * entries_ >= slots_.size()) {  // half full: a table twice the size, or empty at the largest
+      if (bits_ < kMaxSlotBits) grow();
+      else clear();
+    }
+    place({hash, static_cast<uint32_t>(keys_.size()), static_cast<uint32_t>(ids_.size()),
+           static_cast<uint16_t>(word.size()), static_cast<uint16_t>(n)});
     keys_.append(word);
     ids_.insert(ids_.end(), ids, ids + n);
     ++entries_;
@@ -82,7 +85,19 @@ class WordCache {
     uint16_t ids_len = 0;
   };
   // The table index: the hash's top bits, which the final multiplication mixes best.
-  static size_t slot(uint64_t hash) { return static_cast<size_t>(hash >> (64 - kSlotBits)); }
+  size_t slot(uint64_t hash) const { return static_cast<size_t>(hash >> (64 - bits_)); }
+  size_t mask() const { return slots_.size() - 1; }
+  void place(const Slot& entry) {
+    size_t i = slot(entry.hash);
+    while (slots_[i].key_len != 0) i = (i + 1) & mask();
+    slots_[i] = entry;
+  }
+  void grow() {
+    std::vector<Slot> old(size_t{1} << ++bits_);
+    old.swap(slots_);
+    for (const Slot& s : old)
+      if (s.key_len != 0) place(s);
+  }
   void clear() {
     if (entries_ > 0) std::fill(slots_.begin(), slots_.end(), Slot{});
     keys_.clear();
@@ -90,6 +105,7 @@ class WordCache {
     entries_ = 0;
   }
 
+  int bits_ = kFirstSlotBits;
   std::vector<Slot> slots_;
   std::string keys_;
   std::vector<TokenId> ids_;

@@ -59,6 +59,26 @@ TEST(BpeTokenizer, CachedAndUncachedEncodingsAgree) {
   EXPECT_EQ(piecewise, first_a);
 }
 
+// The word cache's table doubles from 1,024 slots while half full and is emptied at 2^17 slots
+// (65,536 words). 60,000 distinct words grow it through every size, then come again (hits in the
+// largest table); 150,000 more empty it twice, and their last 1,000 come again (hits after an
+// emptying). Every id equals encoding word by word.
+TEST(BpeTokenizer, CachedEncodingsAgreeAsTheCacheGrowsAndEmpties) {
+  const BpeTokenizer tok = load_tokenizer_json(fixture("hf_gpt2.json"));
+  const auto words = [](int from, int to) {
+    std::string text;
+    for (int i = from; i < to; ++i) {
+      text += ' ';
+      for (int v = i; v > 0 || text.back() == ' '; v /= 22) text += static_cast<char>('d' + v % 22);  // no "cat": an added token
+    }
+    return text;
+  };
+  const std::string text = words(0, 60000) + words(0, 60000) + words(60000, 210000) + words(209000, 210000);
+  std::vector<TokenId> piecewise;
+  for_each_piece(text, SplitPattern::kGpt2, [&](std::string_view w) { tok.model().encode_word(w, piecewise); });
+  EXPECT_EQ(tok.encode(text), piecewise);
+}
+
 TEST(BpeTokenizer, ThreadsShareOneTokenizer) {
   const BpeTokenizer tok = load_tokenizer_json(fixture("hf_gpt2.json"));
   const std::string text = read_file(fixture("corpus.txt"));
