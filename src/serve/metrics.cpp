@@ -3,6 +3,8 @@
 
 #include <charconv>
 
+#include "nanoformer/core/storage.h"
+
 namespace nf::serve {
 namespace {
 
@@ -72,6 +74,11 @@ std::string prometheus_text(const std::string& model, const SchedulerStats& s,
          static_cast<double>(s.kv_bytes));
   metric(out, "nanoformer_kv_cache_slot_bytes", "gauge",
          "Of those, the slots' (the prefix cache's blocks that no slot holds left out).", static_cast<double>(s.slot_kv_bytes));
+  metric(out, "nanoformer_tensor_bytes", "gauge",
+         "Bytes of every live tensor's storage (weights copied at load, KV caches, a step's activations).",
+         static_cast<double>(memory::current_bytes()));
+  metric(out, "nanoformer_tensor_bytes_peak", "gauge", "The most that nanoformer_tensor_bytes has been.",
+         static_cast<double>(memory::peak_bytes()));
   metric(out, "nanoformer_prefix_cache_blocks", "gauge", "KV blocks in the prefix cache (in use or not).",
          static_cast<double>(s.prefix_cache_blocks));
   metric(out, "nanoformer_prefix_cache_bytes", "gauge", "Their bytes.", static_cast<double>(s.prefix_cache_bytes));

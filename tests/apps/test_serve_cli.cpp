@@ -580,6 +580,8 @@ TEST_F(ServeCliTest, MetricsCountRequestsTokensAndTheTimeToFirstToken) {
   EXPECT_EQ(sample["nanoformer_queue_depth"], 0);
   EXPECT_EQ(sample["nanoformer_slots_busy"], 0);
   EXPECT_EQ(sample["nanoformer_slots"], 3);
+  EXPECT_GT(sample["nanoformer_tensor_bytes"], 0);  // the model's weights at least
+  EXPECT_GE(sample["nanoformer_tensor_bytes_peak"], sample["nanoformer_tensor_bytes"]);
   EXPECT_EQ(sample["nanoformer_time_to_first_token_seconds_count"], 2);
   EXPECT_EQ(sample["nanoformer_time_to_first_token_seconds_bucket{le=\"+Inf\"}"], 2);
   EXPECT_GT(sample["nanoformer_time_to_first_token_seconds_sum"], 0);
