@@ -70,7 +70,7 @@ void process_logits(std::span<float> logits, std::span<const int64_t> tokens, co
 int64_t argmax(std::span<const float> logits);
 // The id whose cumulative softmax(logits) first exceeds u in [0, 1) (inverse CDF; -inf never).
 int64_t sample_from_logits(std::span<const float> logits, double u);
-// softmax(logits) as the sampler draws from it (exp in f32, the sum in f64; -inf gives 0).
+// softmax(logits) as the sampler draws from it (the softmax op's; -inf gives exactly 0).
 std::vector<float> softmax_probabilities(std::span<const float> logits);
 // The id whose cumulative weight first exceeds u times the weights' sum (weights >= 0, not
 // necessarily normalised; zero weights never): sample_from_logits over softmax_probabilities.
