@@ -74,6 +74,10 @@ void add_draft_flags(CLI::App& cmd, std::string& draft, infer::SpeculativeConfig
                  "With --lookup-ngram or --draft: a shorter draft is not checked (a plain step instead)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  cmd.add_option("--draft-cost", speculative.draft_cost,
+                 "With --draft: a forward of the draft model in forwards of the model, by which the backoff judges "
+                 "whether a draft of k tokens pays (default: the ratio of their weights' bytes; 0: draft whenever the "
+                 "window allows, as prompt lookup)");
 }
 
 std::shared_ptr<models::DecoderLM> load_draft_model(const GenerationFlags& f, const models::DecoderLM& model,

@@ -17,7 +17,10 @@ DecodeStream::DecodeStream(CachedSequence& sequence, Sampler& sampler, StopCrite
       constraint_(constraint),
       callbacks_(std::move(callbacks)),
       speculative_(speculative),
-      backoff_(speculative.draft_max, speculative.draft_min) {
+      backoff_(speculative.draft_max, speculative.draft_min,
+               speculative.draft_model == nullptr ? 0.0
+               : speculative.draft_cost >= 0     ? speculative.draft_cost
+                                                 : draft_cost(sequence.model(), *speculative.draft_model)) {
   speculative_.validate();
   if (speculative_.draft_model != nullptr)
     model_draft_ = std::make_unique<ModelDraft>(*speculative_.draft_model, draft_sequence, sequence);
@@ -226,7 +229,7 @@ void DecodeStream::verify(std::span<const int64_t> draft, std::span<const float>
   }
   drafted_ += static_cast<int64_t>(draft.size());
   accepted_ += taken;
-  backoff_.record(taken);
+  backoff_.record(taken, static_cast<int64_t>(draft.size()));
   // the cache keeps [last, d1 .. di]: row i's token is the next to feed, as after a plain step
   const int64_t keep = fed - static_cast<int64_t>(rows) + 1 + static_cast<int64_t>(i);
   NF_CHECK(sequence_->truncate(keep), "DecodeStream::verify: the cache cannot roll back to ", keep, " tokens");

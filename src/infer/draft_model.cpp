@@ -18,6 +18,21 @@ void check_draft_model(const models::DecoderLM& target, std::string_view target_
            " (give --context at most ", draft.config().max_seq_len, ")");
 }
 
+namespace {
+
+size_t weight_bytes(const models::DecoderLM& model) {
+  size_t bytes = 0;
+  for (const Tensor& t : model.parameters()) bytes += static_cast<size_t>(t.numel()) * t.itemsize();
+  for (const auto& [name, q] : model.named_quantized()) bytes += q.nbytes();
+  return bytes;
+}
+
+}  // namespace
+
+double draft_cost(const models::DecoderLM& target, const models::DecoderLM& draft) {
+  return static_cast<double>(weight_bytes(draft)) / static_cast<double>(std::max<size_t>(weight_bytes(target), 1));
+}
+
 int64_t speculative_choice(std::span<const float> p, std::span<const float> q, int64_t x, Sampler& sampler) {
   NF_CHECK(p.size() == q.size() && x >= 0 && x < static_cast<int64_t>(p.size()), "speculative_choice: ", p.size(),
            " target and ", q.size(), " draft probabilities, token ", x);

@@ -2,6 +2,7 @@
 #include "nanoformer/infer/prompt_lookup.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "nanoformer/core/error.h"
 
@@ -13,6 +14,7 @@ void SpeculativeConfig::validate() const {
   NF_CHECK(draft_max >= 1 && draft_max <= kMaxDraft, "--draft-max ", draft_max, ": must be in [1, ", kMaxDraft, "]");
   NF_CHECK(draft_min >= 0 && draft_min <= draft_max, "--draft-min ", draft_min, ": must be in [0, --draft-max ",
            draft_max, "]");
+  NF_CHECK(std::isfinite(draft_cost), "--draft-cost ", draft_cost, ": must be a number (< 0: from the weights)");
   NF_CHECK(lookup_ngram == 0 || draft_model == nullptr, "--draft and --lookup-ngram ", lookup_ngram,
            " are two ways to draft: give one");
 }
@@ -31,21 +33,54 @@ std::vector<int64_t> lookup_draft(std::span<const int64_t> history, int64_t ngra
   return {};
 }
 
-DraftBackoff::DraftBackoff(int64_t draft_max, int64_t draft_min)
-    : draft_max_(draft_max), draft_min_(draft_min), window_(draft_max) {}
+DraftBackoff::DraftBackoff(int64_t draft_max, int64_t draft_min, double draft_cost)
+    : draft_max_(draft_max), draft_min_(draft_min), window_(draft_max), draft_cost_(draft_cost) {}
 
-bool DraftBackoff::may_draft() {
-  if (pause_ == 0) return true;
-  --pause_;
-  return false;
+double DraftBackoff::gain(int64_t k) const {
+  const double a = acceptance();
+  double expected = 1, power = 1;  // E(k) = 1 + a + ... + a^k
+  for (int64_t i = 0; i < k; ++i) expected += power *= a;
+  return expected / (1 + static_cast<double>(k) * (draft_cost_ + kVerifyRowCost));
 }
 
-void DraftBackoff::record(int64_t accepted) {
+int64_t DraftBackoff::paying_length() const {
+  int64_t best = 0;
+  double best_gain = 1;
+  for (int64_t k = 1; k <= window_; ++k)
+    if (const double g = gain(k); g > best_gain) best = k, best_gain = g;
+  return best;
+}
+
+bool DraftBackoff::may_draft() {
+  if (pause_ > 0) {
+    probe_ = --pause_ == 0 && draft_cost_ > 0;
+    return false;
+  }
+  if (draft_cost_ > 0 && !probe_ && paying_length() == 0) {  // not worth a draft: as a miss
+    miss();
+    return false;
+  }
+  return true;
+}
+
+int64_t DraftBackoff::window() const {
+  if (draft_cost_ == 0) return window_;
+  return probe_ ? std::max<int64_t>(draft_min_, 1) : std::max(paying_length(), draft_min_);
+}
+
+void DraftBackoff::record(int64_t accepted, int64_t drafted) {
+  probe_ = false;
+  taken_ = kDecay * taken_ + static_cast<double>(accepted);
+  tried_ = kDecay * tried_ + static_cast<double>(accepted + (accepted < drafted ? 1 : 0));
   window_ = std::clamp(2 * accepted, std::max<int64_t>(draft_min_, 1), draft_max_);
   if (accepted > 0) {
     misses_ = 0;
     return;
   }
+  miss();
+}
+
+void DraftBackoff::miss() {
   ++misses_;
   pause_ = misses_ >= 7 ? kMaxPause : int64_t{1} << misses_;  // 2^f, at most 64
 }

@@ -69,7 +69,7 @@ Outcome generate(models::DecoderLM& model, const std::vector<int64_t>& prompt, c
 void expect_same_tokens(models::DecoderLM& target, models::DecoderLM& draft, int64_t max_len = 0,
                         QuantType cache_type = QuantType::f32) {
   const StopCriteria stop{.max_new_tokens = 256};
-  const SpeculativeConfig speculative{.draft_max = 4, .draft_model = &draft};
+  const SpeculativeConfig speculative{.draft_max = 4, .draft_model = &draft, .draft_cost = 0};
   const std::vector<int64_t> prompt = repeating_prompt(target);
   const Outcome plain = generate(target, prompt, {.temperature = 0}, stop, {}, max_len, cache_type);
   const Outcome drafted = generate(target, prompt, {.temperature = 0}, stop, speculative, max_len, cache_type);
@@ -169,7 +169,7 @@ TEST_F(DraftModelTest, SampledTokensFollowTheTargetsDistribution) {
   std::map<std::vector<int64_t>, double> counts;
   int64_t drafted = 0, accepted = 0;
   Session session(*target);  // each run rolls both caches back to the prompt
-  const SpeculativeConfig speculative{.draft_max = 2, .draft_model = draft.get()};
+  const SpeculativeConfig speculative{.draft_max = 2, .draft_model = draft.get(), .draft_cost = 0};
   for (int r = 0; r < kRuns; ++r) {
     SamplerConfig seeded = config;
     seeded.seed = 1000 + static_cast<uint64_t>(r);
@@ -242,7 +242,7 @@ TEST_F(DraftModelTest, AGrammarConstrainedRunEqualsThePlainOne) {
   grammar::GrammarConstraint constraint(grammar, trie, {kVocab - 1});
   CachedSequence sequence(*target);
   Sampler sampler({.temperature = 0});
-  DecodeStream stream(sequence, sampler, stop, prompt, &constraint, {}, {.draft_max = 4, .draft_model = draft.get()});
+  DecodeStream stream(sequence, sampler, stop, prompt, &constraint, {}, {.draft_max = 4, .draft_model = draft.get(), .draft_cost = 0});
   stream.prefill(prompt);
   int64_t checked = 0;
   while (stream.running()) {  // decode_step's work, with each draft checked before it is verified
@@ -292,7 +292,7 @@ TEST_F(DraftModelTest, StreamsTogetherGetTheirPlainTokens) {
     sequences.emplace_back(*target);
     samplers.emplace_back(SamplerConfig{.temperature = 0});
     streams.emplace_back(sequences.back(), samplers.back(), stops[i], prompts[i], nullptr, StreamCallbacks{},
-                         SpeculativeConfig{.draft_max = 3, .draft_model = draft.get()});
+                         SpeculativeConfig{.draft_max = 3, .draft_model = draft.get(), .draft_cost = 0});
     streams.back().prefill(prompts[i]);
     all.push_back(&streams.back());
   }

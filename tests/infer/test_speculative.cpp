@@ -293,16 +293,16 @@ TEST_F(SpeculativeTest, BackoffPausesTwiceAsLongAfterEachMissUpTo64Steps) {
   EXPECT_TRUE(b.may_draft());
   std::vector<int64_t> pauses;
   for (int miss = 0; miss < 8; ++miss) {
-    b.record(0);
+    b.record(0, 1);
     int64_t pause = 0;
     while (!b.may_draft()) ++pause;
     pauses.push_back(pause);
   }
   EXPECT_EQ(pauses, (std::vector<int64_t>{2, 4, 8, 16, 32, 64, 64, 64}));
-  b.record(1);  // a taken token: drafting resumes at once, the next miss pausing 2 again
+  b.record(1, 1);  // a taken token: drafting resumes at once, the next miss pausing 2 again
   EXPECT_TRUE(b.may_draft());
   EXPECT_EQ(b.misses(), 0);
-  b.record(0);
+  b.record(0, 1);
   EXPECT_FALSE(b.may_draft());
   EXPECT_FALSE(b.may_draft());
   EXPECT_TRUE(b.may_draft());
@@ -312,13 +312,48 @@ TEST_F(SpeculativeTest, TheDraftWindowIsTwiceWhatTheLastDraftHadTaken) {
   DraftBackoff b(16, 0);
   std::vector<int64_t> windows{b.window()};
   for (const int64_t taken : {3, 0, 1, 2, 4, 8, 16, 5}) {
-    b.record(taken);
+    b.record(taken, 16);
     windows.push_back(b.window());
   }
   EXPECT_EQ(windows, (std::vector<int64_t>{16, 6, 1, 2, 4, 8, 16, 16, 10}));
   DraftBackoff at_least(16, 3);  // never below --draft-min, which a shorter draft could not reach
-  at_least.record(0);
+  at_least.record(0, 3);
   EXPECT_EQ(at_least.window(), 3);
+}
+
+// With a draft model's cost the window is the length of the largest expected gain, worked here by
+// hand: a = (taken + 1) / (tried + 2) over counts decayed by 0.9, gain(k) = (1 + a + .. + a^k) /
+// (1 + k (0.2 + 0.1)).
+TEST_F(SpeculativeTest, ADraftModelsWindowIsTheLengthOfTheLargestExpectedGain) {
+  DraftBackoff b(3, 0, 0.2);
+  b.record(1, 3);  // a = 2 / 4: gain(1) = 1.5 / 1.3 = 1.154 > gain(2) = 1.75 / 1.6 = 1.094
+  EXPECT_DOUBLE_EQ(b.acceptance(), 0.5);
+  EXPECT_EQ(b.window(), 1);
+  EXPECT_TRUE(b.may_draft());
+  b.record(2, 2);  // taken 2.9, tried 3.8, a = 3.9 / 5.8 = 0.672: gain 1.286, 1.327, 1.278
+  EXPECT_NEAR(b.gain(2), (1 + 3.9 / 5.8 + (3.9 / 5.8) * (3.9 / 5.8)) / 1.6, 1e-12);
+  EXPECT_EQ(b.window(), 2);
+  DraftBackoff lookup(3, 0);  // no cost: the window alone (twice what the last draft took)
+  lookup.record(1, 3);
+  EXPECT_EQ(lookup.window(), 2);
+}
+
+// A draft model whose drafts are never taken stops drafting: after a miss a = 1 / 3 and gain(1) =
+// 1.333 / 1.4 < 1 at a cost of 0.3, so every step that may draft counts as a miss, the pauses
+// doubling; each pause ends in a probe of one token, whose miss lowers the rate further.
+TEST_F(SpeculativeTest, ADraftModelThatDoesNotPayDraftsOnlyToProbe) {
+  DraftBackoff b(3, 0, 0.3);
+  EXPECT_TRUE(b.may_draft());
+  EXPECT_EQ(b.window(), 1);  // a = 1 / 2 at first: gain(1) = 1.5 / 1.4 = 1.071 > gain(2) = 1.75 / 1.8
+  b.record(0, 1);
+  std::vector<int> drafted_at;
+  for (int step = 0; step < 200; ++step) {
+    if (!b.may_draft()) continue;
+    drafted_at.push_back(step);
+    EXPECT_EQ(b.window(), 1) << "a probe drafts one token";
+    b.record(0, 1);
+  }
+  EXPECT_EQ(drafted_at, (std::vector<int>{2, 7, 16, 33, 66, 131, 196}));
 }
 
 // A stream whose every draft is wrong (its first token replaced by one greedy decoding does not

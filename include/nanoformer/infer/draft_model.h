@@ -47,6 +47,10 @@ namespace nf::infer {
 void check_draft_model(const models::DecoderLM& target, std::string_view target_name, const models::DecoderLM& draft,
                        std::string_view draft_name, int64_t context);
 
+// A forward of `draft` in forwards of `target`, for the backoff's gain (DraftBackoff): the bytes
+// of the draft's weights over the target's, as decoding a token reads each weight once.
+double draft_cost(const models::DecoderLM& target, const models::DecoderLM& draft);
+
 // The token taken at a drafted token x drawn from q, where the target's distribution is p (both of
 // vocab floats, the sampler's): x with probability min(1, p(x) / q(x)), else a draw from
 // norm(max(0, p - q)) (from p itself where rounding leaves that empty). Draws from `sampler`'s

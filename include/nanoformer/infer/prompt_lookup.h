@@ -49,6 +49,10 @@ struct SpeculativeConfig {
   // --draft MODEL: a smaller model with the same vocabulary drafts (infer/draft_model.h), in eval
   // mode and outliving the streams; null = none. Not together with lookup_ngram: one way to draft.
   models::DecoderLM* draft_model = nullptr;
+  // --draft-cost C: a forward of the draft model in forwards of the target, for the backoff's gain
+  // (DraftBackoff); < 0: the ratio of their weights' bytes (draft_cost()); 0: drafts as prompt
+  // lookup does, whenever the window allows
+  double draft_cost = -1;
 
   bool enabled() const { return lookup_ngram > 0 || draft_model != nullptr; }
   // Throws nf::Error naming the flag out of range (or --draft given with --lookup-ngram).
@@ -59,26 +63,48 @@ struct SpeculativeConfig {
 // of `history`, for the largest m <= ngram that occurs earlier; empty when none does.
 std::vector<int64_t> lookup_draft(std::span<const int64_t> history, int64_t ngram, int64_t max_tokens);
 
-// When to draft and how much (the backoff above).
+// When to draft and how much (the backoff above). With a draft model each drafted token also costs
+// a forward of the draft model, `draft_cost` of a target step; the window is then cut further to
+// the draft length k that is expected to give the most tokens per unit of time,
+//   gain(k) = E(k) / (1 + k (draft_cost + kVerifyRowCost)),   E(k) = 1 + a + a^2 + ... + a^k,
+// a the rate at which drafted tokens were taken so far ((taken + 1) / (tried + 2), counts decayed
+// by kDecay at each verified draft), and where not even k = 1 is expected to beat a plain step
+// (gain(1) < 1) the step does not draft and counts as a miss (the pause above); after a pause one
+// draft of one token probes again, so a rate that recovers is seen.
 class DraftBackoff {
  public:
   static constexpr int64_t kMaxPause = 64;  // steps without a draft after many misses in a row
+  // A target forward's cost per row beyond the first, in plain steps (bench_speculative's table of
+  // forwards of k + 1 tokens: about 0.1 a row where decoding is bound by the weights' bandwidth)
+  static constexpr double kVerifyRowCost = 0.1;
+  static constexpr double kDecay = 0.9;
 
   // `draft_max`, `draft_min`: --draft-max and --draft-min (the window never falls below the latter).
-  explicit DraftBackoff(int64_t draft_max = 3, int64_t draft_min = 0);
+  // `draft_cost`: a draft model's forward of one token in target steps (draft_cost()); 0: prompt lookup.
+  explicit DraftBackoff(int64_t draft_max = 3, int64_t draft_min = 0, double draft_cost = 0);
 
   // Whether this step may draft; false while pausing (the step counts toward the pause).
   bool may_draft();
   // The most tokens the next draft may have.
-  int64_t window() const { return window_; }
-  // A verified draft of which `accepted` tokens were taken.
-  void record(int64_t accepted);
+  int64_t window() const;
+  // A verified draft of `drafted` tokens of which `accepted` were taken.
+  void record(int64_t accepted, int64_t drafted);
   int64_t misses() const { return misses_; }
+  // The estimated rate at which drafted tokens are taken, and gain(k) above.
+  double acceptance() const { return (taken_ + 1) / (tried_ + 2); }
+  double gain(int64_t k) const;
 
  private:
+  // The k in [1, window_] of the largest gain; 0 when even k = 1 does not pay.
+  int64_t paying_length() const;
+  void miss();
+
   int64_t draft_max_, draft_min_, window_;
+  double draft_cost_;
   int64_t misses_ = 0;  // verified drafts in a row of which no token was taken
   int64_t pause_ = 0;   // steps left without a draft
+  bool probe_ = false;  // a pause just ended: the next draft is one token whatever the gain
+  double taken_ = 0, tried_ = 0;  // drafted tokens taken, and positions verified (decayed counts)
 };
 
 }  // namespace nf::infer
