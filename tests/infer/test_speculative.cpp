@@ -338,10 +338,28 @@ TEST_F(SpeculativeTest, ADraftModelsWindowIsTheLengthOfTheLargestExpectedGain) {
   EXPECT_EQ(lookup.window(), 2);
 }
 
-// A draft model whose drafts are never taken stops drafting: after a miss a = 1 / 3 and gain(1) =
-// 1.333 / 1.4 < 1 at a cost of 0.3, so every step that may draft counts as a miss, the pauses
-// doubling; each pause ends in a probe of one token, whose miss lowers the rate further.
-TEST_F(SpeculativeTest, ADraftModelThatDoesNotPayDraftsOnlyToProbe) {
+// Drafts of which one token in two is taken (a = 1/2) pay at a cost of 0.2 (gain(1) = 1.5 / 1.3)
+// but not at 0.5 (1.5 / 1.6): there the step does not draft and counts as a miss, although no
+// verified draft was a miss, and prompt lookup's window alone would draft on.
+TEST_F(SpeculativeTest, ADraftModelWhoseDraftsDoNotPayStopsDrafting) {
+  DraftBackoff cheap(3, 0, 0.2), dear(3, 0, 0.5), lookup(3, 0);
+  for (int i = 0; i < 5; ++i)
+    for (DraftBackoff* b : {&cheap, &dear, &lookup}) b->record(1, 3);
+  EXPECT_NEAR(dear.acceptance(), 0.5, 1e-12);
+  EXPECT_TRUE(cheap.may_draft());
+  EXPECT_TRUE(lookup.may_draft());
+  EXPECT_EQ(dear.misses(), 0);
+  EXPECT_FALSE(dear.may_draft());
+  EXPECT_EQ(dear.misses(), 1);
+  EXPECT_FALSE(dear.may_draft());  // the pause of 2 steps after a miss
+  EXPECT_FALSE(dear.may_draft());
+  EXPECT_TRUE(dear.may_draft()) << "a one-token probe after the pause";
+  EXPECT_EQ(dear.window(), 1);
+}
+
+// A draft model whose drafts are never taken: each pause ends in a probe of one token, whose miss
+// lowers the rate further and doubles the pause.
+TEST_F(SpeculativeTest, ADraftModelThatIsNeverTakenDraftsOnlyToProbe) {
   DraftBackoff b(3, 0, 0.3);
   EXPECT_TRUE(b.may_draft());
   EXPECT_EQ(b.window(), 1);  // a = 1 / 2 at first: gain(1) = 1.5 / 1.4 = 1.071 > gain(2) = 1.75 / 1.8
