@@ -1,9 +1,14 @@
 // nanochat's calculator in decoding (infer/tool_use.h): engine.py's RowState machine on scripted
-// tokens, with a byte-level tokenizer holding nanochat's special tokens (every other token one byte).
+// tokens, with a byte-level tokenizer holding nanochat's special tokens (every other token one byte),
+// and whole generations equal to what nanochat's Engine.generate produced for a nanochat model.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
+
+#include "nanoformer/formats/model_io.h"
 
 #include "nanoformer/infer/session.h"
 #include "nanoformer/infer/tool_use.h"
@@ -73,6 +78,31 @@ TEST(NanochatCalculatorUse, ForcesNothingWithoutAnAnswerAndRestartsOnANewStart) 
   want.push_back(kOutEnd);
   EXPECT_EQ(tools.after(kEnd), want);
   EXPECT_THROW_WITH(NanochatCalculatorUse(tokenizer::testing::byte_tokenizer({"<|python_start|>"})), "no <|python_end|> token");
+}
+
+// A nanochat model (tests/fixtures/nanochat/engine_92d63d4, scripted so that greedy decoding calls
+// the calculator again and again) decodes with the calculator as nanochat's Engine.generate at
+// 92d63d4 did (tools/golden/nanochat_engine_fixtures.py): the same 48 tokens, the same 16 forced
+// (with and without prompt lookup drafting around them).
+TEST(NanochatCalculatorUse, DecodesAsNanochatsEngine) {
+  std::ifstream in(NF_TEST_DATA_DIR "/nanochat/engine_92d63d4.json");
+  ASSERT_TRUE(in) << "missing fixture: run tools/golden/nanochat_engine_fixtures.py";
+  const nlohmann::json fixture = nlohmann::json::parse(in);
+  const auto model = models::model_as<models::DecoderLM>(
+      formats::load_model(NF_TEST_DATA_DIR "/nanochat/engine_92d63d4"), "engine_92d63d4");
+  model->eval();
+  const auto tok = tokenizer::testing::byte_tokenizer(fixture["specials"].get<std::vector<std::string>>());
+  const auto prompt = fixture["prompt"].get<std::vector<int64_t>>();
+  const auto expected = fixture["tokens"].get<std::vector<int64_t>>();
+  const auto masks = fixture["masks"].get<std::vector<int>>();
+  ASSERT_EQ(std::count(masks.begin(), masks.end(), 0), 16);
+  for (const SpeculativeConfig& speculative : {SpeculativeConfig{}, SpeculativeConfig{.lookup_ngram = 3}}) {
+    NanochatCalculatorUse tools(tok);
+    Sampler greedy({.temperature = 0});
+    const GenerationResult got = Session(*model).generate(
+        prompt, greedy, {.max_new_tokens = fixture["max_tokens"].get<int64_t>()}, {}, nullptr, speculative, &tools);
+    EXPECT_EQ(got.tokens, expected) << "lookup " << speculative.lookup_ngram;
+  }
 }
 
 // A tool that answers token `trigger` with `answer` (a stand-in for any tool in the decoding loop).
