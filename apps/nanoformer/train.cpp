@@ -117,7 +117,8 @@ void refuse_unused_flags(const CLI::App& cmd, const train::TrainConfig& c) {
                   "--objective " + train::objective_name(c.objective), "distill");
   for (const char* grpo_flag : {"--grpo-group", "--grpo-loss", "--grpo-epsilon", "--grpo-epsilon-high", "--grpo-beta",
                                 "--grpo-scale-rewards", "--grpo-iterations", "--temperature", "--top-k",
-                                "--max-new-tokens", "--stop", "--verifier", "--verifier-command", "--verifier-timeout"})
+                                "--max-new-tokens", "--stop", "--verifier", "--verifier-command", "--verifier-timeout",
+                                "--tools"})
     refuse_unless(c.objective == train::Objective::grpo, grpo_flag, "--objective " + train::objective_name(c.objective),
                   "grpo");
   refuse_unless(c.optimizer.name != "nanochat", "--lr", optimizer + ", whose groups have their own rates,",
@@ -219,6 +220,7 @@ void add_train_command(CLI::App& app) {
                                "GRPO: PROGRAM ARGS split at spaces, run without a shell per completion: JSON on stdin, {\"reward\": R} on stdout"),
                [](TC& t, const TC& s) { t.grpo.verifier_command = s.grpo.verifier_command; }});
   f.push_back(flag(cmd, "--verifier-timeout", *c, "GRPO: seconds the verifier command may take per completion", [](auto& t) -> auto& { return t.grpo.verifier_timeout; }));
+  f.push_back(flag(cmd, "--tools", *c, "GRPO: calculator: the rollouts call nanochat's calculator while they decode; its forced answers are left out of the loss", [](auto& t) -> auto& { return t.grpo.tools; }));
   f.push_back(flag(cmd, "--eval-every", *c, "Steps between validations (0 = at the end)", [](auto& t) -> auto& { return t.eval_every; }));
   f.push_back(flag(cmd, "--eval-batches", *c, "Batches per validation", [](auto& t) -> auto& { return t.eval_batches; }));
   f.push_back(flag(cmd, "--save-every", *c, "Steps between checkpoints (0 = at the end)", [](auto& t) -> auto& { return t.save_every; }));

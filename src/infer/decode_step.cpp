@@ -48,7 +48,7 @@ bool DecodeStream::take(std::span<const float> logits) {
     if (!forced_.empty()) {  // a tool's answer: taken, not sampled
       const int64_t id = forced_.front();
       forced_.pop_front();
-      commit(id, row);
+      commit(id, row, /*forced=*/true);
       return true;
     }
     commit(sampler_->next(row, history_, generated_.size()), row);
@@ -72,10 +72,11 @@ bool DecodeStream::take_drafted(std::span<const float> logits, int64_t x, std::s
   }
 }
 
-void DecodeStream::commit(int64_t id, std::span<const float> row) {
+void DecodeStream::commit(int64_t id, std::span<const float> row, bool forced) {
   const auto count = static_cast<int64_t>(generated_.size()) + 1;  // this token's number
   history_.push_back(id);
   generated_.push_back(id);
+  forced_flags_.push_back(forced);
   StopReason reason = stop_.after_token(id, count);
   if (callbacks_.on_logprobs)
     callbacks_.on_logprobs(token_logprobs(row, sampler_->config().vocab_limit, id, callbacks_.top_logprobs));

@@ -13,6 +13,7 @@
 #include "nanoformer/infer/decode_step.h"
 #include "nanoformer/infer/sampler.h"
 #include "nanoformer/infer/stop_criteria.h"
+#include "nanoformer/infer/tool_use.h"
 #include "nanoformer/models/lora.h"
 #include "nanoformer/ops/elementwise.h"
 #include "nanoformer/ops/join.h"
@@ -73,6 +74,7 @@ GrpoStep::GrpoStep(const TrainConfig& config)
   const std::string& path = config_.data.train_paths.at(0);
   records_ = eval::load_task_records(path, eval::TaskLayout::gsm8k);
   tokenizer_ = tokenizer::load_tokenizer(config_.data.tokenizer);
+  if (!config_.grpo.tools.empty()) infer::NanochatCalculatorUse check(*tokenizer_);  // throws naming a missing token
   for (const eval::TaskRecord& r : records_) {
     std::vector<int64_t> ids;
     for (tokenizer::TokenId id : tokenizer_->encode(eval::task_context(r, {}))) ids.push_back(static_cast<int64_t>(id));
@@ -118,6 +120,7 @@ GrpoRollouts GrpoStep::rollout(models::DecoderLM& policy, int64_t step) const {
   sequences.reserve(static_cast<size_t>(R));
   std::vector<infer::DecodeStream> streams;
   streams.reserve(static_cast<size_t>(R));
+  std::vector<std::unique_ptr<infer::ToolUse>> tools(static_cast<size_t>(R));
   for (int64_t r = 0; r < R; ++r) {
     const std::vector<int64_t>& prompt = prompt_ids_[chosen[static_cast<size_t>(r / G)]];
     sequences.emplace_back(policy, config_.data.context);
@@ -126,8 +129,9 @@ GrpoRollouts GrpoStep::rollout(models::DecoderLM& policy, int64_t step) const {
       out.completions[static_cast<size_t>(r)] += m.push(tokenizer_->token_bytes(static_cast<tokenizer::TokenId>(id)));
       return !m.stopped();
     };
+    if (!g.tools.empty()) tools[static_cast<size_t>(r)] = std::make_unique<infer::NanochatCalculatorUse>(*tokenizer_);
     streams.emplace_back(sequences.back(), sampler, infer::StopCriteria{.max_new_tokens = g.max_new_tokens}, prompt,
-                         nullptr, infer::StreamCallbacks{.on_token = on_token});
+                         nullptr, infer::StreamCallbacks{.on_token = on_token, .tools = tools[static_cast<size_t>(r)].get()});
   }
   for (int64_t b = 0; b < B; ++b) {  // each group's prompt prefilled once per sequence, in one forward
     std::vector<infer::CachedSequence*> group;
@@ -150,6 +154,7 @@ GrpoRollouts GrpoStep::rollout(models::DecoderLM& policy, int64_t step) const {
   }
   out.rollout_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   // prompt + completion as inputs and targets shifted by one, right-padded; loss on the completion
+  // tokens the policy sampled (a tool's forced answers left out, as nanochat's chat_rl.py does)
   int64_t L = 0;
   for (int64_t r = 0; r < R; ++r)
     L = std::max<int64_t>(L, static_cast<int64_t>(history[static_cast<size_t>(r)].size()) - 1);
@@ -157,12 +162,13 @@ GrpoRollouts GrpoStep::rollout(models::DecoderLM& policy, int64_t step) const {
   std::vector<float> mask(static_cast<size_t>(R * L), 0.0f);
   for (int64_t r = 0; r < R; ++r) {
     const std::vector<int64_t>& seq = history[static_cast<size_t>(r)];
+    const std::vector<bool>& forced = streams[static_cast<size_t>(r)].forced();
     const auto P = static_cast<int64_t>(seq.size() - completion[static_cast<size_t>(r)].size());
     for (int64_t t = 0; t + 1 < static_cast<int64_t>(seq.size()); ++t) {
       inputs[static_cast<size_t>(r * L + t)] = seq[static_cast<size_t>(t)];
       if (t + 1 >= P) {
         targets[static_cast<size_t>(r * L + t)] = seq[static_cast<size_t>(t + 1)];
-        mask[static_cast<size_t>(r * L + t)] = 1.0f;
+        mask[static_cast<size_t>(r * L + t)] = forced[static_cast<size_t>(t + 1 - P)] ? 0.0f : 1.0f;
       }
     }
     out.completion_tokens += static_cast<int64_t>(completion[static_cast<size_t>(r)].size());

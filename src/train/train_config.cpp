@@ -104,7 +104,8 @@ json to_json(const TrainConfig& c) {
                               {"stop", c.grpo.stop},
                               {"verifier", c.grpo.verifier},
                               {"verifier_command", c.grpo.verifier_command},
-                              {"verifier_timeout", c.grpo.verifier_timeout}}
+                              {"verifier_timeout", c.grpo.verifier_timeout},
+                              {"tools", c.grpo.tools}}
                        : json(nullptr)}};
 }
 
@@ -196,6 +197,8 @@ void validate_train_config(const TrainConfig& c) {
     NF_CHECK(g.verifier == "command" || g.verifier_command.empty(),
              "train: --verifier-command is for --verifier command, not ", g.verifier);
     NF_CHECK(g.verifier_timeout > 0, "train: --verifier-timeout must be > 0, got ", g.verifier_timeout);
+    NF_CHECK(g.tools.empty() || g.tools == "calculator", "train: --tools: unknown tool '", g.tools,
+             "' (known: calculator, nanochat's)");
     NF_CHECK(!c.data.tokenizer.empty(), "train: --objective grpo needs --tokenizer (completions are scored as text)");
     NF_CHECK(c.data.train_paths.size() == 1, "train: --objective grpo reads one task file (--data), got ",
              c.data.train_paths.size());
@@ -290,6 +293,7 @@ TrainConfig train_config_from_json(const std::string& json_text, const std::stri
       c.grpo.verifier = g.at("verifier").get<std::string>();
       c.grpo.verifier_command = g.at("verifier_command").get<std::vector<std::string>>();
       c.grpo.verifier_timeout = g.at("verifier_timeout").get<double>();
+      c.grpo.tools = g.value("tools", std::string());  // older runs: none
     }
     return c;
   } catch (const json::exception& e) {

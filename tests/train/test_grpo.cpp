@@ -1,16 +1,19 @@
 // GRPO's pieces in the trainer (train/grpo.h, train/reward_verifier.h): group-normalised
 // advantages by hand; per-token log-probs equal log_softmax gathered; the batched decode's rollouts
 // at top-k 1 equal greedy generation of each prompt alone, with the completion mask on exactly the
-// sampled tokens; the verifiers; a command's stdin, exit status and timeout.
+// sampled tokens; with nanochat's calculator in the rollouts, the mask nanochat's engine gives (its
+// forced answers out of the loss); the verifiers; a command's stdin, exit status and timeout.
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "infer/tiny_lm.h"
 #include "nanoformer/autograd/grad_mode.h"
+#include "nanoformer/formats/model_io.h"
 #include "nanoformer/infer/greedy.h"
 #include "nanoformer/ops/elementwise.h"
 #include "nanoformer/ops/indexing.h"
@@ -18,7 +21,9 @@
 #include "nanoformer/ops/softmax.h"
 #include "nanoformer/tokenizer/tokenizer.h"
 #include "nanoformer/train/grpo.h"
+#include "nanoformer/tokenizer/tokenizer_json.h"
 #include "support/testing.h"
+#include "tokenizer/fixtures.h"
 
 namespace nf::train {
 namespace {
@@ -128,6 +133,46 @@ TEST_F(GrpoRolloutTest, TheBatchedDecodeAtTopKOneIsGreedyGenerationOfEachPrompt)
     EXPECT_EQ(r.advantages.at({row}), 0.0);  // a group's completions are equal: no advantage
   }
   EXPECT_EQ(uses, (std::vector<int>{2, 2, 2}));  // one pass over the shuffled prompts, G = 2 each
+}
+
+// Rollouts that call nanochat's calculator (--tools calculator): the nanochat model of
+// tests/fixtures/nanochat/engine_92d63d4, scripted to call it after any prompt ending in ":", writes
+// what nanochat's Engine.generate wrote there, and the loss mask is the engine's own mask (1 sampled,
+// 0 forced: nanochat's chat_rl.py leaves the forced answers out of the loss), position by position.
+TEST_F(GrpoRolloutTest, ToolAnswersInTheRolloutsAreLeftOutOfTheLossAsNanochatsEngineMasksThem) {
+  std::ifstream in(NF_TEST_DATA_DIR "/nanochat/engine_92d63d4.json");
+  const nlohmann::json engine = nlohmann::json::parse(in);
+  const auto model = models::model_as<models::DecoderLM>(
+      formats::load_model(NF_TEST_DATA_DIR "/nanochat/engine_92d63d4"), "engine_92d63d4");
+  tokenizer::save_tokenizer_json(tokenizer::testing::byte_tokenizer(engine["specials"].get<std::vector<std::string>>()),
+                                 path("tokenizer.json"));
+  std::ofstream(path("calc.jsonl")) << R"({"question": "Q", "answer": "#### 408"})" << "\n";
+  TrainConfig c = config();
+  c.data.train_paths = {path("calc.jsonl")};
+  c.data.tokenizer = path("tokenizer.json");
+  c.data.batch_size = 1;
+  c.data.context = 64;
+  c.data.vocab_size = model->config().vocab_size;
+  c.grpo.max_new_tokens = 24;
+  c.grpo.tools = "calculator";
+  const GrpoRollouts r = GrpoStep(c).rollout(*model, 0);
+  const auto tokens = engine["tokens"].get<std::vector<int64_t>>();
+  const auto masks = engine["masks"].get<std::vector<int>>();
+  for (int64_t row = 0; row < 2; ++row) {
+    std::vector<int64_t> completion;
+    std::vector<int> mask;
+    for (int64_t t = 0; t < r.inputs.size(1); ++t) {
+      if (static_cast<int64_t>(r.targets.at({row, t})) == data::kIgnoreIndex) continue;
+      completion.push_back(static_cast<int64_t>(r.targets.at({row, t})));
+      mask.push_back(static_cast<int>(r.mask.at({row, t})));
+    }
+    EXPECT_EQ(completion, std::vector<int64_t>(tokens.begin(), tokens.begin() + 24)) << "row " << row;
+    EXPECT_EQ(mask, std::vector<int>(masks.begin(), masks.begin() + 24)) << "row " << row;
+    EXPECT_EQ(std::count(mask.begin(), mask.end(), 0), 8);  // <|output_start|> 4 0 8 <|output_end|>, and 3 of the next
+  }
+  EXPECT_EQ(r.completions[0].substr(0, 9), "=<|python");  // the text scored holds the calls and answers
+  c.data.tokenizer = path("vocab.txt");  // no nanochat special tokens
+  EXPECT_THROW_WITH(GrpoStep{c}, "no <|python_start|> token");
 }
 
 // The loss's gradient is REINFORCE's on exactly the sampled tokens, at the sampling temperature:

@@ -20,7 +20,7 @@ The model: GPTConfig(sequence_len=128, vocab_size=262, n_layer=2, n_head=2, n_kv
 window_pattern="L") after nanochat's init_weights(), torch.manual_seed(0). Its init zeroes every
 block's output projections (attn.c_proj, mlp.c_proj), so the logits at a position are a function
 of that position's token alone: a bigram table. The script writes that table through the
-embeddings and the head so that greedy decoding after the prompt "<|bos|>Q?" writes
+embeddings and the head so that greedy decoding after the prompt "<|bos|>Q?" (or any ending in ":") writes
 "=<|python_start|>12*34<|python_end|>" and, after the engine forces "<|output_start|>408<|output_end|>",
 "!" and the same call again, until max_tokens: every script token's embedding row a distinct basis
 vector (so RMSNorm leaves it a basis vector), and the head's row of its successor that vector
@@ -86,10 +86,11 @@ def load_nanochat(git_dir: Path, work: Path):
 
 
 def script_bigrams(model, tok: ByteTokenizer) -> None:
-    """Successors: ? -> = -> python_start -> 1 2 * 3 4 -> python_end; output_end -> ! -> python_start."""
+    """Successors: ? or : -> = -> python_start -> 1 2 * 3 4 -> python_end; output_end -> ! -> python_start."""
     s = tok.encode_special
     chain = [ord("?"), ord("="), s("<|python_start|>")] + tok.encode("12*34") + [s("<|python_end|>")]
     successor = dict(zip(chain, chain[1:]))
+    successor[ord(":")] = ord("=")  # so that a GRPO prompt ("...Answer:") calls it too (tests/train/test_grpo.cpp)
     successor[s("<|output_end|>")] = ord("!")
     successor[ord("!")] = s("<|python_start|>")
     wte, head = model.transformer.wte.weight, model.lm_head.weight

@@ -89,6 +89,9 @@ class DecodeStream {
   StopReason reason() const { return reason_; }  // none while running, and when it failed or a callback threw
   std::exception_ptr error() const { return error_; }
   const std::vector<int64_t>& generated() const { return generated_; }  // the end-of-sequence id included
+  // generated()[i] was handed back by a tool (forced, not sampled): what RL leaves out of the loss,
+  // as nanochat's engine.py masks (0) and chat_rl.py ignores its forced tokens
+  const std::vector<bool>& forced() const { return forced_flags_; }
   CachedSequence& sequence() { return *sequence_; }
   int64_t drafted() const { return drafted_; }    // draft tokens verified
   int64_t accepted() const { return accepted_; }  // of those, the ones taken
@@ -101,6 +104,7 @@ class DecodeStream {
   grammar::GrammarConstraint* constraint_;
   StreamCallbacks callbacks_;
   std::vector<int64_t> generated_;
+  std::vector<bool> forced_flags_;  // of generated_
   std::deque<int64_t> forced_;  // the tools' tokens still to take
   std::vector<float> masked_;  // with a constraint: the row it masked
   StopReason reason_ = StopReason::none;
@@ -115,7 +119,7 @@ class DecodeStream {
   // The token from `row` by the rejection rule at drafted token x of draft distribution q.
   bool take_drafted(std::span<const float> row, int64_t x, std::span<const float> q);
   std::span<const float> masked(std::span<const float> row);  // the grammar's mask applied (a copy)
-  void commit(int64_t id, std::span<const float> row);  // the token taken: history, stop, callbacks, grammar
+  void commit(int64_t id, std::span<const float> row, bool forced = false);  // the token taken: history, stop, callbacks, grammar
   void make_room();
   int64_t draft_room();  // the most tokens this step may draft (0: none)
   // With a draft model: the next draft token from the draft model's last logits; whether the draft goes on.

@@ -29,7 +29,7 @@ std::vector<double> group_advantages(const std::vector<double>& rewards, int64_t
 // One step's sampled completions, ready for the loss.
 struct GrpoRollouts {
   Tensor inputs, targets;        // (R, L): prompt + completion shifted by one; targets -100 outside completions
-  Tensor mask;                   // (R, L) f32: 1 on completion tokens
+  Tensor mask;                   // (R, L) f32: 1 on completion tokens the policy sampled (0 on a tool's forced ones)
   Tensor advantages;             // (R) f32
   Tensor old_logps;              // (R, L) when sampled (iterations > 1), else undefined
   std::vector<double> rewards;   // (R)

@@ -63,6 +63,10 @@ struct GrpoOptions {
   std::string verifier = "numeric";
   std::vector<std::string> verifier_command;  // argv; no shell
   double verifier_timeout = 10.0;              // seconds per completion
+  // --tools: a tool the rollouts may call while they decode (infer/tool_use.h): "" none,
+  // "calculator" nanochat's (its answers forced into the completion and left out of the loss, as
+  // nanochat's chat_rl.py masks the engine's forced tokens)
+  std::string tools;
 };
 
 // How a data-parallel run communicates (docs/scaling.md); runtime choices, not part of the run's
