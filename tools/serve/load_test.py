@@ -18,7 +18,10 @@ clients, in an order that rotates, each client sending --requests text completio
 --max-tokens greedy tokens one after another. Reports output tokens/s over all streams, time to
 first token and inter-token latency (p50, p99), and the server's peak resident memory; --json keeps
 every number. --system-prompts N draws each request's system prompt from N different ones (agents
-with their own instructions), --parallel-engines sets --parallel below the clients. `ours-noprefix` is ours with `--cache-budget 0` (no prefix cache: each slot reuses
+with their own instructions), --parallel-engines sets --parallel below the clients. --rounds R
+repeats every configuration, the engines' order rotating, and reports medians of the rounds' ratios
+with their range; --plot FILE.png draws output tokens/s, time to first token p99 and peak memory by
+configuration and engine (tools/serve/load_chart.py, matplotlib). `ours-noprefix` is ours with `--cache-budget 0` (no prefix cache: each slot reuses
 only its own cache); for ours, the prefill tokens computed and reused and the KV bytes held
 (`/metrics`, over the measured run) are reported too. The GGUF needs its tokenizer embedded (`nanoformer convert F.gguf OUT.gguf --to gguf
 --tokenizer tokenizer.json`, then the peers' llama-quantize for the other types).
@@ -205,47 +208,74 @@ def prefix_numbers(before, after):
             "kv_bytes": after["nanoformer_kv_cache_bytes"], "slot_kv_bytes": after["nanoformer_kv_cache_slot_bytes"]}
 
 
+CONFIG_KEYS = ("clients", "prompt_words", "system_words")
+
+
 def compare_engines(a):
     systems = [words(a.system_tokens_max, random.Random(7 + i)) if a.system_tokens_max else "" for i in range(a.system_prompts)]
     results, turn = [], 0
-    for prompt_tokens in a.prompt_tokens:
-        for system_tokens in a.system_tokens:
-            shared = [" ".join(system.split()[:system_tokens]) for system in systems]
-            context = system_tokens + prompt_tokens * 2 + a.max_tokens + 64  # (words may split into more tokens)
-            for clients in a.clients:
-                order = a.engines[turn % len(a.engines):] + a.engines[:turn % len(a.engines)]
-                turn += 1
-                for engine in order:
-                    with start_engine(engine, a, a.parallel_engines or clients, context) as server:
-                        streams(server.url, min(clients, 4), 1, prompt_tokens, shared, 8, seed=99)  # warm-up
-                        before = metrics(server.url) if engine.startswith("ours") else None
-                        r = streams(server.url, clients, a.requests, prompt_tokens, shared, a.max_tokens, seed=1)
-                        if before is not None:
-                            r.update(prefix_numbers(before, metrics(server.url)))
-                        r.update(engine=engine, clients=clients, prompt_words=prompt_tokens, system_words=system_tokens,
-                                 peak_rss_mib=server.peak_rss_mib(), alive=server.alive())
-                    results.append(r)
-                    if before is not None:
-                        print(f"{engine:9s} prefill tokens computed {r['prefill_computed']:.0f} of {r['prompt_tokens']:.0f} "
-                              f"({r['prefix_cached']:.0f} from the prefix cache), KV bytes held "
-                              f"{r['kv_bytes'] / 2**20:.1f} MiB, by the slots {r['slot_kv_bytes'] / 2**20:.1f} MiB", flush=True)
-                    print(f"{engine:9s} prompt {prompt_tokens:5d} system {system_tokens:5d} clients {clients:3d}: "
-                          f"{r['output_tokens_per_s']:8.1f} tok/s, ttft p50 {r['ttft_p50_s'] * 1000:7.0f} p99 "
-                          f"{r['ttft_p99_s'] * 1000:7.0f} ms, itl p50 {r['itl_p50_s'] * 1000:6.1f} p99 {r['itl_p99_s'] * 1000:6.1f} ms, "
-                          f"peak RSS {r['peak_rss_mib']:7.1f} MiB, {r['requests']} requests, prompt tokens "
-                          f"{r['prompt_tokens_mean'] or 0:.0f}, errors {r['errors']} {r['first_error']}", flush=True)
-    print("\nours / each peer (output tokens/s; time to first token p99; peak RSS):")
-    for r in results:
-        if r["engine"] == "ours":
-            continue
-        mine = next((x for x in results if x["engine"] == "ours" and all(
-            x[k] == r[k] for k in ("clients", "prompt_words", "system_words"))), None)
-        if mine is None:  # (ours not among --engines)
-            continue
-        print(f"  vs {r['engine']:9s} prompt {r['prompt_words']:5d} system {r['system_words']:5d} clients {r['clients']:3d}: "
-              f"tok/s x{mine['output_tokens_per_s'] / r['output_tokens_per_s']:.2f}, "
-              f"ttft p99 x{mine['ttft_p99_s'] / r['ttft_p99_s']:.2f}, RSS x{mine['peak_rss_mib'] / r['peak_rss_mib']:.2f}")
+    for round_index in range(a.rounds):
+        for prompt_tokens in a.prompt_tokens:
+            for system_tokens in a.system_tokens:
+                shared = [" ".join(system.split()[:system_tokens]) for system in systems]
+                context = system_tokens + prompt_tokens * 2 + a.max_tokens + 64  # (words may split into more tokens)
+                for clients in a.clients:
+                    order = a.engines[turn % len(a.engines):] + a.engines[:turn % len(a.engines)]
+                    turn += 1
+                    for engine in order:
+                        results.append(run_engine(a, engine, clients, prompt_tokens, system_tokens, shared, context))
+                        results[-1]["round"] = round_index
+    summarise(results, a.rounds)
+    if a.plot:
+        from load_chart import write_load_chart  # matplotlib: only for --plot
+        write_load_chart(a.plot, results, a.engines, f"{a.threads} threads, {a.max_tokens} tokens a request, "
+                         f"{a.gguf.rsplit('/', 1)[-1]}, medians of {a.rounds} round(s)")
+        print(f"wrote {a.plot}")
     return results
+
+
+def run_engine(a, engine, clients, prompt_tokens, system_tokens, shared, context):
+    with start_engine(engine, a, a.parallel_engines or clients, context) as server:
+        streams(server.url, min(clients, 4), 1, prompt_tokens, shared, 8, seed=99)  # warm-up
+        before = metrics(server.url) if engine.startswith("ours") else None
+        r = streams(server.url, clients, a.requests, prompt_tokens, shared, a.max_tokens, seed=1)
+        if before is not None:
+            r.update(prefix_numbers(before, metrics(server.url)))
+        r.update(engine=engine, clients=clients, prompt_words=prompt_tokens, system_words=system_tokens,
+                 peak_rss_mib=server.peak_rss_mib(), alive=server.alive())
+    if before is not None:
+        print(f"{engine:9s} prefill tokens computed {r['prefill_computed']:.0f} of {r['prompt_tokens']:.0f} "
+              f"({r['prefix_cached']:.0f} from the prefix cache), KV bytes held "
+              f"{r['kv_bytes'] / 2**20:.1f} MiB, by the slots {r['slot_kv_bytes'] / 2**20:.1f} MiB", flush=True)
+    print(f"{engine:9s} prompt {prompt_tokens:5d} system {system_tokens:5d} clients {clients:3d}: "
+          f"{r['output_tokens_per_s']:8.1f} tok/s, ttft p50 {r['ttft_p50_s'] * 1000:7.0f} p99 "
+          f"{r['ttft_p99_s'] * 1000:7.0f} ms, itl p50 {r['itl_p50_s'] * 1000:6.1f} p99 {r['itl_p99_s'] * 1000:6.1f} ms, "
+          f"peak RSS {r['peak_rss_mib']:7.1f} MiB, {r['requests']} requests, prompt tokens "
+          f"{r['prompt_tokens_mean'] or 0:.0f}, errors {r['errors']} {r['first_error']}", flush=True)
+    return r
+
+
+def summarise(results, rounds):
+    """Ours over each peer per configuration: the median over rounds of each round's ratio, and its range."""
+    print(f"\nours / each peer, median of {rounds} round(s) (range): output tokens/s; time to first token p99; peak RSS")
+    for r in results:
+        if r["engine"] == "ours" or r["round"] != 0:
+            continue
+        same = lambda x, engine, k: x["engine"] == engine and x["round"] == k and all(x[c] == r[c] for c in CONFIG_KEYS)
+        ratios = {"tok/s": [], "ttft p99": [], "RSS": []}
+        for k in range(rounds):
+            mine = next((x for x in results if same(x, "ours", k)), None)
+            peer = next((x for x in results if same(x, r["engine"], k)), None)
+            if mine is None or peer is None:  # (ours not among --engines)
+                continue
+            ratios["tok/s"].append(mine["output_tokens_per_s"] / peer["output_tokens_per_s"])
+            ratios["ttft p99"].append(mine["ttft_p99_s"] / peer["ttft_p99_s"])
+            ratios["RSS"].append(mine["peak_rss_mib"] / peer["peak_rss_mib"])
+        if not ratios["tok/s"]:
+            continue
+        shown = ", ".join(f"{name} x{statistics.median(v):.2f} ({min(v):.2f}-{max(v):.2f})" for name, v in ratios.items())
+        print(f"  vs {r['engine']:9s} prompt {r['prompt_words']:5d} system {r['system_words']:5d} "
+              f"clients {r['clients']:3d}: {shown}")
 
 
 def load(url, clients, seconds, max_tokens):
@@ -280,6 +310,8 @@ def main():
                    help="different system prompts, each request after one of them at random (with --engines)")
     p.add_argument("--parallel-engines", type=int, default=None,
                    help="the servers' --parallel (with --engines; default: the clients)")
+    p.add_argument("--rounds", type=int, default=1, help="every configuration this many times, engines alternating (with --engines)")
+    p.add_argument("--plot", help="a chart of the medians (PNG or SVG; needs matplotlib) (with --engines)")
     a = p.parse_args()
     if a.engines:
         if not a.gguf:
