@@ -13,6 +13,7 @@
 #   make study-extrapolation / study-norms / study-quant   rerun a study of docs/studies/ (one core, ~15 minutes;
 #                   study-quant: docs/quantisation.md's accuracy table)
 #   make post-training-pipeline   pretrain -> SFT -> DPO -> GRPO -> eval on generated word problems, 3 seeds
+#   make tool-use-pipeline        SFT -> GRPO with nanochat's calculator; exact match with and without it, 3 seeds
 #                   (one core, ~20 minutes; docs/post-training.md's table and chart; tools/post_training/)
 #   make golden     regenerate tests/golden/*.safetensors from PyTorch (needs PyPI)
 #   make quant-fixtures  regenerate tests/fixtures/quant/quants.bin from gguf.quants (and llama.cpp's
@@ -31,7 +32,7 @@ CMAKE_FLAGS ?=
 CTEST_ARGS ?=
 PREFIX ?= /usr/local
 
-.PHONY: all deps configure build demo test check-clang install test-asan bench golden quant-fixtures fuzz clean study-extrapolation study-norms study-quant post-training-pipeline
+.PHONY: all deps configure build demo test check-clang install test-asan bench golden quant-fixtures fuzz clean study-extrapolation study-norms study-quant post-training-pipeline tool-use-pipeline
 
 all: build
 
@@ -90,6 +91,9 @@ study-quant: build
 
 post-training-pipeline: build
 	@bash tools/post_training/pipeline.sh $(BUILD)
+
+tool-use-pipeline: build
+	@bash tools/post_training/tool_pipeline.sh $(BUILD)
 
 golden:
 	@bash scripts/install-python.sh

@@ -203,7 +203,7 @@ std::vector<int64_t> token_byte_lengths(const std::string& tokenizer_path, int64
 
 void run_eval(const EvalArgs& a, const CLI::App& cmd) {
   if (!a.task.task.empty()) return run_benchmark(a, cmd);
-  for (const char* flag : {"--layout", "--fewshot", "--fewshot-file", "--seed", "--max-new-tokens", "--stop"})
+  for (const char* flag : {"--layout", "--fewshot", "--fewshot-file", "--seed", "--max-new-tokens", "--stop", "--tools"})
     NF_CHECK(cmd.count(flag) == 0, flag, " is for benchmarks: give --task FILE");
   NF_CHECK(cmd.count("--title") == 0 || !a.plot.empty(), "--title is the --plot chart's title: give --plot FILE");
   if (!a.combine.empty()) return run_combine(a, cmd);
@@ -331,6 +331,9 @@ void add_eval_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--stop", a->task.stop,
                   "With --layout gsm8k: a stop string, repeatable (default lm-eval's: \"Question:\", \"</s>\", \"<|im_end|>\")");
+  cmd->add_option("--tools", a->task.tools,
+                  "With --layout gsm8k: calculator: nanochat's calculator answers the model's <|python_start|> ... "
+                  "<|python_end|> while it generates (the answer scored is the text with the tool's answers)");
   cmd->add_flag("--quiet,-q", a->quiet, "No progress bar");
   cmd->callback([a, cmd] { run_eval(*a, *cmd); });
 }

@@ -16,6 +16,7 @@
 #include "nanoformer/infer/decode_step.h"
 #include "nanoformer/infer/prompt_ids.h"
 #include "nanoformer/infer/stop_criteria.h"
+#include "nanoformer/infer/tool_use.h"
 #include "nanoformer/io/gguf.h"
 #include "nanoformer/tokenizer/tokenizer.h"
 #include "nanoformer/eval/answer_extraction.h"
@@ -63,10 +64,13 @@ struct Generation {
              const std::vector<std::string>& stop)
       : sequence(model, 0, {.crop = true}),
         matcher(stop),
-        stream(sequence, argmax, {.max_new_tokens = a.max_new_tokens}, ids, nullptr, {.on_token = [this, &tok](int64_t id) {
-                 text += matcher.push(tok.token_bytes(static_cast<tokenizer::TokenId>(id)));
-                 return !matcher.stopped();
-               }}) {
+        tools(a.tools.empty() ? nullptr : std::make_unique<infer::NanochatCalculatorUse>(tok)),
+        stream(sequence, argmax, {.max_new_tokens = a.max_new_tokens}, ids, nullptr,
+               {.on_token = [this, &tok](int64_t id) {
+                  text += matcher.push(tok.token_bytes(static_cast<tokenizer::TokenId>(id)));
+                  return !matcher.stopped();
+                },
+                .tools = tools.get()}) {
     stream.prefill(ids);
   }
   std::string answer() { return matcher.stopped() ? text : text + matcher.flush(); }
@@ -74,6 +78,7 @@ struct Generation {
   infer::CachedSequence sequence;
   infer::Sampler argmax{{.temperature = 0.0}};
   infer::StopStringMatcher matcher;
+  std::unique_ptr<infer::ToolUse> tools;  // --tools calculator
   std::string text;
   infer::DecodeStream stream;
 };
@@ -147,6 +152,8 @@ void run_task(const TaskArgs& a) {
   NF_CHECK(a.max_new_tokens > 0, "--max-new-tokens: ", a.max_new_tokens, " must be positive");
   NF_CHECK(a.stop.empty() || layout == eval::TaskLayout::gsm8k, "--stop is for generative tasks (--layout gsm8k)");
   for (const std::string& s : a.stop) NF_CHECK(!s.empty(), "--stop: a stop string is empty");
+  NF_CHECK(a.tools.empty() || a.tools == "calculator", "--tools: unknown tool '", a.tools, "' (known: calculator)");
+  NF_CHECK(a.tools.empty() || layout == eval::TaskLayout::gsm8k, "--tools is for generative tasks (--layout gsm8k)");
   const std::string tokenizer_path =
       a.tokenizer.empty() && io::is_gguf_file(a.model) ? tokenizer_beside(a.model) : a.tokenizer;
   NF_CHECK(!tokenizer_path.empty(), "--task needs --tokenizer (the model's tokenizer.json or character vocabulary)");

@@ -17,6 +17,7 @@ struct TaskArgs {
   uint64_t seed = 1234;
   int64_t max_new_tokens = 256;
   std::vector<std::string> stop;  // gsm8k; empty: lm-eval's "Question:", "</s>", "<|im_end|>"
+  std::string tools;              // gsm8k: "calculator" answers as generate --tools calculator does
   bool quiet = false;
 };
 

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# The tool-use pipeline (docs/post-training.md, "Tools in training: a worked result"):
+#   make tool-use-pipeline          (or: bash tools/post_training/tool_pipeline.sh [BUILD_DIR])
+# Word problems whose numbers are too large for a small model's head (tools/post_training/tool_problems.py:
+# products of 2-3 and 2 digit numbers, sums of 3-4 digit ones) train a tiny LLaMA-shaped model with the
+# nanoformer CLI alone: SFT on demonstrations that call nanochat's calculator
+# (<|python_start|>347*58<|python_end|><|output_start|>20126<|output_end|> #### 20126), then GRPO whose
+# rollouts call it (--tools calculator: its answers forced, out of the loss), once per seed. After each
+# stage `nanoformer eval` scores the held-out problems by exact match, with the calculator answering
+# (--tools calculator) and without it (the model writes the result itself). One core.
+# Outputs: BUILD_DIR/tool-use/ (data, tokenizer, runs, eval reports, results.md, results.json) and the
+# chart docs/images/tool-use-pipeline.png (`nanoformer eval --combine`).
+# Settings (environment): PIPELINE_SEEDS ("1 2 3"), SFT_STEPS, GRPO_STEPS, GRPO_LR, GRPO_GROUP,
+# GRPO_TEMPERATURE. A stage whose final checkpoint exists from the same arguments is reused.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+BUILD="$(cd "${1:-$ROOT/build}" && pwd)"
+NF="$BUILD/nanoformer"
+OUT="${PIPELINE_OUT:-$BUILD/tool-use}"
+PYTHON="${PIPELINE_PYTHON:-python3}"  # only the standard library
+SEEDS="${PIPELINE_SEEDS:-1 2 3}"
+SFT_STEPS="${SFT_STEPS:-400}"
+GRPO_STEPS="${GRPO_STEPS:-60}"
+GRPO_LR="${GRPO_LR:-5e-5}"
+GRPO_GROUP="${GRPO_GROUP:-8}"
+GRPO_TEMPERATURE="${GRPO_TEMPERATURE:-0.7}"
+MAX_NEW=40
+EOT='<|endoftext|>'
+export NANOFORMER_THREADS=1 OMP_NUM_THREADS=1
+[[ -x "$NF" ]] || { echo "tool pipeline: $NF not built (make build)" >&2; exit 1; }
+mkdir -p "$OUT" "$ROOT/docs/images"
+OUT="$(cd "$OUT" && pwd)"
+cd "$OUT"
+start=$SECONDS
+
+"$PYTHON" "$ROOT/tools/post_training/tool_problems.py" data --seed 1 --train 3000 --test 200
+# the same held-out problems under two names, so that the chart has a line for each way of scoring
+cp data/test.jsonl data/held_out_with_calculator.jsonl
+cp data/test.jsonl data/held_out_without_tool.jsonl
+# a byte-level BPE of 384 tokens trained on the text without its digits (every number one digit per
+# token), nanochat's tool tokens special; the chat template beside it
+mkdir -p tokenizer
+sed 's/[0-9]//g' data/corpus.txt > tokenizer/corpus_no_digits.txt
+echo "0123456789+-*=#" >> tokenizer/corpus_no_digits.txt
+"$NF" tokenizer train -i tokenizer/corpus_no_digits.txt --vocab-size 384 --special "$EOT" \
+  --special '<|python_start|>' --special '<|python_end|>' --special '<|output_start|>' --special '<|output_end|>' \
+  --pattern gpt4 -o tokenizer/tokenizer.json -q
+cp data/tokenizer_config.json tokenizer/
+TOK=tokenizer/tokenizer.json
+cat > model.json <<JSON
+{"name": "tool-problems", "vocab_size": 384, "dim": 128, "n_layers": 4, "n_heads": 4, "max_seq_len": 96,
+ "norm": "rmsnorm", "position": "rope", "mlp": "swiglu", "mlp_hidden": 384, "attention_bias": false,
+ "mlp_bias": false, "tie_embeddings": true, "dropout": 0.0}
+JSON
+
+ckpt() { echo "$1/ckpt_$(printf '%08d' "$2").safetensors"; }
+# stage DIR STEPS ARGS...: `nanoformer train ARGS --out DIR`, unless DIR holds its final checkpoint
+# from the same ARGS and the same --data and --init-from contents
+stage() {
+  local dir=$1 steps=$2
+  shift 2
+  local stamp="$*" prev=""
+  for arg in "$@"; do
+    [[ $prev == --data || $prev == --init-from ]] && stamp+=" $(md5sum < "$arg")"
+    prev=$arg
+  done
+  if [[ "${PIPELINE_RETRAIN:-0}" != 1 && -f "$(ckpt "$dir" "$steps")" && "$(cat "$dir/args" 2>/dev/null)" == "$stamp" ]]; then
+    echo "   reusing $(ckpt "$dir" "$steps")"
+    return
+  fi
+  rm -rf "$dir"
+  mkdir -p "$(dirname "$dir")"
+  "$NF" train "$@" --steps "$steps" --save-every 0 --keep 1 --out "$dir" --quiet > "$dir.log" 2>&1 || { cat "$dir.log" >&2; exit 1; }
+  grep -E "^step [0-9]+: val|^finished" "$dir.log" | tail -2 || true
+  echo "$stamp" > "$dir/args"
+}
+# evaluate MODEL SEED STAGE: exact match on the held-out problems with the calculator and without it
+evaluate() {
+  "$NF" eval "$1" -t "$TOK" --task data/held_out_with_calculator.jsonl --layout gsm8k --max-new-tokens $MAX_NEW \
+    --stop "$EOT" --tools calculator --label "$3" --json "reports/$2_$3_with.json" -q | tail -1
+  "$NF" eval "$1" -t "$TOK" --task data/held_out_without_tool.jsonl --layout gsm8k --max-new-tokens $MAX_NEW \
+    --stop "$EOT" --label "$3" --json "reports/$2_$3_without.json" -q | tail -1
+}
+mkdir -p reports
+for seed in $SEEDS; do
+  run="seed$seed"
+  echo "== seed $seed: SFT, $SFT_STEPS steps"
+  stage "$run/sft" "$SFT_STEPS" --config model.json --data data/sft.jsonl -t "$TOK" --context 64 --batch-size 32 \
+    --lr 3e-3 --warmup 40 --eval-every 100 --eval-batches 4 --seed "$seed" --data-seed "$seed"
+  evaluate "$(ckpt "$run/sft" "$SFT_STEPS")" "$seed" sft
+  echo "== seed $seed: GRPO with the calculator, $GRPO_STEPS steps, lr $GRPO_LR, $GRPO_GROUP completions at temperature $GRPO_TEMPERATURE"
+  stage "$run/grpo" "$GRPO_STEPS" --objective grpo --tools calculator --init-from "$(ckpt "$run/sft" "$SFT_STEPS")" \
+    --data data/grpo.jsonl -t "$TOK" --context 96 --batch-size 8 --grpo-group "$GRPO_GROUP" --max-new-tokens $MAX_NEW \
+    --stop "$EOT" --temperature "$GRPO_TEMPERATURE" --lr "$GRPO_LR" --schedule constant --warmup 0 --seed "$seed" \
+    --data-seed "$seed"
+  evaluate "$(ckpt "$run/grpo" "$GRPO_STEPS")" "$seed" grpo
+done
+
+settings="SFT $SFT_STEPS steps; GRPO $GRPO_STEPS (lr $GRPO_LR, batch 8 x $GRPO_GROUP completions, temperature \
+$GRPO_TEMPERATURE, --tools calculator); $(nproc --all) CPUs, $(lscpu | sed -n 's/^Model name: *//p'), \
+NANOFORMER_THREADS=1; this invocation $((SECONDS - start)) s"
+"$PYTHON" "$ROOT/tools/post_training/tool_pipeline_report.py" reports --seeds $SEEDS --settings "$settings" \
+  --table results.md --json results.json
+reports=()
+for stage in sft grpo; do
+  for seed in $SEEDS; do reports+=("reports/${seed}_${stage}_with.json" "reports/${seed}_${stage}_without.json"); done
+done
+"$NF" eval --combine "${reports[@]}" --plot "$ROOT/docs/images/tool-use-pipeline.png" \
+  --title "large-number word problems: held-out exact match with and without the calculator (dots: seeds $SEEDS)" > combined.md
+echo "tool pipeline: table in $OUT/results.md, chart docs/images/tool-use-pipeline.png"
