@@ -11,6 +11,7 @@
 #include "nanoformer/formats/lora_adapter.h"
 #include "nanoformer/io/safetensors.h"
 #include "nanoformer/io/tensor_checksums.h"
+#include "nanoformer/train/critic.h"
 #include "util/json_input.h"
 
 namespace nf::train {
@@ -95,7 +96,10 @@ std::string newest_intact_checkpoint(const std::string& dir) {
 
 void prune_checkpoints(const std::string& dir, int64_t keep) {
   const auto all = list_checkpoints(dir);
-  for (size_t i = 0; i + static_cast<size_t>(keep) < all.size(); ++i) fs::remove(all[i].second);
+  for (size_t i = 0; i + static_cast<size_t>(keep) < all.size(); ++i) {
+    fs::remove(all[i].second);
+    fs::remove(critic_path(all[i].second));  // PPO's critic beside it, if any
+  }
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();

@@ -233,6 +233,7 @@ void Trainer::resume_from(const std::string& checkpoint) {
     model_ = models::model_as<models::DecoderLM>(formats::load_checkpoint(checkpoint), checkpoint);
   }
   restore_generators(*model_, saved.state.generators, checkpoint);
+  objective_->resume(checkpoint, saved.state.step);
   state_ = saved.state;
   resumed_from_ = checkpoint;
 }
@@ -399,6 +400,7 @@ std::string Trainer::save() {
   } else if (is_root()) {
     save_train_checkpoint(path, *model_, *optimizer_, config_, state_);
   }
+  if (is_root()) objective_->save(path, state_.step);
   if (is_root()) prune_checkpoints(config_.out_dir, config_.keep);
   return path;
 }

@@ -1,0 +1,220 @@
+// The ppo objective: rollouts by GRPO's sampling and verifier (train/grpo.h), the critic's values,
+// PPO's targets (train/ppo.h), then epochs x minibatches optimizer steps on them, one minibatch a
+// trainer step; the critic steps with its own optimizer after each.
+#include <cmath>
+#include <cstdio>
+#include <optional>
+
+#include "nanoformer/autograd/grad_mode.h"
+#include "nanoformer/core/error.h"
+#include "nanoformer/eval/task_records.h"
+#include "nanoformer/ops/elementwise.h"
+#include "nanoformer/ops/indexing.h"
+#include "nanoformer/optim/grad_clip.h"
+#include "nanoformer/optim/schedule.h"
+#include "nanoformer/train/critic.h"
+#include "nanoformer/train/dpo.h"
+#include "nanoformer/train/grpo.h"
+#include "nanoformer/train/objective.h"
+#include "nanoformer/train/ppo.h"
+
+namespace nf::train {
+namespace {
+
+// One rollout as the losses read it: prompt + response rows of C = L + 1 columns (the inputs
+// also hold each response's last token, where TRL's critic scores the finished response).
+struct PpoRollout {
+  Tensor inputs, targets;          // (R, C) i64; targets -100 outside the responses
+  Tensor old_logps, ref_logps;     // (R, C) f32, as sampled; ref undefined without KL
+  PpoTargets targets_;             // masks, rewards, values, advantages, returns
+  std::vector<double> scores;
+  int64_t response_tokens = 0;
+  double rollout_seconds = 0;
+};
+
+class PpoObjective final : public TrainingObjective {
+ public:
+  explicit PpoObjective(const TrainConfig& config) : TrainingObjective(config), grpo_(config) {}
+
+  int64_t rows_per_batch() const override { return config_.data.batch_size * config_.grpo.group_size; }
+  bool reads_batches() const override { return false; }
+  bool needs_reference() const override { return config_.ppo.kl_coef > 0; }
+  bool next_loss_is_reproducible() const override { return false; }
+  std::string describe_data() const override {
+    return std::to_string(grpo_.prompts()) + " prompts of " + config_.data.train_paths[0] + " (gsm8k layout)";
+  }
+  std::string describe() const override {
+    const PpoOptions& p = config_.ppo;
+    const GrpoOptions& g = config_.grpo;
+    char text[700];
+    std::snprintf(text, sizeof text,
+                  "ppo (%s style), %lld response(s) per prompt, gamma %g, lambda %g, clip %g / %g, value clip %g, "
+                  "vf_coef %g, kl_coef %g (%s), %lld epoch(s) x %lld minibatch(es) per rollout, early stop at "
+                  "approx KL %g; critic: a copy of the starting model with a value head, AdamW lr %g; sampling: "
+                  "temperature %g, top-k %lld, max new tokens %lld; verifier: %s",
+                  p.style.c_str(), static_cast<long long>(g.group_size), p.gamma, p.lam, g.epsilon_low, g.epsilon_high,
+                  p.cliprange_value, p.vf_coef, p.kl_coef, p.style == "trl" ? "in the reward" : "a loss term",
+                  static_cast<long long>(p.epochs), static_cast<long long>(p.minibatches), p.early_stop_kl,
+                  p.critic_lr, g.temperature, static_cast<long long>(g.top_k),
+                  static_cast<long long>(g.max_new_tokens), g.verifier.c_str());
+    return text;
+  }
+
+  void prepare(const models::DecoderLM& policy) override {
+    Generator gen(config_.seed ^ 0xC0FFEEull);  // the value head's draw
+    critic_ = std::make_unique<Critic>(policy, gen);
+    optim::OptimizerConfig oc = config_.optimizer;
+    oc.name = "adamw";  // MiniMind's critic optimizer
+    oc.lr = config_.ppo.critic_lr;
+    critic_optimizer_ = std::make_unique<optim::OptimizerSet>(oc, *critic_);
+    if (!resumed_from_.empty()) load_critic(critic_path(resumed_from_), *critic_, *critic_optimizer_, resumed_step_);
+  }
+  void resume(const std::string& checkpoint, int64_t step) override {
+    resumed_from_ = checkpoint;
+    resumed_step_ = step;
+  }
+  void save(const std::string& checkpoint, int64_t step) const override {
+    save_critic(critic_path(checkpoint), *critic_, *critic_optimizer_, step);
+  }
+
+  std::vector<MicroBatchSize> begin_step(int64_t step) override {
+    const int64_t per_rollout = config_.ppo.epochs * config_.ppo.minibatches;
+    if (!rollout_ || stopped_ || step - rollout_step_ >= per_rollout) {
+      if (!rollout_) next_rollout_ = step / per_rollout;  // a resumed run continues the prompts' order
+      rollout_ = make_rollout(next_rollout_++);
+      rollout_step_ = step;
+      stopped_ = false;
+    }
+    step_ = step;
+    return {{1.0, rollout_->response_tokens}};
+  }
+
+  MicroBatchLoss loss(size_t) override {
+    const PpoOptions& p = config_.ppo;
+    const PpoRollout& r = *rollout_;
+    const int64_t R = r.inputs.size(0), local = step_ - rollout_step_;
+    const int64_t epoch = local / p.minibatches, mb = local % p.minibatches, size = R / p.minibatches;
+    // MiniMind: a new permutation of the responses each epoch, minibatches of consecutive ones
+    const std::vector<size_t> order = eval::fewshot_indices(config_.seed ^ static_cast<uint64_t>(next_rollout_),
+                                                            static_cast<uint64_t>(epoch), static_cast<size_t>(R),
+                                                            static_cast<size_t>(R));
+    std::vector<int64_t> rows;
+    for (int64_t i = mb * size; i < (mb + 1) * size; ++i) rows.push_back(static_cast<int64_t>(order[static_cast<size_t>(i)]));
+    const Tensor idx = Tensor::from_vector(rows, {size});
+    const auto pick = [&idx](const Tensor& t) { return t.defined() ? index_select(t, 0, idx) : Tensor(); };
+    PpoTargets t{pick(r.targets_.policy_mask), pick(r.targets_.value_mask), pick(r.targets_.rewards),
+                 pick(r.targets_.values),      pick(r.targets_.advantages), pick(r.targets_.returns)};
+    const Tensor inputs = pick(r.inputs);
+    const Tensor logps = token_log_probs(policy().forward(inputs).logits, pick(r.targets), config_.grpo.temperature);
+    critic_->train();
+    const Tensor values = critic_->values(inputs);
+    loss_ = ppo_loss(logps, values, pick(r.old_logps), pick(r.ref_logps), t, p, config_.grpo.epsilon_low,
+                     config_.grpo.epsilon_high);
+    // MiniMind: past the threshold this minibatch's loss counts 0 and the rollout's updates end
+    if (p.early_stop_kl > 0 && loss_.approx_kl > p.early_stop_kl) {
+      stopped_ = true;
+      return {mul(loss_.loss, 0.0), {}};
+    }
+    return {loss_.loss, {}};
+  }
+
+  ObjectiveMetrics end_step() override {
+    // the critic's step: its gradient clipped on its own (MiniMind), the run's schedule shape
+    const std::vector<Tensor> params = critic_optimizer_->parameters();
+    const double value_grad_norm = config_.grad_clip > 0 ? optim::clip_grad_norm(params, config_.grad_clip) : 0.0;
+    critic_optimizer_->set_lr_factor(optim::learning_rate(config_.schedule, step_) / config_.schedule.lr);
+    critic_optimizer_->step();
+    critic_optimizer_->zero_grad();
+    const PpoRollout& r = *rollout_;
+    double reward = 0, accuracy = 0;
+    for (double s : r.scores) {
+      reward += s / static_cast<double>(r.scores.size());
+      accuracy += (s >= 1.0 ? 1.0 : 0.0) / static_cast<double>(r.scores.size());
+    }
+    const double length = static_cast<double>(r.response_tokens) / static_cast<double>(r.scores.size());
+    ObjectiveMetrics out{{{"reward", reward},
+                          {"accuracy", accuracy},
+                          {"policy_loss", loss_.policy.loss.item()},
+                          {"value_loss", loss_.value.loss.item()},
+                          {"approx_kl", loss_.approx_kl},
+                          {"clipfrac", loss_.policy.clip_fraction()},
+                          {"vf_clipfrac", loss_.value.clip_fraction},
+                          {"critic_grad_norm", value_grad_norm},
+                          {"completions/mean_length", length},
+                          {"rollout_tokens_per_s", static_cast<double>(r.response_tokens) / std::max(r.rollout_seconds, 1e-9)},
+                          {"early_stop", stopped_ ? 1.0 : 0.0}},
+                         "",
+                         ""};
+    if (config_.ppo.kl_coef > 0 && config_.ppo.style == "minimind") out.fields.emplace_back("kl_ref", loss_.policy.kl);
+    char status[120];
+    std::snprintf(status, sizeof status, "reward %.3f acc %.2f vloss %.3f kl %.4f", reward, accuracy,
+                  loss_.value.loss.item(), loss_.approx_kl);
+    out.status = status;
+    return out;
+  }
+
+ private:
+  PpoRollout make_rollout(int64_t index) {
+    GrpoRollouts g = grpo_.rollout(policy(), index);
+    NoGradGuard no_grad;
+    const int64_t R = g.inputs.size(0), L = g.inputs.size(1), C = L + 1;
+    const std::vector<int64_t> in = g.inputs.to_vector<int64_t>(), tg = g.targets.to_vector<int64_t>();
+    const std::vector<float> mask = g.mask.to_vector<float>();
+    std::vector<int64_t> inputs(static_cast<size_t>(R * C), 0), targets(static_cast<size_t>(R * C), data::kIgnoreIndex);
+    std::vector<int64_t> starts, lengths;
+    PpoRollout out;
+    for (int64_t i = 0; i < R; ++i) {
+      int64_t start = -1, n = 0;
+      for (int64_t t = 0; t < L; ++t) {
+        const auto k = static_cast<size_t>(i * L + t), kc = static_cast<size_t>(i * C + t);
+        inputs[kc] = in[k];
+        targets[kc] = tg[k];
+        if (mask[k] > 0) {
+          if (start < 0) start = t;
+          ++n;
+        }
+      }
+      NF_CHECK(n >= 1, "train: ppo: response ", i, " of the rollout is empty");
+      // the last response token as an input too: the critic's value of the finished response
+      inputs[static_cast<size_t>(i * C + start + n)] = tg[static_cast<size_t>(i * L + start + n - 1)];
+      starts.push_back(start);
+      lengths.push_back(n);
+      out.response_tokens += n;
+    }
+    out.inputs = Tensor::from_vector(inputs, {R, C});
+    out.targets = Tensor::from_vector(targets, {R, C});
+    out.scores = g.rewards;
+    out.rollout_seconds = g.rollout_seconds;
+    const bool was_training = policy().is_training();
+    policy().eval();
+    critic_->eval();
+    out.old_logps =
+        token_log_probs(policy().forward(out.inputs).logits, out.targets, config_.grpo.temperature).to(DType::f32);
+    if (config_.ppo.kl_coef > 0)
+      out.ref_logps = token_log_probs(reference_logits(policy(), in_.reference, out.inputs), out.targets,
+                                      config_.grpo.temperature).to(DType::f32);
+    const Tensor values = critic_->values(out.inputs).to(DType::f32);
+    policy().train(was_training);
+    out.targets_ = ppo_targets(out.old_logps, out.ref_logps, values, out.scores, starts, lengths,
+                               config_.grpo.max_new_tokens, config_.ppo);
+    return out;
+  }
+
+  GrpoStep grpo_;
+  std::unique_ptr<Critic> critic_;
+  std::unique_ptr<optim::OptimizerSet> critic_optimizer_;
+  std::optional<PpoRollout> rollout_;
+  int64_t rollout_step_ = 0, next_rollout_ = 0, step_ = 0;
+  bool stopped_ = false;
+  PpoLoss loss_;
+  std::string resumed_from_;
+  int64_t resumed_step_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<TrainingObjective> make_ppo_objective(const TrainConfig& config) {
+  return std::make_unique<PpoObjective>(config);
+}
+
+}  // namespace nf::train
