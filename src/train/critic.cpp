@@ -14,6 +14,7 @@ namespace {
 constexpr const char* kFormat = "nanoformer-ppo-critic";
 constexpr const char* kCriticPrefix = "critic/";
 constexpr const char* kOptimizerPrefix = "critic_optimizer/";
+constexpr const char* kRolloutPrefix = "rollout/";
 
 }  // namespace
 
@@ -33,16 +34,19 @@ std::string critic_path(const std::string& checkpoint) {
   return p.string() + ".critic.safetensors";
 }
 
-void save_critic(const std::string& path, const Critic& critic, const optim::OptimizerSet& optimizer, int64_t step) {
+void save_critic(const std::string& path, const Critic& critic, const optim::OptimizerSet& optimizer, int64_t step,
+                 const PpoRunState& run) {
   std::vector<nn::NamedTensor> tensors;
   for (const auto& [name, t] : critic.state_dict()) tensors.emplace_back(kCriticPrefix + name, t);
   for (const auto& [name, t] : optimizer.state_dict()) tensors.emplace_back(kOptimizerPrefix + name, t);
-  std::map<std::string, std::string> metadata{{"format", kFormat}, {"step", std::to_string(step)}};
+  for (const auto& [name, t] : run.rollout) tensors.emplace_back(kRolloutPrefix + name, t);
+  std::map<std::string, std::string> metadata{
+      {"format", kFormat}, {"step", std::to_string(step)}, {"ppo_state", run.counters}};
   metadata[io::kChecksumsKey] = io::tensor_checksums(tensors);
   io::save_safetensors(path, tensors, metadata);
 }
 
-void load_critic(const std::string& path, Critic& critic, optim::OptimizerSet& optimizer, int64_t step) {
+PpoRunState load_critic(const std::string& path, Critic& critic, optim::OptimizerSet& optimizer, int64_t step) {
   NF_CHECK(std::filesystem::exists(path), "train --resume: ", path,
            " is missing: a PPO checkpoint's critic is saved beside it");
   const io::SafetensorsFile file = io::SafetensorsFile::open(path);
@@ -55,15 +59,21 @@ void load_critic(const std::string& path, Critic& critic, optim::OptimizerSet& o
            saved_step == meta.end() ? std::string("?") : saved_step->second, ", not of the checkpoint's step ", step);
   NF_CHECK(io::has_tensor_checksums(file), path, ": no checksums in its metadata");
   io::verify_tensor_checksums(file);
+  const auto counters = meta.find("ppo_state");
+  NF_CHECK(counters != meta.end(), path, ": no \"ppo_state\" in its metadata");
+  PpoRunState run;
+  run.counters = counters->second;
   nn::StateDict weights, state;
-  const std::string critic_prefix = kCriticPrefix, optimizer_prefix = kOptimizerPrefix;
+  const std::string critic_prefix = kCriticPrefix, optimizer_prefix = kOptimizerPrefix, rollout_prefix = kRolloutPrefix;
   for (const io::TensorEntry& e : file.entries()) {
     if (e.name.rfind(critic_prefix, 0) == 0) {
       weights[e.name.substr(critic_prefix.size())] = file.load(e.name);
     } else if (e.name.rfind(optimizer_prefix, 0) == 0) {
       state[e.name.substr(optimizer_prefix.size())] = file.load(e.name);
+    } else if (e.name.rfind(rollout_prefix, 0) == 0) {
+      run.rollout[e.name.substr(rollout_prefix.size())] = file.load(e.name);
     } else {
-      NF_FAIL(path, ": unexpected tensor '", e.name, "' (a critic holds critic/* and critic_optimizer/*)");
+      NF_FAIL(path, ": unexpected tensor '", e.name, "' (a critic holds critic/*, critic_optimizer/* and rollout/*)");
     }
   }
   try {
@@ -72,6 +82,7 @@ void load_critic(const std::string& path, Critic& critic, optim::OptimizerSet& o
   } catch (const Error& e) {
     throw Error(path + ": " + e.what());
   }
+  return run;
 }
 
 }  // namespace nf::train

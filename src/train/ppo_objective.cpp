@@ -3,6 +3,7 @@
 // trainer step; the critic steps with its own optimizer after each.
 #include <cmath>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "nanoformer/autograd/grad_mode.h"
@@ -67,20 +68,35 @@ class PpoObjective final : public TrainingObjective {
     oc.name = "adamw";  // MiniMind's critic optimizer
     oc.lr = config_.ppo.critic_lr;
     critic_optimizer_ = std::make_unique<optim::OptimizerSet>(oc, *critic_);
-    if (!resumed_from_.empty()) load_critic(critic_path(resumed_from_), *critic_, *critic_optimizer_, resumed_step_);
+    if (resumed_from_.empty()) return;
+    const std::string path = critic_path(resumed_from_);
+    restore(load_critic(path, *critic_, *critic_optimizer_, resumed_step_), path);
   }
   void resume(const std::string& checkpoint, int64_t step) override {
     resumed_from_ = checkpoint;
     resumed_step_ = step;
   }
   void save(const std::string& checkpoint, int64_t step) const override {
-    save_critic(critic_path(checkpoint), *critic_, *critic_optimizer_, step);
+    PpoRunState run;
+    nlohmann::json counters = {{"next_rollout", next_rollout_}, {"has_rollout", rollout_.has_value()}};
+    if (rollout_) {  // the rollout the next steps train on, so that a resumed run continues it
+      const PpoRollout& r = *rollout_;
+      const PpoTargets& t = r.targets_;
+      run.rollout = {{"inputs", r.inputs},           {"targets", r.targets},         {"old_logps", r.old_logps},
+                     {"policy_mask", t.policy_mask}, {"value_mask", t.value_mask},   {"rewards", t.rewards},
+                     {"values", t.values},           {"advantages", t.advantages},   {"returns", t.returns},
+                     {"scores", Tensor::from_vector(r.scores, {static_cast<int64_t>(r.scores.size())})}};
+      if (r.ref_logps.defined()) run.rollout["ref_logps"] = r.ref_logps;
+      counters.update({{"rollout_step", rollout_step_}, {"stopped", stopped_}, {"response_tokens", r.response_tokens},
+                       {"rollout_seconds", r.rollout_seconds}});
+    }
+    run.counters = counters.dump();
+    save_critic(critic_path(checkpoint), *critic_, *critic_optimizer_, step, run);
   }
 
   std::vector<MicroBatchSize> begin_step(int64_t step) override {
     const int64_t per_rollout = config_.ppo.epochs * config_.ppo.minibatches;
     if (!rollout_ || stopped_ || step - rollout_step_ >= per_rollout) {
-      if (!rollout_) next_rollout_ = step / per_rollout;  // a resumed run continues the prompts' order
       rollout_ = make_rollout(next_rollout_++);
       rollout_step_ = step;
       stopped_ = false;
@@ -198,6 +214,35 @@ class PpoObjective final : public TrainingObjective {
     out.targets_ = ppo_targets(out.old_logps, out.ref_logps, values, out.scores, starts, lengths,
                                config_.grpo.max_new_tokens, config_.ppo);
     return out;
+  }
+
+  // A resumed run's counters and rollout, as save() wrote them.
+  void restore(const PpoRunState& run, const std::string& path) {
+    try {
+      const nlohmann::json c = nlohmann::json::parse(run.counters);
+      next_rollout_ = c.at("next_rollout").get<int64_t>();
+      if (!c.at("has_rollout").get<bool>()) return;
+      const auto at = [&](const char* name) {
+        NF_CHECK(run.rollout.count(name), path, ": no rollout tensor '", name, "'");
+        return run.rollout.at(name);
+      };
+      PpoRollout r;
+      r.inputs = at("inputs");
+      r.targets = at("targets");
+      r.old_logps = at("old_logps");
+      if (config_.ppo.kl_coef > 0) r.ref_logps = at("ref_logps");
+      r.targets_ = {at("policy_mask"), at("value_mask"), at("rewards"), at("values"), at("advantages"), at("returns")};
+      r.scores = at("scores").to_vector<double>();
+      r.response_tokens = c.at("response_tokens").get<int64_t>();
+      r.rollout_seconds = c.at("rollout_seconds").get<double>();
+      NF_CHECK(run.rollout.size() == (r.ref_logps.defined() ? 11u : 10u), path, ": ", run.rollout.size(),
+               " rollout tensors, not those of this run's rollout");
+      rollout_ = std::move(r);
+      rollout_step_ = c.at("rollout_step").get<int64_t>();
+      stopped_ = c.at("stopped").get<bool>();
+    } catch (const nlohmann::json::exception& e) {
+      NF_FAIL(path, ": ppo_state is malformed (", e.what(), ")");
+    }
   }
 
   GrpoStep grpo_;

@@ -7,7 +7,10 @@
 // training checkpoint DIR/ckpt_N.safetensors as DIR/ckpt_N.critic.safetensors:
 //   tensors  "critic/<name>"            the critic's parameters
 //            "critic_optimizer/<name>"  its optimizer's state (OptimizerSet::state_dict)
-//   metadata "format": "nanoformer-ppo-critic", "step", "checksums" (every tensor's XXH3-64)
+//            "rollout/<name>"           the run's current rollout (train/ppo_objective.cpp), so that a
+//                                       resumed run continues it
+//   metadata "format": "nanoformer-ppo-critic", "step", "ppo_state" (the objective's counters, JSON),
+//            "checksums" (every tensor's XXH3-64)
 // read strictly: every name present and of its shape, every checksum matching, the step the policy's.
 #include <cstdint>
 #include <memory>
@@ -32,9 +35,15 @@ class Critic : public nn::Module {
 
 // DIR/ckpt_N.critic.safetensors for DIR/ckpt_N.safetensors.
 std::string critic_path(const std::string& checkpoint);
-void save_critic(const std::string& path, const Critic& critic, const optim::OptimizerSet& optimizer, int64_t step);
-// Loads what save_critic wrote into critic and optimizer; an nf::Error naming the file for one
-// that is missing, of another format, damaged, of another step or of another shape.
-void load_critic(const std::string& path, Critic& critic, optim::OptimizerSet& optimizer, int64_t step);
+// What a PPO run keeps beside its critic: its rollout's tensors and its counters.
+struct PpoRunState {
+  nn::StateDict rollout;
+  std::string counters = "{}";
+};
+void save_critic(const std::string& path, const Critic& critic, const optim::OptimizerSet& optimizer, int64_t step,
+                 const PpoRunState& run = {});
+// Loads what save_critic wrote into critic and optimizer and returns the run state; an nf::Error
+// naming the file for one that is missing, of another format, damaged, of another step or shape.
+PpoRunState load_critic(const std::string& path, Critic& critic, optim::OptimizerSet& optimizer, int64_t step);
 
 }  // namespace nf::train
