@@ -137,7 +137,14 @@ class PpoObjective final : public TrainingObjective {
   ObjectiveMetrics end_step() override {
     // the critic's step: its gradient clipped on its own (MiniMind), the run's schedule shape
     const std::vector<Tensor> params = critic_optimizer_->parameters();
-    const double value_grad_norm = config_.grad_clip > 0 ? optim::clip_grad_norm(params, config_.grad_clip) : 0.0;
+    double value_grad_norm = 0;
+    if (config_.grad_clip > 0) {
+      value_grad_norm = optim::clip_grad_norm(params, config_.grad_clip);
+    } else {
+      for (const Tensor& p : params)
+        if (p.grad().defined()) value_grad_norm += optim::sum_of_squares(p.grad());
+      value_grad_norm = std::sqrt(value_grad_norm);
+    }
     critic_optimizer_->set_lr_factor(optim::learning_rate(config_.schedule, step_) / config_.schedule.lr);
     critic_optimizer_->step();
     critic_optimizer_->zero_grad();
