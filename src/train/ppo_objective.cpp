@@ -27,7 +27,7 @@ namespace {
 struct PpoRollout {
   Tensor inputs, targets;          // (R, C) i64; targets -100 outside the responses
   Tensor old_logps, ref_logps;     // (R, C) f32, as sampled; ref undefined without KL
-  PpoTargets targets_;             // masks, rewards, values, advantages, returns
+  PpoTargets ppo;                  // masks, rewards, values, advantages, returns
   std::vector<double> scores;
   int64_t response_tokens = 0;
   double rollout_seconds = 0;
@@ -54,7 +54,8 @@ class PpoObjective final : public TrainingObjective {
                   "approx KL %g; critic: a copy of the starting model with a value head, AdamW lr %g; sampling: "
                   "temperature %g, top-k %lld, max new tokens %lld; verifier: %s",
                   p.style.c_str(), static_cast<long long>(g.group_size), p.gamma, p.lam, g.epsilon_low, g.epsilon_high,
-                  p.cliprange_value, p.vf_coef, p.kl_coef, p.style == "trl" ? "in the reward" : "a loss term",
+                  p.cliprange_value, p.vf_coef, p.kl_coef,
+                  p.kl_coef == 0 ? "no reference" : p.style == "trl" ? "in the reward" : "a loss term",
                   static_cast<long long>(p.epochs), static_cast<long long>(p.minibatches), p.early_stop_kl,
                   p.critic_lr, g.temperature, static_cast<long long>(g.top_k),
                   static_cast<long long>(g.max_new_tokens), g.verifier.c_str());
@@ -81,7 +82,7 @@ class PpoObjective final : public TrainingObjective {
     nlohmann::json counters = {{"next_rollout", next_rollout_}, {"has_rollout", rollout_.has_value()}};
     if (rollout_) {  // the rollout the next steps train on, so that a resumed run continues it
       const PpoRollout& r = *rollout_;
-      const PpoTargets& t = r.targets_;
+      const PpoTargets& t = r.ppo;
       run.rollout = {{"inputs", r.inputs},           {"targets", r.targets},         {"old_logps", r.old_logps},
                      {"policy_mask", t.policy_mask}, {"value_mask", t.value_mask},   {"rewards", t.rewards},
                      {"values", t.values},           {"advantages", t.advantages},   {"returns", t.returns},
@@ -118,8 +119,8 @@ class PpoObjective final : public TrainingObjective {
     for (int64_t i = mb * size; i < (mb + 1) * size; ++i) rows.push_back(static_cast<int64_t>(order[static_cast<size_t>(i)]));
     const Tensor idx = Tensor::from_vector(rows, {size});
     const auto pick = [&idx](const Tensor& t) { return t.defined() ? index_select(t, 0, idx) : Tensor(); };
-    PpoTargets t{pick(r.targets_.policy_mask), pick(r.targets_.value_mask), pick(r.targets_.rewards),
-                 pick(r.targets_.values),      pick(r.targets_.advantages), pick(r.targets_.returns)};
+    PpoTargets t{pick(r.ppo.policy_mask), pick(r.ppo.value_mask), pick(r.ppo.rewards),
+                 pick(r.ppo.values),      pick(r.ppo.advantages), pick(r.ppo.returns)};
     const Tensor inputs = pick(r.inputs);
     const Tensor logps = token_log_probs(policy().forward(inputs).logits, pick(r.targets), config_.grpo.temperature);
     critic_->train();
@@ -218,7 +219,7 @@ class PpoObjective final : public TrainingObjective {
                                       config_.grpo.temperature).to(DType::f32);
     const Tensor values = critic_->values(out.inputs).to(DType::f32);
     policy().train(was_training);
-    out.targets_ = ppo_targets(out.old_logps, out.ref_logps, values, out.scores, starts, lengths,
+    out.ppo = ppo_targets(out.old_logps, out.ref_logps, values, out.scores, starts, lengths,
                                config_.grpo.max_new_tokens, config_.ppo);
     return out;
   }
@@ -238,7 +239,7 @@ class PpoObjective final : public TrainingObjective {
       r.targets = at("targets");
       r.old_logps = at("old_logps");
       if (config_.ppo.kl_coef > 0) r.ref_logps = at("ref_logps");
-      r.targets_ = {at("policy_mask"), at("value_mask"), at("rewards"), at("values"), at("advantages"), at("returns")};
+      r.ppo = {at("policy_mask"), at("value_mask"), at("rewards"), at("values"), at("advantages"), at("returns")};
       r.scores = at("scores").to_vector<double>();
       r.response_tokens = c.at("response_tokens").get<int64_t>();
       r.rollout_seconds = c.at("rollout_seconds").get<double>();

@@ -1,6 +1,6 @@
 // `nanoformer train --objective ppo` as a process, on GRPO's task a fresh tiny model can learn from
 // its own samples (gsm8k-layout prompts whose answer is always 7, a character vocabulary of 28, the
-// numeric verifier): the mean reward rises with MiniMind's style, no value is nan, the critic is
+// numeric verifier): the mean reward rises with MiniMind's style and KL term, no value is nan, the critic is
 // written beside each checkpoint and pruned with it; TRL's style with the KL in the reward resumed
 // in the middle of a rollout ends with the policy, critic and rollout of the uninterrupted run;
 // a missing or damaged critic and bad flags are one line.
@@ -61,8 +61,8 @@ void expect_identical_tensors(const std::string& a, const std::string& b) {
 }
 
 TEST_F(PpoCliTest, TheMeanRewardRisesWithoutNan) {
-  // one new token a response, no KL: the reward is 1 for a 7
-  const testing::CliRun r = cli(ppo_args("ppo", 40, kFourSteps + "--max-new-tokens 1 --ppo-kl-coef 0 --save-every 20 --keep 1"));
+  // one new token a response, MiniMind's KL term (its default 0.02): the reward is 1 for a 7
+  const testing::CliRun r = cli(ppo_args("ppo", 40, kFourSteps + "--max-new-tokens 1 --ppo-kl-coef 0.02 --save-every 20 --keep 1"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("objective: ppo (minimind style), 8 response(s) per prompt, gamma 1, lambda 0.95"),
             std::string::npos) << r.err;
@@ -71,13 +71,15 @@ TEST_F(PpoCliTest, TheMeanRewardRisesWithoutNan) {
   double first = 0, last = 0;  // the mean reward of the first and of the last 3 rollouts' steps
   for (size_t i = 0; i < steps.size(); ++i) {
     for (const char* key : {"loss", "reward", "accuracy", "policy_loss", "value_loss", "approx_kl", "clipfrac",
-                            "vf_clipfrac", "critic_grad_norm", "completions/mean_length", "early_stop", "grad_norm"})
+                            "vf_clipfrac", "critic_grad_norm", "completions/mean_length", "early_stop", "grad_norm",
+                            "kl_ref"})
       EXPECT_TRUE(steps[i].contains(key) && std::isfinite(steps[i][key].get<double>())) << key << " at " << steps[i].dump();
-    EXPECT_FALSE(steps[i].contains("kl_ref"));  // no KL asked for
     if (i < 12) first += steps[i]["reward"].get<double>() / 12;
     if (i + 12 >= steps.size()) last += steps[i]["reward"].get<double>() / 12;
   }
   EXPECT_EQ(steps[0]["approx_kl"].get<double>(), 0.0);  // a rollout's first step is on-policy
+  EXPECT_EQ(steps[0]["kl_ref"].get<double>(), 0.0);     // and the policy is still the reference
+  EXPECT_GT(steps[2]["kl_ref"].get<double>(), 0.0);
   EXPECT_GT(last, first + 0.3) << "mean reward: first 12 steps " << first << ", last 12 " << last;
   // the critic beside the one checkpoint kept
   EXPECT_TRUE(fs::exists(path("ppo/ckpt_00000040.critic.safetensors")));
