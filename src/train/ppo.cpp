@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "nanoformer/core/error.h"
+#include "nanoformer/data/batch.h"
 #include "nanoformer/ops/elementwise.h"
 
 namespace nf::train {
@@ -54,6 +55,37 @@ Tensor masked_whiten(const Tensor& x, const Tensor& mask, bool unbiased) {
   std::vector<double> out(v.size());
   for (size_t i = 0; i < v.size(); ++i) out[i] = m[i] * (v[i] - mean) * scale;
   return Tensor::from_vector(out, x.shape()).to(x.dtype());
+}
+
+PpoRows ppo_rows(const Tensor& inputs, const Tensor& targets, const Tensor& mask) {
+  NF_CHECK(inputs.defined() && inputs.dim() == 2, "ppo_rows: inputs must be (R, L)");
+  NF_CHECK(targets.defined() && targets.shape() == inputs.shape() && mask.defined() && mask.shape() == inputs.shape(),
+           "ppo_rows: targets and mask must be ", shape_str(inputs.shape()), " as the inputs");
+  const int64_t R = inputs.size(0), L = inputs.size(1), C = L + 1;
+  const std::vector<int64_t> in = inputs.to_vector<int64_t>(), tg = targets.to_vector<int64_t>();
+  const std::vector<double> m = mask.to_vector<double>();
+  std::vector<int64_t> ids(static_cast<size_t>(R * C), 0), next(static_cast<size_t>(R * C), data::kIgnoreIndex);
+  PpoRows out;
+  for (int64_t i = 0; i < R; ++i) {
+    int64_t start = -1, n = 0;
+    for (int64_t t = 0; t < L; ++t) {
+      const auto k = static_cast<size_t>(i * L + t), kc = static_cast<size_t>(i * C + t);
+      ids[kc] = in[k];
+      next[kc] = tg[k];
+      if (m[k] > 0) {
+        NF_CHECK(start < 0 || t == start + n, "ppo_rows: row ", i, "'s response columns are not contiguous");
+        if (start < 0) start = t;
+        ++n;
+      }
+    }
+    NF_CHECK(n >= 1, "ppo_rows: response ", i, " of the rollout is empty");
+    ids[static_cast<size_t>(i * C + start + n)] = tg[static_cast<size_t>(i * L + start + n - 1)];
+    out.starts.push_back(start);
+    out.lengths.push_back(n);
+  }
+  out.inputs = Tensor::from_vector(ids, {R, C});
+  out.targets = Tensor::from_vector(next, {R, C});
+  return out;
 }
 
 PpoTargets ppo_targets(const Tensor& old_logps, const Tensor& ref_logps, const Tensor& old_values,

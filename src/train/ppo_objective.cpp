@@ -22,8 +22,7 @@
 namespace nf::train {
 namespace {
 
-// One rollout as the losses read it: prompt + response rows of C = L + 1 columns (the inputs
-// also hold each response's last token, where TRL's critic scores the finished response).
+// One rollout as the losses read it: prompt + response rows of C = L + 1 columns (ppo_rows).
 struct PpoRollout {
   Tensor inputs, targets;          // (R, C) i64; targets -100 outside the responses
   Tensor old_logps, ref_logps;     // (R, C) f32, as sampled; ref undefined without KL
@@ -181,32 +180,11 @@ class PpoObjective final : public TrainingObjective {
   PpoRollout make_rollout(int64_t index) {
     GrpoRollouts g = grpo_.rollout(policy(), index);
     NoGradGuard no_grad;
-    const int64_t R = g.inputs.size(0), L = g.inputs.size(1), C = L + 1;
-    const std::vector<int64_t> in = g.inputs.to_vector<int64_t>(), tg = g.targets.to_vector<int64_t>();
-    const std::vector<float> mask = g.mask.to_vector<float>();
-    std::vector<int64_t> inputs(static_cast<size_t>(R * C), 0), targets(static_cast<size_t>(R * C), data::kIgnoreIndex);
-    std::vector<int64_t> starts, lengths;
+    const PpoRows rows = ppo_rows(g.inputs, g.targets, g.mask);
     PpoRollout out;
-    for (int64_t i = 0; i < R; ++i) {
-      int64_t start = -1, n = 0;
-      for (int64_t t = 0; t < L; ++t) {
-        const auto k = static_cast<size_t>(i * L + t), kc = static_cast<size_t>(i * C + t);
-        inputs[kc] = in[k];
-        targets[kc] = tg[k];
-        if (mask[k] > 0) {
-          if (start < 0) start = t;
-          ++n;
-        }
-      }
-      NF_CHECK(n >= 1, "train: ppo: response ", i, " of the rollout is empty");
-      // the last response token as an input too: the critic's value of the finished response
-      inputs[static_cast<size_t>(i * C + start + n)] = tg[static_cast<size_t>(i * L + start + n - 1)];
-      starts.push_back(start);
-      lengths.push_back(n);
-      out.response_tokens += n;
-    }
-    out.inputs = Tensor::from_vector(inputs, {R, C});
-    out.targets = Tensor::from_vector(targets, {R, C});
+    out.inputs = rows.inputs;
+    out.targets = rows.targets;
+    for (int64_t n : rows.lengths) out.response_tokens += n;
     out.scores = g.rewards;
     out.rollout_seconds = g.rollout_seconds;
     const bool was_training = policy().is_training();
@@ -219,7 +197,7 @@ class PpoObjective final : public TrainingObjective {
                                       config_.grpo.temperature).to(DType::f32);
     const Tensor values = critic_->values(out.inputs).to(DType::f32);
     policy().train(was_training);
-    out.ppo = ppo_targets(out.old_logps, out.ref_logps, values, out.scores, starts, lengths,
+    out.ppo = ppo_targets(out.old_logps, out.ref_logps, values, out.scores, rows.starts, rows.lengths,
                                config_.grpo.max_new_tokens, config_.ppo);
     return out;
   }

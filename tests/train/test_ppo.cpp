@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "infer/tiny_lm.h"
+#include "nanoformer/ops/factory.h"
 #include "nanoformer/ops/reduce.h"
 #include "nanoformer/ops/value_loss.h"
 #include "nanoformer/train/critic.h"
@@ -115,6 +116,33 @@ TEST(Ppo, FixtureClipsBothLossesAndMasksDiffer) {  // the comparison above reach
   EXPECT_GT(trl["value_clip_fraction"].get<double>(), 0.0);
   EXPECT_NE(trl["value_mask"], trl["policy_mask"]);  // TRL's one past the end
   EXPECT_EQ(doc["cases"][3]["value_mask"], doc["cases"][3]["policy_mask"]);
+}
+
+TEST(Ppo, RowsAndMasksOfARolloutByHand) {
+  // GRPO's rows (train/grpo.h): prompt 1 2 3 + response 10 11; prompt 4 5 + response 12 13 14
+  const Tensor inputs = Tensor::from_vector(std::vector<int64_t>{1, 2, 3, 10, 4, 5, 12, 13}, {2, 4});
+  const Tensor targets = Tensor::from_vector(std::vector<int64_t>{-100, -100, 10, 11, -100, 12, 13, 14}, {2, 4});
+  const Tensor mask = Tensor::from_vector(std::vector<float>{0, 0, 1, 1, 0, 1, 1, 1}, {2, 4});
+  const PpoRows rows = ppo_rows(inputs, targets, mask);
+  EXPECT_EQ(rows.inputs.to_vector<int64_t>(), (std::vector<int64_t>{1, 2, 3, 10, 11, 4, 5, 12, 13, 14}));
+  EXPECT_EQ(rows.targets.to_vector<int64_t>(), (std::vector<int64_t>{-100, -100, 10, 11, -100, -100, 12, 13, 14, -100}));
+  EXPECT_EQ(rows.starts, (std::vector<int64_t>{2, 1}));
+  EXPECT_EQ(rows.lengths, (std::vector<int64_t>{2, 3}));
+  // at most 3 new tokens: the first response stopped early (TRL scores one past it), the second did not
+  const Tensor none = zeros({2, 5}, DType::f64);
+  PpoOptions o;
+  o.kl_coef = 0;
+  for (const char* style : {"minimind", "trl"}) {
+    SCOPED_TRACE(style);
+    o.style = style;
+    const PpoTargets t = ppo_targets(none, Tensor(), none, {1.0, 2.0}, rows.starts, rows.lengths, 3, o);
+    EXPECT_EQ(t.policy_mask.to_vector<double>(), (std::vector<double>{0, 0, 1, 1, 0, 0, 1, 1, 1, 0}));
+    const bool trl = o.style == "trl";
+    EXPECT_EQ(t.value_mask.to_vector<double>(), (std::vector<double>{0, 0, 1, 1, trl ? 1.0 : 0.0, 0, 1, 1, 1, 0}));
+    EXPECT_EQ(t.rewards.to_vector<double>(),
+              (std::vector<double>{0, 0, 0, trl ? 0.0 : 1.0, trl ? 1.0 : 0.0, 0, 0, 0, 2, 0}));
+  }
+  EXPECT_THROW_WITH(ppo_rows(inputs, targets, zeros({2, 4})), "ppo_rows: response 0 of the rollout is empty");
 }
 
 TEST(Ppo, GaeByHand) {

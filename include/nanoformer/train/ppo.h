@@ -38,6 +38,16 @@ struct PpoTargets {
   Tensor returns;      // GAE + values (before whitening)
 };
 
+// GRPO's rollout rows (train/grpo.h: inputs, targets (R, L) shifted by one, mask 1 on the response
+// tokens' columns) as PPO's: C = L + 1 columns, the inputs also holding each response's last token
+// (at column starts[r] + lengths[r]: where the critic values the finished response, TRL's score
+// position), targets -100 past L; response r's token t is the target of column starts[r] + t.
+struct PpoRows {
+  Tensor inputs, targets;  // (R, C) i64
+  std::vector<int64_t> starts, lengths;
+};
+PpoRows ppo_rows(const Tensor& inputs, const Tensor& targets, const Tensor& mask);
+
 // Response r's token t sits at column starts[r] + t of the (R, C) inputs for lengths[r] >= 1 tokens
 // (through its first eos or stop), and stopped there before max_new_tokens when lengths[r] <
 // max_new_tokens. old_logps, ref_logps (undefined when kl_coef is 0), old_values: (R, C).
