@@ -123,6 +123,8 @@ TEST_F(PpoCliTest, AMissingOrDamagedCriticAndBadFlagsAreOneLine) {
   expect_one_line_error(ppo_args("f", 2, "--ppo-minibatches 3"),
                         {"--ppo-minibatches 3 must be >= 1 and divide the rollout's 16 responses"});
   expect_one_line_error(ppo_args("f", 2, "--ppo-gamma 1.5"), {"--ppo-gamma must be in [0, 1], got 1.5"});
+  expect_one_line_error(ppo_args("f", 2, "--lora-rank 4"),
+                        {"train: --objective ppo does not train LoRA adapters yet (the critic is a full copy)"});
   expect_one_line_error(ppo_args("f", 2, "--grpo-loss cispo"), {"--grpo-loss would be ignored", "--objective ppo"});
   expect_one_line_error(ppo_args("f", 2, "--ppo-epochs 3", "grpo"),
                         {"--ppo-epochs would be ignored", "--objective grpo"});
