@@ -209,24 +209,24 @@ void add_train_command(CLI::App& app) {
   f.push_back(flag(cmd, "--teacher-logits", *c, "Distillation: the teacher's logits on the run's batches, read from this file (written by --write-teacher-logits) instead of --teacher", [](auto& t) -> auto& { return t.distill.teacher_logits; }));
   f.push_back(flag(cmd, "--distill-temperature", *c, "Distillation: T > 0, both distributions softened as softmax(logits / T)", [](auto& t) -> auto& { return t.distill.temperature; }));
   f.push_back(flag(cmd, "--distill-alpha", *c, "Distillation: in [0, 1]; loss = alpha CE + (1 - alpha) T^2 KL(teacher || student)", [](auto& t) -> auto& { return t.distill.alpha; }));
-  f.push_back(flag(cmd, "--grpo-group", *c, "GRPO: completions sampled per prompt (G >= 2)", [](auto& t) -> auto& { return t.grpo.group_size; }));
+  f.push_back(flag(cmd, "--grpo-group", *c, "GRPO, PPO: completions sampled per prompt (GRPO: G >= 2)", [](auto& t) -> auto& { return t.grpo.group_size; }));
   f.push_back(flag(cmd, "--grpo-loss", *c, "GRPO: grpo, bnpo, dr_grpo, dapo, cispo (TRL's loss_type) or reinforce (nanochat)", [](auto& t) -> auto& { return t.grpo.loss; }));
-  f.push_back(flag(cmd, "--grpo-epsilon", *c, "GRPO: the ratio's lower clip, 1 - epsilon", [](auto& t) -> auto& { return t.grpo.epsilon_low; }));
-  f.push_back(flag(cmd, "--grpo-epsilon-high", *c, "GRPO: the ratio's upper clip, 1 + epsilon_high (cispo: the IS weight's bound)", [](auto& t) -> auto& { return t.grpo.epsilon_high; }));
+  f.push_back(flag(cmd, "--grpo-epsilon", *c, "GRPO, PPO: the ratio's lower clip, 1 - epsilon", [](auto& t) -> auto& { return t.grpo.epsilon_low; }));
+  f.push_back(flag(cmd, "--grpo-epsilon-high", *c, "GRPO, PPO: the ratio's upper clip, 1 + epsilon_high (cispo: the IS weight's bound)", [](auto& t) -> auto& { return t.grpo.epsilon_high; }));
   f.push_back(flag(cmd, "--grpo-beta", *c, "GRPO: weight of the k3 KL to the starting model (0: no reference)", [](auto& t) -> auto& { return t.grpo.beta; }));
   f.push_back(flag(cmd, "--grpo-scale-rewards", *c, "GRPO: advantages divided by the group's std (false: r - mean, Dr. GRPO)", [](auto& t) -> auto& { return t.grpo.scale_rewards; }));
   f.push_back(flag(cmd, "--grpo-iterations", *c, "GRPO: optimizer steps on each step's rollouts (TRL's num_iterations)", [](auto& t) -> auto& { return t.grpo.iterations; }));
-  f.push_back(flag(cmd, "--temperature", *c, "GRPO: sampling temperature of the rollouts", [](auto& t) -> auto& { return t.grpo.temperature; }));
-  f.push_back(flag(cmd, "--top-k", *c, "GRPO: sample from the k likeliest tokens (0 = all)", [](auto& t) -> auto& { return t.grpo.top_k; }));
-  f.push_back(flag(cmd, "--max-new-tokens", *c, "GRPO: the longest completion", [](auto& t) -> auto& { return t.grpo.max_new_tokens; }));
-  f.push_back({cmd->add_option("--stop", c->grpo.stop, "GRPO: a stop string ending a completion (repeatable; default Question:, </s>, <|im_end|>)"),
+  f.push_back(flag(cmd, "--temperature", *c, "GRPO, PPO: sampling temperature of the rollouts", [](auto& t) -> auto& { return t.grpo.temperature; }));
+  f.push_back(flag(cmd, "--top-k", *c, "GRPO, PPO: sample from the k likeliest tokens (0 = all)", [](auto& t) -> auto& { return t.grpo.top_k; }));
+  f.push_back(flag(cmd, "--max-new-tokens", *c, "GRPO, PPO: the longest completion", [](auto& t) -> auto& { return t.grpo.max_new_tokens; }));
+  f.push_back({cmd->add_option("--stop", c->grpo.stop, "GRPO, PPO: a stop string ending a completion (repeatable; default Question:, </s>, <|im_end|>)"),
                [](TC& t, const TC& s) { t.grpo.stop = s.grpo.stop; }});
-  f.push_back(flag(cmd, "--verifier", *c, "GRPO: numeric (GSM8K's final number), exact, or command", [](auto& t) -> auto& { return t.grpo.verifier; }));
+  f.push_back(flag(cmd, "--verifier", *c, "GRPO, PPO: numeric (GSM8K's final number), exact, or command", [](auto& t) -> auto& { return t.grpo.verifier; }));
   auto verifier_command = std::make_shared<std::string>();
   f.push_back({cmd->add_option("--verifier-command", *verifier_command,
-                               "GRPO: PROGRAM ARGS split at spaces, run without a shell per completion: JSON on stdin, {\"reward\": R} on stdout"),
+                               "GRPO, PPO: PROGRAM ARGS split at spaces, run without a shell per completion: JSON on stdin, {\"reward\": R} on stdout"),
                [](TC& t, const TC& s) { t.grpo.verifier_command = s.grpo.verifier_command; }});
-  f.push_back(flag(cmd, "--verifier-timeout", *c, "GRPO: seconds the verifier command may take per completion", [](auto& t) -> auto& { return t.grpo.verifier_timeout; }));
+  f.push_back(flag(cmd, "--verifier-timeout", *c, "GRPO, PPO: seconds the verifier command may take per completion", [](auto& t) -> auto& { return t.grpo.verifier_timeout; }));
   f.push_back(flag(cmd, "--ppo-style", *c, "PPO: minimind (train_ppo.py: score at the last token, k3 KL as a loss term) or trl (PPOTrainer: score one past the end, k1 KL in the reward)", [](auto& t) -> auto& { return t.ppo.style; }));
   f.push_back(flag(cmd, "--ppo-kl-coef", *c, "PPO: weight of the KL to the starting model (0: no reference)", [](auto& t) -> auto& { return t.ppo.kl_coef; }));
   f.push_back(flag(cmd, "--ppo-gamma", *c, "PPO: GAE's discount", [](auto& t) -> auto& { return t.ppo.gamma; }));
