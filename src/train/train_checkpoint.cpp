@@ -79,14 +79,17 @@ std::string newest_intact_checkpoint(const std::string& dir) {
   NF_CHECK(!all.empty(), "train --resume: no checkpoint (ckpt_*.safetensors) in ", dir);
   for (auto it = all.rbegin(); it != all.rend(); ++it) {
     const std::string& path = it->second;
+    const std::string critic = critic_path(path);  // PPO's critic beside it, if any
     try {
       (void)read_train_checkpoint(path);
       formats::verify_checkpoint_tensors(io::SafetensorsFile::open(path), {});
+      if (fs::exists(critic)) io::verify_tensor_checksums(io::SafetensorsFile::open(critic));
       return path;
     } catch (const Error& e) {
       const std::string kept = path + ".damaged";
       std::error_code ec;  // another rank of the run may have renamed it already
       fs::rename(path, kept, ec);
+      if (fs::exists(critic)) fs::rename(critic, critic + ".damaged", ec);
       std::fprintf(stderr, "train --resume: %s\n  it is kept as %s; trying the checkpoint before it\n", e.what(),
                    kept.c_str());
     }

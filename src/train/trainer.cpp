@@ -394,13 +394,15 @@ std::string Trainer::save() {
   // collective: every rank saves; GRPO's next loss depends on its sampled rollouts: not checked
   if (objective_->next_loss_is_reproducible()) state_.next_batch_loss = next_batch_loss();
   const std::string path = checkpoint_path(config_.out_dir, state_.step);
+  // the objective's own file first (PPO's critic): a crash between the two leaves the checkpoint
+  // before this one as the newest, with its own file
+  if (is_root()) objective_->save(path, state_.step);
   if (zero_) {
     const nn::StateDict optimizer_state = zero_->state_dict_on_root();  // collective
     if (is_root()) save_train_checkpoint(path, *model_, optimizer_state, config_, state_);
   } else if (is_root()) {
     save_train_checkpoint(path, *model_, *optimizer_, config_, state_);
   }
-  if (is_root()) objective_->save(path, state_.step);
   if (is_root()) prune_checkpoints(config_.out_dir, config_.keep);
   return path;
 }

@@ -3,7 +3,7 @@
 // numeric verifier): the mean reward rises with MiniMind's style and KL term, no value is nan, the critic is
 // written beside each checkpoint and pruned with it; TRL's style with the KL in the reward resumed
 // in the middle of a rollout ends with the policy, critic and rollout of the uninterrupted run;
-// a missing or damaged critic and bad flags are one line.
+// a missing critic and bad flags are one line, a damaged one is set aside with its checkpoint.
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -105,19 +105,28 @@ TEST_F(PpoCliTest, TrlStyleResumedMidRolloutEndsAsTheUninterruptedRun) {
       EXPECT_TRUE(std::isfinite(s[key].get<double>())) << key << " at " << s.dump();
 }
 
-TEST_F(PpoCliTest, AMissingOrDamagedCriticAndBadFlagsAreOneLine) {
-  ASSERT_EQ(cli(ppo_args("run", 2, "--max-new-tokens 1 --save-every 2")).exit_code, 0);
-  const std::string critic = path("run/ckpt_00000002.critic.safetensors");
+TEST_F(PpoCliTest, AMissingCriticAndBadFlagsAreOneLineADamagedOneIsSetAside) {
+  ASSERT_EQ(cli(ppo_args("run", 4, "--max-new-tokens 1 --save-every 2")).exit_code, 0);
+  const std::string critic = path("run/ckpt_00000004.critic.safetensors");
   fs::rename(critic, path("kept.safetensors"));
-  expect_one_line_error("train --out " + path("run") + " --resume --steps 4 --quiet",
+  expect_one_line_error("train --out " + path("run") + " --resume --steps 6 --quiet",
                         {"train --resume: " + critic + " is missing: a PPO checkpoint's critic is saved beside it"});
   fs::copy_file(path("kept.safetensors"), critic);
-  {  // a flipped byte in the last tensor's data
+  {  // a flipped byte in the last tensor's data: the checkpoint and its critic are set aside, the run
+     // resumes from the one before
     std::fstream f(critic, std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(-2, std::ios::end);
     f.put('\x7f');
   }
-  expect_one_line_error("train --out " + path("run") + " --resume --steps 4 --quiet", {critic, "does not match its checksum"});
+  const testing::CliRun resumed = cli("train --out " + path("run") + " --resume --steps 6 --quiet");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_NE(resumed.err.find(critic), std::string::npos) << resumed.err;
+  EXPECT_NE(resumed.err.find("does not match its checksum"), std::string::npos) << resumed.err;
+  EXPECT_NE(resumed.err.find("resumed from " + path("run/ckpt_00000002.safetensors") + " at step 2"), std::string::npos)
+      << resumed.err;
+  EXPECT_TRUE(fs::exists(critic + ".damaged"));
+  EXPECT_TRUE(fs::exists(path("run/ckpt_00000004.safetensors.damaged")));
+  EXPECT_TRUE(fs::exists(path("run/ckpt_00000006.critic.safetensors")));
   expect_one_line_error(ppo_args("f", 2, "--ppo-style openai"),
                         {"train: --ppo-style: unknown style 'openai' (known: minimind, trl)"});
   expect_one_line_error(ppo_args("f", 2, "--ppo-minibatches 3"),

@@ -64,8 +64,8 @@ class TrainingObjective {
   // run's directory is made, so a bad option leaves nothing behind.
   virtual void prepare(const models::DecoderLM& policy) {}
   // State of its own beside a training checkpoint (PPO's critic and its optimizer): resume is told
-  // the checkpoint a resumed run starts from (before prepare), save the one just written (step
-  // `step`), on the root rank.
+  // the checkpoint a resumed run starts from (before prepare), save the one about to be written
+  // (step `step`; before it, so that a checkpoint never lacks its file), on the root rank.
   virtual void resume(const std::string& checkpoint, int64_t step) {}
   virtual void save(const std::string& checkpoint, int64_t step) const {}
   void bind(const ObjectiveInputs& inputs) { in_ = inputs; }
