@@ -77,6 +77,15 @@ TEST_F(PpoCliTest, TheMeanRewardRisesWithoutNan) {
     if (i < 12) first += steps[i]["reward"].get<double>() / 12;
     if (i + 12 >= steps.size()) last += steps[i]["reward"].get<double>() / 12;
   }
+  // MiniMind's early stop (approx KL above 0.25): the next step samples a new rollout, on-policy
+  int stops = 0;
+  for (size_t i = 0; i + 1 < steps.size(); ++i) {
+    if (steps[i]["early_stop"].get<double>() == 0) continue;
+    ++stops;
+    EXPECT_GT(steps[i]["approx_kl"].get<double>(), 0.25) << steps[i].dump();
+    EXPECT_EQ(steps[i + 1]["approx_kl"].get<double>(), 0.0) << steps[i + 1].dump();
+  }
+  EXPECT_GT(stops, 0);
   EXPECT_EQ(steps[0]["approx_kl"].get<double>(), 0.0);  // a rollout's first step is on-policy
   EXPECT_EQ(steps[0]["kl_ref"].get<double>(), 0.0);     // and the policy is still the reference
   EXPECT_GT(steps[2]["kl_ref"].get<double>(), 0.0);
