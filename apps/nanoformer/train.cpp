@@ -115,12 +115,17 @@ void refuse_unused_flags(const CLI::App& cmd, const train::TrainConfig& c) {
        {"--teacher", "--teacher-logits", "--write-teacher-logits", "--distill-temperature", "--distill-alpha"})
     refuse_unless(c.objective == train::Objective::distill, distill_flag,
                   "--objective " + train::objective_name(c.objective), "distill");
-  for (const char* grpo_flag : {"--grpo-group", "--grpo-loss", "--grpo-epsilon", "--grpo-epsilon-high", "--grpo-beta",
-                                "--grpo-scale-rewards", "--grpo-iterations", "--temperature", "--top-k",
-                                "--max-new-tokens", "--stop", "--verifier", "--verifier-command", "--verifier-timeout",
-                                "--tools"})
+  for (const char* grpo_flag : {"--grpo-loss", "--grpo-beta", "--grpo-scale-rewards", "--grpo-iterations", "--tools"})
     refuse_unless(c.objective == train::Objective::grpo, grpo_flag, "--objective " + train::objective_name(c.objective),
                   "grpo");
+  const bool samples = c.objective == train::Objective::grpo || c.objective == train::Objective::ppo;
+  for (const char* sampling_flag : {"--grpo-group", "--grpo-epsilon", "--grpo-epsilon-high", "--temperature", "--top-k",
+                                    "--max-new-tokens", "--stop", "--verifier", "--verifier-command", "--verifier-timeout"})
+    refuse_unless(samples, sampling_flag, "--objective " + train::objective_name(c.objective), "grpo and ppo");
+  for (const char* ppo_flag : {"--ppo-style", "--ppo-kl-coef", "--ppo-gamma", "--ppo-lambda", "--ppo-cliprange-value",
+                               "--ppo-vf-coef", "--ppo-critic-lr", "--ppo-epochs", "--ppo-minibatches", "--ppo-early-stop-kl"})
+    refuse_unless(c.objective == train::Objective::ppo, ppo_flag, "--objective " + train::objective_name(c.objective),
+                  "ppo");
   refuse_unless(c.optimizer.name != "nanochat", "--lr", optimizer + ", whose groups have their own rates,",
                 "sgd, adam, adamw and muon");
 }
@@ -138,6 +143,7 @@ void add_train_command(CLI::App& app) {
       "  nanoformer train --init-from base.safetensors --lora-rank 8 --lora-targets q,k,v,o --data d.txt -t t.json --out runs/lora\n"
       "  nanoformer train --objective dpo --init-from runs/sft/ckpt_1000.safetensors --data dpo.jsonl -t tokenizer.json --out runs/dpo\n"
       "  nanoformer train --objective grpo --init-from runs/sft/ckpt_1000.safetensors --data gsm8k.jsonl -t tokenizer.json --out runs/grpo\n"
+      "  nanoformer train --objective ppo --init-from runs/sft/ckpt_1000.safetensors --data gsm8k.jsonl -t tokenizer.json --out runs/ppo\n"
       "  nanoformer train --objective distill --teacher big.safetensors --init-from small.safetensors --data chat.jsonl -t tokenizer.json --out runs/kd\n"
       "LoRA (--lora-rank): trains adapters only; checkpoints hold the adapters alone, and\n"
       "`nanoformer lora merge --adapter runs/lora/ckpt_<step>.safetensors --out merged.safetensors` folds one\n"
@@ -191,8 +197,9 @@ void add_train_command(CLI::App& app) {
                [](TC& t, const TC& s) { t.precision = s.precision; }});
   f.push_back({cmd->add_option("--objective", objective->first,
                                "lm (next-token cross-entropy: pretraining, SFT), dpo (preference pairs against the "
-                               "starting model, frozen), distill (cross-entropy and KL from --teacher, frozen) or grpo "
-                               "(completions sampled for a gsm8k-layout task file, rewarded by --verifier)")
+                               "starting model, frozen), distill (cross-entropy and KL from --teacher, frozen), grpo "
+                               "(completions sampled for a gsm8k-layout task file, rewarded by --verifier) or ppo "
+                               "(the same rollouts, with a critic: docs/post-training.md)")
                    ->capture_default_str(),
                [](TC& t, const TC& s) { t.objective = s.objective; }});
   f.push_back(flag(cmd, "--dpo-beta", *c, "DPO: beta, the strength of the pull to the reference (rewards are beta (log pi - log ref))", [](auto& t) -> auto& { return t.dpo.beta; }));
@@ -202,25 +209,35 @@ void add_train_command(CLI::App& app) {
   f.push_back(flag(cmd, "--teacher-logits", *c, "Distillation: the teacher's logits on the run's batches, read from this file (written by --write-teacher-logits) instead of --teacher", [](auto& t) -> auto& { return t.distill.teacher_logits; }));
   f.push_back(flag(cmd, "--distill-temperature", *c, "Distillation: T > 0, both distributions softened as softmax(logits / T)", [](auto& t) -> auto& { return t.distill.temperature; }));
   f.push_back(flag(cmd, "--distill-alpha", *c, "Distillation: in [0, 1]; loss = alpha CE + (1 - alpha) T^2 KL(teacher || student)", [](auto& t) -> auto& { return t.distill.alpha; }));
-  f.push_back(flag(cmd, "--grpo-group", *c, "GRPO: completions sampled per prompt (G >= 2)", [](auto& t) -> auto& { return t.grpo.group_size; }));
+  f.push_back(flag(cmd, "--grpo-group", *c, "GRPO, PPO: completions sampled per prompt (GRPO: G >= 2)", [](auto& t) -> auto& { return t.grpo.group_size; }));
   f.push_back(flag(cmd, "--grpo-loss", *c, "GRPO: grpo, bnpo, dr_grpo, dapo, cispo (TRL's loss_type) or reinforce (nanochat)", [](auto& t) -> auto& { return t.grpo.loss; }));
-  f.push_back(flag(cmd, "--grpo-epsilon", *c, "GRPO: the ratio's lower clip, 1 - epsilon", [](auto& t) -> auto& { return t.grpo.epsilon_low; }));
-  f.push_back(flag(cmd, "--grpo-epsilon-high", *c, "GRPO: the ratio's upper clip, 1 + epsilon_high (cispo: the IS weight's bound)", [](auto& t) -> auto& { return t.grpo.epsilon_high; }));
+  f.push_back(flag(cmd, "--grpo-epsilon", *c, "GRPO, PPO: the ratio's lower clip, 1 - epsilon", [](auto& t) -> auto& { return t.grpo.epsilon_low; }));
+  f.push_back(flag(cmd, "--grpo-epsilon-high", *c, "GRPO, PPO: the ratio's upper clip, 1 + epsilon_high (cispo: the IS weight's bound)", [](auto& t) -> auto& { return t.grpo.epsilon_high; }));
   f.push_back(flag(cmd, "--grpo-beta", *c, "GRPO: weight of the k3 KL to the starting model (0: no reference)", [](auto& t) -> auto& { return t.grpo.beta; }));
   f.push_back(flag(cmd, "--grpo-scale-rewards", *c, "GRPO: advantages divided by the group's std (false: r - mean, Dr. GRPO)", [](auto& t) -> auto& { return t.grpo.scale_rewards; }));
   f.push_back(flag(cmd, "--grpo-iterations", *c, "GRPO: optimizer steps on each step's rollouts (TRL's num_iterations)", [](auto& t) -> auto& { return t.grpo.iterations; }));
-  f.push_back(flag(cmd, "--temperature", *c, "GRPO: sampling temperature of the rollouts", [](auto& t) -> auto& { return t.grpo.temperature; }));
-  f.push_back(flag(cmd, "--top-k", *c, "GRPO: sample from the k likeliest tokens (0 = all)", [](auto& t) -> auto& { return t.grpo.top_k; }));
-  f.push_back(flag(cmd, "--max-new-tokens", *c, "GRPO: the longest completion", [](auto& t) -> auto& { return t.grpo.max_new_tokens; }));
-  f.push_back({cmd->add_option("--stop", c->grpo.stop, "GRPO: a stop string ending a completion (repeatable; default Question:, </s>, <|im_end|>)"),
+  f.push_back(flag(cmd, "--temperature", *c, "GRPO, PPO: sampling temperature of the rollouts", [](auto& t) -> auto& { return t.grpo.temperature; }));
+  f.push_back(flag(cmd, "--top-k", *c, "GRPO, PPO: sample from the k likeliest tokens (0 = all)", [](auto& t) -> auto& { return t.grpo.top_k; }));
+  f.push_back(flag(cmd, "--max-new-tokens", *c, "GRPO, PPO: the longest completion", [](auto& t) -> auto& { return t.grpo.max_new_tokens; }));
+  f.push_back({cmd->add_option("--stop", c->grpo.stop, "GRPO, PPO: a stop string ending a completion (repeatable; default Question:, </s>, <|im_end|>)"),
                [](TC& t, const TC& s) { t.grpo.stop = s.grpo.stop; }});
-  f.push_back(flag(cmd, "--verifier", *c, "GRPO: numeric (GSM8K's final number), exact, or command", [](auto& t) -> auto& { return t.grpo.verifier; }));
+  f.push_back(flag(cmd, "--verifier", *c, "GRPO, PPO: numeric (GSM8K's final number), exact, or command", [](auto& t) -> auto& { return t.grpo.verifier; }));
   auto verifier_command = std::make_shared<std::string>();
   f.push_back({cmd->add_option("--verifier-command", *verifier_command,
-                               "GRPO: PROGRAM ARGS split at spaces, run without a shell per completion: JSON on stdin, {\"reward\": R} on stdout"),
+                               "GRPO, PPO: PROGRAM ARGS split at spaces, run without a shell per completion: JSON on stdin, {\"reward\": R} on stdout"),
                [](TC& t, const TC& s) { t.grpo.verifier_command = s.grpo.verifier_command; }});
-  f.push_back(flag(cmd, "--verifier-timeout", *c, "GRPO: seconds the verifier command may take per completion", [](auto& t) -> auto& { return t.grpo.verifier_timeout; }));
+  f.push_back(flag(cmd, "--verifier-timeout", *c, "GRPO, PPO: seconds the verifier command may take per completion", [](auto& t) -> auto& { return t.grpo.verifier_timeout; }));
   f.push_back(flag(cmd, "--tools", *c, "GRPO: calculator: the rollouts call nanochat's calculator while they decode; its forced answers are left out of the loss", [](auto& t) -> auto& { return t.grpo.tools; }));
+  f.push_back(flag(cmd, "--ppo-style", *c, "PPO: minimind (train_ppo.py: score at the last token, k3 KL as a loss term) or trl (PPOTrainer: score one past the end, k1 KL in the reward)", [](auto& t) -> auto& { return t.ppo.style; }));
+  f.push_back(flag(cmd, "--ppo-kl-coef", *c, "PPO: weight of the KL to the starting model (0: no reference)", [](auto& t) -> auto& { return t.ppo.kl_coef; }));
+  f.push_back(flag(cmd, "--ppo-gamma", *c, "PPO: GAE's discount", [](auto& t) -> auto& { return t.ppo.gamma; }));
+  f.push_back(flag(cmd, "--ppo-lambda", *c, "PPO: GAE's lambda", [](auto& t) -> auto& { return t.ppo.lam; }));
+  f.push_back(flag(cmd, "--ppo-cliprange-value", *c, "PPO: the critic's values clipped to the sampled ones +- this", [](auto& t) -> auto& { return t.ppo.cliprange_value; }));
+  f.push_back(flag(cmd, "--ppo-vf-coef", *c, "PPO: the value loss's weight", [](auto& t) -> auto& { return t.ppo.vf_coef; }));
+  f.push_back(flag(cmd, "--ppo-critic-lr", *c, "PPO: the critic's AdamW learning rate (the run's schedule shape)", [](auto& t) -> auto& { return t.ppo.critic_lr; }));
+  f.push_back(flag(cmd, "--ppo-epochs", *c, "PPO: passes over each rollout", [](auto& t) -> auto& { return t.ppo.epochs; }));
+  f.push_back(flag(cmd, "--ppo-minibatches", *c, "PPO: optimizer steps per pass (divides --batch-size x --grpo-group)", [](auto& t) -> auto& { return t.ppo.minibatches; }));
+  f.push_back(flag(cmd, "--ppo-early-stop-kl", *c, "PPO: end a rollout's updates when a minibatch's approx KL exceeds this (0 = never)", [](auto& t) -> auto& { return t.ppo.early_stop_kl; }));
   f.push_back(flag(cmd, "--eval-every", *c, "Steps between validations (0 = at the end)", [](auto& t) -> auto& { return t.eval_every; }));
   f.push_back(flag(cmd, "--eval-batches", *c, "Batches per validation", [](auto& t) -> auto& { return t.eval_batches; }));
   f.push_back(flag(cmd, "--save-every", *c, "Steps between checkpoints (0 = at the end)", [](auto& t) -> auto& { return t.save_every; }));

@@ -114,6 +114,13 @@ Tensor DecoderLM::head(const Tensor& x) {
   return logits;
 }
 
+Tensor DecoderLM::final_hidden(const Tensor& ids) {
+  NF_CHECK(ids.dim() == 2, "DecoderLM: ids must be (B, T), got ", shape_str(ids.shape()));
+  NF_CHECK(ids.size(1) <= config_.max_seq_len, "DecoderLM: sequence length ", ids.size(1), " exceeds max_seq_len ",
+           config_.max_seq_len);
+  return norm->forward(blocks(embed(ids, {0}, ids.size(0)), ids, {}, {}, nullptr));
+}
+
 LMOutput DecoderLM::forward(const Tensor& ids, const Tensor& targets, bool return_hidden) {
   const DecoderLMConfig& c = config_;
   NF_CHECK(ids.dim() == 2, "DecoderLM: ids must be (B, T), got ", shape_str(ids.shape()));

@@ -1,4 +1,4 @@
-// GRPO's clipped-ratio and CISPO losses with the k3 KL term, forward and backward side by side.
+// GRPO's and PPO's clipped-ratio and CISPO losses with the k3 KL term, forward and backward side by side.
 #include "nanoformer/ops/policy_loss.h"
 
 #include <algorithm>
@@ -41,9 +41,10 @@ PolicyLoss policy_loss(const Tensor& logps, const Tensor& old_logps, const Tenso
   if (ref_logps.defined()) check_like(ref_logps, logps, "ref_logps");
   const int64_t B = logps.size(0), T = logps.size(1);
   NF_CHECK(B > 0, "policy_loss: no completions (B = 0)");
-  NF_CHECK(advantages.defined() && advantages.dim() == 1 && advantages.size(0) == B,
+  NF_CHECK(advantages.defined() && (advantages.dim() == 1 ? advantages.size(0) == B : advantages.shape() == logps.shape()),
            "policy_loss: advantages ", advantages.defined() ? shape_str(advantages.shape()) : "undefined",
-           " is not (B) = (", B, ")");
+           " is neither (B) = (", B, ") nor (B, T) = ", shape_str(logps.shape()));
+  const bool per_token = advantages.dim() == 2;
   NF_CHECK(options.beta >= 0, "policy_loss: beta must be >= 0, got ", options.beta);
   NF_CHECK(options.beta == 0 || ref_logps.defined(), "policy_loss: beta ", options.beta, " needs ref_logps");
   NF_CHECK(options.epsilon_low >= 0 && options.epsilon_high >= 0, "policy_loss: epsilons must be >= 0, got ",
@@ -80,9 +81,9 @@ PolicyLoss policy_loss(const Tensor& logps, const Tensor& old_logps, const Tenso
   std::vector<double> grad(lp.size());  // d loss / d logp
   double loss = 0, kl_sum = 0, low_sum = 0, high_sum = 0;
   for (int64_t b = 0; b < B; ++b) {
-    const double A = adv[b];
     for (int64_t t = 0; t < T; ++t) {
       const int64_t i = b * T + t;
+      const double A = adv[per_token ? i : b];
       const double ratio = std::exp(lp[i] - old[i]);
       double token_loss = 0, token_grad = 0;
       bool low = false, high = false;

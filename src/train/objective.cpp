@@ -15,6 +15,7 @@ std::unique_ptr<TrainingObjective> make_objective(const TrainConfig& config) {
     case Objective::dpo: return make_dpo_objective(config);
     case Objective::distill: return make_distill_objective(config);
     case Objective::grpo: return make_grpo_objective(config);
+    case Objective::ppo: return make_ppo_objective(config);
   }
   NF_FAIL("train: unknown objective ", static_cast<int>(config.objective));
 }

@@ -11,6 +11,7 @@
 #include "nanoformer/formats/lora_adapter.h"
 #include "nanoformer/io/safetensors.h"
 #include "nanoformer/io/tensor_checksums.h"
+#include "nanoformer/train/critic.h"
 #include "util/json_input.h"
 
 namespace nf::train {
@@ -78,14 +79,17 @@ std::string newest_intact_checkpoint(const std::string& dir) {
   NF_CHECK(!all.empty(), "train --resume: no checkpoint (ckpt_*.safetensors) in ", dir);
   for (auto it = all.rbegin(); it != all.rend(); ++it) {
     const std::string& path = it->second;
+    const std::string critic = critic_path(path);  // PPO's critic beside it, if any
     try {
       (void)read_train_checkpoint(path);
       formats::verify_checkpoint_tensors(io::SafetensorsFile::open(path), {});
+      if (fs::exists(critic)) io::verify_tensor_checksums(io::SafetensorsFile::open(critic));
       return path;
     } catch (const Error& e) {
       const std::string kept = path + ".damaged";
       std::error_code ec;  // another rank of the run may have renamed it already
       fs::rename(path, kept, ec);
+      if (fs::exists(critic)) fs::rename(critic, critic + ".damaged", ec);
       std::fprintf(stderr, "train --resume: %s\n  it is kept as %s; trying the checkpoint before it\n", e.what(),
                    kept.c_str());
     }
@@ -95,7 +99,10 @@ std::string newest_intact_checkpoint(const std::string& dir) {
 
 void prune_checkpoints(const std::string& dir, int64_t keep) {
   const auto all = list_checkpoints(dir);
-  for (size_t i = 0; i + static_cast<size_t>(keep) < all.size(); ++i) fs::remove(all[i].second);
+  for (size_t i = 0; i + static_cast<size_t>(keep) < all.size(); ++i) {
+    fs::remove(all[i].second);
+    fs::remove(critic_path(all[i].second));  // PPO's critic beside it, if any
+  }
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();

@@ -90,7 +90,7 @@ json to_json(const TrainConfig& c) {
                                  {"temperature", c.distill.temperature},
                                  {"alpha", c.distill.alpha}}
                           : json(nullptr)},
-          {"grpo", c.objective == Objective::grpo
+          {"grpo", c.objective == Objective::grpo || c.objective == Objective::ppo
                        ? json{{"group_size", c.grpo.group_size},
                               {"loss", c.grpo.loss},
                               {"epsilon_low", c.grpo.epsilon_low},
@@ -106,7 +106,19 @@ json to_json(const TrainConfig& c) {
                               {"verifier_command", c.grpo.verifier_command},
                               {"verifier_timeout", c.grpo.verifier_timeout},
                               {"tools", c.grpo.tools}}
-                       : json(nullptr)}};
+                       : json(nullptr)},
+          {"ppo", c.objective == Objective::ppo
+                      ? json{{"style", c.ppo.style},
+                             {"kl_coef", c.ppo.kl_coef},
+                             {"gamma", c.ppo.gamma},
+                             {"lam", c.ppo.lam},
+                             {"cliprange_value", c.ppo.cliprange_value},
+                             {"vf_coef", c.ppo.vf_coef},
+                             {"critic_lr", c.ppo.critic_lr},
+                             {"epochs", c.ppo.epochs},
+                             {"minibatches", c.ppo.minibatches},
+                             {"early_stop_kl", c.ppo.early_stop_kl}}
+                      : json(nullptr)}};
 }
 
 }  // namespace
@@ -128,6 +140,7 @@ std::string objective_name(Objective objective) {
     case Objective::dpo: return "dpo";
     case Objective::distill: return "distill";
     case Objective::grpo: return "grpo";
+    case Objective::ppo: return "ppo";
     case Objective::lm: break;
   }
   return "lm";
@@ -138,7 +151,8 @@ Objective objective_from_name(const std::string& name) {
   if (name == "dpo") return Objective::dpo;
   if (name == "distill") return Objective::distill;
   if (name == "grpo") return Objective::grpo;
-  NF_FAIL("unknown objective '", name, "' (known: lm, dpo, distill, grpo)");
+  if (name == "ppo") return Objective::ppo;
+  NF_FAIL("unknown objective '", name, "' (known: lm, dpo, distill, grpo, ppo)");
 }
 
 void validate_train_config(const TrainConfig& c) {
@@ -175,10 +189,30 @@ void validate_train_config(const TrainConfig& c) {
     NF_CHECK(c.ranks == 1, "train: --objective distill runs in one process (", c.ranks,
              " ranks asked for): data-parallel distillation is not supported yet");
   }
-  if (c.objective == Objective::grpo) {
+  if (c.objective == Objective::ppo) {
+    const PpoOptions& p = c.ppo;
+    NF_CHECK(p.style == "minimind" || p.style == "trl", "train: --ppo-style: unknown style '", p.style,
+             "' (known: minimind, trl)");
+    NF_CHECK(p.kl_coef >= 0 && std::isfinite(p.kl_coef), "train: --ppo-kl-coef must be >= 0, got ", p.kl_coef);
+    NF_CHECK(p.gamma >= 0 && p.gamma <= 1, "train: --ppo-gamma must be in [0, 1], got ", p.gamma);
+    NF_CHECK(p.lam >= 0 && p.lam <= 1, "train: --ppo-lambda must be in [0, 1], got ", p.lam);
+    NF_CHECK(p.cliprange_value >= 0 && std::isfinite(p.cliprange_value), "train: --ppo-cliprange-value must be >= 0, got ",
+             p.cliprange_value);
+    NF_CHECK(p.vf_coef >= 0 && std::isfinite(p.vf_coef), "train: --ppo-vf-coef must be >= 0, got ", p.vf_coef);
+    NF_CHECK(p.critic_lr > 0 && std::isfinite(p.critic_lr), "train: --ppo-critic-lr must be > 0, got ", p.critic_lr);
+    NF_CHECK(p.epochs >= 1, "train: --ppo-epochs must be >= 1, got ", p.epochs);
+    NF_CHECK(p.minibatches >= 1 && (c.data.batch_size * c.grpo.group_size) % p.minibatches == 0,
+             "train: --ppo-minibatches ", p.minibatches, " must be >= 1 and divide the rollout's ",
+             c.data.batch_size * c.grpo.group_size, " responses (--batch-size x --grpo-group)");
+    NF_CHECK(p.early_stop_kl >= 0, "train: --ppo-early-stop-kl must be >= 0, got ", p.early_stop_kl);
+    NF_CHECK(c.grpo.group_size >= 1, "train: --grpo-group must be >= 1, got ", c.grpo.group_size);
+    NF_CHECK(!c.lora, "train: --objective ppo does not train LoRA adapters yet (the critic is a full copy)");
+  }
+  if (c.objective == Objective::grpo || c.objective == Objective::ppo) {
     const GrpoOptions& g = c.grpo;
-    NF_CHECK(g.group_size >= 2, "train: --grpo-group must be >= 2 (advantages compare a prompt's completions), got ",
-             g.group_size);
+    const std::string objective = objective_name(c.objective);
+    NF_CHECK(c.objective == Objective::ppo || g.group_size >= 2,
+             "train: --grpo-group must be >= 2 (advantages compare a prompt's completions), got ", g.group_size);
     static const std::set<std::string> kLosses = {"grpo", "bnpo", "dr_grpo", "dapo", "cispo", "reinforce"};
     NF_CHECK(kLosses.count(g.loss), "train: --grpo-loss: unknown loss '", g.loss,
              "' (known: grpo, bnpo, dr_grpo, dapo, cispo, reinforce)");
@@ -186,7 +220,7 @@ void validate_train_config(const TrainConfig& c) {
     NF_CHECK(g.epsilon_high > 0, "train: --grpo-epsilon-high must be > 0, got ", g.epsilon_high);
     NF_CHECK(g.beta >= 0 && std::isfinite(g.beta), "train: --grpo-beta must be >= 0, got ", g.beta);
     NF_CHECK(g.iterations >= 1, "train: --grpo-iterations must be >= 1, got ", g.iterations);
-    NF_CHECK(g.temperature > 0, "train: --temperature must be > 0 for GRPO's rollouts, got ", g.temperature);
+    NF_CHECK(g.temperature > 0, "train: --temperature must be > 0 for the rollouts, got ", g.temperature);
     NF_CHECK(g.top_k >= 0, "train: --top-k must be >= 0, got ", g.top_k);
     NF_CHECK(g.max_new_tokens >= 1, "train: --max-new-tokens must be >= 1, got ", g.max_new_tokens);
     for (const std::string& s : g.stop) NF_CHECK(!s.empty(), "train: --stop: a stop string is empty");
@@ -199,15 +233,17 @@ void validate_train_config(const TrainConfig& c) {
     NF_CHECK(g.verifier_timeout > 0, "train: --verifier-timeout must be > 0, got ", g.verifier_timeout);
     NF_CHECK(g.tools.empty() || g.tools == "calculator", "train: --tools: unknown tool '", g.tools,
              "' (known: calculator, nanochat's)");
-    NF_CHECK(!c.data.tokenizer.empty(), "train: --objective grpo needs --tokenizer (completions are scored as text)");
-    NF_CHECK(c.data.train_paths.size() == 1, "train: --objective grpo reads one task file (--data), got ",
+    NF_CHECK(g.tools.empty() || c.objective == Objective::grpo, "train: --tools is for --objective grpo, not ",
+             objective, " (its rollout rows do not mask a tool's answers yet)");
+    NF_CHECK(!c.data.tokenizer.empty(), "train: --objective ", objective, " needs --tokenizer (completions are scored as text)");
+    NF_CHECK(c.data.train_paths.size() == 1, "train: --objective ", objective, " reads one task file (--data), got ",
              c.data.train_paths.size());
-    NF_CHECK(c.data.val_paths.empty(), "train: --val-data is not used by --objective grpo (no validation pass)");
-    NF_CHECK(c.grad_accum == 1, "train: --grad-accum is not supported by --objective grpo (raise --batch-size)");
-    NF_CHECK(c.precision == Precision::fp32, "train: --objective grpo trains in fp32 only, got --precision ",
+    NF_CHECK(c.data.val_paths.empty(), "train: --val-data is not used by --objective ", objective, " (no validation pass)");
+    NF_CHECK(c.grad_accum == 1, "train: --grad-accum is not supported by --objective ", objective, " (raise --batch-size)");
+    NF_CHECK(c.precision == Precision::fp32, "train: --objective ", objective, " trains in fp32 only, got --precision ",
              precision_name(c.precision));
-    NF_CHECK(c.ranks == 1, "train: --objective grpo runs in one process (", c.ranks,
-             " ranks asked for): data-parallel GRPO is not supported yet");
+    NF_CHECK(c.ranks == 1, "train: --objective ", objective, " runs in one process (", c.ranks,
+             " ranks asked for): data-parallel ", objective, " is not supported yet");
   }
   if (c.lora) {
     try {
@@ -294,6 +330,18 @@ TrainConfig train_config_from_json(const std::string& json_text, const std::stri
       c.grpo.verifier_command = g.at("verifier_command").get<std::vector<std::string>>();
       c.grpo.verifier_timeout = g.at("verifier_timeout").get<double>();
       c.grpo.tools = g.value("tools", std::string());  // older runs: none
+    }
+    if (const json p = j.value("ppo", json(nullptr)); !p.is_null()) {
+      c.ppo.style = p.at("style").get<std::string>();
+      c.ppo.kl_coef = p.at("kl_coef").get<double>();
+      c.ppo.gamma = p.at("gamma").get<double>();
+      c.ppo.lam = p.at("lam").get<double>();
+      c.ppo.cliprange_value = p.at("cliprange_value").get<double>();
+      c.ppo.vf_coef = p.at("vf_coef").get<double>();
+      c.ppo.critic_lr = p.at("critic_lr").get<double>();
+      c.ppo.epochs = p.at("epochs").get<int64_t>();
+      c.ppo.minibatches = p.at("minibatches").get<int64_t>();
+      c.ppo.early_stop_kl = p.at("early_stop_kl").get<double>();
     }
     return c;
   } catch (const json::exception& e) {

@@ -233,6 +233,7 @@ void Trainer::resume_from(const std::string& checkpoint) {
     model_ = models::model_as<models::DecoderLM>(formats::load_checkpoint(checkpoint), checkpoint);
   }
   restore_generators(*model_, saved.state.generators, checkpoint);
+  objective_->resume(checkpoint, saved.state.step);
   state_ = saved.state;
   resumed_from_ = checkpoint;
 }
@@ -393,6 +394,9 @@ std::string Trainer::save() {
   // collective: every rank saves; GRPO's next loss depends on its sampled rollouts: not checked
   if (objective_->next_loss_is_reproducible()) state_.next_batch_loss = next_batch_loss();
   const std::string path = checkpoint_path(config_.out_dir, state_.step);
+  // the objective's own file first (PPO's critic): a crash between the two leaves the checkpoint
+  // before this one as the newest, with its own file
+  if (is_root()) objective_->save(path, state_.step);
   if (zero_) {
     const nn::StateDict optimizer_state = zero_->state_dict_on_root();  // collective
     if (is_root()) save_train_checkpoint(path, *model_, optimizer_state, config_, state_);

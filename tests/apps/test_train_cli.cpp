@@ -698,8 +698,8 @@ TEST_F(DpoCliTest, BadRecordsAndFlagsAreOneLineNamingFileLineAndField) {
   expect_refused(with(dpo_args("beta", 3), "--dpo-beta", "0"), {"--dpo-beta must be > 0, got 0"}, "beta");
   expect_refused(with(dpo_args("loss", 3), "--dpo-loss", "hinge"),
                  {"--dpo-loss: unknown DPO loss \"hinge\" (known: sigmoid, ipo)"}, "loss");
-  expect_refused(with(dpo_args("objective", 3), "--objective", "ppo"),
-                 {"--objective: unknown objective 'ppo' (known: lm, dpo, distill, grpo)"}, "objective");
+  expect_refused(with(dpo_args("objective", 3), "--objective", "rlhf"),
+                 {"--objective: unknown objective 'rlhf' (known: lm, dpo, distill, grpo, ppo)"}, "objective");
   // a token file is not pairs
   expect_refused(with(dpo_args("tokens", 3), "--data", path("tokens.bin")),
                  {path("tokens.bin"), "preference pairs (DPO) are read from JSONL"}, "tokens");

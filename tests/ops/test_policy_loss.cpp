@@ -109,6 +109,9 @@ TEST(PolicyLoss, ErrorsNameTheInputAndValue) {
                     "policy_loss: mask (1, 3) f64 differs from logps (1, 2) f64");
   o.beta = 0.1;
   EXPECT_THROW_WITH(policy_loss(a, Tensor(), Tensor(), adv, a, o), "policy_loss: beta 0.1 needs ref_logps");
+  EXPECT_THROW_WITH(policy_loss(a, Tensor(), Tensor(), Tensor::from_vector(std::vector<double>{1, 2, 3}, {3}), a,
+                                PolicyLossOptions{}),
+                    "policy_loss: advantages (3) is neither (B) = (1) nor (B, T) = (1, 2)");
   EXPECT_THROW_WITH(policy_loss_type_from_name("ppo"),
                     "unknown GRPO loss \"ppo\" (known: grpo, bnpo, dr_grpo, dapo, cispo)");
 }

@@ -48,6 +48,9 @@ class DecoderLM : public Model {
   // ids (B, T) integer, T <= max_seq_len; targets (B, T) integer with -100 = ignored, or undefined.
   // return_hidden also keeps every block's output in LMOutput::hidden.
   LMOutput forward(const Tensor& ids, const Tensor& targets = {}, bool return_hidden = false);
+  // The final norm's output (B, T, dim) for ids (B, T): what the head reads, without the head (PPO's
+  // critic puts its value head there, train/critic.h).
+  Tensor final_hidden(const Tensor& ids);
 
   // A cache for this model: max_batch rows of max_len positions (0 = max_seq_len, the most it may
   // be), stored as cache_type says (f32, f16, bf16, q8_0, q4_0: nn/kv_cache.h); sliding-window layers get

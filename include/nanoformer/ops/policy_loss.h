@@ -2,7 +2,8 @@
 // GRPO's policy-gradient losses (Shao et al. 2024) on the per-token log-probs of B sampled
 // completions, padded to T tokens, as TRL's GRPOTrainer._compute_loss (importance sampling per token,
 // no two-sided delta, no entropy terms). Per token, with A_b the completion's advantage,
-// ratio = exp(logp - old_logp) (old_logp undefined: logp detached, the on-policy ratio 1):
+// ratio = exp(logp - old_logp) (old_logp undefined: logp detached, the on-policy ratio 1), and A_bt the
+// token's advantage where advantages are (B, T) (PPO's GAE, train/ppo.h):
 //   clip:  L = -min(ratio A, clip(ratio, 1 - eps_low, 1 + eps_high) A)         (PPO)
 //   cispo: L = -sg(min(ratio, eps_high)) A logp     (CISPO, MiniMax 2025: the IS weight clipped, no gradient)
 //   beta > 0 adds beta (exp(ref - logp) - (ref - logp) - 1)                    (the k3 estimator of KL(pi || ref))
@@ -45,7 +46,7 @@ struct PolicyLoss {
 };
 
 // logps, old_logps, ref_logps, mask: (B, T) of one floating dtype (old_logps, ref_logps may be
-// undefined: on-policy; no KL); advantages: (B).
+// undefined: on-policy; no KL); advantages: (B), one per completion (GRPO), or (B, T), one per token (PPO).
 PolicyLoss policy_loss(const Tensor& logps, const Tensor& old_logps, const Tensor& ref_logps,
                        const Tensor& advantages, const Tensor& mask, const PolicyLossOptions& options);
 

@@ -5,6 +5,7 @@
 //   dpo      DPO on preference pairs against a frozen reference (dpo.cpp)
 //   distill  cross-entropy mixed with the KL from a frozen teacher (distill.cpp)
 //   grpo     GRPO on completions sampled from the policy and scored (grpo.cpp)
+//   ppo      PPO with a critic on such completions (ppo_objective.cpp, ppo.cpp, critic.cpp)
 // A step asks the objective for its micro-batches' units (target tokens, pairs), sums them over the
 // ranks into N, and minimises sum_m loss_m * units_m / N, loss_m being micro-batch m's mean loss
 // over its units; the objective then reports the step's metrics.
@@ -62,6 +63,11 @@ class TrainingObjective {
   // Loads what the objective needs beside the policy (a teacher), checked against it; before the
   // run's directory is made, so a bad option leaves nothing behind.
   virtual void prepare(const models::DecoderLM& policy) {}
+  // State of its own beside a training checkpoint (PPO's critic and its optimizer): resume is told
+  // the checkpoint a resumed run starts from (before prepare), save the one about to be written
+  // (step `step`; before it, so that a checkpoint never lacks its file), on the root rank.
+  virtual void resume(const std::string& checkpoint, int64_t step) {}
+  virtual void save(const std::string& checkpoint, int64_t step) const {}
   void bind(const ObjectiveInputs& inputs) { in_ = inputs; }
   // The "objective: ..." line of the run's description ("" for plain cross-entropy) and, for
   // objectives that read their own data, the "data: ..." line's text.
@@ -100,5 +106,6 @@ std::unique_ptr<TrainingObjective> make_lm_objective(const TrainConfig& config);
 std::unique_ptr<TrainingObjective> make_dpo_objective(const TrainConfig& config);
 std::unique_ptr<TrainingObjective> make_distill_objective(const TrainConfig& config);
 std::unique_ptr<TrainingObjective> make_grpo_objective(const TrainConfig& config);
+std::unique_ptr<TrainingObjective> make_ppo_objective(const TrainConfig& config);
 
 }  // namespace nf::train

@@ -51,8 +51,9 @@ std::string checkpoint_path(const std::string& dir, int64_t step);
 // The checkpoints in dir by step, oldest first (temporary files of interrupted writes are not listed).
 std::vector<std::pair<int64_t, std::string>> list_checkpoints(const std::string& dir);
 // The newest checkpoint in dir that verifies (its run state parses and every tensor matches its
-// checksum). A newer one that does not is renamed to "<name>.damaged" (kept, so neither overwritten
-// nor pruned later) and reported on stderr, naming the file and the damaged tensor. An nf::Error
+// checksum, and those of PPO's critic beside it). A newer one that does not is renamed to
+// "<name>.damaged" (kept, so neither overwritten nor pruned later; its critic too) and reported on
+// stderr, naming the file and the damaged tensor. An nf::Error
 // naming the directory when it holds no checkpoint, or none that verifies.
 std::string newest_intact_checkpoint(const std::string& dir);
 // Removes all but the newest `keep` checkpoints, and temporary files left by interrupted writes.

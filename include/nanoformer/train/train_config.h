@@ -25,9 +25,9 @@ Precision precision_from_name(const std::string& name);
 // dpo, DPO's loss on chosen/rejected conversation pairs against a frozen reference, the starting
 // model; distill, the cross-entropy mixed with the KL from a frozen teacher on the same targets;
 // grpo, GRPO on completions sampled from the policy for the prompts of a task file, scored by a
-// verifier (docs/post-training.md). "lm", "dpo", "distill", "grpo"; parsing an unknown name throws
-// listing them.
-enum class Objective { lm, dpo, distill, grpo };
+// verifier (docs/post-training.md); ppo, PPO with a critic on such completions (train/ppo.h).
+// "lm", "dpo", "distill", "grpo", "ppo"; parsing an unknown name throws listing them.
+enum class Objective { lm, dpo, distill, grpo, ppo };
 std::string objective_name(Objective objective);
 Objective objective_from_name(const std::string& name);
 
@@ -69,6 +69,26 @@ struct GrpoOptions {
   std::string tools;
 };
 
+// PPO (train/ppo.h, ops/policy_loss.h, ops/value_loss.h): rollouts, sampling, the verifier and the
+// policy's clip band (epsilon_low / epsilon_high) are GrpoOptions'; group_size completions per prompt
+// (1 is MiniMind's). Each rollout trains epochs x minibatches optimizer steps, one minibatch a step.
+struct PpoOptions {
+  // whose conventions: "minimind" (train_ppo.py: the score at the last response token, the k3 KL to
+  // the reference as a loss term, the critic trained on the response tokens, advantages whitened
+  // with the biased variance) or "trl" (PPOTrainer: the score one token past the response's end and
+  // the critic trained there too, -kl_coef (logp - ref) of each token in its reward, the unbiased variance)
+  std::string style = "minimind";
+  double kl_coef = 0.02;          // the KL's weight; 0: no reference
+  double gamma = 1.0, lam = 0.95; // GAE's discount and lambda
+  double cliprange_value = 0.2;   // the critic's values clipped to old +- this
+  double vf_coef = 0.5;           // the value loss's weight in the loss
+  double critic_lr = 5e-7;        // the critic's AdamW (the run's schedule shape, betas, decay)
+  int64_t epochs = 2;             // passes over each rollout (MiniMind's ppo_update_iters)
+  int64_t minibatches = 1;        // optimizer steps per pass; divides the rollout's responses
+  double early_stop_kl = 0.25;    // a minibatch whose approx KL to the rollout policy exceeds it ends the
+                                  // rollout's updates (its own loss x 0, as MiniMind); 0: never
+};
+
 // How a data-parallel run communicates (docs/scaling.md); runtime choices, not part of the run's
 // identity: a resume may change them.
 struct DistributedOptions {
@@ -87,7 +107,8 @@ struct TrainConfig {
   Objective objective = Objective::lm;  // dpo: data.preference_pairs follows (the trainer sets it)
   DpoOptions dpo;                       // objective dpo only
   DistillOptions distill;               // objective distill only
-  GrpoOptions grpo;                     // objective grpo only: data.train_paths[0] is a gsm8k task file
+  GrpoOptions grpo;                     // objectives grpo and ppo: data.train_paths[0] is a gsm8k task file
+  PpoOptions ppo;                       // objective ppo only
   data::DataOptions data;
   optim::OptimizerConfig optimizer;
   optim::ScheduleConfig schedule;          // schedule.lr is the peak lr; total_steps is the run's length
