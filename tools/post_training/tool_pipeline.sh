@@ -107,5 +107,5 @@ for stage in sft grpo; do
   for seed in $SEEDS; do reports+=("reports/${seed}_${stage}_with.json" "reports/${seed}_${stage}_without.json"); done
 done
 "$NF" eval --combine "${reports[@]}" --plot "$ROOT/docs/images/tool-use-pipeline.png" \
-  --title "large-number word problems: held-out exact match with and without the calculator (dots: seeds $SEEDS)" > combined.md
+  --title "tool use: held-out exact match (dots: seeds $SEEDS)" > combined.md
 echo "tool pipeline: table in $OUT/results.md, chart docs/images/tool-use-pipeline.png"
