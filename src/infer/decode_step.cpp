@@ -45,7 +45,7 @@ bool DecodeStream::take(std::span<const float> logits) {
     if (!forced_.empty()) {  // a tool's answer: taken, not sampled
       const int64_t id = forced_.front();
       forced_.pop_front();
-      commit(id, row);
+      commit(id, row, /*forced=*/true);
       return true;
     }
     commit(sampler_->next(row, history_, generated_.size()), row);
@@ -69,11 +69,14 @@ bool DecodeStream::take_drafted(std::span<const float> logits, int64_t x, std::s
   }
 }
 
-void DecodeStream::commit(int64_t id, std::span<const float> row) {
+void DecodeStream::commit(int64_t id, std::span<const float> row, bool forced) {
   const auto count = static_cast<int64_t>(generated_.size()) + 1;  // this token's number
   history_.push_back(id);
   generated_.push_back(id);
   StopReason reason = stop_.after_token(id, count);
+  // a tool's answer may hold the end of a turn (a chat template's tool message): not the model's end
+  if (forced && reason == StopReason::end_of_sequence)
+    reason = count >= stop_.max_new_tokens ? StopReason::max_new_tokens : StopReason::none;
   if (callbacks_.on_logprobs)
     callbacks_.on_logprobs(token_logprobs(row, sampler_->config().vocab_limit, id, callbacks_.top_logprobs));
   if (callbacks_.on_token && !callbacks_.on_token(id) && reason == StopReason::none) reason = StopReason::stop_string;

@@ -71,9 +71,9 @@ void Completion::give(const std::string& text, bool end) {
     pending_.text += reply;
     return;
   }
-  ToolCallParts parts = tool_calls_->push(reply);
+  infer::ToolCallParts parts = tool_calls_->push(reply);
   if (end) {
-    ToolCallParts rest = tool_calls_->finish();
+    infer::ToolCallParts rest = tool_calls_->finish();
     parts.content += rest.content;
     std::move(rest.calls.begin(), rest.calls.end(), std::back_inserter(parts.calls));
   }

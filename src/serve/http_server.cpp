@@ -194,7 +194,7 @@ void stream(httplib::Response& res, std::shared_ptr<Choices> choices, bool inclu
                                         update.reasoning));
             (*first)[i] = false;
           }
-          for (const ToolCall& call : update.tool_calls)
+          for (const infer::ToolCall& call : update.tool_calls)
             for (const json& chunk : tool_call_chunks(h, call, (*calls)[i]++)) out += sse(chunk);
           if (update.done) {
             if (!update.error.empty())

@@ -67,7 +67,7 @@ json completion_body(const ResponseHeader& h, const std::vector<ChoiceOutput>& c
       if (!c.reasoning.empty()) choice["message"]["reasoning_content"] = c.reasoning;
       if (!c.tool_calls.empty()) {
         json calls = json::array();
-        for (const ToolCall& call : c.tool_calls)
+        for (const infer::ToolCall& call : c.tool_calls)
           calls.push_back({{"id", call.id}, {"type", "function"}, {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
         choice["message"]["tool_calls"] = std::move(calls);
       }
@@ -96,7 +96,7 @@ json completion_chunk(const ResponseHeader& h, const std::string& text, bool fir
   return body;
 }
 
-std::vector<json> tool_call_chunks(const ResponseHeader& h, const ToolCall& call, int64_t index) {
+std::vector<json> tool_call_chunks(const ResponseHeader& h, const infer::ToolCall& call, int64_t index) {
   std::vector<json> chunks;
   const json deltas[] = {
       {{"index", index}, {"id", call.id}, {"type", "function"}, {"function", {{"name", call.name}, {"arguments", ""}}}},

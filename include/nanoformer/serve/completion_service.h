@@ -16,7 +16,7 @@
 #include "nanoformer/serve/reasoning_split.h"
 #include "nanoformer/serve/openai_response.h"
 #include "nanoformer/serve/scheduler.h"
-#include "nanoformer/serve/tool_call_parser.h"
+#include "nanoformer/infer/tool_call_parser.h"
 #include "nanoformer/tokenizer/chat_template.h"
 
 namespace nf::serve {
@@ -26,7 +26,7 @@ struct CompletionUpdate {
   std::string text;
   std::string reasoning;  // with a reasoning split: the reasoning's text since the last wait (text is the reply's)
   std::vector<LogprobEntry> logprobs;  // with logprobs: those of the tokens whose text starts in `text`
-  std::vector<ToolCall> tool_calls;    // with tools: the calls parsed out of the reply since the last wait
+  std::vector<infer::ToolCall> tool_calls;    // with tools: the calls parsed out of the reply since the last wait
   bool done = false;
   std::string finish_reason;  // when done: "stop" (end of sequence, stop string), "length", or "tool_calls" (stopped after calls)
   std::string error;          // when done and the sequence failed
@@ -37,7 +37,7 @@ class Completion {
  public:
   // `reasoning`: the answer's <think> part goes to CompletionUpdate::reasoning (serve/reasoning_split.h).
   // `echo`: text the answer begins with (an echoed prompt). `tool_calls`: the reply's <tool_call>s
-  // go to CompletionUpdate::tool_calls (serve/tool_call_parser.h).
+  // go to CompletionUpdate::tool_calls (infer/tool_call_parser.h).
   Completion(ResponseHeader header, const tokenizer::Tokenizer& tokenizer, const infer::StopCriteria& stop,
              int64_t prompt_tokens, bool logprobs = false, std::optional<ReasoningSplitter> reasoning = std::nullopt,
              std::string echo = {}, bool tool_calls = false);
@@ -68,7 +68,7 @@ class Completion {
   bool logprobs_;
   infer::TextStreamer streamer_;  // scheduler's thread only
   std::optional<ReasoningSplitter> reasoning_;  // scheduler's thread only
-  std::optional<ToolCallParser> tool_calls_;    // scheduler's thread only
+  std::optional<infer::ToolCallParser> tool_calls_;    // scheduler's thread only
   bool called_ = false;                         // a tool call was parsed
   // scheduler's thread only: entries whose text is not given yet (held back, or a stop string's),
   // the bytes of the tokens so far, and of the text given so far

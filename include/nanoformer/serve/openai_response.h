@@ -22,7 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "nanoformer/serve/openai_request.h"
-#include "nanoformer/serve/tool_call_parser.h"
+#include "nanoformer/infer/tool_call_parser.h"
 
 namespace nf::serve {
 
@@ -55,7 +55,7 @@ struct ChoiceOutput {
   std::string finish_reason;
   const std::vector<LogprobEntry>* logprobs = nullptr;
   std::string reasoning = {};  // chat: its reasoning_content when not empty
-  std::vector<ToolCall> tool_calls = {};  // chat: its tool calls
+  std::vector<infer::ToolCall> tool_calls = {};  // chat: its tool calls
 };
 // The answer with its choices (index i = choices[i]); usage sums them.
 nlohmann::json completion_body(const ResponseHeader& header, const std::vector<ChoiceOutput>& choices, const Usage& usage);
@@ -66,7 +66,7 @@ nlohmann::json completion_chunk(const ResponseHeader& header, const std::string&
                                 const std::string& finish_reason = "",
                                 const std::vector<LogprobEntry>* logprobs = nullptr, const std::string& reasoning = "");
 // The two chunks of choice header.index's tool call number `index` (of its answer): its id and name, then its arguments.
-std::vector<nlohmann::json> tool_call_chunks(const ResponseHeader& header, const ToolCall& call, int64_t index);
+std::vector<nlohmann::json> tool_call_chunks(const ResponseHeader& header, const infer::ToolCall& call, int64_t index);
 // The chunk after the last one when stream_options.include_usage: no choices, the usage.
 nlohmann::json usage_chunk(const ResponseHeader& header, const Usage& usage);
 
