@@ -2,6 +2,7 @@
 // (infer/hermes_tools.h).
 #include "nanoformer/infer/hermes_tools.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <utility>
 
@@ -123,6 +124,8 @@ std::vector<int64_t> HermesToolUse::after(int64_t id) {
   if (text.empty()) return {};
   ToolCallParts parts = parser_.push(text);
   if (parts.calls.empty() && parts.malformed == 0) return {};
+  for (const ToolCall& call : parts.calls)
+    if (std::find(client_tools_.begin(), client_tools_.end(), call.name) != client_tools_.end()) return {};
   ToolTurn turn{.calls = std::move(parts.calls), .answers = {}, .ran = turns_ < max_turns_, .forced = 0};
   for (int64_t i = 0; i < parts.malformed; ++i)  // a block that is no call: answered with an error, no name
     turn.calls.push_back({.id = new_tool_call_id(), .name = "", .arguments = ""});
@@ -142,7 +145,9 @@ std::vector<int64_t> HermesToolUse::after(int64_t id) {
 }
 
 std::unique_ptr<ToolUse> HermesToolUse::clone() const {
-  return std::make_unique<HermesToolUse>(registry_, template_, tokenizer_, max_turns_);
+  auto copy = std::make_unique<HermesToolUse>(registry_, template_, tokenizer_, max_turns_);
+  copy->client_tools_ = client_tools_;
+  return copy;
 }
 
 }  // namespace nf::infer

@@ -51,7 +51,8 @@ struct StreamCallbacks {
   // Tools the model calls while it decodes (infer/tool_use.h): after each token the stream takes,
   // the tokens it hands back are taken next, one a step, instead of sampled (nanochat's calculator
   // answers); none while they wait is drafted, and an end-of-sequence id among them (the end of a
-  // turn in a chat template's tool message) does not end the stream. Must outlive the stream.
+  // turn in a chat template's tool message) does not end the stream, and the grammar (a
+  // constraint) skips them. Must outlive the stream.
   ToolUse* tools = nullptr;
 };
 
@@ -117,7 +118,8 @@ class DecodeStream {
   bool take_drafted(std::span<const float> row, int64_t x, std::span<const float> q);
   std::span<const float> masked(std::span<const float> row);  // the grammar's mask applied (a copy)
   // The token taken: history, stop, callbacks, grammar; a forced one (a tool's) never ends the
-  // stream as an end-of-sequence id.
+  // stream as an end-of-sequence id and is not walked by the grammar (which constrains the model's
+  // own text: a tool's answer is outside it).
   void commit(int64_t id, std::span<const float> row, bool forced = false);
   void make_room();
   int64_t draft_room();  // the most tokens this step may draft (0: none)

@@ -79,6 +79,10 @@ class HermesToolUse : public ToolUse {
   std::vector<int64_t> after(int64_t id) override;
   std::unique_ptr<ToolUse> clone() const override;
 
+  // Calls to these names are left to the caller's client (the server's request tools): a turn with
+  // one of them runs nothing, forces nothing and reports nothing, so the model ends its turn.
+  void leave_to_client(std::vector<std::string> names) { client_tools_ = std::move(names); }
+
   // The tokens forced after an assistant turn whose tool calls got `answers` (in order).
   std::vector<int64_t> render_answers(const std::vector<std::string>& answers) const;
 
@@ -87,6 +91,7 @@ class HermesToolUse : public ToolUse {
   const tokenizer::HfChatTemplate& template_;
   const tokenizer::Tokenizer& tokenizer_;
   int64_t max_turns_;
+  std::vector<std::string> client_tools_;
   int64_t turns_ = 0;    // tool turns answered
   int64_t forcing_ = 0;  // tokens of the last answer still to come back through after()
   tokenizer::StreamDecoder decoder_;
