@@ -1233,6 +1233,16 @@ TEST_F(ServeCliTest, ServerToolsRunWhileTheAnswerDecodesAndStreamTheirCallsAndAn
   for (size_t i = 0; i < 3; ++i) check_call(message["server_tool_calls"][i], expected_calls[i]);
   // the tool messages' tokens were decoded too: more than the model's own text
   EXPECT_GT(whole["usage"]["completion_tokens"].get<int64_t>(), 200) << whole;
+  // logprobs are those of the model's own tokens, its calls' included, the tool messages' not
+  json with_logprobs = body;
+  with_logprobs["logprobs"] = true;
+  std::string logprob_text;
+  const json scored = post(client, "/v1/chat/completions", with_logprobs, 200);
+  for (const json& entry : scored["choices"][0]["logprobs"]["content"]) logprob_text += entry["token"].get<std::string>();
+  EXPECT_EQ(logprob_text,
+            "Let me compute. <tool_call>{\"name\": \"calculator\", \"arguments\": {\"expression\": \"12*34\"}}</tool_call>"
+            "<tool_call>{\"name\": \"calculator\", \"arguments\": {\"expression\": \"408+1\"}}</tool_call>"
+            "<tool_call>{\"name\": \"echo\", \"arguments\": {\"x\": 1}}</tool_call>It is 409.");
 
   const Streamed s = stream(client, "/v1/chat/completions", body);
   EXPECT_EQ(s.status, 200);
