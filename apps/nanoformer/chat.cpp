@@ -51,7 +51,7 @@ void run_chat(const ChatArgs& a) {
     if (!system.empty()) messages.push_back({"system", system});
   };
   start_over();
-  const std::unique_ptr<infer::ToolUse> tools = make_tools(a.flags, loaded);
+  const std::unique_ptr<infer::ToolUse> tools = make_tools(a.flags.tools, tok, chat_template.get());
   std::fprintf(stderr, "nanoformer chat: %s, template %s, context %lld tokens (KV cache %s); %s\n", a.flags.model.c_str(),
                std::string(chat_template->name()).c_str(), static_cast<long long>(session.max_len()),
                quant_type_name(session.cache().shape().cache_type), kHelp);
@@ -80,13 +80,31 @@ void run_chat(const ChatArgs& a) {
     }
     infer::TextStreamer streamer(tok, stop);
     const std::unique_ptr<infer::ToolUse> turn_tools = tools ? tools->clone() : nullptr;  // each answer its own state
+    // a Hermes tool turn: the assistant's text so far and the tool messages join the conversation (as
+    // MiniMind's agent rollout keeps them), and the turn's tokens are printed as they are
+    int64_t forced = 0;
+    size_t said = 0;  // of streamer.text(), what is in the conversation already
+    if (turn_tools)
+      turn_tools->on_turn = [&](const infer::ToolTurn& turn) {
+        forced = report_tool_turn(turn);
+        if (!turn.ran) return;
+        messages.push_back({"assistant", streamer.text().substr(said)});
+        said = streamer.text().size();
+        for (size_t i = 0; i < turn.calls.size(); ++i)
+          messages.push_back({.role = "tool", .content = turn.answers[i], .tool_calls = {}, .tool_call_id = turn.calls[i].id});
+      };
     const auto result = session.generate(sequence, sampler, stop, [&](int64_t id) {
-      std::printf("%s", streamer.push(id).c_str());
+      if (forced > 0) {
+        --forced;
+        std::printf("%s", tok.decode(std::vector<tokenizer::TokenId>{static_cast<tokenizer::TokenId>(id)}).c_str());
+      } else {
+        std::printf("%s", streamer.push(id).c_str());
+      }
       std::fflush(stdout);
       return !streamer.stopped();
     }, nullptr, speculative, turn_tools.get());
     std::printf("%s\n", streamer.finish().c_str());
-    messages.push_back({"assistant", streamer.text()});
+    messages.push_back({"assistant", streamer.text().substr(said)});
     if (a.stats)
       std::fprintf(stderr, "[%lld new prompt tokens at %.1f tokens/s; %zu generated at %.1f tokens/s; %s; %lld of %lld "
                    "drafted tokens accepted]\n",

@@ -59,7 +59,7 @@ void run_generate(const GenerateArgs& a, const CLI::App& cmd) {
   speculative.draft_model = draft.get();
 
   if (a.ids) {
-    NF_CHECK(a.flags.tools.empty(), "--tools needs the model's tokenizer: not with --ids");
+    NF_CHECK(!a.flags.tools.any(), "--tools and --tool-command need the model's tokenizer: not with --ids");
     NF_CHECK(a.prompt.empty(), "--prompt is text: with --ids give the prompt as --prompt-ids \"1 2 3\"");
     const std::vector<int64_t> prompt =
         a.prompt_ids.empty() ? std::vector<int64_t>{a.bos} : infer::parse_prompt_ids(a.prompt_ids, vocab);
@@ -81,9 +81,23 @@ void run_generate(const GenerateArgs& a, const CLI::App& cmd) {
   std::vector<int64_t> prompt(encoded.begin(), encoded.end());
   if (loaded.prompt_bos) prompt.insert(prompt.begin(), *loaded.prompt_bos);  // as llama.cpp tokenises it
   infer::TextStreamer streamer(tok, stop);
-  const std::unique_ptr<infer::ToolUse> tools = make_tools(a.flags, loaded);
+  // a chat-template model's tools answer through its template (the prompt is the user's to format)
+  std::unique_ptr<tokenizer::ChatTemplate> chat_template;
+  if (a.flags.tools.any() && !tok.token_id("<|python_start|>")) {
+    const std::string name = tokenizer::default_chat_template(tok, loaded.tokenizer_path);
+    if (!name.empty()) chat_template = tokenizer::make_chat_template(name, tok);
+  }
+  const std::unique_ptr<infer::ToolUse> tools = make_tools(a.flags.tools, tok, chat_template.get());
+  int64_t forced = 0;  // a tool turn's tokens still to come: printed as they are (their end of turn ends nothing)
+  if (tools) tools->on_turn = [&](const infer::ToolTurn& turn) { forced = report_tool_turn(turn); };
   std::printf("%s", a.prompt.c_str());
   const auto result = session.generate(prompt, sampler, stop, [&](int64_t id) {
+    if (forced > 0) {
+      --forced;
+      std::printf("%s", tok.decode(std::vector<tokenizer::TokenId>{static_cast<tokenizer::TokenId>(id)}).c_str());
+      std::fflush(stdout);
+      return true;
+    }
     std::printf("%s", streamer.push(id).c_str());
     std::fflush(stdout);
     return !streamer.stopped();

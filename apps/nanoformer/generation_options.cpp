@@ -1,6 +1,9 @@
 // The model, tokenizer, sampling and stopping flags of `generate` and `chat` (generation_options.h).
 #include "generation_options.h"
 
+#include <cstdio>
+#include <sstream>
+
 #include "nanoformer/core/error.h"
 #include "nanoformer/formats/model_io.h"
 #include "nanoformer/infer/draft_model.h"
@@ -48,18 +51,63 @@ void add_generation_flags(CLI::App& cmd, GenerationFlags& f) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   add_draft_flags(cmd, f.draft, f.speculative);
-  cmd.add_option("--tools", f.tools,
-                 "Tools the model calls while it decodes: calculator (nanochat's: <|python_start|>expr<|python_end|> "
-                 "answered with <|output_start|>result<|output_end|>, as its engine does)")
-      ->check(CLI::IsMember({"calculator"}));
+  add_tool_flags(cmd, f.tools);
 }
 
-std::unique_ptr<infer::ToolUse> make_tools(const GenerationFlags& f, const LoadedModel& loaded) {
-  if (f.tools.empty()) return nullptr;
-  NF_CHECK(loaded.tokenizer != nullptr, "--tools calculator needs the model's tokenizer (not --ids)");
-  NF_CHECK(loaded.tokenizer->token_id("<|python_start|>").has_value(), "--tools calculator: the tokenizer of ",
-           f.model, " has no <|python_start|> token (nanochat's calculator answers nanochat models)");
-  return std::make_unique<infer::NanochatCalculatorUse>(*loaded.tokenizer);
+void add_tool_flags(CLI::App& cmd, ToolFlags& f) {
+  cmd.add_option("--tools", f.tools,
+                 "Tools the model calls while it decodes: calculator. A nanochat model's is nanochat's "
+                 "(<|python_start|>expr<|python_end|> answered with <|output_start|>result<|output_end|>, as its engine "
+                 "does); a chat-template model's is called in the Hermes syntax (<tool_call>{\"name\": \"calculator\", "
+                 "\"arguments\": {\"expression\": \"12*34\"}}</tool_call>), answered as a tool message of its template")
+      ->check(CLI::IsMember({"calculator"}));
+  cmd.add_option("--tool-command", f.commands,
+                 "A tool NAME run as PROGRAM (NAME=PROGRAM [ARGS...], split at spaces, no shell) with the call's JSON "
+                 "on its standard input, its standard output the answer (repeatable; chat-template models). Runs what "
+                 "you give it for any call the model makes: off unless given");
+  cmd.add_option("--tool-timeout", f.timeout_ms, "The command tool's time limit in milliseconds; past it, killed")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd.add_option("--tool-output-limit", f.output_limit, "The command tool's output limit in bytes; past it, killed")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd.add_option("--max-tool-turns", f.max_turns, "Tool turns per answer at most; later calls are not run")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+}
+
+std::unique_ptr<infer::ToolUse> make_tools(const ToolFlags& f, const tokenizer::Tokenizer& tokenizer,
+                                           const tokenizer::ChatTemplate* chat_template) {
+  if (!f.any()) return nullptr;
+  if (tokenizer.token_id("<|python_start|>").has_value()) {  // a nanochat model: its engine's calculator
+    NF_CHECK(f.commands.empty(), "--tool-command: a nanochat model calls nanochat's calculator only (--tools calculator)");
+    return std::make_unique<infer::NanochatCalculatorUse>(tokenizer);
+  }
+  const auto* jinja = dynamic_cast<const tokenizer::HfChatTemplate*>(chat_template);
+  NF_CHECK(jinja != nullptr, "--tools / --tool-command: the model's chat template ",
+           chat_template ? std::string(chat_template->name()) : std::string("(none)"),
+           " renders no tool messages: give a Jinja one (--chat-template FILE, or a tokenizer_config.json beside the "
+           "tokenizer)");
+  auto registry = std::make_shared<infer::ToolRegistry>();
+  for (const std::string& t : f.tools) registry->add(t, infer::calculator_tool);
+  for (const std::string& c : f.commands) {
+    const size_t eq = c.find('=');
+    NF_CHECK(eq != std::string::npos && eq > 0 && eq + 1 < c.size(), "--tool-command '", c, "': give NAME=PROGRAM [ARGS...]");
+    std::vector<std::string> argv;
+    std::istringstream words(c.substr(eq + 1));
+    for (std::string w; words >> w;) argv.push_back(w);
+    NF_CHECK(!argv.empty(), "--tool-command '", c, "': no program after '='");
+    NF_CHECK(!registry->has(c.substr(0, eq)), "--tool-command '", c, "': the tool ", c.substr(0, eq), " is given twice");
+    registry->add(c.substr(0, eq), infer::command_tool(std::move(argv), {.time = std::chrono::milliseconds(f.timeout_ms),
+                                                                          .output_bytes = static_cast<size_t>(f.output_limit)}));
+  }
+  return std::make_unique<infer::HermesToolUse>(registry, *jinja, tokenizer, f.max_turns);
+}
+
+int64_t report_tool_turn(const infer::ToolTurn& turn) {
+  if (!turn.ran)
+    std::fprintf(stderr, "\n[--max-tool-turns reached: %zu tool call(s) not run]\n", turn.calls.size());
+  return turn.forced;
 }
 
 void add_draft_flags(CLI::App& cmd, std::string& draft, infer::SpeculativeConfig& speculative) {

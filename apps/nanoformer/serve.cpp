@@ -130,7 +130,9 @@ void run_serve(ServeArgs& a) {
   // auto: the tokenizer has <think> and </think> as tokens of their own, as reasoning models' have
   const bool split_reasoning = a.reasoning_format == "deepseek" ||
                                (a.reasoning_format == "auto" && tok.token_id("<think>") && tok.token_id("</think>"));
-  serve::CompletionService service(scheduler, tok, chat_template.get(), a.name, loaded.prompt_bos, split_reasoning);
+  // --tools / --tool-command: run by the server for every chat (off unless given)
+  const std::shared_ptr<const infer::ToolUse> tools = make_tools(a.flags.tools, tok, chat_template.get());
+  serve::CompletionService service(scheduler, tok, chat_template.get(), a.name, loaded.prompt_bos, split_reasoning, tools);
   serve::EmbeddingService embeddings(
       *loaded.model,
       [&tok, &loaded](std::string_view text) {
@@ -191,6 +193,7 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--pooling", a->pooling,
                   "How /v1/embeddings pools the last hidden states: mean, cls, last or max (default: a "
                   "sentence-transformers folder's pooling, else mean for an encoder and last for a decoder)");
+  add_tool_flags(*cmd, a->flags.tools);
   cmd->add_option("--name", a->name, "The model's name in responses and /v1/models (default: the model's file name)");
   cmd->add_option("--host", a->http.host, "Address to listen on (0.0.0.0: every interface)")->capture_default_str();
   cmd->add_option("--port", a->http.port, "Port (0: any free port, printed)")->capture_default_str()->check(CLI::Range(0, 65535));

@@ -44,13 +44,13 @@ std::span<const float> DecodeStream::masked(std::span<const float> logits) {
 
 bool DecodeStream::take(std::span<const float> logits) {
   try {
-    const std::span<const float> row = masked(logits);
-    if (!forced_.empty()) {  // a tool's answer: taken, not sampled
+    if (!forced_.empty()) {  // a tool's answer: taken, not sampled (nor masked: the grammar is the model's)
       const int64_t id = forced_.front();
       forced_.pop_front();
-      commit(id, row, /*forced=*/true);
+      commit(id, logits, /*forced=*/true);
       return true;
     }
+    const std::span<const float> row = masked(logits);
     commit(sampler_->next(row, history_, generated_.size()), row);
     return true;
   } catch (...) {  // this stream's own failure (its sampler, its callbacks): it ends alone
@@ -78,10 +78,13 @@ void DecodeStream::commit(int64_t id, std::span<const float> row, bool forced) {
   generated_.push_back(id);
   forced_flags_.push_back(forced);
   StopReason reason = stop_.after_token(id, count);
+  // a tool's answer may hold the end of a turn (a chat template's tool message): not the model's end
+  if (forced && reason == StopReason::end_of_sequence)
+    reason = count >= stop_.max_new_tokens ? StopReason::max_new_tokens : StopReason::none;
   if (callbacks_.on_logprobs)
     callbacks_.on_logprobs(token_logprobs(row, sampler_->config().vocab_limit, id, callbacks_.top_logprobs));
   if (callbacks_.on_token && !callbacks_.on_token(id) && reason == StopReason::none) reason = StopReason::stop_string;
-  if (constraint_ != nullptr) {
+  if (constraint_ != nullptr && !forced) {  // a grammar constrains the model's own text, not a tool's answer
     constraint_->accept(id);
     if (reason == StopReason::none && constraint_->finished()) reason = StopReason::end_of_sequence;
   }

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "nanoformer/core/error.h"
+#include "nanoformer/infer/hermes_tools.h"
 #include "nanoformer/serve/api_error.h"
 #include "nanoformer/tokenizer/jsonl.h"
 
@@ -14,19 +15,23 @@ namespace nf::serve {
 
 Completion::Completion(ResponseHeader header, const tokenizer::Tokenizer& tokenizer, const infer::StopCriteria& stop,
                        int64_t prompt_tokens, bool logprobs, std::optional<ReasoningSplitter> reasoning,
-                       std::string echo, bool tool_calls)
+                       std::string echo, bool tool_calls, bool server_tools, std::vector<std::string> client_tools)
     : header_(std::move(header)),
       tokenizer_(tokenizer),
       logprobs_(logprobs),
       streamer_(tokenizer, stop),
-      reasoning_(std::move(reasoning)) {
-  if (tool_calls) tool_calls_.emplace();
+      reasoning_(std::move(reasoning)),
+      tool_calls_for_client_(tool_calls),
+      server_tools_(server_tools),
+      client_tools_(std::move(client_tools)) {
+  if (tool_calls || server_tools) tool_calls_.emplace();
   pending_.usage.prompt_tokens = prompt_tokens;
   text_bytes_ = static_cast<int64_t>(echo.size());
   (logprobs ? held_echo_ : pending_.text) = std::move(echo);
 }
 
 void Completion::on_logprobs(const infer::TokenLogprobs& logprobs) {
+  if (forced_ > 0) return;  // a tool message's token: not in the answer's text (on_token counts it down)
   const auto bytes = [&](int64_t id) { return std::string(tokenizer_.token_bytes(static_cast<tokenizer::TokenId>(id))); };
   LogprobEntry entry{.token = bytes(logprobs.id), .logprob = logprobs.logprob, .top = {}, .text_offset = token_bytes_};
   for (const auto& [id, logprob] : logprobs.top) entry.top.emplace_back(bytes(id), logprob);
@@ -71,18 +76,38 @@ void Completion::give(const std::string& text, bool end) {
     pending_.text += reply;
     return;
   }
-  ToolCallParts parts = tool_calls_->push(reply);
+  infer::ToolCallParts parts = tool_calls_->push(reply);
   if (end) {
-    ToolCallParts rest = tool_calls_->finish();
+    infer::ToolCallParts rest = tool_calls_->finish();
     parts.content += rest.content;
     std::move(rest.calls.begin(), rest.calls.end(), std::back_inserter(parts.calls));
   }
   pending_.text += parts.content;
-  called_ = called_ || !parts.calls.empty();
-  std::move(parts.calls.begin(), parts.calls.end(), std::back_inserter(pending_.tool_calls));
+  for (infer::ToolCall& call : parts.calls) {
+    const bool client = std::find(client_tools_.begin(), client_tools_.end(), call.name) != client_tools_.end();
+    if (server_tools_ && !client) continue;  // the server ran it: on_tool_turn reports it with its answer
+    if (!tool_calls_for_client_) continue;
+    called_ = true;
+    pending_.tool_calls.push_back(std::move(call));
+  }
+}
+
+void Completion::on_tool_turn(const infer::ToolTurn& turn) {
+  {
+    std::lock_guard lock(mutex_);
+    for (size_t i = 0; i < turn.calls.size(); ++i)
+      pending_.server_tool_calls.push_back(
+          {.call = turn.calls[i], .output = turn.ran ? std::optional<std::string>(turn.answers[i]) : std::nullopt});
+  }
+  forced_ = turn.forced;
+  changed_.notify_all();
 }
 
 bool Completion::on_token(int64_t id) {
+  if (forced_ > 0) {  // a tool message's token: neither text nor subject to the stop strings
+    --forced_;
+    return true;
+  }
   std::string text = streamer_.push(id);
   {
     std::lock_guard lock(mutex_);
@@ -114,26 +139,30 @@ void Completion::on_done(const SequenceOutcome& outcome) {
 CompletionUpdate Completion::wait(std::chrono::milliseconds timeout) {
   std::unique_lock lock(mutex_);
   changed_.wait_for(lock, timeout, [&] {
-    return pending_.done || !pending_.text.empty() || !pending_.reasoning.empty() || !pending_.tool_calls.empty();
+    return pending_.done || !pending_.text.empty() || !pending_.reasoning.empty() || !pending_.tool_calls.empty() ||
+           !pending_.server_tool_calls.empty();
   });
   CompletionUpdate update = pending_;
   pending_.text.clear();
   pending_.reasoning.clear();
   pending_.tool_calls.clear();
+  pending_.server_tool_calls.clear();
   pending_.logprobs.clear();
   return update;
 }
 
 CompletionService::CompletionService(Scheduler& scheduler, const tokenizer::Tokenizer& tokenizer,
                                      const tokenizer::ChatTemplate* chat_template, std::string model_name,
-                                     std::optional<int64_t> prompt_bos, bool split_reasoning)
+                                     std::optional<int64_t> prompt_bos, bool split_reasoning,
+                                     std::shared_ptr<const infer::ToolUse> tools)
     : scheduler_(scheduler),
       tokenizer_(tokenizer),
       chat_template_(chat_template),
       end_of_text_(tokenizer::end_of_text_id(tokenizer)),
       model_name_(std::move(model_name)),
       prompt_bos_(prompt_bos),
-      split_reasoning_(split_reasoning) {}
+      split_reasoning_(split_reasoning),
+      tools_(std::move(tools)) {}
 
 std::vector<int64_t> CompletionService::prompt_ids(const CompletionRequest& r) const {
   std::vector<tokenizer::TokenId> ids;
@@ -209,12 +238,18 @@ std::vector<std::shared_ptr<Completion>> CompletionService::start(const Completi
   if (r.n > scheduler_.capacity())
     throw invalid_request("n", "'n' is " + std::to_string(r.n) + ", but this server holds at most " +
                                    std::to_string(scheduler_.capacity()) + " sequences at once (--parallel + --queue)");
+  // server tools: the request's own tools (when they are parsed) are left to its client
+  const bool server_tools = chat && tools_ != nullptr;
+  std::vector<std::string> client_tools;
+  if (server_tools && r.tool_use.parsed())
+    for (const auto& tool : nlohmann::json::parse(r.tool_use.tools)) client_tools.push_back(tool.at("function").at("name"));
   std::vector<std::shared_ptr<Completion>> choices;
   std::vector<SequenceRequest> sequences;
   for (int64_t i = 0; i < r.n; ++i) {
     header.index = i;
     auto completion = std::make_shared<Completion>(header, tokenizer_, stop, length, r.top_logprobs >= 0, reasoning,
-                                                   r.echo ? r.prompt : std::string(), r.tool_use.parsed());
+                                                   r.echo ? r.prompt : std::string(), r.tool_use.parsed(), server_tools,
+                                                   client_tools);
     SequenceRequest sequence{.prompt = prompt,
                              .sampler = r.sampler,
                              .stop = {.eos_ids = stop.eos_ids, .stop_strings = {}, .max_new_tokens = max_new_tokens},
@@ -232,6 +267,11 @@ std::vector<std::shared_ptr<Completion>> CompletionService::start(const Completi
       sequence.on_prompt_logprobs = [completion, first = prompt.front()](const std::vector<infer::TokenLogprobs>& rest) {
         completion->on_prompt_logprobs(first, rest);
       };
+    if (server_tools) {  // each choice its own tools' state, telling its completion of each turn
+      sequence.tools = tools_->clone();
+      if (auto* hermes = dynamic_cast<infer::HermesToolUse*>(sequence.tools.get())) hermes->leave_to_client(client_tools);
+      sequence.tools->on_turn = [completion](const infer::ToolTurn& turn) { completion->on_tool_turn(turn); };
+    }
     sequence.sampler.seed = seed + static_cast<uint64_t>(i);  // choice i: seed + i
     sequence.sampler.vocab_limit = static_cast<int64_t>(tokenizer_.vocab_size());  // a padded model's extra ids are never drawn
     sequences.push_back(std::move(sequence));

@@ -177,10 +177,11 @@ class Choices {
 void stream(httplib::Response& res, std::shared_ptr<Choices> choices, bool include_usage) {
   auto first = std::make_shared<std::vector<bool>>(choices->size(), true);
   auto calls = std::make_shared<std::vector<int64_t>>(choices->size(), 0);  // each choice's tool calls so far
+  auto server_calls = std::make_shared<std::vector<int64_t>>(choices->size(), 0);  // and the calls the server ran
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream",
-      [choices, first, calls, include_usage](size_t, httplib::DataSink& sink) {
+      [choices, first, calls, server_calls, include_usage](size_t, httplib::DataSink& sink) {
         if (!sink.is_writable()) {
           choices->cancel();
           return false;
@@ -194,8 +195,9 @@ void stream(httplib::Response& res, std::shared_ptr<Choices> choices, bool inclu
                                         update.reasoning));
             (*first)[i] = false;
           }
-          for (const ToolCall& call : update.tool_calls)
+          for (const infer::ToolCall& call : update.tool_calls)
             for (const json& chunk : tool_call_chunks(h, call, (*calls)[i]++)) out += sse(chunk);
+          for (const ServerToolCall& call : update.server_tool_calls) out += sse(server_tool_call_chunk(h, call, (*server_calls)[i]++));
           if (update.done) {
             if (!update.error.empty())
               out += sse(ApiError(500, update.error, "server_error").body());
@@ -406,6 +408,8 @@ void HttpServer::routes() {
             outputs[i].text += update.text;
             outputs[i].reasoning += update.reasoning;
             outputs[i].tool_calls.insert(outputs[i].tool_calls.end(), update.tool_calls.begin(), update.tool_calls.end());
+            outputs[i].server_tool_calls.insert(outputs[i].server_tool_calls.end(), update.server_tool_calls.begin(),
+                                                update.server_tool_calls.end());
             logprobs[i].insert(logprobs[i].end(), update.logprobs.begin(), update.logprobs.end());
             if (!update.done) continue;
             if (!update.error.empty()) {

@@ -48,6 +48,14 @@ json logprobs_json(const std::vector<LogprobEntry>* entries, Endpoint endpoint) 
   return {{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top_logprobs}, {"text_offset", offsets}};
 }
 
+// A server-run call as the message and the delta give it.
+json server_call_json(const ServerToolCall& c) {
+  return {{"id", c.call.id},
+          {"type", "function"},
+          {"function", {{"name", c.call.name}, {"arguments", c.call.arguments}}},
+          {"output", c.output ? json(*c.output) : json(nullptr)}};
+}
+
 }  // namespace
 
 json Usage::json() const {
@@ -67,9 +75,14 @@ json completion_body(const ResponseHeader& h, const std::vector<ChoiceOutput>& c
       if (!c.reasoning.empty()) choice["message"]["reasoning_content"] = c.reasoning;
       if (!c.tool_calls.empty()) {
         json calls = json::array();
-        for (const ToolCall& call : c.tool_calls)
+        for (const infer::ToolCall& call : c.tool_calls)
           calls.push_back({{"id", call.id}, {"type", "function"}, {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
         choice["message"]["tool_calls"] = std::move(calls);
+      }
+      if (!c.server_tool_calls.empty()) {
+        json calls = json::array();
+        for (const ServerToolCall& call : c.server_tool_calls) calls.push_back(server_call_json(call));
+        choice["message"]["server_tool_calls"] = std::move(calls);
       }
     } else
       choice["text"] = c.text;
@@ -96,7 +109,7 @@ json completion_chunk(const ResponseHeader& h, const std::string& text, bool fir
   return body;
 }
 
-std::vector<json> tool_call_chunks(const ResponseHeader& h, const ToolCall& call, int64_t index) {
+std::vector<json> tool_call_chunks(const ResponseHeader& h, const infer::ToolCall& call, int64_t index) {
   std::vector<json> chunks;
   const json deltas[] = {
       {{"index", index}, {"id", call.id}, {"type", "function"}, {"function", {{"name", call.name}, {"arguments", ""}}}},
@@ -108,6 +121,15 @@ std::vector<json> tool_call_chunks(const ResponseHeader& h, const ToolCall& call
     chunks.push_back(std::move(body));
   }
   return chunks;
+}
+
+json server_tool_call_chunk(const ResponseHeader& h, const ServerToolCall& call, int64_t index) {
+  json delta = server_call_json(call);
+  delta["index"] = index;
+  json body = base(h, true);
+  body["choices"] = json::array({{{"index", h.index}, {"finish_reason", nullptr}, {"logprobs", nullptr},
+                                  {"delta", {{"server_tool_calls", json::array({delta})}}}}});
+  return body;
 }
 
 json usage_chunk(const ResponseHeader& h, const Usage& usage) {

@@ -3,10 +3,13 @@
 
 #include <algorithm>
 
-#include "streamed_tags.h"
+#include "infer/streamed_tags.h"
 
 namespace nf::serve {
 namespace {
+
+using infer::is_space;
+using infer::partial_tag;
 
 constexpr std::string_view kOpen = "<think>", kClose = "</think>";
 

@@ -40,7 +40,8 @@ struct Scheduler::Running {
         sampler(request.sampler),
         outcome(o),
         stream(sequence, sampler, request.stop, request.prompt, request.constraint.get(),
-               {.on_token = request.on_token, .on_logprobs = request.on_logprobs, .top_logprobs = request.top_logprobs},
+               {.on_token = request.on_token, .on_logprobs = request.on_logprobs, .top_logprobs = request.top_logprobs,
+                .tools = request.tools.get()},
                request.speculative, draft_sequence) {}
   SequenceRequest request;
   size_t slot;

@@ -263,6 +263,33 @@ TEST_F(ChatModelTest, BadInputIsOneClearLine) {
                                                           "is not a multiple of 32");
 }
 
+// --tools and --tool-command on a chat-template model: answered through its Jinja template (Qwen2.5's
+// here) in generate and chat; the built-in ChatML template renders no tool messages, a
+// --tool-command without NAME= is refused, each in one line naming the flag.
+TEST_F(ChatModelTest, ToolsNeedAJinjaTemplateAndACommandsName) {
+  const std::string model = "-m '" + path("model/model.safetensors") + "' -n 4 --greedy ";
+  const auto expect_error = [&](const std::string& args, const std::string& needle) {
+    const auto r = cli(args, "hi\n/quit\n");
+    EXPECT_NE(r.exit_code, 0) << args;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << args << "\n" << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  };
+  expect_error("chat " + model + "--tools calculator", "--tools / --tool-command: the model's chat template chatml renders no tool messages");
+  const auto golden = nlohmann::ordered_json::parse(tokenizer::read_file(std::string(NF_TEST_DATA_DIR) +
+                                                                          "/tokenizer/hf_chat_templates.json"));
+  const auto& qwen = golden.at("templates").at(1);
+  ASSERT_EQ(qwen.at("name"), "qwen2.5");
+  nlohmann::ordered_json config = qwen.at("special_tokens");
+  config["chat_template"] = qwen.at("template");
+  std::ofstream(path("model/tokenizer_config.json")) << config.dump();
+  expect_error("chat " + model + "--tool-command cat", "--tool-command 'cat': give NAME=PROGRAM [ARGS...]");
+  expect_error("chat " + model + "--tools calculator --tool-command calculator=cat", "the tool calculator is given twice");
+  for (const std::string command : {"chat", "generate --prompt hi"}) {
+    const auto r = cli(command + " " + model + "--tools calculator --tool-command 'echo=cat -u' --tool-timeout 500", "hi\n/quit\n");
+    EXPECT_EQ(r.exit_code, 0) << command << "\n" << r.err;
+  }
+}
+
 // nanochat's current GPT (tests/fixtures/nanochat/current_92d63d4, nanochat@92d63d4's own gpt.py):
 // `inspect` names its parts, and `generate` continues a 150-token prompt (past its 129-key window)
 // with GPT.generate's greedy tokens, from the folder as nanochat wrote it and after `convert --to nanochat`.

@@ -1202,5 +1202,88 @@ TEST_F(ServeCliTest, ADecoderEmbedsTextBesideItsCompletions) {
   EXPECT_EQ(post(client, "/v1/chat/completions", chat("Hi", {{"max_tokens", 3}}), 200)["usage"]["completion_tokens"], 3);
 }
 
+
+// serve --tools: the server runs the model's calls inside its batched decoding. A grammar makes
+// the random model write two calculator calls, a command tool's call and an answer (the grammar
+// constrains the model's own text; the tool messages forced between are outside it): the calls come
+// back with their answers as server_tool_calls (one streamed chunk each, before the text that
+// follows them), the content is the model's text around them, finish_reason stop; a call to the
+// request's own tool is left to the client as tool_calls.
+TEST_F(ServeCliTest, ServerToolsRunWhileTheAnswerDecodesAndStreamTheirCallsAndAnswers) {
+  use_golden_template("qwen2.5");
+  ServerProcess server = serve("--context 2048 --tools calculator --tool-command echo=cat");
+  httplib::Client client = server.client();
+  json body = chat("What is 12*34, plus one?", {{"max_tokens", 600}});
+  body["grammar"] =
+      R"(root ::= "Let me compute. <tool_call>{\"name\": \"calculator\", \"arguments\": {\"expression\": \"12*34\"}}</tool_call>")"
+      R"( "<tool_call>{\"name\": \"calculator\", \"arguments\": {\"expression\": \"408+1\"}}</tool_call>")"
+      R"( "<tool_call>{\"name\": \"echo\", \"arguments\": {\"x\": 1}}</tool_call>" "It is 409.")";
+  const json expected_calls = {{{"name", "calculator"}, {"arguments", R"({"expression":"12*34"})"}, {"output", "408"}},
+                               {{"name", "calculator"}, {"arguments", R"({"expression":"408+1"})"}, {"output", "409"}},
+                               {{"name", "echo"}, {"arguments", R"({"x":1})"}, {"output", R"({"name":"echo","arguments":{"x":1}})"}}};
+  const auto check_call = [](const json& got, const json& want) {
+    EXPECT_EQ(got["type"], "function") << got;
+    EXPECT_EQ(got["id"].get<std::string>().rfind("call_", 0), 0u) << got;
+    EXPECT_EQ(got["function"]["name"], want["name"]) << got;
+    EXPECT_EQ(got["function"]["arguments"], want["arguments"]) << got;
+    EXPECT_EQ(got["output"], want["output"]) << got;
+  };
+  const json whole = post(client, "/v1/chat/completions", body, 200);
+  const json& message = whole["choices"][0]["message"];
+  EXPECT_EQ(whole["choices"][0]["finish_reason"], "stop") << whole;
+  EXPECT_EQ(message["content"], "Let me compute.It is 409.") << whole;
+  EXPECT_FALSE(message.contains("tool_calls")) << whole;
+  ASSERT_EQ(message["server_tool_calls"].size(), 3u) << whole;
+  for (size_t i = 0; i < 3; ++i) check_call(message["server_tool_calls"][i], expected_calls[i]);
+  // the tool messages' tokens were decoded too: more than the model's own text
+  EXPECT_GT(whole["usage"]["completion_tokens"].get<int64_t>(), 200) << whole;
+  // logprobs are those of the model's own tokens, its calls' included, the tool messages' not
+  json with_logprobs = body;
+  with_logprobs["logprobs"] = true;
+  std::string logprob_text;
+  const json scored = post(client, "/v1/chat/completions", with_logprobs, 200);
+  for (const json& entry : scored["choices"][0]["logprobs"]["content"]) logprob_text += entry["token"].get<std::string>();
+  EXPECT_EQ(logprob_text,
+            "Let me compute. <tool_call>{\"name\": \"calculator\", \"arguments\": {\"expression\": \"12*34\"}}</tool_call>"
+            "<tool_call>{\"name\": \"calculator\", \"arguments\": {\"expression\": \"408+1\"}}</tool_call>"
+            "<tool_call>{\"name\": \"echo\", \"arguments\": {\"x\": 1}}</tool_call>It is 409.");
+
+  const Streamed s = stream(client, "/v1/chat/completions", body);
+  EXPECT_EQ(s.status, 200);
+  EXPECT_TRUE(s.done);
+  std::string content, finish;
+  std::vector<json> calls;
+  size_t text_before_first_call = 0, text_after_last_call = 0;
+  for (const json& chunk : s.chunks) {
+    const json& choice = chunk["choices"][0];
+    const json& delta = choice["delta"];
+    EXPECT_FALSE(delta.contains("tool_calls")) << chunk;
+    if (delta.contains("server_tool_calls")) {
+      ASSERT_EQ(delta["server_tool_calls"].size(), 1u) << chunk;
+      EXPECT_EQ(delta["server_tool_calls"][0]["index"], calls.size()) << chunk;
+      calls.push_back(delta["server_tool_calls"][0]);
+      text_after_last_call = content.size();
+    }
+    if (delta.contains("content") && delta["content"].is_string()) content += delta["content"].get<std::string>();
+    if (calls.empty()) text_before_first_call = content.size();
+    if (!choice["finish_reason"].is_null()) finish = choice["finish_reason"];
+  }
+  EXPECT_EQ(content, "Let me compute.It is 409.");
+  EXPECT_EQ(finish, "stop");
+  ASSERT_EQ(calls.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) check_call(calls[i], expected_calls[i]);
+  EXPECT_EQ(content.substr(0, text_before_first_call), "Let me compute.");  // streamed before the calls ran
+  EXPECT_EQ(text_after_last_call, std::string("Let me compute.").size());  // the answer after them
+
+  // a call to the request's own tool: left to the client
+  json client_tool = body;
+  client_tool["tools"] = {{{"type", "function"}, {"function", {{"name", "get_time"}, {"parameters", {{"type", "object"}}}}}}};
+  client_tool["grammar"] = R"(root ::= "<tool_call>{\"name\": \"get_time\", \"arguments\": {}}</tool_call>")";
+  const json left = post(client, "/v1/chat/completions", client_tool, 200)["choices"][0];
+  EXPECT_EQ(left["finish_reason"], "tool_calls") << left;
+  EXPECT_EQ(left["message"]["tool_calls"].at(0)["function"]["name"], "get_time") << left;
+  EXPECT_FALSE(left["message"].contains("server_tool_calls")) << left;
+}
+
 }  // namespace
 }  // namespace nf

@@ -359,7 +359,7 @@ TEST(OpenAIResponse, Shapes) {
   EXPECT_EQ(columns["top_logprobs"], json({{{"he", -0.5}, {"ha", -1.5}}, json::object()}));
   EXPECT_EQ(columns["text_offset"], json({0, 2}));
   // tool calls: in the message (content null without text), and as a streamed call's two deltas
-  const ToolCall call{.id = "call_x", .name = "f", .arguments = R"({"a":1})"};
+  const infer::ToolCall call{.id = "call_x", .name = "f", .arguments = R"({"a":1})"};
   const json message = completion_body(chat, {{.text = "", .finish_reason = "tool_calls", .tool_calls = {call}}}, {})["choices"][0]["message"];
   EXPECT_TRUE(message["content"].is_null());
   EXPECT_EQ(message["tool_calls"], json::parse(R"([{"id": "call_x", "type": "function", "function": {"name": "f", "arguments": "{\"a\":1}"}}])"));

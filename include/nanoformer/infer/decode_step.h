@@ -50,7 +50,9 @@ struct StreamCallbacks {
   int64_t top_logprobs = 0;  // alternatives on_logprobs reports
   // Tools the model calls while it decodes (infer/tool_use.h): after each token the stream takes,
   // the tokens it hands back are taken next, one a step, instead of sampled (nanochat's calculator
-  // answers); none while they wait is drafted. Must outlive the stream.
+  // answers); none while they wait is drafted, and an end-of-sequence id among them (the end of a
+  // turn in a chat template's tool message) does not end the stream, and the grammar (a
+  // constraint) skips them. Must outlive the stream.
   ToolUse* tools = nullptr;
 };
 
@@ -119,7 +121,10 @@ class DecodeStream {
   // The token from `row` by the rejection rule at drafted token x of draft distribution q.
   bool take_drafted(std::span<const float> row, int64_t x, std::span<const float> q);
   std::span<const float> masked(std::span<const float> row);  // the grammar's mask applied (a copy)
-  void commit(int64_t id, std::span<const float> row, bool forced = false);  // the token taken: history, stop, callbacks, grammar
+  // The token taken: history, stop, callbacks, grammar; a forced one (a tool's) never ends the
+  // stream as an end-of-sequence id and is not walked by the grammar (which constrains the model's
+  // own text: a tool's answer is outside it).
+  void commit(int64_t id, std::span<const float> row, bool forced = false);
   void make_room();
   int64_t draft_room();  // the most tokens this step may draft (0: none)
   // With a draft model: the next draft token from the draft model's last logits; whether the draft goes on.

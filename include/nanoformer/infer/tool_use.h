@@ -13,21 +13,39 @@
 // Forced tokens pass through the same state machine: an <|output_start|> ... is not inside an
 // expression, so nothing in it is collected (as in engine.py, where a forced token updates the row's
 // state like a sampled one).
+//
+// Tools whose answers are not the model's own text (infer/hermes_tools.h: a `tool` message of the
+// chat template) report each turn to on_turn, from inside after(): the calls, their answers, and
+// how many forced tokens follow, so that a caller (the CLI, the server) can show the calls and
+// answers and leave those tokens out of the model's text. nanochat's calculator reports none: its
+// answer is part of the text the model reads and writes.
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
+#include "nanoformer/infer/tool_call_parser.h"
 #include "nanoformer/tokenizer/tokenizer.h"
 
 namespace nf::infer {
+
+struct ToolTurn {
+  std::vector<ToolCall> calls;
+  std::vector<std::string> answers;  // calls[i]'s; empty when not run (past the turn limit)
+  bool ran = true;                   // false: past the turn limit, nothing answered or forced
+  int64_t forced = 0;                // tokens forced after this turn (the next ones the stream takes)
+};
 
 class ToolUse {
  public:
   virtual ~ToolUse() = default;
   // After the stream took `id` (sampled or forced): the tokens to force next, in order (usually none).
   virtual std::vector<int64_t> after(int64_t id) = 0;
-  // A fresh copy for another stream (each stream has its own state).
+  // A fresh copy for another stream (each stream has its own state; on_turn is not copied).
   virtual std::unique_ptr<ToolUse> clone() const = 0;
+  // Told of each tool turn (above), on the decoding thread, before its forced tokens are taken.
+  std::function<void(const ToolTurn&)> on_turn;
 };
 
 class NanochatCalculatorUse : public ToolUse {

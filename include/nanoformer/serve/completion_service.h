@@ -16,7 +16,7 @@
 #include "nanoformer/serve/reasoning_split.h"
 #include "nanoformer/serve/openai_response.h"
 #include "nanoformer/serve/scheduler.h"
-#include "nanoformer/serve/tool_call_parser.h"
+#include "nanoformer/infer/tool_call_parser.h"
 #include "nanoformer/tokenizer/chat_template.h"
 
 namespace nf::serve {
@@ -26,7 +26,8 @@ struct CompletionUpdate {
   std::string text;
   std::string reasoning;  // with a reasoning split: the reasoning's text since the last wait (text is the reply's)
   std::vector<LogprobEntry> logprobs;  // with logprobs: those of the tokens whose text starts in `text`
-  std::vector<ToolCall> tool_calls;    // with tools: the calls parsed out of the reply since the last wait
+  std::vector<infer::ToolCall> tool_calls;    // with tools: the calls parsed out of the reply since the last wait
+  std::vector<ServerToolCall> server_tool_calls;  // with server tools: the calls run (and answered) since the last wait
   bool done = false;
   std::string finish_reason;  // when done: "stop" (end of sequence, stop string), "length", or "tool_calls" (stopped after calls)
   std::string error;          // when done and the sequence failed
@@ -37,10 +38,14 @@ class Completion {
  public:
   // `reasoning`: the answer's <think> part goes to CompletionUpdate::reasoning (serve/reasoning_split.h).
   // `echo`: text the answer begins with (an echoed prompt). `tool_calls`: the reply's <tool_call>s
-  // go to CompletionUpdate::tool_calls (serve/tool_call_parser.h).
+  // go to CompletionUpdate::tool_calls (infer/tool_call_parser.h). `server_tools`: the server runs
+  // the model's calls (serve --tools, on_tool_turn) but those to `client_tools` (the request's):
+  // they go to CompletionUpdate::server_tool_calls with their answers, and their <tool_call> text
+  // and the tool message forced after them are left out of the text.
   Completion(ResponseHeader header, const tokenizer::Tokenizer& tokenizer, const infer::StopCriteria& stop,
              int64_t prompt_tokens, bool logprobs = false, std::optional<ReasoningSplitter> reasoning = std::nullopt,
-             std::string echo = {}, bool tool_calls = false);
+             std::string echo = {}, bool tool_calls = false, bool server_tools = false,
+             std::vector<std::string> client_tools = {});
   // Blocks until there is new text or the end, or until `timeout`; returns what arrived (nothing
   // new on a timeout).
   CompletionUpdate wait(std::chrono::milliseconds timeout);
@@ -57,6 +62,7 @@ class Completion {
   // logprob) and the others'.
   void on_prompt_logprobs(int64_t first_id, const std::vector<infer::TokenLogprobs>& rest);
   void on_done(const SequenceOutcome& outcome);  // scheduler's thread
+  void on_tool_turn(const infer::ToolTurn& turn);  // scheduler's thread, from inside the step's tool use
   // Moves the held entries whose token's text starts within the text given so far to pending_.
   void release_logprobs();
   // Adds text that became final to pending_ (split into reasoning and reply, and the reply's tool
@@ -68,8 +74,12 @@ class Completion {
   bool logprobs_;
   infer::TextStreamer streamer_;  // scheduler's thread only
   std::optional<ReasoningSplitter> reasoning_;  // scheduler's thread only
-  std::optional<ToolCallParser> tool_calls_;    // scheduler's thread only
-  bool called_ = false;                         // a tool call was parsed
+  std::optional<infer::ToolCallParser> tool_calls_;    // scheduler's thread only
+  bool called_ = false;                         // a tool call was parsed (for the client)
+  bool tool_calls_for_client_ = false;          // the request's tools are parsed into tool_calls
+  bool server_tools_ = false;
+  std::vector<std::string> client_tools_;       // with server tools: the names left to the client
+  int64_t forced_ = 0;                          // scheduler's thread only: a tool message's tokens still to come
   // scheduler's thread only: entries whose text is not given yet (held back, or a stop string's),
   // the bytes of the tokens so far, and of the text given so far
   std::vector<LogprobEntry> held_;
@@ -87,9 +97,12 @@ class CompletionService {
   // completion prompt (a GGUF tokenizer's add_bos_token). The scheduler, tokenizer and template
   // must outlive the service.
   // `split_reasoning`: a chat answer's <think> ... </think> becomes its reasoning_content.
+  // `tools`: tools the server runs while a chat's answer decodes (serve --tools; each choice takes
+  // a clone), null: none; calls to a request's own tools are left to its client.
   CompletionService(Scheduler& scheduler, const tokenizer::Tokenizer& tokenizer,
                     const tokenizer::ChatTemplate* chat_template, std::string model_name,
-                    std::optional<int64_t> prompt_bos = std::nullopt, bool split_reasoning = false);
+                    std::optional<int64_t> prompt_bos = std::nullopt, bool split_reasoning = false,
+                    std::shared_ptr<const infer::ToolUse> tools = nullptr);
   // One Completion per choice (request.n; choice i samples with seed + i), submitted together so
   // that the later ones share the first one's prefill (scheduler.h). Throws ApiError: 404 for a
   // model name not this one's (check_model), 400 for a prompt the context cannot hold or a chat
@@ -118,6 +131,7 @@ class CompletionService {
   std::string model_name_;
   std::optional<int64_t> prompt_bos_;
   bool split_reasoning_;
+  std::shared_ptr<const infer::ToolUse> tools_;
   std::atomic<int64_t> next_id_{1};
   std::once_flag trie_once_;
   std::shared_ptr<const grammar::TokenTrie> trie_;

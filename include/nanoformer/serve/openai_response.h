@@ -8,6 +8,11 @@
 //                {"content"}; a tool call as {"tool_calls": [{"index", "id", "type", "function": {"name",
 //                "arguments": ""}}]} then {"tool_calls": [{"index", "function": {"arguments"}}]}), the
 //                last one a finish_reason; with include_usage one more chunk with no choices and the usage
+//   server tools (serve --tools): the calls the server ran itself, with their answers, as
+//                "server_tool_calls": [{"id", "type": "function", "function": {"name", "arguments"},
+//                "output": the answer (null: not run, past --max-tool-turns)}] on the message, and
+//                streamed one call a chunk, {"server_tool_calls": [{"index", "id", ..., "output"}]}
+//                in the delta, when the tool has answered (docs/serving.md: why not tool_calls)
 //   completion:  "text_completion" objects whose choices carry "text" (the same when streamed)
 // With logprobs, each choice's "logprobs" (else null) holds the tokens of its text (of a chunk's, when
 // streamed): chat {"content": [{"token", "logprob", "bytes", "top_logprobs": [{"token", "logprob",
@@ -22,7 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "nanoformer/serve/openai_request.h"
-#include "nanoformer/serve/tool_call_parser.h"
+#include "nanoformer/infer/tool_call_parser.h"
 
 namespace nf::serve {
 
@@ -49,13 +54,21 @@ struct Usage {
   nlohmann::json json() const;  // {"prompt_tokens", "completion_tokens", "total_tokens"}
 };
 
+// A call the server ran itself while the model decoded (serve --tools): the call and its answer
+// (none: not run, past --max-tool-turns).
+struct ServerToolCall {
+  infer::ToolCall call;
+  std::optional<std::string> output;
+};
+
 // One choice of an answer; `logprobs` null: none were asked for.
 struct ChoiceOutput {
   std::string text;
   std::string finish_reason;
   const std::vector<LogprobEntry>* logprobs = nullptr;
   std::string reasoning = {};  // chat: its reasoning_content when not empty
-  std::vector<ToolCall> tool_calls = {};  // chat: its tool calls
+  std::vector<infer::ToolCall> tool_calls = {};  // chat: its tool calls
+  std::vector<ServerToolCall> server_tool_calls = {};  // chat: the calls the server ran
 };
 // The answer with its choices (index i = choices[i]); usage sums them.
 nlohmann::json completion_body(const ResponseHeader& header, const std::vector<ChoiceOutput>& choices, const Usage& usage);
@@ -66,7 +79,9 @@ nlohmann::json completion_chunk(const ResponseHeader& header, const std::string&
                                 const std::string& finish_reason = "",
                                 const std::vector<LogprobEntry>* logprobs = nullptr, const std::string& reasoning = "");
 // The two chunks of choice header.index's tool call number `index` (of its answer): its id and name, then its arguments.
-std::vector<nlohmann::json> tool_call_chunks(const ResponseHeader& header, const ToolCall& call, int64_t index);
+std::vector<nlohmann::json> tool_call_chunks(const ResponseHeader& header, const infer::ToolCall& call, int64_t index);
+// The chunk of choice header.index's server-run call number `index`, with its answer.
+nlohmann::json server_tool_call_chunk(const ResponseHeader& header, const ServerToolCall& call, int64_t index);
 // The chunk after the last one when stream_options.include_usage: no choices, the usage.
 nlohmann::json usage_chunk(const ResponseHeader& header, const Usage& usage);
 

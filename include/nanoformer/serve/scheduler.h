@@ -43,6 +43,7 @@
 #include "nanoformer/infer/prompt_lookup.h"
 #include "nanoformer/infer/sampler.h"
 #include "nanoformer/infer/stop_criteria.h"
+#include "nanoformer/infer/tool_use.h"
 #include "nanoformer/models/decoder_lm.h"
 #include "nanoformer/nn/kv_cache.h"
 #include "nanoformer/serve/prefix_cache.h"
@@ -106,6 +107,10 @@ struct SequenceRequest {
   // step where the answer copies the prompt; off by default. With the scheduler's draft model,
   // draft_max and draft_min bound its drafts, unless lookup_ngram asks for prompt lookup instead.
   infer::SpeculativeConfig speculative = {};
+  // When set (serve --tools): tools the model calls while it decodes (infer/tool_use.h), run on the
+  // scheduler's thread inside the step, so a tool's run delays every running sequence's next token
+  // by its time (the command tool's --tool-timeout bounds it; the calculator's is microseconds).
+  std::shared_ptr<infer::ToolUse> tools = nullptr;
 };
 
 // The upper bounds (seconds) of the time-to-first-token histogram's buckets (/metrics), +Inf after them.

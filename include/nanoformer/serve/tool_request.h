@@ -9,7 +9,7 @@
 // to the chat template as transformers' apply_chat_template(tools=...) does, with "none" too (as
 // llama.cpp and vLLM do: the prompt stays the same, only no call is parsed or forced). With "required"
 // or a named function, the answer is constrained (tool_call_gbnf) to be calls in the <tool_call>
-// syntax (serve/tool_call_parser.h) whose arguments validate against the function's parameters.
+// syntax (infer/tool_call_parser.h) whose arguments validate against the function's parameters.
 #include <string>
 
 #include <nlohmann/json.hpp>

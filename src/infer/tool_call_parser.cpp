@@ -1,5 +1,5 @@
-// <tool_call> JSON </tool_call> parsed out of an answer (serve/tool_call_parser.h).
-#include "nanoformer/serve/tool_call_parser.h"
+// <tool_call> JSON </tool_call> parsed out of an answer (infer/tool_call_parser.h).
+#include "nanoformer/infer/tool_call_parser.h"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -7,27 +7,27 @@
 #include <random>
 #include <utility>
 
-#include "nanoformer/serve/json_depth.h"
-#include "streamed_tags.h"
+#include "infer/streamed_tags.h"
+#include "util/json_input.h"
 
-namespace nf::serve {
+namespace nf::infer {
 namespace {
 
 using json = nlohmann::ordered_json;  // arguments keep the model's order
 
 constexpr std::string_view kOpen = "<tool_call>", kClose = "</tool_call>";
-
+constexpr int kMaxJsonDepth = 512;  // as the server's bound on any JSON text (serve/json_depth.h)
 
 // The call a tag's body holds: {"name": string, "arguments": object or a string of one}; none when malformed.
 std::optional<ToolCall> parse_call(std::string_view body) {
-  if (json_depth(body) > kMaxJsonDepth) return std::nullopt;
+  if (util::json_depth(body, kMaxJsonDepth) > kMaxJsonDepth) return std::nullopt;
   const json call = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (call.is_discarded() || !call.is_object()) return std::nullopt;
   const auto name = call.find("name");
   if (name == call.end() || !name->is_string() || name->get<std::string>().empty()) return std::nullopt;
   json arguments = json::object();
   if (const auto it = call.find("arguments"); it != call.end()) {
-    if (it->is_string() && json_depth(it->get_ref<const std::string&>()) > kMaxJsonDepth) return std::nullopt;
+    if (it->is_string() && util::json_depth(it->get_ref<const std::string&>(), kMaxJsonDepth) > kMaxJsonDepth) return std::nullopt;
     arguments = it->is_string() ? json::parse(it->get<std::string>(), nullptr, false) : *it;
     if (!arguments.is_object()) return std::nullopt;
   }
@@ -76,6 +76,7 @@ ToolCallParts ToolCallParser::drain(bool end) {
         give_content(out, std::string_view(held_).substr(0, open));
         held_.erase(0, open + kOpen.size());
         in_call_ = true;
+        searched_ = 0;
         continue;
       }
       const size_t keep = end ? 0 : partial_tag(held_, kOpen);
@@ -84,8 +85,11 @@ ToolCallParts ToolCallParser::drain(bool end) {
       if (end) out.content += std::exchange(space_, {});
       return out;
     }
-    const size_t close = held_.find(kClose);
-    if (close == std::string::npos && !end) return out;  // the call's body so far
+    const size_t close = held_.find(kClose, searched_);
+    if (close == std::string::npos && !end) {  // the call's body so far: a later search starts where a </tool_call> may
+      searched_ = held_.size() - std::min(held_.size(), kClose.size() - 1);
+      return out;
+    }
     if (close != std::string::npos) {
       if (auto call = parse_call(std::string_view(held_).substr(0, close))) {
         out.calls.push_back(std::move(*call));
@@ -97,6 +101,7 @@ ToolCallParts ToolCallParser::drain(bool end) {
       }
     }
     // malformed, or never closed: the tagged text is content, as written
+    if (close != std::string::npos) ++out.malformed;
     const size_t taken = close == std::string::npos ? held_.size() : close + kClose.size();
     out.content += std::exchange(space_, {});
     out.content += kOpen;
@@ -107,4 +112,4 @@ ToolCallParts ToolCallParser::drain(bool end) {
   }
 }
 
-}  // namespace nf::serve
+}  // namespace nf::infer

@@ -6,7 +6,7 @@
 #include <cctype>
 #include <string_view>
 
-namespace nf::serve {
+namespace nf::infer {
 
 inline bool is_space(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
 
@@ -18,4 +18,4 @@ inline size_t partial_tag(std::string_view text, std::string_view tag) {
   return 0;
 }
 
-}  // namespace nf::serve
+}  // namespace nf::infer
