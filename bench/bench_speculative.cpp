@@ -22,7 +22,8 @@
 // is the models' own (greedy: the drafted tokens equal plain decoding's, checked).
 //   NANOFORMER_THREADS=2 ./build/bench_speculative [--model minimind2-small] [--rounds 5] [--new 256]
 //                                                  [--document 400] [--lookup-ngram 3] [--draft-max 3] [--streams 4]
-//                                                  [--draft FILE --tokenizer FILE --text FILE --temperature 0]
+//                                                  [--draft FILE --tokenizer FILE --text FILE --temperature 0
+//                                                   --draft-cost C (the backoff's cost of a draft token; default: the weights' ratio)]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -192,9 +193,9 @@ std::string arg(int argc, char** argv, const std::string& name, const std::strin
 // Free text with a draft model: decode tokens/s of `model` continuing `prompt` with and without
 // `draft` drafting, rounds alternating; the forward of each model alone beside it.
 int free_text(models::DecoderLM& model, models::DecoderLM& draft, const std::vector<int64_t>& prompt, int64_t n_new,
-              double temperature, int64_t draft_max, int rounds) {
+              double temperature, int64_t draft_max, double draft_cost, int rounds) {
   const auto length = static_cast<int64_t>(prompt.size()) + n_new + 8;
-  const infer::SpeculativeConfig speculative{.draft_max = draft_max, .draft_model = &draft};
+  const infer::SpeculativeConfig speculative{.draft_max = draft_max, .draft_model = &draft, .draft_cost = draft_cost};
   const auto measure = [&](const infer::SpeculativeConfig& s, uint64_t seed) {
     infer::Session session(model, length);
     infer::Sampler sampler({.temperature = temperature, .seed = seed});
@@ -295,7 +296,7 @@ int main(int argc, char** argv) {
                 model_path.c_str(), draft_path.c_str(), prompt.size(), static_cast<long long>(n_new),
                 static_cast<long long>(lookup.draft_max), rounds);
     return free_text(*model, *draft, prompt, n_new, std::stod(arg(argc, argv, "--temperature", "0")), lookup.draft_max,
-                     rounds);
+                     std::stod(arg(argc, argv, "--draft-cost", "-1")), rounds);
   }
   const auto trie = std::make_shared<const grammar::TokenTrie>(vocabulary(model->config().vocab_size));
   std::mt19937 rng(42);

@@ -82,7 +82,8 @@ void DraftBackoff::record(int64_t accepted, int64_t drafted) {
 
 void DraftBackoff::miss() {
   ++misses_;
-  pause_ = misses_ >= 7 ? kMaxPause : int64_t{1} << misses_;  // 2^f, at most 64
+  const int64_t most = draft_cost_ > 0 ? kMaxModelPause : kMaxPause;
+  pause_ = std::min(int64_t{1} << std::min<int64_t>(misses_, 20), most);  // 2^f, at most 64 (512 with a draft model)
 }
 
 }  // namespace nf::infer

@@ -69,11 +69,15 @@ std::vector<int64_t> lookup_draft(std::span<const int64_t> history, int64_t ngra
 //   gain(k) = E(k) / (1 + k (draft_cost + kVerifyRowCost)),   E(k) = 1 + a + a^2 + ... + a^k,
 // a the rate at which drafted tokens were taken so far ((taken + 1) / (tried + 2), counts decayed
 // by kDecay at each verified draft), and where not even k = 1 is expected to beat a plain step
-// (gain(1) < 1) the step does not draft and counts as a miss (the pause above); after a pause one
-// draft of one token probes again, so a rate that recovers is seen.
+// (gain(1) < 1) the step does not draft and counts as a miss (the pause above, doubling up to 512
+// steps rather than 64); after a pause one draft of one token probes again, so a rate that recovers
+// is seen.
 class DraftBackoff {
  public:
   static constexpr int64_t kMaxPause = 64;  // steps without a draft after many misses in a row
+  // The same with a draft model, whose probe after a pause also feeds it every token since its last
+  // draft (a catch-up forward of up to the pause): 512 keeps that below 1 % of the steps' time
+  static constexpr int64_t kMaxModelPause = 512;
   // A target forward's cost per row beyond the first, in plain steps (bench_speculative's table of
   // forwards of k + 1 tokens: about 0.1 a row where decoding is bound by the weights' bandwidth)
   static constexpr double kVerifyRowCost = 0.1;
