@@ -104,7 +104,9 @@ void write_eval_report(const std::string& path, const nlohmann::json& report) {
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
-    out << report.dump(2) << "\n";
+    // a generated answer may cut a character or hold bytes that are none (a model's random tokens):
+    // written as U+FFFD rather than refused, so the report of a whole run is never lost to one answer
+    out << report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     NF_CHECK(out.good(), "--json: cannot write ", tmp);
   }
   std::filesystem::rename(tmp, path);

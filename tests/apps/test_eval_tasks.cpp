@@ -13,7 +13,9 @@
 #include <nlohmann/json.hpp>
 
 #include "nanoformer/eval/answer_extraction.h"
+#include "nanoformer/tokenizer/tokenizer_json.h"
 #include "support/cli_test.h"
+#include "tokenizer/fixtures.h"
 
 namespace nf {
 namespace {
@@ -159,6 +161,34 @@ TEST_F(EvalTasksTest, BadTaskFlagsAreErrors) {
   expect_error(kFixtures + "llama_char " + arc + "--layout arc", {"--tokenizer"});
   expect_error(model + "--task " + path("none.jsonl") + " --layout arc", {"none.jsonl", "cannot open"});
   expect_error(model + "--data x.bin --context 8 --layout arc", {"--layout", "--task"});
+}
+
+// --tools calculator: the nanochat model of tests/fixtures/nanochat/engine_92d63d4 (scripted to call
+// nanochat's calculator after a prompt ending in ":") answers "=<|python_start|>12*34<|python_end|>";
+// with the tool the forced "<|output_start|>408<|output_end|>" follows and 408 is the answer (exact
+// match 1), without it the model writes on by itself (exact match 0). A tool on a multiple-choice
+// layout, or an unknown tool, is one line.
+TEST_F(EvalTasksTest, Gsm8kAnswersWithTheCalculatorWhenAsked) {
+  const nlohmann::json engine =
+      nlohmann::json::parse(testing::read_text(NF_SOURCE_DIR "/tests/fixtures/nanochat/engine_92d63d4.json"));
+  tokenizer::save_tokenizer_json(tokenizer::testing::byte_tokenizer(engine["specials"].get<std::vector<std::string>>()),
+                                 path("tokenizer.json"));
+  std::ofstream(path("calc.jsonl")) << R"({"question": "Q", "answer": "#### 408"})" << "\n";
+  const std::string model = NF_SOURCE_DIR "/tests/fixtures/nanochat/engine_92d63d4 -t " + path("tokenizer.json");
+  const auto run = [&](const std::string& extra) {
+    const auto r = cli("eval " + model + " --task " + path("calc.jsonl") + " --layout gsm8k --max-new-tokens 13 --json " +
+                       path("report.json") + " -q " + extra);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(testing::read_text(path("report.json")));
+  };
+  const nlohmann::json with = run("--tools calculator");
+  EXPECT_EQ(with.at("per_record")[0].at("generated"),
+            "=<|python_start|>12*34<|python_end|><|output_start|>408<|output_end|>");
+  EXPECT_EQ(with.at("exact_match").get<double>(), 1.0);
+  const nlohmann::json without = run("");
+  EXPECT_EQ(without.at("exact_match").get<double>(), 0.0) << without.at("per_record")[0].at("generated");
+  expect_error(model + " --task " + path("calc.jsonl") + " --layout gsm8k --tools shell", {"--tools", "'shell'", "calculator"});
+  expect_error(model + " --task " + kFixtures + "arc.jsonl --layout arc --tools calculator", {"--tools", "gsm8k"});
 }
 
 // --combine of benchmark reports (the checkpoints of one run, say): a row per report, and a chart of
