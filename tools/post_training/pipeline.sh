@@ -56,28 +56,7 @@ cat > model.json <<JSON
  "mlp_bias": false, "tie_embeddings": true, "dropout": 0.0}
 JSON
 
-ckpt() { echo "$1/ckpt_$(printf '%08d' "$2").safetensors"; }
-# stage DIR STEPS ARGS...: `nanoformer train ARGS --out DIR`, unless DIR holds its final checkpoint
-# from the same ARGS and the same --data and --init-from contents (DIR/args), so a rerun with other
-# GRPO settings retrains GRPO alone (PIPELINE_RETRAIN=1: everything)
-stage() {
-  local dir=$1 steps=$2
-  shift 2
-  local stamp="$*" prev=""
-  for arg in "$@"; do
-    [[ $prev == --data || $prev == --init-from ]] && stamp+=" $(md5sum < "$arg")"
-    prev=$arg
-  done
-  if [[ "${PIPELINE_RETRAIN:-0}" != 1 && -f "$(ckpt "$dir" "$steps")" && "$(cat "$dir/args" 2>/dev/null)" == "$stamp" ]]; then
-    echo "   reusing $(ckpt "$dir" "$steps")"
-    return
-  fi
-  rm -rf "$dir"
-  mkdir -p "$(dirname "$dir")"
-  "$NF" train "$@" --steps "$steps" --save-every 0 --keep 1 --out "$dir" --quiet > "$dir.log" 2>&1 || { cat "$dir.log" >&2; exit 1; }
-  grep -E "^step [0-9]+: val|^finished" "$dir.log" | tail -2 || true
-  echo "$stamp" > "$dir/args"
-}
+source "$ROOT/tools/post_training/stages.sh"  # ckpt, stage
 # evaluate MODEL SEED STAGE: exact match on the held-out problems, preference accuracy on the held-out pairs
 evaluate() {
   "$NF" eval "$1" -t "$TOK" --task data/test.jsonl --layout gsm8k --max-new-tokens $MAX_NEW --stop "$EOT" \

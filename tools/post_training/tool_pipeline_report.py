@@ -12,17 +12,12 @@ with minus without per stage, and GRPO's gain over SFT with the calculator.
 """
 import argparse
 import json
-import math
 import os
+
+from pipeline_report import mean_std
 
 STAGES = ["sft", "grpo"]
 WAYS = [("with", "with the calculator"), ("without", "without a tool")]
-
-
-def mean_std(values):
-    m = sum(values) / len(values)
-    s = math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1)) if len(values) > 1 else 0.0
-    return m, s
 
 
 def main():

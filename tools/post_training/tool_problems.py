@@ -19,9 +19,10 @@ Writes to OUT_DIR (held-out questions never appear in a training file):
                    turn " {content}<|endoftext|>"
 """
 import argparse
-import json
 import os
 import random
+
+from word_problems import write_chat_template, write_jsonl  # the same files, the same template
 
 SHOPS = ["A shop", "A farm", "A school", "A factory", "A library", "A bakery", "A market", "A port"]
 # (verb, container, object): "{shop} {verb} {a} {container} of {b} {object}."
@@ -51,14 +52,6 @@ def demonstration(problem):
             f"#### {problem['answer']}")
 
 
-def write_jsonl(path, records):
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        for r in records:
-            f.write(json.dumps(r) + "\n")
-    os.replace(tmp, path)
-
-
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("out")
@@ -85,11 +78,7 @@ def main():
     with open(os.path.join(a.out, "corpus.txt"), "w") as f:
         for q in train:
             f.write(f"Question: {q['question']}\nAnswer: {demonstration(q)}\n")
-    template = ("{% for message in messages %}{% if message['role'] == 'user' %}"
-                "{{ 'Question: ' + message['content'] + '\\nAnswer:' }}{% elif message['role'] == 'assistant' %}"
-                "{{ ' ' + message['content'] + eos_token }}{% endif %}{% endfor %}")
-    with open(os.path.join(a.out, "tokenizer_config.json"), "w") as f:
-        json.dump({"chat_template": template, "eos_token": "<|endoftext|>"}, f)
+    write_chat_template(a.out)
     print(f"tool problems: {len(train)} training, {len(test)} held out, in {a.out}; e.g. "
           f"{train[0]['question']!r} -> {demonstration(train[0])!r}")
 

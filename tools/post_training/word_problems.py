@@ -93,6 +93,16 @@ def write_jsonl(path, records):
     os.replace(tmp, path)
 
 
+def write_chat_template(out):
+    """OUT/tokenizer_config.json: a user turn "Question: {content}\\nAnswer:", an assistant turn
+    " {content}<|endoftext|>" (the eval harness's and GRPO's prompt, then the reply and its end)."""
+    template = ("{% for message in messages %}{% if message['role'] == 'user' %}"
+                "{{ 'Question: ' + message['content'] + '\\nAnswer:' }}{% elif message['role'] == 'assistant' %}"
+                "{{ ' ' + message['content'] + eos_token }}{% endif %}{% endfor %}")
+    with open(os.path.join(out, "tokenizer_config.json"), "w") as f:
+        json.dump({"chat_template": template, "eos_token": "<|endoftext|>"}, f)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("out")
@@ -139,11 +149,7 @@ def main():
             f.write(d["text"] + "\n")
         for q in train:
             f.write(f"Question: {q['question']}\nAnswer: {answer_text(q)}\n")
-    template = ("{% for message in messages %}{% if message['role'] == 'user' %}"
-                "{{ 'Question: ' + message['content'] + '\\nAnswer:' }}{% elif message['role'] == 'assistant' %}"
-                "{{ ' ' + message['content'] + eos_token }}{% endif %}{% endfor %}")
-    with open(os.path.join(a.out, "tokenizer_config.json"), "w") as f:
-        json.dump({"chat_template": template, "eos_token": "<|endoftext|>"}, f)
+    write_chat_template(a.out)
     print(f"word problems: {len(train)} training, {len(test)} held out, in {a.out}; e.g. "
           f"{train[0]['question']!r} -> {answer_text(train[0])!r}")
 
