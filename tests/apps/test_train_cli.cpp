@@ -849,6 +849,9 @@ TEST_F(GrpoCliTest, BadRecordsVerifiersAndFlagsAreOneLine) {
   expect_refused(with(grpo_args("f", 2), "--max-new-tokens", "40"),
                  {path("tasks.jsonl") + ":1: the prompt's", "and --max-new-tokens 40 exceed --context 32"}, "f");
   expect_refused(with(run_args("f", 2), "--grpo-beta", "0.1"), {"--grpo-beta would be ignored", "--objective lm"}, "f");
+  expect_refused(with(grpo_args("f", 2), "--tools", "shell"), {"--tools: unknown tool 'shell'", "calculator"}, "f");
+  // the tasks' character vocabulary has no nanochat tokens: the calculator cannot be called
+  expect_refused(with(grpo_args("f", 2), "--tools", "calculator"), {"no <|python_start|> token"}, "f");
 }
 
 class DistillCliTest : public TrainCliTest {
