@@ -14,6 +14,7 @@
 #                   study-quant: docs/quantisation.md's accuracy table)
 #   make post-training-pipeline   pretrain -> SFT -> DPO -> GRPO -> eval on generated word problems, 3 seeds
 #   make tool-use-pipeline        SFT -> GRPO with nanochat's calculator; exact match with and without it, 3 seeds
+#                   (TOOL_SYNTAX=hermes: a chat-template model's <tool_call>s through its template)
 #                   (one core, ~20 minutes; docs/post-training.md's table and chart; tools/post_training/)
 #   make golden     regenerate tests/golden/*.safetensors from PyTorch (needs PyPI)
 #   make quant-fixtures  regenerate tests/fixtures/quant/quants.bin from gguf.quants (and llama.cpp's
@@ -92,8 +93,9 @@ study-quant: build
 post-training-pipeline: build
 	@bash tools/post_training/pipeline.sh $(BUILD)
 
+TOOL_SYNTAX ?= nanochat
 tool-use-pipeline: build
-	@bash tools/post_training/tool_pipeline.sh $(BUILD)
+	@TOOL_SYNTAX=$(TOOL_SYNTAX) bash tools/post_training/tool_pipeline.sh $(BUILD)
 
 golden:
 	@bash scripts/install-python.sh

@@ -51,7 +51,7 @@ void run_chat(const ChatArgs& a) {
     if (!system.empty()) messages.push_back({"system", system});
   };
   start_over();
-  const std::unique_ptr<infer::ToolUse> tools = make_tools(a.flags.tools, tok, chat_template.get());
+  const std::unique_ptr<infer::ToolUse> tools = infer::make_tool_use(a.flags.tools, tok, chat_template.get());
   std::fprintf(stderr, "nanoformer chat: %s, template %s, context %lld tokens (KV cache %s); %s\n", a.flags.model.c_str(),
                std::string(chat_template->name()).c_str(), static_cast<long long>(session.max_len()),
                quant_type_name(session.cache().shape().cache_type), kHelp);
@@ -70,7 +70,7 @@ void run_chat(const ChatArgs& a) {
       continue;
     }
     messages.push_back({"user", line});
-    const auto ids = chat_template->render_for_completion(messages);
+    const auto ids = chat_template->render_with_tools(messages, tools ? tools->offered_tools() : std::string());
     const std::vector<int64_t> sequence(ids.begin(), ids.end());
     if (static_cast<int64_t>(sequence.size()) >= session.max_len()) {
       std::fprintf(stderr, "(the conversation is %zu tokens, the context %lld: /reset to start over)\n",

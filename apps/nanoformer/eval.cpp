@@ -203,7 +203,8 @@ std::vector<int64_t> token_byte_lengths(const std::string& tokenizer_path, int64
 
 void run_eval(const EvalArgs& a, const CLI::App& cmd) {
   if (!a.task.task.empty()) return run_benchmark(a, cmd);
-  for (const char* flag : {"--layout", "--fewshot", "--fewshot-file", "--seed", "--max-new-tokens", "--stop", "--tools"})
+  for (const char* flag : {"--layout", "--fewshot", "--fewshot-file", "--seed", "--max-new-tokens", "--stop", "--tools",
+                           "--chat-template"})
     NF_CHECK(cmd.count(flag) == 0, flag, " is for benchmarks: give --task FILE");
   NF_CHECK(cmd.count("--title") == 0 || !a.plot.empty(), "--title is the --plot chart's title: give --plot FILE");
   if (!a.combine.empty()) return run_combine(a, cmd);
@@ -332,8 +333,13 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--stop", a->task.stop,
                   "With --layout gsm8k: a stop string, repeatable (default lm-eval's: \"Question:\", \"</s>\", \"<|im_end|>\")");
   cmd->add_option("--tools", a->task.tools,
-                  "With --layout gsm8k: calculator: nanochat's calculator answers the model's <|python_start|> ... "
-                  "<|python_end|> while it generates (the answer scored is the text with the tool's answers)");
+                  "With --layout gsm8k: calculator, called while the model generates: a nanochat model's is nanochat's "
+                  "(<|python_start|> ... <|python_end|>; the answer scored is the text with the tool's answers); with "
+                  "--chat-template, in the Hermes syntax, offered in the prompt and answered as tool messages (the "
+                  "answer scored is the final turn's text)");
+  cmd->add_option("--chat-template", a->task.chat_template,
+                  "With --layout gsm8k: each question as a user message of this chat template (a name, a template file, "
+                  "a tokenizer_config.json; auto: the one beside the tokenizer), generation ending at its end of turn");
   cmd->add_flag("--quiet,-q", a->quiet, "No progress bar");
   cmd->callback([a, cmd] { run_eval(*a, *cmd); });
 }

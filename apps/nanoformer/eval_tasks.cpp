@@ -16,7 +16,9 @@
 #include "nanoformer/infer/decode_step.h"
 #include "nanoformer/infer/prompt_ids.h"
 #include "nanoformer/infer/stop_criteria.h"
-#include "nanoformer/infer/tool_use.h"
+#include "nanoformer/infer/tool_choice.h"
+#include "nanoformer/infer/tool_transcript.h"
+#include "nanoformer/tokenizer/chat_template.h"
 #include "nanoformer/io/gguf.h"
 #include "nanoformer/tokenizer/tokenizer.h"
 #include "nanoformer/eval/answer_extraction.h"
@@ -57,36 +59,47 @@ nlohmann::json score_record(const eval::TaskRecord& r, const std::vector<double>
 // (infer/decode_step.h), as the server's sequences do, and each gets the tokens it gets alone.
 constexpr size_t kGenerationBatch = 8;
 
-// One record's greedy generation until a stop string (the text before it is the answer) or
-// max_new_tokens; in place (its stream refers to its sequence, sampler and matcher).
+// One record's greedy generation until a stop string (the text before it is the answer), the chat
+// template's end of turn, or max_new_tokens; in place (its stream refers to its sequence, sampler
+// and transcript). With tools, a chat-template model's answer is its final turn's text
+// (infer/tool_transcript.h); nanochat's calculator's answers are part of the text.
 struct Generation {
   Generation(models::DecoderLM& model, const tokenizer::Tokenizer& tok, std::vector<int64_t> ids, const TaskArgs& a,
-             const std::vector<std::string>& stop)
+             const std::vector<std::string>& stop, const infer::ToolUse* tool_use,
+             const tokenizer::ChatTemplate* chat_template)
       : sequence(model, 0, {.crop = true}),
-        matcher(stop),
-        tools(a.tools.empty() ? nullptr : std::make_unique<infer::NanochatCalculatorUse>(tok)),
-        stream(sequence, argmax, {.max_new_tokens = a.max_new_tokens}, ids, nullptr,
+        transcript(stop),
+        tools(tool_use ? tool_use->clone() : nullptr),
+        by_template(chat_template != nullptr),
+        stream(sequence, argmax,
+               {.eos_ids = chat_template ? std::vector<int64_t>{static_cast<int64_t>(chat_template->end_token())}
+                                         : std::vector<int64_t>{},
+                .max_new_tokens = a.max_new_tokens},
+               ids, nullptr,
                {.on_token = [this, &tok](int64_t id) {
-                  text += matcher.push(tok.token_bytes(static_cast<tokenizer::TokenId>(id)));
-                  return !matcher.stopped();
+                  return transcript.push(tok.token_bytes(static_cast<tokenizer::TokenId>(id)),
+                                         by_template && stream.forced().back());
                 },
                 .tools = tools.get()}) {
+    if (tools) tools->on_turn = [this](const infer::ToolTurn& turn) { transcript.record(turn); };
     stream.prefill(ids);
   }
-  std::string answer() { return matcher.stopped() ? text : text + matcher.flush(); }
+  std::string answer() {
+    transcript.finish();
+    return by_template ? transcript.final_answer() : transcript.turns().front();
+  }
 
   infer::CachedSequence sequence;
   infer::Sampler argmax{{.temperature = 0.0}};
-  infer::StopStringMatcher matcher;
+  infer::ToolTranscript transcript;
   std::unique_ptr<infer::ToolUse> tools;  // --tools calculator
-  std::string text;
+  bool by_template;                        // prompted through a chat template
   infer::DecodeStream stream;
 };
 
 // The prompt's ids, its last max_seq_len (the window the model sees), checked against the vocabulary.
-std::vector<int64_t> encode_prompt(const models::DecoderLM& model, const tokenizer::Tokenizer& tok, const std::string& prompt) {
-  std::vector<int64_t> ids;
-  for (tokenizer::TokenId id : tok.encode(prompt)) ids.push_back(static_cast<int64_t>(id));
+std::vector<int64_t> check_prompt(const models::DecoderLM& model, const std::vector<tokenizer::TokenId>& encoded) {
+  std::vector<int64_t> ids(encoded.begin(), encoded.end());
   NF_CHECK(!ids.empty(), "--task: a prompt encodes to no token");
   const int64_t window = model.config().max_seq_len;
   if (static_cast<int64_t>(ids.size()) > window) ids.erase(ids.begin(), ids.end() - window);
@@ -94,11 +107,16 @@ std::vector<int64_t> encode_prompt(const models::DecoderLM& model, const tokeniz
   return ids;
 }
 
+std::vector<int64_t> encode_prompt(const models::DecoderLM& model, const tokenizer::Tokenizer& tok, const std::string& prompt) {
+  return check_prompt(model, tok.encode(prompt));
+}
+
 // The rows of the report of records first .. first + n - 1: their choices' scores (one at a time),
 // or their generations, decoded together, and exact matches.
 std::vector<nlohmann::json> evaluate_records(models::DecoderLM& model, const tokenizer::Tokenizer& tok, const Task& t,
                                              const TaskArgs& a, size_t first, size_t n,
-                                             const std::vector<std::string>& stop) {
+                                             const std::vector<std::string>& stop, const infer::ToolUse* tools,
+                                             const tokenizer::ChatTemplate* chat_template) {
   std::vector<nlohmann::json> rows;
   std::deque<Generation> generations;
   for (size_t i = first; i < first + n; ++i) {
@@ -110,7 +128,11 @@ std::vector<nlohmann::json> evaluate_records(models::DecoderLM& model, const tok
         for (const std::string& choice : r.choices) continuations.push_back(r.delimiter + choice);
         rows.push_back(score_record(r, eval::continuation_logprobs(model, eval::encode_choices(tok, context, continuations))));
       } else {
-        generations.emplace_back(model, tok, encode_prompt(model, tok, context), a, stop);
+        const std::vector<tokenizer::ChatMessage> user = {{"user", r.question}};
+        const std::vector<int64_t> ids =
+            chat_template ? check_prompt(model, chat_template->render_with_tools(user, tools ? tools->offered_tools() : ""))
+                          : encode_prompt(model, tok, context);
+        generations.emplace_back(model, tok, ids, a, stop, tools, chat_template);
       }
     } catch (const Error& e) {  // a text the tokenizer or the model cannot take: which record
       NF_FAIL(a.task, ":", r.line, ": ", e.what());
@@ -154,6 +176,9 @@ void run_task(const TaskArgs& a) {
   for (const std::string& s : a.stop) NF_CHECK(!s.empty(), "--stop: a stop string is empty");
   NF_CHECK(a.tools.empty() || a.tools == "calculator", "--tools: unknown tool '", a.tools, "' (known: calculator)");
   NF_CHECK(a.tools.empty() || layout == eval::TaskLayout::gsm8k, "--tools is for generative tasks (--layout gsm8k)");
+  NF_CHECK(a.chat_template.empty() || layout == eval::TaskLayout::gsm8k,
+           "--chat-template is for generative tasks (--layout gsm8k)");
+  NF_CHECK(a.chat_template.empty() || a.fewshot == 0, "--chat-template: few-shot examples are not rendered as turns (--fewshot 0)");
   const std::string tokenizer_path =
       a.tokenizer.empty() && io::is_gguf_file(a.model) ? tokenizer_beside(a.model) : a.tokenizer;
   NF_CHECK(!tokenizer_path.empty(), "--task needs --tokenizer (the model's tokenizer.json or character vocabulary)");
@@ -170,6 +195,16 @@ void run_task(const TaskArgs& a) {
   NoGradGuard no_grad;
   const std::vector<std::string> stop =
       a.stop.empty() ? std::vector<std::string>{"Question:", "</s>", "<|im_end|>"} : a.stop;
+  std::unique_ptr<tokenizer::ChatTemplate> chat_template;
+  if (!a.chat_template.empty()) {
+    const std::string name =
+        a.chat_template == "auto" ? tokenizer::default_chat_template(*tok, tokenizer_path) : a.chat_template;
+    NF_CHECK(!name.empty(), "--chat-template auto: the tokenizer ", tokenizer_path, " has no chat template beside it");
+    chat_template = tokenizer::make_chat_template(name, *tok);
+  }
+  infer::ToolOptions tool_options;
+  if (!a.tools.empty()) tool_options.tools = {a.tools};
+  const std::unique_ptr<infer::ToolUse> tools = infer::make_tool_use(tool_options, *tok, chat_template.get());
   std::fprintf(stderr, "nanoformer eval: %s on %s (%s layout, %zu records, %lld-shot)\n", a.model.c_str(),
                a.task.c_str(), a.layout.c_str(), t.records.size(), static_cast<long long>(a.fewshot));
 
@@ -180,7 +215,8 @@ void run_task(const TaskArgs& a) {
   double acc = 0, acc_norm = 0;
   const size_t batch = eval::is_multiple_choice(layout) ? 1 : kGenerationBatch;
   for (size_t i = 0; i < t.records.size(); i += batch) {
-    for (nlohmann::json& row : evaluate_records(*model, *tok, t, a, i, std::min(batch, t.records.size() - i), stop)) {
+    for (nlohmann::json& row : evaluate_records(*model, *tok, t, a, i, std::min(batch, t.records.size() - i), stop, tools.get(),
+                                                  chat_template.get())) {
       if (eval::is_multiple_choice(layout)) {
         acc += row.at("acc").get<int>(), acc_norm += row.at("acc_norm").get<int>();
       } else {
@@ -204,6 +240,8 @@ void run_task(const TaskArgs& a) {
     report["acc"] = acc, report["acc_norm"] = acc_norm;
   } else {
     report["exact_match"] = acc, report["stop"] = stop, report["max_new_tokens"] = a.max_new_tokens;
+    if (chat_template) report["chat_template"] = std::string(chat_template->name());
+    if (!a.tools.empty()) report["tools"] = a.tools;
   }
   report["per_record"] = rows;
   write_eval_report(a.json, report);

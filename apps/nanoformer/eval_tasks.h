@@ -18,6 +18,7 @@ struct TaskArgs {
   int64_t max_new_tokens = 256;
   std::vector<std::string> stop;  // gsm8k; empty: lm-eval's "Question:", "</s>", "<|im_end|>"
   std::string tools;              // gsm8k: "calculator" answers as generate --tools calculator does
+  std::string chat_template;      // gsm8k: prompt the question as a user message of this template ("auto": the tokenizer's)
   bool quiet = false;
 };
 

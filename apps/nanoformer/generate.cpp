@@ -87,7 +87,7 @@ void run_generate(const GenerateArgs& a, const CLI::App& cmd) {
     const std::string name = tokenizer::default_chat_template(tok, loaded.tokenizer_path);
     if (!name.empty()) chat_template = tokenizer::make_chat_template(name, tok);
   }
-  const std::unique_ptr<infer::ToolUse> tools = make_tools(a.flags.tools, tok, chat_template.get());
+  const std::unique_ptr<infer::ToolUse> tools = infer::make_tool_use(a.flags.tools, tok, chat_template.get());
   int64_t forced = 0;  // a tool turn's tokens still to come: printed as they are (their end of turn ends nothing)
   if (tools) tools->on_turn = [&](const infer::ToolTurn& turn) { forced = report_tool_turn(turn); };
   std::printf("%s", a.prompt.c_str());

@@ -54,13 +54,13 @@ void add_generation_flags(CLI::App& cmd, GenerationFlags& f) {
   add_tool_flags(cmd, f.tools);
 }
 
-void add_tool_flags(CLI::App& cmd, ToolFlags& f) {
+void add_tool_flags(CLI::App& cmd, infer::ToolOptions& f) {
   cmd.add_option("--tools", f.tools,
                  "Tools the model calls while it decodes: calculator. A nanochat model's is nanochat's "
                  "(<|python_start|>expr<|python_end|> answered with <|output_start|>result<|output_end|>, as its engine "
                  "does); a chat-template model's is called in the Hermes syntax (<tool_call>{\"name\": \"calculator\", "
                  "\"arguments\": {\"expression\": \"12*34\"}}</tool_call>), answered as a tool message of its template")
-      ->check(CLI::IsMember({"calculator"}));
+      ->check(CLI::IsMember(infer::builtin_tool_names()));
   cmd.add_option("--tool-command", f.commands,
                  "A tool NAME run as PROGRAM (NAME=PROGRAM [ARGS...], split at spaces, no shell) with the call's JSON "
                  "on its standard input, its standard output the answer (repeatable; chat-template models). Runs what "
@@ -74,34 +74,6 @@ void add_tool_flags(CLI::App& cmd, ToolFlags& f) {
   cmd.add_option("--max-tool-turns", f.max_turns, "Tool turns per answer at most; later calls are not run")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-}
-
-std::unique_ptr<infer::ToolUse> make_tools(const ToolFlags& f, const tokenizer::Tokenizer& tokenizer,
-                                           const tokenizer::ChatTemplate* chat_template) {
-  if (!f.any()) return nullptr;
-  if (tokenizer.token_id("<|python_start|>").has_value()) {  // a nanochat model: its engine's calculator
-    NF_CHECK(f.commands.empty(), "--tool-command: a nanochat model calls nanochat's calculator only (--tools calculator)");
-    return std::make_unique<infer::NanochatCalculatorUse>(tokenizer);
-  }
-  const auto* jinja = dynamic_cast<const tokenizer::HfChatTemplate*>(chat_template);
-  NF_CHECK(jinja != nullptr, "--tools / --tool-command: the model's chat template ",
-           chat_template ? std::string(chat_template->name()) : std::string("(none)"),
-           " renders no tool messages: give a Jinja one (--chat-template FILE, or a tokenizer_config.json beside the "
-           "tokenizer)");
-  auto registry = std::make_shared<infer::ToolRegistry>();
-  for (const std::string& t : f.tools) registry->add(t, infer::calculator_tool);
-  for (const std::string& c : f.commands) {
-    const size_t eq = c.find('=');
-    NF_CHECK(eq != std::string::npos && eq > 0 && eq + 1 < c.size(), "--tool-command '", c, "': give NAME=PROGRAM [ARGS...]");
-    std::vector<std::string> argv;
-    std::istringstream words(c.substr(eq + 1));
-    for (std::string w; words >> w;) argv.push_back(w);
-    NF_CHECK(!argv.empty(), "--tool-command '", c, "': no program after '='");
-    NF_CHECK(!registry->has(c.substr(0, eq)), "--tool-command '", c, "': the tool ", c.substr(0, eq), " is given twice");
-    registry->add(c.substr(0, eq), infer::command_tool(std::move(argv), {.time = std::chrono::milliseconds(f.timeout_ms),
-                                                                          .output_bytes = static_cast<size_t>(f.output_limit)}));
-  }
-  return std::make_unique<infer::HermesToolUse>(registry, *jinja, tokenizer, f.max_turns);
 }
 
 int64_t report_tool_turn(const infer::ToolTurn& turn) {

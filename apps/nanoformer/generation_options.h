@@ -11,24 +11,12 @@
 #include "nanoformer/infer/prompt_lookup.h"
 #include "nanoformer/infer/sampler.h"
 #include "nanoformer/infer/stop_criteria.h"
-#include "nanoformer/infer/hermes_tools.h"
-#include "nanoformer/infer/tool_use.h"
+#include "nanoformer/infer/tool_choice.h"
 #include "nanoformer/models/decoder_lm.h"
 #include "nanoformer/tokenizer/chat_template.h"
 #include "nanoformer/tokenizer/tokenizer.h"
 
 namespace nf::cli {
-
-// Tools the model calls while it decodes (generate, chat, serve): --tools, --tool-command,
-// --tool-timeout, --tool-output-limit, --max-tool-turns.
-struct ToolFlags {
-  std::vector<std::string> tools;     // --tools calculator
-  std::vector<std::string> commands;  // --tool-command NAME=PROGRAM [ARGS...]
-  int64_t timeout_ms = 10000;         // the command tool's time limit
-  int64_t output_limit = 65536;       // the command tool's output limit (bytes)
-  int64_t max_turns = 8;              // tool turns per answer at most
-  bool any() const { return !tools.empty() || !commands.empty(); }
-};
 
 struct GenerationFlags {
   std::string model, tokenizer;
@@ -41,7 +29,7 @@ struct GenerationFlags {
   infer::StopCriteria stop;
   infer::SpeculativeConfig speculative;  // --lookup-ngram, --draft-max, --draft-min
   std::string draft;                     // --draft MODEL: the draft model's file (speculative.draft_model once loaded)
-  ToolFlags tools;                       // tools the model calls while it decodes
+  infer::ToolOptions tools;              // tools the model calls while it decodes: --tools, --tool-command, ...
 };
 
 // --model, --tokenizer, --context, --cache-type, the sampling and stopping flags and speculative decoding's.
@@ -51,15 +39,7 @@ void add_draft_flags(CLI::App& cmd, std::string& draft, infer::SpeculativeConfig
 // --cache-type (generate, chat, serve, eval), read with nn::kv_cache_type_from_name.
 void add_cache_type_flag(CLI::App& cmd, std::string& cache_type);
 // --tools, --tool-command and the command tool's limits (generate, chat, serve).
-void add_tool_flags(CLI::App& cmd, ToolFlags& flags);
-// The tools asked for, or null when none (each generation takes a clone: its own state). With a
-// tokenizer that has nanochat's <|python_start|> token, --tools calculator is nanochat's calculator
-// (infer/tool_use.h: its special tokens, its forced output) and nothing else is allowed; otherwise
-// the Hermes tools of a chat-template model (infer/hermes_tools.h): calculator and each
-// --tool-command, answered through `chat_template`, which must be a Jinja one (nf::Error naming the
-// flag otherwise).
-std::unique_ptr<infer::ToolUse> make_tools(const ToolFlags& flags, const tokenizer::Tokenizer& tokenizer,
-                                           const tokenizer::ChatTemplate* chat_template);
+void add_tool_flags(CLI::App& cmd, infer::ToolOptions& options);
 // A tool turn told to stderr when it ran no tool (past --max-tool-turns); returns its forced tokens' count.
 int64_t report_tool_turn(const infer::ToolTurn& turn);
 // Throws nf::Error naming a sampling, stopping, speculative or --cache-type flag out of range; called before anything loads.

@@ -131,7 +131,7 @@ void run_serve(ServeArgs& a) {
   const bool split_reasoning = a.reasoning_format == "deepseek" ||
                                (a.reasoning_format == "auto" && tok.token_id("<think>") && tok.token_id("</think>"));
   // --tools / --tool-command: run by the server for every chat (off unless given)
-  const std::shared_ptr<const infer::ToolUse> tools = make_tools(a.flags.tools, tok, chat_template.get());
+  const std::shared_ptr<const infer::ToolUse> tools = infer::make_tool_use(a.flags.tools, tok, chat_template.get());
   serve::CompletionService service(scheduler, tok, chat_template.get(), a.name, loaded.prompt_bos, split_reasoning, tools);
   serve::EmbeddingService embeddings(
       *loaded.model,

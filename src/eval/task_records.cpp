@@ -122,7 +122,8 @@ TaskRecord read_record(const nlohmann::json& row, TaskLayout layout, const std::
       break;
     }
     case TaskLayout::arc: {  // lm-eval arc_easy.yaml
-      r.query = "Question: " + f.string("question") + "\nAnswer:";
+      r.question = f.string("question");
+      r.query = "Question: " + r.question + "\nAnswer:";
       const nlohmann::json& choices = f.at("choices", "an object with arrays 'text' and 'label'");
       NF_CHECK(choices.is_object() && choices.contains("text") && choices.contains("label"), where,
                ": field 'choices' must be an object with arrays 'text' and 'label', not ", choices.dump());
@@ -164,7 +165,8 @@ TaskRecord read_record(const nlohmann::json& row, TaskLayout layout, const std::
       break;
     }
     case TaskLayout::gsm8k: {  // lm-eval gsm8k.yaml
-      r.query = "Question: " + f.string("question") + "\nAnswer:";
+      r.question = f.string("question");
+      r.query = "Question: " + r.question + "\nAnswer:";
       r.target = f.string("answer");
       const size_t hashes = r.target.rfind("####");
       NF_CHECK(hashes != std::string::npos, where, ": field 'answer' has no \"#### N\" final answer");

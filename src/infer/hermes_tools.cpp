@@ -30,35 +30,47 @@ json arguments_of(const ToolCall& call) {
 
 std::string tool_error(std::string_view message) { return dump(json{{"error", message}}); }
 
-void ToolRegistry::add(std::string name, ToolFunction run) {
+void ToolRegistry::add(std::string name, ToolFunction run, std::string_view function) {
   NF_CHECK(!name.empty(), "a tool needs a name");
   NF_CHECK(!has(name), "the tool '", name, "' is given twice");
-  tools_.emplace_back(std::move(name), std::move(run));
+  json f = function.empty() ? json{{"parameters", {{"type", "object"}}}}
+                            : json::parse(function, nullptr, /*allow_exceptions=*/false);
+  NF_CHECK(f.is_object(), "the tool '", name, "': its function is not a JSON object");
+  f.erase("name");
+  json named = {{"name", name}};
+  named.update(f);
+  tools_.push_back({std::move(name), std::move(run), dump(named)});
 }
 
 bool ToolRegistry::has(std::string_view name) const {
-  for (const auto& [n, run] : tools_)
-    if (n == name) return true;
+  for (const Tool& t : tools_)
+    if (t.name == name) return true;
   return false;
 }
 
 std::vector<std::string> ToolRegistry::names() const {
   std::vector<std::string> out;
-  for (const auto& [n, run] : tools_) out.push_back(n);
+  for (const Tool& t : tools_) out.push_back(t.name);
   return out;
 }
 
+std::string ToolRegistry::offered() const {
+  json list = json::array();
+  for (const Tool& t : tools_) list.push_back({{"type", "function"}, {"function", json::parse(t.function)}});
+  return dump(list);
+}
+
 std::string ToolRegistry::answer(const ToolCall& call) const {
-  for (const auto& [name, run] : tools_) {
-    if (name != call.name) continue;
+  for (const Tool& t : tools_) {
+    if (t.name != call.name) continue;
     try {
-      return run(call);
+      return t.run(call);
     } catch (const std::exception& e) {
       return tool_error(e.what());
     }
   }
   std::string known;
-  for (const auto& [name, run] : tools_) known.append(known.empty() ? "" : ", ").append(name);
+  for (const Tool& t : tools_) known.append(known.empty() ? "" : ", ").append(t.name);
   return tool_error(detail::concat("unknown tool '", util::shorten(call.name), "'; the tools are: ", known.empty() ? "none" : known));
 }
 
@@ -70,6 +82,12 @@ std::string calculator_tool(const ToolCall& call) {
   const std::string& text = expression->get_ref<const std::string&>();
   if (const std::optional<std::string> answer = nanochat_calculator(text)) return *answer;
   return tool_error(detail::concat("cannot evaluate '", util::shorten(text, 80), "': numbers, + - * / // and parentheses only"));
+}
+
+std::string_view calculator_schema() {
+  return R"j({"description": "Evaluates an arithmetic expression exactly: numbers, + - * / // and parentheses", )j"
+         R"j("parameters": {"type": "object", "properties": {"expression": {"type": "string", "description": )j"
+         R"j("e.g. 12*(3+4)"}}, "required": ["expression"]}})j";
 }
 
 ToolFunction command_tool(std::vector<std::string> argv, CommandLimits limits) {

@@ -14,6 +14,8 @@
 #include "nanoformer/infer/sampler.h"
 #include "nanoformer/infer/stop_criteria.h"
 #include "nanoformer/infer/tool_use.h"
+#include "nanoformer/infer/tool_transcript.h"
+#include "nanoformer/train/call_reward.h"
 #include "nanoformer/models/lora.h"
 #include "nanoformer/ops/elementwise.h"
 #include "nanoformer/ops/join.h"
@@ -74,10 +76,23 @@ GrpoStep::GrpoStep(const TrainConfig& config)
   const std::string& path = config_.data.train_paths.at(0);
   records_ = eval::load_task_records(path, eval::TaskLayout::gsm8k);
   tokenizer_ = tokenizer::load_tokenizer(config_.data.tokenizer);
-  if (!config_.grpo.tools.empty()) infer::NanochatCalculatorUse check(*tokenizer_);  // throws naming a missing token
+  const infer::ToolOptions& tools = config_.grpo.tools;
+  if (tools.any() && !tokenizer_->token_id("<|python_start|>")) {  // a chat-template model's tools: its template
+    const std::string name = config_.data.chat_template.empty()
+                                 ? tokenizer::default_chat_template(*tokenizer_, config_.data.tokenizer)
+                                 : config_.data.chat_template;
+    NF_CHECK(!name.empty(), "train: --tools: the tokenizer ", config_.data.tokenizer,
+             " has no chat template to call tools through (a tokenizer_config.json beside it, or --chat-template)");
+    chat_template_ = tokenizer::make_chat_template(name, *tokenizer_);
+  }
+  tools_ = infer::make_tool_use(tools, *tokenizer_, chat_template_.get());  // throws naming what is missing
+  const std::string offered = tools_ ? tools_->offered_tools() : std::string();
   for (const eval::TaskRecord& r : records_) {
     std::vector<int64_t> ids;
-    for (tokenizer::TokenId id : tokenizer_->encode(eval::task_context(r, {}))) ids.push_back(static_cast<int64_t>(id));
+    const std::vector<tokenizer::TokenId> encoded =
+        chat_template_ ? chat_template_->render_with_tools(std::vector<tokenizer::ChatMessage>{{"user", r.question}}, offered)
+                       : tokenizer_->encode(eval::task_context(r, {}));
+    for (tokenizer::TokenId id : encoded) ids.push_back(static_cast<int64_t>(id));
     const auto n = static_cast<int64_t>(ids.size());
     NF_CHECK(n + config_.grpo.max_new_tokens <= config_.data.context, "train: ", path, ":", r.line, ": the prompt's ",
              n, " tokens and --max-new-tokens ", config_.grpo.max_new_tokens, " exceed --context ",
@@ -113,25 +128,32 @@ GrpoRollouts GrpoStep::rollout(models::DecoderLM& policy, int64_t step) const {
   infer::Sampler sampler(sampling);  // shared: each row takes the next draw, in row order
   const std::vector<std::string> stop =
       g.stop.empty() ? std::vector<std::string>{"Question:", "</s>", "<|im_end|>"} : g.stop;
-  std::vector<infer::StopStringMatcher> matchers(static_cast<size_t>(R), infer::StopStringMatcher(stop));
+  // each row's text: the model's own turn by turn (a tool's forced answer ends a turn) with a
+  // chat-template model's tools, else all of it (nanochat's calculator: its calls and answers too)
+  const bool hermes = chat_template_ != nullptr;
+  std::vector<infer::ToolTranscript> texts(static_cast<size_t>(R), infer::ToolTranscript(stop));
   GrpoRollouts out;
-  out.completions.assign(static_cast<size_t>(R), "");
   std::vector<infer::CachedSequence> sequences;
   sequences.reserve(static_cast<size_t>(R));
   std::vector<infer::DecodeStream> streams;
   streams.reserve(static_cast<size_t>(R));
   std::vector<std::unique_ptr<infer::ToolUse>> tools(static_cast<size_t>(R));
+  infer::StopCriteria stop_criteria{.max_new_tokens = g.max_new_tokens};
+  if (hermes) stop_criteria.eos_ids = {static_cast<int64_t>(chat_template_->end_token())};  // forced ones do not end
   for (int64_t r = 0; r < R; ++r) {
+    const auto i = static_cast<size_t>(r);
     const std::vector<int64_t>& prompt = prompt_ids_[chosen[static_cast<size_t>(r / G)]];
     sequences.emplace_back(policy, config_.data.context);
-    const auto on_token = [&out, &matchers, this, r](int64_t id) {
-      infer::StopStringMatcher& m = matchers[static_cast<size_t>(r)];
-      out.completions[static_cast<size_t>(r)] += m.push(tokenizer_->token_bytes(static_cast<tokenizer::TokenId>(id)));
-      return !m.stopped();
+    const auto on_token = [&texts, &streams, this, hermes, i](int64_t id) {
+      return texts[i].push(tokenizer_->token_bytes(static_cast<tokenizer::TokenId>(id)),
+                           hermes && streams[i].forced().back());
     };
-    if (!g.tools.empty()) tools[static_cast<size_t>(r)] = std::make_unique<infer::NanochatCalculatorUse>(*tokenizer_);
-    streams.emplace_back(sequences.back(), sampler, infer::StopCriteria{.max_new_tokens = g.max_new_tokens}, prompt,
-                         nullptr, infer::StreamCallbacks{.on_token = on_token, .tools = tools[static_cast<size_t>(r)].get()});
+    if (tools_) {
+      tools[i] = tools_->clone();
+      tools[i]->on_turn = [&texts, i](const infer::ToolTurn& turn) { texts[i].record(turn); };
+    }
+    streams.emplace_back(sequences.back(), sampler, stop_criteria, prompt, nullptr,
+                         infer::StreamCallbacks{.on_token = on_token, .tools = tools[i].get()});
   }
   for (int64_t b = 0; b < B; ++b) {  // each group's prompt prefilled once per sequence, in one forward
     std::vector<infer::CachedSequence*> group;
@@ -146,7 +168,11 @@ GrpoRollouts GrpoStep::rollout(models::DecoderLM& policy, int64_t step) const {
   infer::decode(all);
   std::vector<std::vector<int64_t>> history(static_cast<size_t>(R)), completion(static_cast<size_t>(R));
   for (int64_t r = 0; r < R; ++r) {
-    if (!matchers[static_cast<size_t>(r)].stopped()) out.completions[static_cast<size_t>(r)] += matchers[static_cast<size_t>(r)].flush();
+    infer::ToolTranscript& text = texts[static_cast<size_t>(r)];
+    text.finish();
+    out.completions.push_back(hermes ? text.final_answer() : text.turns().front());
+    out.tool_calls.push_back(text.calls());
+    out.invalid_tool_calls.push_back(text.invalid_calls());
     completion[static_cast<size_t>(r)] = streams[static_cast<size_t>(r)].generated();
     history[static_cast<size_t>(r)] = prompt_ids_[chosen[static_cast<size_t>(r / G)]];
     history[static_cast<size_t>(r)].insert(history[static_cast<size_t>(r)].end(), completion[static_cast<size_t>(r)].begin(),
@@ -180,8 +206,10 @@ GrpoRollouts GrpoStep::rollout(models::DecoderLM& policy, int64_t step) const {
   const std::string& path = config_.data.train_paths.at(0);
   for (int64_t r = 0; r < R; ++r) {
     const eval::TaskRecord& record = records_[chosen[static_cast<size_t>(r / G)]];
-    out.rewards.push_back(verifier_.reward(record, eval::task_context(record, {}), out.completions[static_cast<size_t>(r)],
-                                           path + ":" + std::to_string(record.line)));
+    const double answer = verifier_.reward(record, eval::task_context(record, {}), out.completions[static_cast<size_t>(r)],
+                                           path + ":" + std::to_string(record.line));
+    out.answer_rewards.push_back(answer);
+    out.rewards.push_back(hermes ? answer + call_reward(texts[static_cast<size_t>(r)], g.call_reward) : answer);
   }
   const std::vector<double> advantages =
       group_advantages(out.rewards, G, g.scale_rewards && g.loss != "reinforce");
@@ -211,9 +239,11 @@ PolicyLoss GrpoStep::loss(models::DecoderLM& policy, models::DecoderLM* referenc
 GrpoMetrics GrpoStep::metrics(const GrpoRollouts& rollouts, const PolicyLoss& loss) const {
   GrpoMetrics m;
   const auto n = static_cast<double>(rollouts.rewards.size());
-  for (double r : rollouts.rewards) {
-    m.reward += r / n;
-    m.accuracy += (r >= 1.0 ? 1.0 : 0.0) / n;
+  for (size_t i = 0; i < rollouts.rewards.size(); ++i) {
+    m.reward += rollouts.rewards[i] / n;
+    m.accuracy += (rollouts.answer_rewards[i] >= 1.0 ? 1.0 : 0.0) / n;
+    m.tool_calls += static_cast<double>(rollouts.tool_calls[i]) / n;
+    m.invalid_tool_calls += static_cast<double>(rollouts.invalid_tool_calls[i]) / n;
   }
   for (double r : rollouts.rewards) m.reward_std += (r - m.reward) * (r - m.reward) / n;
   m.reward_std = std::sqrt(m.reward_std);
@@ -252,6 +282,16 @@ class GrpoObjective final : public TrainingObjective {
                   static_cast<long long>(g.iterations), g.temperature, static_cast<long long>(g.top_k),
                   static_cast<long long>(g.max_new_tokens), g.verifier.c_str());
     line += text;
+    if (g.tools.any()) {
+      std::string names;
+      for (const std::string& t : g.tools.tools) names += (names.empty() ? "" : ", ") + t;
+      for (const std::string& t : g.tools.commands) names += (names.empty() ? "" : ", ") + t.substr(0, t.find('='));
+      std::snprintf(text, sizeof text, " up to %lld tool turn(s), call reward %g", static_cast<long long>(g.tools.max_turns),
+                    g.call_reward);
+      line += "; tools: " + names +
+              (grpo_.calls_tools_by_template() ? " (Hermes calls through the chat template," + std::string(text) + ")"
+                                               : " (nanochat's calculator)");
+    }
     if (g.verifier == "command")
       for (const std::string& a : g.verifier_command) line += " " + a;
     return line;
@@ -276,6 +316,10 @@ class GrpoObjective final : public TrainingObjective {
                          "",
                          ""};
     if (config_.grpo.beta > 0) out.fields.emplace_back("kl", m.kl);
+    if (grpo_.calls_tools_by_template()) {
+      out.fields.emplace_back("tools/calls", m.tool_calls);
+      out.fields.emplace_back("tools/invalid_calls", m.invalid_tool_calls);
+    }
     char status[96];
     std::snprintf(status, sizeof status, "reward %.3f acc %.2f len %.1f", m.reward, m.accuracy, m.completion_length);
     out.status = status;

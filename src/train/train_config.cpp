@@ -1,6 +1,7 @@
 // TrainConfig: validation, JSON round trip, and what a resume may not change.
 #include "nanoformer/train/train_config.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <filesystem>
@@ -105,7 +106,12 @@ json to_json(const TrainConfig& c) {
                               {"verifier", c.grpo.verifier},
                               {"verifier_command", c.grpo.verifier_command},
                               {"verifier_timeout", c.grpo.verifier_timeout},
-                              {"tools", c.grpo.tools}}
+                              {"tools", c.grpo.tools.tools},
+                              {"tool_commands", c.grpo.tools.commands},
+                              {"tool_timeout_ms", c.grpo.tools.timeout_ms},
+                              {"tool_output_limit", c.grpo.tools.output_limit},
+                              {"max_tool_turns", c.grpo.tools.max_turns},
+                              {"call_reward", c.grpo.call_reward}}
                        : json(nullptr)},
           {"ppo", c.objective == Objective::ppo
                       ? json{{"style", c.ppo.style},
@@ -231,10 +237,16 @@ void validate_train_config(const TrainConfig& c) {
     NF_CHECK(g.verifier == "command" || g.verifier_command.empty(),
              "train: --verifier-command is for --verifier command, not ", g.verifier);
     NF_CHECK(g.verifier_timeout > 0, "train: --verifier-timeout must be > 0, got ", g.verifier_timeout);
-    NF_CHECK(g.tools.empty() || g.tools == "calculator", "train: --tools: unknown tool '", g.tools,
-             "' (known: calculator, nanochat's)");
-    NF_CHECK(g.tools.empty() || c.objective == Objective::grpo, "train: --tools is for --objective grpo, not ",
+    for (const std::string& t : g.tools.tools)
+      NF_CHECK(std::find(infer::builtin_tool_names().begin(), infer::builtin_tool_names().end(), t) !=
+                   infer::builtin_tool_names().end(),
+               "train: --tools: unknown tool '", t, "' (known: calculator)");
+    NF_CHECK(!g.tools.any() || c.objective == Objective::grpo, "train: --tools and --tool-command are for --objective grpo, not ",
              objective, " (its rollout rows do not mask a tool's answers yet)");
+    NF_CHECK(g.tools.timeout_ms > 0, "train: --tool-timeout must be > 0, got ", g.tools.timeout_ms);
+    NF_CHECK(g.tools.output_limit > 0, "train: --tool-output-limit must be > 0, got ", g.tools.output_limit);
+    NF_CHECK(g.tools.max_turns >= 0, "train: --max-tool-turns must be >= 0, got ", g.tools.max_turns);
+    NF_CHECK(g.call_reward >= 0 && std::isfinite(g.call_reward), "train: --call-reward must be >= 0, got ", g.call_reward);
     NF_CHECK(!c.data.tokenizer.empty(), "train: --objective ", objective, " needs --tokenizer (completions are scored as text)");
     NF_CHECK(c.data.train_paths.size() == 1, "train: --objective ", objective, " reads one task file (--data), got ",
              c.data.train_paths.size());
@@ -329,7 +341,17 @@ TrainConfig train_config_from_json(const std::string& json_text, const std::stri
       c.grpo.verifier = g.at("verifier").get<std::string>();
       c.grpo.verifier_command = g.at("verifier_command").get<std::vector<std::string>>();
       c.grpo.verifier_timeout = g.at("verifier_timeout").get<double>();
-      c.grpo.tools = g.value("tools", std::string());  // older runs: none
+      // older runs: "tools" a name or "" (none), and no other tool keys
+      if (const json tools = g.value("tools", json::array()); tools.is_string()) {
+        if (!tools.get<std::string>().empty()) c.grpo.tools.tools = {tools.get<std::string>()};
+      } else {
+        c.grpo.tools.tools = tools.get<std::vector<std::string>>();
+      }
+      c.grpo.tools.commands = g.value("tool_commands", std::vector<std::string>());
+      c.grpo.tools.timeout_ms = g.value("tool_timeout_ms", infer::ToolOptions{}.timeout_ms);
+      c.grpo.tools.output_limit = g.value("tool_output_limit", infer::ToolOptions{}.output_limit);
+      c.grpo.tools.max_turns = g.value("max_tool_turns", infer::ToolOptions{}.max_turns);
+      c.grpo.call_reward = g.value("call_reward", GrpoOptions{}.call_reward);
     }
     if (const json p = j.value("ppo", json(nullptr)); !p.is_null()) {
       c.ppo.style = p.at("style").get<std::string>();

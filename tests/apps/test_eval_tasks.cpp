@@ -8,11 +8,15 @@
 // over a continuation that is ~1e-5, and 1e-4 leaves room without hiding a wrong token (a wrong or
 // shifted token moves a sum by ~0.1 or more). Bad task files are one line naming file, line and
 // field, before the model is read.
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "infer/bigram_model.h"
 #include "nanoformer/eval/answer_extraction.h"
+#include "nanoformer/formats/model_io.h"
 #include "nanoformer/tokenizer/tokenizer_json.h"
 #include "support/cli_test.h"
 #include "tokenizer/fixtures.h"
@@ -189,6 +193,62 @@ TEST_F(EvalTasksTest, Gsm8kAnswersWithTheCalculatorWhenAsked) {
   EXPECT_EQ(without.at("exact_match").get<double>(), 0.0) << without.at("per_record")[0].at("generated");
   expect_error(model + " --task " + path("calc.jsonl") + " --layout gsm8k --tools shell", {"--tools", "'shell'", "calculator"});
   expect_error(model + " --task " + kFixtures + "arc.jsonl --layout arc --tools calculator", {"--tools", "gsm8k"});
+}
+
+// --chat-template with --tools calculator on a chat-template model: each question a user message
+// of the template, the calculator offered in it and called in the Hermes syntax. The template (a
+// tokenizer_config.json's Jinja one) opens the assistant's turn with "\n", but with "\t" after a
+// tool message; the model is a bigram table (tests/infer/bigram_model.h) that calls the calculator
+// after "\n" and writes 408 after "\t". With the tool the final turn is "408" (exact match 1);
+// without it nothing answers the call and the final turn's text after the call is empty (0).
+TEST_F(EvalTasksTest, Gsm8kThroughAChatTemplateCallsToolsInTheHermesSyntax) {
+  const std::vector<std::string> specials = {"<|endoftext|>", "<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_call>",
+                                             R"({"name": "calculator", "arguments": {"expression": ")", "12*34", R"("}})"};
+  std::filesystem::create_directories(path("model"));
+  tokenizer::save_tokenizer_json(tokenizer::testing::byte_tokenizer(specials), path("model/tokenizer.json"));
+  const auto id = [&](const std::string& s) {
+    return static_cast<int64_t>(256 + (std::find(specials.begin(), specials.end(), s) - specials.begin()));
+  };
+  const auto model = testing::bigram_model(static_cast<int64_t>(256 + specials.size()),
+                                           {{'\n', id("<tool_call>")},
+                                            {id("<tool_call>"), id(specials[5])},
+                                            {id(specials[5]), id("12*34")},
+                                            {id("12*34"), id(specials[7])},
+                                            {id(specials[7]), id("</tool_call>")},
+                                            {id("</tool_call>"), id("<|im_end|>")},
+                                            {'\t', '4'},
+                                            {'4', '0'},
+                                            {'0', '8'},
+                                            {'8', id("<|im_end|>")}},
+                                           1.0, 512);
+  formats::save_model(*model, path("model/model.safetensors"), "nanoformer");
+  const std::string chat_template =
+      "{%- if tools %}<|im_start|>system\nTools:{% for t in tools %} {{ t.function.name }}{% endfor %}<|im_end|>\n"
+      "{% endif %}{%- for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+      "{%- if add_generation_prompt %}<|im_start|>assistant{% if messages[-1].role == 'tool' %}\t{% else %}"
+      "{{ '\\n' }}{% endif %}{% endif %}";  // a newline right after a block tag would be trimmed
+  std::filesystem::create_directories(path("template"));
+  std::ofstream(path("template/tokenizer_config.json"))
+      << nlohmann::json{{"chat_template", chat_template}, {"eos_token", "<|im_end|>"}}.dump();
+  std::ofstream(path("calc.jsonl")) << R"({"question": "What is 12 times 34?", "answer": "#### 408"})" << "\n";
+  const std::string flags = path("model/model.safetensors") + " -t " + path("model/tokenizer.json") + " --task " +
+                            path("calc.jsonl") + " --layout gsm8k --chat-template " + path("template/tokenizer_config.json");
+  const auto run = [&](const std::string& extra) {
+    const auto r = cli("eval " + flags + " --max-new-tokens 60 --json " + path("report.json") + " -q " + extra);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(testing::read_text(path("report.json")));
+  };
+  const nlohmann::json with = run("--tools calculator");
+  EXPECT_EQ(with.at("per_record")[0].at("generated"), "408");
+  EXPECT_EQ(with.at("exact_match").get<double>(), 1.0);
+  EXPECT_EQ(with.at("tools"), "calculator");
+  const nlohmann::json without = run("");
+  EXPECT_EQ(without.at("per_record")[0].at("generated"), "");
+  EXPECT_EQ(without.at("exact_match").get<double>(), 0.0);
+  expect_error(flags + " --fewshot 1 --fewshot-file " + path("calc.jsonl"), {"--chat-template", "--fewshot 0"});
+  expect_error(path("model/model.safetensors") + " -t " + path("model/tokenizer.json") + " --task " + path("calc.jsonl") +
+                   " --layout gsm8k --tools calculator",
+               {"--tools", "renders no tool messages"});
 }
 
 // --combine of benchmark reports (the checkpoints of one run, say): a row per report, and a chart of

@@ -154,7 +154,7 @@ TEST_F(GrpoRolloutTest, ToolAnswersInTheRolloutsAreLeftOutOfTheLossAsNanochatsEn
   c.data.context = 64;
   c.data.vocab_size = model->config().vocab_size;
   c.grpo.max_new_tokens = 24;
-  c.grpo.tools = "calculator";
+  c.grpo.tools.tools = {"calculator"};
   const GrpoRollouts r = GrpoStep(c).rollout(*model, 0);
   const auto tokens = engine["tokens"].get<std::vector<int64_t>>();
   const auto masks = engine["masks"].get<std::vector<int>>();
@@ -171,8 +171,8 @@ TEST_F(GrpoRolloutTest, ToolAnswersInTheRolloutsAreLeftOutOfTheLossAsNanochatsEn
     EXPECT_EQ(std::count(mask.begin(), mask.end(), 0), 8);  // <|output_start|> 4 0 8 <|output_end|>, and 3 of the next
   }
   EXPECT_EQ(r.completions[0].substr(0, 9), "=<|python");  // the text scored holds the calls and answers
-  c.data.tokenizer = path("vocab.txt");  // no nanochat special tokens
-  EXPECT_THROW_WITH(GrpoStep{c}, "no <|python_start|> token");
+  c.data.tokenizer = path("vocab.txt");  // no nanochat tokens, so a chat-template model's tools: it has no template
+  EXPECT_THROW_WITH(GrpoStep{c}, "has no chat template to call tools through");
 }
 
 // The loss's gradient is REINFORCE's on exactly the sampled tokens, at the sampling temperature:

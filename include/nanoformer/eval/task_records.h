@@ -30,6 +30,7 @@ struct TaskRecord {
   int64_t gold = 0;                  // multiple choice: the index of the right continuation
   std::string target;                // generative: the whole reference answer (a few-shot example's answer)
   std::string answer;                // generative: the answer to match (GSM8K: the text after "####", normalised)
+  std::string question;              // generative: the question alone (GSM8K's), a chat's user message
   // The answer a few-shot example shows: choices[gold] or target.
   const std::string& shown_answer() const { return choices.empty() ? target : choices[static_cast<size_t>(gold)]; }
 };

@@ -44,21 +44,33 @@ using ToolFunction = std::function<std::string(const ToolCall& call)>;
 
 class ToolRegistry {
  public:
-  // Throws nf::Error naming a duplicate or empty name.
-  void add(std::string name, ToolFunction run);
+  // `function`: what the model is told of the tool (OpenAI's function object without its name, JSON
+  // text: {"description": ..., "parameters": {JSON Schema}}); empty: {"parameters": {"type": "object"}}.
+  // Throws nf::Error naming a duplicate or empty name, or a function that is not a JSON object.
+  void add(std::string name, ToolFunction run, std::string_view function = {});
   bool has(std::string_view name) const;
   std::vector<std::string> names() const;
   bool empty() const { return tools_.empty(); }
   // The named tool's answer to `call`, or {"error": ...} for an unknown name or a tool that threw.
   std::string answer(const ToolCall& call) const;
+  // The tools as a chat template's `tools` (OpenAI's list of {"type": "function", "function": {"name",
+  // ...}}, JSON text), in the order added: what the prompt offers the model.
+  std::string offered() const;
 
  private:
-  std::vector<std::pair<std::string, ToolFunction>> tools_;
+  struct Tool {
+    std::string name;
+    ToolFunction run;
+    std::string function;  // JSON object text, with its name
+  };
+  std::vector<Tool> tools_;
 };
 
 // {"expression": "..."}: nanochat_calculator's answer (Python's arithmetic on Python's numbers,
 // never a Python or a shell), or an error naming what it cannot evaluate.
 std::string calculator_tool(const ToolCall& call);
+// The calculator's function object for ToolRegistry::add: its description and parameters.
+std::string_view calculator_schema();
 
 // A program run with the call's JSON ({"name": ..., "arguments": {...}}) on its standard input
 // under `limits`; the answer is its standard output, or an error naming the time limit, the output
@@ -78,6 +90,7 @@ class HermesToolUse : public ToolUse {
 
   std::vector<int64_t> after(int64_t id) override;
   std::unique_ptr<ToolUse> clone() const override;
+  std::string offered_tools() const override { return registry_->offered(); }
 
   // Calls to these names are left to the caller's client (the server's request tools): a turn with
   // one of them runs nothing, forces nothing and reports nothing, so the model ends its turn.

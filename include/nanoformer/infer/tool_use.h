@@ -44,6 +44,9 @@ class ToolUse {
   virtual std::vector<int64_t> after(int64_t id) = 0;
   // A fresh copy for another stream (each stream has its own state; on_turn is not copied).
   virtual std::unique_ptr<ToolUse> clone() const = 0;
+  // The tools a chat template's prompt offers the model (its `tools`: OpenAI's list of functions,
+  // JSON text); empty when the model is not told of them in its prompt (nanochat's calculator).
+  virtual std::string offered_tools() const { return {}; }
   // Told of each tool turn (above), on the decoding thread, before its forced tokens are taken.
   std::function<void(const ToolTurn&)> on_turn;
 };

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "nanoformer/data/data.h"
+#include "nanoformer/infer/tool_choice.h"
 #include "nanoformer/models/lora.h"
 #include "nanoformer/ops/preference_loss.h"
 #include "nanoformer/optim/optimizer_set.h"
@@ -63,10 +64,16 @@ struct GrpoOptions {
   std::string verifier = "numeric";
   std::vector<std::string> verifier_command;  // argv; no shell
   double verifier_timeout = 10.0;              // seconds per completion
-  // --tools: a tool the rollouts may call while they decode (infer/tool_use.h): "" none,
-  // "calculator" nanochat's (its answers forced into the completion and left out of the loss, as
-  // nanochat's chat_rl.py masks the engine's forced tokens)
-  std::string tools;
+  // --tools, --tool-command, --tool-timeout, --tool-output-limit, --max-tool-turns: tools the
+  // rollouts call while they decode (infer/tool_choice.h), their answers forced into the sequence
+  // and left out of the loss. A nanochat model's: nanochat's calculator (as nanochat's chat_rl.py
+  // masks its engine's forced tokens); a chat-template model's: Hermes calls answered as tool
+  // messages of its template, its prompts rendered by the template offering the tools, for up to
+  // max_turns tool turns (MiniMind's train_agent.py).
+  infer::ToolOptions tools;
+  // The weight of MiniMind's reward terms for well-formed calls (train/call_reward.h), added to the
+  // verifier's reward of the final answer (chat-template models' calls; 0: off).
+  double call_reward = 0.5;
 };
 
 // PPO (train/ppo.h, ops/policy_loss.h, ops/value_loss.h): rollouts, sampling, the verifier and the
