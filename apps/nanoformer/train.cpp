@@ -115,13 +115,14 @@ void refuse_unused_flags(const CLI::App& cmd, const train::TrainConfig& c) {
        {"--teacher", "--teacher-logits", "--write-teacher-logits", "--distill-temperature", "--distill-alpha"})
     refuse_unless(c.objective == train::Objective::distill, distill_flag,
                   "--objective " + train::objective_name(c.objective), "distill");
-  for (const char* grpo_flag : {"--grpo-loss", "--grpo-beta", "--grpo-scale-rewards", "--grpo-iterations", "--tools",
-                                "--tool-command", "--tool-timeout", "--tool-output-limit", "--max-tool-turns", "--call-reward"})
+  for (const char* grpo_flag : {"--grpo-loss", "--grpo-beta", "--grpo-scale-rewards", "--grpo-iterations"})
     refuse_unless(c.objective == train::Objective::grpo, grpo_flag, "--objective " + train::objective_name(c.objective),
                   "grpo");
   const bool samples = c.objective == train::Objective::grpo || c.objective == train::Objective::ppo;
   for (const char* sampling_flag : {"--grpo-group", "--grpo-epsilon", "--grpo-epsilon-high", "--temperature", "--top-k",
-                                    "--max-new-tokens", "--stop", "--verifier", "--verifier-command", "--verifier-timeout"})
+                                    "--max-new-tokens", "--stop", "--verifier", "--verifier-command", "--verifier-timeout",
+                                    "--tools", "--tool-command", "--tool-timeout", "--tool-output-limit",
+                                    "--max-tool-turns", "--call-reward"})
     refuse_unless(samples, sampling_flag, "--objective " + train::objective_name(c.objective), "grpo and ppo");
   for (const char* ppo_flag : {"--ppo-style", "--ppo-kl-coef", "--ppo-gamma", "--ppo-lambda", "--ppo-cliprange-value",
                                "--ppo-vf-coef", "--ppo-critic-lr", "--ppo-epochs", "--ppo-minibatches", "--ppo-early-stop-kl"})
@@ -228,12 +229,12 @@ void add_train_command(CLI::App& app) {
                                "GRPO, PPO: PROGRAM ARGS split at spaces, run without a shell per completion: JSON on stdin, {\"reward\": R} on stdout"),
                [](TC& t, const TC& s) { t.grpo.verifier_command = s.grpo.verifier_command; }});
   f.push_back(flag(cmd, "--verifier-timeout", *c, "GRPO, PPO: seconds the verifier command may take per completion", [](auto& t) -> auto& { return t.grpo.verifier_timeout; }));
-  f.push_back(flag(cmd, "--tools", *c, "GRPO: tools the rollouts call while they decode (calculator): a nanochat model's is nanochat's calculator; a chat-template model's are called in the Hermes syntax, offered in its prompts by the template and answered as its tool messages (MiniMind's agent RL); their answers are left out of the loss", [](auto& t) -> auto& { return t.grpo.tools.tools; }));
-  f.push_back(flag(cmd, "--tool-command", *c, "GRPO: a tool NAME run as PROGRAM (NAME=PROGRAM [ARGS...], split at spaces, no shell) with the call's JSON on its standard input, its standard output the answer (repeatable; chat-template models)", [](auto& t) -> auto& { return t.grpo.tools.commands; }));
-  f.push_back(flag(cmd, "--tool-timeout", *c, "GRPO: the command tool's time limit in milliseconds", [](auto& t) -> auto& { return t.grpo.tools.timeout_ms; }));
-  f.push_back(flag(cmd, "--tool-output-limit", *c, "GRPO: the command tool's output limit in bytes", [](auto& t) -> auto& { return t.grpo.tools.output_limit; }));
-  f.push_back(flag(cmd, "--max-tool-turns", *c, "GRPO: tool turns per rollout at most; a later call is not run and the rollout counts as unfinished", [](auto& t) -> auto& { return t.grpo.tools.max_turns; }));
-  f.push_back(flag(cmd, "--call-reward", *c, "GRPO with a chat-template model's tools: the weight w of MiniMind's terms for well-formed calls, added to the final answer's reward: -w per unbalanced <tool_call> tag, +w when every call was valid (-w per invalid one), -w when unfinished (0: off)", [](auto& t) -> auto& { return t.grpo.call_reward; }));
+  f.push_back(flag(cmd, "--tools", *c, "GRPO, PPO: tools the rollouts call while they decode (calculator): a nanochat model's is nanochat's calculator; a chat-template model's are called in the Hermes syntax, offered in its prompts by the template and answered as its tool messages (MiniMind's agent RL); their answers are left out of the loss", [](auto& t) -> auto& { return t.grpo.tools.tools; }));
+  f.push_back(flag(cmd, "--tool-command", *c, "GRPO, PPO: a tool NAME run as PROGRAM (NAME=PROGRAM [ARGS...], split at spaces, no shell) with the call's JSON on its standard input, its standard output the answer (repeatable; chat-template models)", [](auto& t) -> auto& { return t.grpo.tools.commands; }));
+  f.push_back(flag(cmd, "--tool-timeout", *c, "GRPO, PPO: the command tool's time limit in milliseconds", [](auto& t) -> auto& { return t.grpo.tools.timeout_ms; }));
+  f.push_back(flag(cmd, "--tool-output-limit", *c, "GRPO, PPO: the command tool's output limit in bytes", [](auto& t) -> auto& { return t.grpo.tools.output_limit; }));
+  f.push_back(flag(cmd, "--max-tool-turns", *c, "GRPO, PPO: tool turns per rollout at most; a later call is not run and the rollout counts as unfinished", [](auto& t) -> auto& { return t.grpo.tools.max_turns; }));
+  f.push_back(flag(cmd, "--call-reward", *c, "GRPO, PPO with a chat-template model's tools: the weight w of MiniMind's terms for well-formed calls, added to the final answer's reward: -w per unbalanced <tool_call> tag, +w when every call was valid (-w per invalid one), -w when unfinished (0: off)", [](auto& t) -> auto& { return t.grpo.call_reward; }));
   f.push_back(flag(cmd, "--ppo-style", *c, "PPO: minimind (train_ppo.py: score at the last token, k3 KL as a loss term) or trl (PPOTrainer: score one past the end, k1 KL in the reward)", [](auto& t) -> auto& { return t.ppo.style; }));
   f.push_back(flag(cmd, "--ppo-kl-coef", *c, "PPO: weight of the KL to the starting model (0: no reference)", [](auto& t) -> auto& { return t.ppo.kl_coef; }));
   f.push_back(flag(cmd, "--ppo-gamma", *c, "PPO: GAE's discount", [](auto& t) -> auto& { return t.ppo.gamma; }));

@@ -198,7 +198,7 @@ class PpoObjective final : public TrainingObjective {
     const Tensor values = critic_->values(out.inputs).to(DType::f32);
     policy().train(was_training);
     out.ppo = ppo_targets(out.old_logps, out.ref_logps, values, out.scores, rows.starts, rows.lengths,
-                               config_.grpo.max_new_tokens, config_.ppo);
+                          config_.grpo.max_new_tokens, config_.ppo, rows.sampled);
     return out;
   }
 

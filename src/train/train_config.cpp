@@ -241,8 +241,7 @@ void validate_train_config(const TrainConfig& c) {
       NF_CHECK(std::find(infer::builtin_tool_names().begin(), infer::builtin_tool_names().end(), t) !=
                    infer::builtin_tool_names().end(),
                "train: --tools: unknown tool '", t, "' (known: calculator)");
-    NF_CHECK(!g.tools.any() || c.objective == Objective::grpo, "train: --tools and --tool-command are for --objective grpo, not ",
-             objective, " (its rollout rows do not mask a tool's answers yet)");
+
     NF_CHECK(g.tools.timeout_ms > 0, "train: --tool-timeout must be > 0, got ", g.tools.timeout_ms);
     NF_CHECK(g.tools.output_limit > 0, "train: --tool-output-limit must be > 0, got ", g.tools.output_limit);
     NF_CHECK(g.tools.max_turns >= 0, "train: --max-tool-turns must be >= 0, got ", g.tools.max_turns);

@@ -850,6 +850,7 @@ TEST_F(GrpoCliTest, BadRecordsVerifiersAndFlagsAreOneLine) {
                  {path("tasks.jsonl") + ":1: the prompt's", "and --max-new-tokens 40 exceed --context 32"}, "f");
   expect_refused(with(run_args("f", 2), "--grpo-beta", "0.1"), {"--grpo-beta would be ignored", "--objective lm"}, "f");
   expect_refused(with(grpo_args("f", 2), "--tools", "shell"), {"--tools: unknown tool 'shell'", "calculator"}, "f");
+  expect_refused(with(run_args("f", 2), "--tools", "calculator"), {"--tools would be ignored", "grpo and ppo"}, "f");
   // the tasks' character vocabulary has no nanochat tokens, and no chat template to call tools through
   expect_refused(with(grpo_args("f", 2), "--tools", "calculator"), {"--tools", "has no chat template to call tools through"}, "f");
   expect_refused(with(grpo_args("f", 2), "--max-tool-turns", "-1"), {"--max-tool-turns must be >= 0"}, "f");

@@ -24,6 +24,7 @@
 #include "nanoformer/tokenizer/chat_template.h"
 #include "nanoformer/tokenizer/tokenizer_json.h"
 #include "nanoformer/train/grpo.h"
+#include "nanoformer/train/ppo.h"
 #include "nanoformer/infer/tool_transcript.h"
 #include "nanoformer/train/call_reward.h"
 #include "support/temp_dir.h"
@@ -173,6 +174,15 @@ TEST_F(GrpoToolsTest, RolloutsAndMasksEqualMiniMindsTurnByTurnRollout) {
     EXPECT_EQ(r.completions[static_cast<size_t>(row)], "");  // unfinished: no final answer
     EXPECT_EQ(r.answer_rewards[static_cast<size_t>(row)], 0.0);
     EXPECT_EQ(r.rewards[static_cast<size_t>(row)], 0.5 - 0.5);  // every call valid, unfinished
+  }
+
+  // PPO's rows of the same rollout: the response through its last token, sampled where the mask is 1
+  const PpoRows rows = ppo_rows(r.inputs, r.targets, r.mask);
+  for (int64_t row = 0; row < 2; ++row) {
+    EXPECT_EQ(rows.starts[static_cast<size_t>(row)], want.prompt - 1);
+    EXPECT_EQ(rows.lengths[static_cast<size_t>(row)], static_cast<int64_t>(want.mask.size()));
+    for (size_t k = 0; k < want.mask.size(); ++k)
+      EXPECT_EQ(rows.sampled.at({row, want.prompt - 1 + static_cast<int64_t>(k)}), static_cast<double>(want.mask[k])) << k;
   }
 
   // the loss's gradient is that of REINFORCE on the reference's rows, on their mask-1 tokens only:

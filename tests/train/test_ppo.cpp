@@ -145,6 +145,53 @@ TEST(Ppo, RowsAndMasksOfARolloutByHand) {
   EXPECT_THROW_WITH(ppo_rows(inputs, targets, zeros({2, 4})), "ppo_rows: response 0 of the rollout is empty");
 }
 
+// A response that called a tool: prompt 1 2, then 10 sampled, 20 21 forced (the tool's answer), 11
+// sampled. Its columns are those with a target; the forced ones are out of both masks and of trl's
+// KL penalty, and GAE passes over them. At most 4 new tokens: it ended by its length, and a score
+// that would sit on a forced token sits on the last sampled one.
+TEST(Ppo, RowsAndMasksOfAResponseThatCalledATool) {
+  const Tensor inputs = Tensor::from_vector(std::vector<int64_t>{1, 2, 10, 20, 21}, {1, 5});
+  const Tensor targets = Tensor::from_vector(std::vector<int64_t>{-100, 10, 20, 21, 11}, {1, 5});
+  const Tensor mask = Tensor::from_vector(std::vector<float>{0, 1, 0, 0, 1}, {1, 5});
+  const PpoRows rows = ppo_rows(inputs, targets, mask);
+  EXPECT_EQ(rows.inputs.to_vector<int64_t>(), (std::vector<int64_t>{1, 2, 10, 20, 21, 11}));
+  EXPECT_EQ(rows.sampled.to_vector<double>(), (std::vector<double>{0, 1, 0, 0, 1, 0}));
+  EXPECT_EQ(rows.starts, std::vector<int64_t>{1});
+  EXPECT_EQ(rows.lengths, std::vector<int64_t>{4});
+  const Tensor old = Tensor::from_vector(std::vector<double>{0, -1, -2, -3, -4, 0}, {1, 6});
+  const Tensor ref = Tensor::from_vector(std::vector<double>{0, -1.5, -1, -1, -3, 0}, {1, 6});
+  const Tensor values = Tensor::from_vector(std::vector<double>{7, 1, 5, 6, 2, 4}, {1, 6});
+  PpoOptions o;
+  o.kl_coef = 0.1, o.gamma = 0.5, o.lam = 0.5;
+  for (const char* style : {"minimind", "trl"}) {
+    SCOPED_TRACE(style);
+    o.style = style;
+    const bool trl = o.style == "trl";
+    const PpoTargets t = ppo_targets(old, ref, values, {1.0}, rows.starts, rows.lengths, 8, o, rows.sampled);
+    EXPECT_EQ(t.policy_mask.to_vector<double>(), (std::vector<double>{0, 1, 0, 0, 1, 0}));
+    EXPECT_EQ(t.value_mask.to_vector<double>(), (std::vector<double>{0, 1, 0, 0, 1, trl ? 1.0 : 0.0}));
+    // trl: -0.1 (old - ref) on the sampled tokens, the score one past the end; minimind: the score at the end
+    const std::vector<double> r = t.rewards.to_vector<double>();
+    const std::vector<double> want = trl ? std::vector<double>{0, -0.05, 0, 0, 0.1, 1} : std::vector<double>{0, 0, 0, 0, 1, 0};
+    for (size_t k = 0; k < r.size(); ++k) EXPECT_NEAR(r[k], want[k], 1e-12) << k;
+    // GAE over columns 1, 4 (and trl's 5) as if 2 and 3 were not there: values 1, 2 (, 4)
+    const double a5 = trl ? 1 - 4.0 : 0, a4 = (trl ? 0.1 + 0.5 * 4 : 1.0) - 2 + 0.25 * a5;
+    const double a1 = -0.05 * trl + 0.5 * 2 - 1 + 0.25 * a4;
+    EXPECT_NEAR(t.returns.to_vector<double>()[1], a1 + 1, 1e-12);
+    EXPECT_NEAR(t.returns.to_vector<double>()[4], a4 + 2, 1e-12);
+  }
+  // ended on a forced token at max_new_tokens 4 (10 20 21, no 11): the score on 10
+  const Tensor cut = Tensor::from_vector(std::vector<float>{0, 1, 0, 0, 0}, {1, 5});
+  const Tensor cut_targets = Tensor::from_vector(std::vector<int64_t>{-100, 10, 20, 21, -100}, {1, 5});
+  const PpoRows short_rows = ppo_rows(inputs, cut_targets, cut);
+  EXPECT_EQ(short_rows.lengths, std::vector<int64_t>{3});
+  o.style = "minimind";
+  const PpoTargets t = ppo_targets(old, ref, values, {1.0}, short_rows.starts, short_rows.lengths, 3, o, short_rows.sampled);
+  EXPECT_EQ(t.rewards.to_vector<double>(), (std::vector<double>{0, 1, 0, 0, 0, 0}));
+  EXPECT_THROW_WITH(ppo_rows(inputs, cut_targets, Tensor::from_vector(std::vector<float>{0, 1, 0, 0, 1}, {1, 5})),
+                    "ppo_rows: row 0 column 4 is masked in without a target");
+}
+
 TEST(Ppo, GaeByHand) {
   // one row, values (1, 2, 0), rewards (0, 0, 3), gamma 0.5, lambda 0.5:
   // delta = (0 + 0.5 * 2 - 1, 0 + 0 - 2, 3 - 0) = (0, -2, 3); A_2 = 3, A_1 = -2 + 0.25 * 3 = -1.25,
@@ -153,6 +200,12 @@ TEST(Ppo, GaeByHand) {
   const Tensor r = Tensor::from_vector(std::vector<double>{0, 0, 3}, {1, 3});
   EXPECT_TENSOR_CLOSE(gae_advantages(v, r, 0.5, 0.5), Tensor::from_vector(std::vector<double>{-0.3125, -1.25, 3}, {1, 3}),
                       1e-12, 0);
+  // a skipped column (a tool's forced token) between: the same, its value and reward unread, its A the carried one
+  const Tensor v4 = Tensor::from_vector(std::vector<double>{1, 2, 5, 0}, {1, 4});
+  const Tensor r4 = Tensor::from_vector(std::vector<double>{0, 0, 9, 3}, {1, 4});
+  const Tensor skip = Tensor::from_vector(std::vector<double>{0, 0, 1, 0}, {1, 4});
+  EXPECT_TENSOR_CLOSE(gae_advantages(v4, r4, 0.5, 0.5, skip),
+                      Tensor::from_vector(std::vector<double>{-0.3125, -1.25, 3, 3}, {1, 4}), 1e-12, 0);
   // whitening over the mask (1, 1, 0): mean 1.5 of (1, 2), biased var 0.25, unbiased 0.5
   const Tensor m = Tensor::from_vector(std::vector<double>{1, 1, 0}, {1, 3});
   const Tensor x = Tensor::from_vector(std::vector<double>{1, 2, 7}, {1, 3});
