@@ -323,6 +323,7 @@ int main(int argc, char** argv) {
     copy_corpus_seeds("sentence_transformers");
     copy_corpus_seeds("nanochat_calculator");
     copy_corpus_seeds("tool_call");
+    copy_corpus_seeds("sft_data");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fuzz_make_seeds: %s\n", e.what());
     return 1;

@@ -88,9 +88,9 @@ typedef struct nf_chat_message {
 } nf_chat_message;
 
 /* The chat's token ids as the model's template renders it (special tokens as single ids; decode
- * them with nf_detokenize for its text): with add_generation_prompt, followed by the opening of the
- * assistant's turn and offered `tools` (a JSON array of OpenAI tools, NULL or "" for none; Jinja
- * templates only), as transformers' apply_chat_template(tokenize=True). */
+ * them with nf_detokenize for its text) with the offered `tools` (a JSON array of OpenAI tools, NULL
+ * or "" for none; Jinja templates only); with add_generation_prompt, followed by the opening of the
+ * assistant's turn; as transformers' apply_chat_template(tools=..., tokenize=True). */
 nf_status nf_apply_chat_template(const nf_model* model, const nf_chat_message* messages, size_t count,
                                  const char* tools, int add_generation_prompt, int64_t* ids, size_t capacity,
                                  size_t* count_out);

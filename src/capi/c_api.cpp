@@ -266,9 +266,8 @@ nf_status nf_apply_chat_template(const nf_model* model, const nf_chat_message* m
     const tokenizer::ChatTemplate& chat = model->state->chat("nf_apply_chat_template");
     const auto list = chat_messages(messages, count, "nf_apply_chat_template");
     const std::string offered = tools ? tools : "";
-    require(add_generation_prompt || offered.empty(), "nf_apply_chat_template: tools are offered with the generation prompt only");
     const std::vector<tokenizer::TokenId> rendered =
-        add_generation_prompt ? chat.render_with_tools(list, offered) : chat.render(list).ids;
+        add_generation_prompt ? chat.render_for_completion(list, offered) : chat.render(list, offered).ids;
     const std::vector<int64_t> out(rendered.begin(), rendered.end());
     copy_out(out.data(), out.size(), ids, capacity, count_out, "nf_apply_chat_template");
   });
@@ -359,7 +358,7 @@ nf_status nf_session_chat(nf_session* session, const nf_chat_message* messages, 
     ModelState& state = *session->state;
     const tokenizer::ChatTemplate& chat = state.chat("nf_session_chat");
     const auto rendered =
-        chat.render_with_tools(chat_messages(messages, count, "nf_session_chat"), params && params->tools ? params->tools : "");
+        chat.render_for_completion(chat_messages(messages, count, "nf_session_chat"), params && params->tools ? params->tools : "");
     std::vector<int64_t> end_ids{chat.end_token()};
     for (const int64_t id : infer::default_end_ids(state.loaded))
       if (id != end_ids[0]) end_ids.push_back(id);

@@ -10,38 +10,101 @@
 namespace nf::data {
 namespace {
 
-using nlohmann::json;
+using nlohmann::ordered_json;  // keys in the file's order: a template's tojson writes them so
 using tokenizer::ChatMessage;
 
-const std::string& string_field(const json& message, const char* key, size_t index, const std::string& where) {
+std::string excerpt(const ordered_json& value) { return util::json_excerpt(nlohmann::json(value)); }
+
+const std::string& string_field(const ordered_json& message, const char* key, size_t index, const std::string& where) {
   const auto it = message.find(key);
   NF_CHECK(it != message.end(), where, "message ", index, " has no \"", key, "\"");
-  NF_CHECK(it->is_string(), where, "message ", index, ": \"", key, "\" is not a string but ", util::json_excerpt(*it));
+  NF_CHECK(it->is_string(), where, "message ", index, ": \"", key, "\" is not a string but ", excerpt(*it));
   return it->get_ref<const std::string&>();
 }
 
-// The messages of doc[key] (an array of {"role", "content"} objects).
-std::vector<ChatMessage> conversation_from_json(const json& doc, const char* key, const std::string& where) {
-  NF_CHECK(doc.is_object(), where, "expected a JSON object, got ", util::json_excerpt(doc));
+// A list that MiniMind's data holds as a string of JSON or as JSON itself (tools, tool_calls), as the
+// JSON text of an array of objects; empty for null, "" and [] (MiniMind's "no tools", "no calls").
+// `what` names the key for the errors: not JSON, not an array, an element not an object.
+std::string json_list_field(const ordered_json& value, const std::string& what) {
+  if (value.is_null() || (value.is_string() && value.get_ref<const std::string&>().empty())) return {};
+  const ordered_json list = value.is_string()
+                                ? util::parse_ordered_json(value.get_ref<const std::string&>(), what + " (a string) is ")
+                                : value;
+  NF_CHECK(list.is_array(), what, " is not a list but ", excerpt(list));
+  for (size_t i = 0; i < list.size(); ++i)
+    NF_CHECK(list[i].is_object(), what, ": item ", i, " is not an object but ", excerpt(list[i]));
+  return list.empty() ? std::string() : list.dump();
+}
+
+// The message keys read; any other one is refused unless null (a template may read any key of a message).
+constexpr const char* kMessageKeys[] = {"role", "content", "reasoning_content", "tools", "tool_calls", "tool_call_id"};
+
+// A conversation as the template renders it: the messages and the tools offered (JSON text, empty: none).
+struct Conversation {
+  std::vector<ChatMessage> messages;
+  std::string tools;
+};
+
+// The conversation of doc[key] (an array of messages, MiniMind's SFT format: sft_data.h), with the tools
+// of its system message or of doc's "tools".
+Conversation conversation_from_json(const ordered_json& doc, const char* key, const std::string& where) {
+  NF_CHECK(doc.is_object(), where, "expected a JSON object, got ", excerpt(doc));
   const auto conversation = doc.find(key);
   NF_CHECK(conversation != doc.end(), where, "no \"", key, "\" field");
-  NF_CHECK(conversation->is_array(), where, "\"", key, "\" is not an array of messages but ",
-           util::json_excerpt(*conversation));
-  std::vector<ChatMessage> messages;
+  NF_CHECK(conversation->is_array(), where, "\"", key, "\" is not an array of messages but ", excerpt(*conversation));
+  Conversation out;
+  std::string tools_from;  // where the tools came from, for "given twice"
+  if (const auto top = doc.find("tools"); top != doc.end()) {
+    out.tools = json_list_field(*top, where + "\"tools\"");
+    if (!out.tools.empty()) tools_from = "the record's \"tools\"";
+  }
   const std::string field = where + "\"" + key + "\": ";
   for (size_t i = 0; i < conversation->size(); ++i) {
-    const json& m = (*conversation)[i];
-    NF_CHECK(m.is_object(), field, "message ", i, " is not an object but ", util::json_excerpt(m));
-    messages.push_back({string_field(m, "role", i, field), string_field(m, "content", i, field)});
+    const ordered_json& m = (*conversation)[i];
+    NF_CHECK(m.is_object(), field, "message ", i, " is not an object but ", excerpt(m));
+    const std::string at = field + "message " + std::to_string(i) + ": ";
+    for (const auto& [k, v] : m.items())
+      NF_CHECK(v.is_null() || std::find(std::begin(kMessageKeys), std::end(kMessageKeys), k) != std::end(kMessageKeys),
+               at, "unknown key \"", k, "\" (a message is read by role, content, reasoning_content, tools, tool_calls "
+               "and tool_call_id; another key could change what the template renders)");
+    ChatMessage message{.role = string_field(m, "role", i, field), .content = ""};
+    const std::string& role = message.role;
+    auto value = [&](const char* k) { return m.contains(k) ? m[k] : ordered_json(); };
+    message.tool_calls = json_list_field(value("tool_calls"), at + "\"tool_calls\"");
+    NF_CHECK(message.tool_calls.empty() || role == "assistant", at, "\"tool_calls\" on a message of role ", role,
+             " (only an assistant's message makes calls)");
+    // OpenAI's calls have a null or no content; MiniMind's template renders a missing content as ""
+    if (message.tool_calls.empty() || !value("content").is_null()) message.content = string_field(m, "content", i, field);
+    if (const ordered_json r = value("reasoning_content"); !r.is_null()) {
+      NF_CHECK(r.is_string(), at, "\"reasoning_content\" is not a string but ", excerpt(r));
+      NF_CHECK(role == "assistant", at, "\"reasoning_content\" on a message of role ", role,
+               " (the templates render an assistant's only)");
+      message.reasoning_content = r.get<std::string>();
+    }
+    if (const ordered_json id = value("tool_call_id"); !id.is_null()) {
+      NF_CHECK(id.is_string(), at, "\"tool_call_id\" is not a string but ", excerpt(id));
+      NF_CHECK(role == "tool", at, "\"tool_call_id\" on a message of role ", role,
+               " (a tool message answers a call)");
+      message.tool_call_id = id.get<std::string>();
+    }
+    if (std::string tools = json_list_field(value("tools"), at + "\"tools\""); !tools.empty()) {
+      NF_CHECK(role == "system", at, "\"tools\" on a message of role ", role,
+               " (tools are read from a system message, as MiniMind reads them, or from the record's "
+               "\"tools\")");
+      NF_CHECK(tools_from.empty(), at, "\"tools\" given twice (also in ", tools_from, ")");
+      tools_from = "message " + std::to_string(i);
+      out.tools = std::move(tools);
+    }
+    out.messages.push_back(std::move(message));
   }
-  return messages;
+  return out;
 }
 
 // The conversation rendered by the template, its errors prefixed with `where`.
-tokenizer::RenderedChat render_chat(const tokenizer::ChatTemplate& chat_template,
-                                    const std::vector<ChatMessage>& messages, const std::string& where) {
+tokenizer::RenderedChat render_chat(const tokenizer::ChatTemplate& chat_template, const Conversation& conversation,
+                                    const std::string& where) {
   try {
-    return chat_template.render(messages);
+    return chat_template.render(conversation.messages, conversation.tools);
   } catch (const Error& e) {
     NF_FAIL(where, e.what());
   }
@@ -110,18 +173,18 @@ void read_examples_jsonl(const std::string& path, size_t max_tokens, SftExamples
         rendered.assign(lines.size(), {});
         tokenizer::parallel_for_first_error(lines.size(), 0, [&](size_t i) {
           const std::string where = path + ":" + std::to_string(lines[i].number) + ": ";
-          rendered[i] = render(util::parse_json(lines[i].text, where), where);
+          rendered[i] = render(util::parse_ordered_json(lines[i].text, where), where);
         });
         for (size_t i = 0; i < lines.size(); ++i) examples.add_group(rendered[i], max_tokens, file, lines[i].number);
       },
       progress);
 }
 
-const std::string& string_member(const json& doc, const char* key, const std::string& where) {
-  NF_CHECK(doc.is_object(), where, "expected a JSON object, got ", util::json_excerpt(doc));
+const std::string& string_member(const ordered_json& doc, const char* key, const std::string& where) {
+  NF_CHECK(doc.is_object(), where, "expected a JSON object, got ", excerpt(doc));
   const auto it = doc.find(key);
   NF_CHECK(it != doc.end(), where, "no \"", key, "\" field");
-  NF_CHECK(it->is_string(), where, "\"", key, "\" is not a string but ", util::json_excerpt(*it));
+  NF_CHECK(it->is_string(), where, "\"", key, "\" is not a string but ", excerpt(*it));
   return it->get_ref<const std::string&>();
 }
 
@@ -129,14 +192,14 @@ const std::string& string_member(const json& doc, const char* key, const std::st
 
 void read_sft_jsonl(const std::string& path, const tokenizer::ChatTemplate& chat_template, size_t max_tokens,
                     SftExamples& examples, const tokenizer::ByteProgress& progress) {
-  read_examples_jsonl(path, max_tokens, examples, progress, [&](const json& doc, const std::string& where) {
+  read_examples_jsonl(path, max_tokens, examples, progress, [&](const ordered_json& doc, const std::string& where) {
     return std::vector{render_chat(chat_template, conversation_from_json(doc, "conversations", where), where)};
   });
 }
 
 void read_preference_jsonl(const std::string& path, const tokenizer::ChatTemplate& chat_template, size_t max_tokens,
                            SftExamples& examples, const tokenizer::ByteProgress& progress) {
-  read_examples_jsonl(path, max_tokens, examples, progress, [&](const json& doc, const std::string& where) {
+  read_examples_jsonl(path, max_tokens, examples, progress, [&](const ordered_json& doc, const std::string& where) {
     const auto chosen = conversation_from_json(doc, "chosen", where);
     const auto rejected = conversation_from_json(doc, "rejected", where);
     return std::vector{render_chat(chat_template, chosen, where + "\"chosen\": "),
@@ -157,7 +220,7 @@ tokenizer::RenderedChat render_completion(const tokenizer::Tokenizer& tokenizer,
 
 void read_completion_jsonl(const std::string& path, const tokenizer::Tokenizer& tokenizer, size_t max_tokens,
                            SftExamples& examples, const tokenizer::ByteProgress& progress) {
-  read_examples_jsonl(path, max_tokens, examples, progress, [&](const json& doc, const std::string& where) {
+  read_examples_jsonl(path, max_tokens, examples, progress, [&](const ordered_json& doc, const std::string& where) {
     return std::vector{
         render_completion(tokenizer, string_member(doc, "prompt", where), string_member(doc, "completion", where))};
   });

@@ -170,7 +170,7 @@ std::vector<int64_t> CompletionService::prompt_ids(const CompletionRequest& r) c
     if (!chat_template_)
       throw invalid_request("messages", "this model's tokenizer has no chat template: use /v1/completions");
     try {
-      ids = chat_template_->render_with_tools(r.messages, r.tool_use.tools);
+      ids = chat_template_->render_for_completion(r.messages, r.tool_use.tools);
     } catch (const Error& e) {
       throw invalid_request("messages", e.what());
     }

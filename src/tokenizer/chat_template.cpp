@@ -33,14 +33,14 @@ class ChatMlTemplate final : public ChatTemplate {
   std::string_view name() const override { return "chatml"; }
   TokenId end_token() const override { return im_end_; }
 
-  RenderedChat render(std::span<const ChatMessage> messages) const override {
+  RenderedChat render_chat(std::span<const ChatMessage> messages, std::string_view) const override {
     RenderedChat out;
     out.ids = tokenizer_.encode(text(messages));
     out.trained = minimind_loss_mask(out.ids);
     return out;
   }
 
-  std::vector<TokenId> render_for_completion(std::span<const ChatMessage> messages) const override {
+  std::vector<TokenId> render_prompt(std::span<const ChatMessage> messages, std::string_view) const override {
     return tokenizer_.encode(text(messages) + "<|im_start|>assistant\n");
   }
 
@@ -95,7 +95,7 @@ class NanochatTemplate final : public ChatTemplate {
   std::string_view name() const override { return "nanochat"; }
   TokenId end_token() const override { return assistant_end_; }
 
-  RenderedChat render(std::span<const ChatMessage> messages) const override {
+  RenderedChat render_chat(std::span<const ChatMessage> messages, std::string_view) const override {
     RenderedChat out;
     auto add = [&out](TokenId id, uint8_t trained) {
       out.ids.push_back(id);
@@ -134,8 +134,8 @@ class NanochatTemplate final : public ChatTemplate {
     return out;
   }
 
-  std::vector<TokenId> render_for_completion(std::span<const ChatMessage> messages) const override {
-    std::vector<TokenId> ids = render(messages).ids;
+  std::vector<TokenId> render_prompt(std::span<const ChatMessage> messages, std::string_view tools) const override {
+    std::vector<TokenId> ids = render_chat(messages, tools).ids;
     ids.push_back(assistant_start_);
     return ids;
   }
@@ -202,12 +202,29 @@ std::string detect_chat_template(const Tokenizer& tokenizer) {
   return {};
 }
 
-std::vector<TokenId> ChatTemplate::render_with_tools(std::span<const ChatMessage> messages, std::string_view tools) const {
+void ChatTemplate::check_renderable(std::span<const ChatMessage> messages, std::string_view tools) const {
+  if (renders_tools()) return;
   NF_CHECK(tools.empty(), "the chat template '", name(), "' cannot render tools (a Hugging Face Jinja template can)");
-  for (size_t i = 0; i < messages.size(); ++i)
-    NF_CHECK(messages[i].tool_calls.empty(), "message ", i, ": the chat template '", name(),
-             "' cannot render tool calls (a Hugging Face Jinja template can)");
-  return render_for_completion(messages);
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const ChatMessage& m = messages[i];
+    const char* key = !m.tool_calls.empty()                                  ? "tool calls"
+                      : !m.tool_call_id.empty()                              ? "a tool_call_id"
+                      : m.reasoning_content && !m.reasoning_content->empty() ? "reasoning_content"
+                                                                             : nullptr;
+    NF_CHECK(!key, "message ", i, ": the chat template '", name(), "' cannot render ", key,
+             " (a Hugging Face Jinja template can)");
+  }
+}
+
+RenderedChat ChatTemplate::render(std::span<const ChatMessage> messages, std::string_view tools) const {
+  check_renderable(messages, tools);
+  return render_chat(messages, tools);
+}
+
+std::vector<TokenId> ChatTemplate::render_for_completion(std::span<const ChatMessage> messages,
+                                                         std::string_view tools) const {
+  check_renderable(messages, tools);
+  return render_prompt(messages, tools);
 }
 
 }  // namespace nf::tokenizer

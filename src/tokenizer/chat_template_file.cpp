@@ -46,7 +46,7 @@ class FileTemplate final : public ChatTemplate {
   std::string_view name() const override { return name_; }
   TokenId end_token() const override { return end_; }
 
-  RenderedChat render(std::span<const ChatMessage> messages) const override {
+  RenderedChat render_chat(std::span<const ChatMessage> messages, std::string_view) const override {
     RenderedChat out;
     auto add = [&](std::string_view text, uint8_t trained, bool ordinary) {
       if (ordinary)
@@ -71,8 +71,8 @@ class FileTemplate final : public ChatTemplate {
     return out;
   }
 
-  std::vector<TokenId> render_for_completion(std::span<const ChatMessage> messages) const override {
-    std::vector<TokenId> ids = render(messages).ids;
+  std::vector<TokenId> render_prompt(std::span<const ChatMessage> messages, std::string_view tools) const override {
+    std::vector<TokenId> ids = render_chat(messages, tools).ids;
     tokenizer_.encode(formats_[2].prefix, ids);
     return ids;
   }

@@ -13,16 +13,57 @@
 namespace nf::tokenizer {
 namespace {
 
+// `text` parsed as JSON for the template (keys in order, nesting bounded), its errors naming `what`.
+jinja::Value json_value(std::string_view text, const std::string& what) {
+  return jinja::from_json(util::parse_ordered_json(text, what + " is "));
+}
+
 jinja::Value messages_value(std::span<const ChatMessage> messages) {
   jinja::List list;
-  for (const ChatMessage& m : messages) {
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const ChatMessage& m = messages[i];
     jinja::Dict d;
     d.items = {{"role", jinja::Value::string(m.role)}, {"content", jinja::Value::string(m.content)}};
-    if (!m.tool_calls.empty()) d.set("tool_calls", jinja::from_json(nlohmann::ordered_json::parse(m.tool_calls)));
+    if (!m.tool_calls.empty())
+      d.set("tool_calls", json_value(m.tool_calls, "message " + std::to_string(i) + ": tool_calls"));
     if (!m.tool_call_id.empty()) d.set("tool_call_id", jinja::Value::string(m.tool_call_id));
+    if (m.reasoning_content) d.set("reasoning_content", jinja::Value::string(*m.reasoning_content));
     list.push_back(jinja::Value::dict(std::move(d)));
   }
   return jinja::Value::list(std::move(list));
+}
+
+// The tools as the template sees them: None when empty, else the JSON array.
+jinja::Value tools_value(std::string_view tools) {
+  if (tools.empty()) return jinja::Value::none();
+  jinja::Value v = json_value(tools, "tools");
+  NF_CHECK(v.is_list(), "tools is not a JSON array of tools: ", util::shorten(std::string(tools)));
+  return v;
+}
+
+bool starts_at(std::span<const TokenId> ids, size_t i, std::span<const TokenId> pattern) {
+  return i + pattern.size() <= ids.size() && std::equal(pattern.begin(), pattern.end(), ids.begin() + i);
+}
+
+// MiniMind's SFTDataset.generate_labels (dataset/lm_dataset.py at d65ef2c), step for step: for each
+// run of `open` (the ids of bos_token + "assistant\n") at i, start = i + |open| and end = the first run
+// of `close` (eos_token + "\n") at or after start (or the end); positions start .. end + |close| - 1 are
+// labels (trained).
+std::vector<uint8_t> minimind_labels(std::span<const TokenId> ids, std::span<const TokenId> open,
+                                     std::span<const TokenId> close) {
+  std::vector<uint8_t> trained(ids.size(), 0);
+  for (size_t i = 0; i < ids.size();) {
+    if (!starts_at(ids, i, open)) {
+      ++i;
+      continue;
+    }
+    const size_t start = i + open.size();
+    size_t end = start;
+    while (end < ids.size() && !starts_at(ids, end, close)) ++end;
+    for (size_t j = start; j < std::min(end + close.size(), ids.size()); ++j) trained[j] = 1;
+    i = end < ids.size() ? end + close.size() : ids.size();
+  }
+  return trained;
 }
 
 // Whether `id` is an added token: one id for its text, but several when read as plain text.
@@ -78,16 +119,36 @@ HfChatTemplate::HfChatTemplate(std::string name, std::string_view source,
     if (key == "eos_token" && !value.empty() && tail.find(value) != std::string::npos && tokenizer.token_id(value)) {
       end_text_ = value;
       end_ = *tokenizer.token_id(value);
-      return;
+      break;
     }
-  for (const TokenId id : tokenizer.encode(tail))
-    if (is_added_token(tokenizer, id)) {
-      end_ = id;
-      end_text_ = std::string(tokenizer.token_bytes(id));
-      return;
-    }
-  NF_FAIL(name_, ": no special token ends the assistant's turn (after it comes ", util::shorten(tail),
-          "), so generation would not know where to stop");
+  if (end_text_.empty())
+    for (const TokenId id : tokenizer.encode(tail))
+      if (is_added_token(tokenizer, id)) {
+        end_ = id;
+        end_text_ = std::string(tokenizer.token_bytes(id));
+        break;
+      }
+  NF_CHECK(!end_text_.empty(), name_, ": no special token ends the assistant's turn (after it comes ",
+           util::shorten(tail), "), so generation would not know where to stop");
+  // MiniMind's rule for MiniMind's template: the generation prompt is bos_token + "assistant\n" and more
+  // (the closed empty <think> block) and a reply closes with eos_token + "\n" (each an added token)
+  std::string bos, eos;
+  for (const auto& [key, value] : special_tokens_) {
+    if (key == "bos_token") bos = value;
+    if (key == "eos_token") eos = value;
+  }
+  auto added = [&](const std::string& token) {
+    return !token.empty() && tokenizer.token_id(token) && is_added_token(tokenizer, *tokenizer.token_id(token));
+  };
+  if (!added(bos) || !added(eos)) return;
+  const std::string opening = bos + "assistant\n";
+  const std::string history = render_text(std::span(exchange).first(1), false);
+  const std::string prompt = render_text(std::span(exchange).first(1), true);
+  if (prompt.compare(0, history.size(), history) == 0 && prompt.compare(history.size(), opening.size(), opening) == 0 &&
+      prompt.size() > history.size() + opening.size() && text.find(content + eos + "\n") != std::string::npos) {
+    minimind_open_ = tokenizer.encode(opening);
+    minimind_close_ = tokenizer.encode(eos + "\n");
+  }
 }
 
 std::unique_ptr<HfChatTemplate> HfChatTemplate::from_file(const std::string& path, const Tokenizer& tokenizer) {
@@ -130,20 +191,24 @@ HfChatTemplate::Source HfChatTemplate::read_source(const std::string& path) {
 }
 
 std::string HfChatTemplate::render_text(std::span<const ChatMessage> messages, bool add_generation_prompt,
-                                        const jinja::Value& extra) const {
+                                        std::string_view tools) const {
+  return render_text(messages, add_generation_prompt, tools_value(tools));
+}
+
+std::string HfChatTemplate::render_text(std::span<const ChatMessage> messages, bool add_generation_prompt,
+                                        const jinja::Value& tools) const {
   jinja::Dict context;
   context.set("messages", messages_value(messages));
   context.set("add_generation_prompt", jinja::Value::boolean(add_generation_prompt));
-  context.set("tools", jinja::Value::none());
+  context.set("tools", tools);
   context.set("documents", jinja::Value::none());
   for (const auto& [key, value] : special_tokens_) context.set(key, jinja::Value::string(value));
-  if (extra.is_dict())
-    for (const auto& [key, value] : extra.as_dict().items) context.set(key, value);
   return template_.render(jinja::Value::dict(std::move(context)));
 }
 
-RenderedChat HfChatTemplate::render(std::span<const ChatMessage> messages) const {
-  const std::string text = render_text(messages, false);
+RenderedChat HfChatTemplate::render_chat(std::span<const ChatMessage> messages, std::string_view tools_json) const {
+  const jinja::Value tools = tools_value(tools_json);
+  const std::string text = render_text(messages, false, tools);
   RenderedChat out;
   out.ids = tokenizer_.encode(text);
   out.trained.assign(out.ids.size(), 0);
@@ -155,16 +220,20 @@ RenderedChat HfChatTemplate::render(std::span<const ChatMessage> messages) const
     offset += tokenizer_.token_bytes(id).size();
   }
   NF_CHECK(offset == text.size(), name_, ": the tokens of the rendered text do not decode to it");
+  if (!minimind_open_.empty()) {
+    out.trained = minimind_labels(out.ids, minimind_open_, minimind_close_);
+    return out;
+  }
   for (size_t i = 0; i < messages.size(); ++i) {
     if (messages[i].role != "assistant") continue;
     // the reply starts where the whole text parts from the conversation before it with the generation
-    // prompt: at the prompt's end, or inside the prompt when the template renders a reply's opening
-    // otherwise (MiniMind's prompt closes an empty <think> block, a reply may think)
-    const std::string before = render_text(messages.first(i), true);
+    // prompt (and the same tools): at the prompt's end, or inside the prompt when the template renders a
+    // reply's opening otherwise (MiniMind's prompt closes an empty <think> block, a reply may think)
+    const std::string before = render_text(messages.first(i), true, tools);
     const size_t begin = static_cast<size_t>(
         std::mismatch(before.begin(), before.end(), text.begin(), text.end()).first - before.begin());
     if (begin < before.size()) {
-      const std::string history = render_text(messages.first(i), false);
+      const std::string history = render_text(messages.first(i), false, tools);
       NF_CHECK(begin >= history.size() && text.compare(0, history.size(), history) == 0, name_, ": message ", i,
                ": the whole conversation does not begin with the conversation before it, so the assistant's tokens "
                "cannot be told apart for training");
@@ -177,15 +246,8 @@ RenderedChat HfChatTemplate::render(std::span<const ChatMessage> messages) const
   return out;
 }
 
-std::vector<TokenId> HfChatTemplate::render_for_completion(std::span<const ChatMessage> messages) const {
-  return tokenizer_.encode(render_text(messages, true));
-}
-
-std::vector<TokenId> HfChatTemplate::render_with_tools(std::span<const ChatMessage> messages, std::string_view tools) const {
-  if (tools.empty()) return render_for_completion(messages);
-  jinja::Dict extra;
-  extra.set("tools", jinja::from_json(nlohmann::ordered_json::parse(tools)));
-  return tokenizer_.encode(render_text(messages, true, jinja::Value::dict(std::move(extra))));
+std::vector<TokenId> HfChatTemplate::render_prompt(std::span<const ChatMessage> messages, std::string_view tools) const {
+  return tokenizer_.encode(render_text(messages, true, tools));
 }
 
 }  // namespace nf::tokenizer

@@ -55,13 +55,26 @@ int json_depth(std::string_view text, int max_depth) {
   return deepest;
 }
 
-json parse_json(std::string_view text, const std::string& context, int max_depth) {
+namespace {
+
+template <typename Json>
+Json parse_bounded(std::string_view text, const std::string& context, int max_depth) {
   NF_CHECK(json_depth(text, max_depth) <= max_depth, context, "nests deeper than ", max_depth, " levels");
   try {
-    return json::parse(text);
+    return Json::parse(text);
   } catch (const json::exception& e) {  // parse_error, and out_of_range for numbers like 1e400
     NF_FAIL(context, "not valid JSON (", e.what(), ")");
   }
+}
+
+}  // namespace
+
+json parse_json(std::string_view text, const std::string& context, int max_depth) {
+  return parse_bounded<json>(text, context, max_depth);
+}
+
+nlohmann::ordered_json parse_ordered_json(std::string_view text, const std::string& context, int max_depth) {
+  return parse_bounded<nlohmann::ordered_json>(text, context, max_depth);
 }
 
 std::string json_excerpt(const json& value, size_t max_chars) {

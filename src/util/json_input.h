@@ -21,6 +21,9 @@ int json_depth(std::string_view text, int max_depth);
 // Parses text, refusing nesting deeper than max_depth. Throws nf::Error "<context>not valid JSON
 // (...)" or "<context>nests deeper than <max_depth> levels".
 nlohmann::json parse_json(std::string_view text, const std::string& context, int max_depth = kMaxJsonDepth);
+// As parse_json, keeping the objects' keys in the text's order (what a chat template's tojson writes).
+nlohmann::ordered_json parse_ordered_json(std::string_view text, const std::string& context,
+                                          int max_depth = kMaxJsonDepth);
 
 // A single-line rendering of a value for an error message, as dump() writes it but at most
 // max_chars bytes (cut at a character boundary, ending in "..."), containers shown only a few

@@ -580,5 +580,150 @@ TEST(SftBatches, LoaderEqualsTransformersGolden) {
   EXPECT_EQ(examples.origin(1), tk::testing::fixture("chat_minimind.jsonl") + ":2");
 }
 
+// MiniMind's template from the Hugging Face fixtures, over hf_gpt2.json.
+struct MiniMindTemplate {
+  nlohmann::ordered_json golden = nlohmann::ordered_json::parse(tk::read_file(tk::testing::fixture("hf_chat_templates.json")));
+  const nlohmann::ordered_json& entry = golden.at("templates").at(0);
+  std::unique_ptr<tk::Tokenizer> tok = tk::load_tokenizer(tk::testing::fixture("hf_gpt2.json"));
+  tk::HfChatTemplate chat = make();
+
+  tk::HfChatTemplate make() const {
+    std::vector<std::pair<std::string, std::string>> special;
+    for (const auto& [k, v] : entry.at("special_tokens").items()) special.emplace_back(k, v.get<std::string>());
+    return tk::HfChatTemplate("minimind", entry.at("template").get<std::string>(), special, *tok);
+  }
+};
+
+// The examples of a JSONL file read with `chat`.
+SftExamples read_chat(const std::string& path, const tk::ChatTemplate& chat) {
+  SftExamples examples;
+  read_sft_jsonl(path, chat, 100000, examples);
+  return examples;
+}
+
+// A conversation with tools in MiniMind's SFT form (SFTDataset.create_chat_prompt at d65ef2c: "tools" on
+// the system message and "tool_calls" as strings of JSON, the reasoning in "reasoning_content"; or, as
+// datasets' Features writes it, every key on every message, null where unset) reads as its structured
+// form (lists), as its form with the record's "tools", and as transformers renders it (the fixture's ids);
+// the mask is MiniMind's generate_labels (tests/tokenizer/test_hf_chat_template.cpp checks the rule).
+TEST(SftBatches, MiniMindToolConversationsReadAsTheirStructuredForm) {
+  const MiniMindTemplate m;
+  using ojson = nlohmann::ordered_json;
+  size_t cases = 0;
+  for (const auto& c : m.entry.at("sft_tool_cases")) {
+    const ojson& tools = c.at("tools");
+    ojson structured = ojson::array(), minimind = ojson::array(), features = ojson::array(), top = ojson::array();
+    bool system = false;
+    for (size_t i = 0; i < c.at("messages").size(); ++i) {
+      const ojson& message = c.at("messages")[i];
+      ojson s = message, mm = message, all = ojson::object();
+      if (i == 0 && message.at("role") == "system") {
+        system = true;
+        s["tools"] = tools;
+        mm["tools"] = tools.dump();
+      }
+      if (message.contains("tool_calls")) mm["tool_calls"] = message.at("tool_calls").dump();
+      for (const char* key : {"role", "content", "reasoning_content", "tools", "tool_calls"})
+        all[key] = mm.contains(key) ? mm[key] : ojson();
+      if (message.contains("tool_call_id")) all["tool_call_id"] = message.at("tool_call_id");
+      structured.push_back(s);
+      minimind.push_back(mm);
+      features.push_back(all);
+      top.push_back(message);
+    }
+    // without a system message (MiniMind reads tools from one only) the tools are the record's
+    const std::string path = temp_path("minimind_tools.jsonl");
+    write_text(path, ojson{{"conversations", structured}, {"tools", system ? ojson() : tools}}.dump() + "\n" +
+                         ojson{{"conversations", minimind}, {"tools", system ? ojson() : ojson(tools.dump())}}.dump() + "\n" +
+                         ojson{{"conversations", features}, {"tools", system ? ojson() : tools}, {"id", 7}}.dump() + "\n" +
+                         ojson{{"conversations", top}, {"tools", tools}}.dump() + "\n");
+    const SftExamples examples = read_chat(path, m.chat);
+    ASSERT_EQ(examples.size(), 4u);
+    const auto want = c.at("ids").get<std::vector<TokenId>>();
+    for (size_t k = 0; k < 4; ++k) {
+      EXPECT_EQ(std::vector<TokenId>(examples.ids(k).begin(), examples.ids(k).end()), want) << k << " " << c.at("messages").dump();
+      EXPECT_EQ(std::vector<uint8_t>(examples.trained(k).begin(), examples.trained(k).end()),
+                std::vector<uint8_t>(examples.trained(0).begin(), examples.trained(0).end())) << k;
+    }
+    // the assistant's tokens and only those: each reply's <tool_call>s are trained, no <tool_response> is
+    std::vector<TokenId> trained, untrained;
+    for (size_t t = 0; t < want.size(); ++t) (examples.trained(0)[t] ? trained : untrained).push_back(want[t]);
+    EXPECT_NE(m.tok->decode(trained).find("<tool_call>"), std::string::npos);
+    EXPECT_EQ(m.tok->decode(trained).find("<tool_response>"), std::string::npos);
+    EXPECT_EQ(m.tok->decode(trained).find("# Tools"), std::string::npos);
+    EXPECT_EQ(m.tok->decode(untrained).find("<tool_call>\n{\"name\": \"get_weather\""), std::string::npos);
+    std::remove(path.c_str());
+    ++cases;
+  }
+  EXPECT_EQ(cases, 4u);
+}
+
+// Each fault of a tool conversation is one line naming the file, the line, the message and the key.
+TEST(SftBatches, MalformedToolConversationsNameFileLineAndKey) {
+  const MiniMindTemplate m;
+  const std::string path = temp_path("bad_tools.jsonl");
+  const std::string tools = R"([{"type": "function", "function": {"name": "now"}}])";
+  const std::string good = R"({"conversations": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]})";
+  auto line = [&](const std::string& system, const std::string& assistant) {
+    return good + "\n" + R"({"conversations": [{"role": "system", "content": "s")" + system +
+           R"(}, {"role": "user", "content": "q"}, {"role": "assistant")" + assistant + "}]}\n";
+  };
+  const std::vector<std::pair<std::string, std::vector<std::string>>> faults{
+      {line(R"(, "tools": "[{\"type\": ")", R"(, "content": "a")"),
+       {"bad_tools.jsonl:2:", "message 0", "\"tools\" (a string) is not valid JSON"}},
+      {line(R"(, "tools": "{\"type\": \"function\"}")", R"(, "content": "a")"),
+       {"bad_tools.jsonl:2:", "message 0", "\"tools\" is not a list but {\"type\":\"function\"}"}},
+      {line(R"(, "tools": [1])", R"(, "content": "a")"), {"bad_tools.jsonl:2:", "message 0", "\"tools\": item 0 is not an object"}},
+      {line("", R"(, "tool_calls": "[{\"name\": \"now\", ")"),
+       {"bad_tools.jsonl:2:", "message 2", "\"tool_calls\" (a string) is not valid JSON"}},
+      {line("", R"(, "tool_calls": ["now"])"), {"bad_tools.jsonl:2:", "message 2", "\"tool_calls\": item 0 is not an object"}},
+      {line("", R"(, "content": "a", "weight": 0)"), {"bad_tools.jsonl:2:", "message 2", "unknown key \"weight\""}},
+      {line(R"(, "name": "x")", R"(, "content": "a")"), {"bad_tools.jsonl:2:", "message 0", "unknown key \"name\""}},
+      {line(R"(, "tool_calls": [{"name": "now"}])", R"(, "content": "a")"),
+       {"bad_tools.jsonl:2:", "message 0", "\"tool_calls\" on a message of role system"}},
+      {line("", R"(, "content": "a", "tools": )" + nlohmann::json(tools).dump()),
+       {"bad_tools.jsonl:2:", "message 2", "\"tools\" on a message of role assistant"}},
+      {line("", R"(, "content": "a", "reasoning_content": 3)"),
+       {"bad_tools.jsonl:2:", "message 2", "\"reasoning_content\" is not a string but 3"}},
+      {line(R"(, "reasoning_content": "r")", R"(, "content": "a")"),
+       {"bad_tools.jsonl:2:", "message 0", "\"reasoning_content\" on a message of role system"}},
+      {line("", R"(, "content": "a", "tool_call_id": "c1")"),
+       {"bad_tools.jsonl:2:", "message 2", "\"tool_call_id\" on a message of role assistant"}},
+      {line("", R"(, "content": null)"), {"bad_tools.jsonl:2:", "message 2", "\"content\" is not a string but null"}},
+      {good + "\n" + R"({"tools": )" + tools + R"(, "conversations": [{"role": "system", "content": "s", "tools": )" + tools +
+           R"(}, {"role": "user", "content": "q"}]})" + "\n",
+       {"bad_tools.jsonl:2:", "message 0", "\"tools\" given twice (also in the record's \"tools\")"}},
+      {good + "\n" + R"({"tools": "[", "conversations": []})" + "\n", {"bad_tools.jsonl:2:", "\"tools\" (a string) is not valid JSON"}},
+  };
+  for (const auto& [text, parts] : faults) {
+    write_text(path, text);
+    try {
+      read_chat(path, m.chat);
+      ADD_FAILURE() << "no error for " << text;
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+      for (const std::string& part : parts) EXPECT_NE(what.find(part), std::string::npos) << what << " lacks " << part;
+    }
+  }
+  // a template that cannot render tools or calls says so, naming the line
+  const auto chatml = tk::make_chat_template("chatml", *m.tok);
+  write_text(path, good + "\n" + R"({"tools": )" + tools + R"(, "conversations": [{"role": "user", "content": "q"}]})" + "\n");
+  EXPECT_THROW_WITH(read_chat(path, *chatml), "bad_tools.jsonl:2:", "the chat template 'chatml' cannot render tools");
+  write_text(path, good + "\n" + R"({"conversations": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "", "tool_calls": [{"name": "now", "arguments": {}}]}]})" + "\n");
+  EXPECT_THROW_WITH(read_chat(path, *chatml), "bad_tools.jsonl:2:", "message 1: the chat template 'chatml' cannot render tool calls");
+  // null and empty tools, calls and reasoning are none (MiniMind's falsy values), as is an unknown null key
+  write_text(path, R"({"conversations": [{"role": "system", "content": "s", "tools": "", "tool_calls": null, "x": null}, {"role": "user", "content": "q", "tools": null}, {"role": "assistant", "content": "a", "tool_calls": "", "reasoning_content": null}]})" "\n" +
+                       std::string(R"({"tools": [], "conversations": [{"role": "system", "content": "s", "tools": "[]"}, {"role": "user", "content": "q"}, {"role": "assistant", "content": "a", "tool_calls": []}]})") + "\n" +
+                       R"({"conversations": [{"role": "system", "content": "s"}, {"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]})" "\n");
+  const SftExamples plain = read_chat(path, m.chat);
+  ASSERT_EQ(plain.size(), 3u);
+  for (size_t k = 1; k < 3; ++k) {
+    EXPECT_TRUE(std::ranges::equal(plain.ids(k), plain.ids(0))) << k;
+    EXPECT_TRUE(std::ranges::equal(plain.trained(k), plain.trained(0))) << k;
+  }
+  std::remove(path.c_str());
+}
+
 }  // namespace
 }  // namespace nf::data

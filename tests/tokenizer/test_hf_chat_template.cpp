@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -92,7 +93,7 @@ TEST(HfChatTemplate, ToolsToolCallsAndToolResultsRenderAsTransformers) {
         messages.push_back({.role = m.at("role").get<std::string>(), .content = m.at("content").get<std::string>(),
                             .tool_calls = m.contains("tool_calls") ? m.at("tool_calls").dump() : "",
                             .tool_call_id = m.value("tool_call_id", "")});
-      const std::vector<TokenId> ids = hf.render_with_tools(messages, c.at("tools").dump());
+      const std::vector<TokenId> ids = hf.render_for_completion(messages, c.at("tools").dump());
       EXPECT_EQ(tok->decode(ids), c.at("text").get<std::string>()) << name << " " << c.at("messages").dump();
       ++cases;
     }
@@ -108,7 +109,138 @@ TEST(HfChatTemplate, ConstructsRenderAsJinja2) {
         << s.at("template").get<std::string>();
 }
 
-// The trained tokens are exactly each assistant reply after its generation prompt and its end token.
+// The messages of a fixture's conversation as the SFT reader makes them: tool_calls as their JSON
+// text (keys in order), a null content as "", reasoning_content when the message has one.
+std::vector<ChatMessage> tool_messages_of(const nlohmann::ordered_json& j) {
+  std::vector<ChatMessage> out;
+  for (const auto& m : j) {
+    ChatMessage message{.role = m.at("role").get<std::string>(),
+                        .content = m.at("content").is_null() ? "" : m.at("content").get<std::string>(),
+                        .tool_calls = m.contains("tool_calls") ? m.at("tool_calls").dump() : "",
+                        .tool_call_id = m.value("tool_call_id", "")};
+    if (m.contains("reasoning_content")) message.reasoning_content = m.at("reasoning_content").get<std::string>();
+    out.push_back(std::move(message));
+  }
+  return out;
+}
+
+// MiniMind's SFTDataset.generate_labels (jingyaogong/minimind@d65ef2c dataset/lm_dataset.py) written
+// out again over the ids, on its own: bos_id = the ids of "<|im_start|>assistant\n", eos_id = those of
+// "<|im_end|>\n"; from after each bos_id through the next eos_id is labelled.
+std::vector<uint8_t> minimind_generate_labels(const Tokenizer& tok, const std::vector<TokenId>& input_ids) {
+  const std::vector<TokenId> bos_id = tok.encode("<|im_start|>assistant\n"), eos_id = tok.encode("<|im_end|>\n");
+  auto at = [&](size_t i, const std::vector<TokenId>& p) {
+    return i + p.size() <= input_ids.size() && std::vector<TokenId>(input_ids.begin() + i, input_ids.begin() + i + p.size()) == p;
+  };
+  std::vector<uint8_t> labels(input_ids.size(), 0);
+  size_t i = 0;
+  while (i < input_ids.size()) {
+    if (at(i, bos_id)) {
+      const size_t start = i + bos_id.size();
+      size_t end = start;
+      while (end < input_ids.size()) {
+        if (at(end, eos_id)) break;
+        end += 1;
+      }
+      for (size_t j = start; j < std::min(end + eos_id.size(), input_ids.size()); ++j) labels[j] = 1;
+      i = end < input_ids.size() ? end + eos_id.size() : input_ids.size();
+    } else {
+      i += 1;
+    }
+  }
+  return labels;
+}
+
+// The trained tokens' text, one string a run.
+std::vector<std::string> trained_runs(const Tokenizer& tok, const RenderedChat& r) {
+  std::vector<std::string> out;
+  std::vector<TokenId> run;
+  for (size_t i = 0; i <= r.ids.size(); ++i) {
+    if (i < r.ids.size() && r.trained[i]) {
+      run.push_back(r.ids[i]);
+    } else if (!run.empty()) {
+      out.push_back(tok.decode(run));
+      run.clear();
+    }
+  }
+  return out;
+}
+
+// Training conversations with tools, tool calls (MiniMind's {"name", "arguments"} with arguments a JSON
+// string too), tool results and reasoning_content render as apply_chat_template(tools=...,
+// add_generation_prompt=False) does: text and ids, for MiniMind's, Qwen2.5's and Qwen3's templates.
+// The mask trains each assistant reply (its calls included) and none of the tools, the user's or the
+// tools' messages.
+TEST(HfChatTemplate, SftToolConversationsRenderAsTransformers) {
+  const auto doc = golden();
+  const auto tok = load_tokenizer(fixture(doc.at("tokenizer").get<std::string>()));
+  size_t cases = 0;
+  for (const auto& t : doc.at("templates")) {
+    if (!t.contains("sft_tool_cases")) continue;
+    const std::string name = t.at("name").get<std::string>();
+    const HfChatTemplate hf(name, t.at("template").get<std::string>(), special_of(t.at("special_tokens")), *tok);
+    for (const auto& c : t.at("sft_tool_cases")) {
+      const auto messages = tool_messages_of(c.at("messages"));
+      const std::string tools = c.at("tools").dump();
+      EXPECT_EQ(hf.render_text(messages, false, tools), c.at("text").get<std::string>()) << name << " " << c.at("messages").dump();
+      ++cases;
+      if (name == "qwen3" && messages.size() == 9) {
+        // Qwen3 renders a turn's reasoning only after the last user query: the conversation before
+        // message 4 shows message 2's thinking, the whole one does not, so its replies cannot be found
+        EXPECT_EQ(tok->encode(c.at("text").get<std::string>()), c.at("ids").get<std::vector<TokenId>>());
+        EXPECT_THROW_WITH(hf.render(messages, tools), "qwen3: message 4", "does not begin with the conversation before it");
+        continue;
+      }
+      const RenderedChat r = hf.render(messages, tools);
+      EXPECT_EQ(r.ids, c.at("ids").get<std::vector<TokenId>>()) << name << " " << c.at("messages").dump();
+      const auto runs = trained_runs(*tok, r);
+      size_t replies = 0;
+      for (const auto& m : c.at("messages")) replies += m.at("role") == "assistant";
+      ASSERT_EQ(runs.size(), replies) << name;
+      for (size_t k = 0, run = 0; k < messages.size(); ++k) {
+        if (messages[k].role != "assistant") continue;
+        const std::string& trained = runs[run++];
+        // the reply's text and calls are trained on, through its end token; nothing of another message
+        const std::string reply = messages[k].content.substr(messages[k].content.rfind('\n') + 1);
+        EXPECT_NE(trained.find(reply + (messages[k].tool_calls.empty() ? "<|im_end|>" : "")), std::string::npos)
+            << name << " " << k << ": " << trained;
+        EXPECT_EQ(trained.find("<tool_call>") != std::string::npos, !messages[k].tool_calls.empty()) << name << " " << trained;
+        for (const char* other : {"<tool_response>", "<tools>", "<|im_start|>", "Paris, then", "Thanks"})
+          EXPECT_EQ(trained.find(other), std::string::npos) << name << " " << k << ": " << trained;
+      }
+    }
+  }
+  EXPECT_EQ(cases, 10u);
+}
+
+// MiniMind's template is masked as MiniMind's trainer masks it: the mask equals generate_labels
+// computed over the same ids, on a multi-turn conversation with tools, calls, results and thinking.
+TEST(HfChatTemplate, MiniMindMaskIsMiniMindsGenerateLabels) {
+  const auto doc = golden();
+  const auto tok = load_tokenizer(fixture("hf_gpt2.json"));
+  const auto& minimind = doc.at("templates").at(0);
+  ASSERT_EQ(minimind.at("name"), "minimind");
+  const HfChatTemplate hf("minimind", minimind.at("template").get<std::string>(), special_of(minimind.at("special_tokens")), *tok);
+  size_t checked = 0;
+  for (const auto& c : minimind.at("sft_tool_cases")) {
+    const RenderedChat r = hf.render(tool_messages_of(c.at("messages")), c.at("tools").dump());
+    ASSERT_EQ(r.ids, c.at("ids").get<std::vector<TokenId>>());
+    EXPECT_EQ(r.trained, minimind_generate_labels(*tok, r.ids)) << c.at("messages").dump();
+    checked += std::count(r.trained.begin(), r.trained.end(), 1) > 0;
+  }
+  EXPECT_EQ(checked, 4u);
+  // the longest one, by hand: every reply from its <think> block through <|im_end|> and the newline
+  const auto& c = minimind.at("sft_tool_cases").at(2);
+  const auto runs = trained_runs(*tok, hf.render(tool_messages_of(c.at("messages")), c.at("tools").dump()));
+  ASSERT_EQ(runs.size(), 4u);
+  EXPECT_EQ(runs[0], "<think>\nI need the weather.\n</think>\n\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
+                     "{\"city\": \"Paris\", \"days\": 2}}\n</tool_call><|im_end|>\n");
+  EXPECT_EQ(runs[1], "<think>\n\n</think>\n\n<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call><|im_end|>\n");
+  EXPECT_EQ(runs[3], "<think>\nshort\n</think>\n\nBye.<|im_end|>\n");
+}
+
+// The trained tokens: for MiniMind's template MiniMind's generate_labels; for the others, each
+// assistant reply after its generation prompt through its end token.
 TEST(HfChatTemplate, MaskTrainsTheAssistantRepliesAndTheirEndToken) {
   const auto doc = golden();
   const auto tok = load_tokenizer(fixture("hf_gpt2.json"));
@@ -124,20 +256,53 @@ TEST(HfChatTemplate, MaskTrainsTheAssistantRepliesAndTheirEndToken) {
     std::vector<TokenId> trained;
     for (size_t i = 0; i < r.ids.size(); ++i)
       if (r.trained[i]) trained.push_back(r.ids[i]);
-    // what the template renders after each reply's generation prompt, up to its end token
     std::string expected;
     const std::string text = hf.render_text(conversation, false);
+    const bool minimind_rule = name == "minimind";
     for (size_t i : {size_t{2}, size_t{4}}) {
       const std::string before = hf.render_text(std::span(conversation).first(i), true);
       size_t begin = 0;
-      while (begin < before.size() && before[begin] == text[begin]) ++begin;
-      const size_t end = text.find("<|im_end|>", begin) + 10;
+      if (minimind_rule) {  // after the reply's "<|im_start|>assistant\n", through "<|im_end|>\n"
+        begin = hf.render_text(std::span(conversation).first(i), false).size() + 22;
+      } else {  // what the template renders after each reply's generation prompt, up to its end token
+        while (begin < before.size() && before[begin] == text[begin]) ++begin;
+      }
+      const size_t end = text.find("<|im_end|>", begin) + 10 + minimind_rule;
       expected += text.substr(begin, end - begin);
     }
     EXPECT_EQ(tok->decode(trained), expected) << name;
     EXPECT_NE(expected.find("a1 first<|im_end|>"), std::string::npos) << name;
     EXPECT_EQ(expected.find("q2"), std::string::npos) << name;
+    if (minimind_rule) {
+      EXPECT_EQ(r.trained, minimind_generate_labels(*tok, r.ids)) << name;
+    }
   }
+}
+
+// Tools and tool calls are refused, in one line naming the template, by a template that cannot render
+// them; a Jinja template refuses tools or tool_calls that are not JSON.
+TEST(HfChatTemplate, ToolsTheTemplateCannotRenderAreOneLine) {
+  const auto tok = load_tokenizer(fixture("hf_gpt2.json"));
+  const auto chatml = make_chat_template("chatml", *tok);
+  const std::vector<ChatMessage> plain{{"user", "q"}, {"assistant", "a"}};
+  const std::string tools = R"([{"type": "function", "function": {"name": "now"}}])";
+  EXPECT_THROW_WITH(chatml->render(plain, tools), "the chat template 'chatml' cannot render tools");
+  EXPECT_THROW_WITH(chatml->render_for_completion(plain, tools), "the chat template 'chatml' cannot render tools");
+  std::vector<ChatMessage> calls = plain;
+  calls[1].tool_calls = R"([{"name": "now", "arguments": {}}])";
+  EXPECT_THROW_WITH(chatml->render(calls), "message 1: the chat template 'chatml' cannot render tool calls");
+  std::vector<ChatMessage> thinking = plain;
+  thinking[1].reasoning_content = "hm";
+  EXPECT_THROW_WITH(chatml->render(thinking), "message 1: the chat template 'chatml' cannot render reasoning_content");
+  thinking[1].reasoning_content = "";  // renders as without
+  EXPECT_EQ(chatml->render(thinking).ids, chatml->render(plain).ids);
+  const auto doc = golden();
+  const auto& minimind = doc.at("templates").at(0);
+  const HfChatTemplate hf("minimind", minimind.at("template").get<std::string>(), special_of(minimind.at("special_tokens")), *tok);
+  EXPECT_THROW_WITH(hf.render(plain, "[{"), "tools is not valid JSON");
+  EXPECT_THROW_WITH(hf.render(plain, R"({"type": "function"})"), "tools is not a JSON array");
+  calls[1].tool_calls = "[{";
+  EXPECT_THROW_WITH(hf.render(calls), "message 1: tool_calls is not valid JSON");
 }
 
 TEST(HfChatTemplate, AFolderWithAChatTemplateUsesIt) {

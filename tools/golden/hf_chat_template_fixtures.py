@@ -5,7 +5,8 @@ Writes tests/fixtures/tokenizer/hf_chat_templates.json: for each template below,
 text, the special tokens it is rendered with, and for each conversation (system / user / assistant,
 1 to 4 turns) with and without the generation prompt, the text
 `apply_chat_template(messages, tokenize=False, add_generation_prompt=...)` gives (and for the
-templates with tools, conversations with tool calls and results, rendered with tools=...) and, for the
+templates with tools, conversations with tool calls and results, rendered with tools=..., with the
+generation prompt and, as SFT renders them, without: sft_tool_cases, with their ids) and, for the
 templates whose special tokens hf_gpt2.json has (<|endoftext|>, <|im_start|>, <|im_end|>), the ids
 of `apply_chat_template(..., tokenize=True)` over that tokenizer. tests/tokenizer/
 test_hf_chat_template.cpp checks nanoformer's Jinja interpreter and HfChatTemplate against them.
@@ -95,6 +96,28 @@ TOOL_CONVERSATIONS = [
 ]
 TOOL_TEMPLATES = {"minimind", "qwen2.5", "qwen3"}  # the templates that render tools in the <tool_call> syntax
 
+# Training conversations with tools (rendered without the generation prompt, as SFT renders them),
+# in MiniMind's SFT form too: calls {"name", "arguments"} with arguments a JSON string (MiniMind's
+# template writes a string as it is, transformers passes it unchanged), the reasoning in
+# reasoning_content, several turns of calls and answers. "content": None on a call (OpenAI's) is
+# rendered for MiniMind's template only (Qwen3's fails on None).
+MINIMIND_CALL = {"name": "get_weather", "arguments": "{\"city\": \"Paris\", \"days\": 2}"}
+SFT_TOOL_CONVERSATIONS = [
+    TOOL_CONVERSATIONS[1] + [{"role": "assistant", "content": "Sunny in Paris."}],
+    TOOL_CONVERSATIONS[2][:-1],
+    [S, {"role": "user", "content": "Paris, then the time?"},
+     {"role": "assistant", "content": "", "reasoning_content": "I need the weather.", "tool_calls": [MINIMIND_CALL]},
+     {"role": "tool", "content": "sunny"},
+     {"role": "assistant", "content": "", "tool_calls": [{"name": "now", "arguments": {}}]},
+     {"role": "tool", "content": "noon"},
+     {"role": "assistant", "content": "Sunny, at noon.", "reasoning_content": "Both known."},
+     {"role": "user", "content": "Thanks"}, {"role": "assistant", "content": "<think>\nshort\n</think>\n\nBye."}],
+]
+SFT_NONE_CONTENT = [{"role": "user", "content": "Weather?"},
+                    {"role": "assistant", "content": None, "tool_calls": [CALL]},
+                    {"role": "tool", "tool_call_id": "call_1", "content": "rain"},
+                    {"role": "assistant", "content": "Rain."}]
+
 # Small templates over the interpreter's constructs, rendered by the same jinja2 environment as
 # apply_chat_template (transformers' _compile_jinja_template), with CONTEXT.
 CONTEXT = {"messages": [{"role": "user", "content": "  Hi there \n"}, {"role": "assistant", "content": "ok"}],
@@ -148,6 +171,14 @@ def main(out_dir):
             entry["tool_cases"] = [{"messages": messages, "tools": TOOLS,
                                     "text": tok.apply_chat_template(messages, tools=TOOLS, tokenize=False, add_generation_prompt=True)}
                                    for messages in TOOL_CONVERSATIONS]
+            sft = SFT_TOOL_CONVERSATIONS + ([SFT_NONE_CONTENT] if name == "minimind" else [])
+            entry["sft_tool_cases"] = []
+            for messages in sft:
+                case = {"messages": messages, "tools": TOOLS,
+                        "text": tok.apply_chat_template(messages, tools=TOOLS, tokenize=False, add_generation_prompt=False)}
+                ids = tok.apply_chat_template(messages, tools=TOOLS, tokenize=True, add_generation_prompt=False)
+                case["ids"] = list(ids["input_ids"] if hasattr(ids, "keys") else ids)
+                entry["sft_tool_cases"].append(case)
         out["templates"].append(entry)
     from transformers.utils.chat_template_utils import _compile_jinja_template
     out["context"] = CONTEXT

@@ -66,8 +66,14 @@ class SftExamples {
 };
 
 // Reads a chat JSONL file ({"conversations": [{"role": ..., "content": ...}, ...]} per line) into
-// examples, rendering the conversations in parallel. Throws nf::Error "<file>:<line>: ..." on
-// malformed JSON, a missing or non-string role or content, or a role the template refuses.
+// examples, rendering the conversations in parallel. Messages are read as MiniMind's SFTDataset
+// (d65ef2c) reads them: "tools" on a system message (or the record's "tools") and "tool_calls" on an
+// assistant's, each a string of JSON or a list; "reasoning_content" on an assistant's; "tool_call_id"
+// on a tool message (OpenAI's); the template renders them (docs/training.md, "Conversations with
+// tools"). Throws nf::Error "<file>:<line>: ..." naming the message and key on malformed JSON, a
+// missing or non-string role or content, tools or tool_calls that are not JSON lists of objects, a
+// key on a role it does not belong to, an unknown non-null message key, or what the template refuses
+// (a role, or tools with a template that cannot render them).
 void read_sft_jsonl(const std::string& path, const tokenizer::ChatTemplate& chat_template, size_t max_tokens,
                     SftExamples& examples, const tokenizer::ByteProgress& progress = {});
 

@@ -19,6 +19,7 @@
 // without looking for special tokens (tiktoken's encode_ordinary); the mask covers the assistant's
 // content tokens and its <|assistant_end|>.
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -31,8 +32,14 @@ namespace nf::tokenizer {
 struct ChatMessage {
   std::string role;  // "system", "user" or "assistant" ("tool" too for Jinja templates)
   std::string content;
-  std::string tool_calls = {};    // assistant: the calls it made, a JSON array as OpenAI's (arguments objects); empty: none
+  // assistant: the calls it made, a JSON array as OpenAI's or MiniMind's (each {"id", "type", "function":
+  // {"name", "arguments"}} or {"name", "arguments"}; arguments an object, or a string the template renders
+  // as it renders a string); empty: none
+  std::string tool_calls = {};
   std::string tool_call_id = {};  // tool: the id of the call whose result this is
+  // assistant: its thinking, as MiniMind's and Qwen3's templates read message.reasoning_content (rendered
+  // inside <think>...</think>); nullopt: the message has none (the template may split it out of the content)
+  std::optional<std::string> reasoning_content = {};
 };
 
 struct RenderedChat {
@@ -44,17 +51,27 @@ class ChatTemplate {
  public:
   virtual ~ChatTemplate() = default;
   virtual std::string_view name() const = 0;
-  // The whole conversation with its mask. Throws nf::Error naming the message (0-based index) with
-  // an unknown role or a role out of the order the template requires.
-  virtual RenderedChat render(std::span<const ChatMessage> messages) const = 0;
+  // The whole conversation with its mask. `tools`: a JSON array of OpenAI tools, as transformers'
+  // apply_chat_template(tools=...) takes them (empty: none). Throws nf::Error naming the message
+  // (0-based index) with an unknown role or a role out of the order the template requires, and
+  // naming the template when it cannot render what it is given: only Jinja templates render tools,
+  // tool calls, tool messages and reasoning_content.
+  RenderedChat render(std::span<const ChatMessage> messages, std::string_view tools = {}) const;
   // The conversation so far followed by the opening of the assistant's reply, for generation.
-  virtual std::vector<TokenId> render_for_completion(std::span<const ChatMessage> messages) const = 0;
-  // As render_for_completion, with `tools` (a JSON array of OpenAI tools, as transformers'
-  // apply_chat_template(tools=...) takes them; empty: none) offered to the template. Only Jinja
-  // templates render tools and tool calls: the others throw nf::Error when there are any.
-  virtual std::vector<TokenId> render_with_tools(std::span<const ChatMessage> messages, std::string_view tools) const;
+  std::vector<TokenId> render_for_completion(std::span<const ChatMessage> messages, std::string_view tools = {}) const;
   // The token that ends an assistant turn: generation stops at it; SFT batches pad with it.
   virtual TokenId end_token() const = 0;
+
+ protected:
+  // Whether the template renders tools, tool calls, tool_call_id and reasoning_content (a Jinja
+  // template does): render and render_for_completion refuse them to the others.
+  virtual bool renders_tools() const { return false; }
+  // render and render_for_completion once the checks above have passed.
+  virtual RenderedChat render_chat(std::span<const ChatMessage> messages, std::string_view tools) const = 0;
+  virtual std::vector<TokenId> render_prompt(std::span<const ChatMessage> messages, std::string_view tools) const = 0;
+
+ private:
+  void check_renderable(std::span<const ChatMessage> messages, std::string_view tools) const;
 };
 
 // The template `name` ("chatml" or "nanochat", a template file's path, or the path of a Hugging Face
