@@ -152,14 +152,20 @@ std::vector<int64_t> HermesToolUse::after(int64_t id) {
   // off the decoding thread: the thread owns what it reads, so it may finish after this tool use is gone
   std::promise<std::vector<std::string>> promise;
   answers_ = promise.get_future();
-  std::thread([registry = registry_, calls = turn.calls, promise = std::move(promise), bell = bell_]() mutable {
-    try {
-      promise.set_value(answers_to(*registry, calls));
-    } catch (...) {  // (answer() catches a tool's own exceptions: this is running out of memory)
-      promise.set_exception(std::current_exception());
-    }
-    bell->ring();
-  }).detach();
+  bell_->call_started();
+  try {
+    std::thread([registry = registry_, calls = turn.calls, promise = std::move(promise), bell = bell_]() mutable {
+      try {
+        promise.set_value(answers_to(*registry, calls));
+      } catch (...) {  // (answer() catches a tool's own exceptions: this is running out of memory)
+        promise.set_exception(std::current_exception());
+      }
+      bell->call_answered();
+    }).detach();
+  } catch (...) {  // no thread: no call
+    bell_->call_answered();
+    throw;
+  }
   waiting_turn_ = std::move(turn);
   return {};
 }

@@ -88,6 +88,7 @@ Scheduler::~Scheduler() {
   wake_.notify_all();
   answers_->ring();
   thread_.join();
+  answers_->wait_for_calls();  // those of sequences ended while their tools ran: within their limits
 }
 
 bool Scheduler::submit(std::vector<SequenceRequest> requests) {

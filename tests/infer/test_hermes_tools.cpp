@@ -365,5 +365,28 @@ TEST(HermesToolUse, DecodeSleepsWhileEveryStreamWaitsOnItsToolAndGoesOnWithTheAn
   EXPECT_EQ(caller.generated(), answered_inside(f).first);
 }
 
+// A client gone while its call runs: the stream and its tool use are destroyed, the call ends on
+// its thread (with what it holds: the registry, the call, the bell), its answer never taken, and
+// the bell counts it in flight until then.
+TEST(HermesToolUse, ACallOutlivesItsToolUseAndItsBellCountsItUntilItEnds) {
+  OffThreadFixture f;
+  const auto bell = std::make_shared<ToolAnswerBell>();
+  {
+    CachedSequence sequence(*f.model);
+    Sampler greedy({.temperature = 0});
+    ScriptedCall tools = f.tools();
+    tools.answer_off_thread(bell);
+    DecodeStream caller(sequence, greedy, {.max_new_tokens = 120}, kCaller, nullptr, {.tools = &tools});
+    caller.prefill(kCaller);
+    DecodeStream* one[] = {&caller};
+    while (!caller.waiting()) ASSERT_EQ(decode_step(one), 1u);
+  }
+  const uint64_t seen = bell->rings();
+  f.release.set_value();
+  bell->wait_for_calls();
+  EXPECT_NE(bell->rings(), seen);
+  EXPECT_TRUE(f.turns.empty());
+}
+
 }  // namespace
 }  // namespace nf::infer

@@ -152,7 +152,8 @@ class Scheduler {
  public:
   // Allocates the slots' caches and starts the thread; the model must outlive the scheduler.
   Scheduler(models::DecoderLM& model, const SchedulerOptions& options);
-  // Stops the thread; sequences still queued or running end as cancelled.
+  // Stops the thread; sequences still queued or running end as cancelled. Returns once the tools'
+  // calls still running (theirs, or those of sequences cancelled while they ran) have ended.
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
