@@ -63,8 +63,8 @@ class ToolUse {
   // From now on, a call runs on a thread of its own that rings `bell` once its answer is ready
   // (above; the bell counts it in flight until then). The thread keeps what it needs (the call, the
   // tools, the bell) alive by itself: a tool use destroyed while its call runs (a client gone)
-  // leaves the call to finish within its own limits and its answer unread. A tool use whose answers take no time (nanochat's calculator,
-  // this default) keeps answering inside after().
+  // leaves the call to finish within its own limits and its answer unread. A tool use whose
+  // answers take no time (nanochat's calculator, this default) keeps answering inside after().
   virtual void answer_off_thread(std::shared_ptr<ToolAnswerBell> /*bell*/) {}
   // A call after() started runs, or its answer is not taken yet: the stream takes no token.
   virtual bool answering() const { return false; }
