@@ -70,7 +70,7 @@ void run_chat(const ChatArgs& a) {
       continue;
     }
     messages.push_back({"user", line});
-    const auto ids = chat_template->render_with_tools(messages, tools ? tools->offered_tools() : std::string());
+    const auto ids = chat_template->render_for_completion(messages, tools ? tools->offered_tools() : std::string());
     const std::vector<int64_t> sequence(ids.begin(), ids.end());
     if (static_cast<int64_t>(sequence.size()) >= session.max_len()) {
       std::fprintf(stderr, "(the conversation is %zu tokens, the context %lld: /reset to start over)\n",

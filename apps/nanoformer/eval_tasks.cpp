@@ -130,7 +130,7 @@ std::vector<nlohmann::json> evaluate_records(models::DecoderLM& model, const tok
       } else {
         const std::vector<tokenizer::ChatMessage> user = {{"user", r.question}};
         const std::vector<int64_t> ids =
-            chat_template ? check_prompt(model, chat_template->render_with_tools(user, tools ? tools->offered_tools() : ""))
+            chat_template ? check_prompt(model, chat_template->render_for_completion(user, tools ? tools->offered_tools() : ""))
                           : encode_prompt(model, tok, context);
         generations.emplace_back(model, tok, ids, a, stop, tools, chat_template);
       }

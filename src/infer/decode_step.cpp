@@ -2,6 +2,7 @@
 #include "nanoformer/infer/decode_step.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "nanoformer/core/error.h"
 
@@ -92,6 +93,18 @@ void DecodeStream::commit(int64_t id, std::span<const float> row, bool forced) {
   if (callbacks_.tools != nullptr && reason_ == StopReason::none) {
     const std::vector<int64_t> answer = callbacks_.tools->after(id);
     forced_.insert(forced_.end(), answer.begin(), answer.end());
+  }
+}
+
+bool DecodeStream::resume() {
+  try {
+    std::optional<std::vector<int64_t>> answer = callbacks_.tools->take_answer();
+    if (!answer) return false;
+    forced_.insert(forced_.end(), answer->begin(), answer->end());
+    return true;
+  } catch (...) {  // its on_turn, or the tool's thread, threw: it ends alone
+    error_ = std::current_exception();
+    return false;
   }
 }
 
@@ -229,7 +242,7 @@ void DecodeStream::verify(std::span<const int64_t> draft, std::span<const float>
     if (!(by_model && i < draft.size() ? take_drafted(row, draft[i], model_draft_->q(i)) : take(row))) break;
     if (i == draft.size() || generated_.back() != draft[i]) break;
     ++taken;
-    if (!running()) break;
+    if (!running() || waiting()) break;  // (a token that completed a tool call: its answer comes before any other)
   }
   drafted_ += static_cast<int64_t>(draft.size());
   accepted_ += taken;
@@ -240,14 +253,15 @@ void DecodeStream::verify(std::span<const int64_t> draft, std::span<const float>
   if (running()) make_room();
 }
 
-void decode_step(std::span<DecodeStream* const> streams) {
+size_t decode_step(std::span<DecodeStream* const> streams) {
   std::vector<DecodeStream*> running;
   for (DecodeStream* s : streams) {
     if (!s->running()) continue;
     NF_CHECK(!s->generated().empty(), "decode_step: a stream has not been prefilled");
+    if (s->waiting() && !s->resume()) continue;  // its tool still answering: this step goes on without it
     running.push_back(s);
   }
-  if (running.empty()) return;
+  if (running.empty()) return 0;
   const std::vector<std::vector<int64_t>> drafts = DecodeStream::draft(running);
   // one forward per draft length: the streams without a draft together (their last rows), those
   // with a draft of k together (their k + 1 rows each); then each stream accepts, in stream order
@@ -283,6 +297,7 @@ void decode_step(std::span<DecodeStream* const> streams) {
       running[i]->verify(drafts[i], {first, static_cast<size_t>(vocab) * (drafts[i].size() + 1)});
     }
   }
+  return running.size();
 }
 
 void decode(std::span<DecodeStream* const> streams) {
@@ -291,7 +306,15 @@ void decode(std::span<DecodeStream* const> streams) {
       if (s->running()) return true;
     return false;
   };
-  while (any_running()) decode_step(streams);
+  while (any_running()) {
+    if (decode_step(streams) > 0) continue;
+    // every running stream waits on its tool: sleep until the first one's answer is there
+    for (DecodeStream* s : streams)
+      if (s->running() && s->waiting()) {
+        s->wait_for_tool();
+        break;
+      }
+  }
   for (const DecodeStream* s : streams)
     if (s->error()) std::rethrow_exception(s->error());
 }

@@ -3,7 +3,9 @@
 #include "nanoformer/infer/hermes_tools.h"
 
 #include <algorithm>
+#include <chrono>
 #include <nlohmann/json.hpp>
+#include <thread>
 #include <utility>
 
 #include "nanoformer/core/error.h"
@@ -24,6 +26,16 @@ std::string dump(const json& value) { return value.dump(-1, ' ', false, json::er
 json arguments_of(const ToolCall& call) {
   json arguments = json::parse(call.arguments, nullptr, /*allow_exceptions=*/false);
   return arguments.is_object() ? arguments : json::object();
+}
+
+// The answers to a turn's calls, in order; a block that was no call (no name) answered with an error.
+std::vector<std::string> answers_to(const ToolRegistry& registry, const std::vector<ToolCall>& calls) {
+  std::vector<std::string> answers;
+  for (const ToolCall& call : calls)
+    answers.push_back(call.name.empty()
+                          ? tool_error(R"(a tool call is JSON {"name": "...", "arguments": {...}} between <tool_call> and </tool_call>)")
+                          : registry.answer(call));
+  return answers;
 }
 
 }  // namespace
@@ -147,17 +159,50 @@ std::vector<int64_t> HermesToolUse::after(int64_t id) {
   ToolTurn turn{.calls = std::move(parts.calls), .answers = {}, .ran = turns_ < max_turns_, .forced = 0};
   for (int64_t i = 0; i < parts.malformed; ++i)  // a block that is no call: answered with an error, no name
     turn.calls.push_back({.id = new_tool_call_id(), .name = "", .arguments = ""});
-  std::vector<int64_t> forced;
-  if (turn.ran) {
-    for (const ToolCall& call : turn.calls)
-      turn.answers.push_back(call.name.empty()
-                                 ? tool_error(R"(a tool call is JSON {"name": "...", "arguments": {...}} between <tool_call> and </tool_call>)")
-                                 : registry_->answer(call));
-    forced = render_answers(turn.answers);
-    ++turns_;
-    forcing_ = static_cast<int64_t>(forced.size());
-    turn.forced = forcing_;
+  if (!turn.ran) {
+    if (on_turn) on_turn(turn);
+    return {};
   }
+  if (!bell_) {
+    std::vector<std::string> answers = answers_to(*registry_, turn.calls);
+    return answer_turn(std::move(turn), std::move(answers));
+  }
+  // off the decoding thread: the thread owns what it reads, so it may finish after this tool use is gone
+  std::promise<std::vector<std::string>> promise;
+  answers_ = promise.get_future();
+  bell_->call_started();
+  try {
+    std::thread([registry = registry_, calls = turn.calls, promise = std::move(promise), bell = bell_]() mutable {
+      try {
+        promise.set_value(answers_to(*registry, calls));
+      } catch (...) {  // (answer() catches a tool's own exceptions: this is running out of memory)
+        promise.set_exception(std::current_exception());
+      }
+      bell->call_answered();
+    }).detach();
+  } catch (...) {  // no thread: no call
+    bell_->call_answered();
+    throw;
+  }
+  waiting_turn_ = std::move(turn);
+  return {};
+}
+
+std::optional<std::vector<int64_t>> HermesToolUse::take_answer() {
+  if (!answers_.valid() || answers_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return std::nullopt;
+  return answer_turn(std::move(waiting_turn_), answers_.get());
+}
+
+void HermesToolUse::wait_for_answer() {
+  if (answers_.valid()) answers_.wait();
+}
+
+std::vector<int64_t> HermesToolUse::answer_turn(ToolTurn turn, std::vector<std::string> answers) {
+  turn.answers = std::move(answers);
+  std::vector<int64_t> forced = render_answers(turn.answers);
+  ++turns_;
+  forcing_ = static_cast<int64_t>(forced.size());
+  turn.forced = forcing_;
   if (on_turn) on_turn(turn);
   return forced;
 }

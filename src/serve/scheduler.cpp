@@ -86,7 +86,9 @@ Scheduler::~Scheduler() {
     stopping_ = true;
   }
   wake_.notify_all();
+  answers_->ring();
   thread_.join();
+  answers_->wait_for_calls();  // those of sequences ended while their tools ran: within their limits
 }
 
 bool Scheduler::submit(std::vector<SequenceRequest> requests) {
@@ -99,6 +101,7 @@ bool Scheduler::submit(std::vector<SequenceRequest> requests) {
     stats_.queued = static_cast<int64_t>(queue_.size());
   }
   wake_.notify_one();
+  answers_->ring();
   return true;
 }
 
@@ -111,6 +114,7 @@ void Scheduler::run_between_steps(std::function<void()> job) {
     jobs_.push_back(std::move(task));
   }
   wake_.notify_one();
+  answers_->ring();
   try {
     done.get();  // rethrows the job's exception
   } catch (const std::future_error&) {  // broken_promise: the scheduler stopped before the job ran
@@ -126,6 +130,8 @@ SchedulerStats Scheduler::stats() const {
 void Scheduler::run() {
   NoGradGuard no_grad;  // grad mode is per thread
   for (;;) {
+    // before anything is looked at: an answer, a request or a job that comes later rings past it
+    const uint64_t seen = answers_->rings();
     std::vector<Queued> joining;
     std::deque<std::packaged_task<void()>> jobs;
     {
@@ -145,9 +151,11 @@ void Scheduler::run() {
     }
     for (auto& job : jobs) job();  // its exception goes to its caller through the future
     for (Queued& queued : joining) admit(std::move(queued));
+    const bool prefilled = !prefilling_.empty();
     prefill();  // a chunk's worth of the oldest prompts, then a decode step
+    bool stepped = false;
     try {
-      step();
+      stepped = step();
     } catch (const std::exception& e) {  // never expected: end every running sequence, keep serving
       for (Running& r : running_) {
         r.outcome.error = e.what();
@@ -157,6 +165,8 @@ void Scheduler::run() {
       running_.clear();
     }
     update_memory();
+    // every running sequence waits on a tool, and nothing else came: sleep until something rings
+    if (!running_.empty() && !stepped && !prefilled && jobs.empty() && joining.empty()) answers_->wait(seen, kToolWaitPoll);
   }
   std::deque<Queued> left;
   {
@@ -358,6 +368,7 @@ int64_t Scheduler::prefill_step(int64_t limit) {
   infer::CachedSequence* draft = slots_[p.slot].draft.get();  // the draft model, unless lookup was asked for
   if (draft != nullptr && request.speculative.lookup_ngram == 0) request.speculative.draft_model = &draft->model();
   else draft = nullptr;
+  if (request.tools) request.tools->answer_off_thread(answers_);  // a slow tool delays its own sequence only
   running_.emplace_back(std::move(request), p.slot, slots_[p.slot].sequence, p.outcome, draft);
   prefilling_.pop_front();
   if (!generates) {  // the prompt only: it ends here
@@ -406,8 +417,9 @@ void Scheduler::finish(Running& r, SequenceOutcome outcome) {
   if (r.request.on_done) r.request.on_done(outcome);
 }
 
-void Scheduler::step() {
-  // drop the sequences whose clients have gone
+bool Scheduler::step() {
+  // drop the sequences whose clients have gone (one whose tool runs: the call finishes on its
+  // thread within its limits, its answer unread)
   for (Running& r : running_)
     if (r.request.cancelled->load()) {
       r.outcome.cancelled = true;
@@ -415,10 +427,9 @@ void Scheduler::step() {
       finish(r, r.outcome);
     }
   std::erase_if(running_, [](const Running& r) { return r.outcome.cancelled; });
-  if (running_.empty()) return;
+  if (running_.empty()) return false;
   std::vector<infer::DecodeStream*> streams;
   for (Running& r : running_) streams.push_back(&r.stream);
-  const auto rows = static_cast<int64_t>(streams.size());
   // the tokens, drafted and taken tokens so far: a step adds one token per row, or more with drafts
   const auto totals = [&] {
     std::array<int64_t, 3> t{};
@@ -428,7 +439,7 @@ void Scheduler::step() {
   };
   const std::array<int64_t, 3> before = totals();
   const Clock::time_point decode_start = Clock::now();
-  infer::decode_step(streams);
+  const auto rows = static_cast<int64_t>(infer::decode_step(streams));  // those waiting on a tool left out
   const std::array<int64_t, 3> after = totals();
   {
     std::lock_guard lock(mutex_);  // before settle: a caller woken by on_done sees its tokens counted
@@ -437,11 +448,13 @@ void Scheduler::step() {
     stats_.accepted_tokens += after[2] - before[2];
   }
   std::erase_if(running_, [&](Running& r) { return !settle(r); });
+  if (rows == 0) return false;
   const double seconds = std::chrono::duration<double>(Clock::now() - decode_start).count();
   std::lock_guard lock(mutex_);
   ++stats_.decode_steps;
   stats_.decoded_rows += rows;
   stats_.decode_seconds += seconds;
+  return true;
 }
 
 }  // namespace nf::serve

@@ -90,7 +90,7 @@ GrpoStep::GrpoStep(const TrainConfig& config)
   for (const eval::TaskRecord& r : records_) {
     std::vector<int64_t> ids;
     const std::vector<tokenizer::TokenId> encoded =
-        chat_template_ ? chat_template_->render_with_tools(std::vector<tokenizer::ChatMessage>{{"user", r.question}}, offered)
+        chat_template_ ? chat_template_->render_for_completion(std::vector<tokenizer::ChatMessage>{{"user", r.question}}, offered)
                        : tokenizer_->encode(eval::task_context(r, {}));
     for (tokenizer::TokenId id : encoded) ids.push_back(static_cast<int64_t>(id));
     const auto n = static_cast<int64_t>(ids.size());

@@ -1,7 +1,11 @@
 // `nanoformer serve` with tools and beyond completions: a forced tool call is a valid call and comes
 // back in the next turn; echo scores the prompt; /v1/embeddings from a sentence-transformers folder
 // (what sentence-transformers computes, as floats and as base64) and from a decoder beside its
-// completions; server-side tools run while the answer decodes and stream their calls and answers.
+// completions; server-side tools run while the answer decodes and stream their calls and answers;
+// a slow server-side tool holds up only its own answer.
+#include <filesystem>
+#include <future>
+
 #include "serve_cli_support.h"
 
 namespace nf {
@@ -372,6 +376,58 @@ TEST_F(ServeCliTest, ServerToolsRunWhileTheAnswerDecodesAndStreamTheirCallsAndAn
   EXPECT_EQ(left["finish_reason"], "tool_calls") << left;
   EXPECT_EQ(left["message"]["tool_calls"].at(0)["function"]["name"], "get_time") << left;
   EXPECT_FALSE(left["message"].contains("server_tool_calls")) << left;
+}
+
+// A server-side tool runs off the scheduler's thread: while a --tool-command program waits (for a
+// file the test creates only afterwards), another client's request is answered in full, and a
+// client that leaves while its own call runs is cancelled; then the first request completes with
+// the program's answer. (Were the tool run inside the decode step, the second request would wait
+// on it: its client gives up after a minute, the tool after two.)
+TEST_F(ServeCliTest, ASlowServerToolHoldsUpOnlyItsOwnAnswer) {
+  use_golden_template("qwen2.5");
+  const std::string started = path("tool-started"), go = path("tool-go"), program = path("slow-tool.sh");
+  std::ofstream(program) << "#!/bin/sh\necho call >> '" << started << "'\nwhile [ ! -e '" << go
+                         << "' ]; do sleep 0.02; done\nprintf released\n";
+  std::filesystem::permissions(program, std::filesystem::perms::owner_all);
+  const auto wait_for_calls = [&](size_t n) {  // until n calls have started (up to a minute on a busy machine)
+    for (int i = 0; i < 3000 && testing::read_text(started).size() < n * 5; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return testing::read_text(started).size() == n * 5;
+  };
+  ServerProcess server = serve("--context 2048 --tool-timeout 120000 --tool-command slow=" + program);
+  json body = chat("Wait for it.", {{"max_tokens", 200}});
+  body["grammar"] = R"(root ::= "<tool_call>{\"name\": \"slow\", \"arguments\": {}}</tool_call>" "Done.")";
+  std::future<json> first = std::async(std::launch::async, [&] {
+    httplib::Client client = server.client();
+    return post(client, "/v1/chat/completions", body, 200);
+  });
+  ASSERT_TRUE(wait_for_calls(1)) << testing::read_text(path("server.log"));
+  httplib::Client client = server.client();
+  const json second = post(client, "/v1/chat/completions", chat("Hi", {{"max_tokens", 8}}), 200);
+  EXPECT_EQ(second["usage"]["completion_tokens"], 8) << second;
+  // a client gone while its call runs: its sequence is cancelled (the call ends on its own)
+  {
+    RawConnection leaving(server.port());
+    const std::string text = body.dump();
+    ASSERT_TRUE(leaving.send("POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                             "Content-Length: " + std::to_string(text.size()) + "\r\n\r\n" + text));
+    ASSERT_TRUE(wait_for_calls(2));
+  }
+  int64_t cancelled = 0;
+  for (int i = 0; i < 600 && cancelled == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    cancelled = json::parse(client.Get("/health")->body)["cancelled"].get<int64_t>();
+  }
+  EXPECT_EQ(cancelled, 1);
+  EXPECT_EQ(first.wait_for(std::chrono::seconds(0)), std::future_status::timeout);  // still on its tool
+  std::ofstream(go) << "go";
+  const json answer = first.get();
+  const json& message = answer["choices"][0]["message"];
+  EXPECT_EQ(answer["choices"][0]["finish_reason"], "stop") << answer;
+  EXPECT_EQ(message["content"], "Done.") << answer;
+  ASSERT_EQ(message["server_tool_calls"].size(), 1u) << answer;
+  EXPECT_EQ(message["server_tool_calls"][0]["function"]["name"], "slow") << answer;
+  EXPECT_EQ(message["server_tool_calls"][0]["output"], "released") << answer;
 }
 
 }  // namespace

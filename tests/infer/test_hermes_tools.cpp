@@ -4,14 +4,20 @@
 // tools/golden/hf_chat_template_fixtures.py: a conversation whose assistant calls get_weather and
 // gets a tool message back); the calculator's answers; unknown tools, malformed blocks and failing
 // tools answered with errors; the turn limit; the command tool's time and output limits through the
-// registry; and the answer taken in the decoding loop without ending the stream at its end of turn.
+// registry; the answer taken in the decoding loop without ending the stream at its end of turn; and
+// calls answered off the decoding thread: the caller's stream waits while the others decode, and
+// gets the tokens it gets with the call answered inside the step.
 #include "nanoformer/infer/hermes_tools.h"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <future>
 #include <nlohmann/json.hpp>
+#include <thread>
 
+#include "nanoformer/autograd/grad_mode.h"
+#include "nanoformer/infer/decode_step.h"
 #include "nanoformer/infer/session.h"
 #include "speculative_models.h"
 #include "support/testing.h"
@@ -227,6 +233,159 @@ TEST(HermesToolUse, AnAnswersEndOfTurnDoesNotEndTheStream) {
   if (r.reason == StopReason::end_of_sequence) {
     EXPECT_EQ(r.tokens.back(), end);  // only the model's own end ends it
   }
+}
+
+// Off the decoding thread. The tiny model cannot write a call, so the tool use below forces one
+// (as if written) after the stream's first token; the call goes to a HermesToolUse like any other.
+// Its wait_for_answer() tells the test that a loop is about to sleep on the answer.
+struct ScriptedCall : ToolUse {
+  HermesToolUse hermes;
+  std::vector<int64_t> script;  // the call's tokens, forced after the first token
+  std::function<void()> on_wait = [] {};
+  ScriptedCall(HermesToolUse h, std::vector<int64_t> s) : hermes(std::move(h)), script(std::move(s)) {}
+  std::vector<int64_t> after(int64_t id) override {
+    std::vector<int64_t> forced = hermes.after(id);
+    return script.empty() ? forced : std::exchange(script, {});
+  }
+  std::unique_ptr<ToolUse> clone() const override { return nullptr; }
+  void answer_off_thread(std::shared_ptr<ToolAnswerBell> bell) override { hermes.answer_off_thread(std::move(bell)); }
+  bool answering() const override { return hermes.answering(); }
+  std::optional<std::vector<int64_t>> take_answer() override { return hermes.take_answer(); }
+  void wait_for_answer() override {
+    on_wait();
+    hermes.wait_for_answer();
+  }
+};
+
+// A byte tokenizer, a ChatML-like template with tool messages, a model over their ids, and a
+// registry whose `wait` tool answers "42" once the test releases it (from any thread).
+struct OffThreadFixture {
+  tokenizer::BpeTokenizer tok = tokenizer::testing::byte_tokenizer({"<|im_start|>", "<|im_end|>"});
+  tokenizer::HfChatTemplate chat_template{
+      "chatml-tools",
+      "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+      "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}",
+      {}, tok};
+  std::shared_ptr<models::DecoderLM> model = testing::tiny_lm(256, 0, static_cast<int64_t>(tok.vocab_size()));
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::shared_ptr<ToolRegistry> registry = std::make_shared<ToolRegistry>();
+  std::vector<ToolTurn> turns;
+  NoGradGuard no_grad;
+  OffThreadFixture() {
+    model->eval();
+    registry->add("wait", [r = released](const ToolCall&) {
+      r.wait();
+      return std::string("42");
+    });
+  }
+  ScriptedCall tools() {
+    std::vector<int64_t> call;
+    for (const tokenizer::TokenId id : tok.encode(R"(<tool_call>{"name": "wait", "arguments": {}}</tool_call>)"))
+      call.push_back(id);
+    ScriptedCall t(HermesToolUse(registry, chat_template, tok), std::move(call));
+    t.hermes.on_turn = [this](const ToolTurn& turn) { turns.push_back(turn); };
+    return t;
+  }
+};
+
+const std::vector<int64_t> kCaller{60, 61, 62}, kOther{10, 20, 30, 40};
+
+// What two greedy streams decoded together take when the caller's call is answered inside the
+// step (the tool released beforehand): the caller's tokens, the other's.
+std::pair<std::vector<int64_t>, std::vector<int64_t>> answered_inside(OffThreadFixture& f) {
+  CachedSequence caller_sequence(*f.model), other_sequence(*f.model);
+  Sampler caller_sampler({.temperature = 0}), other_sampler({.temperature = 0});
+  ScriptedCall tools = f.tools();
+  DecodeStream caller(caller_sequence, caller_sampler, {.max_new_tokens = 120}, kCaller, nullptr, {.tools = &tools});
+  DecodeStream other(other_sequence, other_sampler, {.max_new_tokens = 100}, kOther);
+  caller.prefill(kCaller);
+  other.prefill(kOther);
+  DecodeStream* both[] = {&caller, &other};
+  decode(both);
+  return {caller.generated(), other.generated()};
+}
+
+TEST(HermesToolUse, ACallAnsweredOffTheDecodingThreadHoldsOnlyItsOwnStream) {
+  OffThreadFixture f;
+  CachedSequence caller_sequence(*f.model), other_sequence(*f.model);
+  Sampler caller_sampler({.temperature = 0}), other_sampler({.temperature = 0});
+  ScriptedCall tools = f.tools();
+  tools.answer_off_thread(std::make_shared<ToolAnswerBell>());
+  DecodeStream caller(caller_sequence, caller_sampler, {.max_new_tokens = 120}, kCaller, nullptr, {.tools = &tools});
+  DecodeStream other(other_sequence, other_sampler, {.max_new_tokens = 100}, kOther);
+  caller.prefill(kCaller);
+  other.prefill(kOther);
+  DecodeStream* both[] = {&caller, &other};
+  while (!caller.waiting()) {  // the call's tokens, one a step, until its end starts the call
+    ASSERT_TRUE(caller.running());
+    ASSERT_EQ(decode_step(both), 2u);
+  }
+  // the tool is blocked: the caller takes nothing, the other stream goes on alone
+  const size_t caller_tokens = caller.generated().size(), other_tokens = other.generated().size();
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(decode_step(both), 1u);
+  EXPECT_EQ(caller.generated().size(), caller_tokens);
+  EXPECT_EQ(other.generated().size(), other_tokens + 8);
+  EXPECT_TRUE(caller.waiting());
+  EXPECT_TRUE(f.turns.empty());  // reported when the answer is taken, on this thread
+  f.release.set_value();
+  decode(both);
+  ASSERT_EQ(f.turns.size(), 1u);
+  EXPECT_EQ(f.turns[0].answers, std::vector<std::string>{"42"});
+  EXPECT_EQ(decode(f.tok, std::vector<int64_t>(caller.generated().begin() + static_cast<int64_t>(caller_tokens),
+                                               caller.generated().begin() + static_cast<int64_t>(caller_tokens) + f.turns[0].forced)),
+            "<|im_end|>\n<|im_start|>tool\n42<|im_end|>\n<|im_start|>assistant\n");
+  // the same tokens, the tool message's and the model's after it, as with the call answered in the step
+  const auto [caller_inside, other_inside] = answered_inside(f);
+  EXPECT_EQ(caller.generated(), caller_inside);
+  EXPECT_EQ(other.generated(), other_inside);
+  EXPECT_EQ(caller.reason(), StopReason::max_new_tokens);
+}
+
+TEST(HermesToolUse, DecodeSleepsWhileEveryStreamWaitsOnItsToolAndGoesOnWithTheAnswer) {
+  OffThreadFixture f;
+  CachedSequence sequence(*f.model);
+  Sampler greedy({.temperature = 0});
+  ScriptedCall tools = f.tools();
+  tools.answer_off_thread(std::make_shared<ToolAnswerBell>());
+  std::promise<void> sleeping;
+  tools.on_wait = [&] { sleeping.set_value(); };  // once: the one call
+  // the tool is released once decode() sleeps on it (a decode that spins, or waits on something
+  // else, fails here after a minute instead of hanging)
+  std::thread releaser([&] {
+    EXPECT_EQ(sleeping.get_future().wait_for(std::chrono::seconds(60)), std::future_status::ready);
+    f.release.set_value();
+  });
+  DecodeStream caller(sequence, greedy, {.max_new_tokens = 120}, kCaller, nullptr, {.tools = &tools});
+  caller.prefill(kCaller);
+  DecodeStream* one[] = {&caller};
+  decode(one);
+  releaser.join();
+  EXPECT_EQ(caller.reason(), StopReason::max_new_tokens);
+  EXPECT_EQ(caller.generated(), answered_inside(f).first);
+}
+
+// A client gone while its call runs: the stream and its tool use are destroyed, the call ends on
+// its thread (with what it holds: the registry, the call, the bell), its answer never taken, and
+// the bell counts it in flight until then.
+TEST(HermesToolUse, ACallOutlivesItsToolUseAndItsBellCountsItUntilItEnds) {
+  OffThreadFixture f;
+  const auto bell = std::make_shared<ToolAnswerBell>();
+  {
+    CachedSequence sequence(*f.model);
+    Sampler greedy({.temperature = 0});
+    ScriptedCall tools = f.tools();
+    tools.answer_off_thread(bell);
+    DecodeStream caller(sequence, greedy, {.max_new_tokens = 120}, kCaller, nullptr, {.tools = &tools});
+    caller.prefill(kCaller);
+    DecodeStream* one[] = {&caller};
+    while (!caller.waiting()) ASSERT_EQ(decode_step(one), 1u);
+  }
+  const uint64_t seen = bell->rings();
+  f.release.set_value();
+  bell->wait_for_calls();
+  EXPECT_NE(bell->rings(), seen);
+  EXPECT_TRUE(f.turns.empty());
 }
 
 }  // namespace

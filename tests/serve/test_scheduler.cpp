@@ -4,7 +4,8 @@
 // running sequence; a refused prompt; a slot's prefix reused by the next turn; stop from on_token;
 // an on_token that throws ends its own sequence only; slots with q8_0 caches give what a q8_0 Session
 // gives alone; a long prompt is prefilled a chunk per step; choices of one prompt share its prefill; jobs run between steps on the scheduler's thread while sequences decode, which
-// still get what they get alone.
+// still get what they get alone; a sequence waiting on its tool's answer holds up no other, may be
+// cancelled, and goes on with the answer as it would with the call answered inside the step.
 // Every wait has a deadline: a scheduler that never answers fails the test instead of hanging it.
 #include "nanoformer/serve/scheduler.h"
 
@@ -404,6 +405,78 @@ TEST(Scheduler, TheNextTurnReusesItsSlotsPrefix) {
   infer::Session session(*model);
   infer::Sampler greedy({.temperature = 0});
   EXPECT_EQ(turn2.tokens, session.generate(next, greedy, {.max_new_tokens = 4}).tokens);
+}
+
+// A tool whose answer the test gives, as a tool's thread would: after the sequence's first token
+// its call runs (answering) until the test sets the answer and rings the scheduler's bell. Answered
+// inside the step (the default: no bell), the answer is forced at once.
+struct HeldAnswer : infer::ToolUse {
+  explicit HeldAnswer(std::shared_future<std::vector<int64_t>> a) : answer(std::move(a)) {}
+  std::vector<int64_t> after(int64_t) override {
+    if (!first) return {};
+    first = false;
+    if (!bell) return answer.get();
+    running = true;
+    called.set_value(bell);
+    return {};
+  }
+  std::unique_ptr<infer::ToolUse> clone() const override { return nullptr; }
+  void answer_off_thread(std::shared_ptr<infer::ToolAnswerBell> b) override { bell = std::move(b); }
+  bool answering() const override { return running; }
+  std::optional<std::vector<int64_t>> take_answer() override {
+    if (answer.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return std::nullopt;
+    running = false;
+    return answer.get();
+  }
+  std::shared_future<std::vector<int64_t>> answer;
+  std::promise<std::shared_ptr<infer::ToolAnswerBell>> called;  // the call started: the bell to ring
+  std::shared_ptr<infer::ToolAnswerBell> bell;
+  bool first = true, running = false;
+};
+
+TEST(Scheduler, ASequenceWaitingOnItsToolHoldsUpNoOtherAndMayBeCancelled) {
+  const auto model = tiny_model();
+  const infer::SamplerConfig greedy{.temperature = 0};
+  const std::vector<int64_t> caller_prompt{5, 9, 13}, other_prompt{7, 7, 2}, answer_ids{30, 31, 32};
+  const auto alone = [&](const std::vector<int64_t>& prompt, int64_t n, infer::ToolUse* tools) {
+    infer::Session session(*model);
+    infer::Sampler sampler(greedy);
+    return session.generate(prompt, sampler, {.max_new_tokens = n}, {}, nullptr, {}, tools).tokens;
+  };
+  std::promise<std::vector<int64_t>> given, answer, never;
+  given.set_value(answer_ids);
+  HeldAnswer inside(given.get_future().share());
+  const std::vector<int64_t> expected = alone(caller_prompt, 10, &inside);
+  ASSERT_EQ(std::vector<int64_t>(expected.begin() + 1, expected.begin() + 4), answer_ids);
+
+  Tracked caller, leaving, other;
+  auto caller_tools = std::make_shared<HeldAnswer>(answer.get_future().share());
+  auto leaving_tools = std::make_shared<HeldAnswer>(never.get_future().share());
+  std::future<std::shared_ptr<infer::ToolAnswerBell>> caller_called = caller_tools->called.get_future();
+  std::future<std::shared_ptr<infer::ToolAnswerBell>> leaving_called = leaving_tools->called.get_future();
+  Scheduler scheduler(*model, {.parallel = 3, .max_queue = 4, .context = 0});
+  SequenceRequest caller_request = tracked(caller, caller_prompt, greedy, 10);
+  caller_request.tools = caller_tools;
+  SequenceRequest leaving_request = tracked(leaving, {1, 2, 3}, greedy, 10);
+  leaving_request.tools = leaving_tools;
+  const auto leave = leaving_request.cancelled;
+  ASSERT_TRUE(scheduler.submit(std::move(caller_request)));
+  ASSERT_TRUE(scheduler.submit(std::move(leaving_request)));
+  const auto bell = get_within_deadline(std::move(caller_called), "the caller's tool call");
+  get_within_deadline(std::move(leaving_called), "the leaving sequence's tool call");
+  // both wait on their tools: a sequence submitted now decodes to its end meanwhile
+  ASSERT_TRUE(scheduler.submit(tracked(other, other_prompt, greedy, 12)));
+  EXPECT_EQ(outcome(other).completion_tokens, 12);
+  EXPECT_EQ(other.tokens, alone(other_prompt, 12, nullptr));
+  // one whose client leaves while its tool runs ends as cancelled, its answer never given
+  leave->store(true);
+  EXPECT_TRUE(outcome(leaving).cancelled);
+  // the answer: the caller goes on, with the tokens it gets with the call answered inside the step
+  EXPECT_EQ(caller.tokens.size(), 1u);
+  answer.set_value(answer_ids);
+  bell->ring();
+  EXPECT_EQ(outcome(caller).completion_tokens, 10);
+  EXPECT_EQ(caller.tokens, expected);
 }
 
 }  // namespace

@@ -104,7 +104,7 @@ ReferenceRow minimind_rollout(models::DecoderLM& model, const tokenizer::Tokeniz
                               const std::string& question, int64_t max_turns, int64_t end_token) {
   std::vector<tokenizer::ChatMessage> messages = {{"user", question}};
   const auto render = [&] {
-    const std::vector<tokenizer::TokenId> ids = chat_template.render_with_tools(messages, offered);
+    const std::vector<tokenizer::TokenId> ids = chat_template.render_for_completion(messages, offered);
     return std::vector<int64_t>(ids.begin(), ids.end());
   };
   ReferenceRow row;

@@ -13,6 +13,12 @@
 //            room in the cache for the token (the context shift); a stream whose sampler or
 //            callback throws ends alone, its exception kept; with tools (infer/tool_use.h), the
 //            tokens a tool hands back after a token are taken next, one a step, unsampled
+//   wait     with tools answered off the decoding thread (ToolUse::answer_off_thread, the server's),
+//            a stream whose call runs is left out of the steps (fed nothing, sampling nothing) while
+//            the others go on; each step asks its tool again, and once the answer is there its
+//            tokens are taken as above, from the next step. Where nothing else runs, decode()
+//            sleeps until the answer arrives. Off by default: a stream then never waits, and steps
+//            (and a shared sampler's draws) come in the same order as without tools
 //   draft    with speculative decoding, a stream guesses the tokens after its last one, by prompt
 //            lookup (infer/prompt_lookup.h) or with a draft model (infer/draft_model.h: the
 //            streams' draft-model forwards of a step run together); decode_step then feeds it
@@ -20,6 +26,7 @@
 //            drafts have as many tokens) and accepts row by row: a lookup guess while the token the
 //            row's plain sampling takes equals it, a draft model's by the rejection rule; the
 //            cache is rolled back to what was taken
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <exception>
@@ -88,6 +95,13 @@ class DecodeStream {
   void verify(std::span<const int64_t> draft, std::span<const float> logits);
 
   bool running() const { return reason_ == StopReason::none && !error_; }
+  // Running, but its tool's call (answered off this thread) is not answered yet: not stepped.
+  bool waiting() const { return callbacks_.tools != nullptr && callbacks_.tools->answering(); }
+  // When waiting: whether the answer is there; then its tokens are the next to take (on_turn told
+  // first, on this thread) and the stream steps again. False too when taking it failed (error()).
+  bool resume();
+  // When waiting: blocks until the tool's answer is there.
+  void wait_for_tool() { callbacks_.tools->wait_for_answer(); }
   StopReason reason() const { return reason_; }  // none while running, and when it failed or a callback threw
   std::exception_ptr error() const { return error_; }
   const std::vector<int64_t>& generated() const { return generated_; }  // the end-of-sequence id included
@@ -133,9 +147,11 @@ class DecodeStream {
 
 // One step: every running stream's last token fed at once, then each accepts its next token;
 // streams with drafts of k tokens are fed [last, draft] together, one forward per k, and verify
-// them (DecodeStream::verify).
-void decode_step(std::span<DecodeStream* const> streams);
-// Steps until no stream runs; then rethrows the first exception a stream kept.
+// them (DecodeStream::verify). A waiting stream whose tool has not answered yet is left out.
+// Returns the streams stepped (0: none ran, or every running one waits on its tool).
+size_t decode_step(std::span<DecodeStream* const> streams);
+// Steps until no stream runs, sleeping while every running stream waits on its tool (until the
+// first of them is answered); then rethrows the first exception a stream kept.
 void decode(std::span<DecodeStream* const> streams);
 
 }  // namespace nf::infer

@@ -23,8 +23,15 @@
 // and decoding goes on without an answer. Built-in tools: calculator (nanochat's evaluator,
 // infer/nanochat_calculator.h, on {"expression": "..."}) and command (a user-given program,
 // infer/command_tool.h). Only Jinja templates render tool messages (tokenizer/hf_chat_template.h).
+//
+// Where the tools run: inside after(), on the decoding thread (the default: generate, chat); or,
+// after answer_off_thread (the server), a turn's calls run one after the other on a thread of its
+// own, which holds the registry, the calls and a promise of their answers (so it may outlive the
+// tool use); the turn is reported and its tool message rendered and forced when the stream takes
+// the answers (take_answer(), on the decoding thread). The tokens forced are the same either way.
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -91,6 +98,10 @@ class HermesToolUse : public ToolUse {
   std::vector<int64_t> after(int64_t id) override;
   std::unique_ptr<ToolUse> clone() const override;
   std::string offered_tools() const override { return registry_->offered(); }
+  void answer_off_thread(std::shared_ptr<ToolAnswerBell> bell) override { bell_ = std::move(bell); }
+  bool answering() const override { return answers_.valid(); }
+  std::optional<std::vector<int64_t>> take_answer() override;
+  void wait_for_answer() override;
 
   // Calls to these names are left to the caller's client (the server's request tools): a turn with
   // one of them runs nothing, forces nothing and reports nothing, so the model ends its turn.
@@ -100,6 +111,10 @@ class HermesToolUse : public ToolUse {
   std::vector<int64_t> render_answers(const std::vector<std::string>& answers) const;
 
  private:
+  // A turn whose calls ran, with their answers: its tool message rendered and forced next, the
+  // turn reported to on_turn; the tokens to force.
+  std::vector<int64_t> answer_turn(ToolTurn turn, std::vector<std::string> answers);
+
   std::shared_ptr<const ToolRegistry> registry_;
   const tokenizer::HfChatTemplate& template_;
   const tokenizer::Tokenizer& tokenizer_;
@@ -109,6 +124,9 @@ class HermesToolUse : public ToolUse {
   int64_t forcing_ = 0;  // tokens of the last answer still to come back through after()
   tokenizer::StreamDecoder decoder_;
   ToolCallParser parser_;
+  std::shared_ptr<ToolAnswerBell> bell_;  // set: calls run on their own thread, which rings it
+  ToolTurn waiting_turn_;                 // the turn whose calls run there
+  std::future<std::vector<std::string>> answers_;  // theirs; valid until taken
 };
 
 }  // namespace nf::infer

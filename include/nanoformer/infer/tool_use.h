@@ -19,12 +19,24 @@
 // how many forced tokens follow, so that a caller (the CLI, the server) can show the calls and
 // answers and leave those tokens out of the model's text. nanochat's calculator reports none: its
 // answer is part of the text the model reads and writes.
+//
+// Answers off the decoding thread (answer_off_thread; off by default). A tool may take seconds (the
+// command tool, up to its time limit); the server's scheduler decodes many streams on one thread,
+// so it turns this on for each of its streams: a call then runs on a thread of its own, after()
+// forces nothing, and the stream waits (answering(): infer/decode_step.h leaves it out of the
+// steps while the other streams go on) until take_answer() hands over the tokens to force, which
+// are taken as after()'s would have been (one a step). Everything else (generate, chat, eval, GRPO's
+// rollouts) keeps the default, calls answered inside after(): their tokens and the order of their
+// sampler's draws stay what they were, so seeded runs are reproducible as before. on_turn is told
+// on the decoding thread either way (from take_answer(), before its tokens are taken).
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "nanoformer/infer/tool_answer_bell.h"
 #include "nanoformer/infer/tool_call_parser.h"
 #include "nanoformer/tokenizer/tokenizer.h"
 
@@ -42,13 +54,28 @@ class ToolUse {
   virtual ~ToolUse() = default;
   // After the stream took `id` (sampled or forced): the tokens to force next, in order (usually none).
   virtual std::vector<int64_t> after(int64_t id) = 0;
-  // A fresh copy for another stream (each stream has its own state; on_turn is not copied).
+  // A fresh copy for another stream (each stream has its own state; on_turn is not copied, and the
+  // copy answers inside after()).
   virtual std::unique_ptr<ToolUse> clone() const = 0;
   // The tools a chat template's prompt offers the model (its `tools`: OpenAI's list of functions,
   // JSON text); empty when the model is not told of them in its prompt (nanochat's calculator).
   virtual std::string offered_tools() const { return {}; }
   // Told of each tool turn (above), on the decoding thread, before its forced tokens are taken.
   std::function<void(const ToolTurn&)> on_turn;
+
+  // From now on, a call runs on a thread of its own that rings `bell` once its answer is ready
+  // (above; the bell counts it in flight until then). The thread keeps what it needs (the call, the
+  // tools, the bell) alive by itself: a tool use destroyed while its call runs (a client gone)
+  // leaves the call to finish within its own limits and its answer unread. A tool use whose
+  // answers take no time (nanochat's calculator, this default) keeps answering inside after().
+  virtual void answer_off_thread(std::shared_ptr<ToolAnswerBell> /*bell*/) {}
+  // A call after() started runs, or its answer is not taken yet: the stream takes no token.
+  virtual bool answering() const { return false; }
+  // When the call is answered: on_turn told (on the caller's thread) and the tokens to force
+  // next, the call's answering over; nullopt while it runs. Rethrows what the call's thread threw.
+  virtual std::optional<std::vector<int64_t>> take_answer() { return std::nullopt; }
+  // Blocks until the running call is answered (take_answer() then has it); at once when none runs.
+  virtual void wait_for_answer() {}
 };
 
 class NanochatCalculatorUse : public ToolUse {

@@ -62,7 +62,7 @@ class Completion {
   // logprob) and the others'.
   void on_prompt_logprobs(int64_t first_id, const std::vector<infer::TokenLogprobs>& rest);
   void on_done(const SequenceOutcome& outcome);  // scheduler's thread
-  void on_tool_turn(const infer::ToolTurn& turn);  // scheduler's thread, from inside the step's tool use
+  void on_tool_turn(const infer::ToolTurn& turn);  // scheduler's thread, before the turn's forced tokens
   // Moves the held entries whose token's text starts within the text given so far to pending_.
   void release_logprobs();
   // Adds text that became final to pending_ (split into reasoning and reply, and the reply's tool

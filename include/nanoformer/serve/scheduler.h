@@ -22,7 +22,11 @@
 // cache: its slots stay contiguous, as with cache_budget 0.
 //
 // Everything runs on the scheduler's own thread; callers talk to it through submit() and the
-// callbacks of their sequence, which run on that thread.
+// callbacks of their sequence, which run on that thread. But tools' calls (SequenceRequest::tools):
+// each runs on a thread of its own, its sequence left out of the steps while it runs
+// (infer/decode_step.h), so a slow tool delays its own sequence only. While every running sequence
+// waits on a tool and nothing else is to do, the scheduler sleeps until an answer or a request
+// arrives (a ToolAnswerBell that both ring), looking at cancelled sequences every kToolWaitPoll.
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -107,9 +111,10 @@ struct SequenceRequest {
   // step where the answer copies the prompt; off by default. With the scheduler's draft model,
   // draft_max and draft_min bound its drafts, unless lookup_ngram asks for prompt lookup instead.
   infer::SpeculativeConfig speculative = {};
-  // When set (serve --tools): tools the model calls while it decodes (infer/tool_use.h), run on the
-  // scheduler's thread inside the step, so a tool's run delays every running sequence's next token
-  // by its time (the command tool's --tool-timeout bounds it; the calculator's is microseconds).
+  // When set (serve --tools): tools the model calls while it decodes (infer/tool_use.h). The
+  // scheduler has them answer off its thread (ToolUse::answer_off_thread): a call runs on a thread
+  // of its own (the command tool's --tool-timeout bounds it) while this sequence waits and the
+  // others decode; on_turn is still told on the scheduler's thread, before the answer's tokens.
   std::shared_ptr<infer::ToolUse> tools = nullptr;
 };
 
@@ -140,11 +145,15 @@ struct SchedulerStats {
   double ttft_sum = 0;
 };
 
+// While every running sequence waits on a tool: how often the scheduler looks for cancelled ones.
+inline constexpr std::chrono::milliseconds kToolWaitPoll{100};
+
 class Scheduler {
  public:
   // Allocates the slots' caches and starts the thread; the model must outlive the scheduler.
   Scheduler(models::DecoderLM& model, const SchedulerOptions& options);
-  // Stops the thread; sequences still queued or running end as cancelled.
+  // Stops the thread; sequences still queued or running end as cancelled. Returns once the tools'
+  // calls still running (theirs, or those of sequences cancelled while they ran) have ended.
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
@@ -184,7 +193,8 @@ class Scheduler {
   // runs it. Returns the tokens fed.
   int64_t prefill_step(int64_t limit);
   void end_unstarted(Prefill& p, std::string error);  // cancelled before its first token, or refused
-  void step();                          // one decode step over every running sequence
+  // One decode step over every running sequence not waiting on a tool; whether any stepped.
+  bool step();
   // After r's stream accepted a token: its outcome updated; false (and r finished) when it ended.
   bool settle(Running& r);
   void finish(Running& r, SequenceOutcome outcome);
@@ -203,6 +213,9 @@ class Scheduler {
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;
+  // rung by tools' threads as their answers are ready, and by submit(), run_between_steps() and
+  // the destructor: what the scheduler sleeps on while every running sequence waits on a tool
+  std::shared_ptr<infer::ToolAnswerBell> answers_ = std::make_shared<infer::ToolAnswerBell>();
   std::deque<Queued> queue_;
   std::deque<std::packaged_task<void()>> jobs_;  // run_between_steps' jobs, waiting
   int64_t active_ = 0;  // taken from the queue and not yet ended
