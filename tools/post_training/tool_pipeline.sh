@@ -12,8 +12,8 @@
 # chart docs/images/tool-use-pipeline.png (`nanoformer eval --combine`).
 # TOOL_SYNTAX=hermes (make tool-use-pipeline TOOL_SYNTAX=hermes): the same problems with a
 # chat-template model's Hermes <tool_call>s instead (tool_problems.py --syntax hermes: a compact
-# ChatML whose system turn lists the tools offered; SFT on conversations that call the calculator and
-# get its answer as a tool message, and on ones answered without tools), GRPO's rollouts calling it
+# ChatML whose system turn lists the tools offered; SFT, 1000 steps, on conversations that call the
+# calculator and get its answer as a tool message), GRPO's rollouts calling it
 # through the template for up to 2 tool turns with MiniMind's call reward, eval through the template
 # with the tools offered and without them; outputs in BUILD_DIR/tool-use-hermes/ and
 # docs/images/tool-use-pipeline-hermes.png.
@@ -31,7 +31,7 @@ OUT="${PIPELINE_OUT:-$BUILD/tool-use$SUFFIX}"
 CHART="docs/images/tool-use-pipeline$SUFFIX.png"
 PYTHON="${PIPELINE_PYTHON:-python3}"  # only the standard library
 SEEDS="${PIPELINE_SEEDS:-1 2 3}"
-SFT_STEPS="${SFT_STEPS:-400}"
+SFT_STEPS="${SFT_STEPS:-$([[ ${TOOL_SYNTAX:-nanochat} == hermes ]] && echo 1000 || echo 400)}"
 GRPO_STEPS="${GRPO_STEPS:-60}"
 GRPO_LR="${GRPO_LR:-5e-5}"
 GRPO_GROUP="${GRPO_GROUP:-8}"

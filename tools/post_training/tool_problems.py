@@ -19,11 +19,10 @@ Writes to OUT_DIR (held-out questions never appear in a training file):
   tokenizer_config.json  the chat template: a user turn "Question: {content}\\nAnswer:", an assistant
                    turn " {content}<|endoftext|>"
 With --syntax hermes the calls are a chat-template model's (Hermes <tool_call>s, answered as tool
-messages; infer/hermes_tools.h), in conversations as MiniMind's agent data has them, and each
-training problem is in sft.jsonl twice: with the calculator offered (a system turn "tools:
-calculator", as the template renders the tools it is given), the call, the tool's answer and the
-final "#### N"; and without tools, answered "#### N" at once (what a model does with no tool to
-call). tokenizer_config.json is then a compact ChatML whose system turn lists the tools offered:
+messages; infer/hermes_tools.h), in conversations as MiniMind's agent data has them: the calculator
+offered (a system turn "tools: calculator", as the template renders the tools it is given), the
+call, the tool's answer and the final "#### N". tokenizer_config.json is then a compact ChatML whose
+system turn lists the tools offered:
   <|im_start|>system\ntools: calculator<|im_end|>\n<|im_start|>user\n{question}<|im_end|>\n
   <|im_start|>assistant\n<tool_call>{"name": "calculator", "arguments": {"expression": "347*58"}}</tool_call><|im_end|>\n
   <|im_start|>tool\n20126<|im_end|>\n<|im_start|>assistant\n#### 20126<|im_end|>\n
@@ -69,14 +68,13 @@ HERMES_TEMPLATE = ("{%- if tools %}<|im_start|>system\ntools:{% for t in tools %
                    "{% endfor %}{%- if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
 
 
-def hermes_conversations(problem):
-    """The problem with the calculator offered and called, and without tools."""
+def hermes_conversation(problem):
+    """The problem with the calculator offered, called and answering."""
     call = json.dumps({"name": "calculator", "arguments": {"expression": problem["expression"]}})
-    final = f"#### {problem['answer']}"
-    return [[{"role": "system", "content": "tools: calculator"}, {"role": "user", "content": problem["question"]},
-             {"role": "assistant", "content": f"<tool_call>{call}</tool_call>"},
-             {"role": "tool", "content": str(problem["answer"])}, {"role": "assistant", "content": final}],
-            [{"role": "user", "content": problem["question"]}, {"role": "assistant", "content": final}]]
+    return [{"role": "system", "content": "tools: calculator"}, {"role": "user", "content": problem["question"]},
+            {"role": "assistant", "content": f"<tool_call>{call}</tool_call>"},
+            {"role": "tool", "content": str(problem["answer"])},
+            {"role": "assistant", "content": f"#### {problem['answer']}"}]
 
 
 def render(conversation):
@@ -101,8 +99,7 @@ def main():
         (test if len(test) < a.test else train).append(problem)
     os.makedirs(a.out, exist_ok=True)
     if a.syntax == "hermes":
-        conversations = [c for q in train for c in hermes_conversations(q)]
-        write_jsonl(os.path.join(a.out, "sft.jsonl"), [{"conversations": c} for c in conversations])
+        write_jsonl(os.path.join(a.out, "sft.jsonl"), [{"conversations": hermes_conversation(q)} for q in train])
     else:
         write_jsonl(os.path.join(a.out, "sft.jsonl"),
                     [{"conversations": [{"role": "user", "content": q["question"]},
@@ -114,7 +111,7 @@ def main():
     with open(os.path.join(a.out, "corpus.txt"), "w") as f:
         for q in train:
             if a.syntax == "hermes":
-                f.write("".join(render(c) for c in hermes_conversations(q)))
+                f.write(render(hermes_conversation(q)))
             else:
                 f.write(f"Question: {q['question']}\nAnswer: {demonstration(q)}\n")
     if a.syntax == "hermes":
@@ -122,7 +119,7 @@ def main():
             json.dump({"chat_template": HERMES_TEMPLATE, "eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"}, f)
     else:
         write_chat_template(a.out)
-    example = render(hermes_conversations(train[0])[0]) if a.syntax == "hermes" else demonstration(train[0])
+    example = render(hermes_conversation(train[0])) if a.syntax == "hermes" else demonstration(train[0])
     print(f"tool problems ({a.syntax}): {len(train)} training, {len(test)} held out, in {a.out}; e.g. "
           f"{train[0]['question']!r} -> {example!r}")
 
