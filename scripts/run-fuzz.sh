@@ -14,7 +14,7 @@ shift
 SECONDS_PER_TARGET=${FUZZ_SECONDS:-60}
 ALL_TARGETS=(safetensors gguf gguf_model tokenizer_json wordpiece bpe_roundtrip char_vocab token_file load_tokenizer model_config llama2c
              checkpoint folder_config shard_index openai_request metrics_log torch_checkpoint grammar regex chat_template
-             sentence_transformers nanochat_calculator tool_call)
+             sentence_transformers nanochat_calculator tool_call sft_data)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${ALL_TARGETS[@]}")
 
