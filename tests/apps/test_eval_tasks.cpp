@@ -246,6 +246,9 @@ TEST_F(EvalTasksTest, Gsm8kThroughAChatTemplateCallsToolsInTheHermesSyntax) {
   EXPECT_EQ(without.at("per_record")[0].at("generated"), "");
   EXPECT_EQ(without.at("exact_match").get<double>(), 0.0);
   expect_error(flags + " --fewshot 1 --fewshot-file " + path("calc.jsonl"), {"--chat-template", "--fewshot 0"});
+  expect_error(path("model/model.safetensors") + " -t " + path("model/tokenizer.json") + " --task " + kFixtures +
+                   "arc.jsonl --layout arc --chat-template auto",
+               {"--chat-template", "--layout gsm8k"});
   expect_error(path("model/model.safetensors") + " -t " + path("model/tokenizer.json") + " --task " + path("calc.jsonl") +
                    " --layout gsm8k --tools calculator",
                {"--tools", "renders no tool messages"});
