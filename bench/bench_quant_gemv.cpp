@@ -1,8 +1,8 @@
 // Decoding's product over quantised weights (ops/cpu/quant/quant_gemv.h), y (m, n) = x (m, k) W^T,
 // beside the f32 matrix-vector kernel (ops/cpu/matmul/gemv.h), for W in f32, Q8_0, Q4_0 and the K types
 // Q6_K, Q5_K, Q4_K, Q3_K (x quantised to Q8_K); W as a loaded GGUF file's (with_kernel_layout:
-// Q8_0, Q4_0 and Q4_K on their panels where the CPU has AVX512-VNNI and the case's weights fit the
-// last-level cache; NANOFORMER_PANELS=1 / 0 forces them on / off). Decoding is
+// Q8_0, Q4_0 and Q4_K on their panels where the CPU has AVX512-VNNI; NANOFORMER_PANELS=1 / 0 forces
+// them on / off). Decoding is
 // bound by the bytes of W read, so each case reports the GB/s of weight bytes against two limits:
 //   of_read  against a plain read of the same bytes (floats summed, the same threads and copies),
 //            timed call by call alternately with the product, so both meet the same machine;
@@ -60,20 +60,16 @@ struct Weight {
   Tensor linear(const Tensor& x) const { return f32.defined() ? nf::linear(x, f32) : nf::linear(x, q); }
 };
 
-// (step_bytes: what the case reads in turn, as a loader counts a model's weights: with_kernel_layout)
-Weight make_weight(const Tensor& w, QuantType type, int64_t step_bytes) {
-  return type == QuantType::f32 ? Weight{contiguous(w), {}} : Weight{{}, with_kernel_layout(quantize(w, type), step_bytes)};
+// (with the kernels' layout, as a loader makes it: with_kernel_layout)
+Weight make_weight(const Tensor& w, QuantType type) {
+  return type == QuantType::f32 ? Weight{contiguous(w), {}} : Weight{{}, with_kernel_layout(quantize(w, type))};
 }
 
-Weight copy_of(const Weight& w, int64_t step_bytes) {
+Weight copy_of(const Weight& w) {
   if (w.f32.defined()) return {clone(w.f32), {}};
   QuantizedTensor q = QuantizedTensor::empty(w.q.type(), w.q.rows(), w.q.cols());
   std::memcpy(q.mutable_data(), w.q.data(), w.q.nbytes());
-  return {{}, with_kernel_layout(q, step_bytes)};
-}
-
-int64_t quantised_bytes(QuantType type, int64_t rows, int64_t cols) {
-  return rows * static_cast<int64_t>(quant_row_bytes(type, cols));
+  return {{}, with_kernel_layout(q)};
 }
 
 // The sum of w's bytes read as floats, split across the engine's threads: what reading them costs.
@@ -131,10 +127,9 @@ void matrix(benchmark::State& state, QuantType type) {
   const bool cold = state.range(3) != 0;
   Generator gen(1);
   NoGradGuard no_grad;
-  const int64_t step_bytes = cold ? kColdBytes : quantised_bytes(type, n, k);
-  std::vector<Weight> copies{make_weight(randn({n, k}, gen), type, step_bytes)};
+  std::vector<Weight> copies{make_weight(randn({n, k}, gen), type)};
   while (cold && static_cast<double>(copies.size()) * copies[0].bytes() < static_cast<double>(kColdBytes))
-    copies.push_back(copy_of(copies[0], step_bytes));
+    copies.push_back(copy_of(copies[0]));
   const Tensor x = randn({m, k}, gen);
   const auto copy = [&](int64_t i) -> const Weight& { return copies[static_cast<size_t>(i) % copies.size()]; };
   // the read takes the copy half the cycle away: not the one the product just brought in
@@ -165,10 +160,8 @@ void token(benchmark::State& state, QuantType type) {
   std::vector<Tensor> inputs;
   double bytes = 0;
   Generator gen(2);
-  int64_t step_bytes = 0;
-  for (const Tensor& w : token_weights(kPresets[state.range(0)])) step_bytes += quantised_bytes(type, w.size(0), w.size(1));
   for (const Tensor& w : token_weights(kPresets[state.range(0)])) {
-    weights.push_back(make_weight(w, type, step_bytes));
+    weights.push_back(make_weight(w, type));
     inputs.push_back(randn({1, w.size(1)}, gen));
     bytes += weights.back().bytes();
   }

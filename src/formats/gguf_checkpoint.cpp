@@ -362,10 +362,6 @@ std::shared_ptr<models::DecoderLM> load_gguf(const std::string& path) {
       if (c.tie_embeddings) products.insert(name + ".weight");
     }
   });
-  // the bytes of the products' weights a decode step reads, as the file stores them (with_kernel_layout)
-  int64_t step_bytes = 0;
-  for (const MappedTensor& m : gguf_name_map(c))
-    if (f.contains(m.external) && products.count(m.ours[0])) step_bytes += static_cast<int64_t>(f.tensor(m.external).nbytes);
   nn::StateDict dense;
   for (const MappedTensor& m : gguf_name_map(c)) {
     const auto parts = static_cast<int64_t>(m.ours.size());
@@ -387,7 +383,7 @@ std::shared_ptr<models::DecoderLM> load_gguf(const std::string& path) {
       for (int64_t i = 0; i < parts; ++i) {
         const std::string& ours = m.ours[static_cast<size_t>(i)];
         QuantizedTensor part = row_range(q, i * rows, rows);
-        if (products.count(ours)) part = with_kernel_layout(part, step_bytes);
+        if (products.count(ours)) part = with_kernel_layout(part);
         all_panels = all_panels && part.panels() != nullptr;
         holders.at(ours)(std::move(part));
       }

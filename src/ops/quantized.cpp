@@ -31,7 +31,7 @@ using DequantizeKernel = void (*)(const Tensor& out, const QuantizedTensor& w, i
 const DeviceKernels<DequantizeKernel> kDequantize{.cpu = cpu::dequantize_rows};
 using GatherKernel = void (*)(const Tensor& out, const QuantizedTensor& w, const int64_t* ids, int64_t n);
 const DeviceKernels<GatherKernel> kGather{.cpu = cpu::gather_rows};
-using PanelsKernel = std::shared_ptr<Storage> (*)(const QuantizedTensor& w, int64_t step_bytes);
+using PanelsKernel = std::shared_ptr<Storage> (*)(const QuantizedTensor& w);
 const DeviceKernels<PanelsKernel> kPanels{.cpu = cpu::pack_panels};
 
 // dx (M, K) = dy (M, N) W (N, K), W dequantised a tile of rows at a time (about 4 MiB of f32 each),
@@ -72,9 +72,9 @@ Tensor dequantize_rows(const QuantizedTensor& weight, int64_t begin, int64_t end
   return out;
 }
 
-QuantizedTensor with_kernel_layout(const QuantizedTensor& weight, int64_t step_bytes) {
+QuantizedTensor with_kernel_layout(const QuantizedTensor& weight) {
   NF_CHECK(weight.defined(), "with_kernel_layout: weight is undefined");
-  std::shared_ptr<Storage> panels = kPanels.get(weight.storage()->device(), "with_kernel_layout")(weight, step_bytes);
+  std::shared_ptr<Storage> panels = kPanels.get(weight.storage()->device(), "with_kernel_layout")(weight);
   return panels ? weight.with_panels(std::move(panels)) : weight;
 }
 

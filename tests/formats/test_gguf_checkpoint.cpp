@@ -127,20 +127,14 @@ TEST_F(GGUFCheckpointTest, AHalfLayoutModelReadsBackInterleavedWithTheSameLogits
 }
 
 // The model's products' weights as load_gguf lays them out (with_kernel_layout: the kernels'
-// panels where they pay), so its decode sums in the loaded model's order.
+// panels where the CPU has them), so its decode sums in the loaded model's order.
 void with_loads_layout(models::DecoderLM& model) {
-  int64_t step_bytes = 0;  // the products' bytes, as the loader counts them
-  for (int pass = 0; pass < 2; ++pass)
-    model.apply([&](const std::string&, nn::Module& m) {
-      const auto laid_out = [&](const QuantizedTensor& q) {
-        step_bytes += pass == 0 ? static_cast<int64_t>(q.nbytes()) : 0;
-        return pass == 0 ? q : with_kernel_layout(q, step_bytes);
-      };
-      if (auto* linear = dynamic_cast<nn::Linear*>(&m); linear && linear->is_quantized())
-        linear->set_quantized_weight(laid_out(linear->quantized_weight()));
-      if (auto* embedding = dynamic_cast<nn::Embedding*>(&m); embedding && embedding->is_quantized() && model.config().tie_embeddings)
-        embedding->set_quantized_weight(laid_out(embedding->quantized_weight()));
-    });
+  model.apply([&](const std::string&, nn::Module& m) {
+    if (auto* linear = dynamic_cast<nn::Linear*>(&m); linear && linear->is_quantized())
+      linear->set_quantized_weight(with_kernel_layout(linear->quantized_weight()));
+    if (auto* embedding = dynamic_cast<nn::Embedding*>(&m); embedding && embedding->is_quantized() && model.config().tie_embeddings)
+      embedding->set_quantized_weight(with_kernel_layout(embedding->quantized_weight()));
+  });
 }
 
 TEST_F(GGUFCheckpointTest, RoundTripAtQ8_0GivesTheInMemoryQuantisedLogits) {
@@ -155,7 +149,7 @@ TEST_F(GGUFCheckpointTest, RoundTripAtQ8_0GivesTheInMemoryQuantisedLogits) {
     // the products' weights carry panels exactly where they pay
     for (const auto& [name, q] : loaded->named_quantized()) {
       if (name.find("embeddings") == std::string::npos) {
-        EXPECT_EQ(q.panels() != nullptr, cpu::panels_pay(q.type(), 0)) << k.name << ": " << name;  // (forced on)
+        EXPECT_EQ(q.panels() != nullptr, cpu::panels_pay(q.type())) << k.name << ": " << name;  // (forced on)
       }
     }
     const auto expected = model->named_quantized(), actual = loaded->named_quantized();
@@ -219,7 +213,7 @@ size_t resident_bytes_of(const std::string& file) {
 // process holds the weights once (the panels), not the panels and the file's rows.
 TEST_F(GGUFCheckpointTest, PanelsLeaveTheFilesRowsOutOfResidentMemory) {
   const testing::ScopedPanels panels("1");
-  if (!cpu::panels_pay(QuantType::q8_0, 0)) GTEST_SKIP() << "no panels on this CPU (they need AVX512-VNNI)";
+  if (!cpu::panels_pay(QuantType::q8_0)) GTEST_SKIP() << "no panels on this CPU (they need AVX512-VNNI)";
   models::DecoderLMConfig c = gpt2_config(false);
   c.dim = 256, c.mlp_hidden = 1024, c.n_layers = 4;  // weights of many pages
   auto model = random_model(c);

@@ -155,25 +155,22 @@ TEST(QuantPanels, PrefillOnPanelsEqualsPrefillOnRowsBitForBit) {
     }
 }
 
-TEST(QuantPanels, MadeAtLoadOnlyWhereTheyPay) {
+TEST(QuantPanels, MadeAtLoadForEveryTypeWithAPanelKernelOnAvx512Vnni) {
   std::mt19937 rng(9);
-  // by default where a decode step's weights fit the last-level cache; NANOFORMER_PANELS forces them
-  const int64_t cache = cpu::last_level_cache_bytes(), in_cache = cache, from_memory = cache + 1;
-  for (const char* setting : {"", "0", "1"})
-    for (const int64_t step_bytes : {in_cache, from_memory}) {
-      const testing::ScopedPanels panels(setting);
-      for (QuantType type : {QuantType::q8_0, QuantType::q4_0, QuantType::q4_k, QuantType::q6_k}) {
-        SCOPED_TRACE(std::string(quant_type_name(type)) + " NANOFORMER_PANELS=" + setting + " step bytes " +
-                     std::to_string(step_bytes) + " of a cache of " + std::to_string(cache));
-        const QuantizedTensor w = with_kernel_layout(random_weight(type, 20, 256, rng), step_bytes);
-        EXPECT_EQ(w.panels() != nullptr, cpu::panels_pay(type, step_bytes));
-        const bool wanted = setting == std::string("1") || (setting == std::string() && step_bytes <= cache);
-        const bool expected = wanted && type != QuantType::q6_k && cpu::int8_isa() == cpu::Int8Isa::avx512_vnni;
-        EXPECT_EQ(cpu::panels_pay(type, step_bytes), expected);
-      }
+  // by default wherever the CPU has AVX512-VNNI, whatever the weights' size; NANOFORMER_PANELS forces them
+  for (const char* setting : {"", "0", "1"}) {
+    const testing::ScopedPanels panels(setting);
+    for (QuantType type : {QuantType::q8_0, QuantType::q4_0, QuantType::q4_k, QuantType::q6_k}) {
+      SCOPED_TRACE(std::string(quant_type_name(type)) + " NANOFORMER_PANELS=" + setting);
+      const QuantizedTensor w = with_kernel_layout(random_weight(type, 20, 256, rng));
+      EXPECT_EQ(w.panels() != nullptr, cpu::panels_pay(type));
+      const bool expected =
+          setting != std::string("0") && type != QuantType::q6_k && cpu::int8_isa() == cpu::Int8Isa::avx512_vnni;
+      EXPECT_EQ(cpu::panels_pay(type), expected);
     }
+  }
   const testing::ScopedPanels wrong("yes");
-  EXPECT_THROW_WITH(cpu::panels_pay(QuantType::q8_0, 0), "NANOFORMER_PANELS=yes: expected 0 or 1");
+  EXPECT_THROW_WITH(cpu::panels_pay(QuantType::q8_0), "NANOFORMER_PANELS=yes: expected 0 or 1");
 }
 
 }  // namespace

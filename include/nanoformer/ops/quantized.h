@@ -20,14 +20,12 @@ Tensor dequantize(const QuantizedTensor& weight);
 Tensor dequantize_rows(const QuantizedTensor& weight, int64_t begin, int64_t end);
 
 // W carrying its values a second time in the device's kernel layout where the device has one for
-// its type and it pays, else W itself. `step_bytes`: the bytes of every weight a decode step reads
-// (the model's products), which decide whether the weights come from the caches or from memory.
-// CPU: 16-row panels of Q8_0, Q4_0 and Q4_K on AVX512-VNNI where step_bytes fit the last-level
-// cache (NANOFORMER_PANELS=1 / 0 forces them on / off; ops/cpu/quant/panels.h). Made once, at load:
+// its type, else W itself. CPU: 16-row panels of Q8_0, Q4_0 and Q4_K on AVX512-VNNI
+// (NANOFORMER_PANELS=1 / 0 forces them on / off; ops/cpu/quant/panels.h). Made once, at load:
 // decode and prefill then read the panels, and the rows are left to everything else (dequantising,
 // embedding, saving), so a loader that can drop the rows' pages (a file's mapping:
 // GGUFFile::release) holds W once.
-QuantizedTensor with_kernel_layout(const QuantizedTensor& weight, int64_t step_bytes);
+QuantizedTensor with_kernel_layout(const QuantizedTensor& weight);
 
 // linear(x, W, b) = x W^T + b:  x (..., in) f32, W (out, in) quantised, b (out) or undefined -> (..., out).
 // Backward: dx = dy W (W dequantised), db = sum of dy; W gets no gradient.

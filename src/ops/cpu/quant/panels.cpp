@@ -11,8 +11,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <string>
 #include <string_view>
 #include <vector>
 
@@ -28,32 +26,13 @@
 
 namespace nf::cpu {
 
-int64_t last_level_cache_bytes() {
-  static const int64_t bytes = [] {
-    int64_t best_level = 0, best = 0;
-    for (int index = 0;; ++index) {
-      const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
-      std::ifstream level_file(dir + "level"), type_file(dir + "type"), size_file(dir + "size");
-      int64_t level = 0, size = 0;
-      std::string type, unit;
-      if (!(level_file >> level) || !(type_file >> type) || !(size_file >> size)) break;
-      size_file >> unit;  // "32768K"
-      if (unit == "K") size <<= 10;
-      else if (unit == "M") size <<= 20;
-      if (type != "Instruction" && level >= best_level) best_level = level, best = size;
-    }
-    return best;
-  }();
-  return bytes;
-}
-
-bool panels_pay(QuantType type, int64_t step_bytes) {
+bool panels_pay(QuantType type) {
   // (read at each call: it is asked once per weight, at load)
   const char* env = std::getenv("NANOFORMER_PANELS");
   const std::string_view wanted = env == nullptr ? "" : env;
   NF_CHECK(wanted.empty() || wanted == "0" || wanted == "1", "NANOFORMER_PANELS=", wanted, ": expected 0 or 1");
   if (wanted == "0" || quant_traits(type).gemv_panels == nullptr || int8_isa() != Int8Isa::avx512_vnni) return false;
-  return wanted == "1" || step_bytes <= last_level_cache_bytes();
+  return true;
 }
 
 namespace {
@@ -167,7 +146,11 @@ NF_TARGET_AVX512_VNNI void streams_vnni(const uint8_t* const* panels, const Pane
   const __m512i nibble = _mm512_set1_epi8(0x0f);
   __m512 acc[S];
   for (int s = 0; s < S; ++s) acc[s] = _mm512_setzero_ps();
+  constexpr int64_t pair_bytes = (2 * L + 1) * kPanelLine;
+  constexpr int64_t ahead = std::max<int64_t>(1, kStreamAheadBytes / pair_bytes) * pair_bytes;
   for (int64_t b = 0; b < x.nb; ++b) {
+    if (b % 2 == 0)  // a pair of blocks, ahead in each stream (which runs on into its next panel)
+      for (int s = 0; s < S; ++s) prefetch_l2(panel_pair(panels[s], L, b) + ahead, pair_bytes);
     __m512i even[S], odd[S];
     const __m512i start = _mm512_set1_epi32(x.start[r * x.nb + b]);
     for (int s = 0; s < S; ++s) even[s] = start, odd[s] = _mm512_setzero_si512();
@@ -219,8 +202,9 @@ struct Tiles32 {
     tile_portable<W, R>(panel, x, r0, out);
 #endif
   }
-  // decode's streams (panels_driver.h): 8 (from memory, 1,408 x 512 Q4_0 on one Zen 4 core: 15 GB/s at 4, 17 at 8)
-  static constexpr int kStreams = 8;
+  // decode's streams (panels_driver.h): 4, each prefetching ahead (without the prefetches, from memory,
+  // 1,408 x 512 Q4_0 on one Zen 4 core: 15 GB/s at 4, 17 at 8; with them 4 are level with the rows' tiles)
+  static constexpr int kStreams = 4;
   static void streams(const uint8_t* const* panels, const PanelX& x, int64_t r, float (&out)[kStreams][kPanelRows]) {
 #if defined(__AVX2__) && defined(__FMA__)
     streams_vnni<W, kStreams>(panels, x, r, out);
@@ -260,9 +244,9 @@ size_t panel_bytes_of(QuantType type, int64_t k) {
   }
 }
 
-std::shared_ptr<Storage> pack_panels(const QuantizedTensor& weight, int64_t step_bytes) {
+std::shared_ptr<Storage> pack_panels(const QuantizedTensor& weight) {
   const QuantTypeTraits& traits = quant_traits(weight.type());
-  if (!panels_pay(weight.type(), step_bytes) || weight.cols() % 32 != 0 || weight.rows() == 0) return nullptr;
+  if (!panels_pay(weight.type()) || weight.cols() % 32 != 0 || weight.rows() == 0) return nullptr;
   if (weight.cols() % quant_type_info(weight.type()).block_size != 0) return nullptr;
   const int64_t count = (weight.rows() + kPanelRows - 1) / kPanelRows;
   auto panels = std::make_shared<Storage>(static_cast<size_t>(count) * panel_bytes_of(weight.type(), weight.cols()), Device{});
