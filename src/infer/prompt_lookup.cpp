@@ -11,7 +11,8 @@ namespace nf::infer {
 void SpeculativeConfig::validate() const {
   NF_CHECK(lookup_ngram >= 0 && lookup_ngram <= kMaxLookupNgram, "--lookup-ngram ", lookup_ngram,
            ": must be in [0, ", kMaxLookupNgram, "] (0 = off)");
-  NF_CHECK(draft_max >= 1 && draft_max <= kMaxDraft, "--draft-max ", draft_max, ": must be in [1, ", kMaxDraft, "]");
+  NF_CHECK(draft_max >= 1 && draft_max <= kMaxDraft, "--draft-max ", draft_max, ": must be in [1, ", kMaxDraft,
+           "] (a draft and the token before it are verified by the decoding kernels, which take ", kMaxDraft + 1, " rows)");
   NF_CHECK(draft_min >= 0 && draft_min <= draft_max, "--draft-min ", draft_min, ": must be in [0, --draft-max ",
            draft_max, "]");
   NF_CHECK(std::isfinite(draft_cost), "--draft-cost ", draft_cost, ": must be a number (< 0: from the weights)");

@@ -138,9 +138,9 @@ TEST(OpenAIRequest, Speculative) {
   expect_refused(R"({"prompt": "x", "speculative.ngram_size_n": 17})", Endpoint::completion, "speculative.ngram_size_n",
                  "must be at most 16, got 17");
   expect_refused(R"({"prompt": "x", "speculative.n_max": 1000000})", Endpoint::completion, "speculative.n_max",
-                 "must be at most 64, got 1000000");
-  EXPECT_EQ(parse_completion_request(R"({"prompt": "x", "speculative.ngram_size_n": 16, "speculative.n_max": 64})",
-                                     Endpoint::completion).speculative.draft_max, 64);
+                 "must be at most 15, got 1000000");
+  EXPECT_EQ(parse_completion_request(R"({"prompt": "x", "speculative.ngram_size_n": 16, "speculative.n_max": 15})",
+                                     Endpoint::completion).speculative.draft_max, 15);
 }
 
 TEST(OpenAIRequest, BadInputNamesTheField) {

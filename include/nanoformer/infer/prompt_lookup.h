@@ -37,11 +37,14 @@ namespace nf::infer {
 
 struct SpeculativeConfig {
   // Bounds on what a request may ask: a search that finds nothing compares up to lookup_ngram^2 / 2
-  // tokens at each position of the history each step, and a draft is a forward of draft_max + 1
-  // tokens, both paid by every stream that steps with it (llama.cpp's lookup keeps n-grams of at
-  // most 4, LLAMA_NGRAM_MAX in common/ngram-cache.h; its server's n_max defaults to 16)
+  // tokens at each position of the history each step (llama.cpp's lookup keeps n-grams of at most
+  // 4, LLAMA_NGRAM_MAX in common/ngram-cache.h). A draft is verified in a forward of draft_max + 1
+  // tokens, which must run the decoding kernels (at most 16 rows: the matrix-vector products, the
+  // cached attention), so that each row gets the logits of decoding its token alone to the bit and
+  // greedy drafting gives plain greedy's tokens; longer forwards take prefill's GEMMs, whose sums
+  // differ in their last bits (llama.cpp's server drafts up to 16 by default; we stop at 15)
   static constexpr int64_t kMaxLookupNgram = 16;
-  static constexpr int64_t kMaxDraft = 64;
+  static constexpr int64_t kMaxDraft = 15;
 
   int64_t lookup_ngram = 0;  // --lookup-ngram N: draft by prompt lookup of the last N..1 tokens; 0 = off
   int64_t draft_max = 3;     // --draft-max K: tokens drafted at most per step (llama.cpp's default)

@@ -398,7 +398,7 @@ KVRows kv_rows(const Tensor& t) {
 }
 
 bool attention_decode_applies(const AttentionProblem& p, DType dtype) {
-  return dtype == DType::f32 && p.keep_prob >= 1.0 && p.Tq * (p.H / p.Hkv) <= kDecodeMaxRows;
+  return dtype == DType::f32 && p.keep_prob >= 1.0 && p.Tq <= kDecodeMaxQueries;
 }
 
 bool attention_decode_reads(QuantType type) {
@@ -416,6 +416,7 @@ struct DecodePart {
       : p(part.p), k(part.k), v(part.v), row0(part.row0), masks(part.p), products(row_products(part.k.type, part.p.D)),
         value_products(row_products(part.v.type, part.p.D)) {
     for (int64_t i = 0; i < p.Tq; ++i) row_len = std::max(row_len, end_key(i) - first_key(i));
+    chunk = std::max<int64_t>(1, kDecodeMaxRows / (p.H / p.Hkv));
   }
   int64_t first_key(int64_t i) const { return masks.key_begin(i); }
   int64_t end_key(int64_t i) const { return std::max(masks.key_end(i, 1), first_key(i)); }
@@ -426,6 +427,7 @@ struct DecodePart {
   attention_tiles::ScoreMasks<float> masks;
   RowProducts products, value_products;
   int64_t row_len = 1;
+  int64_t chunk = 1;  // queries a pass: kDecodeMaxRows rows of scores (each row's sums the same whatever the pass)
 };
 
 // A thread's buffers, grown to the largest task it takes: the group's rows of scores, and the
@@ -440,46 +442,42 @@ struct DecodeScratch {
     k_rows.resize(std::max(k_rows.size(), static_cast<size_t>(part.p.Tk)));
     v_rows.resize(std::max(v_rows.size(), static_cast<size_t>(part.p.Tk)));
     const auto group = static_cast<size_t>(part.p.H / part.p.Hkv);
-    s.resize(std::max(s.size(), group * static_cast<size_t>(part.p.Tq * part.row_len)));
+    s.resize(std::max(s.size(), group * static_cast<size_t>(part.chunk * part.row_len)));
     scales.resize(std::max(scales.size(), group));
     inputs.resize(std::max(inputs.size(), group));
     outputs.resize(std::max(outputs.size(), group));
   }
 };
 
-// The heads of KV head hk at batch row b of a part: every query row of its group against the row's
-// keys and values. Rows of q, out and lse are the part's row0 + b.
-void decode_task(const DecodePart& part, const Tensor& q, const Tensor& out, float* L, int64_t b, int64_t hk,
-                 DecodeScratch& scratch) {
+// Queries [i0, i1) of the heads of KV head hk at batch row b of a part: each query row of its group
+// against the row's keys and values. Rows of q, out and lse are the part's row0 + b.
+void decode_queries(const DecodePart& part, const Tensor& q, const Tensor& out, float* L, int64_t b, int64_t hk,
+                    int64_t i0, int64_t i1, DecodeScratch& scratch) {
   constexpr float kInf = std::numeric_limits<float>::infinity();
   const AttentionProblem& p = part.p;
-  const KVRows &k = part.k, &v = part.v;
-  const int64_t D = p.D, group = p.H / p.Hkv, row_len = part.row_len, qb = part.row0 + b;
-  scratch.fit(part);
+  const int64_t D = p.D, group = p.H / p.Hkv, row_len = part.row_len, qb = part.row0 + b, n = i1 - i0;
   float* s = scratch.s.data();
   const float** inputs = scratch.inputs.data();
   float** outputs = scratch.outputs.data();
-  // row r of the task is query i = r % Tq of head h = hk group + r / Tq
   const auto query = [&](int64_t h, int64_t i) {
     return q.data<float>() + qb * q.stride(0) + h * q.stride(1) + i * q.stride(2);
   };
   const unsigned char** k_rows = scratch.k_rows.data();
   const unsigned char** v_rows = scratch.v_rows.data();
-  k.each_row(b, hk, p.Tk, k_rows);
-  v.each_row(b, hk, p.Tk, v_rows);
   // the rows' scores first, so that the group's keys are read while they are in cache: the
-  // group's heads at query i share keys [first_key(i), end_key(i))
-  for (int64_t i = 0; i < p.Tq; ++i) {
+  // group's heads at query i share keys [first_key(i), end_key(i)); head g's row of query i is
+  // row g n + (i - i0) of s
+  for (int64_t i = i0; i < i1; ++i) {
     const int64_t j0 = part.first_key(i);
     for (int64_t g = 0; g < group; ++g) inputs[g] = query(hk * group + g, i);
-    part.products.scores(inputs, group, k_rows + j0, part.end_key(i) - j0, D, s + i * row_len, p.Tq * row_len);
+    part.products.scores(inputs, group, k_rows + j0, part.end_key(i) - j0, D, s + (i - i0) * row_len, n * row_len);
   }
-  for (int64_t i = 0; i < p.Tq; ++i) {
+  for (int64_t i = i0; i < i1; ++i) {
     const int64_t j0 = part.first_key(i), keys = part.end_key(i) - j0;
     int64_t attending = 0;  // rows with a key left after the masks
     for (int64_t g = 0; g < group; ++g) {
       const int64_t h = hk * group + g;
-      float* row = s + (g * p.Tq + i) * row_len;
+      float* row = s + (g * n + i - i0) * row_len;
       float* o = out.data<float>() + qb * out.stride(0) + h * out.stride(1) + i * out.stride(2);
       // p = e^(s - max s) after scale, bias and masks; out = p v / sum p, lse = max s + log sum p;
       // a row whose keys are all masked gets out = 0, lse = +inf
@@ -497,6 +495,17 @@ void decode_task(const DecodePart& part, const Tensor& q, const Tensor& out, flo
     }
     part.value_products.weighted_sum(inputs, attending, v_rows + j0, keys, D, scratch.scales.data(), outputs);
   }
+}
+
+// The heads of KV head hk at batch row b of a part: every query row of its group, part.chunk
+// queries at a time.
+void decode_task(const DecodePart& part, const Tensor& q, const Tensor& out, float* L, int64_t b, int64_t hk,
+                 DecodeScratch& scratch) {
+  scratch.fit(part);
+  part.k.each_row(b, hk, part.p.Tk, scratch.k_rows.data());
+  part.v.each_row(b, hk, part.p.Tk, scratch.v_rows.data());
+  for (int64_t i0 = 0; i0 < part.p.Tq; i0 += part.chunk)
+    decode_queries(part, q, out, L, b, hk, i0, std::min(part.p.Tq, i0 + part.chunk), scratch);
 }
 
 // Every (part, batch row, KV head) task of the parts, split across the threads: the streams of a

@@ -13,14 +13,20 @@
 
 namespace nf::cpu {
 
+// Rows of scores (queries x the query heads of a KV head) the decoding kernel computes in one pass,
+// and the most queries it takes: as many as the matrix-vector products take rows (gemv.h,
+// quant_gemv.h), so that a verifying forward of a speculative draft gives each row the bits of a
+// one-token decode (longer queries, prefill's, go to the fused kernel, whose sums differ in their
+// last bits)
 inline constexpr int64_t kDecodeMaxRows = 16;
+inline constexpr int64_t kDecodeMaxQueries = 16;
 
 // k or v (B, Hkv, Tk, D), f32 with the last dim contiguous, as rows; and f32 rows as such a tensor
 // (a view of their memory: valid while what holds them lives).
 KVRows kv_rows(const Tensor& t);
 Tensor rows_tensor(const KVRows& rows, int64_t B, int64_t heads, int64_t n, int64_t D);
 
-// Whether attention_decode_forward computes p: f32 queries, no dropout, Tq x (H / Hkv) <= kDecodeMaxRows.
+// Whether attention_decode_forward computes p: f32 queries, no dropout, Tq <= kDecodeMaxQueries.
 bool attention_decode_applies(const AttentionProblem& p, DType dtype);
 // Whether it reads keys and values stored as `type`: f32, f16, bf16, Q8_0 and Q4_0.
 bool attention_decode_reads(QuantType type);
