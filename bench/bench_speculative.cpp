@@ -17,12 +17,13 @@
 // Rounds alternate the order of plain and lookup; the table gives medians and the range.
 //
 // With --draft FILE (a draft model, infer/draft_model.h) it measures free text instead: the model
-// continues a prompt (--text FILE's first --document tokens by --tokenizer, else random ids)
-// greedily, or sampled at --temperature, with and without the draft model; the acceptance rate
-// is the models' own (greedy: the drafted tokens equal plain decoding's, checked).
+// continues a prompt (--document tokens of --text FILE by --tokenizer, else random ids; round r the
+// (r mod --prompts)-th of --prompts windows spread over the file) greedily, or sampled at
+// --temperature, with and without the draft model; the acceptance rate is the models' own
+// (greedy: the drafted tokens equal plain decoding's, checked).
 //   NANOFORMER_THREADS=2 ./build/bench_speculative [--model minimind2-small] [--rounds 5] [--new 256]
 //                                                  [--document 400] [--lookup-ngram 3] [--draft-max 3] [--streams 4]
-//                                                  [--draft FILE --tokenizer FILE --text FILE --temperature 0
+//                                                  [--draft FILE --tokenizer FILE --text FILE --prompts 1 --temperature 0
 //                                                   --draft-cost C (the backoff's cost of a draft token; default: the weights' ratio)]
 #include <algorithm>
 #include <chrono>
@@ -192,14 +193,18 @@ std::string arg(int argc, char** argv, const std::string& name, const std::strin
 
 // Free text with a draft model: decode tokens/s of `model` continuing `prompt` with and without
 // `draft` drafting, rounds alternating; the forward of each model alone beside it.
-int free_text(models::DecoderLM& model, models::DecoderLM& draft, const std::vector<int64_t>& prompt, int64_t n_new,
-              double temperature, int64_t draft_max, double draft_cost, int rounds) {
-  const auto length = static_cast<int64_t>(prompt.size()) + n_new + 8;
+// Round r continues prompts[r % prompts.size()].
+int free_text(models::DecoderLM& model, models::DecoderLM& draft, const std::vector<std::vector<int64_t>>& prompts,
+              int64_t n_new, double temperature, int64_t draft_max, double draft_cost, int rounds) {
+  const std::vector<int64_t>& prompt = prompts.front();
+  int64_t longest = 0;
+  for (const auto& p : prompts) longest = std::max(longest, static_cast<int64_t>(p.size()));
+  const int64_t length = longest + n_new + 8;
   const infer::SpeculativeConfig speculative{.draft_max = draft_max, .draft_model = &draft, .draft_cost = draft_cost};
-  const auto measure = [&](const infer::SpeculativeConfig& s, uint64_t seed) {
+  const auto measure = [&](const infer::SpeculativeConfig& s, uint64_t seed, const std::vector<int64_t>& p) {
     infer::Session session(model, length);
     infer::Sampler sampler({.temperature = temperature, .seed = seed});
-    return session.generate(prompt, sampler, {.max_new_tokens = n_new}, {}, nullptr, s);
+    return session.generate(p, sampler, {.max_new_tokens = n_new}, {}, nullptr, s);
   };
   // one decode step of each model alone after the prompt: what a draft token costs beside a target step
   const auto step_ms = [&](models::DecoderLM& m) {
@@ -217,18 +222,19 @@ int free_text(models::DecoderLM& model, models::DecoderLM& draft, const std::vec
   const double target_ms = step_ms(model), draft_ms = step_ms(draft);
   std::printf("a decode step: model %.2f ms, draft model %.2f ms (%.2f of the model's)\n", target_ms, draft_ms,
               draft_ms / target_ms);
-  measure({}, 0);  // warm-up
+  measure({}, 0, prompt);  // warm-up
   std::vector<double> plain, drafted, ratio, acceptance;
   int64_t accepted = 0, total = 0;
   for (int r = 0; r < rounds; ++r) {
     infer::GenerationResult a, b;
     const auto seed = static_cast<uint64_t>(r);
+    const std::vector<int64_t>& p = prompts[static_cast<size_t>(r) % prompts.size()];
     if (r % 2 == 0) {
-      a = measure({}, seed);
-      b = measure(speculative, seed);
+      a = measure({}, seed, p);
+      b = measure(speculative, seed, p);
     } else {
-      b = measure(speculative, seed);
-      a = measure({}, seed);
+      b = measure(speculative, seed, p);
+      a = measure({}, seed, p);
     }
     if (temperature == 0 && a.tokens != b.tokens) {
       std::fprintf(stderr, "bench_speculative: greedy decoding with the draft model differs from plain decoding\n");
@@ -272,30 +278,48 @@ int main(int argc, char** argv) {
       return 1;
     }
     draft->eval();
-    std::vector<int64_t> prompt;
+    // --prompts N windows of --text (each from a paragraph's start, spread evenly over the file), or random ids
+    const auto n_prompts = static_cast<size_t>(std::stoll(arg(argc, argv, "--prompts", "1")));
+    std::vector<std::vector<int64_t>> prompts;
     if (const std::string text = arg(argc, argv, "--text", ""); !text.empty()) {
       const auto tok = tokenizer::load_tokenizer(arg(argc, argv, "--tokenizer", ""));
-      std::string chars(static_cast<size_t>(16 * doc), '\0');
+      std::string chars;
       std::FILE* f = std::fopen(text.c_str(), "rb");
       if (f == nullptr) {
         std::fprintf(stderr, "bench_speculative: cannot read %s\n", text.c_str());
         return 1;
       }
-      chars.resize(std::fread(chars.data(), 1, chars.size(), f));
+      for (char buffer[65536]; const size_t n = std::fread(buffer, 1, sizeof buffer, f);) chars.append(buffer, n);
       std::fclose(f);
-      for (const auto id : tok->encode(chars)) prompt.push_back(id);
+      for (size_t i = 0; i < n_prompts; ++i) {
+        size_t from = chars.size() * i / n_prompts;
+        if (i > 0 && (from = chars.find("\n\n", from)) != std::string::npos) from += 2;
+        if (from == std::string::npos || from >= chars.size()) break;
+        std::vector<int64_t> prompt;
+        for (const auto id : tok->encode(chars.substr(from, static_cast<size_t>(16 * doc)))) prompt.push_back(id);
+        prompt.resize(std::min<size_t>(prompt.size(), static_cast<size_t>(doc)));
+        prompts.push_back(std::move(prompt));
+      }
     } else {
       std::mt19937 ids(42);
-      for (int64_t i = 0; i < doc; ++i)
-        prompt.push_back(std::uniform_int_distribution<int64_t>(0, model->config().vocab_size - 1)(ids));
+      for (size_t i = 0; i < n_prompts; ++i) {
+        std::vector<int64_t> prompt;
+        for (int64_t j = 0; j < doc; ++j)
+          prompt.push_back(std::uniform_int_distribution<int64_t>(0, model->config().vocab_size - 1)(ids));
+        prompts.push_back(std::move(prompt));
+      }
     }
-    prompt.resize(std::min<size_t>(prompt.size(), static_cast<size_t>(doc)));
+    if (prompts.empty() || prompts.front().empty()) {
+      std::fprintf(stderr, "bench_speculative: no prompt (--prompts, --text)\n");
+      return 1;
+    }
+    const std::vector<int64_t>& prompt = prompts.front();
     std::printf("cpu: %s, %d threads; int8 kernels %s, BLAS %s\n", bench::cpu_model().c_str(), num_threads(),
                 std::string(cpu::int8_isa_name(cpu::int8_isa())).c_str(), blas_info());
-    std::printf("model %s, draft model %s, prompt %zu tokens, %lld new, --draft-max %lld, %d rounds\n",
-                model_path.c_str(), draft_path.c_str(), prompt.size(), static_cast<long long>(n_new),
+    std::printf("model %s, draft model %s, %zu prompts of %zu tokens, %lld new, --draft-max %lld, %d rounds\n",
+                model_path.c_str(), draft_path.c_str(), prompts.size(), prompt.size(), static_cast<long long>(n_new),
                 static_cast<long long>(lookup.draft_max), rounds);
-    return free_text(*model, *draft, prompt, n_new, std::stod(arg(argc, argv, "--temperature", "0")), lookup.draft_max,
+    return free_text(*model, *draft, prompts, n_new, std::stod(arg(argc, argv, "--temperature", "0")), lookup.draft_max,
                      std::stod(arg(argc, argv, "--draft-cost", "-1")), rounds);
   }
   const auto trie = std::make_shared<const grammar::TokenTrie>(vocabulary(model->config().vocab_size));
