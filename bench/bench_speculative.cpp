@@ -279,7 +279,12 @@ int main(int argc, char** argv) {
     }
     draft->eval();
     // --prompts N windows of --text (each from a paragraph's start, spread evenly over the file), or random ids
-    const auto n_prompts = static_cast<size_t>(std::stoll(arg(argc, argv, "--prompts", "1")));
+    const int64_t prompts_flag = std::stoll(arg(argc, argv, "--prompts", "1"));
+    if (prompts_flag < 1) {
+      std::fprintf(stderr, "bench_speculative: --prompts %lld: must be at least 1\n", static_cast<long long>(prompts_flag));
+      return 1;
+    }
+    const auto n_prompts = static_cast<size_t>(prompts_flag);
     std::vector<std::vector<int64_t>> prompts;
     if (const std::string text = arg(argc, argv, "--text", ""); !text.empty()) {
       const auto tok = tokenizer::load_tokenizer(arg(argc, argv, "--tokenizer", ""));

@@ -10,6 +10,8 @@
 
 #include "nanoformer/core/quant_type.h"
 #include "ops/cpu/attention/attention.h"
+#include "ops/cpu/matmul/gemv.h"
+#include "ops/cpu/quant/quant_gemv.h"
 
 namespace nf::cpu {
 
@@ -19,7 +21,8 @@ namespace nf::cpu {
 // one-token decode (longer queries, prefill's, go to the fused kernel, whose sums differ in their
 // last bits)
 inline constexpr int64_t kDecodeMaxRows = 16;
-inline constexpr int64_t kDecodeMaxQueries = 16;
+inline constexpr int64_t kDecodeMaxQueries = kGemvMaxRows;
+static_assert(kGemvMaxRows == kQuantGemvMaxRows, "a verifying forward's linears stay on one kind of kernel");
 
 // k or v (B, Hkv, Tk, D), f32 with the last dim contiguous, as rows; and f32 rows as such a tensor
 // (a view of their memory: valid while what holds them lives).

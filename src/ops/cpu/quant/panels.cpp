@@ -146,8 +146,7 @@ NF_TARGET_AVX512_VNNI void streams_vnni(const uint8_t* const* panels, const Pane
   const __m512i nibble = _mm512_set1_epi8(0x0f);
   __m512 acc[S];
   for (int s = 0; s < S; ++s) acc[s] = _mm512_setzero_ps();
-  constexpr int64_t pair_bytes = (2 * L + 1) * kPanelLine;
-  constexpr int64_t ahead = std::max<int64_t>(1, kStreamAheadBytes / pair_bytes) * pair_bytes;
+  constexpr int64_t pair_bytes = (2 * L + 1) * kPanelLine, ahead = stream_ahead(pair_bytes);
   for (int64_t b = 0; b < x.nb; ++b) {
     if (b % 2 == 0)  // a pair of blocks, ahead in each stream (which runs on into its next panel)
       for (int s = 0; s < S; ++s) prefetch_l2(panel_pair(panels[s], L, b) + ahead, pair_bytes);

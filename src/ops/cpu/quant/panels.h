@@ -35,6 +35,8 @@ inline constexpr int64_t kPanelLine = 64;  // bytes of one 4-value group of the 
 // read this far ahead into L2, a line at a time. Without it, panels read from memory at 0.85-0.9x
 // the rows' tiles (gpt2-124m Q8_0, qwen2.5-0.5b Q4_0 on a Zen 4, 2 threads); with it, as fast.
 inline constexpr int64_t kStreamAheadBytes = 2048;
+// The distance ahead in whole units of `unit` bytes (a pair of blocks, a super-block), at least one.
+constexpr int64_t stream_ahead(int64_t unit) { return (kStreamAheadBytes / unit > 0 ? kStreamAheadBytes / unit : 1) * unit; }
 inline void prefetch_l2(const uint8_t* at, int64_t bytes) {
   for (int64_t line = 0; line < bytes; line += kPanelLine) __builtin_prefetch(at + line, 0, 2);
 }

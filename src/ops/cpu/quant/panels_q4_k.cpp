@@ -108,8 +108,7 @@ NF_TARGET_AVX512_VNNI void streams_vnni(const uint8_t* const* panels, const Pane
   const __m512i nibble = _mm512_set1_epi8(0x0f);
   __m512 acc[S];
   for (int s = 0; s < S; ++s) acc[s] = _mm512_setzero_ps();
-  constexpr int64_t block_bytes = sizeof(Q4_KPanelBlock);
-  constexpr int64_t ahead = std::max<int64_t>(1, kStreamAheadBytes / block_bytes) * block_bytes;
+  constexpr int64_t block_bytes = sizeof(Q4_KPanelBlock), ahead = stream_ahead(block_bytes);
   for (int64_t b = 0; b < x.nb; ++b) {
     for (int s = 0; s < S; ++s) prefetch_l2(reinterpret_cast<const uint8_t*>(&q4_k_panel_block(panels[s], b)) + ahead, block_bytes);
     __m512i sumi[S];
