@@ -24,7 +24,8 @@
 //   NANOFORMER_THREADS=2 ./build/bench_speculative [--model minimind2-small] [--rounds 5] [--new 256]
 //                                                  [--document 400] [--lookup-ngram 3] [--draft-max 3] [--streams 4]
 //                                                  [--draft FILE --tokenizer FILE --text FILE --prompts 1 --temperature 0
-//                                                   --draft-cost C (the backoff's cost of a draft token; default: the weights' ratio)]
+//                                                   --draft-cost C (the backoff's cost of a draft token; default: the weights' ratio)
+//                                                   --draft-p-min P (a draft ends before a token the draft model is less sure of)]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -195,12 +196,12 @@ std::string arg(int argc, char** argv, const std::string& name, const std::strin
 // `draft` drafting, rounds alternating; the forward of each model alone beside it.
 // Round r continues prompts[r % prompts.size()].
 int free_text(models::DecoderLM& model, models::DecoderLM& draft, const std::vector<std::vector<int64_t>>& prompts,
-              int64_t n_new, double temperature, int64_t draft_max, double draft_cost, int rounds) {
+              int64_t n_new, double temperature, infer::SpeculativeConfig speculative, int rounds) {
   const std::vector<int64_t>& prompt = prompts.front();
   int64_t longest = 0;
   for (const auto& p : prompts) longest = std::max(longest, static_cast<int64_t>(p.size()));
   const int64_t length = longest + n_new + 8;
-  const infer::SpeculativeConfig speculative{.draft_max = draft_max, .draft_model = &draft, .draft_cost = draft_cost};
+  speculative.draft_model = &draft;
   const auto measure = [&](const infer::SpeculativeConfig& s, uint64_t seed, const std::vector<int64_t>& p) {
     infer::Session session(model, length);
     infer::Sampler sampler({.temperature = temperature, .seed = seed});
@@ -321,11 +322,17 @@ int main(int argc, char** argv) {
     const std::vector<int64_t>& prompt = prompts.front();
     std::printf("cpu: %s, %d threads; int8 kernels %s, BLAS %s\n", bench::cpu_model().c_str(), num_threads(),
                 std::string(cpu::int8_isa_name(cpu::int8_isa())).c_str(), blas_info());
-    std::printf("model %s, draft model %s, %zu prompts of %zu tokens, %lld new, --draft-max %lld, %d rounds\n",
+    const infer::SpeculativeConfig drafting{.draft_max = lookup.draft_max,
+                                            .draft_min = lookup.draft_min,
+                                            .draft_cost = std::stod(arg(argc, argv, "--draft-cost", "-1")),
+                                            .draft_p_min = std::stod(arg(argc, argv, "--draft-p-min", "0"))};
+    drafting.validate();
+    std::printf("model %s, draft model %s, %zu prompts of %zu tokens, %lld new, --draft-max %lld, --draft-p-min %g, "
+                "%d rounds\n",
                 model_path.c_str(), draft_path.c_str(), prompts.size(), prompt.size(), static_cast<long long>(n_new),
-                static_cast<long long>(lookup.draft_max), rounds);
-    return free_text(*model, *draft, prompts, n_new, std::stod(arg(argc, argv, "--temperature", "0")), lookup.draft_max,
-                     std::stod(arg(argc, argv, "--draft-cost", "-1")), rounds);
+                static_cast<long long>(drafting.draft_max), drafting.draft_p_min, rounds);
+    return free_text(*model, *draft, prompts, n_new, std::stod(arg(argc, argv, "--temperature", "0")), drafting,
+                     rounds);
   }
   const auto trie = std::make_shared<const grammar::TokenTrie>(vocabulary(model->config().vocab_size));
   std::mt19937 rng(42);

@@ -94,6 +94,11 @@ void add_draft_flags(CLI::App& cmd, std::string& draft, infer::SpeculativeConfig
                  "With --lookup-ngram or --draft: a shorter draft is not checked (a plain step instead)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  cmd.add_option("--draft-p-min", speculative.draft_p_min,
+                 "With --draft: a draft ends before a token the draft model gives less than this probability (its "
+                 "top-10 softmax, as llama.cpp's --draft-p-min; 0 = off)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
   cmd.add_option("--draft-cost", speculative.draft_cost,
                  "With --draft: a forward of the draft model in forwards of the model, by which the backoff judges "
                  "whether a draft of k tokens pays (default: the ratio of their weights' bytes; 0: draft whenever the "

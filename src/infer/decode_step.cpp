@@ -200,6 +200,10 @@ bool DecodeStream::propose(std::span<const float> logits) {
     // q: the row as the stream's sampler would take it after the draft so far (the grammar's mask,
     // the penalties over the history and the drafted tokens, the sampler's transforms)
     const std::span<const float> row = masked(logits);
+    if (speculative_.draft_p_min > 0 && draft_confidence(row) < speculative_.draft_p_min) {
+      d.end();  // not sure enough: the draft so far is verified
+      return false;
+    }
     history_.insert(history_.end(), d.tokens().begin(), d.tokens().end());
     std::vector<float> q = sampler_->distribution(row, history_, generated_.size() + d.tokens().size());
     history_.resize(length);

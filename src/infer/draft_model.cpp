@@ -3,6 +3,9 @@
 #include "nanoformer/infer/draft_model.h"
 
 #include <algorithm>
+#include <array>
+#include <cmath>
+#include <functional>
 
 #include "nanoformer/core/error.h"
 
@@ -43,6 +46,15 @@ int64_t speculative_choice(std::span<const float> p, std::span<const float> q, i
   for (size_t j = 0; j < p.size(); ++j) mass += residual[j] = std::max(0.0f, p[j] - q[j]);  // max(0, p - q)
   // mass 0 means p = q up to rounding, where a refusal has probability 0: draw from p then
   return sample_from_probabilities(mass > 0 ? std::span<const float>(residual) : p, sampler.uniform());
+}
+
+float draft_confidence(std::span<const float> logits) {
+  std::array<float, kDraftTopK> top{};
+  const auto end = std::partial_sort_copy(logits.begin(), logits.end(), top.begin(), top.end(), std::greater<>());
+  if (top.begin() == end || !std::isfinite(top[0])) return 0;
+  double sum = 0;
+  for (auto it = top.begin(); it != end; ++it) sum += std::exp(static_cast<double>(*it) - top[0]);
+  return static_cast<float>(1.0 / sum);  // exp(l_max) / sum_top exp(l)
 }
 
 ModelDraft::ModelDraft(models::DecoderLM& draft_model, CachedSequence* sequence, const CachedSequence& target)

@@ -16,6 +16,7 @@ void SpeculativeConfig::validate() const {
   NF_CHECK(draft_min >= 0 && draft_min <= draft_max, "--draft-min ", draft_min, ": must be in [0, --draft-max ",
            draft_max, "]");
   NF_CHECK(std::isfinite(draft_cost), "--draft-cost ", draft_cost, ": must be a number (< 0: from the weights)");
+  NF_CHECK(draft_p_min >= 0 && draft_p_min <= 1, "--draft-p-min ", draft_p_min, ": must be in [0, 1] (0 = off)");
   NF_CHECK(lookup_ngram == 0 || draft_model == nullptr, "--draft and --lookup-ngram ", lookup_ngram,
            " are two ways to draft: give one");
 }

@@ -309,6 +309,7 @@ CompletionRequest parse_completion_request(std::string_view text, Endpoint endpo
   r.speculative.lookup_ngram = integer_field(body, "speculative.ngram_size_n", 0).value_or(0);
   r.speculative.draft_max = integer_field(body, "speculative.n_max", 1).value_or(r.speculative.draft_max);
   r.speculative.draft_min = integer_field(body, "speculative.n_min", 0).value_or(0);
+  r.speculative.draft_p_min = number_field(body, "speculative.p_min", 0, 1, false, "[0, 1]").value_or(0.0);
   using infer::SpeculativeConfig;
   if (r.speculative.lookup_ngram > SpeculativeConfig::kMaxLookupNgram)
     throw invalid_request("speculative.ngram_size_n", "'speculative.ngram_size_n' must be at most " +

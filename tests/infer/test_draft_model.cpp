@@ -116,6 +116,8 @@ std::pair<double, double> chi_square(const std::map<std::vector<int64_t>, double
   return {statistic, cells - 1};
 }
 
+constexpr double kSureEnough = 0.5;
+
 class DraftModelTest : public ::testing::Test {
  protected:
   NoGradGuard no_grad;
@@ -211,6 +213,44 @@ TEST_F(DraftModelTest, GreedyEqualsPlainGreedyAcrossContextShifts) {
 TEST_F(DraftModelTest, GreedyEqualsPlainGreedyWithAQ8Cache) {
   const auto target = testing::tiny_llama(512, /*head_dim=*/32);
   expect_same_tokens(*target, *draft_of(*target, 0.2f), 0, QuantType::q8_0);
+}
+
+// --draft-p-min's confidence is llama.cpp's: the top token's share of the softmax over the 10
+// largest logits (its draft sampler's top-k 10), masked tokens (-inf) counting for nothing.
+TEST_F(DraftModelTest, TheConfidenceIsTheTopTokensShareOfTheTenLargestLogits) {
+  std::vector<float> logits(40, -std::numeric_limits<float>::infinity());
+  for (int i = 0; i < 20; ++i) logits[static_cast<size_t>((7 * i) % 40)] = static_cast<float>(i) - 5.0f;  // -5 .. 14
+  double sum = 0;
+  for (int j = 0; j < 10; ++j) sum += std::exp(-j);  // 14, 13, .. 5 against 14
+  EXPECT_NEAR(draft_confidence(logits), 1.0 / sum, 1e-6);
+  const std::vector<float> three{-std::numeric_limits<float>::infinity(), 2.0f, 0.0f, 1.0f};
+  EXPECT_NEAR(draft_confidence(three), 1.0 / (1.0 + std::exp(-1.0) + std::exp(-2.0)), 1e-6);
+  EXPECT_EQ(draft_confidence(std::vector<float>{3.0f}), 1.0f);
+}
+
+// With --draft-p-min a draft ends before a token the draft is less sure of: greedy still gives
+// plain greedy's tokens, fewer tokens are drafted, and more of those drafted are taken (the point
+// of it); at 1 nothing is sure enough and nothing is drafted.
+TEST_F(DraftModelTest, APMinDraftsOnlyWhatTheDraftIsSureOf) {
+  const auto target = testing::tiny_llama(512);
+  const auto draft = draft_of(*target, 0.2f);
+  const StopCriteria stop{.max_new_tokens = 256};
+  const std::vector<int64_t> prompt = repeating_prompt(*target);
+  const auto run = [&](double p_min) {
+    const SpeculativeConfig speculative{.draft_max = 4, .draft_model = draft.get(), .draft_cost = 0, .draft_p_min = p_min};
+    return generate(*target, prompt, {.temperature = 0}, stop, speculative).result;
+  };
+  const GenerationResult plain = generate(*target, prompt, {.temperature = 0}, stop, {}).result;
+  const GenerationResult all = run(0), sure = run(kSureEnough), none = run(1);
+  EXPECT_EQ(sure.tokens, plain.tokens);
+  EXPECT_EQ(none.tokens, plain.tokens);
+  EXPECT_EQ(none.draft_tokens, 0);
+  EXPECT_GT(sure.accepted_tokens, 0);
+  EXPECT_LT(sure.draft_tokens, all.draft_tokens);
+  EXPECT_GT(sure.acceptance_rate(), all.acceptance_rate());
+  std::printf("[ p_min    ] %lld of %lld drafted tokens taken; without: %lld of %lld\n",
+              static_cast<long long>(sure.accepted_tokens), static_cast<long long>(sure.draft_tokens),
+              static_cast<long long>(all.accepted_tokens), static_cast<long long>(all.draft_tokens));
 }
 
 // Byte strings for the 64 ids: 'a' .. 'z', 'A' .. 'Z', '0' .. '9', then an end id.

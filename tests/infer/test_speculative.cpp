@@ -102,6 +102,7 @@ TEST_F(SpeculativeTest, TheFlagsAreBounded) {
   EXPECT_NE(refusal({.lookup_ngram = 17}).find("--lookup-ngram 17: must be in [0, 16]"), std::string::npos);
   EXPECT_NE(refusal({.lookup_ngram = 2, .draft_max = 16}).find("--draft-max 16: must be in [1, 15]"), std::string::npos);
   EXPECT_NE(refusal({.lookup_ngram = 2, .draft_max = 0}).find("--draft-max 0: must be in [1, 15]"), std::string::npos);
+  EXPECT_NE(refusal({.draft_p_min = 1.5}).find("--draft-p-min 1.5: must be in [0, 1]"), std::string::npos);
 }
 
 // Why greedy drafting gives plain greedy's tokens: a verifying forward of k + 1 tokens gives each

@@ -129,6 +129,12 @@ TEST(OpenAIRequest, Speculative) {
   EXPECT_EQ(on.speculative.lookup_ngram, 3);
   EXPECT_EQ(on.speculative.draft_max, 8);
   EXPECT_EQ(on.speculative.draft_min, 2);
+  EXPECT_EQ(off.speculative.draft_p_min, 0.0);
+  EXPECT_EQ(parse_completion_request(R"({"prompt": "x", "speculative.p_min": 0.75})", Endpoint::completion)
+                .speculative.draft_p_min,
+            0.75);
+  expect_refused(R"({"prompt": "x", "speculative.p_min": 1.5})", Endpoint::completion, "speculative.p_min",
+                 "must be in [0, 1], got 1.5");
   expect_refused(R"({"prompt": "x", "speculative.n_max": 0})", Endpoint::completion, "speculative.n_max", "at least 1");
   expect_refused(R"({"prompt": "x", "speculative.ngram_size_n": "3"})", Endpoint::completion, "speculative.ngram_size_n",
                  "must be an integer");

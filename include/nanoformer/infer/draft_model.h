@@ -57,6 +57,13 @@ double draft_cost(const models::DecoderLM& target, const models::DecoderLM& draf
 // counters: one, and a second on a refusal.
 int64_t speculative_choice(std::span<const float> p, std::span<const float> q, int64_t x, Sampler& sampler);
 
+// How sure the draft model is of its next token, for --draft-p-min: the probability of its most
+// likely token in the softmax of its kDraftTopK largest logits, llama.cpp's draft sampler (top-k 10,
+// then the softmax, and the draft ends before a token below p_min: common/speculative.cpp of
+// llama.cpp 0c1e570, tools/peers/build_llamacpp.sh). `logits`: the row after the grammar's mask.
+inline constexpr size_t kDraftTopK = 10;
+float draft_confidence(std::span<const float> logits);
+
 // One stream's drafting with a draft model: its sequence in the draft model's cache and the draft
 // being proposed (DecodeStream drives it).
 class ModelDraft {

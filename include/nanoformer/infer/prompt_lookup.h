@@ -56,6 +56,9 @@ struct SpeculativeConfig {
   // (DraftBackoff); < 0: the ratio of their weights' bytes (draft_cost()); 0: drafts as prompt
   // lookup does, whenever the window allows
   double draft_cost = -1;
+  // --draft-p-min P: a draft model's draft ends before a token the draft model is less sure of than P
+  // (draft_confidence(), llama.cpp's --draft-p-min); 0 = off (llama.cpp's default). Not for prompt lookup.
+  double draft_p_min = 0;
 
   bool enabled() const { return lookup_ngram > 0 || draft_model != nullptr; }
   // Throws nf::Error naming the flag out of range (or --draft given with --lookup-ngram).

@@ -30,6 +30,7 @@
 //                       llama-server's per-request speculative fields (tools/server/server-schema.cpp,
 //                       llama.cpp 0c1e570): prompt lookup of the last N..1 tokens, drafts of at most
 //                       n_max tokens, shorter than n_min not verified (infer/prompt_lookup.h); 0 = off
+//   speculative.p_min   in [0, 1]: a draft model's draft ends before a token it is less sure of (0 = off)
 #include <cstdint>
 #include <memory>
 #include <optional>
