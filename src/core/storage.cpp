@@ -9,6 +9,10 @@
 #include <new>
 #include <vector>
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 #include "nanoformer/core/error.h"
 
 namespace nf {
@@ -138,6 +142,26 @@ Storage::Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device
 Storage::Storage(void* external, size_t nbytes, std::shared_ptr<void> owner, Device device)
     : data_(external), nbytes_(nbytes), device_(device), owner_(std::move(owner)) {
   NF_CHECK(owner_ != nullptr, "Storage: external memory needs an owner");
+}
+
+std::shared_ptr<Storage> Storage::huge_pages(size_t nbytes) {
+  constexpr size_t kHugePage = size_t{2} << 20;
+  // below one huge page: an ordinary block (a huge page would hold it and waste the rest)
+  if (nbytes < kHugePage) return std::make_shared<Storage>(nbytes, Device{});
+  void* data = nullptr;
+  if (::posix_memalign(&data, kHugePage, (nbytes + kPage - 1) / kPage * kPage) != 0)
+    throw OutOfMemory(detail::concat("out of memory: a block of ", nbytes, " bytes (", static_cast<double>(nbytes) / (1 << 30),
+                                     " GiB) could not be allocated"));
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  // the whole huge pages only (advice: without THP they stay 4 KiB); the tail keeps small pages
+  ::madvise(data, nbytes / kHugePage * kHugePage, MADV_HUGEPAGE);
+#endif
+  count_allocation(nbytes);
+  std::shared_ptr<void> owner(data, [nbytes](void* p) {
+    std::free(p);
+    g_current.fetch_sub(nbytes);
+  });
+  return std::make_shared<Storage>(data, nbytes, std::move(owner));
 }
 
 Storage::~Storage() {

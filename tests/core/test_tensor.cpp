@@ -1,5 +1,5 @@
 // Tensor handle: construction, metadata, element access, views sharing storage, printing,
-// allocation counters.
+// allocation counters, blocks for huge pages.
 #include "support/testing.h"
 
 namespace nf {
@@ -51,6 +51,27 @@ TEST(Tensor, LargeFreedBlocksAreReusedForTheSameSize) {
   Tensor c = Tensor::empty({(1 << 20) + 7});  // another size: not served from the cache
   EXPECT_NE(c.raw_data(), first);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(c.raw_data()) % 64, 0u);
+}
+
+// Blocks for huge pages (a weight's panels): from 2 MiB on, 2 MiB-aligned, counted, and freed to
+// the system rather than cached; below it, an ordinary block. (Whether the kernel backs them with
+// huge pages is its THP setting's choice: not asserted.)
+TEST(Tensor, HugePageBlocksAreAlignedCountedAndNotCached) {
+  memory::empty_cache();
+  const size_t before = memory::current_bytes(), bytes = (size_t{3} << 20) + 5;
+  {
+    const auto huge = Storage::huge_pages(bytes);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(huge->data()) % (size_t{2} << 20), 0u);
+    EXPECT_EQ(huge->nbytes(), bytes);
+    EXPECT_EQ(memory::current_bytes(), before + bytes);
+    static_cast<unsigned char*>(huge->data())[bytes - 1] = 1;  // the whole block is ours
+  }
+  EXPECT_EQ(memory::current_bytes(), before);
+  EXPECT_EQ(memory::cached_bytes(), 0u);
+  const auto small = Storage::huge_pages(1000);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(small->data()) % 64, 0u);
+  EXPECT_TRUE(small->owns_memory());  // an ordinary block
+  EXPECT_EQ(memory::current_bytes(), before + 1000);
 }
 
 // The cache's limit (the server keeps none): blocks past it go back to the system, and lowering it

@@ -2,7 +2,8 @@
 // Decode on them (AVX512-VNNI where the CPU has it, and the portable tile) against the formulas of
 // quant_blocks.h decoded independently: exact with unit scales, within the f32 rounding bound with
 // random ones, and the two tiles bit for bit; prefill's GEMM on them bit for bit the GEMM on the
-// rows; odd shapes (partial panels, odd block counts), several rows of x, bias, several products.
+// rows; odd shapes (partial panels, odd block counts), several rows of x, bias, several products;
+// a row read back from them (the embedding's look-up) the file's row.
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -152,6 +153,27 @@ TEST(QuantPanels, PrefillOnPanelsEqualsPrefillOnRowsBitForBit) {
         return testing::on_int8_isa(cpu::Int8Isa::avx512_vnni, [&] { return values(linear(x, w, bias)); });
       };
       EXPECT_EQ(on_vnni(panels), on_vnni(rows)) << quant_type_name(type) << " m " << m << " n " << n << " k " << k;
+    }
+}
+
+// A row read back from the panels is the file's row byte for byte (every bit of random blocks,
+// Q4_K's packed 6-bit scales included, the last panel partial), and the embedding's look-up of a
+// weight with panels, which reads them, gives the rows' values to the bit.
+TEST(QuantPanels, ARowReadBackFromThePanelsIsTheFilesRow) {
+  std::mt19937 rng(11);
+  for (QuantType type : kPanelTypes)
+    for (const int64_t k : {96, 512}) {
+      if (k % quant_type_info(type).block_size != 0) continue;
+      SCOPED_TRACE(std::string(quant_type_name(type)) + " k " + std::to_string(k));
+      const QuantizedTensor rows = random_weight(type, 37, k, rng), panels = with_panels(rows);
+      std::vector<unsigned char> row(rows.row_bytes());
+      for (int64_t r = 0; r < rows.rows(); ++r) {
+        cpu::quant_traits(type).unpack_panel_row(panels.panels()->data(), k, r, row.data());
+        ASSERT_EQ(std::memcmp(row.data(), rows.row(r), row.size()), 0) << "row " << r;
+      }
+      const Tensor ids = Tensor::from_vector<int64_t>({36, 0, 17, 16, 15, 36}, {6});
+      const Tensor a = embedding(rows, ids), b = embedding(panels, ids);
+      EXPECT_EQ(std::memcmp(a.data<float>(), b.data<float>(), sizeof(float) * static_cast<size_t>(a.numel())), 0);
     }
 }
 

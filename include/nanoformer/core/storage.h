@@ -17,6 +17,11 @@ class Storage {
  public:
   Storage(size_t nbytes, Device device);                                     // allocates
   Storage(void* external, size_t nbytes, std::shared_ptr<void> owner, Device device = {});
+  // CPU memory that is read whole, over and over (a weight's panels, read by every decode step):
+  // 2 MiB-aligned and advised as transparent huge pages (madvise(MADV_HUGEPAGE), which Linux's
+  // default THP mode "madvise" honours), so that streaming it costs a TLB miss every 2 MiB rather
+  // than every 4 KiB. Counted; not cached (freed to the system). Below 2 MiB an ordinary block.
+  static std::shared_ptr<Storage> huge_pages(size_t nbytes);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;

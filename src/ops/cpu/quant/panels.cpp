@@ -73,6 +73,26 @@ void pack_panels(const void* rows, int64_t n, int64_t k, void* panels) {
   });
 }
 
+// Row `row`'s blocks as the file has them, from its panel (pack_panels undone for one row)
+template <class W>
+void unpack_panel_row(const void* panels, int64_t k, int64_t row, void* blocks) {
+  using Block = typename W::Block;
+  constexpr int64_t L = panel_lines<W>();
+  const int64_t nb = k / 32, r = row % kPanelRows;
+  const auto* panel = static_cast<const uint8_t*>(panels) + static_cast<size_t>(row / kPanelRows) * panel_bytes(L, k);
+  auto* out = static_cast<Block*>(blocks);
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* lines = panel_lines_of(panel, L, b);
+    for (int64_t g = 0; g < L; ++g)
+      for (int t = 0; t < 4; ++t) {
+        const uint8_t stored = lines[g * kPanelLine + 4 * r + t];
+        if constexpr (W::kSigned) out[b].qs[4 * g + t] = static_cast<int8_t>(stored ^ 0x80);
+        else out[b].qs[4 * g + t] = stored;
+      }
+    out[b].d = panel_scales_of(panel, L, b)[r];
+  }
+}
+
 // out[i][c] = row r0 + i of x times row c of the panel, the portable integers and f32 steps
 template <class W, int R>
 void tile_portable(const uint8_t* panel, const PanelX& x, int64_t r0, float (&out)[R][kPanelRows]) {
@@ -248,13 +268,19 @@ std::shared_ptr<Storage> pack_panels(const QuantizedTensor& weight) {
   if (!panels_pay(weight.type()) || weight.cols() % 32 != 0 || weight.rows() == 0) return nullptr;
   if (weight.cols() % quant_type_info(weight.type()).block_size != 0) return nullptr;
   const int64_t count = (weight.rows() + kPanelRows - 1) / kPanelRows;
-  auto panels = std::make_shared<Storage>(static_cast<size_t>(count) * panel_bytes_of(weight.type(), weight.cols()), Device{});
+  auto panels = Storage::huge_pages(static_cast<size_t>(count) * panel_bytes_of(weight.type(), weight.cols()));
   traits.pack_panels(weight.data(), weight.rows(), weight.cols(), panels->data());
   return panels;
 }
 
 void pack_panels_q8_0(const void* rows, int64_t n, int64_t k, void* panels) { pack_panels<Q8_0W>(rows, n, k, panels); }
 void pack_panels_q4_0(const void* rows, int64_t n, int64_t k, void* panels) { pack_panels<Q4_0W>(rows, n, k, panels); }
+void unpack_panel_row_q8_0(const void* panels, int64_t k, int64_t row, void* blocks) {
+  unpack_panel_row<Q8_0W>(panels, k, row, blocks);
+}
+void unpack_panel_row_q4_0(const void* panels, int64_t k, int64_t row, void* blocks) {
+  unpack_panel_row<Q4_0W>(panels, k, row, blocks);
+}
 void gemv_panels_q8_0(std::span<TileArgs> bases, int64_t m, bool scalar) { gemv_panels<Q8_0W>(bases, m, scalar); }
 void gemv_panels_q4_0(std::span<TileArgs> bases, int64_t m, bool scalar) { gemv_panels<Q4_0W>(bases, m, scalar); }
 

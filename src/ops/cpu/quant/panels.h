@@ -95,6 +95,12 @@ void pack_panels_q8_0(const void* rows, int64_t n, int64_t k, void* panels);
 void pack_panels_q4_0(const void* rows, int64_t n, int64_t k, void* panels);
 void pack_panels_q4_k(const void* rows, int64_t n, int64_t k, void* panels);
 
+// Row `row` of W (n rows of k values) as the file's blocks, from its panels: the embedding's
+// look-up of a tied head reads the panels, so the file's pages of the rows stay dropped
+void unpack_panel_row_q8_0(const void* panels, int64_t k, int64_t row, void* blocks);
+void unpack_panel_row_q4_0(const void* panels, int64_t k, int64_t row, void* blocks);
+void unpack_panel_row_q4_k(const void* panels, int64_t k, int64_t row, void* blocks);
+
 // Decode's product on panels: as type_kernels.h's gemv_T, each base's w its panels and ldy its n
 // rows; `scalar`: the portable tile (the same bits: exact integer sums, then the same f32 steps)
 void gemv_panels_q8_0(std::span<TileArgs> bases, int64_t m, bool scalar);

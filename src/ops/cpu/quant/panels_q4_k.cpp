@@ -198,6 +198,25 @@ void pack_panels_q4_k(const void* rows, int64_t n, int64_t k, void* panels) {
   });
 }
 
+void unpack_panel_row_q4_k(const void* panels, int64_t k, int64_t row, void* blocks) {
+  const int64_t nb = k / 256, r = row % kPanelRows;
+  const auto* panel = static_cast<const uint8_t*>(panels) + static_cast<size_t>(row / kPanelRows) * q4_k_panel_bytes(k);
+  auto* out = static_cast<BlockQ4_K*>(blocks);
+  for (int64_t b = 0; b < nb; ++b) {
+    const Q4_KPanelBlock& sb = q4_k_panel_block(panel, b);
+    for (int l = 0; l < 32; ++l) std::memcpy(out[b].qs + 4 * l, &sb.lines[l][4 * r], 4);
+    // the 12 bytes q4_k_scales unpacked: sub-blocks 0-3 in the low 6 bits of bytes 0-3 (sc) and 4-7
+    // (mn); 4-7's low nibbles in bytes 8-11 (sc below, mn above), their top 2 bits atop bytes 0-7
+    for (int j = 0; j < 4; ++j) {
+      const uint8_t sc = sb.sc[j][r], mn = sb.mn[j][r], sc4 = sb.sc[j + 4][r], mn4 = sb.mn[j + 4][r];
+      out[b].scales[j] = static_cast<uint8_t>(sc | (sc4 >> 4) << 6);
+      out[b].scales[j + 4] = static_cast<uint8_t>(mn | (mn4 >> 4) << 6);
+      out[b].scales[j + 8] = static_cast<uint8_t>((sc4 & 15) | (mn4 & 15) << 4);
+    }
+    out[b].d = sb.d[r], out[b].dmin = sb.dmin[r];
+  }
+}
+
 void gemv_panels_q4_k(std::span<TileArgs> bases, int64_t m, bool scalar) {
   const QuantizedActivations& a = quantise_x(bases, m, 256, scalar);
   const PanelX x{&a, nullptr, bases[0].k / 256};

@@ -253,7 +253,17 @@ void gather_rows(const Tensor& out, const QuantizedTensor& w, const int64_t* ids
   const QuantTypeTraits& traits = quant_traits(w.type());
   const int64_t cols = w.cols(), nb = blocks_of(traits, cols, "dequantize");
   float* dst = out.data<float>();
-  for (int64_t i = 0; i < n; ++i) traits.dequantize(w.row(ids[i]), dst + i * cols, nb);
+  if (w.panels() == nullptr || traits.unpack_panel_row == nullptr) {
+    for (int64_t i = 0; i < n; ++i) traits.dequantize(w.row(ids[i]), dst + i * cols, nb);
+    return;
+  }
+  // from the panels: the file's pages of the rows were dropped once they were made (GGUFFile::release),
+  // and reading a row there would bring its pages back (on a file in large folios, 2 MiB of them)
+  std::vector<uint8_t> row(w.row_bytes());
+  for (int64_t i = 0; i < n; ++i) {
+    traits.unpack_panel_row(w.panels()->data(), cols, ids[i], row.data());
+    traits.dequantize(row.data(), dst + i * cols, nb);
+  }
 }
 
 }  // namespace nf::cpu

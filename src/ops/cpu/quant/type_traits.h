@@ -32,6 +32,8 @@ struct QuantTypeTraits {
   void (*pack_panels)(const void* rows, int64_t n, int64_t k, void* panels) = nullptr;
   void (*gemv_panels)(std::span<TileArgs> bases, int64_t m, bool scalar) = nullptr;
   void (*gemm_panels)(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) = nullptr;
+  // one row's blocks back from the panels (the embedding's look-up of a tied head)
+  void (*unpack_panel_row)(const void* panels, int64_t k, int64_t row, void* blocks) = nullptr;
 
   const QuantTypeInfo& info() const { return quant_type_info(type); }
 };
