@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <string>
 
 #include "nanoformer/core/error.h"
 #include "nanoformer/util/plot.h"
@@ -65,13 +66,20 @@ struct BarSlot {
   int slot = 0, slots = 1;
 };
 
-// A bar's value written upwards from just above its top (or above 0 for a negative bar).
-void draw_bar_value(double x, double y, int decimals, const detail::Range& yr) {
+// A bar's value as written above it: signed (+0.53) in a series with negative values (changes),
+// plain (6777) otherwise.
+std::string bar_value_text(const Series& s, double y) {
+  const bool signs = std::any_of(s.y.begin(), s.y.end(), [](double v) { return v < 0; });
   char text[32];
-  std::snprintf(text, sizeof text, "%+.*f", decimals, y);
+  std::snprintf(text, sizeof text, signs ? "%+.*f" : "%.*f", s.value_decimals, y);
+  return text;
+}
+
+// A bar's value written upwards from just above its top (or above 0 for a negative bar).
+void draw_bar_value(double x, double y, const std::string& text, const detail::Range& yr) {
   plcol0(detail::kInk);
   plschr(0, 0.7);
-  plptex(x, std::max(y, 0.0) + 0.015 * (yr.hi - yr.lo), 0, 1, 0, text);
+  plptex(x, std::max(y, 0.0) + 0.015 * (yr.hi - yr.lo), 0, 1, 0, text.c_str());
   plschr(0, 1.0);
 }
 
@@ -86,7 +94,7 @@ void draw_bars(const Series& s, int color, const BarSlot& b, const detail::Range
     plcol0(detail::series_color(color));
     const PLFLT tx[] = {x0, x0, x1, x1}, ty[] = {0, s.y[i], s.y[i], 0};
     plline(4, tx, ty);
-    if (s.value_decimals >= 0) draw_bar_value((x0 + x1) / 2, s.y[i], s.value_decimals, yr);
+    if (s.value_decimals >= 0) draw_bar_value((x0 + x1) / 2, s.y[i], bar_value_text(s, s.y[i]), yr);
   }
 }
 
@@ -184,10 +192,13 @@ void draw_panel(const detail::Figure& figure, const LineChart& chart, const Pixe
   const auto bar_series = static_cast<int>(std::count_if(chart.series.begin(), chart.series.end(),
                                                          [](const Series& s) { return s.style == LineStyle::bars; }));
   if (bar_series > 0) yr = {std::min(yr.lo, 0.0), std::max(yr.hi, 0.0)};  // bars stand on 0
-  const bool bar_values = std::any_of(chart.series.begin(), chart.series.end(), [](const Series& s) {
-    return s.style == LineStyle::bars && s.value_decimals >= 0;
-  });
-  if (bar_values) yr.hi += 0.12 * (yr.hi - yr.lo);  // room for the values over the highest bars
+  size_t value_chars = 0;  // the longest value written over a bar
+  for (const Series& s : chart.series)
+    if (s.style == LineStyle::bars && s.value_decimals >= 0)
+      for (const double y : s.y)
+        if (std::isfinite(y)) value_chars = std::max(value_chars, bar_value_text(s, y).size());
+  // room for the values over the highest bars, written upwards: 3 % of the axis a character
+  if (value_chars > 0) yr.hi += 0.03 * static_cast<double>(std::max<size_t>(value_chars, 4)) * (yr.hi - yr.lo);
   plwind(xr.lo, xr.hi, yr.lo, yr.hi);
   detail::draw_axes(xr, chart.log_x, !named, yr, chart.log_y);
   BarSlot bar{.slot = 0, .slots = std::max(bar_series, 1)};
