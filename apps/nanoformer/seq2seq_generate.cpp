@@ -17,7 +17,7 @@ constexpr const char* kSeq2SeqFlags[] = {"--num-beams", "--length-penalty", "--d
 constexpr const char* kSamplingFlags[] = {"--temperature", "--top-k", "--top-p", "--min-p", "--repetition-penalty",
                                           "--frequency-penalty", "--presence-penalty", "--seed", "--stop"};
 constexpr const char* kDecoderOnlyFlags[] = {"--context", "--tokenizer", "--bos", "--cache-type", "--lookup-ngram",
-                                              "--draft-max", "--draft-min"};
+                                              "--draft-max", "--draft-min", "--draft", "--draft-cost", "--draft-p-min"};
 
 }  // namespace
 

@@ -126,6 +126,11 @@ size_t block_size(size_t nbytes) {
 
 bool cacheable(size_t bytes) { return kCacheSmall || bytes >= kLargeBytes; }
 
+[[noreturn]] void out_of_memory(size_t nbytes) {
+  throw OutOfMemory(detail::concat("out of memory: a tensor of ", nbytes, " bytes (", static_cast<double>(nbytes) / (1 << 30),
+                                   " GiB) could not be allocated"));
+}
+
 }  // namespace
 
 Storage::Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device) {
@@ -133,9 +138,7 @@ Storage::Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device
   const size_t bytes = block_size(nbytes);
   if (cacheable(bytes)) data_ = BlockCache::instance().take(bytes);
   if (data_ == nullptr) data_ = std::aligned_alloc(kAlignment, bytes);
-  if (data_ == nullptr)
-    throw OutOfMemory(detail::concat("out of memory: a tensor of ", nbytes, " bytes (", static_cast<double>(nbytes) / (1 << 30),
-                                     " GiB) could not be allocated"));
+  if (data_ == nullptr) out_of_memory(nbytes);
   count_allocation(nbytes);
 }
 
@@ -149,9 +152,7 @@ std::shared_ptr<Storage> Storage::huge_pages(size_t nbytes) {
   // below one huge page: an ordinary block (a huge page would hold it and waste the rest)
   if (nbytes < kHugePage) return std::make_shared<Storage>(nbytes, Device{});
   void* data = nullptr;
-  if (::posix_memalign(&data, kHugePage, (nbytes + kPage - 1) / kPage * kPage) != 0)
-    throw OutOfMemory(detail::concat("out of memory: a block of ", nbytes, " bytes (", static_cast<double>(nbytes) / (1 << 30),
-                                     " GiB) could not be allocated"));
+  if (::posix_memalign(&data, kHugePage, (nbytes + kPage - 1) / kPage * kPage) != 0) out_of_memory(nbytes);
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
   // the whole huge pages only (advice: without THP they stay 4 KiB); the tail keeps small pages
   ::madvise(data, nbytes / kHugePage * kHugePage, MADV_HUGEPAGE);

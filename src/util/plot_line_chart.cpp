@@ -68,8 +68,8 @@ struct BarSlot {
 
 // A bar's value as written above it: signed (+0.53) in a series with negative values (changes),
 // plain (6777) otherwise.
-std::string bar_value_text(const Series& s, double y) {
-  const bool signs = std::any_of(s.y.begin(), s.y.end(), [](double v) { return v < 0; });
+bool signed_values(const Series& s) { return std::any_of(s.y.begin(), s.y.end(), [](double v) { return v < 0; }); }
+std::string bar_value_text(const Series& s, double y, bool signs) {
   char text[32];
   std::snprintf(text, sizeof text, signs ? "%+.*f" : "%.*f", s.value_decimals, y);
   return text;
@@ -85,6 +85,7 @@ void draw_bar_value(double x, double y, const std::string& text, const detail::R
 
 void draw_bars(const Series& s, int color, const BarSlot& b, const detail::Range& yr) {
   const double width = 0.8 / b.slots;
+  const bool signs = signed_values(s);
   for (size_t i = 0; i < s.x.size(); ++i) {
     if (!std::isfinite(s.y[i])) continue;
     const double x0 = s.x[i] - 0.4 + b.slot * width, x1 = x0 + width;
@@ -94,7 +95,7 @@ void draw_bars(const Series& s, int color, const BarSlot& b, const detail::Range
     plcol0(detail::series_color(color));
     const PLFLT tx[] = {x0, x0, x1, x1}, ty[] = {0, s.y[i], s.y[i], 0};
     plline(4, tx, ty);
-    if (s.value_decimals >= 0) draw_bar_value((x0 + x1) / 2, s.y[i], bar_value_text(s, s.y[i]), yr);
+    if (s.value_decimals >= 0) draw_bar_value((x0 + x1) / 2, s.y[i], bar_value_text(s, s.y[i], signs), yr);
   }
 }
 
@@ -194,9 +195,11 @@ void draw_panel(const detail::Figure& figure, const LineChart& chart, const Pixe
   if (bar_series > 0) yr = {std::min(yr.lo, 0.0), std::max(yr.hi, 0.0)};  // bars stand on 0
   size_t value_chars = 0;  // the longest value written over a bar
   for (const Series& s : chart.series)
-    if (s.style == LineStyle::bars && s.value_decimals >= 0)
+    if (s.style == LineStyle::bars && s.value_decimals >= 0) {
+      const bool signs = signed_values(s);
       for (const double y : s.y)
-        if (std::isfinite(y)) value_chars = std::max(value_chars, bar_value_text(s, y).size());
+        if (std::isfinite(y)) value_chars = std::max(value_chars, bar_value_text(s, y, signs).size());
+    }
   // room for the values over the highest bars, written upwards: 3 % of the axis a character
   if (value_chars > 0) yr.hi += 0.03 * static_cast<double>(std::max<size_t>(value_chars, 4)) * (yr.hi - yr.lo);
   plwind(xr.lo, xr.hi, yr.lo, yr.hi);

@@ -63,7 +63,8 @@ TEST_F(Seq2SeqCliTest, BadFlagsAreClearErrors) {
   const auto text = cli("generate -m '" + path("seq2seq.safetensors") + "' --prompt hello");
   EXPECT_NE(text.exit_code, 0);
   EXPECT_NE(text.err.find("give --ids and --prompt-ids"), std::string::npos) << text.err;
-  for (const char* flag : {"--context 8", "--tokenizer t.json", "--bos 1", "--cache-type q8_0"}) {  // decoder-only flags are not ignored
+  for (const char* flag : {"--context 8", "--tokenizer t.json", "--bos 1", "--cache-type q8_0", "--draft d.gguf",
+                           "--draft-p-min 0.5"}) {  // decoder-only flags are not ignored
     const auto decoder_only = cli(model_flag() + flag + " --prompt-ids '3 4 5'");
     EXPECT_NE(decoder_only.exit_code, 0) << flag;
     EXPECT_NE(decoder_only.err.find("is for decoder-only language models"), std::string::npos) << decoder_only.err;
