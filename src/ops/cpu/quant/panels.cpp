@@ -221,9 +221,8 @@ struct Tiles32 {
     tile_portable<W, R>(panel, x, r0, out);
 #endif
   }
-  // decode's streams (panels_driver.h): 4, each prefetching ahead (without the prefetches, from memory,
-  // 1,408 x 512 Q4_0 on one Zen 4 core: 15 GB/s at 4, 17 at 8; with them 4 are level with the rows' tiles)
-  static constexpr int kStreams = 4;
+  // decode's streams (panels_driver.h): Q8_0 one, Q4_0 four (panels.h says why)
+  static constexpr int kStreams = W::kSigned ? 1 : 4;
   static void streams(const uint8_t* const* panels, const PanelX& x, int64_t r, float (&out)[kStreams][kPanelRows]) {
 #if defined(__AVX2__) && defined(__FMA__)
     streams_vnni<W, kStreams>(panels, x, r, out);

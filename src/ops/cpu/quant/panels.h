@@ -31,14 +31,21 @@ namespace nf::cpu {
 inline constexpr int64_t kPanelRows = 16;
 inline constexpr int64_t kPanelLine = 64;  // bytes of one 4-value group of the 16 rows
 
-// Decode reads a thread's panels as a few streams (panels_driver.h); each asks for the bytes it will
-// read this far ahead into L2, a line at a time. Without it, panels read from memory at 0.85-0.9x
-// the rows' tiles (gpt2-124m Q8_0, qwen2.5-0.5b Q4_0 on a Zen 4, 2 threads); with it, as fast.
-inline constexpr int64_t kStreamAheadBytes = 2048;
+// Decode's streams (panels_driver.h) ask for the lines they will read kStreamAheadBytes ahead (into
+// the next panel at a panel's end) into L2, every kPrefetchStride-th line: the hardware prefetchers
+// bring the lines between. Q8_0 and Q4_K read one stream a thread with these prefetches where they
+// had read four, each asking for every line 2 KiB ahead: a token's matrix-vector products of a
+// model's shapes, the two ways alternated call by call on one Zen 4 (2 threads, panels on huge
+// pages; medians): minimind2-small Q8_0 in the L3 cache 493 -> 341 us, gpt2-124m Q8_0 from memory
+// 4.19 -> 3.57 ms, qwen2.5-0.5b Q8_0 18.7 -> 15.9 ms (gpt2-124m Q4_K, bench_quant_gemv's token,
+// 2.9-3.6 -> 2.7-2.9 ms). Without any prefetch the one stream is as fast in the cache and 0.93-0.98x
+// from memory.
+inline constexpr int64_t kStreamAheadBytes = 4096;
+inline constexpr int64_t kPrefetchStride = 4;
 // The distance ahead in whole units of `unit` bytes (a pair of blocks, a super-block), at least one.
 constexpr int64_t stream_ahead(int64_t unit) { return (kStreamAheadBytes / unit > 0 ? kStreamAheadBytes / unit : 1) * unit; }
 inline void prefetch_l2(const uint8_t* at, int64_t bytes) {
-  for (int64_t line = 0; line < bytes; line += kPanelLine) __builtin_prefetch(at + line, 0, 2);
+  for (int64_t line = 0; line < bytes; line += kPrefetchStride * kPanelLine) __builtin_prefetch(at + line, 0, 2);
 }
 
 // The lines of a block of a panel: 8 (Q8_0), 4 (Q4_0).
@@ -82,7 +89,7 @@ size_t panel_bytes_of(QuantType type, int64_t k);
 // Whether weights of `type` take panels here: a kernel for the type and an AVX512-VNNI CPU
 // (int8_isa()). On weights in the caches the panels' tiles are 1.3-2.5x the rows' (no horizontal
 // sums, one scale vector for 16 rows); from memory, read as streams that ask for their lines ahead
-// (prefetch_l2), as fast as the rows' at one row of x and much faster at several (a batched decode
+// (prefetch_l2), faster than the rows' at one row of x and much faster at several (a batched decode
 // step, a speculative draft's verification: docs/quantisation.md). NANOFORMER_PANELS=1 / 0 in the
 // environment forces them on / off.
 bool panels_pay(QuantType type);

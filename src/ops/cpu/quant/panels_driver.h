@@ -4,10 +4,10 @@
 // m rows of x, 4 rows at a time. A Tiles policy gives a panel's bytes, bytes(k), and its tiles,
 // vnni<R> and portable<R>(panel, x, r0, out): out[i][c] = row r0 + i of x times row c of the panel;
 // and for decode (one row of x) streams(panels, x, r, out), kStreams panels at once: a thread's
-// range cut in kStreams parts read side by side, as the rows' tiles read theirs (gemv_driver.h),
-// each asking for its lines kStreamAheadBytes ahead (panels.h). One panel at a time is one stream,
-// and from memory that read 0.55-0.8x the rows' tiles (Q4_0 1,408 x 512 on one Zen 4 core: 8 GB/s,
-// rows 20; 17 at 8 streams without the prefetches; 4 streams with them are level with the rows).
+// range cut in kStreams parts read side by side, each asking for its lines ahead (panels.h). Q8_0
+// and Q4_K read one stream, which measured faster than four side by side both in the cache and from
+// memory (panels.h); Q4_0, whose blocks are half the lines, keeps four (one was 0.96x on
+// minimind2-small Q4_0 in the cache, level from memory).
 #include <algorithm>
 #include <cstdint>
 #include <cstring>

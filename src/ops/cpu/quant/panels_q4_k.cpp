@@ -163,8 +163,8 @@ struct TilesQ4_K {
     tile_portable<R>(panel, x, r0, out);
 #endif
   }
-  // decode's streams (panels_driver.h): 4, as a super-block's sums of 4 panels fill the registers
-  static constexpr int kStreams = 4;
+  // decode's streams (panels_driver.h): one (panels.h says why)
+  static constexpr int kStreams = 1;
   static void streams(const uint8_t* const* panels, const PanelX& x, int64_t r, float (&out)[kStreams][kPanelRows]) {
 #if defined(__AVX2__) && defined(__FMA__)
     streams_vnni<kStreams>(panels, x, r, out);
