@@ -408,8 +408,30 @@ TEST_F(SpeculativeTest, ADraftModelThatIsNeverTakenDraftsOnlyToProbe) {
     EXPECT_EQ(b.window(), 1) << "a probe drafts one token";
     b.record(0, 1);
   }
-  // pauses 2, 4, .. 256, then 512 (prompt lookup's stop at 64: a draft model's probe costs a catch-up)
-  EXPECT_EQ(drafted_at, (std::vector<int>{2, 7, 16, 33, 66, 131, 260, 517, 1030, 1543, 2056, 2569}));
+  // pauses 2, 4, .. 256, then 512 (prompt lookup's stop at 64: a draft model's probe costs a catch-up),
+  // each begun by the step after a probe, which finds the rate not paying
+  EXPECT_EQ(drafted_at, (std::vector<int>{3, 9, 19, 37, 71, 137, 267, 525, 1039, 1553, 2067, 2581}));
+}
+
+// A refused draft of a draft model whose rate still pays is no miss: the next step drafts again, as
+// long as the rule says (a = 24.7 / 26.7 = 0.925 at a cost of 0.1: gain(1) = 1.925 / 1.2 = 1.60,
+// gain(2) = 2.78 / 1.4 = 1.99, gain(3) = 3.57 / 1.6 = 2.23, so 3); prompt lookup's window falls to 1
+// and it pauses.
+TEST_F(SpeculativeTest, ARefusedDraftOfADraftModelThatStillPaysIsNoMiss) {
+  DraftBackoff model(3, 0, 0.1), lookup(3, 0);
+  for (DraftBackoff* b : {&model, &lookup}) {
+    for (int i = 0; i < 20; ++i) b->record(3, 3);
+    b->record(0, 3);
+  }
+  EXPECT_NEAR(model.acceptance(), 0.925, 0.001);
+  EXPECT_EQ(model.misses(), 0);
+  EXPECT_TRUE(model.may_draft());
+  EXPECT_EQ(model.window(), 3);
+  EXPECT_EQ(lookup.misses(), 1);
+  EXPECT_FALSE(lookup.may_draft());
+  EXPECT_FALSE(lookup.may_draft());
+  EXPECT_TRUE(lookup.may_draft());
+  EXPECT_EQ(lookup.window(), 1);
 }
 
 // A stream whose every draft is wrong (its first token replaced by one greedy decoding does not

@@ -69,15 +69,16 @@ struct SpeculativeConfig {
 // of `history`, for the largest m <= ngram that occurs earlier; empty when none does.
 std::vector<int64_t> lookup_draft(std::span<const int64_t> history, int64_t ngram, int64_t max_tokens);
 
-// When to draft and how much (the backoff above). With a draft model each drafted token also costs
-// a forward of the draft model, `draft_cost` of a target step; the window is then cut further to
-// the draft length k that is expected to give the most tokens per unit of time,
+// When to draft and how much (the backoff above, prompt lookup's). With a draft model each drafted
+// token also costs a forward of the draft model, `draft_cost` of a target step, and the backoff is
+// the cost rule instead: a draft's length is the k up to --draft-max that is expected to give the
+// most tokens per unit of time,
 //   gain(k) = E(k) / (1 + k (draft_cost + kVerifyRowCost)),   E(k) = 1 + a + a^2 + ... + a^k,
 // a the rate at which drafted tokens were taken so far ((taken + 1) / (tried + 2), counts decayed
-// by kDecay at each verified draft), and where not even k = 1 is expected to beat a plain step
-// (gain(1) < 1) the step does not draft and counts as a miss (the pause above, doubling up to 512
-// steps rather than 64); after a pause one draft of one token probes again, so a rate that recovers
-// is seen.
+// by kDecay at each verified draft); a refused draft is no miss by itself, but where not even k = 1
+// is expected to beat a plain step (gain(1) < 1) the step does not draft and counts as a miss (the
+// pause above, doubling up to 512 steps rather than 64); after a pause one draft of one token
+// probes again, so a rate that recovers is seen.
 class DraftBackoff {
  public:
   static constexpr int64_t kMaxPause = 64;  // steps without a draft after many misses in a row
@@ -111,7 +112,7 @@ class DraftBackoff {
 
   int64_t draft_max_, draft_min_, window_;
   double draft_cost_;
-  int64_t misses_ = 0;  // verified drafts in a row of which no token was taken
+  int64_t misses_ = 0;  // verified drafts in a row of which no token was taken (a draft model's: steps its rate did not pay)
   int64_t pause_ = 0;   // steps left without a draft
   bool probe_ = false;  // a pause just ended: the next draft is one token whatever the gain
   double taken_ = 0, tried_ = 0;  // drafted tokens taken, and positions verified (decayed counts)
