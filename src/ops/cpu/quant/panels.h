@@ -35,8 +35,8 @@ inline constexpr int64_t kPanelLine = 64;  // bytes of one 4-value group of the 
 // the next panel at a panel's end) into L2, every kPrefetchStride-th line: the hardware prefetchers
 // bring the lines between. Q8_0 and Q4_K read one stream a thread with these prefetches where they
 // had read four, each asking for every line 2 KiB ahead: a token's matrix-vector products of a
-// model's shapes, the two ways alternated call by call on one Zen 4 (2 threads, panels on huge
-// pages; medians): minimind2-small Q8_0 in the L3 cache 493 -> 341 us, gpt2-124m Q8_0 from memory
+// model's shapes in a scratch program, the two ways alternated pass by pass on one Zen 4 (2
+// threads, panels on huge pages; medians; docs/quantisation.md, "One stream"): minimind2-small Q8_0 in the L3 cache 493 -> 341 us, gpt2-124m Q8_0 from memory
 // 4.19 -> 3.57 ms, qwen2.5-0.5b Q8_0 18.7 -> 15.9 ms (gpt2-124m Q4_K, bench_quant_gemv's token,
 // 2.9-3.6 -> 2.7-2.9 ms). Without any prefetch the one stream is as fast in the cache and 0.93-0.98x
 // from memory.
