@@ -29,6 +29,7 @@ DecodeStream::DecodeStream(CachedSequence& sequence, Sampler& sampler, StopCrite
 
 void DecodeStream::prefill(const std::vector<int64_t>& ids) {
   const Tensor logits = sequence_->feed(ids).to(DType::f32).contiguous();
+  if (model_draft_) model_draft_->prefill(history_);  // the prompt, so that drafting starts with one token to feed
   accept({logits.data<float>(), static_cast<size_t>(logits.numel())});
 }
 
@@ -146,7 +147,7 @@ std::vector<std::vector<int64_t>> DecodeStream::draft(std::span<DecodeStream* co
     }
     std::vector<int64_t> context = s.sequence_->tokens();  // what the target holds after its last token
     context.push_back(s.generated_.back());
-    feed.push_back(s.model_draft_->begin(context, room));
+    feed.push_back(s.model_draft_->begin(context, room, s.backoff_.probing() ? DraftBackoff::kProbeWindow : 0));
     if (s.constraint_ != nullptr) s.model_draft_->grammar_state = s.constraint_->state();
     modelled.push_back(i);
     drafting.push_back(i);

@@ -71,12 +71,25 @@ ModelDraft::ModelDraft(models::DecoderLM& draft_model, CachedSequence* sequence,
            target.max_len(), ")");
 }
 
-std::vector<int64_t> ModelDraft::begin(const std::vector<int64_t>& context, int64_t limit) {
+void ModelDraft::prefill(const std::vector<int64_t>& prompt) {
+  from_ = 0;
+  const int64_t kept = sequence_->keep_common_prefix(prompt);
+  sequence_->feed({prompt.begin() + kept, prompt.end()});
+}
+
+std::vector<int64_t> ModelDraft::begin(const std::vector<int64_t>& context, int64_t limit, int64_t window) {
   tokens_.clear();
   q_.clear();
   limit_ = limit;
-  const int64_t kept = sequence_->keep_common_prefix(context);  // at least the last token left to feed
-  return {context.begin() + kept, context.end()};
+  from_ = std::min(from_, context.size() - 1);  // (the target's context shifted under a window: a later suffix)
+  const std::vector<int64_t> seen(context.begin() + static_cast<std::ptrdiff_t>(from_), context.end());
+  const int64_t kept = sequence_->keep_common_prefix(seen);  // at least the last token left to feed
+  if (window > 0 && static_cast<int64_t>(seen.size()) - kept > window) {
+    from_ = context.size() - static_cast<size_t>(window);
+    sequence_->reset();
+    return {context.end() - window, context.end()};
+  }
+  return {seen.begin() + kept, seen.end()};
 }
 
 bool ModelDraft::add(int64_t x, std::vector<float> q) {

@@ -86,8 +86,9 @@ void DraftBackoff::record(int64_t accepted, int64_t drafted) {
 
 void DraftBackoff::miss() {
   ++misses_;
-  const int64_t most = draft_cost_ > 0 ? kMaxModelPause : kMaxPause;
-  pause_ = std::min(int64_t{1} << std::min<int64_t>(misses_, 20), most);  // 2^f, at most 64 (512 with a draft model)
+  const int64_t doublings = std::min<int64_t>(misses_ - 1, 20);
+  pause_ = draft_cost_ > 0 ? std::min(kMinModelPause << doublings, kMaxModelPause)  // 32 2^(f - 1), at most 512
+                           : std::min(int64_t{2} << doublings, kMaxPause);           // 2^f, at most 64
 }
 
 }  // namespace nf::infer

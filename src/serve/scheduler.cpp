@@ -28,6 +28,7 @@ struct Scheduler::Prefill {
   SequenceOutcome outcome;
   double seconds;       // in its chunks
   int64_t from_prefix_cache = 0;  // prompt tokens whose blocks the prefix cache gave
+  int64_t draft_fed = -1;         // prompt tokens in the slot's draft model cache (-1: not looked at yet)
   std::vector<infer::TokenLogprobs> prompt_logprobs = {};  // with on_prompt_logprobs: those of the chunks so far
 };
 
@@ -219,6 +220,10 @@ void Scheduler::admit(Queued queued) {
   prefilling_.push_back(std::move(p));
 }
 
+infer::CachedSequence* Scheduler::draft_sequence(const Prefill& p) {  // the draft model's, unless lookup was asked for
+  return p.queued.request.speculative.lookup_ngram == 0 ? slots_[p.slot].draft.get() : nullptr;
+}
+
 void Scheduler::take_slot(Prefill& p) {
   const std::vector<int64_t>& prompt = p.queued.request.prompt;
   const auto common_prefix = [&](const Slot& s) {
@@ -327,6 +332,13 @@ int64_t Scheduler::prefill_step(int64_t limit) {
                                                         request.top_logprobs));
     if (scored) logits = narrow(logits, 1, n - 1, 1).contiguous();  // the last position's, to sample from
     p.fed += n;
+    // the draft model's cache follows the chunks, so that drafting starts with one token to feed
+    // rather than the prompt in one forward that holds every running sequence
+    if (infer::CachedSequence* draft = draft_sequence(p)) {
+      if (p.draft_fed < 0) p.draft_fed = draft->keep_common_prefix(request.prompt);
+      if (p.fed > p.draft_fed) draft->feed({request.prompt.begin() + p.draft_fed, request.prompt.begin() + p.fed});
+      p.draft_fed = std::max(p.draft_fed, p.fed);
+    }
     publish(slots_[p.slot]);  // the prompt's blocks so far, for the prompts behind it
   } catch (const std::exception& e) {
     end_unstarted(p, e.what());
@@ -365,9 +377,8 @@ int64_t Scheduler::prefill_step(int64_t limit) {
       return n;
     }
   }
-  infer::CachedSequence* draft = slots_[p.slot].draft.get();  // the draft model, unless lookup was asked for
-  if (draft != nullptr && request.speculative.lookup_ngram == 0) request.speculative.draft_model = &draft->model();
-  else draft = nullptr;
+  infer::CachedSequence* draft = draft_sequence(p);
+  if (draft != nullptr) request.speculative.draft_model = &draft->model();
   if (request.tools) request.tools->answer_off_thread(answers_);  // a slow tool delays its own sequence only
   running_.emplace_back(std::move(request), p.slot, slots_[p.slot].sequence, p.outcome, draft);
   prefilling_.pop_front();

@@ -374,5 +374,48 @@ TEST_F(DraftModelTest, TheErrorsNameTheModels) {
             std::string::npos);
 }
 
+// The first draft after a prefill feeds the draft model one token: the prefill fed it the prompt.
+TEST_F(DraftModelTest, ThePrefillFeedsTheDraftModelThePrompt) {
+  const auto target = testing::tiny_llama(256);
+  const auto draft = draft_of(*target);
+  const std::vector<int64_t> prompt = repeating_prompt(*target);
+  CachedSequence target_sequence(*target), draft_sequence(*draft, target_sequence.max_len());
+  Sampler sampler({.temperature = 0});
+  DecodeStream stream(target_sequence, sampler, {.max_new_tokens = 8}, prompt, nullptr, {},
+                      {.draft_max = 3, .draft_model = draft.get(), .draft_cost = 0}, &draft_sequence);
+  stream.prefill(prompt);
+  EXPECT_EQ(draft_sequence.tokens(), prompt);
+  const std::vector<int64_t> guess = stream.draft();
+  ASSERT_FALSE(guess.empty());
+  std::vector<int64_t> fed = prompt;  // the token after the prompt, then the draft but its last token
+  fed.push_back(stream.generated().back());
+  fed.insert(fed.end(), guess.begin(), guess.end() - 1);
+  EXPECT_EQ(draft_sequence.tokens(), fed);
+}
+
+// A probe (a window given) that finds the draft model further behind than the window feeds it the
+// window's tokens afresh, and later drafts follow the context from there; a catch-up within the
+// window, or without one, is fed as it is.
+TEST_F(DraftModelTest, AProbeCatchesTheDraftModelUpOnTheLastWindowOfTokens) {
+  const auto target = testing::tiny_llama(256);
+  const auto draft = draft_of(*target);
+  CachedSequence target_sequence(*target);
+  ModelDraft d(*draft, nullptr, target_sequence);
+  std::vector<int64_t> context;
+  for (int64_t i = 0; i < 100; ++i) context.push_back((i * 5 + 1) % kVocab);
+  d.prefill({context.begin(), context.begin() + 40});
+  EXPECT_EQ(d.sequence().tokens(), std::vector<int64_t>(context.begin(), context.begin() + 40));
+  EXPECT_EQ(d.begin({context.begin(), context.begin() + 60}, 1, 32),
+            std::vector<int64_t>(context.begin() + 40, context.begin() + 60));  // 20 behind: fed as it is
+  std::vector<int64_t> feed = d.begin(context, 1, 32);  // 60 behind
+  EXPECT_EQ(feed, std::vector<int64_t>(context.end() - 32, context.end()));
+  EXPECT_TRUE(d.sequence().tokens().empty());
+  d.sequence().feed(feed);
+  for (int64_t i = 0; i < 50; ++i) context.push_back(i % kVocab);
+  EXPECT_EQ(d.begin(context, 1), std::vector<int64_t>(context.end() - 50, context.end()));  // no window: all 50
+  feed = d.begin(context, 1, 32);  // 50 behind the window's start again
+  EXPECT_EQ(feed, std::vector<int64_t>(context.end() - 32, context.end()));
+}
+
 }  // namespace
 }  // namespace nf::infer

@@ -388,14 +388,14 @@ TEST_F(SpeculativeTest, ADraftModelWhoseDraftsDoNotPayStopsDrafting) {
   EXPECT_EQ(dear.misses(), 0);
   EXPECT_FALSE(dear.may_draft());
   EXPECT_EQ(dear.misses(), 1);
-  EXPECT_FALSE(dear.may_draft());  // the pause of 2 steps after a miss
-  EXPECT_FALSE(dear.may_draft());
+  for (int step = 0; step < DraftBackoff::kMinModelPause; ++step)
+    EXPECT_FALSE(dear.may_draft()) << "step " << step << " of the pause of 32 steps after a first miss";
   EXPECT_TRUE(dear.may_draft()) << "a one-token probe after the pause";
   EXPECT_EQ(dear.window(), 1);
 }
 
 // A draft model whose drafts are never taken: each pause ends in a probe of one token, whose miss
-// lowers the rate further and doubles the pause, up to 512 steps.
+// lowers the rate further and doubles the pause, from 32 steps up to 512.
 TEST_F(SpeculativeTest, ADraftModelThatIsNeverTakenDraftsOnlyToProbe) {
   DraftBackoff b(3, 0, 0.3);
   EXPECT_TRUE(b.may_draft());
@@ -408,9 +408,9 @@ TEST_F(SpeculativeTest, ADraftModelThatIsNeverTakenDraftsOnlyToProbe) {
     EXPECT_EQ(b.window(), 1) << "a probe drafts one token";
     b.record(0, 1);
   }
-  // pauses 2, 4, .. 256, then 512 (prompt lookup's stop at 64: a draft model's probe costs a catch-up),
-  // each begun by the step after a probe, which finds the rate not paying
-  EXPECT_EQ(drafted_at, (std::vector<int>{3, 9, 19, 37, 71, 137, 267, 525, 1039, 1553, 2067, 2581}));
+  // pauses 32, 64, 128, 256, then 512 (prompt lookup's go 2, 4, .. 64: a draft model's probe costs
+  // about a step), each begun by the step after a probe, which finds the rate not paying
+  EXPECT_EQ(drafted_at, (std::vector<int>{33, 99, 229, 487, 1001, 1515, 2029, 2543}));
 }
 
 // A refused draft of a draft model whose rate still pays is no miss: the next step drafts again, as

@@ -159,7 +159,8 @@ TEST(Scheduler, SequencesWithADraftModelGetTheirPlainTokens) {
   std::vector<Tracked> runs(prompts.size());
   SchedulerStats stats;
   {
-    Scheduler scheduler(*model, {.parallel = 3, .max_queue = 8, .context = 0, .draft = &draft});
+    // prompts of 17 to 33 tokens in chunks of 8: the draft model's cache follows the chunks
+    Scheduler scheduler(*model, {.parallel = 3, .max_queue = 8, .context = 0, .prefill_chunk = 8, .draft = &draft});
     for (size_t i = 0; i < prompts.size(); ++i) {
       SequenceRequest r = tracked(runs[i], prompts[i], {.temperature = 0}, 40);
       if (i == 2) r.speculative = {.lookup_ngram = 2};  // prompt lookup instead of the draft model

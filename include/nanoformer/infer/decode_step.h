@@ -5,7 +5,8 @@
 // eval harness's generative tasks, GRPO's rollouts and the server's Scheduler all run it; the
 // scheduler adds only scheduling (admission, chunked prefill, which streams step together).
 //
-//   prefill  the prompt fed to the stream's sequence, the next token accepted from its last logits
+//   prefill  the prompt fed to the stream's sequence, the next token accepted from its last logits;
+//            with a draft model, the prompt fed to its sequence too
 //   step     every running stream's last token fed in one forward over their caches
 //            (CachedSequence::feed: the linear layers once over the stacked rows, attention per
 //            cache at its own length), then each stream accepts the next token from its row
@@ -77,7 +78,8 @@ class DecodeStream {
                grammar::GrammarConstraint* constraint = nullptr, StreamCallbacks callbacks = {},
                SpeculativeConfig speculative = {}, CachedSequence* draft_sequence = nullptr);
 
-  // Feeds ids (the prompt, or what of it the cache does not hold) and accepts the next token.
+  // Feeds ids (the prompt, or what of it the cache does not hold) and accepts the next token; a
+  // draft model's sequence gets the whole prompt (what of it it does not hold).
   void prefill(const std::vector<int64_t>& ids);
   // The next token from `logits` (vocab floats) of the sequence's last fed position.
   void accept(std::span<const float> logits);

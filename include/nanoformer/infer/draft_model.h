@@ -6,10 +6,13 @@
 // (arXiv:2211.17192), Algorithm 1, as Chen et al. 2023 (arXiv:2302.01318) state it:
 //
 //   catch-up  each stream keeps the draft model's own CachedSequence (the target's cache type and
-//             length). Before a draft it is brought to what the target holds plus its last token:
-//             the longest common prefix kept (a refused draft's tail rolled back), the rest fed in one
-//             forward; after the target's context shift its kept tokens are fed again, and a cache
-//             that cannot roll back (a sliding-window ring past it) is fed again from the start
+//             length), fed the prompt with the target's prefill. Before a draft it is brought to
+//             what the target holds plus its last token: the longest common prefix kept (a refused
+//             draft's tail rolled back), the rest fed in one forward; after the target's context
+//             shift its kept tokens are fed again, and a cache that cannot roll back (a
+//             sliding-window ring past it) is fed again from the start. A probe after a pause
+//             (DraftBackoff) further behind than DraftBackoff::kProbeWindow starts it afresh on the
+//             last kProbeWindow tokens
 //   propose   draft token i is drawn from q_i: the draft model's logits through the stream's own
 //             sampler (Sampler::distribution: the penalties over the history and the draft so far,
 //             temperature, top-k, top-p, min-p; greedy: one-hot at the argmax) after the grammar's
@@ -73,9 +76,15 @@ class ModelDraft {
   ModelDraft(models::DecoderLM& draft_model, CachedSequence* sequence, const CachedSequence& target);
 
   CachedSequence& sequence() { return *sequence_; }
+  // Feeds the prompt to the sequence, with the target's prefill (the first draft then feeds the
+  // token after it alone; a server's slot feeds its chunks itself).
+  void prefill(const std::vector<int64_t>& prompt);
   // Starts a draft of at most `limit` tokens after `context` (the target's tokens and its last
   // one): rolls the sequence back to their common prefix and returns the ids still to feed it.
-  std::vector<int64_t> begin(const std::vector<int64_t>& context, int64_t limit);
+  // With `window` > 0 (a probe after a pause), more than `window` ids to feed start the sequence
+  // afresh on the last `window` tokens of context, which it then follows from there: a draft is
+  // only a guess, which the target's verification keeps or refuses whatever the draft model saw.
+  std::vector<int64_t> begin(const std::vector<int64_t>& context, int64_t limit, int64_t window = 0);
   // The draft so far, and q_i of each token (vocab floats each).
   const std::vector<int64_t>& tokens() const { return tokens_; }
   std::span<const float> q(size_t i) const { return {q_.data() + i * vocab_, vocab_}; }
@@ -89,6 +98,7 @@ class ModelDraft {
  private:
   std::unique_ptr<CachedSequence> own_;
   CachedSequence* sequence_;
+  size_t from_ = 0;  // the sequence holds the context from this token on (0 unless a window began it)
   std::vector<int64_t> tokens_;
   std::vector<float> q_;
   size_t vocab_;

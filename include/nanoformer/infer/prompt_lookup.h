@@ -77,14 +77,21 @@ std::vector<int64_t> lookup_draft(std::span<const int64_t> history, int64_t ngra
 // a the rate at which drafted tokens were taken so far ((taken + 1) / (tried + 2), counts decayed
 // by kDecay at each verified draft); a refused draft is no miss by itself, but where not even k = 1
 // is expected to beat a plain step (gain(1) < 1) the step does not draft and counts as a miss (the
-// pause above, doubling up to 512 steps rather than 64); after a pause one draft of one token
-// probes again, so a rate that recovers is seen.
+// pause above, from 32 steps doubling up to 512 rather than from 2 up to 64); after a pause one
+// draft of one token probes again, so a rate that recovers is seen, the draft model catching up on
+// the last kProbeWindow tokens only (ModelDraft::begin).
 class DraftBackoff {
  public:
   static constexpr int64_t kMaxPause = 64;  // steps without a draft after many misses in a row
-  // The same with a draft model, whose probe after a pause also feeds it every token since its last
-  // draft (a catch-up forward of up to the pause): 512 keeps that below 1 % of the steps' time
+  // The same with a draft model, from 32 steps: its probe costs more than a lookup's (the draft
+  // model's weights read back into the cache, its forward, the verifying row: 1.3 ms against a 0.8
+  // ms step, a 1-layer draft of minimind2-small Q8_0), and pauses from 2 steps on had probed 6
+  // times in a 256-token reply (docs/inference.md, "A draft model")
+  static constexpr int64_t kMinModelPause = 32;
   static constexpr int64_t kMaxModelPause = 512;
+  // A probe feeds the draft model the last kProbeWindow tokens at most, afresh: catching up on the
+  // whole pause cost 0.04 plain steps a token there (3.4 ms for 66 tokens)
+  static constexpr int64_t kProbeWindow = 32;
   // A target forward's cost per row beyond the first, in plain steps (bench_speculative's table of
   // forwards of k + 1 tokens: about 0.1 a row where decoding is bound by the weights' bandwidth)
   static constexpr double kVerifyRowCost = 0.1;
@@ -96,6 +103,8 @@ class DraftBackoff {
 
   // Whether this step may draft; false while pausing (the step counts toward the pause).
   bool may_draft();
+  // Whether the next draft probes after a pause (a draft model's: one token, a short catch-up).
+  bool probing() const { return probe_; }
   // The most tokens the next draft may have.
   int64_t window() const;
   // A verified draft of `drafted` tokens of which `accepted` were taken.

@@ -52,6 +52,10 @@
 #include "nanoformer/nn/kv_cache.h"
 #include "nanoformer/serve/prefix_cache.h"
 
+namespace nf::infer {
+class CachedSequence;
+}
+
 namespace nf::serve {
 
 struct SchedulerOptions {
@@ -187,6 +191,7 @@ class Scheduler {
   };
   void admit(Queued queued);  // validates a sequence taken from the queue and queues its prefill
   void take_slot(Prefill& p);  // the best slot for its prompt (a cached prefix, or a busy slot's copied)
+  infer::CachedSequence* draft_sequence(const Prefill& p);  // its slot's draft model cache, if it drafts with it
   // prefill_chunk prompt tokens at most (every prompt whole when 0), oldest prompts first.
   void prefill();
   // Up to `limit` (0: all) more tokens of the oldest prompt; at its end, samples its first token and
