@@ -221,7 +221,8 @@ void Scheduler::admit(Queued queued) {
 }
 
 infer::CachedSequence* Scheduler::draft_sequence(const Prefill& p) {  // the draft model's, unless lookup was asked for
-  return p.queued.request.speculative.lookup_ngram == 0 ? slots_[p.slot].draft.get() : nullptr;
+  const SequenceRequest& r = p.queued.request;  // (or nothing is generated: a prompt's logprobs alone)
+  return r.speculative.lookup_ngram == 0 && r.stop.max_new_tokens > 0 ? slots_[p.slot].draft.get() : nullptr;
 }
 
 void Scheduler::take_slot(Prefill& p) {
