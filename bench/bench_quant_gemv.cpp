@@ -1,7 +1,7 @@
 // Decoding's product over quantised weights (ops/cpu/quant/quant_gemv.h), y (m, n) = x (m, k) W^T,
-// beside the f32 matrix-vector kernel (ops/cpu/matmul/gemv.h), for W in f32, Q8_0, Q4_0 and the K types
-// Q6_K, Q5_K, Q4_K, Q3_K (x quantised to Q8_K); W as a loaded GGUF file's (with_kernel_layout:
-// Q8_0, Q4_0 and Q4_K on their panels where the CPU has AVX512-VNNI; NANOFORMER_PANELS=1 / 0 forces
+// beside the f32 matrix-vector kernel (ops/cpu/matmul/gemv.h), for W in f32, Q8_0, Q4_0, Q5_0, Q5_1
+// and the K types Q6_K, Q5_K, Q4_K, Q3_K (x quantised to Q8_K); W as a loaded GGUF file's (with_kernel_layout:
+// Q8_0, Q4_0, Q5_0, Q5_1 and Q4_K on their panels where the CPU has AVX512-VNNI; NANOFORMER_PANELS=1 / 0 forces
 // them on / off). Decoding is
 // bound by the bytes of W read, so each case reports the GB/s of weight bytes against two limits:
 //   of_read  against a plain read of the same bytes (floats summed, the same threads and copies),
@@ -182,6 +182,8 @@ void token(benchmark::State& state, QuantType type) {
 NF_QUANT_BENCH(f32)
 NF_QUANT_BENCH(q8_0)
 NF_QUANT_BENCH(q4_0)
+NF_QUANT_BENCH(q5_0)
+NF_QUANT_BENCH(q5_1)
 NF_QUANT_BENCH(q6_k)
 NF_QUANT_BENCH(q5_k)
 NF_QUANT_BENCH(q4_k)
@@ -217,6 +219,8 @@ void token_presets(benchmark::internal::Benchmark* b) { b->Arg(0)->Arg(1)->ArgNa
 BENCHMARK(BM_f32_matrix)->Apply(matrix_shapes);
 BENCHMARK(BM_q8_0_matrix)->Apply(matrix_shapes);
 BENCHMARK(BM_q4_0_matrix)->Apply(matrix_shapes);
+BENCHMARK(BM_q5_0_matrix)->Apply(matrix_shapes);
+BENCHMARK(BM_q5_1_matrix)->Apply(matrix_shapes);
 BENCHMARK(BM_q6_k_matrix)->Apply(k_matrix_shapes);
 BENCHMARK(BM_q5_k_matrix)->Apply(k_matrix_shapes);
 BENCHMARK(BM_q4_k_matrix)->Apply(k_matrix_shapes);
@@ -224,6 +228,8 @@ BENCHMARK(BM_q3_k_matrix)->Apply(k_matrix_shapes);
 BENCHMARK(BM_f32_token)->Apply(token_presets);
 BENCHMARK(BM_q8_0_token)->Apply(token_presets);
 BENCHMARK(BM_q4_0_token)->Apply(token_presets);
+BENCHMARK(BM_q5_0_token)->Apply(token_presets);
+BENCHMARK(BM_q5_1_token)->Apply(token_presets);
 BENCHMARK(BM_q6_k_token)->Apply(k_token_presets);
 BENCHMARK(BM_q5_k_token)->Apply(k_token_presets);
 BENCHMARK(BM_q4_k_token)->Apply(k_token_presets);

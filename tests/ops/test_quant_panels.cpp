@@ -1,4 +1,5 @@
-// Panels (ops/cpu/quant/panels.h): a Q8_0 / Q4_0 weight's rows interleaved by 16, made at load.
+// Panels (ops/cpu/quant/panels.h): a Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q4_K / Q5_K weight's rows
+// interleaved by 16, made at load.
 // Decode on them (AVX512-VNNI where the CPU has it, and the portable tile) against the formulas of
 // quant_blocks.h decoded independently: exact with unit scales, within the f32 rounding bound with
 // random ones, and the two tiles bit for bit; prefill's GEMM on them bit for bit the GEMM on the
@@ -27,7 +28,7 @@ namespace {
 
 using testing::random_weight;
 
-const std::vector<QuantType> kPanelTypes{QuantType::q8_0, QuantType::q4_0, QuantType::q4_k};
+const std::vector<QuantType> kPanelTypes{QuantType::q8_0, QuantType::q4_0, QuantType::q4_1, QuantType::q5_0, QuantType::q5_1, QuantType::q4_k, QuantType::q5_k};
 
 // w carrying panels packed by its traits, whatever panels_pay says (so the portable tile is tested
 // on every CPU)
@@ -49,10 +50,14 @@ std::vector<float> values(const Tensor& t) { return {t.data<float>(), t.data<flo
 
 TEST(QuantPanels, AFullPanelHoldsItsRowsBytes) {
   // 16 rows of an even number of blocks: the file's bytes exactly (scales as f16, no padding)
-  EXPECT_EQ(cpu::panel_bytes(8, 512), 16u * 16 * sizeof(cpu::BlockQ8_0));
-  EXPECT_EQ(cpu::panel_bytes(4, 1408), 16u * 44 * sizeof(cpu::BlockQ4_0));
-  EXPECT_EQ(cpu::panel_bytes(4, 96) % 64, 0u);  // 3 blocks: padded to keep the next panel's lines aligned
+  EXPECT_EQ(cpu::panel_bytes({8, 1}, 512), 16u * 16 * sizeof(cpu::BlockQ8_0));
+  EXPECT_EQ(cpu::panel_bytes({4, 1}, 1408), 16u * 44 * sizeof(cpu::BlockQ4_0));
+  EXPECT_EQ(cpu::panel_bytes({4, 1}, 96) % 64, 0u);  // 3 blocks: padded to keep the next panel's lines aligned
+  EXPECT_EQ(cpu::panel_bytes_of(QuantType::q4_1, 512), 16u * 16 * sizeof(cpu::BlockQ4_1));
+  EXPECT_EQ(cpu::panel_bytes_of(QuantType::q5_0, 512), 16u * 16 * sizeof(cpu::BlockQ5_0));
+  EXPECT_EQ(cpu::panel_bytes_of(QuantType::q5_1, 512), 16u * 16 * sizeof(cpu::BlockQ5_1));
   EXPECT_EQ(cpu::panel_bytes_of(QuantType::q4_k, 512), 16u * 2 * sizeof(cpu::BlockQ4_K) + 2 * 64);  // + scales a byte each
+  EXPECT_EQ(cpu::panel_bytes_of(QuantType::q5_k, 512), 16u * 2 * sizeof(cpu::BlockQ5_K) + 2 * 64);
 }
 
 TEST(QuantPanels, DecodeIsExactWithUnitScales) {
@@ -146,7 +151,7 @@ TEST(QuantPanels, PrefillOnPanelsEqualsPrefillOnRowsBitForBit) {
   Generator gen(8);
   for (QuantType type : kPanelTypes)
     for (auto [m, n, k] : std::vector<std::array<int64_t, 3>>{{17, 16, 64}, {49, 33, 96}, {130, 70, 512}}) {
-      if (type == QuantType::q4_k) k = 256 * (k / 64);
+      if (cpu::activation_block(type) == 256) k = 256 * (k / 64);
       const QuantizedTensor rows = random_weight(type, n, k, rng), panels = with_panels(rows);
       const Tensor x = randn({m, k}, gen), bias = randn({n}, gen);
       const auto on_vnni = [&](const QuantizedTensor& w) {
@@ -182,7 +187,7 @@ TEST(QuantPanels, MadeAtLoadForEveryTypeWithAPanelKernelOnAvx512Vnni) {
   // by default wherever the CPU has AVX512-VNNI, whatever the weights' size; NANOFORMER_PANELS forces them
   for (const char* setting : {"", "0", "1"}) {
     const testing::ScopedPanels panels(setting);
-    for (QuantType type : {QuantType::q8_0, QuantType::q4_0, QuantType::q4_k, QuantType::q6_k}) {
+    for (QuantType type : {QuantType::q8_0, QuantType::q4_0, QuantType::q5_0, QuantType::q5_1, QuantType::q4_k, QuantType::q5_k, QuantType::q6_k}) {
       SCOPED_TRACE(std::string(quant_type_name(type)) + " NANOFORMER_PANELS=" + setting);
       const QuantizedTensor w = with_kernel_layout(random_weight(type, 20, 256, rng));
       EXPECT_EQ(w.panels() != nullptr, cpu::panels_pay(type));

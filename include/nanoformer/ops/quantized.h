@@ -20,7 +20,7 @@ Tensor dequantize(const QuantizedTensor& weight);
 Tensor dequantize_rows(const QuantizedTensor& weight, int64_t begin, int64_t end);
 
 // W carrying its values a second time in the device's kernel layout where the device has one for
-// its type, else W itself. CPU: 16-row panels of Q8_0, Q4_0 and Q4_K on AVX512-VNNI
+// its type, else W itself. CPU: 16-row panels of Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K and Q5_K on AVX512-VNNI
 // (NANOFORMER_PANELS=1 / 0 forces them on / off; ops/cpu/quant/panels.h). Made once, at load:
 // decode and prefill then read the panels, and the rows are left to everything else (dequantising,
 // embedding, saving), so a loader that can drop the rows' pages (a file's mapping:

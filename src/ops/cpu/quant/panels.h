@@ -9,7 +9,9 @@
 // vector serves the 16 rows. The stored integers are the unsigned operand:
 //   Q8_0  8 lines a block, w + 128 (the lane starts at -128 sum q_x)
 //   Q4_0  4 lines a block of nibbles, line j's low nibbles group j, its high ones group j + 4 (the
-//         lane starts at -8 sum q_x)
+//         lane starts at -8 sum q_x); Q4_1 the same (from 0, and m_w d_x sum q_x added per block)
+//   Q5_0  Q4_0's lines and a line of the fifth bits as masks, one masked byte add a group (from -16);
+//   Q5_1  Q5_0's (from 0, with Q4_1's m)
 // A panel: its blocks in pairs, each pair's lines and then their 16 f16 scales each (32 bytes a
 // block); so a full panel is 16 rows' bytes of the file, the lines stay 64-byte aligned, and a
 // panel is one stream.
@@ -18,13 +20,16 @@
 // super-blocks take the same idea below.
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
+#include <type_traits>
 
 #include <memory>
 
 #include "nanoformer/core/quant_type.h"
 #include "nanoformer/core/quantized_tensor.h"
 #include "ops/cpu/quant/gemv_tile.h"
+#include "ops/cpu/quant/quant_blocks.h"
 
 namespace nf::cpu {
 
@@ -48,39 +53,81 @@ inline void prefetch_l2(const uint8_t* at, int64_t bytes) {
   for (int64_t line = 0; line < bytes; line += kPrefetchStride * kPanelLine) __builtin_prefetch(at + line, 0, 2);
 }
 
-// The lines of a block of a panel: 8 (Q8_0), 4 (Q4_0).
+// The shape of a 32-value type's panel: the lines of a block, 8 (Q8_0) or 4 of nibbles (Q4_0, Q4_1),
+// and for Q5_0 / Q5_1 one more before them: the fifth bits as 8 masks of 64 bits, mask g's bit
+// 4r + t set where row r's value 4g + t has it (so one masked byte add puts 16 on a group's 16
+// rows; read before the lines that use them, which from memory measured faster than after); and
+// the lines of a pair's scales, 1 (d) or 2 (d, then m: Q4_1, Q5_1).
+struct PanelShape {
+  int64_t lines, scale_lines;
+  bool fifth_bits = false;
+};
 template <class W>
-constexpr int64_t panel_lines() {
-  return W::kSigned ? 8 : 4;
+constexpr PanelShape panel_shape() {
+  return {W::kSigned ? 8 : W::kBits == 5 ? 5 : 4, W::kMin ? 2 : 1, W::kBits == 5};
 }
 
-// A panel in pairs of blocks: the pair's 2L lines, then its 2 x 16 f16 scales in one more line,
-// so a panel is read front to back as one stream (an odd last block's pair has half a scale line
-// unused). Bytes of one panel of k values a row, and block b's lines and scales:
-inline size_t panel_bytes(int64_t lines, int64_t k) {
+// A panel in pairs of blocks: the pair's 2L lines, then its 2 x 16 f16 scales in one more line (and
+// the 2 x 16 mins in another), so a panel is read front to back as one stream (an odd last block's
+// pair has half its scale lines unused). Bytes of one panel of k values a row, and block b's lines,
+// scales and mins:
+inline size_t panel_bytes(PanelShape shape, int64_t k) {
   const int64_t pairs = (k / 32 + 1) / 2;
-  return static_cast<size_t>(pairs * (2 * lines + 1) * kPanelLine);
+  return static_cast<size_t>(pairs * (2 * shape.lines + shape.scale_lines) * kPanelLine);
 }
-inline const uint8_t* panel_pair(const uint8_t* panel, int64_t lines, int64_t b) { return panel + b / 2 * (2 * lines + 1) * kPanelLine; }
-inline const uint8_t* panel_lines_of(const uint8_t* panel, int64_t lines, int64_t b) {
-  return panel_pair(panel, lines, b) + b % 2 * lines * kPanelLine;
+inline const uint8_t* panel_pair(const uint8_t* panel, PanelShape shape, int64_t b) {
+  return panel + b / 2 * (2 * shape.lines + shape.scale_lines) * kPanelLine;
 }
-inline const uint16_t* panel_scales_of(const uint8_t* panel, int64_t lines, int64_t b) {
-  return reinterpret_cast<const uint16_t*>(panel_pair(panel, lines, b) + 2 * lines * kPanelLine) + b % 2 * kPanelRows;
+// (the value lines; a 5-bit type's fifth bits are the line before them)
+inline const uint8_t* panel_lines_of(const uint8_t* panel, PanelShape shape, int64_t b) {
+  return panel_pair(panel, shape, b) + (b % 2 * shape.lines + shape.fifth_bits) * kPanelLine;
+}
+inline const uint16_t* panel_scales_of(const uint8_t* panel, PanelShape shape, int64_t b) {
+  return reinterpret_cast<const uint16_t*>(panel_pair(panel, shape, b) + 2 * shape.lines * kPanelLine) + b % 2 * kPanelRows;
+}
+inline const uint16_t* panel_mins_of(const uint8_t* panel, PanelShape shape, int64_t b) {
+  return panel_scales_of(panel, shape, b) + 2 * kPanelRows;
+}
+// mask g of the fifth bits of a block whose value lines are at `lines` (panel_shape)
+inline uint64_t panel_fifth_bits(const uint8_t* lines, int g) {
+  uint64_t mask;
+  std::memcpy(&mask, lines - kPanelLine + 8 * g, 8);
+  return mask;
 }
 
-// Q4_K (panels_q4_k.cpp): a super-block of the 16 rows is 32 lines of nibbles (line 8p + i holds
-// row r's bytes qs[32p + 4i .. + 3]: the low nibbles sub-block 2p's group i, the high ones 2p + 1's),
-// then the 6-bit scales and mins a byte each, then d and dmin (f16)
+// Q4_K and Q5_K (panels_k.cpp): a super-block of the 16 rows is 32 lines of nibbles (line 8p + i
+// holds row r's bytes qs[32p + 4i .. + 3]: the low nibbles sub-block 2p's group i, the high ones
+// 2p + 1's); Q5_K's fifth bits as masks, as the 32-value types' (fifth(j, i) bit 4r + t: row r's
+// value 4i + t of sub-block j has it), sub-blocks 2p and 2p + 1's after lines 8p .. 8p + 7, so the
+// super-block is read in order; then the 6-bit scales and mins a byte each, then d and dmin (f16)
 struct Q4_KPanelBlock {
+  using Block = BlockQ4_K;
   uint8_t lines[32][kPanelLine];
   uint8_t sc[8][kPanelRows], mn[8][kPanelRows];
   uint16_t d[kPanelRows], dmin[kPanelRows];
+  const uint8_t* line(int l) const { return lines[l]; }
 };
-static_assert(sizeof(Q4_KPanelBlock) % 64 == 0);
-inline size_t q4_k_panel_bytes(int64_t k) { return static_cast<size_t>(k / 256) * sizeof(Q4_KPanelBlock); }
-inline const Q4_KPanelBlock& q4_k_panel_block(const uint8_t* panel, int64_t b) {
-  return reinterpret_cast<const Q4_KPanelBlock*>(panel)[b];
+struct Q5_KPanelBlock {
+  using Block = BlockQ5_K;
+  struct Part {
+    uint64_t fifth[2][8];
+    uint8_t lines[8][kPanelLine];
+  } parts[4];
+  uint8_t sc[8][kPanelRows], mn[8][kPanelRows];
+  uint16_t d[kPanelRows], dmin[kPanelRows];
+  const uint8_t* line(int l) const { return parts[l / 8].lines[l % 8]; }
+  const uint64_t& fifth(int j, int i) const { return parts[j / 2].fifth[j % 2][i]; }
+};
+static_assert(sizeof(Q4_KPanelBlock) % 64 == 0 && sizeof(Q5_KPanelBlock) % 64 == 0);
+template <class PB>
+constexpr bool kHasFifthBits = std::is_same_v<PB, Q5_KPanelBlock>;
+template <class PB>
+size_t k_panel_bytes(int64_t k) {
+  return static_cast<size_t>(k / 256) * sizeof(PB);
+}
+template <class PB>
+const PB& k_panel_block(const uint8_t* panel, int64_t b) {
+  return reinterpret_cast<const PB*>(panel)[b];
 }
 
 // bytes of a panel of `type` (one with panels) of k values a row
@@ -89,7 +136,7 @@ size_t panel_bytes_of(QuantType type, int64_t k);
 // Whether weights of `type` take panels here: a kernel for the type and an AVX512-VNNI CPU
 // (int8_isa()). On weights in the caches the panels' tiles are 1.3-2.5x the rows' (no horizontal
 // sums, one scale vector for 16 rows); from memory, read as streams that ask for their lines ahead
-// (prefetch_l2), faster than the rows' at one row of x and much faster at several (a batched decode
+// (prefetch_l2), level with the rows' or faster at one row of x and much faster at several (a batched decode
 // step, a speculative draft's verification: docs/quantisation.md). NANOFORMER_PANELS=1 / 0 in the
 // environment forces them on / off.
 bool panels_pay(QuantType type);
@@ -100,23 +147,39 @@ std::shared_ptr<Storage> pack_panels(const QuantizedTensor& weight);
 // W's n rows of k values (the file's blocks) -> its panels, ceil(n / 16) of them (panel_bytes each)
 void pack_panels_q8_0(const void* rows, int64_t n, int64_t k, void* panels);
 void pack_panels_q4_0(const void* rows, int64_t n, int64_t k, void* panels);
+void pack_panels_q4_1(const void* rows, int64_t n, int64_t k, void* panels);
+void pack_panels_q5_0(const void* rows, int64_t n, int64_t k, void* panels);
+void pack_panels_q5_1(const void* rows, int64_t n, int64_t k, void* panels);
 void pack_panels_q4_k(const void* rows, int64_t n, int64_t k, void* panels);
+void pack_panels_q5_k(const void* rows, int64_t n, int64_t k, void* panels);
 
 // Row `row` of W (n rows of k values) as the file's blocks, from its panels: the embedding's
 // look-up of a tied head reads the panels, so the file's pages of the rows stay dropped
 void unpack_panel_row_q8_0(const void* panels, int64_t k, int64_t row, void* blocks);
 void unpack_panel_row_q4_0(const void* panels, int64_t k, int64_t row, void* blocks);
+void unpack_panel_row_q4_1(const void* panels, int64_t k, int64_t row, void* blocks);
+void unpack_panel_row_q5_0(const void* panels, int64_t k, int64_t row, void* blocks);
+void unpack_panel_row_q5_1(const void* panels, int64_t k, int64_t row, void* blocks);
 void unpack_panel_row_q4_k(const void* panels, int64_t k, int64_t row, void* blocks);
+void unpack_panel_row_q5_k(const void* panels, int64_t k, int64_t row, void* blocks);
 
 // Decode's product on panels: as type_kernels.h's gemv_T, each base's w its panels and ldy its n
 // rows; `scalar`: the portable tile (the same bits: exact integer sums, then the same f32 steps)
 void gemv_panels_q8_0(std::span<TileArgs> bases, int64_t m, bool scalar);
 void gemv_panels_q4_0(std::span<TileArgs> bases, int64_t m, bool scalar);
+void gemv_panels_q4_1(std::span<TileArgs> bases, int64_t m, bool scalar);
+void gemv_panels_q5_0(std::span<TileArgs> bases, int64_t m, bool scalar);
+void gemv_panels_q5_1(std::span<TileArgs> bases, int64_t m, bool scalar);
 void gemv_panels_q4_k(std::span<TileArgs> bases, int64_t m, bool scalar);
+void gemv_panels_q5_k(std::span<TileArgs> bases, int64_t m, bool scalar);
 
 // Prefill's GEMM on panels (quant_gemm.cpp, quant_gemm_k.cpp): as gemm_T with w the panels; the AVX512-VNNI kernels
 void gemm_panels_q8_0(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy);
 void gemm_panels_q4_0(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy);
+void gemm_panels_q4_1(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy);
+void gemm_panels_q5_0(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy);
+void gemm_panels_q5_1(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy);
 void gemm_panels_q4_k(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy);
+void gemm_panels_q5_k(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy);
 
 }  // namespace nf::cpu

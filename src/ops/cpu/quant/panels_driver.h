@@ -1,12 +1,14 @@
 #pragma once
 // Decode's product on panels (panels.h), shared by the panel tiles of each type (panels.cpp: Q8_0,
-// Q4_0; panels_q4_k.cpp: Q4_K): the panels split across the threads, each panel read once for the
-// m rows of x, 4 rows at a time. A Tiles policy gives a panel's bytes, bytes(k), and its tiles,
-// vnni<R> and portable<R>(panel, x, r0, out): out[i][c] = row r0 + i of x times row c of the panel;
-// and for decode (one row of x) streams(panels, x, r, out), kStreams panels at once: a thread's
-// range cut in kStreams parts read side by side, each asking for its lines ahead (panels.h). Q8_0
-// and Q4_K read one stream, which measured faster than four side by side both in the cache and from
-// memory (panels.h); Q4_0, whose blocks are half the lines, keeps four (one was 0.96x on
+// Q4_0, Q4_1, Q5_0, Q5_1; panels_k.cpp: Q4_K, Q5_K): the panels split across the threads, each panel
+// read once for the m rows of x, 4 rows at a time. A Tiles policy gives a panel's bytes, bytes(k),
+// and its tiles, portable<R>(panel, x, r0, out) and (built with AVX2, where the VNNI kernels are)
+// vnni<R>: out[i][c] = row r0 + i of x times row c of the panel; and for decode (one row of x)
+// streams(panels, x, r, out), kStreams panels at once: a
+// thread's range cut in kStreams parts read side by side, each asking for its lines ahead
+// (panels.h). Q8_0, the 5-bit types and the K types read one stream, which measured faster than
+// four side by side from memory (panels.h; Q5_0's 2304 x 768 from memory 88-92 -> 76-77 us, level
+// in the cache); Q4_0 and Q4_1, whose blocks are half Q8_0's lines, keep four (one was 0.96x on
 // minimind2-small Q4_0 in the cache, level from memory).
 #include <algorithm>
 #include <cstdint>
@@ -21,10 +23,11 @@
 namespace nf::cpu {
 
 // x of one call: its blocks (activation_quant.h) and, for the 32-value types, per row and block
-// -offset sum q_x (the lanes' start)
+// -offset sum q_x (the lanes' start) and d_x sum q_x (the types with a min: m_w times it)
 struct PanelX {
   const QuantizedActivations* a;
   const int32_t* start;  // (rows, nb), or null
+  const float* sums;     // (rows, nb), or null
   int64_t nb;
   int32_t word(int64_t r, int64_t at) const {  // the 4 bytes of row r's values at .. at + 3
     int32_t v;
@@ -32,6 +35,21 @@ struct PanelX {
     return v;
   }
 };
+
+// Packing (pack_panels of each type): the ceil(n / 16) panels of `bytes` each, split across the
+// threads, each cleared and then pack_row(panel, r, row) for its rows r, row the file's blocks of
+// that row (`Block`s, nb of them), or null for a padding row past n.
+template <class Block, class PackRow>
+void pack_each_row(const void* rows, int64_t n, int64_t nb, size_t bytes, void* panels, PackRow pack_row) {
+  parallel_for((n + kPanelRows - 1) / kPanelRows, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) {
+      auto* panel = static_cast<uint8_t*>(panels) + static_cast<size_t>(p) * bytes;
+      std::memset(panel, 0, bytes);
+      for (int64_t r = 0; r < kPanelRows; ++r)
+        pack_row(panel, r, p * kPanelRows + r < n ? static_cast<const Block*>(rows) + (p * kPanelRows + r) * nb : nullptr);
+    }
+  });
+}
 
 namespace {
 

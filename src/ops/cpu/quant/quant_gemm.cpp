@@ -275,22 +275,31 @@ NF_TARGET_AVX512_VNNI void pack_panel_vnni(const void* w, int64_t nb, int64_t ro
 }
 
 // pack_panel_vnni's bytes from a panel made at load (panels.h), its lines already the 16 rows'
-// groups: Q8_0's w + 128 back to w, Q4_0's nibbles into groups j and j + 4, the scales to f32
+// groups: Q8_0's w + 128 back to w, the nibbles into groups j and j + 4 (16 added where a fifth bit
+// is set), the scales (and mins) to f32
 template <class W>
 NF_TARGET_AVX512_VNNI void unpack_stored_panel(const uint8_t* stored, int64_t nb, PanelBlock<W, kPanelRowsVnni>* panel) {
-  constexpr int64_t L = panel_lines<W>();
-  const __m512i nibble = _mm512_set1_epi8(0x0f);
+  constexpr PanelShape shape = panel_shape<W>();
+  const __m512i nibble = _mm512_set1_epi8(0x0f), sixteen = _mm512_set1_epi8(0x10);
+  const auto f16s = [](const uint16_t* at) { return _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(at))); };
   for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* lines = panel_lines_of(stored, L, b);
+    const uint8_t* lines = panel_lines_of(stored, shape, b);
     PanelBlock<W, kPanelRowsVnni>& out = panel[b];
-    _mm512_store_ps(out.d, _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel_scales_of(stored, L, b)))));
-    NF_UNROLL for (int j = 0; j < L; ++j) {
-      const __m512i v = _mm512_load_si512(lines + j * kPanelLine);
-      if constexpr (W::kSigned) {
-        _mm512_store_si512(out.q[j], _mm512_xor_si512(v, _mm512_set1_epi8(static_cast<char>(0x80))));
-      } else {
-        _mm512_store_si512(out.q[j], _mm512_and_si512(v, nibble));
-        _mm512_store_si512(out.q[j + kGroups / 2], _mm512_and_si512(shift_right(v, 4), nibble));
+    _mm512_store_ps(out.d, f16s(panel_scales_of(stored, shape, b)));
+    if constexpr (W::kMin) _mm512_store_ps(out.m, f16s(panel_mins_of(stored, shape, b)));
+    if constexpr (W::kSigned) {
+      NF_UNROLL for (int j = 0; j < kGroups; ++j)
+        _mm512_store_si512(out.q[j], _mm512_xor_si512(_mm512_load_si512(lines + j * kPanelLine), _mm512_set1_epi8(static_cast<char>(0x80))));
+    } else {
+      NF_UNROLL for (int j = 0; j < kGroups / 2; ++j) {
+        const __m512i v = _mm512_load_si512(lines + j * kPanelLine);
+        __m512i lo = _mm512_and_si512(v, nibble), hi = _mm512_and_si512(shift_right(v, 4), nibble);
+        if constexpr (W::kBits == 5) {
+          lo = _mm512_mask_add_epi8(lo, _cvtu64_mask64(panel_fifth_bits(lines, j)), lo, sixteen);
+          hi = _mm512_mask_add_epi8(hi, _cvtu64_mask64(panel_fifth_bits(lines, j + kGroups / 2)), hi, sixteen);
+        }
+        _mm512_store_si512(out.q[j], lo);
+        _mm512_store_si512(out.q[j + kGroups / 2], hi);
       }
     }
   }
@@ -421,7 +430,7 @@ void gemm_vnni(const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t
     for (int64_t at = begin; at < end; ++at) {
       const int64_t panel = at / units, unit = at % units, j0 = panel * P, i0 = unit * kUnitRows;
       if (panel != packed_panel) {
-        if (stored) unpack_stored_panel<W>(static_cast<const uint8_t*>(w) + panel * panel_bytes(panel_lines<W>(), k), nb, packed.data());
+        if (stored) unpack_stored_panel<W>(static_cast<const uint8_t*>(w) + panel * panel_bytes(panel_shape<W>(), k), nb, packed.data());
         else if (gathers) pack_panel_vnni<W>(w, nb, j0, n, packed.data());
         else pack_panel<W, P>(w, nb, j0, n, packed.data());
         packed_panel = panel;
@@ -447,6 +456,15 @@ void gemm_panels_q8_0(const void* panels, int64_t n, int64_t k, const void* xq, 
 }
 void gemm_panels_q4_0(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) {
   gemm_vnni<Q4_0W>(panels, n, k, static_cast<const BlockQ8_0*>(xq), m, y, ldy, /*stored=*/true);
+}
+void gemm_panels_q4_1(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) {
+  gemm_vnni<Q4_1W>(panels, n, k, static_cast<const BlockQ8_0*>(xq), m, y, ldy, /*stored=*/true);
+}
+void gemm_panels_q5_0(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) {
+  gemm_vnni<Q5_0W>(panels, n, k, static_cast<const BlockQ8_0*>(xq), m, y, ldy, /*stored=*/true);
+}
+void gemm_panels_q5_1(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) {
+  gemm_vnni<Q5_1W>(panels, n, k, static_cast<const BlockQ8_0*>(xq), m, y, ldy, /*stored=*/true);
 }
 void gemm_q8_0(const void* w, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) {
   gemm<Q8_0W>(w, n, k, xq, m, y, ldy);

@@ -259,29 +259,37 @@ NF_TARGET_AVX512_VNNI void tile_vnni(const KPanelBlock<W, kPanelRowsVnni>* panel
 #endif
 
 #if defined(__AVX2__) && defined(__FMA__)
-// pack_panel's 16-row panel from Q4_K's panels made at load (panels.h): the lines' nibbles into
-// groups 16p + i (low) and 16p + 8 + i (high), the scales to i32, the mins paired
-NF_TARGET_AVX512_VNNI void unpack_stored_panel(const uint8_t* stored, int64_t nb, KPanelBlock<Q4_KUnpack, kPanelRowsVnni>* panel) {
-  const __m512i nibble = _mm512_set1_epi8(0x0f);
+// pack_panel's 16-row panel from Q4_K's or Q5_K's panels made at load (panels.h, PB): the lines'
+// nibbles into groups 16p + i (low) and 16p + 8 + i (high), 16 added where a fifth bit is set, the
+// scales to i32, the mins paired
+template <class PB, class W>
+NF_TARGET_AVX512_VNNI void unpack_stored_panel(const uint8_t* stored, int64_t nb, KPanelBlock<W, kPanelRowsVnni>* panel) {
+  const __m512i nibble = _mm512_set1_epi8(0x0f), sixteen = _mm512_set1_epi8(0x10);
   const auto widen = [](const uint8_t* p) { return _mm512_maskz_cvtepu8_epi32(0xffff, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); };
   for (int64_t b = 0; b < nb; ++b) {
-    const Q4_KPanelBlock& sb = q4_k_panel_block(stored, b);
-    KPanelBlock<Q4_KUnpack, kPanelRowsVnni>& out = panel[b];
+    const PB& sb = k_panel_block<PB>(stored, b);
+    KPanelBlock<W, kPanelRowsVnni>& out = panel[b];
     _mm512_store_ps(out.d, _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb.d))));
     _mm512_store_ps(out.dmin, _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb.dmin))));
     NF_UNROLL for (int j = 0; j < 8; ++j) _mm512_store_si512(out.sc[j], widen(sb.sc[j]));
     NF_UNROLL for (int p = 0; p < 4; ++p)
       _mm512_store_si512(out.c[p], _mm512_or_si512(widen(sb.mn[2 * p]), _mm512_maskz_slli_epi32(0xffff, widen(sb.mn[2 * p + 1]), 16)));
     NF_UNROLL for (int l = 0; l < 32; ++l) {
-      const __m512i v = _mm512_load_si512(sb.lines[l]);
+      const __m512i v = _mm512_load_si512(sb.line(l));
       const int p = l / 8, i = l % 8;
-      _mm512_store_si512(out.q[16 * p + i], _mm512_and_si512(v, nibble));
-      _mm512_store_si512(out.q[16 * p + 8 + i], _mm512_and_si512(_mm512_maskz_srli_epi32(0xffff, v, 4), nibble));
+      __m512i low = _mm512_and_si512(v, nibble), high = _mm512_and_si512(_mm512_maskz_srli_epi32(0xffff, v, 4), nibble);
+      if constexpr (kHasFifthBits<PB>) {
+        low = _mm512_mask_add_epi8(low, _cvtu64_mask64(sb.fifth(2 * p, i)), low, sixteen);
+        high = _mm512_mask_add_epi8(high, _cvtu64_mask64(sb.fifth(2 * p + 1, i)), high, sixteen);
+      }
+      _mm512_store_si512(out.q[16 * p + i], low);
+      _mm512_store_si512(out.q[16 * p + 8 + i], high);
     }
   }
 }
 #else
-void unpack_stored_panel(const uint8_t*, int64_t, KPanelBlock<Q4_KUnpack, kPanelRowsVnni>*) {
+template <class PB, class W>
+void unpack_stored_panel(const uint8_t*, int64_t, KPanelBlock<W, kPanelRowsVnni>*) {
   NF_FAIL("quant_gemm: AVX512-VNNI kernels are not built without AVX2");
 }
 #endif
@@ -305,9 +313,9 @@ void unit_against_panel(const KPanelBlock<W, P>* panel, int64_t nb, const int32_
 
 // x packed per unit of kUnitRows rows (x_units.h); then units of (panel, unit of x), panel-major,
 // so a thread's run of units packs each panel once.
-// (`stored`: w is Q4_K's panels made at load, panels.h, and P the VNNI panels' 16)
-template <class W, int P, int R>
-void gemm_k(const void* w, int64_t n, int64_t k, const BlockQ8_K* xq, int64_t m, float* y, int64_t ldy, bool stored = false) {
+// (Stored: w is the panels made at load, panels.h, of that panel block type, and P the VNNI panels' 16)
+template <class W, int P, int R, class Stored = void>
+void gemm_k(const void* w, int64_t n, int64_t k, const BlockQ8_K* xq, int64_t m, float* y, int64_t ldy) {
   const int64_t nb = k / kQK_K, units = (m + kUnitRows - 1) / kUnitRows;
   std::vector<int32_t> words;
   std::vector<KXInfo> info;
@@ -319,12 +327,9 @@ void gemm_k(const void* w, int64_t n, int64_t k, const BlockQ8_K* xq, int64_t m,
     for (int64_t at = begin; at < end; ++at) {
       const int64_t panel = at / units, unit = at % units, j0 = panel * P, i0 = unit * kUnitRows;
       if (panel != packed_panel) {
-        if constexpr (std::is_same_v<W, Q4_KUnpack> && P == kPanelRowsVnni) {
-          if (stored) unpack_stored_panel(static_cast<const uint8_t*>(w) + panel * q4_k_panel_bytes(k), nb, packed.data());
-          else pack_panel<W, P, false>(w, nb, j0, n, packed.data());
-        } else {
-          pack_panel<W, P, P == kPanelRowsAvx2>(w, nb, j0, n, packed.data());
-        }
+        if constexpr (!std::is_void_v<Stored>)
+          unpack_stored_panel<Stored, W>(static_cast<const uint8_t*>(w) + panel * k_panel_bytes<Stored>(k), nb, packed.data());
+        else pack_panel<W, P, P == kPanelRowsAvx2>(w, nb, j0, n, packed.data());
         packed_panel = panel;
       }
       unit_against_panel<W, P, R>(packed.data(), nb, words.data() + unit * nb * kGroups * kUnitRows,
@@ -345,7 +350,10 @@ void gemm(const void* w, int64_t n, int64_t k, const void* xq, int64_t m, float*
 }  // namespace
 
 void gemm_panels_q4_k(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) {
-  gemm_k<Q4_KUnpack, kPanelRowsVnni, kTileRowsVnni>(panels, n, k, static_cast<const BlockQ8_K*>(xq), m, y, ldy, /*stored=*/true);
+  gemm_k<Q4_KUnpack, kPanelRowsVnni, kTileRowsVnni, Q4_KPanelBlock>(panels, n, k, static_cast<const BlockQ8_K*>(xq), m, y, ldy);
+}
+void gemm_panels_q5_k(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) {
+  gemm_k<Q5_KUnpack, kPanelRowsVnni, kTileRowsVnni, Q5_KPanelBlock>(panels, n, k, static_cast<const BlockQ8_K*>(xq), m, y, ldy);
 }
 void gemm_q4_k(const void* w, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) {
   gemm<Q4_KUnpack>(w, n, k, xq, m, y, ldy);

@@ -1,8 +1,9 @@
-// Q4_K's panels (panels.h): a super-block of 16 rows is 32 lines of nibbles (line 8p + i, byte
-// 4r + t: row r's qs[32p + 4i + t], whose low nibble is value 64p + 4i + t, of sub-block 2p, and
-// high nibble value 64p + 32 + 4i + t, of sub-block 2p + 1), then sc[8][16] and mn[8][16] (the
-// 6-bit scales and mins, a byte each), then d[16] and dmin[16] (f16): 2,368 bytes, 64 more than the
-// 16 rows' blocks. Decode per super-block, row of x and the 16 rows in the lanes:
+// Q4_K's and Q5_K's panels (panels.h): a super-block of 16 rows is 32 lines of nibbles (line 8p + i,
+// byte 4r + t: row r's qs[32p + 4i + t], whose low nibble is value 64p + 4i + t, of sub-block 2p,
+// and high nibble value 64p + 32 + 4i + t, of sub-block 2p + 1), Q5_K's fifth bits as 64 masks
+// (one masked byte add of 16 a line's half), then sc[8][16] and mn[8][16] (the 6-bit scales and
+// mins, a byte each), then d[16] and dmin[16] (f16): 2,368 bytes (Q5_K 2,880), 64 more than the 16
+// rows' blocks. Decode per super-block, row of x and the 16 rows in the lanes:
 //   sumi = sum_j sc_j sum_{t in j} q_t x_t      corr = sum_j mn_j X_j   (X_j: Q8_K's sums of 16, paired)
 //   acc = fma(sumi, d d_x, acc), then acc = fma(-corr, dmin d_x, acc)
 // the steps of prefill's K-type GEMM (quant_gemm_k.cpp), which reads these panels too.
@@ -27,20 +28,28 @@ int32_t sub_block_sum(const QuantizedActivations& a, int64_t r, int64_t b, int j
   return sums[2 * j] + sums[2 * j + 1];
 }
 
-template <int R>
+// the integer of row c's value 4i + t of sub-block j in `byte` (line 8 (j / 2) + i), its fifth bit added
+template <class PB>
+int k_value(const PB& sb, uint8_t byte, int j, int i, int64_t c, int t) {
+  int u = j % 2 == 0 ? byte & 0x0f : byte >> 4;
+  if constexpr (kHasFifthBits<PB>) u |= static_cast<int>(sb.fifth(j, i) >> (4 * c + t) & 1) << 4;
+  return u;
+}
+
+template <class PB, int R>
 void tile_portable(const uint8_t* panel, const PanelX& x, int64_t r0, float (&out)[R][kPanelRows]) {
   for (int i = 0; i < R; ++i)
     for (int64_t c = 0; c < kPanelRows; ++c) {
       float acc = 0.0f;
       for (int64_t b = 0; b < x.nb; ++b) {
-        const Q4_KPanelBlock& sb = q4_k_panel_block(panel, b);
+        const PB& sb = k_panel_block<PB>(panel, b);
         const int8_t* q = x.a->row_q(r0 + i) + b * 256;
         int32_t sumi = 0, corr = 0;
         for (int j = 0; j < 8; ++j) {
           int32_t dot = 0;
           for (int v = 0; v < 32; ++v) {
-            const uint8_t byte = sb.lines[8 * (j / 2) + v / 4][4 * c + v % 4];
-            dot += (j % 2 == 0 ? byte & 0x0f : byte >> 4) * q[32 * j + v];
+            const uint8_t byte = sb.line(8 * (j / 2) + v / 4)[4 * c + v % 4];
+            dot += k_value(sb, byte, j, v / 4, c, v % 4) * q[32 * j + v];
           }
           sumi += sb.sc[j][c] * dot;
           corr += sb.mn[j][c] * sub_block_sum(*x.a, r0 + i, b, j);
@@ -59,21 +68,32 @@ NF_TARGET_AVX512_VNNI inline __m512i widen(const uint8_t* p) {
   return _mm512_maskz_cvtepu8_epi32(0xffff, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
-template <int R>
+// line 8p + l as sub-blocks 2p (low) and 2p + 1 (high), the fifth bits added where PB has them
+template <class PB>
+NF_TARGET_AVX512_VNNI inline void k_line(const PB& sb, int p, int l, __m512i& low, __m512i& high) {
+  const __m512i nibble = _mm512_set1_epi8(0x0f), v = _mm512_load_si512(sb.line(8 * p + l));
+  low = _mm512_and_si512(v, nibble), high = _mm512_and_si512(_mm512_maskz_srli_epi32(0xffff, v, 4), nibble);
+  if constexpr (kHasFifthBits<PB>) {
+    const __m512i sixteen = _mm512_set1_epi8(0x10);
+    low = _mm512_mask_add_epi8(low, _cvtu64_mask64(sb.fifth(2 * p, l)), low, sixteen);
+    high = _mm512_mask_add_epi8(high, _cvtu64_mask64(sb.fifth(2 * p + 1, l)), high, sixteen);
+  }
+}
+
+template <class PB, int R>
 NF_TARGET_AVX512_VNNI void tile_vnni(const uint8_t* panel, const PanelX& x, int64_t r0, float (&out)[R][kPanelRows]) {
-  const __m512i nibble = _mm512_set1_epi8(0x0f);
   __m512 acc[R];
   for (int i = 0; i < R; ++i) acc[i] = _mm512_setzero_ps();
   for (int64_t b = 0; b < x.nb; ++b) {
-    const Q4_KPanelBlock& sb = q4_k_panel_block(panel, b);
+    const PB& sb = k_panel_block<PB>(panel, b);
     __m512i sumi[R], corr[R];
     for (int i = 0; i < R; ++i) sumi[i] = _mm512_setzero_si512(), corr[i] = _mm512_setzero_si512();
     for (int p = 0; p < 4; ++p) {
       __m512i lo[R], hi[R];
       for (int i = 0; i < R; ++i) lo[i] = _mm512_setzero_si512(), hi[i] = _mm512_setzero_si512();
       for (int l = 0; l < 8; ++l) {
-        const __m512i v = _mm512_load_si512(sb.lines[8 * p + l]);
-        const __m512i low = _mm512_and_si512(v, nibble), high = _mm512_and_si512(_mm512_maskz_srli_epi32(0xffff, v, 4), nibble);
+        __m512i low, high;
+        k_line(sb, p, l, low, high);
         for (int i = 0; i < R; ++i) {
           const int64_t at = b * 256 + 64 * p + 4 * l;
           lo[i] = _mm512_dpbusd_epi32(lo[i], low, _mm512_set1_epi32(x.word(r0 + i, at)));
@@ -103,14 +123,13 @@ NF_TARGET_AVX512_VNNI void tile_vnni(const uint8_t* panel, const PanelX& x, int6
 
 // One row of x (decode) against S panels at once, panel s at panels[s]: S streams read side by
 // side, line by line (panels_driver.h)
-template <int S>
+template <class PB, int S>
 NF_TARGET_AVX512_VNNI void streams_vnni(const uint8_t* const* panels, const PanelX& x, int64_t r, float (&out)[S][kPanelRows]) {
-  const __m512i nibble = _mm512_set1_epi8(0x0f);
   __m512 acc[S];
   for (int s = 0; s < S; ++s) acc[s] = _mm512_setzero_ps();
-  constexpr int64_t block_bytes = sizeof(Q4_KPanelBlock), ahead = stream_ahead(block_bytes);
+  constexpr int64_t block_bytes = sizeof(PB), ahead = stream_ahead(block_bytes);
   for (int64_t b = 0; b < x.nb; ++b) {
-    for (int s = 0; s < S; ++s) prefetch_l2(reinterpret_cast<const uint8_t*>(&q4_k_panel_block(panels[s], b)) + ahead, block_bytes);
+    for (int s = 0; s < S; ++s) prefetch_l2(reinterpret_cast<const uint8_t*>(&k_panel_block<PB>(panels[s], b)) + ahead, block_bytes);
     __m512i sumi[S];
     for (int s = 0; s < S; ++s) sumi[s] = _mm512_setzero_si512();
     for (int p = 0; p < 4; ++p) {
@@ -120,21 +139,21 @@ NF_TARGET_AVX512_VNNI void streams_vnni(const uint8_t* const* panels, const Pane
         const int64_t at = b * 256 + 64 * p + 4 * l;
         const __m512i x_lo = _mm512_set1_epi32(x.word(r, at)), x_hi = _mm512_set1_epi32(x.word(r, at + 32));
         for (int s = 0; s < S; ++s) {
-          const __m512i v = _mm512_load_si512(q4_k_panel_block(panels[s], b).lines[8 * p + l]);
-          const __m512i low = _mm512_and_si512(v, nibble), high = _mm512_and_si512(_mm512_maskz_srli_epi32(0xffff, v, 4), nibble);
+          __m512i low, high;
+          k_line(k_panel_block<PB>(panels[s], b), p, l, low, high);
           lo[s] = _mm512_dpbusd_epi32(lo[s], low, x_lo);
           hi[s] = _mm512_dpbusd_epi32(hi[s], high, x_hi);
         }
       }
       for (int s = 0; s < S; ++s) {
-        const Q4_KPanelBlock& sb = q4_k_panel_block(panels[s], b);
+        const PB& sb = k_panel_block<PB>(panels[s], b);
         sumi[s] = _mm512_add_epi32(sumi[s], _mm512_add_epi32(_mm512_mullo_epi32(lo[s], widen(sb.sc[2 * p])),
                                                              _mm512_mullo_epi32(hi[s], widen(sb.sc[2 * p + 1]))));
       }
     }
     const __m512 dx = _mm512_set1_ps(x.a->row_d(r)[b]);
     for (int s = 0; s < S; ++s) {
-      const Q4_KPanelBlock& sb = q4_k_panel_block(panels[s], b);
+      const PB& sb = k_panel_block<PB>(panels[s], b);
       __m512i corr = _mm512_setzero_si512();
       for (int j = 0; j < 8; ++j)
         corr = _mm512_add_epi32(corr, _mm512_mullo_epi32(widen(sb.mn[j]), _mm512_set1_epi32(sub_block_sum(*x.a, r, b, j))));
@@ -149,62 +168,59 @@ NF_TARGET_AVX512_VNNI void streams_vnni(const uint8_t* const* panels, const Pane
 }
 #endif
 
-struct TilesQ4_K {
-  static size_t bytes(int64_t k) { return q4_k_panel_bytes(k); }
+// the tiles of a K type's panels (PB), as panels_driver.h takes them; decode reads one stream
+// (panels.h says why)
+template <class PB>
+struct TilesK {
+  static size_t bytes(int64_t k) { return k_panel_bytes<PB>(k); }
+  static constexpr int kStreams = 1;
   template <int R>
   static void portable(const uint8_t* panel, const PanelX& x, int64_t r0, float (&out)[R][kPanelRows]) {
-    tile_portable<R>(panel, x, r0, out);
+    tile_portable<PB, R>(panel, x, r0, out);
   }
+#if defined(__AVX2__) && defined(__FMA__)
   template <int R>
   static void vnni(const uint8_t* panel, const PanelX& x, int64_t r0, float (&out)[R][kPanelRows]) {
-#if defined(__AVX2__) && defined(__FMA__)
-    tile_vnni<R>(panel, x, r0, out);
-#else
-    tile_portable<R>(panel, x, r0, out);
-#endif
+    tile_vnni<PB, R>(panel, x, r0, out);
   }
-  // decode's streams (panels_driver.h): one (panels.h says why)
-  static constexpr int kStreams = 1;
   static void streams(const uint8_t* const* panels, const PanelX& x, int64_t r, float (&out)[kStreams][kPanelRows]) {
-#if defined(__AVX2__) && defined(__FMA__)
-    streams_vnni<kStreams>(panels, x, r, out);
-#else
-    for (int s = 0; s < kStreams; ++s) tile_portable<1>(panels[s], x, r, reinterpret_cast<float(&)[1][kPanelRows]>(out[s]));
-#endif
+    streams_vnni<PB, kStreams>(panels, x, r, out);
   }
+#endif
 };
 
-}  // namespace
-
-void pack_panels_q4_k(const void* rows, int64_t n, int64_t k, void* panels) {
-  const int64_t nb = k / 256, count = (n + kPanelRows - 1) / kPanelRows;
-  const size_t bytes = q4_k_panel_bytes(k);
-  parallel_for(count, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t p = begin; p < end; ++p) {
-      auto* panel = static_cast<uint8_t*>(panels) + static_cast<size_t>(p) * bytes;
-      std::memset(panel, 0, bytes);
-      for (int64_t r = 0; r < kPanelRows && p * kPanelRows + r < n; ++r) {
-        const BlockQ4_K* row = static_cast<const BlockQ4_K*>(rows) + (p * kPanelRows + r) * nb;
-        for (int64_t b = 0; b < nb; ++b) {
-          auto& sb = const_cast<Q4_KPanelBlock&>(q4_k_panel_block(panel, b));
-          for (int l = 0; l < 32; ++l) std::memcpy(&sb.lines[l][4 * r], row[b].qs + 4 * l, 4);
-          uint8_t sm[16];
-          q4_k_scales(row[b].scales, sm);
-          for (int j = 0; j < 8; ++j) sb.sc[j][r] = sm[j], sb.mn[j][r] = sm[8 + j];
-          sb.d[r] = row[b].d, sb.dmin[r] = row[b].dmin;
-        }
-      }
+template <class PB>
+void pack_panels(const void* rows, int64_t n, int64_t k, void* panels) {
+  const int64_t nb = k / 256;
+  pack_each_row<typename PB::Block>(rows, n, nb, k_panel_bytes<PB>(k), panels, [&](uint8_t* panel, int64_t r, const auto* row) {
+    for (int64_t b = 0; row != nullptr && b < nb; ++b) {  // (a padding row stays zero)
+      auto& sb = const_cast<PB&>(k_panel_block<PB>(panel, b));
+      for (int l = 0; l < 32; ++l) std::memcpy(const_cast<uint8_t*>(sb.line(l)) + 4 * r, row[b].qs + 4 * l, 4);
+      if constexpr (kHasFifthBits<PB>)  // value v of sub-block j: bit j of qh[v]
+        for (int j = 0; j < 8; ++j)
+          for (int v = 0; v < 32; ++v) const_cast<uint64_t&>(sb.fifth(j, v / 4)) |= static_cast<uint64_t>(row[b].qh[v] >> j & 1) << (4 * r + v % 4);
+      uint8_t sm[16];
+      q4_k_scales(row[b].scales, sm);
+      for (int j = 0; j < 8; ++j) sb.sc[j][r] = sm[j], sb.mn[j][r] = sm[8 + j];
+      sb.d[r] = row[b].d, sb.dmin[r] = row[b].dmin;
     }
   });
 }
 
-void unpack_panel_row_q4_k(const void* panels, int64_t k, int64_t row, void* blocks) {
+template <class PB>
+void unpack_panel_row(const void* panels, int64_t k, int64_t row, void* blocks) {
+  using Block = typename PB::Block;
   const int64_t nb = k / 256, r = row % kPanelRows;
-  const auto* panel = static_cast<const uint8_t*>(panels) + static_cast<size_t>(row / kPanelRows) * q4_k_panel_bytes(k);
-  auto* out = static_cast<BlockQ4_K*>(blocks);
+  const auto* panel = static_cast<const uint8_t*>(panels) + static_cast<size_t>(row / kPanelRows) * k_panel_bytes<PB>(k);
+  auto* out = static_cast<Block*>(blocks);
   for (int64_t b = 0; b < nb; ++b) {
-    const Q4_KPanelBlock& sb = q4_k_panel_block(panel, b);
-    for (int l = 0; l < 32; ++l) std::memcpy(out[b].qs + 4 * l, &sb.lines[l][4 * r], 4);
+    const PB& sb = k_panel_block<PB>(panel, b);
+    for (int l = 0; l < 32; ++l) std::memcpy(out[b].qs + 4 * l, sb.line(l) + 4 * r, 4);
+    if constexpr (kHasFifthBits<PB>)
+      for (int v = 0; v < 32; ++v) {
+        out[b].qh[v] = 0;
+        for (int j = 0; j < 8; ++j) out[b].qh[v] |= static_cast<uint8_t>((sb.fifth(j, v / 4) >> (4 * r + v % 4) & 1) << j);
+      }
     // the 12 bytes q4_k_scales unpacked: sub-blocks 0-3 in the low 6 bits of bytes 0-3 (sc) and 4-7
     // (mn); 4-7's low nibbles in bytes 8-11 (sc below, mn above), their top 2 bits atop bytes 0-7
     for (int j = 0; j < 4; ++j) {
@@ -217,13 +233,27 @@ void unpack_panel_row_q4_k(const void* panels, int64_t k, int64_t row, void* blo
   }
 }
 
-void gemv_panels_q4_k(std::span<TileArgs> bases, int64_t m, bool scalar) {
+template <class PB>
+void gemv_panels(std::span<TileArgs> bases, int64_t m, bool scalar) {
   const QuantizedActivations& a = quantise_x(bases, m, 256, scalar);
-  const PanelX x{&a, nullptr, bases[0].k / 256};
+  const PanelX x{&a, nullptr, nullptr, bases[0].k / 256};
 #if defined(__AVX2__) && defined(__FMA__)
-  if (!scalar && int8_isa() == Int8Isa::avx512_vnni) return gemv_panels_on<TilesQ4_K, true>(bases, x, m);
+  if (!scalar && int8_isa() == Int8Isa::avx512_vnni) return gemv_panels_on<TilesK<PB>, true>(bases, x, m);
 #endif
-  gemv_panels_on<TilesQ4_K, false>(bases, x, m);
+  gemv_panels_on<TilesK<PB>, false>(bases, x, m);
 }
+
+}  // namespace
+
+void pack_panels_q4_k(const void* rows, int64_t n, int64_t k, void* panels) { pack_panels<Q4_KPanelBlock>(rows, n, k, panels); }
+void pack_panels_q5_k(const void* rows, int64_t n, int64_t k, void* panels) { pack_panels<Q5_KPanelBlock>(rows, n, k, panels); }
+void unpack_panel_row_q4_k(const void* panels, int64_t k, int64_t row, void* blocks) {
+  unpack_panel_row<Q4_KPanelBlock>(panels, k, row, blocks);
+}
+void unpack_panel_row_q5_k(const void* panels, int64_t k, int64_t row, void* blocks) {
+  unpack_panel_row<Q5_KPanelBlock>(panels, k, row, blocks);
+}
+void gemv_panels_q4_k(std::span<TileArgs> bases, int64_t m, bool scalar) { gemv_panels<Q4_KPanelBlock>(bases, m, scalar); }
+void gemv_panels_q5_k(std::span<TileArgs> bases, int64_t m, bool scalar) { gemv_panels<Q5_KPanelBlock>(bases, m, scalar); }
 
 }  // namespace nf::cpu
