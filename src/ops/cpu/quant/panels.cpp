@@ -148,10 +148,9 @@ struct Tiles32 {
   // y's lanes += the block's sums: fma(isum, d_w d_x, y), then for a type with a min fma(m_w, d_x sum q_x, y)
   NF_TARGET_AVX512_VNNI static __m512 scale_block(const uint8_t* panel, int64_t b, const PanelX& x, int64_t r, __m512i isum, __m512 acc) {
     constexpr PanelShape shape = panel_shape<W>();
-    const auto f16s = [](const uint16_t* at) { return _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(at))); };
     // (the masked form of cvtepi32_ps, whose unmasked one GCC 12 warns of: an undefined source)
-    acc = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(0xffff, isum), _mm512_mul_ps(f16s(panel_scales_of(panel, shape, b)), _mm512_set1_ps(x.a->row_d(r)[b])), acc);
-    if constexpr (W::kMin) acc = _mm512_fmadd_ps(f16s(panel_mins_of(panel, shape, b)), _mm512_set1_ps(x.sums[r * x.nb + b]), acc);
+    acc = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(0xffff, isum), _mm512_mul_ps(panel_f16s(panel_scales_of(panel, shape, b)), _mm512_set1_ps(x.a->row_d(r)[b])), acc);
+    if constexpr (W::kMin) acc = _mm512_fmadd_ps(panel_f16s(panel_mins_of(panel, shape, b)), _mm512_set1_ps(x.sums[r * x.nb + b]), acc);
     return acc;
   }
 

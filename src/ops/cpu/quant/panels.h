@@ -29,6 +29,7 @@
 #include "nanoformer/core/quant_type.h"
 #include "nanoformer/core/quantized_tensor.h"
 #include "ops/cpu/quant/gemv_tile.h"
+#include "ops/cpu/quant/int8_dot.h"
 #include "ops/cpu/quant/quant_blocks.h"
 
 namespace nf::cpu {
@@ -98,8 +99,8 @@ inline uint64_t panel_fifth_bits(const uint8_t* lines, int g) {
 // Q4_K and Q5_K (panels_k.cpp): a super-block of the 16 rows is 32 lines of nibbles (line 8p + i
 // holds row r's bytes qs[32p + 4i .. + 3]: the low nibbles sub-block 2p's group i, the high ones
 // 2p + 1's); Q5_K's fifth bits as masks, as the 32-value types' (fifth(j, i) bit 4r + t: row r's
-// value 4i + t of sub-block j has it), sub-blocks 2p and 2p + 1's after lines 8p .. 8p + 7, so the
-// super-block is read in order; then the 6-bit scales and mins a byte each, then d and dmin (f16)
+// value 4i + t of sub-block j has it), sub-blocks 2p and 2p + 1's just before lines 8p .. 8p + 7 (read
+// before the lines that use them: after them, read from memory measured 0.8x); then the 6-bit scales and mins a byte each, then d and dmin (f16)
 struct Q4_KPanelBlock {
   using Block = BlockQ4_K;
   uint8_t lines[32][kPanelLine];
@@ -129,6 +130,18 @@ template <class PB>
 const PB& k_panel_block(const uint8_t* panel, int64_t b) {
   return reinterpret_cast<const PB*>(panel)[b];
 }
+
+#if defined(__AVX2__) && defined(__FMA__)
+// A panel's 16 f16 (d, dmin, m) as f32 lanes, and 16 bytes (the K types' 6-bit scales) as i32 lanes.
+// (Functions with the kernels' target, not lambdas inside them: a lambda does not take its
+// caller's target, and an AVX2-only build then cannot inline the AVX-512 intrinsics into it.)
+NF_TARGET_AVX512_VNNI inline __m512 panel_f16s(const uint16_t* at) {
+  return _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(at)));
+}
+NF_TARGET_AVX512_VNNI inline __m512i panel_bytes_as_i32(const uint8_t* at) {
+  return _mm512_maskz_cvtepu8_epi32(0xffff, _mm_loadu_si128(reinterpret_cast<const __m128i*>(at)));
+}
+#endif
 
 // bytes of a panel of `type` (one with panels) of k values a row
 size_t panel_bytes_of(QuantType type, int64_t k);

@@ -4,9 +4,8 @@
 // read once for the m rows of x, 4 rows at a time. A Tiles policy gives a panel's bytes, bytes(k),
 // and its tiles, portable<R>(panel, x, r0, out) and (built with AVX2, where the VNNI kernels are)
 // vnni<R>: out[i][c] = row r0 + i of x times row c of the panel; and for decode (one row of x)
-// streams(panels, x, r, out), kStreams panels at once: a
-// thread's range cut in kStreams parts read side by side, each asking for its lines ahead
-// (panels.h). Q8_0, the 5-bit types and the K types read one stream, which measured faster than
+// streams(panels, x, r, out), kStreams panels at once: a thread's range cut in kStreams parts read
+// side by side, each asking for its lines ahead (panels.h). Q8_0, the 5-bit types and the K types read one stream, which measured faster than
 // four side by side from memory (panels.h; Q5_0's 2304 x 768 from memory 88-92 -> 76-77 us, level
 // in the cache); Q4_0 and Q4_1, whose blocks are half Q8_0's lines, keep four (one was 0.96x on
 // minimind2-small Q4_0 in the cache, level from memory).

@@ -63,11 +63,6 @@ void tile_portable(const uint8_t* panel, const PanelX& x, int64_t r0, float (&ou
 }
 
 #if defined(__AVX2__) && defined(__FMA__)
-// bytes of a 16-lane u8 row -> 16 i32 lanes
-NF_TARGET_AVX512_VNNI inline __m512i widen(const uint8_t* p) {
-  return _mm512_maskz_cvtepu8_epi32(0xffff, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-}
-
 // line 8p + l as sub-blocks 2p (low) and 2p + 1 (high), the fifth bits added where PB has them
 template <class PB>
 NF_TARGET_AVX512_VNNI inline void k_line(const PB& sb, int p, int l, __m512i& low, __m512i& high) {
@@ -100,17 +95,17 @@ NF_TARGET_AVX512_VNNI void tile_vnni(const uint8_t* panel, const PanelX& x, int6
           hi[i] = _mm512_dpbusd_epi32(hi[i], high, _mm512_set1_epi32(x.word(r0 + i, at + 32)));
         }
       }
-      const __m512i sc_lo = widen(sb.sc[2 * p]), sc_hi = widen(sb.sc[2 * p + 1]);
+      const __m512i sc_lo = panel_bytes_as_i32(sb.sc[2 * p]), sc_hi = panel_bytes_as_i32(sb.sc[2 * p + 1]);
       for (int i = 0; i < R; ++i)
         sumi[i] = _mm512_add_epi32(sumi[i], _mm512_add_epi32(_mm512_mullo_epi32(lo[i], sc_lo), _mm512_mullo_epi32(hi[i], sc_hi)));
     }
     for (int j = 0; j < 8; ++j) {
-      const __m512i mn = widen(sb.mn[j]);
+      const __m512i mn = panel_bytes_as_i32(sb.mn[j]);
       for (int i = 0; i < R; ++i)
         corr[i] = _mm512_add_epi32(corr[i], _mm512_mullo_epi32(mn, _mm512_set1_epi32(sub_block_sum(*x.a, r0 + i, b, j))));
     }
-    const __m512 d = _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb.d)));
-    const __m512 dmin = _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb.dmin)));
+    const __m512 d = panel_f16s(sb.d);
+    const __m512 dmin = panel_f16s(sb.dmin);
     for (int i = 0; i < R; ++i) {
       const __m512 dx = _mm512_set1_ps(x.a->row_d(r0 + i)[b]);
       acc[i] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(0xffff, sumi[i]), _mm512_mul_ps(d, dx), acc[i]);
@@ -147,8 +142,8 @@ NF_TARGET_AVX512_VNNI void streams_vnni(const uint8_t* const* panels, const Pane
       }
       for (int s = 0; s < S; ++s) {
         const PB& sb = k_panel_block<PB>(panels[s], b);
-        sumi[s] = _mm512_add_epi32(sumi[s], _mm512_add_epi32(_mm512_mullo_epi32(lo[s], widen(sb.sc[2 * p])),
-                                                             _mm512_mullo_epi32(hi[s], widen(sb.sc[2 * p + 1]))));
+        sumi[s] = _mm512_add_epi32(sumi[s], _mm512_add_epi32(_mm512_mullo_epi32(lo[s], panel_bytes_as_i32(sb.sc[2 * p])),
+                                                             _mm512_mullo_epi32(hi[s], panel_bytes_as_i32(sb.sc[2 * p + 1]))));
       }
     }
     const __m512 dx = _mm512_set1_ps(x.a->row_d(r)[b]);
@@ -156,9 +151,9 @@ NF_TARGET_AVX512_VNNI void streams_vnni(const uint8_t* const* panels, const Pane
       const PB& sb = k_panel_block<PB>(panels[s], b);
       __m512i corr = _mm512_setzero_si512();
       for (int j = 0; j < 8; ++j)
-        corr = _mm512_add_epi32(corr, _mm512_mullo_epi32(widen(sb.mn[j]), _mm512_set1_epi32(sub_block_sum(*x.a, r, b, j))));
-      const __m512 d = _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb.d)));
-      const __m512 dmin = _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb.dmin)));
+        corr = _mm512_add_epi32(corr, _mm512_mullo_epi32(panel_bytes_as_i32(sb.mn[j]), _mm512_set1_epi32(sub_block_sum(*x.a, r, b, j))));
+      const __m512 d = panel_f16s(sb.d);
+      const __m512 dmin = panel_f16s(sb.dmin);
       acc[s] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(0xffff, sumi[s]), _mm512_mul_ps(d, dx), acc[s]);
       const __m512i minus = _mm512_sub_epi32(_mm512_setzero_si512(), corr);
       acc[s] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(0xffff, minus), _mm512_mul_ps(dmin, dx), acc[s]);

@@ -281,12 +281,11 @@ template <class W>
 NF_TARGET_AVX512_VNNI void unpack_stored_panel(const uint8_t* stored, int64_t nb, PanelBlock<W, kPanelRowsVnni>* panel) {
   constexpr PanelShape shape = panel_shape<W>();
   const __m512i nibble = _mm512_set1_epi8(0x0f), sixteen = _mm512_set1_epi8(0x10);
-  const auto f16s = [](const uint16_t* at) { return _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(at))); };
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* lines = panel_lines_of(stored, shape, b);
     PanelBlock<W, kPanelRowsVnni>& out = panel[b];
-    _mm512_store_ps(out.d, f16s(panel_scales_of(stored, shape, b)));
-    if constexpr (W::kMin) _mm512_store_ps(out.m, f16s(panel_mins_of(stored, shape, b)));
+    _mm512_store_ps(out.d, panel_f16s(panel_scales_of(stored, shape, b)));
+    if constexpr (W::kMin) _mm512_store_ps(out.m, panel_f16s(panel_mins_of(stored, shape, b)));
     if constexpr (W::kSigned) {
       NF_UNROLL for (int j = 0; j < kGroups; ++j)
         _mm512_store_si512(out.q[j], _mm512_xor_si512(_mm512_load_si512(lines + j * kPanelLine), _mm512_set1_epi8(static_cast<char>(0x80))));

@@ -265,15 +265,14 @@ NF_TARGET_AVX512_VNNI void tile_vnni(const KPanelBlock<W, kPanelRowsVnni>* panel
 template <class PB, class W>
 NF_TARGET_AVX512_VNNI void unpack_stored_panel(const uint8_t* stored, int64_t nb, KPanelBlock<W, kPanelRowsVnni>* panel) {
   const __m512i nibble = _mm512_set1_epi8(0x0f), sixteen = _mm512_set1_epi8(0x10);
-  const auto widen = [](const uint8_t* p) { return _mm512_maskz_cvtepu8_epi32(0xffff, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); };
   for (int64_t b = 0; b < nb; ++b) {
     const PB& sb = k_panel_block<PB>(stored, b);
     KPanelBlock<W, kPanelRowsVnni>& out = panel[b];
-    _mm512_store_ps(out.d, _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb.d))));
-    _mm512_store_ps(out.dmin, _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb.dmin))));
-    NF_UNROLL for (int j = 0; j < 8; ++j) _mm512_store_si512(out.sc[j], widen(sb.sc[j]));
+    _mm512_store_ps(out.d, panel_f16s(sb.d));
+    _mm512_store_ps(out.dmin, panel_f16s(sb.dmin));
+    NF_UNROLL for (int j = 0; j < 8; ++j) _mm512_store_si512(out.sc[j], panel_bytes_as_i32(sb.sc[j]));
     NF_UNROLL for (int p = 0; p < 4; ++p)
-      _mm512_store_si512(out.c[p], _mm512_or_si512(widen(sb.mn[2 * p]), _mm512_maskz_slli_epi32(0xffff, widen(sb.mn[2 * p + 1]), 16)));
+      _mm512_store_si512(out.c[p], _mm512_or_si512(panel_bytes_as_i32(sb.mn[2 * p]), _mm512_maskz_slli_epi32(0xffff, panel_bytes_as_i32(sb.mn[2 * p + 1]), 16)));
     NF_UNROLL for (int l = 0; l < 32; ++l) {
       const __m512i v = _mm512_load_si512(sb.line(l));
       const int p = l / 8, i = l % 8;
