@@ -70,7 +70,7 @@ std::shared_ptr<Node> gradient_edge(const Tensor& t) {
   return acc;
 }
 
-void record(const char* op, Tensor& output, const std::vector<Tensor>& inputs, BackwardFn backward) {
+void record_node(const char* op, Tensor& output, const std::vector<Tensor>& inputs, BackwardFn backward) {
   if (!needs_record(inputs)) return;
   auto node = std::make_shared<FunctionNode>(op, std::move(backward));
   node->next.reserve(inputs.size());

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "nanoformer/autograd/grad_mode.h"
 #include "nanoformer/core/tensor.h"
 
 namespace nf::autograd {
@@ -67,7 +68,20 @@ bool needs_record(const std::vector<Tensor>& inputs);
 
 // Attaches a FunctionNode named `op` to `output` when needs_record(inputs). The backward lambda
 // must not capture `output` itself (that would be a cycle); capture output.detach() instead.
-void record(const char* op, Tensor& output, const std::vector<Tensor>& inputs, BackwardFn backward);
+void record_node(const char* op, Tensor& output, const std::vector<Tensor>& inputs, BackwardFn backward);
+// The same, the backward made a BackwardFn (and the inputs a vector) only when the op records: an
+// op under no_grad, as in inference, allocates nothing for its history.
+template <class Backward>
+void record(const char* op, Tensor& output, std::initializer_list<Tensor> inputs, Backward&& backward) {
+  if (!grad_enabled()) return;
+  for (const Tensor& t : inputs)
+    if (t.defined() && t.requires_grad())
+      return record_node(op, output, std::vector<Tensor>(inputs), BackwardFn(std::forward<Backward>(backward)));
+}
+template <class Backward>
+void record(const char* op, Tensor& output, const std::vector<Tensor>& inputs, Backward&& backward) {
+  if (needs_record(inputs)) record_node(op, output, inputs, BackwardFn(std::forward<Backward>(backward)));
+}
 
 // The node through which gradient reaches `t`: its grad_fn, or its leaf accumulator, or null.
 std::shared_ptr<Node> gradient_edge(const Tensor& t);

@@ -416,7 +416,7 @@ struct DecodePart {
       : p(part.p), k(part.k), v(part.v), row0(part.row0), masks(part.p), products(row_products(part.k.type, part.p.D)),
         value_products(row_products(part.v.type, part.p.D)) {
     for (int64_t i = 0; i < p.Tq; ++i) row_len = std::max(row_len, end_key(i) - first_key(i));
-    chunk = std::max<int64_t>(1, kDecodeMaxRows / (p.H / p.Hkv));
+    chunk = std::max<int64_t>(1, std::min(kDecodeMaxRows / (p.H / p.Hkv), p.Tq));
   }
   int64_t first_key(int64_t i) const { return masks.key_begin(i); }
   int64_t end_key(int64_t i) const { return std::max(masks.key_end(i, 1), first_key(i)); }
@@ -430,8 +430,9 @@ struct DecodePart {
   int64_t chunk = 1;  // queries a pass: kDecodeMaxRows rows of scores (each row's sums the same whatever the pass)
 };
 
-// A thread's buffers, grown to the largest task it takes: the group's rows of scores, and the
-// pointers and scales handed to the products.
+// A thread's buffers, kept across calls and grown to the largest task it has taken: the group's
+// rows of scores (a pass's queries only: one row a head when decoding), and the pointers and
+// scales handed to the products.
 struct DecodeScratch {
   std::vector<float> s, scales;
   std::vector<const float*> inputs;
@@ -516,7 +517,7 @@ void decode_parts(std::span<const CachedPart> parts, const Tensor& q, const Tens
   for (size_t i = 0; i < prepared.size(); ++i) first_task[i + 1] = first_task[i] + prepared[i].p.B * prepared[i].p.Hkv;
   float* L = lse.data<float>();
   parallel_for(first_task.back(), 1, [&](int64_t begin, int64_t end) {
-    DecodeScratch scratch;
+    thread_local DecodeScratch scratch;
     auto part = std::upper_bound(first_task.begin(), first_task.end(), begin) - first_task.begin() - 1;
     for (int64_t task = begin; task < end; ++task) {
       while (task >= first_task[static_cast<size_t>(part) + 1]) ++part;
