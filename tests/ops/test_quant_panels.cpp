@@ -1,4 +1,4 @@
-// Panels (ops/cpu/quant/panels.h): a Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q4_K / Q5_K weight's rows
+// Panels (ops/cpu/quant/panels.h): a Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q4_K / Q5_K / Q6_K weight's rows
 // interleaved by 16, made at load.
 // Decode on them (AVX512-VNNI where the CPU has it, and the portable tile) against the formulas of
 // quant_blocks.h decoded independently: exact with unit scales, within the f32 rounding bound with
@@ -28,7 +28,8 @@ namespace {
 
 using testing::random_weight;
 
-const std::vector<QuantType> kPanelTypes{QuantType::q8_0, QuantType::q4_0, QuantType::q4_1, QuantType::q5_0, QuantType::q5_1, QuantType::q4_k, QuantType::q5_k};
+const std::vector<QuantType> kPanelTypes{QuantType::q8_0, QuantType::q4_0, QuantType::q4_1, QuantType::q5_0,
+                                         QuantType::q5_1, QuantType::q4_k, QuantType::q5_k, QuantType::q6_k};
 
 // w carrying panels packed by its traits, whatever panels_pay says (so the portable tile is tested
 // on every CPU)
@@ -58,6 +59,7 @@ TEST(QuantPanels, AFullPanelHoldsItsRowsBytes) {
   EXPECT_EQ(cpu::panel_bytes_of(QuantType::q5_1, 512), 16u * 16 * sizeof(cpu::BlockQ5_1));
   EXPECT_EQ(cpu::panel_bytes_of(QuantType::q4_k, 512), 16u * 2 * sizeof(cpu::BlockQ4_K) + 2 * 64);  // + scales a byte each
   EXPECT_EQ(cpu::panel_bytes_of(QuantType::q5_k, 512), 16u * 2 * sizeof(cpu::BlockQ5_K) + 2 * 64);
+  EXPECT_EQ(cpu::panel_bytes_of(QuantType::q6_k, 512), 16u * 2 * sizeof(cpu::BlockQ6_K) + 2 * 32);  // + 32 to a whole line
 }
 
 TEST(QuantPanels, DecodeIsExactWithUnitScales) {
@@ -191,8 +193,7 @@ TEST(QuantPanels, MadeAtLoadForEveryTypeWithAPanelKernelOnAvx512Vnni) {
       SCOPED_TRACE(std::string(quant_type_name(type)) + " NANOFORMER_PANELS=" + setting);
       const QuantizedTensor w = with_kernel_layout(random_weight(type, 20, 256, rng));
       EXPECT_EQ(w.panels() != nullptr, cpu::panels_pay(type));
-      const bool expected =
-          setting != std::string("0") && type != QuantType::q6_k && cpu::int8_isa() == cpu::Int8Isa::avx512_vnni;
+      const bool expected = setting != std::string("0") && cpu::int8_isa() == cpu::Int8Isa::avx512_vnni;
       EXPECT_EQ(cpu::panels_pay(type), expected);
     }
   }

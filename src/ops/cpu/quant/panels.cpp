@@ -262,6 +262,7 @@ size_t panel_bytes_of(QuantType type, int64_t k) {
     case QuantType::q5_1: return panel_bytes(panel_shape<Q5_1W>(), k);
     case QuantType::q4_k: return k_panel_bytes<Q4_KPanelBlock>(k);
     case QuantType::q5_k: return k_panel_bytes<Q5_KPanelBlock>(k);
+    case QuantType::q6_k: return k_panel_bytes<Q6_KPanelBlock>(k);
     default: NF_FAIL("panels: ", quant_type_name(type), " has none");
   }
 }

@@ -16,8 +16,8 @@
 // block); so a full panel is 16 rows' bytes of the file, the lines stay 64-byte aligned, and a
 // panel is one stream.
 // Decode (gemv_panels) reads a panel once for up to 4 rows of x at a time; prefill's GEMM
-// (quant_gemm.cpp) unpacks a panel's lines instead of gathering them from 16 rows. Q4_K's
-// super-blocks take the same idea below.
+// (quant_gemm.cpp) unpacks a panel's lines instead of gathering them from 16 rows. Q4_K's, Q5_K's
+// and Q6_K's super-blocks take the same idea below.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -119,7 +119,23 @@ struct Q5_KPanelBlock {
   const uint8_t* line(int l) const { return parts[l / 8].lines[l % 8]; }
   const uint64_t& fifth(int j, int i) const { return parts[j / 2].fifth[j % 2][i]; }
 };
-static_assert(sizeof(Q4_KPanelBlock) % 64 == 0 && sizeof(Q5_KPanelBlock) % 64 == 0);
+// Q6_K (panels_q6_k.cpp): a super-block of the 16 rows in 8 parts, part p of half h = p / 4 its
+// lines 4 (p % 4) + l (l < 4) with row r's bytes ql[64h + 16 (p % 4) + 4l .. + 3] (the low nibbles
+// values 128h + 16 (p % 4) + 4l + t, of sub-block 8h + p % 4, the high ones those + 64, of
+// sub-block 8h + 4 + p % 4), and before them the values' top 2 bits: bits 2 (2 (l % 2) + n) of byte
+// 4r + t of high[l / 2], n 0 for the low nibble and 1 for the high; then the 16 signed scales a
+// byte each and d (f16): 3,392 bytes, 32 more than the 16 rows' blocks.
+struct Q6_KPanelBlock {
+  using Block = BlockQ6_K;
+  struct Part {
+    uint8_t high[2][kPanelLine];
+    uint8_t lines[4][kPanelLine];
+  } parts[8];
+  int8_t sc[16][kPanelRows];
+  uint16_t d[kPanelRows];
+  uint8_t unused[32];
+};
+static_assert(sizeof(Q4_KPanelBlock) % 64 == 0 && sizeof(Q5_KPanelBlock) % 64 == 0 && sizeof(Q6_KPanelBlock) % 64 == 0);
 template <class PB>
 constexpr bool kHasFifthBits = std::is_same_v<PB, Q5_KPanelBlock>;
 template <class PB>
@@ -140,6 +156,17 @@ NF_TARGET_AVX512_VNNI inline __m512 panel_f16s(const uint16_t* at) {
 }
 NF_TARGET_AVX512_VNNI inline __m512i panel_bytes_as_i32(const uint8_t* at) {
   return _mm512_maskz_cvtepu8_epi32(0xffff, _mm_loadu_si128(reinterpret_cast<const __m128i*>(at)));
+}
+// Q6_K's line l of a part as its low- and high-nibble values (q in 0..63), the top 2 bits shifted
+// from bits 2 (2 (l % 2) + n) of high[l / 2] to bits 4-5 (16-bit shifts: what crosses a byte is
+// masked off)
+NF_TARGET_AVX512_VNNI inline void q6_k_line(const Q6_KPanelBlock::Part& part, int l, __m512i& low, __m512i& high) {
+  const __m512i nibble = _mm512_set1_epi8(0x0f), top = _mm512_set1_epi8(0x30);
+  const __m512i v = _mm512_load_si512(part.lines[l]), bits = _mm512_load_si512(part.high[l / 2]);
+  const __m512i top_low = l % 2 == 0 ? _mm512_slli_epi16(bits, 4) : bits;
+  const __m512i top_high = l % 2 == 0 ? _mm512_slli_epi16(bits, 2) : _mm512_srli_epi16(bits, 2);
+  low = _mm512_or_si512(_mm512_and_si512(v, nibble), _mm512_and_si512(top_low, top));
+  high = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), nibble), _mm512_and_si512(top_high, top));
 }
 #endif
 
@@ -165,6 +192,7 @@ void pack_panels_q5_0(const void* rows, int64_t n, int64_t k, void* panels);
 void pack_panels_q5_1(const void* rows, int64_t n, int64_t k, void* panels);
 void pack_panels_q4_k(const void* rows, int64_t n, int64_t k, void* panels);
 void pack_panels_q5_k(const void* rows, int64_t n, int64_t k, void* panels);
+void pack_panels_q6_k(const void* rows, int64_t n, int64_t k, void* panels);
 
 // Row `row` of W (n rows of k values) as the file's blocks, from its panels: the embedding's
 // look-up of a tied head reads the panels, so the file's pages of the rows stay dropped
@@ -175,6 +203,7 @@ void unpack_panel_row_q5_0(const void* panels, int64_t k, int64_t row, void* blo
 void unpack_panel_row_q5_1(const void* panels, int64_t k, int64_t row, void* blocks);
 void unpack_panel_row_q4_k(const void* panels, int64_t k, int64_t row, void* blocks);
 void unpack_panel_row_q5_k(const void* panels, int64_t k, int64_t row, void* blocks);
+void unpack_panel_row_q6_k(const void* panels, int64_t k, int64_t row, void* blocks);
 
 // Decode's product on panels: as type_kernels.h's gemv_T, each base's w its panels and ldy its n
 // rows; `scalar`: the portable tile (the same bits: exact integer sums, then the same f32 steps)
@@ -185,6 +214,7 @@ void gemv_panels_q5_0(std::span<TileArgs> bases, int64_t m, bool scalar);
 void gemv_panels_q5_1(std::span<TileArgs> bases, int64_t m, bool scalar);
 void gemv_panels_q4_k(std::span<TileArgs> bases, int64_t m, bool scalar);
 void gemv_panels_q5_k(std::span<TileArgs> bases, int64_t m, bool scalar);
+void gemv_panels_q6_k(std::span<TileArgs> bases, int64_t m, bool scalar);
 
 // Prefill's GEMM on panels (quant_gemm.cpp, quant_gemm_k.cpp): as gemm_T with w the panels; the AVX512-VNNI kernels
 void gemm_panels_q8_0(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy);
@@ -194,5 +224,6 @@ void gemm_panels_q5_0(const void* panels, int64_t n, int64_t k, const void* xq, 
 void gemm_panels_q5_1(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy);
 void gemm_panels_q4_k(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy);
 void gemm_panels_q5_k(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy);
+void gemm_panels_q6_k(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy);
 
 }  // namespace nf::cpu

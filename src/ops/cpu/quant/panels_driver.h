@@ -1,6 +1,6 @@
 #pragma once
 // Decode's product on panels (panels.h), shared by the panel tiles of each type (panels.cpp: Q8_0,
-// Q4_0, Q4_1, Q5_0, Q5_1; panels_k.cpp: Q4_K, Q5_K): the panels split across the threads, each panel
+// Q4_0, Q4_1, Q5_0, Q5_1; panels_k.cpp: Q4_K, Q5_K; panels_q6_k.cpp: Q6_K): the panels split across the threads, each panel
 // read once for the m rows of x, 4 rows at a time. A Tiles policy gives a panel's bytes, bytes(k),
 // and its tiles, portable<R>(panel, x, r0, out) and (built with AVX2, where the VNNI kernels are)
 // vnni<R>: out[i][c] = row r0 + i of x times row c of the panel; and for decode (one row of x)

@@ -263,6 +263,7 @@ NF_TARGET_AVX512_VNNI void tile_vnni(const KPanelBlock<W, kPanelRowsVnni>* panel
 // nibbles into groups 16p + i (low) and 16p + 8 + i (high), 16 added where a fifth bit is set, the
 // scales to i32, the mins paired
 template <class PB, class W>
+  requires(!std::is_same_v<PB, Q6_KPanelBlock>)
 NF_TARGET_AVX512_VNNI void unpack_stored_panel(const uint8_t* stored, int64_t nb, KPanelBlock<W, kPanelRowsVnni>* panel) {
   const __m512i nibble = _mm512_set1_epi8(0x0f), sixteen = _mm512_set1_epi8(0x10);
   for (int64_t b = 0; b < nb; ++b) {
@@ -284,6 +285,30 @@ NF_TARGET_AVX512_VNNI void unpack_stored_panel(const uint8_t* stored, int64_t nb
       _mm512_store_si512(out.q[16 * p + i], low);
       _mm512_store_si512(out.q[16 * p + 8 + i], high);
     }
+  }
+}
+// the same from Q6_K's panels: each part's lines into groups 32h + 4s + l (low nibbles) and + 16
+// (high), the scales to i32 and in pairs (c: the offset's sum_j sc_j X_j), dmin 0
+template <class PB, class W>
+  requires std::is_same_v<PB, Q6_KPanelBlock>
+NF_TARGET_AVX512_VNNI void unpack_stored_panel(const uint8_t* stored, int64_t nb, KPanelBlock<W, kPanelRowsVnni>* panel) {
+  for (int64_t b = 0; b < nb; ++b) {
+    const Q6_KPanelBlock& sb = k_panel_block<Q6_KPanelBlock>(stored, b);
+    KPanelBlock<W, kPanelRowsVnni>& out = panel[b];
+    _mm512_store_ps(out.d, panel_f16s(sb.d));
+    _mm512_store_ps(out.dmin, _mm512_setzero_ps());
+    __m512i sc[16];
+    NF_UNROLL for (int j = 0; j < 16; ++j) _mm512_store_si512(out.sc[j], sc[j] = _mm512_maskz_cvtepi8_epi32(0xffff, _mm_loadu_si128(reinterpret_cast<const __m128i*>(sb.sc[j]))));
+    NF_UNROLL for (int p = 0; p < 8; ++p)
+      _mm512_store_si512(out.c[p], _mm512_or_si512(_mm512_and_si512(sc[2 * p], _mm512_set1_epi32(0xffff)), _mm512_maskz_slli_epi32(0xffff, sc[2 * p + 1], 16)));
+    NF_UNROLL for (int p = 0; p < 8; ++p)
+      NF_UNROLL for (int l = 0; l < 4; ++l) {
+        __m512i low, high;
+        q6_k_line(sb.parts[p], l, low, high);
+        const int g = 32 * (p / 4) + 4 * (p % 4) + l;
+        _mm512_store_si512(out.q[g], low);
+        _mm512_store_si512(out.q[g + 16], high);
+      }
   }
 }
 #else
@@ -353,6 +378,9 @@ void gemm_panels_q4_k(const void* panels, int64_t n, int64_t k, const void* xq, 
 }
 void gemm_panels_q5_k(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) {
   gemm_k<Q5_KUnpack, kPanelRowsVnni, kTileRowsVnni, Q5_KPanelBlock>(panels, n, k, static_cast<const BlockQ8_K*>(xq), m, y, ldy);
+}
+void gemm_panels_q6_k(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) {
+  gemm_k<Q6_KUnpack, kPanelRowsVnni, kTileRowsVnni, Q6_KPanelBlock>(panels, n, k, static_cast<const BlockQ8_K*>(xq), m, y, ldy);
 }
 void gemm_q4_k(const void* w, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) {
   gemm<Q4_KUnpack>(w, n, k, xq, m, y, ldy);

@@ -1,0 +1,180 @@
+// Q6_K's panels (panels.h: 8 parts a super-block, each 4 lines of nibbles after their top 2 bits,
+// then the 16 signed scales and d). Decode per super-block, row of x and the 16 rows in the lanes:
+//   sumi = sum_j sc_j (sum_{t in j} q_t x_t - 32 X_j)      (X_j: Q8_K's sum of x over sub-block j of 16)
+//   acc = fma(sumi, d d_x, acc)
+// each sub-block's lanes starting at -32 X_j, so the offset costs nothing a line. Prefill's K-type
+// GEMM (quant_gemm_k.cpp) reads these panels too.
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "ops/cpu/quant/int8_dot.h"
+#include "ops/cpu/quant/int8_isa.h"
+#include "ops/cpu/quant/k_blocks.h"
+#include "ops/cpu/quant/panels.h"
+#include "ops/cpu/quant/panels_driver.h"
+#include "ops/cpu/simd/simd.h"
+
+namespace nf::cpu {
+namespace {
+
+const Q6_KPanelBlock& q6_block(const uint8_t* panel, int64_t b) { return k_panel_block<Q6_KPanelBlock>(panel, b); }
+
+// the value (0..63) in row c's byte t of part p's line l, nibble n (0 low, 1 high)
+int q6_value(const Q6_KPanelBlock& sb, int p, int l, int n, int64_t c, int t) {
+  const Q6_KPanelBlock::Part& part = sb.parts[p];
+  const uint8_t byte = part.lines[l][4 * c + t], bits = part.high[l / 2][4 * c + t];
+  return ((n == 0 ? byte : byte >> 4) & 0x0f) | ((bits >> (2 * (2 * (l % 2) + n))) & 3) << 4;
+}
+
+// where part p's line l begins in the super-block's values (its low nibbles; the high ones 64 on)
+constexpr int line_value(int p, int l) { return 128 * (p / 4) + 16 * (p % 4) + 4 * l; }
+
+// X_j of row r, super-block b
+int32_t sub_block_sum(const QuantizedActivations& a, int64_t r, int64_t b, int j) { return a.row_sums(r)[b * 16 + j]; }
+
+template <int R>
+void tile_portable(const uint8_t* panel, const PanelX& x, int64_t r0, float (&out)[R][kPanelRows]) {
+  for (int i = 0; i < R; ++i)
+    for (int64_t c = 0; c < kPanelRows; ++c) {
+      float acc = 0.0f;
+      for (int64_t b = 0; b < x.nb; ++b) {
+        const Q6_KPanelBlock& sb = q6_block(panel, b);
+        const int8_t* q = x.a->row_q(r0 + i) + b * 256;
+        int32_t sumi = 0;
+        for (int p = 0; p < 8; ++p)
+          for (int n = 0; n < 2; ++n) {
+            const int j = 8 * (p / 4) + 4 * n + p % 4;
+            int32_t dot = -32 * sub_block_sum(*x.a, r0 + i, b, j);
+            for (int l = 0; l < 4; ++l)
+              for (int t = 0; t < 4; ++t) dot += q6_value(sb, p, l, n, c, t) * q[line_value(p, l) + 64 * n + t];
+            sumi += sb.sc[j][c] * dot;
+          }
+        acc = std::fma(static_cast<float>(sumi), f16_to_float(sb.d[c]) * x.a->row_d(r0 + i)[b], acc);
+      }
+      out[i][c] = acc;
+    }
+}
+
+#if defined(__AVX2__) && defined(__FMA__)
+NF_TARGET_AVX512_VNNI inline __m512i scales_as_i32(const int8_t* at) {
+  return _mm512_maskz_cvtepi8_epi32(0xffff, _mm_loadu_si128(reinterpret_cast<const __m128i*>(at)));
+}
+
+// R rows of x against a panel; kAhead: ask for the lines kAhead bytes on into L2 (decode's stream)
+template <int R, int64_t kAhead = 0>
+NF_TARGET_AVX512_VNNI void tile_vnni(const uint8_t* panel, const PanelX& x, int64_t r0, float (&out)[R][kPanelRows]) {
+  __m512 acc[R];
+  for (int i = 0; i < R; ++i) acc[i] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < x.nb; ++b) {
+    const Q6_KPanelBlock& sb = q6_block(panel, b);
+    if constexpr (kAhead > 0) prefetch_l2(reinterpret_cast<const uint8_t*>(&sb) + kAhead, sizeof(Q6_KPanelBlock));
+    __m512i sumi[R];
+    for (int i = 0; i < R; ++i) sumi[i] = _mm512_setzero_si512();
+    for (int p = 0; p < 8; ++p) {
+      const int j = 8 * (p / 4) + p % 4;  // the low nibbles' sub-block; the high ones' j + 4
+      __m512i lo[R], hi[R];
+      for (int i = 0; i < R; ++i) {
+        lo[i] = _mm512_set1_epi32(-32 * sub_block_sum(*x.a, r0 + i, b, j));
+        hi[i] = _mm512_set1_epi32(-32 * sub_block_sum(*x.a, r0 + i, b, j + 4));
+      }
+      for (int l = 0; l < 4; ++l) {
+        __m512i low, high;
+        q6_k_line(sb.parts[p], l, low, high);
+        const int64_t at = b * 256 + line_value(p, l);
+        for (int i = 0; i < R; ++i) {
+          lo[i] = _mm512_dpbusd_epi32(lo[i], low, _mm512_set1_epi32(x.word(r0 + i, at)));
+          hi[i] = _mm512_dpbusd_epi32(hi[i], high, _mm512_set1_epi32(x.word(r0 + i, at + 64)));
+        }
+      }
+      const __m512i sc_lo = scales_as_i32(sb.sc[j]), sc_hi = scales_as_i32(sb.sc[j + 4]);
+      for (int i = 0; i < R; ++i)
+        sumi[i] = _mm512_add_epi32(sumi[i], _mm512_add_epi32(_mm512_mullo_epi32(lo[i], sc_lo), _mm512_mullo_epi32(hi[i], sc_hi)));
+    }
+    const __m512 d = panel_f16s(sb.d);
+    for (int i = 0; i < R; ++i)
+      acc[i] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(0xffff, sumi[i]), _mm512_mul_ps(d, _mm512_set1_ps(x.a->row_d(r0 + i)[b])), acc[i]);
+  }
+  for (int i = 0; i < R; ++i) _mm512_storeu_ps(out[i], acc[i]);
+}
+#endif
+
+// the tiles of Q6_K's panels, as panels_driver.h takes them; decode reads one stream
+struct TilesQ6_K {
+  static size_t bytes(int64_t k) { return k_panel_bytes<Q6_KPanelBlock>(k); }
+  static constexpr int kStreams = 1;
+  template <int R>
+  static void portable(const uint8_t* panel, const PanelX& x, int64_t r0, float (&out)[R][kPanelRows]) {
+    tile_portable<R>(panel, x, r0, out);
+  }
+#if defined(__AVX2__) && defined(__FMA__)
+  template <int R>
+  static void vnni(const uint8_t* panel, const PanelX& x, int64_t r0, float (&out)[R][kPanelRows]) {
+    tile_vnni<R>(panel, x, r0, out);
+  }
+  static void streams(const uint8_t* const* panels, const PanelX& x, int64_t r, float (&out)[kStreams][kPanelRows]) {
+    tile_vnni<1, stream_ahead(sizeof(Q6_KPanelBlock))>(panels[0], x, r, out);
+  }
+#endif
+};
+
+}  // namespace
+
+void pack_panels_q6_k(const void* rows, int64_t n, int64_t k, void* panels) {
+  const int64_t nb = k / 256;
+  pack_each_row<BlockQ6_K>(rows, n, nb, k_panel_bytes<Q6_KPanelBlock>(k), panels, [&](uint8_t* panel, int64_t r, const BlockQ6_K* row) {
+    for (int64_t b = 0; row != nullptr && b < nb; ++b) {  // (a padding row stays zero)
+      auto& sb = const_cast<Q6_KPanelBlock&>(q6_block(panel, b));
+      uint8_t q[256];
+      Q6_KUnpack::integers(row[b], q);
+      for (int p = 0; p < 8; ++p)
+        for (int l = 0; l < 4; ++l)
+          for (int t = 0; t < 4; ++t) {
+            const int v = line_value(p, l) + t;
+            Q6_KPanelBlock::Part& part = sb.parts[p];
+            part.lines[l][4 * r + t] = static_cast<uint8_t>((q[v] & 0x0f) | (q[v + 64] & 0x0f) << 4);
+            part.high[l / 2][4 * r + t] |= static_cast<uint8_t>((q[v] >> 4 | (q[v + 64] >> 4) << 2) << (4 * (l % 2)));
+          }
+      for (int j = 0; j < 16; ++j) sb.sc[j][r] = row[b].scales[j];
+      sb.d[r] = row[b].d;
+    }
+  });
+}
+
+void unpack_panel_row_q6_k(const void* panels, int64_t k, int64_t row, void* blocks) {
+  const int64_t nb = k / 256, r = row % kPanelRows;
+  const auto* panel = static_cast<const uint8_t*>(panels) + static_cast<size_t>(row / kPanelRows) * k_panel_bytes<Q6_KPanelBlock>(k);
+  auto* out = static_cast<BlockQ6_K*>(blocks);
+  for (int64_t b = 0; b < nb; ++b) {
+    const Q6_KPanelBlock& sb = q6_block(panel, b);
+    uint8_t q[256];
+    for (int p = 0; p < 8; ++p)
+      for (int l = 0; l < 4; ++l)
+        for (int n = 0; n < 2; ++n)
+          for (int t = 0; t < 4; ++t) q[line_value(p, l) + 64 * n + t] = static_cast<uint8_t>(q6_value(sb, p, l, n, r, t));
+    // Q6_KUnpack's layout back: value 128h + m (m < 64) is ql[64h + m]'s low nibble, 128h + 64 + m
+    // its high one; value 128h + 32T + L has its top 2 bits at 2T of qh[32h + L]
+    for (int h = 0; h < 2; ++h) {
+      for (int m = 0; m < 64; ++m) out[b].ql[64 * h + m] = static_cast<uint8_t>((q[128 * h + m] & 0x0f) | (q[128 * h + 64 + m] & 0x0f) << 4);
+      for (int L = 0; L < 32; ++L) {
+        uint8_t bits = 0;
+        for (int T = 0; T < 4; ++T) bits |= static_cast<uint8_t>((q[128 * h + 32 * T + L] >> 4) << (2 * T));
+        out[b].qh[32 * h + L] = bits;
+      }
+    }
+    for (int j = 0; j < 16; ++j) out[b].scales[j] = sb.sc[j][r];
+    out[b].d = sb.d[r];
+  }
+}
+
+void gemv_panels_q6_k(std::span<TileArgs> bases, int64_t m, bool scalar) {
+  const QuantizedActivations& a = quantise_x(bases, m, 256, scalar);
+  const PanelX x{&a, nullptr, nullptr, bases[0].k / 256};
+#if defined(__AVX2__) && defined(__FMA__)
+  if (!scalar && int8_isa() == Int8Isa::avx512_vnni) return gemv_panels_on<TilesQ6_K, true>(bases, x, m);
+#endif
+  gemv_panels_on<TilesQ6_K, false>(bases, x, m);
+}
+
+}  // namespace nf::cpu
