@@ -31,6 +31,15 @@ using testing::random_weight;
 const std::vector<QuantType> kPanelTypes{QuantType::q8_0, QuantType::q4_0, QuantType::q4_1, QuantType::q5_0,
                                          QuantType::q5_1, QuantType::q4_k, QuantType::q5_k, QuantType::q6_k};
 
+// The tiles each check runs: each int8 ISA's (the panels' AVX2 tiles where the type has them,
+// else the portable one) and the portable tile itself
+std::vector<std::pair<cpu::Int8Isa, bool>> tiles_to_test() {
+  std::vector<std::pair<cpu::Int8Isa, bool>> tiles;
+  for (cpu::Int8Isa isa : testing::all_int8_isas()) tiles.push_back({isa, false});
+  tiles.push_back({cpu::int8_isa_of_cpu(), true});
+  return tiles;
+}
+
 // w carrying panels packed by its traits, whatever panels_pay says (so the portable tile is tested
 // on every CPU)
 QuantizedTensor with_panels(const QuantizedTensor& w) {
@@ -77,15 +86,15 @@ TEST(QuantPanels, DecodeIsExactWithUnitScales) {
         std::uniform_int_distribution<int> value(block == 32 ? -127 : -7, block == 32 ? 127 : 7);
         for (int64_t i = 0; i < m * k; ++i)
           x.data<float>()[i] = i % block == 0 ? (block == 32 ? 127.0f : -127.0f) : static_cast<float>(value(rng));
-        for (bool scalar : {false, true}) {
-          const Tensor y = gemv(x, w, scalar);
+        for (const auto& [isa, scalar] : tiles_to_test()) {
+          const Tensor y = testing::on_int8_isa(isa, [&] { return gemv(x, w, scalar); });
           for (int64_t c = 0; c < n; ++c) {
             const testing::DecodedRow row = testing::decode_row(type, w.row(c), k);
             for (int64_t r = 0; r < m; ++r) {
               double expected = 0;
               for (int64_t i = 0; i < k; ++i) expected += row.value[static_cast<size_t>(i)] * x.data<float>()[r * k + i];
-              ASSERT_EQ(y.at({r, c}), static_cast<float>(expected)) << (scalar ? "portable" : "as built") << " row " << c
-                                                                     << " x row " << r;
+              ASSERT_EQ(y.at({r, c}), static_cast<float>(expected))
+                  << (scalar ? "portable" : cpu::int8_isa_name(isa)) << " row " << c << " x row " << r;
             }
           }
         }
@@ -107,6 +116,9 @@ TEST(QuantPanels, DecodeMatchesTheFormulasAndTheTilesAgreeBitForBit) {
         const Tensor x = randn({m, k}, gen), bias = randn({n}, gen);
         const Tensor y = gemv(x, w, false, bias), portable = gemv(x, w, true, bias);
         EXPECT_EQ(values(y), values(portable));
+        for (cpu::Int8Isa isa : testing::all_int8_isas())  // AVX2's tiles (Q4_K, Q6_K) as well as the CPU's own
+          EXPECT_EQ(testing::on_int8_isa(isa, [&] { return values(gemv(x, w, false, bias)); }), values(portable))
+              << cpu::int8_isa_name(isa);
         cpu::QuantizedActivations a;
         cpu::quantize_activations(x.data<float>(), k, m, k, block, a);
         for (int64_t c = 0; c < n; ++c) {
@@ -148,7 +160,6 @@ TEST(QuantPanels, SeveralProductsTogetherEqualEachAloneOnAnyThreadCount) {
 }
 
 TEST(QuantPanels, PrefillOnPanelsEqualsPrefillOnRowsBitForBit) {
-  if (!cpu::int8_isa_available(cpu::Int8Isa::avx512_vnni)) GTEST_SKIP() << "panels' GEMM needs AVX512-VNNI";
   std::mt19937 rng(8);
   Generator gen(8);
   for (QuantType type : kPanelTypes)
@@ -156,10 +167,13 @@ TEST(QuantPanels, PrefillOnPanelsEqualsPrefillOnRowsBitForBit) {
       if (cpu::activation_block(type) == 256) k = 256 * (k / 64);
       const QuantizedTensor rows = random_weight(type, n, k, rng), panels = with_panels(rows);
       const Tensor x = randn({m, k}, gen), bias = randn({n}, gen);
-      const auto on_vnni = [&](const QuantizedTensor& w) {
-        return testing::on_int8_isa(cpu::Int8Isa::avx512_vnni, [&] { return values(linear(x, w, bias)); });
-      };
-      EXPECT_EQ(on_vnni(panels), on_vnni(rows)) << quant_type_name(type) << " m " << m << " n " << n << " k " << k;
+      for (cpu::Int8Isa isa : {cpu::Int8Isa::avx512_vnni, cpu::Int8Isa::avx2}) {
+        if (!cpu::int8_isa_available(isa)) continue;
+        if (isa == cpu::Int8Isa::avx2 && type != QuantType::q4_k && type != QuantType::q6_k) continue;  // AVX2's panels
+        const auto on = [&](const QuantizedTensor& w) { return testing::on_int8_isa(isa, [&] { return values(linear(x, w, bias)); }); };
+        EXPECT_EQ(on(panels), on(rows)) << quant_type_name(type) << " " << cpu::int8_isa_name(isa) << " m " << m << " n " << n
+                                        << " k " << k;
+      }
     }
 }
 
@@ -195,6 +209,9 @@ TEST(QuantPanels, MadeAtLoadForEveryTypeWithAPanelKernelOnAvx512Vnni) {
       EXPECT_EQ(w.panels() != nullptr, cpu::panels_pay(type));
       const bool expected = setting != std::string("0") && cpu::int8_isa() == cpu::Int8Isa::avx512_vnni;
       EXPECT_EQ(cpu::panels_pay(type), expected);
+      // on AVX2 (and AVX-VNNI) Q4_K and Q6_K only, whose AVX2 tiles read the panels
+      const bool on_avx2 = setting != std::string("0") && (type == QuantType::q4_k || type == QuantType::q6_k);
+      EXPECT_EQ(testing::on_int8_isa(cpu::Int8Isa::avx2, [&] { return cpu::panels_pay(type); }), on_avx2);
     }
   }
   const testing::ScopedPanels wrong("yes");

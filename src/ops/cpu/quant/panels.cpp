@@ -32,8 +32,13 @@ bool panels_pay(QuantType type) {
   const char* env = std::getenv("NANOFORMER_PANELS");
   const std::string_view wanted = env == nullptr ? "" : env;
   NF_CHECK(wanted.empty() || wanted == "0" || wanted == "1", "NANOFORMER_PANELS=", wanted, ": expected 0 or 1");
-  if (wanted == "0" || quant_traits(type).gemv_panels == nullptr || int8_isa() != Int8Isa::avx512_vnni) return false;
-  return true;
+  if (wanted == "0" || quant_traits(type).gemv_panels == nullptr) return false;
+  if (int8_isa() == Int8Isa::avx512_vnni) return true;
+#if defined(__AVX2__) && defined(__FMA__)
+  return type == QuantType::q4_k || type == QuantType::q6_k;
+#else
+  return false;
+#endif
 }
 
 namespace {
@@ -246,9 +251,9 @@ void gemv_panels(std::span<TileArgs> bases, int64_t m, bool scalar) {
     }
   const PanelX x{&a, start.data(), W::kMin ? sums.data() : nullptr, nb};
 #if defined(__AVX2__) && defined(__FMA__)
-  if (!scalar && int8_isa() == Int8Isa::avx512_vnni) return gemv_panels_on<Tiles32<W>, true>(bases, x, m);
+  if (!scalar && int8_isa() == Int8Isa::avx512_vnni) return gemv_panels_on<Tiles32<W>, PanelTiles::vnni>(bases, x, m);
 #endif
-  gemv_panels_on<Tiles32<W>, false>(bases, x, m);
+  gemv_panels_on<Tiles32<W>, PanelTiles::portable>(bases, x, m);
 }
 
 }  // namespace

@@ -170,11 +170,35 @@ NF_TARGET_AVX512_VNNI inline void q6_k_line(const Q6_KPanelBlock::Part& part, in
 }
 #endif
 
+#if defined(__AVX2__) && defined(__FMA__)
+// AVX2's view of a panel (panels_pay: the K types without fifth bits): a 64-byte line as two halves
+// of 8 rows, h = 0 (rows 0-7) and 1 (rows 8-15). Bytes 8h .. 8h + 7 of a line of bytes (the K
+// types' scales) as i32 lanes, unsigned or signed; the same i16 in both halves of each lane (for
+// vpmaddwd, the sub-block's scale on both of a lane's pair sums); 8 f16 as f32.
+inline __m256i panel_u8s_as_i32(const uint8_t* at) { return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(at))); }
+inline __m256i panel_i8s_as_i32(const int8_t* at) { return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(at))); }
+inline __m256i in_both_i16_halves(__m256i v) {
+  return _mm256_or_si256(_mm256_and_si256(v, _mm256_set1_epi32(0xffff)), _mm256_slli_epi32(v, 16));
+}
+inline __m256 panel_f16s_8(const uint16_t* at) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(at))); }
+// Q6_K's line l of a part, half h, as q6_k_line's values
+inline void q6_k_line_avx2(const Q6_KPanelBlock::Part& part, int l, int h, __m256i& low, __m256i& high) {
+  const __m256i nibble = _mm256_set1_epi8(0x0f), top = _mm256_set1_epi8(0x30);
+  const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(part.lines[l] + 32 * h));
+  const __m256i bits = _mm256_load_si256(reinterpret_cast<const __m256i*>(part.high[l / 2] + 32 * h));
+  const __m256i top_low = l % 2 == 0 ? _mm256_slli_epi16(bits, 4) : bits;
+  const __m256i top_high = l % 2 == 0 ? _mm256_slli_epi16(bits, 2) : _mm256_srli_epi16(bits, 2);
+  low = _mm256_or_si256(_mm256_and_si256(v, nibble), _mm256_and_si256(top_low, top));
+  high = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), nibble), _mm256_and_si256(top_high, top));
+}
+#endif
+
 // bytes of a panel of `type` (one with panels) of k values a row
 size_t panel_bytes_of(QuantType type, int64_t k);
 
 // Whether weights of `type` take panels here: a kernel for the type and an AVX512-VNNI CPU
-// (int8_isa()). On weights in the caches the panels' tiles are 1.3-2.5x the rows' (no horizontal
+// (int8_isa()), or on AVX2 (and AVX-VNNI) Q4_K and Q6_K, whose AVX2 tiles read a panel's line as
+// two halves of 8 rows (maddubs, i16 sums of a sub-block's lines, vpmaddwd by its scale). On weights in the caches the panels' tiles are 1.3-2.5x the rows' (no horizontal
 // sums, one scale vector for 16 rows); from memory, read as streams that ask for their lines ahead
 // (prefetch_l2), level with the rows' or faster at one row of x and much faster at several (a batched decode
 // step, a speculative draft's verification: docs/quantisation.md). NANOFORMER_PANELS=1 / 0 in the

@@ -50,11 +50,15 @@ void pack_each_row(const void* rows, int64_t n, int64_t nb, size_t bytes, void* 
   });
 }
 
+// Which of a Tiles policy's tiles a product runs: portable<R>, vnni<R> (AVX512-VNNI) or avx2<R>
+// (AVX2's maddubs, a line as two halves of 8 rows; the types that have them, panels_pay)
+enum class PanelTiles { portable, avx2, vnni };
+
 namespace {
 
 // Panels [p0, p1) of `base` against the m rows of x, 4 rows of x at a time (each panel read from
 // memory once, its lines in L1 for the later passes)
-template <class Tiles, bool kVnni>
+template <class Tiles, PanelTiles kTiles>
 void panel_range(const TileArgs& base, const PanelX& x, int64_t m, int64_t p0, int64_t p1) {
   const size_t bytes = Tiles::bytes(base.k);
   const auto store = [&](const float* out, int64_t p, int64_t r) {  // panel p's 16 sums for row r of x
@@ -63,11 +67,12 @@ void panel_range(const TileArgs& base, const PanelX& x, int64_t m, int64_t p0, i
   };
   const auto pass = [&]<int R>(const uint8_t* panel, int64_t p, int64_t r0) {
     float out[R][kPanelRows];
-    if constexpr (kVnni) Tiles::template vnni<R>(panel, x, r0, out);
+    if constexpr (kTiles == PanelTiles::vnni) Tiles::template vnni<R>(panel, x, r0, out);
+    else if constexpr (kTiles == PanelTiles::avx2) Tiles::template avx2<R>(panel, x, r0, out);
     else Tiles::template portable<R>(panel, x, r0, out);
     for (int i = 0; i < R; ++i) store(out[i], p, r0 + i);
   };
-  if constexpr (kVnni) {
+  if constexpr (kTiles == PanelTiles::vnni) {
     if (m == 1) {  // decode: the range cut in S parts read side by side, S streams
       constexpr int S = Tiles::kStreams;
       const int64_t part = (p1 - p0) / S;
@@ -97,20 +102,20 @@ void panel_range(const TileArgs& base, const PanelX& x, int64_t m, int64_t p0, i
 // The panels of every base against x: one product's split across the threads (or on one when it
 // is small); several (q, k and v; gate and up) in one hand-off, each thread taking its share of
 // every one.
-template <class Tiles, bool kVnni>
+template <class Tiles, PanelTiles kTiles>
 void gemv_panels_on(std::span<TileArgs> bases, const PanelX& x, int64_t m) {
   const auto panels = [](const TileArgs& base) { return (base.ldy + kPanelRows - 1) / kPanelRows; };
   if (bases.size() == 1) {
     const TileArgs& base = bases[0];
     const int64_t grain = std::max<int64_t>(1, kGrainWeights / std::max<int64_t>(base.k * kPanelRows, 1));
-    parallel_for(panels(base), grain, [&](int64_t begin, int64_t end) { panel_range<Tiles, kVnni>(base, x, m, begin, end); });
+    parallel_for(panels(base), grain, [&](int64_t begin, int64_t end) { panel_range<Tiles, kTiles>(base, x, m, begin, end); });
     return;
   }
   const int64_t threads = num_threads();
   parallel_for(threads, 1, [&](int64_t first, int64_t last) {
     for (int64_t t = first; t < last; ++t)
       for (const TileArgs& base : bases)
-        panel_range<Tiles, kVnni>(base, x, m, panels(base) * t / threads, panels(base) * (t + 1) / threads);
+        panel_range<Tiles, kTiles>(base, x, m, panels(base) * t / threads, panels(base) * (t + 1) / threads);
   });
 }
 

@@ -98,6 +98,53 @@ NF_TARGET_AVX512_VNNI void tile_vnni(const uint8_t* panel, const PanelX& x, int6
   }
   for (int i = 0; i < R; ++i) _mm512_storeu_ps(out[i], acc[i]);
 }
+
+// AVX2: a line's halves of 8 rows; two lines of a sub-block at a time summed as maddubs' i16 pairs
+// (each at most 2 x 63 x 128, two of them below 2^15), then vpmaddwd by its signed scale into i32;
+// the offset as 32 sum_j sc_j X_j at the end: the VNNI tile's integers, and its f32 step after them.
+template <int R>
+void tile_avx2(const uint8_t* panel, const PanelX& x, int64_t r0, float (&out)[R][kPanelRows]) {
+  for (int h = 0; h < 2; ++h) {
+    __m256 acc[R];
+    for (int i = 0; i < R; ++i) acc[i] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < x.nb; ++b) {
+      const Q6_KPanelBlock& sb = q6_block(panel, b);
+      __m256i sumi[R], offset[R];
+      for (int i = 0; i < R; ++i) sumi[i] = _mm256_setzero_si256(), offset[i] = _mm256_setzero_si256();
+      for (int p = 0; p < 8; ++p) {
+        const int j = 8 * (p / 4) + p % 4;
+        const __m256i sc_lo = in_both_i16_halves(panel_i8s_as_i32(sb.sc[j] + 8 * h));
+        const __m256i sc_hi = in_both_i16_halves(panel_i8s_as_i32(sb.sc[j + 4] + 8 * h));
+        for (int l0 = 0; l0 < 4; l0 += 2) {
+          __m256i lo[R], hi[R];
+          for (int i = 0; i < R; ++i) lo[i] = _mm256_setzero_si256(), hi[i] = _mm256_setzero_si256();
+          for (int l = l0; l < l0 + 2; ++l) {
+            __m256i low, high;
+            q6_k_line_avx2(sb.parts[p], l, h, low, high);
+            const int64_t at = b * 256 + line_value(p, l);
+            for (int i = 0; i < R; ++i) {
+              lo[i] = _mm256_add_epi16(lo[i], _mm256_maddubs_epi16(low, _mm256_set1_epi32(x.word(r0 + i, at))));
+              hi[i] = _mm256_add_epi16(hi[i], _mm256_maddubs_epi16(high, _mm256_set1_epi32(x.word(r0 + i, at + 64))));
+            }
+          }
+          for (int i = 0; i < R; ++i)
+            sumi[i] = _mm256_add_epi32(sumi[i], _mm256_add_epi32(_mm256_madd_epi16(lo[i], sc_lo), _mm256_madd_epi16(hi[i], sc_hi)));
+        }
+      }
+      for (int jj = 0; jj < 16; ++jj) {
+        const __m256i sc = panel_i8s_as_i32(sb.sc[jj] + 8 * h);
+        for (int i = 0; i < R; ++i)
+          offset[i] = _mm256_add_epi32(offset[i], _mm256_mullo_epi32(sc, _mm256_set1_epi32(sub_block_sum(*x.a, r0 + i, b, jj))));
+      }
+      const __m256 d = panel_f16s_8(sb.d + 8 * h);
+      for (int i = 0; i < R; ++i) {
+        const __m256i total = _mm256_sub_epi32(sumi[i], _mm256_slli_epi32(offset[i], 5));
+        acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(total), _mm256_mul_ps(d, _mm256_set1_ps(x.a->row_d(r0 + i)[b])), acc[i]);
+      }
+    }
+    for (int i = 0; i < R; ++i) _mm256_storeu_ps(out[i] + 8 * h, acc[i]);
+  }
+}
 #endif
 
 // the tiles of Q6_K's panels, as panels_driver.h takes them; decode reads one stream
@@ -115,6 +162,10 @@ struct TilesQ6_K {
   }
   static void streams(const uint8_t* const* panels, const PanelX& x, int64_t r, float (&out)[kStreams][kPanelRows]) {
     tile_vnni<1, stream_ahead(sizeof(Q6_KPanelBlock))>(panels[0], x, r, out);
+  }
+  template <int R>
+  static void avx2(const uint8_t* panel, const PanelX& x, int64_t r0, float (&out)[R][kPanelRows]) {
+    tile_avx2<R>(panel, x, r0, out);
   }
 #endif
 };
@@ -172,9 +223,10 @@ void gemv_panels_q6_k(std::span<TileArgs> bases, int64_t m, bool scalar) {
   const QuantizedActivations& a = quantise_x(bases, m, 256, scalar);
   const PanelX x{&a, nullptr, nullptr, bases[0].k / 256};
 #if defined(__AVX2__) && defined(__FMA__)
-  if (!scalar && int8_isa() == Int8Isa::avx512_vnni) return gemv_panels_on<TilesQ6_K, true>(bases, x, m);
+  if (!scalar && int8_isa() == Int8Isa::avx512_vnni) return gemv_panels_on<TilesQ6_K, PanelTiles::vnni>(bases, x, m);
+  if (!scalar) return gemv_panels_on<TilesQ6_K, PanelTiles::avx2>(bases, x, m);
 #endif
-  gemv_panels_on<TilesQ6_K, false>(bases, x, m);
+  gemv_panels_on<TilesQ6_K, PanelTiles::portable>(bases, x, m);
 }
 
 }  // namespace nf::cpu

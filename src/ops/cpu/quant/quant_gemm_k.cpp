@@ -318,6 +318,14 @@ void unpack_stored_panel(const uint8_t*, int64_t, KPanelBlock<W, kPanelRowsVnni>
 }
 #endif
 
+// Row `row` of the weight as the file's blocks, from its panels made at load (PB)
+template <class PB>
+void unpack_stored_row(const void* panels, int64_t k, int64_t row, void* blocks) {
+  if constexpr (std::is_same_v<PB, Q4_KPanelBlock>) unpack_panel_row_q4_k(panels, k, row, blocks);
+  else if constexpr (std::is_same_v<PB, Q5_KPanelBlock>) unpack_panel_row_q5_k(panels, k, row, blocks);
+  else unpack_panel_row_q6_k(panels, k, row, blocks);
+}
+
 // Rows [0, rows) of a unit of packed x against a panel, in tiles of up to R rows.
 template <class W, int P, int R>
 void unit_against_panel(const KPanelBlock<W, P>* panel, int64_t nb, const int32_t* xwords, const KXInfo* xinfo, int64_t i0,
@@ -347,13 +355,20 @@ void gemm_k(const void* w, int64_t n, int64_t k, const BlockQ8_K* xq, int64_t m,
   const int64_t panels = (n + P - 1) / P;
   parallel_for(panels * units, 1, [&](int64_t begin, int64_t end) {
     std::vector<KPanelBlock<W, P>> packed(static_cast<size_t>(nb));
+    std::vector<typename W::Block> rows;
     int64_t packed_panel = -1;
     for (int64_t at = begin; at < end; ++at) {
       const int64_t panel = at / units, unit = at % units, j0 = panel * P, i0 = unit * kUnitRows;
       if (panel != packed_panel) {
-        if constexpr (!std::is_void_v<Stored>)
+        if constexpr (std::is_void_v<Stored>) pack_panel<W, P, P == kPanelRowsAvx2>(w, nb, j0, n, packed.data());
+        else if constexpr (P == kPanelRowsVnni)
           unpack_stored_panel<Stored, W>(static_cast<const uint8_t*>(w) + panel * k_panel_bytes<Stored>(k), nb, packed.data());
-        else pack_panel<W, P, P == kPanelRowsAvx2>(w, nb, j0, n, packed.data());
+        else {  // AVX2's panels of 8 rows: the rows read back from the stored panels, then packed as from the file
+          const int64_t count = std::min<int64_t>(P, n - j0);
+          rows.resize(static_cast<size_t>(count * nb));
+          for (int64_t r = 0; r < count; ++r) unpack_stored_row<Stored>(w, k, j0 + r, rows.data() + r * nb);
+          pack_panel<W, P, true>(rows.data(), nb, 0, count, packed.data());
+        }
         packed_panel = panel;
       }
       unit_against_panel<W, P, R>(packed.data(), nb, words.data() + unit * nb * kGroups * kUnitRows,
@@ -371,16 +386,24 @@ void gemm(const void* w, int64_t n, int64_t k, const void* xq, int64_t m, float*
   gemm_k<W, kPanelRowsAvx2, kTileRowsAvx2>(w, n, k, x, m, y, ldy);
 }
 
+// the GEMM on the panels made at load (PB): AVX512-VNNI's reads them in place, AVX2's reads their rows back
+template <class W, class PB>
+void gemm_stored(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) {
+  const auto* x = static_cast<const BlockQ8_K*>(xq);
+  if (int8_isa() == Int8Isa::avx512_vnni) return gemm_k<W, kPanelRowsVnni, kTileRowsVnni, PB>(panels, n, k, x, m, y, ldy);
+  gemm_k<W, kPanelRowsAvx2, kTileRowsAvx2, PB>(panels, n, k, x, m, y, ldy);
+}
+
 }  // namespace
 
 void gemm_panels_q4_k(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) {
-  gemm_k<Q4_KUnpack, kPanelRowsVnni, kTileRowsVnni, Q4_KPanelBlock>(panels, n, k, static_cast<const BlockQ8_K*>(xq), m, y, ldy);
+  gemm_stored<Q4_KUnpack, Q4_KPanelBlock>(panels, n, k, xq, m, y, ldy);
 }
 void gemm_panels_q5_k(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) {
-  gemm_k<Q5_KUnpack, kPanelRowsVnni, kTileRowsVnni, Q5_KPanelBlock>(panels, n, k, static_cast<const BlockQ8_K*>(xq), m, y, ldy);
+  gemm_stored<Q5_KUnpack, Q5_KPanelBlock>(panels, n, k, xq, m, y, ldy);
 }
 void gemm_panels_q6_k(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) {
-  gemm_k<Q6_KUnpack, kPanelRowsVnni, kTileRowsVnni, Q6_KPanelBlock>(panels, n, k, static_cast<const BlockQ8_K*>(xq), m, y, ldy);
+  gemm_stored<Q6_KUnpack, Q6_KPanelBlock>(panels, n, k, xq, m, y, ldy);
 }
 void gemm_q4_k(const void* w, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) {
   gemm<Q4_KUnpack>(w, n, k, xq, m, y, ldy);
