@@ -169,7 +169,7 @@ TEST(QuantPanels, PrefillOnPanelsEqualsPrefillOnRowsBitForBit) {
       const Tensor x = randn({m, k}, gen), bias = randn({n}, gen);
       for (cpu::Int8Isa isa : {cpu::Int8Isa::avx512_vnni, cpu::Int8Isa::avx2}) {
         if (!cpu::int8_isa_available(isa)) continue;
-        if (isa == cpu::Int8Isa::avx2 && type != QuantType::q4_k && type != QuantType::q6_k) continue;  // AVX2's panels
+        if (isa == cpu::Int8Isa::avx2 && !testing::on_int8_isa(isa, [&] { return cpu::panels_pay(type); })) continue;  // AVX2's panels
         const auto on = [&](const QuantizedTensor& w) { return testing::on_int8_isa(isa, [&] { return values(linear(x, w, bias)); }); };
         EXPECT_EQ(on(panels), on(rows)) << quant_type_name(type) << " " << cpu::int8_isa_name(isa) << " m " << m << " n " << n
                                         << " k " << k;
@@ -203,14 +203,16 @@ TEST(QuantPanels, MadeAtLoadForEveryTypeWithAPanelKernelOnAvx512Vnni) {
   // by default wherever the CPU has AVX512-VNNI, whatever the weights' size; NANOFORMER_PANELS forces them
   for (const char* setting : {"", "0", "1"}) {
     const testing::ScopedPanels panels(setting);
-    for (QuantType type : {QuantType::q8_0, QuantType::q4_0, QuantType::q5_0, QuantType::q5_1, QuantType::q4_k, QuantType::q5_k, QuantType::q6_k}) {
+    for (QuantType type : {QuantType::q8_0, QuantType::q4_0, QuantType::q4_1, QuantType::q5_0, QuantType::q5_1, QuantType::q4_k,
+                           QuantType::q5_k, QuantType::q6_k}) {
       SCOPED_TRACE(std::string(quant_type_name(type)) + " NANOFORMER_PANELS=" + setting);
       const QuantizedTensor w = with_kernel_layout(random_weight(type, 20, 256, rng));
       EXPECT_EQ(w.panels() != nullptr, cpu::panels_pay(type));
       const bool expected = setting != std::string("0") && cpu::int8_isa() == cpu::Int8Isa::avx512_vnni;
       EXPECT_EQ(cpu::panels_pay(type), expected);
-      // on AVX2 (and AVX-VNNI) Q4_K and Q6_K only, whose AVX2 tiles read the panels
-      const bool on_avx2 = setting != std::string("0") && (type == QuantType::q4_k || type == QuantType::q6_k);
+      // on AVX2 (and AVX-VNNI) the 4-bit types, Q4_K and Q6_K only, whose AVX2 tiles read the panels
+      const bool on_avx2 = setting != std::string("0") && (type == QuantType::q4_0 || type == QuantType::q4_1 ||
+                                                             type == QuantType::q4_k || type == QuantType::q6_k);
       EXPECT_EQ(testing::on_int8_isa(cpu::Int8Isa::avx2, [&] { return cpu::panels_pay(type); }), on_avx2);
     }
   }

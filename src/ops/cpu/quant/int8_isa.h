@@ -8,8 +8,8 @@
 // (Decode's matrix-vector tiles over a file's rows, quant_gemv: the 32-value types' stay on AVX2's,
 // in VNNI form they measured no faster, docs/quantisation.md; the K types' take AVX512-VNNI's,
 // tiles_k_vnni.cpp. Over the panels made at load, panels.h, where a register holds 16 rows and no
-// horizontal sums are left, they take AVX512-VNNI's; on AVX2 Q4_K's and Q6_K's panels are made too,
-// read as halves of 8 rows by AVX2's tiles.)
+// horizontal sums are left, they take AVX512-VNNI's; on AVX2 Q4_0's, Q4_1's, Q4_K's and Q6_K's
+// panels are made too, read as halves of 8 rows by AVX2's tiles.)
 // Every integer sum is exact on all three, so they give the same bits.
 // NANOFORMER_INT8=avx2 | avx-vnni | avx512-vnni in the environment (or force_int8_isa) picks one
 // the CPU has, to compare or test them.

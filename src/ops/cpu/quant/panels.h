@@ -171,7 +171,7 @@ NF_TARGET_AVX512_VNNI inline void q6_k_line(const Q6_KPanelBlock::Part& part, in
 #endif
 
 #if defined(__AVX2__) && defined(__FMA__)
-// AVX2's view of a panel (panels_pay: the K types without fifth bits): a 64-byte line as two halves
+// AVX2's view of a panel (panels_pay: the 4-bit types, Q4_K, Q6_K): a 64-byte line as two halves
 // of 8 rows, h = 0 (rows 0-7) and 1 (rows 8-15). Bytes 8h .. 8h + 7 of a line of bytes (the K
 // types' scales) as i32 lanes, unsigned or signed; the same i16 in both halves of each lane (for
 // vpmaddwd, the sub-block's scale on both of a lane's pair sums); 8 f16 as f32.
@@ -197,8 +197,9 @@ inline void q6_k_line_avx2(const Q6_KPanelBlock::Part& part, int l, int h, __m25
 size_t panel_bytes_of(QuantType type, int64_t k);
 
 // Whether weights of `type` take panels here: a kernel for the type and an AVX512-VNNI CPU
-// (int8_isa()), or on AVX2 (and AVX-VNNI) Q4_K and Q6_K, whose AVX2 tiles read a panel's line as
-// two halves of 8 rows (maddubs, i16 sums of a sub-block's lines, vpmaddwd by its scale). On weights in the caches the panels' tiles are 1.3-2.5x the rows' (no horizontal
+// (int8_isa()), or on AVX2 (and AVX-VNNI) Q4_0, Q4_1, Q4_K and Q6_K, whose AVX2 tiles read a
+// panel's line as two halves of 8 rows (maddubs, i16 sums of a block's or sub-block's lines,
+// vpmaddwd by ones or by its scale). On weights in the caches the panels' tiles are 1.3-2.5x the rows' (no horizontal
 // sums, one scale vector for 16 rows); from memory, read as streams that ask for their lines ahead
 // (prefetch_l2), level with the rows' or faster at one row of x and much faster at several (a batched decode
 // step, a speculative draft's verification: docs/quantisation.md). NANOFORMER_PANELS=1 / 0 in the

@@ -376,7 +376,10 @@ NF_TARGET_AVX_VNNI void rows_against_panel_avx_vnni(const PanelBlock<W, kPanelRo
 
 // The 8-row panels: AVX2's tiles, or AVX-VNNI's.
 template <class W>
-void gemm_avx2(const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t m, float* y, int64_t ldy) {
+// (`unpack`: w is the panels made at load, panels.h, and each panel of P rows packs the rows read
+// back from them)
+void gemm_avx2(const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t m, float* y, int64_t ldy,
+               void (*unpack)(const void*, int64_t, int64_t, void*) = nullptr) {
   PanelRows<W> rows = rows_against_panel<W, Int8DotAvx2>;
 #if defined(__AVX2__) && defined(__FMA__)
   if (W::kSigned && int8_isa() == Int8Isa::avx_vnni) rows = rows_against_panel_avx_vnni<W>;
@@ -391,9 +394,16 @@ void gemm_avx2(const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t
   // Units are (panel, rows of x), panel-major, so a thread's run of units packs each panel once.
   parallel_for(panels * row_units, 1, [&](int64_t begin, int64_t end) {
     std::vector<PanelBlock<W, P>> packed(static_cast<size_t>(nb));
+    std::vector<typename W::Block> rows_read;
     int64_t packed_panel = -1;
     for (int64_t unit = begin; unit < end; ++unit) {
       const int64_t panel = unit / row_units, i0 = unit % row_units * kUnitRows, j0 = panel * P;
+      if (panel != packed_panel && unpack != nullptr) {
+        const int64_t count = std::min<int64_t>(P, n - j0);
+        rows_read.resize(static_cast<size_t>(count * nb));
+        for (int64_t r = 0; r < count; ++r) unpack(w, k, j0 + r, rows_read.data() + r * nb);
+        pack_panel<W, P>(rows_read.data(), nb, 0, count, packed.data()), packed_panel = panel;
+      }
       if (panel != packed_panel) pack_panel<W, P>(w, nb, j0, n, packed.data()), packed_panel = panel;
       rows(packed.data(), nb, xq, xinfo.data(), i0, std::min(m, i0 + kUnitRows), y + j0, ldy, std::min<int64_t>(P, n - j0));
     }
@@ -454,10 +464,14 @@ void gemm_panels_q8_0(const void* panels, int64_t n, int64_t k, const void* xq, 
   gemm_vnni<Q8_0W>(panels, n, k, static_cast<const BlockQ8_0*>(xq), m, y, ldy, /*stored=*/true);
 }
 void gemm_panels_q4_0(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) {
-  gemm_vnni<Q4_0W>(panels, n, k, static_cast<const BlockQ8_0*>(xq), m, y, ldy, /*stored=*/true);
+  const auto* x = static_cast<const BlockQ8_0*>(xq);
+  if (int8_isa() == Int8Isa::avx512_vnni) return gemm_vnni<Q4_0W>(panels, n, k, x, m, y, ldy, /*stored=*/true);
+  gemm_avx2<Q4_0W>(panels, n, k, x, m, y, ldy, unpack_panel_row_q4_0);  // (AVX2's panels, panels_pay)
 }
 void gemm_panels_q4_1(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) {
-  gemm_vnni<Q4_1W>(panels, n, k, static_cast<const BlockQ8_0*>(xq), m, y, ldy, /*stored=*/true);
+  const auto* x = static_cast<const BlockQ8_0*>(xq);
+  if (int8_isa() == Int8Isa::avx512_vnni) return gemm_vnni<Q4_1W>(panels, n, k, x, m, y, ldy, /*stored=*/true);
+  gemm_avx2<Q4_1W>(panels, n, k, x, m, y, ldy, unpack_panel_row_q4_1);
 }
 void gemm_panels_q5_0(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) {
   gemm_vnni<Q5_0W>(panels, n, k, static_cast<const BlockQ8_0*>(xq), m, y, ldy, /*stored=*/true);
