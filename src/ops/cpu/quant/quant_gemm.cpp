@@ -374,10 +374,9 @@ NF_TARGET_AVX_VNNI void rows_against_panel_avx_vnni(const PanelBlock<W, kPanelRo
 }
 #endif
 
-// The 8-row panels: AVX2's tiles, or AVX-VNNI's.
+// The 8-row panels: AVX2's tiles, or AVX-VNNI's. (`unpack`: w is the panels made at load, panels.h,
+// and each panel of P rows packs the rows read back from them)
 template <class W>
-// (`unpack`: w is the panels made at load, panels.h, and each panel of P rows packs the rows read
-// back from them)
 void gemm_avx2(const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t m, float* y, int64_t ldy,
                void (*unpack)(const void*, int64_t, int64_t, void*) = nullptr) {
   PanelRows<W> rows = rows_against_panel<W, Int8DotAvx2>;
@@ -398,13 +397,17 @@ void gemm_avx2(const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t
     int64_t packed_panel = -1;
     for (int64_t unit = begin; unit < end; ++unit) {
       const int64_t panel = unit / row_units, i0 = unit % row_units * kUnitRows, j0 = panel * P;
-      if (panel != packed_panel && unpack != nullptr) {
-        const int64_t count = std::min<int64_t>(P, n - j0);
-        rows_read.resize(static_cast<size_t>(count * nb));
-        for (int64_t r = 0; r < count; ++r) unpack(w, k, j0 + r, rows_read.data() + r * nb);
-        pack_panel<W, P>(rows_read.data(), nb, 0, count, packed.data()), packed_panel = panel;
+      if (panel != packed_panel) {
+        if (unpack == nullptr) {
+          pack_panel<W, P>(w, nb, j0, n, packed.data());
+        } else {
+          const int64_t count = std::min<int64_t>(P, n - j0);
+          rows_read.resize(static_cast<size_t>(count * nb));
+          for (int64_t r = 0; r < count; ++r) unpack(w, k, j0 + r, rows_read.data() + r * nb);
+          pack_panel<W, P>(rows_read.data(), nb, 0, count, packed.data());
+        }
+        packed_panel = panel;
       }
-      if (panel != packed_panel) pack_panel<W, P>(w, nb, j0, n, packed.data()), packed_panel = panel;
       rows(packed.data(), nb, xq, xinfo.data(), i0, std::min(m, i0 + kUnitRows), y + j0, ldy, std::min<int64_t>(P, n - j0));
     }
   });

@@ -318,14 +318,6 @@ void unpack_stored_panel(const uint8_t*, int64_t, KPanelBlock<W, kPanelRowsVnni>
 }
 #endif
 
-// Row `row` of the weight as the file's blocks, from its panels made at load (PB)
-template <class PB>
-void unpack_stored_row(const void* panels, int64_t k, int64_t row, void* blocks) {
-  if constexpr (std::is_same_v<PB, Q4_KPanelBlock>) unpack_panel_row_q4_k(panels, k, row, blocks);
-  else if constexpr (std::is_same_v<PB, Q5_KPanelBlock>) unpack_panel_row_q5_k(panels, k, row, blocks);
-  else unpack_panel_row_q6_k(panels, k, row, blocks);
-}
-
 // Rows [0, rows) of a unit of packed x against a panel, in tiles of up to R rows.
 template <class W, int P, int R>
 void unit_against_panel(const KPanelBlock<W, P>* panel, int64_t nb, const int32_t* xwords, const KXInfo* xinfo, int64_t i0,
@@ -345,9 +337,11 @@ void unit_against_panel(const KPanelBlock<W, P>* panel, int64_t nb, const int32_
 
 // x packed per unit of kUnitRows rows (x_units.h); then units of (panel, unit of x), panel-major,
 // so a thread's run of units packs each panel once.
-// (Stored: w is the panels made at load, panels.h, of that panel block type, and P the VNNI panels' 16)
+// (Stored: w is the panels made at load, panels.h, of that panel block type; AVX2's panels of 8
+// pack the rows `unpack` reads back from them, as gemm_avx2 of the 32-value types does)
 template <class W, int P, int R, class Stored = void>
-void gemm_k(const void* w, int64_t n, int64_t k, const BlockQ8_K* xq, int64_t m, float* y, int64_t ldy) {
+void gemm_k(const void* w, int64_t n, int64_t k, const BlockQ8_K* xq, int64_t m, float* y, int64_t ldy,
+            void (*unpack)(const void*, int64_t, int64_t, void*) = nullptr) {
   const int64_t nb = k / kQK_K, units = (m + kUnitRows - 1) / kUnitRows;
   std::vector<int32_t> words;
   std::vector<KXInfo> info;
@@ -366,7 +360,7 @@ void gemm_k(const void* w, int64_t n, int64_t k, const BlockQ8_K* xq, int64_t m,
         else {  // AVX2's panels of 8 rows: the rows read back from the stored panels, then packed as from the file
           const int64_t count = std::min<int64_t>(P, n - j0);
           rows.resize(static_cast<size_t>(count * nb));
-          for (int64_t r = 0; r < count; ++r) unpack_stored_row<Stored>(w, k, j0 + r, rows.data() + r * nb);
+          for (int64_t r = 0; r < count; ++r) unpack(w, k, j0 + r, rows.data() + r * nb);
           pack_panel<W, P, true>(rows.data(), nb, 0, count, packed.data());
         }
         packed_panel = panel;
@@ -388,22 +382,23 @@ void gemm(const void* w, int64_t n, int64_t k, const void* xq, int64_t m, float*
 
 // the GEMM on the panels made at load (PB): AVX512-VNNI's reads them in place, AVX2's reads their rows back
 template <class W, class PB>
-void gemm_stored(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) {
+void gemm_stored(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy,
+                 void (*unpack)(const void*, int64_t, int64_t, void*)) {
   const auto* x = static_cast<const BlockQ8_K*>(xq);
   if (int8_isa() == Int8Isa::avx512_vnni) return gemm_k<W, kPanelRowsVnni, kTileRowsVnni, PB>(panels, n, k, x, m, y, ldy);
-  gemm_k<W, kPanelRowsAvx2, kTileRowsAvx2, PB>(panels, n, k, x, m, y, ldy);
+  gemm_k<W, kPanelRowsAvx2, kTileRowsAvx2, PB>(panels, n, k, x, m, y, ldy, unpack);
 }
 
 }  // namespace
 
 void gemm_panels_q4_k(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) {
-  gemm_stored<Q4_KUnpack, Q4_KPanelBlock>(panels, n, k, xq, m, y, ldy);
+  gemm_stored<Q4_KUnpack, Q4_KPanelBlock>(panels, n, k, xq, m, y, ldy, unpack_panel_row_q4_k);
 }
 void gemm_panels_q5_k(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) {
-  gemm_stored<Q5_KUnpack, Q5_KPanelBlock>(panels, n, k, xq, m, y, ldy);
+  gemm_stored<Q5_KUnpack, Q5_KPanelBlock>(panels, n, k, xq, m, y, ldy, unpack_panel_row_q5_k);
 }
 void gemm_panels_q6_k(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) {
-  gemm_stored<Q6_KUnpack, Q6_KPanelBlock>(panels, n, k, xq, m, y, ldy);
+  gemm_stored<Q6_KUnpack, Q6_KPanelBlock>(panels, n, k, xq, m, y, ldy, unpack_panel_row_q6_k);
 }
 void gemm_q4_k(const void* w, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) {
   gemm<Q4_KUnpack>(w, n, k, xq, m, y, ldy);
