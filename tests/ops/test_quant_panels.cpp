@@ -5,6 +5,7 @@
 // random ones, and the two tiles bit for bit; prefill's GEMM on them bit for bit the GEMM on the
 // rows; odd shapes (partial panels, odd block counts), several rows of x, bias, several products;
 // a row read back from them (the embedding's look-up) the file's row.
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -12,6 +13,7 @@
 
 #include "nanoformer/autograd/grad_mode.h"
 #include "nanoformer/core/dtype.h"
+#include "nanoformer/ops/factory.h"
 #include "nanoformer/ops/quantized.h"
 #include "ops/cpu/quant/activation_quant.h"
 #include "ops/cpu/quant/int8_isa.h"
@@ -116,7 +118,7 @@ TEST(QuantPanels, DecodeMatchesTheFormulasAndTheTilesAgreeBitForBit) {
         const Tensor x = randn({m, k}, gen), bias = randn({n}, gen);
         const Tensor y = gemv(x, w, false, bias), portable = gemv(x, w, true, bias);
         EXPECT_EQ(values(y), values(portable));
-        for (cpu::Int8Isa isa : testing::all_int8_isas())  // AVX2's tiles (Q4_K, Q6_K) as well as the CPU's own
+        for (cpu::Int8Isa isa : testing::all_int8_isas())  // AVX2's tiles as well as the CPU's own
           EXPECT_EQ(testing::on_int8_isa(isa, [&] { return values(gemv(x, w, false, bias)); }), values(portable))
               << cpu::int8_isa_name(isa);
         cpu::QuantizedActivations a;
@@ -137,6 +139,33 @@ TEST(QuantPanels, DecodeMatchesTheFormulasAndTheTilesAgreeBitForBit) {
           }
         }
       }
+}
+
+TEST(QuantPanels, TheTilesSumsHoldTheLargestValues) {
+  // every value and 6-bit scale at its largest (Q8_0 at -127) and x constant, which quantises to
+  // 127 (q8_0, q8_1) or -128 (q8_k) everywhere: the AVX2 tiles' 16-bit sums of a block's or
+  // sub-block's lines at their bound (2^15 would overflow), each ISA's tiles equal to the portable one
+  std::mt19937 rng(12);
+  for (QuantType type : kPanelTypes) {
+    const int64_t k = 512, n = 40;
+    QuantizedTensor w = random_weight(type, n, k, rng);
+    auto* bytes = static_cast<unsigned char*>(w.mutable_data());
+    const size_t block_bytes = static_cast<size_t>(quant_type_info(type).block_bytes);
+    const std::vector<size_t> scales = testing::scale_offsets(type);
+    for (size_t i = 0; i < w.nbytes(); ++i) {
+      const size_t at = i % block_bytes;
+      if (std::none_of(scales.begin(), scales.end(), [&](size_t off) { return at == off || at == off + 1; }))
+        bytes[i] = type == QuantType::q8_0 ? 0x81 : 0xff;
+    }
+    const QuantizedTensor panels = with_panels(w);
+    for (const float value : {1.0f, -1.0f}) {
+      const Tensor x = full({2, k}, value);
+      const std::vector<float> portable = values(gemv(x, panels, true));
+      for (cpu::Int8Isa isa : testing::all_int8_isas())
+        EXPECT_EQ(testing::on_int8_isa(isa, [&] { return values(gemv(x, panels, false)); }), portable)
+            << quant_type_name(type) << " " << cpu::int8_isa_name(isa) << " x " << value;
+    }
+  }
 }
 
 TEST(QuantPanels, SeveralProductsTogetherEqualEachAloneOnAnyThreadCount) {
@@ -210,9 +239,8 @@ TEST(QuantPanels, MadeAtLoadForEveryTypeWithAPanelKernelOnAvx512Vnni) {
       EXPECT_EQ(w.panels() != nullptr, cpu::panels_pay(type));
       const bool expected = setting != std::string("0") && cpu::int8_isa() == cpu::Int8Isa::avx512_vnni;
       EXPECT_EQ(cpu::panels_pay(type), expected);
-      // on AVX2 (and AVX-VNNI) the 4-bit types, Q4_K and Q6_K only, whose AVX2 tiles read the panels
-      const bool on_avx2 = setting != std::string("0") && (type == QuantType::q4_0 || type == QuantType::q4_1 ||
-                                                             type == QuantType::q4_k || type == QuantType::q6_k);
+      // on AVX2 (and AVX-VNNI) every type but Q8_0, whose AVX2 tiles read the panels
+      const bool on_avx2 = setting != std::string("0") && type != QuantType::q8_0;
       EXPECT_EQ(testing::on_int8_isa(cpu::Int8Isa::avx2, [&] { return cpu::panels_pay(type); }), on_avx2);
     }
   }

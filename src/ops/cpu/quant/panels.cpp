@@ -35,7 +35,7 @@ bool panels_pay(QuantType type) {
   if (wanted == "0" || quant_traits(type).gemv_panels == nullptr) return false;
   if (int8_isa() == Int8Isa::avx512_vnni) return true;
 #if defined(__AVX2__) && defined(__FMA__)
-  return type == QuantType::q4_0 || type == QuantType::q4_1 || type == QuantType::q4_k || type == QuantType::q6_k;
+  return type != QuantType::q8_0;
 #else
   return false;
 #endif
@@ -159,12 +159,14 @@ struct Tiles32 {
     return acc;
   }
 
-  // AVX2 (Q4_0, Q4_1): a line's halves of 8 rows, maddubs of the nibbles with x's 4 bytes into i16
-  // pairs (each at most 2 x 15 x 128) summed over the block's 4 lines, one vpmaddwd by ones into i32
-  // from the lanes' start: the VNNI tile's integers, and its f32 steps
+  // AVX2 (Q4_0, Q4_1, Q5_0, Q5_1): a line's halves of 8 rows, maddubs of the nibbles (the fifth
+  // bits added: fifth_bits_avx2) with x's 4 bytes into i16 pairs (each at most 2 x 31 x 128), the
+  // low nibbles' and the high ones' each summed over the block's 4 lines (below 2^15; the 4-bit
+  // types' 8 together, 2 x 15 x 128 each), vpmaddwd by ones into i32 from the lanes' start: the
+  // VNNI tile's integers, and its f32 steps
   template <int R>
   static void avx2(const uint8_t* panel, const PanelX& x, int64_t r0, float (&out)[R][kPanelRows]) {
-    static_assert(!W::kSigned && W::kBits == 4, "the 4-bit types' AVX2 tile");
+    static_assert(!W::kSigned, "the 4- and 5-bit types' AVX2 tile");
     constexpr PanelShape shape = panel_shape<W>();
     const __m256i nibble = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
     constexpr int64_t pair_bytes = (2 * shape.lines + shape.scale_lines) * kPanelLine, ahead = stream_ahead(pair_bytes);
@@ -173,20 +175,27 @@ struct Tiles32 {
     for (int64_t b = 0; b < x.nb; ++b) {
       if (b % 2 == 0) prefetch_l2(panel_pair(panel, shape, b) + ahead, pair_bytes);  // (as decode's streams)
       const uint8_t* lines = panel_lines_of(panel, shape, b);
-      __m256i sum16[R][2];
-      for (int i = 0; i < R; ++i) sum16[i][0] = sum16[i][1] = _mm256_setzero_si256();
+      __m256i low16[R][2], high16[R][2];
+      for (int i = 0; i < R; ++i) low16[i][0] = low16[i][1] = high16[i][0] = high16[i][1] = _mm256_setzero_si256();
       for (int j = 0; j < 4; ++j)
         for (int h = 0; h < 2; ++h) {
           const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(lines + j * kPanelLine + 32 * h));
-          const __m256i lo = _mm256_and_si256(v, nibble), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
-          for (int i = 0; i < R; ++i)
-            sum16[i][h] = _mm256_add_epi16(sum16[i][h], _mm256_add_epi16(_mm256_maddubs_epi16(lo, _mm256_set1_epi32(x.word(r0 + i, b * 32 + 4 * j))),
-                                                                         _mm256_maddubs_epi16(hi, _mm256_set1_epi32(x.word(r0 + i, b * 32 + 4 * (j + 4))))));
+          __m256i lo = _mm256_and_si256(v, nibble), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
+          if constexpr (W::kBits == 5) {
+            lo = _mm256_or_si256(lo, fifth_bits_avx2(lines - kPanelLine + 8 * j, h));
+            hi = _mm256_or_si256(hi, fifth_bits_avx2(lines - kPanelLine + 8 * (j + 4), h));
+          }
+          for (int i = 0; i < R; ++i) {
+            low16[i][h] = _mm256_add_epi16(low16[i][h], _mm256_maddubs_epi16(lo, _mm256_set1_epi32(x.word(r0 + i, b * 32 + 4 * j))));
+            high16[i][h] = _mm256_add_epi16(high16[i][h], _mm256_maddubs_epi16(hi, _mm256_set1_epi32(x.word(r0 + i, b * 32 + 4 * (j + 4)))));
+          }
         }
       for (int h = 0; h < 2; ++h) {
         const __m256 dw = panel_f16s_8(panel_scales_of(panel, shape, b) + 8 * h);
         for (int i = 0; i < R; ++i) {
-          const __m256i isum = _mm256_add_epi32(_mm256_madd_epi16(sum16[i][h], ones), _mm256_set1_epi32(x.start[(r0 + i) * x.nb + b]));
+          const __m256i pairs = W::kBits == 4 ? _mm256_madd_epi16(_mm256_add_epi16(low16[i][h], high16[i][h]), ones)
+                                              : _mm256_add_epi32(_mm256_madd_epi16(low16[i][h], ones), _mm256_madd_epi16(high16[i][h], ones));
+          const __m256i isum = _mm256_add_epi32(pairs, _mm256_set1_epi32(x.start[(r0 + i) * x.nb + b]));
           acc[i][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(dw, _mm256_set1_ps(x.a->row_d(r0 + i)[b])), acc[i][h]);
           if constexpr (W::kMin)
             acc[i][h] = _mm256_fmadd_ps(panel_f16s_8(panel_mins_of(panel, shape, b) + 8 * h), _mm256_set1_ps(x.sums[(r0 + i) * x.nb + b]), acc[i][h]);
@@ -289,7 +298,7 @@ void gemv_panels(std::span<TileArgs> bases, int64_t m, bool scalar) {
   const PanelX x{&a, start.data(), W::kMin ? sums.data() : nullptr, nb};
 #if defined(__AVX2__) && defined(__FMA__)
   if (!scalar && int8_isa() == Int8Isa::avx512_vnni) return gemv_panels_on<Tiles32<W>, PanelTiles::vnni>(bases, x, m);
-  if constexpr (!W::kSigned && W::kBits == 4)
+  if constexpr (!W::kSigned)
     if (!scalar) return gemv_panels_on<Tiles32<W>, PanelTiles::avx2>(bases, x, m);
 #endif
   gemv_panels_on<Tiles32<W>, PanelTiles::portable>(bases, x, m);

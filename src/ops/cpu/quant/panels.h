@@ -171,7 +171,7 @@ NF_TARGET_AVX512_VNNI inline void q6_k_line(const Q6_KPanelBlock::Part& part, in
 #endif
 
 #if defined(__AVX2__) && defined(__FMA__)
-// AVX2's view of a panel (panels_pay: the 4-bit types, Q4_K, Q6_K): a 64-byte line as two halves
+// AVX2's view of a panel (panels_pay: every type's but Q8_0): a 64-byte line as two halves
 // of 8 rows, h = 0 (rows 0-7) and 1 (rows 8-15). Bytes 8h .. 8h + 7 of a line of bytes (the K
 // types' scales) as i32 lanes, unsigned or signed; the same i16 in both halves of each lane (for
 // vpmaddwd, the sub-block's scale on both of a lane's pair sums); 8 f16 as f32.
@@ -181,6 +181,17 @@ inline __m256i in_both_i16_halves(__m256i v) {
   return _mm256_or_si256(_mm256_and_si256(v, _mm256_set1_epi32(0xffff)), _mm256_slli_epi32(v, 16));
 }
 inline __m256 panel_f16s_8(const uint16_t* at) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(at))); }
+// A 5-bit type's fifth bits for a line's half h as bytes, 16 where the bit is set and 0 elsewhere
+// (bits 32h .. 32h + 31 of the 64-bit mask at `mask`, byte i's at bit 32h + i): its 4 bytes spread
+// 8 to a byte (vpshufb), and each byte's own bit, 1 << i % 8, tested
+inline __m256i fifth_bits_avx2(const void* mask, int h) {
+  int32_t bits;
+  std::memcpy(&bits, static_cast<const uint8_t*>(mask) + 4 * h, 4);
+  const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32(bits), _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202,
+                                                                                       0x0101010101010101, 0));
+  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201));
+  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(0x10));
+}
 // Q6_K's line l of a part, half h, as q6_k_line's values
 inline void q6_k_line_avx2(const Q6_KPanelBlock::Part& part, int l, int h, __m256i& low, __m256i& high) {
   const __m256i nibble = _mm256_set1_epi8(0x0f), top = _mm256_set1_epi8(0x30);

@@ -116,12 +116,13 @@ NF_TARGET_AVX512_VNNI void tile_vnni(const uint8_t* panel, const PanelX& x, int6
   for (int i = 0; i < R; ++i) _mm512_storeu_ps(out[i], acc[i]);
 }
 
-// AVX2 (Q4_K): a line's halves of 8 rows; a sub-block's 8 lines summed as maddubs' i16 pairs (each
-// at most 2 x 15 x 128, eight of them below 2^15), then vpmaddwd by its scale into i32: the same
-// integers as the VNNI tile's, and the same f32 steps after them.
+// AVX2 (Q4_K, Q5_K): a line's halves of 8 rows (Q5_K's fifth bits added: fifth_bits_avx2); a
+// sub-block's lines summed as maddubs' i16 pairs, each at most 2 x 15 x 128 (Q4_K: the 8 lines
+// below 2^15) or 2 x 31 x 128 (Q5_K: 4 lines at a time), then vpmaddwd by its scale into i32: the
+// same integers as the VNNI tile's, and the same f32 steps after them.
 template <class PB, int R>
 void tile_avx2(const uint8_t* panel, const PanelX& x, int64_t r0, float (&out)[R][kPanelRows]) {
-  static_assert(!kHasFifthBits<PB>, "Q5_K's fifth bits have no AVX2 tile");
+  constexpr int kLinesInI16 = kHasFifthBits<PB> ? 4 : 8;
   const __m256i nibble = _mm256_set1_epi8(0x0f);
   for (int h = 0; h < 2; ++h) {
     __m256 acc[R];
@@ -131,21 +132,27 @@ void tile_avx2(const uint8_t* panel, const PanelX& x, int64_t r0, float (&out)[R
       __m256i sumi[R], corr[R];
       for (int i = 0; i < R; ++i) sumi[i] = _mm256_setzero_si256(), corr[i] = _mm256_setzero_si256();
       for (int p = 0; p < 4; ++p) {
-        __m256i lo[R], hi[R];
-        for (int i = 0; i < R; ++i) lo[i] = _mm256_setzero_si256(), hi[i] = _mm256_setzero_si256();
-        for (int l = 0; l < 8; ++l) {
-          const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(sb.line(8 * p + l) + 32 * h));
-          const __m256i low = _mm256_and_si256(v, nibble), high = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
-          const int64_t at = b * 256 + 64 * p + 4 * l;
-          for (int i = 0; i < R; ++i) {
-            lo[i] = _mm256_add_epi16(lo[i], _mm256_maddubs_epi16(low, _mm256_set1_epi32(x.word(r0 + i, at))));
-            hi[i] = _mm256_add_epi16(hi[i], _mm256_maddubs_epi16(high, _mm256_set1_epi32(x.word(r0 + i, at + 32))));
-          }
-        }
         const __m256i sc_lo = in_both_i16_halves(panel_u8s_as_i32(sb.sc[2 * p] + 8 * h));
         const __m256i sc_hi = in_both_i16_halves(panel_u8s_as_i32(sb.sc[2 * p + 1] + 8 * h));
-        for (int i = 0; i < R; ++i)
-          sumi[i] = _mm256_add_epi32(sumi[i], _mm256_add_epi32(_mm256_madd_epi16(lo[i], sc_lo), _mm256_madd_epi16(hi[i], sc_hi)));
+        for (int l0 = 0; l0 < 8; l0 += kLinesInI16) {
+          __m256i lo[R], hi[R];
+          for (int i = 0; i < R; ++i) lo[i] = _mm256_setzero_si256(), hi[i] = _mm256_setzero_si256();
+          for (int l = l0; l < l0 + kLinesInI16; ++l) {
+            const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(sb.line(8 * p + l) + 32 * h));
+            __m256i low = _mm256_and_si256(v, nibble), high = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
+            if constexpr (kHasFifthBits<PB>) {
+              low = _mm256_or_si256(low, fifth_bits_avx2(&sb.fifth(2 * p, l), h));
+              high = _mm256_or_si256(high, fifth_bits_avx2(&sb.fifth(2 * p + 1, l), h));
+            }
+            const int64_t at = b * 256 + 64 * p + 4 * l;
+            for (int i = 0; i < R; ++i) {
+              lo[i] = _mm256_add_epi16(lo[i], _mm256_maddubs_epi16(low, _mm256_set1_epi32(x.word(r0 + i, at))));
+              hi[i] = _mm256_add_epi16(hi[i], _mm256_maddubs_epi16(high, _mm256_set1_epi32(x.word(r0 + i, at + 32))));
+            }
+          }
+          for (int i = 0; i < R; ++i)
+            sumi[i] = _mm256_add_epi32(sumi[i], _mm256_add_epi32(_mm256_madd_epi16(lo[i], sc_lo), _mm256_madd_epi16(hi[i], sc_hi)));
+        }
       }
       for (int j = 0; j < 8; ++j) {
         const __m256i mn = panel_u8s_as_i32(sb.mn[j] + 8 * h);
@@ -285,8 +292,7 @@ void gemv_panels(std::span<TileArgs> bases, int64_t m, bool scalar) {
   const PanelX x{&a, nullptr, nullptr, bases[0].k / 256};
 #if defined(__AVX2__) && defined(__FMA__)
   if (!scalar && int8_isa() == Int8Isa::avx512_vnni) return gemv_panels_on<TilesK<PB>, PanelTiles::vnni>(bases, x, m);
-  if constexpr (!kHasFifthBits<PB>)
-    if (!scalar) return gemv_panels_on<TilesK<PB>, PanelTiles::avx2>(bases, x, m);
+  if (!scalar) return gemv_panels_on<TilesK<PB>, PanelTiles::avx2>(bases, x, m);
 #endif
   gemv_panels_on<TilesK<PB>, PanelTiles::portable>(bases, x, m);
 }

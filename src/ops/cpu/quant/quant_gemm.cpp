@@ -477,10 +477,14 @@ void gemm_panels_q4_1(const void* panels, int64_t n, int64_t k, const void* xq, 
   gemm_avx2<Q4_1W>(panels, n, k, x, m, y, ldy, unpack_panel_row_q4_1);
 }
 void gemm_panels_q5_0(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) {
-  gemm_vnni<Q5_0W>(panels, n, k, static_cast<const BlockQ8_0*>(xq), m, y, ldy, /*stored=*/true);
+  const auto* x = static_cast<const BlockQ8_0*>(xq);
+  if (int8_isa() == Int8Isa::avx512_vnni) return gemm_vnni<Q5_0W>(panels, n, k, x, m, y, ldy, /*stored=*/true);
+  gemm_avx2<Q5_0W>(panels, n, k, x, m, y, ldy, unpack_panel_row_q5_0);
 }
 void gemm_panels_q5_1(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) {
-  gemm_vnni<Q5_1W>(panels, n, k, static_cast<const BlockQ8_0*>(xq), m, y, ldy, /*stored=*/true);
+  const auto* x = static_cast<const BlockQ8_0*>(xq);
+  if (int8_isa() == Int8Isa::avx512_vnni) return gemm_vnni<Q5_1W>(panels, n, k, x, m, y, ldy, /*stored=*/true);
+  gemm_avx2<Q5_1W>(panels, n, k, x, m, y, ldy, unpack_panel_row_q5_1);
 }
 void gemm_q8_0(const void* w, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) {
   gemm<Q8_0W>(w, n, k, xq, m, y, ldy);
