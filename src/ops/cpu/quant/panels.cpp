@@ -139,15 +139,25 @@ struct Tiles32 {
   }
 
 #if defined(__AVX2__) && defined(__FMA__)
-  // A block's line j of nibbles as groups j (lo) and j + 4 (hi), the fifth bits added where W has them
+  // A block's line j of nibbles as groups j (lo) and j + 4 (hi), the fifth bits added where W has them.
+  // The 4-bit types' hi stays in place, 16 times its values (v & 0xf0: one operation fewer a line;
+  // vpdpbusd's products do not saturate), and its sums are shifted down once a block (high_sums).
   NF_TARGET_AVX512_VNNI static void nibble_groups(const uint8_t* lines, int j, __m512i& lo, __m512i& hi) {
     const __m512i nibble = _mm512_set1_epi8(0x0f), v = _mm512_load_si512(lines + j * kPanelLine);
-    lo = _mm512_and_si512(v, nibble), hi = _mm512_and_si512(_mm512_maskz_srli_epi32(0xffff, v, 4), nibble);
+    lo = _mm512_and_si512(v, nibble);
+    if constexpr (W::kBits == 4) hi = _mm512_and_si512(v, _mm512_set1_epi8(static_cast<char>(0xf0)));
+    else hi = _mm512_and_si512(_mm512_maskz_srli_epi32(0xffff, v, 4), nibble);
     if constexpr (W::kBits == 5) {
       const __m512i sixteen = _mm512_set1_epi8(0x10);
       lo = _mm512_mask_add_epi8(lo, _cvtu64_mask64(panel_fifth_bits(lines, j)), lo, sixteen);
       hi = _mm512_mask_add_epi8(hi, _cvtu64_mask64(panel_fifth_bits(lines, j + 4)), hi, sixteen);
     }
+  }
+
+  // the sums of a block's high groups from what nibble_groups gave them (exact: 16 times an integer)
+  NF_TARGET_AVX512_VNNI static __m512i high_sums(__m512i odd) {
+    if constexpr (!W::kSigned && W::kBits == 4) return _mm512_maskz_srai_epi32(0xffff, odd, 4);
+    return odd;
   }
 
   // y's lanes += the block's sums: fma(isum, d_w d_x, y), then for a type with a min fma(m_w, d_x sum q_x, y)
@@ -234,7 +244,7 @@ struct Tiles32 {
           }
         }
       }
-      for (int i = 0; i < R; ++i) acc[i] = scale_block(panel, b, x, r0 + i, _mm512_add_epi32(even[i], odd[i]), acc[i]);
+      for (int i = 0; i < R; ++i) acc[i] = scale_block(panel, b, x, r0 + i, _mm512_add_epi32(even[i], high_sums(odd[i])), acc[i]);
     }
     for (int i = 0; i < R; ++i) _mm512_storeu_ps(out[i], acc[i]);
   }
@@ -273,7 +283,7 @@ struct Tiles32 {
           }
         }
       }
-      for (int s = 0; s < S; ++s) acc[s] = scale_block(panels[s], b, x, r, _mm512_add_epi32(even[s], odd[s]), acc[s]);
+      for (int s = 0; s < S; ++s) acc[s] = scale_block(panels[s], b, x, r, _mm512_add_epi32(even[s], high_sums(odd[s])), acc[s]);
     }
     for (int s = 0; s < S; ++s) _mm512_storeu_ps(out[s], acc[s]);
   }
