@@ -50,14 +50,13 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   return Tensor(std::move(impl));
 }
 
-Tensor Tensor::from_storage(std::shared_ptr<Storage> storage, const Shape& shape, const Shape& strides,
-                            int64_t offset, DType dtype) {
+Tensor Tensor::from_storage(std::shared_ptr<Storage> storage, Shape shape, Shape strides, int64_t offset, DType dtype) {
   NF_CHECK(shape.size() == strides.size(), "from_storage: shape ", shape_str(shape), " and strides ",
            shape_str(strides), " differ in rank");
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = std::move(storage);
-  impl->shape = shape;
-  impl->strides = strides;
+  impl->shape = std::move(shape);
+  impl->strides = std::move(strides);
   impl->offset = offset;
   impl->dtype = dtype;
   return Tensor(std::move(impl));

@@ -85,14 +85,15 @@ void copy_into(const Tensor& dst, const Tensor& src) {
 }
 
 Tensor view(const Tensor& x, const Shape& requested) {
-  const Shape shape = infer_shape(requested, x.numel(), "view", x.shape());
+  Shape shape = infer_shape(requested, x.numel(), "view", x.shape());
   auto strides = view_strides(x.shape(), x.strides(), shape);
   NF_CHECK(strides.has_value(), "view: a tensor of shape ", shape_str(x.shape()), " and strides ",
            shape_str(x.strides()), " cannot be viewed as ", shape_str(shape), " without a copy (use reshape)");
-  Tensor out = make_view(x, shape, *strides, x.offset());
-  const Shape in_shape = x.shape();
-  autograd::record("view", out, {x}, [in_shape](const Tensor& g, const autograd::Node&) {
-    return std::vector<Tensor>{reshape(g, in_shape)};
+  Tensor out = make_view(x, std::move(shape), std::move(*strides), x.offset());
+  // (x itself captured, not a copy of its shape: a view shares x's storage, and a capture is made
+  // whether or not the op records)
+  autograd::record("view", out, {x}, [x](const Tensor& g, const autograd::Node&) {
+    return std::vector<Tensor>{reshape(g, x.shape())};
   });
   return out;
 }
@@ -121,7 +122,7 @@ Tensor transpose(const Tensor& x, int64_t d0, int64_t d1) {
   Shape shape = x.shape(), strides = x.strides();
   std::swap(shape[a], shape[b]);
   std::swap(strides[a], strides[b]);
-  Tensor out = make_view(x, shape, strides, x.offset());
+  Tensor out = make_view(x, std::move(shape), std::move(strides), x.offset());
   autograd::record("transpose", out, {x}, [a, b](const Tensor& g, const autograd::Node&) {
     return std::vector<Tensor>{transpose(g, a, b)};
   });
@@ -143,7 +144,7 @@ Tensor permute(const Tensor& x, const std::vector<int64_t>& dims) {
     shape[i] = x.shape()[d];
     strides[i] = x.strides()[d];
   }
-  Tensor out = make_view(x, shape, strides, x.offset());
+  Tensor out = make_view(x, std::move(shape), std::move(strides), x.offset());
   autograd::record("permute", out, {x}, [inverse](const Tensor& g, const autograd::Node&) {
     return std::vector<Tensor>{permute(g, inverse)};
   });
@@ -161,11 +162,9 @@ Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t s
   Shape shape = x.shape(), strides = x.strides();
   shape[d] = (end - start + step - 1) / step;
   strides[d] *= step;
-  Tensor out = make_view(x, shape, strides, x.offset() + start * x.strides()[d]);
-  const Shape in_shape = x.shape();
-  const DType dtype = x.dtype();
+  Tensor out = make_view(x, std::move(shape), std::move(strides), x.offset() + start * x.strides()[d]);
   autograd::record("slice", out, {x}, [=](const Tensor& g, const autograd::Node&) {
-    Tensor gx = zeros(in_shape, dtype);
+    Tensor gx = zeros(x.shape(), x.dtype());
     copy_into(slice(gx, d, start, end, step), g);
     return std::vector<Tensor>{gx};
   });
@@ -207,10 +206,9 @@ Tensor expand(const Tensor& x, const Shape& requested) {
     shape[i] = want;
     strides[i] = have == want ? x.strides()[i - lead] : 0;
   }
-  Tensor out = make_view(x, shape, strides, x.offset());
-  const Shape in_shape = x.shape();
-  autograd::record("expand", out, {x}, [in_shape](const Tensor& g, const autograd::Node&) {
-    return std::vector<Tensor>{sum_to(g, in_shape)};
+  Tensor out = make_view(x, std::move(shape), std::move(strides), x.offset());
+  autograd::record("expand", out, {x}, [x](const Tensor& g, const autograd::Node&) {
+    return std::vector<Tensor>{sum_to(g, x.shape())};
   });
   return out;
 }

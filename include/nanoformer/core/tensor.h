@@ -48,8 +48,7 @@ class Tensor {
 
   // ---- construction without math ----
   static Tensor empty(const Shape& shape, DType dtype = DType::f32, Device device = {});
-  static Tensor from_storage(std::shared_ptr<Storage> storage, const Shape& shape,
-                             const Shape& strides, int64_t offset, DType dtype);
+  static Tensor from_storage(std::shared_ptr<Storage> storage, Shape shape, Shape strides, int64_t offset, DType dtype);
   // Copies host values into a new contiguous tensor; T must be the C++ type of a dtype.
   template <class T>
   static Tensor from_vector(const std::vector<T>& values, const Shape& shape);

@@ -100,13 +100,16 @@ inline uint64_t panel_fifth_bits(const uint8_t* lines, int g) {
 // holds row r's bytes qs[32p + 4i .. + 3]: the low nibbles sub-block 2p's group i, the high ones
 // 2p + 1's); Q5_K's fifth bits as masks, as the 32-value types' (fifth(j, i) bit 4r + t: row r's
 // value 4i + t of sub-block j has it), sub-blocks 2p and 2p + 1's just before lines 8p .. 8p + 7 (read
-// before the lines that use them: after them, read from memory measured 0.8x); then the 6-bit scales and mins a byte each, then d and dmin (f16)
+// before the lines that use them: after them, read from memory measured 0.8x); then the 6-bit scales
+// a byte each, the mins a byte each in pairs (row r's of sub-blocks 2q and 2q + 1 side by side:
+// widened to 16 bits, a lane's pair for vpdpwssd / vpmaddwd), then d and dmin (f16)
 struct Q4_KPanelBlock {
   using Block = BlockQ4_K;
   uint8_t lines[32][kPanelLine];
-  uint8_t sc[8][kPanelRows], mn[8][kPanelRows];
+  uint8_t sc[8][kPanelRows], mn[4][kPanelRows][2];
   uint16_t d[kPanelRows], dmin[kPanelRows];
   const uint8_t* line(int l) const { return lines[l]; }
+  uint8_t min(int j, int64_t r) const { return mn[j / 2][r][j % 2]; }
 };
 struct Q5_KPanelBlock {
   using Block = BlockQ5_K;
@@ -114,9 +117,10 @@ struct Q5_KPanelBlock {
     uint64_t fifth[2][8];
     uint8_t lines[8][kPanelLine];
   } parts[4];
-  uint8_t sc[8][kPanelRows], mn[8][kPanelRows];
+  uint8_t sc[8][kPanelRows], mn[4][kPanelRows][2];
   uint16_t d[kPanelRows], dmin[kPanelRows];
   const uint8_t* line(int l) const { return parts[l / 8].lines[l % 8]; }
+  uint8_t min(int j, int64_t r) const { return mn[j / 2][r][j % 2]; }
   const uint64_t& fifth(int j, int i) const { return parts[j / 2].fifth[j % 2][i]; }
 };
 // Q6_K (panels_q6_k.cpp): a super-block of the 16 rows in 8 parts, part p of half h = p / 4 its
@@ -157,6 +161,10 @@ NF_TARGET_AVX512_VNNI inline __m512 panel_f16s(const uint16_t* at) {
 NF_TARGET_AVX512_VNNI inline __m512i panel_bytes_as_i32(const uint8_t* at) {
   return _mm512_maskz_cvtepu8_epi32(0xffff, _mm_loadu_si128(reinterpret_cast<const __m128i*>(at)));
 }
+// The K types' mins of a pair of sub-blocks (mn[q]: 16 rows' pairs of bytes) as 16-bit pairs, a row a lane
+NF_TARGET_AVX512_VNNI inline __m512i panel_min_pairs(const uint8_t (&pairs)[kPanelRows][2]) {
+  return _mm512_maskz_cvtepu8_epi16(0xffffffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pairs)));
+}
 // Q6_K's line l of a part as its low- and high-nibble values (q in 0..63), the top 2 bits shifted
 // from bits 2 (2 (l % 2) + n) of high[l / 2] to bits 4-5 (16-bit shifts: what crosses a byte is
 // masked off)
@@ -181,6 +189,10 @@ inline __m256i in_both_i16_halves(__m256i v) {
   return _mm256_or_si256(_mm256_and_si256(v, _mm256_set1_epi32(0xffff)), _mm256_slli_epi32(v, 16));
 }
 inline __m256 panel_f16s_8(const uint16_t* at) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(at))); }
+// 8 rows' pairs of the K types' mins (`first` row 8h's pair of mn[q]) as 16-bit pairs, a row a lane
+inline __m256i panel_min_pairs_8(const uint8_t* first) {
+  return _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(first)));
+}
 // A 5-bit type's fifth bits for a line's half h as bytes, 16 where the bit is set and 0 elsewhere
 // (bits 32h .. 32h + 31 of the 64-bit mask at `mask`, byte i's at bit 32h + i): its 4 bytes spread
 // 8 to a byte (vpshufb), and each byte's own bit, 1 << i % 8, tested

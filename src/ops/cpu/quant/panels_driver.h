@@ -25,7 +25,7 @@ namespace nf::cpu {
 // -offset sum q_x (the lanes' start) and d_x sum q_x (the types with a min: m_w times it)
 struct PanelX {
   const QuantizedActivations* a;
-  const int32_t* start;  // (rows, nb), or null
+  const int32_t* start;  // (rows, nb), or null (the K types: their sub-blocks' sums of x in pairs, (rows, nb, 4))
   const float* sums;     // (rows, nb), or null
   int64_t nb;
   int32_t word(int64_t r, int64_t at) const {  // the 4 bytes of row r's values at .. at + 3

@@ -1,16 +1,18 @@
 // Q4_K's and Q5_K's panels (panels.h): a super-block of 16 rows is 32 lines of nibbles (line 8p + i,
 // byte 4r + t: row r's qs[32p + 4i + t], whose low nibble is value 64p + 4i + t, of sub-block 2p,
 // and high nibble value 64p + 32 + 4i + t, of sub-block 2p + 1), Q5_K's fifth bits as 64 masks
-// (one masked byte add of 16 a line's half), then sc[8][16] and mn[8][16] (the 6-bit scales and
-// mins, a byte each), then d[16] and dmin[16] (f16): 2,368 bytes (Q5_K 2,880), 64 more than the 16
+// (one masked byte add of 16 a line's half), then sc[8][16] and mn[4][16][2] (the 6-bit scales a
+// byte each, the mins a byte each in pairs of sub-blocks), then d[16] and dmin[16] (f16): 2,368 bytes (Q5_K 2,880), 64 more than the 16
 // rows' blocks. Decode per super-block, row of x and the 16 rows in the lanes:
-//   sumi = sum_j sc_j sum_{t in j} q_t x_t      corr = sum_j mn_j X_j   (X_j: Q8_K's sums of 16, paired)
+//   sumi = sum_j sc_j sum_{t in j} q_t x_t      corr = sum_j mn_j X_j   (X_j: Q8_K's sums of 16, paired;
+//   corr a pair of sub-blocks at a time, mn_2q X_2q + mn_2q+1 X_2q+1 in one vpdpwssd / vpmaddwd)
 //   acc = fma(sumi, d d_x, acc), then acc = fma(-corr, dmin d_x, acc)
 // the steps of prefill's K-type GEMM (quant_gemm_k.cpp), which reads these panels too.
 #include <immintrin.h>
 
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "ops/cpu/quant/int8_dot.h"
 #include "ops/cpu/quant/int8_isa.h"
@@ -27,6 +29,15 @@ int32_t sub_block_sum(const QuantizedActivations& a, int64_t r, int64_t b, int j
   const int16_t* sums = a.row_sums(r) + b * 16;
   return sums[2 * j] + sums[2 * j + 1];
 }
+
+// X_2q and X_2q+1 of row r, super-block b, as the low and high 16 bits of a word (each at most
+// 32 x 128 in magnitude): a lane's pair against the mins' pair; made once a call (gemv_panels) into
+// PanelX::start, [r][b][q]
+int32_t sub_block_sum_pair(const QuantizedActivations& a, int64_t r, int64_t b, int q) {
+  return static_cast<int32_t>((static_cast<uint32_t>(sub_block_sum(a, r, b, 2 * q + 1)) << 16) |
+                              (static_cast<uint32_t>(sub_block_sum(a, r, b, 2 * q)) & 0xffff));
+}
+int32_t sum_pair(const PanelX& x, int64_t r, int64_t b, int q) { return x.start[(r * x.nb + b) * 4 + q]; }
 
 // the integer of row c's value 4i + t of sub-block j in `byte` (line 8 (j / 2) + i), its fifth bit added
 template <class PB>
@@ -52,7 +63,7 @@ void tile_portable(const uint8_t* panel, const PanelX& x, int64_t r0, float (&ou
             dot += k_value(sb, byte, j, v / 4, c, v % 4) * q[32 * j + v];
           }
           sumi += sb.sc[j][c] * dot;
-          corr += sb.mn[j][c] * sub_block_sum(*x.a, r0 + i, b, j);
+          corr += sb.min(j, c) * sub_block_sum(*x.a, r0 + i, b, j);
         }
         const float dx = x.a->row_d(r0 + i)[b];
         acc = std::fma(static_cast<float>(sumi), f16_to_float(sb.d[c]) * dx, acc);
@@ -110,10 +121,19 @@ NF_TARGET_AVX512_VNNI void tile_vnni(const uint8_t* panel, const PanelX& x, int6
       for (int i = 0; i < R; ++i)
         sumi[i] = _mm512_add_epi32(sumi[i], _mm512_add_epi32(_mm512_mullo_epi32(lo[i], sc_lo), _mm512_mullo_epi32(high_sums<PB>(hi[i]), sc_hi)));
     }
-    for (int j = 0; j < 8; ++j) {
-      const __m512i mn = panel_bytes_as_i32(sb.mn[j]);
-      for (int i = 0; i < R; ++i)
-        corr[i] = _mm512_add_epi32(corr[i], _mm512_mullo_epi32(mn, _mm512_set1_epi32(sub_block_sum(*x.a, r0 + i, b, j))));
+    // a pair's mins by one vpdpwssd; Q4_K's each by vpmulld: at several rows of x its tile is bound
+    // by vpdpbusd, whose unit vpdpwssd shares (1408 x 512 in the cache, m = 4: 0.95x by pairs),
+    // where Q5_K's spends more on its fifth bits (1.04x by pairs); the streams take pairs for both
+    for (int q = 0; q < 4; ++q) {
+      const __m512i pairs = panel_min_pairs(sb.mn[q]);
+      if constexpr (kHasFifthBits<PB>) {
+        for (int i = 0; i < R; ++i) corr[i] = _mm512_dpwssd_epi32(corr[i], pairs, _mm512_set1_epi32(sum_pair(x, r0 + i, b, q)));
+      } else {
+        const __m512i mn[2] = {_mm512_and_si512(pairs, _mm512_set1_epi32(0xffff)), _mm512_maskz_srli_epi32(0xffff, pairs, 16)};
+        for (int i = 0; i < R; ++i)
+          for (int e = 0; e < 2; ++e)
+            corr[i] = _mm512_add_epi32(corr[i], _mm512_mullo_epi32(mn[e], _mm512_set1_epi32(sub_block_sum(*x.a, r0 + i, b, 2 * q + e))));
+      }
     }
     const __m512 d = panel_f16s(sb.d);
     const __m512 dmin = panel_f16s(sb.dmin);
@@ -165,10 +185,10 @@ void tile_avx2(const uint8_t* panel, const PanelX& x, int64_t r0, float (&out)[R
             sumi[i] = _mm256_add_epi32(sumi[i], _mm256_add_epi32(_mm256_madd_epi16(lo[i], sc_lo), _mm256_madd_epi16(hi[i], sc_hi)));
         }
       }
-      for (int j = 0; j < 8; ++j) {
-        const __m256i mn = panel_u8s_as_i32(sb.mn[j] + 8 * h);
+      for (int q = 0; q < 4; ++q) {
+        const __m256i mn = panel_min_pairs_8(&sb.mn[q][8 * h][0]);
         for (int i = 0; i < R; ++i)
-          corr[i] = _mm256_add_epi32(corr[i], _mm256_mullo_epi32(mn, _mm256_set1_epi32(sub_block_sum(*x.a, r0 + i, b, j))));
+          corr[i] = _mm256_add_epi32(corr[i], _mm256_madd_epi16(mn, _mm256_set1_epi32(sum_pair(x, r0 + i, b, q))));
       }
       const __m256 d = panel_f16s_8(sb.d + 8 * h), dmin = panel_f16s_8(sb.dmin + 8 * h);
       for (int i = 0; i < R; ++i) {
@@ -215,8 +235,7 @@ NF_TARGET_AVX512_VNNI void streams_vnni(const uint8_t* const* panels, const Pane
     for (int s = 0; s < S; ++s) {
       const PB& sb = k_panel_block<PB>(panels[s], b);
       __m512i corr = _mm512_setzero_si512();
-      for (int j = 0; j < 8; ++j)
-        corr = _mm512_add_epi32(corr, _mm512_mullo_epi32(panel_bytes_as_i32(sb.mn[j]), _mm512_set1_epi32(sub_block_sum(*x.a, r, b, j))));
+      for (int q = 0; q < 4; ++q) corr = _mm512_dpwssd_epi32(corr, panel_min_pairs(sb.mn[q]), _mm512_set1_epi32(sum_pair(x, r, b, q)));
       const __m512 d = panel_f16s(sb.d);
       const __m512 dmin = panel_f16s(sb.dmin);
       acc[s] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(0xffff, sumi[s]), _mm512_mul_ps(d, dx), acc[s]);
@@ -265,7 +284,7 @@ void pack_panels(const void* rows, int64_t n, int64_t k, void* panels) {
           for (int v = 0; v < 32; ++v) const_cast<uint64_t&>(sb.fifth(j, v / 4)) |= static_cast<uint64_t>(row[b].qh[v] >> j & 1) << (4 * r + v % 4);
       uint8_t sm[16];
       q4_k_scales(row[b].scales, sm);
-      for (int j = 0; j < 8; ++j) sb.sc[j][r] = sm[j], sb.mn[j][r] = sm[8 + j];
+      for (int j = 0; j < 8; ++j) sb.sc[j][r] = sm[j], sb.mn[j / 2][r][j % 2] = sm[8 + j];
       sb.d[r] = row[b].d, sb.dmin[r] = row[b].dmin;
     }
   });
@@ -288,7 +307,7 @@ void unpack_panel_row(const void* panels, int64_t k, int64_t row, void* blocks) 
     // the 12 bytes q4_k_scales unpacked: sub-blocks 0-3 in the low 6 bits of bytes 0-3 (sc) and 4-7
     // (mn); 4-7's low nibbles in bytes 8-11 (sc below, mn above), their top 2 bits atop bytes 0-7
     for (int j = 0; j < 4; ++j) {
-      const uint8_t sc = sb.sc[j][r], mn = sb.mn[j][r], sc4 = sb.sc[j + 4][r], mn4 = sb.mn[j + 4][r];
+      const uint8_t sc = sb.sc[j][r], mn = sb.min(j, r), sc4 = sb.sc[j + 4][r], mn4 = sb.min(j + 4, r);
       out[b].scales[j] = static_cast<uint8_t>(sc | (sc4 >> 4) << 6);
       out[b].scales[j + 4] = static_cast<uint8_t>(mn | (mn4 >> 4) << 6);
       out[b].scales[j + 8] = static_cast<uint8_t>((sc4 & 15) | (mn4 & 15) << 4);
@@ -300,7 +319,13 @@ void unpack_panel_row(const void* panels, int64_t k, int64_t row, void* blocks) 
 template <class PB>
 void gemv_panels(std::span<TileArgs> bases, int64_t m, bool scalar) {
   const QuantizedActivations& a = quantise_x(bases, m, 256, scalar);
-  const PanelX x{&a, nullptr, nullptr, bases[0].k / 256};
+  const int64_t nb = bases[0].k / 256;
+  thread_local std::vector<int32_t> pairs;
+  pairs.resize(static_cast<size_t>(m * nb * 4));
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t b = 0; b < nb; ++b)
+      for (int q = 0; q < 4; ++q) pairs[static_cast<size_t>((r * nb + b) * 4 + q)] = sub_block_sum_pair(a, r, b, q);
+  const PanelX x{&a, pairs.data(), nullptr, nb};
 #if defined(__AVX2__) && defined(__FMA__)
   if (!scalar && int8_isa() == Int8Isa::avx512_vnni) return gemv_panels_on<TilesK<PB>, PanelTiles::vnni>(bases, x, m);
   if (!scalar) return gemv_panels_on<TilesK<PB>, PanelTiles::avx2>(bases, x, m);

@@ -273,7 +273,7 @@ NF_TARGET_AVX512_VNNI void unpack_stored_panel(const uint8_t* stored, int64_t nb
     _mm512_store_ps(out.dmin, panel_f16s(sb.dmin));
     NF_UNROLL for (int j = 0; j < 8; ++j) _mm512_store_si512(out.sc[j], panel_bytes_as_i32(sb.sc[j]));
     NF_UNROLL for (int p = 0; p < 4; ++p)
-      _mm512_store_si512(out.c[p], _mm512_or_si512(panel_bytes_as_i32(sb.mn[2 * p]), _mm512_maskz_slli_epi32(0xffff, panel_bytes_as_i32(sb.mn[2 * p + 1]), 16)));
+      _mm512_store_si512(out.c[p], panel_min_pairs(sb.mn[p]));
     NF_UNROLL for (int l = 0; l < 32; ++l) {
       const __m512i v = _mm512_load_si512(sb.line(l));
       const int p = l / 8, i = l % 8;
