@@ -220,9 +220,10 @@ inline void q6_k_line_avx2(const Q6_KPanelBlock::Part& part, int l, int h, __m25
 size_t panel_bytes_of(QuantType type, int64_t k);
 
 // Whether weights of `type` take panels here: a kernel for the type and an AVX512-VNNI CPU
-// (int8_isa()), or on AVX2 (and AVX-VNNI) Q4_0, Q4_1, Q4_K and Q6_K, whose AVX2 tiles read a
+// (int8_isa()), or on AVX2 (and AVX-VNNI) every such type but Q8_0, whose AVX2 tiles read a
 // panel's line as two halves of 8 rows (maddubs, i16 sums of a block's or sub-block's lines,
-// vpmaddwd by ones or by its scale). On weights in the caches the panels' tiles are 1.3-2.5x the rows' (no horizontal
+// vpmaddwd by ones or by its scale; the 5-bit types' fifth bits spread from their masks,
+// fifth_bits_avx2). On weights in the caches the panels' tiles are 1.3-2.5x the rows' (no horizontal
 // sums, one scale vector for 16 rows); from memory, read as streams that ask for their lines ahead
 // (prefetch_l2), level with the rows' or faster at one row of x and much faster at several (a batched decode
 // step, a speculative draft's verification: docs/quantisation.md). NANOFORMER_PANELS=1 / 0 in the
