@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "core/thread_team.h"
 #include "nanoformer/autograd/grad_mode.h"
 #include "nanoformer/core/error.h"
 #include "nanoformer/models/model_stats.h"
@@ -171,20 +172,25 @@ Tensor DecoderLM::forward_cached(const Tensor& ids, std::span<nn::KVCache* const
   }
   NoGradGuard no_grad;
   std::vector<Tensor> logits;
-  for (int64_t first = 0; first < ids.size(1); first += chunk) {  // one pass unless a ring buffer needs chunks
-    const int64_t T = std::min(chunk, ids.size(1) - first);
-    std::vector<nn::KVCacheStep> steps;
-    std::vector<int64_t> positions;
-    for (nn::KVCache* cache : caches) {
-      steps.push_back(cache->begin(ids.size(0) / n, T));
-      positions.push_back(steps.back().position);
+  const auto passes = [&] {
+    for (int64_t first = 0; first < ids.size(1); first += chunk) {  // one pass unless a ring buffer needs chunks
+      const int64_t T = std::min(chunk, ids.size(1) - first);
+      std::vector<nn::KVCacheStep> steps;
+      std::vector<int64_t> positions;
+      for (nn::KVCache* cache : caches) {
+        steps.push_back(cache->begin(ids.size(0) / n, T));
+        positions.push_back(steps.back().position);
+      }
+      const Tensor chunk_ids = narrow(ids, 1, first, T);
+      Tensor x = blocks(embed(chunk_ids, positions, ids.size(0) / n, caches), chunk_ids, caches, steps, nullptr);
+      if (last_only) x = narrow(x, 1, T - 1, 1);
+      if (!last_only || first + T == ids.size(1)) logits.push_back(head(x));
+      for (size_t i = 0; i < caches.size(); ++i) caches[i]->commit(steps[i]);
     }
-    const Tensor chunk_ids = narrow(ids, 1, first, T);
-    Tensor x = blocks(embed(chunk_ids, positions, ids.size(0) / n, caches), chunk_ids, caches, steps, nullptr);
-    if (last_only) x = narrow(x, 1, T - 1, 1);
-    if (!last_only || first + T == ids.size(1)) logits.push_back(head(x));
-    for (size_t i = 0; i < caches.size(); ++i) caches[i]->commit(steps[i]);
-  }
+  };
+  // a decode step: its threads held as one team between its products (core/thread_team.h)
+  if (ids.numel() <= kTeamMaxRows) with_thread_team(passes);
+  else passes();
   return logits.size() == 1 ? logits[0] : cat(logits, 1);
 }
 

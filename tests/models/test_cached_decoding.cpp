@@ -15,6 +15,7 @@
 #include "nanoformer/infer/sampler.h"
 #include "nanoformer/models/decoder_lm.h"
 #include "nanoformer/models/model.h"
+#include "nanoformer/models/quantize.h"
 #include "nanoformer/ops/elementwise.h"
 #include "nanoformer/ops/factory.h"
 #include "nanoformer/ops/join.h"
@@ -125,6 +126,30 @@ TEST(CachedDecoding, MoEDecodesThroughItsRouting) {
   const double error = decode_error(c, 2);
   std::printf("  minimind2-moe batch 2   max abs logit error %.2e\n", error);
   EXPECT_LE(error, kTolerance);
+}
+
+// A model whose decode products split across two threads (ops/cpu's grains), f32 and with Q4_0
+// weights in panels: its decode steps, held as one team of threads (core/thread_team.h), give the
+// logits of one thread exactly, step by step.
+TEST(CachedDecoding, TheStepsOfTwoThreadsGiveTheLogitsOfOne) {
+  DecoderLMConfig c = tiny_preset("minimind2-small");
+  c.dim = 256, c.n_heads = 4, c.n_kv_heads = 2, c.vocab_size = 512;
+  for (const bool quantised : {false, true}) {
+    DecoderLM model(c);
+    model.eval();
+    if (quantised) quantize_weights(model, {.type = QuantType::q4_0});
+    const Tensor ids = random_ids(1, 12, c.vocab_size, 5);
+    const auto decode = [&](int threads) {
+      set_num_threads(threads);
+      nn::KVCache cache = model.make_cache(1);
+      std::vector<std::vector<float>> steps{model.forward_cached(narrow(ids, 1, 0, 4), cache, true).to_vector<float>()};
+      for (int64_t t = 4; t < ids.size(1); ++t) steps.push_back(model.forward_cached(narrow(ids, 1, t, 1), cache, true).to_vector<float>());
+      return steps;
+    };
+    const auto one = decode(1), two = decode(2);
+    set_num_threads(2);
+    EXPECT_EQ(two, one) << (quantised ? "Q4_0" : "f32");
+  }
 }
 
 TEST(CachedDecoding, LastOnlyGivesTheLastRow) {

@@ -11,27 +11,45 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <exception>
+#include <type_traits>
 
+#include "core/thread_team.h"
 #include "nanoformer/core/parallel.h"
 #include "nanoformer/core/tensor.h"
 
 namespace nf::cpu {
 
 // Runs fn(begin, end) over [0, n) split into contiguous pieces across threads, or inline when n
-// is below `grain` (work too small to pay for waking threads).
+// is below `grain` (work too small to pay for waking threads). Inside with_thread_team the pieces
+// go to the team's waiting threads (core/thread_team.h), else to an OpenMP region of their own. A
+// piece's exception is rethrown to the caller once every piece has run.
 template <class Fn>
 void parallel_for(int64_t n, int64_t grain, Fn&& fn) {
-  const int threads = num_threads();
+  const int team = team::size(), threads = team > 0 ? team : num_threads();
   if (n <= grain || threads <= 1) {
     if (n > 0) fn(int64_t{0}, n);
     return;
   }
   const int64_t pieces = std::min<int64_t>(threads, (n + grain - 1) / grain);
+  if (team > 0) {
+    using F = std::remove_reference_t<Fn>;
+    team::run(n, pieces, [](void* f, int64_t begin, int64_t end) { (*static_cast<F*>(f))(begin, end); },
+              const_cast<void*>(static_cast<const void*>(&fn)));
+    return;
+  }
+  std::exception_ptr error;  // the first piece's exception, rethrown here (none may leave the region)
 #pragma omp parallel for num_threads(static_cast<int>(pieces)) schedule(static)
   for (int64_t p = 0; p < pieces; ++p) {
     const int64_t begin = n * p / pieces, end = n * (p + 1) / pieces;
-    if (begin < end) fn(begin, end);
+    try {
+      if (begin < end) fn(begin, end);
+    } catch (...) {
+#pragma omp critical(nf_parallel_for_error)
+      if (!error) error = std::current_exception();
+    }
   }
+  if (error) std::rethrow_exception(error);
 }
 
 // Drops size-1 dims and merges neighbours that are contiguous in every operand.
