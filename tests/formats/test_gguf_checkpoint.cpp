@@ -229,6 +229,34 @@ TEST_F(GGUFCheckpointTest, PanelsLeaveTheFilesRowsOutOfResidentMemory) {
   EXPECT_TENSOR_CLOSE(logits(*loaded), logits(*model), 1e-4, 1e-4);
 }
 
+// ... and a prefill (its products over more rows than decode's, quant_gemm) reads the panels too,
+// on every int8 instruction set that makes them: the file's rows stay out of resident memory. (AVX2's
+// prefill had read the file's rows, faulting them in again: minimind2-small Q4_0 +12 MiB.)
+TEST_F(GGUFCheckpointTest, PrefillOnPanelsLeavesTheFilesRowsOutOfResidentMemory) {
+  const testing::ScopedPanels panels("1");
+  models::DecoderLMConfig c = gpt2_config(false);
+  c.dim = 256, c.mlp_hidden = 1024, c.n_layers = 4;
+  auto model = random_model(c);
+  models::quantize_weights(*model, {.type = QuantType::q4_0});
+  save_model(*model, path("q4.gguf"), "gguf");
+  std::vector<int64_t> prompt(30);  // (more rows than decode's 16: the GEMM)
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int64_t>(i * 7 % 64);
+  const Tensor ids = Tensor::from_vector(prompt, {1, 30});
+  const Tensor expected = logits(*model, ids);
+  for (const cpu::Int8Isa isa : testing::all_int8_isas())
+    testing::on_int8_isa(isa, [&] {
+      if (!cpu::panels_pay(QuantType::q4_0)) return;
+      const auto loaded = load_decoder_lm(path("q4.gguf"));
+      size_t panel_bytes = 0;
+      for (const auto& [name, q] : loaded->named_quantized())
+        if (q.panels()) panel_bytes += q.nbytes();
+      ASSERT_GT(panel_bytes, size_t{1} << 20) << cpu::int8_isa_name(isa);
+      EXPECT_TENSOR_CLOSE(logits(*loaded, ids), expected, 1e-4, 1e-4);
+      EXPECT_LT(resident_bytes_of(path("q4.gguf")), fs::file_size(path("q4.gguf")) - panel_bytes + (size_t{256} << 10))
+          << cpu::int8_isa_name(isa);
+    });
+}
+
 std::string file_bytes(const std::string& file) {
   std::ifstream in(file, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};

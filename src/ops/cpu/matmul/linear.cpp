@@ -8,7 +8,6 @@
 #include "ops/cpu/matmul/gemv.h"
 #include "ops/cpu/matmul/matmul.h"
 #include "ops/cpu/quant/activation_quant.h"
-#include "ops/cpu/quant/int8_isa.h"
 #include "ops/cpu/quant/quant_gemm.h"
 #include "ops/cpu/quant/quant_gemv.h"
 #include "ops/cpu/quant/quant_rows.h"
@@ -40,11 +39,13 @@ QuantizedRows quantized_activations(const Tensor& x, QuantType wtype) {
   return xq;
 }
 
-// y = xq W^T + b on the register-blocked integer GEMM
-// (on W's panels where it carries them and the CPU runs their kernels, panels.h)
+// y = xq W^T + b on the register-blocked integer GEMM, on W's panels where it carries them
+// (panels.h; made at load only for the types whose panels this CPU's kernels read, panels_pay):
+// never the file's rows then, whose pages the loader gave back (an AVX2 prefill that read them
+// faulted them in again, minimind2-small Q4_0: +12 MiB resident)
 void gemm_rows(const Tensor& y, const QuantizedRows& xq, int64_t m, const QuantizedTensor& w, const Tensor& bias) {
   const QuantTypeTraits& traits = quant_traits(w.type());
-  if (w.panels() && traits.gemm_panels && int8_isa() == Int8Isa::avx512_vnni)
+  if (w.panels() && traits.gemm_panels)
     traits.gemm_panels(w.panels()->data(), w.rows(), w.cols(), xq.data(), m, y.data<float>(), w.rows());
   else
     quant_gemm(w.type(), w.data(), w.rows(), w.cols(), xq.data(), m, y.data<float>(), w.rows());
