@@ -1,9 +1,10 @@
 #pragma once
 // A decode step's threads held as one team. Inside with_thread_team, each parallel_for
-// (ops/cpu/loops/loops.h) hands its pieces to threads already spinning for them, where outside it
-// each call opens and closes an OpenMP parallel region. A region costs about 1 us a call with
-// libgomp (2 threads of a Zen 4: 0.55-0.75 us for an empty region in a loop, 0.9 us inside a
-// minimind2-small decode step, which makes ~40 calls a token); a hand-off to the team about 0.1 us.
+// (ops/cpu/loops/loops.h) hands its pieces to threads already waiting for them (spinning, then
+// asleep after as many turns as libgomp's with GOMP_SPINCOUNT=10000), where outside it each call
+// opens and closes an OpenMP parallel region. A region costs about 1 us a call with libgomp (2
+// threads of a Zen 4: 0.55-0.75 us for an empty region in a loop, 0.9 us inside a minimind2-small
+// decode step, which makes ~40 calls a token); a hand-off to the team about 0.1 us.
 //
 // The team is itself one OpenMP region, so BLAS called inside it runs on the calling thread alone
 // (OpenBLAS and oneDNN inside a parallel region). Hold a team only around steps whose products are
@@ -17,9 +18,9 @@ namespace nf {
 inline constexpr int64_t kTeamMaxRows = 16;
 
 // Runs fn on the calling thread while the engine's other threads (num_threads()) wait for its
-// parallel_for calls. With one thread, more threads than processors, inside an OpenMP region or
-// inside a team: fn() alone. An exception from fn or from a piece of its parallel_for calls is
-// rethrown here.
+// parallel_for calls. With one thread, more threads than processors, OMP_WAIT_POLICY=passive,
+// inside an OpenMP region or inside a team: fn() alone. An exception from fn or from a piece of its
+// parallel_for calls is rethrown here.
 void with_thread_team(const std::function<void()>& fn);
 
 namespace team {

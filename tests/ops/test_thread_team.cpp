@@ -6,6 +6,10 @@
 #include <omp.h>
 
 #include <atomic>
+#include <chrono>
+#include <thread>
+#include <cstdlib>
+#include <string>
 #include <mutex>
 #include <set>
 #include <stdexcept>
@@ -83,6 +87,25 @@ TEST_P(ThreadTeam, ManyHandOffsInARowEachSeeTheWritesOfTheLast) {
   EXPECT_EQ(a, serial_a);
 }
 
+TEST_P(ThreadTeam, ThreadsAsleepWakeForTheNextJobAndTheHolderForTheLastPiece) {
+  // the holder's pauses between jobs and each last piece outlast the spinning (~0.3 ms): the team's
+  // threads fall asleep before each job, the holder before each job's last acknowledgement
+  constexpr int64_t kJobs = 12;
+  std::vector<int64_t> sums(kJobs, 0);
+  with_thread_team([&] {
+    for (int64_t job = 0; job < kJobs; ++job) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      std::mutex mutex;
+      cpu::parallel_for(8, 1, [&](int64_t begin, int64_t end) {
+        if (end == 8) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        std::lock_guard<std::mutex> lock(mutex);
+        for (int64_t i = begin; i < end; ++i) sums[static_cast<size_t>(job)] += i + job;
+      });
+    }
+  });
+  for (int64_t job = 0; job < kJobs; ++job) EXPECT_EQ(sums[static_cast<size_t>(job)], 28 + 8 * job) << "job " << job;
+}
+
 TEST_P(ThreadTeam, NestedCallsRunInline) {
   std::vector<int> visits(100, 0);
   std::atomic<int> nested_teams{0};
@@ -120,6 +143,22 @@ TEST_P(ThreadTeam, AnExceptionOnAnyThreadReachesTheCaller) {
                }),
                std::invalid_argument);
   EXPECT_EQ(after, n / GetParam());
+}
+
+TEST_P(ThreadTeam, NoTeamWhenTheWaitPolicyIsPassive) {
+  const char* old = std::getenv("OMP_WAIT_POLICY");
+  const std::string saved = old ? old : "";
+  ::setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+  int team_size = -1;
+  std::vector<int> visits;
+  with_thread_team([&] {
+    team_size = team::size();
+    pieces_of(100, 1, visits);
+  });
+  if (old) ::setenv("OMP_WAIT_POLICY", saved.c_str(), 1);
+  else ::unsetenv("OMP_WAIT_POLICY");
+  EXPECT_EQ(team_size, 0);
+  EXPECT_EQ(visits, std::vector<int>(100, 1));
 }
 
 INSTANTIATE_TEST_SUITE_P(Threads, ThreadTeam, ::testing::Values(1, 2, 3));
