@@ -8,6 +8,7 @@
 // as a whole.
 #include <span>
 
+#include "core/thread_team.h"
 #include "nanoformer/core/quant_type.h"
 #include "ops/cpu/attention/attention.h"
 #include "ops/cpu/matmul/gemv.h"
@@ -23,6 +24,9 @@ namespace nf::cpu {
 inline constexpr int64_t kDecodeMaxRows = 16;
 inline constexpr int64_t kDecodeMaxQueries = kGemvMaxRows;
 static_assert(kGemvMaxRows == kQuantGemvMaxRows, "a verifying forward's linears stay on one kind of kernel");
+// A step held as one team of threads (core/thread_team.h) must take these kernels, never BLAS,
+// which would run on one thread inside the team's region.
+static_assert(kTeamMaxRows == kGemvMaxRows, "a team's step takes decode's kernels only");
 
 // k or v (B, Hkv, Tk, D), f32 with the last dim contiguous, as rows; and f32 rows as such a tensor
 // (a view of their memory: valid while what holds them lives).
