@@ -183,7 +183,7 @@ struct Tiles32 {
     __m256 acc[R][2];
     for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
     for (int64_t b = 0; b < x.nb; ++b) {
-      if (b % 2 == 0) prefetch_l2(panel_pair(panel, shape, b) + ahead, pair_bytes);  // (as decode's streams)
+      if (b % 2 == 0) prefetch_l2(panel_pair(panel, shape, b) + ahead, pair_bytes, kPrefetchStrideAvx2);  // (as decode's streams)
       const uint8_t* lines = panel_lines_of(panel, shape, b);
       __m256i low16[R][2], high16[R][2];
       for (int i = 0; i < R; ++i) low16[i][0] = low16[i][1] = high16[i][0] = high16[i][1] = _mm256_setzero_si256();

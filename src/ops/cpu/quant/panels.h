@@ -48,10 +48,17 @@ inline constexpr int64_t kPanelLine = 64;  // bytes of one 4-value group of the 
 // from memory.
 inline constexpr int64_t kStreamAheadBytes = 4096;
 inline constexpr int64_t kPrefetchStride = 4;
+// AVX2's tiles ask for every line (the K types' tiles, which asked for none, too): on a Zen 3 (AVX2
+// alone; 2026-12-01, bench_quant_gemv, from memory) every 4th line left a panel stream at 0.55-0.69x
+// the file's rows' speed (Q4_0 3072 x 768 at one thread 204-211 us against 145-149), every line
+// brought it level (145-153); 1 to 16 pairs ahead and prefetcht0 or t1 measured alike. A token's
+// products, before / after, 3 alternating rounds, medians: one thread 1.27x (Q4_K, gpt2-124m) to
+// 1.92x (Q5_0, minimind2-small), two threads 1.12x to 1.76x (docs/quantisation.md, "Zen 3").
+inline constexpr int64_t kPrefetchStrideAvx2 = 1;
 // The distance ahead in whole units of `unit` bytes (a pair of blocks, a super-block), at least one.
 constexpr int64_t stream_ahead(int64_t unit) { return (kStreamAheadBytes / unit > 0 ? kStreamAheadBytes / unit : 1) * unit; }
-inline void prefetch_l2(const uint8_t* at, int64_t bytes) {
-  for (int64_t line = 0; line < bytes; line += kPrefetchStride * kPanelLine) __builtin_prefetch(at + line, 0, 2);
+inline void prefetch_l2(const uint8_t* at, int64_t bytes, int64_t stride = kPrefetchStride) {
+  for (int64_t line = 0; line < bytes; line += stride * kPanelLine) __builtin_prefetch(at + line, 0, 2);
 }
 
 // The shape of a 32-value type's panel: the lines of a block, 8 (Q8_0) or 4 of nibbles (Q4_0, Q4_1),

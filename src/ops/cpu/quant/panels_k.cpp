@@ -160,6 +160,7 @@ void tile_avx2(const uint8_t* panel, const PanelX& x, int64_t r0, float (&out)[R
     for (int i = 0; i < R; ++i) acc[i] = _mm256_setzero_ps();
     for (int64_t b = 0; b < x.nb; ++b) {
       const PB& sb = k_panel_block<PB>(panel, b);
+      if (h == 0) prefetch_l2(reinterpret_cast<const uint8_t*>(&sb) + stream_ahead(sizeof(PB)), sizeof(PB), kPrefetchStrideAvx2);
       __m256i sumi[R], corr[R];
       for (int i = 0; i < R; ++i) sumi[i] = _mm256_setzero_si256(), corr[i] = _mm256_setzero_si256();
       for (int p = 0; p < 4; ++p) {
