@@ -233,7 +233,9 @@ size_t panel_bytes_of(QuantType type, int64_t k);
 // fifth_bits_avx2). On weights in the caches the panels' tiles are 1.3-2.5x the rows' (no horizontal
 // sums, one scale vector for 16 rows); from memory, read as streams that ask for their lines ahead
 // (prefetch_l2), level with the rows' or faster at one row of x and much faster at several (a batched decode
-// step, a speculative draft's verification: docs/quantisation.md). NANOFORMER_PANELS=1 / 0 in the
+// step, a speculative draft's verification: docs/quantisation.md); on a Zen 3 Q5_K's and Q6_K's AVX2
+// tiles trail the rows' from memory at one thread (0.74x, 0.76x: docs/quantisation.md, "On AMD EPYC
+// Zen 3"; Q8_0's AVX2 tile on panels was tried there and trailed too). NANOFORMER_PANELS=1 / 0 in the
 // environment forces them on / off.
 bool panels_pay(QuantType type);
 
