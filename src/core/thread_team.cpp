@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <exception>
+#include <memory>
 #include <mutex>
 
 #include "nanoformer/core/parallel.h"
@@ -18,9 +19,19 @@
 namespace nf {
 namespace {
 
-// One job at a time: the holder writes it, then bumps `generation`; each other thread runs its
-// piece (if it has one) and acknowledges every job, so the holder's next job never overwrites one
-// still being read.
+// Piece p's state in job j: open (no thread has it yet), taken by its thread, or run by the holder
+enum PieceState : uint64_t { kOpen = 1, kTaken = 2, kHolders = 3 };
+constexpr uint64_t slot_value(uint32_t job, PieceState state) { return uint64_t{job} << 2 | state; }
+struct alignas(64) Slot {
+  std::atomic<uint64_t> state{0};
+};
+
+// One job at a time: the holder writes it, opens each piece's slot, then bumps `generation`. Thread
+// p takes its piece by turning its slot from open to taken, runs it, and acknowledges it; the holder,
+// once its own piece is done, runs every piece still open itself (a thread its core has not run
+// since, because other processes share the cores, would hold the step for a time slice or more) and
+// waits only for those taken. No thread reads a job's fields unless it took a piece of it, and the
+// holder writes the next job's only once each piece taken is acknowledged.
 struct Team {
   alignas(64) std::atomic<uint32_t> generation{0};
   std::atomic<int> asleep{0};  // workers asleep on `generation`
@@ -29,6 +40,8 @@ struct Team {
   alignas(64) team::Piece piece = nullptr;
   void* fn = nullptr;
   int64_t n = 0, pieces = 0;
+  uint32_t job = 0;
+  std::unique_ptr<Slot[]> slots;  // piece p's, p = 1 .. size - 1
   int size = 1;
   bool finished = false;  // written before the last generation: the workers leave
   std::mutex error_mutex;
@@ -84,14 +97,19 @@ void run_piece(Team& team, int64_t p) {
   }
 }
 
-// Thread `index` (1 .. size - 1) of the team: every job's piece `index`, until the holder finishes.
+// Thread `index` (1 .. size - 1) of the team: piece `index` of each job it wakes to while that piece
+// is still open, until the holder finishes.
 void serve(Team& team, int index) {
   uint32_t seen = 0;
+  std::atomic<uint64_t>& slot = team.slots[static_cast<size_t>(index)].state;
   for (;;) {
     wait_while(team.generation, seen, team.asleep);
     seen = team.generation.load(std::memory_order_acquire);
     if (team.finished) return;
-    if (index < team.pieces) run_piece(team, index);
+    uint64_t state = slot.load(std::memory_order_acquire);
+    if ((state & 3) != kOpen || !slot.compare_exchange_strong(state, (state & ~uint64_t{3}) | kTaken, std::memory_order_acq_rel))
+      continue;  // (no piece of this job, or the holder ran it)
+    run_piece(team, index);
     advance(team.acknowledged, team.holder_asleep);
   }
 }
@@ -112,6 +130,7 @@ void with_thread_team(const std::function<void()>& fn) {
   if (threads <= 1 || threads > omp_get_num_procs() || t_team != nullptr || omp_in_parallel() || passive_wait())
     return fn();
   Team team;
+  team.slots = std::make_unique<Slot[]>(static_cast<size_t>(threads));
   std::exception_ptr error;
 #pragma omp parallel num_threads(threads)
   {
@@ -143,13 +162,22 @@ void run(int64_t n, int64_t pieces, Piece piece, void* fn) {
   team.fn = fn;
   team.n = n;
   team.pieces = pieces;
+  const uint32_t job = ++team.job;
   team.acknowledged.store(0, std::memory_order_relaxed);
+  for (int64_t p = 1; p < pieces; ++p) team.slots[static_cast<size_t>(p)].state.store(slot_value(job, kOpen), std::memory_order_release);
   advance(team.generation, team.asleep);
-  t_team = nullptr;  // piece 0's own parallel_for calls run inline
+  t_team = nullptr;  // the holder's pieces' own parallel_for calls run inline
   run_piece(team, 0);
+  uint32_t taken = 0;  // pieces the team's threads took
+  for (int64_t p = 1; p < pieces; ++p) {
+    uint64_t open = slot_value(job, kOpen);
+    if (team.slots[static_cast<size_t>(p)].state.compare_exchange_strong(open, slot_value(job, kHolders), std::memory_order_acq_rel))
+      run_piece(team, p);
+    else
+      ++taken;
+  }
   t_team = &team;
-  const auto others = static_cast<uint32_t>(team.size - 1);
-  for (uint32_t done; (done = team.acknowledged.load(std::memory_order_acquire)) != others;)
+  for (uint32_t done; (done = team.acknowledged.load(std::memory_order_acquire)) != taken;)
     wait_while(team.acknowledged, done, team.holder_asleep);
   if (team.error) {
     std::exception_ptr e = std::move(team.error);

@@ -33,8 +33,9 @@ using Piece = void (*)(void* fn, int64_t begin, int64_t end);
 int size();
 
 // Pieces p of [0, n) split as parallel_for splits them, [n p / pieces, n (p + 1) / pieces),
-// pieces <= size(): piece 0 on the calling thread, piece p on the team's thread p; returns when
-// every piece has run.
+// pieces <= size(): piece 0 on the calling thread, piece p on the team's thread p unless that thread
+// has not taken it by the time the calling thread's own is done, which then runs it too (so a
+// thread descheduled by another process's work holds no step); returns when every piece has run.
 void run(int64_t n, int64_t pieces, Piece piece, void* fn);
 
 }  // namespace team

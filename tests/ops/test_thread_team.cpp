@@ -1,5 +1,6 @@
 // parallel_for inside with_thread_team (core/thread_team.h): the team's threads take the same
-// pieces an OpenMP region would, every index once, each job after the last one's writes; nested
+// pieces an OpenMP region would, every index once, each job after the last one's writes; a piece
+// whose thread has not taken it when the holder's own is done runs on the holder; nested
 // calls run inline; exceptions reach the caller from any thread, with a team and without one (3
 // threads on a 2-core machine hold none). A decode step's logits with a team:
 // tests/models/test_cached_decoding.cpp.
@@ -104,6 +105,31 @@ TEST_P(ThreadTeam, ThreadsAsleepWakeForTheNextJobAndTheHolderForTheLastPiece) {
     }
   });
   for (int64_t job = 0; job < kJobs; ++job) EXPECT_EQ(sums[static_cast<size_t>(job)], 28 + 8 * job) << "job " << job;
+}
+
+TEST_P(ThreadTeam, APieceItsThreadHasNotTakenYetRunsOnTheHolder) {
+  // after a pause the team's threads sleep, and waking takes microseconds: the holder, its own
+  // piece done at once, runs the others itself rather than wait for threads that are not running
+  // (another process's work on their cores would hold each hand-off for a time slice)
+  if (!held()) GTEST_SKIP() << "no team at " << GetParam() << " threads on " << omp_get_num_procs() << " processors";
+  const std::thread::id holder = std::this_thread::get_id();
+  int on_the_holder = 0;
+  with_thread_team([&] {
+    for (int job = 0; job < 10; ++job) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(3));
+      std::mutex mutex;
+      std::vector<int> visits(static_cast<size_t>(GetParam()), 0);
+      cpu::parallel_for(GetParam(), 1, [&](int64_t begin, int64_t end) {
+        std::lock_guard<std::mutex> lock(mutex);
+        for (int64_t i = begin; i < end; ++i) {
+          ++visits[static_cast<size_t>(i)];
+          on_the_holder += i > 0 && std::this_thread::get_id() == holder;
+        }
+      });
+      EXPECT_EQ(visits, std::vector<int>(static_cast<size_t>(GetParam()), 1)) << "job " << job;
+    }
+  });
+  EXPECT_GT(on_the_holder, 0);
 }
 
 TEST_P(ThreadTeam, NestedCallsRunInline) {
