@@ -43,7 +43,7 @@ struct Team {
   uint32_t job = 0;
   std::unique_ptr<Slot[]> slots;  // piece p's, p = 1 .. size - 1
   int size = 1;
-  bool finished = false;  // written before the last generation: the workers leave
+  std::atomic<bool> finished{false};  // set before the last generation: the workers leave
   std::mutex error_mutex;
   std::exception_ptr error;  // the first piece's exception of the current job
 
@@ -105,7 +105,7 @@ void serve(Team& team, int index) {
   for (;;) {
     wait_while(team.generation, seen, team.asleep);
     seen = team.generation.load(std::memory_order_acquire);
-    if (team.finished) return;
+    if (team.finished.load(std::memory_order_acquire)) return;
     uint64_t state = slot.load(std::memory_order_acquire);
     if ((state & 3) != kOpen || !slot.compare_exchange_strong(state, (state & ~uint64_t{3}) | kTaken, std::memory_order_acq_rel))
       continue;  // (no piece of this job, or the holder ran it)
@@ -143,7 +143,7 @@ void with_thread_team(const std::function<void()>& fn) {
         error = std::current_exception();
       }
       t_team = nullptr;
-      team.finished = true;
+      team.finished.store(true, std::memory_order_release);
       advance(team.generation, team.asleep);
     } else {
       serve(team, omp_get_thread_num());
