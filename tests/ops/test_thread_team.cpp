@@ -90,7 +90,9 @@ TEST_P(ThreadTeam, ManyHandOffsInARowEachSeeTheWritesOfTheLast) {
 
 TEST_P(ThreadTeam, ThreadsAsleepWakeForTheNextJobAndTheHolderForTheLastPiece) {
   // the holder's pauses between jobs and each last piece outlast the spinning (~0.3 ms): the team's
-  // threads fall asleep before each job, the holder before each job's last acknowledgement
+  // threads fall asleep before each job, the holder before each job's last acknowledgement (its own
+  // first piece lasts long enough for a sleeping thread to wake and take the last one, so the
+  // holder waits for it rather than running it)
   constexpr int64_t kJobs = 12;
   std::vector<int64_t> sums(kJobs, 0);
   with_thread_team([&] {
@@ -98,6 +100,7 @@ TEST_P(ThreadTeam, ThreadsAsleepWakeForTheNextJobAndTheHolderForTheLastPiece) {
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
       std::mutex mutex;
       cpu::parallel_for(8, 1, [&](int64_t begin, int64_t end) {
+        if (begin == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
         if (end == 8) std::this_thread::sleep_for(std::chrono::milliseconds(2));
         std::lock_guard<std::mutex> lock(mutex);
         for (int64_t i = begin; i < end; ++i) sums[static_cast<size_t>(job)] += i + job;
