@@ -11,6 +11,9 @@
 
 namespace nf::cpu {
 
+// The int8 kernels' loops over rows and groups unrolled, so their sums stay in registers.
+#define NF_UNROLL _Pragma("GCC unroll 16")
+
 #if defined(__AVX2__) && defined(__FMA__)
 #define NF_TARGET_AVX_VNNI __attribute__((target("avxvnni"), flatten))
 #define NF_TARGET_AVX512_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"), flatten))

@@ -150,26 +150,30 @@ NF_TARGET_AVX512_VNNI void tile_vnni(const uint8_t* panel, const PanelX& x, int6
 // AVX2 (Q4_K, Q5_K): a line's halves of 8 rows (Q5_K's fifth bits added: fifth_bits_avx2); a
 // sub-block's lines summed as maddubs' i16 pairs, each at most 2 x 15 x 128 (Q4_K: the 8 lines
 // below 2^15) or 2 x 31 x 128 (Q5_K: 4 lines at a time), then vpmaddwd by its scale into i32: the
-// same integers as the VNNI tile's, and the same f32 steps after them.
+// same integers as the VNNI tile's, and the same f32 steps after them. The loops unrolled (GCC had
+// kept them rolled, the sums on the stack) and the block ahead asked for a line per line read, not
+// in a loop of its own: a token of minimind2-small Q4_K_M 1.21x, Q5_K_M 1.17x (AMD Zen 3, 2026-12-02).
 template <class PB, int R>
 void tile_avx2(const uint8_t* panel, const PanelX& x, int64_t r0, float (&out)[R][kPanelRows]) {
   constexpr int kLinesInI16 = kHasFifthBits<PB> ? 4 : 8;
   const __m256i nibble = _mm256_set1_epi8(0x0f);
   for (int h = 0; h < 2; ++h) {
     __m256 acc[R];
-    for (int i = 0; i < R; ++i) acc[i] = _mm256_setzero_ps();
+    NF_UNROLL for (int i = 0; i < R; ++i) acc[i] = _mm256_setzero_ps();
     for (int64_t b = 0; b < x.nb; ++b) {
       const PB& sb = k_panel_block<PB>(panel, b);
-      if (h == 0) prefetch_l2(reinterpret_cast<const uint8_t*>(&sb) + stream_ahead(sizeof(PB)), sizeof(PB), kPrefetchStrideAvx2);
+      const uint8_t* ahead = reinterpret_cast<const uint8_t*>(&sb) + stream_ahead(sizeof(PB));
       __m256i sumi[R], corr[R];
-      for (int i = 0; i < R; ++i) sumi[i] = _mm256_setzero_si256(), corr[i] = _mm256_setzero_si256();
-      for (int p = 0; p < 4; ++p) {
+      NF_UNROLL for (int i = 0; i < R; ++i) sumi[i] = _mm256_setzero_si256(), corr[i] = _mm256_setzero_si256();
+      NF_UNROLL for (int p = 0; p < 4; ++p) {
         const __m256i sc_lo = in_both_i16_halves(panel_u8s_as_i32(sb.sc[2 * p] + 8 * h));
         const __m256i sc_hi = in_both_i16_halves(panel_u8s_as_i32(sb.sc[2 * p + 1] + 8 * h));
-        for (int l0 = 0; l0 < 8; l0 += kLinesInI16) {
+        NF_UNROLL for (int l0 = 0; l0 < 8; l0 += kLinesInI16) {
           __m256i lo[R], hi[R];
-          for (int i = 0; i < R; ++i) lo[i] = _mm256_setzero_si256(), hi[i] = _mm256_setzero_si256();
-          for (int l = l0; l < l0 + kLinesInI16; ++l) {
+          NF_UNROLL for (int i = 0; i < R; ++i) lo[i] = _mm256_setzero_si256(), hi[i] = _mm256_setzero_si256();
+          NF_UNROLL for (int l = l0; l < l0 + kLinesInI16; ++l) {
+            // the block ahead's lines, one a line read (the first pass only)
+            if (h == 0) __builtin_prefetch(ahead + (8 * p + l) * kPanelLine, 0, 2);
             const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(sb.line(8 * p + l) + 32 * h));
             __m256i low = _mm256_and_si256(v, nibble), high = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
             if constexpr (kHasFifthBits<PB>) {
@@ -177,28 +181,30 @@ void tile_avx2(const uint8_t* panel, const PanelX& x, int64_t r0, float (&out)[R
               high = _mm256_or_si256(high, fifth_bits_avx2(&sb.fifth(2 * p + 1, l), h));
             }
             const int64_t at = b * 256 + 64 * p + 4 * l;
-            for (int i = 0; i < R; ++i) {
+            NF_UNROLL for (int i = 0; i < R; ++i) {
               lo[i] = _mm256_add_epi16(lo[i], _mm256_maddubs_epi16(low, _mm256_set1_epi32(x.word(r0 + i, at))));
               hi[i] = _mm256_add_epi16(hi[i], _mm256_maddubs_epi16(high, _mm256_set1_epi32(x.word(r0 + i, at + 32))));
             }
           }
-          for (int i = 0; i < R; ++i)
+          NF_UNROLL for (int i = 0; i < R; ++i)
             sumi[i] = _mm256_add_epi32(sumi[i], _mm256_add_epi32(_mm256_madd_epi16(lo[i], sc_lo), _mm256_madd_epi16(hi[i], sc_hi)));
         }
       }
-      for (int q = 0; q < 4; ++q) {
+      if (h == 0)  // the rest of the block ahead: its scales, mins and d
+        for (int64_t line = 32 * kPanelLine; line < static_cast<int64_t>(sizeof(PB)); line += kPanelLine) __builtin_prefetch(ahead + line, 0, 2);
+      NF_UNROLL for (int q = 0; q < 4; ++q) {
         const __m256i mn = panel_min_pairs_8(&sb.mn[q][8 * h][0]);
-        for (int i = 0; i < R; ++i)
+        NF_UNROLL for (int i = 0; i < R; ++i)
           corr[i] = _mm256_add_epi32(corr[i], _mm256_madd_epi16(mn, _mm256_set1_epi32(sum_pair(x, r0 + i, b, q))));
       }
       const __m256 d = panel_f16s_8(sb.d + 8 * h), dmin = panel_f16s_8(sb.dmin + 8 * h);
-      for (int i = 0; i < R; ++i) {
+      NF_UNROLL for (int i = 0; i < R; ++i) {
         const __m256 dx = _mm256_set1_ps(x.a->row_d(r0 + i)[b]);
         acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi[i]), _mm256_mul_ps(d, dx), acc[i]);
         acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_setzero_si256(), corr[i])), _mm256_mul_ps(dmin, dx), acc[i]);
       }
     }
-    for (int i = 0; i < R; ++i) _mm256_storeu_ps(out[i] + 8 * h, acc[i]);
+    NF_UNROLL for (int i = 0; i < R; ++i) _mm256_storeu_ps(out[i] + 8 * h, acc[i]);
   }
 }
 

@@ -102,48 +102,55 @@ NF_TARGET_AVX512_VNNI void tile_vnni(const uint8_t* panel, const PanelX& x, int6
 // AVX2: a line's halves of 8 rows; two lines of a sub-block at a time summed as maddubs' i16 pairs
 // (each at most 2 x 63 x 128, two of them below 2^15), then vpmaddwd by its signed scale into i32;
 // the offset as 32 sum_j sc_j X_j at the end: the VNNI tile's integers, and its f32 step after them.
+// Unrolled, and the block ahead asked for part by part, as Q4_K's (panels_k.cpp): Q6_K 1.12x.
 template <int R>
 void tile_avx2(const uint8_t* panel, const PanelX& x, int64_t r0, float (&out)[R][kPanelRows]) {
   for (int h = 0; h < 2; ++h) {
     __m256 acc[R];
-    for (int i = 0; i < R; ++i) acc[i] = _mm256_setzero_ps();
+    NF_UNROLL for (int i = 0; i < R; ++i) acc[i] = _mm256_setzero_ps();
     for (int64_t b = 0; b < x.nb; ++b) {
       const Q6_KPanelBlock& sb = q6_block(panel, b);
-      if (h == 0) prefetch_l2(reinterpret_cast<const uint8_t*>(&sb) + stream_ahead(sizeof(Q6_KPanelBlock)), sizeof(Q6_KPanelBlock), kPrefetchStrideAvx2);
+      const uint8_t* ahead = reinterpret_cast<const uint8_t*>(&sb) + stream_ahead(sizeof(Q6_KPanelBlock));
       __m256i sumi[R], offset[R];
-      for (int i = 0; i < R; ++i) sumi[i] = _mm256_setzero_si256(), offset[i] = _mm256_setzero_si256();
-      for (int p = 0; p < 8; ++p) {
+      NF_UNROLL for (int i = 0; i < R; ++i) sumi[i] = _mm256_setzero_si256(), offset[i] = _mm256_setzero_si256();
+      NF_UNROLL for (int p = 0; p < 8; ++p) {
+        if (h == 0)  // the block ahead's part p, asked for as this one's is read (the first pass only)
+          for (int line = 0; line < 6; ++line)
+            __builtin_prefetch(ahead + p * static_cast<int64_t>(sizeof(Q6_KPanelBlock::Part)) + line * kPanelLine, 0, 2);
         const int j = 8 * (p / 4) + p % 4;
         const __m256i sc_lo = in_both_i16_halves(panel_i8s_as_i32(sb.sc[j] + 8 * h));
         const __m256i sc_hi = in_both_i16_halves(panel_i8s_as_i32(sb.sc[j + 4] + 8 * h));
-        for (int l0 = 0; l0 < 4; l0 += 2) {
+        NF_UNROLL for (int l0 = 0; l0 < 4; l0 += 2) {
           __m256i lo[R], hi[R];
-          for (int i = 0; i < R; ++i) lo[i] = _mm256_setzero_si256(), hi[i] = _mm256_setzero_si256();
-          for (int l = l0; l < l0 + 2; ++l) {
+          NF_UNROLL for (int i = 0; i < R; ++i) lo[i] = _mm256_setzero_si256(), hi[i] = _mm256_setzero_si256();
+          NF_UNROLL for (int l = l0; l < l0 + 2; ++l) {
             __m256i low, high;
             q6_k_line_avx2(sb.parts[p], l, h, low, high);
             const int64_t at = b * 256 + line_value(p, l);
-            for (int i = 0; i < R; ++i) {
+            NF_UNROLL for (int i = 0; i < R; ++i) {
               lo[i] = _mm256_add_epi16(lo[i], _mm256_maddubs_epi16(low, _mm256_set1_epi32(x.word(r0 + i, at))));
               hi[i] = _mm256_add_epi16(hi[i], _mm256_maddubs_epi16(high, _mm256_set1_epi32(x.word(r0 + i, at + 64))));
             }
           }
-          for (int i = 0; i < R; ++i)
+          NF_UNROLL for (int i = 0; i < R; ++i)
             sumi[i] = _mm256_add_epi32(sumi[i], _mm256_add_epi32(_mm256_madd_epi16(lo[i], sc_lo), _mm256_madd_epi16(hi[i], sc_hi)));
         }
       }
-      for (int jj = 0; jj < 16; ++jj) {
+      if (h == 0)  // the block ahead's scales and d
+        for (int64_t line = 8 * static_cast<int64_t>(sizeof(Q6_KPanelBlock::Part)); line < static_cast<int64_t>(sizeof(Q6_KPanelBlock)); line += kPanelLine)
+          __builtin_prefetch(ahead + line, 0, 2);
+      NF_UNROLL for (int jj = 0; jj < 16; ++jj) {
         const __m256i sc = panel_i8s_as_i32(sb.sc[jj] + 8 * h);
-        for (int i = 0; i < R; ++i)
+        NF_UNROLL for (int i = 0; i < R; ++i)
           offset[i] = _mm256_add_epi32(offset[i], _mm256_mullo_epi32(sc, _mm256_set1_epi32(sub_block_sum(*x.a, r0 + i, b, jj))));
       }
       const __m256 d = panel_f16s_8(sb.d + 8 * h);
-      for (int i = 0; i < R; ++i) {
+      NF_UNROLL for (int i = 0; i < R; ++i) {
         const __m256i total = _mm256_sub_epi32(sumi[i], _mm256_slli_epi32(offset[i], 5));
         acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(total), _mm256_mul_ps(d, _mm256_set1_ps(x.a->row_d(r0 + i)[b])), acc[i]);
       }
     }
-    for (int i = 0; i < R; ++i) _mm256_storeu_ps(out[i] + 8 * h, acc[i]);
+    NF_UNROLL for (int i = 0; i < R; ++i) _mm256_storeu_ps(out[i] + 8 * h, acc[i]);
   }
 }
 #endif

@@ -14,7 +14,8 @@
 //  - Q8_0: both operands are signed, so |w| is the unsigned operand and x takes w's sign
 //    (_mm256_sign_epi8); a pair of products reaches 2 * 128 * 127, so each group goes to i32
 //    (_mm256_madd_epi16). Splitting w into two nibble planes instead (two maddubs, i16 sums)
-//    measured slower on Zen 3: 1.0x sgemm against 1.3x.
+//    measured slower on Zen 3: 1.0x sgemm against 1.3x (again on 2026-12-02, 4 rows of x a tile and
+//    no spills: 0.62-0.95x the sign trick).
 // With AVX512-VNNI (chosen at run time, int8_isa.h) a panel is 16 rows, one 512-bit register per
 // group, and _mm512_dpbusd_epi32 (u8 x i8, four adjacent products summed into i32) takes each
 // group of every type in one instruction: W's integers are the unsigned operand (Q8_0's as
@@ -50,9 +51,6 @@
 
 namespace nf::cpu {
 namespace {
-
-// The tile's loops over rows and groups unrolled, so its dots and accumulators stay in registers.
-#define NF_UNROLL _Pragma("GCC unroll 16")
 
 constexpr int kGroups = kQK8_0 / 4;  // 4-value groups per block
 // rows of W per panel (one lane each) and rows of x per tile (R accumulators + R dots + W + x in

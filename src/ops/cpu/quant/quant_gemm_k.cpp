@@ -37,8 +37,6 @@
 namespace nf::cpu {
 namespace {
 
-#define NF_UNROLL _Pragma("GCC unroll 16")
-
 constexpr int kGroups = kQK_K / 4;  // 4-value groups per super-block
 constexpr int kPanelRowsAvx2 = 8, kTileRowsAvx2 = 4;
 constexpr int kPanelRowsVnni = 16, kTileRowsVnni = 8;
