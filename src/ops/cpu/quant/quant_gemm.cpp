@@ -57,6 +57,7 @@ constexpr int kGroups = kQK8_0 / 4;  // 4-value groups per block
 // the registers): AVX2, 16 registers of 8 lanes; AVX512-VNNI, 32 of 16
 constexpr int kPanelRowsAvx2 = 8, kTileRowsAvx2 = 6;
 constexpr int kPanelRowsVnni = 16, kTileRowsVnni = 12;
+static_assert(2 * kPanelRowsAvx2 == kPanelRows, "an AVX2 panel is half of one made at load");
 
 // A weight type W (weight_blocks.h): its Block, w = d (u - W::kOffset) (+ m where W::kMin), u as
 // stored (W::stored; Q8_0's signed: W::kSigned).
@@ -301,6 +302,31 @@ NF_TARGET_AVX512_VNNI void unpack_stored_panel(const uint8_t* stored, int64_t nb
     }
   }
 }
+// pack_panel's bytes for rows 8h .. 8h + 7 of a panel made at load (panels.h, 16 rows): line j's
+// half h as groups j (low nibbles) and j + 4 (high), 16 added where a fifth bit is set, the scales
+// (and mins) to f32; where unpacking its rows (unpack_panel_row_*) and packing them again had taken
+// a scalar step per value
+template <class W>
+void unpack_stored_half(const uint8_t* stored, int64_t nb, int h, PanelBlock<W, kPanelRowsAvx2>* panel) {
+  constexpr PanelShape shape = panel_shape<W>();
+  const __m256i nibble = _mm256_set1_epi8(0x0f);
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* lines = panel_lines_of(stored, shape, b);
+    PanelBlock<W, kPanelRowsAvx2>& out = panel[b];
+    _mm256_store_ps(out.d, panel_f16s_8(panel_scales_of(stored, shape, b) + 8 * h));
+    if constexpr (W::kMin) _mm256_store_ps(out.m, panel_f16s_8(panel_mins_of(stored, shape, b) + 8 * h));
+    NF_UNROLL for (int j = 0; j < kGroups / 2; ++j) {
+      const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(lines + j * kPanelLine + 32 * h));
+      __m256i lo = _mm256_and_si256(v, nibble), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
+      if constexpr (W::kBits == 5) {
+        lo = _mm256_or_si256(lo, fifth_bits_avx2(lines - kPanelLine + 8 * j, h));
+        hi = _mm256_or_si256(hi, fifth_bits_avx2(lines - kPanelLine + 8 * (j + kGroups / 2), h));
+      }
+      _mm256_store_si256(reinterpret_cast<__m256i*>(out.q[j]), lo);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(out.q[j + kGroups / 2]), hi);
+    }
+  }
+}
 #else
 struct Int8DotAvx2 {};  // the portable tile below
 
@@ -339,6 +365,11 @@ template <class W>
 void unpack_stored_panel(const uint8_t*, int64_t, PanelBlock<W, kPanelRowsVnni>*) {
   NF_FAIL("quant_gemm: AVX512-VNNI kernels are not built without AVX2");
 }
+
+template <class W>
+void unpack_stored_half(const uint8_t*, int64_t, int, PanelBlock<W, kPanelRowsAvx2>*) {
+  NF_FAIL("quant_gemm: panels made at load are not built without AVX2");
+}
 #endif
 
 // Whether a panel's rows of nb blocks can be gathered: the gathers' offsets, row r at r times a
@@ -372,11 +403,11 @@ NF_TARGET_AVX_VNNI void rows_against_panel_avx_vnni(const PanelBlock<W, kPanelRo
 }
 #endif
 
-// The 8-row panels: AVX2's tiles, or AVX-VNNI's. (`unpack`: w is the panels made at load, panels.h,
-// and each panel of P rows packs the rows read back from them)
+// The 8-row panels: AVX2's tiles, or AVX-VNNI's. (`stored`: w is the panels made at load, panels.h,
+// of 16 rows, each half of one unpacked into a panel of 8)
 template <class W>
 void gemm_avx2(const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t m, float* y, int64_t ldy,
-               void (*unpack)(const void*, int64_t, int64_t, void*) = nullptr) {
+               bool stored = false) {
   PanelRows<W> rows = rows_against_panel<W, Int8DotAvx2>;
 #if defined(__AVX2__) && defined(__FMA__)
   if (W::kSigned && int8_isa() == Int8Isa::avx_vnni) rows = rows_against_panel_avx_vnni<W>;
@@ -391,19 +422,12 @@ void gemm_avx2(const void* w, int64_t n, int64_t k, const BlockQ8_0* xq, int64_t
   // Units are (panel, rows of x), panel-major, so a thread's run of units packs each panel once.
   parallel_for(panels * row_units, 1, [&](int64_t begin, int64_t end) {
     std::vector<PanelBlock<W, P>> packed(static_cast<size_t>(nb));
-    std::vector<typename W::Block> rows_read;
     int64_t packed_panel = -1;
     for (int64_t unit = begin; unit < end; ++unit) {
       const int64_t panel = unit / row_units, i0 = unit % row_units * kUnitRows, j0 = panel * P;
       if (panel != packed_panel) {
-        if (unpack == nullptr) {
-          pack_panel<W, P>(w, nb, j0, n, packed.data());
-        } else {
-          const int64_t count = std::min<int64_t>(P, n - j0);
-          rows_read.resize(static_cast<size_t>(count * nb));
-          for (int64_t r = 0; r < count; ++r) unpack(w, k, j0 + r, rows_read.data() + r * nb);
-          pack_panel<W, P>(rows_read.data(), nb, 0, count, packed.data());
-        }
+        if (stored) unpack_stored_half<W>(static_cast<const uint8_t*>(w) + panel / 2 * panel_bytes(panel_shape<W>(), k), nb, static_cast<int>(panel % 2), packed.data());
+        else pack_panel<W, P>(w, nb, j0, n, packed.data());
         packed_panel = panel;
       }
       rows(packed.data(), nb, xq, xinfo.data(), i0, std::min(m, i0 + kUnitRows), y + j0, ldy, std::min<int64_t>(P, n - j0));
@@ -467,22 +491,22 @@ void gemm_panels_q8_0(const void* panels, int64_t n, int64_t k, const void* xq, 
 void gemm_panels_q4_0(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) {
   const auto* x = static_cast<const BlockQ8_0*>(xq);
   if (int8_isa() == Int8Isa::avx512_vnni) return gemm_vnni<Q4_0W>(panels, n, k, x, m, y, ldy, /*stored=*/true);
-  gemm_avx2<Q4_0W>(panels, n, k, x, m, y, ldy, unpack_panel_row_q4_0);  // (AVX2's panels, panels_pay)
+  gemm_avx2<Q4_0W>(panels, n, k, x, m, y, ldy, /*stored=*/true);  // (AVX2's panels, panels_pay)
 }
 void gemm_panels_q4_1(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) {
   const auto* x = static_cast<const BlockQ8_0*>(xq);
   if (int8_isa() == Int8Isa::avx512_vnni) return gemm_vnni<Q4_1W>(panels, n, k, x, m, y, ldy, /*stored=*/true);
-  gemm_avx2<Q4_1W>(panels, n, k, x, m, y, ldy, unpack_panel_row_q4_1);
+  gemm_avx2<Q4_1W>(panels, n, k, x, m, y, ldy, /*stored=*/true);
 }
 void gemm_panels_q5_0(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) {
   const auto* x = static_cast<const BlockQ8_0*>(xq);
   if (int8_isa() == Int8Isa::avx512_vnni) return gemm_vnni<Q5_0W>(panels, n, k, x, m, y, ldy, /*stored=*/true);
-  gemm_avx2<Q5_0W>(panels, n, k, x, m, y, ldy, unpack_panel_row_q5_0);
+  gemm_avx2<Q5_0W>(panels, n, k, x, m, y, ldy, /*stored=*/true);
 }
 void gemm_panels_q5_1(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) {
   const auto* x = static_cast<const BlockQ8_0*>(xq);
   if (int8_isa() == Int8Isa::avx512_vnni) return gemm_vnni<Q5_1W>(panels, n, k, x, m, y, ldy, /*stored=*/true);
-  gemm_avx2<Q5_1W>(panels, n, k, x, m, y, ldy, unpack_panel_row_q5_1);
+  gemm_avx2<Q5_1W>(panels, n, k, x, m, y, ldy, /*stored=*/true);
 }
 void gemm_q8_0(const void* w, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) {
   gemm<Q8_0W>(w, n, k, xq, m, y, ldy);

@@ -336,7 +336,8 @@ void unit_against_panel(const KPanelBlock<W, P>* panel, int64_t nb, const int32_
 // x packed per unit of kUnitRows rows (x_units.h); then units of (panel, unit of x), panel-major,
 // so a thread's run of units packs each panel once.
 // (Stored: w is the panels made at load, panels.h, of that panel block type; AVX2's panels of 8
-// pack the rows `unpack` reads back from them, as gemm_avx2 of the 32-value types does)
+// pack the rows `unpack` reads back from them; the 32-value types' gemm_avx2 unpacks its halves in
+// registers instead, unpack_stored_half in quant_gemm.cpp, which the K types' could follow)
 template <class W, int P, int R, class Stored = void>
 void gemm_k(const void* w, int64_t n, int64_t k, const BlockQ8_K* xq, int64_t m, float* y, int64_t ldy,
             void (*unpack)(const void*, int64_t, int64_t, void*) = nullptr) {
