@@ -40,6 +40,7 @@ namespace {
 constexpr int kGroups = kQK_K / 4;  // 4-value groups per super-block
 constexpr int kPanelRowsAvx2 = 8, kTileRowsAvx2 = 4;
 constexpr int kPanelRowsVnni = 16, kTileRowsVnni = 8;
+static_assert(2 * kPanelRowsAvx2 == kPanelRows, "an AVX2 panel is half of one made at load");
 
 // i16 pair of two small integers in one 32-bit word (a in the low half)
 constexpr int32_t pair16(int32_t a, int32_t b) {
@@ -309,10 +310,68 @@ NF_TARGET_AVX512_VNNI void unpack_stored_panel(const uint8_t* stored, int64_t nb
       }
   }
 }
+// AVX2's panels of 8 rows: rows 8h .. 8h + 7 of a panel made at load, as the VNNI unpacking
+// above takes all 16 (the scales in both i16 halves, the lines' halves as the decode tiles read them)
+template <class PB, class W>
+  requires(!std::is_same_v<PB, Q6_KPanelBlock>)
+void unpack_stored_half(const uint8_t* stored, int64_t nb, int h, KPanelBlock<W, kPanelRowsAvx2>* panel) {
+  const __m256i nibble = _mm256_set1_epi8(0x0f);
+  for (int64_t b = 0; b < nb; ++b) {
+    const PB& sb = k_panel_block<PB>(stored, b);
+    KPanelBlock<W, kPanelRowsAvx2>& out = panel[b];
+    _mm256_store_ps(out.d, panel_f16s_8(sb.d + 8 * h));
+    _mm256_store_ps(out.dmin, panel_f16s_8(sb.dmin + 8 * h));
+    NF_UNROLL for (int j = 0; j < 8; ++j)
+      _mm256_store_si256(reinterpret_cast<__m256i*>(out.sc[j]), in_both_i16_halves(panel_u8s_as_i32(sb.sc[j] + 8 * h)));
+    NF_UNROLL for (int p = 0; p < 4; ++p)
+      _mm256_store_si256(reinterpret_cast<__m256i*>(out.c[p]), panel_min_pairs_8(&sb.mn[p][8 * h][0]));
+    NF_UNROLL for (int l = 0; l < 32; ++l) {
+      const int p = l / 8, i = l % 8;
+      const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(sb.line(l) + 32 * h));
+      __m256i low = _mm256_and_si256(v, nibble), high = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
+      if constexpr (kHasFifthBits<PB>) {
+        low = _mm256_or_si256(low, fifth_bits_avx2(&sb.fifth(2 * p, i), h));
+        high = _mm256_or_si256(high, fifth_bits_avx2(&sb.fifth(2 * p + 1, i), h));
+      }
+      _mm256_store_si256(reinterpret_cast<__m256i*>(out.q[16 * p + i]), low);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(out.q[16 * p + 8 + i]), high);
+    }
+  }
+}
+template <class PB, class W>
+  requires std::is_same_v<PB, Q6_KPanelBlock>
+void unpack_stored_half(const uint8_t* stored, int64_t nb, int h, KPanelBlock<W, kPanelRowsAvx2>* panel) {
+  for (int64_t b = 0; b < nb; ++b) {
+    const Q6_KPanelBlock& sb = k_panel_block<Q6_KPanelBlock>(stored, b);
+    KPanelBlock<W, kPanelRowsAvx2>& out = panel[b];
+    _mm256_store_ps(out.d, panel_f16s_8(sb.d + 8 * h));
+    _mm256_store_ps(out.dmin, _mm256_setzero_ps());
+    __m256i sc[16];
+    NF_UNROLL for (int j = 0; j < 16; ++j) {
+      sc[j] = panel_i8s_as_i32(sb.sc[j] + 8 * h);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(out.sc[j]), in_both_i16_halves(sc[j]));
+    }
+    NF_UNROLL for (int p = 0; p < 8; ++p)
+      _mm256_store_si256(reinterpret_cast<__m256i*>(out.c[p]),
+                         _mm256_or_si256(_mm256_and_si256(sc[2 * p], _mm256_set1_epi32(0xffff)), _mm256_slli_epi32(sc[2 * p + 1], 16)));
+    NF_UNROLL for (int p = 0; p < 8; ++p)
+      NF_UNROLL for (int l = 0; l < 4; ++l) {
+        __m256i low, high;
+        q6_k_line_avx2(sb.parts[p], l, h, low, high);
+        const int g = 32 * (p / 4) + 4 * (p % 4) + l;
+        _mm256_store_si256(reinterpret_cast<__m256i*>(out.q[g]), low);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(out.q[g + 16]), high);
+      }
+  }
+}
 #else
 template <class PB, class W>
 void unpack_stored_panel(const uint8_t*, int64_t, KPanelBlock<W, kPanelRowsVnni>*) {
   NF_FAIL("quant_gemm: AVX512-VNNI kernels are not built without AVX2");
+}
+template <class PB, class W>
+void unpack_stored_half(const uint8_t*, int64_t, int, KPanelBlock<W, kPanelRowsAvx2>*) {
+  NF_FAIL("quant_gemm: panels made at load are not built without AVX2");
 }
 #endif
 
@@ -336,11 +395,9 @@ void unit_against_panel(const KPanelBlock<W, P>* panel, int64_t nb, const int32_
 // x packed per unit of kUnitRows rows (x_units.h); then units of (panel, unit of x), panel-major,
 // so a thread's run of units packs each panel once.
 // (Stored: w is the panels made at load, panels.h, of that panel block type; AVX2's panels of 8
-// pack the rows `unpack` reads back from them; the 32-value types' gemm_avx2 unpacks its halves in
-// registers instead, unpack_stored_half in quant_gemm.cpp, which the K types' could follow)
+// each unpack a half of one)
 template <class W, int P, int R, class Stored = void>
-void gemm_k(const void* w, int64_t n, int64_t k, const BlockQ8_K* xq, int64_t m, float* y, int64_t ldy,
-            void (*unpack)(const void*, int64_t, int64_t, void*) = nullptr) {
+void gemm_k(const void* w, int64_t n, int64_t k, const BlockQ8_K* xq, int64_t m, float* y, int64_t ldy) {
   const int64_t nb = k / kQK_K, units = (m + kUnitRows - 1) / kUnitRows;
   std::vector<int32_t> words;
   std::vector<KXInfo> info;
@@ -348,7 +405,6 @@ void gemm_k(const void* w, int64_t n, int64_t k, const BlockQ8_K* xq, int64_t m,
   const int64_t panels = (n + P - 1) / P;
   parallel_for(panels * units, 1, [&](int64_t begin, int64_t end) {
     std::vector<KPanelBlock<W, P>> packed(static_cast<size_t>(nb));
-    std::vector<typename W::Block> rows;
     int64_t packed_panel = -1;
     for (int64_t at = begin; at < end; ++at) {
       const int64_t panel = at / units, unit = at % units, j0 = panel * P, i0 = unit * kUnitRows;
@@ -356,12 +412,9 @@ void gemm_k(const void* w, int64_t n, int64_t k, const BlockQ8_K* xq, int64_t m,
         if constexpr (std::is_void_v<Stored>) pack_panel<W, P, P == kPanelRowsAvx2>(w, nb, j0, n, packed.data());
         else if constexpr (P == kPanelRowsVnni)
           unpack_stored_panel<Stored, W>(static_cast<const uint8_t*>(w) + panel * k_panel_bytes<Stored>(k), nb, packed.data());
-        else {  // AVX2's panels of 8 rows: the rows read back from the stored panels, then packed as from the file
-          const int64_t count = std::min<int64_t>(P, n - j0);
-          rows.resize(static_cast<size_t>(count * nb));
-          for (int64_t r = 0; r < count; ++r) unpack(w, k, j0 + r, rows.data() + r * nb);
-          pack_panel<W, P, true>(rows.data(), nb, 0, count, packed.data());
-        }
+        else  // AVX2's panels of 8 rows: half of a stored one
+          unpack_stored_half<Stored, W>(static_cast<const uint8_t*>(w) + panel / 2 * k_panel_bytes<Stored>(k), nb,
+                                        static_cast<int>(panel % 2), packed.data());
         packed_panel = panel;
       }
       unit_against_panel<W, P, R>(packed.data(), nb, words.data() + unit * nb * kGroups * kUnitRows,
@@ -379,25 +432,24 @@ void gemm(const void* w, int64_t n, int64_t k, const void* xq, int64_t m, float*
   gemm_k<W, kPanelRowsAvx2, kTileRowsAvx2>(w, n, k, x, m, y, ldy);
 }
 
-// the GEMM on the panels made at load (PB): AVX512-VNNI's reads them in place, AVX2's reads their rows back
+// the GEMM on the panels made at load (PB), unpacked a panel of the tiles' rows at a time
 template <class W, class PB>
-void gemm_stored(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy,
-                 void (*unpack)(const void*, int64_t, int64_t, void*)) {
+void gemm_stored(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) {
   const auto* x = static_cast<const BlockQ8_K*>(xq);
   if (int8_isa() == Int8Isa::avx512_vnni) return gemm_k<W, kPanelRowsVnni, kTileRowsVnni, PB>(panels, n, k, x, m, y, ldy);
-  gemm_k<W, kPanelRowsAvx2, kTileRowsAvx2, PB>(panels, n, k, x, m, y, ldy, unpack);
+  gemm_k<W, kPanelRowsAvx2, kTileRowsAvx2, PB>(panels, n, k, x, m, y, ldy);
 }
 
 }  // namespace
 
 void gemm_panels_q4_k(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) {
-  gemm_stored<Q4_KUnpack, Q4_KPanelBlock>(panels, n, k, xq, m, y, ldy, unpack_panel_row_q4_k);
+  gemm_stored<Q4_KUnpack, Q4_KPanelBlock>(panels, n, k, xq, m, y, ldy);
 }
 void gemm_panels_q5_k(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) {
-  gemm_stored<Q5_KUnpack, Q5_KPanelBlock>(panels, n, k, xq, m, y, ldy, unpack_panel_row_q5_k);
+  gemm_stored<Q5_KUnpack, Q5_KPanelBlock>(panels, n, k, xq, m, y, ldy);
 }
 void gemm_panels_q6_k(const void* panels, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) {
-  gemm_stored<Q6_KUnpack, Q6_KPanelBlock>(panels, n, k, xq, m, y, ldy, unpack_panel_row_q6_k);
+  gemm_stored<Q6_KUnpack, Q6_KPanelBlock>(panels, n, k, xq, m, y, ldy);
 }
 void gemm_q4_k(const void* w, int64_t n, int64_t k, const void* xq, int64_t m, float* y, int64_t ldy) {
   gemm<Q4_KUnpack>(w, n, k, xq, m, y, ldy);
