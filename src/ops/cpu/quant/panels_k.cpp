@@ -37,7 +37,7 @@ int32_t sub_block_sum_pair(const QuantizedActivations& a, int64_t r, int64_t b, 
   return static_cast<int32_t>((static_cast<uint32_t>(sub_block_sum(a, r, b, 2 * q + 1)) << 16) |
                               (static_cast<uint32_t>(sub_block_sum(a, r, b, 2 * q)) & 0xffff));
 }
-int32_t sum_pair(const PanelX& x, int64_t r, int64_t b, int q) { return x.start[(r * x.nb + b) * 4 + q]; }
+[[maybe_unused]] int32_t sum_pair(const PanelX& x, int64_t r, int64_t b, int q) { return x.start[(r * x.nb + b) * 4 + q]; }
 
 // the integer of row c's value 4i + t of sub-block j in `byte` (line 8 (j / 2) + i), its fifth bit added
 template <class PB>

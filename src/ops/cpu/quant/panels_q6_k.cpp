@@ -158,7 +158,7 @@ void tile_avx2(const uint8_t* panel, const PanelX& x, int64_t r0, float (&out)[R
 // the tiles of Q6_K's panels, as panels_driver.h takes them; decode reads one stream
 struct TilesQ6_K {
   static size_t bytes(int64_t k) { return k_panel_bytes<Q6_KPanelBlock>(k); }
-  static constexpr int kStreams = 1;
+  [[maybe_unused]] static constexpr int kStreams = 1;
   template <int R>
   static void portable(const uint8_t* panel, const PanelX& x, int64_t r0, float (&out)[R][kPanelRows]) {
     tile_portable<R>(panel, x, r0, out);
